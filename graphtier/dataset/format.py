@@ -1,0 +1,258 @@
+"""The on-disk dataset format, version 1 (see docs/dataset-format.md).
+
+A dataset is a directory holding ``meta.json`` and numpy ``.npy`` arrays. The graph is stored in
+CSC: ``indices[indptr[v]:indptr[v + 1]]`` are the sources of the edges that point into ``v``,
+sorted ascending. :meth:`Dataset.open` memory-maps every array and validates the directory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from graphtier.errors import DatasetError
+from graphtier.graph.checks import index_range, is_non_decreasing
+
+FORMAT_VERSION = 1
+META_FILE = "meta.json"
+FEATURE_DTYPES = ("float32", "float16")
+SPLITS = ("train", "valid", "test")
+REQUIRED_META_FIELDS = (
+    "format_version",
+    "name",
+    "num_nodes",
+    "num_edges",
+    "directed",
+    "feature_dim",
+    "feature_dtype",
+    "num_classes",
+    "source",
+    "node_order",
+)
+
+
+def index_dtype(num_nodes: int) -> np.dtype:
+    """The dtype of ``indices.npy`` for a graph of ``num_nodes`` nodes: int32 below 2^31, else int64."""
+    return np.dtype(np.int32) if num_nodes < 2**31 else np.dtype(np.int64)
+
+
+def _load_array(path: Path, mmap: bool) -> np.ndarray:
+    if not path.is_file():
+        raise DatasetError(f"{path}: file missing")
+    try:
+        return np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
+    except Exception as exc:  # numpy raises ValueError/OSError/EOFError on damaged files
+        raise DatasetError(f"{path}: not a readable .npy array ({exc})") from None
+
+
+def _expect(path: Path, what: str, expected: Any, found: Any) -> None:
+    if expected != found:
+        raise DatasetError(f"{path}: expected {what} {expected}, found {found}")
+
+
+@dataclass
+class Dataset:
+    """A graphtier dataset opened from disk; arrays are read-only memory maps by default.
+
+    Attributes:
+        path: the dataset directory.
+        meta: the parsed ``meta.json``.
+        indptr: int64 [N + 1], CSC column pointers.
+        indices: int32 or int64 [E], in-neighbour (source) ids, sorted within each node.
+        features: float32/float16 [N, D] or None when the dataset has no features.
+        labels: int64 [N] with -1 for unlabelled, or None when ``num_classes == 0``.
+        train_idx, valid_idx, test_idx: int64 node ids, or None when the split is absent.
+        extra: other ``.npy`` arrays in the directory (``node_ids``, ``perm``, ...), by file stem.
+    """
+
+    path: Path
+    meta: dict[str, Any]
+    indptr: np.ndarray
+    indices: np.ndarray
+    features: np.ndarray | None = None
+    labels: np.ndarray | None = None
+    train_idx: np.ndarray | None = None
+    valid_idx: np.ndarray | None = None
+    test_idx: np.ndarray | None = None
+    extra: dict[str, np.ndarray] = field(default_factory=dict)
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def name(self) -> str:
+        return str(self.meta["name"])
+
+    @property
+    def num_nodes(self) -> int:
+        return int(self.meta["num_nodes"])
+
+    @property
+    def num_edges(self) -> int:
+        return int(self.meta["num_edges"])
+
+    @property
+    def feature_dim(self) -> int:
+        return int(self.meta["feature_dim"])
+
+    @property
+    def num_classes(self) -> int:
+        return int(self.meta["num_classes"])
+
+    @property
+    def directed(self) -> bool:
+        return bool(self.meta["directed"])
+
+    def split(self, name: str) -> np.ndarray | None:
+        """The int64 node ids of split ``name`` (``train``, ``valid`` or ``test``), or None."""
+        if name not in SPLITS:
+            raise DatasetError(f"{self.path}: unknown split {name!r}, expected one of {', '.join(SPLITS)}")
+        return getattr(self, f"{name}_idx")
+
+    def in_degrees(self) -> np.ndarray:
+        """int64 [N]: the number of in-edges (neighbour-list length) of every node."""
+        return np.diff(np.asarray(self.indptr))
+
+    def __repr__(self) -> str:
+        return (
+            f"Dataset({self.name!r}, nodes={self.num_nodes:,}, edges={self.num_edges:,}, "
+            f"feature_dim={self.feature_dim}, classes={self.num_classes}, path='{self.path}')"
+        )
+
+    # ------------------------------------------------------------------ open + validate
+    @classmethod
+    def open(cls, path: str | os.PathLike[str], *, mmap: bool = True, validate: bool = True) -> "Dataset":
+        """Open the dataset directory ``path``.
+
+        Every array is memory-mapped read-only (``mmap=False`` loads them into RAM instead), so a
+        dataset larger than RAM can be opened. With ``validate`` (the default) the directory is
+        checked against ``meta.json`` and a :class:`DatasetError` naming the file, the expected
+        and the found value is raised at the first inconsistency.
+        """
+        root = Path(path)
+        if not root.is_dir():
+            raise DatasetError(f"{root}: dataset directory not found")
+        meta = read_meta(root)
+        indptr = _load_array(root / "indptr.npy", mmap)
+        indices = _load_array(root / "indices.npy", mmap)
+        features = _load_array(root / "features.npy", mmap) if int(meta["feature_dim"]) > 0 else None
+        labels = _load_array(root / "labels.npy", mmap) if int(meta["num_classes"]) > 0 else None
+        splits = {}
+        for name in SPLITS:
+            split_path = root / f"{name}_idx.npy"
+            splits[name] = _load_array(split_path, mmap) if split_path.is_file() else None
+        known = {"indptr", "indices", "features", "labels"} | {f"{s}_idx" for s in SPLITS}
+        extra = {
+            p.stem: _load_array(p, mmap)
+            for p in sorted(root.glob("*.npy"))
+            if p.stem not in known
+        }
+        dataset = cls(
+            path=root,
+            meta=meta,
+            indptr=indptr,
+            indices=indices,
+            features=features,
+            labels=labels,
+            train_idx=splits["train"],
+            valid_idx=splits["valid"],
+            test_idx=splits["test"],
+            extra=extra,
+        )
+        if validate:
+            dataset.validate()
+        return dataset
+
+    def validate(self) -> None:
+        """Check every array against ``meta.json``; raise :class:`DatasetError` on the first problem."""
+        root = self.path
+        n, e = self.num_nodes, self.num_edges
+        p = root / "indptr.npy"
+        _expect(p, "dtype", "int64", str(self.indptr.dtype))
+        _expect(p, "shape", (n + 1,), tuple(self.indptr.shape))
+        if int(self.indptr[0]) != 0:
+            raise DatasetError(f"{p}: expected indptr[0] == 0, found {int(self.indptr[0])}")
+        if int(self.indptr[-1]) != e:
+            raise DatasetError(f"{p}: expected indptr[-1] == num_edges {e}, found {int(self.indptr[-1])}")
+        if not is_non_decreasing(self.indptr):
+            raise DatasetError(f"{p}: expected non-decreasing values, found a decrease")
+        p = root / "indices.npy"
+        _expect(p, "dtype", str(index_dtype(n)), str(self.indices.dtype))
+        _expect(p, "shape", (e,), tuple(self.indices.shape))
+        if e > 0:
+            lo, hi = index_range(self.indices)
+            if lo < 0 or hi >= n:
+                raise DatasetError(f"{p}: expected node ids in [0, {n}), found values in [{lo}, {hi}]")
+        if self.features is not None:
+            p = root / "features.npy"
+            _expect(p, "dtype", self.meta["feature_dtype"], str(self.features.dtype))
+            _expect(p, "shape", (n, self.feature_dim), tuple(self.features.shape))
+        if self.labels is not None:
+            p = root / "labels.npy"
+            _expect(p, "dtype", "int64", str(self.labels.dtype))
+            _expect(p, "shape", (n,), tuple(self.labels.shape))
+            if n > 0:
+                lo, hi = index_range(self.labels)
+                if lo < -1 or hi >= self.num_classes:
+                    raise DatasetError(
+                        f"{p}: expected labels in [-1, {self.num_classes}), found values in [{lo}, {hi}]"
+                    )
+        seen = np.zeros(n, dtype=np.bool_) if any(
+            self.split(s) is not None for s in SPLITS
+        ) else None
+        for name in SPLITS:
+            idx = self.split(name)
+            if idx is None:
+                continue
+            p = root / f"{name}_idx.npy"
+            _expect(p, "dtype", "int64", str(idx.dtype))
+            if idx.ndim != 1:
+                raise DatasetError(f"{p}: expected a 1-d array, found shape {tuple(idx.shape)}")
+            if idx.size == 0:
+                continue
+            lo, hi = index_range(idx)
+            if lo < 0 or hi >= n:
+                raise DatasetError(f"{p}: expected node ids in [0, {n}), found values in [{lo}, {hi}]")
+            assert seen is not None
+            idx_arr = np.asarray(idx)
+            if np.unique(idx_arr).size != idx_arr.size:
+                raise DatasetError(f"{p}: expected distinct node ids, found duplicates")
+            overlap = int(seen[idx_arr].sum())
+            if overlap:
+                raise DatasetError(
+                    f"{p}: expected splits to be disjoint, found {overlap} ids also in an earlier split"
+                )
+            seen[idx_arr] = True
+
+
+def read_meta(root: Path) -> dict[str, Any]:
+    """Read and check ``root/meta.json``; raise :class:`DatasetError` naming the field on a problem."""
+    path = root / META_FILE
+    if not path.is_file():
+        raise DatasetError(f"{path}: file missing (is {root} a graphtier dataset?)")
+    try:
+        meta = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise DatasetError(f"{path}: not valid JSON ({exc})") from None
+    if not isinstance(meta, dict):
+        raise DatasetError(f"{path}: expected a JSON object, found {type(meta).__name__}")
+    for key in REQUIRED_META_FIELDS:
+        if key not in meta:
+            raise DatasetError(f"{path}: field {key!r} missing")
+    if meta["format_version"] != FORMAT_VERSION:
+        raise DatasetError(
+            f"{path}: field 'format_version' expected {FORMAT_VERSION}, found {meta['format_version']!r}"
+        )
+    for key in ("num_nodes", "num_edges", "feature_dim", "num_classes"):
+        value = meta[key]
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise DatasetError(f"{path}: field {key!r} expected a non-negative integer, found {value!r}")
+    if meta["feature_dim"] > 0 and meta["feature_dtype"] not in FEATURE_DTYPES:
+        raise DatasetError(
+            f"{path}: field 'feature_dtype' expected one of {', '.join(FEATURE_DTYPES)}, "
+            f"found {meta['feature_dtype']!r}"
+        )
+    return meta

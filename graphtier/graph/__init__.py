@@ -1,0 +1,1 @@
+"""Graph topology: CSC construction, degree statistics and parallel array checks."""

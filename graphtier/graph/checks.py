@@ -1,0 +1,63 @@
+"""Parallel checks over (possibly memory-mapped) arrays, used to validate datasets.
+
+Arrays are processed in chunks so that a memory-mapped array larger than RAM can be scanned.
+Reference implementations: ``arr.min()``, ``arr.max()`` and ``np.all(np.diff(arr) >= 0)``.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+CHUNK = 1 << 24
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def _min_max(values: np.ndarray) -> tuple[int, int]:
+    n = values.shape[0]
+    parts = numba.get_num_threads()
+    lows = np.empty(parts, dtype=np.int64)
+    highs = np.empty(parts, dtype=np.int64)
+    step = (n + parts - 1) // parts
+    for part in numba.prange(parts):
+        start = part * step
+        stop = min(n, start + step)
+        low = np.iinfo(np.int64).max
+        high = np.iinfo(np.int64).min
+        for i in range(start, stop):
+            v = np.int64(values[i])
+            if v < low:
+                low = v
+            if v > high:
+                high = v
+        lows[part] = low
+        highs[part] = high
+    return lows.min(), highs.max()
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def _count_decreases(values: np.ndarray) -> int:
+    total = 0
+    for i in numba.prange(values.shape[0] - 1):
+        if values[i + 1] < values[i]:
+            total += 1
+    return total
+
+
+def index_range(values: np.ndarray) -> tuple[int, int]:
+    """(min, max) of a non-empty 1-d integer array, as Python ints; chunked for memory maps."""
+    low, high = np.iinfo(np.int64).max, np.iinfo(np.int64).min
+    for start in range(0, values.shape[0], CHUNK):
+        chunk_low, chunk_high = _min_max(np.asarray(values[start : start + CHUNK]))
+        low, high = min(low, int(chunk_low)), max(high, int(chunk_high))
+    return low, high
+
+
+def is_non_decreasing(values: np.ndarray) -> bool:
+    """True when ``values[i] <= values[i + 1]`` for every i; chunked for memory maps."""
+    n = values.shape[0]
+    for start in range(0, max(n - 1, 0), CHUNK):
+        chunk = np.asarray(values[start : min(n, start + CHUNK + 1)])
+        if _count_decreases(chunk) > 0:
+            return False
+    return True
