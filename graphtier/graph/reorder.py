@@ -1,0 +1,206 @@
+"""Reorder a dataset so the hottest nodes get the lowest ids (seed 000, Algorithm 2, parallel).
+
+New ids follow descending score, ties broken by the old id. The topology is rebuilt in blocks of
+new nodes (new ``indptr`` by a prefix sum over the permuted degrees; each list relocated,
+relabelled and sorted), the feature rows are gathered in chunks between memory maps, so a feature
+file larger than RAM works; labels, splits and an importer's ``node_ids`` are permuted. The
+output is a normal dataset written atomically by :class:`DatasetWriter`; it stores ``perm.npy``
+(int64 [N], new id -> original id) and ``meta.json`` records the order under ``"reorder"``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numba
+import numpy as np
+
+from graphtier.dataset.format import Dataset
+from graphtier.dataset.writer import DatasetWriter
+from graphtier.errors import DatasetError
+from graphtier.graph import _reorder_kernels as kernels
+from graphtier.graph._score_kernels import edge_balanced_bounds
+
+EDGE_CHUNK = 1 << 26  # new edges relocated per block (256 MiB of int32 output)
+FEATURE_CHUNK_BYTES = 1 << 28  # feature bytes gathered per block
+
+
+@dataclass
+class ReorderTimings:
+    """Wall seconds of each reorder stage and the sizes they moved."""
+
+    sort_seconds: float = 0.0
+    topology_seconds: float = 0.0
+    feature_seconds: float = 0.0
+    other_seconds: float = 0.0
+    num_edges: int = 0
+    feature_bytes: int = 0
+    dropped_arrays: list[str] = field(default_factory=list)
+
+
+def order_by_score(scores: np.ndarray) -> np.ndarray:
+    """int64 [N] ``perm`` (new id -> old id): node ids by descending ``scores`` (float/int [N]), ties by old id."""
+    scores = np.asarray(scores)
+    keys = -scores.astype(np.float64) if scores.dtype.kind == "f" else -scores.astype(np.int64)
+    return np.argsort(keys, kind="stable").astype(np.int64)
+
+
+def load_score_file(path: str | os.PathLike[str], num_nodes: int) -> np.ndarray:
+    """Load a user score file: a 1-d numeric ``.npy`` of ``num_nodes`` finite values -> float64 [N]."""
+    path = Path(path)
+    if not path.is_file():
+        raise DatasetError(f"{path}: score file not found")
+    try:
+        scores = np.load(path, allow_pickle=False)
+    except Exception as exc:  # numpy raises ValueError/OSError on damaged files
+        raise DatasetError(f"{path}: not a readable .npy array ({exc})") from None
+    if scores.dtype.kind not in "iuf":
+        raise DatasetError(f"{path}: expected a numeric score array, found dtype {scores.dtype}")
+    if scores.shape != (num_nodes,):
+        raise DatasetError(f"{path}: expected shape ({num_nodes},) (one score per node), found {scores.shape}")
+    if scores.dtype.kind == "f" and not np.all(np.isfinite(scores)):
+        raise DatasetError(f"{path}: expected finite scores, found NaN or infinity")
+    return scores.astype(np.float64)
+
+
+def reorder_topology(
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    perm: np.ndarray,
+    *,
+    out: np.ndarray | None = None,
+    edge_chunk: int = EDGE_CHUNK,
+    inverse: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Relabel and relocate a CSC graph by ``perm``.
+
+    ``indptr`` int64 [N + 1], ``indices`` int32/int64 [E] (may be memory maps), ``perm`` int64 [N]
+    new -> old. ``out`` (optional, [E] of ``indices``' dtype, e.g. a writable memory map) receives the
+    new indices; it is filled in blocks of about ``edge_chunk`` edges. Returns (new int64 [N + 1]
+    indptr, new indices) with every list sorted ascending.
+    """
+    indptr = np.asarray(indptr)
+    indices_view = np.asarray(indices)
+    num_nodes = perm.shape[0]
+    if inverse is None:
+        inverse = kernels.inverse_permutation(perm)
+    new_indptr = np.zeros(num_nodes + 1, dtype=np.int64)
+    np.cumsum(kernels.permuted_degrees(indptr, perm), out=new_indptr[1:])
+    if out is None:
+        out = np.empty(indices_view.shape[0], dtype=indices_view.dtype)
+    out_view = np.asarray(out)
+    parts = numba.get_num_threads()
+    first = 0
+    while first < num_nodes:
+        target = new_indptr[first] + edge_chunk
+        last = int(np.searchsorted(new_indptr, target, side="right")) - 1
+        last = min(num_nodes, max(last, first + 1))
+        block = new_indptr[first : last + 1] - new_indptr[first]
+        bounds = edge_balanced_bounds(block, parts) + first
+        lo, hi = int(new_indptr[first]), int(new_indptr[last])
+        kernels.relocate_lists(indptr, indices_view, perm, inverse, new_indptr, bounds, out_view[lo:hi])
+        first = last
+    return new_indptr, out
+
+
+def permute_rows(
+    source: np.ndarray, perm: np.ndarray, out: np.ndarray, *, chunk_bytes: int = FEATURE_CHUNK_BYTES
+) -> None:
+    """``out[i] = source[perm[i]]`` for a [N, D] array, in blocks of about ``chunk_bytes``.
+
+    ``source`` and ``out`` [N, D] float32/float16 (either may be a memory map), ``perm`` int64 [N].
+    """
+    num_rows = perm.shape[0]
+    if num_rows == 0 or source.shape[1] == 0:
+        return
+    raw_dtype = np.uint16 if source.dtype.itemsize == 2 else np.uint32 if source.dtype.itemsize == 4 else None
+    src = np.asarray(source)
+    dst = np.asarray(out)
+    if raw_dtype is not None:
+        src, dst = src.view(raw_dtype), dst.view(raw_dtype)
+    rows_per_chunk = max(1, chunk_bytes // max(1, source.shape[1] * source.dtype.itemsize))
+    for start in range(0, num_rows, rows_per_chunk):
+        stop = min(num_rows, start + rows_per_chunk)
+        kernels.gather_rows(src, perm[start:stop], dst[start:stop])
+
+
+def reorder_dataset(
+    source: Dataset,
+    output: str | os.PathLike[str],
+    scores: np.ndarray,
+    *,
+    score_label: str,
+    score_params: dict[str, Any] | None = None,
+    overwrite: bool = False,
+) -> tuple[Dataset, ReorderTimings]:
+    """Write ``source`` reordered by descending ``scores`` (float64 [N]) to ``output``.
+
+    ``score_label`` is the score method name or file recorded in ``meta.json``. Returns the new
+    dataset (opened, validated) and the stage timings. ``perm.npy`` maps new ids to the ids of the
+    original dataset (composed with the source's own ``perm`` when the source was reordered before).
+    """
+    num_nodes = source.num_nodes
+    scores = np.asarray(scores)
+    if scores.shape != (num_nodes,):
+        raise DatasetError(f"scores: expected shape ({num_nodes},), found {scores.shape}")
+    timings = ReorderTimings(num_edges=source.num_edges)
+    started = time.perf_counter()
+    perm = order_by_score(scores)
+    inverse = kernels.inverse_permutation(perm)
+    timings.sort_seconds = time.perf_counter() - started
+    with DatasetWriter(output, overwrite=overwrite) as writer:
+        started = time.perf_counter()
+        indices_out = writer.open_memmap("indices", (source.num_edges,), source.indices.dtype)
+        new_indptr, _ = reorder_topology(source.indptr, source.indices, perm, out=indices_out, inverse=inverse)
+        indices_out.flush()
+        del indices_out
+        writer.save("indptr", new_indptr)
+        timings.topology_seconds = time.perf_counter() - started
+
+        started = time.perf_counter()
+        if source.features is not None:
+            features_out = writer.open_memmap("features", source.features.shape, source.features.dtype)
+            permute_rows(source.features, perm, features_out)
+            features_out.flush()
+            timings.feature_bytes = int(features_out.nbytes)
+            del features_out
+        timings.feature_seconds = time.perf_counter() - started
+
+        started = time.perf_counter()
+        if source.labels is not None:
+            writer.save("labels", np.asarray(source.labels)[perm])
+        for name in ("train", "valid", "test"):
+            split = source.split(name)
+            if split is not None:
+                writer.save(f"{name}_idx", np.sort(inverse[np.asarray(split, dtype=np.int64)]))
+        original_perm = perm
+        for name, array in source.extra.items():
+            if name == "perm" and array.shape == (num_nodes,):
+                original_perm = np.asarray(array, dtype=np.int64)[perm]
+            elif name == "node_ids" and array.shape[:1] == (num_nodes,):
+                writer.save("node_ids", np.asarray(array)[perm])
+            else:
+                timings.dropped_arrays.append(name)
+        writer.save("perm", original_perm)
+        timings.other_seconds = time.perf_counter() - started
+
+        meta = dict(source.meta)
+        meta.pop("format_version", None)
+        meta["node_order"] = "reordered"
+        source_info = dict(meta.get("source") or {})
+        source_info.pop("created", None)
+        meta["source"] = source_info
+        meta["reorder"] = {
+            "score": score_label,
+            "params": dict(score_params or {}),
+            "source_dataset": str(Path(source.path).resolve()),
+            "ties": "old id ascending",
+            "perm": "perm.npy maps new id -> original id",
+            "dropped_arrays": timings.dropped_arrays,
+        }
+        result = writer.finish(meta)
+    return result, timings
