@@ -16,6 +16,9 @@ from graphtier.errors import GraphtierError
 
 # One module per subcommand, each exposing ``command`` (a click.Command or click.Group).
 COMMAND_MODULES: tuple[str, ...] = (
+    "graphtier.cli.score",
+    "graphtier.cli.reorder",
+    "graphtier.cli.analyze",
 )
 
 EXIT_USER_ERROR = 2

@@ -1,0 +1,74 @@
+"""``graphtier analyze DATASET``: replay the sampler and measure each score's hit ratio (seed 000 Fig. 7/9)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from graphtier.cli.score import parse_fanouts
+from graphtier.dataset.format import Dataset
+from graphtier.errors import OptionError
+from graphtier.graph.access import HIT_PERCENTS, analyze_access, plot_access
+from graphtier.graph.scores import SCORE_METHODS
+
+
+def format_table(curves: dict[str, dict[str, float]]) -> str:
+    """A plain-text table: one row per ranking, one column per top-x% tier, shares in %."""
+    keys = list(next(iter(curves.values())).keys())
+    header = f"{'ranking':<10}" + "".join(f"{'top ' + k + '%':>9}" for k in keys)
+    rows = [header, "-" * len(header)]
+    for name, curve in curves.items():
+        rows.append(f"{name:<10}" + "".join(f"{100 * curve[k]:>8.1f}%" for k in keys))
+    return "\n".join(rows)
+
+
+@click.command("analyze")
+@click.argument("dataset", type=click.Path(path_type=Path))
+@click.option("--fanouts", default="25,10", show_default=True, help="Training fanouts, e.g. 10,10,10.")
+@click.option("--batch-size", type=int, default=1024, show_default=True, help="Seeds per mini-batch.")
+@click.option("--epochs", type=int, default=1, show_default=True, help="Epochs replayed.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Sampling seed of the replay.")
+@click.option("--scores", "score_list", default=",".join(SCORE_METHODS), show_default=True,
+              help="Comma-separated scores to evaluate.")
+@click.option("--presample-seed", type=int, default=None, help="Seed of the presample ranking (default seed+1).")
+@click.option("--presample-epochs", type=int, default=None, help="Epochs of the presample ranking (default --epochs).")
+@click.option("--damping", type=float, default=0.85, show_default=True, help="rpr/wrpr damping.")
+@click.option("--json", "json_path", type=click.Path(path_type=Path), default=None, help="Write the curves as JSON.")
+@click.option("--plot", "plot_path", type=click.Path(path_type=Path), default=None,
+              help="Write a cumulative-access PNG (needs matplotlib).")
+def command(
+    dataset: Path, fanouts: str, batch_size: int, epochs: int, seed: int, score_list: str,
+    presample_seed: int | None, presample_epochs: int | None, damping: float,
+    json_path: Path | None, plot_path: Path | None,
+) -> None:
+    """Measure how much of all feature reads a hot tier of the top x% nodes would serve, per score."""
+    data = Dataset.open(dataset)
+    methods = [m.strip() for m in score_list.split(",") if m.strip()]
+    if not methods:
+        raise OptionError(f"--scores: expected names from {', '.join(SCORE_METHODS)}, found {score_list!r}")
+    for path, name in ((json_path, "--json"), (plot_path, "--plot")):
+        if path is not None and not path.parent.is_dir():
+            raise OptionError(f"{name}: directory {path.parent} does not exist")
+    analysis = analyze_access(
+        data, fanouts=parse_fanouts(fanouts), batch_size=batch_size, epochs=epochs, seed=seed, methods=methods,
+        presample_seed=presample_seed, presample_epochs=presample_epochs, percents=HIT_PERCENTS, damping=damping,
+    )
+    nodes_read = int((analysis.counts > 0).sum())
+    click.echo(
+        f"{data.name}: {analysis.total_reads:,} feature reads of {nodes_read:,} / {data.num_nodes:,} nodes "
+        f"({epochs} epoch(s), fanouts {fanouts}, batch {batch_size}, replay {analysis.seconds['replay']:.1f} s)"
+    )
+    click.echo(format_table(analysis.curves))
+    if "presample" in analysis.scores:
+        click.echo(f"presample ranking: seed {analysis.config['presample_seed']}, "
+                   f"{analysis.config['presample_epochs']} epoch(s), {analysis.seconds['presample']:.1f} s of sampling")
+    if json_path is not None:
+        tmp = json_path.with_name(f".{json_path.name}.tmp")
+        tmp.write_text(json.dumps(analysis.to_json(), indent=2) + "\n")
+        tmp.replace(json_path)
+        click.echo(f"wrote {json_path}")
+    if plot_path is not None:
+        plot_access(analysis, plot_path)
+        click.echo(f"wrote {plot_path}")

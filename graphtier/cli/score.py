@@ -1,0 +1,88 @@
+"""``graphtier score DATASET --method M``: node hotness scores (degree, rpr, wrpr, presample)."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+import click
+import numpy as np
+
+from graphtier.dataset.format import Dataset
+from graphtier.errors import OptionError
+from graphtier.graph.scores import DEFAULT_DAMPING, DEFAULT_RPR_TOL, SCORE_METHODS, ScoreResult, compute_scores
+
+
+def parse_fanouts(text: str) -> list[int]:
+    """``"25,10"`` -> ``[25, 10]``; OptionError unless a comma list of positive integers (or -1 = all)."""
+    try:
+        fanouts = [int(part) for part in text.split(",")]
+    except ValueError:
+        raise OptionError(f"--fanouts: expected comma-separated integers like 25,10, found {text!r}") from None
+    if not fanouts or any(f == 0 or f < -1 for f in fanouts):
+        raise OptionError(f"--fanouts: expected positive integers (or -1 for all neighbours), found {text!r}")
+    return fanouts
+
+
+def save_npy_atomically(path: Path, array: np.ndarray) -> None:
+    """Write ``array`` to ``path`` through a temporary sibling file, so no half-written file is left."""
+    if path.suffix != ".npy":
+        raise OptionError(f"--output: expected a file name ending in .npy, found {str(path)!r}")
+    if not path.parent.is_dir():
+        raise OptionError(f"--output: directory {path.parent} does not exist")
+    tmp = path.parent / f".{path.name}.tmp-{uuid.uuid4().hex[:8]}.npy"
+    try:
+        np.save(tmp, array, allow_pickle=False)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def describe(result: ScoreResult) -> str:
+    """One summary line of a score run."""
+    scores = result.scores
+    text = f"{result.method}: {scores.shape[0]:,} nodes scored in {result.seconds:.2f} s"
+    if result.iterations:
+        text += f" ({result.iterations} iterations"
+        text += f", last L1 change {result.last_change:.2e})" if result.last_change is not None else ")"
+    if result.method == "presample":
+        text += f"; sampling cost {result.seconds:.2f} s for {result.params['epochs']} epoch(s)"
+        text += f", {int(scores.sum()):,} feature reads, {int(np.count_nonzero(scores)):,} nodes read"
+    return text
+
+
+@click.command("score")
+@click.argument("dataset", type=click.Path(path_type=Path))
+@click.option("--method", "-m", type=click.Choice(SCORE_METHODS), required=True, help="Score to compute.")
+@click.option("--output", "-o", type=click.Path(path_type=Path), default=None,
+              help="Write the float64 [N] scores to this .npy file.")
+@click.option("--damping", type=float, default=DEFAULT_DAMPING, show_default=True, help="rpr/wrpr damping.")
+@click.option("--tol", type=float, default=DEFAULT_RPR_TOL, show_default=True,
+              help="rpr: stop when the L1 change is below this.")
+@click.option("--iterations", type=int, default=None,
+              help="rpr: iteration cap (default 100); wrpr: iterations run (default 5).")
+@click.option("--fanouts", default="25,10", show_default=True, help="presample: training fanouts.")
+@click.option("--batch-size", type=int, default=1024, show_default=True, help="presample: seeds per batch.")
+@click.option("--epochs", type=int, default=1, show_default=True, help="presample: epochs sampled.")
+@click.option("--seed", type=int, default=0, show_default=True, help="presample: sampling seed.")
+@click.option("--top", type=int, default=5, show_default=True, help="Print the ids of the top-scored nodes.")
+def command(
+    dataset: Path, method: str, output: Path | None, damping: float, tol: float, iterations: int | None,
+    fanouts: str, batch_size: int, epochs: int, seed: int, top: int,
+) -> None:
+    """Score every node of DATASET by how often sampling is expected to read its features."""
+    data = Dataset.open(dataset)
+    if output is not None and output.suffix != ".npy":
+        raise OptionError(f"--output: expected a file name ending in .npy, found {str(output)!r}")
+    result = compute_scores(
+        data, method, damping=damping, tol=tol, iterations=iterations, fanouts=parse_fanouts(fanouts),
+        batch_size=batch_size, epochs=epochs, seed=seed,
+    )
+    click.echo(describe(result))
+    if top > 0 and data.num_nodes:
+        order = np.argsort(-result.scores, kind="stable")[:top]
+        click.echo("top nodes: " + ", ".join(f"{int(v)} ({result.scores[v]:.4g})" for v in order))
+    if output is not None:
+        save_npy_atomically(output, result.scores)
+        click.echo(f"wrote {output}")

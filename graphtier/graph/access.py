@@ -1,0 +1,239 @@
+"""Measured feature-access analysis (seed 000, Fig. 7 and Fig. 9).
+
+Replays the real training sampler over the training nodes, counts every feature row each
+mini-batch reads (every entry of ``MiniBatch.n_id``), and reports for each hotness score the share
+of all reads that fall into the top x% of nodes by that score: the hit ratio a hot tier holding
+those nodes would get. The ranking by the measured counts themselves (``ideal``) is the upper bound.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from graphtier.dataset.format import Dataset
+from graphtier.errors import DatasetError, OptionError
+from graphtier.graph._score_kernels import accumulate_counts
+from graphtier.graph.reorder import order_by_score
+from graphtier.graph.scores import SCORE_METHODS, compute_scores
+
+HIT_PERCENTS = (1, 2, 5, 10, 20, 25, 50)
+PLOT_POINTS = 1000
+
+
+def count_feature_reads(
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    train_idx: np.ndarray,
+    *,
+    fanouts: Sequence[int],
+    batch_size: int,
+    epochs: int,
+    seed: int,
+) -> np.ndarray:
+    """int64 [N]: how many mini-batches read each node's feature row.
+
+    Runs :class:`graphtier.sampling.neighbor.NeighborSampler` (``fanouts``, random stream ``seed``)
+    for ``epochs`` epochs over ``train_idx`` (int64 [T]) shuffled into batches of ``batch_size``
+    (shuffle seeded by ``seed`` and the epoch), counting every id of every batch's ``n_id``.
+    ``indptr``/``indices``: the CSC graph (numpy or memory maps, CPU).
+    """
+    from graphtier.sampling.neighbor import NeighborSampler
+    from graphtier.sampling.seeds import iter_seed_batches
+
+    if isinstance(epochs, bool) or epochs < 1:
+        raise OptionError(f"--epochs: expected a positive integer, found {epochs!r}")
+    sampler = NeighborSampler(indptr, indices, list(fanouts), seed=seed)
+    counts = np.zeros(np.asarray(indptr).shape[0] - 1, dtype=np.int64)
+    batch_id = 0
+    for epoch in range(epochs):
+        for seeds in iter_seed_batches(train_idx, batch_size, shuffle=True, seed=seed, epoch=epoch):
+            batch = sampler.sample(seeds, batch_id)
+            accumulate_counts(counts, batch.n_id.numpy())
+            batch_id += 1
+    return counts
+
+
+def top_size(num_nodes: int, percent: float) -> int:
+    """How many nodes a tier of ``percent`` % of ``num_nodes`` holds (rounded down, at least 1 when N > 0)."""
+    if num_nodes == 0:
+        return 0
+    return max(1, min(num_nodes, int(num_nodes * percent // 100)))
+
+
+def hit_ratio_curve(
+    scores: np.ndarray, counts: np.ndarray, percents: Sequence[float] = HIT_PERCENTS
+) -> dict[str, float]:
+    """Share of all reads in the top x% of nodes by ``scores``, for each x in ``percents``.
+
+    ``scores``: float/int [N] (higher = hotter, ties by node id); ``counts``: int64 [N] measured reads.
+    Returns ``{str(x): share in [0, 1]}`` (0 for every x when there are no reads).
+    """
+    counts = np.asarray(counts, dtype=np.int64)
+    total = int(counts.sum())
+    cumulative = np.cumsum(counts[order_by_score(scores)])
+    curve: dict[str, float] = {}
+    for percent in percents:
+        k = top_size(counts.shape[0], percent)
+        curve[_percent_key(percent)] = float(cumulative[k - 1] / total) if total and k else 0.0
+    return curve
+
+
+def cumulative_share(
+    scores: np.ndarray, counts: np.ndarray, points: int = PLOT_POINTS
+) -> tuple[np.ndarray, np.ndarray]:
+    """(float64 [P] % of nodes, float64 [P] cumulative share of reads) along the ranking by ``scores``.
+
+    Starts at (0, 0) and ends at (100, 1); ``P <= points + 1``.
+    """
+    counts = np.asarray(counts, dtype=np.int64)
+    num_nodes = counts.shape[0]
+    total = max(1, int(counts.sum()))
+    cumulative = np.concatenate([[0], np.cumsum(counts[order_by_score(scores)])])
+    positions = np.unique(np.linspace(0, num_nodes, points + 1).round().astype(np.int64))
+    return positions * 100.0 / max(1, num_nodes), cumulative[positions] / total
+
+
+def _percent_key(percent: float) -> str:
+    return str(int(percent)) if float(percent).is_integer() else str(percent)
+
+
+@dataclass
+class AccessAnalysis:
+    """Result of :func:`analyze_access`.
+
+    ``counts``: int64 [N] measured reads of the replay; ``scores``: float64 [N] per method;
+    ``curves``: per method and ``ideal``, ``{x: share}``; ``seconds``: wall time per stage.
+    """
+
+    counts: np.ndarray
+    scores: dict[str, np.ndarray]
+    curves: dict[str, dict[str, float]]
+    config: dict[str, Any]
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def total_reads(self) -> int:
+        return int(self.counts.sum())
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON document written by ``graphtier analyze --json``."""
+        return {
+            "curves": self.curves,
+            "total_reads": self.total_reads,
+            "num_nodes": int(self.counts.shape[0]),
+            "nodes_read": int(np.count_nonzero(self.counts)),
+            "config": self.config,
+            "seconds": {k: round(v, 4) for k, v in self.seconds.items()},
+        }
+
+
+def analyze_access(
+    dataset: Dataset,
+    *,
+    fanouts: Sequence[int] = (25, 10),
+    batch_size: int = 1024,
+    epochs: int = 1,
+    seed: int = 0,
+    methods: Sequence[str] = SCORE_METHODS,
+    presample_seed: int | None = None,
+    presample_epochs: int | None = None,
+    percents: Sequence[float] = HIT_PERCENTS,
+    damping: float = 0.85,
+) -> AccessAnalysis:
+    """Replay the training sampler on ``dataset`` and measure how well each score predicts reads.
+
+    ``methods``: scores from :data:`SCORE_METHODS`. ``presample`` rankings are sampled with
+    ``presample_seed`` (default ``seed + 1``, must differ from ``seed``) for ``presample_epochs``
+    (default ``epochs``) epochs, so they do not see the replay's random choices.
+    """
+    methods = list(dict.fromkeys(methods))
+    for method in methods:
+        if method not in SCORE_METHODS:
+            raise OptionError(f"--scores: expected names from {', '.join(SCORE_METHODS)}, found {method!r}")
+    train = dataset.train_idx
+    if train is None or np.asarray(train).size == 0:
+        raise DatasetError(
+            f"{dataset.path / 'train_idx.npy'}: expected a non-empty training split (import with --split)"
+        )
+    train = np.asarray(train, dtype=np.int64)
+    presample_seed = seed + 1 if presample_seed is None else presample_seed
+    if presample_seed == seed and "presample" in methods:
+        raise OptionError(f"--presample-seed: expected a seed different from --seed {seed}, found {presample_seed}")
+    presample_epochs = epochs if presample_epochs is None else presample_epochs
+    seconds: dict[str, float] = {}
+    started = time.perf_counter()
+    counts = count_feature_reads(
+        dataset.indptr, dataset.indices, train, fanouts=fanouts, batch_size=batch_size, epochs=epochs, seed=seed
+    )
+    seconds["replay"] = time.perf_counter() - started
+    scores: dict[str, np.ndarray] = {}
+    for method in methods:
+        result = compute_scores(
+            dataset,
+            method,
+            damping=damping,
+            fanouts=list(fanouts),
+            batch_size=batch_size,
+            epochs=presample_epochs,
+            seed=presample_seed,
+        )
+        scores[method] = result.scores
+        seconds[method] = result.seconds
+    curves = {method: hit_ratio_curve(values, counts, percents) for method, values in scores.items()}
+    curves["ideal"] = hit_ratio_curve(counts, counts, percents)
+    config = {
+        "dataset": str(dataset.path),
+        "num_nodes": dataset.num_nodes,
+        "num_edges": dataset.num_edges,
+        "num_train": int(train.size),
+        "fanouts": list(fanouts),
+        "batch_size": batch_size,
+        "epochs": epochs,
+        "seed": seed,
+        "presample_seed": presample_seed,
+        "presample_epochs": presample_epochs,
+        "damping": damping,
+        "scores": methods,
+    }
+    return AccessAnalysis(counts, scores, curves, config, seconds)
+
+
+def plot_access(analysis: AccessAnalysis, path: str | Path) -> None:
+    """Save a PNG of cumulative read share against % of nodes (one line per score and the ideal)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise OptionError("--plot: needs matplotlib (pip install 'graphtier[plot]')") from None
+    figure, axes = plt.subplots(figsize=(6.4, 4.8), dpi=120)
+    rankings = dict(analysis.scores)
+    rankings["ideal"] = analysis.counts
+    for name, values in rankings.items():
+        x, y = cumulative_share(values, analysis.counts)
+        style = {"color": "black", "linestyle": "--"} if name == "ideal" else {}
+        label = f"{name} (top 10%: {analysis.curves[name].get('10', float('nan')):.0%})"
+        axes.plot(x, y * 100.0, label=label, linewidth=1.5, **style)
+    config = analysis.config
+    fanouts = ",".join(str(f) for f in config["fanouts"])
+    axes.set_title(f"{Path(config['dataset']).name}: feature reads, fanouts {fanouts}, {config['epochs']} epoch(s)")
+    axes.set_xlabel("nodes, in descending score order (% of all nodes)")
+    axes.set_ylabel("cumulative share of feature reads (%)")
+    axes.set_xlim(0, 100)
+    axes.set_ylim(0, 100)
+    axes.grid(True, alpha=0.3)
+    axes.legend(loc="lower right")
+    figure.tight_layout()
+    try:
+        figure.savefig(path)
+    except OSError as exc:
+        raise OptionError(f"--plot: cannot write {path} ({exc.strerror})") from None
+    finally:
+        plt.close(figure)

@@ -1,0 +1,165 @@
+"""CLI tests for `graphtier score`, `graphtier reorder` and `graphtier analyze`."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from graphtier.cli import main
+from graphtier.dataset.format import Dataset
+from graphtier.dataset.writer import DatasetWriter
+from graphtier.graph.build import csc_to_edges, edges_to_csc
+
+DATA = Path(__file__).parents[2] / ".." / "shared" / "data"
+
+
+def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    try:
+        main(argv)
+        code = 0
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.fixture()
+def dataset(tmp_path: Path) -> Path:
+    rng = np.random.default_rng(0)
+    n, e = 2000, 16000
+    src = np.minimum((rng.pareto(1.5, e) * 5).astype(np.int64), n - 1)
+    dst = rng.integers(0, n, e)
+    indptr, indices = edges_to_csc(src, dst, n, dedup=True)
+    root = tmp_path / "data"
+    with DatasetWriter(root) as writer:
+        writer.save("indptr", indptr)
+        writer.save("indices", indices)
+        writer.save("features", rng.standard_normal((n, 4)).astype(np.float32))
+        writer.save("labels", rng.integers(0, 3, n))
+        writer.save("train_idx", np.sort(rng.choice(n, 40, replace=False)).astype(np.int64))
+        writer.save("node_ids", np.arange(n, dtype=np.int64) + 10)
+        writer.finish({"name": "cli-test", "num_nodes": n, "num_edges": int(indices.size), "directed": True,
+                       "feature_dim": 4, "feature_dtype": "float32", "num_classes": 3, "source": {"kind": "test"}})
+    return root
+
+
+@pytest.mark.parametrize("method", ["degree", "rpr", "wrpr", "presample"])
+def test_score_writes_scores(dataset: Path, tmp_path: Path, method: str, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / f"{method}.npy"
+    code, stdout, _ = run(["score", str(dataset), "--method", method, "--output", str(out),
+                           "--fanouts", "5,5", "--batch-size", "16"], capsys)
+    assert code == 0
+    scores = np.load(out)
+    assert scores.shape == (2000,) and scores.dtype == np.float64
+    assert method in stdout
+    if method == "degree":
+        np.testing.assert_array_equal(scores, np.bincount(np.load(dataset / "indices.npy"), minlength=2000))
+    if method == "presample":
+        assert "sampling cost" in stdout
+
+
+def test_reorder_by_method_and_file(dataset: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, stdout, _ = run(["reorder", str(dataset), str(tmp_path / "r"), "--score", "wrpr"], capsys)
+    assert code == 0, stdout
+    result = Dataset.open(tmp_path / "r")
+    source = Dataset.open(dataset)
+    perm = np.asarray(result.extra["perm"])
+    assert result.meta["node_order"] == "reordered"
+    assert result.meta["reorder"]["score"] == "wrpr"
+    assert result.meta["reorder"]["params"]["iterations"] == 5
+    np.testing.assert_array_equal(result.features, np.asarray(source.features)[perm])
+    np.testing.assert_array_equal(result.extra["node_ids"], np.asarray(source.extra["node_ids"])[perm])
+    src, dst = csc_to_edges(result.indptr, result.indices)
+    assert sorted(zip(perm[src].tolist(), perm[dst].tolist())) == sorted(
+        zip(*[a.tolist() for a in csc_to_edges(source.indptr, source.indices)])
+    )
+    scores = np.arange(2000, dtype=np.float64)
+    np.save(tmp_path / "s.npy", scores)
+    code, _, _ = run(["reorder", str(dataset), str(tmp_path / "r2"), "--score", str(tmp_path / "s.npy")], capsys)
+    assert code == 0
+    np.testing.assert_array_equal(np.load(tmp_path / "r2" / "perm.npy"), np.arange(1999, -1, -1))
+    # existing output without --overwrite: one-line error, output untouched
+    code, _, err = run(["reorder", str(dataset), str(tmp_path / "r2"), "--score", "degree"], capsys)
+    assert code == 2 and "already exists" in err and len(err.strip().splitlines()) == 1
+    np.testing.assert_array_equal(np.load(tmp_path / "r2" / "perm.npy"), np.arange(1999, -1, -1))
+
+
+def test_analyze_json_and_plot(dataset: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, stdout, err = run(["analyze", str(dataset), "--fanouts", "10,10,10,10,10", "--batch-size", "8",
+                             "--json", str(tmp_path / "a.json"), "--plot", str(tmp_path / "a.png")], capsys)
+    assert code == 0, err
+    doc = json.loads((tmp_path / "a.json").read_text())
+    assert set(doc["curves"]) == {"degree", "rpr", "wrpr", "presample", "ideal"}
+    assert set(doc["curves"]["ideal"]) == {"1", "2", "5", "10", "20", "25", "50"}
+    assert doc["config"]["fanouts"] == [10, 10, 10, 10, 10]
+    assert doc["total_reads"] > 0
+    assert all(0 <= v <= 1 for curve in doc["curves"].values() for v in curve.values())
+    assert "top 10%" in stdout and "ideal" in stdout
+    assert (tmp_path / "a.png").stat().st_size > 1000
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["score", "{d}", "--method", "rpr", "--damping", "2"], "--damping"),
+        (["score", "{d}", "--method", "rpr", "--output", "{t}/x.txt"], ".npy"),
+        (["score", "{t}/missing", "--method", "rpr"], "not found"),
+        (["analyze", "{d}", "--fanouts", "a,b"], "--fanouts"),
+        (["analyze", "{d}", "--scores", "degree,nope"], "--scores"),
+        (["analyze", "{d}", "--seed", "3", "--presample-seed", "3"], "--presample-seed"),
+        (["reorder", "{d}", "{t}/o", "--score", "{t}/missing.npy"], "score file not found"),
+    ],
+)
+def test_user_errors_are_one_line_exit_2(
+    dataset: Path, tmp_path: Path, argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = [a.format(d=dataset, t=tmp_path) for a in argv]
+    code, _, err = run(argv, capsys)
+    assert code == 2
+    assert message in err
+    assert len(err.strip().splitlines()) == 1
+    assert "Traceback" not in err
+    assert not (tmp_path / "o").exists()
+
+
+def test_wrpr_without_train_split_is_a_user_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    indptr, indices = edges_to_csc(np.array([0, 1]), np.array([1, 2]), 3)
+    with DatasetWriter(tmp_path / "d") as writer:
+        writer.save("indptr", indptr)
+        writer.save("indices", indices)
+        writer.finish({"name": "t", "num_nodes": 3, "num_edges": 2, "directed": True, "feature_dim": 0,
+                       "feature_dtype": None, "num_classes": 0, "source": {}})
+    code, _, err = run(["score", str(tmp_path / "d"), "--method", "wrpr"], capsys)
+    assert code == 2 and "train_idx.npy" in err
+
+
+def test_real_graph_scores_and_reorder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """cnr-2000 (real web graph, self-loops, nodes with empty lists): rpr converges, reorder round-trips."""
+    path = DATA / "cnr-2000" / "cnr-2000.csr.npz"
+    if not path.is_file():
+        pytest.skip("shared data not present")
+    with np.load(path) as npz:
+        out_indptr, targets = npz["indptr"], npz["indices"]
+    n = out_indptr.shape[0] - 1
+    sources = np.repeat(np.arange(n), np.diff(out_indptr))
+    indptr, indices = edges_to_csc(sources, targets, n)
+    with DatasetWriter(tmp_path / "cnr") as writer:
+        writer.save("indptr", indptr)
+        writer.save("indices", indices)
+        writer.finish({"name": "cnr-2000", "num_nodes": n, "num_edges": int(indices.size), "directed": True,
+                       "feature_dim": 0, "feature_dtype": None, "num_classes": 0, "source": {}})
+    code, stdout, err = run(["score", str(tmp_path / "cnr"), "--method", "rpr", "-o", str(tmp_path / "r.npy")], capsys)
+    assert code == 0, err
+    scores = np.load(tmp_path / "r.npy")
+    assert scores.sum() == pytest.approx(1.0, rel=1e-9) and np.all(scores > 0)
+    code, _, err = run(["reorder", str(tmp_path / "cnr"), str(tmp_path / "out"), "--score", str(tmp_path / "r.npy")],
+                       capsys)
+    assert code == 0, err
+    result = Dataset.open(tmp_path / "out")
+    perm = np.asarray(result.extra["perm"])
+    assert np.all(np.diff(scores[perm]) <= 0)
+    np.testing.assert_array_equal(np.diff(result.indptr), np.diff(indptr)[perm])
