@@ -16,9 +16,13 @@ from graphtier.errors import GraphtierError
 
 # One module per subcommand, each exposing ``command`` (a click.Command or click.Group).
 COMMAND_MODULES: tuple[str, ...] = (
+    "graphtier.cli.generate",
+    "graphtier.cli.info",
+    "graphtier.cli.prepare",
     "graphtier.cli.score",
     "graphtier.cli.reorder",
     "graphtier.cli.analyze",
+    "graphtier.cli.train",
 )
 
 EXIT_USER_ERROR = 2

@@ -31,7 +31,7 @@ def _sort_lists(indptr: np.ndarray, indices: np.ndarray) -> None:
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
-def _unique_counts(indptr: np.ndarray, indices: np.ndarray, drop_self_loops: bool) -> np.ndarray:
+def _kept_counts(indptr: np.ndarray, indices: np.ndarray, dedup: bool, drop_self_loops: bool) -> np.ndarray:
     n = indptr.shape[0] - 1
     counts = np.zeros(n, dtype=np.int64)
     for v in numba.prange(n):
@@ -39,7 +39,7 @@ def _unique_counts(indptr: np.ndarray, indices: np.ndarray, drop_self_loops: boo
         for i in range(indptr[v], indptr[v + 1]):
             if drop_self_loops and indices[i] == v:
                 continue
-            if i > indptr[v] and indices[i] == indices[i - 1]:
+            if dedup and i > indptr[v] and indices[i] == indices[i - 1]:
                 continue
             count += 1
         counts[v] = count
@@ -48,13 +48,13 @@ def _unique_counts(indptr: np.ndarray, indices: np.ndarray, drop_self_loops: boo
 
 @numba.njit(parallel=True, cache=True, nogil=True)
 def _compact(indptr: np.ndarray, indices: np.ndarray, new_indptr: np.ndarray, out: np.ndarray,
-             drop_self_loops: bool) -> None:
+             dedup: bool, drop_self_loops: bool) -> None:
     for v in numba.prange(indptr.shape[0] - 1):
         j = new_indptr[v]
         for i in range(indptr[v], indptr[v + 1]):
             if drop_self_loops and indices[i] == v:
                 continue
-            if i > indptr[v] and indices[i] == indices[i - 1]:
+            if dedup and i > indptr[v] and indices[i] == indices[i - 1]:
                 continue
             out[j] = indices[i]
             j += 1
@@ -100,14 +100,12 @@ def edges_to_csc(
 def compact_csc(
     indptr: np.ndarray, indices: np.ndarray, *, dedup: bool = True, drop_self_loops: bool = False
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Drop repeated entries (``dedup`` must be True: lists are assumed sorted) and optionally self-loops."""
-    if not dedup:
-        raise ValueError("compact_csc always deduplicates; sort lists first")
-    counts = _unique_counts(indptr, indices, drop_self_loops)
+    """Drop repeated entries (``dedup``; lists must be sorted) and/or self-loops; returns a new (indptr, indices)."""
+    counts = _kept_counts(indptr, indices, dedup, drop_self_loops)
     new_indptr = np.zeros_like(indptr)
     np.cumsum(counts, out=new_indptr[1:])
     out = np.empty(int(new_indptr[-1]), dtype=indices.dtype)
-    _compact(indptr, indices, new_indptr, out, drop_self_loops)
+    _compact(indptr, indices, new_indptr, out, dedup, drop_self_loops)
     return new_indptr, out
 
 

@@ -10,29 +10,19 @@ import numba
 import numpy as np
 
 CHUNK = 1 << 24
+INT64_MAX = 9223372036854775807
+INT64_MIN = -9223372036854775808
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
 def _min_max(values: np.ndarray) -> tuple[int, int]:
-    n = values.shape[0]
-    parts = numba.get_num_threads()
-    lows = np.empty(parts, dtype=np.int64)
-    highs = np.empty(parts, dtype=np.int64)
-    step = (n + parts - 1) // parts
-    for part in numba.prange(parts):
-        start = part * step
-        stop = min(n, start + step)
-        low = np.iinfo(np.int64).max
-        high = np.iinfo(np.int64).min
-        for i in range(start, stop):
-            v = np.int64(values[i])
-            if v < low:
-                low = v
-            if v > high:
-                high = v
-        lows[part] = low
-        highs[part] = high
-    return lows.min(), highs.max()
+    low = INT64_MAX
+    high = INT64_MIN
+    for i in numba.prange(values.shape[0]):
+        v = np.int64(values[i])
+        low = min(low, v)
+        high = max(high, v)
+    return low, high
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)

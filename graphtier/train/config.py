@@ -1,0 +1,139 @@
+"""Training configuration and its validation (done before any work starts)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from graphtier.dataset import Dataset
+from graphtier.errors import OptionError
+from graphtier.train.models import MODEL_NAMES, NORM_NAMES
+
+SAMPLER_NAMES = ("neighbor", "shadow")
+
+
+def parse_fanouts(text: str, option: str = "--fanouts") -> tuple[int, ...]:
+    """Parse ``"25,10"`` into ``(25, 10)``; each entry a positive integer or -1 (all neighbours).
+
+    The first entry is the number of neighbours sampled for the seeds (PyG order).
+    """
+    parts = [p.strip() for p in str(text).split(",") if p.strip()]
+    if not parts:
+        raise OptionError(f"{option} expected a comma-separated list like 25,10, found {text!r}")
+    fanouts = []
+    for part in parts:
+        try:
+            value = int(part)
+        except ValueError:
+            raise OptionError(f"{option} expected positive integers or -1, found {part!r}") from None
+        if value == 0 or value < -1:
+            raise OptionError(f"{option} expected positive integers or -1, found {value}")
+        fanouts.append(value)
+    return tuple(fanouts)
+
+
+@dataclass
+class TrainConfig:
+    """Everything that defines a training run (recorded in the run report and the checkpoint).
+
+    ``fanouts`` lists the first hop from the seeds first (PyG order). ``layers`` is the model depth:
+    for the neighbour sampler it must equal ``len(fanouts)`` (None means that); the ShaDow sampler
+    and the MLP accept any depth.
+    """
+
+    model: str = "sage"
+    sampler: str = "neighbor"
+    fanouts: tuple[int, ...] = (25, 10)
+    layers: int | None = None
+    batch_size: int = 1024
+    hidden: int = 256
+    heads: int = 4
+    norm: str = "none"
+    dropout: float = 0.5
+    epochs: int = 10
+    lr: float = 0.003
+    weight_decay: float = 0.0
+    seed: int = 0
+    device: str = "cpu"
+    eval_every: int = 1
+    eval_fanouts: tuple[int, ...] | None = None
+    eval_batch_size: int = 4096
+    full_inference: bool = False
+    num_threads: int | None = None
+    prefetch: int = 4
+    checkpoint: str | None = None
+    report: str | None = None
+    quiet: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def num_layers(self) -> int:
+        return self.layers if self.layers is not None else len(self.fanouts)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["fanouts"] = list(self.fanouts)
+        out["eval_fanouts"] = list(self.eval_fanouts) if self.eval_fanouts is not None else None
+        out["num_layers"] = self.num_layers
+        return out
+
+    def validate(self, dataset: Dataset) -> None:
+        """Raise :class:`OptionError` (one line) for any option that cannot work with ``dataset``."""
+        if self.model not in MODEL_NAMES:
+            raise OptionError(f"--model expected one of {', '.join(MODEL_NAMES)}, found {self.model!r}")
+        if self.sampler not in SAMPLER_NAMES:
+            raise OptionError(f"--sampler expected one of {', '.join(SAMPLER_NAMES)}, found {self.sampler!r}")
+        if self.norm not in NORM_NAMES:
+            raise OptionError(f"--norm expected one of {', '.join(NORM_NAMES)}, found {self.norm!r}")
+        for fanout in self.fanouts + (self.eval_fanouts or ()):
+            if fanout == 0 or fanout < -1:
+                raise OptionError(f"--fanouts expected positive integers or -1, found {fanout}")
+        if self.sampler == "neighbor" and self.model != "mlp" and self.layers not in (None, len(self.fanouts)):
+            raise OptionError(
+                f"--layers {self.layers} must equal the number of fanouts ({len(self.fanouts)}) "
+                "with the neighbour sampler"
+            )
+        if self.eval_fanouts is not None and self.sampler == "neighbor" and len(self.eval_fanouts) != len(self.fanouts):
+            raise OptionError(
+                f"--eval-fanouts expected {len(self.fanouts)} entries like --fanouts, found {len(self.eval_fanouts)}"
+            )
+        if self.num_layers < 1:
+            raise OptionError(f"--layers expected a positive integer, found {self.num_layers}")
+        for name in ("batch_size", "hidden", "epochs", "eval_every", "eval_batch_size", "prefetch", "heads"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise OptionError(f"--{name.replace('_', '-')} expected a positive integer, found {value!r}")
+        if self.num_threads is not None and self.num_threads < 1:
+            raise OptionError(f"--num-threads expected a positive integer, found {self.num_threads}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise OptionError(f"--dropout expected a value in [0, 1), found {self.dropout}")
+        if not self.lr > 0:
+            raise OptionError(f"--lr expected a positive number, found {self.lr}")
+        if self.model == "gat" and self.hidden % self.heads:
+            raise OptionError(f"--hidden {self.hidden} must be a multiple of --heads {self.heads} for GAT")
+        device = self.device
+        if device != "cpu" and not device.startswith("cuda"):
+            raise OptionError(f"--device expected cpu or cuda[:N], found {device!r}")
+        if device.startswith("cuda"):
+            if not torch.cuda.is_available():
+                raise OptionError(f"--device {device}: CUDA is not available on this machine (use --device cpu)")
+            index = torch.device(device).index or 0
+            if index >= torch.cuda.device_count():
+                raise OptionError(f"--device {device}: only {torch.cuda.device_count()} CUDA device(s) present")
+        path = dataset.path
+        if dataset.num_classes == 0 or dataset.labels is None:
+            raise OptionError(f"{path}: dataset has no labels (num_classes 0); training needs labels")
+        if dataset.features is None:
+            raise OptionError(
+                f"{path}: dataset has no features (feature_dim 0); re-import it with --synthetic-features DIM"
+            )
+        train_idx = dataset.train_idx
+        if train_idx is None or len(train_idx) == 0:
+            raise OptionError(f"{path}: dataset has no train split (train_idx.npy); re-import it with --split")
+        if dataset.labels is not None and (dataset.labels[train_idx] < 0).any():
+            raise OptionError(f"{path}/labels.npy: expected labels >= 0 for every train node, found -1")
+        if self.checkpoint is not None and Path(self.checkpoint).exists() and not Path(self.checkpoint).is_dir():
+            raise OptionError(f"--checkpoint {self.checkpoint}: exists and is not a directory")

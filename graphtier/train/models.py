@@ -1,0 +1,196 @@
+"""GNN models applied block by block: GraphSAGE (mean), GCN, GAT, and a features-only MLP.
+
+A model takes the input features of a mini-batch's nodes ``x`` (float32 [num_src of the first
+block, in_dim], on the model's device) and the batch's blocks (input layer first). Layer ``i``
+computes ``conv((x, x[:blocks[i].num_dst]), blocks[i].edge_index)``, so the output has one row per
+destination node of the last block. The MLP ignores the blocks and reads the rows of the last
+block's destinations (the seeds) only: the baseline that shows what the graph adds.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, Sequence
+
+import torch
+from torch import Tensor, nn
+from torch_geometric.nn import GATConv, GCNConv, SAGEConv
+
+from graphtier.errors import OptionError
+
+MODEL_NAMES = ("sage", "gcn", "gat", "mlp")
+NORM_NAMES = ("none", "batch", "layer")
+
+
+class BlockLike(Protocol):
+    """What a model needs of a block: int64 ``edge_index`` [2, E] (row 0 source, row 1 destination, local ids)."""
+
+    edge_index: Tensor
+    num_src: int
+    num_dst: int
+
+
+def _norm_layer(norm: str, dim: int) -> nn.Module:
+    if norm == "batch":
+        return nn.BatchNorm1d(dim)
+    if norm == "layer":
+        return nn.LayerNorm(dim)
+    return nn.Identity()
+
+
+class BlockGCNConv(nn.Module):
+    """GCN layer (Kipf & Welling) on a bipartite block, built on PyG's ``GCNConv``.
+
+    Edge ``j -> i`` gets weight ``(d_i / s_i) / sqrt((d_i + 1) (d_j + 1))`` and each destination a
+    self-loop of weight ``1 / (d_i + 1)``, where ``d`` is a node's in-degree in the full graph and
+    ``s_i`` the number of neighbours sampled for ``i``. With all neighbours (fanout -1) this is
+    exactly the symmetric-normalised GCN of the full graph; with sampling it is the unbiased
+    estimate of it. Without full-graph degrees (ShaDow subgraphs) the block's own in-degrees are used.
+    """
+
+    def __init__(self, in_dim: int, out_dim: int) -> None:
+        super().__init__()
+        self.conv = GCNConv(in_dim, out_dim, normalize=False)
+
+    def forward(self, x: Tensor, block: BlockLike, degree: Tensor | None) -> Tensor:
+        src, dst = block.edge_index[0], block.edge_index[1]
+        num_dst = block.num_dst
+        sampled = torch.zeros(num_dst, dtype=x.dtype, device=x.device)
+        sampled.index_add_(0, dst, torch.ones_like(dst, dtype=x.dtype))
+        if degree is None:
+            full = torch.zeros(block.num_src, dtype=x.dtype, device=x.device)
+            full.index_add_(0, dst, torch.ones_like(dst, dtype=x.dtype))
+        else:
+            full = degree[: block.num_src].to(x.dtype)
+        scale = full[:num_dst] / sampled.clamp(min=1.0)
+        inv_sqrt = (full + 1.0).rsqrt()
+        weight = scale[dst] * inv_sqrt[dst] * inv_sqrt[src]
+        loops = torch.arange(num_dst, device=x.device, dtype=block.edge_index.dtype)
+        edge_index = torch.cat([block.edge_index, torch.stack([loops, loops])], dim=1)
+        edge_weight = torch.cat([weight, 1.0 / (full[:num_dst] + 1.0)])
+        # PyG's GCNConv propagates over all rows of x; only destination rows receive messages we keep.
+        return self.conv(x, edge_index, edge_weight)[:num_dst]
+
+
+class BlockGNN(nn.Module):
+    """A stack of message-passing layers applied block by block.
+
+    Args:
+        kind: ``sage``, ``gcn`` or ``gat``.
+        in_dim, hidden, out_dim: feature sizes.
+        num_layers: number of layers (= number of blocks in a mini-batch).
+        dropout: dropout on hidden activations (and GAT attention).
+        norm: ``none``, ``batch`` or ``layer`` normalisation between layers.
+        heads: attention heads of GAT's hidden layers (concatenated; the last layer averages).
+    """
+
+    def __init__(
+        self,
+        kind: str,
+        in_dim: int,
+        hidden: int,
+        out_dim: int,
+        num_layers: int,
+        *,
+        dropout: float = 0.5,
+        norm: str = "none",
+        heads: int = 4,
+    ) -> None:
+        super().__init__()
+        if num_layers < 1:
+            raise OptionError(f"model {kind!r}: expected at least 1 layer, found {num_layers}")
+        self.kind = kind
+        self.num_layers = num_layers
+        self.dropout = nn.Dropout(dropout)
+        self.convs = nn.ModuleList()
+        self.norms = nn.ModuleList()
+        dims = [in_dim] + [hidden] * (num_layers - 1) + [out_dim]
+        for layer in range(num_layers):
+            last = layer == num_layers - 1
+            d_in, d_out = dims[layer], dims[layer + 1]
+            if kind == "sage":
+                conv: nn.Module = SAGEConv((d_in, d_in), d_out, aggr="mean")
+            elif kind == "gcn":
+                conv = BlockGCNConv(d_in, d_out)
+            elif kind == "gat":
+                if last:
+                    conv = GATConv((d_in, d_in), d_out, heads=1, concat=False, dropout=dropout)
+                else:
+                    if d_out % heads:
+                        raise OptionError(f"--hidden {hidden} must be a multiple of the GAT heads ({heads})")
+                    conv = GATConv((d_in, d_in), d_out // heads, heads=heads, concat=True, dropout=dropout)
+            else:
+                raise OptionError(f"--model expected one of {', '.join(MODEL_NAMES)}, found {kind!r}")
+            self.convs.append(conv)
+            if not last:
+                self.norms.append(_norm_layer(norm, d_out))
+
+    def layer(self, index: int, x: Tensor, block: BlockLike, degree: Tensor | None = None) -> Tensor:
+        """Apply layer ``index`` to ``x`` [block.num_src, d] -> [block.num_dst, d'] (activation included)."""
+        conv = self.convs[index]
+        if self.kind == "gcn":
+            out = conv(x, block, degree)
+        else:
+            out = conv((x, x[: block.num_dst]), block.edge_index)
+        if index < self.num_layers - 1:
+            out = self.norms[index](out)
+            out = torch.relu(out)
+            out = self.dropout(out)
+        return out
+
+    def forward(self, x: Tensor, blocks: Sequence[BlockLike], degree: Tensor | None = None) -> Tensor:
+        """``x`` float [blocks[0].num_src, in_dim] -> logits [blocks[-1].num_dst, out_dim].
+
+        ``degree``: float [blocks[0].num_src] full-graph in-degrees of the batch's nodes (GCN only).
+        """
+        if len(blocks) != self.num_layers:
+            raise OptionError(f"model has {self.num_layers} layers but the mini-batch has {len(blocks)} blocks")
+        for index, block in enumerate(blocks):
+            x = self.layer(index, x, block, degree)
+        return x
+
+
+class MLP(nn.Module):
+    """Features-only baseline: ``num_layers`` linear layers on the seeds' own features."""
+
+    def __init__(
+        self, in_dim: int, hidden: int, out_dim: int, num_layers: int, *, dropout: float = 0.5, norm: str = "none"
+    ) -> None:
+        super().__init__()
+        dims = [in_dim] + [hidden] * (num_layers - 1) + [out_dim]
+        layers: list[nn.Module] = []
+        for layer in range(num_layers):
+            layers.append(nn.Linear(dims[layer], dims[layer + 1]))
+            if layer < num_layers - 1:
+                layers += [_norm_layer(norm, dims[layer + 1]), nn.ReLU(), nn.Dropout(dropout)]
+        self.net = nn.Sequential(*layers)
+        self.num_layers = num_layers
+
+    def forward(self, x: Tensor, blocks: Sequence[BlockLike] = (), degree: Tensor | None = None) -> Tensor:
+        """``x`` float [n, in_dim] -> logits for the rows that are the last block's destinations."""
+        rows = blocks[-1].num_dst if blocks else x.shape[0]
+        return self.net(x[:rows])
+
+
+def build_model(
+    name: str,
+    in_dim: int,
+    hidden: int,
+    out_dim: int,
+    num_layers: int,
+    *,
+    dropout: float = 0.5,
+    norm: str = "none",
+    heads: int = 4,
+) -> nn.Module:
+    """Build model ``name`` (``sage``, ``gcn``, ``gat`` or ``mlp``); raises OptionError on a bad name/option."""
+    if name not in MODEL_NAMES:
+        raise OptionError(f"--model expected one of {', '.join(MODEL_NAMES)}, found {name!r}")
+    if norm not in NORM_NAMES:
+        raise OptionError(f"--norm expected one of {', '.join(NORM_NAMES)}, found {norm!r}")
+    if hidden < 1:
+        raise OptionError(f"--hidden expected a positive integer, found {hidden}")
+    if not 0.0 <= dropout < 1.0:
+        raise OptionError(f"--dropout expected a value in [0, 1), found {dropout}")
+    if name == "mlp":
+        return MLP(in_dim, hidden, out_dim, num_layers, dropout=dropout, norm=norm)
+    return BlockGNN(name, in_dim, hidden, out_dim, num_layers, dropout=dropout, norm=norm, heads=heads)

@@ -1,0 +1,142 @@
+"""A background producer that samples and gathers the next mini-batches while the model trains.
+
+The producer thread runs the sampler and the feature gather (both release the GIL) and puts the
+prepared batches in a bounded queue; the training loop takes them out. Errors in the producer are
+re-raised in the consumer; :meth:`BatchProducer.close` (called on normal exit, on an exception and on
+Ctrl-C) stops the thread without hanging.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable, Iterator, Sequence
+
+import numpy as np
+import torch
+
+from graphtier.sampling import MiniBatch
+
+
+@dataclass
+class PreparedBatch:
+    """A sampled mini-batch with its gathered inputs (all on the CPU).
+
+    Attributes:
+        batch: the sampled mini-batch.
+        x: [len(batch.n_id), D] features of ``batch.n_id`` (the feature table's dtype).
+        y: int64 [B] labels of ``batch.seeds``.
+        sample_seconds, extract_seconds: time the producer spent sampling and gathering.
+        feature_bytes: bytes of feature rows gathered.
+    """
+
+    batch: MiniBatch
+    x: torch.Tensor
+    y: torch.Tensor
+    sample_seconds: float
+    extract_seconds: float
+    feature_bytes: int
+
+
+class _Failure:
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
+_DONE = object()
+
+
+class BatchProducer:
+    """Iterate over prepared batches produced by a background thread.
+
+    Args:
+        seed_batches: the seed node ids of each mini-batch, in order.
+        sample: ``sample(seeds, batch_id) -> MiniBatch``.
+        gather: ``gather(n_id) -> features`` [len(n_id), D] CPU tensor.
+        labels: int64 [N] labels (numpy, may be memory-mapped).
+        first_batch_id: batch id of ``seed_batches[0]`` (batch ids make sampling reproducible).
+        depth: queue bound: how many prepared batches may wait.
+        row_bytes: bytes per feature row, for the byte counter.
+    """
+
+    def __init__(
+        self,
+        seed_batches: Sequence[np.ndarray],
+        sample: Callable[[np.ndarray, int], MiniBatch],
+        gather: Callable[[torch.Tensor], torch.Tensor],
+        labels: np.ndarray,
+        *,
+        first_batch_id: int = 0,
+        depth: int = 4,
+        row_bytes: int = 0,
+    ) -> None:
+        self._seed_batches = seed_batches
+        self._sample = sample
+        self._gather = gather
+        self._labels = labels
+        self._first_batch_id = first_batch_id
+        self._row_bytes = row_bytes
+        self._queue: queue.Queue[object] = queue.Queue(maxsize=max(1, depth))
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="graphtier-producer", daemon=True)
+        self._thread.start()
+
+    def _put(self, item: object) -> bool:
+        while not self._stop.is_set():
+            try:
+                self._queue.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def _run(self) -> None:
+        try:
+            for offset, seeds in enumerate(self._seed_batches):
+                if self._stop.is_set():
+                    return
+                start = time.perf_counter()
+                batch = self._sample(seeds, self._first_batch_id + offset)
+                sampled = time.perf_counter()
+                x = self._gather(batch.n_id)
+                y = torch.from_numpy(np.asarray(self._labels[np.asarray(seeds)], dtype=np.int64))
+                done = time.perf_counter()
+                item = PreparedBatch(
+                    batch=batch,
+                    x=x,
+                    y=y,
+                    sample_seconds=sampled - start,
+                    extract_seconds=done - sampled,
+                    feature_bytes=int(batch.n_id.shape[0]) * self._row_bytes,
+                )
+                if not self._put(item):
+                    return
+            self._put(_DONE)
+        except BaseException as error:  # forwarded to the consumer, which re-raises it
+            self._put(_Failure(error))
+
+    def __iter__(self) -> Iterator[PreparedBatch]:
+        try:
+            while True:
+                item = self._queue.get()
+                if item is _DONE:
+                    return
+                if isinstance(item, _Failure):
+                    raise item.error
+                assert isinstance(item, PreparedBatch)
+                yield item
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Stop the producer thread and wait for it (idempotent, never hangs on a full queue)."""
+        self._stop.set()
+        while self._thread.is_alive():
+            try:
+                while True:
+                    self._queue.get_nowait()
+            except queue.Empty:
+                pass
+            self._thread.join(timeout=0.05)

@@ -1,0 +1,358 @@
+"""Mini-batch GNN training with a sampling/gather pipeline, stage timing, evaluation and checkpoints."""
+
+from __future__ import annotations
+
+import copy
+import os
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from graphtier.dataset import Dataset
+from graphtier.errors import OptionError
+from graphtier.sampling import MiniBatch, NeighborSampler, ShadowSampler, iter_seed_batches
+from graphtier.store import HostFeatureStore
+from graphtier.train.config import TrainConfig
+from graphtier.train.inference import layerwise_inference
+from graphtier.train.models import build_model
+from graphtier.train.pipeline import BatchProducer, PreparedBatch
+from graphtier.train.report import RunReport, environment_info
+
+CHECKPOINT_FILE = "checkpoint.pt"
+# Options that must match for a checkpoint to be resumed.
+CHECKPOINT_KEYS = ("model", "sampler", "fanouts", "num_layers", "hidden", "heads", "norm", "batch_size", "seed")
+STAGES = ("sample", "extract", "transfer", "train", "total")
+
+EpochCallback = Callable[[dict[str, Any]], None]
+ProgressFactory = Callable[[str, int], Callable[[int, dict[str, Any]], None]]
+
+
+def _seed_only_sampler(seeds: np.ndarray, batch_id: int) -> MiniBatch:
+    """MLP batches: the unique seeds and no blocks (no neighbours are read)."""
+    seeds_t = torch.from_numpy(np.array(seeds, dtype=np.int64))
+    unique, first = np.unique(seeds_t.numpy(), return_index=True)
+    order = np.argsort(first, kind="stable")
+    n_id = unique[order]
+    position = np.empty_like(order)
+    position[order] = np.arange(order.shape[0])
+    seed_index = position[np.searchsorted(unique, seeds_t.numpy())]
+    return MiniBatch(
+        n_id=torch.from_numpy(n_id.astype(np.int64)),
+        blocks=[],
+        seed_index=torch.from_numpy(seed_index.astype(np.int64)),
+        seeds=seeds_t,
+    )
+
+
+class Trainer:
+    """Train one model on one dataset as described by a :class:`TrainConfig`.
+
+    ``fit()`` runs the epochs and returns the run report (a dict, also written to ``config.report``).
+    ``on_epoch`` is called with each epoch's record; ``progress`` makes a per-epoch progress callback.
+    """
+
+    def __init__(
+        self,
+        dataset: Dataset,
+        config: TrainConfig,
+        *,
+        on_epoch: EpochCallback | None = None,
+        progress: ProgressFactory | None = None,
+    ) -> None:
+        config.validate(dataset)
+        self.dataset = dataset
+        self.config = config
+        self.on_epoch = on_epoch
+        self.progress = progress
+        self.device = torch.device(config.device)
+        if config.num_threads is not None:
+            torch.set_num_threads(config.num_threads)
+        torch.manual_seed(config.seed)
+        np.random.seed(config.seed % 2**32)
+        assert dataset.features is not None and dataset.labels is not None and dataset.train_idx is not None
+        self.indptr = np.asarray(dataset.indptr)
+        self.indices = np.asarray(dataset.indices)
+        self.labels = np.asarray(dataset.labels)
+        self.train_idx = np.asarray(dataset.train_idx)
+        self.valid_idx = np.asarray(dataset.valid_idx) if dataset.valid_idx is not None else np.empty(0, np.int64)
+        self.test_idx = np.asarray(dataset.test_idx) if dataset.test_idx is not None else np.empty(0, np.int64)
+        pin = self.device.type == "cuda"
+        self.features = HostFeatureStore(dataset.features, ring_size=config.prefetch + 3, pin=pin)
+        self.degree = (
+            torch.from_numpy(np.diff(self.indptr).astype(np.float32)).to(self.device)
+            if config.model == "gcn"
+            else None
+        )
+        self.model = build_model(
+            config.model,
+            dataset.feature_dim,
+            config.hidden,
+            dataset.num_classes,
+            config.num_layers,
+            dropout=config.dropout,
+            norm=config.norm,
+            heads=config.heads,
+        ).to(self.device)
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+        self.train_sample = self._make_sampler(config.fanouts, config.seed)
+        eval_fanouts = config.eval_fanouts or config.fanouts
+        self.eval_sample = self._make_sampler(eval_fanouts, config.seed + 7919)
+        self.report = RunReport(config=config.to_dict(), dataset=dataset, environment=environment_info(self.device))
+        self.best_valid = -1.0
+        self.best_epoch = 0
+        self.best_state: dict[str, torch.Tensor] | None = None
+        self.start_epoch = 1
+        if config.checkpoint is not None:
+            self._maybe_resume(Path(config.checkpoint))
+
+    # ------------------------------------------------------------------ sampling
+    def _make_sampler(self, fanouts: tuple[int, ...], seed: int) -> Callable[[np.ndarray, int], MiniBatch]:
+        cfg = self.config
+        if cfg.model == "mlp":
+            return _seed_only_sampler
+        if cfg.sampler == "shadow":
+            return ShadowSampler(
+                self.indptr, self.indices, list(fanouts), cfg.num_layers, seed=seed, num_threads=cfg.num_threads
+            ).sample
+        return NeighborSampler(self.indptr, self.indices, list(fanouts), seed=seed, num_threads=cfg.num_threads).sample
+
+    def _producer(
+        self, seed_batches: list[np.ndarray], sample: Callable[[np.ndarray, int], MiniBatch], first_batch_id: int
+    ) -> BatchProducer:
+        return BatchProducer(
+            seed_batches,
+            sample,
+            self.features.gather,
+            self.labels,
+            first_batch_id=first_batch_id,
+            depth=self.config.prefetch,
+            row_bytes=self.features.row_bytes,
+        )
+
+    # ------------------------------------------------------------------ one step
+    def _to_device(self, item: PreparedBatch) -> tuple[torch.Tensor, list[Any], torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        non_blocking = self.device.type == "cuda"
+        batch = item.batch
+        x = item.x.to(self.device, non_blocking=non_blocking).float()
+        blocks = [blk.to(self.device, non_blocking=non_blocking) for blk in batch.blocks]
+        y = item.y.to(self.device, non_blocking=non_blocking)
+        seed_index = batch.seed_index.to(self.device, non_blocking=non_blocking)
+        degree = None
+        if self.degree is not None:
+            degree = self.degree[batch.n_id.to(self.device, non_blocking=non_blocking)]
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+        return x, blocks, y, seed_index, degree
+
+    def _epoch_batches(self, epoch: int) -> list[np.ndarray]:
+        return list(
+            iter_seed_batches(self.train_idx, self.config.batch_size, shuffle=True, seed=self.config.seed, epoch=epoch)
+        )
+
+    def train_epoch(self, epoch: int) -> dict[str, Any]:
+        """Train one epoch; returns loss, train accuracy, stage seconds, feature bytes, batch count."""
+        self.model.train()
+        seed_batches = self._epoch_batches(epoch)
+        stage = dict.fromkeys(STAGES, 0.0)
+        loss_sum, correct, seen, feature_bytes, sampled_edges = 0.0, 0, 0, 0, 0
+        tick = self.progress("train", len(seed_batches)) if self.progress else None
+        start = time.perf_counter()
+        producer = self._producer(seed_batches, self.train_sample, (epoch - 1) * len(seed_batches))
+        for step, item in enumerate(producer):
+            t0 = time.perf_counter()
+            x, blocks, y, seed_index, degree = self._to_device(item)
+            t1 = time.perf_counter()
+            self.optimizer.zero_grad(set_to_none=True)
+            logits = self.model(x, blocks, degree)[seed_index]
+            loss = F.cross_entropy(logits, y)
+            loss.backward()
+            self.optimizer.step()
+            loss_value = float(loss.detach())
+            t2 = time.perf_counter()
+            stage["sample"] += item.sample_seconds
+            stage["extract"] += item.extract_seconds
+            stage["transfer"] += t1 - t0
+            stage["train"] += t2 - t1
+            batch_size = int(y.shape[0])
+            loss_sum += loss_value * batch_size
+            correct += int((logits.argmax(dim=1) == y).sum())
+            seen += batch_size
+            feature_bytes += item.feature_bytes
+            sampled_edges += item.batch.num_sampled_edges
+            if tick:
+                tick(step + 1, {"loss": loss_value})
+        stage["total"] = time.perf_counter() - start
+        return {
+            "loss": loss_sum / max(seen, 1),
+            "train_acc": correct / max(seen, 1),
+            "stage_seconds": stage,
+            "feature_bytes": feature_bytes,
+            "batches": len(seed_batches),
+            "sampled_edges": sampled_edges,
+            "batches_per_s": len(seed_batches) / stage["total"] if stage["total"] > 0 else 0.0,
+        }
+
+    # ------------------------------------------------------------------ evaluation
+    @torch.no_grad()
+    def predict_sampled(self, node_ids: np.ndarray, label: str = "eval") -> torch.Tensor:
+        """Predicted classes (int64 [len(node_ids)], CPU) from sampled mini-batches (eval fanouts)."""
+        self.model.eval()
+        if node_ids.size == 0:
+            return torch.empty(0, dtype=torch.int64)
+        size = self.config.eval_batch_size
+        seed_batches = [node_ids[i : i + size] for i in range(0, node_ids.shape[0], size)]
+        tick = self.progress(label, len(seed_batches)) if self.progress else None
+        predictions = []
+        for step, item in enumerate(self._producer(seed_batches, self.eval_sample, 0)):
+            x, blocks, _, seed_index, degree = self._to_device(item)
+            predictions.append(self.model(x, blocks, degree)[seed_index].argmax(dim=1).cpu())
+            if tick:
+                tick(step + 1, {})
+        return torch.cat(predictions)
+
+    def accuracy_sampled(self, node_ids: np.ndarray, label: str = "eval") -> float | None:
+        if node_ids.size == 0:
+            return None
+        predicted = self.predict_sampled(node_ids, label)
+        return float((predicted.numpy() == self.labels[node_ids]).mean())
+
+    @torch.no_grad()
+    def full_graph_logits(self) -> torch.Tensor:
+        """float32 [N, C] logits from exact layer-wise full-neighbour inference (CPU tensor)."""
+        tick = self.progress("inference", 1) if self.progress else None
+        return layerwise_inference(
+            self.model,
+            lambda ids: self.features.gather(ids).clone(),
+            self.indptr,
+            self.indices,
+            num_nodes=self.dataset.num_nodes,
+            device=self.device,
+            degree=self.degree,
+            chunk_size=self.config.eval_batch_size,
+            progress=(lambda done, total: tick(done, {})) if tick else None,
+        )
+
+    # ------------------------------------------------------------------ checkpoints
+    def _checkpoint_state(self, epoch: int) -> dict[str, Any]:
+        return {
+            "epoch": epoch,
+            "config": self.config.to_dict(),
+            "dataset": {"num_nodes": self.dataset.num_nodes, "num_edges": self.dataset.num_edges},
+            "model": self.model.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "best_valid": self.best_valid,
+            "best_epoch": self.best_epoch,
+            "best_state": self.best_state,
+            "epochs": self.report.epochs,
+            "torch_rng": torch.get_rng_state(),
+        }
+
+    def save_checkpoint(self, epoch: int) -> Path:
+        """Write ``checkpoint.pt`` atomically into the checkpoint directory; returns its path."""
+        assert self.config.checkpoint is not None
+        directory = Path(self.config.checkpoint)
+        directory.mkdir(parents=True, exist_ok=True)
+        target = directory / CHECKPOINT_FILE
+        tmp = directory / f".{CHECKPOINT_FILE}.tmp-{os.getpid()}"
+        torch.save(self._checkpoint_state(epoch), tmp)
+        os.replace(tmp, target)
+        return target
+
+    def _maybe_resume(self, directory: Path) -> None:
+        path = directory / CHECKPOINT_FILE
+        if not path.is_file():
+            return
+        try:
+            state = torch.load(path, map_location=self.device, weights_only=False)
+        except Exception as exc:
+            raise OptionError(f"{path}: not a readable graphtier checkpoint ({exc})") from None
+        saved = state.get("config", {})
+        current = self.config.to_dict()
+        for key in CHECKPOINT_KEYS:
+            if saved.get(key) != current.get(key):
+                raise OptionError(
+                    f"{path}: field {key!r} is {saved.get(key)!r} in the checkpoint but {current.get(key)!r} in "
+                    "this run (use another --checkpoint directory)"
+                )
+        if state.get("dataset") != {"num_nodes": self.dataset.num_nodes, "num_edges": self.dataset.num_edges}:
+            raise OptionError(f"{path}: checkpoint was made on another dataset ({state.get('dataset')})")
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.best_valid = state["best_valid"]
+        self.best_epoch = state["best_epoch"]
+        self.best_state = state["best_state"]
+        self.report.epochs = list(state["epochs"])
+        self.report.resumed_from = {"path": str(path), "epoch": int(state["epoch"])}
+        torch.set_rng_state(state["torch_rng"])
+        self.start_epoch = int(state["epoch"]) + 1
+
+    # ------------------------------------------------------------------ main loop
+    def fit(self) -> dict[str, Any]:
+        """Run the remaining epochs, evaluate, and return (and write) the run report."""
+        cfg = self.config
+        wall_start = time.perf_counter()
+        has_valid = self.valid_idx.size > 0
+        for epoch in range(self.start_epoch, cfg.epochs + 1):
+            record: dict[str, Any] = {"epoch": epoch}
+            record.update(self.train_epoch(epoch))
+            record["valid_acc"] = None
+            record["test_acc"] = None
+            if epoch % cfg.eval_every == 0 or epoch == cfg.epochs:
+                eval_start = time.perf_counter()
+                record["valid_acc"] = self.accuracy_sampled(self.valid_idx, "valid")
+                record["test_acc"] = self.accuracy_sampled(self.test_idx, "test")
+                record["eval_seconds"] = time.perf_counter() - eval_start
+                score = record["valid_acc"] if has_valid else -record["loss"]
+                if score is not None and score > self.best_valid:
+                    self.best_valid = score
+                    self.best_epoch = epoch
+                    self.best_state = copy.deepcopy(self.model.state_dict())
+            self.report.epochs.append(record)
+            if self.on_epoch:
+                self.on_epoch(record)
+            if cfg.checkpoint is not None:
+                self.save_checkpoint(epoch)
+            if cfg.report is not None:
+                self.report.write(cfg.report)
+        if self.best_state is not None:
+            self.model.load_state_dict(self.best_state)
+        final: dict[str, Any] = {"epoch": self.best_epoch, "method": "sampled"}
+        if cfg.full_inference and cfg.sampler == "neighbor":
+            logits = self.full_graph_logits()
+            predicted = logits.argmax(dim=1).numpy()
+            final["method"] = "full"
+            final["valid_acc"] = float((predicted[self.valid_idx] == self.labels[self.valid_idx]).mean()) if has_valid else None
+            final["test_acc"] = (
+                float((predicted[self.test_idx] == self.labels[self.test_idx]).mean()) if self.test_idx.size else None
+            )
+        else:
+            final["valid_acc"] = self.accuracy_sampled(self.valid_idx, "valid")
+            final["test_acc"] = self.accuracy_sampled(self.test_idx, "test")
+        self.report.final = final
+        self.report.wall_seconds += time.perf_counter() - wall_start
+        if cfg.report is not None:
+            self.report.write(cfg.report)
+        return self.report.to_dict()
+
+
+def train(dataset: Dataset | str | os.PathLike[str], config: TrainConfig | None = None, **options: Any) -> dict[str, Any]:
+    """Train on ``dataset`` (a Dataset or a path) and return the run report.
+
+    ``options`` override fields of ``config`` (or of the default :class:`TrainConfig`), e.g.
+    ``train("data/cora", model="gcn", fanouts=(10, 10), epochs=50)``.
+    """
+    if not isinstance(dataset, Dataset):
+        dataset = Dataset.open(dataset)
+    base = config.to_dict() if config is not None else {}
+    base.pop("num_layers", None)
+    base.update(options)
+    if "fanouts" in base:
+        base["fanouts"] = tuple(base["fanouts"])
+    if base.get("eval_fanouts") is not None:
+        base["eval_fanouts"] = tuple(base["eval_fanouts"])
+    return Trainer(dataset, TrainConfig(**base)).fit()
+

@@ -1,0 +1,62 @@
+"""The background producer: order, error propagation, and clean shutdown without hanging."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+import torch
+
+from graphtier.sampling import MiniBatch
+from graphtier.train.pipeline import BatchProducer
+
+
+def _fake_sample(seeds: np.ndarray, batch_id: int) -> MiniBatch:
+    ids = torch.from_numpy(np.asarray(seeds, dtype=np.int64))
+    return MiniBatch(n_id=ids, blocks=[], seed_index=torch.arange(ids.shape[0]), seeds=ids)
+
+
+def _gather(ids: torch.Tensor) -> torch.Tensor:
+    return ids.float().unsqueeze(1)
+
+
+def test_batches_arrive_in_order_with_labels() -> None:
+    labels = np.arange(100, dtype=np.int64) * 2
+    batches = [np.array([i, i + 1]) for i in range(0, 20, 2)]
+    got = list(BatchProducer(batches, _fake_sample, _gather, labels, depth=2, row_bytes=4))
+    assert [b.batch.seeds.tolist() for b in got] == [b.tolist() for b in batches]
+    assert got[3].y.tolist() == [12, 14] and got[0].feature_bytes == 8
+
+
+def test_producer_error_is_raised_in_consumer() -> None:
+    def failing(seeds: np.ndarray, batch_id: int) -> MiniBatch:
+        if batch_id == 2:
+            raise ValueError("sampler exploded")
+        return _fake_sample(seeds, batch_id)
+
+    producer = BatchProducer([np.array([i]) for i in range(5)], failing, _gather, np.zeros(10, np.int64))
+    with pytest.raises(ValueError, match="sampler exploded"):
+        list(producer)
+
+
+def test_consumer_stopping_early_does_not_hang() -> None:
+    before = threading.active_count()
+    producer = BatchProducer([np.array([i]) for i in range(1000)], _fake_sample, _gather, np.zeros(1000, np.int64), depth=1)
+    for index, _ in enumerate(producer):
+        if index == 3:
+            break
+    producer.close()
+    deadline = time.time() + 5
+    while threading.active_count() > before and time.time() < deadline:
+        time.sleep(0.01)
+    assert threading.active_count() == before
+
+
+def test_keyboard_interrupt_in_consumer_stops_producer() -> None:
+    producer = BatchProducer([np.array([i]) for i in range(1000)], _fake_sample, _gather, np.zeros(1000, np.int64), depth=1)
+    with pytest.raises(KeyboardInterrupt):
+        for _ in producer:
+            raise KeyboardInterrupt
+    assert not producer._thread.is_alive()

@@ -1,0 +1,126 @@
+"""The trainer on a tiny graph: loss decreases, report fields, checkpoint resume, bad options."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from graphtier import Dataset, OptionError
+from graphtier.train import TrainConfig, Trainer, parse_fanouts, train
+
+SMALL = dict(batch_size=50, hidden=16, fanouts=(5, 5), eval_batch_size=100, lr=0.01)
+
+
+def test_loss_decreases_and_report_is_complete(tiny_dataset: Dataset, tmp_path: Path) -> None:
+    report_path = tmp_path / "run.json"
+    report = train(tiny_dataset, epochs=4, report=str(report_path), **SMALL)
+    losses = [e["loss"] for e in report["epochs"]]
+    assert losses[-1] < losses[0]
+    written = json.loads(report_path.read_text())
+    assert written["final"]["test_acc"] == report["final"]["test_acc"]
+    assert 0.0 <= written["final"]["valid_acc"] <= 1.0
+    epoch = written["epochs"][0]
+    for key in ("loss", "train_acc", "valid_acc", "test_acc", "feature_bytes", "stage_seconds"):
+        assert key in epoch
+    assert set(epoch["stage_seconds"]) == {"sample", "extract", "transfer", "train", "total"}
+    assert epoch["feature_bytes"] > 0 and epoch["stage_seconds"]["total"] > 0
+    assert written["environment"]["torch"] and written["config"]["fanouts"] == [5, 5]
+
+
+def test_same_seed_same_result(tiny_dataset: Dataset) -> None:
+    first = train(tiny_dataset, epochs=2, seed=3, **SMALL)
+    second = train(tiny_dataset, epochs=2, seed=3, **SMALL)
+    assert [e["loss"] for e in first["epochs"]] == [e["loss"] for e in second["epochs"]]
+
+
+def test_graph_beats_features_only(tiny_dataset: Dataset) -> None:
+    gnn = train(tiny_dataset, epochs=15, full_inference=True, **SMALL)
+    mlp = train(tiny_dataset, model="mlp", epochs=15, **SMALL)
+    assert gnn["final"]["method"] == "full"
+    assert gnn["final"]["test_acc"] > mlp["final"]["test_acc"] + 0.1
+
+
+@pytest.mark.parametrize("model", ["gcn", "gat"])
+def test_other_models_learn(tiny_dataset: Dataset, model: str) -> None:
+    report = train(tiny_dataset, model=model, epochs=6, **SMALL)
+    assert report["epochs"][-1]["loss"] < report["epochs"][0]["loss"]
+
+
+def test_shadow_sampler_deeper_model(tiny_dataset: Dataset) -> None:
+    report = train(tiny_dataset, sampler="shadow", layers=3, epochs=4, **SMALL)
+    assert report["config"]["num_layers"] == 3
+    assert report["epochs"][-1]["loss"] < report["epochs"][0]["loss"]
+
+
+def test_checkpoint_resume_matches_uninterrupted_run(tiny_dataset: Dataset, tmp_path: Path) -> None:
+    straight = train(tiny_dataset, epochs=4, **SMALL)
+    ckpt = tmp_path / "ckpt"
+    train(tiny_dataset, epochs=2, checkpoint=str(ckpt), **SMALL)
+    assert (ckpt / "checkpoint.pt").is_file()
+    resumed_trainer = Trainer(tiny_dataset, TrainConfig(epochs=4, checkpoint=str(ckpt), **SMALL))
+    assert resumed_trainer.start_epoch == 3
+    resumed = resumed_trainer.fit()
+    assert resumed["resumed_from"]["epoch"] == 2
+    assert [e["loss"] for e in resumed["epochs"]] == pytest.approx([e["loss"] for e in straight["epochs"]], rel=1e-5)
+    with pytest.raises(OptionError, match="'hidden'"):
+        Trainer(tiny_dataset, TrainConfig(epochs=4, checkpoint=str(ckpt), **(SMALL | {"hidden": 8})))
+
+
+@pytest.mark.parametrize(
+    ("options", "fragment"),
+    [
+        ({"model": "transformer"}, "--model"),
+        ({"sampler": "random-walk"}, "--sampler"),
+        ({"fanouts": (5, 0)}, "--fanouts"),
+        ({"device": "cuda"}, "CUDA"),
+        ({"device": "tpu"}, "--device"),
+        ({"layers": 3}, "--layers"),
+        ({"batch_size": 0}, "--batch-size"),
+        ({"dropout": 1.5}, "--dropout"),
+    ],
+)
+def test_bad_options_fail_before_work(tiny_dataset: Dataset, options: dict, fragment: str) -> None:
+    if options.get("device") == "cuda":
+        pytest.importorskip("torch")
+        import torch
+
+        if torch.cuda.is_available():
+            pytest.skip("CUDA present")
+    with pytest.raises(OptionError, match=fragment.replace("-", r"\-")):
+        Trainer(tiny_dataset, TrainConfig(**(SMALL | options)))
+
+
+def test_dataset_without_labels_or_split(tiny_dataset: Dataset, tmp_path: Path) -> None:
+    import shutil
+
+    copy = tmp_path / "nolabels"
+    shutil.copytree(tiny_dataset.path, copy)
+    (copy / "train_idx.npy").unlink()
+    with pytest.raises(OptionError, match="train split"):
+        Trainer(Dataset.open(copy), TrainConfig(**SMALL))
+    meta = json.loads((copy / "meta.json").read_text())
+    meta["num_classes"] = 0
+    (copy / "meta.json").write_text(json.dumps(meta))
+    (copy / "labels.npy").unlink()
+    with pytest.raises(OptionError, match="no labels"):
+        Trainer(Dataset.open(copy), TrainConfig(**SMALL))
+
+
+def test_parse_fanouts() -> None:
+    assert parse_fanouts("25,10") == (25, 10)
+    assert parse_fanouts(" -1, 5 ") == (-1, 5)
+    for bad in ("", "a,b", "0", "-2", "3.5"):
+        with pytest.raises(OptionError, match="--fanouts"):
+            parse_fanouts(bad)
+
+
+def test_float16_features(tmp_path: Path) -> None:
+    from tests.conftest import write_labelled_graph
+
+    ds = write_labelled_graph(tmp_path / "f16", feature_dtype="float16")
+    report = train(ds, epochs=2, **SMALL)
+    assert report["epochs"][0]["feature_bytes"] > 0
+    assert np.isfinite(report["epochs"][-1]["loss"])
