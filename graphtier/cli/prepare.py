@@ -1,0 +1,251 @@
+"""``graphtier prepare FORMAT SOURCE OUTPUT``: import a public graph format into a dataset directory.
+
+Formats: ``planetoid``, ``edgelist``, ``csr-npz``, ``ogb`` (one subcommand each, with their own
+options; ``graphtier prepare FORMAT --help``). The output is written atomically: on any error
+nothing is left at OUTPUT.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from graphtier.dataset.format import Dataset
+from graphtier.dataset.importers import common
+
+_PATH = click.Path(path_type=Path)
+
+
+def _common_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """SOURCE, OUTPUT, --name and --overwrite, shared by every format."""
+    func = click.option("--overwrite", is_flag=True, help="Replace OUTPUT if it exists.")(func)
+    func = click.option("--name", default=None, help="Dataset name stored in meta.json (default: from SOURCE).")(func)
+    func = click.argument("output", type=_PATH)(func)
+    func = click.argument("source", type=_PATH)(func)
+    return func
+
+
+def _graph_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Edge handling options: --undirected, --drop-self-loops, --dedup."""
+    func = click.option("--dedup", is_flag=True, help="Keep one copy of repeated edges.")(func)
+    func = click.option("--drop-self-loops", is_flag=True, help="Drop edges v -> v.")(func)
+    func = click.option(
+        "--undirected", is_flag=True, help="Add the reverse of every edge (the dataset is marked undirected)."
+    )(func)
+    return func
+
+
+def _node_data_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """--synthetic-features, --split and --seed."""
+    func = click.option("--seed", type=int, default=0, show_default=True,
+                        help="Seed of --split and --synthetic-features.")(func)
+    func = click.option(
+        "--split",
+        "split_text",
+        default=None,
+        metavar="TRAIN,VALID,TEST",
+        help="Random split fractions, e.g. 0.6,0.2,0.2 (over labelled nodes when there are labels).",
+    )(func)
+    func = click.option(
+        "--synthetic-features",
+        type=int,
+        default=0,
+        metavar="DIM",
+        help="Generate DIM deterministic random features (correlated with labels when there are labels).",
+    )(func)
+    return func
+
+
+def _labels_features_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    func = click.option(
+        "--features", type=_PATH, default=None, metavar="NPY",
+        help="A .npy [rows, D] of features; row k belongs to original node id k.",
+    )(func)
+    func = click.option(
+        "--labels", type=_PATH, default=None, metavar="CSV",
+        help="Node labels: CSV/TSV of 'id,label' lines (or .npy with row k = node id k).",
+    )(func)
+    return func
+
+
+def _split(split_text: str | None) -> tuple[float, float, float] | None:
+    return common.parse_fractions(split_text) if split_text is not None else None
+
+
+def _report(dataset: Dataset, started: float) -> None:
+    seconds = time.perf_counter() - started
+    rate = dataset.num_edges / seconds if seconds > 0 else float("inf")
+    click.echo(
+        f"wrote {dataset.path}: {dataset.num_nodes:,} nodes, {dataset.num_edges:,} edges, "
+        f"feature_dim {dataset.feature_dim}, {dataset.num_classes} classes "
+        f"in {seconds:.1f} s ({rate:,.0f} edges/s)"
+    )
+
+
+@click.group(name="prepare")
+def command() -> None:
+    """Import a graph from a public format into a graphtier dataset directory.
+
+    \b
+    graphtier prepare planetoid ../shared/data/cora data/cora
+    graphtier prepare edgelist soc-Slashdot0902.txt.gz data/slashdot
+    graphtier prepare csr-npz cnr-2000.csr.npz data/cnr-2000
+    graphtier prepare ogb ogbn_products data/products --undirected
+    """
+
+
+@command.command(name="planetoid")
+@_common_options
+@click.option("--dataset", default=None, help="The <name> in ind.<name>.* (default: detected).")
+def planetoid(source: Path, output: Path, name: str | None, overwrite: bool, dataset: str | None) -> None:
+    """Planetoid pickles ind.<name>.{x,y,tx,ty,allx,ally,graph,test.index} in SOURCE (a folder)."""
+    from graphtier.dataset.importers.planetoid import import_planetoid
+
+    started = time.perf_counter()
+    _report(import_planetoid(source, output, name=name, overwrite=overwrite, dataset=dataset), started)
+
+
+@command.command(name="edgelist")
+@_common_options
+@_graph_options
+@_labels_features_options
+@_node_data_options
+@click.option("--header", type=click.Choice(common.HEADER_MODES), default="auto", show_default=True,
+              help="Whether the first line is a header (auto: if it is not numeric but the next is).")
+@click.option("--ids", type=click.Choice(("auto", "int", "string")), default="auto", show_default=True,
+              help="Node id type (auto: string when the first edge is not two integers).")
+@click.option("--num-nodes", type=int, default=None,
+              help="Keep integer ids as they are, in [0, N) (nodes without edges are kept).")
+def edgelist(
+    source: Path,
+    output: Path,
+    name: str | None,
+    overwrite: bool,
+    undirected: bool,
+    drop_self_loops: bool,
+    dedup: bool,
+    labels: Path | None,
+    features: Path | None,
+    synthetic_features: int,
+    split_text: str | None,
+    seed: int,
+    header: str,
+    ids: str,
+    num_nodes: int | None,
+) -> None:
+    """A text edge list 'src dst' per line (blank, tab or comma separated; gzip; # and % comments).
+
+    Ids that are not exactly 0..max are renumbered densely and the map is saved as node_ids.npy
+    (or node_ids.json for non-integer ids).
+    """
+    from graphtier.dataset.importers.edgelist import import_edgelist
+
+    started = time.perf_counter()
+    dataset = import_edgelist(
+        source,
+        output,
+        name=name,
+        overwrite=overwrite,
+        undirected=undirected,
+        drop_self_loops=drop_self_loops,
+        dedup=dedup,
+        labels=labels,
+        features=features,
+        synthetic_features=synthetic_features,
+        split=_split(split_text),
+        seed=seed,
+        header=header,
+        ids=ids,
+        num_nodes=num_nodes,
+    )
+    _report(dataset, started)
+
+
+@command.command(name="csr-npz")
+@_common_options
+@click.option("--layout", type=click.Choice(("auto", "csr", "csc")), default="auto", show_default=True,
+              help="csr: row u lists u's out-neighbours; csc: column v lists v's in-neighbours "
+                   "(auto: the archive's 'format', else csr).")
+@_graph_options
+@_labels_features_options
+@_node_data_options
+def csr_npz(
+    source: Path,
+    output: Path,
+    name: str | None,
+    overwrite: bool,
+    layout: str,
+    undirected: bool,
+    drop_self_loops: bool,
+    dedup: bool,
+    labels: Path | None,
+    features: Path | None,
+    synthetic_features: int,
+    split_text: str | None,
+    seed: int,
+) -> None:
+    """An .npz with 'indptr' and 'indices' of a square sparse adjacency (scipy save_npz works)."""
+    from graphtier.dataset.importers.csr_npz import import_csr_npz
+
+    started = time.perf_counter()
+    dataset = import_csr_npz(
+        source,
+        output,
+        name=name,
+        overwrite=overwrite,
+        layout=layout,
+        undirected=undirected,
+        drop_self_loops=drop_self_loops,
+        dedup=dedup,
+        labels=labels,
+        features=features,
+        synthetic_features=synthetic_features,
+        split=_split(split_text),
+        seed=seed,
+    )
+    _report(dataset, started)
+
+
+@command.command(name="ogb")
+@_common_options
+@click.option("--scheme", default=None, help="Split folder under SOURCE/split (default: the only one).")
+@_graph_options
+@_node_data_options
+def ogb(
+    source: Path,
+    output: Path,
+    name: str | None,
+    overwrite: bool,
+    scheme: str | None,
+    undirected: bool,
+    drop_self_loops: bool,
+    dedup: bool,
+    synthetic_features: int,
+    split_text: str | None,
+    seed: int,
+) -> None:
+    """An OGB node-property dataset folder (raw/edge.csv.gz, raw/num-node-list.csv.gz, ...).
+
+    Pass --undirected for datasets OGB marks add_inverse_edge (ogbn-products, ogbn-proteins).
+    """
+    from graphtier.dataset.importers.ogb import import_ogb
+
+    started = time.perf_counter()
+    dataset = import_ogb(
+        source,
+        output,
+        name=name,
+        overwrite=overwrite,
+        scheme=scheme,
+        undirected=undirected,
+        drop_self_loops=drop_self_loops,
+        dedup=dedup,
+        synthetic_features=synthetic_features,
+        split=_split(split_text),
+        seed=seed,
+    )
+    _report(dataset, started)

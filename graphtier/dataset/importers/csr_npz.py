@@ -1,0 +1,185 @@
+"""Import a compressed sparse adjacency from an ``.npz``: ``graphtier prepare csr-npz SOURCE OUTPUT``.
+
+The archive holds ``indptr`` and ``indices`` (a scipy ``save_npz`` file also has ``data``, ``shape``
+and ``format``, which are honoured). With ``--layout csr`` (the default unless the file says
+``csc``) row ``u`` lists the targets of ``u``'s out-edges; with ``--layout csc`` column ``v`` lists the
+sources of ``v``'s in-edges. Either way the result is the dataset's CSC layout.
+"""
+
+from __future__ import annotations
+
+import os
+import zipfile
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from graphtier.dataset.format import Dataset
+from graphtier.dataset.importers import common
+from graphtier.dataset.writer import DatasetWriter
+from graphtier.errors import DatasetError, OptionError
+from graphtier.graph.checks import index_range, is_non_decreasing
+
+LAYOUTS = ("auto", "csr", "csc")
+
+
+def _load_member(archive: np.lib.npyio.NpzFile, path: Path, key: str) -> np.ndarray:
+    if key not in archive.files:
+        raise DatasetError(f"{path}: expected an array {key!r} in the archive, found {sorted(archive.files)}")
+    try:
+        return archive[key]
+    except Exception as exc:  # damaged member
+        raise DatasetError(f"{path}: array {key!r} is not readable ({exc})") from None
+
+
+def read_compressed_adjacency(path: Path, layout: str) -> tuple[np.ndarray, np.ndarray, int, str]:
+    """Read and check ``indptr``/``indices`` from ``path``.
+
+    Returns ``(indptr int64 [M + 1], indices int [E], num_nodes, layout)`` where ``layout`` is
+    ``csr`` or ``csc`` (``auto`` becomes the file's ``format`` or ``csr``).
+    """
+    if layout not in LAYOUTS:
+        raise OptionError(f"--layout: expected one of {', '.join(LAYOUTS)}, found {layout!r}")
+    try:
+        archive = np.load(path, allow_pickle=False)
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError) as exc:
+        raise DatasetError(f"{path}: not a readable .npz archive ({exc})") from None
+    if not isinstance(archive, np.lib.npyio.NpzFile):
+        raise DatasetError(f"{path}: expected an .npz archive, found a single .npy array")
+    with archive:
+        indptr = _load_member(archive, path, "indptr")
+        indices = _load_member(archive, path, "indices")
+        file_format = None
+        if "format" in archive.files:
+            file_format = str(_load_member(archive, path, "format").item())
+            if isinstance(file_format, bytes):
+                file_format = file_format.decode()
+        shape = tuple(int(s) for s in _load_member(archive, path, "shape")) if "shape" in archive.files else None
+    if layout == "auto":
+        layout = file_format if file_format in ("csr", "csc") else "csr"
+    elif file_format in ("csr", "csc") and file_format != layout:
+        raise DatasetError(f"{path}: --layout {layout} given, but the archive says format {file_format!r}")
+    if indptr.ndim != 1 or indptr.shape[0] < 1 or not np.issubdtype(indptr.dtype, np.integer):
+        raise DatasetError(f"{path}: 'indptr' expected a 1-d integer array, found {indptr.dtype} {indptr.shape}")
+    if indices.ndim != 1 or not np.issubdtype(indices.dtype, np.integer):
+        raise DatasetError(f"{path}: 'indices' expected a 1-d integer array, found {indices.dtype} {indices.shape}")
+    indptr = indptr.astype(np.int64, copy=False)
+    if int(indptr[0]) != 0 or int(indptr[-1]) != indices.shape[0]:
+        raise DatasetError(
+            f"{path}: 'indptr' expected to run from 0 to len(indices) = {indices.shape[0]}, "
+            f"found {int(indptr[0])} .. {int(indptr[-1])}"
+        )
+    if not is_non_decreasing(indptr):
+        raise DatasetError(f"{path}: 'indptr' expected non-decreasing values, found a decrease")
+    num_nodes = indptr.shape[0] - 1
+    if shape is not None and (len(shape) != 2 or shape[0] != shape[1]):
+        raise DatasetError(f"{path}: 'shape' expected a square adjacency matrix, found {shape}")
+    if shape is not None and shape[0] != num_nodes:
+        raise DatasetError(f"{path}: 'shape' {shape} does not match len(indptr) - 1 = {num_nodes}")
+    if indices.size:
+        low, high = index_range(indices)
+        if low < 0 or high >= num_nodes:
+            raise DatasetError(f"{path}: 'indices' expected ids in [0, {num_nodes}), found [{low}, {high}]")
+    return indptr, indices, num_nodes, layout
+
+
+def compressed_edge_chunks(
+    indptr: np.ndarray, indices: np.ndarray, layout: str, chunk: int = common.EDGE_CHUNK
+) -> common.EdgeChunks:
+    """Edge chunks ``(src, dst)`` of a CSR (rows = sources) or CSC (columns = destinations)."""
+    num_rows = indptr.shape[0] - 1
+
+    def gen() -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        row = 0
+        while row < num_rows:
+            # take whole rows until about `chunk` edges
+            stop = int(np.searchsorted(indptr, indptr[row] + chunk, side="right")) - 1
+            stop = min(num_rows, max(stop, row + 1))
+            lo, hi = int(indptr[row]), int(indptr[stop])
+            owners = np.repeat(np.arange(row, stop, dtype=np.int64), np.diff(indptr[row : stop + 1]))
+            others = np.asarray(indices[lo:hi])
+            if layout == "csr":
+                yield owners, others
+            else:
+                yield others, owners
+            row = stop
+
+    return gen
+
+
+def import_csr_npz(
+    source: str | os.PathLike[str],
+    output: str | os.PathLike[str],
+    *,
+    name: str | None = None,
+    overwrite: bool = False,
+    layout: str = "auto",
+    undirected: bool = False,
+    drop_self_loops: bool = False,
+    dedup: bool = False,
+    labels: str | os.PathLike[str] | None = None,
+    features: str | os.PathLike[str] | None = None,
+    synthetic_features: int = 0,
+    split: Sequence[float] | None = None,
+    seed: int = 0,
+) -> Dataset:
+    """Import the adjacency in the ``.npz`` ``source`` into ``output``.
+
+    Args: as :func:`graphtier.dataset.importers.edgelist.import_edgelist`; ``layout`` is ``auto``,
+    ``csr`` (rows = sources) or ``csc`` (columns = destinations). Node ids are the row numbers,
+    so labels/features rows are indexed by them.
+
+    Returns:
+        The written :class:`Dataset`.
+    """
+    path = common.require_file(source, "npz archive")
+    common.check_node_data_options(labels, features, synthetic_features, split)
+    indptr_in, indices_in, n, layout = read_compressed_adjacency(path, layout)
+    indptr, indices = common.build_csc(
+        compressed_edge_chunks(indptr_in, indices_in, layout),
+        n,
+        undirected=undirected,
+        dedup=dedup,
+        drop_self_loops=drop_self_loops,
+    )
+    del indptr_in, indices_in
+    idmap = common.IdMap(num_nodes=n)
+    options = {
+        "layout": layout,
+        "undirected": undirected,
+        "drop_self_loops": drop_self_loops,
+        "dedup": dedup,
+        "labels": str(labels) if labels is not None else None,
+        "features": str(features) if features is not None else None,
+        "synthetic_features": synthetic_features,
+        "split": list(split) if split is not None else None,
+        "seed": seed,
+    }
+    with DatasetWriter(output, overwrite=overwrite) as writer:
+        writer.save("indptr", indptr)
+        writer.save("indices", indices)
+        num_edges = int(indices.shape[0])
+        del indices
+        feature_dim, feature_dtype, num_classes = common.write_node_data(
+            writer,
+            idmap,
+            labels=common.read_labels(labels, idmap) if labels is not None else None,
+            features=features,
+            synthetic_dim=synthetic_features,
+            split=split,
+            seed=seed,
+        )
+        meta = common.dataset_meta(
+            name=name or common.default_name(path),
+            num_nodes=n,
+            num_edges=num_edges,
+            directed=not undirected,
+            feature_dim=feature_dim,
+            feature_dtype=feature_dtype,
+            num_classes=num_classes,
+            importer="csr-npz",
+            inputs=[p for p in (path, labels, features) if p is not None],
+            options=options,
+        )
+        return writer.finish(meta)

@@ -1,0 +1,230 @@
+"""Import a text edge list: ``graphtier prepare edgelist SOURCE OUTPUT``.
+
+One edge ``src dst`` per line, separated by blanks, a tab or a comma; optionally gzip; ``#`` and
+``%`` comment lines; an optional header line; columns after the second (weights, timestamps)
+are ignored. Integer ids are parsed by a numba byte parser over 64 MiB chunks and spilled to a
+scratch file, so the edge list never exists as Python objects. Ids that are not ``0..max`` (gaps,
+negative or huge ids) are renumbered densely in ascending order and ``node_ids.npy`` (int64,
+original id of each node) is saved; non-integer ids are renumbered in order of first appearance
+(a slower Python path) and ``node_ids.json`` is saved.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from graphtier.dataset.format import Dataset
+from graphtier.dataset.importers import common, kernels
+from graphtier.dataset.writer import DatasetWriter
+from graphtier.errors import DatasetError, OptionError
+
+ID_MODES = ("auto", "int", "string")
+_SEPARATOR = re.compile(r"[ \t]*,[ \t]*|[ \t]+")
+_STRING_FLUSH = 1 << 20
+
+
+def import_edgelist(
+    source: str | os.PathLike[str],
+    output: str | os.PathLike[str],
+    *,
+    name: str | None = None,
+    overwrite: bool = False,
+    undirected: bool = False,
+    drop_self_loops: bool = False,
+    dedup: bool = False,
+    labels: str | os.PathLike[str] | None = None,
+    features: str | os.PathLike[str] | None = None,
+    synthetic_features: int = 0,
+    split: Sequence[float] | None = None,
+    seed: int = 0,
+    header: str = "auto",
+    ids: str = "auto",
+    num_nodes: int | None = None,
+    chunk_bytes: int = common.CHUNK_BYTES,
+) -> Dataset:
+    """Import the edge list ``source`` into the dataset directory ``output``.
+
+    Args:
+        source: text file (optionally gzip) of ``src dst`` lines.
+        output: dataset directory to create (replaced only with ``overwrite``).
+        name: dataset name (default: the file name without extensions).
+        undirected: add ``dst -> src`` for every edge (meta ``directed`` false).
+        drop_self_loops, dedup: drop ``v -> v`` edges / repeated edges.
+        labels: CSV of ``id,label`` lines (or ``.npy``, row = original id); ids must be graph nodes.
+        features: ``.npy`` [rows, D] with row k = original node id k (integer ids only).
+        synthetic_features: D > 0 generates features (see :func:`common.synthetic_features`).
+        split: ``(train, valid, test)`` fractions for a random split (over labelled nodes when
+            there are labels), drawn with ``seed``.
+        header: ``auto`` (first line is a header if it is not numeric but the next is), ``yes``, ``no``.
+        ids: ``auto`` (integer unless the first edge has a non-integer id), ``int`` or ``string``.
+        num_nodes: keep integer ids as they are, in ``[0, num_nodes)`` (adds isolated nodes).
+        chunk_bytes: bytes of text parsed per chunk.
+
+    Returns:
+        The written :class:`Dataset` (memory-mapped).
+    """
+    path = common.require_file(source, "edge list")
+    if ids not in ID_MODES:
+        raise OptionError(f"--ids: expected one of {', '.join(ID_MODES)}, found {ids!r}")
+    common.check_node_data_options(labels, features, synthetic_features, split)
+    skip_header = common.has_header(path, header, 2, allow_extra_columns=True)
+    string_ids = ids == "string"
+    if ids == "auto":
+        lines = common.first_data_lines(path, 2)
+        data_lines = lines[1:] if skip_header else lines
+        string_ids = bool(
+            data_lines
+            and common.line_parses_as_ints(data_lines[0], 2, True) == kernels.PARSE_BAD_TOKEN
+            and common.count_columns(data_lines[0]) >= 2
+        )
+    if string_ids and num_nodes is not None:
+        raise OptionError("--num-nodes: expected integer node ids, found non-integer ids (--ids string)")
+    if string_ids and features is not None:
+        raise OptionError(
+            "--features: expected integer node ids (row k = node id k), found non-integer ids; "
+            "use --synthetic-features or convert the ids"
+        )
+
+    options = {
+        "undirected": undirected,
+        "drop_self_loops": drop_self_loops,
+        "dedup": dedup,
+        "labels": str(labels) if labels is not None else None,
+        "features": str(features) if features is not None else None,
+        "synthetic_features": synthetic_features,
+        "split": list(split) if split is not None else None,
+        "seed": seed,
+        "header": header,
+        "ids": "string" if string_ids else "int",
+        "num_nodes": num_nodes,
+    }
+    with DatasetWriter(output, overwrite=overwrite) as writer, common.EdgeSpill(writer.tmp) as spill:
+        names: dict[str, int] | None = None
+        if string_ids:
+            names = _spill_string_edges(path, spill, skip_header)
+            idmap = common.IdMap(num_nodes=len(names))
+        else:
+            for block in common.iter_int_rows(
+                path,
+                2,
+                allow_extra_columns=True,
+                skip_header=skip_header,
+                expected="two integer node ids 'src dst'",
+                chunk_bytes=chunk_bytes,
+            ):
+                spill.append(block[:, 0], block[:, 1])
+            idmap = common.build_id_map(spill, num_nodes, path)
+        n = idmap.num_nodes
+
+        def mapped_chunks():  # type: ignore[no-untyped-def]
+            for src, dst in spill:
+                yield idmap.map_known(src), idmap.map_known(dst)
+
+        indptr, indices = common.build_csc(
+            mapped_chunks, n, undirected=undirected, dedup=dedup, drop_self_loops=drop_self_loops
+        )
+        spill.remove()
+        writer.save("indptr", indptr)
+        writer.save("indices", indices)
+        num_edges = int(indices.shape[0])
+        del indices
+        if names is not None:
+            writer.write_text("node_ids.json", json.dumps(list(names)) + "\n")
+        else:
+            original = idmap.original_ids()
+            if original is not None:
+                writer.save("node_ids", original)
+
+        parsed_labels = None
+        if labels is not None:
+            parsed_labels = (
+                _read_string_labels(common.require_file(labels, "--labels file"), names, header)
+                if names is not None
+                else common.read_labels(labels, idmap, header)
+            )
+        feature_dim, feature_dtype, num_classes = common.write_node_data(
+            writer,
+            idmap,
+            labels=parsed_labels,
+            features=features,
+            synthetic_dim=synthetic_features,
+            split=split,
+            seed=seed,
+        )
+        meta = common.dataset_meta(
+            name=name or common.default_name(path),
+            num_nodes=n,
+            num_edges=num_edges,
+            directed=not undirected,
+            feature_dim=feature_dim,
+            feature_dtype=feature_dtype,
+            num_classes=num_classes,
+            importer="edgelist",
+            inputs=[p for p in (path, labels, features) if p is not None],
+            options=options,
+        )
+        return writer.finish(meta)
+
+
+def _spill_string_edges(path: Path, spill: common.EdgeSpill, skip_header: bool) -> dict[str, int]:
+    """Parse an edge list with non-integer ids (Python path); ids numbered by first appearance."""
+    names: dict[str, int] = {}
+    src: list[int] = []
+    dst: list[int] = []
+    first = True
+    for number, line in common.enumerate_data_lines(path):
+        if first:
+            first = False
+            if skip_header:
+                continue
+        tokens = _SEPARATOR.split(line)
+        if len(tokens) < 2 or not tokens[0] or not tokens[1]:
+            raise DatasetError(f"{path}: line {number}: expected two node ids 'src dst', found {line!r}")
+        src.append(names.setdefault(tokens[0], len(names)))
+        dst.append(names.setdefault(tokens[1], len(names)))
+        if len(src) >= _STRING_FLUSH:
+            spill.append(np.array(src, dtype=np.int64), np.array(dst, dtype=np.int64))
+            src.clear()
+            dst.clear()
+    spill.append(np.array(src, dtype=np.int64), np.array(dst, dtype=np.int64))
+    return names
+
+
+def _read_string_labels(path: Path, names: dict[str, int], header: str) -> common.Labels:
+    """``id,label`` lines for non-integer node ids; integer labels or class names."""
+    if path.suffix == ".npy":
+        raise OptionError(f"{path}: --labels as .npy needs integer node ids; use a CSV of 'id,label' lines")
+    skip = common.has_header(path, header, 2, allow_extra_columns=False)
+    ids: list[int] = []
+    raw_labels: list[str] = []
+    first = True
+    for number, line in common.enumerate_data_lines(path):
+        if first:
+            first = False
+            if skip:
+                continue
+        tokens = _SEPARATOR.split(line)
+        if len(tokens) != 2 or not tokens[1]:
+            raise DatasetError(f"{path}: line {number}: expected two columns 'node_id,label', found {line!r}")
+        if tokens[0] not in names:
+            raise DatasetError(
+                f"{path}: line {number}: expected a node id of the graph, found unknown id {tokens[0]!r}"
+            )
+        ids.append(names[tokens[0]])
+        raw_labels.append(tokens[1])
+    identity = common.IdMap(num_nodes=len(names))
+    id_array = np.array(ids, dtype=np.int64)
+    if all(re.fullmatch(r"[+-]?\d+", t) for t in raw_labels):
+        return common.labels_from_pairs(path, id_array, np.array([int(t) for t in raw_labels], np.int64), identity)
+    class_names = sorted(set(raw_labels))
+    code = {c: i for i, c in enumerate(class_names)}
+    result = common.labels_from_pairs(path, id_array, np.array([code[t] for t in raw_labels], np.int64), identity)
+    result.class_names = class_names
+    result.num_classes = len(class_names)
+    return result

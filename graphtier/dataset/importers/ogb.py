@@ -1,0 +1,238 @@
+"""Import an OGB node-property dataset from its raw layout: ``graphtier prepare ogb SOURCE OUTPUT``.
+
+``SOURCE`` is the dataset folder as OGB unpacks it (for example ``ogbn_products/``)::
+
+    raw/edge.csv.gz            "src,dst" per line, no header
+    raw/num-node-list.csv.gz   the node count
+    raw/num-edge-list.csv.gz   the edge count (optional; checked when present)
+    raw/node-feat.csv.gz       N lines of D floats (optional)
+    raw/node-label.csv.gz      N lines, one label each; "nan" = unlabelled (optional)
+    split/<scheme>/{train,valid,test}.csv.gz   one node id per line (optional)
+
+Every file may also be uncompressed (``.csv``). OGB datasets whose ``master.csv`` says
+``add_inverse_edge`` (ogbn-products, ogbn-proteins) need ``--undirected``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from graphtier.dataset.format import Dataset
+from graphtier.dataset.importers import common
+from graphtier.dataset.writer import DatasetWriter
+from graphtier.errors import DatasetError, OptionError
+
+
+def find_raw(root: Path, stem: str, required: bool) -> Path | None:
+    """``root/<stem>.csv.gz`` or ``root/<stem>.csv``; :class:`DatasetError` when required and absent."""
+    for candidate in (root / f"{stem}.csv.gz", root / f"{stem}.csv"):
+        if candidate.is_file():
+            return candidate
+    if required:
+        raise DatasetError(f"{root / (stem + '.csv.gz')}: file not found (OGB raw layout)")
+    return None
+
+
+def read_single_int(path: Path) -> int:
+    """The integer on the first data line of ``path`` (for example ``num-node-list.csv.gz``)."""
+    values = [block for block in common.iter_int_rows(
+        path, 1, allow_extra_columns=False, skip_header=False, expected="one integer per line"
+    )]
+    flat = np.concatenate(values)[:, 0] if values else np.empty(0, np.int64)
+    if flat.shape[0] != 1:
+        raise DatasetError(
+            f"{path}: expected one integer (a homogeneous graph), found {flat.shape[0]} lines"
+        )
+    return int(flat[0])
+
+
+def read_id_list(path: Path, num_nodes: int) -> np.ndarray:
+    """int64 [K]: one node id per line, each in ``[0, num_nodes)``."""
+    blocks = [b[:, 0].copy() for b in common.iter_int_rows(
+        path, 1, allow_extra_columns=False, skip_header=False, expected="one integer node id per line"
+    )]
+    ids = np.concatenate(blocks) if blocks else np.empty(0, np.int64)
+    if ids.size and (ids.min() < 0 or ids.max() >= num_nodes):
+        raise DatasetError(f"{path}: expected node ids in [0, {num_nodes}), found [{ids.min()}, {ids.max()}]")
+    return ids
+
+
+def choose_scheme(root: Path, scheme: str | None) -> Path | None:
+    """The ``split/<scheme>`` folder: the named one, or the only one; None without a split folder."""
+    split_root = root / "split"
+    if scheme is not None:
+        folder = split_root / scheme
+        if not folder.is_dir():
+            raise DatasetError(f"{folder}: split scheme folder not found")
+        return folder
+    if not split_root.is_dir():
+        return None
+    schemes = sorted(p.name for p in split_root.iterdir() if p.is_dir())
+    if len(schemes) == 1:
+        return split_root / schemes[0]
+    if not schemes:
+        return None
+    raise OptionError(f"{split_root}: expected one split scheme, found {', '.join(schemes)}; pass --scheme")
+
+
+def write_ogb_features(path: Path, num_nodes: int, writer: DatasetWriter) -> int:
+    """Parse ``node-feat`` (N lines of D floats) into ``features.npy`` float32 [N, D]; returns D."""
+    first = common.first_data_lines(path, 1)
+    if not first:
+        raise DatasetError(f"{path}: expected {num_nodes} feature rows, found an empty file")
+    dim = common.count_columns(first[0])
+    out = writer.open_memmap("features", (num_nodes, dim), np.float32)
+    row = 0
+    for block in common.iter_float_rows(path, dim, expected=f"{dim} comma-separated floats"):
+        if row + block.shape[0] > num_nodes:
+            raise DatasetError(f"{path}: expected {num_nodes} feature rows (one per node), found more")
+        out[row : row + block.shape[0]] = block
+        row += block.shape[0]
+    if row != num_nodes:
+        raise DatasetError(f"{path}: expected {num_nodes} feature rows (one per node), found {row}")
+    out.flush()
+    del out
+    return dim
+
+
+def read_ogb_labels(path: Path, num_nodes: int) -> common.Labels:
+    """``node-label``: N lines with one label (integer-valued; ``nan`` or negative = unlabelled)."""
+    first = common.first_data_lines(path, 1)
+    if first and common.count_columns(first[0]) != 1:
+        raise DatasetError(
+            f"{path}: expected one label column (single-task node classification), "
+            f"found {common.count_columns(first[0])}"
+        )
+    blocks = [b[:, 0].copy() for b in common.iter_float_rows(path, 1, expected="one label per line")]
+    raw = np.concatenate(blocks) if blocks else np.empty(0, np.float32)
+    if raw.shape[0] != num_nodes:
+        raise DatasetError(f"{path}: expected {num_nodes} label rows (one per node), found {raw.shape[0]}")
+    finite = np.isfinite(raw)
+    if np.any(raw[finite] != np.round(raw[finite])):
+        raise DatasetError(f"{path}: expected integer class labels, found fractional values")
+    values = np.where(finite & (raw >= 0), raw, -1).astype(np.int64)
+    num_classes = int(values.max()) + 1 if values.size and values.max() >= 0 else 0
+    return common.Labels(values, num_classes)
+
+
+def import_ogb(
+    source: str | os.PathLike[str],
+    output: str | os.PathLike[str],
+    *,
+    name: str | None = None,
+    overwrite: bool = False,
+    scheme: str | None = None,
+    undirected: bool = False,
+    drop_self_loops: bool = False,
+    dedup: bool = False,
+    synthetic_features: int = 0,
+    split: Sequence[float] | None = None,
+    seed: int = 0,
+    chunk_bytes: int = common.CHUNK_BYTES,
+) -> Dataset:
+    """Import the OGB node-property dataset folder ``source`` into ``output``.
+
+    Args:
+        source: folder with ``raw/`` (and optionally ``split/<scheme>/``).
+        scheme: split scheme folder name (default: the only one).
+        undirected: add reverse edges (OGB ``add_inverse_edge``).
+        synthetic_features: D > 0 generates features when ``node-feat`` is absent.
+        split: random ``(train, valid, test)`` fractions instead of the OGB split.
+
+    Returns:
+        The written :class:`Dataset`.
+    """
+    root = Path(source)
+    if not root.is_dir():
+        raise DatasetError(f"{root}: OGB dataset folder not found")
+    raw = root / "raw"
+    if not raw.is_dir():
+        raise DatasetError(f"{raw}: folder not found (expected the OGB raw layout)")
+    edge_path = find_raw(raw, "edge", required=True)
+    assert edge_path is not None
+    num_nodes_path = find_raw(raw, "num-node-list", required=True)
+    assert num_nodes_path is not None
+    num_edges_path = find_raw(raw, "num-edge-list", required=False)
+    feat_path = find_raw(raw, "node-feat", required=False)
+    label_path = find_raw(raw, "node-label", required=False)
+    if synthetic_features < 0:
+        raise OptionError(f"--synthetic-features: expected a positive dimension, found {synthetic_features}")
+    if feat_path is not None and synthetic_features:
+        raise OptionError(f"--synthetic-features: {feat_path} already provides features")
+    if split is not None:
+        common.check_fractions(split)
+    scheme_dir = None if split is not None else choose_scheme(root, scheme)
+    n = read_single_int(num_nodes_path)
+    inputs: list[Path] = [p for p in (edge_path, num_nodes_path, num_edges_path, feat_path, label_path) if p]
+
+    with DatasetWriter(output, overwrite=overwrite) as writer, common.EdgeSpill(writer.tmp) as spill:
+        for block in common.iter_int_rows(
+            edge_path, 2, allow_extra_columns=False, skip_header=False,
+            expected="two integer node ids 'src,dst'", chunk_bytes=chunk_bytes,
+        ):
+            spill.append(block[:, 0], block[:, 1])
+        if spill.num_edges and (spill.min_id < 0 or spill.max_id >= n):  # type: ignore[operator]
+            raise DatasetError(
+                f"{edge_path}: expected node ids in [0, {n}) ({num_nodes_path.name}), "
+                f"found ids in [{spill.min_id}, {spill.max_id}]"
+            )
+        if num_edges_path is not None:
+            expected_edges = read_single_int(num_edges_path)
+            if expected_edges != spill.num_edges:
+                raise DatasetError(
+                    f"{edge_path}: expected {expected_edges} edges ({num_edges_path.name}), found {spill.num_edges}"
+                )
+
+        def chunks() -> Iterator[tuple[np.ndarray, np.ndarray]]:
+            yield from spill
+
+        indptr, indices = common.build_csc(
+            chunks, n, undirected=undirected, dedup=dedup, drop_self_loops=drop_self_loops
+        )
+        spill.remove()
+        writer.save("indptr", indptr)
+        writer.save("indices", indices)
+        num_edges = int(indices.shape[0])
+        del indices
+
+        labels = read_ogb_labels(label_path, n) if label_path is not None else None
+        feature_dim, feature_dtype, num_classes = common.write_node_data(
+            writer,
+            common.IdMap(num_nodes=n),
+            labels=labels,
+            features=None,
+            synthetic_dim=synthetic_features,
+            split=split,
+            seed=seed,
+        )
+        if feat_path is not None:
+            feature_dim, feature_dtype = write_ogb_features(feat_path, n, writer), "float32"
+        if scheme_dir is not None:
+            split_paths = [find_raw(scheme_dir, part, required=True) for part in ("train", "valid", "test")]
+            inputs += [p for p in split_paths if p is not None]
+            common.save_splits(writer, [read_id_list(p, n) for p in split_paths if p is not None])
+        meta = common.dataset_meta(
+            name=name or root.resolve().name,
+            num_nodes=n,
+            num_edges=num_edges,
+            directed=not undirected,
+            feature_dim=feature_dim,
+            feature_dtype=feature_dtype,
+            num_classes=num_classes,
+            importer="ogb",
+            inputs=inputs,
+            options={
+                "scheme": scheme_dir.name if scheme_dir is not None else None,
+                "undirected": undirected,
+                "drop_self_loops": drop_self_loops,
+                "dedup": dedup,
+                "synthetic_features": synthetic_features,
+                "split": list(split) if split is not None else None,
+                "seed": seed,
+            },
+        )
+        return writer.finish(meta)

@@ -1,0 +1,225 @@
+"""``graphtier prepare edgelist``: real data, the text variants, id remapping, labels/features, errors."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from graphtier.dataset import Dataset
+from graphtier.dataset.importers import import_edgelist
+from graphtier.errors import DatasetError, OptionError
+from graphtier.graph.build import edges_to_csc_reference
+
+from .helpers import assert_user_error, run_cli, shared
+
+
+def test_soc_slashdot(tmp_path: Path) -> None:
+    source = shared("soc-slashdot0902/soc-Slashdot0902.txt.gz")
+    ds = import_edgelist(source, tmp_path / "slashdot")
+    assert (ds.num_nodes, ds.num_edges) == (82_168, 948_464)
+    assert ds.directed and ds.feature_dim == 0 and ds.num_classes == 0
+    assert "node_ids" not in ds.extra  # ids are already 0..82167
+    with gzip.open(source, "rt") as f:
+        edges = np.loadtxt(f, dtype=np.int64, comments="#")
+    ref_indptr, ref_indices = edges_to_csc_reference(edges[:, 0], edges[:, 1], 82_168)
+    np.testing.assert_array_equal(ds.indptr, ref_indptr)
+    np.testing.assert_array_equal(ds.indices, ref_indices)
+    assert ds.meta["source"]["importer"] == "edgelist"
+    assert ds.meta["source"]["inputs"] == [str(source)]
+
+
+def test_pubmed_with_labels_split_and_synthetic_features(tmp_path: Path) -> None:
+    root = shared("pubmed-topology")
+    ds = import_edgelist(
+        root / "edges.csv", tmp_path / "pubmed", labels=root / "target.csv",
+        split=(0.6, 0.2, 0.2), seed=1, synthetic_features=8,
+    )
+    assert (ds.num_nodes, ds.num_edges, ds.num_classes) == (19_717, 88_648, 3)
+    np.testing.assert_array_equal(np.bincount(ds.labels), [4_103, 7_739, 7_875])
+    assert ds.features.shape == (19_717, 8)
+    sizes = [ds.split(s).size for s in ("train", "valid", "test")]
+    assert sum(sizes) == 19_717 and sizes[0] == int(0.6 * 19_717)
+
+
+def _edges_text(edges: list[tuple[object, object]], sep: str = " ") -> str:
+    return "".join(f"{a}{sep}{b}\n" for a, b in edges)
+
+
+@pytest.mark.parametrize("sep", [" ", "\t", ",", " , "])
+@pytest.mark.parametrize("compress", [False, True])
+def test_separators_comments_header_and_gzip(tmp_path: Path, sep: str, compress: bool) -> None:
+    text = "% konect style\nsource" + sep + "target\n# a comment\n\n" + _edges_text([(0, 1), (1, 2), (2, 0), (2, 2)], sep)
+    path = tmp_path / ("e.txt.gz" if compress else "e.txt")
+    path.write_bytes(gzip.compress(text.encode()) if compress else text.encode())
+    ds = import_edgelist(path, tmp_path / "out")
+    assert (ds.num_nodes, ds.num_edges) == (3, 4)
+    np.testing.assert_array_equal(ds.indptr, [0, 1, 2, 4])
+    np.testing.assert_array_equal(ds.indices, [2, 0, 1, 2])
+
+
+def test_undirected_dedup_self_loops(tmp_path: Path) -> None:
+    path = tmp_path / "e.txt"
+    path.write_text(_edges_text([(0, 1), (0, 1), (1, 2), (2, 2)]))
+    ds = import_edgelist(path, tmp_path / "a", undirected=True, dedup=True, drop_self_loops=True)
+    assert not ds.directed and ds.num_edges == 4
+    np.testing.assert_array_equal(ds.indices, [1, 0, 2, 1])
+    ds = import_edgelist(path, tmp_path / "b", undirected=True)
+    assert ds.num_edges == 7  # 4 edges + 3 reverses (a self-loop is its own reverse)
+
+
+def test_extra_columns_are_ignored(tmp_path: Path) -> None:
+    path = tmp_path / "w.tsv"
+    path.write_text("0\t1\t0.5\t1234\n1\t0\t2.0\t99\n")
+    assert import_edgelist(path, tmp_path / "o").num_edges == 2
+
+
+def test_sparse_integer_ids_are_remapped_and_saved(tmp_path: Path) -> None:
+    path = tmp_path / "e.txt"
+    path.write_text(_edges_text([(100, 7), (7, -5), (10**15, 100)]))
+    labels = tmp_path / "labels.csv"
+    labels.write_text("id,label\n100,2\n-5,0\n")
+    ds = import_edgelist(path, tmp_path / "o", labels=labels)
+    np.testing.assert_array_equal(ds.extra["node_ids"], [-5, 7, 100, 10**15])
+    assert ds.num_nodes == 4 and ds.num_classes == 3
+    np.testing.assert_array_equal(ds.labels, [0, -1, 2, -1])
+    # edge 100 -> 7 is new 2 -> 1, 7 -> -5 is 1 -> 0, 10^15 -> 100 is 3 -> 2
+    np.testing.assert_array_equal(ds.indptr, [0, 1, 2, 3, 3])
+    np.testing.assert_array_equal(ds.indices, [1, 2, 3])
+
+
+def test_string_ids_are_remapped_in_order_of_appearance(tmp_path: Path) -> None:
+    path = tmp_path / "e.csv"
+    path.write_text("alice,bob\nbob,carol\ncarol,alice\n")
+    labels = tmp_path / "l.csv"
+    labels.write_text("alice,red\ncarol,blue\n")
+    ds = import_edgelist(path, tmp_path / "o", labels=labels, synthetic_features=4, split=(0.5, 0.5, 0.0))
+    assert json.loads((ds.path / "node_ids.json").read_text()) == ["alice", "bob", "carol"]
+    assert json.loads((ds.path / "label_names.json").read_text()) == ["blue", "red"]
+    np.testing.assert_array_equal(ds.labels, [1, -1, 0])
+    assert ds.num_edges == 3 and ds.feature_dim == 4
+    assert sorted(np.concatenate([ds.train_idx, ds.valid_idx]).tolist()) == [0, 2]
+
+
+def test_features_file_rows_follow_original_ids(tmp_path: Path) -> None:
+    path = tmp_path / "e.txt"
+    path.write_text(_edges_text([(3, 1), (1, 4)]))
+    feats = np.arange(10, dtype=np.float64).reshape(5, 2)
+    np.save(tmp_path / "f.npy", feats)
+    ds = import_edgelist(path, tmp_path / "o", features=tmp_path / "f.npy")
+    assert ds.features.dtype == np.float32
+    np.testing.assert_array_equal(ds.features, feats[[1, 3, 4]].astype(np.float32))
+    contiguous = tmp_path / "c.txt"
+    contiguous.write_text(_edges_text([(0, 1), (1, 2)]))
+    np.save(tmp_path / "g.npy", np.ones((3, 2), np.float16))
+    ds = import_edgelist(contiguous, tmp_path / "p", features=tmp_path / "g.npy")
+    assert ds.features.dtype == np.float16 and ds.meta["feature_dtype"] == "float16"
+
+
+def test_num_nodes_keeps_isolated_nodes(tmp_path: Path) -> None:
+    path = tmp_path / "e.txt"
+    path.write_text(_edges_text([(0, 3)]))
+    ds = import_edgelist(path, tmp_path / "o", num_nodes=6)
+    assert ds.num_nodes == 6 and "node_ids" not in ds.extra
+
+
+def test_small_chunks_give_the_same_dataset(tmp_path: Path) -> None:
+    rng = np.random.default_rng(0)
+    edges = rng.integers(0, 300, size=(3000, 2)) * 7  # sparse ids: remapped
+    path = tmp_path / "e.txt"
+    path.write_text(_edges_text([tuple(e) for e in edges.tolist()], "\t"))
+    big = import_edgelist(path, tmp_path / "big")
+    small = import_edgelist(path, tmp_path / "small", chunk_bytes=100)
+    for a, b in ((big.indptr, small.indptr), (big.indices, small.indices), (big.extra["node_ids"], small.extra["node_ids"])):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_existing_output_needs_overwrite(tmp_path: Path) -> None:
+    path = tmp_path / "e.txt"
+    path.write_text("0 1\n")
+    import_edgelist(path, tmp_path / "o")
+    with pytest.raises(DatasetError, match="already exists"):
+        import_edgelist(path, tmp_path / "o")
+    assert import_edgelist(path, tmp_path / "o", overwrite=True, name="x").name == "x"
+
+
+def test_api_errors_leave_no_output(tmp_path: Path) -> None:
+    path = tmp_path / "e.txt"
+    path.write_text("0 1\n1 2\n")
+    np.save(tmp_path / "f.npy", np.zeros((3, 2), np.float32))
+    with pytest.raises(OptionError):
+        import_edgelist(path, tmp_path / "o", features=tmp_path / "f.npy", synthetic_features=3)
+    bad_labels = tmp_path / "l.csv"
+    bad_labels.write_text("0,1\n9,0\n")
+    with pytest.raises(DatasetError, match="unknown id"):
+        import_edgelist(path, tmp_path / "o", labels=bad_labels)
+    assert not (tmp_path / "o").exists()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".o")] == []
+
+
+# ---------------------------------------------------------------------------- CLI
+
+
+def test_cli_imports_and_reports(tmp_path: Path) -> None:
+    path = tmp_path / "e.txt"
+    path.write_text("0 1\n1 2\n2 0\n")
+    result = run_cli("prepare", "edgelist", str(path), str(tmp_path / "o"), "--undirected", "--split", "0.6,0.2,0.2")
+    assert result.returncode == 0, result.stderr
+    assert "3 nodes, 6 edges" in result.stdout
+    ds = Dataset.open(tmp_path / "o")
+    assert ds.meta["source"]["options"]["split"] == [0.6, 0.2, 0.2]
+
+
+@pytest.fixture
+def bad_inputs(tmp_path: Path) -> dict[str, Path]:
+    files = {}
+    good = tmp_path / "good.txt"
+    good.write_text("0 1\n1 2\n2 3\n")
+    files["good"] = good
+    one_column = tmp_path / "one.txt"
+    one_column.write_text("0 1\n7\n2 3\n")
+    files["one"] = one_column
+    data = gzip.compress(b"".join(b"%d %d\n" % (i, i + 1) for i in range(50000)))
+    truncated = tmp_path / "trunc.txt.gz"
+    truncated.write_bytes(data[: len(data) // 2])
+    files["trunc"] = truncated
+    np.save(tmp_path / "feat3.npy", np.zeros((3, 2), np.float32))
+    files["feat3"] = tmp_path / "feat3.npy"
+    np.save(tmp_path / "feat6.npy", np.zeros((6, 2), np.float32))
+    files["feat6"] = tmp_path / "feat6.npy"
+    labels = tmp_path / "labels.csv"
+    labels.write_text("node,label\n0,1\n42,0\n")
+    files["labels"] = labels
+    sparse = tmp_path / "sparse.txt"
+    sparse.write_text("0 10\n10 20\n")
+    files["sparse"] = sparse
+    return files
+
+
+@pytest.mark.parametrize(
+    "case, extra, fragments",
+    [
+        ("missing", [], ["nope.txt: edge list not found"]),
+        ("trunc", [], ["trunc.txt.gz", "truncated or damaged gzip"]),
+        ("one", [], ["one.txt: line 2", "too few columns", "'7'"]),
+        ("sparse", ["--features", "{feat3}"], ["feat3.npy", "node id 20 out of range for --features rows"]),
+        ("good", ["--features", "{feat6}"], ["feat6.npy", "expected 4 --features rows (one per node), found 6"]),
+        ("good", ["--labels", "{labels}"], ["labels.csv", "unknown id", "42"]),
+        ("good", ["--split", "0.9,0.9,0.1"], ["--split"]),
+        ("good", ["--labels", "{missing_labels}"], ["--labels file not found"]),
+    ],
+)
+def test_cli_bad_input_is_one_line_exit_2(
+    tmp_path: Path, bad_inputs: dict[str, Path], case: str, extra: list[str], fragments: list[str]
+) -> None:
+    source = bad_inputs.get(case, tmp_path / "nope.txt")
+    names = {k: str(v) for k, v in bad_inputs.items()} | {"missing_labels": str(tmp_path / "nl.csv")}
+    args = [a.format(**names) for a in extra]
+    output = tmp_path / "out"
+    result = run_cli("prepare", "edgelist", str(source), str(output), *args)
+    assert_user_error(result, *fragments)
+    assert not output.exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out.tmp")]
