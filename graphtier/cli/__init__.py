@@ -18,6 +18,8 @@ from graphtier.errors import GraphtierError
 COMMAND_MODULES: tuple[str, ...] = (
     "graphtier.cli.generate",
     "graphtier.cli.info",
+    "graphtier.cli.generate",
+    "graphtier.cli.info",
     "graphtier.cli.prepare",
     "graphtier.cli.score",
     "graphtier.cli.reorder",

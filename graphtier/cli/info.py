@@ -1,0 +1,157 @@
+"""``graphtier info DATASET [--json]``: size, degree skew, features, labels and splits of a dataset.
+
+``--json`` prints one JSON object (field names are stable; see :func:`dataset_info`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+import numpy as np
+
+from graphtier.dataset.format import SPLITS, Dataset
+from graphtier.graph.stats import CHUNK, in_degree_stats
+
+
+def _count_labelled(labels: np.ndarray) -> int:
+    total = 0
+    for start in range(0, labels.shape[0], CHUNK):
+        total += int(np.count_nonzero(np.asarray(labels[start : start + CHUNK]) >= 0))
+    return total
+
+
+def _array_entry(path: Path, array: np.ndarray) -> dict[str, Any]:
+    return {"shape": list(array.shape), "dtype": str(array.dtype), "bytes": path.stat().st_size}
+
+
+def dataset_info(dataset: Dataset) -> dict[str, Any]:
+    """Everything ``graphtier info`` reports, as a JSON-ready dict.
+
+    Fields: ``path``, ``name``, ``format_version``, ``num_nodes``, ``num_edges``, ``directed``,
+    ``node_order``, ``in_degree`` (``min``, ``mean``, ``median``, ``p99``, ``max``,
+    ``zero_in_degree_nodes``, ``top1pct_edge_share``, ``top10pct_edge_share``), ``features``
+    (``shape``, ``dtype``, ``bytes``; null without features), ``labels`` (``num_classes``,
+    ``labelled``; null without labels), ``splits`` (``train``/``valid``/``test`` sizes, null when
+    absent), ``arrays`` (per ``.npy`` stem: ``shape``, ``dtype``, ``bytes`` on disk), ``total_bytes``
+    (every file of the directory) and ``source`` (``meta.json``'s ``source``).
+    """
+    root = dataset.path
+    degree = in_degree_stats(dataset.indptr).as_dict()
+    degree.pop("num_nodes")
+    degree.pop("num_edges")
+    arrays: dict[str, Any] = {
+        "indptr": _array_entry(root / "indptr.npy", dataset.indptr),
+        "indices": _array_entry(root / "indices.npy", dataset.indices),
+    }
+    features = None
+    if dataset.features is not None:
+        arrays["features"] = _array_entry(root / "features.npy", dataset.features)
+        features = {
+            "shape": list(dataset.features.shape),
+            "dtype": str(dataset.features.dtype),
+            "bytes": arrays["features"]["bytes"],
+        }
+    labels = None
+    if dataset.labels is not None:
+        arrays["labels"] = _array_entry(root / "labels.npy", dataset.labels)
+        labels = {"num_classes": dataset.num_classes, "labelled": _count_labelled(dataset.labels)}
+    splits: dict[str, int | None] = {}
+    for name in SPLITS:
+        ids = dataset.split(name)
+        splits[name] = None if ids is None else int(ids.shape[0])
+        if ids is not None:
+            arrays[f"{name}_idx"] = _array_entry(root / f"{name}_idx.npy", ids)
+    for stem, array in sorted(dataset.extra.items()):
+        arrays[stem] = _array_entry(root / f"{stem}.npy", array)
+    total_bytes = sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
+    return {
+        "path": str(root),
+        "name": dataset.name,
+        "format_version": dataset.meta["format_version"],
+        "num_nodes": dataset.num_nodes,
+        "num_edges": dataset.num_edges,
+        "directed": dataset.directed,
+        "node_order": dataset.meta["node_order"],
+        "in_degree": degree,
+        "features": features,
+        "labels": labels,
+        "splits": splits,
+        "arrays": arrays,
+        "total_bytes": total_bytes,
+        "source": dataset.meta.get("source"),
+    }
+
+
+def human_bytes(count: int) -> str:
+    """``1536`` -> ``'1.5 KiB'``."""
+    value = float(count)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if value < 1024 or unit == "TiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")
+
+
+def _render_table(info: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"{info['name']}  ({info['path']})", show_header=False, title_justify="left")
+    table.add_column("field", style="bold")
+    table.add_column("value")
+    table.add_row("nodes", f"{info['num_nodes']:,}")
+    table.add_row("edges", f"{info['num_edges']:,} ({'directed' if info['directed'] else 'undirected'})")
+    table.add_row("node order", str(info["node_order"]))
+    d = info["in_degree"]
+    table.add_row(
+        "in-degree",
+        f"min {d['min']:,}  mean {d['mean']:.2f}  median {d['median']:g}  p99 {d['p99']:g}  max {d['max']:,}",
+    )
+    table.add_row("zero in-degree", f"{d['zero_in_degree_nodes']:,} nodes")
+    table.add_row(
+        "edges into top nodes",
+        f"top 1%: {100 * d['top1pct_edge_share']:.1f}%  top 10%: {100 * d['top10pct_edge_share']:.1f}%",
+    )
+    f = info["features"]
+    table.add_row("features", "none" if f is None else
+                  f"{f['shape'][0]:,} x {f['shape'][1]} {f['dtype']} ({human_bytes(f['bytes'])})")
+    lab = info["labels"]
+    table.add_row("labels", "none" if lab is None else
+                  f"{lab['num_classes']} classes, {lab['labelled']:,} labelled nodes")
+    s = info["splits"]
+    table.add_row("splits", "  ".join(f"{k} {'-' if v is None else format(v, ',')}" for k, v in s.items()))
+    for stem, entry in info["arrays"].items():
+        shape = " x ".join(f"{x:,}" for x in entry["shape"])
+        table.add_row(f"  {stem}.npy", f"[{shape}] {entry['dtype']}  {human_bytes(entry['bytes'])}")
+    table.add_row("total", human_bytes(info["total_bytes"]))
+    source = info.get("source") or {}
+    if isinstance(source, dict):
+        origin = source.get("generator") or source.get("importer") or source.get("format") or ""
+        if origin:
+            table.add_row("source", str(origin))
+    Console(soft_wrap=False).print(table)
+
+
+@click.command("info")
+@click.argument("dataset", type=click.Path(file_okay=False, dir_okay=True))
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
+@click.option("--no-validate", is_flag=True, help="Skip the full consistency scan of the arrays (faster).")
+def command(dataset: str, as_json: bool, no_validate: bool) -> None:
+    """Show nodes, edges, in-degree skew, features, labels, splits and array sizes of DATASET."""
+    opened = Dataset.open(dataset, validate=not no_validate)
+    info = dataset_info(opened)
+    if as_json:
+        click.echo(json.dumps(info, default=_json_default))
+    else:
+        _render_table(info)
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, Path):
+        return str(value)
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")

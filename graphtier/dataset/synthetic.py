@@ -1,0 +1,398 @@
+"""Synthetic power-law graphs with learnable labels: a degree-corrected stochastic block model.
+
+Model (``graphtier generate``):
+
+- every node gets a class, uniform over ``num_classes``, and a degree weight drawn from a Pareto
+  law with exponent ``degree_exponent`` (density ~ w^-gamma), truncated so that no node's expected
+  degree exceeds ``max_degree`` (default ``4 * sqrt(avg_degree * nodes)``, four times the structural
+  cutoff; real graphs sit at 1.5x (ogbn-products) to 10x (cnr-2000 in-degrees) of theirs);
+- every edge draws its destination proportionally to the weights, and its source proportionally to
+  the weights inside the destination's class with probability ``homophily``, otherwise from another
+  class (chosen proportionally to the class weight masses);
+- features are the class centroid (a random unit vector) plus N(0, feature_noise^2) per dimension.
+
+Graphs are symmetric by default (``undirected=True``): each drawn pair is stored in both directions,
+so the in-neighbour lists that GraphSAGE-style samplers read see every neighbour. Duplicate edges
+and self-loops are dropped, so the stored graph has slightly fewer than ``nodes * avg_degree`` edges.
+Node ids are in random order with respect to class and degree (``node_order = "original"``).
+
+The output is a pure function of the seed and the options: randomness is counter based (see
+:mod:`graphtier.dataset._synthetic_kernels`), so it does not depend on ``chunk_edges`` or the number of
+threads. Memory: 4 bytes per stored edge (int32 ``indices``) + about 60 bytes per node + chunk
+buffers; features are written to disk chunk by chunk and never held whole in RAM.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from graphtier.dataset import _synthetic_kernels as kernels
+from graphtier.dataset.format import FEATURE_DTYPES, Dataset, index_dtype
+from graphtier.dataset.writer import DatasetWriter
+from graphtier.errors import OptionError
+
+GENERATOR_NAME = "graphtier.dataset.synthetic"
+GENERATOR_VERSION = 1
+
+DEFAULT_NUM_CLASSES = 16
+DEFAULT_FEATURE_DIM = 128
+DEFAULT_DEGREE_EXPONENT = 2.1
+DEFAULT_HOMOPHILY = 0.8
+DEFAULT_FEATURE_NOISE = 1.0
+DEFAULT_TRAIN_FRACTION = 0.01
+DEFAULT_VALID_FRACTION = 0.01
+DEFAULT_TEST_FRACTION = 0.02
+DEFAULT_CHUNK_EDGES = 1 << 22
+# Default hub size: expected max degree = HUB_FACTOR * sqrt(nodes * avg_degree), i.e. a few times the
+# structural cutoff (real graphs: soc-Slashdot0902 3.7x, cnr-2000 in-degree 10x, ogbn-products 1.5x).
+HUB_FACTOR = 4.0
+
+# Independent random streams (see kernels.stream_key).
+_STREAM_LABELS = 0
+_STREAM_WEIGHTS = 1
+_STREAM_EDGES = 2
+_STREAM_SPLITS = 3
+_STREAM_CENTROIDS = 4
+_STREAM_FEATURES = 5
+
+Progress = Callable[[str], None]
+
+
+# ---------------------------------------------------------------------------------------------- weights
+def truncated_pareto_mean(exponent: float, cap: float) -> float:
+    """Mean of the Pareto law with density ~ w^-exponent on [1, cap] (exponent > 1, cap >= 1)."""
+    if cap <= 1.0:
+        return 1.0
+    alpha = exponent - 1.0
+    if abs(alpha - 1.0) < 1e-9:
+        return math.log(cap) / (1.0 - 1.0 / cap)
+    return alpha / (1.0 - cap**-alpha) * (cap ** (1.0 - alpha) - 1.0) / (1.0 - alpha)
+
+
+def weight_cap(exponent: float, max_to_mean: float) -> float:
+    """The truncation point H >= 1 with ``H / mean(H) == max_to_mean`` (1 when max_to_mean <= 1)."""
+    if max_to_mean <= 1.0:
+        return 1.0
+
+    def ratio(log_cap: float) -> float:
+        cap = math.exp(log_cap)
+        return cap / truncated_pareto_mean(exponent, cap)
+
+    low, high = 0.0, 1.0
+    while ratio(high) < max_to_mean and high < 700.0:
+        high *= 2.0
+    for _ in range(100):
+        mid = 0.5 * (low + high)
+        if ratio(mid) < max_to_mean:
+            low = mid
+        else:
+            high = mid
+    return math.exp(0.5 * (low + high))
+
+
+def degree_weights(seed: int, num_nodes: int, exponent: float, cap: float) -> np.ndarray:
+    """float64 [N]: truncated-Pareto degree weights in [1, cap], a pure function of the seed."""
+    bits = kernels.random_bits(np.uint64(kernels.stream_key(seed, _STREAM_WEIGHTS)), 0, num_nodes)
+    u = (bits >> np.uint64(11)).astype(np.float64) * (1.0 / 9007199254740992.0)
+    del bits
+    alpha = exponent - 1.0
+    span = 1.0 - cap**-alpha
+    return (1.0 - u * span) ** (-1.0 / alpha)
+
+
+def node_classes(seed: int, num_nodes: int, num_classes: int) -> np.ndarray:
+    """int64 [N]: the class of every node, uniform over ``num_classes``."""
+    bits = kernels.random_bits(np.uint64(kernels.stream_key(seed, _STREAM_LABELS)), 0, num_nodes)
+    return (bits % np.uint64(num_classes)).astype(np.int64)
+
+
+def class_centroids(seed: int, num_classes: int, feature_dim: int) -> np.ndarray:
+    """float64 [C, D]: random unit-norm class centroids."""
+    pairs = (feature_dim + 1) // 2
+    counters = np.arange(num_classes * pairs, dtype=np.int64)
+    z0, z1 = kernels.standard_normals_reference(kernels.stream_key(seed, _STREAM_CENTROIDS), counters)
+    z = np.empty((num_classes, 2 * pairs), dtype=np.float64)
+    z[:, 0::2] = z0.reshape(num_classes, pairs)
+    z[:, 1::2] = z1.reshape(num_classes, pairs)
+    z = z[:, :feature_dim]
+    norms = np.linalg.norm(z, axis=1, keepdims=True)
+    return z / np.where(norms > 0, norms, 1.0)
+
+
+def split_nodes(
+    seed: int, num_nodes: int, fractions: tuple[float, float, float]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Disjoint sorted int64 (train, valid, test) node ids, ``round(fraction * N)`` of each."""
+    bits = kernels.random_bits(np.uint64(kernels.stream_key(seed, _STREAM_SPLITS)), 0, num_nodes)
+    order = np.argsort(bits, kind="stable")
+    del bits
+    sizes = [int(round(f * num_nodes)) for f in fractions]
+    bounds = np.cumsum([0] + sizes)
+    if bounds[-1] > num_nodes:  # rounding up of three fractions summing to 1
+        sizes[-1] -= int(bounds[-1] - num_nodes)
+        bounds = np.cumsum([0] + sizes)
+    train, valid, test = (np.sort(order[bounds[i] : bounds[i + 1]]).astype(np.int64) for i in range(3))
+    return train, valid, test
+
+
+# ---------------------------------------------------------------------------------------------- options
+def _check(condition: bool, option: str, expected: str, found: Any) -> None:
+    if not condition:
+        raise OptionError(f"generate: option {option} expected {expected}, found {found!r}")
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
+def _validate_options(opts: dict[str, Any]) -> None:
+    _check(_is_int(opts["nodes"]) and opts["nodes"] >= 1, "--nodes", "an integer >= 1", opts["nodes"])
+    _check(opts["nodes"] < 2**62, "--nodes", "fewer than 2^62 nodes", opts["nodes"])
+    degree = opts["avg_degree"]
+    _check(isinstance(degree, (int, float)) and not isinstance(degree, bool) and math.isfinite(degree)
+           and degree >= 0, "--avg-degree", "a finite number >= 0", degree)
+    _check(degree <= max(opts["nodes"] - 1, 0) or degree == 0, "--avg-degree",
+           f"at most nodes - 1 = {opts['nodes'] - 1}", degree)
+    _check(_is_int(opts["num_classes"]) and 1 <= opts["num_classes"] <= min(opts["nodes"], 32767),
+           "--num-classes", f"an integer in [1, {min(opts['nodes'], 32767)}]", opts["num_classes"])
+    _check(_is_int(opts["feature_dim"]) and opts["feature_dim"] >= 0, "--feature-dim",
+           "an integer >= 0", opts["feature_dim"])
+    gamma = opts["degree_exponent"]
+    _check(isinstance(gamma, (int, float)) and math.isfinite(gamma) and 1.05 <= gamma <= 100,
+           "--degree-exponent", "a number in [1.05, 100]", gamma)
+    h = opts["homophily"]
+    _check(isinstance(h, (int, float)) and 0.0 <= h <= 1.0, "--homophily", "a number in [0, 1]", h)
+    noise = opts["feature_noise"]
+    _check(isinstance(noise, (int, float)) and math.isfinite(noise) and noise >= 0,
+           "--feature-noise", "a finite number >= 0", noise)
+    for name in ("train_fraction", "valid_fraction", "test_fraction"):
+        f = opts[name]
+        _check(isinstance(f, (int, float)) and 0.0 <= f <= 1.0, "--" + name.replace("_", "-"),
+               "a number in [0, 1]", f)
+    total = opts["train_fraction"] + opts["valid_fraction"] + opts["test_fraction"]
+    _check(total <= 1.0 + 1e-9, "--train/valid/test-fraction", "fractions summing to at most 1",
+           round(total, 6))
+    _check(opts["feature_dtype"] in FEATURE_DTYPES, "--feature-dtype",
+           f"one of {', '.join(FEATURE_DTYPES)}", opts["feature_dtype"])
+    _check(_is_int(opts["seed"]) and 0 <= opts["seed"] < 2**63, "--seed", "an integer in [0, 2^63)",
+           opts["seed"])
+    hub = opts["max_degree"]
+    _check(hub is None or (isinstance(hub, (int, float)) and not isinstance(hub, bool) and math.isfinite(hub)
+           and hub > 0), "--max-degree", "a finite number > 0", hub)
+    _check(_is_int(opts["chunk_edges"]) and opts["chunk_edges"] >= 1, "--chunk-edges", "an integer >= 1",
+           opts["chunk_edges"])
+
+
+# ---------------------------------------------------------------------------------------------- generate
+def generate(
+    output: str | os.PathLike[str],
+    *,
+    nodes: int,
+    avg_degree: float,
+    num_classes: int = DEFAULT_NUM_CLASSES,
+    feature_dim: int = DEFAULT_FEATURE_DIM,
+    degree_exponent: float = DEFAULT_DEGREE_EXPONENT,
+    homophily: float = DEFAULT_HOMOPHILY,
+    feature_noise: float = DEFAULT_FEATURE_NOISE,
+    train_fraction: float = DEFAULT_TRAIN_FRACTION,
+    valid_fraction: float = DEFAULT_VALID_FRACTION,
+    test_fraction: float = DEFAULT_TEST_FRACTION,
+    feature_dtype: str = "float32",
+    undirected: bool = True,
+    seed: int = 0,
+    overwrite: bool = False,
+    chunk_edges: int = DEFAULT_CHUNK_EDGES,
+    max_degree: float | None = None,
+    progress: Progress | None = None,
+) -> Dataset:
+    """Generate a degree-corrected SBM dataset at ``output`` (see the module docstring) and open it.
+
+    Args:
+        output: dataset directory to create (atomically; an existing one needs ``overwrite``).
+        nodes: N. avg_degree: expected stored in-degree before duplicates/self-loops are dropped
+            (``nodes * avg_degree`` directed edges are drawn; undirected graphs draw half as many pairs).
+        num_classes: C. feature_dim: D (0 writes no features). feature_dtype: float32 or float16.
+        degree_exponent: gamma of the degree weights (> 1; real graphs 2..3).
+        homophily: probability that an edge stays inside its destination's class.
+        feature_noise: per-dimension std of the Gaussian noise around unit-norm class centroids.
+        train_fraction, valid_fraction, test_fraction: split sizes as fractions of N.
+        undirected: store each pair both ways (default) or keep drawn edges directed.
+        seed: the output is a pure function of the seed and the options.
+        chunk_edges: edges drawn per chunk (and ~feature values per chunk); bounds working memory only.
+        max_degree: the largest expected degree (hub size, before duplicates are dropped); default
+            ``min(nodes - 1, 4 * sqrt(nodes * avg_degree))``.
+        progress: called with a one-line message after every stage.
+
+    Returns:
+        The written :class:`Dataset`: int64 indptr [N + 1], int32 indices [E], features [N, D],
+        int64 labels [N] (every node labelled), int64 split ids.
+    """
+    opts: dict[str, Any] = dict(
+        nodes=nodes, avg_degree=avg_degree, num_classes=num_classes, feature_dim=feature_dim,
+        degree_exponent=degree_exponent, homophily=homophily, feature_noise=feature_noise,
+        train_fraction=train_fraction, valid_fraction=valid_fraction, test_fraction=test_fraction,
+        feature_dtype=feature_dtype, undirected=bool(undirected), seed=seed, chunk_edges=chunk_edges,
+        max_degree=max_degree,
+    )
+    _validate_options(opts)
+    nodes, seed, chunk_edges = int(nodes), int(seed), int(chunk_edges)
+    avg_degree = float(avg_degree)
+    report = progress or (lambda message: None)
+    started = time.perf_counter()
+    stage_started = [started]
+
+    def stage(message: str) -> None:
+        now = time.perf_counter()
+        report(f"{message} ({now - stage_started[0]:.1f}s)")
+        stage_started[0] = now
+
+    with DatasetWriter(output, overwrite=overwrite) as writer:
+        labels = node_classes(seed, nodes, num_classes)
+        if max_degree is None:
+            max_degree = min(nodes - 1.0, HUB_FACTOR * math.sqrt(avg_degree * nodes))
+        cap = weight_cap(degree_exponent, max_degree / avg_degree if avg_degree > 0 else 1.0)
+        weights = degree_weights(seed, nodes, degree_exponent, cap)
+        stage(f"classes and degree weights for {nodes:,} nodes (weight cap {cap:,.1f})")
+
+        indptr, indices, pairs = _build_graph(
+            labels, weights, num_classes, avg_degree, homophily, bool(undirected), seed, chunk_edges, stage
+        )
+        del weights
+        num_edges = int(indptr[-1])
+        writer.save("indptr", indptr)
+        writer.save("indices", indices[:num_edges])
+        del indices
+        stage(f"wrote {num_edges:,} edges")
+
+        writer.save("labels", labels)
+        train, valid, test = split_nodes(seed, nodes, (train_fraction, valid_fraction, test_fraction))
+        for name, ids in (("train_idx", train), ("valid_idx", valid), ("test_idx", test)):
+            writer.save(name, ids)
+        stage(f"wrote labels and splits ({train.size:,} / {valid.size:,} / {test.size:,})")
+
+        if feature_dim > 0:
+            _write_features(writer, labels, num_classes, feature_dim, feature_noise, feature_dtype, seed,
+                            chunk_edges)
+            stage(f"wrote features [{nodes:,}, {feature_dim}] {feature_dtype}")
+
+        meta = {
+            "name": Path(output).name,
+            "num_nodes": nodes,
+            "num_edges": num_edges,
+            "directed": not undirected,
+            "feature_dim": feature_dim,
+            "feature_dtype": feature_dtype,
+            "num_classes": num_classes,
+            "source": {
+                "generator": GENERATOR_NAME,
+                "generator_version": GENERATOR_VERSION,
+                "model": "degree-corrected stochastic block model",
+                "options": opts,
+                "pairs_drawn": pairs,
+                "weight_cap": cap,
+                "max_expected_degree": float(max_degree),
+                "seconds": round(time.perf_counter() - started, 3),
+            },
+        }
+        dataset = writer.finish(meta)
+        stage("validated and renamed into place")
+        return dataset
+
+
+def _build_graph(
+    labels: np.ndarray,
+    weights: np.ndarray,
+    num_classes: int,
+    avg_degree: float,
+    homophily: float,
+    undirected: bool,
+    seed: int,
+    chunk_edges: int,
+    stage: Progress,
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """Draw the edges twice (count, then scatter) and build deduplicated CSC.
+
+    Returns int64 indptr [N + 1], indices [>= E] (the first ``indptr[-1]`` entries are the graph)
+    and the number of drawn pairs.
+    """
+    nodes = labels.shape[0]
+    node_dtype = index_dtype(nodes)
+    members = np.argsort(labels.astype(np.int16), kind="stable").astype(node_dtype)
+    offsets = np.zeros(num_classes + 1, dtype=np.int64)
+    np.cumsum(np.bincount(labels, minlength=num_classes), out=offsets[1:])
+    accept, alias = kernels.build_alias_tables(weights[members], offsets)
+    slots = kernels.pack_alias_slots(accept, alias, members)
+    del accept, alias, members
+    class_mass = np.bincount(labels, weights=weights, minlength=num_classes).astype(np.float64)
+    class_cum = np.cumsum(class_mass)
+    stage("alias tables")
+
+    pairs = int(round(nodes * avg_degree / 2)) if undirected else int(round(nodes * avg_degree))
+    key = np.uint64(kernels.stream_key(seed, _STREAM_EDGES))
+    buffer = min(chunk_edges, max(pairs, 1))
+    src = np.empty(buffer, dtype=node_dtype)
+    dst = np.empty(buffer, dtype=node_dtype)
+
+    def draw(first: int) -> tuple[np.ndarray, np.ndarray]:
+        count = min(buffer, pairs - first)
+        kernels.sample_edges(key, np.int64(first), class_cum, class_mass, offsets, slots,
+                             float(homophily), src[:count], dst[:count])
+        return src[:count], dst[:count]
+
+    counts = np.zeros(nodes, dtype=np.int64)
+    for first in range(0, pairs, buffer):
+        chunk_src, chunk_dst = draw(first)
+        kernels.count_endpoints(chunk_src, chunk_dst, counts, undirected)
+    indptr = np.zeros(nodes + 1, dtype=np.int64)
+    np.cumsum(counts, out=indptr[1:])
+    del counts
+    stage(f"drew {pairs:,} {'pairs' if undirected else 'edges'} (counting pass)")
+
+    indices = np.empty(int(indptr[-1]), dtype=node_dtype)
+    cursor = indptr[:-1].copy()
+    for first in range(0, pairs, buffer):
+        chunk_src, chunk_dst = draw(first)
+        kernels.scatter_endpoints(chunk_src, chunk_dst, cursor, indices, undirected)
+    del cursor, src, dst, slots
+    stage(f"drew them again and grouped {indices.size:,} edges by destination")
+
+    kernels.sort_and_count_unique(indptr, indices)
+    kernels.compact_lists(indptr, indices)
+    stage("sorted lists, dropped duplicates and self-loops")
+    return indptr, indices, pairs
+
+
+def _write_features(
+    writer: DatasetWriter,
+    labels: np.ndarray,
+    num_classes: int,
+    feature_dim: int,
+    feature_noise: float,
+    feature_dtype: str,
+    seed: int,
+    chunk_edges: int,
+) -> None:
+    """Write ``features.npy`` [N, D] chunk by chunk through a file handle (bounded RSS)."""
+    nodes = labels.shape[0]
+    centroids = class_centroids(seed, num_classes, feature_dim)
+    key = np.uint64(kernels.stream_key(seed, _STREAM_FEATURES))
+    header = writer.open_memmap("features", (nodes, feature_dim), feature_dtype)
+    offset = header.offset
+    del header
+    rows_per_chunk = max(1, min(nodes, chunk_edges // feature_dim))
+    block = np.empty((rows_per_chunk, feature_dim), dtype=np.float32)
+    with open(writer.path("features"), "r+b") as handle:
+        handle.seek(offset)
+        for start in range(0, nodes, rows_per_chunk):
+            stop = min(nodes, start + rows_per_chunk)
+            rows = block[: stop - start]
+            kernels.fill_features(key, np.int64(start), labels[start:stop], centroids, float(feature_noise),
+                                  rows)
+            handle.write((rows if feature_dtype == "float32" else rows.astype(feature_dtype)).data)

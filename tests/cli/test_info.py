@@ -1,0 +1,106 @@
+"""`graphtier generate` and `graphtier info` through the command line."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from graphtier.cli import cli, main
+from graphtier.cli.generate import COUNT
+from graphtier.dataset.format import Dataset
+from graphtier.graph.stats import in_degree_stats_reference
+
+
+def _run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    """Run the real entry point (with its error handling) and return (exit code, stdout, stderr)."""
+    code = 0
+    try:
+        main(args)
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("cli") / "g"
+    result = CliRunner().invoke(
+        cli,
+        ["generate", str(out), "--nodes", "3k", "--avg-degree", "12", "--feature-dim", "8", "--num-classes", "5",
+         "--seed", "11", "--quiet"],
+    )
+    assert result.exit_code == 0, result.output
+    assert "3,000 nodes" in result.output
+    return out
+
+
+def test_generate_cli_mirrors_api(generated: Path) -> None:
+    dataset = Dataset.open(generated)
+    options = dataset.meta["source"]["options"]
+    assert options["nodes"] == 3000 and options["avg_degree"] == 12.0 and options["seed"] == 11
+    assert dataset.num_classes == 5 and dataset.feature_dim == 8 and not dataset.directed
+
+
+def test_info_json_fields(generated: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(["info", str(generated), "--json"], capsys)
+    assert code == 0
+    info = json.loads(out)
+    dataset = Dataset.open(generated)
+    assert info["num_nodes"] == 3000 and info["num_edges"] == dataset.num_edges and info["directed"] is False
+    reference = in_degree_stats_reference(np.asarray(dataset.indptr)).as_dict()
+    for key in ("min", "mean", "median", "p99", "max", "zero_in_degree_nodes", "top1pct_edge_share",
+                "top10pct_edge_share"):
+        assert info["in_degree"][key] == pytest.approx(reference[key])
+    assert info["features"] == {"shape": [3000, 8], "dtype": "float32",
+                                "bytes": (generated / "features.npy").stat().st_size}
+    assert info["labels"] == {"num_classes": 5, "labelled": 3000}
+    assert info["splits"] == {"train": 30, "valid": 30, "test": 60}
+    assert set(info["arrays"]) == {"indptr", "indices", "features", "labels", "train_idx", "valid_idx", "test_idx"}
+    assert info["arrays"]["indices"] == {"shape": [dataset.num_edges], "dtype": "int32",
+                                         "bytes": (generated / "indices.npy").stat().st_size}
+    assert info["total_bytes"] == sum(p.stat().st_size for p in generated.iterdir())
+    assert info["source"]["generator"] == "graphtier.dataset.synthetic"
+
+
+def test_info_table(generated: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(["info", str(generated)], capsys)
+    assert code == 0
+    for text in ("3,000", "undirected", "top 1%", "median", "float32", "5 classes", "train 30", "indices.npy"):
+        assert text in out
+
+
+def test_info_on_missing_or_broken_dataset(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = _run(["info", str(tmp_path / "absent")], capsys)
+    assert code == 2 and out == "" and err.count("\n") == 1 and "not found" in err
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "meta.json").write_text("{not json")
+    code, _, err = _run(["info", str(tmp_path / "broken")], capsys)
+    assert code == 2 and "meta.json" in err and "Traceback" not in err
+
+
+def test_generate_cli_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = _run(["generate", str(tmp_path / "x"), "--nodes", "100", "--avg-degree", "3",
+                         "--homophily", "1.5"], capsys)
+    assert code == 2 and "--homophily" in err and err.count("\n") == 1
+    code, _, err = _run(["generate", str(tmp_path / "x"), "--nodes", "lots", "--avg-degree", "3"], capsys)
+    assert code == 2 and "--nodes" in err
+    assert not (tmp_path / "x").exists()
+
+
+def test_count_parser() -> None:
+    assert [COUNT.convert(v, None, None) for v in ("10", "2_000", "1,500", "3k", "1.5M", "2G", "1e3")] == [
+        10, 2000, 1500, 3000, 1_500_000, 2_000_000_000, 1000]
+
+
+def test_console_script_entry_point(generated: Path) -> None:
+    result = subprocess.run([sys.executable, "-m", "graphtier", "info", str(generated), "--json", "--no-validate"],
+                            capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["num_nodes"] == 3000
