@@ -18,8 +18,6 @@ from graphtier.errors import GraphtierError
 COMMAND_MODULES: tuple[str, ...] = (
     "graphtier.cli.generate",
     "graphtier.cli.info",
-    "graphtier.cli.generate",
-    "graphtier.cli.info",
     "graphtier.cli.prepare",
     "graphtier.cli.score",
     "graphtier.cli.reorder",
