@@ -23,6 +23,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "graphtier.cli.reorder",
     "graphtier.cli.analyze",
     "graphtier.cli.train",
+    "graphtier.cli.bench",
 )
 
 EXIT_USER_ERROR = 2

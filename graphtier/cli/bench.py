@@ -1,0 +1,160 @@
+"""``graphtier bench``: micro-benchmarks users run on their own machine (``bench sample``, ...)."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+import numpy as np
+
+from graphtier.dataset.format import Dataset
+from graphtier.errors import OptionError
+
+
+def parse_fanouts(text: str) -> list[int]:
+    """``"15,10,5"`` -> [15, 10, 5]; OptionError (naming --fanouts) on anything else."""
+    from graphtier.sampling import check_fanouts
+
+    parts = [p.strip() for p in text.split(",")]
+    values = []
+    for part in parts:
+        try:
+            values.append(int(part))
+        except ValueError:
+            raise OptionError(
+                f"--fanouts: expected comma-separated integers (>= 1, or -1 for all), found {text!r}"
+            ) from None
+    return check_fanouts(values, name="--fanouts")
+
+
+@click.group(name="bench")
+def command() -> None:
+    """Measure graphtier's building blocks on this machine."""
+
+
+@command.command(name="sample")
+@click.argument("dataset", type=click.Path(path_type=Path))
+@click.option("--fanouts", default="15,10,5", show_default=True, help="Neighbours per hop, seeds' hop first; -1 = all.")
+@click.option("--batch-size", type=click.IntRange(min=1), default=1024, show_default=True)
+@click.option("--batches", type=click.IntRange(min=1), default=50, show_default=True, help="Timed mini-batches.")
+@click.option("--warmup", type=click.IntRange(min=0), default=3, show_default=True, help="Untimed batches first.")
+@click.option("--threads", type=click.IntRange(min=1), default=None, help="Sampler threads [default: all cores].")
+@click.option("--sampler", type=click.Choice(["neighbor", "shadow"]), default="neighbor", show_default=True)
+@click.option("--layers", type=click.IntRange(min=1), default=None, help="ShaDow model layers [default: len(fanouts)].")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--in-memory/--mmap", default=True, show_default=True, help="Load the graph into RAM or memory-map it.")
+@click.option("--json", "json_path", type=click.Path(path_type=Path), default=None, help="Also save results here.")
+def sample_command(
+    dataset: Path,
+    fanouts: str,
+    batch_size: int,
+    batches: int,
+    warmup: int,
+    threads: int | None,
+    sampler: str,
+    layers: int | None,
+    seed: int,
+    in_memory: bool,
+    json_path: Path | None,
+) -> None:
+    """Time the mini-batch sampler on DATASET: sampled edges/s, mini-batches/s, unique nodes per batch.
+
+    Seeds are batches of the training split (shuffled), or of all nodes when the dataset has none.
+    """
+    fanout_list = parse_fanouts(fanouts)
+    ds = Dataset.open(dataset, mmap=not in_memory, validate=False)
+    results = run_sample_benchmark(
+        ds, fanout_list, batch_size=batch_size, batches=batches, warmup=warmup, threads=threads,
+        sampler=sampler, layers=layers, seed=seed,
+    )
+    results["in_memory"] = in_memory
+    for key, label, fmt in (
+        ("sampled_edges_per_s", "sampled edges/s", "{:,.0f}"),
+        ("batches_per_s", "mini-batches/s", "{:,.2f}"),
+        ("unique_nodes_per_batch", "unique nodes/batch", "{:,.0f}"),
+        ("sampled_edges_per_batch", "sampled edges/batch", "{:,.0f}"),
+        ("seconds", "timed seconds", "{:.3f}"),
+    ):
+        click.echo(f"{label:>22}  {fmt.format(results[key])}")
+    click.echo(
+        f"{'':>22}  ({sampler}, fanouts {fanouts}, batch {batch_size}, {results['batches']} batches, "
+        f"{results['threads']} threads, {ds.name})"
+    )
+    if json_path is not None:
+        try:
+            json_path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = json_path.with_name(f".{json_path.name}.tmp-{os.getpid()}")
+            tmp.write_text(json.dumps(results, indent=2) + "\n")
+            os.replace(tmp, json_path)
+        except OSError as exc:
+            raise OptionError(f"--json: cannot write {json_path} ({exc.strerror})") from None
+
+
+def run_sample_benchmark(
+    ds: Dataset,
+    fanouts: list[int],
+    *,
+    batch_size: int,
+    batches: int,
+    warmup: int = 3,
+    threads: int | None = None,
+    sampler: str = "neighbor",
+    layers: int | None = None,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Sample ``warmup + batches`` mini-batches of ``ds`` and time the last ``batches``; returns a JSON-able dict."""
+    import numba
+
+    from graphtier.sampling import NeighborSampler, ShadowSampler, iter_seed_batches
+
+    if threads is not None and threads > numba.config.NUMBA_NUM_THREADS:
+        raise OptionError(f"--threads: expected at most {numba.config.NUMBA_NUM_THREADS} (the cores numba may use), found {threads}")
+    num_threads = threads if threads is not None else numba.config.NUMBA_NUM_THREADS
+    if ds.num_nodes == 0:
+        raise OptionError(f"{ds.path}: the graph has no nodes to sample from")
+    indptr, indices = np.asarray(ds.indptr), np.asarray(ds.indices)
+    if sampler == "shadow":
+        sampler_obj: NeighborSampler | ShadowSampler = ShadowSampler(
+            indptr, indices, fanouts, layers or len(fanouts), seed=seed, num_threads=num_threads
+        )
+    else:
+        sampler_obj = NeighborSampler(indptr, indices, fanouts, seed=seed, num_threads=num_threads)
+    pool = ds.train_idx if ds.train_idx is not None and len(ds.train_idx) > 0 else np.arange(ds.num_nodes)
+    needed = warmup + batches
+    seed_batches: list[np.ndarray] = []
+    epoch = 0
+    while len(seed_batches) < needed:
+        seed_batches.extend(iter_seed_batches(np.asarray(pool), batch_size, shuffle=True, seed=seed, epoch=epoch))
+        epoch += 1
+    for b in range(warmup):
+        sampler_obj.sample(seed_batches[b], batch_id=b)
+    edges = 0
+    nodes = 0
+    start = time.perf_counter()
+    for b in range(warmup, needed):
+        mb = sampler_obj.sample(seed_batches[b], batch_id=b)
+        edges += mb.num_sampled_edges
+        nodes += mb.num_nodes
+    seconds = time.perf_counter() - start
+    return {
+        "dataset": str(ds.path),
+        "num_nodes": ds.num_nodes,
+        "num_edges": ds.num_edges,
+        "sampler": sampler,
+        "fanouts": fanouts,
+        "batch_size": batch_size,
+        "batches": batches,
+        "threads": num_threads,
+        "seconds": seconds,
+        "sampled_edges_per_s": edges / seconds,
+        "batches_per_s": batches / seconds,
+        "unique_nodes_per_batch": nodes / batches,
+        "sampled_edges_per_batch": edges / batches,
+        "machine": platform.processor() or platform.machine(),
+        "cpu_count": os.cpu_count(),
+    }

@@ -1,0 +1,15 @@
+"""Mini-batch samplers: uniform neighbour sampling (GraphSAGE) and ShaDow k-hop subgraphs.
+
+Both return :class:`MiniBatch` objects of layer-wise :class:`Block` s ready for PyG bipartite convs::
+
+    sampler = NeighborSampler(ds.indptr, ds.indices, fanouts=[15, 10, 5], seed=0)
+    for seeds in iter_seed_batches(ds.train_idx, 1024, shuffle=True, seed=0, epoch=epoch):
+        mb = sampler.sample(seeds)
+"""
+
+from graphtier.sampling.batch import Block, MiniBatch
+from graphtier.sampling.neighbor import NeighborSampler, check_fanouts
+from graphtier.sampling.seeds import iter_seed_batches
+from graphtier.sampling.shadow import ShadowSampler
+
+__all__ = ["Block", "MiniBatch", "NeighborSampler", "ShadowSampler", "check_fanouts", "iter_seed_batches"]

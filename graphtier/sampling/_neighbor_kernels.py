@@ -1,0 +1,248 @@
+"""Numba kernels of the uniform neighbour sampler, and its counter-based random numbers.
+
+Randomness is counter-based so that parallel loops are deterministic: destination ``j`` of hop ``h``
+of batch ``b`` gets the key ``node_key(stream_key(seed, b, h), j)`` and its ``i``-th draw is
+``draw(key, i)``, whatever thread handles it. Positions are chosen without replacement with
+Floyd's algorithm. The plain-Python twins (``*_py``) are what :mod:`graphtier.sampling.reference`
+uses; tests check that both produce identical batches.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+MASK64 = (1 << 64) - 1
+GOLDEN = 0x9E3779B97F4A7C15
+HOP_MULT = 0xD1B54A32D192ED03
+MIX1 = 0xBF58476D1CE4E5B9
+MIX2 = 0x94D049BB133111EB
+# Floyd's algorithm checks membership by a linear scan up to this many draws, by a hash set above.
+LINEAR_SET_LIMIT = 32
+# Destinations handled per parallel task (each task allocates its scratch once).
+CHUNK = 256
+
+_U_GOLDEN = np.uint64(GOLDEN)
+_U_MIX1 = np.uint64(MIX1)
+_U_MIX2 = np.uint64(MIX2)
+_U30 = np.uint64(30)
+_U27 = np.uint64(27)
+_U31 = np.uint64(31)
+_U32 = np.uint64(32)
+_U1 = np.uint64(1)
+
+
+# ---------------------------------------------------------------------------------------------- RNG
+def mix64_py(z: int) -> int:
+    """splitmix64 finaliser on a Python int in [0, 2^64)."""
+    z = ((z ^ (z >> 30)) * MIX1) & MASK64
+    z = ((z ^ (z >> 27)) * MIX2) & MASK64
+    return z ^ (z >> 31)
+
+
+def stream_key(seed: int, batch_id: int, hop: int) -> int:
+    """The 64-bit key of hop ``hop`` of batch ``batch_id`` of a sampler seeded with ``seed``."""
+    key = mix64_py(seed & MASK64)
+    key = mix64_py((key + GOLDEN * (batch_id + 1)) & MASK64)
+    return mix64_py(key ^ ((HOP_MULT * (hop + 1)) & MASK64))
+
+
+def node_key_py(stream: int, position: int) -> int:
+    """Key of the destination at ``position`` of a hop with key ``stream``."""
+    return mix64_py((stream + position * GOLDEN) & MASK64)
+
+
+def draw_py(key: int, i: int) -> int:
+    """The ``i``-th 64-bit random draw of a destination key."""
+    return mix64_py((key + ((i + 1) * MIX2)) & MASK64)
+
+
+def uniform_below_py(x: int, bound: int) -> int:
+    """Map a 64-bit draw to [0, bound) (multiply-shift on the high 32 bits; modulo above 2^32)."""
+    if bound < (1 << 32):
+        return ((x >> 32) * bound) >> 32
+    return x % bound
+
+
+def floyd_positions_py(key: int, degree: int, k: int) -> list[int]:
+    """k distinct positions in [0, degree) (k < degree), in the order Floyd's algorithm picks them."""
+    chosen: list[int] = []
+    members: set[int] = set()
+    for i, t in enumerate(range(degree - k, degree)):
+        j = uniform_below_py(draw_py(key, i), t + 1)
+        pick = t if j in members else j
+        chosen.append(pick)
+        members.add(pick)
+    return chosen
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _mix64(z: np.uint64) -> np.uint64:
+    z = (z ^ (z >> _U30)) * _U_MIX1
+    z = (z ^ (z >> _U27)) * _U_MIX2
+    return z ^ (z >> _U31)
+
+
+@numba.njit(cache=True, nogil=True)
+def node_key(stream: np.uint64, position: np.int64) -> np.uint64:
+    """Kernel twin of :func:`node_key_py`."""
+    return _mix64(stream + np.uint64(position) * _U_GOLDEN)
+
+
+@numba.njit(cache=True, nogil=True)
+def draw(key: np.uint64, i: np.int64) -> np.uint64:
+    """Kernel twin of :func:`draw_py`."""
+    return _mix64(key + np.uint64(i + 1) * _U_MIX2)
+
+
+@numba.njit(cache=True, nogil=True)
+def uniform_below(x: np.uint64, bound: np.int64) -> np.int64:
+    """Kernel twin of :func:`uniform_below_py`."""
+    if bound < 4294967296:
+        return np.int64(((x >> _U32) * np.uint64(bound)) >> _U32)
+    return np.int64(x % np.uint64(bound))
+
+
+@numba.njit(cache=True, nogil=True)
+def floyd_positions(key: np.uint64, degree: np.int64, k: np.int64, out: np.ndarray, table: np.ndarray) -> None:
+    """Write k distinct positions in [0, degree) (k < degree) into ``out[:k]`` (int64), in pick order.
+
+    ``table`` is int64 scratch whose length is a power of two >= 2k (used when k > LINEAR_SET_LIMIT).
+    Identical to :func:`floyd_positions_py`.
+    """
+    use_table = k > LINEAR_SET_LIMIT
+    mask = table.shape[0] - 1
+    if use_table:
+        table[:] = -1
+    for i in range(k):
+        t = degree - k + i
+        j = uniform_below(draw(key, i), t + 1)
+        found = False
+        if use_table:
+            slot = (j * 0x9E3779B1) & mask
+            while table[slot] != -1:
+                if table[slot] == j:
+                    found = True
+                    break
+                slot = (slot + 1) & mask
+        else:
+            for s in range(i):
+                if out[s] == j:
+                    found = True
+                    break
+        pick = t if found else j
+        out[i] = pick
+        if use_table:
+            slot = (pick * 0x9E3779B1) & mask
+            while table[slot] != -1:
+                slot = (slot + 1) & mask
+            table[slot] = pick
+
+
+# ---------------------------------------------------------------------------------------------- hops
+@numba.njit(parallel=True, cache=True, nogil=True)
+def sample_offsets(indptr: np.ndarray, dst_nodes: np.ndarray, fanout: np.int64) -> np.ndarray:
+    """int64 [D + 1]: exclusive prefix sum of the number of draws per destination (min(deg, fanout); deg if -1)."""
+    d = dst_nodes.shape[0]
+    counts = np.empty(d, dtype=np.int64)
+    for j in numba.prange(d):
+        v = dst_nodes[j]
+        deg = indptr[v + 1] - indptr[v]
+        counts[j] = deg if (fanout < 0 or deg <= fanout) else fanout
+    offsets = np.empty(d + 1, dtype=np.int64)
+    offsets[0] = 0
+    total = 0
+    for j in range(d):
+        total += counts[j]
+        offsets[j + 1] = total
+    return offsets
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def sample_sources(
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    dst_nodes: np.ndarray,
+    fanout: np.int64,
+    stream: np.uint64,
+    offsets: np.ndarray,
+    sources: np.ndarray,
+    destinations: np.ndarray,
+) -> None:
+    """Sample the in-neighbours of ``dst_nodes`` (int64 [D], global ids).
+
+    Writes the global source ids of destination ``j`` into ``sources[offsets[j]:offsets[j + 1]]``
+    (int64) and ``j`` into the same range of ``destinations`` (int64). All neighbours, in list order,
+    when the degree is <= fanout or fanout is -1; else Floyd picks keyed by (stream, j).
+    """
+    d = dst_nodes.shape[0]
+    num_chunks = (d + CHUNK - 1) // CHUNK
+    width = fanout if fanout > 0 else 1
+    table_size = 1
+    while table_size < 2 * width:
+        table_size *= 2
+    for c in numba.prange(num_chunks):
+        picks = np.empty(width, dtype=np.int64)
+        table = np.empty(table_size if width > LINEAR_SET_LIMIT else 1, dtype=np.int64)
+        stop = min(d, (c + 1) * CHUNK)
+        for j in range(c * CHUNK, stop):
+            v = dst_nodes[j]
+            start = indptr[v]
+            deg = indptr[v + 1] - start
+            out = offsets[j]
+            k = offsets[j + 1] - out
+            if k == deg:
+                for i in range(k):
+                    sources[out + i] = indices[start + i]
+            else:
+                floyd_positions(node_key(stream, j), deg, k, picks, table)
+                for i in range(k):
+                    sources[out + i] = indices[start + picks[i]]
+            for i in range(k):
+                destinations[out + i] = j
+
+
+@numba.njit(cache=True, nogil=True)
+def unique_seeds(seeds: np.ndarray, local_id: np.ndarray, n_id: np.ndarray, seed_index: np.ndarray) -> np.int64:
+    """Give each distinct seed a local id in first-seen order.
+
+    seeds: int64 [B]; local_id: int32/int64 [N] scratch, -1 for unassigned; n_id: int64 [>= B] receives
+    the distinct seeds; seed_index: int64 [B] receives each seed's local id. Returns the distinct count.
+    """
+    count = 0
+    for i in range(seeds.shape[0]):
+        u = seeds[i]
+        lid = local_id[u]
+        if lid < 0:
+            lid = count
+            local_id[u] = count
+            n_id[count] = u
+            count += 1
+        seed_index[i] = lid
+    return count
+
+
+@numba.njit(cache=True, nogil=True)
+def relabel(sources: np.ndarray, local_id: np.ndarray, n_id: np.ndarray, count: np.int64) -> np.int64:
+    """Replace global ids in ``sources`` (int64 [E], in place) by local ids, appending new nodes.
+
+    New nodes get ids ``count, count + 1, ...`` in first-seen order and are written to ``n_id``
+    (int64, capacity >= count + E). Returns the new node count.
+    """
+    for e in range(sources.shape[0]):
+        u = sources[e]
+        lid = local_id[u]
+        if lid < 0:
+            lid = count
+            local_id[u] = count
+            n_id[count] = u
+            count += 1
+        sources[e] = lid
+    return count
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def reset_local_ids(local_id: np.ndarray, n_id: np.ndarray, count: np.int64) -> None:
+    """Set ``local_id[n_id[:count]] = -1`` (undo a batch's relabelling)."""
+    for i in numba.prange(count):
+        local_id[n_id[i]] = -1

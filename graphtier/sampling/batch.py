@@ -1,0 +1,97 @@
+"""Mini-batch types produced by the samplers.
+
+A :class:`MiniBatch` lists its nodes once (``n_id``, global ids, the unique seeds first) and holds one
+bipartite :class:`Block` per model layer, input layer first. A model runs::
+
+    x = features[mb.n_id]
+    for blk in mb.blocks:
+        x = conv((x, x[: blk.num_dst]), blk.edge_index)
+    out = x[mb.seed_index]          # one row per requested seed, in request order
+
+All tensors are CPU int64 tensors; move them with :meth:`MiniBatch.to`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+
+@dataclass
+class Block:
+    """One layer of a mini-batch, a bipartite graph whose destination nodes are a prefix of its sources.
+
+    Attributes:
+        edge_index: int64 [2, E]; row 0 = source local id (< num_src), row 1 = destination local id
+            (< num_dst). Local id ``i`` is global node ``n_id[i]`` of the owning mini-batch.
+        num_src: number of source nodes (rows of the layer's input).
+        num_dst: number of destination nodes (rows of the layer's output); ``num_dst <= num_src``.
+    """
+
+    edge_index: torch.Tensor
+    num_src: int
+    num_dst: int
+
+    @property
+    def num_edges(self) -> int:
+        """E, the number of edges of this block."""
+        return int(self.edge_index.shape[1])
+
+    def to(self, device: torch.device | str, non_blocking: bool = False) -> "Block":
+        """A copy with ``edge_index`` on ``device``."""
+        return Block(self.edge_index.to(device, non_blocking=non_blocking), self.num_src, self.num_dst)
+
+
+@dataclass
+class MiniBatch:
+    """A sampled mini-batch.
+
+    Attributes:
+        n_id: int64 [blocks[0].num_src], global node ids; the unique seeds come first.
+        blocks: input layer first; ``blocks[i].num_dst == blocks[i + 1].num_src``. The destination rows
+            of the last block are the model's output rows. ShaDow batches repeat one square block.
+        seed_index: int64 [B], the output row of each requested seed, in request order (a repeated
+            seed points at the same row).
+        seeds: int64 [B], the requested global seed ids.
+        subgraph: ShaDow batches only: int64 [len(n_id)], the index of the root subgraph each node
+            belongs to (the unique root ``r`` is ``n_id[r]``); None for neighbour-sampled batches.
+    """
+
+    n_id: torch.Tensor
+    blocks: list[Block]
+    seed_index: torch.Tensor
+    seeds: torch.Tensor
+    subgraph: torch.Tensor | None = field(default=None)
+
+    @property
+    def num_nodes(self) -> int:
+        """Number of distinct node rows (``len(n_id)``)."""
+        return int(self.n_id.shape[0])
+
+    @property
+    def num_sampled_edges(self) -> int:
+        """Sum of the edge counts of the distinct blocks (a repeated block counts once)."""
+        seen: set[int] = set()
+        total = 0
+        for blk in self.blocks:
+            if id(blk) not in seen:
+                seen.add(id(blk))
+                total += blk.num_edges
+        return total
+
+    def to(self, device: torch.device | str, non_blocking: bool = False) -> "MiniBatch":
+        """A copy with every tensor on ``device`` (a repeated block stays one shared object)."""
+        moved: dict[int, Block] = {}
+        blocks = []
+        for blk in self.blocks:
+            if id(blk) not in moved:
+                moved[id(blk)] = blk.to(device, non_blocking)
+            blocks.append(moved[id(blk)])
+        return MiniBatch(
+            n_id=self.n_id.to(device, non_blocking=non_blocking),
+            blocks=blocks,
+            seed_index=self.seed_index.to(device, non_blocking=non_blocking),
+            seeds=self.seeds.to(device, non_blocking=non_blocking),
+            subgraph=None if self.subgraph is None else self.subgraph.to(device, non_blocking=non_blocking),
+        )

@@ -1,0 +1,213 @@
+"""Uniform neighbour sampling (GraphSAGE style) into layer-wise bipartite blocks.
+
+Hop ``h`` (``fanouts[h]``, PyG order: ``fanouts[0]`` = neighbours of the seeds) samples up to
+``fanouts[h]`` in-neighbours without replacement of every node found so far, in parallel over those
+destination nodes; new nodes are then appended to ``n_id`` in first-seen order through an N-sized
+``local id`` scratch array that is reset after the batch by touching only the batch's nodes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import threading
+from collections.abc import Iterator, Sequence
+
+import numba
+import numpy as np
+import torch
+
+from graphtier.errors import OptionError
+from graphtier.sampling import _neighbor_kernels as kernels
+from graphtier.sampling.batch import Block, MiniBatch
+from graphtier.sampling.seeds import as_seed_array
+
+
+def check_fanouts(fanouts: Sequence[int], name: str = "fanouts") -> list[int]:
+    """The fanouts as a list of ints; OptionError unless a non-empty sequence of integers >= 1 or == -1."""
+    if isinstance(fanouts, (str, bytes)) or not isinstance(fanouts, Sequence | np.ndarray):
+        raise OptionError(f"{name}: expected a list of integers (>= 1, or -1 for all), found {fanouts!r}")
+    values = list(fanouts)
+    if not values:
+        raise OptionError(f"{name}: expected at least one fanout, found an empty list")
+    checked = []
+    for f in values:
+        if isinstance(f, (bool, np.bool_)) or not isinstance(f, (int, np.integer)):
+            raise OptionError(f"{name}: expected integers (>= 1, or -1 for all), found {f!r}")
+        if f == 0 or f < -1:
+            raise OptionError(f"{name}: expected integers >= 1 or -1 (all neighbours), found {int(f)}")
+        checked.append(int(f))
+    return checked
+
+
+def check_num_threads(num_threads: int | None) -> int:
+    """Threads to use: ``num_threads``, or numba's current count when None; OptionError if out of range."""
+    limit = numba.config.NUMBA_NUM_THREADS
+    if num_threads is None:
+        return numba.get_num_threads()
+    if isinstance(num_threads, bool) or not isinstance(num_threads, (int, np.integer)):
+        raise OptionError(f"num_threads: expected an integer in [1, {limit}], found {num_threads!r}")
+    if not 1 <= num_threads <= limit:
+        raise OptionError(f"num_threads: expected an integer in [1, {limit}], found {num_threads}")
+    return int(num_threads)
+
+
+def check_graph(indptr: np.ndarray, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """CSC arrays as plain ndarrays (memory maps stay mapped): indptr int64 [N + 1], indices int32/int64 [E]."""
+    indptr = np.asarray(indptr)
+    indices = np.asarray(indices)
+    if indptr.ndim != 1 or indptr.dtype != np.int64 or indptr.shape[0] < 1:
+        raise OptionError(f"indptr: expected a non-empty 1-d int64 array, found {indptr.dtype} {indptr.shape}")
+    if indices.ndim != 1 or indices.dtype not in (np.int32, np.int64):
+        raise OptionError(f"indices: expected a 1-d int32 or int64 array, found {indices.dtype} {indices.shape}")
+    if int(indptr[-1]) != indices.shape[0] or int(indptr[0]) != 0:
+        raise OptionError(
+            f"indptr: expected indptr[0] == 0 and indptr[-1] == len(indices) == {indices.shape[0]}, "
+            f"found {int(indptr[0])} and {int(indptr[-1])}"
+        )
+    return np.ascontiguousarray(indptr), np.ascontiguousarray(indices)
+
+
+# Parallel loops over fewer items than this run on one thread: waking a second thread costs more
+# than it saves, and far more when the machine is busy (an OpenMP region waits for every thread).
+PARALLEL_MIN_ITEMS = 2048
+
+
+def threads_for(items: int, num_threads: int) -> int:
+    """Threads to use for a parallel loop over ``items`` items: 1 for small loops, else ``num_threads``."""
+    return 1 if items < PARALLEL_MIN_ITEMS else num_threads
+
+
+@contextlib.contextmanager
+def numba_threads(count: int) -> Iterator[None]:
+    """Run numba parallel loops of the calling thread on ``count`` threads (numba's setting is per thread)."""
+    previous = numba.get_num_threads()
+    if count == previous:
+        yield
+        return
+    numba.set_num_threads(count)
+    try:
+        yield
+    finally:
+        numba.set_num_threads(previous)
+
+
+class ScratchPool:
+    """N-sized ``local id`` scratch arrays filled with -1, one per concurrent :meth:`sample` call.
+
+    A sampler used from one thread keeps a single array; concurrent calls each take their own
+    (allocated on demand), which makes samplers safe to share between threads.
+    """
+
+    def __init__(self, num_nodes: int) -> None:
+        self.num_nodes = num_nodes
+        self.dtype = np.int32 if num_nodes < 2**31 else np.int64
+        self._free: list[np.ndarray] = []
+        self._lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def take(self) -> Iterator[np.ndarray]:
+        """A scratch array of -1 [N] (int32 when N < 2^31); it must be all -1 again when returned."""
+        with self._lock:
+            scratch = self._free.pop() if self._free else None
+        if scratch is None:
+            scratch = np.full(self.num_nodes, -1, dtype=self.dtype)
+        try:
+            yield scratch
+        except BaseException:
+            scratch = None  # possibly dirty: drop it
+            raise
+        finally:
+            if scratch is not None:
+                with self._lock:
+                    self._free.append(scratch)
+
+
+class NeighborSampler:
+    """Uniform neighbour sampler (GraphSAGE): seeds -> ``len(fanouts)`` hops of bipartite blocks.
+
+    Args:
+        indptr: int64 [N + 1] CSC column pointers (numpy or memory map, CPU).
+        indices: int32/int64 [E] in-neighbour ids, sorted per node.
+        fanouts: PyG order, ``fanouts[0]`` = neighbours drawn per seed; -1 = all neighbours.
+        seed: base of the counter-based random stream.
+        num_threads: numba threads for the parallel loops (default: numba's current setting).
+
+    The same ``(seed, batch_id, seeds)`` gives the same batch for any thread count. The GIL is
+    released while sampling, and concurrent :meth:`sample` calls are safe (each uses its own scratch).
+    """
+
+    def __init__(
+        self,
+        indptr: np.ndarray,
+        indices: np.ndarray,
+        fanouts: Sequence[int],
+        *,
+        seed: int = 0,
+        num_threads: int | None = None,
+    ) -> None:
+        self.indptr, self.indices = check_graph(indptr, indices)
+        self.num_nodes = self.indptr.shape[0] - 1
+        self.fanouts = check_fanouts(fanouts)
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+            raise OptionError(f"seed: expected an integer, found {seed!r}")
+        self.seed = int(seed)
+        self.num_threads = check_num_threads(num_threads)
+        self._scratch = ScratchPool(self.num_nodes)
+        self._batch_counter = itertools.count()
+
+    def sample(self, seeds: np.ndarray | torch.Tensor, batch_id: int | None = None) -> MiniBatch:
+        """Sample a mini-batch for ``seeds`` (int [B] global ids, numpy or CPU tensor).
+
+        ``batch_id`` selects the random stream; None takes the next value of an internal counter.
+        Returns a :class:`MiniBatch` of CPU int64 tensors with ``len(fanouts)`` blocks.
+        """
+        seed_array = as_seed_array(seeds, self.num_nodes)
+        if batch_id is None:
+            batch_id = next(self._batch_counter)
+        elif isinstance(batch_id, bool) or not isinstance(batch_id, (int, np.integer)) or batch_id < 0:
+            raise OptionError(f"batch_id: expected a non-negative integer or None, found {batch_id!r}")
+        with self._scratch.take() as local_id:
+            n_id, edge_indices, layer_sizes, seed_index = self._sample(seed_array, int(batch_id), local_id)
+        # layer_sizes[h] = nodes known before hop h; the block of hop h maps sizes[h+1] -> sizes[h]
+        blocks = [
+            Block(torch.from_numpy(edge_indices[h]), int(layer_sizes[h + 1]), int(layer_sizes[h]))
+            for h in reversed(range(len(self.fanouts)))
+        ]
+        return MiniBatch(
+            n_id=torch.from_numpy(n_id),
+            blocks=blocks,
+            seed_index=torch.from_numpy(seed_index),
+            seeds=torch.from_numpy(seed_array.copy()),
+        )
+
+    def _sample(
+        self, seeds: np.ndarray, batch_id: int, local_id: np.ndarray
+    ) -> tuple[np.ndarray, list[np.ndarray], list[int], np.ndarray]:
+        n_id = np.empty(seeds.shape[0], dtype=np.int64)
+        seed_index = np.empty(seeds.shape[0], dtype=np.int64)
+        count = 0
+        try:
+            count = int(kernels.unique_seeds(seeds, local_id, n_id, seed_index))
+            layer_sizes = [count]
+            edge_indices = []
+            for hop, fanout in enumerate(self.fanouts):
+                dst_nodes = n_id[:count]
+                with numba_threads(threads_for(count, self.num_threads)):
+                    offsets = kernels.sample_offsets(self.indptr, dst_nodes, fanout)
+                    num_edges = int(offsets[-1])
+                    edge_index = np.empty((2, num_edges), dtype=np.int64)
+                    stream = np.uint64(kernels.stream_key(self.seed, batch_id, hop))
+                    kernels.sample_sources(
+                        self.indptr, self.indices, dst_nodes, fanout, stream, offsets, edge_index[0], edge_index[1]
+                    )
+                grown = np.empty(count + num_edges, dtype=np.int64)
+                grown[:count] = n_id[:count]
+                n_id = grown
+                count = int(kernels.relabel(edge_index[0], local_id, n_id, count))
+                layer_sizes.append(count)
+                edge_indices.append(edge_index)
+        finally:
+            with numba_threads(threads_for(count, self.num_threads)):
+                kernels.reset_local_ids(local_id, n_id, count)
+        return n_id[:count].copy() if n_id.shape[0] != count else n_id, edge_indices, layer_sizes, seed_index

@@ -1,0 +1,55 @@
+"""`graphtier bench sample`: output, JSON keys, one-line errors with exit code 2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from graphtier.cli import main
+
+
+def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    try:
+        main(args)
+        code = 0
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.mark.parametrize("sampler", ["neighbor", "shadow"])
+def test_bench_sample_prints_and_saves_json(tiny_dataset, tmp_path: Path, capsys, sampler: str):
+    out = tmp_path / "res" / "sample.json"
+    code, stdout, stderr = run_cli(
+        ["bench", "sample", str(tiny_dataset.path), "--fanouts", "5,3", "--batch-size", "32", "--batches", "4",
+         "--threads", "1", "--sampler", sampler, "--json", str(out)],
+        capsys,
+    )
+    assert code == 0, stderr
+    assert "sampled edges/s" in stdout and "mini-batches/s" in stdout
+    result = json.loads(out.read_text())
+    assert result["fanouts"] == [5, 3] and result["batches"] == 4 and result["threads"] == 1
+    assert result["sampled_edges_per_s"] > 0 and result["batches_per_s"] > 0
+    assert result["unique_nodes_per_batch"] >= 32
+    if sampler == "neighbor":  # ShaDow copies a node once per subgraph that reaches it
+        assert result["unique_nodes_per_batch"] <= tiny_dataset.num_nodes
+    assert result["sampler"] == sampler
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [(["--fanouts", "10,0"], "--fanouts"), (["--fanouts", "ten"], "--fanouts"), (["--batch-size", "0"], "batch-size"),
+     (["--threads", "4096"], "threads")],
+)
+def test_bench_sample_bad_options_exit_2_one_line(tiny_dataset, capsys, extra: list[str], message: str):
+    code, _, stderr = run_cli(["bench", "sample", str(tiny_dataset.path), "--batches", "1", *extra], capsys)
+    assert code == 2
+    assert stderr.count("\n") == 1 and message in stderr and "Traceback" not in stderr
+
+
+def test_bench_sample_missing_dataset(tmp_path: Path, capsys):
+    code, _, stderr = run_cli(["bench", "sample", str(tmp_path / "nope")], capsys)
+    assert code == 2 and "nope" in stderr and stderr.count("\n") == 1

@@ -1,0 +1,46 @@
+"""Kernel twins: the numba RNG and Floyd's algorithm against their plain-Python references."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from graphtier.sampling import _neighbor_kernels as k
+
+u64 = st.integers(0, 2**64 - 1)
+
+
+@settings(deadline=None)
+@given(stream=u64, position=st.integers(0, 2**40), i=st.integers(0, 1000))
+def test_rng_twins_agree(stream, position, i):
+    key = k.node_key_py(stream, position)
+    assert int(k.node_key(np.uint64(stream), position)) == key
+    assert int(k.draw(np.uint64(key), i)) == k.draw_py(key, i)
+
+
+@settings(deadline=None)
+@given(x=u64, bound=st.one_of(st.integers(1, 2**32 - 1), st.integers(2**32, 2**62)))
+def test_uniform_below_twins_agree_and_stay_in_range(x, bound):
+    value = k.uniform_below_py(x, bound)
+    assert 0 <= value < bound
+    assert int(k.uniform_below(np.uint64(x), bound)) == value
+
+
+@settings(deadline=None)
+@given(key=u64, degree=st.integers(2, 5000), data=st.data())
+def test_floyd_twins_agree_and_draw_distinct_positions(key, degree, data):
+    draws = data.draw(st.integers(1, min(degree - 1, 200)))
+    expected = k.floyd_positions_py(key, degree, draws)
+    out = np.empty(draws, dtype=np.int64)
+    size = 1
+    while size < 2 * draws:
+        size *= 2
+    k.floyd_positions(np.uint64(key), degree, draws, out, np.empty(size, dtype=np.int64))
+    assert out.tolist() == expected
+    assert len(set(expected)) == draws and min(expected) >= 0 and max(expected) < degree
+
+
+def test_stream_keys_differ_by_seed_batch_and_hop():
+    keys = {k.stream_key(s, b, h) for s in range(4) for b in range(4) for h in range(4)}
+    assert len(keys) == 64
