@@ -52,9 +52,8 @@ def read_compressed_adjacency(path: Path, layout: str) -> tuple[np.ndarray, np.n
         indices = _load_member(archive, path, "indices")
         file_format = None
         if "format" in archive.files:
-            file_format = str(_load_member(archive, path, "format").item())
-            if isinstance(file_format, bytes):
-                file_format = file_format.decode()
+            raw_format = _load_member(archive, path, "format").item()
+            file_format = raw_format.decode() if isinstance(raw_format, bytes) else str(raw_format)
         shape = tuple(int(s) for s in _load_member(archive, path, "shape")) if "shape" in archive.files else None
     if layout == "auto":
         layout = file_format if file_format in ("csr", "csc") else "csr"

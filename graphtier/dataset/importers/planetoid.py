@@ -46,6 +46,8 @@ def _allowed_globals() -> dict[tuple[str, str], Any]:
         for builtin_name, obj in (("list", list), ("dict", dict), ("set", set), ("tuple", tuple), ("int", int),
                                   ("float", float), ("object", object)):
             allowed[(module, builtin_name)] = obj
+    # Python-3 protocol-2 pickles encode bytes with _codecs.encode(str, "latin1"): harmless.
+    allowed[("_codecs", "encode")] = __import__("codecs").encode
     allowed[("collections", "defaultdict")] = __import__("collections").defaultdict
     allowed[("collections", "OrderedDict")] = __import__("collections").OrderedDict
     allowed[("copy_reg", "_reconstructor")] = __import__("copyreg")._reconstructor
@@ -157,6 +159,10 @@ def import_planetoid(
     sorted_test = np.sort(test_index)
     low = int(sorted_test[0]) if sorted_test.size else allx.shape[0]
     high = int(sorted_test[-1]) if sorted_test.size else allx.shape[0] - 1
+    if low != allx.shape[0]:
+        raise DatasetError(
+            f"{test_path}: expected the smallest test node id to follow allx ({allx.shape[0]}), found {low}"
+        )
     span = high - low + 1
     tx_full = np.zeros((span, tx.shape[1]), dtype=np.float32)
     ty_full = np.zeros((span, ty.shape[1]), dtype=ty.dtype)

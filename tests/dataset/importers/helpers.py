@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -20,8 +23,31 @@ def shared(relative: str) -> Path:
     return path
 
 
-def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    """Run ``python -m graphtier ARGS`` in a fresh process; returns the completed process."""
+@dataclass
+class CliResult:
+    """Exit code and captured output of one CLI run."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run_cli(*args: str) -> CliResult:
+    """Run ``graphtier ARGS`` in this process (fast); an unexpected exception propagates as a test failure."""
+    from graphtier.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    code = 0
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            main(list(args))
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+    return CliResult(code, out.getvalue(), err.getvalue())
+
+
+def run_cli_process(*args: str) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m graphtier ARGS`` in a fresh process (checks the real exit code and stderr)."""
     return subprocess.run(
         [sys.executable, "-m", "graphtier", *args],
         capture_output=True,
@@ -31,7 +57,7 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def assert_user_error(result: subprocess.CompletedProcess[str], *fragments: str) -> None:
+def assert_user_error(result: CliResult | subprocess.CompletedProcess[str], *fragments: str) -> None:
     """Exit code 2, one ``graphtier: error:`` line on stderr that contains every fragment, no traceback."""
     assert result.returncode == 2, (result.returncode, result.stdout, result.stderr)
     lines = [line for line in result.stderr.splitlines() if line.strip() and "NumbaWarning" not in line

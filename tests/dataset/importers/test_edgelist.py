@@ -14,7 +14,7 @@ from graphtier.dataset.importers import import_edgelist
 from graphtier.errors import DatasetError, OptionError
 from graphtier.graph.build import edges_to_csc_reference
 
-from .helpers import assert_user_error, run_cli, shared
+from .helpers import assert_user_error, run_cli, run_cli_process, shared
 
 
 def test_soc_slashdot(tmp_path: Path) -> None:
@@ -137,6 +137,12 @@ def test_small_chunks_give_the_same_dataset(tmp_path: Path) -> None:
         np.testing.assert_array_equal(a, b)
 
 
+def test_cli_error_in_a_real_process(tmp_path: Path) -> None:
+    path = tmp_path / "e.txt"
+    path.write_text("0 1\n2\n")
+    assert_user_error(run_cli_process("prepare", "edgelist", str(path), str(tmp_path / "o")), "line 2")
+
+
 def test_existing_output_needs_overwrite(tmp_path: Path) -> None:
     path = tmp_path / "e.txt"
     path.write_text("0 1\n")
@@ -166,7 +172,9 @@ def test_api_errors_leave_no_output(tmp_path: Path) -> None:
 def test_cli_imports_and_reports(tmp_path: Path) -> None:
     path = tmp_path / "e.txt"
     path.write_text("0 1\n1 2\n2 0\n")
-    result = run_cli("prepare", "edgelist", str(path), str(tmp_path / "o"), "--undirected", "--split", "0.6,0.2,0.2")
+    result = run_cli_process(
+        "prepare", "edgelist", str(path), str(tmp_path / "o"), "--undirected", "--split", "0.6,0.2,0.2"
+    )
     assert result.returncode == 0, result.stderr
     assert "3 nodes, 6 edges" in result.stdout
     ds = Dataset.open(tmp_path / "o")
