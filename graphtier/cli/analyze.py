@@ -35,12 +35,13 @@ def format_table(curves: dict[str, dict[str, float]]) -> str:
 @click.option("--presample-seed", type=int, default=None, help="Seed of the presample ranking (default seed+1).")
 @click.option("--presample-epochs", type=int, default=None, help="Epochs of the presample ranking (default --epochs).")
 @click.option("--damping", type=float, default=0.85, show_default=True, help="rpr/wrpr damping.")
+@click.option("--wrpr-iterations", type=int, default=None, help="Rounds of wrpr (default 5, as in Algorithm 1).")
 @click.option("--json", "json_path", type=click.Path(path_type=Path), default=None, help="Write the curves as JSON.")
 @click.option("--plot", "plot_path", type=click.Path(path_type=Path), default=None,
               help="Write a cumulative-access PNG (needs matplotlib).")
 def command(
     dataset: Path, fanouts: str, batch_size: int, epochs: int, seed: int, score_list: str,
-    presample_seed: int | None, presample_epochs: int | None, damping: float,
+    presample_seed: int | None, presample_epochs: int | None, damping: float, wrpr_iterations: int | None,
     json_path: Path | None, plot_path: Path | None,
 ) -> None:
     """Measure how much of all feature reads a hot tier of the top x% nodes would serve, per score."""
@@ -54,6 +55,7 @@ def command(
     analysis = analyze_access(
         data, fanouts=parse_fanouts(fanouts), batch_size=batch_size, epochs=epochs, seed=seed, methods=methods,
         presample_seed=presample_seed, presample_epochs=presample_epochs, percents=HIT_PERCENTS, damping=damping,
+        wrpr_iterations=wrpr_iterations,
     )
     nodes_read = int((analysis.counts > 0).sum())
     click.echo(

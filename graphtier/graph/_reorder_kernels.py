@@ -119,10 +119,9 @@ def gather_rows(source: np.ndarray, rows: np.ndarray, out: np.ndarray) -> None:
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
-def parallel_copy(source: np.ndarray, out: np.ndarray) -> None:
-    """``out[:] = source`` for 1-d arrays of one dtype, split over the numba threads (a memcpy baseline)."""
+def parallel_copy(source: np.ndarray, out: np.ndarray, parts: int) -> None:
+    """``out[:] = source`` for 1-d arrays of one dtype, split into ``parts`` parallel ranges (a memcpy baseline)."""
     n = source.shape[0]
-    parts = numba.get_num_threads()
     step = (n + parts - 1) // parts
     for part in numba.prange(parts):
         start = part * step

@@ -145,12 +145,14 @@ def analyze_access(
     presample_epochs: int | None = None,
     percents: Sequence[float] = HIT_PERCENTS,
     damping: float = 0.85,
+    wrpr_iterations: int | None = None,
 ) -> AccessAnalysis:
     """Replay the training sampler on ``dataset`` and measure how well each score predicts reads.
 
     ``methods``: scores from :data:`SCORE_METHODS`. ``presample`` rankings are sampled with
     ``presample_seed`` (default ``seed + 1``, must differ from ``seed``) for ``presample_epochs``
     (default ``epochs``) epochs, so they do not see the replay's random choices.
+    ``wrpr_iterations``: rounds of ``wrpr`` (default 5, as in Algorithm 1).
     """
     methods = list(dict.fromkeys(methods))
     for method in methods:
@@ -178,6 +180,7 @@ def analyze_access(
             dataset,
             method,
             damping=damping,
+            iterations=wrpr_iterations if method == "wrpr" else None,
             fanouts=list(fanouts),
             batch_size=batch_size,
             epochs=presample_epochs,
@@ -199,6 +202,7 @@ def analyze_access(
         "presample_seed": presample_seed,
         "presample_epochs": presample_epochs,
         "damping": damping,
+        "wrpr_iterations": wrpr_iterations if wrpr_iterations is not None else 5,
         "scores": methods,
     }
     return AccessAnalysis(counts, scores, curves, config, seconds)

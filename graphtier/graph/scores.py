@@ -165,6 +165,16 @@ def weighted_reverse_pagerank(
     return scores
 
 
+def rank_matrix(indptr: np.ndarray, indices: np.ndarray) -> scipy.sparse.csc_matrix:
+    """float64 scipy CSC [N, N] ``M`` with ``M[u, v]`` = times ``u`` occurs in ``v``'s neighbour list."""
+    indptr = np.asarray(indptr)
+    num_nodes = indptr.shape[0] - 1
+    return scipy.sparse.csc_matrix(
+        (np.ones(np.asarray(indices).shape[0], dtype=np.float64), np.asarray(indices), indptr),
+        shape=(num_nodes, num_nodes),
+    )
+
+
 def reverse_pagerank_reference(
     indptr: np.ndarray,
     indices: np.ndarray,
@@ -172,18 +182,17 @@ def reverse_pagerank_reference(
     *,
     damping: float,
     iterations: int,
+    matrix: scipy.sparse.csc_matrix | None = None,
 ) -> np.ndarray:
     """scipy.sparse reference for the PageRank rounds: ``iterations`` SpMV rounds from ``initial``.
 
-    Builds ``M`` (float64 CSC [N, N], ``M[u, v]`` = times ``u`` occurs in ``v``'s list) and iterates
+    Uses ``matrix`` (from :func:`rank_matrix`, built when None) and iterates
     ``x = (1 - d) / N + d * (M @ (x / deg) + dangling / N)``. Returns float64 [N].
     """
     indptr = np.asarray(indptr)
     num_nodes = indptr.shape[0] - 1
-    matrix = scipy.sparse.csc_matrix(
-        (np.ones(np.asarray(indices).shape[0], dtype=np.float64), np.asarray(indices), indptr),
-        shape=(num_nodes, num_nodes),
-    )
+    if matrix is None:
+        matrix = rank_matrix(indptr, indices)
     degree = np.diff(indptr).astype(np.float64)
     has_list = degree > 0
     inverse_degree = np.zeros(num_nodes, dtype=np.float64)
