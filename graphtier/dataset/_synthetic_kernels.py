@@ -96,7 +96,7 @@ def uniforms_reference(key: int, counters: np.ndarray) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------------------------- alias tables
-@numba.njit(cache=True, nogil=True)
+@numba.njit(parallel=True, cache=True, nogil=True)
 def build_alias_tables(
     weights: np.ndarray, offsets: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -113,9 +113,9 @@ def build_alias_tables(
     m = weights.shape[0]
     accept = np.ones(m, dtype=np.float64)
     alias = np.arange(m).astype(np.int64)
-    small = np.empty(m, dtype=np.int64)
+    small = np.empty(m, dtype=np.int64)  # each class uses its own slice [start, stop) of the stacks
     large = np.empty(m, dtype=np.int64)
-    for c in range(offsets.shape[0] - 1):
+    for c in numba.prange(offsets.shape[0] - 1):
         start, stop = offsets[c], offsets[c + 1]
         size = stop - start
         if size == 0:
@@ -128,25 +128,25 @@ def build_alias_tables(
         for i in range(start, stop):
             accept[i] = weights[i] * size / total
             if accept[i] < 1.0:
-                small[n_small] = i
+                small[start + n_small] = i
                 n_small += 1
             else:
-                large[n_large] = i
+                large[start + n_large] = i
                 n_large += 1
         while n_small > 0 and n_large > 0:
             n_small -= 1
-            s = small[n_small]
-            g = large[n_large - 1]
+            s = small[start + n_small]
+            g = large[start + n_large - 1]
             alias[s] = g
             accept[g] = (accept[g] + accept[s]) - 1.0
             if accept[g] < 1.0:
                 n_large -= 1
-                small[n_small] = g
+                small[start + n_small] = g
                 n_small += 1
         for j in range(n_large):
-            accept[large[j]] = 1.0
+            accept[large[start + j]] = 1.0
         for j in range(n_small):  # only reachable through rounding
-            accept[small[j]] = 1.0
+            accept[small[start + j]] = 1.0
     return accept, alias
 
 
@@ -335,34 +335,69 @@ def sample_edges_reference(
 
 
 # ---------------------------------------------------------------------------------------------- CSC build
-@numba.njit(cache=True, nogil=True)
-def count_endpoints(src: np.ndarray, dst: np.ndarray, counts: np.ndarray, symmetric: bool) -> None:
+@numba.njit(cache=True, nogil=True, inline="always")
+def _node_range(part: np.int64, parts: np.int64, num_nodes: np.int64) -> tuple[np.int64, np.int64]:
+    step = (num_nodes + parts - 1) // parts
+    return part * step, min(num_nodes, (part + 1) * step)
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def count_endpoints(
+    src: np.ndarray, dst: np.ndarray, counts: np.ndarray, symmetric: bool, parts: np.int64
+) -> None:
     """Add 1 to ``counts[dst[i]]`` (and to ``counts[src[i]]`` when ``symmetric``) for every edge i.
 
-    ``counts`` int64 [N]; ``src``/``dst`` integer [B]. Sequential: increments collide.
+    ``counts`` int64 [N]; ``src``/``dst`` integer [B]. Each of ``parts`` tasks (pass
+    ``numba.get_num_threads()``) owns a range of node ids and scans all edges: no write conflicts.
     """
-    for i in range(dst.shape[0]):
-        counts[dst[i]] += 1
-        if symmetric:
-            counts[src[i]] += 1
+    n = counts.shape[0]
+    for part in numba.prange(parts):
+        low, high = _node_range(part, parts, n)
+        for i in range(dst.shape[0]):
+            d = dst[i]
+            if low <= d < high:
+                counts[d] += 1
+            if symmetric:
+                s = src[i]
+                if low <= s < high:
+                    counts[s] += 1
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(parallel=True, cache=True, nogil=True)
 def scatter_endpoints(
-    src: np.ndarray, dst: np.ndarray, cursor: np.ndarray, indices: np.ndarray, symmetric: bool
+    src: np.ndarray, dst: np.ndarray, cursor: np.ndarray, indices: np.ndarray, symmetric: bool, parts: np.int64
 ) -> None:
     """Place the source of every edge into its destination's list (and the reverse when ``symmetric``).
 
     ``cursor`` int64 [N] holds the next free slot of every list and is advanced; ``indices`` [E] int32/64.
+    Each of ``parts`` tasks owns a range of destinations (no conflicts); lists keep the edge order.
     """
-    for i in range(dst.shape[0]):
-        s = src[i]
-        d = dst[i]
-        indices[cursor[d]] = s
-        cursor[d] += 1
-        if symmetric:
-            indices[cursor[s]] = d
-            cursor[s] += 1
+    n = cursor.shape[0]
+    for part in numba.prange(parts):
+        low, high = _node_range(part, parts, n)
+        for i in range(dst.shape[0]):
+            s = src[i]
+            d = dst[i]
+            if low <= d < high:
+                indices[cursor[d]] = s
+                cursor[d] += 1
+            if symmetric and low <= s < high:
+                indices[cursor[s]] = d
+                cursor[s] += 1
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _sort_slice(values: np.ndarray, start: np.int64, stop: np.int64) -> None:
+    if stop - start <= 24:  # insertion sort: no allocation for the many short lists
+        for i in range(start + 1, stop):
+            x = values[i]
+            j = i - 1
+            while j >= start and values[j] > x:
+                values[j + 1] = values[j]
+                j -= 1
+            values[j + 1] = x
+    else:
+        values[start:stop].sort()
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
@@ -373,8 +408,7 @@ def sort_and_count_unique(indptr: np.ndarray, indices: np.ndarray) -> np.ndarray
     counts = np.zeros(n, dtype=np.int64)
     for v in numba.prange(n):
         start, stop = indptr[v], indptr[v + 1]
-        if stop - start > 1:
-            indices[start:stop] = np.sort(indices[start:stop])
+        _sort_slice(indices, start, stop)
         count = 0
         for i in range(start, stop):
             if indices[i] == v:

@@ -18,8 +18,9 @@ Node ids are in random order with respect to class and degree (``node_order = "o
 
 The output is a pure function of the seed and the options: randomness is counter based (see
 :mod:`graphtier.dataset._synthetic_kernels`), so it does not depend on ``chunk_edges`` or the number of
-threads. Memory: 4 bytes per stored edge (int32 ``indices``) + about 60 bytes per node + chunk
-buffers; features are written to disk chunk by chunk and never held whole in RAM.
+threads. Peak memory (N < 2^31): 8 bytes per drawn pair (int32 src + dst) + 4 bytes per stored
+edge direction (int32 ``indices``) + about 70 bytes per node; 10M nodes / 200M edges need about
+2.5 GB. Features are written to disk chunk by chunk and never held whole in RAM.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numba
 import numpy as np
 
 from graphtier.dataset import _synthetic_kernels as kernels
@@ -130,14 +132,22 @@ def split_nodes(
     seed: int, num_nodes: int, fractions: tuple[float, float, float]
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Disjoint sorted int64 (train, valid, test) node ids, ``round(fraction * N)`` of each."""
-    bits = kernels.random_bits(np.uint64(kernels.stream_key(seed, _STREAM_SPLITS)), 0, num_nodes)
-    order = np.argsort(bits, kind="stable")
-    del bits
     sizes = [int(round(f * num_nodes)) for f in fractions]
     bounds = np.cumsum([0] + sizes)
     if bounds[-1] > num_nodes:  # rounding up of three fractions summing to 1
         sizes[-1] -= int(bounds[-1] - num_nodes)
         bounds = np.cumsum([0] + sizes)
+    # nodes ordered by a random hash (distinct with overwhelming probability; ties broken by id):
+    # only the first sum(sizes) are needed, so partition first and sort just those
+    bits = kernels.random_bits(np.uint64(kernels.stream_key(seed, _STREAM_SPLITS)), 0, num_nodes)
+    chosen = int(bounds[-1])
+    if 0 < chosen < num_nodes:
+        candidates = np.argpartition(bits, chosen - 1)[:chosen]
+    else:
+        candidates = np.arange(num_nodes if chosen else 0, dtype=np.int64)
+    candidates = np.sort(candidates)  # by id first, so that the stable sort below breaks ties by id
+    order = candidates[np.argsort(bits[candidates], kind="stable")]
+    del bits
     train, valid, test = (np.sort(order[bounds[i] : bounds[i + 1]]).astype(np.int64) for i in range(3))
     return train, valid, test
 
@@ -225,7 +235,8 @@ def generate(
         train_fraction, valid_fraction, test_fraction: split sizes as fractions of N.
         undirected: store each pair both ways (default) or keep drawn edges directed.
         seed: the output is a pure function of the seed and the options.
-        chunk_edges: edges drawn per chunk (and ~feature values per chunk); bounds working memory only.
+        chunk_edges: edges drawn per kernel call and feature values per written block (the feature
+            buffer is ``4 * chunk_edges`` bytes); the output does not depend on it.
         max_degree: the largest expected degree (hub size, before duplicates are dropped); default
             ``min(nodes - 1, 4 * sqrt(nodes * avg_degree))``.
         progress: called with a one-line message after every stage.
@@ -317,7 +328,7 @@ def _build_graph(
     chunk_edges: int,
     stage: Progress,
 ) -> tuple[np.ndarray, np.ndarray, int]:
-    """Draw the edges twice (count, then scatter) and build deduplicated CSC.
+    """Draw the edges (int32 pairs, 8 bytes each) and build deduplicated CSC from them.
 
     Returns int64 indptr [N + 1], indices [>= E] (the first ``indptr[-1]`` entries are the graph)
     and the number of drawn pairs.
@@ -336,32 +347,26 @@ def _build_graph(
 
     pairs = int(round(nodes * avg_degree / 2)) if undirected else int(round(nodes * avg_degree))
     key = np.uint64(kernels.stream_key(seed, _STREAM_EDGES))
-    buffer = min(chunk_edges, max(pairs, 1))
-    src = np.empty(buffer, dtype=node_dtype)
-    dst = np.empty(buffer, dtype=node_dtype)
+    src = np.empty(pairs, dtype=node_dtype)
+    dst = np.empty(pairs, dtype=node_dtype)
+    for first in range(0, pairs, chunk_edges):
+        stop = min(pairs, first + chunk_edges)
+        kernels.sample_edges(key, np.int64(first), class_cum, class_mass, offsets, slots, float(homophily),
+                             src[first:stop], dst[first:stop])
+    del slots
+    stage(f"drew {pairs:,} {'pairs' if undirected else 'edges'}")
 
-    def draw(first: int) -> tuple[np.ndarray, np.ndarray]:
-        count = min(buffer, pairs - first)
-        kernels.sample_edges(key, np.int64(first), class_cum, class_mass, offsets, slots,
-                             float(homophily), src[:count], dst[:count])
-        return src[:count], dst[:count]
-
+    parts = np.int64(numba.get_num_threads())
     counts = np.zeros(nodes, dtype=np.int64)
-    for first in range(0, pairs, buffer):
-        chunk_src, chunk_dst = draw(first)
-        kernels.count_endpoints(chunk_src, chunk_dst, counts, undirected)
+    kernels.count_endpoints(src, dst, counts, undirected, parts)
     indptr = np.zeros(nodes + 1, dtype=np.int64)
     np.cumsum(counts, out=indptr[1:])
     del counts
-    stage(f"drew {pairs:,} {'pairs' if undirected else 'edges'} (counting pass)")
-
     indices = np.empty(int(indptr[-1]), dtype=node_dtype)
     cursor = indptr[:-1].copy()
-    for first in range(0, pairs, buffer):
-        chunk_src, chunk_dst = draw(first)
-        kernels.scatter_endpoints(chunk_src, chunk_dst, cursor, indices, undirected)
-    del cursor, src, dst, slots
-    stage(f"drew them again and grouped {indices.size:,} edges by destination")
+    kernels.scatter_endpoints(src, dst, cursor, indices, undirected, parts)
+    del cursor, src, dst
+    stage(f"grouped {indices.size:,} edges by destination")
 
     kernels.sort_and_count_unique(indptr, indices)
     kernels.compact_lists(indptr, indices)

@@ -122,20 +122,22 @@ def test_fill_features_matches_reference(nodes: int, dim: int, noise: float, fir
 
 
 @settings(max_examples=30, deadline=None)
-@given(nodes=st.integers(1, 60), edges=st.integers(0, 400), symmetric=st.booleans(), seed=st.integers(0, 99))
-def test_csc_kernels_match_reference(nodes: int, edges: int, symmetric: bool, seed: int) -> None:
+@given(nodes=st.integers(1, 60), edges=st.integers(0, 400), symmetric=st.booleans(), seed=st.integers(0, 99),
+       parts=st.integers(1, 5))
+def test_csc_kernels_match_reference(nodes: int, edges: int, symmetric: bool, seed: int, parts: int) -> None:
     rng = np.random.default_rng(seed)
     src = rng.integers(0, nodes, edges).astype(np.int32)
     dst = rng.integers(0, nodes, edges).astype(np.int32)
     counts = np.zeros(nodes, dtype=np.int64)
     for start in range(0, edges, 37):  # chunked like the generator
-        kernels.count_endpoints(src[start : start + 37], dst[start : start + 37], counts, symmetric)
+        kernels.count_endpoints(src[start : start + 37], dst[start : start + 37], counts, symmetric, parts)
     indptr = np.zeros(nodes + 1, dtype=np.int64)
     np.cumsum(counts, out=indptr[1:])
     indices = np.empty(int(indptr[-1]), dtype=np.int32)
     cursor = indptr[:-1].copy()
     for start in range(0, edges, 37):
-        kernels.scatter_endpoints(src[start : start + 37], dst[start : start + 37], cursor, indices, symmetric)
+        kernels.scatter_endpoints(src[start : start + 37], dst[start : start + 37], cursor, indices, symmetric,
+                                  parts)
     kernels.sort_and_count_unique(indptr, indices)
     kept = kernels.compact_lists(indptr, indices)
     all_src = np.concatenate([src, dst]) if symmetric else src
