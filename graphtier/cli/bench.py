@@ -67,12 +67,11 @@ def sample_command(
     Seeds are batches of the training split (shuffled), or of all nodes when the dataset has none.
     """
     fanout_list = parse_fanouts(fanouts)
-    ds = Dataset.open(dataset, mmap=not in_memory, validate=False)
+    ds = Dataset.open(dataset, validate=False)
     results = run_sample_benchmark(
         ds, fanout_list, batch_size=batch_size, batches=batches, warmup=warmup, threads=threads,
-        sampler=sampler, layers=layers, seed=seed,
+        sampler=sampler, layers=layers, seed=seed, in_memory=in_memory,
     )
-    results["in_memory"] = in_memory
     for key, label, fmt in (
         ("sampled_edges_per_s", "sampled edges/s", "{:,.0f}"),
         ("batches_per_s", "mini-batches/s", "{:,.2f}"),
@@ -106,8 +105,12 @@ def run_sample_benchmark(
     sampler: str = "neighbor",
     layers: int | None = None,
     seed: int = 0,
+    in_memory: bool = True,
 ) -> dict[str, Any]:
-    """Sample ``warmup + batches`` mini-batches of ``ds`` and time the last ``batches``; returns a JSON-able dict."""
+    """Sample ``warmup + batches`` mini-batches of ``ds`` and time the last ``batches``; returns a JSON-able dict.
+
+    ``in_memory`` copies ``indptr``/``indices`` into RAM first; otherwise the sampler reads the memory maps.
+    """
     import numba
 
     from graphtier.sampling import NeighborSampler, ShadowSampler, iter_seed_batches
@@ -117,7 +120,10 @@ def run_sample_benchmark(
     num_threads = threads if threads is not None else numba.config.NUMBA_NUM_THREADS
     if ds.num_nodes == 0:
         raise OptionError(f"{ds.path}: the graph has no nodes to sample from")
-    indptr, indices = np.asarray(ds.indptr), np.asarray(ds.indices)
+    if in_memory:
+        indptr, indices = np.array(ds.indptr), np.array(ds.indices)
+    else:
+        indptr, indices = np.asarray(ds.indptr), np.asarray(ds.indices)
     if sampler == "shadow":
         sampler_obj: NeighborSampler | ShadowSampler = ShadowSampler(
             indptr, indices, fanouts, layers or len(fanouts), seed=seed, num_threads=num_threads
@@ -150,6 +156,7 @@ def run_sample_benchmark(
         "batch_size": batch_size,
         "batches": batches,
         "threads": num_threads,
+        "in_memory": in_memory,
         "seconds": seconds,
         "sampled_edges_per_s": edges / seconds,
         "batches_per_s": batches / seconds,

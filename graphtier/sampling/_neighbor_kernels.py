@@ -21,6 +21,8 @@ MIX2 = 0x94D049BB133111EB
 LINEAR_SET_LIMIT = 32
 # Destinations handled per parallel task (each task allocates its scratch once).
 CHUNK = 256
+# Edges whose local ids are looked up together before being assigned in order.
+RELABEL_BLOCK = 512
 
 _U_GOLDEN = np.uint64(GOLDEN)
 _U_MIX1 = np.uint64(MIX1)
@@ -29,7 +31,7 @@ _U30 = np.uint64(30)
 _U27 = np.uint64(27)
 _U31 = np.uint64(31)
 _U32 = np.uint64(32)
-_U1 = np.uint64(1)
+_U_LOW32 = np.uint64(0xFFFFFFFF)
 
 
 # ---------------------------------------------------------------------------------------------- RNG
@@ -53,15 +55,21 @@ def node_key_py(stream: int, position: int) -> int:
 
 
 def draw_py(key: int, i: int) -> int:
-    """The ``i``-th 64-bit random draw of a destination key."""
-    return mix64_py((key + ((i + 1) * MIX2)) & MASK64)
+    """The ``i``-th 32-bit random draw of a destination key (two draws per 64-bit hash: high half first)."""
+    word = mix64_py((key + (((i >> 1) + 1) * MIX2)) & MASK64)
+    return word >> 32 if i & 1 == 0 else word & 0xFFFFFFFF
 
 
-def uniform_below_py(x: int, bound: int) -> int:
-    """Map a 64-bit draw to [0, bound) (multiply-shift on the high 32 bits; modulo above 2^32)."""
+def wide_draw_py(key: int, i: int) -> int:
+    """The ``i``-th 64-bit draw of a destination key, used only for neighbour lists of >= 2^32 entries."""
+    return mix64_py((key ^ GOLDEN) + ((i + 1) * MIX1) & MASK64)
+
+
+def uniform_below_py(key: int, i: int, bound: int) -> int:
+    """Draw ``i`` of ``key`` mapped to [0, bound): multiply-shift of a 32-bit draw (64-bit modulo above 2^32)."""
     if bound < (1 << 32):
-        return ((x >> 32) * bound) >> 32
-    return x % bound
+        return (draw_py(key, i) * bound) >> 32
+    return wide_draw_py(key, i) % bound
 
 
 def floyd_positions_py(key: int, degree: int, k: int) -> list[int]:
@@ -69,7 +77,7 @@ def floyd_positions_py(key: int, degree: int, k: int) -> list[int]:
     chosen: list[int] = []
     members: set[int] = set()
     for i, t in enumerate(range(degree - k, degree)):
-        j = uniform_below_py(draw_py(key, i), t + 1)
+        j = uniform_below_py(key, i, t + 1)
         pick = t if j in members else j
         chosen.append(pick)
         members.add(pick)
@@ -91,16 +99,18 @@ def node_key(stream: np.uint64, position: np.int64) -> np.uint64:
 
 @numba.njit(cache=True, nogil=True)
 def draw(key: np.uint64, i: np.int64) -> np.uint64:
-    """Kernel twin of :func:`draw_py`."""
-    return _mix64(key + np.uint64(i + 1) * _U_MIX2)
+    """Kernel twin of :func:`draw_py` (a 32-bit value in a uint64)."""
+    word = _mix64(key + np.uint64((i >> 1) + 1) * _U_MIX2)
+    return word >> _U32 if i & 1 == 0 else word & _U_LOW32
 
 
 @numba.njit(cache=True, nogil=True)
-def uniform_below(x: np.uint64, bound: np.int64) -> np.int64:
+def uniform_below(key: np.uint64, i: np.int64, bound: np.int64) -> np.int64:
     """Kernel twin of :func:`uniform_below_py`."""
     if bound < 4294967296:
-        return np.int64(((x >> _U32) * np.uint64(bound)) >> _U32)
-    return np.int64(x % np.uint64(bound))
+        return np.int64((draw(key, i) * np.uint64(bound)) >> _U32)
+    wide = _mix64((key ^ _U_GOLDEN) + np.uint64(i + 1) * _U_MIX1)
+    return np.int64(wide % np.uint64(bound))
 
 
 @numba.njit(cache=True, nogil=True)
@@ -114,9 +124,18 @@ def floyd_positions(key: np.uint64, degree: np.int64, k: np.int64, out: np.ndarr
     mask = table.shape[0] - 1
     if use_table:
         table[:] = -1
+    word = np.uint64(0)
     for i in range(k):
         t = degree - k + i
-        j = uniform_below(draw(key, i), t + 1)
+        if t < 4294967295:  # inline of uniform_below: one 64-bit hash serves two draws
+            if i & 1 == 0:
+                word = _mix64(key + np.uint64((i >> 1) + 1) * _U_MIX2)
+                half = word >> _U32
+            else:
+                half = word & _U_LOW32
+            j = np.int64((half * np.uint64(t + 1)) >> _U32)
+        else:
+            j = uniform_below(key, i, t + 1)
         found = False
         if use_table:
             slot = (j * 0x9E3779B1) & mask
@@ -141,13 +160,26 @@ def floyd_positions(key: np.uint64, degree: np.int64, k: np.int64, out: np.ndarr
 
 # ---------------------------------------------------------------------------------------------- hops
 @numba.njit(parallel=True, cache=True, nogil=True)
-def sample_offsets(indptr: np.ndarray, dst_nodes: np.ndarray, fanout: np.int64) -> np.ndarray:
-    """int64 [D + 1]: exclusive prefix sum of the number of draws per destination (min(deg, fanout); deg if -1)."""
+def sample_offsets(
+    indptr: np.ndarray, dst_nodes: np.ndarray, fanout: np.int64
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Draw counts and neighbour-list spans of ``dst_nodes`` (int64 [D]).
+
+    Returns ``(offsets, starts, degrees)``: int64 [D + 1], the exclusive prefix sum of the draws per
+    destination (min(deg, fanout); deg when fanout is -1), and int64 [D] ``indptr[v]`` and in-degree.
+    Reading ``indptr`` here, in a loop with independent iterations, keeps many cache misses in
+    flight; :func:`sample_sources` then never touches ``indptr``.
+    """
     d = dst_nodes.shape[0]
+    starts = np.empty(d, dtype=np.int64)
+    degrees = np.empty(d, dtype=np.int64)
     counts = np.empty(d, dtype=np.int64)
     for j in numba.prange(d):
         v = dst_nodes[j]
-        deg = indptr[v + 1] - indptr[v]
+        start = indptr[v]
+        deg = indptr[v + 1] - start
+        starts[j] = start
+        degrees[j] = deg
         counts[j] = deg if (fanout < 0 or deg <= fanout) else fanout
     offsets = np.empty(d + 1, dtype=np.int64)
     offsets[0] = 0
@@ -155,51 +187,53 @@ def sample_offsets(indptr: np.ndarray, dst_nodes: np.ndarray, fanout: np.int64) 
     for j in range(d):
         total += counts[j]
         offsets[j + 1] = total
-    return offsets
+    return offsets, starts, degrees
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
 def sample_sources(
-    indptr: np.ndarray,
     indices: np.ndarray,
-    dst_nodes: np.ndarray,
+    starts: np.ndarray,
+    degrees: np.ndarray,
     fanout: np.int64,
     stream: np.uint64,
     offsets: np.ndarray,
     sources: np.ndarray,
     destinations: np.ndarray,
 ) -> None:
-    """Sample the in-neighbours of ``dst_nodes`` (int64 [D], global ids).
+    """Sample in-neighbours of D destinations given their list spans (from :func:`sample_offsets`).
 
     Writes the global source ids of destination ``j`` into ``sources[offsets[j]:offsets[j + 1]]``
     (int64) and ``j`` into the same range of ``destinations`` (int64). All neighbours, in list order,
     when the degree is <= fanout or fanout is -1; else Floyd picks keyed by (stream, j).
     """
-    d = dst_nodes.shape[0]
+    d = starts.shape[0]
     num_chunks = (d + CHUNK - 1) // CHUNK
     width = fanout if fanout > 0 else 1
     table_size = 1
     while table_size < 2 * width:
         table_size *= 2
     for c in numba.prange(num_chunks):
-        picks = np.empty(width, dtype=np.int64)
         table = np.empty(table_size if width > LINEAR_SET_LIMIT else 1, dtype=np.int64)
-        stop = min(d, (c + 1) * CHUNK)
-        for j in range(c * CHUNK, stop):
-            v = dst_nodes[j]
-            start = indptr[v]
-            deg = indptr[v + 1] - start
+        first = c * CHUNK
+        stop = min(d, first + CHUNK)
+        # Stage 1 (compute only): the absolute positions in ``indices`` of the chunk's draws.
+        for j in range(first, stop):
+            start = starts[j]
             out = offsets[j]
             k = offsets[j + 1] - out
-            if k == deg:
+            if k == degrees[j]:
                 for i in range(k):
-                    sources[out + i] = indices[start + i]
+                    sources[out + i] = start + i
             else:
-                floyd_positions(node_key(stream, j), deg, k, picks, table)
+                floyd_positions(node_key(stream, j), degrees[j], k, sources[out : out + k], table)
                 for i in range(k):
-                    sources[out + i] = indices[start + picks[i]]
+                    sources[out + i] += start
             for i in range(k):
                 destinations[out + i] = j
+        # Stage 2 (memory only): a branch-free gather, so that many cache misses are in flight at once.
+        for e in range(offsets[first], offsets[stop]):
+            sources[e] = indices[sources[e]]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -229,15 +263,24 @@ def relabel(sources: np.ndarray, local_id: np.ndarray, n_id: np.ndarray, count: 
     New nodes get ids ``count, count + 1, ...`` in first-seen order and are written to ``n_id``
     (int64, capacity >= count + E). Returns the new node count.
     """
-    for e in range(sources.shape[0]):
-        u = sources[e]
-        lid = local_id[u]
-        if lid < 0:
-            lid = count
-            local_id[u] = count
-            n_id[count] = u
-            count += 1
-        sources[e] = lid
+    # Look up a block of ids first (independent loads, many misses in flight), then assign in order;
+    # an id looked up as unassigned may have been assigned earlier in the same block: look again.
+    looked_up = np.empty(RELABEL_BLOCK, dtype=local_id.dtype)
+    num_edges = sources.shape[0]
+    for first in range(0, num_edges, RELABEL_BLOCK):
+        stop = min(num_edges, first + RELABEL_BLOCK)
+        for e in range(first, stop):
+            looked_up[e - first] = local_id[sources[e]]
+        for e in range(first, stop):
+            # branch-free: the re-read hits the cache; half the ids are new, so a branch would mispredict
+            u = sources[e]
+            lid = np.int64(local_id[u])
+            is_new = lid < 0
+            lid = count if is_new else lid
+            local_id[u] = lid
+            n_id[count] = u  # capacity >= count + E, and a stale write is overwritten by the next new node
+            count += np.int64(is_new)
+            sources[e] = lid
     return count
 
 

@@ -194,12 +194,12 @@ class NeighborSampler:
             for hop, fanout in enumerate(self.fanouts):
                 dst_nodes = n_id[:count]
                 with numba_threads(threads_for(count, self.num_threads)):
-                    offsets = kernels.sample_offsets(self.indptr, dst_nodes, fanout)
+                    offsets, starts, degrees = kernels.sample_offsets(self.indptr, dst_nodes, fanout)
                     num_edges = int(offsets[-1])
                     edge_index = np.empty((2, num_edges), dtype=np.int64)
                     stream = np.uint64(kernels.stream_key(self.seed, batch_id, hop))
                     kernels.sample_sources(
-                        self.indptr, self.indices, dst_nodes, fanout, stream, offsets, edge_index[0], edge_index[1]
+                        self.indices, starts, degrees, fanout, stream, offsets, edge_index[0], edge_index[1]
                     )
                 grown = np.empty(count + num_edges, dtype=np.int64)
                 grown[:count] = n_id[:count]

@@ -101,11 +101,11 @@ class ShadowSampler:
         frontier = roots.copy()
         frontier_ptr = set_ptr.copy()
         for hop, fanout in enumerate(self.fanouts):
-            offsets = nkernels.sample_offsets(self.indptr, frontier, fanout)
+            offsets, starts, degrees = nkernels.sample_offsets(self.indptr, frontier, fanout)
             candidates = np.empty(int(offsets[-1]), dtype=np.int64)
             positions = np.empty(int(offsets[-1]), dtype=np.int64)
             stream = np.uint64(nkernels.stream_key(self.seed, batch_id, hop))
-            nkernels.sample_sources(self.indptr, self.indices, frontier, fanout, stream, offsets, candidates, positions)
+            nkernels.sample_sources(self.indices, starts, degrees, fanout, stream, offsets, candidates, positions)
             cand_ptr = offsets[frontier_ptr]
             counts = kernels.new_members(candidates, cand_ptr, set_nodes, set_ptr)
             new_ptr = np.zeros(num_roots + 1, dtype=np.int64)

@@ -20,11 +20,22 @@ def test_rng_twins_agree(stream, position, i):
 
 
 @settings(deadline=None)
-@given(x=u64, bound=st.one_of(st.integers(1, 2**32 - 1), st.integers(2**32, 2**62)))
-def test_uniform_below_twins_agree_and_stay_in_range(x, bound):
-    value = k.uniform_below_py(x, bound)
+@given(key=u64, i=st.integers(0, 10_000), bound=st.one_of(st.integers(1, 2**32 - 1), st.integers(2**32, 2**62)))
+def test_uniform_below_twins_agree_and_stay_in_range(key, i, bound):
+    value = k.uniform_below_py(key, i, bound)
     assert 0 <= value < bound
-    assert int(k.uniform_below(np.uint64(x), bound)) == value
+    assert int(k.uniform_below(np.uint64(key), i, bound)) == value
+    assert 0 <= k.draw_py(key, i) < 2**32
+
+
+@settings(deadline=None)
+@given(key=u64, degree=st.integers(2**32 - 3, 2**32 + 3), data=st.data())
+def test_floyd_near_the_wide_draw_threshold(key, degree, data):
+    """Lists around 2^32 entries switch from 32-bit to 64-bit draws mid-way; the twins still agree."""
+    draws = data.draw(st.integers(1, 8))
+    out = np.empty(draws, dtype=np.int64)
+    k.floyd_positions(np.uint64(key), degree, draws, out, np.empty(16, dtype=np.int64))
+    assert out.tolist() == k.floyd_positions_py(key, degree, draws)
 
 
 @settings(deadline=None)

@@ -1,0 +1,132 @@
+"""Sampler throughput against the machine's memory speed, measured in the same run.
+
+For each thread count and fanout list it times ``NeighborSampler`` (batch 1024, training-split seeds)
+and reports sampled edges/s, mini-batches/s and unique nodes per batch. The baseline is the memory
+system measured right before: a random gather of int32 values from an array the size of ``indices``
+(every sampled edge needs at least one such random read when the fanout is below the degree) and a
+sequential read of ``indices``. The ratio ``edges/s / random gathers/s`` says how close sampling is
+to the random-access limit.
+
+    flock /tmp/graphtier-bigjob.lock python benchmarks/bench_sample.py [--dataset DIR] [--threads 1,2]
+
+Prints a table and writes benchmarks/results/bench_sample.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import time
+from pathlib import Path
+
+import numba
+import numpy as np
+
+from graphtier.cli.bench import run_sample_benchmark
+from graphtier.dataset.format import Dataset
+
+DEFAULT_DATASET = Path("/tmp/graphtier-data/synth-2m")
+DEFAULT_FANOUTS = ("15,10,5", "25,10", "10,10")
+RESULTS = Path(__file__).resolve().parent / "results" / "bench_sample.json"
+
+
+@numba.njit(parallel=True, nogil=True, cache=True)
+def _random_gather(values: np.ndarray, positions: np.ndarray, out: np.ndarray) -> None:
+    """out[i] = values[positions[i]] (int32 values, int64 positions), parallel over i."""
+    for i in numba.prange(positions.shape[0]):
+        out[i] = values[positions[i]]
+
+
+@numba.njit(parallel=True, nogil=True, cache=True)
+def _sequential_sum(values: np.ndarray) -> int:
+    """Sum of ``values`` read front to back (int64 accumulator), parallel over chunks."""
+    total = 0
+    for i in numba.prange(values.shape[0]):
+        total += values[i]
+    return total
+
+
+def measure_memory(indices: np.ndarray, threads: int, repeats: int = 5) -> dict[str, float]:
+    """Median random-gather rate (int32 reads/s) and sequential read bandwidth (bytes/s) on ``threads`` threads."""
+    rng = np.random.default_rng(0)
+    positions = rng.integers(0, indices.shape[0], 16_000_000)
+    out = np.empty(positions.shape[0], dtype=indices.dtype)
+    numba.set_num_threads(threads)
+    _random_gather(indices, positions[:1000], out)
+    _sequential_sum(indices[:1000])
+    gathers, reads = [], []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        _random_gather(indices, positions, out)
+        gathers.append(positions.shape[0] / (time.perf_counter() - start))
+        start = time.perf_counter()
+        _sequential_sum(indices)
+        reads.append(indices.nbytes / (time.perf_counter() - start))
+    return {"random_gathers_per_s": statistics.median(gathers), "sequential_bytes_per_s": statistics.median(reads)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dataset", type=Path, default=DEFAULT_DATASET)
+    parser.add_argument("--threads", default="1,2", help="comma-separated thread counts")
+    parser.add_argument("--fanouts", nargs="+", default=list(DEFAULT_FANOUTS))
+    parser.add_argument("--batch-size", type=int, default=1024)
+    parser.add_argument("--batches", type=int, default=40)
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args()
+
+    ds = Dataset.open(args.dataset, validate=False)
+    indices = np.array(ds.indices)  # in RAM, like the sampler's copy
+    thread_counts = [int(t) for t in args.threads.split(",")]
+    rows = []
+    memory = {}
+    load_before = os.getloadavg()
+    for threads in thread_counts:
+        memory[threads] = measure_memory(indices, threads)
+        for fanouts in args.fanouts:
+            fanout_list = [int(f) for f in fanouts.split(",")]
+            result = run_sample_benchmark(
+                ds, fanout_list, batch_size=args.batch_size, batches=args.batches, warmup=3, threads=threads
+            )
+            result["random_gathers_per_s"] = memory[threads]["random_gathers_per_s"]
+            result["ratio_to_random_gather"] = result["sampled_edges_per_s"] / memory[threads]["random_gathers_per_s"]
+            rows.append(result)
+
+    print(f"dataset {ds.path}: {ds.num_nodes:,} nodes, {ds.num_edges:,} edges, indices {indices.dtype}")
+    print(f"{'threads':>7} {'random gathers/s':>17} {'seq. read GB/s':>15}")
+    for threads, mem in memory.items():
+        print(f"{threads:>7} {mem['random_gathers_per_s'] / 1e6:>16.1f}M {mem['sequential_bytes_per_s'] / 1e9:>15.2f}")
+    print()
+    header = f"{'threads':>7} {'fanouts':>10} {'edges/s':>9} {'batches/s':>10} {'nodes/batch':>12} {'edges/batch':>12} {'vs gather':>10}"
+    print(header)
+    for r in rows:
+        print(
+            f"{r['threads']:>7} {','.join(map(str, r['fanouts'])):>10} {r['sampled_edges_per_s'] / 1e6:>8.1f}M "
+            f"{r['batches_per_s']:>10.1f} {r['unique_nodes_per_batch']:>12,.0f} {r['sampled_edges_per_batch']:>12,.0f} "
+            f"{r['ratio_to_random_gather']:>10.2f}"
+        )
+    report = {
+        "benchmark": "bench_sample",
+        "date": time.strftime("%Y-%m-%d"),
+        "machine": platform.processor() or platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "load_average_before": load_before,
+        "load_average_after": os.getloadavg(),
+        "dataset": str(ds.path),
+        "num_nodes": ds.num_nodes,
+        "num_edges": ds.num_edges,
+        "batch_size": args.batch_size,
+        "batches": args.batches,
+        "memory": {str(t): m for t, m in memory.items()},
+        "results": rows,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"\nsaved {args.out}")
+
+
+if __name__ == "__main__":
+    main()
