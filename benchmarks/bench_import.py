@@ -8,7 +8,7 @@ Cases:
     against ``np.loadtxt`` on its first 2M lines (throughput only: a full np.loadtxt would take
     ~30 GB of RAM and many minutes).
 
-Each import runs in a fresh process that reports its own peak RSS (``ru_maxrss``) and the RSS it
+Each import runs in a fresh process that reports its own peak RSS (``VmHWM``) and the RSS it
 had after importing modules and warming the numba caches, so the memory attributable to the
 import is ``peak - base``; it is compared with the final ``indptr + indices`` size.
 
@@ -42,6 +42,10 @@ import numpy as np
 kind, source, output = sys.argv[1], sys.argv[2], sys.argv[3]
 options = json.loads(sys.argv[4])
 def rss_mib():
+    # VmHWM: this process image's peak RSS (ru_maxrss can carry the parent's peak over fork + exec)
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 if kind == "baseline":
     import gzip
@@ -187,7 +191,7 @@ def main() -> None:
         print(f"{name:36} {method:44} {r['edges']:>12,} {r['nodes']:>11,} {r['seconds']:>7.2f} "
               f"{r['edges_per_s'] / 1e6:>9.2f} {('%.1fx' % ratio) if ratio else '':>8} {r['final_mib']:>9.1f} "
               f"{r['peak_rss_mib']:>9.1f} {r['import_mib']:>10.1f} {r['import_over_final'] or 0:>9.2f}")
-    print("peak = child's ru_maxrss; import = peak - RSS after imports/warm-up; final = indptr + indices bytes.")
+    print("peak = child's VmHWM; import = peak - RSS after imports/warm-up; final = indptr + indices bytes.")
     print("Shared machine: other jobs may run at the same time, timings are noisy.")
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps({
