@@ -29,6 +29,7 @@ import math
 import os
 import time
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -392,12 +393,19 @@ def _write_features(
     offset = header.offset
     del header
     rows_per_chunk = max(1, min(nodes, chunk_edges // feature_dim))
-    block = np.empty((rows_per_chunk, feature_dim), dtype=np.float32)
-    with open(writer.path("features"), "r+b") as handle:
+    # double buffering: numba fills one block (GIL released) while a thread writes the other
+    blocks = [np.empty((rows_per_chunk, feature_dim), dtype=np.float32) for _ in range(2)]
+    with open(writer.path("features"), "r+b") as handle, ThreadPoolExecutor(max_workers=1) as pool:
         handle.seek(offset)
-        for start in range(0, nodes, rows_per_chunk):
+        pending: Future[int] | None = None
+        for number, start in enumerate(range(0, nodes, rows_per_chunk)):
             stop = min(nodes, start + rows_per_chunk)
-            rows = block[: stop - start]
+            rows = blocks[number % 2][: stop - start]
             kernels.fill_features(key, np.int64(start), labels[start:stop], centroids, float(feature_noise),
                                   rows)
-            handle.write((rows if feature_dtype == "float32" else rows.astype(feature_dtype)).data)
+            if pending is not None:
+                pending.result()  # the other block is free again; also re-raises write errors
+            out = rows if feature_dtype == "float32" else rows.astype(feature_dtype)
+            pending = pool.submit(handle.write, out.data)
+        if pending is not None:
+            pending.result()
