@@ -12,6 +12,7 @@ import torch
 
 from graphtier.errors import OptionError
 from graphtier.store._gather_kernels import as_raw_bits, gather_rows
+from graphtier.store.placement import TIER_NAMES
 
 
 class HostFeatureStore:
@@ -41,6 +42,7 @@ class HostFeatureStore:
         self._next = 0
         self.rows_gathered = 0
         self.bytes_gathered = 0
+        self.output_device = torch.device("cpu")
 
     def _buffer(self, rows: int) -> torch.Tensor:
         slot = self._next
@@ -67,3 +69,18 @@ class HostFeatureStore:
         self.rows_gathered += int(ids_np.shape[0])
         self.bytes_gathered += int(ids_np.shape[0]) * self.row_bytes
         return out
+
+    def traffic(self) -> dict[str, int]:
+        """Cumulative bytes served per tier (graphtier.store.placement.TIER_NAMES) plus "requested".
+
+        Every row comes from the table as given (RAM or its memory map, the OS page cache decides),
+        counted as the "host" tier.
+        """
+        result = dict.fromkeys(TIER_NAMES, 0)
+        result["host"] = self.bytes_gathered
+        result["requested"] = self.bytes_gathered
+        return result
+
+    def close(self) -> None:
+        """Drop the staging buffers (they are reallocated if ``gather`` is called again); idempotent."""
+        self._ring = [None] * len(self._ring)
