@@ -4,9 +4,9 @@ Per root ``r`` the sampler keeps a sorted node set ``set_nodes[set_ptr[r]:set_pt
 frontier (the nodes first reached at the previous hop). A hop samples the frontier's in-neighbours
 with :func:`graphtier.sampling._neighbor_kernels.sample_sources`, then :func:`new_members` keeps the
 candidates not yet in the root's set and :func:`merge_members` merges them in. Finally
-:func:`induced_edge_counts` / :func:`write_induced_edges` extract the induced subgraph by
+:func:`induced_edges_buffered` / :func:`write_induced_edges` extract the induced subgraph by
 intersecting each member's sorted in-neighbour list with the sorted set (a merge walk for short
-lists, binary searches for long ones). The reference is
+lists, galloping searches for long ones). The reference is
 :func:`graphtier.sampling.reference.shadow_sample_reference`.
 """
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-# Neighbour lists longer than this many times the set size are intersected by binary search.
+# Neighbour lists longer than this many times the set size are intersected by galloping search.
 MERGE_RATIO = 8
 
 
@@ -29,6 +29,23 @@ def _lower_bound(values: np.ndarray, start: np.int64, stop: np.int64, key: np.in
         else:
             hi = mid
     return lo
+
+
+@numba.njit(cache=True, nogil=True)
+def _gallop(values: np.ndarray, start: np.int64, stop: np.int64, key: np.int64) -> np.int64:
+    """First index in [start, stop) with ``values[i] >= key`` (sorted values), probing start+1, +3, +7, ...
+
+    Costs O(log(distance)) and walks forward through memory, so successive searches for ascending
+    keys cost O(n log(d / n)) in all.
+    """
+    if start >= stop or values[start] >= key:
+        return start
+    step = 1
+    low = start  # values[low] < key
+    while low + step < stop and values[low + step] < key:
+        low += step
+        step *= 2
+    return _lower_bound(values, low + 1, min(stop, low + step + 1), key)
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
@@ -140,9 +157,10 @@ def _intersect(
     dst_local: np.int64,
     edge_index: np.ndarray,
     out: np.int64,
-    write: bool,
+    limit: np.int64,
 ) -> np.int64:
-    """Count (and with ``write`` store from column ``out``) the edges u -> dst with u in members[start:stop]."""
+    """Count the edges u -> dst with u in members[start:stop] (sorted); store them from column ``out``
+    of ``edge_index`` as long as the column is below ``limit`` (local ids from ``local``)."""
     size = stop - start
     degree = nbr_stop - nbr_start
     count = 0
@@ -155,16 +173,19 @@ def _intersect(
             if b == stop:
                 break
             if members[b] == u:
-                if write:
+                if out + count < limit:
                     edge_index[0, out + count] = local[b]
                     edge_index[1, out + count] = dst_local
                 count += 1
     else:
+        at = nbr_start
         for b in range(start, stop):
             u = members[b]
-            at = _lower_bound(indices, nbr_start, nbr_stop, u)
+            at = _gallop(indices, at, nbr_stop, u)  # members ascend, so the search only moves forward
+            if at == nbr_stop:
+                break
             while at < nbr_stop and indices[at] == u:
-                if write:
+                if out + count < limit:
                     edge_index[0, out + count] = local[b]
                     edge_index[1, out + count] = dst_local
                 count += 1
@@ -173,19 +194,28 @@ def _intersect(
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
-def induced_edge_counts(indptr: np.ndarray, indices: np.ndarray, set_nodes: np.ndarray, set_ptr: np.ndarray) -> np.ndarray:
-    """int64 [U + 1]: exclusive prefix sum of the induced-subgraph edge count of each root's set."""
+def induced_edges_buffered(
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    set_nodes: np.ndarray,
+    set_ptr: np.ndarray,
+    local: np.ndarray,
+    buffer_ptr: np.ndarray,
+    buffer: np.ndarray,
+) -> np.ndarray:
+    """First pass: root ``r``'s induced edges (local ids) into ``buffer[:, buffer_ptr[r]:buffer_ptr[r + 1]]``
+    (int64 [2, C]) while they fit. Returns int64 [U + 1], the exclusive prefix sum of every root's
+    full edge count; a root whose count exceeds its buffer is redone by :func:`write_induced_edges`."""
     num_roots = set_ptr.shape[0] - 1
     counts = np.zeros(num_roots, dtype=np.int64)
-    dummy_local = np.empty(0, dtype=np.int64)
-    dummy_edges = np.empty((2, 0), dtype=np.int64)
     for r in numba.prange(num_roots):
+        out = buffer_ptr[r]
         total = 0
         for a in range(set_ptr[r], set_ptr[r + 1]):
             v = set_nodes[a]
             total += _intersect(
-                set_nodes, dummy_local, set_ptr[r], set_ptr[r + 1], indices, indptr[v], indptr[v + 1],
-                0, dummy_edges, 0, False,
+                set_nodes, local, set_ptr[r], set_ptr[r + 1], indices, indptr[v], indptr[v + 1],
+                local[a], buffer, out + total, buffer_ptr[r + 1],
             )
         counts[r] = total
     offsets = np.zeros(num_roots + 1, dtype=np.int64)
@@ -201,16 +231,26 @@ def write_induced_edges(
     set_nodes: np.ndarray,
     set_ptr: np.ndarray,
     local: np.ndarray,
+    buffer_ptr: np.ndarray,
+    buffer: np.ndarray,
     edge_offsets: np.ndarray,
     edge_index: np.ndarray,
 ) -> None:
-    """Write root ``r``'s induced edges (local ids) to ``edge_index[:, edge_offsets[r]:edge_offsets[r + 1]]``."""
+    """Second pass: root ``r``'s edges to ``edge_index[:, edge_offsets[r]:edge_offsets[r + 1]]``, copied
+    from the buffer when they fitted, else intersected again."""
     num_roots = set_ptr.shape[0] - 1
     for r in numba.prange(num_roots):
         out = edge_offsets[r]
+        count = edge_offsets[r + 1] - out
+        if count <= buffer_ptr[r + 1] - buffer_ptr[r]:
+            for i in range(count):
+                edge_index[0, out + i] = buffer[0, buffer_ptr[r] + i]
+                edge_index[1, out + i] = buffer[1, buffer_ptr[r] + i]
+            continue
+        stop = edge_offsets[r + 1]
         for a in range(set_ptr[r], set_ptr[r + 1]):
             v = set_nodes[a]
             out += _intersect(
                 set_nodes, local, set_ptr[r], set_ptr[r + 1], indices, indptr[v], indptr[v + 1],
-                local[a], edge_index, out, True,
+                local[a], edge_index, out, stop,
             )

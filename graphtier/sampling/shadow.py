@@ -24,6 +24,10 @@ from graphtier.sampling.neighbor import check_fanouts, check_graph, check_num_th
 from graphtier.sampling.seeds import as_seed_array
 
 
+# Edges per subgraph node kept from the first intersection pass (see _shadow_kernels.induced_edges_buffered).
+EDGE_BUFFER_PER_NODE = 16
+
+
 def first_seen_unique(seeds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Distinct values of ``seeds`` (int64 [B]) in first-seen order, and each seed's index among them (int64 [B])."""
     values, first, inverse = np.unique(seeds, return_index=True, return_inverse=True)
@@ -119,7 +123,16 @@ class ShadowSampler:
         n_id = np.empty(total, dtype=np.int64)
         subgraph = np.empty(total, dtype=np.int64)
         local = kernels.assign_local_ids(roots, set_nodes, set_ptr, n_id, subgraph)
-        edge_offsets = kernels.induced_edge_counts(self.indptr, self.indices, set_nodes, set_ptr)
+        # Room for EDGE_BUFFER_PER_NODE edges per member; larger subgraphs are intersected twice.
+        sizes = np.diff(set_ptr)
+        buffer_ptr = np.zeros(num_roots + 1, dtype=np.int64)
+        np.cumsum(np.minimum(sizes * sizes, EDGE_BUFFER_PER_NODE * sizes), out=buffer_ptr[1:])
+        buffer = np.empty((2, int(buffer_ptr[-1])), dtype=np.int64)
+        edge_offsets = kernels.induced_edges_buffered(
+            self.indptr, self.indices, set_nodes, set_ptr, local, buffer_ptr, buffer
+        )
         edge_index = np.empty((2, int(edge_offsets[-1])), dtype=np.int64)
-        kernels.write_induced_edges(self.indptr, self.indices, set_nodes, set_ptr, local, edge_offsets, edge_index)
+        kernels.write_induced_edges(
+            self.indptr, self.indices, set_nodes, set_ptr, local, buffer_ptr, buffer, edge_offsets, edge_index
+        )
         return n_id, edge_index, seed_index, subgraph

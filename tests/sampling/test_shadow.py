@@ -105,3 +105,15 @@ def test_invalid_fanouts():
     indptr, indices = star_in(3)
     with pytest.raises(OptionError, match="fanouts"):
         ShadowSampler(indptr, indices, [3, 0], 2)
+
+
+@pytest.mark.parametrize("buffer_per_node", [0, 1, 1000])
+def test_buffer_overflow_path_matches_reference(monkeypatch, buffer_per_node):
+    """Subgraphs whose edges overflow the first-pass buffer are intersected again, with the same result."""
+    import graphtier.sampling.shadow as shadow_module
+
+    monkeypatch.setattr(shadow_module, "EDGE_BUFFER_PER_NODE", buffer_per_node)
+    indptr, indices = random_csc(400, 6000, 12)  # repeated edges: more induced edges than node pairs
+    seeds = np.random.default_rng(3).integers(0, 400, 50)
+    mb = ShadowSampler(indptr, indices, [4, 4], 2, seed=9).sample(seeds, batch_id=2)
+    check_against_reference_and_graph(mb, indptr, indices, [4, 4], seeds, 9, 2, 2)
