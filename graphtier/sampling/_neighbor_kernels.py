@@ -285,6 +285,57 @@ def relabel(sources: np.ndarray, local_id: np.ndarray, n_id: np.ndarray, count: 
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
+def relabel_parallel(
+    sources: np.ndarray, local_id: np.ndarray, n_id: np.ndarray, count: np.int64, num_parts: np.int64,
+    out: np.ndarray,
+) -> np.int64:
+    """Parallel twin of :func:`relabel` with the same result: ``out[e]`` (int64 [E]) = local id of ``sources[e]``.
+
+    Part ``p`` of ``num_parts`` owns the nodes ``u % num_parts == p`` and marks the first occurrence
+    of each new node (``local_id[u] = -2 - e`` while this runs; needs E < 2^31 - 2 for int32 scratch);
+    a prefix sum over those marks gives every new node its first-seen rank. ``sources`` is read-only.
+    """
+    num_edges = sources.shape[0]
+    first = np.empty(num_edges, dtype=np.uint8)
+    for part_index in numba.prange(num_parts):
+        part = np.int64(part_index)
+        for e in range(num_edges):
+            u = sources[e]
+            if u % num_parts != part:
+                continue
+            lid = np.int64(local_id[u])
+            if lid == -1:
+                local_id[u] = -2 - e
+                first[e] = 1
+            else:
+                first[e] = 0
+            out[e] = lid  # a known id, or -2 - (edge of the first occurrence), or -1 for a first occurrence
+    num_blocks = (num_edges + RELABEL_BLOCK - 1) // RELABEL_BLOCK
+    block_start = np.zeros(num_blocks + 1, dtype=np.int64)
+    for b in numba.prange(num_blocks):
+        new = 0
+        for e in range(b * RELABEL_BLOCK, min(num_edges, (b + 1) * RELABEL_BLOCK)):
+            new += first[e]
+        block_start[b + 1] = new
+    for b in range(num_blocks):
+        block_start[b + 1] += block_start[b]
+    for b in numba.prange(num_blocks):
+        next_id = count + block_start[b]
+        for e in range(b * RELABEL_BLOCK, min(num_edges, (b + 1) * RELABEL_BLOCK)):
+            if first[e]:
+                u = sources[e]
+                out[e] = next_id
+                n_id[next_id] = u
+                local_id[u] = next_id
+                next_id += 1
+    for e in numba.prange(num_edges):
+        lid = out[e]
+        if lid < 0:
+            out[e] = out[-2 - lid]  # the first occurrence's id, final after the loop above
+    return count + block_start[num_blocks]
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
 def reset_local_ids(local_id: np.ndarray, n_id: np.ndarray, count: np.int64) -> None:
     """Set ``local_id[n_id[:count]] = -1`` (undo a batch's relabelling)."""
     for i in numba.prange(count):

@@ -195,16 +195,28 @@ class NeighborSampler:
                 dst_nodes = n_id[:count]
                 with numba_threads(threads_for(count, self.num_threads)):
                     offsets, starts, degrees = kernels.sample_offsets(self.indptr, dst_nodes, fanout)
-                    num_edges = int(offsets[-1])
-                    edge_index = np.empty((2, num_edges), dtype=np.int64)
-                    stream = np.uint64(kernels.stream_key(self.seed, batch_id, hop))
+                num_edges = int(offsets[-1])
+                edge_index = np.empty((2, num_edges), dtype=np.int64)
+                relabel_threads = threads_for(num_edges, self.num_threads)
+                if local_id.dtype == np.int32 and num_edges >= 2**31 - 2:
+                    relabel_threads = 1  # relabel_parallel's markers would not fit the int32 scratch
+                # the parallel relabel reads the global ids from a separate array
+                sources = np.empty(num_edges, dtype=np.int64) if relabel_threads > 1 else edge_index[0]
+                stream = np.uint64(kernels.stream_key(self.seed, batch_id, hop))
+                with numba_threads(threads_for(count, self.num_threads)):
                     kernels.sample_sources(
-                        self.indices, starts, degrees, fanout, stream, offsets, edge_index[0], edge_index[1]
+                        self.indices, starts, degrees, fanout, stream, offsets, sources, edge_index[1]
                     )
                 grown = np.empty(count + num_edges, dtype=np.int64)
                 grown[:count] = n_id[:count]
                 n_id = grown
-                count = int(kernels.relabel(edge_index[0], local_id, n_id, count))
+                if relabel_threads > 1:
+                    with numba_threads(relabel_threads):
+                        count = int(
+                            kernels.relabel_parallel(sources, local_id, n_id, count, relabel_threads, edge_index[0])
+                        )
+                else:
+                    count = int(kernels.relabel(edge_index[0], local_id, n_id, count))
                 layer_sizes.append(count)
                 edge_indices.append(edge_index)
         finally:

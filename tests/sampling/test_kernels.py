@@ -55,3 +55,34 @@ def test_floyd_twins_agree_and_draw_distinct_positions(key, degree, data):
 def test_stream_keys_differ_by_seed_batch_and_hop():
     keys = {k.stream_key(s, b, h) for s in range(4) for b in range(4) for h in range(4)}
     assert len(keys) == 64
+
+
+@settings(deadline=None, max_examples=50)
+@given(
+    num_nodes=st.integers(1, 300),
+    num_edges=st.integers(0, 3000),
+    known=st.integers(0, 50),
+    num_parts=st.integers(1, 4),
+    seed=st.integers(0, 2**16),
+    scratch_dtype=st.sampled_from([np.int32, np.int64]),
+)
+def test_relabel_parallel_matches_relabel(num_nodes, num_edges, known, num_parts, seed, scratch_dtype):
+    """Same ids, same new-node order, same scratch afterwards, with some nodes already known."""
+    rng = np.random.default_rng(seed)
+    sources = rng.integers(0, num_nodes, num_edges).astype(np.int64)
+    known_nodes = rng.permutation(num_nodes)[: min(known, num_nodes)]
+    results = []
+    for parallel in (False, True):
+        local_id = np.full(num_nodes, -1, dtype=scratch_dtype)
+        n_id = np.empty(known_nodes.size + num_edges, dtype=np.int64)
+        count = k.unique_seeds(known_nodes.astype(np.int64), local_id, n_id, np.empty(known_nodes.size, np.int64))
+        if parallel:
+            out = np.empty(num_edges, dtype=np.int64)
+            count = k.relabel_parallel(sources, local_id, n_id, count, num_parts, out)
+        else:
+            out = sources.copy()
+            count = k.relabel(out, local_id, n_id, count)
+        results.append((out, n_id[:count].copy(), local_id))
+    (out_a, nid_a, lid_a), (out_b, nid_b, lid_b) = results
+    assert np.array_equal(out_a, out_b) and np.array_equal(nid_a, nid_b) and np.array_equal(lid_a, lid_b)
+    assert np.array_equal(nid_a[out_a], sources)
