@@ -210,6 +210,27 @@ class TierPlan:
         tier[ids < self.local_rows] = TIER_NAMES.index("gpu")
         return tier
 
+    def tier_counts(self, ids: np.ndarray) -> np.ndarray:
+        """Rows per static tier (int64 [len(TIER_NAMES)], "cache" 0) of ids int64 [B]; equals bincount(tier_of)."""
+        ids = np.asarray(ids, dtype=np.int64)
+        below_local = int(np.count_nonzero(ids < self.local_rows))
+        below_peer = int(np.count_nonzero(ids < self.peer_end))
+        below_host = int(np.count_nonzero(ids < self.host_end))
+        counts = np.zeros(len(TIER_NAMES), dtype=np.int64)
+        in_peer = below_peer - below_local
+        own = 0
+        if in_peer:
+            if self.peer_partitions == 1:
+                own = in_peer
+            else:
+                peer_ids = ids[(ids >= self.local_rows) & (ids < self.peer_end)]
+                own = int(np.count_nonzero((peer_ids - self.local_rows) % self.peer_partitions == 0))
+        counts[TIER_NAMES.index("gpu")] = below_local + own
+        counts[TIER_NAMES.index("gpu-peer")] = in_peer - own
+        counts[TIER_NAMES.index("host")] = below_host - below_peer
+        counts[TIER_NAMES.index("disk")] = ids.shape[0] - below_host
+        return counts
+
     def describe(self) -> str:
         """One line: rows and bytes per tier."""
 

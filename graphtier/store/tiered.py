@@ -192,7 +192,7 @@ class TieredFeatureStore:
         """Add the bytes of this call per tier: cache hits to "cache", the rest to their static tier."""
         row_bytes = self.row_bytes
         fetched = ids_np if cached_ids is None else cached_ids
-        counts = np.bincount(self.plan.tier_of(fetched), minlength=len(TIER_NAMES))
+        counts = self.plan.tier_counts(fetched)
         for name, count in zip(TIER_NAMES, counts):
             self._traffic[name] += int(count) * row_bytes
         self._traffic["cache"] += cache_hits * row_bytes

@@ -94,6 +94,8 @@ def test_plan_covers_every_row_once(
     in_peer = (ids >= plan.local_rows) & (ids < plan.peer_end) & ((ids - plan.local_rows) % partitions != 0)
     expected[in_peer] = "gpu-peer"
     assert list(names) == list(expected)
+    sample = np.random.default_rng(num_rows).integers(0, num_rows, 50)
+    np.testing.assert_array_equal(plan.tier_counts(sample), np.bincount(plan.tier_of(sample), minlength=len(TIER_NAMES)))
 
 
 def test_interleaved_fraction_is_of_the_whole_table() -> None:

@@ -1,0 +1,43 @@
+"""``bench gather`` runs end to end on tiny tables and reports ratios against its in-run baseline."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from graphtier.cli.bench_gather import CPU_METHODS, command, format_gather_table, run_gather_benchmark
+from graphtier.errors import OptionError
+
+
+def test_cli_prints_table_and_saves_json(tmp_path: Path) -> None:
+    output = tmp_path / "gather.json"
+    result = CliRunner().invoke(
+        command,
+        ["--row-bytes", "128,512", "--table-size", "1MiB", "--batch-rows", "500", "--threads", "1",
+         "--repeats", "1", "--device", "cpu", "--json", str(output)],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "index_select" in result.output and "not measured" in result.output
+    report = json.loads(output.read_text())
+    rows = report["results"]
+    assert [(r["row_bytes"], r["method"]) for r in rows] == [(b, m) for b in (128, 512) for m in CPU_METHODS]
+    baseline = [r for r in rows if r["method"] == "index_select"]
+    assert all(r["vs_baseline"] == pytest.approx(1.0) for r in baseline)
+    assert all(r["gb_per_s"] > 0 and r["seconds"] > 0 for r in rows)
+
+
+def test_bad_options_name_themselves() -> None:
+    with pytest.raises(OptionError, match="--row-bytes"):
+        run_gather_benchmark(row_bytes=[6], table_bytes=1024, batch_rows=4, threads=[1], dtype="float32")
+    with pytest.raises(OptionError, match="--threads"):
+        run_gather_benchmark(row_bytes=[8], table_bytes=1024, batch_rows=4, threads=[999])
+    result = CliRunner().invoke(command, ["--table-size", "10%"])
+    assert isinstance(result.exception, OptionError) and "--table-size" in str(result.exception)
+
+
+def test_format_table_has_a_row_per_result() -> None:
+    report = run_gather_benchmark(row_bytes=[16], table_bytes=4096, batch_rows=8, threads=[1], repeats=1, dtype="float16")
+    assert len(format_gather_table(report).splitlines()) == 2 + len(CPU_METHODS)
