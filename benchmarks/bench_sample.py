@@ -100,13 +100,16 @@ def main() -> None:
     for threads, mem in memory.items():
         print(f"{threads:>7} {mem['random_gathers_per_s'] / 1e6:>16.1f}M {mem['sequential_bytes_per_s'] / 1e9:>15.2f}")
     print()
-    header = f"{'threads':>7} {'fanouts':>10} {'edges/s':>9} {'batches/s':>10} {'nodes/batch':>12} {'edges/batch':>12} {'vs gather':>10}"
+    header = (
+        f"{'threads':>7} {'fanouts':>10} {'edges/s':>9} {'batches/s':>10} {'nodes/batch':>12} "
+        f"{'edges/batch':>12} {'vs gather':>10} {'CPU/wall':>9}"
+    )
     print(header)
     for r in rows:
         print(
             f"{r['threads']:>7} {','.join(map(str, r['fanouts'])):>10} {r['sampled_edges_per_s'] / 1e6:>8.1f}M "
             f"{r['batches_per_s']:>10.1f} {r['unique_nodes_per_batch']:>12,.0f} {r['sampled_edges_per_batch']:>12,.0f} "
-            f"{r['ratio_to_random_gather']:>10.2f}"
+            f"{r['ratio_to_random_gather']:>10.2f} {r['cpu_seconds'] / r['seconds']:>9.2f}"
         )
     report = {
         "benchmark": "bench_sample",

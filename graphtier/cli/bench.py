@@ -78,6 +78,7 @@ def sample_command(
         ("unique_nodes_per_batch", "unique nodes/batch", "{:,.0f}"),
         ("sampled_edges_per_batch", "sampled edges/batch", "{:,.0f}"),
         ("seconds", "timed seconds", "{:.3f}"),
+        ("cpu_seconds", "CPU seconds", "{:.3f}"),
     ):
         click.echo(f"{label:>22}  {fmt.format(results[key])}")
     click.echo(
@@ -142,11 +143,13 @@ def run_sample_benchmark(
     edges = 0
     nodes = 0
     start = time.perf_counter()
+    cpu_start = time.process_time()
     for b in range(warmup, needed):
         mb = sampler_obj.sample(seed_batches[b], batch_id=b)
         edges += mb.num_sampled_edges
         nodes += mb.num_nodes
     seconds = time.perf_counter() - start
+    cpu_seconds = time.process_time() - cpu_start
     return {
         "dataset": str(ds.path),
         "num_nodes": ds.num_nodes,
@@ -158,6 +161,7 @@ def run_sample_benchmark(
         "threads": num_threads,
         "in_memory": in_memory,
         "seconds": seconds,
+        "cpu_seconds": cpu_seconds,  # all threads of the process; < threads * seconds when it had to wait for a core
         "sampled_edges_per_s": edges / seconds,
         "batches_per_s": batches / seconds,
         "unique_nodes_per_batch": nodes / batches,
