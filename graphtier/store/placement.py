@@ -280,9 +280,9 @@ def plan_tiers(
     if cache is not None:
         cache_auto = int(AUTO_CACHE_SHARE * device_auto) if gpu.auto else device_auto
         cache_rows = cache.rows(num_rows, row_bytes, cache_auto)
-    gpu_auto = device_auto // peer_partitions
+    gpu_auto = device_auto  # per device: each of the P devices holds this much of the interleaved tier
     if gpu.auto and cache is not None:
-        gpu_auto = max(0, device_auto - cache_rows * row_bytes) // peer_partitions
+        gpu_auto = max(0, device_auto - cache_rows * row_bytes)
     per_device_rows = gpu.rows(num_rows, row_bytes, gpu_auto)
     if gpu.fraction is not None and peer_partitions > 1:
         per_device_rows = -(-per_device_rows // peer_partitions)  # a fraction is of the whole table

@@ -26,7 +26,7 @@ import torch
 
 from graphtier.errors import OptionError
 from graphtier.store._gather_kernels import as_raw_bits, gather_rows
-from graphtier.store._tiered_kernels import interleave_partitions, tiered_gather_rows
+from graphtier.store._tiered_kernels import interleave_partitions, tiered_gather_rows, tiered_gather_rows_in_order
 from graphtier.store.cache import RowCache
 from graphtier.store.placement import TIER_NAMES, TierPlan, format_bytes
 from graphtier.store.unified import HostRegistrar, UnifiedTensor
@@ -102,7 +102,6 @@ class TieredFeatureStore:
         self._closed = False
         self._ring: list[torch.Tensor | None] = [None] * max(1, ring_size)
         self._ring_next = 0
-        self._positions = np.arange(0, dtype=np.int64)
         self.cache: RowCache | None = None
         if self.on_cuda:
             self._setup_cuda(registrar)
@@ -183,11 +182,6 @@ class TieredFeatureStore:
             ring[slot] = buf
         return buf[:rows]
 
-    def _arange(self, n: int) -> np.ndarray:
-        if self._positions.shape[0] < n:
-            self._positions = np.arange(max(n, 2 * self._positions.shape[0]), dtype=np.int64)
-        return self._positions[:n]
-
     def _account(self, ids_np: np.ndarray, cache_hits: int, cached_ids: np.ndarray | None) -> None:
         """Add the bytes of this call per tier: cache hits to "cache", the rest to their static tier."""
         row_bytes = self.row_bytes
@@ -234,10 +228,9 @@ class TieredFeatureStore:
         local, peers, host, disk = self._bits
         out_bits = as_raw_bits(out.numpy())
         if self.cache is None:
-            tiered_gather_rows(
-                local, peers, host, disk, plan.local_rows, plan.peer_end, plan.host_end,
-                ids_np, self._arange(ids_np.shape[0]), out_bits,
-            )  # fmt: skip
+            tiered_gather_rows_in_order(
+                local, peers, host, disk, plan.local_rows, plan.peer_end, plan.host_end, ids_np, out_bits
+            )
             self._account(ids_np, 0, None)
             return out
         ids_t = torch.from_numpy(ids_np)

@@ -13,7 +13,12 @@ from hypothesis import strategies as st
 from graphtier.errors import OptionError
 from graphtier.store import FEATURE_MODES, TIER_NAMES, HostFeatureStore, TieredFeatureStore, make_feature_store
 from graphtier.store._gather_kernels import as_raw_bits
-from graphtier.store._tiered_kernels import interleave_partitions, tiered_gather_reference, tiered_gather_rows
+from graphtier.store._tiered_kernels import (
+    interleave_partitions,
+    tiered_gather_reference,
+    tiered_gather_rows,
+    tiered_gather_rows_in_order,
+)
 from graphtier.store.placement import TierPlan
 from graphtier.store.tiered import torch_dtype_of
 
@@ -160,6 +165,12 @@ def test_tiered_kernel_equals_reference(rows: int, dim: int, ids: list[int]) -> 
     )  # fmt: skip
     expected = tiered_gather_reference(table, ids_np, positions, np.full_like(out, np.nan))
     np.testing.assert_array_equal(out, expected)
+    in_order = np.full_like(out, np.nan)
+    tiered_gather_rows_in_order(
+        *(as_raw_bits(a) for a in (local, peers, host, table)), local_rows, peer_end, host_end, ids_np,
+        as_raw_bits(in_order),
+    )  # fmt: skip
+    np.testing.assert_array_equal(in_order, table[ids_np])
 
 
 def test_out_of_range_and_bad_ids_raise() -> None:
