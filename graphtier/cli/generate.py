@@ -65,7 +65,8 @@ COUNT = CountType()
               help="Largest expected degree (hub size). Default: 4 * sqrt(nodes * avg-degree).")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--chunk-edges", type=COUNT, default=synthetic.DEFAULT_CHUNK_EDGES, show_default=True,
-              help="Edges drawn per chunk; bounds working memory, does not change the output.")
+              help="Edges drawn per kernel call and feature values per written block (the feature buffer); "
+                   "does not change the output.")
 @click.option("--overwrite", is_flag=True, help="Replace OUTPUT if it exists.")
 @click.option("--quiet", "-q", is_flag=True, help="Print only the final summary line.")
 def command(output: str, quiet: bool, **options: Any) -> None:
