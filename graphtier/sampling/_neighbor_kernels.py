@@ -145,10 +145,10 @@ def floyd_positions(key: np.uint64, degree: np.int64, k: np.int64, out: np.ndarr
                     break
                 slot = (slot + 1) & mask
         else:
-            for s in range(i):
-                if out[s] == j:
-                    found = True
-                    break
+            hits = 0
+            for s in range(i):  # no early exit: the compiler turns this into a few SIMD compares
+                hits += out[s] == j
+            found = hits > 0
         pick = t if found else j
         out[i] = pick
         if use_table:

@@ -222,4 +222,5 @@ class NeighborSampler:
         finally:
             with numba_threads(threads_for(count, self.num_threads)):
                 kernels.reset_local_ids(local_id, n_id, count)
-        return n_id[:count].copy() if n_id.shape[0] != count else n_id, edge_indices, layer_sizes, seed_index
+        # a view: the buffer holds at most one hop's edge count of unused rows, and a copy costs more
+        return n_id[:count], edge_indices, layer_sizes, seed_index
