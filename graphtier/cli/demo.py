@@ -34,10 +34,10 @@ def command(workdir: Path, epochs: int, device: str) -> None:
     The same as running `graphtier generate` and then `graphtier train` twice; the reports are
     written to WORKDIR/sage.json and WORKDIR/mlp.json.
     """
-    from graphtier.cli.train import epoch_summary
     from graphtier.dataset import Dataset
     from graphtier.dataset.synthetic import generate
     from graphtier.train import TrainConfig, Trainer
+    from graphtier.train.report import epoch_summary
 
     data_path = workdir / "data"
     if (data_path / "meta.json").is_file():

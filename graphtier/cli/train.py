@@ -9,32 +9,6 @@ import click
 
 from graphtier.cli.options import fanouts_option_type
 
-SUMMARY_STAGES = ("sample", "extract", "transfer", "train", "total")
-
-
-def _format_bytes(count: float) -> str:
-    for unit in ("B", "KB", "MB", "GB", "TB"):
-        if count < 1000 or unit == "TB":
-            return f"{count:.1f} {unit}" if unit != "B" else f"{int(count)} B"
-        count /= 1000
-    return f"{count:.1f} TB"
-
-
-def _format_acc(value: float | None) -> str:
-    return "-" if value is None else f"{value:.4f}"
-
-
-def epoch_summary(record: dict[str, Any], epochs: int) -> str:
-    """One line per epoch: loss, accuracies, throughput and where the time went."""
-    stages = record["stage_seconds"]
-    times = " ".join(f"{name} {stages[name]:.2f}s" for name in SUMMARY_STAGES)
-    return (
-        f"epoch {record['epoch']}/{epochs}  loss {record['loss']:.4f}  train {record['train_acc']:.4f}  "
-        f"valid {_format_acc(record['valid_acc'])}  test {_format_acc(record['test_acc'])}  |  "
-        f"{record['batches_per_s']:.1f} batch/s  {times}  features {_format_bytes(record['feature_bytes'])}"
-    )
-
-
 def _progress_factory(console: Any) -> Callable[[str, int], Callable[[int, dict[str, Any]], None]]:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -105,6 +79,18 @@ def _progress_factory(console: Any) -> Callable[[str, int], Callable[[int, dict[
 @click.option("--prefetch", default=4, show_default=True, type=int, help="Mini-batches prepared ahead.")
 @click.option("--checkpoint", type=click.Path(path_type=str), default=None, help="Directory: save every epoch, resume.")
 @click.option("--report", type=click.Path(dir_okay=False, path_type=str), default=None, help="Write the run report JSON.")
+@click.option(
+    "--devices",
+    default=None,
+    help="Several trainer processes at once, e.g. cpu,cuda:0 or cpu,cpu (synchronous SGD over torch.distributed).",
+)
+@click.option("--balance", default="dynamic", show_default=True, help="dynamic | static | off (multi-process runs).")
+@click.option("--cpu-share", type=float, default=None, help="Starting workload share of the CPU ranks (mixed runs).")
+@click.option(
+    "--shares", default=None, help="Starting workload share of every rank, e.g. 0.3,0.7 (overrides --cpu-share)."
+)
+@click.option("--rebalance-every", default=10, show_default=True, type=int, help="Iterations between rebalances.")
+@click.option("--cpu-threads", type=int, default=None, help="Threads per rank (default: cores / ranks).")
 @click.option("--quiet", is_flag=True, help="Print only the final result line.")
 def command(dataset: str, **options: Any) -> None:
     """Train a GNN on DATASET with mini-batch neighbour sampling.
@@ -116,9 +102,34 @@ def command(dataset: str, **options: Any) -> None:
 
     from graphtier.dataset import Dataset
     from graphtier.train import TrainConfig, Trainer
+    from graphtier.train.distributed import launch, parse_devices, parse_shares, under_torchrun
+    from graphtier.train.report import epoch_summary, format_accuracy
 
+    if options["devices"] is not None:
+        options["devices"] = parse_devices(options["devices"])
+    if options["shares"] is not None:
+        options["shares"] = parse_shares(options["shares"])
     config = TrainConfig(**options)
     data = Dataset.open(dataset)
+    if config.devices is not None and (len(config.devices) > 1 or under_torchrun()):
+        config.validate(data)
+        if not config.quiet and not under_torchrun():
+            click.echo(
+                f"training {config.model} on {data.name} with {len(config.devices)} trainer processes "
+                f"({', '.join(config.devices)}), balance {config.balance}"
+            )
+        multi_report = launch(dataset, config)
+        if multi_report is not None:
+            final = multi_report["final"]
+            balancer = multi_report["balancer"]
+            click.echo(
+                f"final ({final['method']} inference, best epoch {final['epoch']}): "
+                f"valid_acc {format_accuracy(final['valid_acc'])}  test_acc {format_accuracy(final['test_acc'])}  "
+                f"cpu share {balancer['final_cpu_share']:.3f}"
+            )
+        return
+    if config.devices is not None:
+        config.device = config.devices[0]
     console = Console(stderr=True)
     quiet = config.quiet
 
@@ -145,7 +156,7 @@ def command(dataset: str, **options: Any) -> None:
     final = report["final"]
     click.echo(
         f"final ({final['method']} inference, best epoch {final['epoch']}): "
-        f"valid_acc {_format_acc(final['valid_acc'])}  test_acc {_format_acc(final['test_acc'])}"
+        f"valid_acc {format_accuracy(final['valid_acc'])}  test_acc {format_accuracy(final['test_acc'])}"
     )
     if config.report and not quiet:
         click.echo(f"report written to {config.report}")

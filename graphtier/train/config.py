@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +10,7 @@ import torch
 
 from graphtier.dataset import Dataset
 from graphtier.errors import OptionError
+from graphtier.train.balancer import BALANCE_MODES
 from graphtier.train.models import MODEL_NAMES, NORM_NAMES
 
 SAMPLER_NAMES = ("neighbor", "shadow")
@@ -67,7 +68,13 @@ class TrainConfig:
     checkpoint: str | None = None
     report: str | None = None
     quiet: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
+    devices: tuple[str, ...] | None = None
+    balance: str = "dynamic"
+    cpu_share: float | None = None
+    shares: tuple[float, ...] | None = None
+    rebalance_every: int = 10
+    cpu_threads: int | None = None
+    workload_samples: int = 3
 
     @property
     def num_layers(self) -> int:
@@ -77,6 +84,8 @@ class TrainConfig:
         out = asdict(self)
         out["fanouts"] = list(self.fanouts)
         out["eval_fanouts"] = list(self.eval_fanouts) if self.eval_fanouts is not None else None
+        out["devices"] = list(self.devices) if self.devices is not None else None
+        out["shares"] = list(self.shares) if self.shares is not None else None
         out["num_layers"] = self.num_layers
         return out
 
@@ -102,12 +111,29 @@ class TrainConfig:
             )
         if self.num_layers < 1:
             raise OptionError(f"--layers expected a positive integer, found {self.num_layers}")
-        for name in ("batch_size", "hidden", "epochs", "eval_every", "eval_batch_size", "prefetch", "heads"):
+        if self.balance not in BALANCE_MODES:
+            raise OptionError(f"--balance expected one of {', '.join(BALANCE_MODES)}, found {self.balance!r}")
+        if self.cpu_share is not None and not 0.0 < self.cpu_share < 1.0:
+            raise OptionError(f"--cpu-share expected a value in (0, 1), found {self.cpu_share}")
+        if self.shares is not None:
+            if self.devices is None or len(self.shares) != len(self.devices):
+                raise OptionError(
+                    f"--shares expected one value per --devices entry ({len(self.devices or ())}), "
+                    f"found {len(self.shares)}"
+                )
+            if any(not share > 0 for share in self.shares):
+                raise OptionError(f"--shares expected positive values, found {list(self.shares)}")
+        for name in (
+            "batch_size", "hidden", "epochs", "eval_every", "eval_batch_size", "prefetch", "heads",
+            "rebalance_every", "workload_samples",
+        ):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise OptionError(f"--{name.replace('_', '-')} expected a positive integer, found {value!r}")
-        if self.num_threads is not None and self.num_threads < 1:
-            raise OptionError(f"--num-threads expected a positive integer, found {self.num_threads}")
+        for name in ("num_threads", "cpu_threads"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise OptionError(f"--{name.replace('_', '-')} expected a positive integer, found {value}")
         if not 0.0 <= self.dropout < 1.0:
             raise OptionError(f"--dropout expected a value in [0, 1), found {self.dropout}")
         if not self.lr > 0:

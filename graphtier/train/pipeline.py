@@ -12,8 +12,9 @@ import queue
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Iterable, Iterator
 
+import numba
 import numpy as np
 import torch
 
@@ -59,11 +60,12 @@ class BatchProducer:
         first_batch_id: batch id of ``seed_batches[0]`` (batch ids make sampling reproducible).
         depth: queue bound: how many prepared batches may wait.
         row_bytes: bytes per feature row, for the byte counter.
+        num_threads: numba threads of the producer thread (numba's setting is per thread).
     """
 
     def __init__(
         self,
-        seed_batches: Sequence[np.ndarray],
+        seed_batches: Iterable[np.ndarray],
         sample: Callable[[np.ndarray, int], MiniBatch],
         gather: Callable[[torch.Tensor], torch.Tensor],
         labels: np.ndarray,
@@ -71,6 +73,7 @@ class BatchProducer:
         first_batch_id: int = 0,
         depth: int = 4,
         row_bytes: int = 0,
+        num_threads: int | None = None,
     ) -> None:
         self._seed_batches = seed_batches
         self._sample = sample
@@ -78,6 +81,7 @@ class BatchProducer:
         self._labels = labels
         self._first_batch_id = first_batch_id
         self._row_bytes = row_bytes
+        self._num_threads = num_threads
         self._queue: queue.Queue[object] = queue.Queue(maxsize=max(1, depth))
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="graphtier-producer", daemon=True)
@@ -94,6 +98,8 @@ class BatchProducer:
 
     def _run(self) -> None:
         try:
+            if self._num_threads is not None:
+                numba.set_num_threads(min(self._num_threads, numba.config.NUMBA_NUM_THREADS))
             for offset, seeds in enumerate(self._seed_batches):
                 if self._stop.is_set():
                     return

@@ -18,6 +18,33 @@ from graphtier.dataset import Dataset
 
 REPORT_VERSION = 1
 
+SUMMARY_STAGES = ("sample", "extract", "transfer", "train", "total")
+
+
+def format_bytes(count: float) -> str:
+    """``1234567`` -> ``"1.2 MB"`` (decimal units)."""
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if count < 1000 or unit == "TB":
+            return f"{count:.1f} {unit}" if unit != "B" else f"{int(count)} B"
+        count /= 1000
+    return f"{count:.1f} TB"
+
+
+def format_accuracy(value: float | None) -> str:
+    """``0.81234`` -> ``"0.8123"``; None (not evaluated) -> ``"-"``."""
+    return "-" if value is None else f"{value:.4f}"
+
+
+def epoch_summary(record: dict[str, Any], epochs: int) -> str:
+    """One line per epoch: loss, accuracies, throughput and where the time went."""
+    stages = record["stage_seconds"]
+    times = " ".join(f"{name} {stages[name]:.2f}s" for name in SUMMARY_STAGES)
+    return (
+        f"epoch {record['epoch']}/{epochs}  loss {record['loss']:.4f}  train {record['train_acc']:.4f}  "
+        f"valid {format_accuracy(record['valid_acc'])}  test {format_accuracy(record['test_acc'])}  |  "
+        f"{record['batches_per_s']:.1f} batch/s  {times}  features {format_bytes(record['feature_bytes'])}"
+    )
+
 
 def environment_info(device: torch.device) -> dict[str, Any]:
     """Versions, device and thread counts of this process."""
@@ -53,6 +80,18 @@ class RunReport:
     final: dict[str, Any] = field(default_factory=dict)
     wall_seconds: float = 0.0
     resumed_from: dict[str, Any] | None = None
+    balancer: Any = None
+    devices: list[str] | None = None
+    ranks: list[dict[str, Any]] = field(default_factory=list)
+
+    def add_rank_totals(self, epoch_ranks: list[dict[str, Any]]) -> None:
+        """Add one epoch's per-rank seeds and seconds to the run totals (multi-process runs)."""
+        if not self.ranks:
+            self.ranks = [dict(r) for r in epoch_ranks]
+            return
+        for total, epoch in zip(self.ranks, epoch_ranks):
+            for key in ("seeds", "compute_seconds", "wait_seconds"):
+                total[key] += epoch[key]
 
     def to_dict(self) -> dict[str, Any]:
         ds = self.dataset
@@ -60,7 +99,7 @@ class RunReport:
         def split_size(idx: np.ndarray | None) -> int:
             return 0 if idx is None else int(idx.shape[0])
 
-        return {
+        out = {
             "report_version": REPORT_VERSION,
             "config": self.config,
             "dataset": {
@@ -82,6 +121,17 @@ class RunReport:
             "final": self.final,
             "wall_seconds": self.wall_seconds,
         }
+        if self.devices is not None:
+            out["devices"] = self.devices
+            out["ranks"] = self.ranks
+            balancer = self.balancer
+            out["balancer"] = {
+                "mode": balancer.mode,
+                "final_shares": [float(v) for v in balancer.shares],
+                "final_cpu_share": balancer.cpu_share(),
+                "ratio_history": balancer.ratio_history,
+            }
+        return out
 
     def write(self, path: str | os.PathLike[str]) -> None:
         """Write the report as JSON, atomically (temporary file + rename)."""

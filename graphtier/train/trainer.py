@@ -6,8 +6,9 @@ import copy
 import os
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable, Iterator
 
+import numba
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -16,7 +17,18 @@ from graphtier.dataset import Dataset
 from graphtier.errors import OptionError
 from graphtier.sampling import MiniBatch, NeighborSampler, ShadowSampler, iter_seed_batches
 from graphtier.store import HostFeatureStore
+from graphtier.train.balancer import LoadBalancer, cached_workload, estimate_workload, split_by_workload
 from graphtier.train.config import TrainConfig
+from graphtier.train.distributed import (
+    DistContext,
+    ShareSchedule,
+    all_gather_floats,
+    all_reduce_gradients,
+    all_reduce_sum,
+    broadcast_parameters,
+    fail_now,
+    slowdown_factor,
+)
 from graphtier.train.inference import layerwise_inference
 from graphtier.train.models import build_model
 from graphtier.train.pipeline import BatchProducer, PreparedBatch
@@ -62,15 +74,21 @@ class Trainer:
         *,
         on_epoch: EpochCallback | None = None,
         progress: ProgressFactory | None = None,
+        dist: DistContext | None = None,
     ) -> None:
         config.validate(dataset)
+        self.dist = dist
         self.dataset = dataset
         self.config = config
         self.on_epoch = on_epoch
         self.progress = progress
         self.device = torch.device(config.device)
-        if config.num_threads is not None:
-            torch.set_num_threads(config.num_threads)
+        self.producer_threads: int | None = config.num_threads
+        if dist is not None:
+            self.producer_threads = config.cpu_threads or max(1, (os.cpu_count() or 1) // dist.world)
+            numba.set_num_threads(self.producer_threads)
+        if self.producer_threads is not None:
+            torch.set_num_threads(self.producer_threads)
         torch.manual_seed(config.seed)
         np.random.seed(config.seed % 2**32)
         assert dataset.features is not None and dataset.labels is not None and dataset.train_idx is not None
@@ -102,6 +120,18 @@ class Trainer:
         eval_fanouts = config.eval_fanouts or config.fanouts
         self.eval_sample = self._make_sampler(eval_fanouts, config.seed + 7919)
         self.report = RunReport(config=config.to_dict(), dataset=dataset, environment=environment_info(self.device))
+        self.balancer: LoadBalancer | None = None
+        self.workload: np.ndarray | None = None
+        if dist is not None:
+            broadcast_parameters(dist, self.model)
+            self.balancer = LoadBalancer(dist.devices, config.balance, cpu_share=config.cpu_share, shares=config.shares)
+            if self.balancer.uses_workload:
+                self.workload = self._training_workload()
+            self._train_order = np.argsort(self.train_idx, kind="stable")
+            self._sorted_train = self.train_idx[self._train_order]
+            self.rank_totals = {"seeds": 0, "compute_seconds": 0.0, "wait_seconds": 0.0}
+            self.report.balancer = self.balancer
+            self.report.devices = list(dist.devices)
         self.best_valid = -1.0
         self.best_epoch = 0
         self.best_state: dict[str, torch.Tensor] | None = None
@@ -121,7 +151,7 @@ class Trainer:
         return NeighborSampler(self.indptr, self.indices, list(fanouts), seed=seed, num_threads=cfg.num_threads).sample
 
     def _producer(
-        self, seed_batches: list[np.ndarray], sample: Callable[[np.ndarray, int], MiniBatch], first_batch_id: int
+        self, seed_batches: Iterable[np.ndarray], sample: Callable[[np.ndarray, int], MiniBatch], first_batch_id: int
     ) -> BatchProducer:
         return BatchProducer(
             seed_batches,
@@ -131,6 +161,7 @@ class Trainer:
             first_batch_id=first_batch_id,
             depth=self.config.prefetch,
             row_bytes=self.features.row_bytes,
+            num_threads=self.producer_threads,
         )
 
     # ------------------------------------------------------------------ one step
@@ -155,6 +186,8 @@ class Trainer:
 
     def train_epoch(self, epoch: int) -> dict[str, Any]:
         """Train one epoch; returns loss, train accuracy, stage seconds, feature bytes, batch count."""
+        if self.dist is not None:
+            return self._train_epoch_distributed(epoch)
         self.model.train()
         seed_batches = self._epoch_batches(epoch)
         stage = dict.fromkeys(STAGES, 0.0)
@@ -196,6 +229,147 @@ class Trainer:
             "batches_per_s": len(seed_batches) / stage["total"] if stage["total"] > 0 else 0.0,
         }
 
+    # ------------------------------------------------------------------ multi-process (seed 002)
+    def _training_workload(self) -> np.ndarray:
+        """float64 [len(train_idx)]: estimated workload of each training node (cached next to the dataset)."""
+        assert self.dist is not None
+        cfg = self.config
+        kind = "seed-only" if cfg.model == "mlp" else cfg.sampler
+        key = {"sampler": kind, "fanouts": list(cfg.fanouts), "layers": cfg.num_layers, "seed": cfg.seed,
+               "samples": cfg.workload_samples}
+        sampler = self._make_sampler(cfg.fanouts, cfg.seed + 104729)
+
+        def compute() -> np.ndarray:
+            return estimate_workload(
+                self.train_idx, sampler=kind, indptr=self.indptr, indices=self.indices, fanouts=cfg.fanouts,
+                sample=sampler, samples=cfg.workload_samples,
+            )
+
+        log = (lambda line: print(f"[rank 0] {line}", flush=True)) if not cfg.quiet else None
+        if self.dist.is_main:
+            workload = cached_workload(self.dataset.path, key, self.train_idx, compute, log)
+            torch.distributed.barrier()
+        else:
+            torch.distributed.barrier()
+            workload = cached_workload(self.dataset.path, key, self.train_idx, compute, None)
+        return workload
+
+    def _seed_workload(self, seeds: np.ndarray) -> np.ndarray | None:
+        if self.workload is None:
+            return None
+        positions = self._train_order[np.searchsorted(self._sorted_train, seeds)]
+        return self.workload[positions]
+
+    def _train_epoch_distributed(self, epoch: int) -> dict[str, Any]:
+        """One epoch of synchronous SGD over all ranks with uneven, balanced sub-batches.
+
+        Every rank builds the same global batches; rank k trains on its sub-batch, its loss is the sum of
+        per-seed losses divided by the global batch size, and the summed gradients therefore equal the
+        gradient of the mean loss over the global batch.
+        """
+        dist_ctx, balancer, cfg = self.dist, self.balancer, self.config
+        assert dist_ctx is not None and balancer is not None
+        self.model.train()
+        rank, world = dist_ctx.rank, dist_ctx.world
+        global_batches = self._epoch_batches(epoch)
+        window = cfg.rebalance_every
+        schedule = ShareSchedule(balancer.shares)
+        slow = slowdown_factor(rank)
+
+        def my_batches() -> Iterator[np.ndarray]:
+            for index, seeds in enumerate(global_batches):
+                shares = schedule.shares_for(index // window)
+                workload = self._seed_workload(seeds) if balancer.uses_workload else None
+                yield split_by_workload(seeds, workload, shares)[rank]
+
+        def sample(seeds: np.ndarray, batch_id: int) -> MiniBatch:
+            return self.train_sample(seeds, batch_id * world + rank)
+
+        stage = dict.fromkeys(STAGES, 0.0)
+        loss_sum, correct, seen, feature_bytes, sampled_edges = 0.0, 0, 0, 0, 0
+        epoch_compute = epoch_wait = 0.0
+        window_compute, window_work = 0.0, 0.0
+        my_seeds = 0
+        first_id = (epoch - 1) * len(global_batches)
+        tick = self.progress("train", len(global_batches)) if self.progress else None
+        start = time.perf_counter()
+        producer = self._producer(my_batches(), sample, first_id)
+        iteration_start = time.perf_counter()
+        try:
+            for index, item in enumerate(producer):
+                global_size = int(global_batches[index].shape[0])
+                t0 = time.perf_counter()
+                x, blocks, y, seed_index, degree = self._to_device(item)
+                t1 = time.perf_counter()
+                self.optimizer.zero_grad(set_to_none=True)
+                local = int(y.shape[0])
+                if local:
+                    logits = self.model(x, blocks, degree)[seed_index]
+                    batch_loss = F.cross_entropy(logits, y, reduction="sum")
+                    (batch_loss / global_size).backward()
+                    loss_sum += float(batch_loss.detach())
+                    correct += int((logits.argmax(dim=1) == y).sum())
+                t2 = time.perf_counter()
+                if fail_now(rank, index):
+                    raise RuntimeError(f"test hook: rank {rank} fails at iteration {index}")
+                if slow > 1.0:  # test-only hook: this rank's device computes `slow` times slower
+                    time.sleep((slow - 1.0) * (t2 - t0))
+                compute = time.perf_counter() - iteration_start
+                waited = all_reduce_gradients(dist_ctx, self.model)
+                self.optimizer.step()
+                stage["sample"] += item.sample_seconds
+                stage["extract"] += item.extract_seconds
+                stage["transfer"] += t1 - t0
+                stage["train"] += t2 - t1
+                seen += local
+                my_seeds += local
+                feature_bytes += item.feature_bytes
+                sampled_edges += item.batch.num_sampled_edges
+                epoch_compute += compute
+                epoch_wait += waited
+                window_compute += compute
+                seed_work = self._seed_workload(np.asarray(item.batch.seeds))
+                window_work += float(seed_work.sum()) if seed_work is not None else float(local)
+                last_in_window = (index + 1) % window == 0 or index + 1 == len(global_batches)
+                if last_in_window:
+                    gathered = all_gather_floats(dist_ctx, [window_compute, window_work]).numpy()
+                    balancer.update(first_id + index + 1, gathered[:, 0], gathered[:, 1])
+                    schedule.publish(index // window + 1, balancer.shares.copy())
+                    window_compute, window_work = 0.0, 0.0
+                if tick:
+                    tick(index + 1, {})
+                iteration_start = time.perf_counter()
+        finally:
+            schedule.cancel()
+            producer.close()
+        stage["total"] = time.perf_counter() - start
+        totals = all_reduce_sum(dist_ctx, torch.tensor([loss_sum, float(correct), float(seen)], dtype=torch.float64))
+        loss_total, correct_total, seen_total = (float(v) for v in totals)
+        per_rank = all_gather_floats(dist_ctx, [float(my_seeds), epoch_compute, epoch_wait]).numpy()
+        ranks = [
+            {
+                "rank": r,
+                "device": dist_ctx.devices[r],
+                "seeds": int(per_rank[r, 0]),
+                "compute_seconds": float(per_rank[r, 1]),
+                "wait_seconds": float(per_rank[r, 2]),
+            }
+            for r in range(world)
+        ]
+        self.report.add_rank_totals(ranks)
+        return {
+            "loss": loss_total / max(seen_total, 1.0),
+            "train_acc": correct_total / max(seen_total, 1.0),
+            "stage_seconds": stage,
+            "feature_bytes": feature_bytes,
+            "batches": len(global_batches),
+            "sampled_edges": sampled_edges,
+            "batches_per_s": len(global_batches) / stage["total"] if stage["total"] > 0 else 0.0,
+            "ranks": ranks,
+            "cpu_share": balancer.cpu_share(),
+            "shares": [float(v) for v in balancer.shares],
+        }
+
     # ------------------------------------------------------------------ evaluation
     @torch.no_grad()
     def predict_sampled(self, node_ids: np.ndarray, label: str = "eval") -> torch.Tensor:
@@ -215,8 +389,14 @@ class Trainer:
         return torch.cat(predictions)
 
     def accuracy_sampled(self, node_ids: np.ndarray, label: str = "eval") -> float | None:
+        """Sampled-inference accuracy on ``node_ids`` (None when empty); shared over ranks when distributed."""
         if node_ids.size == 0:
             return None
+        if self.dist is not None:
+            mine = node_ids[self.dist.rank :: self.dist.world]
+            correct = float((self.predict_sampled(mine, label).numpy() == self.labels[mine]).sum()) if mine.size else 0.0
+            total = all_reduce_sum(self.dist, torch.tensor([correct, float(mine.size)], dtype=torch.float64))
+            return float(total[0] / total[1])
         predicted = self.predict_sampled(node_ids, label)
         return float((predicted.numpy() == self.labels[node_ids]).mean())
 
@@ -255,6 +435,8 @@ class Trainer:
         """Write ``checkpoint.pt`` atomically into the checkpoint directory; returns its path."""
         assert self.config.checkpoint is not None
         directory = Path(self.config.checkpoint)
+        if self.dist is not None and not self.dist.is_main:
+            return directory / CHECKPOINT_FILE
         directory.mkdir(parents=True, exist_ok=True)
         target = directory / CHECKPOINT_FILE
         tmp = directory / f".{CHECKPOINT_FILE}.tmp-{os.getpid()}"
@@ -321,7 +503,7 @@ class Trainer:
         if self.best_state is not None:
             self.model.load_state_dict(self.best_state)
         final: dict[str, Any] = {"epoch": self.best_epoch, "method": "sampled"}
-        if cfg.full_inference and cfg.sampler == "neighbor":
+        if cfg.full_inference and cfg.sampler == "neighbor" and (self.dist is None or self.dist.is_main):
             logits = self.full_graph_logits()
             predicted = logits.argmax(dim=1).numpy()
             final["method"] = "full"

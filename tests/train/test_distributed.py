@@ -1,0 +1,96 @@
+"""Multi-process training on CPU ranks (gloo): exact synchronous SGD with uneven shares, the dynamic
+load balancer against a slowed rank, and clean failure of one rank."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from graphtier import Dataset, OptionError
+from graphtier.train import TrainConfig, Trainer
+from graphtier.train.distributed import RankFailed, launch, parse_devices, parse_shares
+from tests.conftest import write_labelled_graph
+
+pytestmark = pytest.mark.slow
+
+
+def _params(checkpoint_dir: Path) -> dict[str, torch.Tensor]:
+    return torch.load(checkpoint_dir / "checkpoint.pt", weights_only=False)["model"]
+
+
+def test_uneven_shares_give_the_single_process_step(tiny_dataset: Dataset, tmp_path: Path) -> None:
+    """One global batch, two CPU ranks with 30%/70% of its workload: the parameters after the step equal
+    those of one single-process step on the whole batch."""
+    whole_batch = int(tiny_dataset.train_idx.shape[0])
+    common = dict(
+        fanouts=(-1, -1), batch_size=whole_batch, epochs=1, hidden=16, dropout=0.0, lr=0.01, eval_every=1,
+        eval_batch_size=1000,
+    )
+    single_dir, multi_dir = tmp_path / "single", tmp_path / "multi"
+    Trainer(tiny_dataset, TrainConfig(checkpoint=str(single_dir), **common)).fit()
+    report = launch(
+        str(tiny_dataset.path),
+        TrainConfig(checkpoint=str(multi_dir), devices=("cpu", "cpu"), balance="static", shares=(0.3, 0.7), **common),
+    )
+    assert report is not None
+    seeds = [rank["seeds"] for rank in report["ranks"]]
+    assert sum(seeds) == whole_batch and min(seeds) < 0.45 * whole_batch  # really uneven
+    single, multi = _params(single_dir), _params(multi_dir)
+    assert single.keys() == multi.keys()
+    for name in single:
+        assert torch.max(torch.abs(single[name] - multi[name])) <= 1e-5, name
+
+
+def _balancer_run(dataset_path: Path, balance: str, monkeypatch: pytest.MonkeyPatch) -> dict:
+    monkeypatch.setenv("GRAPHTIER_TEST_SLOW_RANK", "1:3.0")
+    report = launch(
+        str(dataset_path),
+        TrainConfig(
+            fanouts=(10, 10), batch_size=100, epochs=2, hidden=32, devices=("cpu", "cpu"), balance=balance,
+            rebalance_every=4, eval_every=2, cpu_threads=1,
+        ),
+    )
+    assert report is not None
+    return report
+
+
+def test_dynamic_balancer_equalises_a_slowed_rank(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    dataset = write_labelled_graph(tmp_path / "g", num_nodes=2400, avg_degree=12, feature_dim=64)
+    dynamic = _balancer_run(dataset.path, "dynamic", monkeypatch)
+    history = dynamic["balancer"]["ratio_history"]
+    assert len(history) >= 5
+    # after at most 3 rebalances the two ranks' compute times agree within 10%
+    later = np.array([entry["compute_seconds"] for entry in history[4:]]).sum(axis=0)
+    assert later.max() / later.min() - 1 <= 0.10, history
+    assert dynamic["balancer"]["final_shares"][1] < 0.4  # the slow rank got less work
+    off = _balancer_run(dataset.path, "off", monkeypatch)
+    off_times = np.array([entry["compute_seconds"] for entry in off["balancer"]["ratio_history"][4:]]).sum(axis=0)
+    assert off_times.max() / off_times.min() - 1 > 0.10
+    for report in (dynamic, off):
+        assert {"device", "seeds", "compute_seconds", "wait_seconds"} <= set(report["ranks"][0])
+
+
+def test_a_failing_rank_stops_all_ranks(tiny_dataset: Dataset, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GRAPHTIER_TEST_FAIL_RANK", "1:1")
+    with pytest.raises(RankFailed, match=r"rank 1 \(cpu\) failed: RuntimeError: test hook"):
+        launch(str(tiny_dataset.path), TrainConfig(fanouts=(5, 5), batch_size=50, hidden=8, devices=("cpu", "cpu")))
+
+
+def test_device_and_share_parsing() -> None:
+    assert parse_devices("cpu, cpu") == ("cpu", "cpu")
+    assert parse_shares("1,3") == (1.0, 3.0)
+    with pytest.raises(OptionError, match="--devices"):
+        parse_devices("tpu")
+    if not torch.cuda.is_available():
+        with pytest.raises(OptionError, match="CUDA is not available"):
+            parse_devices("cpu,cuda:0")
+    with pytest.raises(OptionError, match="--shares"):
+        parse_shares("0.5,-1")
+
+
+def test_shares_must_match_devices(tiny_dataset: Dataset) -> None:
+    with pytest.raises(OptionError, match="--shares"):
+        TrainConfig(devices=("cpu", "cpu"), shares=(1.0,)).validate(tiny_dataset)
