@@ -291,47 +291,52 @@ def relabel_parallel(
 ) -> np.int64:
     """Parallel twin of :func:`relabel` with the same result: ``out[e]`` (int64 [E]) = local id of ``sources[e]``.
 
-    Part ``p`` of ``num_parts`` owns the nodes ``u % num_parts == p`` and marks the first occurrence
-    of each new node (``local_id[u] = -2 - e`` while this runs; needs E < 2^31 - 2 for int32 scratch);
-    a prefix sum over those marks gives every new node its first-seen rank. ``sources`` is read-only.
+    1. Part ``p`` of ``num_parts`` owns a contiguous range of node ids and marks the first occurrence
+       of each of its new nodes: ``local_id[u] = -2 - e`` (needs E < 2^31 - 2 for int32 scratch).
+    2. Per block of edges: known ids and markers are copied to ``out``; first occurrences are counted.
+    3. A prefix sum over the blocks gives each first occurrence its first-seen rank, hence its id.
+    4. Markers are resolved to their first occurrence's id and the scratch gets the final ids.
+    Writes go to contiguous ranges per thread (no false sharing); ``sources`` is read-only.
     """
     num_edges = sources.shape[0]
-    first = np.empty(num_edges, dtype=np.uint8)
+    num_nodes = local_id.shape[0]
+    span = (num_nodes + num_parts - 1) // num_parts
     for part_index in numba.prange(num_parts):
-        part = np.int64(part_index)
+        low = np.int64(part_index) * span
+        high = low + span
         for e in range(num_edges):
             u = sources[e]
-            if u % num_parts != part:
-                continue
-            lid = np.int64(local_id[u])
-            if lid == -1:
+            if low <= u < high and local_id[u] == -1:
                 local_id[u] = -2 - e
-                first[e] = 1
-            else:
-                first[e] = 0
-            out[e] = lid  # a known id, or -2 - (edge of the first occurrence), or -1 for a first occurrence
     num_blocks = (num_edges + RELABEL_BLOCK - 1) // RELABEL_BLOCK
     block_start = np.zeros(num_blocks + 1, dtype=np.int64)
     for b in numba.prange(num_blocks):
         new = 0
         for e in range(b * RELABEL_BLOCK, min(num_edges, (b + 1) * RELABEL_BLOCK)):
-            new += first[e]
+            lid = np.int64(local_id[sources[e]])
+            if lid == -2 - e:
+                new += 1
+                out[e] = -1  # a first occurrence, numbered below
+            else:
+                out[e] = lid  # a known id, or -2 - (edge of the first occurrence)
         block_start[b + 1] = new
     for b in range(num_blocks):
         block_start[b + 1] += block_start[b]
     for b in numba.prange(num_blocks):
         next_id = count + block_start[b]
         for e in range(b * RELABEL_BLOCK, min(num_edges, (b + 1) * RELABEL_BLOCK)):
-            if first[e]:
-                u = sources[e]
+            if out[e] == -1:
                 out[e] = next_id
-                n_id[next_id] = u
-                local_id[u] = next_id
+                n_id[next_id] = sources[e]
                 next_id += 1
-    for e in numba.prange(num_edges):
-        lid = out[e]
-        if lid < 0:
-            out[e] = out[-2 - lid]  # the first occurrence's id, final after the loop above
+    for b in numba.prange(num_blocks):
+        first_id = count + block_start[b]
+        for e in range(b * RELABEL_BLOCK, min(num_edges, (b + 1) * RELABEL_BLOCK)):
+            lid = out[e]
+            if lid < 0:
+                out[e] = out[-2 - lid]  # the first occurrence's id, final after the loop above
+            elif lid >= first_id:  # only this block's first occurrences hold such ids here
+                local_id[sources[e]] = lid  # publish the final id
     return count + block_start[num_blocks]
 
 

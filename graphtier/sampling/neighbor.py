@@ -71,6 +71,10 @@ def check_graph(indptr: np.ndarray, indices: np.ndarray) -> tuple[np.ndarray, np
 # Parallel loops over fewer items than this run on one thread: waking a second thread costs more
 # than it saves, and far more when the machine is busy (an OpenMP region waits for every thread).
 PARALLEL_MIN_ITEMS = 2048
+# The parallel relabel does about three times the memory work of the sequential one (ownership
+# scan, lookup, publish), so it only pays with several threads: at 2 threads it measured ~3x
+# slower than the sequential relabel on the 2-core dev box.
+PARALLEL_RELABEL_MIN_THREADS = 4
 
 
 def threads_for(items: int, num_threads: int) -> int:
@@ -155,6 +159,8 @@ class NeighborSampler:
         self.num_threads = check_num_threads(num_threads)
         self._scratch = ScratchPool(self.num_nodes)
         self._batch_counter = itertools.count()
+        # hops use the parallel relabel from this many threads on (tests lower it to cover that path)
+        self.parallel_relabel_min_threads = PARALLEL_RELABEL_MIN_THREADS
 
     def sample(self, seeds: np.ndarray | torch.Tensor, batch_id: int | None = None) -> MiniBatch:
         """Sample a mini-batch for ``seeds`` (int [B] global ids, numpy or CPU tensor).
@@ -198,6 +204,8 @@ class NeighborSampler:
                 num_edges = int(offsets[-1])
                 edge_index = np.empty((2, num_edges), dtype=np.int64)
                 relabel_threads = threads_for(num_edges, self.num_threads)
+                if relabel_threads < self.parallel_relabel_min_threads:
+                    relabel_threads = 1
                 if local_id.dtype == np.int32 and num_edges >= 2**31 - 2:
                     relabel_threads = 1  # relabel_parallel's markers would not fit the int32 scratch
                 # the parallel relabel reads the global ids from a separate array

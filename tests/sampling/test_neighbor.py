@@ -92,10 +92,14 @@ def test_large_graph_parallel_matches_reference_and_threads_agree():
     seeds = np.random.default_rng(1).integers(0, 20_000, 3000)
     fanouts = [10, 4]
     one = NeighborSampler(indptr, indices, fanouts, seed=5, num_threads=1).sample(seeds, batch_id=9)
-    two = NeighborSampler(indptr, indices, fanouts, seed=5, num_threads=2).sample(seeds, batch_id=9)
-    assert torch.equal(one.n_id, two.n_id) and torch.equal(one.seed_index, two.seed_index)
-    for a, b in zip(one.blocks, two.blocks):
-        assert torch.equal(a.edge_index, b.edge_index)
+    two_sampler = NeighborSampler(indptr, indices, fanouts, seed=5, num_threads=2)
+    two = two_sampler.sample(seeds, batch_id=9)
+    two_sampler.parallel_relabel_min_threads = 2  # also through the parallel relabel
+    two_parallel_relabel = two_sampler.sample(seeds, batch_id=9)
+    for other in (two, two_parallel_relabel):
+        assert torch.equal(one.n_id, other.n_id) and torch.equal(one.seed_index, other.seed_index)
+        for a, b in zip(one.blocks, other.blocks):
+            assert torch.equal(a.edge_index, b.edge_index)
     assert_matches_reference(two, indptr, indices, fanouts, seeds, 5, 9)
     assert_well_formed(two, indptr, indices, fanouts)
 
