@@ -19,7 +19,7 @@ MIX1 = 0xBF58476D1CE4E5B9
 MIX2 = 0x94D049BB133111EB
 # Floyd's algorithm checks membership by a linear scan up to this many draws, by a hash set above.
 LINEAR_SET_LIMIT = 32
-# Destinations handled per parallel task (each task allocates its scratch once).
+# Destinations whose draws are computed, then gathered, together (stage 1 and 2 of sample_sources).
 CHUNK = 256
 # Edges whose local ids are looked up together before being assigned in order.
 RELABEL_BLOCK = 512
@@ -159,38 +159,35 @@ def floyd_positions(key: np.uint64, degree: np.int64, k: np.int64, out: np.ndarr
 
 
 # ---------------------------------------------------------------------------------------------- hops
-@numba.njit(parallel=True, cache=True, nogil=True)
-def sample_offsets(
-    indptr: np.ndarray, dst_nodes: np.ndarray, fanout: np.int64
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Draw counts and neighbour-list spans of ``dst_nodes`` (int64 [D]).
+# The hop kernels work on a range [first, stop) of destinations and hold no state, so that callers can
+# split a hop between threads (graphtier.sampling.neighbor.ThreadTeam); they release the GIL.
+@numba.njit(cache=True, nogil=True)
+def list_spans(
+    indptr: np.ndarray,
+    dst_nodes: np.ndarray,
+    fanout: np.int64,
+    starts: np.ndarray,
+    degrees: np.ndarray,
+    counts: np.ndarray,
+    first: np.int64,
+    stop: np.int64,
+) -> None:
+    """For destinations ``j`` in [first, stop) of ``dst_nodes`` (int64 [D]) write ``starts[j] = indptr[v]``,
+    ``degrees[j]`` (in-degree) and ``counts[j]`` (draws: min(deg, fanout); deg when fanout is -1), all int64.
 
-    Returns ``(offsets, starts, degrees)``: int64 [D + 1], the exclusive prefix sum of the draws per
-    destination (min(deg, fanout); deg when fanout is -1), and int64 [D] ``indptr[v]`` and in-degree.
     Reading ``indptr`` here, in a loop with independent iterations, keeps many cache misses in
     flight; :func:`sample_sources` then never touches ``indptr``.
     """
-    d = dst_nodes.shape[0]
-    starts = np.empty(d, dtype=np.int64)
-    degrees = np.empty(d, dtype=np.int64)
-    counts = np.empty(d, dtype=np.int64)
-    for j in numba.prange(d):
+    for j in range(first, stop):
         v = dst_nodes[j]
         start = indptr[v]
         deg = indptr[v + 1] - start
         starts[j] = start
         degrees[j] = deg
         counts[j] = deg if (fanout < 0 or deg <= fanout) else fanout
-    offsets = np.empty(d + 1, dtype=np.int64)
-    offsets[0] = 0
-    total = 0
-    for j in range(d):
-        total += counts[j]
-        offsets[j + 1] = total
-    return offsets, starts, degrees
 
 
-@numba.njit(parallel=True, cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True)
 def sample_sources(
     indices: np.ndarray,
     starts: np.ndarray,
@@ -200,25 +197,25 @@ def sample_sources(
     offsets: np.ndarray,
     sources: np.ndarray,
     destinations: np.ndarray,
+    first: np.int64,
+    stop: np.int64,
 ) -> None:
-    """Sample in-neighbours of D destinations given their list spans (from :func:`sample_offsets`).
+    """Sample the in-neighbours of destinations [first, stop) given their list spans (:func:`list_spans`).
 
     Writes the global source ids of destination ``j`` into ``sources[offsets[j]:offsets[j + 1]]``
-    (int64) and ``j`` into the same range of ``destinations`` (int64). All neighbours, in list order,
-    when the degree is <= fanout or fanout is -1; else Floyd picks keyed by (stream, j).
+    (int64; ``offsets`` int64 [D + 1] is the prefix sum of the counts) and ``j`` into the same range
+    of ``destinations`` (int64). All neighbours, in list order, when the degree is <= fanout or
+    fanout is -1; else Floyd picks keyed by (stream, j).
     """
-    d = starts.shape[0]
-    num_chunks = (d + CHUNK - 1) // CHUNK
     width = fanout if fanout > 0 else 1
     table_size = 1
     while table_size < 2 * width:
         table_size *= 2
-    for c in numba.prange(num_chunks):
-        table = np.empty(table_size if width > LINEAR_SET_LIMIT else 1, dtype=np.int64)
-        first = c * CHUNK
-        stop = min(d, first + CHUNK)
-        # Stage 1 (compute only): the absolute positions in ``indices`` of the chunk's draws.
-        for j in range(first, stop):
+    table = np.empty(table_size if width > LINEAR_SET_LIMIT else 1, dtype=np.int64)
+    for piece in range(first, stop, CHUNK):
+        piece_stop = min(stop, piece + CHUNK)
+        # Stage 1 (compute only): the absolute positions in ``indices`` of the piece's draws.
+        for j in range(piece, piece_stop):
             start = starts[j]
             out = offsets[j]
             k = offsets[j + 1] - out
@@ -232,7 +229,7 @@ def sample_sources(
             for i in range(k):
                 destinations[out + i] = j
         # Stage 2 (memory only): a branch-free gather, so that many cache misses are in flight at once.
-        for e in range(offsets[first], offsets[stop]):
+        for e in range(offsets[piece], offsets[piece_stop]):
             sources[e] = indices[sources[e]]
 
 
@@ -340,8 +337,8 @@ def relabel_parallel(
     return count + block_start[num_blocks]
 
 
-@numba.njit(parallel=True, cache=True, nogil=True)
-def reset_local_ids(local_id: np.ndarray, n_id: np.ndarray, count: np.int64) -> None:
-    """Set ``local_id[n_id[:count]] = -1`` (undo a batch's relabelling)."""
-    for i in numba.prange(count):
+@numba.njit(cache=True, nogil=True)
+def reset_local_ids(local_id: np.ndarray, n_id: np.ndarray, first: np.int64, stop: np.int64) -> None:
+    """Set ``local_id[n_id[first:stop]] = -1`` (undo part of a batch's relabelling)."""
+    for i in range(first, stop):
         local_id[n_id[i]] = -1

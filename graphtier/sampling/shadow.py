@@ -20,7 +20,15 @@ from graphtier.errors import OptionError
 from graphtier.sampling import _neighbor_kernels as nkernels
 from graphtier.sampling import _shadow_kernels as kernels
 from graphtier.sampling.batch import Block, MiniBatch
-from graphtier.sampling.neighbor import check_fanouts, check_graph, check_num_threads, numba_threads, threads_for
+from graphtier.sampling.neighbor import (
+    check_fanouts,
+    check_graph,
+    check_num_threads,
+    hop_spans,
+    hop_sources,
+    numba_threads,
+    threads_for,
+)
 from graphtier.sampling.seeds import as_seed_array
 
 
@@ -105,11 +113,12 @@ class ShadowSampler:
         frontier = roots.copy()
         frontier_ptr = set_ptr.copy()
         for hop, fanout in enumerate(self.fanouts):
-            offsets, starts, degrees = nkernels.sample_offsets(self.indptr, frontier, fanout)
+            spans = hop_spans(None, self.indptr, frontier, fanout)
+            offsets = spans[0]
             candidates = np.empty(int(offsets[-1]), dtype=np.int64)
             positions = np.empty(int(offsets[-1]), dtype=np.int64)
             stream = np.uint64(nkernels.stream_key(self.seed, batch_id, hop))
-            nkernels.sample_sources(self.indices, starts, degrees, fanout, stream, offsets, candidates, positions)
+            hop_sources(None, self.indices, spans, fanout, stream, candidates, positions)
             cand_ptr = offsets[frontier_ptr]
             counts = kernels.new_members(candidates, cand_ptr, set_nodes, set_ptr)
             new_ptr = np.zeros(num_roots + 1, dtype=np.int64)
