@@ -6,6 +6,11 @@ draws up to ``fanouts[h]`` in-neighbours without replacement of every node first
 reached from two roots is copied), so an ``num_layers``-layer model (``num_layers`` may exceed the
 sampling depth) runs on one square block repeated ``num_layers`` times, and the roots' outputs are
 read at ``seed_index``.
+
+Differences from torch_sparse's ``ego_k_hop_sample_adj`` (behind PyG's sampler): one fanout per
+hop instead of one ``num_neighbors`` for all; each hop expands only the nodes first reached at the
+previous hop (PyG expands every draw, repeats included); the induced edges come from sorted-list
+intersections rather than a map lookup per neighbour (same edges, repeated edges kept).
 """
 
 from __future__ import annotations
