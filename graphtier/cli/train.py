@@ -80,6 +80,16 @@ def _progress_factory(console: Any) -> Callable[[str, int], Callable[[int, dict[
 @click.option("--checkpoint", type=click.Path(path_type=str), default=None, help="Directory: save every epoch, resume.")
 @click.option("--report", type=click.Path(dir_okay=False, path_type=str), default=None, help="Write the run report JSON.")
 @click.option(
+    "--features-on",
+    default="cpu-gather",
+    show_default=True,
+    help="Where features live: cpu-gather (DGL/PyG baseline) | zero-copy | tiered | tiered+cache.",
+)
+@click.option("--gpu-budget", default=None, help="Hot rows kept on the GPU (tiered): bytes (4GB), fraction (10%) or auto.")
+@click.option("--cache-budget", default=None, help="GPU row cache in front of the cold tiers (tiered+cache): bytes, fraction or auto.")
+@click.option("--ram-budget", default=None, help="Rows kept in RAM; the rest are read from the memory-mapped file (disk tier).")
+@click.option("--peer-partitions", default=1, show_default=True, type=int, help="GPUs the hot tier is interleaved over.")
+@click.option(
     "--devices",
     default=None,
     help="Several trainer processes at once, e.g. cpu,cuda:0 or cpu,cpu (synchronous SGD over torch.distributed).",

@@ -108,8 +108,10 @@ class LoadBalancer:
         cpu_share: starting share of the CPU ranks together (mixed CPU/GPU runs).
         shares: explicit starting share of every rank (overrides ``cpu_share``).
         tolerance: hysteresis band: no update while ``max(t) / min(t) - 1`` is below it.
-        damping: fraction of the way to the speed-proportional shares taken at each update.
+        damping: the largest fraction of the way to the equal-finish shares taken at one update; the
+            step is ``damping * clip(imbalance, 0.5, 1)``, so small (possibly noisy) imbalances move less.
         min_share: no rank's share drops below this.
+        history_windows: windows of (workload, time) per rank that the cost model is fitted to.
     """
 
     def __init__(
@@ -119,9 +121,10 @@ class LoadBalancer:
         *,
         cpu_share: float | None = None,
         shares: Sequence[float] | None = None,
-        tolerance: float = 0.05,
-        damping: float = 0.8,
+        tolerance: float = 0.08,
+        damping: float = 1.0,
         min_share: float = 0.01,
+        history_windows: int = 3,
     ) -> None:
         if mode not in BALANCE_MODES:
             raise OptionError(f"--balance expected one of {', '.join(BALANCE_MODES)}, found {mode!r}")
@@ -130,6 +133,8 @@ class LoadBalancer:
         self.tolerance = tolerance
         self.damping = damping
         self.min_share = min(min_share, 1.0 / len(self.devices))
+        self.history_windows = history_windows
+        self._observations: list[list[tuple[float, float]]] = [[] for _ in self.devices]
         self.shares = (
             initial_shares(self.devices, cpu_share, shares) if mode != "off" else np.full(len(devices), 1.0 / len(devices))
         )
@@ -154,25 +159,58 @@ class LoadBalancer:
             "time": time.time(),
         }
 
-    def update(self, iteration: int, compute_seconds: np.ndarray, workload_done: np.ndarray) -> bool:
+    def update(
+        self, iteration: int, compute_seconds: np.ndarray, workload_done: np.ndarray, iterations: int = 1
+    ) -> bool:
         """Record one rebalance point; in ``dynamic`` mode move the shares. Returns True if they changed.
 
         ``compute_seconds`` and ``workload_done`` are float [world]: each rank's compute time and the
-        estimated workload it processed since the previous rebalance.
+        estimated workload it processed over the ``iterations`` iterations since the previous rebalance.
         """
         compute = np.asarray(compute_seconds, dtype=np.float64)
         done = np.asarray(workload_done, dtype=np.float64)
         active = compute > 0
         imbalance = float(compute[active].max() / compute[active].min() - 1.0) if active.sum() >= 2 else 0.0
         changed = False
+        if active.all() and (done > 0).all():
+            for rank in range(len(self.devices)):
+                self._observations[rank].append((done[rank] / iterations, compute[rank] / iterations))
+                del self._observations[rank][: -self.history_windows]
         if self.mode == "dynamic" and active.all() and imbalance > self.tolerance and (done > 0).all():
-            speed = done / compute
-            target = speed / speed.sum()
-            new = (1.0 - self.damping) * self.shares + self.damping * target
+            target = self._equal_finish_shares(done.sum() / iterations)
+            # a large imbalance is signal: move all the way; a small one may be noise: move half-way
+            step = self.damping * float(np.clip(imbalance, 0.5, 1.0))
+            new = (1.0 - step) * self.shares + step * target
             self.shares = clamp_shares(new / new.sum(), self.min_share)
             changed = True
         self.ratio_history.append(self._entry(iteration, compute, imbalance, changed))
         return changed
+
+    def _cost_model(self, rank: int) -> tuple[float, float]:
+        """(fixed seconds per iteration, seconds per unit of workload) of ``rank`` from its recent windows.
+
+        A least-squares line through the last windows' (workload, time) points when their workloads
+        differ enough, re-anchored through the newest point; a pure proportional model otherwise.
+        """
+        points = np.array(self._observations[rank])
+        work, seconds = points[:, 0], points[:, 1]
+        fixed = 0.0
+        if len(points) >= 2 and work.max() - work.min() > 0.05 * work.mean():
+            slope, intercept = np.polyfit(work, seconds, 1)
+            if slope > 0:
+                fixed = float(np.clip(intercept, 0.0, 0.8 * seconds[-1]))
+        return fixed, (seconds[-1] - fixed) / work[-1]
+
+    def _equal_finish_shares(self, total_work: float) -> np.ndarray:
+        """Shares under which every rank's modelled time ``fixed_k + per_unit_k * w_k`` is the same."""
+        models = [self._cost_model(rank) for rank in range(len(self.devices))]
+        fixed = np.array([m[0] for m in models])
+        per_unit = np.array([m[1] for m in models])
+        finish = (total_work + (fixed / per_unit).sum()) / (1.0 / per_unit).sum()
+        work = np.maximum((finish - fixed) / per_unit, 0.0)
+        if work.sum() <= 0:
+            work = 1.0 / per_unit
+        return work / work.sum()
 
 
 # ---------------------------------------------------------------------------------------------- workload

@@ -10,6 +10,7 @@ import torch
 
 from graphtier.dataset import Dataset
 from graphtier.errors import OptionError
+from graphtier.store import FEATURE_MODES
 from graphtier.train.balancer import BALANCE_MODES
 from graphtier.train.models import MODEL_NAMES, NORM_NAMES
 
@@ -68,6 +69,11 @@ class TrainConfig:
     checkpoint: str | None = None
     report: str | None = None
     quiet: bool = False
+    features_on: str = "cpu-gather"
+    gpu_budget: str | None = None
+    cache_budget: str | None = None
+    ram_budget: str | None = None
+    peer_partitions: int = 1
     devices: tuple[str, ...] | None = None
     balance: str = "dynamic"
     cpu_share: float | None = None
@@ -111,6 +117,8 @@ class TrainConfig:
             )
         if self.num_layers < 1:
             raise OptionError(f"--layers expected a positive integer, found {self.num_layers}")
+        if self.features_on not in FEATURE_MODES:
+            raise OptionError(f"--features-on expected one of {', '.join(FEATURE_MODES)}, found {self.features_on!r}")
         if self.balance not in BALANCE_MODES:
             raise OptionError(f"--balance expected one of {', '.join(BALANCE_MODES)}, found {self.balance!r}")
         if self.cpu_share is not None and not 0.0 < self.cpu_share < 1.0:
@@ -125,7 +133,7 @@ class TrainConfig:
                 raise OptionError(f"--shares expected positive values, found {list(self.shares)}")
         for name in (
             "batch_size", "hidden", "epochs", "eval_every", "eval_batch_size", "prefetch", "heads",
-            "rebalance_every", "workload_samples",
+            "rebalance_every", "workload_samples", "peer_partitions",
         ):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:

@@ -27,7 +27,7 @@ from torch import nn
 
 from graphtier.errors import GraphtierError, OptionError
 
-SLOW_RANK_ENV = "GRAPHTIER_TEST_SLOW_RANK"  # test-only hook: "RANK:FACTOR" slows one rank's forward/backward
+SLOW_RANK_ENV = "GRAPHTIER_TEST_SLOW_RANK"  # test-only hook: "RANK:FACTOR" slows one rank's whole iteration
 FAIL_RANK_ENV = "GRAPHTIER_TEST_FAIL_RANK"  # test-only hook: "RANK:ITERATION" makes one rank raise
 
 
@@ -237,17 +237,29 @@ def _spawn_entry(rank: int, world: int, devices: tuple[str, ...], dataset_path: 
         dist.init_process_group(backend, rank=rank, world_size=world, timeout=_timeout())
         try:
             _run_rank(ctx, dataset_path, config)
+        except BaseException as error:
+            # written before the group is torn down: the first file written names the rank that failed first
+            _record_failure(error_dir, rank, error)
+            raise
         finally:
             dist.destroy_process_group()
     except KeyboardInterrupt:
         raise SystemExit(130) from None
     except BaseException as error:  # noqa: BLE001 - reported to the parent, then the rank exits non-zero
-        message = " ".join(str(error).split()) or type(error).__name__
-        if not isinstance(error, GraphtierError):
-            message = f"{type(error).__name__}: {message}"
-            traceback.print_exc()
-        Path(error_dir, f"rank{rank}.txt").write_text(message)
+        _record_failure(error_dir, rank, error)
         raise SystemExit(2) from None
+
+
+def _record_failure(error_dir: str, rank: int, error: BaseException) -> None:
+    """Write this rank's error as one line to ``error_dir/rank{rank}.txt`` (once)."""
+    path = Path(error_dir, f"rank{rank}.txt")
+    if path.exists() or isinstance(error, KeyboardInterrupt):
+        return
+    message = " ".join(str(error).split()) or type(error).__name__
+    if not isinstance(error, GraphtierError):
+        message = f"{type(error).__name__}: {message}"
+        traceback.print_exception(error)
+    path.write_text(message)
 
 
 def _timeout() -> Any:
@@ -299,7 +311,8 @@ def launch(dataset_path: str, config: Any) -> dict[str, Any] | None:
                 start_method="spawn",
             )
         except (mp.ProcessRaisedException, mp.ProcessExitedException) as error:
-            messages = sorted(Path(error_dir).glob("rank*.txt"))
+            # the rank that failed first is the cause; the others only lost their peer
+            messages = sorted(Path(error_dir).glob("rank*.txt"), key=lambda path: path.stat().st_mtime_ns)
             if messages:
                 first = messages[0]
                 rank = int(first.stem[4:])

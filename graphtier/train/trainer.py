@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from graphtier.dataset import Dataset
 from graphtier.errors import OptionError
 from graphtier.sampling import MiniBatch, NeighborSampler, ShadowSampler, iter_seed_batches
-from graphtier.store import HostFeatureStore
+from graphtier.store import TIER_NAMES, FeatureStore, make_feature_store
 from graphtier.train.balancer import LoadBalancer, cached_workload, estimate_workload, split_by_workload
 from graphtier.train.config import TrainConfig
 from graphtier.train.distributed import (
@@ -98,8 +98,17 @@ class Trainer:
         self.train_idx = np.asarray(dataset.train_idx)
         self.valid_idx = np.asarray(dataset.valid_idx) if dataset.valid_idx is not None else np.empty(0, np.int64)
         self.test_idx = np.asarray(dataset.test_idx) if dataset.test_idx is not None else np.empty(0, np.int64)
-        pin = self.device.type == "cuda"
-        self.features = HostFeatureStore(dataset.features, ring_size=config.prefetch + 3, pin=pin)
+        self.features: FeatureStore = make_feature_store(
+            dataset.features,
+            config.features_on,
+            device=self.device,
+            gpu_budget=config.gpu_budget,
+            cache_budget=config.cache_budget,
+            peer_partitions=config.peer_partitions,
+            ram_budget=config.ram_budget,
+            ring_size=config.prefetch + 3,
+            log=self._log,
+        )
         self.degree = (
             torch.from_numpy(np.diff(self.indptr).astype(np.float32)).to(self.device)
             if config.model == "gcn"
@@ -139,6 +148,18 @@ class Trainer:
         if config.checkpoint is not None:
             self._maybe_resume(Path(config.checkpoint))
 
+    def _log(self, line: str) -> None:
+        """One informational line (feature placement, fallbacks) unless --quiet; rank 0 only."""
+        if not self.config.quiet and (self.dist is None or self.dist.is_main):
+            print(line, flush=True)
+
+    def _traffic(self) -> dict[str, int]:
+        return dict(self.features.traffic())
+
+    @staticmethod
+    def _traffic_delta(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+        return {tier: after[tier] - before.get(tier, 0) for tier in TIER_NAMES}
+
     # ------------------------------------------------------------------ sampling
     def _make_sampler(self, fanouts: tuple[int, ...], seed: int) -> Callable[[np.ndarray, int], MiniBatch]:
         cfg = self.config
@@ -146,9 +167,9 @@ class Trainer:
             return _seed_only_sampler
         if cfg.sampler == "shadow":
             return ShadowSampler(
-                self.indptr, self.indices, list(fanouts), cfg.num_layers, seed=seed, num_threads=cfg.num_threads
+                self.indptr, self.indices, list(fanouts), cfg.num_layers, seed=seed, num_threads=self.producer_threads
             ).sample
-        return NeighborSampler(self.indptr, self.indices, list(fanouts), seed=seed, num_threads=cfg.num_threads).sample
+        return NeighborSampler(self.indptr, self.indices, list(fanouts), seed=seed, num_threads=self.producer_threads).sample
 
     def _producer(
         self, seed_batches: Iterable[np.ndarray], sample: Callable[[np.ndarray, int], MiniBatch], first_batch_id: int
@@ -288,7 +309,7 @@ class Trainer:
         stage = dict.fromkeys(STAGES, 0.0)
         loss_sum, correct, seen, feature_bytes, sampled_edges = 0.0, 0, 0, 0, 0
         epoch_compute = epoch_wait = 0.0
-        window_compute, window_work = 0.0, 0.0
+        window_compute, window_work, window_steps = 0.0, 0.0, 0
         my_seeds = 0
         first_id = (epoch - 1) * len(global_batches)
         tick = self.progress("train", len(global_batches)) if self.progress else None
@@ -312,8 +333,9 @@ class Trainer:
                 t2 = time.perf_counter()
                 if fail_now(rank, index):
                     raise RuntimeError(f"test hook: rank {rank} fails at iteration {index}")
-                if slow > 1.0:  # test-only hook: this rank's device computes `slow` times slower
-                    time.sleep((slow - 1.0) * (t2 - t0))
+                if slow > 1.0:  # test-only hook: everything this rank does takes `slow` times longer
+                    time.sleep((slow - 1.0) * (t2 - iteration_start))
+                # the time this rank needed to reach the all-reduce (its finish time), waiting excluded
                 compute = time.perf_counter() - iteration_start
                 waited = all_reduce_gradients(dist_ctx, self.model)
                 self.optimizer.step()
@@ -327,15 +349,17 @@ class Trainer:
                 sampled_edges += item.batch.num_sampled_edges
                 epoch_compute += compute
                 epoch_wait += waited
-                window_compute += compute
-                seed_work = self._seed_workload(np.asarray(item.batch.seeds))
-                window_work += float(seed_work.sum()) if seed_work is not None else float(local)
+                if not (epoch == self.start_epoch and index == 0):  # the first step warms up (JIT, caches)
+                    window_steps += 1
+                    window_compute += compute
+                    seed_work = self._seed_workload(np.asarray(item.batch.seeds))
+                    window_work += float(seed_work.sum()) if seed_work is not None else float(local)
                 last_in_window = (index + 1) % window == 0 or index + 1 == len(global_batches)
                 if last_in_window:
                     gathered = all_gather_floats(dist_ctx, [window_compute, window_work]).numpy()
-                    balancer.update(first_id + index + 1, gathered[:, 0], gathered[:, 1])
+                    balancer.update(first_id + index + 1, gathered[:, 0], gathered[:, 1], max(window_steps, 1))
                     schedule.publish(index // window + 1, balancer.shares.copy())
-                    window_compute, window_work = 0.0, 0.0
+                    window_compute, window_work, window_steps = 0.0, 0.0, 0
                 if tick:
                     tick(index + 1, {})
                 iteration_start = time.perf_counter()
@@ -474,13 +498,27 @@ class Trainer:
 
     # ------------------------------------------------------------------ main loop
     def fit(self) -> dict[str, Any]:
-        """Run the remaining epochs, evaluate, and return (and write) the run report."""
+        """Run the remaining epochs, evaluate, and return (and write) the run report.
+
+        The feature store is closed at the end (its buffers and host registrations released).
+        """
+        try:
+            return self._fit()
+        finally:
+            self.features.close()
+
+    def _fit(self) -> dict[str, Any]:
         cfg = self.config
         wall_start = time.perf_counter()
         has_valid = self.valid_idx.size > 0
         for epoch in range(self.start_epoch, cfg.epochs + 1):
             record: dict[str, Any] = {"epoch": epoch}
+            traffic_before = self._traffic()
             record.update(self.train_epoch(epoch))
+            record["feature_bytes_by_tier"] = self._traffic_delta(traffic_before, self._traffic())
+            hit_ratio = getattr(self.features, "cache_hit_ratio", None)
+            if hit_ratio is not None:
+                record["cache_hit_ratio"] = float(hit_ratio)
             record["valid_acc"] = None
             record["test_acc"] = None
             if epoch % cfg.eval_every == 0 or epoch == cfg.epochs:
