@@ -169,3 +169,12 @@ def run_sample_benchmark(
         "machine": platform.processor() or platform.machine(),
         "cpu_count": os.cpu_count(),
     }
+
+
+def _attach_gather() -> None:
+    from graphtier.cli.bench_gather import command as gather_command
+
+    command.add_command(gather_command)
+
+
+_attach_gather()

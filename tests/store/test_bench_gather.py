@@ -41,3 +41,22 @@ def test_bad_options_name_themselves() -> None:
 def test_format_table_has_a_row_per_result() -> None:
     report = run_gather_benchmark(row_bytes=[16], table_bytes=4096, batch_rows=8, threads=[1], repeats=1, dtype="float16")
     assert len(format_gather_table(report).splitlines()) == 2 + len(CPU_METHODS)
+
+
+def test_dataset_mode_reports_tiers_and_baseline(tmp_path: Path) -> None:
+    from tests.conftest import write_labelled_graph
+
+    dataset = write_labelled_graph(tmp_path / "d", num_nodes=300)
+    output = tmp_path / "dataset-gather.json"
+    result = CliRunner().invoke(
+        command,
+        [str(dataset.path), "--features-on", "tiered", "--gpu-budget", "20%", "--fanouts", "5,5", "--batch-size", "50",
+         "--batches", "3", "--device", "cpu", "--json", str(output)],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    report = json.loads(output.read_text())
+    for key in ("gb_per_s", "rows_per_s", "bytes_by_tier", "index_select_gb_per_s"):
+        assert key in report
+    tiers = report["bytes_by_tier"]
+    assert sum(tiers.values()) == report["rows"] * report["row_bytes"]
+    assert tiers["gpu"] > 0 and tiers["host"] > 0

@@ -124,3 +124,27 @@ def test_float16_features(tmp_path: Path) -> None:
     report = train(ds, epochs=2, **SMALL)
     assert report["epochs"][0]["feature_bytes"] > 0
     assert np.isfinite(report["epochs"][-1]["loss"])
+
+
+@pytest.mark.parametrize("mode", ["zero-copy", "tiered", "tiered+cache"])
+def test_feature_modes_match_cpu_gather_on_cpu(tiny_dataset: Dataset, mode: str) -> None:
+    """On a CPU-only machine every --features-on mode keeps its tier plan and accounting and trains
+    exactly like cpu-gather for the same seed."""
+    baseline = train(tiny_dataset, epochs=2, **SMALL)
+    options: dict = {"features_on": mode}
+    if mode.startswith("tiered"):
+        options["gpu_budget"] = "25%"
+    if mode == "tiered+cache":
+        options["cache_budget"] = "10%"
+    report = train(tiny_dataset, epochs=2, **SMALL, **options)
+    assert [e["loss"] for e in report["epochs"]] == [e["loss"] for e in baseline["epochs"]]
+    for epoch in report["epochs"]:
+        tiers = epoch["feature_bytes_by_tier"]
+        assert set(tiers) == {"gpu", "gpu-peer", "cache", "host", "disk"}
+        assert sum(tiers.values()) == epoch["feature_bytes"]
+        if mode.startswith("tiered"):
+            assert tiers["gpu"] > 0 and tiers["host"] > 0
+        else:
+            assert tiers["host"] == epoch["feature_bytes"]
+    if mode == "tiered+cache":
+        assert 0.0 <= report["epochs"][-1]["cache_hit_ratio"] <= 1.0
