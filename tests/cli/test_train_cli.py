@@ -1,0 +1,82 @@
+"""``graphtier train`` and ``graphtier demo`` from the command line: results, reports, one-line errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from graphtier import Dataset
+
+
+def _run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "graphtier", *args], capture_output=True, text=True, cwd=cwd, timeout=600
+    )
+
+
+def test_train_prints_epochs_and_writes_report(tiny_dataset: Dataset, tmp_path: Path) -> None:
+    report = tmp_path / "run.json"
+    result = _run(
+        "train", str(tiny_dataset.path), "--fanouts", "5,5", "--batch-size", "50", "--hidden", "16", "--epochs", "2",
+        "--report", str(report), "--features-on", "tiered", "--gpu-budget", "20%",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "epoch 2/2" in result.stdout and "test_acc" in result.stdout
+    data = json.loads(report.read_text())
+    assert data["config"]["features_on"] == "tiered"
+    assert data["epochs"][1]["feature_bytes_by_tier"]["gpu"] > 0
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["--fanouts", "10,x"], "--fanouts"),
+        (["--model", "transformer"], "--model"),
+        (["--device", "cuda"], "CUDA"),
+        (["--features-on", "ssd"], "--features-on"),
+        (["--devices", "cpu,tpu"], "--devices"),
+        (["--balance", "maybe", "--devices", "cpu,cpu"], "--balance"),
+    ],
+)
+def test_bad_options_are_one_line_errors(tiny_dataset: Dataset, args: list[str], fragment: str) -> None:
+    import torch
+
+    if "cuda" in args and torch.cuda.is_available():
+        pytest.skip("CUDA present")
+    result = _run("train", str(tiny_dataset.path), *args)
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("graphtier: error:") and fragment in lines[0], result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_missing_dataset_is_one_line(tmp_path: Path) -> None:
+    result = _run("train", str(tmp_path / "nope"))
+    assert result.returncode == 2 and "nope" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.slow
+def test_two_cpu_ranks_from_the_cli(tiny_dataset: Dataset, tmp_path: Path) -> None:
+    report = tmp_path / "multi.json"
+    result = _run(
+        "train", str(tiny_dataset.path), "--devices", "cpu,cpu", "--fanouts", "5,5", "--batch-size", "50",
+        "--hidden", "16", "--epochs", "2", "--rebalance-every", "2", "--report", str(report),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "2 trainer processes" in result.stdout and "cpu share" in result.stdout
+    data = json.loads(report.read_text())
+    assert [r["device"] for r in data["ranks"]] == ["cpu", "cpu"]
+    assert sum(r["seeds"] for r in data["ranks"]) == 2 * len(tiny_dataset.train_idx)
+    assert len(data["balancer"]["ratio_history"]) >= 2
+
+
+@pytest.mark.slow
+def test_demo_runs_end_to_end(tmp_path: Path) -> None:
+    result = _run("demo", "--workdir", str(tmp_path / "demo"), "--epochs", "2")
+    assert result.returncode == 0, result.stderr
+    assert "GraphSAGE" in result.stdout and "features-only MLP" in result.stdout
+    assert (tmp_path / "demo" / "sage.json").is_file()
