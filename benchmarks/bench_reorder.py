@@ -70,7 +70,6 @@ def main() -> None:
     old_list = indices[indptr[perm[0]]:indptr[perm[0] + 1]]
     assert np.array_equal(out[new_indptr[0]:new_indptr[1]], np.sort(inverse[old_list]))
     topology_bytes = indices.nbytes * 2  # read + write of the edge array
-    del out
 
     feature_row = {}
     if data.features is not None:

@@ -13,6 +13,7 @@ import click
 import numpy as np
 
 from graphtier.dataset.format import SPLITS, Dataset
+from graphtier.dataset.writer import json_default
 from graphtier.graph.stats import CHUNK, in_degree_stats
 
 
@@ -144,14 +145,8 @@ def command(dataset: str, as_json: bool, no_validate: bool) -> None:
     opened = Dataset.open(dataset, validate=not no_validate)
     info = dataset_info(opened)
     if as_json:
-        click.echo(json.dumps(info, default=_json_default))
+        click.echo(json.dumps(info, default=json_default))
     else:
         _render_table(info)
 
 
-def _json_default(value: Any) -> Any:
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, Path):
-        return str(value)
-    raise TypeError(f"not JSON serialisable: {type(value).__name__}")

@@ -95,7 +95,7 @@ class DatasetWriter:
         meta["source"] = source
         ordered = {"format_version": meta.pop("format_version")}
         ordered.update(meta)
-        (self.tmp / META_FILE).write_text(json.dumps(ordered, indent=2, default=_json_default) + "\n")
+        (self.tmp / META_FILE).write_text(json.dumps(ordered, indent=2, default=json_default) + "\n")
         if validate:
             Dataset.open(self.tmp)  # raises DatasetError naming the bad file
         old: Path | None = None
@@ -113,7 +113,8 @@ class DatasetWriter:
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
-def _json_default(value: Any) -> Any:
+def json_default(value: Any) -> Any:
+    """``json.dumps`` fallback for numpy scalars and paths."""
     if isinstance(value, np.generic):
         return value.item()
     if isinstance(value, Path):

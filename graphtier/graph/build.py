@@ -23,7 +23,8 @@ def _scatter_by_destination(src: np.ndarray, dst: np.ndarray, indptr: np.ndarray
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
-def _sort_lists(indptr: np.ndarray, indices: np.ndarray) -> None:
+def sort_neighbour_lists(indptr: np.ndarray, indices: np.ndarray) -> None:
+    """Sort ``indices[indptr[v]:indptr[v + 1]]`` ascending for every node v (in place)."""
     for v in numba.prange(indptr.shape[0] - 1):
         start, stop = indptr[v], indptr[v + 1]
         if stop - start > 1:
@@ -91,7 +92,7 @@ def edges_to_csc(
     del counts
     indices = np.empty(src.shape[0], dtype=out_dtype)
     _scatter_by_destination(src.astype(out_dtype, copy=False), dst, indptr, indices)
-    _sort_lists(indptr, indices)
+    sort_neighbour_lists(indptr, indices)
     if not (dedup or drop_self_loops):
         return indptr, indices
     return compact_csc(indptr, indices, dedup=dedup, drop_self_loops=drop_self_loops)

@@ -17,6 +17,8 @@ import re
 import numba
 import numpy as np
 
+from graphtier.graph.build import sort_neighbour_lists  # noqa: F401  (re-exported: the importers sort with it)
+
 # Error codes returned by the parsers (0 = success).
 PARSE_OK = 0
 PARSE_BAD_TOKEN = 1
@@ -401,15 +403,6 @@ def scatter_sources_reference(src: np.ndarray, dst: np.ndarray, cursor: np.ndarr
     rank = np.arange(d_sorted.shape[0]) - starts[d_sorted]
     indices[cursor[d_sorted] + rank] = src[order]
     cursor += counts
-
-
-@numba.njit(parallel=True, cache=True, nogil=True)
-def sort_neighbour_lists(indptr: np.ndarray, indices: np.ndarray) -> None:
-    """Sort ``indices[indptr[v]:indptr[v + 1]]`` ascending for every node v (in place)."""
-    for v in numba.prange(indptr.shape[0] - 1):
-        start, stop = indptr[v], indptr[v + 1]
-        if stop - start > 1:
-            indices[start:stop] = np.sort(indices[start:stop])
 
 
 def sort_neighbour_lists_reference(indptr: np.ndarray, indices: np.ndarray) -> None:

@@ -136,7 +136,7 @@ def import_planetoid(
         raise DatasetError(f"{test_path}: expected one integer node id per line ({exc})") from None
 
     paths = {part: root / f"ind.{dataset}.{part}" for part in PARTS}
-    x = _dense(paths["x"], parts["x"], "feature")
+    _dense(paths["x"], parts["x"], "feature")  # checked only: allx holds the same rows
     allx = _dense(paths["allx"], parts["allx"], "feature")
     tx = _dense(paths["tx"], parts["tx"], "feature")
     y = _dense(paths["y"], parts["y"], "label")
