@@ -16,6 +16,32 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from graphtier.store._gather_kernels import copy_row
+
+
+@numba.njit(inline="always", nogil=True)
+def _copy_tiered_row(
+    local: np.ndarray,
+    peers: np.ndarray,
+    host: np.ndarray,
+    disk: np.ndarray,
+    local_rows: int,
+    peer_end: int,
+    host_end: int,
+    row: int,
+    out: np.ndarray,
+    target: int,
+) -> None:
+    if row < local_rows:
+        copy_row(out, target, local, row)
+    elif row < peer_end:
+        offset = row - local_rows
+        copy_row(out, target, peers[offset % peers.shape[0]], offset // peers.shape[0])
+    elif row < host_end:
+        copy_row(out, target, host, row - peer_end)
+    else:
+        copy_row(out, target, disk, row)
+
 
 @numba.njit(parallel=True, cache=True, nogil=True)
 def tiered_gather_rows(
@@ -31,19 +57,8 @@ def tiered_gather_rows(
     out: np.ndarray,
 ) -> None:
     """out[positions[i]] = row ids[i] of the tiered table; local [L, D], peers [P, Q, D], host [H, D], disk [N, D]."""
-    num_partitions = peers.shape[0]
     for i in numba.prange(ids.shape[0]):
-        row = ids[i]
-        target = positions[i]
-        if row < local_rows:
-            out[target, :] = local[row, :]
-        elif row < peer_end:
-            offset = row - local_rows
-            out[target, :] = peers[offset % num_partitions, offset // num_partitions, :]
-        elif row < host_end:
-            out[target, :] = host[row - peer_end, :]
-        else:
-            out[target, :] = disk[row, :]
+        _copy_tiered_row(local, peers, host, disk, local_rows, peer_end, host_end, ids[i], out, positions[i])
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
@@ -59,18 +74,8 @@ def tiered_gather_rows_in_order(
     out: np.ndarray,
 ) -> None:
     """:func:`tiered_gather_rows` with ``positions = arange(B)`` (the no-cache path): out[i] = row ids[i]."""
-    num_partitions = peers.shape[0]
     for i in numba.prange(ids.shape[0]):
-        row = ids[i]
-        if row < local_rows:
-            out[i, :] = local[row, :]
-        elif row < peer_end:
-            offset = row - local_rows
-            out[i, :] = peers[offset % num_partitions, offset // num_partitions, :]
-        elif row < host_end:
-            out[i, :] = host[row - peer_end, :]
-        else:
-            out[i, :] = disk[row, :]
+        _copy_tiered_row(local, peers, host, disk, local_rows, peer_end, host_end, ids[i], out, i)
 
 
 def interleave_partitions(rows: np.ndarray, num_partitions: int) -> np.ndarray:
