@@ -108,8 +108,8 @@ class LoadBalancer:
         cpu_share: starting share of the CPU ranks together (mixed CPU/GPU runs).
         shares: explicit starting share of every rank (overrides ``cpu_share``).
         tolerance: hysteresis band: no update while ``max(t) / min(t) - 1`` is below it.
-        damping: the largest fraction of the way to the equal-finish shares taken at one update; the
-            step is ``damping * clip(imbalance, 0.5, 1)``, so small (possibly noisy) imbalances move less.
+        damping: fraction of the way to the equal-finish shares taken at one update (1 = all the way;
+            the tolerance band keeps noise inside it from moving the shares).
         min_share: no rank's share drops below this.
         history_windows: windows of (workload, time) per rank that the cost model is fitted to.
     """
@@ -178,9 +178,7 @@ class LoadBalancer:
                 del self._observations[rank][: -self.history_windows]
         if self.mode == "dynamic" and active.all() and imbalance > self.tolerance and (done > 0).all():
             target = self._equal_finish_shares(done.sum() / iterations)
-            # a large imbalance is signal: move all the way; a small one may be noise: move half-way
-            step = self.damping * float(np.clip(imbalance, 0.5, 1.0))
-            new = (1.0 - step) * self.shares + step * target
+            new = (1.0 - self.damping) * self.shares + self.damping * target
             self.shares = clamp_shares(new / new.sum(), self.min_share)
             changed = True
         self.ratio_history.append(self._entry(iteration, compute, imbalance, changed))

@@ -309,7 +309,8 @@ class Trainer:
         stage = dict.fromkeys(STAGES, 0.0)
         loss_sum, correct, seen, feature_bytes, sampled_edges = 0.0, 0, 0, 0, 0
         epoch_compute = epoch_wait = 0.0
-        window_compute, window_work, window_steps = 0.0, 0.0, 0
+        window_times: list[float] = []
+        window_work = 0.0
         my_seeds = 0
         first_id = (epoch - 1) * len(global_batches)
         tick = self.progress("train", len(global_batches)) if self.progress else None
@@ -334,7 +335,7 @@ class Trainer:
                 if fail_now(rank, index):
                     raise RuntimeError(f"test hook: rank {rank} fails at iteration {index}")
                 if slow > 1.0:  # test-only hook: everything this rank does takes `slow` times longer
-                    time.sleep((slow - 1.0) * (t2 - iteration_start))
+                    time.sleep((slow - 1.0) * (t2 - t0))
                 # the time this rank needed to reach the all-reduce (its finish time), waiting excluded
                 compute = time.perf_counter() - iteration_start
                 waited = all_reduce_gradients(dist_ctx, self.model)
@@ -350,16 +351,18 @@ class Trainer:
                 epoch_compute += compute
                 epoch_wait += waited
                 if not (epoch == self.start_epoch and index == 0):  # the first step warms up (JIT, caches)
-                    window_steps += 1
-                    window_compute += compute
+                    window_times.append(compute)
                     seed_work = self._seed_workload(np.asarray(item.batch.seeds))
                     window_work += float(seed_work.sum()) if seed_work is not None else float(local)
                 last_in_window = (index + 1) % window == 0 or index + 1 == len(global_batches)
                 if last_in_window:
+                    # the median step time times the steps: robust to a step stalled by the OS
+                    steps = max(len(window_times), 1)
+                    window_compute = float(np.median(window_times)) * steps if window_times else 0.0
                     gathered = all_gather_floats(dist_ctx, [window_compute, window_work]).numpy()
-                    balancer.update(first_id + index + 1, gathered[:, 0], gathered[:, 1], max(window_steps, 1))
+                    balancer.update(first_id + index + 1, gathered[:, 0], gathered[:, 1], steps)
                     schedule.publish(index // window + 1, balancer.shares.copy())
-                    window_compute, window_work, window_steps = 0.0, 0.0, 0
+                    window_times, window_work = [], 0.0
                 if tick:
                     tick(index + 1, {})
                 iteration_start = time.perf_counter()
