@@ -3,7 +3,13 @@
 1. ``pytest -m gpu tests`` (all GPU-only tests of the project), in a subprocess;
 2. correctness of every feature mode on CUDA against plain indexing (float32/float16, a memory-mapped
    table with a disk tier, the row cache, peer partitions when there are >= 2 GPUs), traffic sums;
-3. the gather benchmark on the GPU (zero-copy naive vs aligned, tiered, cpu-gather + copy baseline).
+3. the gather benchmark on the GPU (zero-copy naive vs aligned, tiered, cpu-gather + copy baseline);
+4. seed 003's microbenchmark: random row reads for rows of 256 B to 16 KB with cpu-gather + copy and
+   zero-copy, against the ideal (bytes / host-to-device bandwidth of one large pinned copy);
+5. seed 003 Fig. 7: naive vs 128-B aligned zero-copy reads for rows of 2,048 to 2,076 bytes in 4-byte steps;
+6. the tiered gather on the sampler's power-law access trace of a generated, wrpr-reordered graph with
+   0/5/10/25% of the rows on the GPU: time and host bytes against zero-copy;
+7. issue 6's hybrid benchmark: ``--devices cuda:0`` against ``--devices cpu,cuda:0``.
 
 Without CUDA it prints a skip message and exits 0. Writes benchmarks/results/gpu_checks.json.
 
@@ -119,6 +125,97 @@ def main() -> int:
                 )  # fmt: skip
 
     steps.append(("gather benchmark", bench))
+
+    def ideal_bandwidth() -> float:
+        """Host-to-device GB/s of one large pinned copy (the PCIe ideal)."""
+        size = 1 << 30
+        host = torch.empty(size, dtype=torch.uint8, pin_memory=True)
+        dev = torch.empty(size, dtype=torch.uint8, device=device)
+        dev.copy_(host, non_blocking=True)
+        torch.cuda.synchronize(device)
+        start = time.perf_counter()
+        for _ in range(5):
+            dev.copy_(host, non_blocking=True)
+        torch.cuda.synchronize(device)
+        return 5 * size / (time.perf_counter() - start) / 1e9
+
+    def row_sizes() -> None:
+        from graphtier.cli.bench_gather import run_gather_benchmark
+
+        ideal = ideal_bandwidth()
+        report["h2d_gb_per_s"] = ideal
+        table.append(("pinned host-to-device copy (ideal)", "measured", f"{ideal:.2f} GB/s"))
+        report["row_sizes"] = []
+        for size in (256, 1024, 4096, 16384):
+            reads = min(4_000_000, (2 << 30) // size)  # 4M reads, at most 2 GiB per batch
+            result = run_gather_benchmark(
+                row_bytes=[size], table_bytes=max(args.table_mib * 2**20, 2 * reads * size), batch_rows=reads,
+                threads=[torch.get_num_threads()], repeats=3, device=device,
+            )  # fmt: skip
+            report["row_sizes"].append(result)
+            for row in result["results"]:
+                if row["threads"] is None and row["method"] in ("cpu-gather+h2d", "zero-copy-naive", "zero-copy-aligned"):
+                    table.append(
+                        (f"{reads:,} reads of {size} B: {row['method']}", "measured",
+                         f"{row['gb_per_s']:.2f} GB/s = {row['gb_per_s'] / ideal:.2f} of ideal"),
+                    )  # fmt: skip
+
+    def alignment() -> None:
+        from graphtier.cli.bench_gather import run_gather_benchmark
+
+        result = run_gather_benchmark(
+            row_bytes=list(range(2048, 2080, 4)), table_bytes=args.table_mib * 2**20, batch_rows=262144,
+            threads=[torch.get_num_threads()], repeats=5, device=device,
+        )  # fmt: skip
+        report["alignment"] = result
+        by_size: dict[int, dict[str, float]] = {}
+        for row in result["results"]:
+            if row["threads"] is None:
+                by_size.setdefault(row["row_bytes"], {})[row["method"]] = row["gb_per_s"]
+        for size, methods in sorted(by_size.items()):
+            table.append(
+                (f"row {size} B: aligned vs naive zero-copy", "measured",
+                 f"{methods['zero-copy-aligned']:.2f} vs {methods['zero-copy-naive']:.2f} GB/s "
+                 f"({methods['zero-copy-aligned'] / methods['zero-copy-naive']:.2f}x)"),
+            )  # fmt: skip
+
+    def tiered_trace() -> None:
+        from graphtier.cli.bench_gather import run_dataset_gather
+        from graphtier.dataset.synthetic import generate
+        from graphtier.graph.reorder import reorder_dataset
+        from graphtier.graph.scores import compute_scores
+
+        with tempfile.TemporaryDirectory() as tmp:
+            source = generate(Path(tmp) / "g", nodes=2_000_000, avg_degree=20, feature_dim=256, seed=0)
+            scores = compute_scores(source, "wrpr")
+            reordered, _ = reorder_dataset(source, Path(tmp) / "g-wrpr", scores.scores, score_label="wrpr")
+            common = dict(ids_from="sampler", device=device, fanouts=(15, 10, 5), batch_size=1024, batches=50)
+            zero = run_dataset_gather(reordered, features_on="zero-copy", **common)
+            report["tiered_trace"] = {"zero-copy": zero}
+            table.append(("trace: zero-copy", "measured", f"{zero['seconds']:.3f} s, host {zero['bytes_by_tier']['host']:,} B"))
+            for hot in ("0%", "5%", "10%", "25%"):
+                run = run_dataset_gather(reordered, features_on="tiered", gpu_budget=hot, **common)
+                report["tiered_trace"][hot] = run
+                cut = 1 - run["bytes_by_tier"]["host"] / max(zero["bytes_by_tier"]["host"], 1)
+                table.append(
+                    (f"trace: tiered {hot} hot", "measured",
+                     f"{run['seconds']:.3f} s ({zero['seconds'] / run['seconds']:.2f}x zero-copy), host bytes -{100 * cut:.1f}%"),
+                )  # fmt: skip
+
+    def hybrid() -> None:
+        proc = subprocess.run(
+            [sys.executable, str(ROOT / "benchmarks" / "bench_hybrid.py")], cwd=ROOT, capture_output=True, text=True
+        )
+        if proc.returncode != 0:
+            raise RuntimeError(proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "bench_hybrid failed")
+        for line in proc.stdout.splitlines():
+            if "speedup" in line:
+                table.append(("hybrid " + " ".join(line.split()[:2]), "measured", " ".join(line.split()[2:])))
+
+    steps.append(("row-size sweep (seed 003)", row_sizes))
+    steps.append(("alignment sweep (seed 003 Fig. 7)", alignment))
+    steps.append(("tiered power-law trace", tiered_trace))
+    steps.append(("hybrid CPU+GPU training", hybrid))
     for label, action in steps:
         print(f"running {label} ...", flush=True)
         try:
