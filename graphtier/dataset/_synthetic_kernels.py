@@ -23,49 +23,29 @@ import math
 import numba
 import numpy as np
 
-MASK64 = (1 << 64) - 1
-GOLDEN = 0x9E3779B97F4A7C15
-_MIX1 = 0xBF58476D1CE4E5B9
-_MIX2 = 0x94D049BB133111EB
+from graphtier._splitmix import GOLDEN, MIX1, MIX2, mix64, mix64_int
+
+_MIX1 = MIX1
+_MIX2 = MIX2
 _TO_UNIT53 = 1.0 / 9007199254740992.0  # 2^-53
 _TO_UNIT32 = 1.0 / 4294967296.0  # 2^-32
 UNIFORMS_PER_EDGE = 4
 
 _U_GOLDEN = np.uint64(GOLDEN)
-_U_MIX1 = np.uint64(_MIX1)
-_U_MIX2 = np.uint64(_MIX2)
-_U_S30 = np.uint64(30)
-_U_S27 = np.uint64(27)
-_U_S31 = np.uint64(31)
 _U_S11 = np.uint64(11)
 _U_S32 = np.uint64(32)
 _U_LOW32 = np.uint64(0xFFFFFFFF)
 
 
 # ---------------------------------------------------------------------------------------------- hashing
-def mix64_int(value: int) -> int:
-    """splitmix64 finaliser on a Python int (used to derive stream keys from the seed)."""
-    z = value & MASK64
-    z = ((z ^ (z >> 30)) * _MIX1) & MASK64
-    z = ((z ^ (z >> 27)) * _MIX2) & MASK64
-    return z ^ (z >> 31)
-
-
 def stream_key(seed: int, stream: int) -> int:
     """The uint64 key (as a Python int) of random stream ``stream`` for ``seed``."""
     return mix64_int(mix64_int(seed + GOLDEN) ^ mix64_int((stream + 1) * GOLDEN))
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _mix64(z: np.uint64) -> np.uint64:
-    z = (z ^ (z >> _U_S30)) * _U_MIX1
-    z = (z ^ (z >> _U_S27)) * _U_MIX2
-    return z ^ (z >> _U_S31)
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
 def _hash(key: np.uint64, counter: np.int64) -> np.uint64:
-    return _mix64(key + np.uint64(counter) * _U_GOLDEN)
+    return mix64(key + np.uint64(counter) * _U_GOLDEN)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")

@@ -12,11 +12,9 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-MASK64 = (1 << 64) - 1
-GOLDEN = 0x9E3779B97F4A7C15
+from graphtier._splitmix import GOLDEN, MASK64, MIX1, MIX2, mix64, mix64_int
+
 HOP_MULT = 0xD1B54A32D192ED03
-MIX1 = 0xBF58476D1CE4E5B9
-MIX2 = 0x94D049BB133111EB
 # Floyd's algorithm checks membership by a linear scan up to this many draws, by a hash set above.
 LINEAR_SET_LIMIT = 32
 # Destinations whose draws are computed, then gathered, together (stage 1 and 2 of sample_sources).
@@ -27,42 +25,32 @@ RELABEL_BLOCK = 512
 _U_GOLDEN = np.uint64(GOLDEN)
 _U_MIX1 = np.uint64(MIX1)
 _U_MIX2 = np.uint64(MIX2)
-_U30 = np.uint64(30)
-_U27 = np.uint64(27)
-_U31 = np.uint64(31)
 _U32 = np.uint64(32)
 _U_LOW32 = np.uint64(0xFFFFFFFF)
 
 
 # ---------------------------------------------------------------------------------------------- RNG
-def mix64_py(z: int) -> int:
-    """splitmix64 finaliser on a Python int in [0, 2^64)."""
-    z = ((z ^ (z >> 30)) * MIX1) & MASK64
-    z = ((z ^ (z >> 27)) * MIX2) & MASK64
-    return z ^ (z >> 31)
-
-
 def stream_key(seed: int, batch_id: int, hop: int) -> int:
     """The 64-bit key of hop ``hop`` of batch ``batch_id`` of a sampler seeded with ``seed``."""
-    key = mix64_py(seed & MASK64)
-    key = mix64_py((key + GOLDEN * (batch_id + 1)) & MASK64)
-    return mix64_py(key ^ ((HOP_MULT * (hop + 1)) & MASK64))
+    key = mix64_int(seed & MASK64)
+    key = mix64_int((key + GOLDEN * (batch_id + 1)) & MASK64)
+    return mix64_int(key ^ ((HOP_MULT * (hop + 1)) & MASK64))
 
 
 def node_key_py(stream: int, position: int) -> int:
     """Key of the destination at ``position`` of a hop with key ``stream``."""
-    return mix64_py((stream + position * GOLDEN) & MASK64)
+    return mix64_int((stream + position * GOLDEN) & MASK64)
 
 
 def draw_py(key: int, i: int) -> int:
     """The ``i``-th 32-bit random draw of a destination key (two draws per 64-bit hash: high half first)."""
-    word = mix64_py((key + (((i >> 1) + 1) * MIX2)) & MASK64)
+    word = mix64_int((key + (((i >> 1) + 1) * MIX2)) & MASK64)
     return word >> 32 if i & 1 == 0 else word & 0xFFFFFFFF
 
 
 def wide_draw_py(key: int, i: int) -> int:
     """The ``i``-th 64-bit draw of a destination key, used only for neighbour lists of >= 2^32 entries."""
-    return mix64_py((key ^ GOLDEN) + ((i + 1) * MIX1) & MASK64)
+    return mix64_int((key ^ GOLDEN) + ((i + 1) * MIX1) & MASK64)
 
 
 def uniform_below_py(key: int, i: int, bound: int) -> int:
@@ -84,23 +72,16 @@ def floyd_positions_py(key: int, degree: int, k: int) -> list[int]:
     return chosen
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
-def _mix64(z: np.uint64) -> np.uint64:
-    z = (z ^ (z >> _U30)) * _U_MIX1
-    z = (z ^ (z >> _U27)) * _U_MIX2
-    return z ^ (z >> _U31)
-
-
 @numba.njit(cache=True, nogil=True)
 def node_key(stream: np.uint64, position: np.int64) -> np.uint64:
     """Kernel twin of :func:`node_key_py`."""
-    return _mix64(stream + np.uint64(position) * _U_GOLDEN)
+    return mix64(stream + np.uint64(position) * _U_GOLDEN)
 
 
 @numba.njit(cache=True, nogil=True)
 def draw(key: np.uint64, i: np.int64) -> np.uint64:
     """Kernel twin of :func:`draw_py` (a 32-bit value in a uint64)."""
-    word = _mix64(key + np.uint64((i >> 1) + 1) * _U_MIX2)
+    word = mix64(key + np.uint64((i >> 1) + 1) * _U_MIX2)
     return word >> _U32 if i & 1 == 0 else word & _U_LOW32
 
 
@@ -109,7 +90,7 @@ def uniform_below(key: np.uint64, i: np.int64, bound: np.int64) -> np.int64:
     """Kernel twin of :func:`uniform_below_py`."""
     if bound < 4294967296:
         return np.int64((draw(key, i) * np.uint64(bound)) >> _U32)
-    wide = _mix64((key ^ _U_GOLDEN) + np.uint64(i + 1) * _U_MIX1)
+    wide = mix64((key ^ _U_GOLDEN) + np.uint64(i + 1) * _U_MIX1)
     return np.int64(wide % np.uint64(bound))
 
 
@@ -129,7 +110,7 @@ def floyd_positions(key: np.uint64, degree: np.int64, k: np.int64, out: np.ndarr
         t = degree - k + i
         if t < 4294967295:  # inline of uniform_below: one 64-bit hash serves two draws
             if i & 1 == 0:
-                word = _mix64(key + np.uint64((i >> 1) + 1) * _U_MIX2)
+                word = mix64(key + np.uint64((i >> 1) + 1) * _U_MIX2)
                 half = word >> _U32
             else:
                 half = word & _U_LOW32
