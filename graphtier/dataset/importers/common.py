@@ -26,7 +26,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from graphtier.dataset.format import index_dtype
+from graphtier.dataset.format import Dataset, index_dtype
 from graphtier.dataset.importers import kernels
 from graphtier.dataset.writer import DatasetWriter
 from graphtier.errors import DatasetError, OptionError
@@ -756,6 +756,42 @@ def save_splits(writer: DatasetWriter, splits: Sequence[np.ndarray | None]) -> N
     for split_name, idx in zip(("train", "valid", "test"), splits):
         if idx is not None:
             writer.save(f"{split_name}_idx", np.asarray(idx, dtype=np.int64))
+
+
+def finish_edge_import(
+    writer: DatasetWriter,
+    idmap: IdMap,
+    *,
+    importer: str,
+    source: Path,
+    name: str | None,
+    num_edges: int,
+    undirected: bool,
+    labels: Labels | None,
+    labels_path: str | os.PathLike[str] | None,
+    features: str | os.PathLike[str] | None,
+    synthetic_dim: int,
+    split: Sequence[float] | None,
+    seed: int,
+    options: dict[str, Any],
+) -> Dataset:
+    """The common end of the edge-list-like importers: node data, ``meta.json``, validate and rename."""
+    feature_dim, feature_dtype, num_classes = write_node_data(
+        writer, idmap, labels=labels, features=features, synthetic_dim=synthetic_dim, split=split, seed=seed
+    )
+    meta = dataset_meta(
+        name=name or default_name(source),
+        num_nodes=idmap.num_nodes,
+        num_edges=num_edges,
+        directed=not undirected,
+        feature_dim=feature_dim,
+        feature_dtype=feature_dtype,
+        num_classes=num_classes,
+        importer=importer,
+        inputs=[p for p in (source, labels_path, features) if p is not None],
+        options=options,
+    )
+    return writer.finish(meta)
 
 
 def write_node_data(

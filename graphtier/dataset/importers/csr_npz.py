@@ -160,25 +160,19 @@ def import_csr_npz(
         writer.save("indices", indices)
         num_edges = int(indices.shape[0])
         del indices
-        feature_dim, feature_dtype, num_classes = common.write_node_data(
+        return common.finish_edge_import(
             writer,
             idmap,
+            importer="csr-npz",
+            source=path,
+            name=name,
+            num_edges=num_edges,
+            undirected=undirected,
             labels=common.read_labels(labels, idmap) if labels is not None else None,
+            labels_path=labels,
             features=features,
             synthetic_dim=synthetic_features,
             split=split,
             seed=seed,
-        )
-        meta = common.dataset_meta(
-            name=name or common.default_name(path),
-            num_nodes=n,
-            num_edges=num_edges,
-            directed=not undirected,
-            feature_dim=feature_dim,
-            feature_dtype=feature_dtype,
-            num_classes=num_classes,
-            importer="csr-npz",
-            inputs=[p for p in (path, labels, features) if p is not None],
             options=options,
         )
-        return writer.finish(meta)

@@ -148,28 +148,22 @@ def import_edgelist(
                 if names is not None
                 else common.read_labels(labels, idmap, header)
             )
-        feature_dim, feature_dtype, num_classes = common.write_node_data(
+        return common.finish_edge_import(
             writer,
             idmap,
+            importer="edgelist",
+            source=path,
+            name=name,
+            num_edges=num_edges,
+            undirected=undirected,
             labels=parsed_labels,
+            labels_path=labels,
             features=features,
             synthetic_dim=synthetic_features,
             split=split,
             seed=seed,
-        )
-        meta = common.dataset_meta(
-            name=name or common.default_name(path),
-            num_nodes=n,
-            num_edges=num_edges,
-            directed=not undirected,
-            feature_dim=feature_dim,
-            feature_dtype=feature_dtype,
-            num_classes=num_classes,
-            importer="edgelist",
-            inputs=[p for p in (path, labels, features) if p is not None],
             options=options,
         )
-        return writer.finish(meta)
 
 
 def _spill_string_edges(path: Path, spill: common.EdgeSpill, skip_header: bool) -> dict[str, int]:
