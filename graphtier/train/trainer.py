@@ -16,6 +16,7 @@ import torch.nn.functional as F
 from graphtier.dataset import Dataset
 from graphtier.errors import OptionError
 from graphtier.sampling import MiniBatch, NeighborSampler, ShadowSampler, iter_seed_batches
+from graphtier.sampling.shadow import first_seen_unique
 from graphtier.store import TIER_NAMES, FeatureStore, make_feature_store
 from graphtier.train.balancer import LoadBalancer, cached_workload, estimate_workload, split_by_workload
 from graphtier.train.config import TrainConfig
@@ -44,19 +45,14 @@ ProgressFactory = Callable[[str, int], Callable[[int, dict[str, Any]], None]]
 
 
 def _seed_only_sampler(seeds: np.ndarray, batch_id: int) -> MiniBatch:
-    """MLP batches: the unique seeds and no blocks (no neighbours are read)."""
-    seeds_t = torch.from_numpy(np.array(seeds, dtype=np.int64))
-    unique, first = np.unique(seeds_t.numpy(), return_index=True)
-    order = np.argsort(first, kind="stable")
-    n_id = unique[order]
-    position = np.empty_like(order)
-    position[order] = np.arange(order.shape[0])
-    seed_index = position[np.searchsorted(unique, seeds_t.numpy())]
+    """MLP batches: the unique seeds (first-seen order) and no blocks (no neighbours are read)."""
+    seed_array = np.array(seeds, dtype=np.int64)
+    n_id, seed_index = first_seen_unique(seed_array)
     return MiniBatch(
-        n_id=torch.from_numpy(n_id.astype(np.int64)),
+        n_id=torch.from_numpy(n_id),
         blocks=[],
-        seed_index=torch.from_numpy(seed_index.astype(np.int64)),
-        seeds=seeds_t,
+        seed_index=torch.from_numpy(seed_index),
+        seeds=torch.from_numpy(seed_array),
     )
 
 
@@ -138,7 +134,6 @@ class Trainer:
                 self.workload = self._training_workload()
             self._train_order = np.argsort(self.train_idx, kind="stable")
             self._sorted_train = self.train_idx[self._train_order]
-            self.rank_totals = {"seeds": 0, "compute_seconds": 0.0, "wait_seconds": 0.0}
             self.report.balancer = self.balancer
             self.report.devices = list(dist.devices)
         self.best_valid = -1.0
@@ -152,9 +147,6 @@ class Trainer:
         """One informational line (feature placement, fallbacks) unless --quiet; rank 0 only."""
         if not self.config.quiet and (self.dist is None or self.dist.is_main):
             print(line, flush=True)
-
-    def _traffic(self) -> dict[str, int]:
-        return dict(self.features.traffic())
 
     @staticmethod
     def _traffic_delta(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
@@ -516,9 +508,9 @@ class Trainer:
         has_valid = self.valid_idx.size > 0
         for epoch in range(self.start_epoch, cfg.epochs + 1):
             record: dict[str, Any] = {"epoch": epoch}
-            traffic_before = self._traffic()
+            traffic_before = dict(self.features.traffic())
             record.update(self.train_epoch(epoch))
-            record["feature_bytes_by_tier"] = self._traffic_delta(traffic_before, self._traffic())
+            record["feature_bytes_by_tier"] = self._traffic_delta(traffic_before, dict(self.features.traffic()))
             hit_ratio = getattr(self.features, "cache_hit_ratio", None)
             if hit_ratio is not None:
                 record["cache_hit_ratio"] = float(hit_ratio)
