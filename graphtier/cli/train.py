@@ -76,7 +76,7 @@ def _progress_factory(console: Any) -> Callable[[str, int], Callable[[int, dict[
     help="Final valid/test accuracy by exact layer-wise full-neighbour inference (neighbour sampler).",
 )
 @click.option("--num-threads", type=int, default=None, help="CPU threads for sampling and compute.")
-@click.option("--prefetch", default=4, show_default=True, type=int, help="Mini-batches prepared ahead.")
+@click.option("--prefetch", default=4, show_default=True, type=int, help="Mini-batches prepared ahead by a background thread (0: none, no overlap).")
 @click.option("--checkpoint", type=click.Path(path_type=str), default=None, help="Directory: save every epoch, resume.")
 @click.option("--report", type=click.Path(dir_okay=False, path_type=str), default=None, help="Write the run report JSON.")
 @click.option(

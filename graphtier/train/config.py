@@ -132,12 +132,14 @@ class TrainConfig:
             if any(not share > 0 for share in self.shares):
                 raise OptionError(f"--shares expected positive values, found {list(self.shares)}")
         for name in (
-            "batch_size", "hidden", "epochs", "eval_every", "eval_batch_size", "prefetch", "heads",
+            "batch_size", "hidden", "epochs", "eval_every", "eval_batch_size", "heads",
             "rebalance_every", "workload_samples", "peer_partitions",
         ):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise OptionError(f"--{name.replace('_', '-')} expected a positive integer, found {value!r}")
+        if not isinstance(self.prefetch, int) or self.prefetch < 0:
+            raise OptionError(f"--prefetch expected a non-negative integer, found {self.prefetch!r}")
         for name in ("num_threads", "cpu_threads"):
             value = getattr(self, name)
             if value is not None and value < 1:

@@ -58,7 +58,8 @@ class BatchProducer:
         gather: ``gather(n_id) -> features`` [len(n_id), D] CPU tensor.
         labels: int64 [N] labels (numpy, may be memory-mapped).
         first_batch_id: batch id of ``seed_batches[0]`` (batch ids make sampling reproducible).
-        depth: queue bound: how many prepared batches may wait.
+        depth: queue bound: how many prepared batches may wait; 0 prepares each batch in the consumer's
+            thread when it is needed (no background thread, no overlap).
         row_bytes: bytes per feature row, for the byte counter.
         num_threads: numba threads of the producer thread (numba's setting is per thread).
     """
@@ -84,8 +85,10 @@ class BatchProducer:
         self._num_threads = num_threads
         self._queue: queue.Queue[object] = queue.Queue(maxsize=max(1, depth))
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="graphtier-producer", daemon=True)
-        self._thread.start()
+        self._thread: threading.Thread | None = None
+        if depth > 0:
+            self._thread = threading.Thread(target=self._run, name="graphtier-producer", daemon=True)
+            self._thread.start()
 
     def _put(self, item: object) -> bool:
         while not self._stop.is_set():
@@ -96,6 +99,22 @@ class BatchProducer:
                 continue
         return False
 
+    def _prepare(self, offset: int, seeds: np.ndarray) -> PreparedBatch:
+        start = time.perf_counter()
+        batch = self._sample(seeds, self._first_batch_id + offset)
+        sampled = time.perf_counter()
+        x = self._gather(batch.n_id)
+        y = torch.from_numpy(np.asarray(self._labels[np.asarray(seeds)], dtype=np.int64))
+        done = time.perf_counter()
+        return PreparedBatch(
+            batch=batch,
+            x=x,
+            y=y,
+            sample_seconds=sampled - start,
+            extract_seconds=done - sampled,
+            feature_bytes=int(batch.n_id.shape[0]) * self._row_bytes,
+        )
+
     def _run(self) -> None:
         try:
             if self._num_threads is not None:
@@ -103,27 +122,17 @@ class BatchProducer:
             for offset, seeds in enumerate(self._seed_batches):
                 if self._stop.is_set():
                     return
-                start = time.perf_counter()
-                batch = self._sample(seeds, self._first_batch_id + offset)
-                sampled = time.perf_counter()
-                x = self._gather(batch.n_id)
-                y = torch.from_numpy(np.asarray(self._labels[np.asarray(seeds)], dtype=np.int64))
-                done = time.perf_counter()
-                item = PreparedBatch(
-                    batch=batch,
-                    x=x,
-                    y=y,
-                    sample_seconds=sampled - start,
-                    extract_seconds=done - sampled,
-                    feature_bytes=int(batch.n_id.shape[0]) * self._row_bytes,
-                )
-                if not self._put(item):
+                if not self._put(self._prepare(offset, seeds)):
                     return
             self._put(_DONE)
         except BaseException as error:  # forwarded to the consumer, which re-raises it
             self._put(_Failure(error))
 
     def __iter__(self) -> Iterator[PreparedBatch]:
+        if self._thread is None:  # depth 0: prepare each batch in the consumer's thread, no overlap
+            for offset, seeds in enumerate(self._seed_batches):
+                yield self._prepare(offset, seeds)
+            return
         try:
             while True:
                 item = self._queue.get()
@@ -139,7 +148,7 @@ class BatchProducer:
     def close(self) -> None:
         """Stop the producer thread and wait for it (idempotent, never hangs on a full queue)."""
         self._stop.set()
-        while self._thread.is_alive():
+        while self._thread is not None and self._thread.is_alive():
             try:
                 while True:
                     self._queue.get_nowait()

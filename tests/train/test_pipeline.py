@@ -60,3 +60,12 @@ def test_keyboard_interrupt_in_consumer_stops_producer() -> None:
         for _ in producer:
             raise KeyboardInterrupt
     assert not producer._thread.is_alive()
+
+
+def test_depth_zero_prepares_batches_inline() -> None:
+    before = threading.active_count()
+    labels = np.arange(10, dtype=np.int64)
+    producer = BatchProducer([np.array([i]) for i in range(4)], _fake_sample, _gather, labels, depth=0)
+    assert threading.active_count() == before  # no background thread
+    assert [item.y.tolist() for item in producer] == [[0], [1], [2], [3]]
+    producer.close()
