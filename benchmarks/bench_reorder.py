@@ -40,6 +40,7 @@ def best_of(repeats: int, action) -> list[float]:  # type: ignore[no-untyped-def
 
 
 def main() -> None:
+    load_at_start = os.getloadavg()[0]  # other jobs on the machine make timings noisy: record how busy it was
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", default="/tmp/graphtier-data/synth-10m")
     parser.add_argument("--repeats", type=int, default=3)
@@ -103,7 +104,7 @@ def main() -> None:
     edges_per_s = edges / min(topo_runs)
     single_edges_per_s = edges / min(topo_single)
     print(f"graph: {data.path} ({data.num_nodes:,} nodes, {edges:,} edges); best of {args.repeats}; "
-          f"machine shared with other jobs: noisy")
+          f"1-min load average at start {load_at_start:.2f}")
     print(f"wrpr + sort by score: {order_seconds:.2f} s, inverse permutation {inverse_seconds:.3f} s")
     print(f"{'stage':<44}{'time s':>9}{'rate':>20}{'vs memcpy':>11}")
     memcpy_rate = feature_row.get("memcpy_numpy_gb_per_s")
@@ -136,7 +137,7 @@ def main() -> None:
         "topology_edges_per_s_per_thread_1thread": single_edges_per_s,
         "topology_gb_per_s_read_plus_write": topo_gbs,
         **feature_row,
-        "note": "machine shared with other jobs during the run: timings are noisy",
+        "load_average_1min_at_start": load_at_start,
     }
     Path(args.output).parent.mkdir(parents=True, exist_ok=True)
     Path(args.output).write_text(json.dumps(doc, indent=2) + "\n")

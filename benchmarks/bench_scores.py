@@ -41,6 +41,7 @@ def time_wrpr(indptr: np.ndarray, indices: np.ndarray, train: np.ndarray, iterat
 
 
 def main() -> None:
+    load_at_start = os.getloadavg()[0]  # other jobs on the machine make timings noisy: record how busy it was
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", default="/tmp/graphtier-data/synth-10m")
     parser.add_argument("--iterations", type=int, default=5)
@@ -86,7 +87,7 @@ def main() -> None:
         ("scipy.sparse SpMV loop (1 thread)", best_scipy, 1.0),
     ]
     print(f"graph: {data.path} ({data.num_nodes:,} nodes, {data.num_edges:,} edges), "
-          f"{args.iterations} iterations, best of {args.repeats}; machine shared with other jobs: noisy")
+          f"{args.iterations} iterations, best of {args.repeats}; 1-min load average at start {load_at_start:.2f}")
     print(f"{'implementation':<36}{'s/iter':>10}{'speed-up vs scipy':>20}")
     for name, seconds, ratio in rows:
         print(f"{name:<36}{seconds:>10.3f}{ratio:>19.2f}x")
@@ -109,7 +110,7 @@ def main() -> None:
         "speedup_vs_scipy": best_scipy / best_numba,
         "speedup_vs_scipy_1thread": best_scipy / best_single,
         "max_relative_difference": rel_error,
-        "note": "machine shared with other jobs during the run: timings are noisy",
+        "load_average_1min_at_start": load_at_start,
     }
     Path(args.output).parent.mkdir(parents=True, exist_ok=True)
     Path(args.output).write_text(json.dumps(doc, indent=2) + "\n")
