@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass, field
 import os
 import time
 from pathlib import Path
@@ -42,6 +43,40 @@ STAGES = ("sample", "extract", "transfer", "train", "total")
 
 EpochCallback = Callable[[dict[str, Any]], None]
 ProgressFactory = Callable[[str, int], Callable[[int, dict[str, Any]], None]]
+
+
+@dataclass
+class _EpochTally:
+    """The sums one rank accumulates over an epoch's training steps."""
+
+    stage: dict[str, float] = field(default_factory=lambda: dict.fromkeys(STAGES, 0.0))
+    loss_sum: float = 0.0
+    correct: int = 0
+    seen: int = 0
+    feature_bytes: int = 0
+    sampled_edges: int = 0
+
+    def add(self, item: PreparedBatch, transfer_seconds: float, train_seconds: float) -> None:
+        """Count one step's stage times and bytes (loss and accuracy are added by the caller)."""
+        self.stage["sample"] += item.sample_seconds
+        self.stage["extract"] += item.extract_seconds
+        self.stage["transfer"] += transfer_seconds
+        self.stage["train"] += train_seconds
+        self.feature_bytes += item.feature_bytes
+        self.sampled_edges += item.batch.num_sampled_edges
+
+    def record(self, batches: int, total_seconds: float, loss_sum: float, correct: float, seen: float) -> dict[str, Any]:
+        """The epoch's report entry from these sums and the (possibly all-rank) loss/accuracy totals."""
+        self.stage["total"] = total_seconds
+        return {
+            "loss": loss_sum / max(seen, 1),
+            "train_acc": correct / max(seen, 1),
+            "stage_seconds": self.stage,
+            "feature_bytes": self.feature_bytes,
+            "batches": batches,
+            "sampled_edges": self.sampled_edges,
+            "batches_per_s": batches / total_seconds if total_seconds > 0 else 0.0,
+        }
 
 
 def _seed_only_sampler(seeds: np.ndarray, batch_id: int) -> MiniBatch:
@@ -203,8 +238,7 @@ class Trainer:
             return self._train_epoch_distributed(epoch)
         self.model.train()
         seed_batches = self._epoch_batches(epoch)
-        stage = dict.fromkeys(STAGES, 0.0)
-        loss_sum, correct, seen, feature_bytes, sampled_edges = 0.0, 0, 0, 0, 0
+        tally = _EpochTally()
         tick = self.progress("train", len(seed_batches)) if self.progress else None
         start = time.perf_counter()
         producer = self._producer(seed_batches, self.train_sample, (epoch - 1) * len(seed_batches))
@@ -219,28 +253,14 @@ class Trainer:
             self.optimizer.step()
             loss_value = float(loss.detach())
             t2 = time.perf_counter()
-            stage["sample"] += item.sample_seconds
-            stage["extract"] += item.extract_seconds
-            stage["transfer"] += t1 - t0
-            stage["train"] += t2 - t1
+            tally.add(item, t1 - t0, t2 - t1)
             batch_size = int(y.shape[0])
-            loss_sum += loss_value * batch_size
-            correct += int((logits.argmax(dim=1) == y).sum())
-            seen += batch_size
-            feature_bytes += item.feature_bytes
-            sampled_edges += item.batch.num_sampled_edges
+            tally.loss_sum += loss_value * batch_size
+            tally.correct += int((logits.argmax(dim=1) == y).sum())
+            tally.seen += batch_size
             if tick:
                 tick(step + 1, {"loss": loss_value})
-        stage["total"] = time.perf_counter() - start
-        return {
-            "loss": loss_sum / max(seen, 1),
-            "train_acc": correct / max(seen, 1),
-            "stage_seconds": stage,
-            "feature_bytes": feature_bytes,
-            "batches": len(seed_batches),
-            "sampled_edges": sampled_edges,
-            "batches_per_s": len(seed_batches) / stage["total"] if stage["total"] > 0 else 0.0,
-        }
+        return tally.record(len(seed_batches), time.perf_counter() - start, tally.loss_sum, tally.correct, tally.seen)
 
     # ------------------------------------------------------------------ multi-process (seed 002)
     def _training_workload(self) -> np.ndarray:
@@ -298,12 +318,10 @@ class Trainer:
         def sample(seeds: np.ndarray, batch_id: int) -> MiniBatch:
             return self.train_sample(seeds, batch_id * world + rank)
 
-        stage = dict.fromkeys(STAGES, 0.0)
-        loss_sum, correct, seen, feature_bytes, sampled_edges = 0.0, 0, 0, 0, 0
+        tally = _EpochTally()
         epoch_compute = epoch_wait = 0.0
         window_times: list[float] = []
         window_work = 0.0
-        my_seeds = 0
         first_id = (epoch - 1) * len(global_batches)
         tick = self.progress("train", len(global_batches)) if self.progress else None
         start = time.perf_counter()
@@ -321,25 +339,19 @@ class Trainer:
                     logits = self.model(x, blocks, degree)[seed_index]
                     batch_loss = F.cross_entropy(logits, y, reduction="sum")
                     (batch_loss / global_size).backward()
-                    loss_sum += float(batch_loss.detach())
-                    correct += int((logits.argmax(dim=1) == y).sum())
+                    tally.loss_sum += float(batch_loss.detach())
+                    tally.correct += int((logits.argmax(dim=1) == y).sum())
                 t2 = time.perf_counter()
                 if fail_now(rank, index):
                     raise RuntimeError(f"test hook: rank {rank} fails at iteration {index}")
-                if slow > 1.0:  # test-only hook: everything this rank does takes `slow` times longer
+                if slow > 1.0:  # test-only hook: this rank's transfer and forward/backward take `slow` times longer
                     time.sleep((slow - 1.0) * (t2 - t0))
                 # the time this rank needed to reach the all-reduce (its finish time), waiting excluded
                 compute = time.perf_counter() - iteration_start
                 waited = all_reduce_gradients(dist_ctx, self.model)
                 self.optimizer.step()
-                stage["sample"] += item.sample_seconds
-                stage["extract"] += item.extract_seconds
-                stage["transfer"] += t1 - t0
-                stage["train"] += t2 - t1
-                seen += local
-                my_seeds += local
-                feature_bytes += item.feature_bytes
-                sampled_edges += item.batch.num_sampled_edges
+                tally.add(item, t1 - t0, t2 - t1)
+                tally.seen += local
                 epoch_compute += compute
                 epoch_wait += waited
                 if not (epoch == self.start_epoch and index == 0):  # the first step warms up (JIT, caches)
@@ -361,10 +373,11 @@ class Trainer:
         finally:
             schedule.cancel()
             producer.close()
-        stage["total"] = time.perf_counter() - start
-        totals = all_reduce_sum(dist_ctx, torch.tensor([loss_sum, float(correct), float(seen)], dtype=torch.float64))
-        loss_total, correct_total, seen_total = (float(v) for v in totals)
-        per_rank = all_gather_floats(dist_ctx, [float(my_seeds), epoch_compute, epoch_wait]).numpy()
+        total_seconds = time.perf_counter() - start
+        totals = all_reduce_sum(
+            dist_ctx, torch.tensor([tally.loss_sum, float(tally.correct), float(tally.seen)], dtype=torch.float64)
+        )
+        per_rank = all_gather_floats(dist_ctx, [float(tally.seen), epoch_compute, epoch_wait]).numpy()
         ranks = [
             {
                 "rank": r,
@@ -376,18 +389,9 @@ class Trainer:
             for r in range(world)
         ]
         self.report.add_rank_totals(ranks)
-        return {
-            "loss": loss_total / max(seen_total, 1.0),
-            "train_acc": correct_total / max(seen_total, 1.0),
-            "stage_seconds": stage,
-            "feature_bytes": feature_bytes,
-            "batches": len(global_batches),
-            "sampled_edges": sampled_edges,
-            "batches_per_s": len(global_batches) / stage["total"] if stage["total"] > 0 else 0.0,
-            "ranks": ranks,
-            "cpu_share": balancer.cpu_share(),
-            "shares": [float(v) for v in balancer.shares],
-        }
+        record = tally.record(len(global_batches), total_seconds, *(float(v) for v in totals))
+        record.update(ranks=ranks, cpu_share=balancer.cpu_share(), shares=[float(v) for v in balancer.shares])
+        return record
 
     # ------------------------------------------------------------------ evaluation
     @torch.no_grad()
