@@ -429,7 +429,7 @@ class Trainer:
         tick = self.progress("inference", 1) if self.progress else None
         return layerwise_inference(
             self.model,
-            lambda ids: self.features.gather(ids).clone(),
+            self.features.gather,  # each gathered block is used before the ring slot comes round again
             self.indptr,
             self.indices,
             num_nodes=self.dataset.num_nodes,
