@@ -10,8 +10,8 @@ import click
 from graphtier.cli.score import parse_fanouts
 from graphtier.dataset.format import Dataset
 from graphtier.errors import OptionError
-from graphtier.graph.access import HIT_PERCENTS, analyze_access, plot_access
-from graphtier.graph.scores import SCORE_METHODS
+from graphtier.tiering.access import HIT_PERCENTS, analyze_access, plot_access
+from graphtier.tiering.hotness import SCORE_METHODS
 
 
 def format_table(curves: dict[str, dict[str, float]]) -> str:

@@ -9,7 +9,7 @@ import click
 from graphtier.cli.score import parse_fanouts
 from graphtier.dataset.format import Dataset
 from graphtier.graph.reorder import load_score_file, reorder_dataset
-from graphtier.graph.scores import DEFAULT_DAMPING, DEFAULT_RPR_TOL, SCORE_METHODS, compute_scores
+from graphtier.tiering.hotness import DEFAULT_DAMPING, DEFAULT_RPR_TOL, SCORE_METHODS, compute_scores
 
 
 @click.command("reorder")

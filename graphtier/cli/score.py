@@ -11,7 +11,7 @@ import numpy as np
 
 from graphtier.dataset.format import Dataset
 from graphtier.errors import OptionError
-from graphtier.graph.scores import DEFAULT_DAMPING, DEFAULT_RPR_TOL, SCORE_METHODS, ScoreResult, compute_scores
+from graphtier.tiering.hotness import DEFAULT_DAMPING, DEFAULT_RPR_TOL, SCORE_METHODS, ScoreResult, compute_scores
 
 
 def parse_fanouts(text: str) -> list[int]:

@@ -112,7 +112,7 @@ def command(dataset: str, **options: Any) -> None:
 
     from graphtier.dataset import Dataset
     from graphtier.train import TrainConfig, Trainer
-    from graphtier.train.distributed import launch, parse_devices, parse_shares, under_torchrun
+    from graphtier.train.launch import launch, parse_devices, parse_shares, under_torchrun
     from graphtier.train.report import epoch_summary, format_accuracy
 
     if options["devices"] is not None:

@@ -13,7 +13,7 @@ Kernels (numba) and their references (numpy, ``*_reference``):
 - :func:`sort_and_count_unique`, :func:`compact_lists`: sort lists, drop duplicates and self-loops.
 - :func:`fill_features` / :func:`fill_features_reference`: class centroid + Gaussian noise rows.
 
-The CSC-building kernels are tested end to end against ``graphtier.graph.build.edges_to_csc_reference``.
+The CSC-building kernels are tested end to end against ``graphtier.dataset.csc.edges_to_csc_reference``.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from graphtier.errors import DatasetError
-from graphtier.graph.checks import index_range, is_non_decreasing
+from graphtier.dataset.checks import index_range, is_non_decreasing
 
 FORMAT_VERSION = 1
 META_FILE = "meta.json"

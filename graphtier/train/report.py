@@ -14,6 +14,7 @@ import numba
 import numpy as np
 import torch
 
+from graphtier._version import __version__
 from graphtier.dataset import Dataset
 
 REPORT_VERSION = 1
@@ -49,8 +50,6 @@ def epoch_summary(record: dict[str, Any], epochs: int) -> str:
 def environment_info(device: torch.device) -> dict[str, Any]:
     """Versions, device and thread counts of this process."""
     import torch_geometric
-
-    from graphtier import __version__
 
     info: dict[str, Any] = {
         "graphtier": __version__,

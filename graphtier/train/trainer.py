@@ -21,7 +21,7 @@ from graphtier.sampling.shadow import first_seen_unique
 from graphtier.store import TIER_NAMES, FeatureStore, make_feature_store
 from graphtier.train.balancer import LoadBalancer, cached_workload, estimate_workload, split_by_workload
 from graphtier.train.config import TrainConfig
-from graphtier.train.distributed import (
+from graphtier.train.comm import (
     DistContext,
     ShareSchedule,
     all_gather_floats,

@@ -17,7 +17,7 @@ from graphtier.dataset import _synthetic_kernels as kernels
 from graphtier.dataset import synthetic
 from graphtier.dataset.format import Dataset
 from graphtier.errors import DatasetError, OptionError
-from graphtier.graph.build import edges_to_csc_reference
+from graphtier.dataset.csc import edges_to_csc_reference
 from graphtier.graph.stats import in_degree_stats
 
 ARRAY_FILES = ("indptr", "indices", "features", "labels", "train_idx", "valid_idx", "test_idx")

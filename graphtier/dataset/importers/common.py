@@ -30,7 +30,7 @@ from graphtier.dataset.format import Dataset, index_dtype
 from graphtier.dataset.importers import kernels
 from graphtier.dataset.writer import DatasetWriter
 from graphtier.errors import DatasetError, OptionError
-from graphtier.graph.build import compact_csc
+from graphtier.dataset.csc import compact_csc
 
 CHUNK_BYTES = 64 << 20
 """Bytes of text parsed at a time."""

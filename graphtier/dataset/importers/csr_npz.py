@@ -19,7 +19,7 @@ from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import common
 from graphtier.dataset.writer import DatasetWriter
 from graphtier.errors import DatasetError, OptionError
-from graphtier.graph.checks import index_range, is_non_decreasing
+from graphtier.dataset.checks import index_range, is_non_decreasing
 
 LAYOUTS = ("auto", "csr", "csc")
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from graphtier.dataset.importers import common
 from graphtier.errors import DatasetError, OptionError
-from graphtier.graph.build import edges_to_csc_reference
+from graphtier.dataset.csc import edges_to_csc_reference
 
 
 def _write(path: Path, text: str, compress: bool = False) -> Path:

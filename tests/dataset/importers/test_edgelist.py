@@ -12,7 +12,7 @@ import pytest
 from graphtier.dataset import Dataset
 from graphtier.dataset.importers import import_edgelist
 from graphtier.errors import DatasetError, OptionError
-from graphtier.graph.build import edges_to_csc_reference
+from graphtier.dataset.csc import edges_to_csc_reference
 
 from .helpers import assert_user_error, run_cli, run_cli_process, shared
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from graphtier.dataset.importers import import_ogb
-from graphtier.graph.build import edges_to_csc_reference
+from graphtier.dataset.csc import edges_to_csc_reference
 
 from .helpers import assert_user_error, run_cli
 
