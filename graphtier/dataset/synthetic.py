@@ -36,6 +36,7 @@ from typing import Any
 import numba
 import numpy as np
 
+from graphtier.dataset import _synthetic_csc_kernels as csc_kernels
 from graphtier.dataset import _synthetic_kernels as kernels
 from graphtier.dataset.format import FEATURE_DTYPES, Dataset, index_dtype
 from graphtier.dataset.writer import DatasetWriter
@@ -359,18 +360,18 @@ def _build_graph(
 
     parts = np.int64(numba.get_num_threads())
     counts = np.zeros(nodes, dtype=np.int64)
-    kernels.count_endpoints(src, dst, counts, undirected, parts)
+    csc_kernels.count_endpoints(src, dst, counts, undirected, parts)
     indptr = np.zeros(nodes + 1, dtype=np.int64)
     np.cumsum(counts, out=indptr[1:])
     del counts
     indices = np.empty(int(indptr[-1]), dtype=node_dtype)
     cursor = indptr[:-1].copy()
-    kernels.scatter_endpoints(src, dst, cursor, indices, undirected, parts)
+    csc_kernels.scatter_endpoints(src, dst, cursor, indices, undirected, parts)
     del cursor, src, dst
     stage(f"grouped {indices.size:,} edges by destination")
 
-    kernels.sort_and_count_unique(indptr, indices)
-    kernels.compact_lists(indptr, indices)
+    csc_kernels.sort_and_count_unique(indptr, indices)
+    csc_kernels.compact_lists(indptr, indices)
     stage("sorted lists, dropped duplicates and self-loops")
     return indptr, indices, pairs
 
