@@ -1,7 +1,7 @@
 """``graphtier prepare FORMAT SOURCE OUTPUT``: import a public graph format into a dataset directory.
 
-Formats: ``planetoid``, ``edgelist``, ``csr-npz``, ``ogb`` (one subcommand each, with their own
-options; ``graphtier prepare FORMAT --help``). The output is written atomically: on any error
+Formats: ``planetoid``, ``edgelist``, ``csr-npz``, ``ogb``, ``mat`` (one subcommand each, with their
+own options; ``graphtier prepare FORMAT --help``). The output is written atomically: on any error
 nothing is left at OUTPUT.
 """
 
@@ -23,7 +23,7 @@ _PATH = click.Path(path_type=Path)
 def _common_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """SOURCE, OUTPUT, --name and --overwrite, shared by every format."""
     func = click.option("--overwrite", is_flag=True, help="Replace OUTPUT if it exists.")(func)
-    func = click.option("--name", default=None, help="Dataset name stored in meta.json (default: from SOURCE).")(func)
+    func = click.option("--name", default=None, help="Dataset name stored in meta.json (default: the name of OUTPUT).")(func)
     func = click.argument("output", type=_PATH)(func)
     func = click.argument("source", type=_PATH)(func)
     return func
@@ -40,9 +40,9 @@ def _graph_options(func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _node_data_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    """--synthetic-features, --split and --seed."""
+    """--synthetic-features, --synthetic-feature-signal, --synthetic-labels, --split and --seed."""
     func = click.option("--seed", type=int, default=0, show_default=True,
-                        help="Seed of --split and --synthetic-features.")(func)
+                        help="Seed of --split, --synthetic-features and --synthetic-labels.")(func)
     func = click.option(
         "--split",
         "split_text",
@@ -55,19 +55,43 @@ def _node_data_options(func: Callable[..., Any]) -> Callable[..., Any]:
         type=int,
         default=0,
         metavar="DIM",
-        help="Generate DIM deterministic random features (correlated with labels when there are labels).",
+        help="Generate DIM deterministic random features: pure noise, no label information "
+             "(see --synthetic-feature-signal). Marked synthetic in meta.json.",
+    )(func)
+    func = click.option(
+        "--synthetic-feature-signal",
+        type=float,
+        default=0.0,
+        show_default=True,
+        metavar="S",
+        help="Add S times a random class centroid to the synthetic features of labelled nodes: the features "
+             "then ENCODE the labels (accuracy measures nothing about the graph). 0 = no label information.",
+    )(func)
+    func = click.option(
+        "--synthetic-labels",
+        type=int,
+        default=0,
+        metavar="K",
+        help="Generate uniformly random labels over K classes for an unlabelled graph (for throughput runs; "
+             "accuracy is about 1/K). Marked synthetic in meta.json.",
     )(func)
     return func
 
 
 def _labels_features_options(func: Callable[..., Any]) -> Callable[..., Any]:
     func = click.option(
-        "--features", type=_PATH, default=None, metavar="NPY",
-        help="A .npy [rows, D] of features; row k belongs to original node id k.",
+        "--labels-layout", type=click.Choice(("auto", "pairs", "lines")), default="auto", show_default=True,
+        help="--labels text layout: pairs ('id,label' lines), lines (line k = label of node k); "
+             "auto: lines when a line has one column.",
     )(func)
     func = click.option(
-        "--labels", type=_PATH, default=None, metavar="CSV",
-        help="Node labels: CSV/TSV of 'id,label' lines (or .npy with row k = node id k).",
+        "--features", type=_PATH, default=None, metavar="FILE",
+        help="Features: a .npy [rows, D] or a text matrix (one row per node, blank- or comma-separated); "
+             "row k belongs to original node id k. Rows without edges become isolated nodes.",
+    )(func)
+    func = click.option(
+        "--labels", type=_PATH, default=None, metavar="FILE",
+        help="Node labels: 'id,label' lines, one label per line (line k = node k), or .npy (row k = node id k).",
     )(func)
     return func
 
@@ -77,6 +101,8 @@ def _split(split_text: str | None) -> tuple[float, float, float] | None:
 
 
 def _report(dataset: Dataset, started: float) -> None:
+    from graphtier.dataset.provenance import describe
+
     seconds = time.perf_counter() - started
     rate = dataset.num_edges / seconds if seconds > 0 else float("inf")
     click.echo(
@@ -84,6 +110,8 @@ def _report(dataset: Dataset, started: float) -> None:
         f"feature_dim {dataset.feature_dim}, {dataset.num_classes} classes "
         f"in {seconds:.1f} s ({rate:,.0f} edges/s)"
     )
+    for note in describe(dataset.meta):
+        click.echo(f"note: {note}")
 
 
 @click.group(name="prepare")
@@ -130,7 +158,10 @@ def edgelist(
     dedup: bool,
     labels: Path | None,
     features: Path | None,
+    labels_layout: str,
     synthetic_features: int,
+    synthetic_feature_signal: float,
+    synthetic_labels: int,
     split_text: str | None,
     seed: int,
     header: str,
@@ -155,7 +186,10 @@ def edgelist(
         dedup=dedup,
         labels=labels,
         features=features,
+        labels_layout=labels_layout,
         synthetic_features=synthetic_features,
+        synthetic_feature_signal=synthetic_feature_signal,
+        synthetic_labels=synthetic_labels,
         split=_split(split_text),
         seed=seed,
         header=header,
@@ -184,7 +218,10 @@ def csr_npz(
     dedup: bool,
     labels: Path | None,
     features: Path | None,
+    labels_layout: str,
     synthetic_features: int,
+    synthetic_feature_signal: float,
+    synthetic_labels: int,
     split_text: str | None,
     seed: int,
 ) -> None:
@@ -203,7 +240,10 @@ def csr_npz(
         dedup=dedup,
         labels=labels,
         features=features,
+        labels_layout=labels_layout,
         synthetic_features=synthetic_features,
+        synthetic_feature_signal=synthetic_feature_signal,
+        synthetic_labels=synthetic_labels,
         split=_split(split_text),
         seed=seed,
     )
@@ -225,6 +265,8 @@ def ogb(
     drop_self_loops: bool,
     dedup: bool,
     synthetic_features: int,
+    synthetic_feature_signal: float,
+    synthetic_labels: int,
     split_text: str | None,
     seed: int,
 ) -> None:
@@ -245,6 +287,8 @@ def ogb(
         drop_self_loops=drop_self_loops,
         dedup=dedup,
         synthetic_features=synthetic_features,
+        synthetic_feature_signal=synthetic_feature_signal,
+        synthetic_labels=synthetic_labels,
         split=_split(split_text),
         seed=seed,
     )
