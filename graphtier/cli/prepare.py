@@ -123,6 +123,7 @@ def command() -> None:
     graphtier prepare edgelist soc-Slashdot0902.txt.gz data/slashdot
     graphtier prepare csr-npz cnr-2000.csr.npz data/cnr-2000
     graphtier prepare ogb ogbn_products data/products --undirected
+    graphtier prepare mat ACM.mat data/acm --undirected
     """
 
 
@@ -291,5 +292,67 @@ def ogb(
         synthetic_labels=synthetic_labels,
         split=_split(split_text),
         seed=seed,
+    )
+    _report(dataset, started)
+
+
+@command.command(name="mat")
+@_common_options
+@click.option("--adjacency-key", default=None, metavar="NAME",
+              help="Variable holding the square adjacency (default: the first of "
+                   "network, Network, adjacency, adj, A, net, homo, graph, W, G).")
+@click.option("--features-key", default=None, metavar="NAME",
+              help="Variable holding the [N, D] features (default: the first of features, feature, attributes, "
+                   "Attributes, attrb, feats, X, x; none found: no features); 'none' skips them.")
+@click.option("--labels-key", default=None, metavar="NAME",
+              help="Variable holding the labels, a class-id vector or a one-hot [N, K] matrix (default: the first "
+                   "of labels, label, Label, group, gnd, class, y, Y); 'none' skips them.")
+@_graph_options
+@_node_data_options
+def mat(
+    source: Path,
+    output: Path,
+    name: str | None,
+    overwrite: bool,
+    adjacency_key: str | None,
+    features_key: str | None,
+    labels_key: str | None,
+    undirected: bool,
+    drop_self_loops: bool,
+    dedup: bool,
+    synthetic_features: int,
+    synthetic_feature_signal: float,
+    synthetic_labels: int,
+    split_text: str | None,
+    seed: int,
+) -> None:
+    """A MATLAB .mat file (v7.2 or older) with an adjacency matrix, features and labels (scipy.io.loadmat).
+
+    Entry [u, v] != 0 of the adjacency is an edge u -> v; sparse or dense matrices both work.
+    """
+    from graphtier.dataset.importers.mat import import_mat
+
+    started = time.perf_counter()
+    dataset = import_mat(
+        source,
+        output,
+        name=name,
+        overwrite=overwrite,
+        adjacency_key=adjacency_key,
+        features_key=features_key,
+        labels_key=labels_key,
+        undirected=undirected,
+        drop_self_loops=drop_self_loops,
+        dedup=dedup,
+        synthetic_features=synthetic_features,
+        synthetic_feature_signal=synthetic_feature_signal,
+        synthetic_labels=synthetic_labels,
+        split=_split(split_text),
+        seed=seed,
+    )
+    options = dataset.meta["source"]["options"]
+    click.echo(
+        f"variables: adjacency {options['adjacency_key']!r}, features {options['features_key']!r}, "
+        f"labels {options['labels_key']!r}"
     )
     _report(dataset, started)

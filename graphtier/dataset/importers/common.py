@@ -618,7 +618,7 @@ def write_feature_file(
     """
     from graphtier.dataset.importers import node_data
 
-    if isinstance(path, np.ndarray):
+    if not isinstance(path, (str, os.PathLike)):
         feats = path
         p = Path(source) if source is not None else Path("--features")
     else:
@@ -794,7 +794,7 @@ def finish_edge_import(
         seed=seed,
         features_path=features_path,
     )
-    if features_path is None and features is not None and not isinstance(features, np.ndarray):
+    if features_path is None and isinstance(features, (str, os.PathLike)):
         features_path = features
     meta = dataset_meta(
         name=name or default_name(writer.output),
