@@ -65,7 +65,7 @@ def load_npy(path: Path, option: str, *, mmap: bool = True) -> np.ndarray:
     try:
         return np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
     except ValueError as exc:
-        if "allow_pickle" in str(exc) or "Object arrays" in str(exc):
+        if "allow_pickle" in str(exc) or "Object arrays" in str(exc) or "Python objects" in str(exc):
             raise DatasetError(
                 f"{path}: {option}: expected a numeric .npy array, found an object (pickled) array"
             ) from None
