@@ -79,6 +79,13 @@ def import_edgelist(
         The written :class:`Dataset` (memory-mapped).
     """
     path = common.require_file(source, "edge list")
+    kind, description = node_data.sniff(path)
+    if kind not in ("text", "gzip"):
+        hint = {"npz": " (for an indptr/indices archive use 'prepare csr-npz')",
+                "mat": " (use 'prepare mat')", "hdf5": " (use 'prepare mat' after re-saving with -v7)"}.get(kind, "")
+        raise DatasetError(
+            f"{path}: expected a text edge list ('src dst' per line, optionally gzip), got {description}{hint}"
+        )
     if ids not in ID_MODES:
         raise OptionError(f"--ids: expected one of {', '.join(ID_MODES)}, found {ids!r}")
     common.check_node_data_options(

@@ -231,3 +231,12 @@ def test_provenance_of_older_datasets() -> None:
     generated = {"feature_dim": 8, "num_classes": 3, "source": {"generator": "powerlaw"}}
     assert [n.split(" (")[0] for n in describe(generated)] == ["features are synthetic", "labels are synthetic"]
     assert describe({"feature_dim": 8, "num_classes": 3, "source": {"importer": "planetoid", "options": {}}}) == []
+
+
+def test_edge_list_of_the_wrong_type_names_the_expected_format(tmp_path: Path) -> None:
+    np.savez(tmp_path / "g.npz", indptr=np.array([0, 1]), indices=np.array([0]))
+    with pytest.raises(DatasetError, match=r"expected a text edge list .*got a zip archive.*prepare csr-npz"):
+        import_edgelist(tmp_path / "g.npz", tmp_path / "o")
+    np.save(tmp_path / "e.npy", np.zeros((2, 2), np.int64))
+    with pytest.raises(DatasetError, match=r"expected a text edge list .*got a .npy array"):
+        import_edgelist(tmp_path / "e.npy", tmp_path / "o")
