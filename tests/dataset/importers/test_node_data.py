@@ -8,6 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from graphtier.dataset.importers import node_data
 from graphtier.dataset.importers.csr_npz import import_csr_npz
@@ -240,3 +242,30 @@ def test_edge_list_of_the_wrong_type_names_the_expected_format(tmp_path: Path) -
     np.save(tmp_path / "e.npy", np.zeros((2, 2), np.int64))
     with pytest.raises(DatasetError, match=r"expected a text edge list .*got a .npy array"):
         import_edgelist(tmp_path / "e.npy", tmp_path / "o")
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    edge_ids=st.lists(st.integers(-5, 40) | st.integers(10**12, 10**12 + 5), min_size=0, max_size=30),
+    dense_rows=st.integers(0, 30),
+    listed=st.lists(st.integers(0, 60), max_size=10),
+)
+def test_id_map_covers_edges_and_node_data(tmp_path_factory, edge_ids: list[int], dense_rows: int,
+                                           listed: list[int]) -> None:
+    """The nodes are exactly the union of edge ids and covered ids, in ascending order; the count is right."""
+    from graphtier.dataset.importers import common
+
+    directory = tmp_path_factory.mktemp("spill")
+    ids = np.array(edge_ids + edge_ids[:1], dtype=np.int64)
+    src, dst = ids[: ids.size // 2], ids[ids.size // 2 : 2 * (ids.size // 2)]
+    coverage = node_data.NodeCoverage(dense_rows, np.array(listed, dtype=np.int64) if listed else None)
+    with common.EdgeSpill(directory) as spill:
+        spill.append(src, dst)
+        idmap = common.build_id_map(spill, None, directory, coverage)
+    in_edges = np.union1d(src, dst)
+    expected = np.union1d(in_edges, np.union1d(np.arange(dense_rows), np.array(listed, dtype=np.int64)))
+    assert idmap.num_nodes == expected.size
+    original = idmap.original_ids()
+    np.testing.assert_array_equal(np.arange(expected.size) if original is None else original, expected)
+    assert idmap.nodes_only_in_node_data == expected.size - in_edges.size
+    np.testing.assert_array_equal(idmap.lookup(expected), np.arange(expected.size))
