@@ -275,7 +275,7 @@ class NodeCoverage:
     ids: np.ndarray | None = None
 
     @classmethod
-    def of(cls, features: np.ndarray | None, labels: RawLabels | None) -> "NodeCoverage":
+    def of(cls, features: np.ndarray | None, labels: RawLabels | None) -> NodeCoverage:
         rows = max(
             int(features.shape[0]) if features is not None else 0,
             labels.dense_rows if labels is not None else 0,
