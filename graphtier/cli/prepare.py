@@ -16,6 +16,7 @@ import click
 
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import common
+from graphtier.dataset.importers.mat import ADJACENCY_KEYS, FEATURE_KEYS, LABEL_KEYS
 
 _PATH = click.Path(path_type=Path)
 
@@ -299,14 +300,13 @@ def ogb(
 @command.command(name="mat")
 @_common_options
 @click.option("--adjacency-key", default=None, metavar="NAME",
-              help="Variable holding the square adjacency (default: the first of "
-                   "network, Network, adjacency, adj, A, net, homo, graph, W, G).")
+              help=f"Variable holding the square adjacency (default: the first of {', '.join(ADJACENCY_KEYS)}).")
 @click.option("--features-key", default=None, metavar="NAME",
-              help="Variable holding the [N, D] features (default: the first of features, feature, attributes, "
-                   "Attributes, attrb, feats, X, x; none found: no features); 'none' skips them.")
+              help=f"Variable holding the [N, D] features (default: the first of {', '.join(FEATURE_KEYS)}; "
+                   "none found: no features); 'none' skips them.")
 @click.option("--labels-key", default=None, metavar="NAME",
               help="Variable holding the labels, a class-id vector or a one-hot [N, K] matrix (default: the first "
-                   "of labels, label, Label, group, gnd, class, y, Y); 'none' skips them.")
+                   f"of {', '.join(LABEL_KEYS)}; none found: no labels); 'none' skips them.")
 @_graph_options
 @_node_data_options
 def mat(
