@@ -1,7 +1,7 @@
 """``graphtier prepare FORMAT SOURCE OUTPUT``: import a public graph format into a dataset directory.
 
-Formats: ``planetoid``, ``edgelist``, ``csr-npz``, ``ogb`` (one subcommand each, with their own
-options; ``graphtier prepare FORMAT --help``). The output is written atomically: on any error
+Formats: ``planetoid``, ``edgelist``, ``csr-npz``, ``ogb``, ``mat`` (one subcommand each, with their
+own options; ``graphtier prepare FORMAT --help``). The output is written atomically: on any error
 nothing is left at OUTPUT.
 """
 
@@ -16,6 +16,7 @@ import click
 
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import common
+from graphtier.dataset.importers.mat import ADJACENCY_KEYS, FEATURE_KEYS, LABEL_KEYS
 
 _PATH = click.Path(path_type=Path)
 
@@ -23,7 +24,7 @@ _PATH = click.Path(path_type=Path)
 def _common_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """SOURCE, OUTPUT, --name and --overwrite, shared by every format."""
     func = click.option("--overwrite", is_flag=True, help="Replace OUTPUT if it exists.")(func)
-    func = click.option("--name", default=None, help="Dataset name stored in meta.json (default: from SOURCE).")(func)
+    func = click.option("--name", default=None, help="Dataset name stored in meta.json (default: the name of OUTPUT).")(func)
     func = click.argument("output", type=_PATH)(func)
     func = click.argument("source", type=_PATH)(func)
     return func
@@ -40,9 +41,9 @@ def _graph_options(func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _node_data_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    """--synthetic-features, --split and --seed."""
+    """--synthetic-features, --synthetic-feature-signal, --synthetic-labels, --split and --seed."""
     func = click.option("--seed", type=int, default=0, show_default=True,
-                        help="Seed of --split and --synthetic-features.")(func)
+                        help="Seed of --split, --synthetic-features and --synthetic-labels.")(func)
     func = click.option(
         "--split",
         "split_text",
@@ -55,19 +56,43 @@ def _node_data_options(func: Callable[..., Any]) -> Callable[..., Any]:
         type=int,
         default=0,
         metavar="DIM",
-        help="Generate DIM deterministic random features (correlated with labels when there are labels).",
+        help="Generate DIM deterministic random features: pure noise, no label information "
+             "(see --synthetic-feature-signal). Marked synthetic in meta.json.",
+    )(func)
+    func = click.option(
+        "--synthetic-feature-signal",
+        type=float,
+        default=0.0,
+        show_default=True,
+        metavar="S",
+        help="Add S times a random class centroid to the synthetic features of labelled nodes: the features "
+             "then ENCODE the labels (accuracy measures nothing about the graph). 0 = no label information.",
+    )(func)
+    func = click.option(
+        "--synthetic-labels",
+        type=int,
+        default=0,
+        metavar="K",
+        help="Generate uniformly random labels over K classes for an unlabelled graph (for throughput runs; "
+             "accuracy is about 1/K). Marked synthetic in meta.json.",
     )(func)
     return func
 
 
 def _labels_features_options(func: Callable[..., Any]) -> Callable[..., Any]:
     func = click.option(
-        "--features", type=_PATH, default=None, metavar="NPY",
-        help="A .npy [rows, D] of features; row k belongs to original node id k.",
+        "--labels-layout", type=click.Choice(("auto", "pairs", "lines")), default="auto", show_default=True,
+        help="--labels text layout: pairs ('id,label' lines), lines (line k = label of node k); "
+             "auto: lines when a line has one column.",
     )(func)
     func = click.option(
-        "--labels", type=_PATH, default=None, metavar="CSV",
-        help="Node labels: CSV/TSV of 'id,label' lines (or .npy with row k = node id k).",
+        "--features", type=_PATH, default=None, metavar="FILE",
+        help="Features: a .npy [rows, D] or a text matrix (one row per node, blank- or comma-separated); "
+             "row k belongs to original node id k. Rows without edges become isolated nodes.",
+    )(func)
+    func = click.option(
+        "--labels", type=_PATH, default=None, metavar="FILE",
+        help="Node labels: 'id,label' lines, one label per line (line k = node k), or .npy (row k = node id k).",
     )(func)
     return func
 
@@ -77,6 +102,8 @@ def _split(split_text: str | None) -> tuple[float, float, float] | None:
 
 
 def _report(dataset: Dataset, started: float) -> None:
+    from graphtier.dataset.provenance import describe
+
     seconds = time.perf_counter() - started
     rate = dataset.num_edges / seconds if seconds > 0 else float("inf")
     click.echo(
@@ -84,6 +111,8 @@ def _report(dataset: Dataset, started: float) -> None:
         f"feature_dim {dataset.feature_dim}, {dataset.num_classes} classes "
         f"in {seconds:.1f} s ({rate:,.0f} edges/s)"
     )
+    for note in describe(dataset.meta):
+        click.echo(f"note: {note}")
 
 
 @click.group(name="prepare")
@@ -95,6 +124,7 @@ def command() -> None:
     graphtier prepare edgelist soc-Slashdot0902.txt.gz data/slashdot
     graphtier prepare csr-npz cnr-2000.csr.npz data/cnr-2000
     graphtier prepare ogb ogbn_products data/products --undirected
+    graphtier prepare mat ACM.mat data/acm --undirected
     """
 
 
@@ -130,7 +160,10 @@ def edgelist(
     dedup: bool,
     labels: Path | None,
     features: Path | None,
+    labels_layout: str,
     synthetic_features: int,
+    synthetic_feature_signal: float,
+    synthetic_labels: int,
     split_text: str | None,
     seed: int,
     header: str,
@@ -155,7 +188,10 @@ def edgelist(
         dedup=dedup,
         labels=labels,
         features=features,
+        labels_layout=labels_layout,
         synthetic_features=synthetic_features,
+        synthetic_feature_signal=synthetic_feature_signal,
+        synthetic_labels=synthetic_labels,
         split=_split(split_text),
         seed=seed,
         header=header,
@@ -184,7 +220,10 @@ def csr_npz(
     dedup: bool,
     labels: Path | None,
     features: Path | None,
+    labels_layout: str,
     synthetic_features: int,
+    synthetic_feature_signal: float,
+    synthetic_labels: int,
     split_text: str | None,
     seed: int,
 ) -> None:
@@ -203,7 +242,10 @@ def csr_npz(
         dedup=dedup,
         labels=labels,
         features=features,
+        labels_layout=labels_layout,
         synthetic_features=synthetic_features,
+        synthetic_feature_signal=synthetic_feature_signal,
+        synthetic_labels=synthetic_labels,
         split=_split(split_text),
         seed=seed,
     )
@@ -225,6 +267,8 @@ def ogb(
     drop_self_loops: bool,
     dedup: bool,
     synthetic_features: int,
+    synthetic_feature_signal: float,
+    synthetic_labels: int,
     split_text: str | None,
     seed: int,
 ) -> None:
@@ -245,7 +289,70 @@ def ogb(
         drop_self_loops=drop_self_loops,
         dedup=dedup,
         synthetic_features=synthetic_features,
+        synthetic_feature_signal=synthetic_feature_signal,
+        synthetic_labels=synthetic_labels,
         split=_split(split_text),
         seed=seed,
+    )
+    _report(dataset, started)
+
+
+@command.command(name="mat")
+@_common_options
+@click.option("--adjacency-key", default=None, metavar="NAME",
+              help=f"Variable holding the square adjacency (default: the first of {', '.join(ADJACENCY_KEYS)}).")
+@click.option("--features-key", default=None, metavar="NAME",
+              help=f"Variable holding the [N, D] features (default: the first of {', '.join(FEATURE_KEYS)}; "
+                   "none found: no features); 'none' skips them.")
+@click.option("--labels-key", default=None, metavar="NAME",
+              help="Variable holding the labels, a class-id vector or a one-hot [N, K] matrix (default: the first "
+                   f"of {', '.join(LABEL_KEYS)}; none found: no labels); 'none' skips them.")
+@_graph_options
+@_node_data_options
+def mat(
+    source: Path,
+    output: Path,
+    name: str | None,
+    overwrite: bool,
+    adjacency_key: str | None,
+    features_key: str | None,
+    labels_key: str | None,
+    undirected: bool,
+    drop_self_loops: bool,
+    dedup: bool,
+    synthetic_features: int,
+    synthetic_feature_signal: float,
+    synthetic_labels: int,
+    split_text: str | None,
+    seed: int,
+) -> None:
+    """A MATLAB .mat file (v7.2 or older) with an adjacency matrix, features and labels (scipy.io.loadmat).
+
+    Entry [u, v] != 0 of the adjacency is an edge u -> v; sparse or dense matrices both work.
+    """
+    from graphtier.dataset.importers.mat import import_mat
+
+    started = time.perf_counter()
+    dataset = import_mat(
+        source,
+        output,
+        name=name,
+        overwrite=overwrite,
+        adjacency_key=adjacency_key,
+        features_key=features_key,
+        labels_key=labels_key,
+        undirected=undirected,
+        drop_self_loops=drop_self_loops,
+        dedup=dedup,
+        synthetic_features=synthetic_features,
+        synthetic_feature_signal=synthetic_feature_signal,
+        synthetic_labels=synthetic_labels,
+        split=_split(split_text),
+        seed=seed,
+    )
+    options = dataset.meta["source"]["options"]
+    click.echo(
+        f"variables: adjacency {options['adjacency_key']!r}, features {options['features_key']!r}, "
+        f"labels {options['labels_key']!r}"
     )
     _report(dataset, started)

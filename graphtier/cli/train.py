@@ -160,6 +160,10 @@ def command(dataset: str, **options: Any) -> None:
             f"{data.num_nodes:,} nodes, {data.num_edges:,} edges, {len(data.train_idx) if data.train_idx is not None else 0:,} train nodes, "
             f"sampler {config.sampler} fanouts {','.join(map(str, config.fanouts))}, device {config.device}"
         )
+        from graphtier.dataset.provenance import describe
+
+        for note in describe(data.meta):
+            click.echo(f"note: {note}")
         if trainer.start_epoch > 1:
             click.echo(f"resumed from {config.checkpoint} after epoch {trainer.start_epoch - 1}")
     report = trainer.fit()

@@ -313,6 +313,10 @@ def generate(
                 "max_expected_degree": float(max_degree),
                 "seconds": round(time.perf_counter() - started, 3),
             },
+            "provenance": {
+                "features": {"kind": "synthetic", "generated": True} if feature_dim > 0 else {"kind": "none"},
+                "labels": {"kind": "synthetic", "generated": True} if num_classes > 0 else {"kind": "none"},
+            },
         }
         dataset = writer.finish(meta)
         stage("validated and renamed into place")

@@ -16,6 +16,7 @@ import torch
 
 from graphtier._version import __version__
 from graphtier.dataset import Dataset
+from graphtier.dataset.provenance import describe, provenance_of
 
 REPORT_VERSION = 1
 
@@ -113,6 +114,8 @@ class RunReport:
                 "train_size": split_size(ds.train_idx),
                 "valid_size": split_size(ds.valid_idx),
                 "test_size": split_size(ds.test_idx),
+                "provenance": provenance_of(ds.meta),
+                "notes": describe(ds.meta),
             },
             "environment": self.environment,
             "resumed_from": self.resumed_from,

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from graphtier.dataset.format import Dataset
-from graphtier.dataset.importers import common
+from graphtier.dataset.importers import common, node_data
 from graphtier.dataset.writer import DatasetWriter
 from graphtier.errors import DatasetError, OptionError
 from graphtier.dataset.checks import index_range, is_non_decreasing
@@ -120,6 +120,9 @@ def import_csr_npz(
     labels: str | os.PathLike[str] | None = None,
     features: str | os.PathLike[str] | None = None,
     synthetic_features: int = 0,
+    synthetic_feature_signal: float = 0.0,
+    synthetic_labels: int = 0,
+    labels_layout: str = "auto",
     split: Sequence[float] | None = None,
     seed: int = 0,
 ) -> Dataset:
@@ -127,14 +130,23 @@ def import_csr_npz(
 
     Args: as :func:`graphtier.dataset.importers.edgelist.import_edgelist`; ``layout`` is ``auto``,
     ``csr`` (rows = sources) or ``csc`` (columns = destinations). Node ids are the row numbers,
-    so labels/features rows are indexed by them.
+    so labels/features rows are indexed by them; when features or labels cover more rows than the
+    adjacency, the extra rows become nodes without edges (meta ``nodes_only_in_node_data``).
 
     Returns:
         The written :class:`Dataset`.
     """
     path = common.require_file(source, "npz archive")
-    common.check_node_data_options(labels, features, synthetic_features, split)
+    common.check_node_data_options(
+        labels, features, synthetic_features, split, synthetic_feature_signal, synthetic_labels
+    )
     indptr_in, indices_in, n, layout = read_compressed_adjacency(path, layout)
+    raw_labels = node_data.read_raw_labels(labels, labels_layout) if labels is not None else None
+    if raw_labels is not None and raw_labels.ids is not None and raw_labels.ids.size:
+        low = int(raw_labels.ids.min())
+        if low < 0:
+            raise DatasetError(f"{labels}: expected labels for node ids >= 0, found id {low}")
+    adjacency_nodes = n
     indptr, indices = common.build_csc(
         compressed_edge_chunks(indptr_in, indices_in, layout),
         n,
@@ -143,7 +155,6 @@ def import_csr_npz(
         drop_self_loops=drop_self_loops,
     )
     del indptr_in, indices_in
-    idmap = common.IdMap(num_nodes=n)
     options = {
         "layout": layout,
         "undirected": undirected,
@@ -152,10 +163,24 @@ def import_csr_npz(
         "labels": str(labels) if labels is not None else None,
         "features": str(features) if features is not None else None,
         "synthetic_features": synthetic_features,
+        "synthetic_feature_signal": synthetic_feature_signal,
+        "synthetic_labels": synthetic_labels,
+        "labels_layout": labels_layout,
         "split": list(split) if split is not None else None,
         "seed": seed,
     }
     with DatasetWriter(output, overwrite=overwrite) as writer:
+        feature_matrix = (
+            node_data.read_feature_matrix(features, writer.tmp / "features.scratch") if features is not None else None
+        )
+        coverage = node_data.NodeCoverage.of(feature_matrix, raw_labels)
+        bounds = coverage.bounds()
+        if bounds is not None and bounds[1] >= n:
+            # rows of node data beyond the adjacency: isolated nodes, never dropped
+            extra = bounds[1] + 1 - n
+            indptr = np.concatenate([indptr, np.full(extra, indptr[-1], dtype=indptr.dtype)])
+            n = bounds[1] + 1
+        idmap = common.IdMap(num_nodes=n, nodes_only_in_node_data=n - adjacency_nodes)
         writer.save("indptr", indptr)
         writer.save("indices", indices)
         num_edges = int(indices.shape[0])
@@ -168,10 +193,13 @@ def import_csr_npz(
             name=name,
             num_edges=num_edges,
             undirected=undirected,
-            labels=common.read_labels(labels, idmap) if labels is not None else None,
+            labels=raw_labels.to_labels(Path(labels), idmap) if raw_labels is not None else None,  # type: ignore[arg-type]
             labels_path=labels,
-            features=features,
+            features=feature_matrix,
+            features_path=features,
             synthetic_dim=synthetic_features,
+            synthetic_signal=synthetic_feature_signal,
+            synthetic_classes=synthetic_labels,
             split=split,
             seed=seed,
             options=options,

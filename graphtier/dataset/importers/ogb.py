@@ -130,6 +130,8 @@ def import_ogb(
     drop_self_loops: bool = False,
     dedup: bool = False,
     synthetic_features: int = 0,
+    synthetic_feature_signal: float = 0.0,
+    synthetic_labels: int = 0,
     split: Sequence[float] | None = None,
     seed: int = 0,
     chunk_bytes: int = common.CHUNK_BYTES,
@@ -140,7 +142,9 @@ def import_ogb(
         source: folder with ``raw/`` (and optionally ``split/<scheme>/``).
         scheme: split scheme folder name (default: the only one).
         undirected: add reverse edges (OGB ``add_inverse_edge``).
-        synthetic_features: D > 0 generates features when ``node-feat`` is absent.
+        synthetic_features: D > 0 generates features when ``node-feat`` is absent (pure noise
+            unless ``synthetic_feature_signal`` > 0).
+        synthetic_labels: K > 0 generates uniformly random labels when ``node-label`` is absent.
         split: random ``(train, valid, test)`` fractions instead of the OGB split.
 
     Returns:
@@ -163,6 +167,11 @@ def import_ogb(
         raise OptionError(f"--synthetic-features: expected a positive dimension, found {synthetic_features}")
     if feat_path is not None and synthetic_features:
         raise OptionError(f"--synthetic-features: {feat_path} already provides features")
+    if label_path is not None and synthetic_labels:
+        raise OptionError(f"--synthetic-labels: {label_path} already provides labels")
+    common.check_node_data_options(
+        label_path, None, synthetic_features, split, synthetic_feature_signal, synthetic_labels
+    )
     if split is not None:
         common.check_fractions(split)
     scheme_dir = None if split is not None else choose_scheme(root, scheme)
@@ -200,23 +209,27 @@ def import_ogb(
         del indices
 
         labels = read_ogb_labels(label_path, n) if label_path is not None else None
-        feature_dim, feature_dtype, num_classes = common.write_node_data(
+        written = common.write_node_data(
             writer,
             common.IdMap(num_nodes=n),
             labels=labels,
             features=None,
             synthetic_dim=synthetic_features,
+            synthetic_signal=synthetic_feature_signal,
+            synthetic_classes=synthetic_labels,
             split=split,
             seed=seed,
         )
+        feature_dim, feature_dtype, num_classes = written.feature_dim, written.feature_dtype, written.num_classes
         if feat_path is not None:
             feature_dim, feature_dtype = write_ogb_features(feat_path, n, writer), "float32"
+            written.provenance["features"] = {"kind": "input"}
         if scheme_dir is not None:
             split_paths = [find_raw(scheme_dir, part, required=True) for part in ("train", "valid", "test")]
             inputs += [p for p in split_paths if p is not None]
             common.save_splits(writer, [read_id_list(p, n) for p in split_paths if p is not None])
         meta = common.dataset_meta(
-            name=name or root.resolve().name,
+            name=name or common.default_name(output),
             num_nodes=n,
             num_edges=num_edges,
             directed=not undirected,
@@ -231,8 +244,11 @@ def import_ogb(
                 "drop_self_loops": drop_self_loops,
                 "dedup": dedup,
                 "synthetic_features": synthetic_features,
+                "synthetic_feature_signal": synthetic_feature_signal,
+                "synthetic_labels": synthetic_labels,
                 "split": list(split) if split is not None else None,
                 "seed": seed,
             },
+            provenance=written.provenance,
         )
         return writer.finish(meta)

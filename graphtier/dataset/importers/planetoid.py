@@ -204,7 +204,7 @@ def import_planetoid(
         writer.save("labels", labels)
         common.save_splits(writer, (train_idx, valid_idx, sorted_test))
         meta = common.dataset_meta(
-            name=name or dataset,
+            name=name or common.default_name(output),
             num_nodes=num_nodes,
             num_edges=int(indices.shape[0]),
             directed=False,

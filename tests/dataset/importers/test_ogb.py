@@ -55,7 +55,7 @@ def test_ogb_layout(tmp_path: Path) -> None:
     assert ds.num_classes == int(expected_labels.max()) + 1
     for part in ("train", "valid", "test"):
         np.testing.assert_array_equal(ds.split(part), written[part])
-    assert ds.name == "ogbn_tiny" and not ds.directed
+    assert ds.name == "o" and not ds.directed  # default name: the output directory
     assert ds.meta["source"]["options"]["scheme"] == "scaffold"
 
 
