@@ -14,6 +14,7 @@ from typing import Any
 
 import click
 
+from graphtier.cli.options import SEED
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import common
 
@@ -41,7 +42,7 @@ def _graph_options(func: Callable[..., Any]) -> Callable[..., Any]:
 
 def _node_data_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """--synthetic-features, --split and --seed."""
-    func = click.option("--seed", type=int, default=0, show_default=True,
+    func = click.option("--seed", type=SEED, default=0, show_default=True,
                         help="Seed of --split and --synthetic-features.")(func)
     func = click.option(
         "--split",

@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 import numpy as np
 
+from graphtier.cli.options import SEED
 from graphtier.dataset.format import Dataset
 from graphtier.errors import OptionError
 from graphtier.graph.scores import DEFAULT_DAMPING, DEFAULT_RPR_TOL, SCORE_METHODS, ScoreResult, compute_scores
@@ -65,7 +66,7 @@ def describe(result: ScoreResult) -> str:
 @click.option("--fanouts", default="25,10", show_default=True, help="presample: training fanouts.")
 @click.option("--batch-size", type=int, default=1024, show_default=True, help="presample: seeds per batch.")
 @click.option("--epochs", type=int, default=1, show_default=True, help="presample: epochs sampled.")
-@click.option("--seed", type=int, default=0, show_default=True, help="presample: sampling seed.")
+@click.option("--seed", type=SEED, default=0, show_default=True, help="presample: sampling seed.")
 @click.option("--top", type=int, default=5, show_default=True, help="Print the ids of the top-scored nodes.")
 def command(
     dataset: Path, method: str, output: Path | None, damping: float, tol: float, iterations: int | None,
