@@ -26,10 +26,11 @@ from typing import IO, Any
 
 import numpy as np
 
+from graphtier.dataset import resources
 from graphtier.dataset.format import Dataset, index_dtype
 from graphtier.dataset.importers import kernels
 from graphtier.dataset.writer import DatasetWriter
-from graphtier.errors import DatasetError, OptionError
+from graphtier.errors import DatasetError, OptionError, ResourceError
 from graphtier.graph.build import compact_csc
 
 CHUNK_BYTES = 64 << 20
@@ -243,9 +244,19 @@ class EdgeSpill:
         self.min_id = low if self.min_id is None else min(self.min_id, low)
         self.max_id = high if self.max_id is None else max(self.max_id, high)
         dtype = np.dtype(np.int32) if low >= -(2**31) and high < 2**31 else np.dtype(np.int64)
-        for part in (src, dst):
-            data = np.ascontiguousarray(part, dtype=dtype)
-            self._file.write(memoryview(data).cast("B"))
+        nbytes = 2 * src.shape[0] * dtype.itemsize
+        resources.require_disk(self.path.parent, nbytes, f"{self.path}: spilling parsed edges")
+        try:
+            for part in (src, dst):
+                data = np.ascontiguousarray(part, dtype=dtype)
+                self._file.write(memoryview(data).cast("B"))
+        except OSError as exc:
+            if exc.errno not in resources.RESOURCE_ERRNOS:
+                raise
+            raise ResourceError(
+                f"{self.path}: cannot spill parsed edges ({resources.human_bytes(nbytes)}, {nbytes:,} bytes): "
+                f"{exc.strerror}"
+            ) from None
         self._chunks.append((self._offset, src.shape[0], dtype))
         self._offset += 2 * src.shape[0] * dtype.itemsize
         self.num_edges += src.shape[0]
@@ -345,6 +356,7 @@ def build_id_map(spill: EdgeSpill, num_nodes: int | None, source: Path) -> IdMap
                 f"{source}: expected node ids in [0, {num_nodes}) (--num-nodes), "
                 f"found ids in [{spill.min_id}, {spill.max_id}]"
             )
+        require_csc_memory(num_nodes, spill.num_edges, f"--num-nodes {num_nodes:,}")
         return IdMap(num_nodes=num_nodes)
     if spill.num_edges == 0:
         return IdMap(num_nodes=0)
@@ -396,6 +408,7 @@ def build_csc(
         ``(indptr, indices)``: int64 [N + 1] and int32 (N < 2^31) or int64 [E'], lists sorted.
     """
     dtype = index_dtype(num_nodes)
+    resources.require_memory(3 * 8 * (num_nodes + 1), f"building the CSC of {num_nodes:,} nodes (degree counts)")
 
     def directed_chunks() -> Iterator[tuple[np.ndarray, np.ndarray]]:
         for src, dst in chunks():
@@ -420,7 +433,12 @@ def build_csc(
     indptr = np.zeros(num_nodes + 1, dtype=np.int64)
     np.cumsum(counts, out=indptr[1:])
     del counts
-    indices = np.empty(int(indptr[-1]), dtype=dtype)
+    num_edges = int(indptr[-1])
+    resources.require_memory(
+        num_edges * dtype.itemsize * (2 if dedup else 1) + 8 * (num_nodes + 1),
+        f"building the CSC of {num_nodes:,} nodes and {num_edges:,} edges",
+    )
+    indices = np.empty(num_edges, dtype=dtype)
     cursor = indptr[:-1].copy()
     for src, dst in directed_chunks():
         kernels.scatter_sources(src.astype(dtype, copy=False), dst, cursor, indices)
@@ -431,6 +449,16 @@ def build_csc(
     if dedup:
         indptr, indices = compact_csc(indptr, indices, dedup=True, drop_self_loops=False)
     return indptr, indices
+
+
+def require_csc_memory(num_nodes: int, num_edges: int, what: str) -> None:
+    """Refuse (:class:`ResourceError`) a graph whose CSC build cannot fit in the available memory.
+
+    The build needs ``indptr``, the degree counts and a cursor (int64 [N + 1] each) and ``indices``
+    ([E], int32 below 2^31 nodes); checked before anything that large is allocated.
+    """
+    needed = 3 * 8 * (num_nodes + 1) + num_edges * index_dtype(num_nodes).itemsize
+    resources.require_memory(needed, f"{what}: the CSC of {num_nodes:,} nodes and {num_edges:,} edges")
 
 
 def array_edge_chunks(src: np.ndarray, dst: np.ndarray, chunk: int = EDGE_CHUNK) -> EdgeChunks:

@@ -33,6 +33,25 @@ def _load_member(archive: np.lib.npyio.NpzFile, path: Path, key: str) -> np.ndar
         raise DatasetError(f"{path}: array {key!r} is not readable ({exc})") from None
 
 
+def _format_entry(path: Path, raw: np.ndarray) -> str:
+    """The archive's ``format`` entry (a 0-d string array as scipy writes it) as text."""
+    if raw.ndim != 0 or raw.dtype.kind not in "SU":
+        raise DatasetError(
+            f"{path}: 'format' expected a string such as 'csr' or 'csc', found {raw.dtype} array of shape {raw.shape}"
+        )
+    value = raw.item()
+    return value.decode("latin-1") if isinstance(value, bytes) else str(value)
+
+
+def _shape_entry(path: Path, raw: np.ndarray) -> tuple[int, ...]:
+    """The archive's ``shape`` entry: a 1-d array of two integers."""
+    if raw.ndim != 1 or raw.shape[0] != 2 or not np.issubdtype(raw.dtype, np.integer):
+        raise DatasetError(
+            f"{path}: 'shape' expected two integers (rows, columns), found {raw.dtype} array of shape {raw.shape}"
+        )
+    return tuple(int(s) for s in raw)
+
+
 def read_compressed_adjacency(path: Path, layout: str) -> tuple[np.ndarray, np.ndarray, int, str]:
     """Read and check ``indptr``/``indices`` from ``path``.
 
@@ -52,9 +71,8 @@ def read_compressed_adjacency(path: Path, layout: str) -> tuple[np.ndarray, np.n
         indices = _load_member(archive, path, "indices")
         file_format = None
         if "format" in archive.files:
-            raw_format = _load_member(archive, path, "format").item()
-            file_format = raw_format.decode() if isinstance(raw_format, bytes) else str(raw_format)
-        shape = tuple(int(s) for s in _load_member(archive, path, "shape")) if "shape" in archive.files else None
+            file_format = _format_entry(path, _load_member(archive, path, "format"))
+        shape = _shape_entry(path, _load_member(archive, path, "shape")) if "shape" in archive.files else None
     if layout == "auto":
         layout = file_format if file_format in ("csr", "csc") else "csr"
     elif file_format in ("csr", "csc") and file_format != layout:
@@ -63,7 +81,8 @@ def read_compressed_adjacency(path: Path, layout: str) -> tuple[np.ndarray, np.n
         raise DatasetError(f"{path}: 'indptr' expected a 1-d integer array, found {indptr.dtype} {indptr.shape}")
     if indices.ndim != 1 or not np.issubdtype(indices.dtype, np.integer):
         raise DatasetError(f"{path}: 'indices' expected a 1-d integer array, found {indices.dtype} {indices.shape}")
-    indptr = indptr.astype(np.int64, copy=False)
+    indptr = indptr.astype(np.int64, copy=False)  # also native byte order
+    indices = indices.astype(indices.dtype.newbyteorder("="), copy=False)  # the kernels need native order
     if int(indptr[0]) != 0 or int(indptr[-1]) != indices.shape[0]:
         raise DatasetError(
             f"{path}: 'indptr' expected to run from 0 to len(indices) = {indices.shape[0]}, "

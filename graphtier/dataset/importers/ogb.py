@@ -167,6 +167,9 @@ def import_ogb(
         common.check_fractions(split)
     scheme_dir = None if split is not None else choose_scheme(root, scheme)
     n = read_single_int(num_nodes_path)
+    if n < 0:
+        raise DatasetError(f"{num_nodes_path}: expected a non-negative node count, found {n}")
+    common.require_csc_memory(n, 0, f"{num_nodes_path}: node count {n:,}")
     inputs: list[Path] = [p for p in (edge_path, num_nodes_path, num_edges_path, feat_path, label_path) if p]
 
     with DatasetWriter(output, overwrite=overwrite) as writer, common.EdgeSpill(writer.tmp) as spill:

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from graphtier.dataset import resources
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import common
 from graphtier.dataset.writer import DatasetWriter
@@ -96,10 +97,43 @@ def detect_name(source: Path) -> str:
 
 def _dense(path: Path, value: Any, what: str) -> np.ndarray:
     if sp.issparse(value):
-        return np.asarray(value.toarray())
+        if value.dtype.kind not in "biuf":
+            raise DatasetError(f"{path}: expected a numeric {what} matrix, found dtype {value.dtype}")
+        resources.require_memory(int(np.prod(value.shape, dtype=object)) * value.dtype.itemsize, f"{path}: densifying")
+        value = np.asarray(value.toarray())
     if isinstance(value, np.ndarray) and value.ndim == 2:
+        if value.dtype.kind not in "biuf":
+            raise DatasetError(f"{path}: expected a numeric {what} matrix, found dtype {value.dtype}")
         return value
     raise DatasetError(f"{path}: expected a 2-d {what} matrix, found {type(value).__name__}")
+
+
+def _node_id(path: Path, value: Any, what: str) -> int:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise DatasetError(f"{path}: expected integer node ids as {what}, found {type(value).__name__} {value!r:.40}")
+    return int(value)
+
+
+def graph_edges(path: Path, graph: dict[Any, Any], num_nodes: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(src, dst)`` int64 [E] of the adjacency-list dict ``{node: [neighbours]}``, ids checked in [0, N)."""
+    src_list, dst_list = [], []
+    for node, neighbours in graph.items():
+        source = _node_id(path, node, "dict keys")
+        if not isinstance(neighbours, (list, tuple, set, frozenset, np.ndarray)):
+            raise DatasetError(
+                f"{path}: expected a list of neighbour ids for node {source}, found {type(neighbours).__name__}"
+            )
+        nbrs = np.array([_node_id(path, v, "neighbours") for v in neighbours], dtype=np.int64)
+        src_list.append(np.full(nbrs.shape[0], source, dtype=np.int64))
+        dst_list.append(nbrs)
+    src = np.concatenate(src_list) if src_list else np.empty(0, np.int64)
+    dst = np.concatenate(dst_list) if dst_list else np.empty(0, np.int64)
+    if src.size and (min(src.min(), dst.min()) < 0 or max(src.max(), dst.max()) >= num_nodes):
+        raise DatasetError(
+            f"{path}: expected node ids in [0, {num_nodes}), found ids in "
+            f"[{min(src.min(), dst.min())}, {max(src.max(), dst.max())}]"
+        )
+    return src, dst
 
 
 def import_planetoid(
@@ -164,6 +198,10 @@ def import_planetoid(
             f"{test_path}: expected the smallest test node id to follow allx ({allx.shape[0]}), found {low}"
         )
     span = high - low + 1
+    resources.require_memory(
+        2 * (allx.shape[0] + span) * (tx.shape[1] * 4 + ty.shape[1] * ty.dtype.itemsize),
+        f"{test_path}: test node ids up to {high:,} (features and labels of {allx.shape[0] + span:,} nodes)",
+    )
     tx_full = np.zeros((span, tx.shape[1]), dtype=np.float32)
     ty_full = np.zeros((span, ty.shape[1]), dtype=ty.dtype)
     tx_full[sorted_test - low] = tx
@@ -177,18 +215,7 @@ def import_planetoid(
     labels = np.where(onehot.sum(axis=1) > 0, onehot.argmax(axis=1), -1).astype(np.int64)
     num_classes = int(onehot.shape[1])
 
-    src_list, dst_list = [], []
-    for node, neighbours in graph.items():
-        nbrs = np.asarray(list(neighbours), dtype=np.int64)
-        src_list.append(np.full(nbrs.shape[0], int(node), dtype=np.int64))
-        dst_list.append(nbrs)
-    src = np.concatenate(src_list) if src_list else np.empty(0, np.int64)
-    dst = np.concatenate(dst_list) if dst_list else np.empty(0, np.int64)
-    if src.size and (min(src.min(), dst.min()) < 0 or max(src.max(), dst.max()) >= num_nodes):
-        raise DatasetError(
-            f"{paths['graph']}: expected node ids in [0, {num_nodes}), found ids in "
-            f"[{min(src.min(), dst.min())}, {max(src.max(), dst.max())}]"
-        )
+    src, dst = graph_edges(paths["graph"], graph, num_nodes)
     indptr, indices = common.build_csc(
         common.array_edge_chunks(src, dst), num_nodes, undirected=True, dedup=True, drop_self_loops=True
     )
