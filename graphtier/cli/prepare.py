@@ -15,6 +15,7 @@ from typing import Any
 import click
 
 from graphtier.cli.options import SEED
+from graphtier.dataset.finite import NON_FINITE_MODES
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import common
 
@@ -73,6 +74,14 @@ def _labels_features_options(func: Callable[..., Any]) -> Callable[..., Any]:
     return func
 
 
+def _non_finite_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    """--non-finite error|replace: what to do with NaN/Inf feature values."""
+    return click.option(
+        "--non-finite", type=click.Choice(NON_FINITE_MODES), default="error", show_default=True,
+        help="NaN/Inf feature values: refuse the import (error) or replace them by 0 and say how many (replace).",
+    )(func)
+
+
 def _split(split_text: str | None) -> tuple[float, float, float] | None:
     return common.parse_fractions(split_text) if split_text is not None else None
 
@@ -85,6 +94,9 @@ def _report(dataset: Dataset, started: float) -> None:
         f"feature_dim {dataset.feature_dim}, {dataset.num_classes} classes "
         f"in {seconds:.1f} s ({rate:,.0f} edges/s)"
     )
+    replaced = dataset.meta.get("source", {}).get("non_finite_replaced", 0)
+    if replaced:
+        click.echo(f"graphtier: note: replaced {replaced:,} NaN/Inf feature values by 0 (--non-finite replace)", err=True)
 
 
 @click.group(name="prepare")
@@ -102,12 +114,15 @@ def command() -> None:
 @command.command(name="planetoid")
 @_common_options
 @click.option("--dataset", default=None, help="The <name> in ind.<name>.* (default: detected).")
-def planetoid(source: Path, output: Path, name: str | None, overwrite: bool, dataset: str | None) -> None:
+@_non_finite_option
+def planetoid(
+    source: Path, output: Path, name: str | None, overwrite: bool, dataset: str | None, non_finite: str
+) -> None:
     """Planetoid pickles ind.<name>.{x,y,tx,ty,allx,ally,graph,test.index} in SOURCE (a folder)."""
     from graphtier.dataset.importers.planetoid import import_planetoid
 
     started = time.perf_counter()
-    _report(import_planetoid(source, output, name=name, overwrite=overwrite, dataset=dataset), started)
+    _report(import_planetoid(source, output, name=name, overwrite=overwrite, dataset=dataset, non_finite=non_finite), started)
 
 
 @command.command(name="edgelist")
@@ -121,6 +136,7 @@ def planetoid(source: Path, output: Path, name: str | None, overwrite: bool, dat
               help="Node id type (auto: string when the first edge is not two integers).")
 @click.option("--num-nodes", type=int, default=None,
               help="Keep integer ids as they are, in [0, N) (nodes without edges are kept).")
+@_non_finite_option
 def edgelist(
     source: Path,
     output: Path,
@@ -137,6 +153,7 @@ def edgelist(
     header: str,
     ids: str,
     num_nodes: int | None,
+    non_finite: str,
 ) -> None:
     """A text edge list 'src dst' per line (blank, tab or comma separated; gzip; # and % comments).
 
@@ -162,6 +179,7 @@ def edgelist(
         header=header,
         ids=ids,
         num_nodes=num_nodes,
+        non_finite=non_finite,
     )
     _report(dataset, started)
 
@@ -174,6 +192,7 @@ def edgelist(
 @_graph_options
 @_labels_features_options
 @_node_data_options
+@_non_finite_option
 def csr_npz(
     source: Path,
     output: Path,
@@ -188,6 +207,7 @@ def csr_npz(
     synthetic_features: int,
     split_text: str | None,
     seed: int,
+    non_finite: str,
 ) -> None:
     """An .npz with 'indptr' and 'indices' of a square sparse adjacency (scipy save_npz works)."""
     from graphtier.dataset.importers.csr_npz import import_csr_npz
@@ -207,6 +227,7 @@ def csr_npz(
         synthetic_features=synthetic_features,
         split=_split(split_text),
         seed=seed,
+        non_finite=non_finite,
     )
     _report(dataset, started)
 
@@ -216,6 +237,7 @@ def csr_npz(
 @click.option("--scheme", default=None, help="Split folder under SOURCE/split (default: the only one).")
 @_graph_options
 @_node_data_options
+@_non_finite_option
 def ogb(
     source: Path,
     output: Path,
@@ -228,6 +250,7 @@ def ogb(
     synthetic_features: int,
     split_text: str | None,
     seed: int,
+    non_finite: str,
 ) -> None:
     """An OGB node-property dataset folder (raw/edge.csv.gz, raw/num-node-list.csv.gz, ...).
 
@@ -248,5 +271,6 @@ def ogb(
         synthetic_features=synthetic_features,
         split=_split(split_text),
         seed=seed,
+        non_finite=non_finite,
     )
     _report(dataset, started)

@@ -27,6 +27,7 @@ from typing import IO, Any
 import numpy as np
 
 from graphtier.dataset import resources
+from graphtier.dataset.finite import NonFiniteGuard
 from graphtier.dataset.format import Dataset, index_dtype
 from graphtier.dataset.importers import kernels
 from graphtier.dataset.writer import DatasetWriter
@@ -604,14 +605,24 @@ def _gather_rows(
     return original
 
 
-def write_feature_file(path: str | os.PathLike[str], idmap: IdMap, writer: DatasetWriter) -> tuple[int, str]:
+def note_replaced(writer: DatasetWriter, guard: NonFiniteGuard) -> None:
+    """Record in ``meta.json`` (``source.non_finite_replaced``) how many feature values ``guard`` replaced."""
+    if guard.replaced:
+        writer.source_notes["non_finite_replaced"] = writer.source_notes.get("non_finite_replaced", 0) + guard.replaced
+
+
+def write_feature_file(
+    path: str | os.PathLike[str], idmap: IdMap, writer: DatasetWriter, non_finite: str = "error"
+) -> tuple[int, str]:
     """Copy the rows of the ``.npy`` feature matrix ``path`` into ``features.npy`` of ``writer``.
 
     Row ``k`` of the input belongs to original node id ``k``; with remapped ids the rows of the
     nodes in the graph are gathered in new-id order. float16/float32 are kept, other numeric
-    dtypes become float32. Returns ``(feature_dim, feature_dtype)``.
+    dtypes become float32. NaN/±Inf values are refused or, with ``non_finite="replace"``, replaced by
+    0 (see :class:`~graphtier.dataset.finite.NonFiniteGuard`). Returns ``(feature_dim, feature_dtype)``.
     """
     p = require_file(path, "--features file")
+    guard = NonFiniteGuard(p, non_finite)
     try:
         feats = np.load(p, mmap_mode="r", allow_pickle=False)
     except Exception as exc:  # numpy raises ValueError/OSError on damaged files
@@ -630,9 +641,10 @@ def write_feature_file(path: str | os.PathLike[str], idmap: IdMap, writer: Datas
     for start in range(0, idmap.num_nodes, step):
         stop = min(idmap.num_nodes, start + step)
         block = feats[start:stop] if rows is None else feats[rows[start:stop]]
-        out[start:stop] = np.asarray(block).astype(out_dtype, copy=False)
+        out[start:stop] = guard.apply(np.asarray(block).astype(out_dtype, copy=False), start)
     out.flush()
     del out
+    note_replaced(writer, guard)
     return dim, str(out_dtype)
 
 
@@ -802,10 +814,12 @@ def finish_edge_import(
     split: Sequence[float] | None,
     seed: int,
     options: dict[str, Any],
+    non_finite: str = "error",
 ) -> Dataset:
     """The common end of the edge-list-like importers: node data, ``meta.json``, validate and rename."""
     feature_dim, feature_dtype, num_classes = write_node_data(
-        writer, idmap, labels=labels, features=features, synthetic_dim=synthetic_dim, split=split, seed=seed
+        writer, idmap, labels=labels, features=features, synthetic_dim=synthetic_dim, split=split, seed=seed,
+        non_finite=non_finite,
     )
     meta = dataset_meta(
         name=name or default_name(source),
@@ -831,6 +845,7 @@ def write_node_data(
     synthetic_dim: int,
     split: Sequence[float] | None,
     seed: int,
+    non_finite: str = "error",
 ) -> tuple[int, str, int]:
     """Write labels, features (from a file or synthetic) and a random split for ``idmap.num_nodes`` nodes.
 
@@ -848,7 +863,7 @@ def write_node_data(
             writer.write_text("label_names.json", json.dumps(labels.class_names) + "\n")
     feature_dim, feature_dtype = 0, "float32"
     if features is not None:
-        feature_dim, feature_dtype = write_feature_file(features, idmap, writer)
+        feature_dim, feature_dtype = write_feature_file(features, idmap, writer, non_finite)
     elif synthetic_dim:
         out = writer.open_memmap("features", (n, synthetic_dim), np.float32)
         synthetic_features(label_values, synthetic_dim, seed, num_nodes=n, out=out)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from graphtier.dataset import finite
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import common
 from graphtier.dataset.writer import DatasetWriter
@@ -141,6 +142,7 @@ def import_csr_npz(
     synthetic_features: int = 0,
     split: Sequence[float] | None = None,
     seed: int = 0,
+    non_finite: str = "error",
 ) -> Dataset:
     """Import the adjacency in the ``.npz`` ``source`` into ``output``.
 
@@ -153,6 +155,7 @@ def import_csr_npz(
     """
     path = common.require_file(source, "npz archive")
     common.check_node_data_options(labels, features, synthetic_features, split)
+    finite.check_mode(non_finite)
     indptr_in, indices_in, n, layout = read_compressed_adjacency(path, layout)
     indptr, indices = common.build_csc(
         compressed_edge_chunks(indptr_in, indices_in, layout),
@@ -173,6 +176,7 @@ def import_csr_npz(
         "synthetic_features": synthetic_features,
         "split": list(split) if split is not None else None,
         "seed": seed,
+        "non_finite": non_finite,
     }
     with DatasetWriter(output, overwrite=overwrite) as writer:
         writer.save("indptr", indptr)
@@ -194,4 +198,5 @@ def import_csr_npz(
             split=split,
             seed=seed,
             options=options,
+            non_finite=non_finite,
         )

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from graphtier.dataset import finite
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import common, kernels
 from graphtier.dataset.writer import DatasetWriter
@@ -43,6 +44,7 @@ def import_edgelist(
     synthetic_features: int = 0,
     split: Sequence[float] | None = None,
     seed: int = 0,
+    non_finite: str = "error",
     header: str = "auto",
     ids: str = "auto",
     num_nodes: int | None = None,
@@ -73,6 +75,7 @@ def import_edgelist(
     if ids not in ID_MODES:
         raise OptionError(f"--ids: expected one of {', '.join(ID_MODES)}, found {ids!r}")
     common.check_node_data_options(labels, features, synthetic_features, split)
+    finite.check_mode(non_finite)
     skip_header = common.has_header(path, header, 2, allow_extra_columns=True)
     string_ids = ids == "string"
     if ids == "auto":
@@ -103,6 +106,7 @@ def import_edgelist(
         "header": header,
         "ids": "string" if string_ids else "int",
         "num_nodes": num_nodes,
+        "non_finite": non_finite,
     }
     with DatasetWriter(output, overwrite=overwrite) as writer, common.EdgeSpill(writer.tmp) as spill:
         names: dict[str, int] | None = None
@@ -163,6 +167,7 @@ def import_edgelist(
             split=split,
             seed=seed,
             options=options,
+            non_finite=non_finite,
         )
 
 

@@ -21,6 +21,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from graphtier.dataset import resources
+from graphtier.dataset.finite import NonFiniteGuard, check_mode
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import common
 from graphtier.dataset.writer import DatasetWriter
@@ -143,6 +144,7 @@ def import_planetoid(
     name: str | None = None,
     overwrite: bool = False,
     dataset: str | None = None,
+    non_finite: str = "error",
 ) -> Dataset:
     """Import the Planetoid files in directory ``source`` into ``output``.
 
@@ -151,12 +153,15 @@ def import_planetoid(
         output: dataset directory to create.
         name: dataset name (default: ``<dataset>``).
         dataset: the ``<dataset>`` part of the file names (default: detected).
+        non_finite: ``error`` (refuse NaN/±Inf features) or ``replace`` (by 0, counted in
+            ``meta.json`` ``source.non_finite_replaced``).
 
     Returns:
         The written :class:`Dataset`: float32 features [N, D], int64 labels, undirected CSC graph,
         the public split.
     """
     root = Path(source)
+    check_mode(non_finite)
     if not root.is_dir():
         raise DatasetError(f"{root}: Planetoid directory not found")
     dataset = dataset or detect_name(root)
@@ -211,6 +216,8 @@ def import_planetoid(
     # tx/ty rows are stored in test.index order, the graph numbers test nodes by their index.
     features[test_index] = features[sorted_test]
     onehot[test_index] = onehot[sorted_test]
+    guard = NonFiniteGuard(paths["allx"], non_finite)
+    features = guard.apply(features, 0)
     num_nodes = features.shape[0]
     labels = np.where(onehot.sum(axis=1) > 0, onehot.argmax(axis=1), -1).astype(np.int64)
     num_classes = int(onehot.shape[1])
@@ -225,6 +232,7 @@ def import_planetoid(
     if y.shape[0] + VALID_SIZE > num_nodes:
         raise OptionError(f"{paths['y']}: expected {y.shape[0]} + {VALID_SIZE} <= {num_nodes} nodes")
     with DatasetWriter(output, overwrite=overwrite) as writer:
+        common.note_replaced(writer, guard)
         writer.save("indptr", indptr)
         writer.save("indices", indices)
         writer.save("features", features)
@@ -240,6 +248,6 @@ def import_planetoid(
             num_classes=num_classes,
             importer="planetoid",
             inputs=[paths[p] for p in PARTS] + [test_path],
-            options={"dataset": dataset},
+            options={"dataset": dataset, "non_finite": non_finite},
         )
         return writer.finish(meta)
