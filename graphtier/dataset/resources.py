@@ -33,7 +33,7 @@ def human_bytes(count: int | float) -> str:
     value = float(count)
     for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
         if abs(value) < 1024 or unit == "PiB":
-            return f"{int(value)} B" if unit == "B" else f"{value:.3g} {unit}"
+            return f"{int(value)} B" if unit == "B" else f"{value:.4g} {unit}"
         value /= 1024
     raise AssertionError("unreachable")
 

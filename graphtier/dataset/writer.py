@@ -129,11 +129,13 @@ class DatasetWriter:
         resources.require_disk(self.tmp, nbytes, f"{self.output}: writing {file_name}")
 
     def _write_error(self, exc: OSError, file_name: str, nbytes: int) -> Exception:
-        if exc.errno not in resources.RESOURCE_ERRNOS:
+        short_write = exc.errno is None and "requested and" in str(exc)  # numpy's tofile on a full disk
+        if exc.errno not in resources.RESOURCE_ERRNOS and not short_write:
             return exc
+        reason = f"No space left on device ({exc})" if short_write else exc.strerror
         return ResourceError(
             f"{self.output}: cannot write {file_name} ({resources.human_bytes(nbytes)}, {nbytes:,} bytes): "
-            f"{exc.strerror}"
+            f"{reason}; {resources.human_bytes(resources.free_disk(self.tmp.parent))} free"
         )
 
     def write_text(self, name: str, text: str) -> None:
