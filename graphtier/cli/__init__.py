@@ -15,7 +15,7 @@ import sys
 
 import click
 
-from graphtier.dataset.resources import RESOURCE_ERRNOS, os_error_message
+from graphtier.dataset.resources import is_resource_error, os_error_message
 from graphtier.errors import GraphtierError
 
 # One module per subcommand, each exposing ``command`` (a click.Command or click.Group).
@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> None:
     except MemoryError as exc:  # last resort: an allocation no estimate caught
         fail(f"out of memory: {exc or 'an allocation failed'} (free memory or use a smaller input)")
     except OSError as exc:  # last resort: only "the machine cannot do this" errnos, never bugs
-        if exc.errno not in RESOURCE_ERRNOS:
+        if not is_resource_error(exc):
             raise
         fail(os_error_message(exc))
     if isinstance(exit_code, int) and exit_code != 0:

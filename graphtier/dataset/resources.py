@@ -28,6 +28,14 @@ RESOURCE_ERRNOS = frozenset(
 """errno values of an OSError that mean "the machine cannot do this", not a bug."""
 
 
+def is_resource_error(exc: BaseException) -> bool:
+    """Whether ``exc`` means the machine cannot do it (an OSError of :data:`RESOURCE_ERRNOS`, or the
+    errno-less short write numpy's ``tofile`` raises on a full disk), as opposed to a bug."""
+    if not isinstance(exc, OSError):
+        return False
+    return exc.errno in RESOURCE_ERRNOS or (exc.errno is None and "requested and" in str(exc) and "written" in str(exc))
+
+
 def human_bytes(count: int | float) -> str:
     """``1536`` -> ``'1.5 KiB'`` (binary units, three significant figures)."""
     value = float(count)
@@ -120,6 +128,8 @@ def os_error_message(exc: OSError, what: str | None = None) -> str:
     """One line for an OSError: ``'<file>: <strerror>'`` plus ``what`` when given."""
     name = exc.filename if exc.filename is not None else (what or "")
     reason = exc.strerror or str(exc)
+    if exc.errno is None and "requested and" in str(exc):
+        reason = f"No space left on device? short write ({exc})"
     text = f"{name}: {reason}" if name else reason
     if what and exc.filename is not None:
         text += f" ({what})"

@@ -88,7 +88,7 @@ class DatasetWriter:
             self.abort()
             if isinstance(exc, MemoryError):
                 raise ResourceError(f"{self.output}: out of memory while writing the dataset ({exc})") from None
-            if isinstance(exc, OSError) and exc.errno in resources.RESOURCE_ERRNOS:
+            if isinstance(exc, OSError) and resources.is_resource_error(exc):
                 raise ResourceError(
                     f"{self.output}: {resources.os_error_message(exc)} while writing the dataset; nothing was written"
                 ) from None
@@ -129,8 +129,8 @@ class DatasetWriter:
         resources.require_disk(self.tmp, nbytes, f"{self.output}: writing {file_name}")
 
     def _write_error(self, exc: OSError, file_name: str, nbytes: int) -> Exception:
-        short_write = exc.errno is None and "requested and" in str(exc)  # numpy's tofile on a full disk
-        if exc.errno not in resources.RESOURCE_ERRNOS and not short_write:
+        short_write = exc.errno is None  # numpy's tofile on a full disk: "N requested and M written"
+        if not resources.is_resource_error(exc):
             return exc
         reason = f"No space left on device ({exc})" if short_write else exc.strerror
         return ResourceError(

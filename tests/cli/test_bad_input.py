@@ -93,6 +93,15 @@ def test_ogb_node_count_huge_or_negative(tmp_path: Path, count: str, fragment: s
     assert not (tmp_path / "o").exists()
 
 
+def test_generate_too_large_is_refused_before_allocating(tmp_path: Path) -> None:
+    result = run_cli("generate", str(tmp_path / "g"), "--nodes", "100000000000000", "--avg-degree", "5")
+    assert_user_error(result, "generating 100,000,000,000,000 nodes", "of memory", "available")
+    result = run_cli("generate", str(tmp_path / "g"), "--nodes", "1000", "--avg-degree", "5",
+                     "--feature-dim", "1000000000000")
+    assert_user_error(result, "features.npy", "of disk space")
+    assert _left_over(tmp_path, set()) == []
+
+
 # ---------------------------------------------------------------------------- outputs
 
 
@@ -342,6 +351,16 @@ def test_last_resort_handler(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, ex
 
     monkeypatch.setattr(edgelist, "import_edgelist", boom)
     assert_user_error(run_cli("prepare", "edgelist", str(_edges(tmp_path)), str(tmp_path / "o")), fragment)
+
+
+def test_last_resort_handler_numpy_short_write(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from graphtier.dataset.importers import edgelist
+
+    def short(*args: object, **kwargs: object) -> None:
+        raise OSError("1048576 requested and 262112 written")
+
+    monkeypatch.setattr(edgelist, "import_edgelist", short)
+    assert_user_error(run_cli("prepare", "edgelist", str(_edges(tmp_path)), str(tmp_path / "o")), "short write")
 
 
 def test_last_resort_handler_keeps_real_bugs(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
