@@ -36,7 +36,7 @@ def is_resource_error(exc: BaseException) -> bool:
     return exc.errno in RESOURCE_ERRNOS or (exc.errno is None and "requested and" in str(exc) and "written" in str(exc))
 
 
-def human_bytes(count: int | float) -> str:
+def human_bytes(count: float) -> str:
     """``1536`` -> ``'1.5 KiB'`` (binary units, three significant figures)."""
     value = float(count)
     for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):

@@ -16,6 +16,7 @@ import os
 import pickle
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -50,13 +51,13 @@ def _tmpfs(mountpoint: Path, options: str) -> Iterator[Path]:
         pytest.skip("a small filesystem for this test needs root (mount -t tmpfs)")
     mountpoint.mkdir(parents=True, exist_ok=True)
     done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(mountpoint)],
-                          capture_output=True, text=True)
+                          capture_output=True, text=True, check=False)
     if done.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
     try:
         yield mountpoint
     finally:
-        subprocess.run(["umount", "-l", str(mountpoint)], capture_output=True)
+        subprocess.run(["umount", "-l", str(mountpoint)], capture_output=True, check=False)
 
 
 @pytest.fixture
@@ -116,8 +117,8 @@ def test_overwrite_current_directory_is_refused(tmp_path: Path) -> None:
     ds = write_labelled_graph(tmp_path / "ds", num_nodes=30)
     before = sorted(p.name for p in ds.path.iterdir())
     result = subprocess.run(
-        [os.sys.executable, "-m", "graphtier", "prepare", "edgelist", str(_edges(tmp_path)), ".", "--overwrite"],
-        cwd=ds.path, capture_output=True, text=True,
+        [sys.executable, "-m", "graphtier", "prepare", "edgelist", str(_edges(tmp_path)), ".", "--overwrite"],
+        cwd=ds.path, capture_output=True, text=True, check=False,
         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
     )
     assert_user_error(result, "current directory")
@@ -155,9 +156,9 @@ def test_full_disk_features(tmp_path: Path, small_disk: Path) -> None:
 def test_full_disk_npy_writer_without_the_precheck(small_disk: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Even when the free-space estimate is wrong, ENOSPC from np.save is one ResourceError, nothing left."""
     monkeypatch.setattr(resources, "require_disk", lambda *args, **kwargs: None)
-    with pytest.raises(ResourceError, match=r"cannot write indices\.npy .*No space left"):
-        with DatasetWriter(small_disk / "o") as writer:
-            writer.save("indices", np.zeros(1 << 20, dtype=np.int32))
+    with pytest.raises(ResourceError, match=r"cannot write indices\.npy .*No space left"), \
+            DatasetWriter(small_disk / "o") as writer:
+        writer.save("indices", np.zeros(1 << 20, dtype=np.int32))
     assert list(small_disk.iterdir()) == []
 
 
@@ -166,10 +167,10 @@ def test_memory_map_is_reserved_so_a_full_disk_cannot_sigbus(
 ) -> None:
     """Without the free-space estimate, posix_fallocate still refuses before any write through the map."""
     monkeypatch.setattr(resources, "require_disk", lambda *args, **kwargs: None)
-    with pytest.raises(ResourceError, match=r"features\.npy: needs .* bytes\) of disk space"):
-        with DatasetWriter(small_disk / "o") as writer:
-            out = writer.open_memmap("features", (1000, 1000), np.float32)
-            out[:] = 1.0  # would be SIGBUS on a sparse file of a full disk
+    with pytest.raises(ResourceError, match=r"features\.npy: needs .* bytes\) of disk space"), \
+            DatasetWriter(small_disk / "o") as writer:
+        out = writer.open_memmap("features", (1000, 1000), np.float32)
+        out[:] = 1.0  # would be SIGBUS on a sparse file of a full disk
     assert list(small_disk.iterdir()) == []
 
 

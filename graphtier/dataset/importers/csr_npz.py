@@ -148,7 +148,8 @@ def import_csr_npz(
 
     Args: as :func:`graphtier.dataset.importers.edgelist.import_edgelist`; ``layout`` is ``auto``,
     ``csr`` (rows = sources) or ``csc`` (columns = destinations). Node ids are the row numbers,
-    so labels/features rows are indexed by them.
+    so labels/features rows are indexed by them. ``non_finite``: ``error`` or ``replace`` NaN/±Inf
+    feature values. ``indptr``/``indices`` may have any integer dtype and byte order.
 
     Returns:
         The written :class:`Dataset`.

@@ -67,6 +67,8 @@ def import_edgelist(
         ids: ``auto`` (integer unless the first edge has a non-integer id), ``int`` or ``string``.
         num_nodes: keep integer ids as they are, in ``[0, num_nodes)`` (adds isolated nodes).
         chunk_bytes: bytes of text parsed per chunk.
+        non_finite: ``error`` (refuse NaN/±Inf in ``features``) or ``replace`` (by 0, counted in
+            ``meta.json`` ``source.non_finite_replaced``).
 
     Returns:
         The written :class:`Dataset` (memory-mapped).
