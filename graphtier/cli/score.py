@@ -10,6 +10,7 @@ import click
 import numpy as np
 
 from graphtier.cli.options import SEED
+from graphtier.dataset import resources
 from graphtier.dataset.format import Dataset
 from graphtier.errors import OptionError
 from graphtier.graph.scores import DEFAULT_DAMPING, DEFAULT_RPR_TOL, SCORE_METHODS, ScoreResult, compute_scores
@@ -32,6 +33,7 @@ def save_npy_atomically(path: Path, array: np.ndarray) -> None:
         raise OptionError(f"--output: expected a file name ending in .npy, found {str(path)!r}")
     if not path.parent.is_dir():
         raise OptionError(f"--output: directory {path.parent} does not exist")
+    resources.require_disk(path.parent, int(array.nbytes) + 4096, f"--output {path}")
     tmp = path.parent / f".{path.name}.tmp-{uuid.uuid4().hex[:8]}.npy"
     try:
         np.save(tmp, array, allow_pickle=False)
