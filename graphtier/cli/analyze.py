@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from graphtier.cli.options import SEED
 from graphtier.cli.score import parse_fanouts
 from graphtier.dataset.format import Dataset
 from graphtier.errors import OptionError
@@ -29,7 +30,7 @@ def format_table(curves: dict[str, dict[str, float]]) -> str:
 @click.option("--fanouts", default="25,10", show_default=True, help="Training fanouts, e.g. 10,10,10.")
 @click.option("--batch-size", type=int, default=1024, show_default=True, help="Seeds per mini-batch.")
 @click.option("--epochs", type=int, default=1, show_default=True, help="Epochs replayed.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Sampling seed of the replay.")
+@click.option("--seed", type=SEED, default=0, show_default=True, help="Sampling seed of the replay.")
 @click.option("--scores", "score_list", default=",".join(SCORE_METHODS), show_default=True,
               help="Comma-separated scores to evaluate.")
 @click.option("--presample-seed", type=int, default=None, help="Seed of the presample ranking (default seed+1).")

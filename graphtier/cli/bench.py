@@ -12,6 +12,7 @@ from typing import Any
 import click
 import numpy as np
 
+from graphtier.cli.options import SEED
 from graphtier.dataset.format import Dataset
 from graphtier.errors import OptionError
 
@@ -46,7 +47,7 @@ def command() -> None:
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="Sampler threads [default: all cores].")
 @click.option("--sampler", type=click.Choice(["neighbor", "shadow"]), default="neighbor", show_default=True)
 @click.option("--layers", type=click.IntRange(min=1), default=None, help="ShaDow model layers [default: len(fanouts)].")
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--seed", type=SEED, default=0, show_default=True)
 @click.option("--in-memory/--mmap", default=True, show_default=True, help="Load the graph into RAM or memory-map it.")
 @click.option("--json", "json_path", type=click.Path(path_type=Path), default=None, help="Also save results here.")
 def sample_command(

@@ -33,6 +33,7 @@ import click
 import numpy as np
 import torch
 
+from graphtier.cli.options import SEED
 from graphtier.errors import OptionError
 
 CPU_METHODS = ("index_select", "cpu-gather", "tiered", "copy")
@@ -350,7 +351,7 @@ def run_dataset_gather(
 @click.option("--repeats", type=click.IntRange(min=1), default=5, show_default=True, help="Timed gathers per method.")
 @click.option("--dtype", type=click.Choice(sorted(DTYPES)), default="float32", show_default=True)
 @click.option("--device", default=None, help="Also measure the GPU paths on this CUDA device [default: cuda if available].")
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--seed", type=SEED, default=0, show_default=True)
 @click.option("--json", "json_path", type=click.Path(path_type=Path), default=None, help="Also save results here.")
 def command(
     dataset: str | None,

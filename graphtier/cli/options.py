@@ -26,3 +26,7 @@ class FanoutsType(click.ParamType):
 def fanouts_option_type(option: str) -> FanoutsType:
     """A click type parsing a fanout list for ``option`` (named in its error messages)."""
     return FanoutsType(option)
+
+
+SEED = click.IntRange(0, 2**63 - 1)
+"""Click type of every ``--seed`` option: an integer in [0, 2^63) (what numpy and the kernels accept)."""

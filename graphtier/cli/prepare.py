@@ -14,6 +14,8 @@ from typing import Any
 
 import click
 
+from graphtier.cli.options import SEED
+from graphtier.dataset.finite import NON_FINITE_MODES
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import common
 from graphtier.dataset.importers.mat import ADJACENCY_KEYS, FEATURE_KEYS, LABEL_KEYS
@@ -42,7 +44,7 @@ def _graph_options(func: Callable[..., Any]) -> Callable[..., Any]:
 
 def _node_data_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """--synthetic-features, --synthetic-feature-signal, --synthetic-labels, --split and --seed."""
-    func = click.option("--seed", type=int, default=0, show_default=True,
+    func = click.option("--seed", type=SEED, default=0, show_default=True,
                         help="Seed of --split, --synthetic-features and --synthetic-labels.")(func)
     func = click.option(
         "--split",
@@ -97,6 +99,14 @@ def _labels_features_options(func: Callable[..., Any]) -> Callable[..., Any]:
     return func
 
 
+def _non_finite_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    """--non-finite error|replace: what to do with NaN/Inf feature values."""
+    return click.option(
+        "--non-finite", type=click.Choice(NON_FINITE_MODES), default="error", show_default=True,
+        help="NaN/Inf feature values: refuse the import (error) or replace them by 0 and say how many (replace).",
+    )(func)
+
+
 def _split(split_text: str | None) -> tuple[float, float, float] | None:
     return common.parse_fractions(split_text) if split_text is not None else None
 
@@ -113,6 +123,9 @@ def _report(dataset: Dataset, started: float) -> None:
     )
     for note in describe(dataset.meta):
         click.echo(f"note: {note}")
+    replaced = dataset.meta.get("source", {}).get("non_finite_replaced", 0)
+    if replaced:
+        click.echo(f"graphtier: note: replaced {replaced:,} NaN/Inf feature values by 0 (--non-finite replace)", err=True)
 
 
 @click.group(name="prepare")
@@ -131,12 +144,15 @@ def command() -> None:
 @command.command(name="planetoid")
 @_common_options
 @click.option("--dataset", default=None, help="The <name> in ind.<name>.* (default: detected).")
-def planetoid(source: Path, output: Path, name: str | None, overwrite: bool, dataset: str | None) -> None:
+@_non_finite_option
+def planetoid(
+    source: Path, output: Path, name: str | None, overwrite: bool, dataset: str | None, non_finite: str
+) -> None:
     """Planetoid pickles ind.<name>.{x,y,tx,ty,allx,ally,graph,test.index} in SOURCE (a folder)."""
     from graphtier.dataset.importers.planetoid import import_planetoid
 
     started = time.perf_counter()
-    _report(import_planetoid(source, output, name=name, overwrite=overwrite, dataset=dataset), started)
+    _report(import_planetoid(source, output, name=name, overwrite=overwrite, dataset=dataset, non_finite=non_finite), started)
 
 
 @command.command(name="edgelist")
@@ -150,6 +166,7 @@ def planetoid(source: Path, output: Path, name: str | None, overwrite: bool, dat
               help="Node id type (auto: string when the first edge is not two integers).")
 @click.option("--num-nodes", type=int, default=None,
               help="Keep integer ids as they are, in [0, N) (nodes without edges are kept).")
+@_non_finite_option
 def edgelist(
     source: Path,
     output: Path,
@@ -169,6 +186,7 @@ def edgelist(
     header: str,
     ids: str,
     num_nodes: int | None,
+    non_finite: str,
 ) -> None:
     """A text edge list 'src dst' per line (blank, tab or comma separated; gzip; # and % comments).
 
@@ -197,6 +215,7 @@ def edgelist(
         header=header,
         ids=ids,
         num_nodes=num_nodes,
+        non_finite=non_finite,
     )
     _report(dataset, started)
 
@@ -209,6 +228,7 @@ def edgelist(
 @_graph_options
 @_labels_features_options
 @_node_data_options
+@_non_finite_option
 def csr_npz(
     source: Path,
     output: Path,
@@ -226,6 +246,7 @@ def csr_npz(
     synthetic_labels: int,
     split_text: str | None,
     seed: int,
+    non_finite: str,
 ) -> None:
     """An .npz with 'indptr' and 'indices' of a square sparse adjacency (scipy save_npz works)."""
     from graphtier.dataset.importers.csr_npz import import_csr_npz
@@ -248,6 +269,7 @@ def csr_npz(
         synthetic_labels=synthetic_labels,
         split=_split(split_text),
         seed=seed,
+        non_finite=non_finite,
     )
     _report(dataset, started)
 
@@ -257,6 +279,7 @@ def csr_npz(
 @click.option("--scheme", default=None, help="Split folder under SOURCE/split (default: the only one).")
 @_graph_options
 @_node_data_options
+@_non_finite_option
 def ogb(
     source: Path,
     output: Path,
@@ -271,6 +294,7 @@ def ogb(
     synthetic_labels: int,
     split_text: str | None,
     seed: int,
+    non_finite: str,
 ) -> None:
     """An OGB node-property dataset folder (raw/edge.csv.gz, raw/num-node-list.csv.gz, ...).
 
@@ -293,6 +317,7 @@ def ogb(
         synthetic_labels=synthetic_labels,
         split=_split(split_text),
         seed=seed,
+        non_finite=non_finite,
     )
     _report(dataset, started)
 
@@ -309,6 +334,7 @@ def ogb(
                    f"of {', '.join(LABEL_KEYS)}; none found: no labels); 'none' skips them.")
 @_graph_options
 @_node_data_options
+@_non_finite_option
 def mat(
     source: Path,
     output: Path,
@@ -325,6 +351,7 @@ def mat(
     synthetic_labels: int,
     split_text: str | None,
     seed: int,
+    non_finite: str,
 ) -> None:
     """A MATLAB .mat file (v7.2 or older) with an adjacency matrix, features and labels (scipy.io.loadmat).
 
@@ -349,6 +376,7 @@ def mat(
         synthetic_labels=synthetic_labels,
         split=_split(split_text),
         seed=seed,
+        non_finite=non_finite,
     )
     options = dataset.meta["source"]["options"]
     click.echo(

@@ -7,7 +7,7 @@ from typing import Any, Callable
 
 import click
 
-from graphtier.cli.options import fanouts_option_type
+from graphtier.cli.options import SEED, fanouts_option_type
 
 def _progress_factory(console: Any) -> Callable[[str, int], Callable[[int, dict[str, Any]], None]]:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -59,7 +59,7 @@ def _progress_factory(console: Any) -> Callable[[str, int], Callable[[int, dict[
 @click.option("--epochs", default=10, show_default=True, type=int)
 @click.option("--lr", default=0.003, show_default=True, type=float)
 @click.option("--weight-decay", default=0.0, show_default=True, type=float)
-@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--seed", default=0, show_default=True, type=SEED)
 @click.option("--device", default="cpu", show_default=True, help="cpu | cuda | cuda:N.")
 @click.option("--eval-every", default=1, show_default=True, type=int, help="Evaluate every N epochs.")
 @click.option(

@@ -38,6 +38,7 @@ import numpy as np
 
 from graphtier.dataset import _synthetic_csc_kernels as csc_kernels
 from graphtier.dataset import _synthetic_kernels as kernels
+from graphtier.dataset import resources
 from graphtier.dataset.format import FEATURE_DTYPES, Dataset, index_dtype
 from graphtier.dataset.writer import DatasetWriter
 from graphtier.errors import OptionError
@@ -203,6 +204,23 @@ def _validate_options(opts: dict[str, Any]) -> None:
 
 
 # ---------------------------------------------------------------------------------------------- generate
+def _require_resources(
+    output: str | os.PathLike[str], nodes: int, avg_degree: float, undirected: bool, feature_dim: int,
+    feature_dtype: str,
+) -> None:
+    """Refuse (one-line ResourceError) a graph whose build cannot fit in memory or whose features cannot fit on disk.
+
+    Memory as in the module docstring: 2 ids per drawn pair + 1 id per stored edge direction + ~70 bytes/node.
+    """
+    id_bytes = 4 if nodes < 2**31 else 8
+    directions = nodes * avg_degree
+    pairs = directions / 2 if undirected else directions
+    needed = int(2 * id_bytes * pairs + id_bytes * directions + 70 * nodes)
+    resources.require_memory(needed, f"{output}: generating {nodes:,} nodes with average degree {avg_degree:g}")
+    feature_bytes = nodes * feature_dim * np.dtype(feature_dtype).itemsize
+    resources.require_disk(Path(output).resolve().parent, feature_bytes, f"{output}: writing features.npy")
+
+
 def generate(
     output: str | os.PathLike[str],
     *,
@@ -257,6 +275,7 @@ def generate(
     _validate_options(opts)
     nodes, seed, chunk_edges = int(nodes), int(seed), int(chunk_edges)
     avg_degree = float(avg_degree)
+    _require_resources(output, nodes, avg_degree, bool(undirected), feature_dim, feature_dtype)
     report = progress or (lambda message: None)
     started = time.perf_counter()
     stage_started = [started]

@@ -26,11 +26,13 @@ from typing import IO, Any
 
 import numpy as np
 
+from graphtier.dataset import resources
+from graphtier.dataset.finite import NonFiniteGuard
 from graphtier.dataset.format import Dataset, index_dtype
 from graphtier.dataset.importers import kernels
 from graphtier.dataset.writer import DatasetWriter
-from graphtier.errors import DatasetError, OptionError
 from graphtier.dataset.csc import compact_csc
+from graphtier.errors import DatasetError, OptionError, ResourceError
 
 CHUNK_BYTES = 64 << 20
 """Bytes of text parsed at a time."""
@@ -243,9 +245,19 @@ class EdgeSpill:
         self.min_id = low if self.min_id is None else min(self.min_id, low)
         self.max_id = high if self.max_id is None else max(self.max_id, high)
         dtype = np.dtype(np.int32) if low >= -(2**31) and high < 2**31 else np.dtype(np.int64)
-        for part in (src, dst):
-            data = np.ascontiguousarray(part, dtype=dtype)
-            self._file.write(memoryview(data).cast("B"))
+        nbytes = 2 * src.shape[0] * dtype.itemsize
+        resources.require_disk(self.path.parent, nbytes, f"{self.path}: spilling parsed edges")
+        try:
+            for part in (src, dst):
+                data = np.ascontiguousarray(part, dtype=dtype)
+                self._file.write(memoryview(data).cast("B"))
+        except OSError as exc:
+            if exc.errno not in resources.RESOURCE_ERRNOS:
+                raise
+            raise ResourceError(
+                f"{self.path}: cannot spill parsed edges ({resources.human_bytes(nbytes)}, {nbytes:,} bytes): "
+                f"{exc.strerror}"
+            ) from None
         self._chunks.append((self._offset, src.shape[0], dtype))
         self._offset += 2 * src.shape[0] * dtype.itemsize
         self.num_edges += src.shape[0]
@@ -352,6 +364,7 @@ def build_id_map(
                 f"{source}: expected node ids in [0, {num_nodes}) (--num-nodes), "
                 f"found ids in [{spill.min_id}, {spill.max_id}]"
             )
+        require_csc_memory(num_nodes, spill.num_edges, f"--num-nodes {num_nodes:,}")
         return IdMap(num_nodes=num_nodes)
     extra = coverage.bounds() if coverage is not None else None
     if spill.num_edges == 0 and extra is None:
@@ -418,6 +431,7 @@ def build_csc(
         ``(indptr, indices)``: int64 [N + 1] and int32 (N < 2^31) or int64 [E'], lists sorted.
     """
     dtype = index_dtype(num_nodes)
+    resources.require_memory(3 * 8 * (num_nodes + 1), f"building the CSC of {num_nodes:,} nodes (degree counts)")
 
     def directed_chunks() -> Iterator[tuple[np.ndarray, np.ndarray]]:
         for src, dst in chunks():
@@ -442,7 +456,12 @@ def build_csc(
     indptr = np.zeros(num_nodes + 1, dtype=np.int64)
     np.cumsum(counts, out=indptr[1:])
     del counts
-    indices = np.empty(int(indptr[-1]), dtype=dtype)
+    num_edges = int(indptr[-1])
+    resources.require_memory(
+        num_edges * dtype.itemsize * (2 if dedup else 1) + 8 * (num_nodes + 1),
+        f"building the CSC of {num_nodes:,} nodes and {num_edges:,} edges",
+    )
+    indices = np.empty(num_edges, dtype=dtype)
     cursor = indptr[:-1].copy()
     for src, dst in directed_chunks():
         kernels.scatter_sources(src.astype(dtype, copy=False), dst, cursor, indices)
@@ -453,6 +472,16 @@ def build_csc(
     if dedup:
         indptr, indices = compact_csc(indptr, indices, dedup=True, drop_self_loops=False)
     return indptr, indices
+
+
+def require_csc_memory(num_nodes: int, num_edges: int, what: str) -> None:
+    """Refuse (:class:`ResourceError`) a graph whose CSC build cannot fit in the available memory.
+
+    The build needs ``indptr``, the degree counts and a cursor (int64 [N + 1] each) and ``indices``
+    ([E], int32 below 2^31 nodes); checked before anything that large is allocated.
+    """
+    needed = 3 * 8 * (num_nodes + 1) + num_edges * index_dtype(num_nodes).itemsize
+    resources.require_memory(needed, f"{what}: the CSC of {num_nodes:,} nodes and {num_edges:,} edges")
 
 
 def array_edge_chunks(src: np.ndarray, dst: np.ndarray, chunk: int = EDGE_CHUNK) -> EdgeChunks:
@@ -603,18 +632,26 @@ def gather_rows(
     return original
 
 
+def note_replaced(writer: DatasetWriter, guard: NonFiniteGuard) -> None:
+    """Record in ``meta.json`` (``source.non_finite_replaced``) how many feature values ``guard`` replaced."""
+    if guard.replaced:
+        writer.source_notes["non_finite_replaced"] = writer.source_notes.get("non_finite_replaced", 0) + guard.replaced
+
+
 def write_feature_file(
     path: str | os.PathLike[str] | np.ndarray,
     idmap: IdMap,
     writer: DatasetWriter,
     source: str | os.PathLike[str] | None = None,
+    non_finite: str = "error",
 ) -> tuple[int, str]:
     """Copy the rows of the feature matrix ``path`` into ``features.npy`` of ``writer``.
 
     ``path`` is a ``.npy`` or text matrix file (see :mod:`~graphtier.dataset.importers.node_data`)
     or an already read [rows, D] array (``source``: its file, for messages). Row ``k`` belongs to original node id ``k``; with remapped
     ids the rows of the nodes in the graph are gathered in new-id order. float16/float32 are
-    kept, other numeric dtypes become float32. Returns ``(feature_dim, feature_dtype)``.
+    kept, other numeric dtypes become float32. NaN/±Inf values are refused or, with ``non_finite="replace"``,
+    replaced by 0 (see :class:`~graphtier.dataset.finite.NonFiniteGuard`). Returns ``(feature_dim, feature_dtype)``.
     """
     from graphtier.dataset.importers import node_data
 
@@ -624,6 +661,7 @@ def write_feature_file(
     else:
         p = require_file(path, "--features file")
         feats = node_data.read_feature_matrix(p, writer.tmp / "features.scratch")
+    guard = NonFiniteGuard(p, non_finite)
     out_dtype = feats.dtype if feats.dtype in (np.float16, np.float32) else np.dtype(np.float32)
     rows = gather_rows(p, feats.shape[0], idmap, "--features")
     dim = int(feats.shape[1])
@@ -632,10 +670,11 @@ def write_feature_file(
     for start in range(0, idmap.num_nodes, step):
         stop = min(idmap.num_nodes, start + step)
         block = feats[start:stop] if rows is None else feats[rows[start:stop]]
-        out[start:stop] = np.asarray(block).astype(out_dtype, copy=False)
+        out[start:stop] = guard.apply(np.asarray(block).astype(out_dtype, copy=False), start)
     out.flush()
     del out, feats
     (writer.tmp / "features.scratch").unlink(missing_ok=True)
+    note_replaced(writer, guard)
     return dim, str(out_dtype)
 
 
@@ -780,6 +819,7 @@ def finish_edge_import(
     split: Sequence[float] | None,
     seed: int,
     options: dict[str, Any],
+    non_finite: str = "error",
 ) -> Dataset:
     """The common end of the edge-list-like importers: node data, ``meta.json``, validate and rename."""
     written = write_node_data(
@@ -793,6 +833,7 @@ def finish_edge_import(
         split=split,
         seed=seed,
         features_path=features_path,
+        non_finite=non_finite,
     )
     if features_path is None and isinstance(features, (str, os.PathLike)):
         features_path = features
@@ -825,6 +866,7 @@ def write_node_data(
     synthetic_signal: float = 0.0,
     synthetic_classes: int = 0,
     features_path: str | os.PathLike[str] | None = None,
+    non_finite: str = "error",
 ) -> NodeData:
     """Write labels, features (from a file or synthetic) and a random split for ``idmap.num_nodes`` nodes.
 
@@ -856,7 +898,7 @@ def write_node_data(
     feature_dim, feature_dtype = 0, "float32"
     features_prov = prov.no_data()
     if features is not None:
-        feature_dim, feature_dtype = write_feature_file(features, idmap, writer, features_path)
+        feature_dim, feature_dtype = write_feature_file(features, idmap, writer, features_path, non_finite)
         features_prov = prov.input_data()
     elif synthetic_dim:
         if synthetic_signal > 0 and label_values is None:

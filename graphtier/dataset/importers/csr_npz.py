@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from graphtier.dataset import finite
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import common, node_data
 from graphtier.dataset.writer import DatasetWriter
@@ -31,6 +32,25 @@ def _load_member(archive: np.lib.npyio.NpzFile, path: Path, key: str) -> np.ndar
         return archive[key]
     except Exception as exc:  # damaged member
         raise DatasetError(f"{path}: array {key!r} is not readable ({exc})") from None
+
+
+def _format_entry(path: Path, raw: np.ndarray) -> str:
+    """The archive's ``format`` entry (a 0-d string array as scipy writes it) as text."""
+    if raw.ndim != 0 or raw.dtype.kind not in "SU":
+        raise DatasetError(
+            f"{path}: 'format' expected a string such as 'csr' or 'csc', found {raw.dtype} array of shape {raw.shape}"
+        )
+    value = raw.item()
+    return value.decode("latin-1") if isinstance(value, bytes) else str(value)
+
+
+def _shape_entry(path: Path, raw: np.ndarray) -> tuple[int, ...]:
+    """The archive's ``shape`` entry: a 1-d array of two integers."""
+    if raw.ndim != 1 or raw.shape[0] != 2 or not np.issubdtype(raw.dtype, np.integer):
+        raise DatasetError(
+            f"{path}: 'shape' expected two integers (rows, columns), found {raw.dtype} array of shape {raw.shape}"
+        )
+    return tuple(int(s) for s in raw)
 
 
 def read_compressed_adjacency(path: Path, layout: str) -> tuple[np.ndarray, np.ndarray, int, str]:
@@ -52,9 +72,8 @@ def read_compressed_adjacency(path: Path, layout: str) -> tuple[np.ndarray, np.n
         indices = _load_member(archive, path, "indices")
         file_format = None
         if "format" in archive.files:
-            raw_format = _load_member(archive, path, "format").item()
-            file_format = raw_format.decode() if isinstance(raw_format, bytes) else str(raw_format)
-        shape = tuple(int(s) for s in _load_member(archive, path, "shape")) if "shape" in archive.files else None
+            file_format = _format_entry(path, _load_member(archive, path, "format"))
+        shape = _shape_entry(path, _load_member(archive, path, "shape")) if "shape" in archive.files else None
     if layout == "auto":
         layout = file_format if file_format in ("csr", "csc") else "csr"
     elif file_format in ("csr", "csc") and file_format != layout:
@@ -63,7 +82,8 @@ def read_compressed_adjacency(path: Path, layout: str) -> tuple[np.ndarray, np.n
         raise DatasetError(f"{path}: 'indptr' expected a 1-d integer array, found {indptr.dtype} {indptr.shape}")
     if indices.ndim != 1 or not np.issubdtype(indices.dtype, np.integer):
         raise DatasetError(f"{path}: 'indices' expected a 1-d integer array, found {indices.dtype} {indices.shape}")
-    indptr = indptr.astype(np.int64, copy=False)
+    indptr = indptr.astype(np.int64, copy=False)  # also native byte order
+    indices = indices.astype(indices.dtype.newbyteorder("="), copy=False)  # the kernels need native order
     if int(indptr[0]) != 0 or int(indptr[-1]) != indices.shape[0]:
         raise DatasetError(
             f"{path}: 'indptr' expected to run from 0 to len(indices) = {indices.shape[0]}, "
@@ -125,6 +145,7 @@ def import_csr_npz(
     labels_layout: str = "auto",
     split: Sequence[float] | None = None,
     seed: int = 0,
+    non_finite: str = "error",
 ) -> Dataset:
     """Import the adjacency in the ``.npz`` ``source`` into ``output``.
 
@@ -132,6 +153,8 @@ def import_csr_npz(
     ``csr`` (rows = sources) or ``csc`` (columns = destinations). Node ids are the row numbers,
     so labels/features rows are indexed by them; when features or labels cover more rows than the
     adjacency, the extra rows become nodes without edges (meta ``nodes_only_in_node_data``).
+    ``non_finite``: ``error`` or ``replace`` NaN/±Inf
+    feature values. ``indptr``/``indices`` may have any integer dtype and byte order.
 
     Returns:
         The written :class:`Dataset`.
@@ -140,6 +163,7 @@ def import_csr_npz(
     common.check_node_data_options(
         labels, features, synthetic_features, split, synthetic_feature_signal, synthetic_labels
     )
+    finite.check_mode(non_finite)
     indptr_in, indices_in, n, layout = read_compressed_adjacency(path, layout)
     raw_labels = node_data.read_raw_labels(labels, labels_layout) if labels is not None else None
     if raw_labels is not None and raw_labels.ids is not None and raw_labels.ids.size:
@@ -168,6 +192,7 @@ def import_csr_npz(
         "labels_layout": labels_layout,
         "split": list(split) if split is not None else None,
         "seed": seed,
+        "non_finite": non_finite,
     }
     with DatasetWriter(output, overwrite=overwrite) as writer:
         feature_matrix = (
@@ -203,4 +228,5 @@ def import_csr_npz(
             split=split,
             seed=seed,
             options=options,
+            non_finite=non_finite,
         )

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from graphtier.dataset import finite
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import common, kernels, node_data
 from graphtier.dataset.writer import DatasetWriter
@@ -46,6 +47,7 @@ def import_edgelist(
     labels_layout: str = "auto",
     split: Sequence[float] | None = None,
     seed: int = 0,
+    non_finite: str = "error",
     header: str = "auto",
     ids: str = "auto",
     num_nodes: int | None = None,
@@ -74,6 +76,8 @@ def import_edgelist(
         ids: ``auto`` (integer unless the first edge has a non-integer id), ``int`` or ``string``.
         num_nodes: keep integer ids as they are, in ``[0, num_nodes)`` (adds isolated nodes).
         chunk_bytes: bytes of text parsed per chunk.
+        non_finite: ``error`` (refuse NaN/±Inf in ``features``) or ``replace`` (by 0, counted in
+            ``meta.json`` ``source.non_finite_replaced``).
 
     Returns:
         The written :class:`Dataset` (memory-mapped).
@@ -95,6 +99,7 @@ def import_edgelist(
         raise OptionError(
             f"--labels-layout: expected one of {', '.join(node_data.LABEL_LAYOUTS)}, found {labels_layout!r}"
         )
+    finite.check_mode(non_finite)
     skip_header = common.has_header(path, header, 2, allow_extra_columns=True)
     string_ids = ids == "string"
     if ids == "auto":
@@ -133,6 +138,7 @@ def import_edgelist(
         "header": header,
         "ids": "string" if string_ids else "int",
         "num_nodes": num_nodes,
+        "non_finite": non_finite,
     }
     with DatasetWriter(output, overwrite=overwrite) as writer, common.EdgeSpill(writer.tmp) as spill:
         names: dict[str, int] | None = None
@@ -200,6 +206,7 @@ def import_edgelist(
             split=split,
             seed=seed,
             options=options,
+            non_finite=non_finite,
         )
 
 

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from graphtier.dataset.format import Dataset
+from graphtier.dataset import finite
 from graphtier.dataset.importers import common, node_data
 from graphtier.dataset.importers.csr_npz import compressed_edge_chunks
 from graphtier.dataset.writer import DatasetWriter
@@ -195,6 +196,7 @@ def import_mat(
     synthetic_labels: int = 0,
     split: Sequence[float] | None = None,
     seed: int = 0,
+    non_finite: str = "error",
 ) -> Dataset:
     """Import the graph in the MATLAB file ``source`` into the dataset directory ``output``.
 
@@ -203,7 +205,7 @@ def import_mat(
         adjacency_key, features_key, labels_key: variable names (default: the first present of
             :data:`ADJACENCY_KEYS`, :data:`FEATURE_KEYS`, :data:`LABEL_KEYS`); ``"none"`` skips
             features or labels.
-        undirected, drop_self_loops, dedup, split, seed: as for the edge-list importer.
+        undirected, drop_self_loops, dedup, split, seed, non_finite: as for the edge-list importer.
         synthetic_features, synthetic_feature_signal, synthetic_labels: generate features
             (noise unless the signal is > 0) or random labels when the file has none.
 
@@ -227,6 +229,7 @@ def import_mat(
     common.check_node_data_options(
         None, None, synthetic_features, split, 0.0, synthetic_labels
     )
+    finite.check_mode(non_finite)
     if synthetic_feature_signal and not synthetic_features:
         raise OptionError("--synthetic-feature-signal: expected --synthetic-features DIM as well, found none")
     if synthetic_feature_signal < 0 or not np.isfinite(synthetic_feature_signal):
@@ -255,6 +258,7 @@ def import_mat(
         "synthetic_labels": synthetic_labels,
         "split": list(split) if split is not None else None,
         "seed": seed,
+        "non_finite": non_finite,
     }
     with DatasetWriter(output, overwrite=overwrite) as writer:
         writer.save("indptr", indptr)
@@ -278,4 +282,5 @@ def import_mat(
             split=split,
             seed=seed,
             options=options,
+            non_finite=non_finite,
         )
