@@ -17,7 +17,7 @@ import click
 from graphtier.cli.options import SEED
 from graphtier.dataset.finite import NON_FINITE_MODES
 from graphtier.dataset.format import Dataset
-from graphtier.dataset.importers import common
+from graphtier.dataset.importers import splits, textio
 from graphtier.dataset.importers.mat import ADJACENCY_KEYS, FEATURE_KEYS, LABEL_KEYS
 
 _PATH = click.Path(path_type=Path)
@@ -108,7 +108,7 @@ def _non_finite_option(func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _split(split_text: str | None) -> tuple[float, float, float] | None:
-    return common.parse_fractions(split_text) if split_text is not None else None
+    return splits.parse_fractions(split_text) if split_text is not None else None
 
 
 def _report(dataset: Dataset, started: float) -> None:
@@ -160,7 +160,7 @@ def planetoid(
 @_graph_options
 @_labels_features_options
 @_node_data_options
-@click.option("--header", type=click.Choice(common.HEADER_MODES), default="auto", show_default=True,
+@click.option("--header", type=click.Choice(textio.HEADER_MODES), default="auto", show_default=True,
               help="Whether the first line is a header (auto: if it is not numeric but the next is).")
 @click.option("--ids", type=click.Choice(("auto", "int", "string")), default="auto", show_default=True,
               help="Node id type (auto: string when the first edge is not two integers).")

@@ -12,17 +12,20 @@ One module per format, each with ``import_<format>(source, output, *, name=None,
 :mod:`~graphtier.dataset.importers.node_data` reads ``--features``/``--labels`` files (``.npy``, text
 matrices, ``id,label`` pairs or one label per line) and generates synthetic labels.
 
-:mod:`~graphtier.dataset.importers.common` holds the shared chunked parsing, id remapping and CSC
-construction, plus :func:`random_split` and :func:`synthetic_features` (reusable by the generator);
+The pieces every importer shares, one module each: ``textio`` (chunked text reading and parse errors),
+``edges`` (edge spill, id renumbering, CSC construction), ``labels``, ``features`` (feature files and
+:func:`synthetic_features`, reusable by the generator), ``splits`` (:func:`random_split`) and ``finish``
+(node data, ``meta.json``, validation and rename);
 :mod:`~graphtier.dataset.importers.kernels` holds the numba kernels and their references.
 """
 
-from graphtier.dataset.importers.common import random_split, synthetic_features
 from graphtier.dataset.importers.csr_npz import import_csr_npz
 from graphtier.dataset.importers.edgelist import import_edgelist
+from graphtier.dataset.importers.features import synthetic_features
 from graphtier.dataset.importers.mat import import_mat
 from graphtier.dataset.importers.ogb import import_ogb
 from graphtier.dataset.importers.planetoid import import_planetoid
+from graphtier.dataset.importers.splits import random_split
 
 __all__ = [
     "import_csr_npz",

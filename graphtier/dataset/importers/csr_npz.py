@@ -16,11 +16,11 @@ from pathlib import Path
 import numpy as np
 
 from graphtier.dataset import finite
+from graphtier.dataset.checks import index_range, is_non_decreasing
 from graphtier.dataset.format import Dataset
-from graphtier.dataset.importers import common, node_data
+from graphtier.dataset.importers import edges, finish, node_data, textio
 from graphtier.dataset.writer import DatasetWriter
 from graphtier.errors import DatasetError, OptionError
-from graphtier.dataset.checks import index_range, is_non_decreasing
 
 LAYOUTS = ("auto", "csr", "csc")
 
@@ -104,8 +104,8 @@ def read_compressed_adjacency(path: Path, layout: str) -> tuple[np.ndarray, np.n
 
 
 def compressed_edge_chunks(
-    indptr: np.ndarray, indices: np.ndarray, layout: str, chunk: int = common.EDGE_CHUNK
-) -> common.EdgeChunks:
+    indptr: np.ndarray, indices: np.ndarray, layout: str, chunk: int = edges.EDGE_CHUNK
+) -> edges.EdgeChunks:
     """Edge chunks ``(src, dst)`` of a CSR (rows = sources) or CSC (columns = destinations)."""
     num_rows = indptr.shape[0] - 1
 
@@ -159,8 +159,8 @@ def import_csr_npz(
     Returns:
         The written :class:`Dataset`.
     """
-    path = common.require_file(source, "npz archive")
-    common.check_node_data_options(
+    path = textio.require_file(source, "npz archive")
+    finish.check_node_data_options(
         labels, features, synthetic_features, split, synthetic_feature_signal, synthetic_labels
     )
     finite.check_mode(non_finite)
@@ -171,7 +171,7 @@ def import_csr_npz(
         if low < 0:
             raise DatasetError(f"{labels}: expected labels for node ids >= 0, found id {low}")
     adjacency_nodes = n
-    indptr, indices = common.build_csc(
+    indptr, indices = edges.build_csc(
         compressed_edge_chunks(indptr_in, indices_in, layout),
         n,
         undirected=undirected,
@@ -205,12 +205,12 @@ def import_csr_npz(
             extra = bounds[1] + 1 - n
             indptr = np.concatenate([indptr, np.full(extra, indptr[-1], dtype=indptr.dtype)])
             n = bounds[1] + 1
-        idmap = common.IdMap(num_nodes=n, nodes_only_in_node_data=n - adjacency_nodes)
+        idmap = edges.IdMap(num_nodes=n, nodes_only_in_node_data=n - adjacency_nodes)
         writer.save("indptr", indptr)
         writer.save("indices", indices)
         num_edges = int(indices.shape[0])
         del indices
-        return common.finish_edge_import(
+        return finish.finish_edge_import(
             writer,
             idmap,
             importer="csr-npz",

@@ -21,7 +21,14 @@ import numpy as np
 
 from graphtier.dataset import finite
 from graphtier.dataset.format import Dataset
-from graphtier.dataset.importers import common, kernels, node_data
+from graphtier.dataset.importers import (
+    edges,
+    finish,
+    kernels,
+    node_data,
+    textio,
+)
+from graphtier.dataset.importers.labels import Labels, labels_from_pairs
 from graphtier.dataset.writer import DatasetWriter
 from graphtier.errors import DatasetError, OptionError
 
@@ -51,7 +58,7 @@ def import_edgelist(
     header: str = "auto",
     ids: str = "auto",
     num_nodes: int | None = None,
-    chunk_bytes: int = common.CHUNK_BYTES,
+    chunk_bytes: int = textio.CHUNK_BYTES,
 ) -> Dataset:
     """Import the edge list ``source`` into the dataset directory ``output``.
 
@@ -66,7 +73,7 @@ def import_edgelist(
         features: ``.npy`` or dense text matrix [rows, D], row k = original node id k (integer ids).
             Ids that only the features or labels cover become nodes without edges (never dropped;
             counted in meta ``nodes_only_in_node_data``).
-        synthetic_features: D > 0 generates features (see :func:`common.synthetic_features`); they
+        synthetic_features: D > 0 generates features (see :func:`synthetic_features`); they
             are pure noise unless ``synthetic_feature_signal`` > 0 (then they encode the labels).
         synthetic_labels: K > 0 generates uniformly random labels (unlabelled graphs).
         labels_layout: ``auto``, ``pairs`` or ``lines``.
@@ -82,7 +89,7 @@ def import_edgelist(
     Returns:
         The written :class:`Dataset` (memory-mapped).
     """
-    path = common.require_file(source, "edge list")
+    path = textio.require_file(source, "edge list")
     kind, description = node_data.sniff(path)
     if kind not in ("text", "gzip"):
         hint = {"npz": " (for an indptr/indices archive use 'prepare csr-npz')",
@@ -92,7 +99,7 @@ def import_edgelist(
         )
     if ids not in ID_MODES:
         raise OptionError(f"--ids: expected one of {', '.join(ID_MODES)}, found {ids!r}")
-    common.check_node_data_options(
+    finish.check_node_data_options(
         labels, features, synthetic_features, split, synthetic_feature_signal, synthetic_labels
     )
     if labels_layout not in node_data.LABEL_LAYOUTS:
@@ -100,15 +107,15 @@ def import_edgelist(
             f"--labels-layout: expected one of {', '.join(node_data.LABEL_LAYOUTS)}, found {labels_layout!r}"
         )
     finite.check_mode(non_finite)
-    skip_header = common.has_header(path, header, 2, allow_extra_columns=True)
+    skip_header = textio.has_header(path, header, 2, allow_extra_columns=True)
     string_ids = ids == "string"
     if ids == "auto":
-        lines = common.first_data_lines(path, 2)
+        lines = textio.first_data_lines(path, 2)
         data_lines = lines[1:] if skip_header else lines
         string_ids = bool(
             data_lines
-            and common.line_parses_as_ints(data_lines[0], 2, True) == kernels.PARSE_BAD_TOKEN
-            and common.count_columns(data_lines[0]) >= 2
+            and textio.line_parses_as_ints(data_lines[0], 2, True) == kernels.PARSE_BAD_TOKEN
+            and textio.count_columns(data_lines[0]) >= 2
         )
     if string_ids and num_nodes is not None:
         raise OptionError("--num-nodes: expected integer node ids, found non-integer ids (--ids string)")
@@ -140,18 +147,18 @@ def import_edgelist(
         "num_nodes": num_nodes,
         "non_finite": non_finite,
     }
-    with DatasetWriter(output, overwrite=overwrite) as writer, common.EdgeSpill(writer.tmp) as spill:
+    with DatasetWriter(output, overwrite=overwrite) as writer, edges.EdgeSpill(writer.tmp) as spill:
         names: dict[str, int] | None = None
-        parsed_labels: common.Labels | None = None
+        parsed_labels: Labels | None = None
         feature_matrix: np.ndarray | None = None
         if string_ids:
             names = _spill_string_edges(path, spill, skip_header)
             in_edges = len(names)
             if labels is not None:
-                parsed_labels = _read_string_labels(common.require_file(labels, "--labels file"), names, header)
-            idmap = common.IdMap(num_nodes=len(names), nodes_only_in_node_data=len(names) - in_edges)
+                parsed_labels = _read_string_labels(textio.require_file(labels, "--labels file"), names, header)
+            idmap = edges.IdMap(num_nodes=len(names), nodes_only_in_node_data=len(names) - in_edges)
         else:
-            for block in common.iter_int_rows(
+            for block in textio.iter_int_rows(
                 path,
                 2,
                 allow_extra_columns=True,
@@ -164,7 +171,7 @@ def import_edgelist(
             if features is not None:
                 feature_matrix = node_data.read_feature_matrix(features, writer.tmp / "features.scratch")
             coverage = node_data.NodeCoverage.of(feature_matrix, raw_labels)
-            idmap = common.build_id_map(spill, num_nodes, path, coverage)
+            idmap = edges.build_id_map(spill, num_nodes, path, coverage)
             if raw_labels is not None:
                 parsed_labels = raw_labels.to_labels(Path(labels), idmap)  # type: ignore[arg-type]
         n = idmap.num_nodes
@@ -173,7 +180,7 @@ def import_edgelist(
             for src, dst in spill:
                 yield idmap.map_known(src), idmap.map_known(dst)
 
-        indptr, indices = common.build_csc(
+        indptr, indices = edges.build_csc(
             mapped_chunks, n, undirected=undirected, dedup=dedup, drop_self_loops=drop_self_loops
         )
         spill.remove()
@@ -188,7 +195,7 @@ def import_edgelist(
             if original is not None:
                 writer.save("node_ids", original)
 
-        return common.finish_edge_import(
+        return finish.finish_edge_import(
             writer,
             idmap,
             importer="edgelist",
@@ -210,13 +217,13 @@ def import_edgelist(
         )
 
 
-def _spill_string_edges(path: Path, spill: common.EdgeSpill, skip_header: bool) -> dict[str, int]:
+def _spill_string_edges(path: Path, spill: edges.EdgeSpill, skip_header: bool) -> dict[str, int]:
     """Parse an edge list with non-integer ids (Python path); ids numbered by first appearance."""
     names: dict[str, int] = {}
     src: list[int] = []
     dst: list[int] = []
     first = True
-    for number, line in common.enumerate_data_lines(path):
+    for number, line in textio.enumerate_data_lines(path):
         if first:
             first = False
             if skip_header:
@@ -234,18 +241,18 @@ def _spill_string_edges(path: Path, spill: common.EdgeSpill, skip_header: bool) 
     return names
 
 
-def _read_string_labels(path: Path, names: dict[str, int], header: str) -> common.Labels:
+def _read_string_labels(path: Path, names: dict[str, int], header: str) -> Labels:
     """``id,label`` lines for non-integer node ids; integer labels or class names.
 
     An id that no edge uses is added to ``names`` (a node without edges), never dropped.
     """
     if path.suffix == ".npy" or node_data.sniff(path)[0] == "npy":
         raise OptionError(f"{path}: --labels as .npy needs integer node ids; use a CSV of 'id,label' lines")
-    skip = common.has_header(path, header, 2, allow_extra_columns=False)
+    skip = textio.has_header(path, header, 2, allow_extra_columns=False)
     ids: list[int] = []
     raw_labels: list[str] = []
     first = True
-    for number, line in common.enumerate_data_lines(path):
+    for number, line in textio.enumerate_data_lines(path):
         if first:
             first = False
             if skip:
@@ -255,13 +262,13 @@ def _read_string_labels(path: Path, names: dict[str, int], header: str) -> commo
             raise DatasetError(f"{path}: line {number}: expected two columns 'node_id,label', found {line!r}")
         ids.append(names.setdefault(tokens[0], len(names)))
         raw_labels.append(tokens[1])
-    identity = common.IdMap(num_nodes=len(names))
+    identity = edges.IdMap(num_nodes=len(names))
     id_array = np.array(ids, dtype=np.int64)
     if all(re.fullmatch(r"[+-]?\d+", t) for t in raw_labels):
-        return common.labels_from_pairs(path, id_array, np.array([int(t) for t in raw_labels], np.int64), identity)
+        return labels_from_pairs(path, id_array, np.array([int(t) for t in raw_labels], np.int64), identity)
     class_names = sorted(set(raw_labels))
     code = {c: i for i, c in enumerate(class_names)}
-    result = common.labels_from_pairs(path, id_array, np.array([code[t] for t in raw_labels], np.int64), identity)
+    result = labels_from_pairs(path, id_array, np.array([code[t] for t in raw_labels], np.int64), identity)
     result.class_names = class_names
     result.num_classes = len(class_names)
     return result

@@ -20,10 +20,11 @@ from typing import Any
 
 import numpy as np
 
-from graphtier.dataset.format import Dataset
 from graphtier.dataset import finite
-from graphtier.dataset.importers import common, node_data
+from graphtier.dataset.format import Dataset
+from graphtier.dataset.importers import edges, finish, node_data, textio
 from graphtier.dataset.importers.csr_npz import compressed_edge_chunks
+from graphtier.dataset.importers.labels import Labels
 from graphtier.dataset.writer import DatasetWriter
 from graphtier.errors import DatasetError, OptionError
 
@@ -138,7 +139,7 @@ def read_features(value: Any, path: Path, key: str, num_nodes: int) -> _DenseRow
     return _DenseRows(matrix)
 
 
-def read_mat_labels(value: Any, path: Path, key: str, num_nodes: int) -> common.Labels:
+def read_mat_labels(value: Any, path: Path, key: str, num_nodes: int) -> Labels:
     """Labels from a class-id vector ([N], [N, 1] or [1, N]) or a one-hot matrix [N, K] (sparse or dense).
 
     Class ids that are not ``0..K-1`` (MATLAB's 1-based ids, say) are renumbered in ascending order
@@ -158,7 +159,7 @@ def read_mat_labels(value: Any, path: Path, key: str, num_nodes: int) -> common.
         values = np.full(num_nodes, -1, dtype=np.int64)
         values[labelled] = np.searchsorted(classes, raw[labelled].astype(np.int64))
         names = None if np.array_equal(classes, np.arange(classes.size)) else [str(int(c)) for c in classes]
-        return common.Labels(values, int(classes.size), names)
+        return Labels(values, int(classes.size), names)
     if shape[0] != num_nodes:
         raise DatasetError(
             f"{path}: variable {key!r}: expected labels for {num_nodes} nodes (a vector or a one-hot "
@@ -176,7 +177,7 @@ def read_mat_labels(value: Any, path: Path, key: str, num_nodes: int) -> common.
     values = np.full(num_nodes, -1, dtype=np.int64)
     rows = np.flatnonzero(per_row == 1)
     values[rows] = binary.indices[binary.indptr[rows]]
-    return common.Labels(values, int(shape[1]))
+    return Labels(values, int(shape[1]))
 
 
 def import_mat(
@@ -212,7 +213,7 @@ def import_mat(
     Returns:
         The written :class:`Dataset` (``meta.source.options`` names the variables used).
     """
-    path = common.require_file(source, ".mat file")
+    path = textio.require_file(source, ".mat file")
     variables = load_mat(path)
     adj_key = _pick(variables, path, adjacency_key, ADJACENCY_KEYS, "--adjacency-key", required=True)
     feat_key = _pick(variables, path, features_key, FEATURE_KEYS, "--features-key", required=False)
@@ -226,7 +227,7 @@ def import_mat(
         raise OptionError(
             f"--synthetic-labels: {path} already has labels ({lab_key!r}); pass --labels-key none to replace them"
         )
-    common.check_node_data_options(
+    finish.check_node_data_options(
         None, None, synthetic_features, split, 0.0, synthetic_labels
     )
     finite.check_mode(non_finite)
@@ -238,7 +239,7 @@ def import_mat(
     features = read_features(variables[feat_key], path, feat_key, n) if feat_key is not None else None
     labels = read_mat_labels(variables[lab_key], path, lab_key, n) if lab_key is not None else None
     del variables
-    indptr, indices = common.build_csc(
+    indptr, indices = edges.build_csc(
         compressed_edge_chunks(indptr_in, indices_in, "csr"),
         n,
         undirected=undirected,
@@ -265,9 +266,9 @@ def import_mat(
         writer.save("indices", indices)
         num_edges = int(indices.shape[0])
         del indices
-        return common.finish_edge_import(
+        return finish.finish_edge_import(
             writer,
-            common.IdMap(num_nodes=n),
+            edges.IdMap(num_nodes=n),
             importer="mat",
             source=path,
             name=name,

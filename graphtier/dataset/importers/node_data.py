@@ -20,7 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
-from graphtier.dataset.importers import common, kernels
+from graphtier.dataset.importers import kernels, textio
+from graphtier.dataset.importers.edges import IdMap, gather_rows
+from graphtier.dataset.importers.labels import Labels, labels_from_pairs
 from graphtier.errors import DatasetError, OptionError
 
 LABEL_LAYOUTS = ("auto", "pairs", "lines")
@@ -83,7 +85,7 @@ def read_feature_matrix(path: str | os.PathLike[str], scratch: Path) -> np.ndarr
     A text matrix is parsed chunk by chunk into the raw float32 file ``scratch`` (removed by the
     caller's writer) and returned memory-mapped, so it never exists as Python objects.
     """
-    p = common.require_file(path, "--features file")
+    p = textio.require_file(path, "--features file")
     kind, description = sniff(p)
     if p.suffix == ".npy" or kind == "npy":
         feats = load_npy(p, "--features")
@@ -103,13 +105,13 @@ def read_feature_matrix(path: str | os.PathLike[str], scratch: Path) -> np.ndarr
 
 
 def _read_text_matrix(path: Path, scratch: Path) -> np.ndarray:
-    first = common.first_data_lines(path, 1)
+    first = textio.first_data_lines(path, 1)
     if not first:
         raise DatasetError(f"{path}: --features: expected a text matrix (one row of numbers per node), found no data line")
-    dim = common.count_columns(first[0])
+    dim = textio.count_columns(first[0])
     rows = 0
     with open(scratch, "wb") as out:
-        for block in common.iter_float_rows(
+        for block in textio.iter_float_rows(
             path, dim, expected=f"{dim} numbers per line (blank- or comma-separated, one row per node)"
         ):
             out.write(memoryview(np.ascontiguousarray(block)).cast("B"))
@@ -140,16 +142,16 @@ class RawLabels:
         """Node ids ``0..dense_rows-1`` covered by a dense layout (0 for pairs)."""
         return int(self.classes.shape[0]) if self.ids is None else 0
 
-    def to_labels(self, path: Path, idmap: common.IdMap) -> common.Labels:
+    def to_labels(self, path: Path, idmap: IdMap) -> Labels:
         """The labels of every node of ``idmap`` (int64 [N], -1 = unlabelled)."""
         if self.ids is None:
-            rows = common.gather_rows(path, self.classes.shape[0], idmap, "--labels")
+            rows = gather_rows(path, self.classes.shape[0], idmap, "--labels")
             values = self.classes.astype(np.int64) if rows is None else self.classes[rows].astype(np.int64)
             values[values < 0] = -1
             num_classes = int(values.max()) + 1 if values.size and values.max() >= 0 else 0
-            labels = common.Labels(values, num_classes)
+            labels = Labels(values, num_classes)
         else:
-            labels = common.labels_from_pairs(path, self.ids, self.classes, idmap)
+            labels = labels_from_pairs(path, self.ids, self.classes, idmap)
         if self.class_names is not None:
             labels.class_names = self.class_names
             labels.num_classes = len(self.class_names)
@@ -171,7 +173,7 @@ def read_raw_labels(path: str | os.PathLike[str], layout: str = "auto", header: 
     """
     if layout not in LABEL_LAYOUTS:
         raise OptionError(f"--labels-layout: expected one of {', '.join(LABEL_LAYOUTS)}, found {layout!r}")
-    p = common.require_file(path, "--labels file")
+    p = textio.require_file(path, "--labels file")
     kind, description = sniff(p)
     if p.suffix == ".npy" or kind == "npy":
         if layout == "pairs":
@@ -190,24 +192,24 @@ def read_raw_labels(path: str | os.PathLike[str], layout: str = "auto", header: 
             f"got {description}"
         )
     if layout == "auto":
-        lines = common.first_data_lines(p, 2)
+        lines = textio.first_data_lines(p, 2)
         if not lines:
             raise DatasetError(f"{p}: --labels: expected labels, found no data line")
         probe = lines[1] if len(lines) > 1 else lines[0]
-        layout = "lines" if common.count_columns(probe) == 1 else "pairs"
+        layout = "lines" if textio.count_columns(probe) == 1 else "pairs"
     if layout == "lines":
         return _read_label_lines(p, header)
     return _read_label_pairs(p, header)
 
 
 def _read_label_lines(path: Path, header: str) -> RawLabels:
-    skip = common.has_header(path, header, 1, allow_extra_columns=False)
-    lines = common.first_data_lines(path, 2)
+    skip = textio.has_header(path, header, 1, allow_extra_columns=False)
+    lines = textio.first_data_lines(path, 2)
     data_lines = lines[1:] if skip else lines
-    if data_lines and common.line_parses_as_ints(data_lines[0], 1, False) == kernels.PARSE_OK:
+    if data_lines and textio.line_parses_as_ints(data_lines[0], 1, False) == kernels.PARSE_OK:
         parts = [
             block[:, 0].copy()
-            for block in common.iter_int_rows(
+            for block in textio.iter_int_rows(
                 path, 1, allow_extra_columns=False, skip_header=skip,
                 expected="one integer label per line (line k = node k)",
             )
@@ -216,7 +218,7 @@ def _read_label_lines(path: Path, header: str) -> RawLabels:
         return RawLabels(classes=classes, layout="lines")
     names: list[str] = []
     first = True
-    for number, line in common.enumerate_data_lines(path):
+    for number, line in textio.enumerate_data_lines(path):
         if first and skip:
             first = False
             continue
@@ -229,14 +231,14 @@ def _read_label_lines(path: Path, header: str) -> RawLabels:
 
 
 def _read_label_pairs(path: Path, header: str) -> RawLabels:
-    skip = common.has_header(path, header, 2, allow_extra_columns=False)
-    lines = common.first_data_lines(path, 3)
+    skip = textio.has_header(path, header, 2, allow_extra_columns=False)
+    lines = textio.first_data_lines(path, 3)
     data_lines = lines[1:] if skip else lines
-    if data_lines and common.line_parses_as_ints(data_lines[0], 2, False) == kernels.PARSE_BAD_TOKEN:
+    if data_lines and textio.line_parses_as_ints(data_lines[0], 2, False) == kernels.PARSE_BAD_TOKEN:
         ids: list[int] = []
         names: list[str] = []
         first = True
-        for number, line in common.enumerate_data_lines(path):
+        for number, line in textio.enumerate_data_lines(path):
             if first and skip:
                 first = False
                 continue
@@ -254,7 +256,7 @@ def _read_label_pairs(path: Path, header: str) -> RawLabels:
         codes, class_names = _codes(names)
         return RawLabels(classes=codes, ids=np.array(ids, dtype=np.int64), class_names=class_names)
     id_parts, class_parts = [], []
-    for block in common.iter_int_rows(
+    for block in textio.iter_int_rows(
         path, 2, allow_extra_columns=False, skip_header=skip, expected="two integers 'node_id,label'"
     ):
         id_parts.append(block[:, 0].copy())
@@ -309,3 +311,14 @@ def synthetic_labels(num_nodes: int, num_classes: int, seed: int) -> np.ndarray:
         raise OptionError(f"--synthetic-labels: expected at least 2 classes, found {num_classes}")
     rng = np.random.default_rng([seed, 2**32 - 2])
     return rng.integers(0, num_classes, num_nodes, dtype=np.int64)
+
+
+def read_labels(
+    path: str | os.PathLike[str], idmap: IdMap, header: str = "auto", layout: str = "auto"
+) -> Labels:
+    """Read ``--labels`` (``.npy``, ``id,label`` lines or one label per line) for the nodes of ``idmap``.
+
+    See :func:`read_raw_labels` for the layouts.
+    """
+    p = textio.require_file(path, "--labels file")
+    return read_raw_labels(p, layout, header).to_labels(p, idmap)

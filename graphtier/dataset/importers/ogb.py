@@ -23,7 +23,9 @@ import numpy as np
 
 from graphtier.dataset.finite import NonFiniteGuard, check_mode
 from graphtier.dataset.format import Dataset
-from graphtier.dataset.importers import common
+from graphtier.dataset.importers import edges, finish, splits, textio
+from graphtier.dataset.importers.features import note_replaced
+from graphtier.dataset.importers.labels import Labels
 from graphtier.dataset.writer import DatasetWriter
 from graphtier.errors import DatasetError, OptionError
 
@@ -40,7 +42,7 @@ def find_raw(root: Path, stem: str, required: bool) -> Path | None:
 
 def read_single_int(path: Path) -> int:
     """The integer on the first data line of ``path`` (for example ``num-node-list.csv.gz``)."""
-    values = [block for block in common.iter_int_rows(
+    values = [block for block in textio.iter_int_rows(
         path, 1, allow_extra_columns=False, skip_header=False, expected="one integer per line"
     )]
     flat = np.concatenate(values)[:, 0] if values else np.empty(0, np.int64)
@@ -53,7 +55,7 @@ def read_single_int(path: Path) -> int:
 
 def read_id_list(path: Path, num_nodes: int) -> np.ndarray:
     """int64 [K]: one node id per line, each in ``[0, num_nodes)``."""
-    blocks = [b[:, 0].copy() for b in common.iter_int_rows(
+    blocks = [b[:, 0].copy() for b in textio.iter_int_rows(
         path, 1, allow_extra_columns=False, skip_header=False, expected="one integer node id per line"
     )]
     ids = np.concatenate(blocks) if blocks else np.empty(0, np.int64)
@@ -86,13 +88,13 @@ def write_ogb_features(path: Path, num_nodes: int, writer: DatasetWriter, non_fi
     NaN/±Inf values are refused, or replaced by 0 with ``non_finite="replace"``.
     """
     guard = NonFiniteGuard(path, non_finite)
-    first = common.first_data_lines(path, 1)
+    first = textio.first_data_lines(path, 1)
     if not first:
         raise DatasetError(f"{path}: expected {num_nodes} feature rows, found an empty file")
-    dim = common.count_columns(first[0])
+    dim = textio.count_columns(first[0])
     out = writer.open_memmap("features", (num_nodes, dim), np.float32)
     row = 0
-    for block in common.iter_float_rows(path, dim, expected=f"{dim} comma-separated floats"):
+    for block in textio.iter_float_rows(path, dim, expected=f"{dim} comma-separated floats"):
         if row + block.shape[0] > num_nodes:
             raise DatasetError(f"{path}: expected {num_nodes} feature rows (one per node), found more")
         out[row : row + block.shape[0]] = guard.apply(block, row)
@@ -101,19 +103,19 @@ def write_ogb_features(path: Path, num_nodes: int, writer: DatasetWriter, non_fi
         raise DatasetError(f"{path}: expected {num_nodes} feature rows (one per node), found {row}")
     out.flush()
     del out
-    common.note_replaced(writer, guard)
+    note_replaced(writer, guard)
     return dim
 
 
-def read_ogb_labels(path: Path, num_nodes: int) -> common.Labels:
+def read_ogb_labels(path: Path, num_nodes: int) -> Labels:
     """``node-label``: N lines with one label (integer-valued; ``nan`` or negative = unlabelled)."""
-    first = common.first_data_lines(path, 1)
-    if first and common.count_columns(first[0]) != 1:
+    first = textio.first_data_lines(path, 1)
+    if first and textio.count_columns(first[0]) != 1:
         raise DatasetError(
             f"{path}: expected one label column (single-task node classification), "
-            f"found {common.count_columns(first[0])}"
+            f"found {textio.count_columns(first[0])}"
         )
-    blocks = [b[:, 0].copy() for b in common.iter_float_rows(path, 1, expected="one label per line")]
+    blocks = [b[:, 0].copy() for b in textio.iter_float_rows(path, 1, expected="one label per line")]
     raw = np.concatenate(blocks) if blocks else np.empty(0, np.float32)
     if raw.shape[0] != num_nodes:
         raise DatasetError(f"{path}: expected {num_nodes} label rows (one per node), found {raw.shape[0]}")
@@ -122,7 +124,7 @@ def read_ogb_labels(path: Path, num_nodes: int) -> common.Labels:
         raise DatasetError(f"{path}: expected integer class labels, found fractional values")
     values = np.where(finite & (raw >= 0), raw, -1).astype(np.int64)
     num_classes = int(values.max()) + 1 if values.size and values.max() >= 0 else 0
-    return common.Labels(values, num_classes)
+    return Labels(values, num_classes)
 
 
 def import_ogb(
@@ -140,7 +142,7 @@ def import_ogb(
     synthetic_labels: int = 0,
     split: Sequence[float] | None = None,
     seed: int = 0,
-    chunk_bytes: int = common.CHUNK_BYTES,
+    chunk_bytes: int = textio.CHUNK_BYTES,
     non_finite: str = "error",
 ) -> Dataset:
     """Import the OGB node-property dataset folder ``source`` into ``output``.
@@ -178,21 +180,21 @@ def import_ogb(
         raise OptionError(f"--synthetic-features: {feat_path} already provides features")
     if label_path is not None and synthetic_labels:
         raise OptionError(f"--synthetic-labels: {label_path} already provides labels")
-    common.check_node_data_options(
+    finish.check_node_data_options(
         label_path, None, synthetic_features, split, synthetic_feature_signal, synthetic_labels
     )
     if split is not None:
-        common.check_fractions(split)
+        splits.check_fractions(split)
     check_mode(non_finite)
     scheme_dir = None if split is not None else choose_scheme(root, scheme)
     n = read_single_int(num_nodes_path)
     if n < 0:
         raise DatasetError(f"{num_nodes_path}: expected a non-negative node count, found {n}")
-    common.require_csc_memory(n, 0, f"{num_nodes_path}: node count {n:,}")
+    edges.require_csc_memory(n, 0, f"{num_nodes_path}: node count {n:,}")
     inputs: list[Path] = [p for p in (edge_path, num_nodes_path, num_edges_path, feat_path, label_path) if p]
 
-    with DatasetWriter(output, overwrite=overwrite) as writer, common.EdgeSpill(writer.tmp) as spill:
-        for block in common.iter_int_rows(
+    with DatasetWriter(output, overwrite=overwrite) as writer, edges.EdgeSpill(writer.tmp) as spill:
+        for block in textio.iter_int_rows(
             edge_path, 2, allow_extra_columns=False, skip_header=False,
             expected="two integer node ids 'src,dst'", chunk_bytes=chunk_bytes,
         ):
@@ -212,7 +214,7 @@ def import_ogb(
         def chunks() -> Iterator[tuple[np.ndarray, np.ndarray]]:
             yield from spill
 
-        indptr, indices = common.build_csc(
+        indptr, indices = edges.build_csc(
             chunks, n, undirected=undirected, dedup=dedup, drop_self_loops=drop_self_loops
         )
         spill.remove()
@@ -222,9 +224,9 @@ def import_ogb(
         del indices
 
         labels = read_ogb_labels(label_path, n) if label_path is not None else None
-        written = common.write_node_data(
+        written = finish.write_node_data(
             writer,
-            common.IdMap(num_nodes=n),
+            edges.IdMap(num_nodes=n),
             labels=labels,
             features=None,
             synthetic_dim=synthetic_features,
@@ -240,9 +242,9 @@ def import_ogb(
         if scheme_dir is not None:
             split_paths = [find_raw(scheme_dir, part, required=True) for part in ("train", "valid", "test")]
             inputs += [p for p in split_paths if p is not None]
-            common.save_splits(writer, [read_id_list(p, n) for p in split_paths if p is not None])
-        meta = common.dataset_meta(
-            name=name or common.default_name(output),
+            splits.save_splits(writer, [read_id_list(p, n) for p in split_paths if p is not None])
+        meta = finish.dataset_meta(
+            name=name or finish.default_name(output),
             num_nodes=n,
             num_edges=num_edges,
             directed=not undirected,

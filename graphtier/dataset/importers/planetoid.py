@@ -23,7 +23,8 @@ import scipy.sparse as sp
 from graphtier.dataset import resources
 from graphtier.dataset.finite import NonFiniteGuard, check_mode
 from graphtier.dataset.format import Dataset
-from graphtier.dataset.importers import common
+from graphtier.dataset.importers import edges, finish, splits, textio
+from graphtier.dataset.importers.features import note_replaced
 from graphtier.dataset.writer import DatasetWriter
 from graphtier.errors import DatasetError, OptionError
 
@@ -167,8 +168,8 @@ def import_planetoid(
     dataset = dataset or detect_name(root)
     parts: dict[str, Any] = {}
     for part in PARTS:
-        parts[part] = load_pickle(common.require_file(root / f"ind.{dataset}.{part}", "Planetoid file"))
-    test_path = common.require_file(root / f"ind.{dataset}.test.index", "Planetoid file")
+        parts[part] = load_pickle(textio.require_file(root / f"ind.{dataset}.{part}", "Planetoid file"))
+    test_path = textio.require_file(root / f"ind.{dataset}.test.index", "Planetoid file")
     try:
         test_index = np.array([int(line) for line in test_path.read_text().split()], dtype=np.int64)
     except ValueError as exc:
@@ -223,8 +224,8 @@ def import_planetoid(
     num_classes = int(onehot.shape[1])
 
     src, dst = graph_edges(paths["graph"], graph, num_nodes)
-    indptr, indices = common.build_csc(
-        common.array_edge_chunks(src, dst), num_nodes, undirected=True, dedup=True, drop_self_loops=True
+    indptr, indices = edges.build_csc(
+        edges.array_edge_chunks(src, dst), num_nodes, undirected=True, dedup=True, drop_self_loops=True
     )
 
     train_idx = np.arange(y.shape[0], dtype=np.int64)
@@ -232,14 +233,14 @@ def import_planetoid(
     if y.shape[0] + VALID_SIZE > num_nodes:
         raise OptionError(f"{paths['y']}: expected {y.shape[0]} + {VALID_SIZE} <= {num_nodes} nodes")
     with DatasetWriter(output, overwrite=overwrite) as writer:
-        common.note_replaced(writer, guard)
+        note_replaced(writer, guard)
         writer.save("indptr", indptr)
         writer.save("indices", indices)
         writer.save("features", features)
         writer.save("labels", labels)
-        common.save_splits(writer, (train_idx, valid_idx, sorted_test))
-        meta = common.dataset_meta(
-            name=name or common.default_name(output),
+        splits.save_splits(writer, (train_idx, valid_idx, sorted_test))
+        meta = finish.dataset_meta(
+            name=name or finish.default_name(output),
             num_nodes=num_nodes,
             num_edges=int(indices.shape[0]),
             directed=False,

@@ -10,9 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from graphtier.dataset.importers import common
-from graphtier.errors import DatasetError, OptionError
 from graphtier.dataset.csc import edges_to_csc_reference
+from graphtier.dataset.importers import edges, splits, textio
+from graphtier.dataset.importers.features import FEATURE_BLOCK_ROWS, synthetic_features
+from graphtier.errors import DatasetError, OptionError
 
 
 def _write(path: Path, text: str, compress: bool = False) -> Path:
@@ -28,7 +29,7 @@ def test_chunked_parse_is_independent_of_chunk_size(tmp_path: Path, compress: bo
     edges = rng.integers(0, 10**9, size=(500, 2))
     text = "# comment\n" + "".join(f"{a}\t{b}\n" if i % 3 else f"{a}, {b}\n" for i, (a, b) in enumerate(edges))
     path = _write(tmp_path / "e.txt", text.rstrip("\n"), compress)  # last line without newline
-    blocks = list(common.iter_int_rows(path, 2, allow_extra_columns=True, skip_header=False,
+    blocks = list(textio.iter_int_rows(path, 2, allow_extra_columns=True, skip_header=False,
                                        expected="two ids", chunk_bytes=chunk_bytes))
     np.testing.assert_array_equal(np.concatenate(blocks), edges)
 
@@ -37,7 +38,7 @@ def test_parse_error_names_file_and_line(tmp_path: Path) -> None:
     path = _write(tmp_path / "e.txt", "# c\n1 2\n3 4\n5\n6 7\n")
     for chunk_bytes in (4, 1 << 20):
         with pytest.raises(DatasetError, match=r"e\.txt: line 4: expected two ids, found too few columns: '5'"):
-            list(common.iter_int_rows(path, 2, allow_extra_columns=True, skip_header=False,
+            list(textio.iter_int_rows(path, 2, allow_extra_columns=True, skip_header=False,
                                       expected="two ids", chunk_bytes=chunk_bytes))
 
 
@@ -46,17 +47,17 @@ def test_truncated_gzip_is_a_dataset_error(tmp_path: Path) -> None:
     path = tmp_path / "e.txt.gz"
     path.write_bytes(data[: len(data) // 2])
     with pytest.raises(DatasetError, match="truncated or damaged gzip"):
-        list(common.iter_int_rows(path, 2, allow_extra_columns=True, skip_header=False, expected="x"))
+        list(textio.iter_int_rows(path, 2, allow_extra_columns=True, skip_header=False, expected="x"))
 
 
 def test_header_detection(tmp_path: Path) -> None:
-    assert common.has_header(_write(tmp_path / "a", "src,dst\n1,2\n"), "auto", 2)
-    assert not common.has_header(_write(tmp_path / "b", "1,2\n3,4\n"), "auto", 2)
-    assert not common.has_header(_write(tmp_path / "c", "a,b\nc,d\n"), "auto", 2)  # string ids
-    assert common.has_header(_write(tmp_path / "d", "# x\n\nfrom to\n1 2\n"), "auto", 2)
-    assert common.has_header(tmp_path / "b", "yes", 2)
+    assert textio.has_header(_write(tmp_path / "a", "src,dst\n1,2\n"), "auto", 2)
+    assert not textio.has_header(_write(tmp_path / "b", "1,2\n3,4\n"), "auto", 2)
+    assert not textio.has_header(_write(tmp_path / "c", "a,b\nc,d\n"), "auto", 2)  # string ids
+    assert textio.has_header(_write(tmp_path / "d", "# x\n\nfrom to\n1 2\n"), "auto", 2)
+    assert textio.has_header(tmp_path / "b", "yes", 2)
     with pytest.raises(OptionError):
-        common.has_header(tmp_path / "b", "maybe", 2)
+        textio.has_header(tmp_path / "b", "maybe", 2)
 
 
 @settings(max_examples=40, deadline=None)
@@ -68,10 +69,10 @@ def test_id_map_renumbers_densely_in_order(ids: list[int], parts: int, sparse_ra
     if not sparse_range:
         values = np.abs(values) % 50
     src, dst = values[: len(values) // 2], values[len(values) // 2 : 2 * (len(values) // 2)]
-    with tempfile.TemporaryDirectory() as tmp, common.EdgeSpill(Path(tmp)) as spill:
+    with tempfile.TemporaryDirectory() as tmp, edges.EdgeSpill(Path(tmp)) as spill:
         for a, b in zip(np.array_split(src, parts), np.array_split(dst, parts)):
             spill.append(a, b)
-        idmap = common.build_id_map(spill, None, Path("x"))
+        idmap = edges.build_id_map(spill, None, Path("x"))
         used = np.unique(np.concatenate([src, dst]))
         assert idmap.num_nodes == used.size
         original = idmap.original_ids()
@@ -88,19 +89,19 @@ def test_id_map_renumbers_densely_in_order(ids: list[int], parts: int, sparse_ra
 
 
 def test_id_map_uses_sorted_ids_for_huge_ranges(tmp_path: Path) -> None:
-    with common.EdgeSpill(tmp_path) as spill:
+    with edges.EdgeSpill(tmp_path) as spill:
         spill.append(np.array([2**60, 5]), np.array([-(2**62), 5]))
-        idmap = common.build_id_map(spill, None, tmp_path)
+        idmap = edges.build_id_map(spill, None, tmp_path)
     assert idmap.sorted_ids is not None
     np.testing.assert_array_equal(idmap.original_ids(), [-(2**62), 5, 2**60])
 
 
 def test_id_map_with_num_nodes(tmp_path: Path) -> None:
-    with common.EdgeSpill(tmp_path) as spill:
+    with edges.EdgeSpill(tmp_path) as spill:
         spill.append(np.array([0, 3]), np.array([3, 1]))
-        assert common.build_id_map(spill, 10, tmp_path).is_identity
+        assert edges.build_id_map(spill, 10, tmp_path).is_identity
         with pytest.raises(DatasetError, match=r"expected node ids in \[0, 3\)"):
-            common.build_id_map(spill, 3, tmp_path)
+            edges.build_id_map(spill, 3, tmp_path)
 
 
 @settings(max_examples=80, deadline=None)
@@ -114,8 +115,8 @@ def test_build_csc_matches_reference(
     rng = np.random.default_rng(seed)
     src = rng.integers(0, n, e)
     dst = rng.integers(0, n, e)
-    chunks = common.array_edge_chunks(src, dst, chunk=max(1, e // parts))
-    indptr, indices = common.build_csc(chunks, n, undirected=undirected, dedup=dedup, drop_self_loops=drop_self_loops)
+    chunks = edges.array_edge_chunks(src, dst, chunk=max(1, e // parts))
+    indptr, indices = edges.build_csc(chunks, n, undirected=undirected, dedup=dedup, drop_self_loops=drop_self_loops)
     if undirected:
         loops = src == dst
         ref_src = np.concatenate([src, dst[~loops]])
@@ -133,7 +134,7 @@ def test_build_csc_matches_reference(
 def test_random_split_properties(n: int, a: float, b: float, seed: int, masked: bool) -> None:
     fractions = (a / 2, b / 2, max(0.0, 1 - a / 2 - b / 2))
     mask = np.random.default_rng(seed).random(n) < 0.7 if masked else None
-    train, valid, test = common.random_split(n, fractions, seed, mask)
+    train, valid, test = splits.random_split(n, fractions, seed, mask)
     everything = np.concatenate([train, valid, test])
     assert np.unique(everything).size == everything.size  # disjoint
     candidates = np.flatnonzero(mask) if mask is not None else np.arange(n)
@@ -142,28 +143,28 @@ def test_random_split_properties(n: int, a: float, b: float, seed: int, masked: 
     assert abs(train.size - fractions[0] * c) <= 1 and abs(valid.size - fractions[1] * c) <= 1
     for part in (train, valid, test):
         assert part.dtype == np.int64 and np.all(np.diff(part) > 0)
-    again = common.random_split(n, fractions, seed, mask)
+    again = splits.random_split(n, fractions, seed, mask)
     for x, y in zip((train, valid, test), again):
         np.testing.assert_array_equal(x, y)
 
 
 def test_random_split_rejects_bad_fractions() -> None:
     with pytest.raises(OptionError):
-        common.random_split(10, (0.8, 0.3, 0.1), 0)
+        splits.random_split(10, (0.8, 0.3, 0.1), 0)
     with pytest.raises(OptionError):
-        common.parse_fractions("0.5,x,0.1")
+        splits.parse_fractions("0.5,x,0.1")
 
 
 def test_synthetic_features_deterministic_blockwise_and_correlated_only_with_signal() -> None:
     rng = np.random.default_rng(0)
-    n = common.FEATURE_BLOCK_ROWS + 1000
+    n = FEATURE_BLOCK_ROWS + 1000
     labels = rng.integers(-1, 4, n)
-    feats = common.synthetic_features(labels, 8, seed=3, signal=1.0)
+    feats = synthetic_features(labels, 8, seed=3, signal=1.0)
     assert feats.dtype == np.float32 and feats.shape == (n, 8)
-    np.testing.assert_array_equal(feats, common.synthetic_features(labels, 8, seed=3, signal=1.0))
-    assert not np.array_equal(feats, common.synthetic_features(labels, 8, seed=4, signal=1.0))
+    np.testing.assert_array_equal(feats, synthetic_features(labels, 8, seed=3, signal=1.0))
+    assert not np.array_equal(feats, synthetic_features(labels, 8, seed=4, signal=1.0))
     out = np.zeros((n, 8), np.float32)
-    common.synthetic_features(labels, 8, seed=3, out=out, signal=1.0)
+    synthetic_features(labels, 8, seed=3, out=out, signal=1.0)
     np.testing.assert_array_equal(out, feats)
     # with a signal, class means differ clearly from each other; unlabelled rows are centred noise
     means = np.stack([feats[labels == c].mean(axis=0) for c in range(4)])
@@ -171,11 +172,11 @@ def test_synthetic_features_deterministic_blockwise_and_correlated_only_with_sig
     assert spread[~np.eye(4, dtype=bool)].min() > 0.5
     assert np.abs(feats[labels == -1].mean(axis=0)).max() < 0.1
     # by default (signal 0) the features are the same noise whatever the labels: no label information
-    plain = common.synthetic_features(labels, 8, seed=3)
-    np.testing.assert_array_equal(plain, common.synthetic_features(None, 8, seed=3, num_nodes=n))
+    plain = synthetic_features(labels, 8, seed=3)
+    np.testing.assert_array_equal(plain, synthetic_features(None, 8, seed=3, num_nodes=n))
     plain_means = np.stack([plain[labels == c].mean(axis=0) for c in range(4)])
     assert np.abs(plain_means).max() < 0.05
     with pytest.raises(OptionError):
-        common.synthetic_features(labels, 8, seed=3, signal=-1.0)
-    no_labels = common.synthetic_features(None, 4, seed=1, num_nodes=10)
+        synthetic_features(labels, 8, seed=3, signal=-1.0)
+    no_labels = synthetic_features(None, 4, seed=1, num_nodes=10)
     assert no_labels.shape == (10, 4)

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from graphtier.dataset import Dataset
+from graphtier.dataset.csc import edges_to_csc_reference
 from graphtier.dataset.importers import import_edgelist
 from graphtier.errors import DatasetError, OptionError
-from graphtier.dataset.csc import edges_to_csc_reference
 
 from .helpers import assert_user_error, run_cli, run_cli_process, shared
 

@@ -253,15 +253,15 @@ def test_edge_list_of_the_wrong_type_names_the_expected_format(tmp_path: Path) -
 def test_id_map_covers_edges_and_node_data(tmp_path_factory, edge_ids: list[int], dense_rows: int,
                                            listed: list[int]) -> None:
     """The nodes are exactly the union of edge ids and covered ids, in ascending order; the count is right."""
-    from graphtier.dataset.importers import common
+    from graphtier.dataset.importers import edges
 
     directory = tmp_path_factory.mktemp("spill")
     ids = np.array(edge_ids + edge_ids[:1], dtype=np.int64)
     src, dst = ids[: ids.size // 2], ids[ids.size // 2 : 2 * (ids.size // 2)]
     coverage = node_data.NodeCoverage(dense_rows, np.array(listed, dtype=np.int64) if listed else None)
-    with common.EdgeSpill(directory) as spill:
+    with edges.EdgeSpill(directory) as spill:
         spill.append(src, dst)
-        idmap = common.build_id_map(spill, None, directory, coverage)
+        idmap = edges.build_id_map(spill, None, directory, coverage)
     in_edges = np.union1d(src, dst)
     expected = np.union1d(in_edges, np.union1d(np.arange(dense_rows), np.array(listed, dtype=np.int64)))
     assert idmap.num_nodes == expected.size

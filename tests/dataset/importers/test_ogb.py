@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from graphtier.dataset.importers import import_ogb
 from graphtier.dataset.csc import edges_to_csc_reference
+from graphtier.dataset.importers import import_ogb
 
 from .helpers import assert_user_error, run_cli
 

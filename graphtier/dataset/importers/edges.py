@@ -1,0 +1,322 @@
+"""Edges of an import: :class:`EdgeSpill` (parsed edge chunks in a scratch file, so an edge list larger than
+memory imports), :class:`IdMap` (dense renumbering of node ids), and :func:`build_csc` (two passes over edge
+chunks, count and scatter, into the CSC layout), with the memory checks made before allocating.
+
+Peak memory of an import is about ``indices + 2 * indptr`` plus one chunk (plus one more copy of
+``indices`` when deduplicating), independent of how the input is spread over lines.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+
+from graphtier.dataset import resources
+from graphtier.dataset.csc import compact_csc
+from graphtier.dataset.format import index_dtype
+from graphtier.dataset.importers import kernels
+from graphtier.errors import DatasetError, OptionError, ResourceError
+
+EDGE_CHUNK = 1 << 23
+"""Edges per chunk when edges come from arrays rather than text."""
+
+
+# ---------------------------------------------------------------------------- edge spill
+
+
+class EdgeSpill:
+    """Edge chunks (int64 ids, any range) stored in a scratch file, read back chunk by chunk.
+
+    Each chunk is stored as int32 when its ids fit, else int64. Tracks the id range and count.
+    """
+
+    def __init__(self, directory: Path, name: str = "edges.spill") -> None:
+        self.path = Path(directory) / name
+        self._file: IO[bytes] | None = open(self.path, "w+b")  # noqa: SIM115 - closed in remove()
+        self._chunks: list[tuple[int, int, np.dtype]] = []
+        self._offset = 0
+        self.num_edges = 0
+        self.min_id: int | None = None
+        self.max_id: int | None = None
+
+    def append(self, src: np.ndarray, dst: np.ndarray) -> None:
+        """Store one chunk of edges ``src[i] -> dst[i]`` (integer arrays [K])."""
+        if src.shape[0] == 0:
+            return
+        assert self._file is not None
+        low = int(min(src.min(), dst.min()))
+        high = int(max(src.max(), dst.max()))
+        self.min_id = low if self.min_id is None else min(self.min_id, low)
+        self.max_id = high if self.max_id is None else max(self.max_id, high)
+        dtype = np.dtype(np.int32) if low >= -(2**31) and high < 2**31 else np.dtype(np.int64)
+        nbytes = 2 * src.shape[0] * dtype.itemsize
+        resources.require_disk(self.path.parent, nbytes, f"{self.path}: spilling parsed edges")
+        try:
+            for part in (src, dst):
+                data = np.ascontiguousarray(part, dtype=dtype)
+                self._file.write(memoryview(data).cast("B"))
+        except OSError as exc:
+            if exc.errno not in resources.RESOURCE_ERRNOS:
+                raise
+            raise ResourceError(
+                f"{self.path}: cannot spill parsed edges ({resources.human_bytes(nbytes)}, {nbytes:,} bytes): "
+                f"{exc.strerror}"
+            ) from None
+        self._chunks.append((self._offset, src.shape[0], dtype))
+        self._offset += 2 * src.shape[0] * dtype.itemsize
+        self.num_edges += src.shape[0]
+
+    def __iter__(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """Yield the stored chunks as ``(src, dst)`` arrays (int32 or int64 [K])."""
+        assert self._file is not None
+        self._file.flush()
+        for offset, count, dtype in self._chunks:
+            self._file.seek(offset)
+            both = np.fromfile(self._file, dtype=dtype, count=2 * count)
+            yield both[:count], both[count:]
+
+    def remove(self) -> None:
+        """Close and delete the scratch file (idempotent)."""
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+        self.path.unlink(missing_ok=True)
+
+    def __enter__(self) -> "EdgeSpill":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.remove()
+
+
+# ---------------------------------------------------------------------------- id maps
+
+
+@dataclass
+class IdMap:
+    """Map original integer node ids to dense ids ``0..num_nodes-1``, keeping their order.
+
+    Exactly one representation is used: identity (``table`` and ``sorted_ids`` are None), a lookup
+    ``table`` (int64 [span], -1 for absent ids; new id of ``i`` is ``table[i - offset]``), or the
+    ``sorted_ids`` themselves (int64 [N]; mapped with a binary search).
+    """
+
+    num_nodes: int
+    offset: int = 0
+    table: np.ndarray | None = None
+    sorted_ids: np.ndarray | None = None
+    nodes_only_in_node_data: int = 0
+    """Nodes that no edge touches but a features/labels file covers (kept as isolated nodes)."""
+
+    @property
+    def is_identity(self) -> bool:
+        return self.table is None and self.sorted_ids is None
+
+    def original_ids(self) -> np.ndarray | None:
+        """int64 [N]: the original id of every new id, or None for the identity map."""
+        if self.sorted_ids is not None:
+            return self.sorted_ids
+        if self.table is not None:
+            return (np.flatnonzero(self.table >= 0) + self.offset).astype(np.int64)
+        return None
+
+    def lookup(self, ids: np.ndarray) -> np.ndarray:
+        """New ids (int64 [K]) of original ``ids`` (int [K]); -1 where an id is unknown."""
+        ids = np.asarray(ids, dtype=np.int64)
+        if self.is_identity:
+            return np.where((ids >= 0) & (ids < self.num_nodes), ids, -1)
+        if self.table is not None:
+            rel = ids - self.offset
+            inside = (rel >= 0) & (rel < self.table.shape[0])
+            out = np.full(ids.shape, -1, dtype=np.int64)
+            out[inside] = self.table[rel[inside]]
+            return out
+        assert self.sorted_ids is not None
+        pos = np.searchsorted(self.sorted_ids, ids)
+        pos_clipped = np.minimum(pos, max(self.sorted_ids.shape[0] - 1, 0))
+        found = (pos < self.sorted_ids.shape[0]) & (self.sorted_ids[pos_clipped] == ids) if self.sorted_ids.size else np.zeros(ids.shape, bool)
+        return np.where(found, pos, -1).astype(np.int64)
+
+    def map_known(self, ids: np.ndarray) -> np.ndarray:
+        """New ids of ids known to be present (edge endpoints); int32 when N < 2^31, else int64."""
+        dtype = index_dtype(self.num_nodes)
+        if self.is_identity:
+            return ids.astype(dtype, copy=False)
+        if self.table is not None:
+            return self.table[np.asarray(ids, dtype=np.int64) - self.offset].astype(dtype, copy=False)
+        assert self.sorted_ids is not None
+        return np.searchsorted(self.sorted_ids, ids).astype(dtype, copy=False)
+
+
+def build_id_map(
+    spill: EdgeSpill, num_nodes: int | None, source: Path, coverage: Any = None
+) -> IdMap:
+    """The dense id map of the ids in ``spill`` and of the ids node data files cover.
+
+    With ``num_nodes`` the ids must lie in ``[0, num_nodes)`` and are kept. Otherwise ids that
+    already are ``0..max`` (every one used) are kept, and anything else (gaps, negative or huge
+    ids) is renumbered densely in ascending order of original id. ``coverage`` (a
+    :class:`~graphtier.dataset.importers.node_data.NodeCoverage`) adds the ids that features or
+    labels cover, so a node without edges is never dropped; their count is
+    ``nodes_only_in_node_data`` of the result.
+    """
+    if num_nodes is not None:
+        if num_nodes < 0:
+            raise OptionError(f"--num-nodes: expected a non-negative integer, found {num_nodes}")
+        if spill.num_edges and (spill.min_id < 0 or spill.max_id >= num_nodes):  # type: ignore[operator]
+            raise DatasetError(
+                f"{source}: expected node ids in [0, {num_nodes}) (--num-nodes), "
+                f"found ids in [{spill.min_id}, {spill.max_id}]"
+            )
+        require_csc_memory(num_nodes, spill.num_edges, f"--num-nodes {num_nodes:,}")
+        return IdMap(num_nodes=num_nodes)
+    extra = coverage.bounds() if coverage is not None else None
+    if spill.num_edges == 0 and extra is None:
+        return IdMap(num_nodes=0)
+    bounds = [b for b in ((spill.min_id, spill.max_id) if spill.num_edges else None, extra) if b is not None]
+    low = int(min(b[0] for b in bounds))
+    high = int(max(b[1] for b in bounds))
+    span = high - low + 1
+    extra_count = 0 if coverage is None else coverage.dense_rows + (0 if coverage.ids is None else coverage.ids.size)
+    if span <= spill.num_edges + extra_count + (1 << 22):
+        present = np.zeros(span, dtype=np.bool_)
+        for src, dst in spill:
+            kernels.mark_present(src.astype(np.int64, copy=False), low, present)
+            kernels.mark_present(dst.astype(np.int64, copy=False), low, present)
+        in_edges = int(np.count_nonzero(present))
+        if coverage is not None:
+            present[0 - low : coverage.dense_rows - low] = True
+            if coverage.ids is not None:
+                present[coverage.ids - low] = True
+        used = int(np.count_nonzero(present))
+        if low == 0 and used == span:
+            return IdMap(num_nodes=span, nodes_only_in_node_data=used - in_edges)
+        table = np.cumsum(present, dtype=np.int64) - 1
+        table[~present] = -1
+        return IdMap(num_nodes=used, offset=low, table=table, nodes_only_in_node_data=used - in_edges)
+    unique = np.empty(0, dtype=np.int64)
+    for src, dst in spill:
+        chunk_ids = np.unique(np.concatenate([src, dst]).astype(np.int64, copy=False))
+        unique = np.union1d(unique, chunk_ids)
+    in_edges = int(unique.shape[0])
+    if coverage is not None:
+        if coverage.dense_rows:
+            unique = np.union1d(unique, np.arange(coverage.dense_rows, dtype=np.int64))
+        if coverage.ids is not None:
+            unique = np.union1d(unique, coverage.ids.astype(np.int64))
+    return IdMap(num_nodes=int(unique.shape[0]), sorted_ids=unique, nodes_only_in_node_data=int(unique.shape[0]) - in_edges)
+
+
+# ---------------------------------------------------------------------------- CSC
+
+
+EdgeChunks = Callable[[], Iterable[tuple[np.ndarray, np.ndarray]]]
+
+
+def build_csc(
+    chunks: EdgeChunks,
+    num_nodes: int,
+    *,
+    undirected: bool = False,
+    dedup: bool = False,
+    drop_self_loops: bool = False,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Build the CSC arrays from edge chunks in two passes (count, then scatter).
+
+    Args:
+        chunks: called twice; each call yields ``(src, dst)`` integer arrays [K] of dense ids in
+            ``[0, num_nodes)`` (CPU), the same edges in the same order both times.
+        num_nodes: N.
+        undirected: also add ``v -> u`` for every ``u -> v`` with ``u != v``.
+        dedup: keep one copy of repeated edges.
+        drop_self_loops: drop ``v -> v``.
+
+    Returns:
+        ``(indptr, indices)``: int64 [N + 1] and int32 (N < 2^31) or int64 [E'], lists sorted.
+    """
+    dtype = index_dtype(num_nodes)
+    resources.require_memory(3 * 8 * (num_nodes + 1), f"building the CSC of {num_nodes:,} nodes (degree counts)")
+
+    def directed_chunks() -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        for src, dst in chunks():
+            if drop_self_loops or undirected:
+                loops = src == dst
+                if drop_self_loops:
+                    keep = ~loops
+                    src, dst = src[keep], dst[keep]
+                    yield src, dst
+                    if undirected:
+                        yield dst, src
+                else:
+                    yield src, dst
+                    keep = ~loops
+                    yield dst[keep], src[keep]
+            else:
+                yield src, dst
+
+    counts = np.zeros(num_nodes, dtype=np.int64)
+    for src, dst in directed_chunks():
+        kernels.count_destinations(dst, counts)
+    indptr = np.zeros(num_nodes + 1, dtype=np.int64)
+    np.cumsum(counts, out=indptr[1:])
+    del counts
+    num_edges = int(indptr[-1])
+    resources.require_memory(
+        num_edges * dtype.itemsize * (2 if dedup else 1) + 8 * (num_nodes + 1),
+        f"building the CSC of {num_nodes:,} nodes and {num_edges:,} edges",
+    )
+    indices = np.empty(num_edges, dtype=dtype)
+    cursor = indptr[:-1].copy()
+    for src, dst in directed_chunks():
+        kernels.scatter_sources(src.astype(dtype, copy=False), dst, cursor, indices)
+    if not np.array_equal(cursor, indptr[1:]):
+        raise DatasetError("edge chunks changed between the two passes (input modified while importing?)")
+    del cursor
+    kernels.sort_neighbour_lists(indptr, indices)
+    if dedup:
+        indptr, indices = compact_csc(indptr, indices, dedup=True, drop_self_loops=False)
+    return indptr, indices
+
+
+def require_csc_memory(num_nodes: int, num_edges: int, what: str) -> None:
+    """Refuse (:class:`ResourceError`) a graph whose CSC build cannot fit in the available memory.
+
+    The build needs ``indptr``, the degree counts and a cursor (int64 [N + 1] each) and ``indices``
+    ([E], int32 below 2^31 nodes); checked before anything that large is allocated.
+    """
+    needed = 3 * 8 * (num_nodes + 1) + num_edges * index_dtype(num_nodes).itemsize
+    resources.require_memory(needed, f"{what}: the CSC of {num_nodes:,} nodes and {num_edges:,} edges")
+
+
+def array_edge_chunks(src: np.ndarray, dst: np.ndarray, chunk: int = EDGE_CHUNK) -> EdgeChunks:
+    """An :data:`EdgeChunks` over two in-memory integer arrays [E]."""
+
+    def gen() -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        for start in range(0, src.shape[0], chunk):
+            yield np.asarray(src[start : start + chunk]), np.asarray(dst[start : start + chunk])
+
+    return gen
+
+
+def gather_rows(
+    path: Path, rows_available: int, idmap: IdMap, what: str
+) -> np.ndarray | None:
+    """The original row of every new id (int64 [N]) when ids were remapped, after a range check."""
+    original = idmap.original_ids()
+    if original is None:
+        if rows_available != idmap.num_nodes:
+            raise DatasetError(
+                f"{path}: expected {idmap.num_nodes} {what} rows (one per node), found {rows_available}"
+            )
+        return None
+    if original.size and (int(original[-1]) >= rows_available or int(original[0]) < 0):
+        bad = int(original[-1]) if int(original[-1]) >= rows_available else int(original[0])
+        raise DatasetError(
+            f"{path}: node id {bad} out of range for {what} rows: expected ids in [0, {rows_available}) "
+            "(row k holds original node id k)"
+        )
+    return original

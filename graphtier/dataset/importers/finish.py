@@ -1,0 +1,239 @@
+"""The common end of every importer: node data (labels, features, splits), ``meta.json`` fields and provenance,
+then validation and the atomic rename by the writer.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from graphtier.dataset import provenance as prov
+from graphtier.dataset.format import Dataset
+from graphtier.dataset.importers import node_data
+from graphtier.dataset.importers.edges import IdMap
+from graphtier.dataset.importers.features import synthetic_features, write_feature_file
+from graphtier.dataset.importers.labels import Labels
+from graphtier.dataset.importers.splits import (
+    check_fractions,
+    random_split,
+    save_splits,
+)
+from graphtier.dataset.importers.textio import require_file
+from graphtier.dataset.writer import DatasetWriter
+from graphtier.errors import OptionError
+
+# ---------------------------------------------------------------------------- meta
+
+
+def default_name(output: str | os.PathLike[str]) -> str:
+    """The default dataset name: the name of the output directory (``data/acm`` -> ``acm``)."""
+    return Path(output).name or Path(output).resolve().name
+
+
+@dataclass
+class NodeData:
+    """What :func:`write_node_data` wrote, for ``meta.json``."""
+
+    feature_dim: int
+    feature_dtype: str
+    num_classes: int
+    provenance: dict[str, Any]
+
+
+def dataset_meta(
+    *,
+    name: str,
+    num_nodes: int,
+    num_edges: int,
+    directed: bool,
+    feature_dim: int,
+    feature_dtype: str,
+    num_classes: int,
+    importer: str,
+    inputs: Sequence[str | os.PathLike[str]],
+    options: dict[str, Any],
+    provenance: dict[str, Any] | None = None,
+    nodes_only_in_node_data: int = 0,
+) -> dict[str, Any]:
+    """The ``meta.json`` fields every importer fills (``node_order`` is set by the writer).
+
+    ``provenance`` says whether features and labels are input or synthetic (see
+    :mod:`graphtier.dataset.provenance`); ``nodes_only_in_node_data`` counts nodes that only a
+    features/labels file knows (no edge), recorded when positive.
+    """
+
+    meta: dict[str, Any] = {
+        "name": name,
+        "num_nodes": int(num_nodes),
+        "num_edges": int(num_edges),
+        "directed": bool(directed),
+        "feature_dim": int(feature_dim),
+        "feature_dtype": feature_dtype if feature_dim > 0 else "float32",
+        "num_classes": int(num_classes),
+        "source": {
+            "importer": importer,
+            "inputs": [str(Path(p).resolve()) for p in inputs],
+            "options": {k: (str(v) if isinstance(v, Path) else v) for k, v in options.items()},
+        },
+        "provenance": provenance
+        or {
+            "features": prov.input_data() if feature_dim > 0 else prov.no_data(),
+            "labels": prov.input_data() if num_classes > 0 else prov.no_data(),
+        },
+    }
+    if nodes_only_in_node_data > 0:
+        meta["nodes_only_in_node_data"] = int(nodes_only_in_node_data)
+    return meta
+
+
+def finish_edge_import(
+    writer: DatasetWriter,
+    idmap: IdMap,
+    *,
+    importer: str,
+    source: Path,
+    name: str | None,
+    num_edges: int,
+    undirected: bool,
+    labels: Labels | None,
+    labels_path: str | os.PathLike[str] | None,
+    features: str | os.PathLike[str] | np.ndarray | None,
+    features_path: str | os.PathLike[str] | None = None,
+    synthetic_dim: int,
+    synthetic_signal: float = 0.0,
+    synthetic_classes: int = 0,
+    split: Sequence[float] | None,
+    seed: int,
+    options: dict[str, Any],
+    non_finite: str = "error",
+) -> Dataset:
+    """The common end of the edge-list-like importers: node data, ``meta.json``, validate and rename."""
+    written = write_node_data(
+        writer,
+        idmap,
+        labels=labels,
+        features=features,
+        synthetic_dim=synthetic_dim,
+        synthetic_signal=synthetic_signal,
+        synthetic_classes=synthetic_classes,
+        split=split,
+        seed=seed,
+        features_path=features_path,
+        non_finite=non_finite,
+    )
+    if features_path is None and isinstance(features, (str, os.PathLike)):
+        features_path = features
+    meta = dataset_meta(
+        name=name or default_name(writer.output),
+        num_nodes=idmap.num_nodes,
+        num_edges=num_edges,
+        directed=not undirected,
+        feature_dim=written.feature_dim,
+        feature_dtype=written.feature_dtype,
+        num_classes=written.num_classes,
+        importer=importer,
+        inputs=[p for p in (source, labels_path, features_path) if p is not None],
+        options=options,
+        provenance=written.provenance,
+        nodes_only_in_node_data=idmap.nodes_only_in_node_data,
+    )
+    return writer.finish(meta)
+
+
+def write_node_data(
+    writer: DatasetWriter,
+    idmap: IdMap,
+    *,
+    labels: Labels | None,
+    features: str | os.PathLike[str] | np.ndarray | None,
+    synthetic_dim: int,
+    split: Sequence[float] | None,
+    seed: int,
+    synthetic_signal: float = 0.0,
+    synthetic_classes: int = 0,
+    features_path: str | os.PathLike[str] | None = None,
+    non_finite: str = "error",
+) -> NodeData:
+    """Write labels, features (from a file or synthetic) and a random split for ``idmap.num_nodes`` nodes.
+
+    ``synthetic_classes`` K > 0 generates uniformly random labels for an unlabelled graph;
+    synthetic features (``synthetic_dim`` D > 0) are pure noise unless ``synthetic_signal`` > 0.
+    Returns the :class:`NodeData` for ``meta.json`` (dims, class count, provenance).
+    """
+    import json
+
+
+    n = idmap.num_nodes
+    label_values: np.ndarray | None = None
+    num_classes = 0
+    labels_prov = prov.no_data()
+    if synthetic_classes:
+        if labels is not None and labels.num_classes > 0:
+            raise OptionError("--synthetic-labels: the graph already has labels; expected an unlabelled graph")
+        label_values, num_classes = node_data.synthetic_labels(n, synthetic_classes, seed), synthetic_classes
+        writer.save("labels", label_values)
+        labels_prov = prov.synthetic_labels(synthetic_classes, seed)
+    elif labels is not None and labels.num_classes > 0:
+        label_values, num_classes = labels.values, labels.num_classes
+        writer.save("labels", label_values)
+        if labels.class_names is not None:
+            writer.write_text("label_names.json", json.dumps(labels.class_names) + "\n")
+        labels_prov = prov.input_data()
+    feature_dim, feature_dtype = 0, "float32"
+    features_prov = prov.no_data()
+    if features is not None:
+        feature_dim, feature_dtype = write_feature_file(features, idmap, writer, features_path, non_finite)
+        features_prov = prov.input_data()
+    elif synthetic_dim:
+        if synthetic_signal > 0 and label_values is None:
+            raise OptionError(
+                "--synthetic-feature-signal: expected labels (--labels or --synthetic-labels) to encode, found none"
+            )
+        out = writer.open_memmap("features", (n, synthetic_dim), np.float32)
+        synthetic_features(label_values, synthetic_dim, seed, num_nodes=n, out=out, signal=synthetic_signal)
+        out.flush()
+        del out
+        feature_dim = synthetic_dim
+        features_prov = prov.synthetic_features(synthetic_signal, seed)
+    if split is not None:
+        mask = label_values >= 0 if label_values is not None else None
+        save_splits(writer, random_split(n, split, seed, mask))
+    return NodeData(feature_dim, feature_dtype, num_classes, {"features": features_prov, "labels": labels_prov})
+
+
+def check_node_data_options(
+    labels: str | os.PathLike[str] | None,
+    features: str | os.PathLike[str] | None,
+    synthetic_dim: int,
+    split: Sequence[float] | None,
+    synthetic_signal: float = 0.0,
+    synthetic_classes: int = 0,
+) -> None:
+    """Reject conflicting or malformed labels/features/split options before any heavy work."""
+    if features is not None and synthetic_dim:
+        raise OptionError("--features and --synthetic-features: expected at most one, found both")
+    if synthetic_dim < 0:
+        raise OptionError(f"--synthetic-features: expected a positive dimension, found {synthetic_dim}")
+    if not np.isfinite(synthetic_signal) or synthetic_signal < 0:
+        raise OptionError(f"--synthetic-feature-signal: expected a finite number >= 0, found {synthetic_signal}")
+    if synthetic_signal > 0 and not synthetic_dim:
+        raise OptionError("--synthetic-feature-signal: expected --synthetic-features DIM as well, found none")
+    if synthetic_signal > 0 and labels is None and not synthetic_classes:
+        raise OptionError(
+            "--synthetic-feature-signal: expected labels (--labels or --synthetic-labels) to encode, found none"
+        )
+    if labels is not None and synthetic_classes:
+        raise OptionError("--labels and --synthetic-labels: expected at most one, found both")
+    if synthetic_classes < 0 or synthetic_classes == 1:
+        raise OptionError(f"--synthetic-labels: expected at least 2 classes, found {synthetic_classes}")
+    if labels is not None:
+        require_file(labels, "--labels file")
+    if features is not None:
+        require_file(features, "--features file")
+    if split is not None:
+        check_fractions(split)
