@@ -8,19 +8,20 @@ memory only). The cost model, shared by the solver and the brute-force optimum:
 * every GPU ``i`` reads ``access_bytes`` bytes per step, ``group_share[g]`` of them from group ``g``;
 * if ``i`` holds ``g`` it reads from its own memory (``local_gbps[i]``); else, if GPUs of ``H_g`` have a
   direct link to ``i``, the reads are split over those links in proportion to their bandwidth (so
-  each takes the same time); else they come from host memory over ``i``'s host link (``host_gbps[i]``);
+  each takes the same time), and the bytes a holder serves also count against its own memory
+  bandwidth; else they come from host memory over ``i``'s host link (``host_gbps[i]``);
 * a link's time is its bytes / bandwidth; the **objective is the slowest link's time** (seconds per
   step): every GPU waits for its slowest source, and a synchronous step for the slowest GPU;
 * each GPU's held bytes must fit its budget ``budgets[i]``.
 
 :func:`solve_placement` replicates the hottest groups on every GPU, interleaves the next ones across
 each NVLink clique (one copy per clique, on the member with the most free memory) and leaves the rest
-in host memory, trying every replication boundary; then it improves the best three of these, and a
-greedy plan (add the copy that helps most while one does), by local search (add, drop or move one
-copy of one group; for up to 16 groups also give up a copy of one group for one of another, or
-trade copies between two GPUs; while the objective, then the sum of squared link times, falls),
-keeping the best. :func:`brute_force_placement` enumerates every assignment (2^(G*K) of them: small
-K only).
+in host memory, trying every replication boundary. Then it runs a local search (add, drop or move
+one copy of one group; for up to 16 groups also give up a copy of one group for one of another, or
+trade copies between two GPUs; while the objective, then the sum of squared link times, falls) from
+the best three of these, from a greedy plan (add the copy that helps most while one does) and, for
+up to 16 groups, from 12 random plans (fixed seed), keeping the best.
+:func:`brute_force_placement` enumerates every assignment (2^(G*K) of them: small K only).
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ REL_EPS = 1e-12
 MAX_SEARCH_PASSES = 200
 SEARCH_STARTS = 3
 PAIR_MOVE_GROUPS = 16
+RANDOM_RESTARTS = 12
+RESTART_SEED = 0
 
 
 @dataclass
@@ -68,7 +71,8 @@ class Placement:
 class CostModel:
     """Link times of placements on ``topology`` for groups of ``group_share``, reading ``access_bytes`` per GPU.
 
-    Resources (index into the time vectors): ``i`` = GPU ``i``'s own memory, ``G + i`` = host link of
+    Resources (index into the time vectors): ``i`` = GPU ``i``'s own memory (its own reads and the
+    reads it serves to peers), ``G + i`` = host link of
     GPU ``i``, ``2G + j * G + i`` = link from GPU ``j`` to GPU ``i``.
     """
 
@@ -109,7 +113,9 @@ class CostModel:
                 continue
             total = sum(topo.links[j, i] for j in linked)
             for j in linked:
-                times[2 * g + j * g + i] += self.access_gb / total
+                part = self.access_gb * topo.links[j, i] / total
+                times[2 * g + j * g + i] += part / topo.links[j, i]
+                times[j] += part / topo.local[j]
         self._unit[mask] = times
         return times
 
@@ -270,6 +276,18 @@ def _greedy_start(model: CostModel, sizes: np.ndarray, shares: np.ndarray, limit
         used[i] += sizes[g]
 
 
+def _random_start(num_gpus: int, sizes: np.ndarray, limits: np.ndarray, rng: np.random.Generator) -> list[int]:
+    """Holder masks filling each GPU with copies of groups in a random order while they fit."""
+    masks = [0] * sizes.shape[0]
+    for i in range(num_gpus):
+        free = limits[i]
+        for g in rng.permutation(sizes.shape[0]):
+            if sizes[g] <= free and rng.random() < 0.5:
+                masks[g] |= 1 << i
+                free -= sizes[g]
+    return masks
+
+
 def _placement(model: CostModel, masks: list[int], sizes: np.ndarray, shares: np.ndarray,
                baselines: dict[str, float]) -> Placement:
     num_gpus = model.num_gpus
@@ -320,6 +338,9 @@ def solve_placement(
     baselines["replicate+interleave"] = best_score[0]
     if search:
         seeds = [masks for _, masks in starts[:SEARCH_STARTS]] + [_greedy_start(model, sizes, shares, limits)]
+        if num_groups <= PAIR_MOVE_GROUPS:
+            rng = np.random.default_rng(RESTART_SEED)
+            seeds += [_random_start(topology.num_gpus, sizes, limits, rng) for _ in range(RANDOM_RESTARTS)]
         for masks in seeds:
             improved = _local_search(model, masks, sizes, shares, limits)
             score = _score(model.times(improved, shares))
