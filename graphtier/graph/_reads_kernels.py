@@ -100,3 +100,33 @@ def combine_survival(partials: np.ndarray, present: np.ndarray, out: np.ndarray)
 def combine_survival_reference(partials: np.ndarray, present: np.ndarray) -> np.ndarray:
     """Reference for :func:`combine_survival`: float64 [N] in numpy (``partials`` left unchanged)."""
     return 1.0 - (1.0 - np.asarray(present, dtype=np.float64)) * np.exp(np.asarray(partials).sum(axis=0))
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def combine_and_draw(
+    partials: np.ndarray, present: np.ndarray, indptr: np.ndarray, next_fanout: int, survival: bool,
+    out: np.ndarray, values: np.ndarray,
+) -> None:
+    """One pass doing :func:`combine_survival` (``survival``) or :func:`combine_sums` into ``out``, then
+    :func:`draw_values` of ``out`` for the next hop (fanout ``next_fanout``) into ``values``.
+
+    Fuses two parallel regions into one (each region costs a thread wake-up). Shapes as there; ``out``
+    may not alias ``present``. Reference: the two kernels' references applied in turn.
+    """
+    parts, num_nodes = partials.shape
+    for u in numba.prange(num_nodes):
+        total = 0.0
+        for part in range(parts):
+            total += partials[part, u]
+            partials[part, u] = 0.0
+        if survival:
+            weight = 1.0 - (1.0 - present[u]) * math.exp(total)
+        else:
+            weight = total
+        out[u] = weight
+        p = _draw_probability(indptr[u + 1] - indptr[u], next_fanout)
+        if survival:
+            drawn = weight * p
+            values[u] = -np.inf if drawn >= 1.0 else math.log1p(-drawn)
+        else:
+            values[u] = weight * p

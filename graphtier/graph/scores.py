@@ -243,13 +243,16 @@ def fanout_weighted_reads(
     num_train = int(np.unique(train_idx).size)
     current[train_idx] = min(1.0, batch_size / num_train) if survival else 1.0
     total = current.copy()
-    for fanout in fanouts:
-        reads_kernels.draw_values(indptr, current, fanout, survival, values)
+    reads_kernels.draw_values(indptr, current, fanouts[0], survival, values)
+    for hop, fanout in enumerate(fanouts):
         kernels.scatter_to_neighbours(indptr, indices, values, bounds, partials)
-        if survival:
+        if hop + 1 < len(fanouts):
+            reads_kernels.combine_and_draw(partials, current, indptr, fanouts[hop + 1], survival, following, values)
+        elif survival:
             reads_kernels.combine_survival(partials, current, following)
         else:
             reads_kernels.combine_sums(partials, following)
+        if not survival:
             total += following
         current, following = following, current
     if survival:

@@ -53,6 +53,22 @@ def test_combine_kernels_match_references(parts: int, n: int, seed: int) -> None
     assert not work.any()
 
 
+@settings(max_examples=30, deadline=None)
+@given(graphs, st.sampled_from([-1, 1, 4]), st.booleans())
+def test_combine_and_draw_matches_two_references(spec: tuple[int, int, int], fanout: int, survival: bool) -> None:
+    indptr, _ = random_csc(*spec)
+    n = indptr.shape[0] - 1
+    rng = np.random.default_rng(spec[2])
+    partials = -rng.random((2, n))
+    present = rng.random(n)
+    combined = kernels.combine_survival_reference(partials, present) if survival else partials.sum(axis=0)
+    out, values = np.empty(n), np.empty(n)
+    kernels.combine_and_draw(partials.copy(), present, indptr, fanout, survival, out, values)
+    np.testing.assert_allclose(out, combined, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(values, kernels.draw_values_reference(indptr, combined, fanout, survival),
+                               rtol=1e-12, atol=1e-15)
+
+
 @settings(max_examples=40, deadline=None)
 @given(graphs, fanout_lists, st.sampled_from([1, 7, 1024]), st.sampled_from(["batch", "sum"]))
 def test_fwr_matches_scipy_reference(spec, fanouts: list[int], batch_size: int, mode: str) -> None:
