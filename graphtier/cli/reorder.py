@@ -10,19 +10,20 @@ from graphtier.cli.options import SEED
 from graphtier.cli.score import parse_fanouts
 from graphtier.dataset.format import Dataset
 from graphtier.graph.reorder import load_score_file, reorder_dataset
-from graphtier.tiering.hotness import DEFAULT_DAMPING, DEFAULT_RPR_TOL, SCORE_METHODS, compute_scores
+from graphtier.tiering.hotness import DEFAULT_DAMPING, DEFAULT_RPR_TOL, DEFAULT_SCORE, SCORE_METHODS, compute_scores
 
 
 @click.command("reorder")
 @click.argument("dataset", type=click.Path(path_type=Path))
 @click.argument("output", type=click.Path(path_type=Path))
-@click.option("--score", "-s", "score", default="wrpr", show_default=True,
+@click.option("--score", "-s", "score", default=DEFAULT_SCORE, show_default=True,
               help=f"One of {', '.join(SCORE_METHODS)}, or a .npy file of float scores [N].")
 @click.option("--damping", type=float, default=DEFAULT_DAMPING, show_default=True, help="rpr/wrpr damping.")
 @click.option("--tol", type=float, default=DEFAULT_RPR_TOL, show_default=True, help="rpr tolerance.")
 @click.option("--iterations", type=int, default=None, help="rpr cap (100) / wrpr iterations (5).")
-@click.option("--fanouts", default="25,10", show_default=True, help="presample: training fanouts.")
-@click.option("--batch-size", type=int, default=1024, show_default=True, help="presample: seeds per batch.")
+@click.option("--fanouts", default="25,10", show_default=True,
+              help="fwr/fwr-sum/presample: training fanouts, seed hop first.")
+@click.option("--batch-size", type=int, default=1024, show_default=True, help="fwr/presample: seeds per batch.")
 @click.option("--epochs", type=int, default=1, show_default=True, help="presample: epochs sampled.")
 @click.option("--seed", type=SEED, default=0, show_default=True, help="presample: sampling seed.")
 @click.option("--overwrite", is_flag=True, help="Replace OUTPUT if it exists.")

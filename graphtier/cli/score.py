@@ -1,4 +1,4 @@
-"""``graphtier score DATASET --method M``: node hotness scores (degree, rpr, wrpr, presample)."""
+"""``graphtier score DATASET --method M``: node hotness scores (degree, rpr, wrpr, fwr, fwr-sum, presample)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,14 @@ from graphtier.cli.options import SEED
 from graphtier.dataset import resources
 from graphtier.dataset.format import Dataset
 from graphtier.errors import OptionError
-from graphtier.tiering.hotness import DEFAULT_DAMPING, DEFAULT_RPR_TOL, SCORE_METHODS, ScoreResult, compute_scores
+from graphtier.tiering.hotness import (
+    DEFAULT_DAMPING,
+    DEFAULT_RPR_TOL,
+    DEFAULT_SCORE,
+    SCORE_METHODS,
+    ScoreResult,
+    compute_scores,
+)
 
 
 def parse_fanouts(text: str) -> list[int]:
@@ -57,7 +64,8 @@ def describe(result: ScoreResult) -> str:
 
 @click.command("score")
 @click.argument("dataset", type=click.Path(path_type=Path))
-@click.option("--method", "-m", type=click.Choice(SCORE_METHODS), required=True, help="Score to compute.")
+@click.option("--method", "-m", type=click.Choice(SCORE_METHODS), default=DEFAULT_SCORE, show_default=True,
+              help="Score to compute (fwr: expected reads under --fanouts/--batch-size).")
 @click.option("--output", "-o", type=click.Path(path_type=Path), default=None,
               help="Write the float64 [N] scores to this .npy file.")
 @click.option("--damping", type=float, default=DEFAULT_DAMPING, show_default=True, help="rpr/wrpr damping.")
@@ -65,8 +73,9 @@ def describe(result: ScoreResult) -> str:
               help="rpr: stop when the L1 change is below this.")
 @click.option("--iterations", type=int, default=None,
               help="rpr: iteration cap (default 100); wrpr: iterations run (default 5).")
-@click.option("--fanouts", default="25,10", show_default=True, help="presample: training fanouts.")
-@click.option("--batch-size", type=int, default=1024, show_default=True, help="presample: seeds per batch.")
+@click.option("--fanouts", default="25,10", show_default=True,
+              help="fwr/fwr-sum/presample: training fanouts, seed hop first.")
+@click.option("--batch-size", type=int, default=1024, show_default=True, help="fwr/presample: seeds per batch.")
 @click.option("--epochs", type=int, default=1, show_default=True, help="presample: epochs sampled.")
 @click.option("--seed", type=SEED, default=0, show_default=True, help="presample: sampling seed.")
 @click.option("--top", type=int, default=5, show_default=True, help="Print the ids of the top-scored nodes.")

@@ -11,6 +11,10 @@ ranking is :mod:`graphtier.tiering.hotness`:
   them), spread uniformly as in standard PageRank. Iterates until the L1 change is below ``tol``.
 * ``wrpr``: weighted reverse PageRank (Algorithm 1): the same update, started from ``1 / N`` with the
   training nodes multiplied by ``N / num_train``, for exactly ``iterations`` (5) rounds.
+* ``fwr``: fanout-weighted reads, the expected number of mini-batches that read each node under the
+  sampler's fanouts, from the training nodes, hop-limited to the number of layers
+  (:func:`fanout_weighted_reads`; ``mode="sum"`` is the per-hop expected draw count without the
+  per-batch dedup).
 
 All scores are float64 [N] numpy arrays on the CPU; higher means hotter.
 """
@@ -22,12 +26,14 @@ import numpy as np
 import scipy.sparse
 
 from graphtier.errors import OptionError
+from graphtier.graph import _reads_kernels as reads_kernels
 from graphtier.graph import _score_kernels as kernels
 
 DEFAULT_DAMPING = 0.85
 DEFAULT_RPR_TOL = 1e-10
 DEFAULT_RPR_ITERATIONS = 100
 DEFAULT_WRPR_ITERATIONS = 5
+FWR_MODES = ("batch", "sum")
 
 
 def degree_scores(indptr: np.ndarray, indices: np.ndarray) -> np.ndarray:
@@ -182,3 +188,111 @@ def reverse_pagerank_reference(
         dangling = scores[~has_list].sum()
         scores = (1.0 - damping) / num_nodes + damping * (matrix @ (scores * inverse_degree) + dangling / num_nodes)
     return scores
+
+
+def _check_fwr_arguments(fanouts, batch_size: int, mode: str) -> list[int]:
+    if mode not in FWR_MODES:
+        raise OptionError(f"fwr mode: expected one of {', '.join(FWR_MODES)}, found {mode!r}")
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
+        raise OptionError(f"--batch-size: expected a positive integer, found {batch_size!r}")
+    values = [int(f) for f in fanouts]
+    if not values or any(f == 0 or f < -1 for f in values):
+        raise OptionError(f"--fanouts: expected positive integers (or -1 for all neighbours), found {list(fanouts)}")
+    return values
+
+
+def fanout_weighted_reads(
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    train_idx: np.ndarray,
+    fanouts,
+    *,
+    batch_size: int = 1024,
+    mode: str = "batch",
+) -> np.ndarray:
+    """Fanout-weighted reads (``fwr``): expected feature reads of each node in one epoch. float64 [N].
+
+    ``indptr`` int64 [N + 1], ``indices`` int32/int64 [E] (CSC: ``v``'s list holds the in-neighbours the
+    sampler draws), ``train_idx`` int64 [T] (the seeds), ``fanouts`` seed hop first (-1 = all).
+    ``p_k(v) = min(1, fanouts[k] / deg(v))`` is the chance that hop ``k`` draws a given neighbour of ``v``.
+
+    * ``mode="batch"`` (default): the sampler expands every node already in the batch at every hop
+      and reads each node once per batch (``n_id`` is unique). With ``q_0 = min(1, B / T)`` on the
+      training nodes (the chance a training node is a seed of a given batch), one hop is
+      ``q_{k+1}(u) = 1 - (1 - q_k(u)) * prod_{v: u in N(v)} (1 - q_k(v) p_k(v))`` (draws assumed
+      independent), and the score is ``ceil(T / B) * q_L(u)``: expected batches that read ``u``.
+    * ``mode="sum"``: expected draws with no dedup, ``r_0`` = 1 on training nodes,
+      ``r_{k+1}(u) = sum_{v: u in N(v)} r_k(v) p_k(v)``, score ``sum_{k=0..L} r_k``.
+    """
+    fanouts = _check_fwr_arguments(fanouts, batch_size, mode)
+    indptr = np.asarray(indptr)
+    indices = np.asarray(indices)
+    num_nodes = indptr.shape[0] - 1
+    if num_nodes == 0:
+        return np.zeros(0, dtype=np.float64)
+    train_idx = np.asarray(train_idx, dtype=np.int64)
+    if train_idx.size == 0:
+        raise OptionError("fwr: expected a non-empty training split, found 0 training nodes")
+    parts = numba.get_num_threads()
+    bounds = kernels.edge_balanced_bounds(indptr, parts)
+    partials = np.zeros((parts, num_nodes), dtype=np.float64)
+    values = np.empty(num_nodes, dtype=np.float64)
+    current = np.zeros(num_nodes, dtype=np.float64)
+    following = np.empty_like(current)
+    survival = mode == "batch"
+    num_train = int(np.unique(train_idx).size)
+    current[train_idx] = min(1.0, batch_size / num_train) if survival else 1.0
+    total = current.copy()
+    reads_kernels.draw_values(indptr, current, fanouts[0], survival, values)
+    for hop, fanout in enumerate(fanouts):
+        kernels.scatter_to_neighbours(indptr, indices, values, bounds, partials)
+        if hop + 1 < len(fanouts):
+            reads_kernels.combine_and_draw(partials, current, indptr, fanouts[hop + 1], survival, following, values)
+        elif survival:
+            reads_kernels.combine_survival(partials, current, following)
+        else:
+            reads_kernels.combine_sums(partials, following)
+        if not survival:
+            total += following
+        current, following = following, current
+    if survival:
+        return current * float(-(-num_train // batch_size))
+    return total
+
+
+def fanout_weighted_reads_reference(
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    train_idx: np.ndarray,
+    fanouts,
+    *,
+    batch_size: int = 1024,
+    mode: str = "batch",
+) -> np.ndarray:
+    """scipy.sparse reference for :func:`fanout_weighted_reads` (same formula, SpMV per hop). float64 [N]."""
+    fanouts = _check_fwr_arguments(fanouts, batch_size, mode)
+    indptr = np.asarray(indptr)
+    num_nodes = indptr.shape[0] - 1
+    matrix = rank_matrix(indptr, indices)
+    degree = np.diff(indptr).astype(np.float64)
+    train_idx = np.unique(np.asarray(train_idx, dtype=np.int64))
+    current = np.zeros(num_nodes, dtype=np.float64)
+    if mode == "batch":
+        current[train_idx] = min(1.0, batch_size / train_idx.size)
+    else:
+        current[train_idx] = 1.0
+    total = current.copy()
+    for fanout in fanouts:
+        p = np.where(degree > 0, 1.0, 0.0) if fanout < 0 else np.minimum(
+            1.0, np.divide(float(fanout), degree, out=np.zeros_like(degree), where=degree > 0)
+        )
+        if mode == "batch":
+            with np.errstate(divide="ignore"):
+                logs = np.log1p(-np.minimum(current * p, 1.0))
+            current = 1.0 - (1.0 - current) * np.exp(matrix @ logs)
+        else:
+            current = matrix @ (current * p)
+            total += current
+    if mode == "batch":
+        return current * float(-(-train_idx.size // batch_size))
+    return total

@@ -1,7 +1,8 @@
 """Hotness scores by name: one entry point over the graph scores and the measured ranking.
 
-``compute_scores(dataset, method)`` dispatches to ``degree``, ``rpr`` and ``wrpr``
-(:mod:`graphtier.graph.scores`, pure topology) and to ``presample``, which runs the real training
+``compute_scores(dataset, method)`` dispatches to ``degree``, ``rpr``, ``wrpr``, ``fwr`` and
+``fwr-sum`` (:mod:`graphtier.graph.scores`, topology plus the training split and, for ``fwr``, the
+fanouts and batch size) and to ``presample``, which runs the real training
 sampler for some epochs and counts feature reads (:mod:`graphtier.tiering.reads`: the measured
 ranking the others approximate). All scores are float64 [N] numpy arrays on the CPU; higher is hotter.
 """
@@ -22,12 +23,15 @@ from graphtier.graph.scores import (
     DEFAULT_RPR_TOL,
     DEFAULT_WRPR_ITERATIONS,
     degree_scores,
+    fanout_weighted_reads,
     reverse_pagerank,
     weighted_reverse_pagerank,
 )
 from graphtier.tiering.reads import count_feature_reads
 
-SCORE_METHODS = ("degree", "rpr", "wrpr", "presample")
+SCORE_METHODS = ("degree", "rpr", "wrpr", "fwr", "fwr-sum", "presample")
+"""Every score name; ``fwr`` (fanout-weighted reads, per-batch dedup) is the default of score/reorder."""
+DEFAULT_SCORE = "fwr"
 
 
 @dataclass
@@ -90,8 +94,9 @@ def compute_scores(
 ) -> ScoreResult:
     """Score every node of ``dataset`` with ``method`` (one of :data:`SCORE_METHODS`).
 
-    ``iterations`` defaults to 100 (the cap) for ``rpr`` and 5 for ``wrpr``. ``fanouts``,
-    ``batch_size``, ``epochs`` and ``seed`` are used by ``presample`` only. Returns a
+    ``iterations`` defaults to 100 (the cap) for ``rpr`` and 5 for ``wrpr``. ``fanouts`` and
+    ``batch_size`` are used by ``fwr``, ``fwr-sum`` and ``presample``; ``epochs`` and ``seed`` by
+    ``presample`` only. Returns a
     :class:`ScoreResult` whose ``scores`` are float64 [N] on the CPU.
     """
     if method not in SCORE_METHODS:
@@ -111,6 +116,12 @@ def compute_scores(
         rounds = DEFAULT_WRPR_ITERATIONS if iterations is None else iterations
         scores = weighted_reverse_pagerank(indptr, indices, train, damping=damping, iterations=rounds)
         params = {"damping": damping, "iterations": rounds, "num_train": int(train.size)}
+    elif method in ("fwr", "fwr-sum"):
+        train = _require_train(dataset, method)
+        fanouts = list(fanouts or [25, 10])
+        mode = "batch" if method == "fwr" else "sum"
+        scores = fanout_weighted_reads(indptr, indices, train, fanouts, batch_size=batch_size, mode=mode)
+        params = {"fanouts": fanouts, "batch_size": batch_size, "mode": mode, "num_train": int(train.size)}
     else:
         train = _require_train(dataset, method)
         fanouts = list(fanouts or [25, 10])

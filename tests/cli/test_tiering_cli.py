@@ -46,7 +46,7 @@ def dataset(tmp_path: Path) -> Path:
     return root
 
 
-@pytest.mark.parametrize("method", ["degree", "rpr", "wrpr", "presample"])
+@pytest.mark.parametrize("method", ["degree", "rpr", "wrpr", "fwr", "fwr-sum", "presample"])
 def test_score_writes_scores(dataset: Path, tmp_path: Path, method: str, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / f"{method}.npy"
     code, stdout, _ = run(["score", str(dataset), "--method", method, "--output", str(out),
@@ -92,7 +92,7 @@ def test_analyze_json_and_plot(dataset: Path, tmp_path: Path, capsys: pytest.Cap
                              "--json", str(tmp_path / "a.json"), "--plot", str(tmp_path / "a.png")], capsys)
     assert code == 0, err
     doc = json.loads((tmp_path / "a.json").read_text())
-    assert set(doc["curves"]) == {"degree", "rpr", "wrpr", "presample", "ideal"}
+    assert set(doc["curves"]) == {"degree", "rpr", "wrpr", "fwr", "fwr-sum", "presample", "ideal"}
     assert set(doc["curves"]["ideal"]) == {"1", "2", "5", "10", "20", "25", "50"}
     assert doc["config"]["fanouts"] == [10, 10, 10, 10, 10]
     assert doc["total_reads"] > 0
@@ -162,3 +162,18 @@ def test_real_graph_scores_and_reorder(tmp_path: Path, capsys: pytest.CaptureFix
     perm = np.asarray(result.extra["perm"])
     assert np.all(np.diff(scores[perm]) <= 0)
     np.testing.assert_array_equal(np.diff(result.indptr), np.diff(indptr)[perm])
+
+
+def test_default_score_is_fwr_with_fanouts_and_batch_size(
+    dataset: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, stdout, err = run(["reorder", str(dataset), str(tmp_path / "r"), "--fanouts", "5,5", "--batch-size", "16"],
+                            capsys)
+    assert code == 0, err
+    meta = Dataset.open(tmp_path / "r").meta["reorder"]
+    assert meta["score"] == "fwr"
+    assert meta["params"]["fanouts"] == [5, 5] and meta["params"]["batch_size"] == 16
+    code, stdout, _ = run(["score", str(dataset), "--fanouts", "5,5"], capsys)
+    assert code == 0 and stdout.startswith("fwr:")
+    code, _, err = run(["score", str(dataset), "--method", "fwr", "--batch-size", "0"], capsys)
+    assert code == 2 and "--batch-size" in err and len(err.strip().splitlines()) == 1

@@ -108,7 +108,7 @@ def test_count_feature_reads_matches_manual_replay(tmp_path: Path) -> None:
 def test_analyze_access_curves_and_plot(tmp_path: Path) -> None:
     data = power_law_dataset(tmp_path / "g")
     analysis = analyze_access(data, fanouts=[10, 5], batch_size=16, epochs=1, seed=3)
-    assert set(analysis.curves) == {"degree", "rpr", "wrpr", "presample", "ideal"}
+    assert set(analysis.curves) == {"degree", "rpr", "wrpr", "fwr", "fwr-sum", "presample", "ideal"}
     doc = analysis.to_json()
     assert doc["total_reads"] == int(analysis.counts.sum()) > 0
     assert list(doc["curves"]["wrpr"]) == ["1", "2", "5", "10", "20", "25", "50"]
