@@ -1,7 +1,9 @@
-"""CPU row-gather kernel (numba) and its plain numpy reference.
+"""CPU row-gather kernels (numba) and their plain numpy references.
 
 ``gather_rows(table, ids, out)`` copies ``table[ids[i]]`` into ``out[i]`` for every i, in parallel
 over rows, without allocating: the caller owns ``out`` (a reusable, possibly pinned, buffer).
+``gather_rows_checked`` does the same for ids in [0, N) and returns how many were out of range (their
+rows are left unwritten), so the bounds check costs no separate pass over the ids.
 """
 
 from __future__ import annotations
@@ -33,6 +35,20 @@ def gather_rows(table: np.ndarray, ids: np.ndarray, out: np.ndarray) -> None:
         copy_row(out, i, table, ids[i])
 
 
+@numba.njit(parallel=True, cache=True, nogil=True)
+def gather_rows_checked(table: np.ndarray, ids: np.ndarray, out: np.ndarray) -> int:
+    """``out[i, :] = table[ids[i], :]`` where 0 <= ids[i] < N; returns the count of the other ids (not copied)."""
+    num_rows = table.shape[0]
+    bad = 0
+    for i in numba.prange(ids.shape[0]):
+        row = ids[i]
+        if row < 0 or row >= num_rows:
+            bad += 1
+        else:
+            copy_row(out, i, table, row)
+    return bad
+
+
 def as_raw_bits(array: np.ndarray) -> np.ndarray:
     """View an array as unsigned integers of the same width (numba has no CPU float16): a bit-exact copy."""
     return array.view(np.dtype(f"u{array.dtype.itemsize}"))
@@ -41,3 +57,11 @@ def as_raw_bits(array: np.ndarray) -> np.ndarray:
 def gather_rows_reference(table: np.ndarray, ids: np.ndarray) -> np.ndarray:
     """Plain numpy reference: ``table[ids]``."""
     return np.asarray(table)[np.asarray(ids)]
+
+
+def gather_rows_checked_reference(table: np.ndarray, ids: np.ndarray, out: np.ndarray) -> int:
+    """Plain numpy reference of :func:`gather_rows_checked`: writes the in-range rows, returns the rest's count."""
+    ids = np.asarray(ids)
+    valid = (ids >= 0) & (ids < table.shape[0])
+    out[np.flatnonzero(valid)] = np.asarray(table)[ids[valid]]
+    return int(ids.shape[0] - np.count_nonzero(valid))
