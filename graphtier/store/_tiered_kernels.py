@@ -8,9 +8,9 @@ comparing the id with the tier boundaries (seed 000 Listing 1), and writes it to
 * peer_end <= id < host_end:   ``host[id - peer_end]``                        ("host" tier, RAM)
 * host_end <= id:              ``disk[id]``                                   ("disk": the memory-mapped table)
 
-Both kernels count, in the same pass, the rows each static tier served and the ids outside [0, N)
-(N = ``disk.shape[0]``; those rows are left unwritten), so neither the bounds check nor the traffic
-accounting needs another pass over the ids. They return ``(gpu, gpu_peer, host, disk, out_of_range)``
+Both kernels also count the rows each static tier served and the ids outside [0, N) (N =
+``disk.shape[0]``; those rows are left unwritten), in a second loop of the same kernel over the ids
+(still in cache), so neither the bounds check nor the traffic accounting costs a Python-level pass. They return ``(gpu, gpu_peer, host, disk, out_of_range)``
 counts; "gpu" includes the peer rows of partition 0 (on the compute device), as in
 :meth:`graphtier.store.placement.TierPlan.tier_counts`.
 
@@ -37,23 +37,47 @@ def _copy_tiered_row(
     row: int,
     out: np.ndarray,
     target: int,
-) -> int:
-    """Copy one row from its tier; return its tier code: 0 gpu, 1 gpu-peer, 2 host, 3 disk, 4 out of range."""
+) -> None:
     if row < 0 or row >= disk.shape[0]:
-        return 4
+        return
     if row < local_rows:
         copy_row(out, target, local, row)
-        return 0
-    if row < peer_end:
+    elif row < peer_end:
         offset = row - local_rows
-        partition = offset % peers.shape[0]
-        copy_row(out, target, peers[partition], offset // peers.shape[0])
-        return 0 if partition == 0 else 1
-    if row < host_end:
+        copy_row(out, target, peers[offset % peers.shape[0]], offset // peers.shape[0])
+    elif row < host_end:
         copy_row(out, target, host, row - peer_end)
-        return 2
-    copy_row(out, target, disk, row)
-    return 3
+    else:
+        copy_row(out, target, disk, row)
+
+
+@numba.njit(inline="always", nogil=True)
+def _tier_counts(
+    ids: np.ndarray, num_rows: int, local_rows: int, peer_end: int, host_end: int, partitions: int
+) -> tuple[int, int, int, int, int]:
+    """(gpu, gpu-peer, host, disk, out-of-range) counts of ids: branch-free compares over ids already in cache.
+
+    Counted in a loop of its own: folding five counters into the copy loop measured ~20 % slower.
+    """
+    below_local = 0
+    below_peer = 0
+    below_host = 0
+    own = 0
+    bad = 0
+    for i in numba.prange(ids.shape[0]):
+        row = ids[i]
+        valid = (row >= 0) & (row < num_rows)
+        bad += not valid
+        below_local += valid & (row < local_rows)
+        below_peer += valid & (row < peer_end)
+        below_host += valid & (row < host_end)
+        if partitions > 1 and valid and row >= local_rows and row < peer_end:  # a division only for peer rows
+            own += (row - local_rows) % partitions == 0
+    if partitions == 1:
+        own = below_peer - below_local
+    in_peer = below_peer - below_local
+    valid_rows = ids.shape[0] - bad
+    return below_local + own, in_peer - own, below_host - below_peer, valid_rows - below_host, bad
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
@@ -73,19 +97,9 @@ def tiered_gather_rows(
 
     Returns the (gpu, gpu-peer, host, disk, out-of-range) row counts.
     """
-    gpu = 0
-    peer = 0
-    in_host = 0
-    on_disk = 0
-    bad = 0
     for i in numba.prange(ids.shape[0]):
-        tier = _copy_tiered_row(local, peers, host, disk, local_rows, peer_end, host_end, ids[i], out, positions[i])
-        gpu += tier == 0
-        peer += tier == 1
-        in_host += tier == 2
-        on_disk += tier == 3
-        bad += tier == 4
-    return gpu, peer, in_host, on_disk, bad
+        _copy_tiered_row(local, peers, host, disk, local_rows, peer_end, host_end, ids[i], out, positions[i])
+    return _tier_counts(ids, disk.shape[0], local_rows, peer_end, host_end, peers.shape[0])
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
@@ -101,19 +115,9 @@ def tiered_gather_rows_in_order(
     out: np.ndarray,
 ) -> tuple[int, int, int, int, int]:
     """:func:`tiered_gather_rows` with ``positions = arange(B)`` (the no-cache path): out[i] = row ids[i]."""
-    gpu = 0
-    peer = 0
-    in_host = 0
-    on_disk = 0
-    bad = 0
     for i in numba.prange(ids.shape[0]):
-        tier = _copy_tiered_row(local, peers, host, disk, local_rows, peer_end, host_end, ids[i], out, i)
-        gpu += tier == 0
-        peer += tier == 1
-        in_host += tier == 2
-        on_disk += tier == 3
-        bad += tier == 4
-    return gpu, peer, in_host, on_disk, bad
+        _copy_tiered_row(local, peers, host, disk, local_rows, peer_end, host_end, ids[i], out, i)
+    return _tier_counts(ids, disk.shape[0], local_rows, peer_end, host_end, peers.shape[0])
 
 
 def interleave_partitions(rows: np.ndarray, num_partitions: int) -> np.ndarray:
