@@ -1,6 +1,6 @@
 """CPU tiered row gather (numba) and its plain numpy reference.
 
-``tiered_gather_rows`` reads each requested row from the tier that holds it, choosing the source by
+``tiered_gather_rows`` reads each requested row of positions [first, stop) from the tier that holds it, choosing the source by
 comparing the id with the tier boundaries (seed 000 Listing 1), and writes it to ``out[positions[i]]``:
 
 * id < local_rows:             ``local[id]``                                  ("gpu" tier)
@@ -53,18 +53,19 @@ def _copy_tiered_row(
 
 @numba.njit(inline="always", nogil=True)
 def _tier_counts(
-    ids: np.ndarray, num_rows: int, local_rows: int, peer_end: int, host_end: int, partitions: int
+    ids: np.ndarray, first: int, stop: int, num_rows: int, local_rows: int, peer_end: int, host_end: int, partitions: int
 ) -> tuple[int, int, int, int, int]:
-    """(gpu, gpu-peer, host, disk, out-of-range) counts of ids: branch-free compares over ids already in cache.
+    """(gpu, gpu-peer, host, disk, out-of-range) counts of ids[first:stop]: branch-free compares over ids in cache.
 
-    Counted in a loop of its own: folding five counters into the copy loop measured ~20 % slower.
+    A loop of its own after the copy loop: five counters in the copy loop measured ~20 % slower; this
+    loop costs ~1 ns per id (under 2 % of the gather of a 512-byte row).
     """
     below_local = 0
     below_peer = 0
     below_host = 0
     own = 0
     bad = 0
-    for i in numba.prange(ids.shape[0]):
+    for i in range(first, stop):
         row = ids[i]
         valid = (row >= 0) & (row < num_rows)
         bad += not valid
@@ -76,11 +77,11 @@ def _tier_counts(
     if partitions == 1:
         own = below_peer - below_local
     in_peer = below_peer - below_local
-    valid_rows = ids.shape[0] - bad
+    valid_rows = stop - first - bad
     return below_local + own, in_peer - own, below_host - below_peer, valid_rows - below_host, bad
 
 
-@numba.njit(parallel=True, cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True)
 def tiered_gather_rows(
     local: np.ndarray,
     peers: np.ndarray,
@@ -92,17 +93,20 @@ def tiered_gather_rows(
     ids: np.ndarray,
     positions: np.ndarray,
     out: np.ndarray,
+    first: int,
+    stop: int,
 ) -> tuple[int, int, int, int, int]:
-    """out[positions[i]] = row ids[i] of the tiered table; local [L, D], peers [P, Q, D], host [H, D], disk [N, D].
+    """out[positions[i]] = row ids[i] of the tiered table for i in [first, stop); local [L, D], peers [P, Q, D],
+    host [H, D], disk [N, D]. Returns the (gpu, gpu-peer, host, disk, out-of-range) row counts of that range.
 
-    Returns the (gpu, gpu-peer, host, disk, out-of-range) row counts.
+    One thread's share of a gather (the store splits [0, B) between threads); releases the GIL.
     """
-    for i in numba.prange(ids.shape[0]):
+    for i in range(first, stop):
         _copy_tiered_row(local, peers, host, disk, local_rows, peer_end, host_end, ids[i], out, positions[i])
-    return _tier_counts(ids, disk.shape[0], local_rows, peer_end, host_end, peers.shape[0])
+    return _tier_counts(ids, first, stop, disk.shape[0], local_rows, peer_end, host_end, peers.shape[0])
 
 
-@numba.njit(parallel=True, cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True)
 def tiered_gather_rows_in_order(
     local: np.ndarray,
     peers: np.ndarray,
@@ -113,11 +117,13 @@ def tiered_gather_rows_in_order(
     host_end: int,
     ids: np.ndarray,
     out: np.ndarray,
+    first: int,
+    stop: int,
 ) -> tuple[int, int, int, int, int]:
     """:func:`tiered_gather_rows` with ``positions = arange(B)`` (the no-cache path): out[i] = row ids[i]."""
-    for i in numba.prange(ids.shape[0]):
+    for i in range(first, stop):
         _copy_tiered_row(local, peers, host, disk, local_rows, peer_end, host_end, ids[i], out, i)
-    return _tier_counts(ids, disk.shape[0], local_rows, peer_end, host_end, peers.shape[0])
+    return _tier_counts(ids, first, stop, disk.shape[0], local_rows, peer_end, host_end, peers.shape[0])
 
 
 def interleave_partitions(rows: np.ndarray, num_partitions: int) -> np.ndarray:

@@ -7,6 +7,7 @@ capacity (rows) that are allocated, touched (every page faulted in) and, on CUDA
 
 * a request of more rows than the capacity grows it geometrically (x2, capped by ``max_rows`` when
   the request fits under that bound), so a run sees O(log B) allocations and none in steady state;
+  slots are touched (every page faulted in) when allocated, never in a gather;
 * a slot is handed out again only when no tensor or array outside the arena references its memory
   (its storage's use count) and, for pinned slots, only ``ring_size`` calls after it was last handed
   out (an asynchronous host-to-device copy may still read a buffer whose tensor is gone);
@@ -66,7 +67,7 @@ class StagingArena:
             trainer's prefetch depth + 3); also the reuse distance when use counts are unavailable.
         pin: allocate page-locked (pinned) memory; needs CUDA.
         max_rows: an upper bound of the rows one call requests (:func:`batch_rows_bound`): geometric
-            growth stops there; a larger request still gets a buffer of exactly its size.
+            growth stops there; a larger request grows the capacity past it (x2 again).
 
     Counters: ``allocations`` (slot buffers allocated), ``allocated_bytes`` (their bytes in total).
     Thread-safe.

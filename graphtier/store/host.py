@@ -14,6 +14,7 @@ from graphtier.errors import OptionError
 from graphtier.store._gather_kernels import as_raw_bits, gather_rows_checked
 from graphtier.store.arena import StagingArena
 from graphtier.store.placement import TIER_NAMES
+from graphtier.store.threads import GatherTeam
 
 
 class HostFeatureStore:
@@ -43,6 +44,7 @@ class HostFeatureStore:
         self.row_bytes = self.dim * self.table.dtype.itemsize
         self.pin = pin
         self.arena = StagingArena(self.dim, self.dtype, ring_size=ring_size, pin=pin, max_rows=max_batch_rows)
+        self._team = GatherTeam(self.row_bytes)
         self.rows_gathered = 0
         self.bytes_gathered = 0
         self.output_device = torch.device("cpu")
@@ -54,7 +56,15 @@ class HostFeatureStore:
         """
         ids_np = row_ids(ids)
         out = self.arena.take(ids_np.shape[0])
-        if ids_np.shape[0] and gather_rows_checked(self._table_bits, ids_np, as_raw_bits(out.numpy())):
+        out_bits = as_raw_bits(out.numpy())
+        table_bits = self._table_bits
+        out_of_range: list[int] = []
+
+        def work(first: int, stop: int) -> None:
+            out_of_range.append(gather_rows_checked(table_bits, ids_np, out_bits, first, stop))
+
+        self._team.run(work, ids_np.shape[0])
+        if any(out_of_range):
             raise_out_of_range(ids_np, self.num_rows)
         self.rows_gathered += int(ids_np.shape[0])
         self.bytes_gathered += int(ids_np.shape[0]) * self.row_bytes

@@ -31,6 +31,7 @@ from graphtier.store.arena import StagingArena
 from graphtier.store.cache import RowCache
 from graphtier.store.host import raise_out_of_range, row_ids
 from graphtier.store.placement import TIER_NAMES, TierPlan, format_bytes
+from graphtier.store.threads import GatherTeam
 from graphtier.store.unified import HostRegistrar, UnifiedTensor
 
 UPLOAD_CHUNK_BYTES = 1 << 28
@@ -102,6 +103,7 @@ class TieredFeatureStore:
         self._ring_size = max(1, ring_size)
         self._max_batch_rows = max_batch_rows
         self.arena: StagingArena | None = None
+        self._team = GatherTeam(self.row_bytes)
         self.cache: RowCache | None = None
         if self.on_cuda:
             self._setup_cuda(registrar)
@@ -226,13 +228,18 @@ class TieredFeatureStore:
             return out
         local, peers, host, disk = self._bits
         out_bits = as_raw_bits(out.numpy())
+        bounds = (plan.local_rows, plan.peer_end, plan.host_end)
+        counts: list[tuple[int, int, int, int, int]] = []
         if self.cache is None:
-            counts = tiered_gather_rows_in_order(
-                local, peers, host, disk, plan.local_rows, plan.peer_end, plan.host_end, ids_np, out_bits
-            )
-            if counts[4]:
+
+            def work(first: int, stop: int) -> None:
+                counts.append(tiered_gather_rows_in_order(local, peers, host, disk, *bounds, ids_np, out_bits, first, stop))
+
+            self._team.run(work, ids_np.shape[0])
+            totals = tuple(sum(column) for column in zip(*counts))
+            if totals[4]:
                 raise_out_of_range(ids_np, self.num_rows)
-            self._account(ids_np.shape[0], counts, 0)
+            self._account(ids_np.shape[0], totals, 0)
             return out
         ids_np = ids_np.astype(np.int64, copy=False)
         low, high = int(ids_np.min()), int(ids_np.max())
@@ -241,12 +248,14 @@ class TieredFeatureStore:
         ids_t = torch.from_numpy(ids_np)
         fetch, misses, hits = self._split_cached(ids_t, out)
         fetch_np = fetch.numpy()
-        counts = tiered_gather_rows(
-            local, peers, host, disk, plan.local_rows, plan.peer_end, plan.host_end,
-            ids_np[fetch_np], fetch_np, out_bits,
-        )  # fmt: skip
+        fetch_ids = ids_np[fetch_np]
+
+        def work_at(first: int, stop: int) -> None:
+            counts.append(tiered_gather_rows(local, peers, host, disk, *bounds, fetch_ids, fetch_np, out_bits, first, stop))
+
+        self._team.run(work_at, fetch_ids.shape[0])
         self.cache.insert(ids_t[misses], out[misses])
-        self._account(ids_np.shape[0], counts, hits)
+        self._account(ids_np.shape[0], tuple(sum(column) for column in zip(*counts)) or (0,) * 5, hits)
         return out
 
     def _gather_cuda(self, ids_np: np.ndarray) -> torch.Tensor:
@@ -302,7 +311,10 @@ class TieredFeatureStore:
                 self.dim, self.dtype, ring_size=self._ring_size, pin=True, max_rows=self._max_batch_rows
             )
         staging = self._disk_arena.take(disk_ids.shape[0])
-        gather_rows_checked(self._disk_bits, disk_ids, as_raw_bits(staging.numpy()))  # ids checked already
+        staging_bits, disk_bits = as_raw_bits(staging.numpy()), self._disk_bits
+        self._team.run(
+            lambda first, stop: gather_rows_checked(disk_bits, disk_ids, staging_bits, first, stop), disk_ids.shape[0]
+        )  # the ids were checked before
         out[torch.from_numpy(positions_np[on_disk]).to(self.device)] = staging.to(self.device, non_blocking=True)
         torch.cuda.current_stream(self.device).synchronize()  # the staging buffer is reused later
 

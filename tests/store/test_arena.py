@@ -181,8 +181,9 @@ def test_checked_kernel_equals_reference(rows: int, dim: int, ids: list[int]) ->
     ids_np = np.array(ids, dtype=np.int64)
     out = np.full((ids_np.shape[0], dim), np.nan, dtype=np.float32)
     expected = np.full_like(out, np.nan)
-    bad = gather_rows_checked(as_raw_bits(table), ids_np, as_raw_bits(out))
-    assert bad == gather_rows_checked_reference(table, ids_np, expected)
+    first, stop = len(ids) // 3, len(ids) - len(ids) // 4
+    bad = gather_rows_checked(as_raw_bits(table), ids_np, as_raw_bits(out), first, stop)
+    assert bad == gather_rows_checked_reference(table, ids_np, expected, first, stop)
     np.testing.assert_array_equal(out, expected)
 
 
@@ -203,13 +204,19 @@ def test_tiered_kernels_count_tiers_like_the_reference(rows: int, partitions: in
     expected = tiered_counts_reference(ids_np, rows, local_rows, peer_end, host_end, partitions)
     bits = [as_raw_bits(a) for a in (local, peers, host, table)]
     out = np.zeros((ids_np.shape[0], 3), dtype=np.float32)
-    counts = tiered_gather_rows_in_order(*bits, local_rows, peer_end, host_end, ids_np, as_raw_bits(out))
+    counts = tiered_gather_rows_in_order(*bits, local_rows, peer_end, host_end, ids_np, as_raw_bits(out), 0, len(ids))
     assert tuple(counts) == expected
+    split = len(ids) // 2  # two threads' shares add up to the whole
+    halves = [
+        tiered_gather_rows_in_order(*bits, local_rows, peer_end, host_end, ids_np, as_raw_bits(out), a, b)
+        for a, b in ((0, split), (split, len(ids)))
+    ]
+    assert tuple(int(x) + int(y) for x, y in zip(*halves)) == expected
     valid = (ids_np >= 0) & (ids_np < rows)
     np.testing.assert_array_equal(out[valid], table[ids_np[valid]])
     positions = np.arange(ids_np.shape[0], dtype=np.int64)[::-1].copy()
     out2 = np.zeros_like(out)
-    counts2 = tiered_gather_rows(*bits, local_rows, peer_end, host_end, ids_np, positions, as_raw_bits(out2))
+    counts2 = tiered_gather_rows(*bits, local_rows, peer_end, host_end, ids_np, positions, as_raw_bits(out2), 0, len(ids))
     assert tuple(counts2) == expected
     np.testing.assert_array_equal(out2[positions[valid]], table[ids_np[valid]])
 
@@ -238,4 +245,33 @@ def test_cuda_stores_gather_like_indexing_through_the_arena() -> None:
         for _ in range(4):
             got = store.gather(ids)
             np.testing.assert_array_equal(got.cpu().numpy(), table[ids.numpy()])
+        store.close()
+
+
+@pytest.mark.parametrize("mode", FEATURE_MODES)
+def test_rows_split_between_threads_equal_indexing_and_count_every_tier(mode: str) -> None:
+    import numba
+
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("needs two numba threads")
+    table = np.random.default_rng(9).normal(size=(3000, 5)).astype(np.float32)
+    options = {"gpu_budget": "20%", "ram_budget": "70%"} if mode.startswith("tiered") else {}
+    store = make_feature_store(table, mode, device=CPU, log=quiet, **options)
+    store._team.min_chunk_rows = 16  # many chunks, claimed by both threads
+    previous = numba.get_num_threads()
+    numba.set_num_threads(2)
+    try:
+        ids = np.random.default_rng(10).integers(0, 3000, 1000)
+        before = store.traffic()["requested"]
+        for _ in range(3):
+            np.testing.assert_array_equal(store.gather(torch.from_numpy(ids)).numpy(), table[ids])
+        traffic = store.traffic()
+        assert traffic["requested"] - before == 3 * 1000 * 20
+        assert sum(traffic[tier] for tier in ("gpu", "gpu-peer", "cache", "host", "disk")) == traffic["requested"]
+        bad = ids.copy()
+        bad[777] = 3000  # out of range in a late chunk
+        with pytest.raises(IndexError, match=r"\[0, 3000\)"):
+            store.gather(torch.from_numpy(bad))
+    finally:
+        numba.set_num_threads(previous)
         store.close()

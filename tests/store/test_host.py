@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from graphtier.store import HostFeatureStore
-from graphtier.store._gather_kernels import as_raw_bits, gather_rows, gather_rows_reference
+from graphtier.store._gather_kernels import as_raw_bits, gather_rows_checked, gather_rows_reference
 
 
 @settings(max_examples=40, deadline=None)
@@ -24,7 +24,7 @@ def test_gather_equals_indexing(rows: int, dim: int, ids: list[int], dtype: type
     table = rng.normal(size=(rows, dim)).astype(dtype)
     ids_np = np.array([i % rows for i in ids], dtype=np.int64)
     out = np.empty((len(ids_np), dim), dtype=dtype)
-    gather_rows(as_raw_bits(table), ids_np, as_raw_bits(out))
+    assert gather_rows_checked(as_raw_bits(table), ids_np, as_raw_bits(out), 0, len(ids_np)) == 0
     np.testing.assert_array_equal(out, gather_rows_reference(table, ids_np))
     store = HostFeatureStore(table)
     got = store.gather(torch.from_numpy(ids_np))
