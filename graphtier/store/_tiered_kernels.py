@@ -26,7 +26,7 @@ import numpy as np
 from graphtier.store._gather_kernels import copy_row
 
 
-def _tier_copier(in_order: bool):  # noqa: ANN202 - returns a numba function
+def _tier_copier(in_order: bool):  # returns a numba function
     """The per-tier copy loops, with the output row ``i`` (in order) or ``positions[i]`` fixed at compile time."""
 
     @numba.njit(inline="always", nogil=True)

@@ -18,15 +18,15 @@ capacity (rows) that are allocated, touched (every page faulted in) and, on CUDA
 
 Without ``torch._C._storage_Use_Count`` (a private torch function) slots are reused strictly in
 ring order, ``ring_size`` calls apart, which is the contract the trainer's pipeline was built on
-(its queue depth + 2).
+(the trainer passes its prefetch depth + 3).
 """
 
 from __future__ import annotations
 
 import mmap
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import torch
 

@@ -11,7 +11,7 @@ sampler does): the caller works too, and a helper that starts late finds nothing
 from __future__ import annotations
 
 import threading
-from typing import Callable
+from collections.abc import Callable
 
 import numba
 
