@@ -1,5 +1,6 @@
 """Feature stores: where node features live and how a mini-batch's rows are gathered."""
 
+from graphtier.store.arena import StagingArena, batch_rows_bound
 from graphtier.store.factory import FEATURE_MODES, TIER_NAMES, FeatureStore, make_feature_store
 from graphtier.store.host import HostFeatureStore
 from graphtier.store.placement import TierPlan, parse_budget, plan_tiers
@@ -11,7 +12,9 @@ __all__ = [
     "FeatureStore",
     "HostFeatureStore",
     "TierPlan",
+    "StagingArena",
     "TieredFeatureStore",
+    "batch_rows_bound",
     "make_feature_store",
     "parse_budget",
     "plan_tiers",

@@ -1,7 +1,10 @@
-"""CPU row-gather kernel (numba) and its plain numpy reference.
+"""CPU row-gather kernels (numba) and their plain numpy references.
 
-``gather_rows(table, ids, out)`` copies ``table[ids[i]]`` into ``out[i]`` for every i, in parallel
-over rows, without allocating: the caller owns ``out`` (a reusable, possibly pinned, buffer).
+``gather_rows_checked(table, ids, out, first, stop)`` copies ``table[ids[i]]`` into ``out[i]`` for every
+i in [first, stop) with ids[i] in [0, N), without allocating: the caller owns ``out`` (a reusable,
+possibly pinned, buffer). It returns how many ids were out of range (their rows are left unwritten),
+so the bounds check costs no separate pass over the ids. It runs on one thread: the stores split a
+batch between threads (:mod:`graphtier.store.threads`).
 """
 
 from __future__ import annotations
@@ -26,11 +29,22 @@ def copy_row(out: np.ndarray, target: int, source: np.ndarray, row: int) -> None
             out[target, j] = source[row, j]
 
 
-@numba.njit(parallel=True, cache=True, nogil=True)
-def gather_rows(table: np.ndarray, ids: np.ndarray, out: np.ndarray) -> None:
-    """``out[i, :] = table[ids[i], :]`` for i in [0, len(ids)); table [N, D], ids int [B], out [>=B, D]."""
-    for i in numba.prange(ids.shape[0]):
-        copy_row(out, i, table, ids[i])
+@numba.njit(cache=True, nogil=True)
+def gather_rows_checked(table: np.ndarray, ids: np.ndarray, out: np.ndarray, first: int, stop: int) -> int:
+    """``out[i, :] = table[ids[i], :]`` for i in [first, stop) where 0 <= ids[i] < N; returns the other ids' count.
+
+    One thread's share of a gather (the store splits [0, B) between threads, see ``graphtier.store.host``);
+    releases the GIL.
+    """
+    num_rows = table.shape[0]
+    bad = 0
+    for i in range(first, stop):
+        row = ids[i]
+        if row < 0 or row >= num_rows:
+            bad += 1
+        else:
+            copy_row(out, i, table, row)
+    return bad
 
 
 def as_raw_bits(array: np.ndarray) -> np.ndarray:
@@ -41,3 +55,11 @@ def as_raw_bits(array: np.ndarray) -> np.ndarray:
 def gather_rows_reference(table: np.ndarray, ids: np.ndarray) -> np.ndarray:
     """Plain numpy reference: ``table[ids]``."""
     return np.asarray(table)[np.asarray(ids)]
+
+
+def gather_rows_checked_reference(table: np.ndarray, ids: np.ndarray, out: np.ndarray, first: int, stop: int) -> int:
+    """Plain numpy reference of :func:`gather_rows_checked`: writes the in-range rows, returns the rest's count."""
+    ids = np.asarray(ids)[first:stop]
+    valid = (ids >= 0) & (ids < table.shape[0])
+    out[first + np.flatnonzero(valid)] = np.asarray(table)[ids[valid]]
+    return int(ids.shape[0] - np.count_nonzero(valid))

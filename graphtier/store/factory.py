@@ -68,6 +68,7 @@ def make_feature_store(
     peer_partitions: int = 1,
     ram_budget: str | None = None,
     ring_size: int = 6,
+    max_batch_rows: int | None = None,
     log: Callable[[str], None] = print,
 ) -> FeatureStore:
     """Build the feature store of ``mode`` over ``features`` (float32/float16 [N, D], RAM or memory map).
@@ -76,6 +77,10 @@ def make_feature_store(
     ("512MB", "2GiB"), a fraction of rows ("0.1", "10%") or "auto". ``gpu_budget`` (per device,
     default auto) applies to the tiered modes, ``cache_budget`` (default auto) to ``tiered+cache``,
     ``ram_budget`` (default: every non-GPU row in RAM) to ``zero-copy`` and the tiered modes.
+
+    Every mode gathers through one :class:`graphtier.store.arena.StagingArena` of reusable host buffers
+    (pinned on CUDA); ``max_batch_rows`` (e.g. :func:`graphtier.store.arena.batch_rows_bound` of the
+    sampler) caps its geometric growth, ``ring_size`` is the reuse distance of pinned buffers.
     """
     if mode not in FEATURE_MODES:
         raise OptionError(f"--features-on: expected one of {', '.join(FEATURE_MODES)}, found {mode!r}")
@@ -95,13 +100,15 @@ def make_feature_store(
         _refuse("--cache-budget", cache_budget, mode, "tiered+cache")
     if mode == "cpu-gather":
         _refuse("--ram-budget", ram_budget, mode, "zero-copy, tiered and tiered+cache")
-        return HostFeatureStore(features, ring_size=ring_size, pin=device.type == "cuda")
+        return HostFeatureStore(features, ring_size=ring_size, pin=device.type == "cuda", max_batch_rows=max_batch_rows)
     if mode == "zero-copy":
         if device.type != "cuda":
             log(f"--features-on zero-copy needs CUDA, and the device is {device}: gathering features on the CPU (cpu-gather)")
-            return HostFeatureStore(features, ring_size=ring_size, pin=False)
+            return HostFeatureStore(features, ring_size=ring_size, pin=False, max_batch_rows=max_batch_rows)
         plan = plan_tiers(num_rows, row_bytes, device=device, gpu_budget="0", ram_budget=ram_budget, log=log)
-        return TieredFeatureStore(features, plan, device=device, ring_size=ring_size, log=log)
+        return TieredFeatureStore(
+            features, plan, device=device, ring_size=ring_size, log=log, max_batch_rows=max_batch_rows
+        )
     if mode == "tiered+cache" and cache_budget is None:
         cache_budget = "auto"
     plan = plan_tiers(
@@ -116,4 +123,4 @@ def make_feature_store(
     )
     if mode == "tiered+cache" and plan.cache_rows == 0 and plan.peer_end < num_rows:
         log("cache budget resolved to 0 rows: tiered+cache runs without a cache")
-    return TieredFeatureStore(features, plan, device=device, ring_size=ring_size, log=log)
+    return TieredFeatureStore(features, plan, device=device, ring_size=ring_size, log=log, max_batch_rows=max_batch_rows)

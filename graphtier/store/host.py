@@ -11,23 +11,28 @@ import numpy as np
 import torch
 
 from graphtier.errors import OptionError
-from graphtier.store._gather_kernels import as_raw_bits, gather_rows
+from graphtier.store._gather_kernels import as_raw_bits, gather_rows_checked
+from graphtier.store.arena import StagingArena
 from graphtier.store.placement import TIER_NAMES
+from graphtier.store.threads import GatherTeam
 
 
 class HostFeatureStore:
-    """Gather rows of a host feature table into a ring of reusable staging buffers.
+    """Gather rows of a host feature table into the reusable buffers of a :class:`StagingArena`.
 
     Args:
         table: float32/float16 [N, D] array (an ``np.memmap`` works: pages are read on demand).
-        ring_size: how many gathered batches may be alive at once (the pipeline's queue depth + 2);
-            the buffer of call ``k`` is reused by call ``k + ring_size``.
+        ring_size: pinned buffers are reused no sooner than ``ring_size`` calls later (the pipeline's
+            queue depth + 3); any buffer only once no tensor references it (see :mod:`graphtier.store.arena`).
         pin: allocate the staging buffers in pinned (page-locked) memory; needs CUDA.
+        max_batch_rows: an upper bound of the rows of one call (caps the arena's geometric growth).
 
     Counters ``rows_gathered`` and ``bytes_gathered`` accumulate over calls.
     """
 
-    def __init__(self, table: np.ndarray, *, ring_size: int = 6, pin: bool = False) -> None:
+    def __init__(
+        self, table: np.ndarray, *, ring_size: int = 6, pin: bool = False, max_batch_rows: int | None = None
+    ) -> None:
         if table.ndim != 2:
             raise OptionError(f"feature table must be 2-d [N, D], found shape {tuple(table.shape)}")
         if pin and not torch.cuda.is_available():
@@ -38,34 +43,29 @@ class HostFeatureStore:
         self.dtype = torch.from_numpy(np.empty(0, dtype=self.table.dtype)).dtype
         self.row_bytes = self.dim * self.table.dtype.itemsize
         self.pin = pin
-        self._ring: list[torch.Tensor | None] = [None] * max(1, ring_size)
-        self._next = 0
+        self.arena = StagingArena(self.dim, self.dtype, ring_size=ring_size, pin=pin, max_rows=max_batch_rows)
+        self._team = GatherTeam(self.row_bytes)
         self.rows_gathered = 0
         self.bytes_gathered = 0
         self.output_device = torch.device("cpu")
 
-    def _buffer(self, rows: int) -> torch.Tensor:
-        slot = self._next
-        self._next = (slot + 1) % len(self._ring)
-        buf = self._ring[slot]
-        if buf is None or buf.shape[0] < rows:
-            capacity = max(rows, int(1.25 * (buf.shape[0] if buf is not None else 0)))
-            buf = torch.empty((capacity, self.dim), dtype=self.dtype, pin_memory=self.pin)
-            self._ring[slot] = buf
-        return buf[:rows]
-
     def gather(self, ids: torch.Tensor | np.ndarray) -> torch.Tensor:
         """Rows ``table[ids]``: ids int64 [B] (CPU) -> CPU tensor [B, D] in the table's dtype.
 
-        The result is a view of a staging buffer that is reused ``ring_size`` calls later.
+        The result is a view of an arena buffer, handed out again only once nothing references it.
         """
-        ids_np = ids.numpy() if isinstance(ids, torch.Tensor) else np.asarray(ids)
-        if ids_np.size:
-            low, high = int(ids_np.min()), int(ids_np.max())
-            if low < 0 or high >= self.num_rows:
-                raise IndexError(f"feature row ids must be in [0, {self.num_rows}), found [{low}, {high}]")
-        out = self._buffer(ids_np.shape[0])
-        gather_rows(self._table_bits, ids_np, as_raw_bits(out.numpy()))
+        ids_np = row_ids(ids)
+        out = self.arena.take(ids_np.shape[0])
+        out_bits = as_raw_bits(out.numpy())
+        table_bits = self._table_bits
+        out_of_range: list[int] = []
+
+        def work(first: int, stop: int) -> None:
+            out_of_range.append(gather_rows_checked(table_bits, ids_np, out_bits, first, stop))
+
+        self._team.run(work, ids_np.shape[0])
+        if any(out_of_range):
+            raise_out_of_range(ids_np, self.num_rows)
         self.rows_gathered += int(ids_np.shape[0])
         self.bytes_gathered += int(ids_np.shape[0]) * self.row_bytes
         return out
@@ -83,4 +83,30 @@ class HostFeatureStore:
 
     def close(self) -> None:
         """Drop the staging buffers (they are reallocated if ``gather`` is called again); idempotent."""
-        self._ring = [None] * len(self._ring)
+        self.arena.release()
+
+
+def row_ids(ids: torch.Tensor | np.ndarray) -> np.ndarray:
+    """Row ids as a 1-d integer numpy array (a view when possible): int [B] tensor (any device) or array.
+
+    IndexError for another shape or dtype; the range is checked by the gather kernels.
+    """
+    if isinstance(ids, torch.Tensor):
+        if ids.device.type != "cpu":
+            ids = ids.cpu()
+        ids_np = ids.numpy()
+    else:
+        ids_np = np.asarray(ids)
+    if ids_np.ndim != 1:
+        raise IndexError(f"feature row ids must be a 1-d tensor, found shape {tuple(ids_np.shape)}")
+    if ids_np.dtype.kind not in "iu":
+        raise IndexError(f"feature row ids must be integers, found dtype {ids_np.dtype}")
+    if ids_np.dtype.itemsize < 4 or ids_np.dtype == np.uint64:
+        ids_np = ids_np.astype(np.int64)
+    return ids_np
+
+
+def raise_out_of_range(ids_np: np.ndarray, num_rows: int) -> None:
+    """IndexError naming the allowed range and the ids' actual [min, max] (the cold path after a kernel saw one)."""
+    low, high = int(ids_np.min()), int(ids_np.max())
+    raise IndexError(f"feature row ids must be in [0, {num_rows}), found [{low}, {high}]")

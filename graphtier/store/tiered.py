@@ -25,10 +25,13 @@ import numpy as np
 import torch
 
 from graphtier.errors import OptionError
-from graphtier.store._gather_kernels import as_raw_bits, gather_rows
+from graphtier.store._gather_kernels import as_raw_bits, gather_rows_checked
 from graphtier.store._tiered_kernels import interleave_partitions, tiered_gather_rows, tiered_gather_rows_in_order
+from graphtier.store.arena import StagingArena
 from graphtier.store.cache import RowCache
+from graphtier.store.host import raise_out_of_range, row_ids
 from graphtier.store.placement import TIER_NAMES, TierPlan, format_bytes
+from graphtier.store.threads import GatherTeam
 from graphtier.store.unified import HostRegistrar, UnifiedTensor
 
 UPLOAD_CHUNK_BYTES = 1 << 28
@@ -40,23 +43,17 @@ def torch_dtype_of(array: np.ndarray) -> torch.dtype:
 
 
 def check_ids(ids: torch.Tensor | np.ndarray, num_rows: int) -> np.ndarray:
-    """Validate row ids (int [B], CPU) against [0, num_rows): int64 numpy [B], IndexError naming the range."""
-    if isinstance(ids, torch.Tensor):
-        if ids.device.type != "cpu":
-            ids = ids.cpu()
-        ids_np = ids.numpy()
-    else:
-        ids_np = np.asarray(ids)
-    if ids_np.ndim != 1:
-        raise IndexError(f"feature row ids must be a 1-d tensor, found shape {tuple(ids_np.shape)}")
-    if ids_np.dtype.kind not in "iu":
-        raise IndexError(f"feature row ids must be integers, found dtype {ids_np.dtype}")
-    ids_np = ids_np.astype(np.int64, copy=False)
+    """Validate row ids (int [B], CPU) against [0, num_rows): int numpy [B], IndexError naming the range.
+
+    The gather paths do not call this (their kernels check the range in the same pass); it is for
+    paths that index with the ids before any kernel runs (the CUDA path).
+    """
+    ids_np = row_ids(ids)
     if ids_np.size:
         low, high = int(ids_np.min()), int(ids_np.max())
         if low < 0 or high >= num_rows:
-            raise IndexError(f"feature row ids must be in [0, {num_rows}), found [{low}, {high}]")
-    return ids_np
+            raise_out_of_range(ids_np, num_rows)
+    return ids_np.astype(np.int64, copy=False)
 
 
 class TieredFeatureStore:
@@ -66,7 +63,9 @@ class TieredFeatureStore:
         table: float32/float16 [N, D] (RAM array or ``np.memmap``); read-only while the store is open.
         plan: the tier boundaries (:func:`graphtier.store.placement.plan_tiers`).
         device: the compute device; CUDA runs the GPU path, anything else the CPU path.
-        ring_size: CPU path: gathered batches alive at once (outputs are reused ``ring_size`` calls later).
+        ring_size: pinned staging buffers are reused no sooner than ``ring_size`` calls later; every
+            staging buffer only once nothing references it (:class:`graphtier.store.arena.StagingArena`).
+        max_batch_rows: an upper bound of the rows of one call (caps the arena's geometric growth).
         log: receives one-line progress messages.
         registrar: the host-memory registrar (tests pass a fake one).
     """
@@ -80,6 +79,7 @@ class TieredFeatureStore:
         ring_size: int = 6,
         log: Callable[[str], None] = print,
         registrar: HostRegistrar | None = None,
+        max_batch_rows: int | None = None,
     ) -> None:
         if table.ndim != 2:
             raise OptionError(f"feature table must be 2-d [N, D], found shape {tuple(table.shape)}")
@@ -100,13 +100,16 @@ class TieredFeatureStore:
         self._traffic = dict.fromkeys(TIER_NAMES, 0)
         self._requested = 0
         self._closed = False
-        self._ring: list[torch.Tensor | None] = [None] * max(1, ring_size)
-        self._ring_next = 0
+        self._ring_size = max(1, ring_size)
+        self._max_batch_rows = max_batch_rows
+        self.arena: StagingArena | None = None
+        self._team = GatherTeam(self.row_bytes)
         self.cache: RowCache | None = None
         if self.on_cuda:
             self._setup_cuda(registrar)
         else:
             self._setup_cpu()
+            self.arena = StagingArena(self.dim, self.dtype, ring_size=self._ring_size, max_rows=max_batch_rows)
         if plan.cache_rows > 0:
             self.cache = RowCache(plan.cache_rows, self.dim, self.dtype, self.output_device)
         log(plan.describe() + f" on {self.output_device}")
@@ -170,41 +173,37 @@ class TieredFeatureStore:
                 self._host.tensor if plan.host_rows > 0 else torch.empty((0, self.dim), dtype=self.dtype, device=self.device)
             )
         self._disk_bits = as_raw_bits(np.asarray(self.table))
-        self._staging: list[torch.Tensor | None] = [None] * len(self._ring)
+        # pinned staging of disk rows, allocated on the first call that reads the disk tier
+        self._disk_arena: StagingArena | None = None
 
     # ------------------------------------------------------------------ helpers
-    def _buffer(self, ring: list[torch.Tensor | None], rows: int, pin: bool) -> torch.Tensor:
-        slot = self._ring_next
-        buf = ring[slot]
-        if buf is None or buf.shape[0] < rows:
-            capacity = max(rows, int(1.25 * (buf.shape[0] if buf is not None else 0)))
-            buf = torch.empty((capacity, self.dim), dtype=self.dtype, pin_memory=pin)
-            ring[slot] = buf
-        return buf[:rows]
-
-    def _account(self, ids_np: np.ndarray, cache_hits: int, cached_ids: np.ndarray | None) -> None:
-        """Add the bytes of this call per tier: cache hits to "cache", the rest to their static tier."""
+    def _account(self, requested: int, counts: tuple[int, ...], cache_hits: int) -> None:
+        """Add the bytes of this call per tier: kernel counts (gpu, gpu-peer, host, disk, ...), cache hits."""
         row_bytes = self.row_bytes
-        fetched = ids_np if cached_ids is None else cached_ids
-        counts = self.plan.tier_counts(fetched)
-        for name, count in zip(TIER_NAMES, counts):
-            self._traffic[name] += int(count) * row_bytes
-        self._traffic["cache"] += cache_hits * row_bytes
-        self._requested += int(ids_np.shape[0]) * row_bytes
+        traffic = self._traffic
+        traffic["gpu"] += int(counts[0]) * row_bytes
+        traffic["gpu-peer"] += int(counts[1]) * row_bytes
+        traffic["host"] += int(counts[2]) * row_bytes
+        traffic["disk"] += int(counts[3]) * row_bytes
+        traffic["cache"] += cache_hits * row_bytes
+        self._requested += requested * row_bytes
 
     # ------------------------------------------------------------------ gather
     def gather(self, ids: torch.Tensor | np.ndarray) -> torch.Tensor:
         """Rows ``table[ids]``: ids int64 [B] (CPU) -> [B, D] in the table's dtype on ``output_device``.
 
-        CPU path: the result is a view of a buffer reused ``ring_size`` calls later. CUDA path: a new
+        CPU path: the result is a view of an arena buffer, handed out again only once nothing references
+        it (:class:`graphtier.store.arena.StagingArena`). CUDA path: a new
         device tensor, written on the current stream of the compute device. Thread-safe (one call at a time).
         """
         if self._closed:
             raise OptionError("feature store is closed")
-        ids_np = check_ids(ids, self.num_rows)
-        with self._lock:
-            if self.on_cuda:
+        if self.on_cuda:
+            ids_np = check_ids(ids, self.num_rows)
+            with self._lock:
                 return self._gather_cuda(ids_np)
+        ids_np = row_ids(ids)
+        with self._lock:
             return self._gather_cpu(ids_np)
 
     def _split_cached(self, ids_t: torch.Tensor, out: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, int]:
@@ -223,25 +222,40 @@ class TieredFeatureStore:
 
     def _gather_cpu(self, ids_np: np.ndarray) -> torch.Tensor:
         plan = self.plan
-        out = self._buffer(self._ring, ids_np.shape[0], pin=False)
-        self._ring_next = (self._ring_next + 1) % len(self._ring)
+        assert self.arena is not None
+        out = self.arena.take(ids_np.shape[0])
+        if ids_np.shape[0] == 0:
+            return out
         local, peers, host, disk = self._bits
         out_bits = as_raw_bits(out.numpy())
+        bounds = (plan.local_rows, plan.peer_end, plan.host_end)
+        counts: list[tuple[int, int, int, int, int]] = []
         if self.cache is None:
-            tiered_gather_rows_in_order(
-                local, peers, host, disk, plan.local_rows, plan.peer_end, plan.host_end, ids_np, out_bits
-            )
-            self._account(ids_np, 0, None)
+
+            def work(first: int, stop: int) -> None:
+                counts.append(tiered_gather_rows_in_order(local, peers, host, disk, *bounds, ids_np, out_bits, first, stop))
+
+            self._team.run(work, ids_np.shape[0])
+            totals = tuple(sum(column) for column in zip(*counts))
+            if totals[4]:
+                raise_out_of_range(ids_np, self.num_rows)
+            self._account(ids_np.shape[0], totals, 0)
             return out
+        ids_np = ids_np.astype(np.int64, copy=False)
+        low, high = int(ids_np.min()), int(ids_np.max())
+        if low < 0 or high >= self.num_rows:  # the cache is probed before any kernel runs
+            raise_out_of_range(ids_np, self.num_rows)
         ids_t = torch.from_numpy(ids_np)
         fetch, misses, hits = self._split_cached(ids_t, out)
         fetch_np = fetch.numpy()
-        tiered_gather_rows(
-            local, peers, host, disk, plan.local_rows, plan.peer_end, plan.host_end,
-            ids_np[fetch_np], fetch_np, out_bits,
-        )  # fmt: skip
+        fetch_ids = ids_np[fetch_np]
+
+        def work_at(first: int, stop: int) -> None:
+            counts.append(tiered_gather_rows(local, peers, host, disk, *bounds, fetch_ids, fetch_np, out_bits, first, stop))
+
+        self._team.run(work_at, fetch_ids.shape[0])
         self.cache.insert(ids_t[misses], out[misses])
-        self._account(ids_np, hits, ids_np[fetch_np])
+        self._account(ids_np.shape[0], tuple(sum(column) for column in zip(*counts)) or (0,) * 5, hits)
         return out
 
     def _gather_cuda(self, ids_np: np.ndarray) -> torch.Tensor:
@@ -267,7 +281,9 @@ class TieredFeatureStore:
                 self._gather_disk(fetch_ids_np, fetch_np, out)
             if self.cache is not None and misses is not None:
                 self.cache.insert(ids_t[misses], out[misses])
-            self._account(ids_np, hits, fetch_ids_np if self.cache is not None else None)
+            static = self.plan.tier_counts(fetch_ids_np)
+            counts = tuple(int(static[TIER_NAMES.index(tier)]) for tier in ("gpu", "gpu-peer", "host", "disk"))
+            self._account(ids_np.shape[0], counts, hits)
         return out
 
     def _gather_peers(self, ids_np: np.ndarray, positions_np: np.ndarray, out: torch.Tensor) -> None:
@@ -290,9 +306,15 @@ class TieredFeatureStore:
         if not on_disk.any():
             return
         disk_ids = ids_np[on_disk]
-        staging = self._buffer(self._staging, disk_ids.shape[0], pin=True)
-        self._ring_next = (self._ring_next + 1) % len(self._ring)
-        gather_rows(self._disk_bits, disk_ids, as_raw_bits(staging.numpy()))
+        if self._disk_arena is None:
+            self._disk_arena = StagingArena(
+                self.dim, self.dtype, ring_size=self._ring_size, pin=True, max_rows=self._max_batch_rows
+            )
+        staging = self._disk_arena.take(disk_ids.shape[0])
+        staging_bits, disk_bits = as_raw_bits(staging.numpy()), self._disk_bits
+        self._team.run(
+            lambda first, stop: gather_rows_checked(disk_bits, disk_ids, staging_bits, first, stop), disk_ids.shape[0]
+        )  # the ids were checked before
         out[torch.from_numpy(positions_np[on_disk]).to(self.device)] = staging.to(self.device, non_blocking=True)
         torch.cuda.current_stream(self.device).synchronize()  # the staging buffer is reused later
 
@@ -325,10 +347,12 @@ class TieredFeatureStore:
             host = getattr(self, "_host", None)
             if host is not None:
                 host.close()
-            for name in ("_local", "_peers", "_host", "_host_arg", "_staging", "_bits", "_local_np", "_peers_np", "_host_np"):
+            for name in ("_local", "_peers", "_host", "_host_arg", "_bits", "_local_np", "_peers_np", "_host_np"):
                 if hasattr(self, name):
                     delattr(self, name)
-            self._ring = [None] * len(self._ring)
+            for arena in (self.arena, getattr(self, "_disk_arena", None)):
+                if arena is not None:
+                    arena.release()
             self.cache = None
 
     def __enter__(self) -> "TieredFeatureStore":

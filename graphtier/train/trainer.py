@@ -18,7 +18,7 @@ from graphtier.dataset import Dataset
 from graphtier.errors import OptionError
 from graphtier.sampling import MiniBatch, NeighborSampler, ShadowSampler, iter_seed_batches
 from graphtier.sampling.shadow import first_seen_unique
-from graphtier.store import TIER_NAMES, FeatureStore, make_feature_store
+from graphtier.store import TIER_NAMES, FeatureStore, batch_rows_bound, make_feature_store
 from graphtier.train.balancer import LoadBalancer, cached_workload, estimate_workload, split_by_workload
 from graphtier.train.config import TrainConfig
 from graphtier.train.comm import (
@@ -138,6 +138,7 @@ class Trainer:
             peer_partitions=config.peer_partitions,
             ram_budget=config.ram_budget,
             ring_size=config.prefetch + 3,
+            max_batch_rows=batch_rows_bound(config.batch_size, config.fanouts, dataset.num_nodes),
             log=self._log,
         )
         self.degree = (

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from graphtier.store import HostFeatureStore
-from graphtier.store._gather_kernels import as_raw_bits, gather_rows, gather_rows_reference
+from graphtier.store._gather_kernels import as_raw_bits, gather_rows_checked, gather_rows_reference
 
 
 @settings(max_examples=40, deadline=None)
@@ -24,7 +24,7 @@ def test_gather_equals_indexing(rows: int, dim: int, ids: list[int], dtype: type
     table = rng.normal(size=(rows, dim)).astype(dtype)
     ids_np = np.array([i % rows for i in ids], dtype=np.int64)
     out = np.empty((len(ids_np), dim), dtype=dtype)
-    gather_rows(as_raw_bits(table), ids_np, as_raw_bits(out))
+    assert gather_rows_checked(as_raw_bits(table), ids_np, as_raw_bits(out), 0, len(ids_np)) == 0
     np.testing.assert_array_equal(out, gather_rows_reference(table, ids_np))
     store = HostFeatureStore(table)
     got = store.gather(torch.from_numpy(ids_np))
@@ -39,10 +39,17 @@ def test_ring_buffers_are_reused_and_memmaps_work(tmp_path: object) -> None:
     store = HostFeatureStore(table, ring_size=2)
     first = store.gather(np.array([1, 2]))
     second = store.gather(np.array([3]))
-    third = store.gather(np.array([9, 0]))
-    assert third.data_ptr() == first.data_ptr() and second.data_ptr() != first.data_ptr()
+    third = store.gather(np.array([9, 0]))  # first and second are still referenced: never overwritten
+    assert len({first.data_ptr(), second.data_ptr(), third.data_ptr()}) == 3
+    np.testing.assert_array_equal(first.numpy(), table[[1, 2]])
+    np.testing.assert_array_equal(second.numpy(), table[[3]])
     np.testing.assert_array_equal(third.numpy(), table[[9, 0]])
-    assert store.rows_gathered == 5
+    address = third.data_ptr()
+    del third
+    fourth = store.gather(np.array([4, 5]))  # the buffer released last is reused (still in the CPU caches)
+    assert fourth.data_ptr() == address
+    np.testing.assert_array_equal(fourth.numpy(), table[[4, 5]])
+    assert store.rows_gathered == 7 and store.arena.allocations == 3
 
 
 def test_out_of_range_ids_raise() -> None:

@@ -161,14 +161,14 @@ def test_tiered_kernel_equals_reference(rows: int, dim: int, ids: list[int]) -> 
     out = np.full((ids_np.shape[0], dim), np.nan, dtype=np.float32)
     tiered_gather_rows(
         *(as_raw_bits(a) for a in (local, peers, host, table)), local_rows, peer_end, host_end, ids_np, positions,
-        as_raw_bits(out),
+        as_raw_bits(out), 0, len(ids_np),
     )  # fmt: skip
     expected = tiered_gather_reference(table, ids_np, positions, np.full_like(out, np.nan))
     np.testing.assert_array_equal(out, expected)
     in_order = np.full_like(out, np.nan)
     tiered_gather_rows_in_order(
         *(as_raw_bits(a) for a in (local, peers, host, table)), local_rows, peer_end, host_end, ids_np,
-        as_raw_bits(in_order),
+        as_raw_bits(in_order), 0, len(ids_np),
     )  # fmt: skip
     np.testing.assert_array_equal(in_order, table[ids_np])
 
