@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from graphtier.sampling import MiniBatch
+from graphtier.train.aggregate import block_csr
 
 
 @dataclass
@@ -62,6 +63,9 @@ class BatchProducer:
             thread when it is needed (no background thread, no overlap).
         row_bytes: bytes per feature row, for the byte counter.
         num_threads: numba threads of the producer thread (numba's setting is per thread).
+        block_csr: also build each block's CSR (and, for the blocks whose input needs a gradient,
+            its transpose) in the producer, off the training loop (:mod:`graphtier.train.aggregate`;
+            for models that run on the CPU); the time counts as sampling.
     """
 
     def __init__(
@@ -75,8 +79,10 @@ class BatchProducer:
         depth: int = 4,
         row_bytes: int = 0,
         num_threads: int | None = None,
+        block_csr: bool = False,
     ) -> None:
         self._seed_batches = seed_batches
+        self._block_csr = block_csr
         self._sample = sample
         self._gather = gather
         self._labels = labels
@@ -102,6 +108,11 @@ class BatchProducer:
     def _prepare(self, offset: int, seeds: np.ndarray) -> PreparedBatch:
         start = time.perf_counter()
         batch = self._sample(seeds, self._first_batch_id + offset)
+        if self._block_csr:
+            for index, blk in enumerate(batch.blocks):
+                csr = block_csr(blk)
+                if index > 0:  # the input layer's features need no gradient, hence no transpose
+                    csr.transposed()
         sampled = time.perf_counter()
         x = self._gather(batch.n_id)
         y = torch.from_numpy(np.asarray(self._labels[np.asarray(seeds)], dtype=np.int64))

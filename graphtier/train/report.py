@@ -18,7 +18,7 @@ from graphtier.dataset import Dataset
 
 REPORT_VERSION = 1
 
-SUMMARY_STAGES = ("sample", "extract", "transfer", "train", "total")
+SUMMARY_STAGES = ("sample", "extract", "wait", "transfer", "train", "other", "total")
 
 
 def format_bytes(count: float) -> str:
