@@ -2,8 +2,9 @@
 
 A block's edges in CSR over destinations: ``rowptr`` int64 [R + 1], ``col`` int64 [E] (source local
 ids), ``weight`` float32 [E]. ``csr_spmm_rows`` computes rows ``[first, stop)`` of
-``out = A @ x`` (``out[r] = sum_e weight[e] * x[col[e]]`` over ``rowptr[r] <= e < rowptr[r + 1]``)
-without materialising one message per edge; the backward pass is the same product with the
+``out = A @ x`` (``out[r] = sum_e weight[e] * x[col[e]]`` over ``rowptr[r] <= e < rowptr[r + 1]``,
+plus an optional diagonal term ``diag[r] * x[r]``: GCN's self-loops) without materialising one
+message per edge; the backward pass is the same product with the
 transposed matrix (:func:`csr_transpose`, a stable counting sort by column, built once per block). The kernels are plain
 sequential functions that release the GIL: the caller splits the rows between threads.
 ``*_reference`` are the plain numpy versions the tests compare against.
@@ -17,14 +18,31 @@ import numpy as np
 
 @numba.njit(cache=True, nogil=True, fastmath=True)
 def csr_spmm_rows(
-    rowptr: np.ndarray, col: np.ndarray, weight: np.ndarray, x: np.ndarray, out: np.ndarray, first: int, stop: int
+    rowptr: np.ndarray,
+    col: np.ndarray,
+    weight: np.ndarray,
+    diag: np.ndarray,
+    x: np.ndarray,
+    out: np.ndarray,
+    first: int,
+    stop: int,
 ) -> None:
-    """``out[r] = sum_e weight[e] * x[col[e]]`` for rows ``first <= r < stop`` (float32 [R, d] out)."""
+    """``out[r] = diag[r] * x[r] + sum_e weight[e] * x[col[e]]`` for rows ``first <= r < stop``.
+
+    ``diag`` [D] adds a diagonal (self-loop) term to the first D rows (D = 0: none); out float [R, d].
+    """
     dim = x.shape[1]
+    num_diag = diag.shape[0]
     for r in range(first, stop):
         acc = out[r]
-        for k in range(dim):
-            acc[k] = 0.0
+        if r < num_diag:
+            d = diag[r]
+            own = x[r]
+            for k in range(dim):
+                acc[k] = d * own[k]
+        else:
+            for k in range(dim):
+                acc[k] = 0.0
         for e in range(rowptr[r], rowptr[r + 1]):
             w = weight[e]
             src = x[col[e]]
@@ -59,11 +77,14 @@ def csr_transpose(rowptr: np.ndarray, col: np.ndarray, num_cols: int) -> tuple[n
     return colptr, rows, order
 
 
-def csr_spmm_reference(rowptr: np.ndarray, col: np.ndarray, weight: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """Plain numpy ``A @ x`` (float64 accumulation), the reference of :func:`csr_spmm_rows`."""
+def csr_spmm_reference(
+    rowptr: np.ndarray, col: np.ndarray, weight: np.ndarray, diag: np.ndarray, x: np.ndarray
+) -> np.ndarray:
+    """Plain numpy ``A @ x`` plus the diagonal term (float64 accumulation), the reference of :func:`csr_spmm_rows`."""
     num_rows = rowptr.shape[0] - 1
     dst = np.repeat(np.arange(num_rows), np.diff(rowptr))
     out = np.zeros((num_rows, x.shape[1]), dtype=np.float64)
+    out[: diag.shape[0]] = diag[:, None].astype(np.float64) * x[: diag.shape[0]].astype(np.float64)
     np.add.at(out, dst, weight[:, None].astype(np.float64) * x[col].astype(np.float64))
     return out.astype(x.dtype)
 

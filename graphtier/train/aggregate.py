@@ -138,60 +138,79 @@ def gcn_weights(csr: BlockCSR, degree: Tensor | None, dtype: torch.dtype) -> tup
         full = degree[:num_src].to(dtype)
     scale = full[:num_dst] / sampled.clamp(min=1.0)
     inv_sqrt = (full + 1.0).rsqrt()
-    weight = scale[csr.row] * inv_sqrt[csr.row] * inv_sqrt[csr.col]
+    # (scale * inv_sqrt)[row] holds the same floats as scale[row] * inv_sqrt[row], with one gather fewer
+    weight = (scale * inv_sqrt[:num_dst])[csr.row] * inv_sqrt[csr.col]
     return weight, 1.0 / (full[:num_dst] + 1.0)
 
 
-def _spmm_cpu(rowptr: Tensor, col: Tensor, weight: Tensor, x: Tensor, num_rows: int) -> Tensor:
+def _spmm_cpu(rowptr: Tensor, col: Tensor, weight: Tensor, diag: Tensor | None, x: Tensor, num_rows: int) -> Tensor:
     x = x.detach().contiguous()
     out = torch.empty((num_rows, x.shape[1]), dtype=x.dtype)
     rp, cl, wt, xn, on = rowptr.numpy(), col.numpy(), weight.detach().to(x.dtype).numpy(), x.numpy(), out.numpy()
+    dg = np.zeros(0, dtype=wt.dtype) if diag is None else diag.detach().to(x.dtype).contiguous().numpy()
 
     def work(first: int, stop: int) -> None:
-        kernels.csr_spmm_rows(rp, cl, wt, xn, on, first, stop)
+        kernels.csr_spmm_rows(rp, cl, wt, dg, xn, on, first, stop)
 
     # ~ rows x (fanout + 1) x d flops per chunk; 512-row chunks balance two cores on a busy box
     run_split(work, num_rows, 512)
     return out
 
 
-def _spmm_torch(rowptr: Tensor, col: Tensor, weight: Tensor, x: Tensor, num_rows: int) -> Tensor:
+def _spmm_torch(rowptr: Tensor, col: Tensor, weight: Tensor, diag: Tensor | None, x: Tensor, num_rows: int) -> Tensor:
+    x = x.detach()
     if col.shape[0] == 0:
-        return torch.zeros((num_rows, x.shape[1]), dtype=x.dtype, device=x.device)
-    matrix = torch.sparse_csr_tensor(rowptr, col, weight.detach().to(x.dtype), (num_rows, x.shape[0]))
-    return torch.sparse.mm(matrix, x.detach())
+        out = torch.zeros((num_rows, x.shape[1]), dtype=x.dtype, device=x.device)
+    else:
+        matrix = torch.sparse_csr_tensor(rowptr, col, weight.detach().to(x.dtype), (num_rows, x.shape[0]))
+        out = torch.sparse.mm(matrix, x)
+    if diag is not None and diag.shape[0]:
+        count = diag.shape[0]
+        out[:count] += diag.detach().to(x.dtype).unsqueeze(1) * x[:count]
+    return out
 
 
-def spmm(rowptr: Tensor, col: Tensor, weight: Tensor, x: Tensor, num_rows: int) -> Tensor:
-    """``A @ x`` for CSR ``A`` [num_rows, x.shape[0]] and dense ``x`` [n, d] (no autograd)."""
+def spmm(rowptr: Tensor, col: Tensor, weight: Tensor, x: Tensor, num_rows: int, diag: Tensor | None = None) -> Tensor:
+    """``A @ x`` (+ ``diag[r] * x[r]`` on the first ``len(diag)`` rows) for CSR ``A`` [num_rows, x.shape[0]].
+
+    ``x`` dense [n, d]; no autograd.
+    """
     if x.device.type == "cpu" and x.dtype in _KERNEL_DTYPES and x.dim() == 2:
-        return _spmm_cpu(rowptr, col, weight, x, num_rows)
-    return _spmm_torch(rowptr, col, weight, x, num_rows)
+        return _spmm_cpu(rowptr, col, weight, diag, x, num_rows)
+    return _spmm_torch(rowptr, col, weight, diag, x, num_rows)
 
 
 class _Aggregate(torch.autograd.Function):
     @staticmethod
-    def forward(ctx: Any, x: Tensor, weight: Tensor, csr: BlockCSR) -> Tensor:  # type: ignore[override]
+    def forward(  # type: ignore[override]
+        ctx: Any, x: Tensor, weight: Tensor, loop_weight: Tensor | None, csr: BlockCSR
+    ) -> Tensor:
         ctx.csr = csr
+        ctx.loop_weight = loop_weight
         ctx.save_for_backward(weight)
-        return spmm(csr.rowptr, csr.col, weight, x, csr.num_dst)
+        return spmm(csr.rowptr, csr.col, weight, x, csr.num_dst, loop_weight)
 
     @staticmethod
-    def backward(ctx: Any, grad_out: Tensor) -> tuple[Tensor | None, None, None]:  # type: ignore[override]
+    def backward(ctx: Any, grad_out: Tensor) -> tuple[Tensor | None, None, None, None]:  # type: ignore[override]
         if not ctx.needs_input_grad[0]:
-            return None, None, None
+            return None, None, None, None
         (weight,) = ctx.saved_tensors
         colptr, rows, order = ctx.csr.transposed()
-        return spmm(colptr, rows, weight[order], grad_out, ctx.csr.num_src), None, None
+        # the self-loop term of destination r goes back to source r (destinations are a prefix of sources)
+        grad_x = spmm(colptr, rows, weight[order], grad_out, ctx.csr.num_src, ctx.loop_weight)
+        return grad_x, None, None, None
 
 
-def aggregate(x: Tensor, csr: BlockCSR, weight: Tensor) -> Tensor:
-    """``out[i] = sum_e weight[e] * x[col[e]]`` over destination ``i``'s edges: [num_src, d] -> [num_dst, d].
+def aggregate(x: Tensor, csr: BlockCSR, weight: Tensor, loop_weight: Tensor | None = None) -> Tensor:
+    """``out[i] = loop_weight[i] * x[i] + sum_e weight[e] * x[col[e]]`` over destination ``i``'s edges.
 
-    Differentiable in ``x`` (not in ``weight``); ``x`` float on the block's device.
+    ``x`` float [>= num_src, d] on the block's device -> [num_dst, d]. ``weight`` [E] in CSR order,
+    ``loop_weight`` [num_dst] or None (no self-loop term). Differentiable in ``x`` (not in the weights).
     """
     if x.shape[0] < csr.num_src:
         raise ValueError(f"aggregate: x has {x.shape[0]} rows, the block has {csr.num_src} sources")
     if x.shape[0] > csr.num_src:
         x = x[: csr.num_src]  # rows past the block's sources receive no gradient
-    return _Aggregate.apply(x, weight, csr)
+    if loop_weight is not None and loop_weight.shape[0] != csr.num_dst:
+        raise ValueError(f"aggregate: loop_weight has {loop_weight.shape[0]} entries, the block {csr.num_dst} destinations")
+    return _Aggregate.apply(x, weight, loop_weight, csr)

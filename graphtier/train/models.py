@@ -65,8 +65,7 @@ class BlockGCNConv(nn.Module):
         """
         csr = block_csr(block)
         weight, loop_weight = gcn_weights(csr, degree, x.dtype)
-        num_dst = block.num_dst
-        agg = aggregate(x, csr, weight) + x[:num_dst] * loop_weight.unsqueeze(1)
+        agg = aggregate(x, csr, weight, loop_weight)
         out = self.conv.lin(agg)
         if self.conv.bias is not None:
             out = out + self.conv.bias

@@ -57,9 +57,13 @@ def test_spmm_and_transpose_match_references(
     assert rowptr[-1] == block.num_edges and np.all(np.diff(rowptr) >= 0)
     weight = rng.random(col.shape[0]).astype(np.float32)
     x = rng.standard_normal((block.num_src, dim)).astype(np.float32)
+    diag = rng.random(rng.integers(0, num_dst + 1)).astype(np.float32)  # a self-loop term on a prefix of rows
     out = np.full((num_dst, dim), np.nan, dtype=np.float32)
-    kernels.csr_spmm_rows(rowptr, col, weight, x, out, 0, num_dst)
-    np.testing.assert_allclose(out, kernels.csr_spmm_reference(rowptr, col, weight, x), rtol=1e-5, atol=1e-6)
+    cut = int(rng.integers(0, num_dst + 1))  # any split of the rows gives the same result
+    kernels.csr_spmm_rows(rowptr, col, weight, diag, x, out, cut, num_dst)
+    kernels.csr_spmm_rows(rowptr, col, weight, diag, x, out, 0, cut)
+    expected = kernels.csr_spmm_reference(rowptr, col, weight, diag, x)
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-6)
     got = kernels.csr_transpose(rowptr, col, block.num_src)
     want = kernels.csr_transpose_reference(rowptr, col, block.num_src)
     for a, b in zip(got, want):
@@ -87,10 +91,13 @@ def test_aggregate_forward_and_gradient_equal_edge_path(seed: int, num_dst: int,
         edge_weight = weight
     else:
         edge_weight[csr.edge_order] = weight
+    loops = torch.from_numpy(rng.random(num_dst).astype(np.float32)) if seed % 2 else None
     x = torch.randn(block.num_src, 6, requires_grad=True)
     x_ref = x.detach().clone().requires_grad_(True)
-    out = aggregate(x, csr, weight)
+    out = aggregate(x, csr, weight, loops)
     ref = _edge_reference(x_ref, block, edge_weight)
+    if loops is not None:
+        ref = ref + x_ref[:num_dst] * loops.unsqueeze(1)
     torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-5)
     grad = torch.randn_like(out)
     out.backward(grad)
@@ -106,13 +113,20 @@ def test_torch_sparse_path_equals_kernel() -> None:
     weight = mean_weights(csr, torch.float32)
     x = torch.randn(block.num_src, 7)
     kernel = aggregate(x, csr, weight)
-    via_torch = _spmm_torch(csr.rowptr, csr.col, weight, x, csr.num_dst)
+    via_torch = _spmm_torch(csr.rowptr, csr.col, weight, None, x, csr.num_dst)
     torch.testing.assert_close(kernel, via_torch, rtol=1e-5, atol=1e-5)
+    loops = torch.rand(csr.num_dst)
+    torch.testing.assert_close(
+        aggregate(x, csr, weight, loops),
+        _spmm_torch(csr.rowptr, csr.col, weight, loops, x, csr.num_dst),
+        rtol=1e-5,
+        atol=1e-5,
+    )
     colptr, rows, order = csr.transposed()
     grad = torch.randn(csr.num_dst, 7)
     torch.testing.assert_close(
-        _spmm_torch(colptr, rows, weight[order], grad, csr.num_src),
-        _spmm_torch(csr.rowptr, csr.col, weight, torch.eye(csr.num_src), csr.num_dst).T @ grad,
+        _spmm_torch(colptr, rows, weight[order], None, grad, csr.num_src),
+        _spmm_torch(csr.rowptr, csr.col, weight, None, torch.eye(csr.num_src), csr.num_dst).T @ grad,
         rtol=1e-5,
         atol=1e-5,
     )
@@ -172,5 +186,5 @@ def test_gcn_weights_match_block_gcn_conv_edges() -> None:
     inv_sqrt = (full + 1.0).rsqrt()
     expected = scale[dst] * inv_sqrt[dst] * inv_sqrt[src]
     assert csr.edge_order is not None
-    torch.testing.assert_close(weight, expected[csr.edge_order], rtol=0, atol=0)
+    torch.testing.assert_close(weight, expected[csr.edge_order], rtol=0, atol=0)  # bit for bit
     torch.testing.assert_close(loops, 1.0 / (full[: block.num_dst] + 1.0), rtol=0, atol=0)
