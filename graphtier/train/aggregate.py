@@ -18,6 +18,7 @@ The measurements behind this choice are in docs/decisions.md (benchmarks/bench_a
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -162,7 +163,9 @@ def _spmm_torch(rowptr: Tensor, col: Tensor, weight: Tensor, diag: Tensor | None
     if col.shape[0] == 0:
         out = torch.zeros((num_rows, x.shape[1]), dtype=x.dtype, device=x.device)
     else:
-        matrix = torch.sparse_csr_tensor(rowptr, col, weight.detach().to(x.dtype), (num_rows, x.shape[0]))
+        with warnings.catch_warnings():  # "sparse CSR support is in beta state"
+            warnings.simplefilter("ignore", UserWarning)
+            matrix = torch.sparse_csr_tensor(rowptr, col, weight.detach().to(x.dtype), (num_rows, x.shape[0]))
         out = torch.sparse.mm(matrix, x)
     if diag is not None and diag.shape[0]:
         count = diag.shape[0]
