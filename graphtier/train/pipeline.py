@@ -63,9 +63,10 @@ class BatchProducer:
             thread when it is needed (no background thread, no overlap).
         row_bytes: bytes per feature row, for the byte counter.
         num_threads: numba threads of the producer thread (numba's setting is per thread).
-        block_csr: also build each block's CSR (and, for the blocks whose input needs a gradient,
-            its transpose) in the producer, off the training loop (:mod:`graphtier.train.aggregate`;
-            for models that run on the CPU); the time counts as sampling.
+        block_csr: also build each block's CSR in the producer, off the training loop
+            (:mod:`graphtier.train.aggregate`; for models that run on the CPU); the time counts as sampling.
+        block_transpose: with ``block_csr``, also the transposed CSR of the blocks whose input needs
+            a gradient (every block but the input layer's): for training, not for evaluation.
     """
 
     def __init__(
@@ -80,9 +81,11 @@ class BatchProducer:
         row_bytes: int = 0,
         num_threads: int | None = None,
         block_csr: bool = False,
+        block_transpose: bool = False,
     ) -> None:
         self._seed_batches = seed_batches
         self._block_csr = block_csr
+        self._block_transpose = block_transpose
         self._sample = sample
         self._gather = gather
         self._labels = labels
@@ -111,7 +114,7 @@ class BatchProducer:
         if self._block_csr:
             for index, blk in enumerate(batch.blocks):
                 csr = block_csr(blk)
-                if index > 0:  # the input layer's features need no gradient, hence no transpose
+                if self._block_transpose and index > 0:  # the input features need no gradient
                     csr.transposed()
         sampled = time.perf_counter()
         x = self._gather(batch.n_id)

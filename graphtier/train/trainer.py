@@ -206,8 +206,13 @@ class Trainer:
         return NeighborSampler(self.indptr, self.indices, list(fanouts), seed=seed, num_threads=self.producer_threads).sample
 
     def _producer(
-        self, seed_batches: Iterable[np.ndarray], sample: Callable[[np.ndarray, int], MiniBatch], first_batch_id: int
+        self,
+        seed_batches: Iterable[np.ndarray],
+        sample: Callable[[np.ndarray, int], MiniBatch],
+        first_batch_id: int,
+        training: bool = True,
     ) -> BatchProducer:
+        csr = self.device.type == "cpu" and getattr(self.model, "kind", None) in ("sage", "gcn")
         return BatchProducer(
             seed_batches,
             sample,
@@ -217,7 +222,8 @@ class Trainer:
             depth=self.config.prefetch,
             row_bytes=self.features.row_bytes,
             num_threads=self.producer_threads,
-            block_csr=self.device.type == "cpu" and getattr(self.model, "kind", None) in ("sage", "gcn"),
+            block_csr=csr,
+            block_transpose=csr and training,
         )
 
     # ------------------------------------------------------------------ one step
@@ -416,7 +422,7 @@ class Trainer:
         seed_batches = [node_ids[i : i + size] for i in range(0, node_ids.shape[0], size)]
         tick = self.progress(label, len(seed_batches)) if self.progress else None
         predictions = []
-        for step, item in enumerate(self._producer(seed_batches, self.eval_sample, 0)):
+        for step, item in enumerate(self._producer(seed_batches, self.eval_sample, 0, training=False)):
             x, blocks, _, seed_index, degree = self._to_device(item)
             predictions.append(self.model(x, blocks, degree)[seed_index].argmax(dim=1).cpu())
             if tick:
