@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from graphtier.sampling import MiniBatch
+from graphtier.train.aggregate import block_csr
 
 
 @dataclass
@@ -62,6 +63,10 @@ class BatchProducer:
             thread when it is needed (no background thread, no overlap).
         row_bytes: bytes per feature row, for the byte counter.
         num_threads: numba threads of the producer thread (numba's setting is per thread).
+        block_csr: also build each block's CSR in the producer, off the training loop
+            (:mod:`graphtier.train.aggregate`; for models that run on the CPU); the time counts as sampling.
+        block_transpose: with ``block_csr``, also the transposed CSR of the blocks whose input needs
+            a gradient (every block but the input layer's): for training, not for evaluation.
     """
 
     def __init__(
@@ -75,8 +80,12 @@ class BatchProducer:
         depth: int = 4,
         row_bytes: int = 0,
         num_threads: int | None = None,
+        block_csr: bool = False,
+        block_transpose: bool = False,
     ) -> None:
         self._seed_batches = seed_batches
+        self._block_csr = block_csr
+        self._block_transpose = block_transpose
         self._sample = sample
         self._gather = gather
         self._labels = labels
@@ -102,6 +111,11 @@ class BatchProducer:
     def _prepare(self, offset: int, seeds: np.ndarray) -> PreparedBatch:
         start = time.perf_counter()
         batch = self._sample(seeds, self._first_batch_id + offset)
+        if self._block_csr:
+            for index, blk in enumerate(batch.blocks):
+                csr = block_csr(blk)
+                if self._block_transpose and index > 0:  # the input features need no gradient
+                    csr.transposed()
         sampled = time.perf_counter()
         x = self._gather(batch.n_id)
         y = torch.from_numpy(np.asarray(self._labels[np.asarray(seeds)], dtype=np.int64))

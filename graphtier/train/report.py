@@ -20,7 +20,7 @@ from graphtier.dataset.provenance import describe, provenance_of
 
 REPORT_VERSION = 1
 
-SUMMARY_STAGES = ("sample", "extract", "transfer", "train", "total")
+SUMMARY_STAGES = ("sample", "extract", "wait", "transfer", "train", "other", "total")
 
 
 def format_bytes(count: float) -> str:

@@ -39,7 +39,9 @@ from graphtier.train.report import RunReport, environment_info
 CHECKPOINT_FILE = "checkpoint.pt"
 # Options that must match for a checkpoint to be resumed.
 CHECKPOINT_KEYS = ("model", "sampler", "fanouts", "num_layers", "hidden", "heads", "norm", "batch_size", "seed")
-STAGES = ("sample", "extract", "transfer", "train", "total")
+# Main-thread stages wait + transfer + train + other add up to total; sample and extract are the
+# producer thread's busy time, which overlaps them (docs/report-format.md).
+STAGES = ("sample", "extract", "wait", "transfer", "train", "other", "total")
 
 EpochCallback = Callable[[dict[str, Any]], None]
 ProgressFactory = Callable[[str, int], Callable[[int, dict[str, Any]], None]]
@@ -56,10 +58,11 @@ class _EpochTally:
     feature_bytes: int = 0
     sampled_edges: int = 0
 
-    def add(self, item: PreparedBatch, transfer_seconds: float, train_seconds: float) -> None:
+    def add(self, item: PreparedBatch, wait_seconds: float, transfer_seconds: float, train_seconds: float) -> None:
         """Count one step's stage times and bytes (loss and accuracy are added by the caller)."""
         self.stage["sample"] += item.sample_seconds
         self.stage["extract"] += item.extract_seconds
+        self.stage["wait"] += wait_seconds
         self.stage["transfer"] += transfer_seconds
         self.stage["train"] += train_seconds
         self.feature_bytes += item.feature_bytes
@@ -68,6 +71,10 @@ class _EpochTally:
     def record(self, batches: int, total_seconds: float, loss_sum: float, correct: float, seen: float) -> dict[str, Any]:
         """The epoch's report entry from these sums and the (possibly all-rank) loss/accuracy totals."""
         self.stage["total"] = total_seconds
+        # everything else the training loop spent: bookkeeping, progress, producer start/stop
+        # (and, in multi-process runs, the gradient all-reduce and the optimizer step)
+        busy = self.stage["wait"] + self.stage["transfer"] + self.stage["train"]
+        self.stage["other"] = max(0.0, total_seconds - busy)
         return {
             "loss": loss_sum / max(seen, 1),
             "train_acc": correct / max(seen, 1),
@@ -200,8 +207,13 @@ class Trainer:
         return NeighborSampler(self.indptr, self.indices, list(fanouts), seed=seed, num_threads=self.producer_threads).sample
 
     def _producer(
-        self, seed_batches: Iterable[np.ndarray], sample: Callable[[np.ndarray, int], MiniBatch], first_batch_id: int
+        self,
+        seed_batches: Iterable[np.ndarray],
+        sample: Callable[[np.ndarray, int], MiniBatch],
+        first_batch_id: int,
+        training: bool = True,
     ) -> BatchProducer:
+        csr = self.device.type == "cpu" and getattr(self.model, "kind", None) in ("sage", "gcn")
         return BatchProducer(
             seed_batches,
             sample,
@@ -211,6 +223,8 @@ class Trainer:
             depth=self.config.prefetch,
             row_bytes=self.features.row_bytes,
             num_threads=self.producer_threads,
+            block_csr=csr,
+            block_transpose=csr and training,
         )
 
     # ------------------------------------------------------------------ one step
@@ -243,6 +257,7 @@ class Trainer:
         tick = self.progress("train", len(seed_batches)) if self.progress else None
         start = time.perf_counter()
         producer = self._producer(seed_batches, self.train_sample, (epoch - 1) * len(seed_batches))
+        waiting_since = time.perf_counter()
         for step, item in enumerate(producer):
             t0 = time.perf_counter()
             x, blocks, y, seed_index, degree = self._to_device(item)
@@ -254,13 +269,14 @@ class Trainer:
             self.optimizer.step()
             loss_value = float(loss.detach())
             t2 = time.perf_counter()
-            tally.add(item, t1 - t0, t2 - t1)
+            tally.add(item, t0 - waiting_since, t1 - t0, t2 - t1)
             batch_size = int(y.shape[0])
             tally.loss_sum += loss_value * batch_size
             tally.correct += int((logits.argmax(dim=1) == y).sum())
             tally.seen += batch_size
             if tick:
                 tick(step + 1, {"loss": loss_value})
+            waiting_since = time.perf_counter()
         return tally.record(len(seed_batches), time.perf_counter() - start, tally.loss_sum, tally.correct, tally.seen)
 
     # ------------------------------------------------------------------ multi-process (seed 002)
@@ -328,6 +344,7 @@ class Trainer:
         start = time.perf_counter()
         producer = self._producer(my_batches(), sample, first_id)
         iteration_start = time.perf_counter()
+        waiting_since = iteration_start
         try:
             for index, item in enumerate(producer):
                 global_size = int(global_batches[index].shape[0])
@@ -351,7 +368,7 @@ class Trainer:
                 compute = time.perf_counter() - iteration_start
                 waited = all_reduce_gradients(dist_ctx, self.model)
                 self.optimizer.step()
-                tally.add(item, t1 - t0, t2 - t1)
+                tally.add(item, t0 - waiting_since, t1 - t0, t2 - t1)
                 tally.seen += local
                 epoch_compute += compute
                 epoch_wait += waited
@@ -371,6 +388,7 @@ class Trainer:
                 if tick:
                     tick(index + 1, {})
                 iteration_start = time.perf_counter()
+                waiting_since = iteration_start
         finally:
             schedule.cancel()
             producer.close()
@@ -405,7 +423,7 @@ class Trainer:
         seed_batches = [node_ids[i : i + size] for i in range(0, node_ids.shape[0], size)]
         tick = self.progress(label, len(seed_batches)) if self.progress else None
         predictions = []
-        for step, item in enumerate(self._producer(seed_batches, self.eval_sample, 0)):
+        for step, item in enumerate(self._producer(seed_batches, self.eval_sample, 0, training=False)):
             x, blocks, _, seed_index, degree = self._to_device(item)
             predictions.append(self.model(x, blocks, degree)[seed_index].argmax(dim=1).cpu())
             if tick:

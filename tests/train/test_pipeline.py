@@ -69,3 +69,23 @@ def test_depth_zero_prepares_batches_inline() -> None:
     assert threading.active_count() == before  # no background thread
     assert [item.y.tolist() for item in producer] == [[0], [1], [2], [3]]
     producer.close()
+
+
+@pytest.mark.parametrize("transpose", [False, True])
+def test_producer_builds_block_csr_off_the_training_loop(transpose: bool) -> None:
+    from graphtier.graph.build import edges_to_csc
+    from graphtier.sampling import NeighborSampler
+    from graphtier.train.aggregate import block_csr
+
+    rng = np.random.default_rng(0)
+    indptr, indices = edges_to_csc(rng.integers(0, 50, 300), rng.integers(0, 50, 300), 50, dedup=True)
+    sampler = NeighborSampler(indptr, indices, [3, 2], seed=0)
+    producer = BatchProducer(
+        [np.array([1, 2, 3]), np.array([4, 5])], sampler.sample, _gather, np.zeros(50, np.int64),
+        block_csr=True, block_transpose=transpose,
+    )
+    for item in producer:
+        for index, blk in enumerate(item.batch.blocks):
+            csr = blk._graphtier_csr  # built by the producer, reused by the model
+            assert block_csr(blk) is csr
+            assert (csr._transposed is not None) == (transpose and index > 0)

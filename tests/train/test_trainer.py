@@ -25,7 +25,13 @@ def test_loss_decreases_and_report_is_complete(tiny_dataset: Dataset, tmp_path: 
     epoch = written["epochs"][0]
     for key in ("loss", "train_acc", "valid_acc", "test_acc", "feature_bytes", "stage_seconds"):
         assert key in epoch
-    assert set(epoch["stage_seconds"]) == {"sample", "extract", "transfer", "train", "total"}
+    stages = epoch["stage_seconds"]
+    assert set(stages) == {"sample", "extract", "wait", "transfer", "train", "other", "total"}
+    # the training loop's measured stages fit in the epoch's wall time and, with `other`, add up to it
+    assert stages["wait"] + stages["transfer"] + stages["train"] <= stages["total"] + 1e-9
+    main_thread = stages["wait"] + stages["transfer"] + stages["train"] + stages["other"]
+    assert main_thread == pytest.approx(stages["total"], rel=1e-9, abs=1e-9)
+    assert min(stages.values()) >= 0.0
     assert epoch["feature_bytes"] > 0 and epoch["stage_seconds"]["total"] > 0
     assert written["environment"]["torch"] and written["config"]["fanouts"] == [5, 5]
 

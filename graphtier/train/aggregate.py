@@ -1,0 +1,219 @@
+"""Block aggregation without per-edge messages: a sparse (CSR) x dense product per block.
+
+PyG's message path gathers one feature row per edge (``x[src]``, E x d) and scatter-adds them into
+the destinations; on sampled blocks that gather/scatter was over half of a training step. Here a
+block's edges are kept as a CSR matrix over its destinations (:class:`BlockCSR`, built once per block
+and cached on it; the neighbour sampler already emits edges grouped by destination, so this is a
+row pointer plus the source column) and ``out = A @ x`` is computed row by row:
+
+* CPU (float32/float64): the numba kernel of :mod:`graphtier.train._aggregate_kernels`, rows split
+  between torch's thread count of threads; the backward pass is the product with the transposed
+  matrix (``grad_x = A^T @ grad_out``), whose CSR is built once per block by a counting sort.
+* other devices / dtypes: ``torch.sparse.mm`` with CSR tensors (cuSPARSE on CUDA), same transpose.
+
+The edge weights are constants (no gradient). :func:`mean_weights` gives GraphSAGE's mean and
+:func:`gcn_weights` the GCN normalisation of :class:`graphtier.train.models.BlockGCNConv`.
+The measurements behind this choice are in docs/decisions.md (benchmarks/bench_aggregate.py).
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from graphtier.train import _aggregate_kernels as kernels
+from graphtier.train.kernel_threads import run_split
+
+_CACHE_ATTR = "_graphtier_csr"
+_KERNEL_DTYPES = (torch.float32, torch.float64)
+
+
+class EdgeBlock(Protocol):
+    """A bipartite block: int64 ``edge_index`` [2, E] (row 0 source, row 1 destination, local ids)."""
+
+    edge_index: Tensor
+    num_src: int
+    num_dst: int
+
+
+@dataclass
+class BlockCSR:
+    """A block's edges as a CSR matrix [num_dst, num_src] (all int64 tensors on the block's device).
+
+    Attributes:
+        rowptr: [num_dst + 1]; the edges of destination ``r`` are ``rowptr[r] <= e < rowptr[r + 1]``.
+        col: [E] source local id of each edge (CSR order).
+        row: [E] destination local id of each edge (CSR order, non-decreasing).
+        edge_order: [E] position in ``edge_index`` of each CSR edge, or None when they are the same.
+    """
+
+    rowptr: Tensor
+    col: Tensor
+    row: Tensor
+    edge_order: Tensor | None
+    num_src: int
+    num_dst: int
+    _transposed: tuple[Tensor, Tensor, Tensor] | None = field(default=None, repr=False)
+    _weights: dict[Any, Tensor] = field(default_factory=dict, repr=False)
+
+    @property
+    def num_edges(self) -> int:
+        return int(self.col.shape[0])
+
+    def in_degree(self) -> Tensor:
+        """int64 [num_dst]: sampled in-degree of every destination."""
+        return self.rowptr[1:] - self.rowptr[:-1]
+
+    def transposed(self) -> tuple[Tensor, Tensor, Tensor]:
+        """``(colptr [num_src + 1], row [E], order [E])``: the transpose in CSR (built once, cached).
+
+        Entry ``t`` of the transpose is CSR entry ``order[t]``; its weight is ``weight[order[t]]``.
+        """
+        if self._transposed is None:
+            if self.col.device.type == "cpu":
+                colptr, rows, order = kernels.csr_transpose(self.rowptr.numpy(), self.col.numpy(), self.num_src)
+                self._transposed = (torch.from_numpy(colptr), torch.from_numpy(rows), torch.from_numpy(order))
+            else:
+                order = torch.argsort(self.col, stable=True)
+                colptr = torch.zeros(self.num_src + 1, dtype=torch.int64, device=self.col.device)
+                torch.cumsum(torch.bincount(self.col, minlength=self.num_src), 0, out=colptr[1:])
+                self._transposed = (colptr, self.row[order], order)
+        return self._transposed
+
+
+def build_csr(edge_index: Tensor, num_src: int, num_dst: int) -> BlockCSR:
+    """The CSR of a block with int64 ``edge_index`` [2, E]; edges already grouped by destination keep their order."""
+    src, dst = edge_index[0], edge_index[1]
+    num_edges = int(dst.shape[0])
+    edge_order = None
+    if num_edges > 1 and not bool((dst[1:] >= dst[:-1]).all()):
+        edge_order = torch.argsort(dst, stable=True)
+        src, dst = src[edge_order], dst[edge_order]
+    counts = torch.bincount(dst, minlength=num_dst) if num_edges else torch.zeros(num_dst, dtype=torch.int64)
+    rowptr = torch.zeros(num_dst + 1, dtype=torch.int64, device=edge_index.device)
+    torch.cumsum(counts.to(edge_index.device), 0, out=rowptr[1:])
+    return BlockCSR(rowptr, src.contiguous(), dst.contiguous(), edge_order, int(num_src), int(num_dst))
+
+
+def block_csr(block: EdgeBlock) -> BlockCSR:
+    """The :class:`BlockCSR` of ``block``, built on first use and cached on the block object."""
+    csr = getattr(block, _CACHE_ATTR, None)
+    if csr is None or csr.rowptr.device != block.edge_index.device:
+        csr = build_csr(block.edge_index, block.num_src, block.num_dst)
+        try:
+            setattr(block, _CACHE_ATTR, csr)
+        except (AttributeError, TypeError):  # an immutable block: rebuild next time
+            pass
+    return csr
+
+
+def mean_weights(csr: BlockCSR, dtype: torch.dtype) -> Tensor:
+    """[E] ``1 / in_degree(row)``: the weights of the mean over each destination's sampled neighbours."""
+    key = ("mean", dtype)
+    weight = csr._weights.get(key)
+    if weight is None:
+        inv = 1.0 / csr.in_degree().clamp(min=1).to(dtype)
+        weight = csr._weights[key] = inv[csr.row]
+    return weight
+
+
+def gcn_weights(csr: BlockCSR, degree: Tensor | None, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
+    """GCN weights of the block: ``(edge weight [E] in CSR order, self-loop weight [num_dst])``.
+
+    Edge ``j -> i``: ``(d_i / s_i) / sqrt((d_i + 1)(d_j + 1))``, self-loop ``1 / (d_i + 1)``, with ``d``
+    the full-graph in-degrees ``degree`` [>= num_src] (None: the block's own in-degrees) and ``s_i``
+    the sampled in-degree; the same float operations as :class:`~graphtier.train.models.BlockGCNConv`.
+    """
+    num_dst, num_src = csr.num_dst, csr.num_src
+    device = csr.rowptr.device
+    sampled = csr.in_degree().to(dtype)
+    if degree is None:
+        full = torch.zeros(num_src, dtype=dtype, device=device)
+        full[:num_dst] = sampled
+    else:
+        full = degree[:num_src].to(dtype)
+    scale = full[:num_dst] / sampled.clamp(min=1.0)
+    inv_sqrt = (full + 1.0).rsqrt()
+    # (scale * inv_sqrt)[row] holds the same floats as scale[row] * inv_sqrt[row], with one gather fewer
+    weight = (scale * inv_sqrt[:num_dst])[csr.row] * inv_sqrt[csr.col]
+    return weight, 1.0 / (full[:num_dst] + 1.0)
+
+
+def _spmm_cpu(rowptr: Tensor, col: Tensor, weight: Tensor, diag: Tensor | None, x: Tensor, num_rows: int) -> Tensor:
+    x = x.detach().contiguous()
+    out = torch.empty((num_rows, x.shape[1]), dtype=x.dtype)
+    rp, cl, wt, xn, on = rowptr.numpy(), col.numpy(), weight.detach().to(x.dtype).numpy(), x.numpy(), out.numpy()
+    dg = np.zeros(0, dtype=wt.dtype) if diag is None else diag.detach().to(x.dtype).contiguous().numpy()
+
+    def work(first: int, stop: int) -> None:
+        kernels.csr_spmm_rows(rp, cl, wt, dg, xn, on, first, stop)
+
+    # ~ rows x (fanout + 1) x d flops per chunk; 512-row chunks balance two cores on a busy box
+    run_split(work, num_rows, 512)
+    return out
+
+
+def _spmm_torch(rowptr: Tensor, col: Tensor, weight: Tensor, diag: Tensor | None, x: Tensor, num_rows: int) -> Tensor:
+    x = x.detach()
+    if col.shape[0] == 0:
+        out = torch.zeros((num_rows, x.shape[1]), dtype=x.dtype, device=x.device)
+    else:
+        with warnings.catch_warnings():  # "sparse CSR support is in beta state"
+            warnings.simplefilter("ignore", UserWarning)
+            matrix = torch.sparse_csr_tensor(rowptr, col, weight.detach().to(x.dtype), (num_rows, x.shape[0]))
+        out = torch.sparse.mm(matrix, x)
+    if diag is not None and diag.shape[0]:
+        count = diag.shape[0]
+        out[:count] += diag.detach().to(x.dtype).unsqueeze(1) * x[:count]
+    return out
+
+
+def spmm(rowptr: Tensor, col: Tensor, weight: Tensor, x: Tensor, num_rows: int, diag: Tensor | None = None) -> Tensor:
+    """``A @ x`` (+ ``diag[r] * x[r]`` on the first ``len(diag)`` rows) for CSR ``A`` [num_rows, x.shape[0]].
+
+    ``x`` dense [n, d]; no autograd.
+    """
+    if x.device.type == "cpu" and x.dtype in _KERNEL_DTYPES and x.dim() == 2:
+        return _spmm_cpu(rowptr, col, weight, diag, x, num_rows)
+    return _spmm_torch(rowptr, col, weight, diag, x, num_rows)
+
+
+class _Aggregate(torch.autograd.Function):
+    @staticmethod
+    def forward(  # type: ignore[override]
+        ctx: Any, x: Tensor, weight: Tensor, loop_weight: Tensor | None, csr: BlockCSR
+    ) -> Tensor:
+        ctx.csr = csr
+        ctx.loop_weight = loop_weight
+        ctx.save_for_backward(weight)
+        return spmm(csr.rowptr, csr.col, weight, x, csr.num_dst, loop_weight)
+
+    @staticmethod
+    def backward(ctx: Any, grad_out: Tensor) -> tuple[Tensor | None, None, None, None]:  # type: ignore[override]
+        if not ctx.needs_input_grad[0]:
+            return None, None, None, None
+        (weight,) = ctx.saved_tensors
+        colptr, rows, order = ctx.csr.transposed()
+        # the self-loop term of destination r goes back to source r (destinations are a prefix of sources)
+        grad_x = spmm(colptr, rows, weight[order], grad_out, ctx.csr.num_src, ctx.loop_weight)
+        return grad_x, None, None, None
+
+
+def aggregate(x: Tensor, csr: BlockCSR, weight: Tensor, loop_weight: Tensor | None = None) -> Tensor:
+    """``out[i] = loop_weight[i] * x[i] + sum_e weight[e] * x[col[e]]`` over destination ``i``'s edges.
+
+    ``x`` float [>= num_src, d] on the block's device -> [num_dst, d]. ``weight`` [E] in CSR order,
+    ``loop_weight`` [num_dst] or None (no self-loop term). Differentiable in ``x`` (not in the weights).
+    """
+    if x.shape[0] < csr.num_src:
+        raise ValueError(f"aggregate: x has {x.shape[0]} rows, the block has {csr.num_src} sources")
+    if x.shape[0] > csr.num_src:
+        x = x[: csr.num_src]  # rows past the block's sources receive no gradient
+    if loop_weight is not None and loop_weight.shape[0] != csr.num_dst:
+        raise ValueError(f"aggregate: loop_weight has {loop_weight.shape[0]} entries, the block {csr.num_dst} destinations")
+    return _Aggregate.apply(x, weight, loop_weight, csr)

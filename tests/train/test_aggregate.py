@@ -1,0 +1,190 @@
+"""CSR block aggregation: kernels against numpy references, and models against PyG's per-edge path."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from graphtier.graph.build import edges_to_csc
+from graphtier.sampling import NeighborSampler
+from graphtier.sampling.batch import Block
+from graphtier.train import _aggregate_kernels as kernels
+from graphtier.train.aggregate import (
+    _spmm_torch,
+    aggregate,
+    block_csr,
+    build_csr,
+    gcn_weights,
+    mean_weights,
+)
+from graphtier.train.models import BlockGNN
+
+
+def random_block(rng: np.random.Generator, num_dst: int, extra_src: int, max_degree: int, grouped: bool) -> Block:
+    """A block with some zero-degree destinations (degree drawn from 0..max_degree), optionally shuffled."""
+    num_src = num_dst + extra_src
+    degrees = rng.integers(0, max_degree + 1, num_dst)
+    if num_dst:
+        degrees[rng.random(num_dst) < 0.3] = 0
+    dst = np.repeat(np.arange(num_dst), degrees)
+    src = rng.integers(0, max(num_src, 1), dst.shape[0]) if num_src else np.zeros(0, dtype=np.int64)
+    if not grouped:
+        order = rng.permutation(dst.shape[0])
+        src, dst = src[order], dst[order]
+    edge_index = torch.from_numpy(np.stack([src, dst]).astype(np.int64).reshape(2, -1))
+    return Block(edge_index, num_src, num_dst)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    num_dst=st.integers(0, 40),
+    extra=st.integers(0, 40),
+    max_degree=st.integers(0, 6),
+    dim=st.integers(1, 9),
+    grouped=st.booleans(),
+)
+def test_spmm_and_transpose_match_references(
+    seed: int, num_dst: int, extra: int, max_degree: int, dim: int, grouped: bool
+) -> None:
+    rng = np.random.default_rng(seed)
+    block = random_block(rng, num_dst, extra, max_degree, grouped)
+    csr = build_csr(block.edge_index, block.num_src, block.num_dst)
+    rowptr, col = csr.rowptr.numpy(), csr.col.numpy()
+    assert rowptr[-1] == block.num_edges and np.all(np.diff(rowptr) >= 0)
+    weight = rng.random(col.shape[0]).astype(np.float32)
+    x = rng.standard_normal((block.num_src, dim)).astype(np.float32)
+    diag = rng.random(rng.integers(0, num_dst + 1)).astype(np.float32)  # a self-loop term on a prefix of rows
+    out = np.full((num_dst, dim), np.nan, dtype=np.float32)
+    cut = int(rng.integers(0, num_dst + 1))  # any split of the rows gives the same result
+    kernels.csr_spmm_rows(rowptr, col, weight, diag, x, out, cut, num_dst)
+    kernels.csr_spmm_rows(rowptr, col, weight, diag, x, out, 0, cut)
+    expected = kernels.csr_spmm_reference(rowptr, col, weight, diag, x)
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-6)
+    got = kernels.csr_transpose(rowptr, col, block.num_src)
+    want = kernels.csr_transpose_reference(rowptr, col, block.num_src)
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)
+
+
+def _edge_reference(x: torch.Tensor, block: Block, weight_of_edge: torch.Tensor) -> torch.Tensor:
+    """sum over edges of weight * x[src] into the destinations, the per-edge message way."""
+    src, dst = block.edge_index
+    out = torch.zeros(block.num_dst, x.shape[1], dtype=x.dtype)
+    return out.index_add(0, dst, x[src] * weight_of_edge.unsqueeze(1))
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), num_dst=st.integers(0, 30), extra=st.integers(0, 30), grouped=st.booleans())
+def test_aggregate_forward_and_gradient_equal_edge_path(seed: int, num_dst: int, extra: int, grouped: bool) -> None:
+    rng = np.random.default_rng(seed)
+    block = random_block(rng, num_dst, extra, 5, grouped)
+    csr = block_csr(block)
+    assert block_csr(block) is csr  # cached on the block
+    weight = torch.from_numpy(rng.random(csr.num_edges).astype(np.float32))
+    # the same weights in edge_index order
+    edge_weight = torch.empty_like(weight)
+    if csr.edge_order is None:
+        edge_weight = weight
+    else:
+        edge_weight[csr.edge_order] = weight
+    loops = torch.from_numpy(rng.random(num_dst).astype(np.float32)) if seed % 2 else None
+    x = torch.randn(block.num_src, 6, requires_grad=True)
+    x_ref = x.detach().clone().requires_grad_(True)
+    out = aggregate(x, csr, weight, loops)
+    ref = _edge_reference(x_ref, block, edge_weight)
+    if loops is not None:
+        ref = ref + x_ref[:num_dst] * loops.unsqueeze(1)
+    torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-5)
+    grad = torch.randn_like(out)
+    out.backward(grad)
+    ref.backward(grad)
+    torch.testing.assert_close(x.grad, x_ref.grad, rtol=1e-5, atol=1e-5)
+
+
+def test_torch_sparse_path_equals_kernel() -> None:
+    """The path used on CUDA (torch.sparse CSR) computes the same product as the numba kernel."""
+    rng = np.random.default_rng(5)
+    block = random_block(rng, 50, 30, 6, True)
+    csr = block_csr(block)
+    weight = mean_weights(csr, torch.float32)
+    x = torch.randn(block.num_src, 7)
+    kernel = aggregate(x, csr, weight)
+    via_torch = _spmm_torch(csr.rowptr, csr.col, weight, None, x, csr.num_dst)
+    torch.testing.assert_close(kernel, via_torch, rtol=1e-5, atol=1e-5)
+    loops = torch.rand(csr.num_dst)
+    torch.testing.assert_close(
+        aggregate(x, csr, weight, loops),
+        _spmm_torch(csr.rowptr, csr.col, weight, loops, x, csr.num_dst),
+        rtol=1e-5,
+        atol=1e-5,
+    )
+    colptr, rows, order = csr.transposed()
+    grad = torch.randn(csr.num_dst, 7)
+    torch.testing.assert_close(
+        _spmm_torch(colptr, rows, weight[order], None, grad, csr.num_src),
+        _spmm_torch(csr.rowptr, csr.col, weight, None, torch.eye(csr.num_src), csr.num_dst).T @ grad,
+        rtol=1e-5,
+        atol=1e-5,
+    )
+
+
+def test_mean_weights_average_and_empty_rows_are_zero() -> None:
+    edge_index = torch.tensor([[3, 4, 4, 0], [0, 0, 2, 2]])
+    block = Block(edge_index, 5, 3)
+    csr = block_csr(block)
+    x = torch.arange(10.0).reshape(5, 2)
+    out = aggregate(x, csr, mean_weights(csr, x.dtype))
+    torch.testing.assert_close(out, torch.tensor([[7.0, 8.0], [0.0, 0.0], [4.0, 5.0]]))
+
+
+def _graph(n: int = 80, e: int = 500, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return edges_to_csc(rng.integers(0, n, e), rng.integers(0, n, e), n, dedup=True, drop_self_loops=True)
+
+
+@pytest.mark.parametrize("kind", ["sage", "gcn"])
+@pytest.mark.parametrize("with_degree", [True, False])
+def test_model_equals_pyg_edge_path(kind: str, with_degree: bool) -> None:
+    """Outputs and every parameter/input gradient of the CSR path equal PyG's per-edge path (1e-5)."""
+    indptr, indices = _graph()
+    batch = NeighborSampler(indptr, indices, [5, 3, 2], seed=4).sample(np.array([1, 2, 3, 50, 60, 61]))
+    torch.manual_seed(0)
+    model = BlockGNN(kind, 12, 16, 5, 3, dropout=0.0, norm="none")
+    degree = torch.from_numpy(np.diff(indptr).astype(np.float32))[batch.n_id] if with_degree else None
+    x = torch.randn(batch.num_nodes, 12)
+    results = []
+    for use_csr in (True, False):
+        model.use_csr = use_csr
+        model.zero_grad()
+        xi = x.clone().requires_grad_(True)
+        out = model(xi, batch.blocks, degree)
+        (out * torch.linspace(-1, 1, out.numel()).reshape(out.shape)).sum().backward()
+        grads = {name: p.grad.clone() for name, p in model.named_parameters()}
+        results.append((out.detach(), xi.grad.clone(), grads))
+    (out_a, gx_a, ga), (out_b, gx_b, gb) = results
+    torch.testing.assert_close(out_a, out_b, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(gx_a, gx_b, rtol=1e-5, atol=1e-5)
+    for name in ga:
+        torch.testing.assert_close(ga[name], gb[name], rtol=1e-5, atol=1e-5, msg=name)
+
+
+def test_gcn_weights_match_block_gcn_conv_edges() -> None:
+    """The CSR weights are, edge for edge, those BlockGCNConv.forward_edges builds (exact)."""
+    rng = np.random.default_rng(2)
+    block = random_block(rng, 20, 15, 4, False)
+    degree = torch.from_numpy(rng.integers(0, 9, block.num_src).astype(np.float32))
+    csr = block_csr(block)
+    weight, loops = gcn_weights(csr, degree, torch.float32)
+    src, dst = block.edge_index
+    sampled = torch.zeros(block.num_dst).index_add_(0, dst, torch.ones(block.num_edges))
+    full = degree
+    scale = full[: block.num_dst] / sampled.clamp(min=1.0)
+    inv_sqrt = (full + 1.0).rsqrt()
+    expected = scale[dst] * inv_sqrt[dst] * inv_sqrt[src]
+    assert csr.edge_order is not None
+    torch.testing.assert_close(weight, expected[csr.edge_order], rtol=0, atol=0)  # bit for bit
+    torch.testing.assert_close(loops, 1.0 / (full[: block.num_dst] + 1.0), rtol=0, atol=0)
