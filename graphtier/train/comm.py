@@ -21,7 +21,7 @@ from torch import nn
 
 from graphtier.errors import GraphtierError
 
-SLOW_RANK_ENV = "GRAPHTIER_TEST_SLOW_RANK"  # test-only hook: "RANK:FACTOR" slows one rank's whole iteration
+SLOW_RANK_ENV = "GRAPHTIER_TEST_SLOW_RANK"  # test-only hook: "RANK:FACTOR" slows one rank's transfer and forward/backward
 FAIL_RANK_ENV = "GRAPHTIER_TEST_FAIL_RANK"  # test-only hook: "RANK:ITERATION" makes one rank raise
 
 

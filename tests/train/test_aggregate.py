@@ -8,7 +8,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from graphtier.graph.build import edges_to_csc
+from graphtier.dataset.csc import edges_to_csc
 from graphtier.sampling import NeighborSampler
 from graphtier.sampling.batch import Block
 from graphtier.train import _aggregate_kernels as kernels

@@ -73,7 +73,7 @@ def test_depth_zero_prepares_batches_inline() -> None:
 
 @pytest.mark.parametrize("transpose", [False, True])
 def test_producer_builds_block_csr_off_the_training_loop(transpose: bool) -> None:
-    from graphtier.graph.build import edges_to_csc
+    from graphtier.dataset.csc import edges_to_csc
     from graphtier.sampling import NeighborSampler
     from graphtier.train.aggregate import block_csr
 
