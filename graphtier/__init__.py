@@ -5,4 +5,23 @@ from graphtier.errors import DatasetError, GraphtierError, OptionError
 
 __version__ = "0.1.0"
 
-__all__ = ["Dataset", "DatasetError", "DatasetWriter", "GraphtierError", "OptionError", "__version__"]
+# Imported on first use (they need torch, which the command line imports only when a command runs).
+# Training itself is ``graphtier.train.train`` (``graphtier.train`` is the subpackage).
+_LAZY = {
+    "TrainResult": "graphtier.train",
+    "load_model": "graphtier.train",
+    "predict": "graphtier.train",
+}
+
+__all__ = [
+    "Dataset", "DatasetError", "DatasetWriter", "GraphtierError", "OptionError", "TrainResult", "__version__",
+    "load_model", "predict",
+]
+
+
+def __getattr__(name: str) -> object:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'graphtier' has no attribute {name!r}")

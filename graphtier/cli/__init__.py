@@ -23,6 +23,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "graphtier.cli.reorder",
     "graphtier.cli.analyze",
     "graphtier.cli.train",
+    "graphtier.cli.predict",
     "graphtier.cli.demo",
     "graphtier.cli.bench",
 )

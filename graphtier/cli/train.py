@@ -80,6 +80,12 @@ def _progress_factory(console: Any) -> Callable[[str, int], Callable[[int, dict[
 @click.option("--checkpoint", type=click.Path(path_type=str), default=None, help="Directory: save every epoch, resume.")
 @click.option("--report", type=click.Path(dir_okay=False, path_type=str), default=None, help="Write the run report JSON.")
 @click.option(
+    "--save-model",
+    type=click.Path(dir_okay=False, path_type=str),
+    default=None,
+    help="Write the best model (weights, model options, dataset fingerprint) for 'graphtier predict'.",
+)
+@click.option(
     "--features-on",
     default="cpu-gather",
     show_default=True,
@@ -170,3 +176,5 @@ def command(dataset: str, **options: Any) -> None:
     )
     if config.report and not quiet:
         click.echo(f"report written to {config.report}")
+    if config.save_model and not quiet:
+        click.echo(f"model written to {config.save_model}")

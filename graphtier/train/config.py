@@ -68,6 +68,7 @@ class TrainConfig:
     prefetch: int = 4
     checkpoint: str | None = None
     report: str | None = None
+    save_model: str | None = None
     quiet: bool = False
     features_on: str = "cpu-gather"
     gpu_budget: str | None = None
@@ -171,5 +172,7 @@ class TrainConfig:
             raise OptionError(f"{path}: dataset has no train split (train_idx.npy); re-import it with --split")
         if dataset.labels is not None and (dataset.labels[train_idx] < 0).any():
             raise OptionError(f"{path}/labels.npy: expected labels >= 0 for every train node, found -1")
+        if self.save_model is not None and Path(self.save_model).is_dir():
+            raise OptionError(f"--save-model {self.save_model}: is a directory, expected a file path")
         if self.checkpoint is not None and Path(self.checkpoint).exists() and not Path(self.checkpoint).is_dir():
             raise OptionError(f"--checkpoint {self.checkpoint}: exists and is not a directory")

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
 import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 import time
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
@@ -35,6 +36,7 @@ from graphtier.train.inference import layerwise_inference
 from graphtier.train.models import build_model
 from graphtier.train.pipeline import BatchProducer, PreparedBatch
 from graphtier.train.report import RunReport, environment_info
+from graphtier.train.saved import save_model
 
 CHECKPOINT_FILE = "checkpoint.pt"
 # Options that must match for a checkpoint to be resumed.
@@ -539,6 +541,8 @@ class Trainer:
                 self.report.write(cfg.report)
         if self.best_state is not None:
             self.model.load_state_dict(self.best_state)
+        if cfg.save_model is not None and (self.dist is None or self.dist.is_main):
+            save_model(cfg.save_model, self.model, cfg.to_dict(), self.dataset)
         final: dict[str, Any] = {"epoch": self.best_epoch, "method": "sampled"}
         if cfg.full_inference and cfg.sampler == "neighbor" and (self.dist is None or self.dist.is_main):
             logits = self.full_graph_logits()
@@ -558,8 +562,34 @@ class Trainer:
         return self.report.to_dict()
 
 
-def train(dataset: Dataset | str | os.PathLike[str], config: TrainConfig | None = None, **options: Any) -> dict[str, Any]:
-    """Train on ``dataset`` (a Dataset or a path) and return the run report.
+class TrainResult(Mapping[str, Any]):
+    """What :func:`train` returns: the trained model and the run report.
+
+    ``result.model`` is the best-validation model (eval mode), ``result.report`` the run report dict;
+    the result also reads like that report (``result["final"]["test_acc"]``, ``result.keys()``).
+    """
+
+    def __init__(self, model: torch.nn.Module, report: dict[str, Any], config: TrainConfig) -> None:
+        self.model = model
+        self.report = report
+        self.config = config
+
+    def __getitem__(self, key: str) -> Any:
+        return self.report[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.report)
+
+    def __len__(self) -> int:
+        return len(self.report)
+
+    def __repr__(self) -> str:
+        final = self.report.get("final", {})
+        return f"TrainResult(model={type(self.model).__name__}, test_acc={final.get('test_acc')})"
+
+
+def train(dataset: Dataset | str | os.PathLike[str], config: TrainConfig | None = None, **options: Any) -> TrainResult:
+    """Train on ``dataset`` (a Dataset or a path); return the model and the run report (:class:`TrainResult`).
 
     ``options`` override fields of ``config`` (or of the default :class:`TrainConfig`), e.g.
     ``train("data/cora", model="gcn", fanouts=(10, 10), epochs=50)``.
@@ -573,5 +603,8 @@ def train(dataset: Dataset | str | os.PathLike[str], config: TrainConfig | None 
         base["fanouts"] = tuple(base["fanouts"])
     if base.get("eval_fanouts") is not None:
         base["eval_fanouts"] = tuple(base["eval_fanouts"])
-    return Trainer(dataset, TrainConfig(**base)).fit()
+    trainer = Trainer(dataset, TrainConfig(**base))
+    report = trainer.fit()
+    trainer.model.eval()
+    return TrainResult(trainer.model, report, trainer.config)
 
