@@ -1,13 +1,14 @@
 """graphtier: train GNNs on graphs whose features and topology do not fit in GPU memory."""
 
-from graphtier.dataset import Dataset, DatasetWriter
 from graphtier.errors import DatasetError, GraphtierError, OptionError
 
 __version__ = "0.1.0"
 
-# Imported on first use (they need torch, which the command line imports only when a command runs).
+# Imported on first use (numba, torch), so that `graphtier --help` and `import graphtier.cli` start fast.
 # Training itself is ``graphtier.train.train`` (``graphtier.train`` is the subpackage).
 _LAZY = {
+    "Dataset": "graphtier.dataset",
+    "DatasetWriter": "graphtier.dataset",
     "TrainResult": "graphtier.train",
     "load_model": "graphtier.train",
     "predict": "graphtier.train",

@@ -19,7 +19,7 @@ import numpy as np
 from graphtier.store._gather_kernels import copy_row
 
 
-@numba.njit(inline="always", nogil=True)
+@numba.njit(inline="always", cache=True, nogil=True)
 def _copy_tiered_row(
     local: np.ndarray,
     peers: np.ndarray,
