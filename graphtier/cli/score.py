@@ -1,4 +1,4 @@
-"""``graphtier score DATASET --method M``: node hotness scores (degree, rpr, wrpr, presample)."""
+"""``graphtier score DATASET --score S``: node hotness scores (degree, rpr, wrpr, presample)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 import numpy as np
 
+from graphtier.cli.options import merge_alias
 from graphtier.dataset.format import Dataset
 from graphtier.errors import OptionError
 from graphtier.graph.scores import DEFAULT_DAMPING, DEFAULT_RPR_TOL, SCORE_METHODS, ScoreResult, compute_scores
@@ -54,7 +55,9 @@ def describe(result: ScoreResult) -> str:
 
 @click.command("score")
 @click.argument("dataset", type=click.Path(path_type=Path))
-@click.option("--method", "-m", type=click.Choice(SCORE_METHODS), required=True, help="Score to compute.")
+@click.option("--score", "-s", "score", type=click.Choice(SCORE_METHODS), default=None, help="Score to compute.")
+@click.option("--method", "-m", "method", type=click.Choice(SCORE_METHODS), default=None, hidden=True,
+              help="Old spelling of --score.")
 @click.option("--output", "-o", type=click.Path(path_type=Path), default=None,
               help="Write the float64 [N] scores to this .npy file.")
 @click.option("--damping", type=float, default=DEFAULT_DAMPING, show_default=True, help="rpr/wrpr damping.")
@@ -68,10 +71,13 @@ def describe(result: ScoreResult) -> str:
 @click.option("--seed", type=int, default=0, show_default=True, help="presample: sampling seed.")
 @click.option("--top", type=int, default=5, show_default=True, help="Print the ids of the top-scored nodes.")
 def command(
-    dataset: Path, method: str, output: Path | None, damping: float, tol: float, iterations: int | None,
+    dataset: Path, score: str | None, method: str | None, output: Path | None, damping: float, tol: float, iterations: int | None,
     fanouts: str, batch_size: int, epochs: int, seed: int, top: int,
 ) -> None:
     """Score every node of DATASET by how often sampling is expected to read its features."""
+    method = merge_alias(score, method, "--score", "--method")
+    if method is None:
+        raise click.UsageError("Missing option '-s' / '--score'.")
     data = Dataset.open(dataset)
     if output is not None and output.suffix != ".npy":
         raise OptionError(f"--output: expected a file name ending in .npy, found {str(output)!r}")

@@ -49,7 +49,7 @@ def dataset(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("method", ["degree", "rpr", "wrpr", "presample"])
 def test_score_writes_scores(dataset: Path, tmp_path: Path, method: str, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / f"{method}.npy"
-    code, stdout, _ = run(["score", str(dataset), "--method", method, "--output", str(out),
+    code, stdout, _ = run(["score", str(dataset), "--score", method, "--output", str(out),
                            "--fanouts", "5,5", "--batch-size", "16"], capsys)
     assert code == 0
     scores = np.load(out)
@@ -108,7 +108,10 @@ def test_analyze_json_and_plot(dataset: Path, tmp_path: Path, capsys: pytest.Cap
         (["score", "{d}", "--method", "rpr", "--output", "{t}/x.txt"], ".npy"),
         (["score", "{t}/missing", "--method", "rpr"], "not found"),
         (["analyze", "{d}", "--fanouts", "a,b"], "--fanouts"),
-        (["analyze", "{d}", "--scores", "degree,nope"], "--scores"),
+        (["analyze", "{d}", "--score", "degree,nope"], "--score"),
+        (["analyze", "{d}", "--iterations", "3", "--wrpr-iterations", "4"], "--wrpr-iterations"),
+        (["score", "{d}", "-s", "rpr", "-m", "wrpr"], "--method"),
+        (["score", "{d}"], "--score"),
         (["analyze", "{d}", "--seed", "3", "--presample-seed", "3"], "--presample-seed"),
         (["reorder", "{d}", "{t}/o", "--score", "{t}/missing.npy"], "score file not found"),
     ],
@@ -162,3 +165,19 @@ def test_real_graph_scores_and_reorder(tmp_path: Path, capsys: pytest.CaptureFix
     perm = np.asarray(result.extra["perm"])
     assert np.all(np.diff(scores[perm]) <= 0)
     np.testing.assert_array_equal(np.diff(result.indptr), np.diff(indptr)[perm])
+
+
+def test_score_option_is_spelled_the_same_everywhere(dataset: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from graphtier.cli import cli
+
+    for name in ("score", "reorder", "analyze"):
+        command = cli.get_command(cli.make_context("graphtier", ["--help"], resilient_parsing=True), name)
+        visible = {opt for param in command.params if not getattr(param, "hidden", False) for opt in param.opts}
+        assert {"-s", "--score", "--iterations"} <= visible, name
+        assert not visible & {"-m", "--method", "--scores", "--wrpr-iterations"}, name
+    # the old spellings still work
+    code, stdout, _ = run(["score", str(dataset), "-m", "degree", "--top", "1"], capsys)
+    assert code == 0 and "degree" in stdout
+    code, stdout, _ = run(["analyze", str(dataset), "--scores", "degree", "--wrpr-iterations", "2",
+                           "--fanouts", "5,5", "--batch-size", "64"], capsys)
+    assert code == 0 and "degree" in stdout

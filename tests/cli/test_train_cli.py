@@ -80,3 +80,18 @@ def test_demo_runs_end_to_end(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert "GraphSAGE" in result.stdout and "features-only MLP" in result.stdout
     assert (tmp_path / "demo" / "sage.json").is_file()
+
+
+def test_fixed_choices_match_the_library_and_show_in_help() -> None:
+    from graphtier.cli import train as train_cli
+    from graphtier.store import FEATURE_MODES
+    from graphtier.train.balancer import BALANCE_MODES
+    from graphtier.train.config import SAMPLER_NAMES
+    from graphtier.train.models import MODEL_NAMES, NORM_NAMES
+
+    assert train_cli.MODEL_CHOICES == MODEL_NAMES and train_cli.SAMPLER_CHOICES == SAMPLER_NAMES
+    assert train_cli.NORM_CHOICES == NORM_NAMES and train_cli.FEATURES_ON_CHOICES == FEATURE_MODES
+    assert train_cli.BALANCE_CHOICES == BALANCE_MODES
+    result = _run("train", "--help")
+    assert result.returncode == 0
+    assert "[sage|gcn|gat|mlp]" in result.stdout and "tiered+cache]" in result.stdout
