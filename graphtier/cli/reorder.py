@@ -43,6 +43,9 @@ def command(
         )
         scores, label, params = result.scores, score, result.params
         click.echo(f"scored {data.num_nodes:,} nodes by {score} in {result.seconds:.2f} s")
+        warning = result.convergence_warning(tol)
+        if warning:
+            click.echo(f"graphtier: warning: {warning}", err=True)
     else:
         scores = load_score_file(score, data.num_nodes)
         label, params = str(Path(score).resolve()), {}

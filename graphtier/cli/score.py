@@ -86,6 +86,9 @@ def command(
         batch_size=batch_size, epochs=epochs, seed=seed,
     )
     click.echo(describe(result))
+    warning = result.convergence_warning(tol)
+    if warning:
+        click.echo(f"graphtier: warning: {warning}", err=True)
     if top > 0 and data.num_nodes:
         order = np.argsort(-result.scores, kind="stable")[:top]
         click.echo("top nodes: " + ", ".join(f"{int(v)} ({result.scores[v]:.4g})" for v in order))

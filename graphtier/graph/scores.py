@@ -49,6 +49,15 @@ class ScoreResult:
     iterations: int = 0
     last_change: float | None = None
 
+    def convergence_warning(self, tol: float) -> str | None:
+        """One line when rpr/wrpr stopped at its iteration count with the last L1 change still above ``tol``."""
+        if self.method not in ("rpr", "wrpr") or self.last_change is None or not self.last_change > tol:
+            return None
+        return (
+            f"{self.method} stopped at its iteration cap ({self.iterations}) with the last L1 change "
+            f"{self.last_change:.2e} above --tol {tol:.2e}: the scores have not converged (raise --iterations)"
+        )
+
 
 def degree_scores(indptr: np.ndarray, indices: np.ndarray) -> np.ndarray:
     """float64 [N]: how many neighbour lists each node appears in.
@@ -145,24 +154,35 @@ def weighted_reverse_pagerank(
     *,
     damping: float = DEFAULT_DAMPING,
     iterations: int = DEFAULT_WRPR_ITERATIONS,
-) -> np.ndarray:
+    with_change: bool = False,
+) -> Any:
     """Weighted reverse PageRank (seed 000, Algorithm 1): exactly ``iterations`` rounds.
 
-    ``train_idx``: int64 [T] training node ids (the sampling seeds). Returns float64 [N].
+    ``train_idx``: int64 [T] training node ids (the sampling seeds). Returns float64 [N], or with
+    ``with_change`` (scores, L1 change of the last round).
     """
     _check_damping(damping)
     if iterations < 1:
         raise OptionError(f"--iterations: expected at least 1, found {iterations}")
     num_nodes = np.asarray(indptr).shape[0] - 1
     if num_nodes == 0:
-        return np.zeros(0, dtype=np.float64)
+        empty = np.zeros(0, dtype=np.float64)
+        return (empty, 0.0) if with_change else empty
     if np.asarray(train_idx).size == 0:
         raise OptionError("wrpr: expected a non-empty training split, found 0 training nodes")
-    initial = weighted_initial_scores(num_nodes, train_idx)
-    scores, _, _ = _pagerank_rounds(
+    scores, change = _weighted_rounds(indptr, indices, train_idx, damping, iterations)
+    return (scores, change) if with_change else scores
+
+
+def _weighted_rounds(
+    indptr: np.ndarray, indices: np.ndarray, train_idx: np.ndarray, damping: float, iterations: int
+) -> tuple[np.ndarray, float]:
+    """wrpr's ``iterations`` rounds (arguments checked by the caller): (float64 [N] scores, last L1 change)."""
+    initial = weighted_initial_scores(np.asarray(indptr).shape[0] - 1, train_idx)
+    scores, _, change = _pagerank_rounds(
         indptr, indices, initial, damping=damping, tol=0.0, max_iterations=iterations, stop_on_tol=False
     )
-    return scores
+    return scores, change
 
 
 def rank_matrix(indptr: np.ndarray, indices: np.ndarray) -> scipy.sparse.csc_matrix:
@@ -272,7 +292,9 @@ def compute_scores(
     elif method == "wrpr":
         train = _require_train(dataset, method)
         rounds = DEFAULT_WRPR_ITERATIONS if iterations is None else iterations
-        scores = weighted_reverse_pagerank(indptr, indices, train, damping=damping, iterations=rounds)
+        scores, change = weighted_reverse_pagerank(
+            indptr, indices, train, damping=damping, iterations=rounds, with_change=True
+        )
         params = {"damping": damping, "iterations": rounds, "num_train": int(train.size)}
     else:
         train = _require_train(dataset, method)

@@ -181,3 +181,12 @@ def test_score_option_is_spelled_the_same_everywhere(dataset: Path, tmp_path: Pa
     code, stdout, _ = run(["analyze", str(dataset), "--scores", "degree", "--wrpr-iterations", "2",
                            "--fanouts", "5,5", "--batch-size", "64"], capsys)
     assert code == 0 and "degree" in stdout
+
+
+def test_pagerank_stopped_by_its_cap_warns(dataset: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(["score", str(dataset), "-s", "rpr", "--iterations", "2", "--top", "0"], capsys)
+    assert code == 0 and "graphtier: warning: rpr stopped at its iteration cap (2)" in err
+    code, _, err = run(["score", str(dataset), "-s", "rpr", "--iterations", "500", "--tol", "1e-3", "--top", "0"], capsys)
+    assert code == 0 and "warning" not in err
+    code, _, err = run(["score", str(dataset), "-s", "wrpr", "--iterations", "2", "--top", "0"], capsys)
+    assert code == 0 and "wrpr stopped at its iteration cap (2)" in err
