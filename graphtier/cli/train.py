@@ -154,7 +154,9 @@ def command(dataset: str, **options: Any) -> None:
             click.echo(
                 f"final ({final['method']} inference, best epoch {final['epoch']}): "
                 f"valid_acc {format_accuracy(final['valid_acc'])}  test_acc {format_accuracy(final['test_acc'])}  "
-                f"cpu share {balancer['final_cpu_share']:.3f}"
+                "shares " + ", ".join(
+                    f"{device} {share:.3f}" for device, share in zip(config.devices, balancer["final_shares"])
+                )
             )
         return
     if config.devices is not None:

@@ -132,6 +132,9 @@ class TrainConfig:
                 )
             if any(not share > 0 for share in self.shares):
                 raise OptionError(f"--shares expected positive values, found {list(self.shares)}")
+            from graphtier.train.distributed import check_shares_sum
+
+            check_shares_sum(self.shares)
         for name in (
             "batch_size", "hidden", "epochs", "eval_every", "eval_batch_size", "heads",
             "rebalance_every", "workload_samples", "peer_partitions",

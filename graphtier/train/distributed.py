@@ -66,7 +66,20 @@ def parse_shares(text: str) -> tuple[float, ...]:
             raise OptionError(f"--shares expected numbers like 0.3,0.7, found {part!r}") from None
     if not values or any(not v > 0 for v in values):
         raise OptionError(f"--shares expected positive numbers like 0.3,0.7, found {text!r}")
+    check_shares_sum(values)
     return tuple(values)
+
+
+SHARES_SUM_TOLERANCE = 1e-6
+
+
+def check_shares_sum(values: "tuple[float, ...] | list[float]") -> None:
+    """Raise OptionError unless the shares sum to 1 (within 1e-6): they are not silently rescaled."""
+    total = float(sum(values))
+    if abs(total - 1.0) > SHARES_SUM_TOLERANCE:
+        raise OptionError(
+            f"--shares expected values summing to 1, found {','.join(f'{v:g}' for v in values)} (sum {total:g})"
+        )
 
 
 @dataclass

@@ -377,8 +377,15 @@ class Trainer:
             producer.close()
         total_seconds = time.perf_counter() - start
         totals = all_reduce_sum(
-            dist_ctx, torch.tensor([tally.loss_sum, float(tally.correct), float(tally.seen)], dtype=torch.float64)
+            dist_ctx,
+            torch.tensor(
+                [tally.loss_sum, float(tally.correct), float(tally.seen), float(tally.feature_bytes),
+                 float(tally.sampled_edges)],
+                dtype=torch.float64,
+            ),
         )
+        # every rank's bytes and sampled edges count (float64 is exact for counts below 2^53)
+        tally.feature_bytes, tally.sampled_edges = int(totals[3]), int(totals[4])
         per_rank = all_gather_floats(dist_ctx, [float(tally.seen), epoch_compute, epoch_wait]).numpy()
         ranks = [
             {
@@ -391,7 +398,7 @@ class Trainer:
             for r in range(world)
         ]
         self.report.add_rank_totals(ranks)
-        record = tally.record(len(global_batches), total_seconds, *(float(v) for v in totals))
+        record = tally.record(len(global_batches), total_seconds, *(float(v) for v in totals[:3]))
         record.update(ranks=ranks, cpu_share=balancer.cpu_share(), shares=[float(v) for v in balancer.shares])
         return record
 
@@ -517,6 +524,12 @@ class Trainer:
             traffic_before = dict(self.features.traffic())
             record.update(self.train_epoch(epoch))
             record["feature_bytes_by_tier"] = self._traffic_delta(traffic_before, dict(self.features.traffic()))
+            if self.dist is not None:  # all ranks' reads, like feature_bytes
+                summed = all_reduce_sum(
+                    self.dist,
+                    torch.tensor([float(record["feature_bytes_by_tier"][t]) for t in TIER_NAMES], dtype=torch.float64),
+                )
+                record["feature_bytes_by_tier"] = {t: int(v) for t, v in zip(TIER_NAMES, summed.tolist())}
             hit_ratio = getattr(self.features, "cache_hit_ratio", None)
             if hit_ratio is not None:
                 record["cache_hit_ratio"] = float(hit_ratio)
