@@ -247,11 +247,16 @@ def run_dataset_gather(
     ram_budget: str | None = None,
     fanouts: Sequence[int] = (15, 10, 5),
     batch_size: int = 1024,
-    batches: int = 20,
+    batches: int | None = None,
+    min_seconds: float = 2.0,
     seed: int = 0,
     log: Callable[[str], None] = lambda _: None,
 ) -> dict[str, Any]:
     """Gather the rows a real training run reads from ``dataset`` through the ``features_on`` store.
+
+    The trace is ``batches`` mini-batches (default: one whole epoch of the training split, further
+    epochs when ``batches`` asks for more); it is replayed whole, pass after pass, until at least
+    ``min_seconds`` of gathering were timed, so the figure does not rest on a handful of calls.
 
     ``ids_from="sampler"`` replays the neighbour sampler over training batches (the skewed access trace
     the tiers are built for); ``"uniform"`` draws the same number of ids uniformly. The baseline is
@@ -269,15 +274,20 @@ def run_dataset_gather(
     if seeds_pool is None:
         seeds_pool = np.arange(dataset.num_nodes, dtype=np.int64)
     sampler = NeighborSampler(np.asarray(dataset.indptr), np.asarray(dataset.indices), list(fanouts), seed=seed)
+    if batches is not None and batches < 1:
+        raise OptionError(f"--batches: expected a positive integer, found {batches}")
     traces: list[np.ndarray] = []
-    for index, seeds in enumerate(iter_seed_batches(np.asarray(seeds_pool), batch_size, shuffle=True, seed=seed, epoch=0)):
-        if index == batches:
-            break
-        traces.append(sampler.sample(seeds, index).n_id.numpy().copy())
+    epoch = 0
+    while not traces or (batches is not None and len(traces) < batches):
+        for seeds in iter_seed_batches(np.asarray(seeds_pool), batch_size, shuffle=True, seed=seed, epoch=epoch):
+            if batches is not None and len(traces) == batches:
+                break
+            traces.append(sampler.sample(seeds, len(traces)).n_id.numpy().copy())
+        epoch += 1
     if ids_from == "uniform":
         rng = np.random.default_rng(seed)
         traces = [rng.integers(0, dataset.num_nodes, trace.shape[0], dtype=np.int64) for trace in traces]
-    rows = sum(trace.shape[0] for trace in traces)
+    trace_rows = sum(trace.shape[0] for trace in traces)
     store = make_feature_store(
         dataset.features, features_on, device=device, gpu_budget=gpu_budget, cache_budget=cache_budget,
         ram_budget=ram_budget, log=log,
@@ -289,10 +299,13 @@ def run_dataset_gather(
             store.gather(ids)
         sync()
         before = dict(store.traffic())
+        passes = 0
         start = time.perf_counter()
-        for ids in trace_tensors:
-            store.gather(ids)
-        sync()
+        while passes == 0 or time.perf_counter() - start < min_seconds:
+            for ids in trace_tensors:
+                store.gather(ids)
+            sync()
+            passes += 1
         seconds = time.perf_counter() - start
         after = dict(store.traffic())
         hit_ratio = getattr(store, "cache_hit_ratio", None)
@@ -305,13 +318,15 @@ def run_dataset_gather(
     for ids in trace_tensors:  # the same warm-up pass for the baseline
         torch.index_select(table, 0, ids, out=out[: ids.shape[0]])
     start = time.perf_counter()
-    for ids in trace_tensors:
-        gathered = torch.index_select(table, 0, ids, out=out[: ids.shape[0]])
-        if device.type == "cuda":
-            gathered.to(device)
+    for _ in range(passes):  # as many passes as the store made
+        for ids in trace_tensors:
+            gathered = torch.index_select(table, 0, ids, out=out[: ids.shape[0]])
+            if device.type == "cuda":
+                gathered.to(device)
     sync()
     baseline_seconds = time.perf_counter() - start
     row_bytes = int(table.shape[1]) * table.element_size()
+    rows = trace_rows * passes
     total_bytes = rows * row_bytes
     return {
         "benchmark": "gather-dataset",
@@ -322,6 +337,7 @@ def run_dataset_gather(
         "gpu_budget": gpu_budget,
         "cache_budget": cache_budget,
         "batches": len(traces),
+        "passes": passes,
         "rows": rows,
         "row_bytes": row_bytes,
         "seconds": seconds,
@@ -342,7 +358,10 @@ def run_dataset_gather(
 @click.option("--cache-budget", default=None, help="With DATASET: GPU row cache (tiered+cache).")
 @click.option("--fanouts", default="15,10,5", show_default=True, help="With DATASET: sampler fanouts of the trace.")
 @click.option("--batch-size", default=1024, show_default=True, type=int, help="With DATASET: seeds per batch.")
-@click.option("--batches", default=20, show_default=True, type=int, help="With DATASET: batches in the trace.")
+@click.option("--batches", default=None, type=int,
+              help="With DATASET: batches in the trace [default: one epoch of the training split].")
+@click.option("--min-seconds", default=2.0, show_default=True, type=click.FloatRange(min=0),
+              help="With DATASET: replay the trace until this much gathering was timed.")
 @click.option("--row-bytes", default="128,512,4096", show_default=True, help="Feature row sizes to measure, in bytes.")
 @click.option("--table-size", default="512MiB", show_default=True, help="Bytes of each random table (a budget string).")
 @click.option("--batch-rows", type=click.IntRange(min=1), default=65536, show_default=True, help="Rows per gather.")
@@ -360,7 +379,8 @@ def command(
     cache_budget: str | None,
     fanouts: str,
     batch_size: int,
-    batches: int,
+    batches: int | None,
+    min_seconds: float,
     row_bytes: str,
     table_size: str,
     batch_rows: int,
@@ -389,11 +409,12 @@ def command(
         result = run_dataset_gather(
             Dataset.open(dataset), ids_from=ids_from, features_on=features_on, device=compute_device,
             gpu_budget=gpu_budget, cache_budget=cache_budget, fanouts=parse_fanouts(fanouts), batch_size=batch_size,
-            batches=batches, seed=seed, log=click.echo,
+            batches=batches, min_seconds=min_seconds, seed=seed, log=click.echo,
         )
         click.echo(
             f"{result['features_on']} on {result['device']}, {result['ids']} ids: {result['rows']:,} rows of "
-            f"{result['row_bytes']} B in {result['seconds'] * 1e3:.1f} ms = {result['gb_per_s']:.2f} GB/s, "
+            f"{result['row_bytes']} B ({result['batches']} batches x {result['passes']} passes) in "
+            f"{result['seconds'] * 1e3:.1f} ms = {result['gb_per_s']:.2f} GB/s, "
             f"{result['rows_per_s'] / 1e6:.2f} M rows/s; index_select {result['index_select_gb_per_s']:.2f} GB/s "
             f"({result['vs_index_select']:.2f}x); bytes by tier "
             + ", ".join(f"{tier} {count:,}" for tier, count in result["bytes_by_tier"].items() if count)
