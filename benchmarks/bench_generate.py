@@ -3,7 +3,7 @@
 Every size runs in a fresh child process (so peak RSS is that generation's own). The baseline, run
 in the same invocation at the sizes up to ``--baseline-max-nodes``, is the same model written with
 the plain numpy reference kernels (``sample_edges_reference`` over the whole edge list, then
-``graphtier.graph.build.edges_to_csc`` with dedup; features by ``fill_features_reference``); it must
+``graphtier.dataset.csc.edges_to_csc`` with dedup; features by ``fill_features_reference``); it must
 produce the identical graph, which the benchmark checks.
 
     flock /tmp/graphtier-bigjob.lock python benchmarks/bench_generate.py \\
@@ -66,7 +66,7 @@ def child_baseline(spec: dict[str, Any]) -> dict[str, Any]:
     from graphtier.dataset import _synthetic_kernels as kernels
     from graphtier.dataset import synthetic
     from graphtier.dataset.format import Dataset
-    from graphtier.graph.build import edges_to_csc
+    from graphtier.dataset.csc import edges_to_csc
 
     nodes, degree, seed, dim = spec["nodes"], spec["avg_degree"], spec["seed"], spec["feature_dim"]
     classes = synthetic.DEFAULT_NUM_CLASSES
@@ -177,7 +177,7 @@ def main() -> None:
         "load_average_before": load_before,
         "load_average_after": os.getloadavg(),
         "command": "python " + " ".join(sys.argv),
-        "baseline": "same model with numpy reference kernels + graphtier.graph.build.edges_to_csc; "
+        "baseline": "same model with numpy reference kernels + graphtier.dataset.csc.edges_to_csc; "
                     "features with fill_features_reference; must give the identical graph",
         "rows": rows,
     }

@@ -23,7 +23,7 @@ import torch
 
 from graphtier.dataset.synthetic import generate
 from graphtier.train import TrainConfig, Trainer
-from graphtier.train.distributed import launch
+from graphtier.train.launch import launch
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -2,7 +2,7 @@
 
 Cases:
   * soc-Slashdot0902 (gzip, 948k edges) from ../shared/data, against a baseline measured in the
-    same run: ``np.loadtxt`` + ``graphtier.graph.build.edges_to_csc``;
+    same run: ``np.loadtxt`` + ``graphtier.dataset.csc.edges_to_csc``;
   * cnr-2000 (csr-npz, 3.2M edges);
   * a generated 100M-edge power-law edge list (plain text, ~1.5 GB under /tmp/graphtier-data/),
     against ``np.loadtxt`` on its first 2M lines (throughput only: a full np.loadtxt would take
@@ -49,7 +49,7 @@ def rss_mib():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 if kind == "baseline":
     import gzip
-    from graphtier.graph.build import edges_to_csc
+    from graphtier.dataset.csc import edges_to_csc
     edges_to_csc(np.array([0, 1]), np.array([1, 0]), 2)  # warm numba
     base = rss_mib()
     t = time.perf_counter()

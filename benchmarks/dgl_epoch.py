@@ -9,7 +9,7 @@ reversed for DGL, which lists the layer next to the input first).
     VENV/bin/python benchmarks/dgl_epoch.py DATASET --model sage --fanouts 15,10,5 --batch-size 1024 \
         --hidden 128 --epochs 3 --threads 2 --dropout 0.5 --lr 0.003
 
-Prints one JSON line: ``epoch_seconds`` (each epoch), ``test_acc`` (sampled inference with the training
+Prints one JSON line: ``epoch_seconds`` and ``epoch_losses`` (each epoch), ``test_acc`` (sampled inference with the training
 fanouts, final model), ``dgl`` and ``torch`` versions.
 """
 
@@ -76,15 +76,19 @@ def main() -> None:
         graph, train_idx, sampler, batch_size=args.batch_size, shuffle=True, drop_last=False, num_workers=0
     )
     epoch_seconds = []
+    epoch_losses = []
     for _ in range(args.epochs):
         start = time.perf_counter()
         model.train()
+        loss_sum, batches = 0.0, 0
         for input_nodes, output_nodes, blocks in loader:
             loss = F.cross_entropy(model(blocks, features[input_nodes]), labels[output_nodes])
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
+            loss_sum, batches = loss_sum + float(loss), batches + 1
         epoch_seconds.append(time.perf_counter() - start)
+        epoch_losses.append(loss_sum / max(1, batches))
     model.eval()
     correct = 0
     test_loader = dgl.dataloading.DataLoader(graph, test_idx, sampler, batch_size=4096, shuffle=False, num_workers=0)
@@ -93,6 +97,7 @@ def main() -> None:
             correct += int((model(blocks, features[input_nodes]).argmax(1) == labels[output_nodes]).sum())
     print(json.dumps({
         "epoch_seconds": epoch_seconds,
+        "epoch_losses": epoch_losses,  # mean training loss per epoch (nan shows a diverged run)
         "test_acc": correct / max(1, len(test_idx)),
         "dgl": dgl.__version__,
         "torch": torch.__version__,

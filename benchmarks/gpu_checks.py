@@ -183,7 +183,7 @@ def main() -> int:
         from graphtier.cli.bench_gather import run_dataset_gather
         from graphtier.dataset.synthetic import generate
         from graphtier.graph.reorder import reorder_dataset
-        from graphtier.graph.scores import compute_scores
+        from graphtier.tiering.hotness import compute_scores
 
         with tempfile.TemporaryDirectory() as tmp:
             source = generate(Path(tmp) / "g", nodes=2_000_000, avg_degree=20, feature_dim=256, seed=0)

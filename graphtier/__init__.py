@@ -1,28 +1,100 @@
-"""graphtier: train GNNs on graphs whose features and topology do not fit in GPU memory."""
+"""graphtier: train GNNs on graphs whose features and topology do not fit in GPU memory.
 
+The public Python API, re-exported here (as PyG does); everything under the subpackages that is not
+listed in ``__all__`` is private. Names are loaded on first use (PEP 562), so ``import graphtier`` and
+the command-line tool start without importing torch::
+
+    import graphtier as gt
+    ds = gt.Dataset.open("data/demo")
+    sampler = gt.NeighborSampler(ds.indptr, ds.indices, fanouts=[15, 10, 5])
+    report = gt.train(ds, model="sage", fanouts=(15, 10, 5), epochs=2)
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from graphtier._version import __version__
 from graphtier.errors import DatasetError, GraphtierError, OptionError
 
-__version__ = "0.1.0"
-
-# Imported on first use (numba, torch), so that `graphtier --help` and `import graphtier.cli` start fast.
-# Training itself is ``graphtier.train.train`` (``graphtier.train`` is the subpackage).
-_LAZY = {
+# public name -> module that defines it
+_EXPORTS: dict[str, str] = {
+    # dataset
     "Dataset": "graphtier.dataset",
     "DatasetWriter": "graphtier.dataset",
+    "generate": "graphtier.dataset.synthetic",
+    # samplers
+    "NeighborSampler": "graphtier.sampling",
+    "ShadowSampler": "graphtier.sampling",
+    "MiniBatch": "graphtier.sampling",
+    "Block": "graphtier.sampling",
+    "iter_seed_batches": "graphtier.sampling",
+    # feature stores
+    "FeatureStore": "graphtier.store",
+    "HostFeatureStore": "graphtier.store",
+    "TieredFeatureStore": "graphtier.store",
+    "make_feature_store": "graphtier.store",
+    "plan_tiers": "graphtier.store",
+    # tiering
+    "compute_scores": "graphtier.tiering.hotness",
+    "reorder_dataset": "graphtier.graph.reorder",
+    # training
+    "TrainConfig": "graphtier.train",
+    "Trainer": "graphtier.train",
+    "train": "graphtier.train",
     "TrainResult": "graphtier.train",
+    "build_model": "graphtier.train",
+    # trained models
+    "SavedModel": "graphtier.train",
+    "Predictions": "graphtier.train",
     "load_model": "graphtier.train",
     "predict": "graphtier.train",
+    # PyG adapters
+    "GraphtierFeatureStore": "graphtier.pyg",
+    "GraphtierGraphStore": "graphtier.pyg",
+    "GraphtierNeighborSampler": "graphtier.pyg",
+    "TieredPyGFeatureStore": "graphtier.pyg",
+    "neighbor_loader": "graphtier.pyg",
 }
 
-__all__ = [
-    "Dataset", "DatasetError", "DatasetWriter", "GraphtierError", "OptionError", "TrainResult", "__version__",
-    "load_model", "predict",
-]
+__all__ = ["DatasetError", "GraphtierError", "OptionError", "__version__", *_EXPORTS]
+
+if TYPE_CHECKING:  # static analysers see the real names
+    from graphtier.dataset import Dataset, DatasetWriter
+    from graphtier.dataset.synthetic import generate
+    from graphtier.graph.reorder import reorder_dataset
+    from graphtier.pyg import (
+        GraphtierFeatureStore,
+        GraphtierGraphStore,
+        GraphtierNeighborSampler,
+        TieredPyGFeatureStore,
+        neighbor_loader,
+    )
+    from graphtier.sampling import Block, MiniBatch, NeighborSampler, ShadowSampler, iter_seed_batches
+    from graphtier.store import FeatureStore, HostFeatureStore, TieredFeatureStore, make_feature_store, plan_tiers
+    from graphtier.tiering.hotness import compute_scores
+    from graphtier.train import (
+        Predictions,
+        SavedModel,
+        Trainer,
+        TrainConfig,
+        TrainResult,
+        build_model,
+        load_model,
+        predict,
+        train,
+    )
 
 
-def __getattr__(name: str) -> object:
-    if name in _LAZY:
-        import importlib
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'graphtier' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
 
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'graphtier' has no attribute {name!r}")
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -18,3 +18,7 @@ class DatasetError(GraphtierError):
 
 class OptionError(GraphtierError):
     """A command-line or API option has a value that cannot be used."""
+
+
+class ResourceError(GraphtierError):
+    """Not enough memory or disk for what was asked, or the output cannot be written (read-only, busy)."""

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from graphtier.dataset import Dataset, DatasetWriter
-from graphtier.graph.build import edges_to_csc
+from graphtier.dataset.csc import edges_to_csc
 
 SHARED_DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 

@@ -2,7 +2,10 @@
 
 Every subcommand lives in its own module of this package and exposes a click command named
 ``command``. User mistakes (:class:`~graphtier.errors.GraphtierError`, bad options) are printed as one
-line on stderr, ``graphtier: error: ...``, with exit code 2 and no traceback.
+line on stderr, ``graphtier: error: ...``, with exit code 2 and no traceback. As a last resort a
+``MemoryError`` or an ``OSError`` whose errno means the machine cannot do it (disk full, read-only,
+permission denied, busy, ...; :data:`~graphtier.dataset.resources.RESOURCE_ERRNOS`) is reported the
+same way; any other exception is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -122,5 +125,14 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(130)
     except BrokenPipeError:
         sys.exit(0)
+    except MemoryError as exc:  # last resort: an allocation no estimate caught
+        fail(f"out of memory: {exc or 'an allocation failed'} (free memory or use a smaller input)")
+    except OSError as exc:  # last resort: only "the machine cannot do this" errnos, never bugs
+        # imported here: graphtier.dataset loads numba, which `graphtier --help` must not pay for
+        from graphtier.dataset.resources import is_resource_error, os_error_message
+
+        if not is_resource_error(exc):
+            raise
+        fail(os_error_message(exc))
     if isinstance(exit_code, int) and exit_code != 0:
         sys.exit(exit_code)

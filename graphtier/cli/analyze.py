@@ -7,12 +7,12 @@ from pathlib import Path
 
 import click
 
-from graphtier.cli.options import merge_alias
+from graphtier.cli.options import SEED, merge_alias
 from graphtier.cli.score import parse_fanouts
 from graphtier.dataset.format import Dataset
 from graphtier.errors import OptionError
-from graphtier.graph.access import HIT_PERCENTS, analyze_access, plot_access
-from graphtier.graph.scores import SCORE_METHODS
+from graphtier.tiering.access import HIT_PERCENTS, analyze_access, plot_access
+from graphtier.tiering.hotness import SCORE_METHODS
 
 
 def format_table(curves: dict[str, dict[str, float]]) -> str:
@@ -30,7 +30,7 @@ def format_table(curves: dict[str, dict[str, float]]) -> str:
 @click.option("--fanouts", default="25,10", show_default=True, help="Training fanouts, e.g. 10,10,10.")
 @click.option("--batch-size", type=int, default=1024, show_default=True, help="Seeds per mini-batch.")
 @click.option("--epochs", type=int, default=1, show_default=True, help="Epochs replayed.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Sampling seed of the replay.")
+@click.option("--seed", type=SEED, default=0, show_default=True, help="Sampling seed of the replay.")
 @click.option("--score", "-s", "score_list", default=None,
               help=f"Comma-separated scores to evaluate, from: {', '.join(SCORE_METHODS)}  [default: all]")
 @click.option("--scores", "scores_alias", default=None, hidden=True, help="Old spelling of --score.")

@@ -12,6 +12,7 @@ from typing import Any
 import click
 import numpy as np
 
+from graphtier.cli.options import SEED
 from graphtier.dataset.format import Dataset
 from graphtier.errors import OptionError
 
@@ -46,7 +47,7 @@ def command() -> None:
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="Sampler threads [default: all cores].")
 @click.option("--sampler", type=click.Choice(["neighbor", "shadow"]), default="neighbor", show_default=True)
 @click.option("--layers", type=click.IntRange(min=1), default=None, help="ShaDow model layers [default: len(fanouts)].")
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--seed", type=SEED, default=0, show_default=True)
 @click.option("--in-memory/--mmap", default=True, show_default=True, help="Load the graph into RAM or memory-map it.")
 @click.option("--baseline-seconds", type=click.FloatRange(min=0), default=2.0, show_default=True,
               help="Time budget of the numpy reference sampler baseline (0: skip it).")
@@ -207,7 +208,10 @@ def _time_reference_sampler(
     budget_seconds: float,
 ) -> dict[str, Any]:
     """Time the reference sampler on ``seed_batches`` in order until ``budget_seconds`` is spent (>= 1 batch)."""
-    from graphtier.sampling.reference import neighbor_sample_reference, shadow_sample_reference
+    from graphtier.sampling.reference import (
+        neighbor_sample_reference,
+        shadow_sample_reference,
+    )
 
     reference = shadow_sample_reference if sampler == "shadow" else neighbor_sample_reference
     done = 0

@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from graphtier.cli.options import SEED
 from graphtier.dataset import synthetic
 from graphtier.dataset.format import FEATURE_DTYPES
 
@@ -63,7 +64,7 @@ COUNT = CountType()
               help="Store every drawn pair in both directions (default), or keep edges directed.")
 @click.option("--max-degree", type=float, default=None,
               help="Largest expected degree (hub size). Default: 4 * sqrt(nodes * avg-degree).")
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--seed", type=SEED, default=0, show_default=True)
 @click.option("--chunk-edges", type=COUNT, default=synthetic.DEFAULT_CHUNK_EDGES, show_default=True,
               help="Edges drawn per kernel call and feature values per written block (the feature buffer); "
                    "does not change the output.")

@@ -13,6 +13,7 @@ import click
 import numpy as np
 
 from graphtier.dataset.format import SPLITS, Dataset
+from graphtier.dataset.provenance import describe, provenance_of
 from graphtier.dataset.writer import json_default
 from graphtier.graph.stats import CHUNK, in_degree_stats
 
@@ -59,7 +60,9 @@ def dataset_info(dataset: Dataset) -> dict[str, Any]:
     (``shape``, ``dtype``, ``bytes``; null without features), ``labels`` (``num_classes``,
     ``labelled``; null without labels), ``splits`` (``train``/``valid``/``test`` sizes, null when
     absent), ``arrays`` (per ``.npy`` stem: ``shape``, ``dtype``, ``bytes`` on disk), ``total_bytes``
-    (every file of the directory) and ``source`` (``meta.json``'s ``source``).
+    (every file of the directory), ``source`` (``meta.json``'s ``source``), ``provenance``
+    (``features``/``labels``: input, synthetic or none; see :mod:`graphtier.dataset.provenance`),
+    ``notes`` (one sentence per synthetic part) and ``nodes_only_in_node_data``.
     """
     root = dataset.path
     degree = in_degree_stats(dataset.indptr).as_dict()
@@ -106,6 +109,9 @@ def dataset_info(dataset: Dataset) -> dict[str, Any]:
         "arrays": arrays,
         "total_bytes": total_bytes,
         "source": dataset.meta.get("source"),
+        "provenance": provenance_of(dataset.meta),
+        "notes": describe(dataset.meta),
+        "nodes_only_in_node_data": int(dataset.meta.get("nodes_only_in_node_data", 0) or 0),
     }
 
 
@@ -145,11 +151,24 @@ def _render_table(info: dict[str, Any]) -> None:
         f"top 1%: {100 * d['top1pct_edge_share']:.1f}%  top 10%: {100 * d['top10pct_edge_share']:.1f}%",
     )
     f = info["features"]
+    prov = info.get("provenance") or {}
+
+    def origin(part: str) -> str:
+        entry = prov.get(part) or {}
+        if entry.get("kind") != "synthetic":
+            return ""
+        if part == "features" and not entry.get("generated"):
+            signal = float(entry.get("signal", 0.0))
+            return f"  SYNTHETIC ({'label signal ' + format(signal, 'g') if signal > 0 else 'noise, no label information'})"
+        return "  SYNTHETIC"
+
     table.add_row("features", "none" if f is None else
-                  f"{f['shape'][0]:,} x {f['shape'][1]} {f['dtype']} ({human_bytes(f['bytes'])})")
+                  f"{f['shape'][0]:,} x {f['shape'][1]} {f['dtype']} ({human_bytes(f['bytes'])}){origin('features')}")
     lab = info["labels"]
     table.add_row("labels", "none" if lab is None else
-                  f"{lab['num_classes']} classes, {lab['labelled']:,} labelled nodes")
+                  f"{lab['num_classes']} classes, {lab['labelled']:,} labelled nodes{origin('labels')}")
+    for note in info.get("notes") or []:
+        table.add_row("note", note)
     s = info["splits"]
     table.add_row("splits", "  ".join(f"{k} {'-' if v is None else format(v, ',')}" for k, v in s.items()))
     for stem, entry in info["arrays"].items():

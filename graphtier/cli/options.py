@@ -28,6 +28,10 @@ def fanouts_option_type(option: str) -> FanoutsType:
     return FanoutsType(option)
 
 
+SEED = click.IntRange(0, 2**63 - 1)
+"""Click type of every ``--seed`` option: an integer in [0, 2^63) (what numpy and the kernels accept)."""
+
+
 def merge_alias(value: Any, alias_value: Any, name: str, alias: str, default: Any = None) -> Any:
     """The value of option ``name`` given either as itself or as its old, hidden spelling ``alias``.
 

@@ -1,7 +1,7 @@
 """``graphtier prepare FORMAT SOURCE OUTPUT``: import a public graph format into a dataset directory.
 
-Formats: ``planetoid``, ``edgelist``, ``csr-npz``, ``ogb`` (one subcommand each, with their own
-options; ``graphtier prepare FORMAT --help``). The output is written atomically: on any error
+Formats: ``planetoid``, ``edgelist``, ``csr-npz``, ``ogb``, ``mat`` (one subcommand each, with their
+own options; ``graphtier prepare FORMAT --help``). The output is written atomically: on any error
 nothing is left at OUTPUT.
 """
 
@@ -14,8 +14,11 @@ from typing import Any
 
 import click
 
+from graphtier.cli.options import SEED
+from graphtier.dataset.finite import NON_FINITE_MODES
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import common
+from graphtier.dataset.importers.mat import ADJACENCY_KEYS, FEATURE_KEYS, LABEL_KEYS
 
 _PATH = click.Path(path_type=Path)
 
@@ -23,7 +26,7 @@ _PATH = click.Path(path_type=Path)
 def _common_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """SOURCE, OUTPUT, --name and --overwrite, shared by every format."""
     func = click.option("--overwrite", is_flag=True, help="Replace OUTPUT if it exists.")(func)
-    func = click.option("--name", default=None, help="Dataset name stored in meta.json (default: from SOURCE).")(func)
+    func = click.option("--name", default=None, help="Dataset name stored in meta.json (default: the name of OUTPUT).")(func)
     func = click.argument("output", type=_PATH)(func)
     func = click.argument("source", type=_PATH)(func)
     return func
@@ -40,9 +43,9 @@ def _graph_options(func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _node_data_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    """--synthetic-features, --split and --seed."""
-    func = click.option("--seed", type=int, default=0, show_default=True,
-                        help="Seed of --split and --synthetic-features.")(func)
+    """--synthetic-features, --synthetic-feature-signal, --synthetic-labels, --split and --seed."""
+    func = click.option("--seed", type=SEED, default=0, show_default=True,
+                        help="Seed of --split, --synthetic-features and --synthetic-labels.")(func)
     func = click.option(
         "--split",
         "split_text",
@@ -55,21 +58,53 @@ def _node_data_options(func: Callable[..., Any]) -> Callable[..., Any]:
         type=int,
         default=0,
         metavar="DIM",
-        help="Generate DIM deterministic random features (correlated with labels when there are labels).",
+        help="Generate DIM deterministic random features: pure noise, no label information "
+             "(see --synthetic-feature-signal). Marked synthetic in meta.json.",
+    )(func)
+    func = click.option(
+        "--synthetic-feature-signal",
+        type=float,
+        default=0.0,
+        show_default=True,
+        metavar="S",
+        help="Add S times a random class centroid to the synthetic features of labelled nodes: the features "
+             "then ENCODE the labels (accuracy measures nothing about the graph). 0 = no label information.",
+    )(func)
+    func = click.option(
+        "--synthetic-labels",
+        type=int,
+        default=0,
+        metavar="K",
+        help="Generate uniformly random labels over K classes for an unlabelled graph (for throughput runs; "
+             "accuracy is about 1/K). Marked synthetic in meta.json.",
     )(func)
     return func
 
 
 def _labels_features_options(func: Callable[..., Any]) -> Callable[..., Any]:
     func = click.option(
-        "--features", type=_PATH, default=None, metavar="NPY",
-        help="A .npy [rows, D] of features; row k belongs to original node id k.",
+        "--labels-layout", type=click.Choice(("auto", "pairs", "lines")), default="auto", show_default=True,
+        help="--labels text layout: pairs ('id,label' lines), lines (line k = label of node k); "
+             "auto: lines when a line has one column.",
     )(func)
     func = click.option(
-        "--labels", type=_PATH, default=None, metavar="CSV",
-        help="Node labels: CSV/TSV of 'id,label' lines (or .npy with row k = node id k).",
+        "--features", type=_PATH, default=None, metavar="FILE",
+        help="Features: a .npy [rows, D] or a text matrix (one row per node, blank- or comma-separated); "
+             "row k belongs to original node id k. Rows without edges become isolated nodes.",
+    )(func)
+    func = click.option(
+        "--labels", type=_PATH, default=None, metavar="FILE",
+        help="Node labels: 'id,label' lines, one label per line (line k = node k), or .npy (row k = node id k).",
     )(func)
     return func
+
+
+def _non_finite_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    """--non-finite error|replace: what to do with NaN/Inf feature values."""
+    return click.option(
+        "--non-finite", type=click.Choice(NON_FINITE_MODES), default="error", show_default=True,
+        help="NaN/Inf feature values: refuse the import (error) or replace them by 0 and say how many (replace).",
+    )(func)
 
 
 def _split(split_text: str | None) -> tuple[float, float, float] | None:
@@ -77,6 +112,8 @@ def _split(split_text: str | None) -> tuple[float, float, float] | None:
 
 
 def _report(dataset: Dataset, started: float) -> None:
+    from graphtier.dataset.provenance import describe
+
     seconds = time.perf_counter() - started
     rate = dataset.num_edges / seconds if seconds > 0 else float("inf")
     click.echo(
@@ -84,6 +121,11 @@ def _report(dataset: Dataset, started: float) -> None:
         f"feature_dim {dataset.feature_dim}, {dataset.num_classes} classes "
         f"in {seconds:.1f} s ({rate:,.0f} edges/s)"
     )
+    for note in describe(dataset.meta):
+        click.echo(f"note: {note}")
+    replaced = dataset.meta.get("source", {}).get("non_finite_replaced", 0)
+    if replaced:
+        click.echo(f"graphtier: note: replaced {replaced:,} NaN/Inf feature values by 0 (--non-finite replace)", err=True)
 
 
 @click.group(name="prepare")
@@ -95,18 +137,22 @@ def command() -> None:
     graphtier prepare edgelist soc-Slashdot0902.txt.gz data/slashdot
     graphtier prepare csr-npz cnr-2000.csr.npz data/cnr-2000
     graphtier prepare ogb ogbn_products data/products --undirected
+    graphtier prepare mat ACM.mat data/acm --undirected
     """
 
 
 @command.command(name="planetoid")
 @_common_options
 @click.option("--dataset", default=None, help="The <name> in ind.<name>.* (default: detected).")
-def planetoid(source: Path, output: Path, name: str | None, overwrite: bool, dataset: str | None) -> None:
+@_non_finite_option
+def planetoid(
+    source: Path, output: Path, name: str | None, overwrite: bool, dataset: str | None, non_finite: str
+) -> None:
     """Planetoid pickles ind.<name>.{x,y,tx,ty,allx,ally,graph,test.index} in SOURCE (a folder)."""
     from graphtier.dataset.importers.planetoid import import_planetoid
 
     started = time.perf_counter()
-    _report(import_planetoid(source, output, name=name, overwrite=overwrite, dataset=dataset), started)
+    _report(import_planetoid(source, output, name=name, overwrite=overwrite, dataset=dataset, non_finite=non_finite), started)
 
 
 @command.command(name="edgelist")
@@ -120,6 +166,7 @@ def planetoid(source: Path, output: Path, name: str | None, overwrite: bool, dat
               help="Node id type (auto: string when the first edge is not two integers).")
 @click.option("--num-nodes", type=int, default=None,
               help="Keep integer ids as they are, in [0, N) (nodes without edges are kept).")
+@_non_finite_option
 def edgelist(
     source: Path,
     output: Path,
@@ -130,12 +177,16 @@ def edgelist(
     dedup: bool,
     labels: Path | None,
     features: Path | None,
+    labels_layout: str,
     synthetic_features: int,
+    synthetic_feature_signal: float,
+    synthetic_labels: int,
     split_text: str | None,
     seed: int,
     header: str,
     ids: str,
     num_nodes: int | None,
+    non_finite: str,
 ) -> None:
     """A text edge list 'src dst' per line (blank, tab or comma separated; gzip; # and % comments).
 
@@ -155,12 +206,16 @@ def edgelist(
         dedup=dedup,
         labels=labels,
         features=features,
+        labels_layout=labels_layout,
         synthetic_features=synthetic_features,
+        synthetic_feature_signal=synthetic_feature_signal,
+        synthetic_labels=synthetic_labels,
         split=_split(split_text),
         seed=seed,
         header=header,
         ids=ids,
         num_nodes=num_nodes,
+        non_finite=non_finite,
     )
     _report(dataset, started)
 
@@ -173,6 +228,7 @@ def edgelist(
 @_graph_options
 @_labels_features_options
 @_node_data_options
+@_non_finite_option
 def csr_npz(
     source: Path,
     output: Path,
@@ -184,9 +240,13 @@ def csr_npz(
     dedup: bool,
     labels: Path | None,
     features: Path | None,
+    labels_layout: str,
     synthetic_features: int,
+    synthetic_feature_signal: float,
+    synthetic_labels: int,
     split_text: str | None,
     seed: int,
+    non_finite: str,
 ) -> None:
     """An .npz with 'indptr' and 'indices' of a square sparse adjacency (scipy save_npz works)."""
     from graphtier.dataset.importers.csr_npz import import_csr_npz
@@ -203,9 +263,13 @@ def csr_npz(
         dedup=dedup,
         labels=labels,
         features=features,
+        labels_layout=labels_layout,
         synthetic_features=synthetic_features,
+        synthetic_feature_signal=synthetic_feature_signal,
+        synthetic_labels=synthetic_labels,
         split=_split(split_text),
         seed=seed,
+        non_finite=non_finite,
     )
     _report(dataset, started)
 
@@ -215,6 +279,7 @@ def csr_npz(
 @click.option("--scheme", default=None, help="Split folder under SOURCE/split (default: the only one).")
 @_graph_options
 @_node_data_options
+@_non_finite_option
 def ogb(
     source: Path,
     output: Path,
@@ -225,8 +290,11 @@ def ogb(
     drop_self_loops: bool,
     dedup: bool,
     synthetic_features: int,
+    synthetic_feature_signal: float,
+    synthetic_labels: int,
     split_text: str | None,
     seed: int,
+    non_finite: str,
 ) -> None:
     """An OGB node-property dataset folder (raw/edge.csv.gz, raw/num-node-list.csv.gz, ...).
 
@@ -245,7 +313,74 @@ def ogb(
         drop_self_loops=drop_self_loops,
         dedup=dedup,
         synthetic_features=synthetic_features,
+        synthetic_feature_signal=synthetic_feature_signal,
+        synthetic_labels=synthetic_labels,
         split=_split(split_text),
         seed=seed,
+        non_finite=non_finite,
+    )
+    _report(dataset, started)
+
+
+@command.command(name="mat")
+@_common_options
+@click.option("--adjacency-key", default=None, metavar="NAME",
+              help=f"Variable holding the square adjacency (default: the first of {', '.join(ADJACENCY_KEYS)}).")
+@click.option("--features-key", default=None, metavar="NAME",
+              help=f"Variable holding the [N, D] features (default: the first of {', '.join(FEATURE_KEYS)}; "
+                   "none found: no features); 'none' skips them.")
+@click.option("--labels-key", default=None, metavar="NAME",
+              help="Variable holding the labels, a class-id vector or a one-hot [N, K] matrix (default: the first "
+                   f"of {', '.join(LABEL_KEYS)}; none found: no labels); 'none' skips them.")
+@_graph_options
+@_node_data_options
+@_non_finite_option
+def mat(
+    source: Path,
+    output: Path,
+    name: str | None,
+    overwrite: bool,
+    adjacency_key: str | None,
+    features_key: str | None,
+    labels_key: str | None,
+    undirected: bool,
+    drop_self_loops: bool,
+    dedup: bool,
+    synthetic_features: int,
+    synthetic_feature_signal: float,
+    synthetic_labels: int,
+    split_text: str | None,
+    seed: int,
+    non_finite: str,
+) -> None:
+    """A MATLAB .mat file (v7.2 or older) with an adjacency matrix, features and labels (scipy.io.loadmat).
+
+    Entry [u, v] != 0 of the adjacency is an edge u -> v; sparse or dense matrices both work.
+    """
+    from graphtier.dataset.importers.mat import import_mat
+
+    started = time.perf_counter()
+    dataset = import_mat(
+        source,
+        output,
+        name=name,
+        overwrite=overwrite,
+        adjacency_key=adjacency_key,
+        features_key=features_key,
+        labels_key=labels_key,
+        undirected=undirected,
+        drop_self_loops=drop_self_loops,
+        dedup=dedup,
+        synthetic_features=synthetic_features,
+        synthetic_feature_signal=synthetic_feature_signal,
+        synthetic_labels=synthetic_labels,
+        split=_split(split_text),
+        seed=seed,
+        non_finite=non_finite,
+    )
+    options = dataset.meta["source"]["options"]
+    click.echo(
+        f"variables: adjacency {options['adjacency_key']!r}, features {options['features_key']!r}, "
+        f"labels {options['labels_key']!r}"
     )
     _report(dataset, started)

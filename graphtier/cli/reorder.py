@@ -6,10 +6,11 @@ from pathlib import Path
 
 import click
 
+from graphtier.cli.options import SEED
 from graphtier.cli.score import parse_fanouts
 from graphtier.dataset.format import Dataset
 from graphtier.graph.reorder import load_score_file, reorder_dataset
-from graphtier.graph.scores import DEFAULT_DAMPING, DEFAULT_RPR_TOL, SCORE_METHODS, compute_scores
+from graphtier.tiering.hotness import DEFAULT_DAMPING, DEFAULT_RPR_TOL, SCORE_METHODS, compute_scores
 
 
 @click.command("reorder")
@@ -25,7 +26,7 @@ from graphtier.graph.scores import DEFAULT_DAMPING, DEFAULT_RPR_TOL, SCORE_METHO
 @click.option("--fanouts", default="25,10", show_default=True, help="presample: training fanouts.")
 @click.option("--batch-size", type=int, default=1024, show_default=True, help="presample: seeds per batch.")
 @click.option("--epochs", type=int, default=1, show_default=True, help="presample: epochs sampled.")
-@click.option("--seed", type=int, default=0, show_default=True, help="presample: sampling seed.")
+@click.option("--seed", type=SEED, default=0, show_default=True, help="presample: sampling seed.")
 @click.option("--overwrite", is_flag=True, help="Replace OUTPUT if it exists.")
 def command(
     dataset: Path, output: Path, score: str, damping: float, tol: float, iterations: int | None,

@@ -9,10 +9,17 @@ from pathlib import Path
 import click
 import numpy as np
 
-from graphtier.cli.options import merge_alias
+from graphtier.cli.options import SEED, merge_alias
+from graphtier.dataset import resources
 from graphtier.dataset.format import Dataset
 from graphtier.errors import OptionError
-from graphtier.graph.scores import DEFAULT_DAMPING, DEFAULT_RPR_TOL, SCORE_METHODS, ScoreResult, compute_scores
+from graphtier.tiering.hotness import (
+    DEFAULT_DAMPING,
+    DEFAULT_RPR_TOL,
+    SCORE_METHODS,
+    ScoreResult,
+    compute_scores,
+)
 
 
 def parse_fanouts(text: str) -> list[int]:
@@ -32,6 +39,7 @@ def save_npy_atomically(path: Path, array: np.ndarray) -> None:
         raise OptionError(f"--output: expected a file name ending in .npy, found {str(path)!r}")
     if not path.parent.is_dir():
         raise OptionError(f"--output: directory {path.parent} does not exist")
+    resources.require_disk(path.parent, int(array.nbytes) + 4096, f"--output {path}")
     tmp = path.parent / f".{path.name}.tmp-{uuid.uuid4().hex[:8]}.npy"
     try:
         np.save(tmp, array, allow_pickle=False)
@@ -68,7 +76,7 @@ def describe(result: ScoreResult) -> str:
 @click.option("--fanouts", default="25,10", show_default=True, help="presample: training fanouts.")
 @click.option("--batch-size", type=int, default=1024, show_default=True, help="presample: seeds per batch.")
 @click.option("--epochs", type=int, default=1, show_default=True, help="presample: epochs sampled.")
-@click.option("--seed", type=int, default=0, show_default=True, help="presample: sampling seed.")
+@click.option("--seed", type=SEED, default=0, show_default=True, help="presample: sampling seed.")
 @click.option("--top", type=int, default=5, show_default=True, help="Print the ids of the top-scored nodes.")
 def command(
     dataset: Path, score: str | None, method: str | None, output: Path | None, damping: float, tol: float, iterations: int | None,

@@ -7,7 +7,7 @@ from typing import Any, Callable
 
 import click
 
-from graphtier.cli.options import fanouts_option_type
+from graphtier.cli.options import SEED, fanouts_option_type
 
 # The fixed choices, spelled here so that `graphtier train --help` shows them without importing torch
 # (tests/cli/test_train_cli.py checks they equal MODEL_NAMES, SAMPLER_NAMES, NORM_NAMES, FEATURE_MODES, BALANCE_MODES).
@@ -70,7 +70,7 @@ def _progress_factory(console: Any) -> Callable[[str, int], Callable[[int, dict[
 @click.option("--epochs", default=10, show_default=True, type=int)
 @click.option("--lr", default=0.003, show_default=True, type=float)
 @click.option("--weight-decay", default=0.0, show_default=True, type=float)
-@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--seed", default=0, show_default=True, type=SEED)
 @click.option("--device", default="cpu", show_default=True, help="cpu | cuda | cuda:N.")
 @click.option("--eval-every", default=1, show_default=True, type=int, help="Evaluate every N epochs.")
 @click.option(
@@ -131,7 +131,7 @@ def command(dataset: str, **options: Any) -> None:
 
     from graphtier.dataset import Dataset
     from graphtier.train import TrainConfig, Trainer
-    from graphtier.train.distributed import launch, parse_devices, parse_shares, under_torchrun
+    from graphtier.train.launch import launch, parse_devices, parse_shares, under_torchrun
     from graphtier.train.report import epoch_summary, format_accuracy
 
     if options["devices"] is not None:
@@ -181,6 +181,10 @@ def command(dataset: str, **options: Any) -> None:
             f"{data.num_nodes:,} nodes, {data.num_edges:,} edges, {len(data.train_idx) if data.train_idx is not None else 0:,} train nodes, "
             f"sampler {config.sampler} fanouts {','.join(map(str, config.fanouts))}, device {config.device}"
         )
+        from graphtier.dataset.provenance import describe
+
+        for note in describe(data.meta):
+            click.echo(f"note: {note}")
         if trainer.start_epoch > 1:
             click.echo(f"resumed from {config.checkpoint} after epoch {trainer.start_epoch - 1}")
     report = trainer.fit()

@@ -15,8 +15,9 @@ from typing import Any
 
 import numpy as np
 
+from graphtier.dataset.finite import SAMPLE_BLOCK_BYTES, SAMPLE_BLOCKS, find_non_finite
 from graphtier.errors import DatasetError
-from graphtier.graph.checks import index_range, is_non_decreasing
+from graphtier.dataset.checks import index_range, is_non_decreasing
 
 FORMAT_VERSION = 1
 META_FILE = "meta.json"
@@ -190,6 +191,14 @@ class Dataset:
             p = root / "features.npy"
             _expect(p, "dtype", self.meta["feature_dtype"], str(self.features.dtype))
             _expect(p, "shape", (n, self.feature_dim), tuple(self.features.shape))
+            found = find_non_finite(self.features)
+            if found is not None:
+                row, sampled = found
+                how = f" (sampled {SAMPLE_BLOCKS} blocks of {SAMPLE_BLOCK_BYTES >> 20} MiB)" if sampled else ""
+                raise DatasetError(
+                    f"{p}: expected finite feature values, found NaN/Inf in row {row}{how}; "
+                    "re-import with --non-finite replace"
+                )
         if self.labels is not None:
             p = root / "labels.npy"
             _expect(p, "dtype", "int64", str(self.labels.dtype))
@@ -200,6 +209,8 @@ class Dataset:
                     raise DatasetError(
                         f"{p}: expected labels in [-1, {self.num_classes}), found values in [{lo}, {hi}]"
                     )
+        if "perm" in self.extra:
+            self._validate_perm(root / "perm.npy", self.extra["perm"])
         seen = np.zeros(n, dtype=np.bool_) if any(
             self.split(s) is not None for s in SPLITS
         ) else None
@@ -226,6 +237,24 @@ class Dataset:
                     f"{p}: expected splits to be disjoint, found {overlap} ids also in an earlier split"
                 )
             seen[idx_arr] = True
+
+    def _validate_perm(self, p: Path, perm: np.ndarray) -> None:
+        """``perm.npy`` (a reorder's new id -> original id) must be a permutation of ``[0, N)``."""
+        n = self.num_nodes
+        _expect(p, "dtype", "int64", str(perm.dtype))
+        _expect(p, "shape", (n,), tuple(perm.shape))
+        if n == 0:
+            return
+        lo, hi = index_range(perm)
+        if lo < 0 or hi >= n:
+            raise DatasetError(f"{p}: expected a permutation of [0, {n}), found values in [{lo}, {hi}]")
+        seen = np.zeros(n, dtype=np.bool_)
+        seen[np.asarray(perm)] = True
+        missing = n - int(np.count_nonzero(seen))
+        if missing:
+            raise DatasetError(
+                f"{p}: expected a permutation of [0, {n}), found {missing} repeated ids ({missing} ids missing)"
+            )
 
 
 def read_meta(root: Path) -> dict[str, Any]:

@@ -36,7 +36,9 @@ from typing import Any
 import numba
 import numpy as np
 
+from graphtier.dataset import _synthetic_csc_kernels as csc_kernels
 from graphtier.dataset import _synthetic_kernels as kernels
+from graphtier.dataset import resources
 from graphtier.dataset.format import FEATURE_DTYPES, Dataset, index_dtype
 from graphtier.dataset.writer import DatasetWriter
 from graphtier.errors import OptionError
@@ -202,6 +204,23 @@ def _validate_options(opts: dict[str, Any]) -> None:
 
 
 # ---------------------------------------------------------------------------------------------- generate
+def _require_resources(
+    output: str | os.PathLike[str], nodes: int, avg_degree: float, undirected: bool, feature_dim: int,
+    feature_dtype: str,
+) -> None:
+    """Refuse (one-line ResourceError) a graph whose build cannot fit in memory or whose features cannot fit on disk.
+
+    Memory as in the module docstring: 2 ids per drawn pair + 1 id per stored edge direction + ~70 bytes/node.
+    """
+    id_bytes = 4 if nodes < 2**31 else 8
+    directions = nodes * avg_degree
+    pairs = directions / 2 if undirected else directions
+    needed = int(2 * id_bytes * pairs + id_bytes * directions + 70 * nodes)
+    resources.require_memory(needed, f"{output}: generating {nodes:,} nodes with average degree {avg_degree:g}")
+    feature_bytes = nodes * feature_dim * np.dtype(feature_dtype).itemsize
+    resources.require_disk(Path(output).resolve().parent, feature_bytes, f"{output}: writing features.npy")
+
+
 def generate(
     output: str | os.PathLike[str],
     *,
@@ -256,6 +275,7 @@ def generate(
     _validate_options(opts)
     nodes, seed, chunk_edges = int(nodes), int(seed), int(chunk_edges)
     avg_degree = float(avg_degree)
+    _require_resources(output, nodes, avg_degree, bool(undirected), feature_dim, feature_dtype)
     report = progress or (lambda message: None)
     started = time.perf_counter()
     stage_started = [started]
@@ -312,6 +332,10 @@ def generate(
                 "max_expected_degree": float(max_degree),
                 "seconds": round(time.perf_counter() - started, 3),
             },
+            "provenance": {
+                "features": {"kind": "synthetic", "generated": True} if feature_dim > 0 else {"kind": "none"},
+                "labels": {"kind": "synthetic", "generated": True} if num_classes > 0 else {"kind": "none"},
+            },
         }
         dataset = writer.finish(meta)
         stage("validated and renamed into place")
@@ -359,18 +383,18 @@ def _build_graph(
 
     parts = np.int64(numba.get_num_threads())
     counts = np.zeros(nodes, dtype=np.int64)
-    kernels.count_endpoints(src, dst, counts, undirected, parts)
+    csc_kernels.count_endpoints(src, dst, counts, undirected, parts)
     indptr = np.zeros(nodes + 1, dtype=np.int64)
     np.cumsum(counts, out=indptr[1:])
     del counts
     indices = np.empty(int(indptr[-1]), dtype=node_dtype)
     cursor = indptr[:-1].copy()
-    kernels.scatter_endpoints(src, dst, cursor, indices, undirected, parts)
+    csc_kernels.scatter_endpoints(src, dst, cursor, indices, undirected, parts)
     del cursor, src, dst
     stage(f"grouped {indices.size:,} edges by destination")
 
-    kernels.sort_and_count_unique(indptr, indices)
-    kernels.compact_lists(indptr, indices)
+    csc_kernels.sort_and_count_unique(indptr, indices)
+    csc_kernels.compact_lists(indptr, indices)
     stage("sorted lists, dropped duplicates and self-loops")
     return indptr, indices, pairs
 

@@ -18,8 +18,12 @@ from typing import Any
 
 import numpy as np
 
+from graphtier.dataset import resources
 from graphtier.dataset.format import FORMAT_VERSION, META_FILE, Dataset
-from graphtier.errors import DatasetError
+from graphtier.errors import DatasetError, ResourceError
+
+NPY_HEADER_BYTES = 4096
+"""Upper bound of the header numpy writes in front of an ``.npy`` array's data."""
 
 
 class DatasetWriter:
@@ -42,16 +46,34 @@ class DatasetWriter:
             raise DatasetError(f"{self.output}: already exists (pass --overwrite to replace it)")
         if self.output.exists() and not self.output.is_dir():
             raise DatasetError(f"{self.output}: exists and is not a directory")
-        parent = self.output.parent
+        resolved = self.output.resolve()
+        if self.output.exists():
+            cwd = Path.cwd().resolve()
+            if resolved == cwd or resolved in cwd.parents:
+                raise DatasetError(
+                    f"{self.output}: is the current directory (or contains it) and cannot be replaced; "
+                    "pass another OUTPUT"
+                )
+            if any(resolved.iterdir()) and not (resolved / META_FILE).is_file():
+                raise DatasetError(
+                    f"{self.output}: exists and is not a graphtier dataset (no {META_FILE}); "
+                    "refusing to replace it with --overwrite"
+                )
+        parent = resolved.parent
         if not parent.is_dir():
             try:
                 parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
-                raise DatasetError(f"{parent}: cannot create output directory ({exc.strerror})") from None
+                raise ResourceError(f"{parent}: cannot create output directory ({exc.strerror})") from None
         self.overwrite = overwrite
-        self.tmp = parent / f".{self.output.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-        self.tmp.mkdir()
+        self.tmp = parent / f".{resolved.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        try:
+            self.tmp.mkdir()
+        except OSError as exc:
+            raise ResourceError(f"{self.output}: cannot write the dataset in {parent} ({exc.strerror})") from None
         self.finished: Dataset | None = None
+        self.source_notes: dict[str, Any] = {}
+        """Extra ``meta.json`` ``source`` fields (for example how many values an import repaired)."""
 
     def __enter__(self) -> "DatasetWriter":
         return self
@@ -64,22 +86,66 @@ class DatasetWriter:
     ) -> None:
         if self.finished is None:
             self.abort()
+            if isinstance(exc, MemoryError):
+                raise ResourceError(f"{self.output}: out of memory while writing the dataset ({exc})") from None
+            if isinstance(exc, OSError) and resources.is_resource_error(exc):
+                raise ResourceError(
+                    f"{self.output}: {resources.os_error_message(exc)} while writing the dataset; nothing was written"
+                ) from None
 
     def path(self, name: str) -> Path:
         """Path of array ``name`` (without ``.npy``) inside the temporary directory."""
         return self.tmp / f"{name}.npy"
 
     def save(self, name: str, array: np.ndarray) -> None:
-        """Write ``array`` as ``name.npy``."""
-        np.save(self.path(name), np.ascontiguousarray(array), allow_pickle=False)
+        """Write ``array`` as ``name.npy`` (checks the free disk space first)."""
+        data = np.ascontiguousarray(array)
+        path = self.path(name)
+        self.require_disk(path.name, int(data.nbytes) + NPY_HEADER_BYTES)
+        try:
+            np.save(path, data, allow_pickle=False)
+        except OSError as exc:
+            raise self._write_error(exc, path.name, int(data.nbytes)) from None
 
     def open_memmap(self, name: str, shape: tuple[int, ...], dtype: Any) -> np.memmap:
-        """Create ``name.npy`` of ``shape``/``dtype`` as a writable memory map, to fill in chunks."""
-        return np.lib.format.open_memmap(self.path(name), mode="w+", dtype=np.dtype(dtype), shape=shape)
+        """Create ``name.npy`` of ``shape``/``dtype`` as a writable memory map, to fill in chunks.
+
+        The file's blocks are reserved first (``posix_fallocate``): a disk too small raises
+        :class:`ResourceError` here instead of SIGBUS while writing through the map.
+        """
+        dtype = np.dtype(dtype)
+        nbytes = int(np.prod(shape, dtype=object)) * dtype.itemsize
+        path = self.path(name)
+        self.require_disk(path.name, nbytes + NPY_HEADER_BYTES)
+        try:
+            out = np.lib.format.open_memmap(path, mode="w+", dtype=dtype, shape=shape)
+        except OSError as exc:
+            raise self._write_error(exc, path.name, nbytes) from None
+        resources.reserve_file(path, os.path.getsize(path), f"{self.output}: writing {path.name}")
+        return out
+
+    def require_disk(self, file_name: str, nbytes: int) -> None:
+        """Raise :class:`ResourceError` unless ``nbytes`` more fit on the output's filesystem."""
+        resources.require_disk(self.tmp, nbytes, f"{self.output}: writing {file_name}")
+
+    def _write_error(self, exc: OSError, file_name: str, nbytes: int) -> Exception:
+        short_write = exc.errno is None  # numpy's tofile on a full disk: "N requested and M written"
+        if not resources.is_resource_error(exc):
+            return exc
+        reason = f"No space left on device ({exc})" if short_write else exc.strerror
+        return ResourceError(
+            f"{self.output}: cannot write {file_name} ({resources.human_bytes(nbytes)}, {nbytes:,} bytes): "
+            f"{reason}; {resources.human_bytes(resources.free_disk(self.tmp.parent))} free"
+        )
 
     def write_text(self, name: str, text: str) -> None:
         """Write a side file (for example a JSON id map) into the dataset directory."""
-        (self.tmp / name).write_text(text)
+        data = text.encode("utf-8")
+        self.require_disk(name, len(data))
+        try:
+            (self.tmp / name).write_bytes(data)
+        except OSError as exc:
+            raise self._write_error(exc, name, len(data)) from None
 
     def finish(self, meta: dict[str, Any], *, validate: bool = True) -> Dataset:
         """Write ``meta.json``, validate the directory and rename it to the output path.
@@ -92,17 +158,23 @@ class DatasetWriter:
         meta.setdefault("node_order", "original")
         source = dict(meta.get("source") or {})
         source.setdefault("created", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+        source.update(self.source_notes)
         meta["source"] = source
         ordered = {"format_version": meta.pop("format_version")}
         ordered.update(meta)
-        (self.tmp / META_FILE).write_text(json.dumps(ordered, indent=2, default=json_default) + "\n")
+        self.write_text(META_FILE, json.dumps(ordered, indent=2, default=json_default) + "\n")
         if validate:
             Dataset.open(self.tmp)  # raises DatasetError naming the bad file
         old: Path | None = None
-        if self.output.exists():
-            old = self.output.parent / f".{self.output.name}.old-{uuid.uuid4().hex[:8]}"
-            os.rename(self.output, old)
-        os.rename(self.tmp, self.output)
+        try:
+            if self.output.exists():
+                old = self.tmp.parent / f".{self.tmp.name}.old"
+                os.rename(self.output, old)
+            os.rename(self.tmp, self.output)
+        except OSError as exc:
+            if old is not None and old.exists() and not self.output.exists():
+                os.rename(old, self.output)  # put the previous dataset back
+            raise ResourceError(f"{self.output}: cannot move the new dataset into place ({exc.strerror})") from None
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
         self.finished = Dataset.open(self.output, validate=False)

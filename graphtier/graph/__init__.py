@@ -1,1 +1,1 @@
-"""Graph topology: CSC construction, degree statistics and parallel array checks."""
+"""Graph topology algorithms over the dataset CSC: hotness scores, reordering and degree statistics."""

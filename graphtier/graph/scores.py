@@ -1,6 +1,7 @@
 """Node hotness scores: predictions of how often sampling will read each node's features.
 
-Four methods (seed 000, section 3.1):
+Three graph scores (seed 000, section 3.1); the dispatcher over these and the measured ``presample``
+ranking is :mod:`graphtier.tiering.hotness`:
 
 * ``degree``: how many neighbour lists a node appears in (``bincount(indices)``), i.e. how many
   destinations can draw it as a neighbour.
@@ -10,53 +11,25 @@ Four methods (seed 000, section 3.1):
   them), spread uniformly as in standard PageRank. Iterates until the L1 change is below ``tol``.
 * ``wrpr``: weighted reverse PageRank (Algorithm 1): the same update, started from ``1 / N`` with the
   training nodes multiplied by ``N / num_train``, for exactly ``iterations`` (5) rounds.
-* ``presample``: run the real training sampler for some epochs and count feature reads (the
-  measured ranking the others approximate).
 
 All scores are float64 [N] numpy arrays on the CPU; higher means hotter.
 """
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass, field
 from typing import Any
 
 import numba
 import numpy as np
 import scipy.sparse
 
-from graphtier.dataset.format import Dataset
-from graphtier.errors import DatasetError, OptionError
+from graphtier.errors import OptionError
 from graphtier.graph import _score_kernels as kernels
 
-SCORE_METHODS = ("degree", "rpr", "wrpr", "presample")
 DEFAULT_DAMPING = 0.85
 DEFAULT_RPR_TOL = 1e-10
 DEFAULT_RPR_ITERATIONS = 100
 DEFAULT_WRPR_ITERATIONS = 5
-
-
-@dataclass
-class ScoreResult:
-    """Scores of one method. ``scores``: float64 [N] (CPU numpy); ``params``: the options used;
-    ``seconds``: wall time; ``iterations``: PageRank rounds run (0 for degree/presample)."""
-
-    method: str
-    scores: np.ndarray
-    params: dict[str, Any] = field(default_factory=dict)
-    seconds: float = 0.0
-    iterations: int = 0
-    last_change: float | None = None
-
-    def convergence_warning(self, tol: float) -> str | None:
-        """One line when rpr/wrpr stopped at its iteration count with the last L1 change still above ``tol``."""
-        if self.method not in ("rpr", "wrpr") or self.last_change is None or not self.last_change > tol:
-            return None
-        return (
-            f"{self.method} stopped at its iteration cap ({self.iterations}) with the last L1 change "
-            f"{self.last_change:.2e} above --tol {tol:.2e}: the scores have not converged (raise --iterations)"
-        )
 
 
 def degree_scores(indptr: np.ndarray, indices: np.ndarray) -> np.ndarray:
@@ -170,19 +143,11 @@ def weighted_reverse_pagerank(
         return (empty, 0.0) if with_change else empty
     if np.asarray(train_idx).size == 0:
         raise OptionError("wrpr: expected a non-empty training split, found 0 training nodes")
-    scores, change = _weighted_rounds(indptr, indices, train_idx, damping, iterations)
-    return (scores, change) if with_change else scores
-
-
-def _weighted_rounds(
-    indptr: np.ndarray, indices: np.ndarray, train_idx: np.ndarray, damping: float, iterations: int
-) -> tuple[np.ndarray, float]:
-    """wrpr's ``iterations`` rounds (arguments checked by the caller): (float64 [N] scores, last L1 change)."""
-    initial = weighted_initial_scores(np.asarray(indptr).shape[0] - 1, train_idx)
+    initial = weighted_initial_scores(num_nodes, train_idx)
     scores, _, change = _pagerank_rounds(
         indptr, indices, initial, damping=damping, tol=0.0, max_iterations=iterations, stop_on_tol=False
     )
-    return scores, change
+    return (scores, change) if with_change else scores
 
 
 def rank_matrix(indptr: np.ndarray, indices: np.ndarray) -> scipy.sparse.csc_matrix:
@@ -222,86 +187,3 @@ def reverse_pagerank_reference(
         dangling = scores[~has_list].sum()
         scores = (1.0 - damping) / num_nodes + damping * (matrix @ (scores * inverse_degree) + dangling / num_nodes)
     return scores
-
-
-def presample_scores(
-    indptr: np.ndarray,
-    indices: np.ndarray,
-    train_idx: np.ndarray,
-    *,
-    fanouts: list[int],
-    batch_size: int,
-    epochs: int,
-    seed: int,
-) -> np.ndarray:
-    """float64 [N]: feature reads per node counted over ``epochs`` epochs of the real sampler.
-
-    Runs :func:`graphtier.graph.access.count_feature_reads`; see there for the arguments.
-    """
-    from graphtier.graph.access import count_feature_reads
-
-    counts = count_feature_reads(
-        indptr, indices, train_idx, fanouts=fanouts, batch_size=batch_size, epochs=epochs, seed=seed
-    )
-    return counts.astype(np.float64)
-
-
-def _require_train(dataset: Dataset, method: str) -> np.ndarray:
-    train = dataset.train_idx
-    if train is None:
-        raise DatasetError(
-            f"{dataset.path / 'train_idx.npy'}: file missing; score {method!r} needs a training split "
-            "(import with --split)"
-        )
-    train = np.asarray(train, dtype=np.int64)
-    if train.size == 0:
-        raise DatasetError(f"{dataset.path / 'train_idx.npy'}: expected training nodes, found an empty split")
-    return train
-
-
-def compute_scores(
-    dataset: Dataset,
-    method: str,
-    *,
-    damping: float = DEFAULT_DAMPING,
-    tol: float = DEFAULT_RPR_TOL,
-    iterations: int | None = None,
-    fanouts: list[int] | None = None,
-    batch_size: int = 1024,
-    epochs: int = 1,
-    seed: int = 0,
-) -> ScoreResult:
-    """Score every node of ``dataset`` with ``method`` (one of :data:`SCORE_METHODS`).
-
-    ``iterations`` defaults to 100 (the cap) for ``rpr`` and 5 for ``wrpr``. ``fanouts``,
-    ``batch_size``, ``epochs`` and ``seed`` are used by ``presample`` only. Returns a
-    :class:`ScoreResult` whose ``scores`` are float64 [N] on the CPU.
-    """
-    if method not in SCORE_METHODS:
-        raise OptionError(f"--method: expected one of {', '.join(SCORE_METHODS)}, found {method!r}")
-    indptr, indices = np.asarray(dataset.indptr), dataset.indices
-    started = time.perf_counter()
-    rounds, change = 0, None
-    if method == "degree":
-        scores = degree_scores(indptr, indices)
-        params: dict[str, Any] = {}
-    elif method == "rpr":
-        cap = DEFAULT_RPR_ITERATIONS if iterations is None else iterations
-        scores, rounds, change = reverse_pagerank(indptr, indices, damping=damping, tol=tol, max_iterations=cap)
-        params = {"damping": damping, "tol": tol, "max_iterations": cap}
-    elif method == "wrpr":
-        train = _require_train(dataset, method)
-        rounds = DEFAULT_WRPR_ITERATIONS if iterations is None else iterations
-        scores, change = weighted_reverse_pagerank(
-            indptr, indices, train, damping=damping, iterations=rounds, with_change=True
-        )
-        params = {"damping": damping, "iterations": rounds, "num_train": int(train.size)}
-    else:
-        train = _require_train(dataset, method)
-        fanouts = list(fanouts or [25, 10])
-        scores = presample_scores(
-            indptr, indices, train, fanouts=fanouts, batch_size=batch_size, epochs=epochs, seed=seed
-        )
-        params = {"fanouts": fanouts, "batch_size": batch_size, "epochs": epochs, "seed": seed}
-    seconds = time.perf_counter() - started
-    return ScoreResult(method, scores, params, seconds, rounds, change)

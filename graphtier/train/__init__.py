@@ -3,8 +3,9 @@
 from graphtier.train.config import TrainConfig, parse_fanouts
 from graphtier.train.models import build_model
 from graphtier.train.predict import Predictions, predict
+from graphtier.train.result import TrainResult
 from graphtier.train.saved import SavedModel, load_model, save_model
-from graphtier.train.trainer import Trainer, TrainResult, train
+from graphtier.train.trainer import Trainer, train
 
 __all__ = [
     "Predictions", "SavedModel", "TrainConfig", "TrainResult", "Trainer", "build_model", "load_model",

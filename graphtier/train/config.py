@@ -37,6 +37,18 @@ def parse_fanouts(text: str, option: str = "--fanouts") -> tuple[int, ...]:
     return tuple(fanouts)
 
 
+SHARES_SUM_TOLERANCE = 1e-6
+
+
+def check_shares_sum(values: tuple[float, ...] | list[float]) -> None:
+    """Raise OptionError unless the shares sum to 1 (within 1e-6): they are not silently rescaled."""
+    total = float(sum(values))
+    if abs(total - 1.0) > SHARES_SUM_TOLERANCE:
+        raise OptionError(
+            f"--shares expected values summing to 1, found {','.join(f'{v:g}' for v in values)} (sum {total:g})"
+        )
+
+
 @dataclass
 class TrainConfig:
     """Everything that defines a training run (recorded in the run report and the checkpoint).
@@ -132,8 +144,6 @@ class TrainConfig:
                 )
             if any(not share > 0 for share in self.shares):
                 raise OptionError(f"--shares expected positive values, found {list(self.shares)}")
-            from graphtier.train.distributed import check_shares_sum
-
             check_shares_sum(self.shares)
         for name in (
             "batch_size", "hidden", "epochs", "eval_every", "eval_batch_size", "heads",

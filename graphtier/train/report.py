@@ -14,7 +14,9 @@ import numba
 import numpy as np
 import torch
 
+from graphtier._version import __version__
 from graphtier.dataset import Dataset
+from graphtier.dataset.provenance import describe, provenance_of
 
 REPORT_VERSION = 1
 
@@ -49,8 +51,6 @@ def epoch_summary(record: dict[str, Any], epochs: int) -> str:
 def environment_info(device: torch.device) -> dict[str, Any]:
     """Versions, device and thread counts of this process."""
     import torch_geometric
-
-    from graphtier import __version__
 
     info: dict[str, Any] = {
         "graphtier": __version__,
@@ -114,6 +114,8 @@ class RunReport:
                 "train_size": split_size(ds.train_idx),
                 "valid_size": split_size(ds.valid_idx),
                 "test_size": split_size(ds.test_idx),
+                "provenance": provenance_of(ds.meta),
+                "notes": describe(ds.meta),
             },
             "environment": self.environment,
             "resumed_from": self.resumed_from,

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import copy
 import os
-from collections.abc import Mapping
-from dataclasses import dataclass, field
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
@@ -17,12 +16,21 @@ import torch.nn.functional as F
 
 from graphtier.dataset import Dataset
 from graphtier.errors import OptionError
-from graphtier.sampling import MiniBatch, NeighborSampler, ShadowSampler, iter_seed_batches
+from graphtier.sampling import (
+    MiniBatch,
+    NeighborSampler,
+    ShadowSampler,
+    iter_seed_batches,
+)
 from graphtier.sampling.shadow import first_seen_unique
 from graphtier.store import TIER_NAMES, FeatureStore, make_feature_store
-from graphtier.train.balancer import LoadBalancer, cached_workload, estimate_workload, split_by_workload
-from graphtier.train.config import TrainConfig
-from graphtier.train.distributed import (
+from graphtier.train.balancer import (
+    LoadBalancer,
+    cached_workload,
+    estimate_workload,
+    split_by_workload,
+)
+from graphtier.train.comm import (
     DistContext,
     ShareSchedule,
     all_gather_floats,
@@ -32,10 +40,12 @@ from graphtier.train.distributed import (
     fail_now,
     slowdown_factor,
 )
+from graphtier.train.config import TrainConfig
 from graphtier.train.inference import layerwise_inference
 from graphtier.train.models import build_model
 from graphtier.train.pipeline import BatchProducer, PreparedBatch
 from graphtier.train.report import RunReport, environment_info
+from graphtier.train.result import TrainResult
 from graphtier.train.saved import save_model
 
 CHECKPOINT_FILE = "checkpoint.pt"
@@ -573,32 +583,6 @@ class Trainer:
         if cfg.report is not None:
             self.report.write(cfg.report)
         return self.report.to_dict()
-
-
-class TrainResult(Mapping[str, Any]):
-    """What :func:`train` returns: the trained model and the run report.
-
-    ``result.model`` is the best-validation model (eval mode), ``result.report`` the run report dict;
-    the result also reads like that report (``result["final"]["test_acc"]``, ``result.keys()``).
-    """
-
-    def __init__(self, model: torch.nn.Module, report: dict[str, Any], config: TrainConfig) -> None:
-        self.model = model
-        self.report = report
-        self.config = config
-
-    def __getitem__(self, key: str) -> Any:
-        return self.report[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.report)
-
-    def __len__(self) -> int:
-        return len(self.report)
-
-    def __repr__(self) -> str:
-        final = self.report.get("final", {})
-        return f"TrainResult(model={type(self.model).__name__}, test_acc={final.get('test_acc')})"
 
 
 def train(dataset: Dataset | str | os.PathLike[str], config: TrainConfig | None = None, **options: Any) -> TrainResult:

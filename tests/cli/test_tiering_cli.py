@@ -11,7 +11,7 @@ import pytest
 from graphtier.cli import main
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.writer import DatasetWriter
-from graphtier.graph.build import csc_to_edges, edges_to_csc
+from graphtier.dataset.csc import csc_to_edges, edges_to_csc
 
 DATA = Path(__file__).parents[2] / ".." / "shared" / "data"
 

@@ -13,11 +13,12 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from graphtier.dataset import _synthetic_csc_kernels as csc_kernels
 from graphtier.dataset import _synthetic_kernels as kernels
 from graphtier.dataset import synthetic
 from graphtier.dataset.format import Dataset
 from graphtier.errors import DatasetError, OptionError
-from graphtier.graph.build import edges_to_csc_reference
+from graphtier.dataset.csc import edges_to_csc_reference
 from graphtier.graph.stats import in_degree_stats
 
 ARRAY_FILES = ("indptr", "indices", "features", "labels", "train_idx", "valid_idx", "test_idx")
@@ -130,16 +131,16 @@ def test_csc_kernels_match_reference(nodes: int, edges: int, symmetric: bool, se
     dst = rng.integers(0, nodes, edges).astype(np.int32)
     counts = np.zeros(nodes, dtype=np.int64)
     for start in range(0, edges, 37):  # chunked like the generator
-        kernels.count_endpoints(src[start : start + 37], dst[start : start + 37], counts, symmetric, parts)
+        csc_kernels.count_endpoints(src[start : start + 37], dst[start : start + 37], counts, symmetric, parts)
     indptr = np.zeros(nodes + 1, dtype=np.int64)
     np.cumsum(counts, out=indptr[1:])
     indices = np.empty(int(indptr[-1]), dtype=np.int32)
     cursor = indptr[:-1].copy()
     for start in range(0, edges, 37):
-        kernels.scatter_endpoints(src[start : start + 37], dst[start : start + 37], cursor, indices, symmetric,
+        csc_kernels.scatter_endpoints(src[start : start + 37], dst[start : start + 37], cursor, indices, symmetric,
                                   parts)
-    kernels.sort_and_count_unique(indptr, indices)
-    kept = kernels.compact_lists(indptr, indices)
+    csc_kernels.sort_and_count_unique(indptr, indices)
+    kept = csc_kernels.compact_lists(indptr, indices)
     all_src = np.concatenate([src, dst]) if symmetric else src
     all_dst = np.concatenate([dst, src]) if symmetric else dst
     ref_indptr, ref_indices = edges_to_csc_reference(all_src, all_dst, nodes, dedup=True, drop_self_loops=True)

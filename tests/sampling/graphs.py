@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from graphtier.graph.build import edges_to_csc
+from graphtier.dataset.csc import edges_to_csc
 
 
 def random_csc(

@@ -243,7 +243,7 @@ def test_pyg_feature_store_serves_tiered_rows(tmp_path: Path) -> None:
     from tests.conftest import write_labelled_graph
     from torch_geometric.data import TensorAttr
 
-    from graphtier.store.pyg import TieredPyGFeatureStore
+    from graphtier.pyg import TieredPyGFeatureStore
 
     dataset = write_labelled_graph(tmp_path / "g", num_nodes=50, feature_dim=4)
     store = make_feature_store(dataset.features, "tiered+cache", device=CPU, gpu_budget="10%", cache_budget="10%", log=quiet)

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from graphtier import OptionError
-from graphtier.graph.build import edges_to_csc
+from graphtier.dataset.csc import edges_to_csc
 from graphtier.sampling import NeighborSampler
 from graphtier.train._workload_kernels import expected_tree_edges, expected_tree_edges_reference
 from graphtier.train.balancer import LoadBalancer, initial_shares, split_by_workload

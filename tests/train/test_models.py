@@ -8,7 +8,7 @@ import torch
 from torch_geometric.nn import GCNConv
 
 from graphtier import OptionError
-from graphtier.graph.build import edges_to_csc
+from graphtier.dataset.csc import edges_to_csc
 from graphtier.sampling import NeighborSampler
 from graphtier.train.models import BlockGNN, build_model
 

@@ -26,11 +26,13 @@ from typing import IO, Any
 
 import numpy as np
 
+from graphtier.dataset import resources
+from graphtier.dataset.finite import NonFiniteGuard
 from graphtier.dataset.format import Dataset, index_dtype
 from graphtier.dataset.importers import kernels
 from graphtier.dataset.writer import DatasetWriter
-from graphtier.errors import DatasetError, OptionError
-from graphtier.graph.build import compact_csc
+from graphtier.dataset.csc import compact_csc
+from graphtier.errors import DatasetError, OptionError, ResourceError
 
 CHUNK_BYTES = 64 << 20
 """Bytes of text parsed at a time."""
@@ -243,9 +245,19 @@ class EdgeSpill:
         self.min_id = low if self.min_id is None else min(self.min_id, low)
         self.max_id = high if self.max_id is None else max(self.max_id, high)
         dtype = np.dtype(np.int32) if low >= -(2**31) and high < 2**31 else np.dtype(np.int64)
-        for part in (src, dst):
-            data = np.ascontiguousarray(part, dtype=dtype)
-            self._file.write(memoryview(data).cast("B"))
+        nbytes = 2 * src.shape[0] * dtype.itemsize
+        resources.require_disk(self.path.parent, nbytes, f"{self.path}: spilling parsed edges")
+        try:
+            for part in (src, dst):
+                data = np.ascontiguousarray(part, dtype=dtype)
+                self._file.write(memoryview(data).cast("B"))
+        except OSError as exc:
+            if exc.errno not in resources.RESOURCE_ERRNOS:
+                raise
+            raise ResourceError(
+                f"{self.path}: cannot spill parsed edges ({resources.human_bytes(nbytes)}, {nbytes:,} bytes): "
+                f"{exc.strerror}"
+            ) from None
         self._chunks.append((self._offset, src.shape[0], dtype))
         self._offset += 2 * src.shape[0] * dtype.itemsize
         self.num_edges += src.shape[0]
@@ -289,6 +301,8 @@ class IdMap:
     offset: int = 0
     table: np.ndarray | None = None
     sorted_ids: np.ndarray | None = None
+    nodes_only_in_node_data: int = 0
+    """Nodes that no edge touches but a features/labels file covers (kept as isolated nodes)."""
 
     @property
     def is_identity(self) -> bool:
@@ -330,12 +344,17 @@ class IdMap:
         return np.searchsorted(self.sorted_ids, ids).astype(dtype, copy=False)
 
 
-def build_id_map(spill: EdgeSpill, num_nodes: int | None, source: Path) -> IdMap:
-    """The dense id map of the ids in ``spill``.
+def build_id_map(
+    spill: EdgeSpill, num_nodes: int | None, source: Path, coverage: Any = None
+) -> IdMap:
+    """The dense id map of the ids in ``spill`` and of the ids node data files cover.
 
     With ``num_nodes`` the ids must lie in ``[0, num_nodes)`` and are kept. Otherwise ids that
     already are ``0..max`` (every one used) are kept, and anything else (gaps, negative or huge
-    ids) is renumbered densely in ascending order of original id.
+    ids) is renumbered densely in ascending order of original id. ``coverage`` (a
+    :class:`~graphtier.dataset.importers.node_data.NodeCoverage`) adds the ids that features or
+    labels cover, so a node without edges is never dropped; their count is
+    ``nodes_only_in_node_data`` of the result.
     """
     if num_nodes is not None:
         if num_nodes < 0:
@@ -345,27 +364,43 @@ def build_id_map(spill: EdgeSpill, num_nodes: int | None, source: Path) -> IdMap
                 f"{source}: expected node ids in [0, {num_nodes}) (--num-nodes), "
                 f"found ids in [{spill.min_id}, {spill.max_id}]"
             )
+        require_csc_memory(num_nodes, spill.num_edges, f"--num-nodes {num_nodes:,}")
         return IdMap(num_nodes=num_nodes)
-    if spill.num_edges == 0:
+    extra = coverage.bounds() if coverage is not None else None
+    if spill.num_edges == 0 and extra is None:
         return IdMap(num_nodes=0)
-    low, high = int(spill.min_id), int(spill.max_id)  # type: ignore[arg-type]
+    bounds = [b for b in ((spill.min_id, spill.max_id) if spill.num_edges else None, extra) if b is not None]
+    low = int(min(b[0] for b in bounds))
+    high = int(max(b[1] for b in bounds))
     span = high - low + 1
-    if span <= spill.num_edges + (1 << 22):
+    extra_count = 0 if coverage is None else coverage.dense_rows + (0 if coverage.ids is None else coverage.ids.size)
+    if span <= spill.num_edges + extra_count + (1 << 22):
         present = np.zeros(span, dtype=np.bool_)
         for src, dst in spill:
             kernels.mark_present(src.astype(np.int64, copy=False), low, present)
             kernels.mark_present(dst.astype(np.int64, copy=False), low, present)
+        in_edges = int(np.count_nonzero(present))
+        if coverage is not None:
+            present[0 - low : coverage.dense_rows - low] = True
+            if coverage.ids is not None:
+                present[coverage.ids - low] = True
         used = int(np.count_nonzero(present))
         if low == 0 and used == span:
-            return IdMap(num_nodes=span)
+            return IdMap(num_nodes=span, nodes_only_in_node_data=used - in_edges)
         table = np.cumsum(present, dtype=np.int64) - 1
         table[~present] = -1
-        return IdMap(num_nodes=used, offset=low, table=table)
+        return IdMap(num_nodes=used, offset=low, table=table, nodes_only_in_node_data=used - in_edges)
     unique = np.empty(0, dtype=np.int64)
     for src, dst in spill:
         chunk_ids = np.unique(np.concatenate([src, dst]).astype(np.int64, copy=False))
         unique = np.union1d(unique, chunk_ids)
-    return IdMap(num_nodes=int(unique.shape[0]), sorted_ids=unique)
+    in_edges = int(unique.shape[0])
+    if coverage is not None:
+        if coverage.dense_rows:
+            unique = np.union1d(unique, np.arange(coverage.dense_rows, dtype=np.int64))
+        if coverage.ids is not None:
+            unique = np.union1d(unique, coverage.ids.astype(np.int64))
+    return IdMap(num_nodes=int(unique.shape[0]), sorted_ids=unique, nodes_only_in_node_data=int(unique.shape[0]) - in_edges)
 
 
 # ---------------------------------------------------------------------------- CSC
@@ -396,6 +431,7 @@ def build_csc(
         ``(indptr, indices)``: int64 [N + 1] and int32 (N < 2^31) or int64 [E'], lists sorted.
     """
     dtype = index_dtype(num_nodes)
+    resources.require_memory(3 * 8 * (num_nodes + 1), f"building the CSC of {num_nodes:,} nodes (degree counts)")
 
     def directed_chunks() -> Iterator[tuple[np.ndarray, np.ndarray]]:
         for src, dst in chunks():
@@ -420,7 +456,12 @@ def build_csc(
     indptr = np.zeros(num_nodes + 1, dtype=np.int64)
     np.cumsum(counts, out=indptr[1:])
     del counts
-    indices = np.empty(int(indptr[-1]), dtype=dtype)
+    num_edges = int(indptr[-1])
+    resources.require_memory(
+        num_edges * dtype.itemsize * (2 if dedup else 1) + 8 * (num_nodes + 1),
+        f"building the CSC of {num_nodes:,} nodes and {num_edges:,} edges",
+    )
+    indices = np.empty(num_edges, dtype=dtype)
     cursor = indptr[:-1].copy()
     for src, dst in directed_chunks():
         kernels.scatter_sources(src.astype(dtype, copy=False), dst, cursor, indices)
@@ -431,6 +472,16 @@ def build_csc(
     if dedup:
         indptr, indices = compact_csc(indptr, indices, dedup=True, drop_self_loops=False)
     return indptr, indices
+
+
+def require_csc_memory(num_nodes: int, num_edges: int, what: str) -> None:
+    """Refuse (:class:`ResourceError`) a graph whose CSC build cannot fit in the available memory.
+
+    The build needs ``indptr``, the degree counts and a cursor (int64 [N + 1] each) and ``indices``
+    ([E], int32 below 2^31 nodes); checked before anything that large is allocated.
+    """
+    needed = 3 * 8 * (num_nodes + 1) + num_edges * index_dtype(num_nodes).itemsize
+    resources.require_memory(needed, f"{what}: the CSC of {num_nodes:,} nodes and {num_edges:,} edges")
 
 
 def array_edge_chunks(src: np.ndarray, dst: np.ndarray, chunk: int = EDGE_CHUNK) -> EdgeChunks:
@@ -509,12 +560,14 @@ def synthetic_features(
     *,
     num_nodes: int | None = None,
     out: np.ndarray | None = None,
-    signal: float = 1.0,
+    signal: float = 0.0,
 ) -> np.ndarray:
-    """Deterministic random features, correlated with the labels when there are labels.
+    """Deterministic random features; they carry label information only when ``signal > 0``.
 
-    Row ``v`` is standard normal noise plus, when ``labels[v] >= 0``, ``signal`` times the centroid
-    of its class (centroids are standard normal vectors drawn from ``seed``). Rows are generated in
+    Row ``v`` is standard normal noise plus, when ``signal > 0`` and ``labels[v] >= 0``, ``signal``
+    times the centroid of its class (centroids are standard normal vectors drawn from ``seed``).
+    With the default ``signal`` 0 the rows are pure noise, identical whatever the labels: features
+    that encode the labels make any model look perfect, so that is opt-in only. Rows are generated in
     blocks of :data:`FEATURE_BLOCK_ROWS` from a generator seeded by ``(seed, block)``, so the
     result depends only on the arguments, and a memory map can be filled block by block.
 
@@ -524,6 +577,7 @@ def synthetic_features(
         seed: random seed.
         num_nodes: N when ``labels`` is None.
         out: optional float32/float16 [N, D] array (e.g. a memory map) to fill.
+        signal: scale of the class centroids added to labelled rows (0: no label information).
 
     Returns:
         float32 [N, D] (or ``out``), on the CPU.
@@ -537,8 +591,10 @@ def synthetic_features(
         out = np.empty((n, dim), dtype=np.float32)
     elif out.shape != (n, dim):
         raise OptionError(f"synthetic_features: out has shape {out.shape}, expected {(n, dim)}")
+    if not np.isfinite(signal) or signal < 0:
+        raise OptionError(f"--synthetic-feature-signal: expected a finite number >= 0, found {signal}")
     centroids = None
-    if labels is not None and labels.shape[0] and int(np.max(labels)) >= 0:
+    if signal > 0 and labels is not None and labels.shape[0] and int(np.max(labels)) >= 0:
         num_classes = int(np.max(labels)) + 1
         centroids = np.random.default_rng([seed, 2**32 - 1]).standard_normal((num_classes, dim), dtype=np.float32)
         centroids *= np.float32(signal)
@@ -556,7 +612,7 @@ def synthetic_features(
 # ---------------------------------------------------------------------------- labels and features
 
 
-def _gather_rows(
+def gather_rows(
     path: Path, rows_available: int, idmap: IdMap, what: str
 ) -> np.ndarray | None:
     """The original row of every new id (int64 [N]) when ids were remapped, after a range check."""
@@ -576,35 +632,49 @@ def _gather_rows(
     return original
 
 
-def write_feature_file(path: str | os.PathLike[str], idmap: IdMap, writer: DatasetWriter) -> tuple[int, str]:
-    """Copy the rows of the ``.npy`` feature matrix ``path`` into ``features.npy`` of ``writer``.
+def note_replaced(writer: DatasetWriter, guard: NonFiniteGuard) -> None:
+    """Record in ``meta.json`` (``source.non_finite_replaced``) how many feature values ``guard`` replaced."""
+    if guard.replaced:
+        writer.source_notes["non_finite_replaced"] = writer.source_notes.get("non_finite_replaced", 0) + guard.replaced
 
-    Row ``k`` of the input belongs to original node id ``k``; with remapped ids the rows of the
-    nodes in the graph are gathered in new-id order. float16/float32 are kept, other numeric
-    dtypes become float32. Returns ``(feature_dim, feature_dtype)``.
+
+def write_feature_file(
+    path: str | os.PathLike[str] | np.ndarray,
+    idmap: IdMap,
+    writer: DatasetWriter,
+    source: str | os.PathLike[str] | None = None,
+    non_finite: str = "error",
+) -> tuple[int, str]:
+    """Copy the rows of the feature matrix ``path`` into ``features.npy`` of ``writer``.
+
+    ``path`` is a ``.npy`` or text matrix file (see :mod:`~graphtier.dataset.importers.node_data`)
+    or an already read [rows, D] array (``source``: its file, for messages). Row ``k`` belongs to original node id ``k``; with remapped
+    ids the rows of the nodes in the graph are gathered in new-id order. float16/float32 are
+    kept, other numeric dtypes become float32. NaN/±Inf values are refused or, with ``non_finite="replace"``,
+    replaced by 0 (see :class:`~graphtier.dataset.finite.NonFiniteGuard`). Returns ``(feature_dim, feature_dtype)``.
     """
-    p = require_file(path, "--features file")
-    try:
-        feats = np.load(p, mmap_mode="r", allow_pickle=False)
-    except Exception as exc:  # numpy raises ValueError/OSError on damaged files
-        raise DatasetError(f"{p}: not a readable .npy array ({exc})") from None
-    if feats.ndim != 2:
-        raise DatasetError(f"{p}: expected a 2-d array [nodes, dim], found shape {tuple(feats.shape)}")
-    if not (np.issubdtype(feats.dtype, np.number) or feats.dtype == np.bool_) or np.iscomplexobj(feats):
-        raise DatasetError(f"{p}: expected a numeric array, found dtype {feats.dtype}")
+    from graphtier.dataset.importers import node_data
+
+    if not isinstance(path, (str, os.PathLike)):
+        feats = path
+        p = Path(source) if source is not None else Path("--features")
+    else:
+        p = require_file(path, "--features file")
+        feats = node_data.read_feature_matrix(p, writer.tmp / "features.scratch")
+    guard = NonFiniteGuard(p, non_finite)
     out_dtype = feats.dtype if feats.dtype in (np.float16, np.float32) else np.dtype(np.float32)
-    rows = _gather_rows(p, feats.shape[0], idmap, "--features")
+    rows = gather_rows(p, feats.shape[0], idmap, "--features")
     dim = int(feats.shape[1])
-    if dim == 0:
-        raise DatasetError(f"{p}: expected at least one feature column, found shape {tuple(feats.shape)}")
     out = writer.open_memmap("features", (idmap.num_nodes, dim), out_dtype)
     step = max(1, (64 << 20) // max(1, dim * out_dtype.itemsize))
     for start in range(0, idmap.num_nodes, step):
         stop = min(idmap.num_nodes, start + step)
         block = feats[start:stop] if rows is None else feats[rows[start:stop]]
-        out[start:stop] = np.asarray(block).astype(out_dtype, copy=False)
+        out[start:stop] = guard.apply(np.asarray(block).astype(out_dtype, copy=False), start)
     out.flush()
-    del out
+    del out, feats
+    (writer.tmp / "features.scratch").unlink(missing_ok=True)
+    note_replaced(writer, guard)
     return dim, str(out_dtype)
 
 
@@ -635,68 +705,17 @@ def labels_from_pairs(
     return Labels(values, num_classes)
 
 
-def read_labels(path: str | os.PathLike[str], idmap: IdMap, header: str = "auto") -> Labels:
-    """Read ``--labels``: a CSV/TSV of ``id,label`` lines or an ``.npy`` of int labels.
+def read_labels(
+    path: str | os.PathLike[str], idmap: IdMap, header: str = "auto", layout: str = "auto"
+) -> Labels:
+    """Read ``--labels`` (``.npy``, ``id,label`` lines or one label per line) for the nodes of ``idmap``.
 
-    CSV: ids are original node ids; a label is a non-negative integer class (negative =
-    unlabelled) or, when any label is not an integer, a class name (classes are then numbered in
-    sorted name order). ``.npy``: int [rows], row k = original id k, -1 = unlabelled.
+    See :func:`graphtier.dataset.importers.node_data.read_raw_labels` for the layouts.
     """
+    from graphtier.dataset.importers import node_data
+
     p = require_file(path, "--labels file")
-    if p.suffix == ".npy":
-        try:
-            raw = np.load(p, allow_pickle=False)
-        except Exception as exc:
-            raise DatasetError(f"{p}: not a readable .npy array ({exc})") from None
-        if raw.ndim != 1 or not np.issubdtype(raw.dtype, np.integer):
-            raise DatasetError(f"{p}: expected a 1-d integer array, found {raw.dtype} shape {tuple(raw.shape)}")
-        rows = _gather_rows(p, raw.shape[0], idmap, "--labels")
-        values = raw.astype(np.int64) if rows is None else raw[rows].astype(np.int64)
-        values[values < 0] = -1
-        num_classes = int(values.max()) + 1 if values.size and values.max() >= 0 else 0
-        return Labels(values, num_classes)
-    skip = has_header(p, header, 2, allow_extra_columns=False)
-    lines = first_data_lines(p, 3)
-    data_lines = lines[1:] if skip else lines
-    if data_lines and line_parses_as_ints(data_lines[0], 2, False) == kernels.PARSE_BAD_TOKEN:
-        return _read_named_labels(p, idmap, skip)
-    ids_parts, class_parts = [], []
-    for block in iter_int_rows(
-        p, 2, allow_extra_columns=False, skip_header=skip, expected="two integers 'node_id,label'"
-    ):
-        ids_parts.append(block[:, 0].copy())
-        class_parts.append(block[:, 1].copy())
-    ids = np.concatenate(ids_parts) if ids_parts else np.empty(0, np.int64)
-    classes = np.concatenate(class_parts) if class_parts else np.empty(0, np.int64)
-    return labels_from_pairs(p, ids, classes, idmap)
-
-
-def _read_named_labels(path: Path, idmap: IdMap, skip_header: bool) -> Labels:
-    """Slow path of :func:`read_labels` for class names (and integer ids)."""
-    ids: list[int] = []
-    names: list[str] = []
-    first = True
-    for number, line in enumerate_data_lines(path):
-        if first and skip_header:
-            first = False
-            continue
-        first = False
-        tokens = re.split(r"[ \t]*,[ \t]*|[ \t]+", line)
-        if len(tokens) != 2 or not tokens[1]:
-            raise DatasetError(f"{path}: line {number}: expected two columns 'node_id,label', found {line!r}")
-        try:
-            ids.append(int(tokens[0]))
-        except ValueError:
-            raise DatasetError(f"{path}: line {number}: expected an integer node id, found {tokens[0]!r}") from None
-        names.append(tokens[1])
-    class_names = sorted(set(names))
-    code = {name: i for i, name in enumerate(class_names)}
-    labels = labels_from_pairs(
-        path, np.array(ids, dtype=np.int64), np.array([code[n] for n in names], dtype=np.int64), idmap
-    )
-    labels.class_names = class_names
-    labels.num_classes = len(class_names)
-    return labels
+    return node_data.read_raw_labels(p, layout, header).to_labels(p, idmap)
 
 
 def enumerate_data_lines(path: Path) -> Iterator[tuple[int, str]]:
@@ -712,13 +731,19 @@ def enumerate_data_lines(path: Path) -> Iterator[tuple[int, str]]:
 # ---------------------------------------------------------------------------- meta
 
 
-def default_name(source: str | os.PathLike[str]) -> str:
-    """A dataset name from a source path: the file name without ``.gz`` and its extension."""
-    name = Path(source).name
-    for suffix in (".gz", ".bz2", ".npz", ".csr", ".csc", ".csv", ".tsv", ".txt", ".edges", ".el"):
-        if name.lower().endswith(suffix):
-            name = name[: -len(suffix)]
-    return name or Path(source).resolve().name
+def default_name(output: str | os.PathLike[str]) -> str:
+    """The default dataset name: the name of the output directory (``data/acm`` -> ``acm``)."""
+    return Path(output).name or Path(output).resolve().name
+
+
+@dataclass
+class NodeData:
+    """What :func:`write_node_data` wrote, for ``meta.json``."""
+
+    feature_dim: int
+    feature_dtype: str
+    num_classes: int
+    provenance: dict[str, Any]
 
 
 def dataset_meta(
@@ -733,9 +758,18 @@ def dataset_meta(
     importer: str,
     inputs: Sequence[str | os.PathLike[str]],
     options: dict[str, Any],
+    provenance: dict[str, Any] | None = None,
+    nodes_only_in_node_data: int = 0,
 ) -> dict[str, Any]:
-    """The ``meta.json`` fields every importer fills (``node_order`` is set by the writer)."""
-    return {
+    """The ``meta.json`` fields every importer fills (``node_order`` is set by the writer).
+
+    ``provenance`` says whether features and labels are input or synthetic (see
+    :mod:`graphtier.dataset.provenance`); ``nodes_only_in_node_data`` counts nodes that only a
+    features/labels file knows (no edge), recorded when positive.
+    """
+    from graphtier.dataset import provenance as prov
+
+    meta: dict[str, Any] = {
         "name": name,
         "num_nodes": int(num_nodes),
         "num_edges": int(num_edges),
@@ -748,7 +782,15 @@ def dataset_meta(
             "inputs": [str(Path(p).resolve()) for p in inputs],
             "options": {k: (str(v) if isinstance(v, Path) else v) for k, v in options.items()},
         },
+        "provenance": provenance
+        or {
+            "features": prov.input_data() if feature_dim > 0 else prov.no_data(),
+            "labels": prov.input_data() if num_classes > 0 else prov.no_data(),
+        },
     }
+    if nodes_only_in_node_data > 0:
+        meta["nodes_only_in_node_data"] = int(nodes_only_in_node_data)
+    return meta
 
 
 def save_splits(writer: DatasetWriter, splits: Sequence[np.ndarray | None]) -> None:
@@ -769,27 +811,45 @@ def finish_edge_import(
     undirected: bool,
     labels: Labels | None,
     labels_path: str | os.PathLike[str] | None,
-    features: str | os.PathLike[str] | None,
+    features: str | os.PathLike[str] | np.ndarray | None,
+    features_path: str | os.PathLike[str] | None = None,
     synthetic_dim: int,
+    synthetic_signal: float = 0.0,
+    synthetic_classes: int = 0,
     split: Sequence[float] | None,
     seed: int,
     options: dict[str, Any],
+    non_finite: str = "error",
 ) -> Dataset:
     """The common end of the edge-list-like importers: node data, ``meta.json``, validate and rename."""
-    feature_dim, feature_dtype, num_classes = write_node_data(
-        writer, idmap, labels=labels, features=features, synthetic_dim=synthetic_dim, split=split, seed=seed
+    written = write_node_data(
+        writer,
+        idmap,
+        labels=labels,
+        features=features,
+        synthetic_dim=synthetic_dim,
+        synthetic_signal=synthetic_signal,
+        synthetic_classes=synthetic_classes,
+        split=split,
+        seed=seed,
+        features_path=features_path,
+        non_finite=non_finite,
     )
+    if features_path is None and isinstance(features, (str, os.PathLike)):
+        features_path = features
     meta = dataset_meta(
-        name=name or default_name(source),
+        name=name or default_name(writer.output),
         num_nodes=idmap.num_nodes,
         num_edges=num_edges,
         directed=not undirected,
-        feature_dim=feature_dim,
-        feature_dtype=feature_dtype,
-        num_classes=num_classes,
+        feature_dim=written.feature_dim,
+        feature_dtype=written.feature_dtype,
+        num_classes=written.num_classes,
         importer=importer,
-        inputs=[p for p in (source, labels_path, features) if p is not None],
+        inputs=[p for p in (source, labels_path, features_path) if p is not None],
         options=options,
+        provenance=written.provenance,
+        nodes_only_in_node_data=idmap.nodes_only_in_node_data,
     )
     return writer.finish(meta)
 
@@ -799,38 +859,62 @@ def write_node_data(
     idmap: IdMap,
     *,
     labels: Labels | None,
-    features: str | os.PathLike[str] | None,
+    features: str | os.PathLike[str] | np.ndarray | None,
     synthetic_dim: int,
     split: Sequence[float] | None,
     seed: int,
-) -> tuple[int, str, int]:
+    synthetic_signal: float = 0.0,
+    synthetic_classes: int = 0,
+    features_path: str | os.PathLike[str] | None = None,
+    non_finite: str = "error",
+) -> NodeData:
     """Write labels, features (from a file or synthetic) and a random split for ``idmap.num_nodes`` nodes.
 
-    Returns ``(feature_dim, feature_dtype, num_classes)`` for ``meta.json``.
+    ``synthetic_classes`` K > 0 generates uniformly random labels for an unlabelled graph;
+    synthetic features (``synthetic_dim`` D > 0) are pure noise unless ``synthetic_signal`` > 0.
+    Returns the :class:`NodeData` for ``meta.json`` (dims, class count, provenance).
     """
     import json
+
+    from graphtier.dataset import provenance as prov
+    from graphtier.dataset.importers import node_data
 
     n = idmap.num_nodes
     label_values: np.ndarray | None = None
     num_classes = 0
-    if labels is not None and labels.num_classes > 0:
+    labels_prov = prov.no_data()
+    if synthetic_classes:
+        if labels is not None and labels.num_classes > 0:
+            raise OptionError("--synthetic-labels: the graph already has labels; expected an unlabelled graph")
+        label_values, num_classes = node_data.synthetic_labels(n, synthetic_classes, seed), synthetic_classes
+        writer.save("labels", label_values)
+        labels_prov = prov.synthetic_labels(synthetic_classes, seed)
+    elif labels is not None and labels.num_classes > 0:
         label_values, num_classes = labels.values, labels.num_classes
         writer.save("labels", label_values)
         if labels.class_names is not None:
             writer.write_text("label_names.json", json.dumps(labels.class_names) + "\n")
+        labels_prov = prov.input_data()
     feature_dim, feature_dtype = 0, "float32"
+    features_prov = prov.no_data()
     if features is not None:
-        feature_dim, feature_dtype = write_feature_file(features, idmap, writer)
+        feature_dim, feature_dtype = write_feature_file(features, idmap, writer, features_path, non_finite)
+        features_prov = prov.input_data()
     elif synthetic_dim:
+        if synthetic_signal > 0 and label_values is None:
+            raise OptionError(
+                "--synthetic-feature-signal: expected labels (--labels or --synthetic-labels) to encode, found none"
+            )
         out = writer.open_memmap("features", (n, synthetic_dim), np.float32)
-        synthetic_features(label_values, synthetic_dim, seed, num_nodes=n, out=out)
+        synthetic_features(label_values, synthetic_dim, seed, num_nodes=n, out=out, signal=synthetic_signal)
         out.flush()
         del out
         feature_dim = synthetic_dim
+        features_prov = prov.synthetic_features(synthetic_signal, seed)
     if split is not None:
         mask = label_values >= 0 if label_values is not None else None
         save_splits(writer, random_split(n, split, seed, mask))
-    return feature_dim, feature_dtype, num_classes
+    return NodeData(feature_dim, feature_dtype, num_classes, {"features": features_prov, "labels": labels_prov})
 
 
 def check_node_data_options(
@@ -838,12 +922,26 @@ def check_node_data_options(
     features: str | os.PathLike[str] | None,
     synthetic_dim: int,
     split: Sequence[float] | None,
+    synthetic_signal: float = 0.0,
+    synthetic_classes: int = 0,
 ) -> None:
     """Reject conflicting or malformed labels/features/split options before any heavy work."""
     if features is not None and synthetic_dim:
         raise OptionError("--features and --synthetic-features: expected at most one, found both")
     if synthetic_dim < 0:
         raise OptionError(f"--synthetic-features: expected a positive dimension, found {synthetic_dim}")
+    if not np.isfinite(synthetic_signal) or synthetic_signal < 0:
+        raise OptionError(f"--synthetic-feature-signal: expected a finite number >= 0, found {synthetic_signal}")
+    if synthetic_signal > 0 and not synthetic_dim:
+        raise OptionError("--synthetic-feature-signal: expected --synthetic-features DIM as well, found none")
+    if synthetic_signal > 0 and labels is None and not synthetic_classes:
+        raise OptionError(
+            "--synthetic-feature-signal: expected labels (--labels or --synthetic-labels) to encode, found none"
+        )
+    if labels is not None and synthetic_classes:
+        raise OptionError("--labels and --synthetic-labels: expected at most one, found both")
+    if synthetic_classes < 0 or synthetic_classes == 1:
+        raise OptionError(f"--synthetic-labels: expected at least 2 classes, found {synthetic_classes}")
     if labels is not None:
         require_file(labels, "--labels file")
     if features is not None:

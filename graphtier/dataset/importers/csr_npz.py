@@ -15,11 +15,12 @@ from pathlib import Path
 
 import numpy as np
 
+from graphtier.dataset import finite
 from graphtier.dataset.format import Dataset
-from graphtier.dataset.importers import common
+from graphtier.dataset.importers import common, node_data
 from graphtier.dataset.writer import DatasetWriter
 from graphtier.errors import DatasetError, OptionError
-from graphtier.graph.checks import index_range, is_non_decreasing
+from graphtier.dataset.checks import index_range, is_non_decreasing
 
 LAYOUTS = ("auto", "csr", "csc")
 
@@ -31,6 +32,25 @@ def _load_member(archive: np.lib.npyio.NpzFile, path: Path, key: str) -> np.ndar
         return archive[key]
     except Exception as exc:  # damaged member
         raise DatasetError(f"{path}: array {key!r} is not readable ({exc})") from None
+
+
+def _format_entry(path: Path, raw: np.ndarray) -> str:
+    """The archive's ``format`` entry (a 0-d string array as scipy writes it) as text."""
+    if raw.ndim != 0 or raw.dtype.kind not in "SU":
+        raise DatasetError(
+            f"{path}: 'format' expected a string such as 'csr' or 'csc', found {raw.dtype} array of shape {raw.shape}"
+        )
+    value = raw.item()
+    return value.decode("latin-1") if isinstance(value, bytes) else str(value)
+
+
+def _shape_entry(path: Path, raw: np.ndarray) -> tuple[int, ...]:
+    """The archive's ``shape`` entry: a 1-d array of two integers."""
+    if raw.ndim != 1 or raw.shape[0] != 2 or not np.issubdtype(raw.dtype, np.integer):
+        raise DatasetError(
+            f"{path}: 'shape' expected two integers (rows, columns), found {raw.dtype} array of shape {raw.shape}"
+        )
+    return tuple(int(s) for s in raw)
 
 
 def read_compressed_adjacency(path: Path, layout: str) -> tuple[np.ndarray, np.ndarray, int, str]:
@@ -52,9 +72,8 @@ def read_compressed_adjacency(path: Path, layout: str) -> tuple[np.ndarray, np.n
         indices = _load_member(archive, path, "indices")
         file_format = None
         if "format" in archive.files:
-            raw_format = _load_member(archive, path, "format").item()
-            file_format = raw_format.decode() if isinstance(raw_format, bytes) else str(raw_format)
-        shape = tuple(int(s) for s in _load_member(archive, path, "shape")) if "shape" in archive.files else None
+            file_format = _format_entry(path, _load_member(archive, path, "format"))
+        shape = _shape_entry(path, _load_member(archive, path, "shape")) if "shape" in archive.files else None
     if layout == "auto":
         layout = file_format if file_format in ("csr", "csc") else "csr"
     elif file_format in ("csr", "csc") and file_format != layout:
@@ -63,7 +82,8 @@ def read_compressed_adjacency(path: Path, layout: str) -> tuple[np.ndarray, np.n
         raise DatasetError(f"{path}: 'indptr' expected a 1-d integer array, found {indptr.dtype} {indptr.shape}")
     if indices.ndim != 1 or not np.issubdtype(indices.dtype, np.integer):
         raise DatasetError(f"{path}: 'indices' expected a 1-d integer array, found {indices.dtype} {indices.shape}")
-    indptr = indptr.astype(np.int64, copy=False)
+    indptr = indptr.astype(np.int64, copy=False)  # also native byte order
+    indices = indices.astype(indices.dtype.newbyteorder("="), copy=False)  # the kernels need native order
     if int(indptr[0]) != 0 or int(indptr[-1]) != indices.shape[0]:
         raise DatasetError(
             f"{path}: 'indptr' expected to run from 0 to len(indices) = {indices.shape[0]}, "
@@ -120,21 +140,37 @@ def import_csr_npz(
     labels: str | os.PathLike[str] | None = None,
     features: str | os.PathLike[str] | None = None,
     synthetic_features: int = 0,
+    synthetic_feature_signal: float = 0.0,
+    synthetic_labels: int = 0,
+    labels_layout: str = "auto",
     split: Sequence[float] | None = None,
     seed: int = 0,
+    non_finite: str = "error",
 ) -> Dataset:
     """Import the adjacency in the ``.npz`` ``source`` into ``output``.
 
     Args: as :func:`graphtier.dataset.importers.edgelist.import_edgelist`; ``layout`` is ``auto``,
     ``csr`` (rows = sources) or ``csc`` (columns = destinations). Node ids are the row numbers,
-    so labels/features rows are indexed by them.
+    so labels/features rows are indexed by them; when features or labels cover more rows than the
+    adjacency, the extra rows become nodes without edges (meta ``nodes_only_in_node_data``).
+    ``non_finite``: ``error`` or ``replace`` NaN/±Inf
+    feature values. ``indptr``/``indices`` may have any integer dtype and byte order.
 
     Returns:
         The written :class:`Dataset`.
     """
     path = common.require_file(source, "npz archive")
-    common.check_node_data_options(labels, features, synthetic_features, split)
+    common.check_node_data_options(
+        labels, features, synthetic_features, split, synthetic_feature_signal, synthetic_labels
+    )
+    finite.check_mode(non_finite)
     indptr_in, indices_in, n, layout = read_compressed_adjacency(path, layout)
+    raw_labels = node_data.read_raw_labels(labels, labels_layout) if labels is not None else None
+    if raw_labels is not None and raw_labels.ids is not None and raw_labels.ids.size:
+        low = int(raw_labels.ids.min())
+        if low < 0:
+            raise DatasetError(f"{labels}: expected labels for node ids >= 0, found id {low}")
+    adjacency_nodes = n
     indptr, indices = common.build_csc(
         compressed_edge_chunks(indptr_in, indices_in, layout),
         n,
@@ -143,7 +179,6 @@ def import_csr_npz(
         drop_self_loops=drop_self_loops,
     )
     del indptr_in, indices_in
-    idmap = common.IdMap(num_nodes=n)
     options = {
         "layout": layout,
         "undirected": undirected,
@@ -152,10 +187,25 @@ def import_csr_npz(
         "labels": str(labels) if labels is not None else None,
         "features": str(features) if features is not None else None,
         "synthetic_features": synthetic_features,
+        "synthetic_feature_signal": synthetic_feature_signal,
+        "synthetic_labels": synthetic_labels,
+        "labels_layout": labels_layout,
         "split": list(split) if split is not None else None,
         "seed": seed,
+        "non_finite": non_finite,
     }
     with DatasetWriter(output, overwrite=overwrite) as writer:
+        feature_matrix = (
+            node_data.read_feature_matrix(features, writer.tmp / "features.scratch") if features is not None else None
+        )
+        coverage = node_data.NodeCoverage.of(feature_matrix, raw_labels)
+        bounds = coverage.bounds()
+        if bounds is not None and bounds[1] >= n:
+            # rows of node data beyond the adjacency: isolated nodes, never dropped
+            extra = bounds[1] + 1 - n
+            indptr = np.concatenate([indptr, np.full(extra, indptr[-1], dtype=indptr.dtype)])
+            n = bounds[1] + 1
+        idmap = common.IdMap(num_nodes=n, nodes_only_in_node_data=n - adjacency_nodes)
         writer.save("indptr", indptr)
         writer.save("indices", indices)
         num_edges = int(indices.shape[0])
@@ -168,11 +218,15 @@ def import_csr_npz(
             name=name,
             num_edges=num_edges,
             undirected=undirected,
-            labels=common.read_labels(labels, idmap) if labels is not None else None,
+            labels=raw_labels.to_labels(Path(labels), idmap) if raw_labels is not None else None,  # type: ignore[arg-type]
             labels_path=labels,
-            features=features,
+            features=feature_matrix,
+            features_path=features,
             synthetic_dim=synthetic_features,
+            synthetic_signal=synthetic_feature_signal,
+            synthetic_classes=synthetic_labels,
             split=split,
             seed=seed,
             options=options,
+            non_finite=non_finite,
         )

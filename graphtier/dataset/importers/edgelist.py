@@ -19,8 +19,9 @@ from pathlib import Path
 
 import numpy as np
 
+from graphtier.dataset import finite
 from graphtier.dataset.format import Dataset
-from graphtier.dataset.importers import common, kernels
+from graphtier.dataset.importers import common, kernels, node_data
 from graphtier.dataset.writer import DatasetWriter
 from graphtier.errors import DatasetError, OptionError
 
@@ -41,8 +42,12 @@ def import_edgelist(
     labels: str | os.PathLike[str] | None = None,
     features: str | os.PathLike[str] | None = None,
     synthetic_features: int = 0,
+    synthetic_feature_signal: float = 0.0,
+    synthetic_labels: int = 0,
+    labels_layout: str = "auto",
     split: Sequence[float] | None = None,
     seed: int = 0,
+    non_finite: str = "error",
     header: str = "auto",
     ids: str = "auto",
     num_nodes: int | None = None,
@@ -53,26 +58,48 @@ def import_edgelist(
     Args:
         source: text file (optionally gzip) of ``src dst`` lines.
         output: dataset directory to create (replaced only with ``overwrite``).
-        name: dataset name (default: the file name without extensions).
+        name: dataset name (default: the name of the output directory).
         undirected: add ``dst -> src`` for every edge (meta ``directed`` false).
         drop_self_loops, dedup: drop ``v -> v`` edges / repeated edges.
-        labels: CSV of ``id,label`` lines (or ``.npy``, row = original id); ids must be graph nodes.
-        features: ``.npy`` [rows, D] with row k = original node id k (integer ids only).
-        synthetic_features: D > 0 generates features (see :func:`common.synthetic_features`).
+        labels: ``id,label`` lines, one label per line (line k = node k), or an ``.npy`` (row k =
+            original id k); see ``labels_layout`` and :mod:`~graphtier.dataset.importers.node_data`.
+        features: ``.npy`` or dense text matrix [rows, D], row k = original node id k (integer ids).
+            Ids that only the features or labels cover become nodes without edges (never dropped;
+            counted in meta ``nodes_only_in_node_data``).
+        synthetic_features: D > 0 generates features (see :func:`common.synthetic_features`); they
+            are pure noise unless ``synthetic_feature_signal`` > 0 (then they encode the labels).
+        synthetic_labels: K > 0 generates uniformly random labels (unlabelled graphs).
+        labels_layout: ``auto``, ``pairs`` or ``lines``.
         split: ``(train, valid, test)`` fractions for a random split (over labelled nodes when
             there are labels), drawn with ``seed``.
         header: ``auto`` (first line is a header if it is not numeric but the next is), ``yes``, ``no``.
         ids: ``auto`` (integer unless the first edge has a non-integer id), ``int`` or ``string``.
         num_nodes: keep integer ids as they are, in ``[0, num_nodes)`` (adds isolated nodes).
         chunk_bytes: bytes of text parsed per chunk.
+        non_finite: ``error`` (refuse NaN/±Inf in ``features``) or ``replace`` (by 0, counted in
+            ``meta.json`` ``source.non_finite_replaced``).
 
     Returns:
         The written :class:`Dataset` (memory-mapped).
     """
     path = common.require_file(source, "edge list")
+    kind, description = node_data.sniff(path)
+    if kind not in ("text", "gzip"):
+        hint = {"npz": " (for an indptr/indices archive use 'prepare csr-npz')",
+                "mat": " (use 'prepare mat')", "hdf5": " (use 'prepare mat' after re-saving with -v7)"}.get(kind, "")
+        raise DatasetError(
+            f"{path}: expected a text edge list ('src dst' per line, optionally gzip), got {description}{hint}"
+        )
     if ids not in ID_MODES:
         raise OptionError(f"--ids: expected one of {', '.join(ID_MODES)}, found {ids!r}")
-    common.check_node_data_options(labels, features, synthetic_features, split)
+    common.check_node_data_options(
+        labels, features, synthetic_features, split, synthetic_feature_signal, synthetic_labels
+    )
+    if labels_layout not in node_data.LABEL_LAYOUTS:
+        raise OptionError(
+            f"--labels-layout: expected one of {', '.join(node_data.LABEL_LAYOUTS)}, found {labels_layout!r}"
+        )
+    finite.check_mode(non_finite)
     skip_header = common.has_header(path, header, 2, allow_extra_columns=True)
     string_ids = ids == "string"
     if ids == "auto":
@@ -90,6 +117,11 @@ def import_edgelist(
             "--features: expected integer node ids (row k = node id k), found non-integer ids; "
             "use --synthetic-features or convert the ids"
         )
+    if string_ids and labels is not None and labels_layout == "lines":
+        raise OptionError(
+            "--labels-layout lines: expected integer node ids (line k = node k), found non-integer ids; "
+            "use 'id,label' lines"
+        )
 
     options = {
         "undirected": undirected,
@@ -98,17 +130,26 @@ def import_edgelist(
         "labels": str(labels) if labels is not None else None,
         "features": str(features) if features is not None else None,
         "synthetic_features": synthetic_features,
+        "synthetic_feature_signal": synthetic_feature_signal,
+        "synthetic_labels": synthetic_labels,
+        "labels_layout": labels_layout,
         "split": list(split) if split is not None else None,
         "seed": seed,
         "header": header,
         "ids": "string" if string_ids else "int",
         "num_nodes": num_nodes,
+        "non_finite": non_finite,
     }
     with DatasetWriter(output, overwrite=overwrite) as writer, common.EdgeSpill(writer.tmp) as spill:
         names: dict[str, int] | None = None
+        parsed_labels: common.Labels | None = None
+        feature_matrix: np.ndarray | None = None
         if string_ids:
             names = _spill_string_edges(path, spill, skip_header)
-            idmap = common.IdMap(num_nodes=len(names))
+            in_edges = len(names)
+            if labels is not None:
+                parsed_labels = _read_string_labels(common.require_file(labels, "--labels file"), names, header)
+            idmap = common.IdMap(num_nodes=len(names), nodes_only_in_node_data=len(names) - in_edges)
         else:
             for block in common.iter_int_rows(
                 path,
@@ -119,7 +160,13 @@ def import_edgelist(
                 chunk_bytes=chunk_bytes,
             ):
                 spill.append(block[:, 0], block[:, 1])
-            idmap = common.build_id_map(spill, num_nodes, path)
+            raw_labels = node_data.read_raw_labels(labels, labels_layout, header) if labels is not None else None
+            if features is not None:
+                feature_matrix = node_data.read_feature_matrix(features, writer.tmp / "features.scratch")
+            coverage = node_data.NodeCoverage.of(feature_matrix, raw_labels)
+            idmap = common.build_id_map(spill, num_nodes, path, coverage)
+            if raw_labels is not None:
+                parsed_labels = raw_labels.to_labels(Path(labels), idmap)  # type: ignore[arg-type]
         n = idmap.num_nodes
 
         def mapped_chunks():  # type: ignore[no-untyped-def]
@@ -141,13 +188,6 @@ def import_edgelist(
             if original is not None:
                 writer.save("node_ids", original)
 
-        parsed_labels = None
-        if labels is not None:
-            parsed_labels = (
-                _read_string_labels(common.require_file(labels, "--labels file"), names, header)
-                if names is not None
-                else common.read_labels(labels, idmap, header)
-            )
         return common.finish_edge_import(
             writer,
             idmap,
@@ -158,11 +198,15 @@ def import_edgelist(
             undirected=undirected,
             labels=parsed_labels,
             labels_path=labels,
-            features=features,
+            features=feature_matrix,
+            features_path=features,
             synthetic_dim=synthetic_features,
+            synthetic_signal=synthetic_feature_signal,
+            synthetic_classes=synthetic_labels,
             split=split,
             seed=seed,
             options=options,
+            non_finite=non_finite,
         )
 
 
@@ -191,8 +235,11 @@ def _spill_string_edges(path: Path, spill: common.EdgeSpill, skip_header: bool) 
 
 
 def _read_string_labels(path: Path, names: dict[str, int], header: str) -> common.Labels:
-    """``id,label`` lines for non-integer node ids; integer labels or class names."""
-    if path.suffix == ".npy":
+    """``id,label`` lines for non-integer node ids; integer labels or class names.
+
+    An id that no edge uses is added to ``names`` (a node without edges), never dropped.
+    """
+    if path.suffix == ".npy" or node_data.sniff(path)[0] == "npy":
         raise OptionError(f"{path}: --labels as .npy needs integer node ids; use a CSV of 'id,label' lines")
     skip = common.has_header(path, header, 2, allow_extra_columns=False)
     ids: list[int] = []
@@ -206,11 +253,7 @@ def _read_string_labels(path: Path, names: dict[str, int], header: str) -> commo
         tokens = _SEPARATOR.split(line)
         if len(tokens) != 2 or not tokens[1]:
             raise DatasetError(f"{path}: line {number}: expected two columns 'node_id,label', found {line!r}")
-        if tokens[0] not in names:
-            raise DatasetError(
-                f"{path}: line {number}: expected a node id of the graph, found unknown id {tokens[0]!r}"
-            )
-        ids.append(names[tokens[0]])
+        ids.append(names.setdefault(tokens[0], len(names)))
         raw_labels.append(tokens[1])
     identity = common.IdMap(num_nodes=len(names))
     id_array = np.array(ids, dtype=np.int64)

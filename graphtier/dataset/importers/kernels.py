@@ -17,7 +17,7 @@ import re
 import numba
 import numpy as np
 
-from graphtier.graph.build import sort_neighbour_lists  # noqa: F401  (re-exported: the importers sort with it)
+from graphtier.dataset.csc import sort_neighbour_lists  # noqa: F401  (re-exported: the importers sort with it)
 
 # Error codes returned by the parsers (0 = success).
 PARSE_OK = 0

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from graphtier.dataset.finite import NonFiniteGuard, check_mode
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import common
 from graphtier.dataset.writer import DatasetWriter
@@ -79,8 +80,12 @@ def choose_scheme(root: Path, scheme: str | None) -> Path | None:
     raise OptionError(f"{split_root}: expected one split scheme, found {', '.join(schemes)}; pass --scheme")
 
 
-def write_ogb_features(path: Path, num_nodes: int, writer: DatasetWriter) -> int:
-    """Parse ``node-feat`` (N lines of D floats) into ``features.npy`` float32 [N, D]; returns D."""
+def write_ogb_features(path: Path, num_nodes: int, writer: DatasetWriter, non_finite: str = "error") -> int:
+    """Parse ``node-feat`` (N lines of D floats) into ``features.npy`` float32 [N, D]; returns D.
+
+    NaN/±Inf values are refused, or replaced by 0 with ``non_finite="replace"``.
+    """
+    guard = NonFiniteGuard(path, non_finite)
     first = common.first_data_lines(path, 1)
     if not first:
         raise DatasetError(f"{path}: expected {num_nodes} feature rows, found an empty file")
@@ -90,12 +95,13 @@ def write_ogb_features(path: Path, num_nodes: int, writer: DatasetWriter) -> int
     for block in common.iter_float_rows(path, dim, expected=f"{dim} comma-separated floats"):
         if row + block.shape[0] > num_nodes:
             raise DatasetError(f"{path}: expected {num_nodes} feature rows (one per node), found more")
-        out[row : row + block.shape[0]] = block
+        out[row : row + block.shape[0]] = guard.apply(block, row)
         row += block.shape[0]
     if row != num_nodes:
         raise DatasetError(f"{path}: expected {num_nodes} feature rows (one per node), found {row}")
     out.flush()
     del out
+    common.note_replaced(writer, guard)
     return dim
 
 
@@ -130,9 +136,12 @@ def import_ogb(
     drop_self_loops: bool = False,
     dedup: bool = False,
     synthetic_features: int = 0,
+    synthetic_feature_signal: float = 0.0,
+    synthetic_labels: int = 0,
     split: Sequence[float] | None = None,
     seed: int = 0,
     chunk_bytes: int = common.CHUNK_BYTES,
+    non_finite: str = "error",
 ) -> Dataset:
     """Import the OGB node-property dataset folder ``source`` into ``output``.
 
@@ -140,8 +149,12 @@ def import_ogb(
         source: folder with ``raw/`` (and optionally ``split/<scheme>/``).
         scheme: split scheme folder name (default: the only one).
         undirected: add reverse edges (OGB ``add_inverse_edge``).
-        synthetic_features: D > 0 generates features when ``node-feat`` is absent.
+        synthetic_features: D > 0 generates features when ``node-feat`` is absent (pure noise
+            unless ``synthetic_feature_signal`` > 0).
+        synthetic_labels: K > 0 generates uniformly random labels when ``node-label`` is absent.
         split: random ``(train, valid, test)`` fractions instead of the OGB split.
+        non_finite: ``error`` (refuse NaN/±Inf in ``node-feat``) or ``replace`` (by 0, counted in
+            ``meta.json`` ``source.non_finite_replaced``).
 
     Returns:
         The written :class:`Dataset`.
@@ -163,10 +176,19 @@ def import_ogb(
         raise OptionError(f"--synthetic-features: expected a positive dimension, found {synthetic_features}")
     if feat_path is not None and synthetic_features:
         raise OptionError(f"--synthetic-features: {feat_path} already provides features")
+    if label_path is not None and synthetic_labels:
+        raise OptionError(f"--synthetic-labels: {label_path} already provides labels")
+    common.check_node_data_options(
+        label_path, None, synthetic_features, split, synthetic_feature_signal, synthetic_labels
+    )
     if split is not None:
         common.check_fractions(split)
+    check_mode(non_finite)
     scheme_dir = None if split is not None else choose_scheme(root, scheme)
     n = read_single_int(num_nodes_path)
+    if n < 0:
+        raise DatasetError(f"{num_nodes_path}: expected a non-negative node count, found {n}")
+    common.require_csc_memory(n, 0, f"{num_nodes_path}: node count {n:,}")
     inputs: list[Path] = [p for p in (edge_path, num_nodes_path, num_edges_path, feat_path, label_path) if p]
 
     with DatasetWriter(output, overwrite=overwrite) as writer, common.EdgeSpill(writer.tmp) as spill:
@@ -200,23 +222,27 @@ def import_ogb(
         del indices
 
         labels = read_ogb_labels(label_path, n) if label_path is not None else None
-        feature_dim, feature_dtype, num_classes = common.write_node_data(
+        written = common.write_node_data(
             writer,
             common.IdMap(num_nodes=n),
             labels=labels,
             features=None,
             synthetic_dim=synthetic_features,
+            synthetic_signal=synthetic_feature_signal,
+            synthetic_classes=synthetic_labels,
             split=split,
             seed=seed,
         )
+        feature_dim, feature_dtype, num_classes = written.feature_dim, written.feature_dtype, written.num_classes
         if feat_path is not None:
-            feature_dim, feature_dtype = write_ogb_features(feat_path, n, writer), "float32"
+            feature_dim, feature_dtype = write_ogb_features(feat_path, n, writer, non_finite), "float32"
+            written.provenance["features"] = {"kind": "input"}
         if scheme_dir is not None:
             split_paths = [find_raw(scheme_dir, part, required=True) for part in ("train", "valid", "test")]
             inputs += [p for p in split_paths if p is not None]
             common.save_splits(writer, [read_id_list(p, n) for p in split_paths if p is not None])
         meta = common.dataset_meta(
-            name=name or root.resolve().name,
+            name=name or common.default_name(output),
             num_nodes=n,
             num_edges=num_edges,
             directed=not undirected,
@@ -231,8 +257,12 @@ def import_ogb(
                 "drop_self_loops": drop_self_loops,
                 "dedup": dedup,
                 "synthetic_features": synthetic_features,
+                "synthetic_feature_signal": synthetic_feature_signal,
+                "synthetic_labels": synthetic_labels,
                 "split": list(split) if split is not None else None,
                 "seed": seed,
+                "non_finite": non_finite,
             },
+            provenance=written.provenance,
         )
         return writer.finish(meta)

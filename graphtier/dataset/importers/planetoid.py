@@ -20,6 +20,8 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from graphtier.dataset import resources
+from graphtier.dataset.finite import NonFiniteGuard, check_mode
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import common
 from graphtier.dataset.writer import DatasetWriter
@@ -96,10 +98,43 @@ def detect_name(source: Path) -> str:
 
 def _dense(path: Path, value: Any, what: str) -> np.ndarray:
     if sp.issparse(value):
-        return np.asarray(value.toarray())
+        if value.dtype.kind not in "biuf":
+            raise DatasetError(f"{path}: expected a numeric {what} matrix, found dtype {value.dtype}")
+        resources.require_memory(int(np.prod(value.shape, dtype=object)) * value.dtype.itemsize, f"{path}: densifying")
+        value = np.asarray(value.toarray())
     if isinstance(value, np.ndarray) and value.ndim == 2:
+        if value.dtype.kind not in "biuf":
+            raise DatasetError(f"{path}: expected a numeric {what} matrix, found dtype {value.dtype}")
         return value
     raise DatasetError(f"{path}: expected a 2-d {what} matrix, found {type(value).__name__}")
+
+
+def _node_id(path: Path, value: Any, what: str) -> int:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise DatasetError(f"{path}: expected integer node ids as {what}, found {type(value).__name__} {value!r:.40}")
+    return int(value)
+
+
+def graph_edges(path: Path, graph: dict[Any, Any], num_nodes: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(src, dst)`` int64 [E] of the adjacency-list dict ``{node: [neighbours]}``, ids checked in [0, N)."""
+    src_list, dst_list = [], []
+    for node, neighbours in graph.items():
+        source = _node_id(path, node, "dict keys")
+        if not isinstance(neighbours, (list, tuple, set, frozenset, np.ndarray)):
+            raise DatasetError(
+                f"{path}: expected a list of neighbour ids for node {source}, found {type(neighbours).__name__}"
+            )
+        nbrs = np.array([_node_id(path, v, "neighbours") for v in neighbours], dtype=np.int64)
+        src_list.append(np.full(nbrs.shape[0], source, dtype=np.int64))
+        dst_list.append(nbrs)
+    src = np.concatenate(src_list) if src_list else np.empty(0, np.int64)
+    dst = np.concatenate(dst_list) if dst_list else np.empty(0, np.int64)
+    if src.size and (min(src.min(), dst.min()) < 0 or max(src.max(), dst.max()) >= num_nodes):
+        raise DatasetError(
+            f"{path}: expected node ids in [0, {num_nodes}), found ids in "
+            f"[{min(src.min(), dst.min())}, {max(src.max(), dst.max())}]"
+        )
+    return src, dst
 
 
 def import_planetoid(
@@ -109,6 +144,7 @@ def import_planetoid(
     name: str | None = None,
     overwrite: bool = False,
     dataset: str | None = None,
+    non_finite: str = "error",
 ) -> Dataset:
     """Import the Planetoid files in directory ``source`` into ``output``.
 
@@ -117,12 +153,15 @@ def import_planetoid(
         output: dataset directory to create.
         name: dataset name (default: ``<dataset>``).
         dataset: the ``<dataset>`` part of the file names (default: detected).
+        non_finite: ``error`` (refuse NaN/±Inf features) or ``replace`` (by 0, counted in
+            ``meta.json`` ``source.non_finite_replaced``).
 
     Returns:
         The written :class:`Dataset`: float32 features [N, D], int64 labels, undirected CSC graph,
         the public split.
     """
     root = Path(source)
+    check_mode(non_finite)
     if not root.is_dir():
         raise DatasetError(f"{root}: Planetoid directory not found")
     dataset = dataset or detect_name(root)
@@ -164,6 +203,10 @@ def import_planetoid(
             f"{test_path}: expected the smallest test node id to follow allx ({allx.shape[0]}), found {low}"
         )
     span = high - low + 1
+    resources.require_memory(
+        2 * (allx.shape[0] + span) * (tx.shape[1] * 4 + ty.shape[1] * ty.dtype.itemsize),
+        f"{test_path}: test node ids up to {high:,} (features and labels of {allx.shape[0] + span:,} nodes)",
+    )
     tx_full = np.zeros((span, tx.shape[1]), dtype=np.float32)
     ty_full = np.zeros((span, ty.shape[1]), dtype=ty.dtype)
     tx_full[sorted_test - low] = tx
@@ -173,22 +216,13 @@ def import_planetoid(
     # tx/ty rows are stored in test.index order, the graph numbers test nodes by their index.
     features[test_index] = features[sorted_test]
     onehot[test_index] = onehot[sorted_test]
+    guard = NonFiniteGuard(paths["allx"], non_finite)
+    features = guard.apply(features, 0)
     num_nodes = features.shape[0]
     labels = np.where(onehot.sum(axis=1) > 0, onehot.argmax(axis=1), -1).astype(np.int64)
     num_classes = int(onehot.shape[1])
 
-    src_list, dst_list = [], []
-    for node, neighbours in graph.items():
-        nbrs = np.asarray(list(neighbours), dtype=np.int64)
-        src_list.append(np.full(nbrs.shape[0], int(node), dtype=np.int64))
-        dst_list.append(nbrs)
-    src = np.concatenate(src_list) if src_list else np.empty(0, np.int64)
-    dst = np.concatenate(dst_list) if dst_list else np.empty(0, np.int64)
-    if src.size and (min(src.min(), dst.min()) < 0 or max(src.max(), dst.max()) >= num_nodes):
-        raise DatasetError(
-            f"{paths['graph']}: expected node ids in [0, {num_nodes}), found ids in "
-            f"[{min(src.min(), dst.min())}, {max(src.max(), dst.max())}]"
-        )
+    src, dst = graph_edges(paths["graph"], graph, num_nodes)
     indptr, indices = common.build_csc(
         common.array_edge_chunks(src, dst), num_nodes, undirected=True, dedup=True, drop_self_loops=True
     )
@@ -198,13 +232,14 @@ def import_planetoid(
     if y.shape[0] + VALID_SIZE > num_nodes:
         raise OptionError(f"{paths['y']}: expected {y.shape[0]} + {VALID_SIZE} <= {num_nodes} nodes")
     with DatasetWriter(output, overwrite=overwrite) as writer:
+        common.note_replaced(writer, guard)
         writer.save("indptr", indptr)
         writer.save("indices", indices)
         writer.save("features", features)
         writer.save("labels", labels)
         common.save_splits(writer, (train_idx, valid_idx, sorted_test))
         meta = common.dataset_meta(
-            name=name or dataset,
+            name=name or common.default_name(output),
             num_nodes=num_nodes,
             num_edges=int(indices.shape[0]),
             directed=False,
@@ -213,6 +248,6 @@ def import_planetoid(
             num_classes=num_classes,
             importer="planetoid",
             inputs=[paths[p] for p in PARTS] + [test_path],
-            options={"dataset": dataset},
+            options={"dataset": dataset, "non_finite": non_finite},
         )
         return writer.finish(meta)

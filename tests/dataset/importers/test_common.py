@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from graphtier.dataset.importers import common
 from graphtier.errors import DatasetError, OptionError
-from graphtier.graph.build import edges_to_csc_reference
+from graphtier.dataset.csc import edges_to_csc_reference
 
 
 def _write(path: Path, text: str, compress: bool = False) -> Path:
@@ -154,21 +154,28 @@ def test_random_split_rejects_bad_fractions() -> None:
         common.parse_fractions("0.5,x,0.1")
 
 
-def test_synthetic_features_deterministic_blockwise_and_correlated() -> None:
+def test_synthetic_features_deterministic_blockwise_and_correlated_only_with_signal() -> None:
     rng = np.random.default_rng(0)
     n = common.FEATURE_BLOCK_ROWS + 1000
     labels = rng.integers(-1, 4, n)
-    feats = common.synthetic_features(labels, 8, seed=3)
+    feats = common.synthetic_features(labels, 8, seed=3, signal=1.0)
     assert feats.dtype == np.float32 and feats.shape == (n, 8)
-    np.testing.assert_array_equal(feats, common.synthetic_features(labels, 8, seed=3))
-    assert not np.array_equal(feats, common.synthetic_features(labels, 8, seed=4))
+    np.testing.assert_array_equal(feats, common.synthetic_features(labels, 8, seed=3, signal=1.0))
+    assert not np.array_equal(feats, common.synthetic_features(labels, 8, seed=4, signal=1.0))
     out = np.zeros((n, 8), np.float32)
-    common.synthetic_features(labels, 8, seed=3, out=out)
+    common.synthetic_features(labels, 8, seed=3, out=out, signal=1.0)
     np.testing.assert_array_equal(out, feats)
-    # class means differ clearly from each other; unlabelled rows are centred noise
+    # with a signal, class means differ clearly from each other; unlabelled rows are centred noise
     means = np.stack([feats[labels == c].mean(axis=0) for c in range(4)])
     spread = np.linalg.norm(means[:, None] - means[None], axis=-1)
     assert spread[~np.eye(4, dtype=bool)].min() > 0.5
     assert np.abs(feats[labels == -1].mean(axis=0)).max() < 0.1
+    # by default (signal 0) the features are the same noise whatever the labels: no label information
+    plain = common.synthetic_features(labels, 8, seed=3)
+    np.testing.assert_array_equal(plain, common.synthetic_features(None, 8, seed=3, num_nodes=n))
+    plain_means = np.stack([plain[labels == c].mean(axis=0) for c in range(4)])
+    assert np.abs(plain_means).max() < 0.05
+    with pytest.raises(OptionError):
+        common.synthetic_features(labels, 8, seed=3, signal=-1.0)
     no_labels = common.synthetic_features(None, 4, seed=1, num_nodes=10)
     assert no_labels.shape == (10, 4)

@@ -12,7 +12,7 @@ import pytest
 from graphtier.dataset import Dataset
 from graphtier.dataset.importers import import_edgelist
 from graphtier.errors import DatasetError, OptionError
-from graphtier.graph.build import edges_to_csc_reference
+from graphtier.dataset.csc import edges_to_csc_reference
 
 from .helpers import assert_user_error, run_cli, run_cli_process, shared
 
@@ -111,7 +111,10 @@ def test_features_file_rows_follow_original_ids(tmp_path: Path) -> None:
     np.save(tmp_path / "f.npy", feats)
     ds = import_edgelist(path, tmp_path / "o", features=tmp_path / "f.npy")
     assert ds.features.dtype == np.float32
-    np.testing.assert_array_equal(ds.features, feats[[1, 3, 4]].astype(np.float32))
+    # every feature row is a node: ids 0 and 2 have no edge but are kept (and counted)
+    np.testing.assert_array_equal(ds.features, feats.astype(np.float32))
+    assert ds.num_nodes == 5 and ds.meta["nodes_only_in_node_data"] == 2
+    assert np.diff(ds.indptr)[[0, 2]].tolist() == [0, 0]
     contiguous = tmp_path / "c.txt"
     contiguous.write_text(_edges_text([(0, 1), (1, 2)]))
     np.save(tmp_path / "g.npy", np.ones((3, 2), np.float16))
@@ -160,8 +163,8 @@ def test_api_errors_leave_no_output(tmp_path: Path) -> None:
         import_edgelist(path, tmp_path / "o", features=tmp_path / "f.npy", synthetic_features=3)
     bad_labels = tmp_path / "l.csv"
     bad_labels.write_text("0,1\n9,0\n")
-    with pytest.raises(DatasetError, match="unknown id"):
-        import_edgelist(path, tmp_path / "o", labels=bad_labels)
+    with pytest.raises(DatasetError, match="unknown id"):  # --num-nodes fixes the node set
+        import_edgelist(path, tmp_path / "o", labels=bad_labels, num_nodes=3)
     assert not (tmp_path / "o").exists()
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".o")] == []
 
@@ -204,6 +207,9 @@ def bad_inputs(tmp_path: Path) -> dict[str, Path]:
     sparse = tmp_path / "sparse.txt"
     sparse.write_text("0 10\n10 20\n")
     files["sparse"] = sparse
+    text_npy = tmp_path / "text.npy"
+    text_npy.write_text("0.5 1.0\n1.5 2.0\n")
+    files["text_npy"] = text_npy
     return files
 
 
@@ -214,8 +220,10 @@ def bad_inputs(tmp_path: Path) -> dict[str, Path]:
         ("trunc", [], ["trunc.txt.gz", "truncated or damaged gzip"]),
         ("one", [], ["one.txt: line 2", "too few columns", "'7'"]),
         ("sparse", ["--features", "{feat3}"], ["feat3.npy", "node id 20 out of range for --features rows"]),
-        ("good", ["--features", "{feat6}"], ["feat6.npy", "expected 4 --features rows (one per node), found 6"]),
-        ("good", ["--labels", "{labels}"], ["labels.csv", "unknown id", "42"]),
+        ("good", ["--features", "{feat6}", "--num-nodes", "4"], ["feat6.npy", "expected 4 --features rows (one per node), found 6"]),
+        ("good", ["--labels", "{labels}", "--num-nodes", "4"], ["labels.csv", "unknown id", "42"]),
+        ("good", ["--features", "{text_npy}"], ["text.npy", "expected a .npy file (numpy.save), got text"]),
+        ("good", ["--synthetic-feature-signal", "1"], ["--synthetic-feature-signal", "--synthetic-features"]),
         ("good", ["--split", "0.9,0.9,0.1"], ["--split"]),
         ("good", ["--labels", "{missing_labels}"], ["--labels file not found"]),
     ],

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from graphtier.dataset.importers import import_ogb
-from graphtier.graph.build import edges_to_csc_reference
+from graphtier.dataset.csc import edges_to_csc_reference
 
 from .helpers import assert_user_error, run_cli
 
@@ -55,7 +55,7 @@ def test_ogb_layout(tmp_path: Path) -> None:
     assert ds.num_classes == int(expected_labels.max()) + 1
     for part in ("train", "valid", "test"):
         np.testing.assert_array_equal(ds.split(part), written[part])
-    assert ds.name == "ogbn_tiny" and not ds.directed
+    assert ds.name == "o" and not ds.directed  # default name: the output directory
     assert ds.meta["source"]["options"]["scheme"] == "scaffold"
 
 

@@ -20,7 +20,7 @@ from .helpers import assert_user_error, run_cli, shared
 
 def _pyg_edges(edge_index: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     """CSC of PyG's edges made symmetric (PyG keeps the dict's direction; real Planetoid dicts are symmetric)."""
-    from graphtier.graph.build import edges_to_csc_reference
+    from graphtier.dataset.csc import edges_to_csc_reference
 
     src = np.concatenate([edge_index[0], edge_index[1]])
     dst = np.concatenate([edge_index[1], edge_index[0]])

@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from graphtier.graph.build import csc_to_edges, edges_to_csc, edges_to_csc_reference
+from graphtier.dataset.csc import csc_to_edges, edges_to_csc, edges_to_csc_reference
 
 
 @st.composite

@@ -1,4 +1,4 @@
-"""Tests for graphtier.graph.access (replay of the sampler and hit-ratio curves)."""
+"""Tests for graphtier.tiering.reads and graphtier.tiering.access (replay of the sampler and hit-ratio curves)."""
 
 from __future__ import annotations
 
@@ -12,16 +12,16 @@ from hypothesis import strategies as st
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.writer import DatasetWriter
 from graphtier.errors import DatasetError, OptionError
-from graphtier.graph.access import (
+from graphtier.tiering.access import (
     HIT_PERCENTS,
     analyze_access,
-    count_feature_reads,
     cumulative_share,
     hit_ratio_curve,
     plot_access,
     top_size,
 )
-from graphtier.graph.build import edges_to_csc
+from graphtier.dataset.csc import edges_to_csc
+from graphtier.tiering.reads import count_feature_reads
 
 sampling = pytest.importorskip("graphtier.sampling.neighbor")
 

@@ -10,29 +10,27 @@ identical optimizer step (synchronous SGD). The process group is gloo whenever a
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import tempfile
-import threading
-import time
 import traceback
-from dataclasses import dataclass, replace
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import timedelta
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
-import numpy as np
 import torch
 import torch.distributed as dist
-from torch import nn
+import torch.multiprocessing as mp
 
+from graphtier.dataset import Dataset
 from graphtier.errors import GraphtierError, OptionError
-
-SLOW_RANK_ENV = "GRAPHTIER_TEST_SLOW_RANK"  # test-only hook: "RANK:FACTOR" slows one rank's whole iteration
-FAIL_RANK_ENV = "GRAPHTIER_TEST_FAIL_RANK"  # test-only hook: "RANK:ITERATION" makes one rank raise
-
-
-class RankFailed(GraphtierError):
-    """A trainer rank stopped with an error; the message names the rank, its device and the error."""
+from graphtier.train.comm import DistContext, RankFailed, backend_for
+from graphtier.train.config import check_shares_sum
+from graphtier.train.report import epoch_summary
+from graphtier.train.trainer import Trainer
 
 
 def parse_devices(text: str | Sequence[str]) -> tuple[str, ...]:
@@ -70,146 +68,6 @@ def parse_shares(text: str) -> tuple[float, ...]:
     return tuple(values)
 
 
-SHARES_SUM_TOLERANCE = 1e-6
-
-
-def check_shares_sum(values: "tuple[float, ...] | list[float]") -> None:
-    """Raise OptionError unless the shares sum to 1 (within 1e-6): they are not silently rescaled."""
-    total = float(sum(values))
-    if abs(total - 1.0) > SHARES_SUM_TOLERANCE:
-        raise OptionError(
-            f"--shares expected values summing to 1, found {','.join(f'{v:g}' for v in values)} (sum {total:g})"
-        )
-
-
-@dataclass
-class DistContext:
-    """This process's place in the process group."""
-
-    rank: int
-    world: int
-    devices: tuple[str, ...]
-    backend: str
-
-    @property
-    def device(self) -> str:
-        return self.devices[self.rank]
-
-    @property
-    def is_main(self) -> bool:
-        return self.rank == 0
-
-
-def backend_for(devices: Sequence[str]) -> str:
-    """gloo when any rank is a CPU, NCCL when all are GPUs."""
-    return "nccl" if all(d.startswith("cuda") for d in devices) else "gloo"
-
-
-def _reduce_device(ctx: DistContext, device: torch.device) -> torch.device:
-    return device if ctx.backend == "nccl" else torch.device("cpu")
-
-
-def all_reduce_sum(ctx: DistContext, values: torch.Tensor) -> torch.Tensor:
-    """Sum ``values`` over all ranks (moved to where the backend can reduce them and back)."""
-    target = _reduce_device(ctx, values.device)
-    buffer = values.to(target).clone()
-    dist.all_reduce(buffer, op=dist.ReduceOp.SUM)
-    return buffer.to(values.device)
-
-
-def all_gather_floats(ctx: DistContext, values: Sequence[float]) -> torch.Tensor:
-    """float64 [world, len(values)]: every rank's ``values``."""
-    target = torch.device(ctx.device) if ctx.backend == "nccl" else torch.device("cpu")
-    mine = torch.tensor(list(values), dtype=torch.float64, device=target)
-    gathered = [torch.empty_like(mine) for _ in range(ctx.world)]
-    dist.all_gather(gathered, mine)
-    return torch.stack(gathered).cpu()
-
-
-def all_reduce_gradients(ctx: DistContext, model: nn.Module) -> float:
-    """Sum every parameter's gradient over the ranks in one flat all-reduce; returns seconds spent.
-
-    Parameters without a gradient on this rank (an empty sub-batch) contribute zeros.
-    """
-    params = [p for p in model.parameters() if p.requires_grad]
-    grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in params]
-    flat = torch.cat([g.reshape(-1) for g in grads])
-    start = time.perf_counter()
-    reduced = all_reduce_sum(ctx, flat)
-    waited = time.perf_counter() - start
-    offset = 0
-    for param in params:
-        count = param.numel()
-        param.grad = reduced[offset : offset + count].view_as(param).to(param.dtype)
-        offset += count
-    return waited
-
-
-def broadcast_parameters(ctx: DistContext, model: nn.Module) -> None:
-    """Make every rank's parameters and buffers equal to rank 0's."""
-    for tensor in list(model.parameters()) + list(model.buffers()):
-        target = _reduce_device(ctx, tensor.device)
-        buffer = tensor.detach().to(target).clone()
-        dist.broadcast(buffer, src=0)
-        with torch.no_grad():
-            tensor.copy_(buffer.to(tensor.device))
-
-
-class ScheduleCancelled(Exception):
-    """The training loop stopped while the producer waited for the next window's shares."""
-
-
-class ShareSchedule:
-    """Workload shares per rebalance window: published by the training loop, read by the producer thread.
-
-    The producer may prepare batches of a window only once that window's shares are known, so every
-    rank cuts every global batch with the same shares.
-    """
-
-    def __init__(self, first: np.ndarray) -> None:
-        self._windows: dict[int, np.ndarray] = {0: np.asarray(first, dtype=np.float64).copy()}
-        self._condition = threading.Condition()
-        self._cancelled = False
-
-    def shares_for(self, window: int) -> np.ndarray:
-        """The shares of ``window`` (blocks until published; raises ScheduleCancelled after cancel())."""
-        with self._condition:
-            while window not in self._windows:
-                if self._cancelled:
-                    raise ScheduleCancelled
-                self._condition.wait(timeout=0.1)
-            return self._windows[window]
-
-    def publish(self, window: int, shares: np.ndarray) -> None:
-        with self._condition:
-            self._windows[window] = np.asarray(shares, dtype=np.float64).copy()
-            self._condition.notify_all()
-
-    def cancel(self) -> None:
-        with self._condition:
-            self._cancelled = True
-            self._condition.notify_all()
-
-
-def slowdown_factor(rank: int) -> float:
-    """The test-only slowdown of ``rank`` from ``GRAPHTIER_TEST_SLOW_RANK=RANK:FACTOR`` (1.0 = none)."""
-    spec = os.environ.get(SLOW_RANK_ENV, "")
-    if not spec:
-        return 1.0
-    slow_rank, _, factor = spec.partition(":")
-    return float(factor) if int(slow_rank) == rank else 1.0
-
-
-def fail_now(rank: int, iteration: int) -> bool:
-    """Test-only: True when ``GRAPHTIER_TEST_FAIL_RANK=RANK:ITERATION`` names this rank and iteration."""
-    spec = os.environ.get(FAIL_RANK_ENV, "")
-    if not spec:
-        return False
-    fail_rank, _, fail_iteration = spec.partition(":")
-    return int(fail_rank) == rank and int(fail_iteration or 0) == iteration
-
-
-# ---------------------------------------------------------------------------------------------- launch
 def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
@@ -217,17 +75,12 @@ def _free_port() -> int:
 
 
 def _run_rank(ctx: DistContext, dataset_path: str, config: Any) -> dict[str, Any] | None:
-    from graphtier.dataset import Dataset
-    from graphtier.train.trainer import Trainer
-
     device = ctx.device
     if device.startswith("cuda"):
         torch.cuda.set_device(torch.device(device))
     rank_config = replace(config, device=device)
     if not ctx.is_main:  # rank 0 writes the report and the checkpoint; every rank resumes from it
         rank_config = replace(rank_config, report=None, quiet=True)
-    from graphtier.train.report import epoch_summary
-
     dataset = Dataset.open(dataset_path)
 
     def on_epoch(record: dict[str, Any]) -> None:
@@ -276,8 +129,6 @@ def _record_failure(error_dir: str, rank: int, error: BaseException) -> None:
 
 
 def _timeout() -> Any:
-    from datetime import timedelta
-
     return timedelta(seconds=float(os.environ.get("GRAPHTIER_DIST_TIMEOUT", "600")))
 
 
@@ -309,8 +160,6 @@ def launch(dataset_path: str, config: Any) -> dict[str, Any] | None:
             return _run_rank(ctx, dataset_path, config)
         finally:
             dist.destroy_process_group()
-    import torch.multiprocessing as mp
-
     world = len(devices)
     with tempfile.TemporaryDirectory(prefix="graphtier-ranks-") as error_dir:
         report_path = config.report or str(Path(error_dir) / "report.json")
@@ -331,6 +180,4 @@ def launch(dataset_path: str, config: Any) -> dict[str, Any] | None:
                 rank = int(first.stem[4:])
                 raise RankFailed(f"rank {rank} ({devices[rank]}) failed: {first.read_text()}") from None
             raise RankFailed(f"a trainer rank stopped: {' '.join(str(error).split())}") from None
-        import json
-
         return json.loads(Path(report_path).read_text())

@@ -1,0 +1,286 @@
+"""Import a MATLAB ``.mat`` file: ``graphtier prepare mat SOURCE OUTPUT``.
+
+Many attributed-graph datasets (ACM, BlogCatalog, Flickr, the fraud graphs, ...) are shared as a
+``.mat`` holding a square adjacency matrix (sparse or dense; entry ``[u, v] != 0`` is an edge
+``u -> v``), a feature matrix [N, D] (sparse or dense) and labels: a vector of class ids or a
+one-hot matrix [N, K]. The file is read with :func:`scipy.io.loadmat` (MATLAB v4 to v7.2; v7.3
+files are HDF5 and are refused with a message saying how to re-save them).
+
+Keys default to the first present of :data:`ADJACENCY_KEYS`, :data:`FEATURE_KEYS` and
+:data:`LABEL_KEYS`; ``adjacency_key``/``features_key``/``labels_key`` pick others, and ``"none"``
+skips features or labels.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from graphtier.dataset.format import Dataset
+from graphtier.dataset import finite
+from graphtier.dataset.importers import common, node_data
+from graphtier.dataset.importers.csr_npz import compressed_edge_chunks
+from graphtier.dataset.writer import DatasetWriter
+from graphtier.errors import DatasetError, OptionError
+
+ADJACENCY_KEYS = ("network", "Network", "adjacency", "adj", "A", "net", "homo", "graph", "W", "G")
+"""Default adjacency keys, tried in this order."""
+
+FEATURE_KEYS = ("features", "feature", "attributes", "Attributes", "attrb", "feats", "X", "x")
+"""Default feature keys, tried in this order (none present: no features)."""
+
+LABEL_KEYS = ("labels", "label", "Label", "group", "gnd", "class", "y", "Y")
+"""Default label keys, tried in this order (none present: no labels)."""
+
+NONE = "none"
+
+
+def load_mat(path: Path) -> dict[str, Any]:
+    """The variables of the ``.mat`` file ``path`` (``__header__`` and friends removed)."""
+    import scipy.io
+
+    kind, description = node_data.sniff(path)
+    if kind == "hdf5":
+        raise DatasetError(
+            f"{path}: expected a MATLAB .mat file of version 7.2 or older, got {description}; "
+            "re-save it in MATLAB with save(..., '-v7')"
+        )
+    if kind not in ("mat", "binary"):
+        raise DatasetError(f"{path}: expected a MATLAB .mat file (scipy.io.loadmat), got {description}")
+    try:
+        variables = scipy.io.loadmat(str(path))
+    except NotImplementedError as exc:  # v7.3
+        raise DatasetError(f"{path}: cannot read this .mat version ({exc})") from None
+    except Exception as exc:  # scipy raises ValueError/MatReadError/TypeError on damaged files
+        raise DatasetError(f"{path}: not a readable MATLAB .mat file ({type(exc).__name__}: {exc})") from None
+    return {k: v for k, v in variables.items() if not k.startswith("__")}
+
+
+def _pick(variables: dict[str, Any], path: Path, key: str | None, defaults: Sequence[str], option: str,
+          required: bool) -> str | None:
+    if key is not None:
+        if key == NONE:
+            if required:
+                raise OptionError(f"{option}: expected a variable name, found {NONE!r}")
+            return None
+        if key not in variables:
+            raise DatasetError(f"{path}: {option} {key!r}: no such variable; the file has {sorted(variables)}")
+        return key
+    for candidate in defaults:
+        if candidate in variables:
+            return candidate
+    if required:
+        raise DatasetError(
+            f"{path}: expected an adjacency matrix under one of {', '.join(defaults)}, found variables "
+            f"{sorted(variables)}; pass {option} NAME"
+        )
+    return None
+
+
+def _numeric_matrix(value: Any, path: Path, key: str) -> Any:
+    """A scipy CSR matrix or a 2-d numeric ndarray, else :class:`DatasetError`."""
+    import scipy.sparse as sp
+
+    if sp.issparse(value):
+        return sp.csr_matrix(value)
+    array = np.asarray(value)
+    if array.dtype == object or not (np.issubdtype(array.dtype, np.number) or array.dtype == np.bool_):
+        raise DatasetError(f"{path}: variable {key!r}: expected a numeric matrix, found {array.dtype} (a cell or struct?)")
+    if array.ndim != 2:
+        raise DatasetError(f"{path}: variable {key!r}: expected a 2-d matrix, found shape {array.shape}")
+    return array
+
+
+def read_adjacency(value: Any, path: Path, key: str) -> tuple[np.ndarray, np.ndarray, int]:
+    """``(indptr int64 [N + 1], indices int [E], N)``: row ``u`` lists ``v`` with ``value[u, v] != 0``."""
+    import scipy.sparse as sp
+
+    matrix = _numeric_matrix(value, path, key)
+    if matrix.shape[0] != matrix.shape[1]:
+        raise DatasetError(f"{path}: variable {key!r}: expected a square adjacency matrix, found shape {matrix.shape}")
+    csr = sp.csr_matrix(matrix)
+    csr.eliminate_zeros()
+    csr.sort_indices()
+    return csr.indptr.astype(np.int64), csr.indices, int(csr.shape[0])
+
+
+class _DenseRows:
+    """Row blocks of a sparse or dense feature matrix as float32 dense arrays (for the writer)."""
+
+    def __init__(self, matrix: Any) -> None:
+        self.matrix = matrix
+        self.shape = tuple(matrix.shape)
+        self.ndim = 2
+        dtype = np.dtype(matrix.dtype)
+        self.dtype = dtype if dtype in (np.float16, np.float32) else np.dtype(np.float32)
+
+    def __getitem__(self, rows: Any) -> np.ndarray:
+        block = self.matrix[rows]
+        block = block.toarray() if hasattr(block, "toarray") else np.asarray(block)
+        return block.astype(self.dtype, copy=False)
+
+
+def read_features(value: Any, path: Path, key: str, num_nodes: int) -> _DenseRows:
+    """The feature matrix ``value`` [N, D] (sparse or dense), checked against the adjacency."""
+    matrix = _numeric_matrix(value, path, key)
+    if matrix.shape[0] != num_nodes:
+        hint = " (transposed? it has one column per node)" if matrix.shape[1] == num_nodes else ""
+        raise DatasetError(
+            f"{path}: variable {key!r}: expected {num_nodes} feature rows (one per node of the adjacency), "
+            f"found shape {tuple(matrix.shape)}{hint}"
+        )
+    if matrix.shape[1] == 0:
+        raise DatasetError(f"{path}: variable {key!r}: expected at least one feature column, found shape {matrix.shape}")
+    return _DenseRows(matrix)
+
+
+def read_mat_labels(value: Any, path: Path, key: str, num_nodes: int) -> common.Labels:
+    """Labels from a class-id vector ([N], [N, 1] or [1, N]) or a one-hot matrix [N, K] (sparse or dense).
+
+    Class ids that are not ``0..K-1`` (MATLAB's 1-based ids, say) are renumbered in ascending order
+    and their original values kept as class names; negative or NaN ids mean unlabelled. A one-hot
+    row without a 1 is unlabelled; a row with several (multi-label) is an error.
+    """
+    import scipy.sparse as sp
+
+    matrix = _numeric_matrix(value, path, key)
+    shape = tuple(matrix.shape)
+    if shape in ((num_nodes, 1), (1, num_nodes)) or (num_nodes == 1 and shape == (1, 1)):
+        raw = np.asarray(matrix.toarray() if sp.issparse(matrix) else matrix, dtype=np.float64).reshape(-1)
+        labelled = np.isfinite(raw) & (raw >= 0)
+        if np.any(raw[labelled] != np.round(raw[labelled])):
+            raise DatasetError(f"{path}: variable {key!r}: expected integer class ids, found fractional values")
+        classes = np.unique(raw[labelled]).astype(np.int64)
+        values = np.full(num_nodes, -1, dtype=np.int64)
+        values[labelled] = np.searchsorted(classes, raw[labelled].astype(np.int64))
+        names = None if np.array_equal(classes, np.arange(classes.size)) else [str(int(c)) for c in classes]
+        return common.Labels(values, int(classes.size), names)
+    if shape[0] != num_nodes:
+        raise DatasetError(
+            f"{path}: variable {key!r}: expected labels for {num_nodes} nodes (a vector or a one-hot "
+            f"[{num_nodes}, K] matrix), found shape {shape}"
+        )
+    binary = sp.csr_matrix(matrix)
+    binary.eliminate_zeros()
+    per_row = np.diff(binary.indptr)
+    several = int(np.count_nonzero(per_row > 1))
+    if several:
+        raise DatasetError(
+            f"{path}: variable {key!r}: expected one class per node (one-hot rows), found {several} rows with "
+            "several labels (multi-label data is not supported)"
+        )
+    values = np.full(num_nodes, -1, dtype=np.int64)
+    rows = np.flatnonzero(per_row == 1)
+    values[rows] = binary.indices[binary.indptr[rows]]
+    return common.Labels(values, int(shape[1]))
+
+
+def import_mat(
+    source: str | os.PathLike[str],
+    output: str | os.PathLike[str],
+    *,
+    name: str | None = None,
+    overwrite: bool = False,
+    adjacency_key: str | None = None,
+    features_key: str | None = None,
+    labels_key: str | None = None,
+    undirected: bool = False,
+    drop_self_loops: bool = False,
+    dedup: bool = False,
+    synthetic_features: int = 0,
+    synthetic_feature_signal: float = 0.0,
+    synthetic_labels: int = 0,
+    split: Sequence[float] | None = None,
+    seed: int = 0,
+    non_finite: str = "error",
+) -> Dataset:
+    """Import the graph in the MATLAB file ``source`` into the dataset directory ``output``.
+
+    Args:
+        source: a ``.mat`` (v4 to v7.2) file.
+        adjacency_key, features_key, labels_key: variable names (default: the first present of
+            :data:`ADJACENCY_KEYS`, :data:`FEATURE_KEYS`, :data:`LABEL_KEYS`); ``"none"`` skips
+            features or labels.
+        undirected, drop_self_loops, dedup, split, seed, non_finite: as for the edge-list importer.
+        synthetic_features, synthetic_feature_signal, synthetic_labels: generate features
+            (noise unless the signal is > 0) or random labels when the file has none.
+
+    Returns:
+        The written :class:`Dataset` (``meta.source.options`` names the variables used).
+    """
+    path = common.require_file(source, ".mat file")
+    variables = load_mat(path)
+    adj_key = _pick(variables, path, adjacency_key, ADJACENCY_KEYS, "--adjacency-key", required=True)
+    feat_key = _pick(variables, path, features_key, FEATURE_KEYS, "--features-key", required=False)
+    lab_key = _pick(variables, path, labels_key, LABEL_KEYS, "--labels-key", required=False)
+    assert adj_key is not None
+    if feat_key is not None and synthetic_features:
+        raise OptionError(
+            f"--synthetic-features: {path} already has features ({feat_key!r}); pass --features-key none to replace them"
+        )
+    if lab_key is not None and synthetic_labels:
+        raise OptionError(
+            f"--synthetic-labels: {path} already has labels ({lab_key!r}); pass --labels-key none to replace them"
+        )
+    common.check_node_data_options(
+        None, None, synthetic_features, split, 0.0, synthetic_labels
+    )
+    finite.check_mode(non_finite)
+    if synthetic_feature_signal and not synthetic_features:
+        raise OptionError("--synthetic-feature-signal: expected --synthetic-features DIM as well, found none")
+    if synthetic_feature_signal < 0 or not np.isfinite(synthetic_feature_signal):
+        raise OptionError(f"--synthetic-feature-signal: expected a finite number >= 0, found {synthetic_feature_signal}")
+    indptr_in, indices_in, n = read_adjacency(variables[adj_key], path, adj_key)
+    features = read_features(variables[feat_key], path, feat_key, n) if feat_key is not None else None
+    labels = read_mat_labels(variables[lab_key], path, lab_key, n) if lab_key is not None else None
+    del variables
+    indptr, indices = common.build_csc(
+        compressed_edge_chunks(indptr_in, indices_in, "csr"),
+        n,
+        undirected=undirected,
+        dedup=dedup,
+        drop_self_loops=drop_self_loops,
+    )
+    del indptr_in, indices_in
+    options = {
+        "adjacency_key": adj_key,
+        "features_key": feat_key,
+        "labels_key": lab_key,
+        "undirected": undirected,
+        "drop_self_loops": drop_self_loops,
+        "dedup": dedup,
+        "synthetic_features": synthetic_features,
+        "synthetic_feature_signal": synthetic_feature_signal,
+        "synthetic_labels": synthetic_labels,
+        "split": list(split) if split is not None else None,
+        "seed": seed,
+        "non_finite": non_finite,
+    }
+    with DatasetWriter(output, overwrite=overwrite) as writer:
+        writer.save("indptr", indptr)
+        writer.save("indices", indices)
+        num_edges = int(indices.shape[0])
+        del indices
+        return common.finish_edge_import(
+            writer,
+            common.IdMap(num_nodes=n),
+            importer="mat",
+            source=path,
+            name=name,
+            num_edges=num_edges,
+            undirected=undirected,
+            labels=labels,
+            labels_path=None,
+            features=features,  # type: ignore[arg-type]
+            synthetic_dim=synthetic_features,
+            synthetic_signal=synthetic_feature_signal,
+            synthetic_classes=synthetic_labels,
+            split=split,
+            seed=seed,
+            options=options,
+            non_finite=non_finite,
+        )

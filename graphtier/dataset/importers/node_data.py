@@ -1,0 +1,311 @@
+"""Node data files of the importers: ``--features`` and ``--labels`` in the formats users have.
+
+* features: a ``.npy`` [rows, D] (``numpy.save``) or a dense text matrix, one row per node, numbers
+  separated by blanks or commas (optionally gzip; ``#``/``%`` comment lines);
+* labels: a ``.npy`` int [rows], or text in one of two layouts: ``pairs`` (``id,label`` lines) or
+  ``lines`` (line k holds the label of node k); ``auto`` picks by the number of columns;
+* in every dense form row ``k`` belongs to original node id ``k``.
+
+Files are recognised by their content (magic bytes), so a text file named ``.npy`` or a ``.npz``
+passed as features gets an error that names the expected and the found format. The rows a file
+covers become nodes even when they have no edge (see :class:`NodeCoverage`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from graphtier.dataset.importers import common, kernels
+from graphtier.errors import DatasetError, OptionError
+
+LABEL_LAYOUTS = ("auto", "pairs", "lines")
+
+NPY_MAGIC = b"\x93NUMPY"
+_MAGICS = (
+    (NPY_MAGIC, "npy", "a .npy array"),
+    (b"PK\x03\x04", "npz", "a zip archive (.npz?)"),
+    (b"PK\x05\x06", "npz", "an empty zip archive"),
+    (b"\x1f\x8b", "gzip", "gzip data"),
+    (b"MATLAB", "mat", "a MATLAB .mat file"),
+    (b"\x89HDF", "hdf5", "an HDF5 file (MATLAB v7.3?)"),
+    (b"\x80", "pickle", "a Python pickle"),
+)
+
+
+def sniff(path: Path) -> tuple[str, str]:
+    """``(kind, description)`` of the content of ``path``: npy, npz, gzip, mat, hdf5, pickle, text or binary."""
+    try:
+        with open(path, "rb") as stream:
+            head = stream.read(4096)
+    except OSError as exc:
+        raise DatasetError(f"{path}: cannot open ({exc.strerror})") from None
+    for magic, kind, description in _MAGICS:
+        if head.startswith(magic):
+            return kind, description
+    if b"\x00" in head:
+        return "binary", "binary data"
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start < len(head) - 4:  # not just a character cut at the end of the probe
+            return "binary", "binary data"
+    return "text", "text"
+
+
+def load_npy(path: Path, option: str, *, mmap: bool = True) -> np.ndarray:
+    """Load the ``.npy`` ``path`` given to ``option``, with an error naming the format found otherwise."""
+    kind, description = sniff(path)
+    if kind != "npy":
+        raise DatasetError(f"{path}: {option}: expected a .npy file (numpy.save), got {description}")
+    try:
+        return np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
+    except ValueError as exc:
+        if "allow_pickle" in str(exc) or "Object arrays" in str(exc) or "Python objects" in str(exc):
+            raise DatasetError(
+                f"{path}: {option}: expected a numeric .npy array, found an object (pickled) array"
+            ) from None
+        raise DatasetError(f"{path}: {option}: not a readable .npy array ({exc})") from None
+    except Exception as exc:  # numpy raises OSError/EOFError on damaged files
+        raise DatasetError(f"{path}: {option}: not a readable .npy array ({exc})") from None
+
+
+# ---------------------------------------------------------------------------- features
+
+
+def read_feature_matrix(path: str | os.PathLike[str], scratch: Path) -> np.ndarray:
+    """The ``--features`` matrix [rows, D] of ``path``: a ``.npy`` (memory-mapped) or a text matrix.
+
+    A text matrix is parsed chunk by chunk into the raw float32 file ``scratch`` (removed by the
+    caller's writer) and returned memory-mapped, so it never exists as Python objects.
+    """
+    p = common.require_file(path, "--features file")
+    kind, description = sniff(p)
+    if p.suffix == ".npy" or kind == "npy":
+        feats = load_npy(p, "--features")
+    elif kind in ("text", "gzip"):
+        feats = _read_text_matrix(p, scratch)
+    else:
+        raise DatasetError(
+            f"{p}: --features: expected a .npy array or a text matrix (one row per node), got {description}"
+        )
+    if feats.ndim != 2:
+        raise DatasetError(f"{p}: --features: expected a 2-d array [nodes, dim], found shape {tuple(feats.shape)}")
+    if not (np.issubdtype(feats.dtype, np.number) or feats.dtype == np.bool_) or np.iscomplexobj(feats):
+        raise DatasetError(f"{p}: --features: expected a numeric array, found dtype {feats.dtype}")
+    if feats.shape[1] == 0:
+        raise DatasetError(f"{p}: --features: expected at least one feature column, found shape {tuple(feats.shape)}")
+    return feats
+
+
+def _read_text_matrix(path: Path, scratch: Path) -> np.ndarray:
+    first = common.first_data_lines(path, 1)
+    if not first:
+        raise DatasetError(f"{path}: --features: expected a text matrix (one row of numbers per node), found no data line")
+    dim = common.count_columns(first[0])
+    rows = 0
+    with open(scratch, "wb") as out:
+        for block in common.iter_float_rows(
+            path, dim, expected=f"{dim} numbers per line (blank- or comma-separated, one row per node)"
+        ):
+            out.write(memoryview(np.ascontiguousarray(block)).cast("B"))
+            rows += block.shape[0]
+    if rows == 0:
+        return np.empty((0, dim), dtype=np.float32)
+    return np.memmap(scratch, dtype=np.float32, mode="r", shape=(rows, dim))
+
+
+# ---------------------------------------------------------------------------- labels
+
+
+@dataclass
+class RawLabels:
+    """Labels in original-id space, before the node ids are known.
+
+    ``ids`` is None for the dense layouts (``classes[k]`` is the label of node id ``k``), else the
+    int64 [K] node ids of the ``pairs`` lines. ``classes`` is int64 (< 0 = unlabelled).
+    """
+
+    classes: np.ndarray
+    ids: np.ndarray | None = None
+    class_names: list[str] | None = None
+    layout: str = "pairs"
+
+    @property
+    def dense_rows(self) -> int:
+        """Node ids ``0..dense_rows-1`` covered by a dense layout (0 for pairs)."""
+        return int(self.classes.shape[0]) if self.ids is None else 0
+
+    def to_labels(self, path: Path, idmap: common.IdMap) -> common.Labels:
+        """The labels of every node of ``idmap`` (int64 [N], -1 = unlabelled)."""
+        if self.ids is None:
+            rows = common.gather_rows(path, self.classes.shape[0], idmap, "--labels")
+            values = self.classes.astype(np.int64) if rows is None else self.classes[rows].astype(np.int64)
+            values[values < 0] = -1
+            num_classes = int(values.max()) + 1 if values.size and values.max() >= 0 else 0
+            labels = common.Labels(values, num_classes)
+        else:
+            labels = common.labels_from_pairs(path, self.ids, self.classes, idmap)
+        if self.class_names is not None:
+            labels.class_names = self.class_names
+            labels.num_classes = len(self.class_names)
+        return labels
+
+
+def _codes(names: list[str]) -> tuple[np.ndarray, list[str]]:
+    class_names = sorted(set(names))
+    code = {c: i for i, c in enumerate(class_names)}
+    return np.array([code[n] for n in names], dtype=np.int64), class_names
+
+
+def read_raw_labels(path: str | os.PathLike[str], layout: str = "auto", header: str = "auto") -> RawLabels:
+    """Read ``--labels`` in ``layout`` (``auto``, ``pairs``, ``lines``) with integer node ids.
+
+    ``.npy``: int [rows], row k = node id k. ``pairs``: ``id,label`` lines. ``lines``: one label
+    per line, line k (counting data lines; blank and ``#`` lines are skipped) = node id k. Labels
+    are integers (negative = unlabelled) or class names (numbered in sorted name order).
+    """
+    if layout not in LABEL_LAYOUTS:
+        raise OptionError(f"--labels-layout: expected one of {', '.join(LABEL_LAYOUTS)}, found {layout!r}")
+    p = common.require_file(path, "--labels file")
+    kind, description = sniff(p)
+    if p.suffix == ".npy" or kind == "npy":
+        if layout == "pairs":
+            raise OptionError(f"{p}: --labels-layout pairs expects a text file of 'id,label' lines, found a .npy array")
+        raw = load_npy(p, "--labels", mmap=False)
+        if raw.ndim == 2 and raw.shape[1] == 1:
+            raw = raw[:, 0]
+        if raw.ndim != 1 or not np.issubdtype(raw.dtype, np.integer):
+            raise DatasetError(
+                f"{p}: --labels: expected a 1-d integer array, found {raw.dtype} shape {tuple(raw.shape)}"
+            )
+        return RawLabels(classes=raw.astype(np.int64), layout="npy")
+    if kind not in ("text", "gzip"):
+        raise DatasetError(
+            f"{p}: --labels: expected a .npy array or a text file ('id,label' lines or one label per line), "
+            f"got {description}"
+        )
+    if layout == "auto":
+        lines = common.first_data_lines(p, 2)
+        if not lines:
+            raise DatasetError(f"{p}: --labels: expected labels, found no data line")
+        probe = lines[1] if len(lines) > 1 else lines[0]
+        layout = "lines" if common.count_columns(probe) == 1 else "pairs"
+    if layout == "lines":
+        return _read_label_lines(p, header)
+    return _read_label_pairs(p, header)
+
+
+def _read_label_lines(path: Path, header: str) -> RawLabels:
+    skip = common.has_header(path, header, 1, allow_extra_columns=False)
+    lines = common.first_data_lines(path, 2)
+    data_lines = lines[1:] if skip else lines
+    if data_lines and common.line_parses_as_ints(data_lines[0], 1, False) == kernels.PARSE_OK:
+        parts = [
+            block[:, 0].copy()
+            for block in common.iter_int_rows(
+                path, 1, allow_extra_columns=False, skip_header=skip,
+                expected="one integer label per line (line k = node k)",
+            )
+        ]
+        classes = np.concatenate(parts) if parts else np.empty(0, np.int64)
+        return RawLabels(classes=classes, layout="lines")
+    names: list[str] = []
+    first = True
+    for number, line in common.enumerate_data_lines(path):
+        if first and skip:
+            first = False
+            continue
+        first = False
+        if len(re.split(r"[ \t]*,[ \t]*|[ \t]+", line)) != 1:
+            raise DatasetError(f"{path}: line {number}: expected one label per line (line k = node k), found {line!r}")
+        names.append(line)
+    codes, class_names = _codes(names)
+    return RawLabels(classes=codes, class_names=class_names, layout="lines")
+
+
+def _read_label_pairs(path: Path, header: str) -> RawLabels:
+    skip = common.has_header(path, header, 2, allow_extra_columns=False)
+    lines = common.first_data_lines(path, 3)
+    data_lines = lines[1:] if skip else lines
+    if data_lines and common.line_parses_as_ints(data_lines[0], 2, False) == kernels.PARSE_BAD_TOKEN:
+        ids: list[int] = []
+        names: list[str] = []
+        first = True
+        for number, line in common.enumerate_data_lines(path):
+            if first and skip:
+                first = False
+                continue
+            first = False
+            tokens = re.split(r"[ \t]*,[ \t]*|[ \t]+", line)
+            if len(tokens) != 2 or not tokens[1]:
+                raise DatasetError(f"{path}: line {number}: expected two columns 'node_id,label', found {line!r}")
+            try:
+                ids.append(int(tokens[0]))
+            except ValueError:
+                raise DatasetError(
+                    f"{path}: line {number}: expected an integer node id, found {tokens[0]!r}"
+                ) from None
+            names.append(tokens[1])
+        codes, class_names = _codes(names)
+        return RawLabels(classes=codes, ids=np.array(ids, dtype=np.int64), class_names=class_names)
+    id_parts, class_parts = [], []
+    for block in common.iter_int_rows(
+        path, 2, allow_extra_columns=False, skip_header=skip, expected="two integers 'node_id,label'"
+    ):
+        id_parts.append(block[:, 0].copy())
+        class_parts.append(block[:, 1].copy())
+    ids_arr = np.concatenate(id_parts) if id_parts else np.empty(0, np.int64)
+    classes = np.concatenate(class_parts) if class_parts else np.empty(0, np.int64)
+    return RawLabels(classes=classes, ids=ids_arr)
+
+
+# ---------------------------------------------------------------------------- coverage
+
+
+@dataclass
+class NodeCoverage:
+    """The node ids that node data files cover: ``0..dense_rows-1`` plus the listed ``ids``."""
+
+    dense_rows: int = 0
+    ids: np.ndarray | None = None
+
+    @classmethod
+    def of(cls, features: np.ndarray | None, labels: RawLabels | None) -> NodeCoverage:
+        rows = max(
+            int(features.shape[0]) if features is not None else 0,
+            labels.dense_rows if labels is not None else 0,
+        )
+        listed = labels.ids if labels is not None and labels.ids is not None and labels.ids.size else None
+        return cls(dense_rows=rows, ids=listed)
+
+    @property
+    def empty(self) -> bool:
+        return self.dense_rows == 0 and self.ids is None
+
+    def bounds(self) -> tuple[int, int] | None:
+        """``(low, high)`` of the covered ids, or None when nothing is covered."""
+        lows, highs = [], []
+        if self.dense_rows:
+            lows.append(0)
+            highs.append(self.dense_rows - 1)
+        if self.ids is not None:
+            lows.append(int(self.ids.min()))
+            highs.append(int(self.ids.max()))
+        return (min(lows), max(highs)) if lows else None
+
+
+def synthetic_labels(num_nodes: int, num_classes: int, seed: int) -> np.ndarray:
+    """int64 [N]: uniformly random labels in ``[0, num_classes)``, a pure function of the arguments.
+
+    They carry no information about the graph: a model's accuracy on them is about ``1/K``. Use
+    them to run (and time) training on an unlabelled graph.
+    """
+    if num_classes < 2:
+        raise OptionError(f"--synthetic-labels: expected at least 2 classes, found {num_classes}")
+    rng = np.random.default_rng([seed, 2**32 - 2])
+    return rng.integers(0, num_classes, num_nodes, dtype=np.int64)

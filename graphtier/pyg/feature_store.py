@@ -1,0 +1,99 @@
+"""PyG ``FeatureStore`` adapters: the dataset's features and labels, or ``x`` from any graphtier feature store.
+
+``TieredPyGFeatureStore`` replaces the gather by a graphtier store (tiered, zero-copy, ...)::
+
+    store = make_feature_store(ds.features, "tiered", device=torch.device("cuda"), gpu_budget="auto")
+    stores = (TieredPyGFeatureStore(ds, store), GraphtierGraphStore(ds))
+
+``x`` is then float32 on the store's ``output_device`` (the GPU for the tiered modes on CUDA).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+from torch_geometric.data import FeatureStore, TensorAttr
+
+from graphtier.dataset import Dataset
+from graphtier.errors import GraphtierError, OptionError
+from graphtier.store import HostFeatureStore
+from graphtier.store.factory import FeatureStore as GraphtierStore
+
+
+class _ReadOnlyStoreError(GraphtierError):
+    pass
+
+
+def _index_to_numpy(index: Any, num_rows: int) -> np.ndarray:
+    if index is None:
+        return np.arange(num_rows, dtype=np.int64)
+    if isinstance(index, slice):
+        return np.arange(num_rows, dtype=np.int64)[index]
+    if isinstance(index, Tensor):
+        return index.detach().cpu().numpy().astype(np.int64, copy=False)
+    return np.asarray(index, dtype=np.int64)
+
+
+class GraphtierFeatureStore(FeatureStore):
+    """A read-only PyG ``FeatureStore`` over a graphtier dataset.
+
+    Attributes (group ``None``): ``x`` (float32 [N, D], gathered by graphtier's parallel CPU gather and
+    converted from float16 when stored so) and ``y`` (int64 [N] labels, -1 = unlabelled).
+    """
+
+    def __init__(self, dataset: Dataset) -> None:
+        super().__init__()
+        self.dataset = dataset
+        self._gather = HostFeatureStore(dataset.features) if dataset.features is not None else None
+
+    def _put_tensor(self, tensor: Any, attr: TensorAttr) -> bool:
+        raise _ReadOnlyStoreError("GraphtierFeatureStore is read-only: prepare a new dataset to change features")
+
+    def _remove_tensor(self, attr: TensorAttr) -> bool:
+        raise _ReadOnlyStoreError("GraphtierFeatureStore is read-only")
+
+    def _get_tensor(self, attr: TensorAttr) -> Tensor | None:
+        if attr.attr_name == "x" and self._gather is not None:
+            ids = _index_to_numpy(attr.index, self.dataset.num_nodes)
+            return self._gather.gather(ids).to(torch.float32, copy=True)
+        if attr.attr_name == "y" and self.dataset.labels is not None:
+            ids = _index_to_numpy(attr.index, self.dataset.num_nodes)
+            return torch.from_numpy(np.asarray(self.dataset.labels[ids], dtype=np.int64))
+        return None
+
+    def _get_tensor_size(self, attr: TensorAttr) -> tuple[int, ...] | None:
+        if attr.attr_name == "x" and self.dataset.features is not None:
+            return tuple(self.dataset.features.shape)
+        if attr.attr_name == "y" and self.dataset.labels is not None:
+            return (self.dataset.num_nodes,)
+        return None
+
+    def get_all_tensor_attrs(self) -> list[TensorAttr]:
+        attrs = []
+        if self.dataset.features is not None:
+            attrs.append(TensorAttr(group_name=None, attr_name="x"))
+        if self.dataset.labels is not None:
+            attrs.append(TensorAttr(group_name=None, attr_name="y"))
+        return attrs
+
+
+class TieredPyGFeatureStore(GraphtierFeatureStore):
+    """PyG ``FeatureStore`` over ``dataset`` with ``x`` gathered by ``store`` (any graphtier feature store).
+
+    ``x[index]``: float32 [len(index), D] on ``store.output_device``; ``y``: int64 labels on the CPU.
+    """
+
+    def __init__(self, dataset: Dataset, store: GraphtierStore) -> None:
+        if dataset.features is None:
+            raise OptionError(f"{dataset.path}: dataset has no features to serve")
+        if store.num_rows != dataset.num_nodes or store.dim != dataset.feature_dim:
+            raise OptionError(
+                f"feature store shape: expected [{dataset.num_nodes}, {dataset.feature_dim}] (the dataset), "
+                f"found [{store.num_rows}, {store.dim}]"
+            )
+        super().__init__(dataset)
+        # the parent's x path calls self._gather.gather(ids) and converts to float32: same contract
+        self._gather = store  # type: ignore[assignment]

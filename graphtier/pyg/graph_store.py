@@ -1,0 +1,40 @@
+"""PyG ``GraphStore`` over the dataset's CSC topology (read-only)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+from torch_geometric.data import EdgeAttr, GraphStore
+from torch_geometric.data.graph_store import EdgeLayout
+
+from graphtier.dataset import Dataset
+from graphtier.pyg.feature_store import _ReadOnlyStoreError
+
+
+class GraphtierGraphStore(GraphStore):
+    """A read-only PyG ``GraphStore`` exposing the dataset's CSC topology (``layout='csc'``)."""
+
+    def __init__(self, dataset: Dataset) -> None:
+        super().__init__()
+        self.dataset = dataset
+        n = dataset.num_nodes
+        self._attr = EdgeAttr(edge_type=None, layout=EdgeLayout.CSC, is_sorted=True, size=(n, n))
+
+    def _put_edge_index(self, edge_index: Any, edge_attr: EdgeAttr) -> bool:
+        raise _ReadOnlyStoreError("GraphtierGraphStore is read-only")
+
+    def _remove_edge_index(self, edge_attr: EdgeAttr) -> bool:
+        raise _ReadOnlyStoreError("GraphtierGraphStore is read-only")
+
+    def _get_edge_index(self, edge_attr: EdgeAttr) -> tuple[Tensor, Tensor] | None:
+        if edge_attr.layout != EdgeLayout.CSC:
+            return None
+        rows = torch.from_numpy(np.asarray(self.dataset.indices).astype(np.int64))
+        colptr = torch.from_numpy(np.asarray(self.dataset.indptr, dtype=np.int64).copy())
+        return rows, colptr
+
+    def get_all_edge_attrs(self) -> list[EdgeAttr]:
+        return [self._attr]

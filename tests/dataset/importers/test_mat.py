@@ -1,0 +1,128 @@
+"""The MATLAB .mat importer: ``graphtier prepare mat``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.io
+import scipy.sparse as sp
+
+from graphtier.dataset import Dataset
+from graphtier.dataset.importers.mat import import_mat, read_mat_labels
+from graphtier.errors import DatasetError, OptionError
+from tests.dataset.importers.helpers import assert_user_error, run_cli
+
+
+def _acm_like(path: Path, n: int = 60, isolated: int = 12, seed: int = 0) -> dict[str, np.ndarray]:
+    """An ACM-shaped file: sparse symmetric adjacency with isolated nodes, sparse features, one-hot labels."""
+    rng = np.random.default_rng(seed)
+    connected = n - isolated
+    src = rng.integers(0, connected, 200)
+    dst = rng.integers(0, connected, 200)
+    adj = sp.coo_matrix((np.ones(src.size), (src, dst)), shape=(n, n)).tocsr()
+    adj = ((adj + adj.T) > 0).astype(np.float64)
+    feats = sp.random(n, 7, density=0.3, random_state=seed, format="csc")
+    classes = rng.integers(0, 3, n)
+    one_hot = np.eye(3)[classes]
+    scipy.io.savemat(path, {"PAP": adj, "feature": feats, "label": one_hot, "note": "ACM-like"})
+    return {"adj": adj.toarray(), "feats": feats.toarray(), "classes": classes}
+
+
+def _expected_csc(dense: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    csc = sp.csr_matrix(dense).tocsc()
+    csc.sort_indices()
+    return csc.indptr, csc.indices
+
+
+def test_acm_like_file_keeps_every_node(tmp_path: Path) -> None:
+    path = tmp_path / "ACM.mat"
+    ref = _acm_like(path)
+    ds = import_mat(path, tmp_path / "acm", adjacency_key="PAP")
+    assert ds.num_nodes == 60 and ds.name == "acm"
+    indptr, indices = _expected_csc(ref["adj"])
+    np.testing.assert_array_equal(ds.indptr, indptr)
+    np.testing.assert_array_equal(ds.indices, indices)
+    assert int((np.diff(ds.indptr) == 0).sum()) >= 12  # isolated nodes are kept
+    np.testing.assert_allclose(ds.features, ref["feats"].astype(np.float32))
+    np.testing.assert_array_equal(ds.labels, ref["classes"])
+    assert ds.num_classes == 3
+    options = ds.meta["source"]["options"]
+    assert (options["adjacency_key"], options["features_key"], options["labels_key"]) == ("PAP", "feature", "label")
+    assert ds.meta["provenance"] == {"features": {"kind": "input"}, "labels": {"kind": "input"}}
+
+
+def test_default_keys_dense_matrices_and_one_based_labels(tmp_path: Path) -> None:
+    adj = np.zeros((5, 5))
+    adj[0, 1] = adj[1, 2] = adj[4, 0] = 1.0
+    adj[2, 3] = 0.0  # an explicit zero is no edge
+    labels = np.array([[1], [2], [2], [3], [1]], dtype=np.float64)  # MATLAB 1-based class ids
+    scipy.io.savemat(tmp_path / "g.mat", {"network": adj, "attributes": np.arange(10.0).reshape(5, 2), "gnd": labels})
+    ds = import_mat(tmp_path / "g.mat", tmp_path / "o", split=(0.6, 0.2, 0.2))
+    indptr, indices = _expected_csc(adj)
+    np.testing.assert_array_equal(ds.indptr, indptr)
+    np.testing.assert_array_equal(ds.indices, indices)
+    np.testing.assert_array_equal(ds.labels, [0, 1, 1, 2, 0])
+    assert json.loads((ds.path / "label_names.json").read_text()) == ["1", "2", "3"]
+    np.testing.assert_array_equal(ds.features, np.arange(10.0, dtype=np.float32).reshape(5, 2))
+    assert ds.train_idx is not None and ds.train_idx.size == 3
+
+
+def test_keys_none_and_synthetic_node_data(tmp_path: Path) -> None:
+    path = tmp_path / "ACM.mat"
+    _acm_like(path)
+    ds = import_mat(path, tmp_path / "o", adjacency_key="PAP", features_key="none", labels_key="none",
+                    synthetic_features=4, synthetic_labels=5, undirected=True)
+    assert ds.feature_dim == 4 and ds.num_classes == 5
+    assert ds.meta["provenance"]["labels"] == {"kind": "synthetic", "num_classes": 5, "seed": 0}
+    assert ds.meta["provenance"]["features"]["signal"] == 0.0
+    with pytest.raises(OptionError, match="already has features"):
+        import_mat(path, tmp_path / "p", adjacency_key="PAP", synthetic_features=4)
+
+
+def test_label_forms() -> None:
+    path = Path("x.mat")
+    sparse_one_hot = sp.csr_matrix(np.array([[0, 1], [0, 0], [1, 0]]))
+    labels = read_mat_labels(sparse_one_hot, path, "y", 3)
+    np.testing.assert_array_equal(labels.values, [1, -1, 0])
+    row = read_mat_labels(np.array([[0, 1, 1, -1]]), path, "y", 4)
+    np.testing.assert_array_equal(row.values, [0, 1, 1, -1])
+    assert row.class_names is None and row.num_classes == 2
+    with pytest.raises(DatasetError, match="several labels"):
+        read_mat_labels(np.array([[1, 1], [0, 1]]), path, "group", 2)
+    with pytest.raises(DatasetError, match="expected labels for 3 nodes"):
+        read_mat_labels(np.zeros((4, 2)), path, "y", 3)
+
+
+def test_errors_name_the_file_and_what_was_expected(tmp_path: Path) -> None:
+    scipy.io.savemat(tmp_path / "nokey.mat", {"something": np.eye(3)})
+    with pytest.raises(DatasetError, match=r"expected an adjacency matrix under one of .*something.*--adjacency-key"):
+        import_mat(tmp_path / "nokey.mat", tmp_path / "o")
+    scipy.io.savemat(tmp_path / "rect.mat", {"A": np.ones((3, 4))})
+    with pytest.raises(DatasetError, match="expected a square adjacency matrix"):
+        import_mat(tmp_path / "rect.mat", tmp_path / "o")
+    scipy.io.savemat(tmp_path / "tfeat.mat", {"A": np.eye(3), "X": np.ones((2, 3))})
+    with pytest.raises(DatasetError, match="expected 3 feature rows.*transposed"):
+        import_mat(tmp_path / "tfeat.mat", tmp_path / "o")
+    (tmp_path / "text.mat").write_text("0 1\n1 2\n")
+    with pytest.raises(DatasetError, match=r"expected a MATLAB \.mat file \(scipy.io.loadmat\), got text"):
+        import_mat(tmp_path / "text.mat", tmp_path / "o")
+    (tmp_path / "v73.mat").write_bytes(b"\x89HDF\r\n\x1a\n" + bytes(100))
+    with pytest.raises(DatasetError, match="re-save"):
+        import_mat(tmp_path / "v73.mat", tmp_path / "o")
+    assert not (tmp_path / "o").exists()
+
+
+def test_cli(tmp_path: Path) -> None:
+    path = tmp_path / "ACM.mat"
+    _acm_like(path)
+    result = run_cli("prepare", "mat", str(path), str(tmp_path / "acm"), "--adjacency-key", "PAP", "--split", "0.6,0.2,0.2")
+    assert result.returncode == 0, result.stderr
+    assert "variables: adjacency 'PAP', features 'feature', labels 'label'" in result.stdout
+    assert "60 nodes" in result.stdout
+    ds = Dataset.open(tmp_path / "acm")
+    assert ds.name == "acm" and ds.num_classes == 3
+    bad = run_cli("prepare", "mat", str(path), str(tmp_path / "x"), "--adjacency-key", "nope")
+    assert_user_error(bad, "ACM.mat", "--adjacency-key 'nope'", "no such variable")

@@ -1,0 +1,164 @@
+"""The package's import graph keeps the layers of docs/architecture.md: no cycle, no upward arrow.
+
+Read from the source with ``ast`` (nothing is imported), so a violation is named by file and line.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "graphtier"
+
+# Lowest first; a module may import from its own layer or a lower one (docs/architecture.md).
+LAYERS: dict[str, int] = {
+    "graphtier._version": 0,
+    "graphtier.errors": 0,
+    "graphtier._splitmix": 0,
+    "graphtier._compile_note": 0,
+    "graphtier.dataset": 1,
+    "graphtier.graph": 2,
+    "graphtier.sampling": 3,
+    "graphtier.store": 3,
+    "graphtier.tiering": 4,
+    "graphtier.train": 5,
+    "graphtier.pyg": 5,
+    "graphtier.bench": 6,
+    "graphtier.cli": 7,
+    "graphtier.__main__": 8,
+}
+# Function-local imports of graphtier modules are allowed only where they keep start-up fast (the CLI
+# loads a command's modules when it runs) or load an optional dependency (Triton) on first use.
+LOCAL_IMPORTS_ALLOWED = ("graphtier.cli",)
+OPTIONAL_DEPENDENCY_IMPORTS = {("graphtier.store.tiered", "graphtier.store._triton_kernels")}
+MAX_LINES = 450
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def layer_of(module: str) -> int:
+    best = ""
+    for prefix in LAYERS:
+        if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > len(best):
+            best = prefix
+    if not best:
+        raise AssertionError(f"{module}: not in any layer of LAYERS (add it, and to docs/architecture.md)")
+    return LAYERS[best]
+
+
+def resolve(imported: ast.ImportFrom | ast.Import, current: str, is_package: bool) -> list[str]:
+    """Absolute graphtier module names an import statement refers to (``from a import b`` may name module a.b)."""
+    names: list[str] = []
+    if isinstance(imported, ast.Import):
+        return [alias.name for alias in imported.names if alias.name.startswith("graphtier")]
+    base = imported.module or ""
+    if imported.level:
+        anchor = current.split(".") if is_package else current.split(".")[:-1]
+        anchor = anchor[: len(anchor) - (imported.level - 1)]
+        base = ".".join(anchor + ([base] if base else []))
+    if not base.startswith("graphtier"):
+        return []
+    for alias in imported.names:
+        candidate = f"{base}.{alias.name}"
+        path = PACKAGE.parent / Path(*candidate.split("."))
+        names.append(candidate if (path.with_suffix(".py").exists() or path.is_dir()) else base)
+    return names
+
+
+def collect() -> tuple[dict[str, set[str]], list[str], dict[str, int]]:
+    """(module -> modules it imports at module level, function-local import findings, line counts)."""
+    graph: dict[str, set[str]] = {}
+    local: list[str] = []
+    lines: dict[str, int] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        name = module_name(path)
+        source = path.read_text()
+        lines[str(path.relative_to(PACKAGE.parent))] = source.count("\n")
+        tree = ast.parse(source)
+        is_package = path.name == "__init__.py"
+        graph[name] = set()
+        for node in tree.body:
+            if isinstance(node, ast.If):  # `if TYPE_CHECKING:` blocks are not run
+                continue
+            for sub in ast.walk(node):
+                if isinstance(sub, (ast.Import, ast.ImportFrom)):
+                    in_function = any(
+                        isinstance(outer, (ast.FunctionDef, ast.AsyncFunctionDef))
+                        and any(inner is sub for inner in ast.walk(outer))
+                        for outer in ast.walk(node)
+                    )
+                    for target in resolve(sub, name, is_package):
+                        if in_function:
+                            if name.startswith(LOCAL_IMPORTS_ALLOWED) or (name, target) in OPTIONAL_DEPENDENCY_IMPORTS:
+                                continue
+                            local.append(f"{path.relative_to(PACKAGE.parent)}:{sub.lineno} imports {target} inside a function")
+                        else:
+                            graph[name].add(target)
+    return graph, local, lines
+
+
+GRAPH, LOCAL, LINES = collect()
+
+
+def test_every_import_points_down_the_layers() -> None:
+    upward = []
+    for module, targets in GRAPH.items():
+        if module == "graphtier":  # the package re-exports lazily (PEP 562); its eager imports are layer 0
+            assert all(layer_of(t) == 0 for t in targets), f"graphtier/__init__.py imports {targets} eagerly"
+            continue
+        for target in targets:
+            if target == "graphtier":
+                upward.append(f"{module} imports the package itself (import the defining module instead)")
+            elif layer_of(target) > layer_of(module):
+                upward.append(f"{module} (layer {layer_of(module)}) imports {target} (layer {layer_of(target)})")
+    assert not upward, "\n".join(sorted(upward))
+
+
+def test_no_function_local_import_dodges_a_cycle() -> None:
+    assert not LOCAL, "\n".join(LOCAL)
+
+
+def test_module_import_graph_has_no_cycle() -> None:
+    # a package's __init__ re-exporting its submodules is not a cycle: edges into a package's own
+    # submodules from its __init__ are dropped, edges from a submodule to its package point at the module.
+    edges = {
+        module: {t for t in targets if t != module and not (t.startswith(module + ".") and module != "graphtier")}
+        for module, targets in GRAPH.items()
+    }
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> None:
+        state[node] = 1
+        stack.append(node)
+        for target in sorted(edges.get(node, ())):
+            if state.get(target) == 1:
+                cycle = stack[stack.index(target):] + [target]
+                pytest.fail("import cycle: " + " -> ".join(cycle))
+            if target not in state:
+                visit(target)
+        stack.pop()
+        state[node] = 2
+
+    for module in sorted(edges):
+        if module not in state:
+            visit(module)
+
+
+def test_no_module_is_too_long() -> None:
+    long = {path: count for path, count in LINES.items() if count > MAX_LINES}
+    assert not long, f"modules over {MAX_LINES} lines (split by concern): {long}"
+
+
+def test_public_api_names_resolve() -> None:
+    import graphtier
+
+    missing = [name for name in graphtier.__all__ if not hasattr(graphtier, name)]
+    assert not missing, f"graphtier.__all__ names that do not resolve: {missing}"
