@@ -43,7 +43,13 @@ _EXPORTS: dict[str, str] = {
     "TrainConfig": "graphtier.train",
     "Trainer": "graphtier.train",
     "train": "graphtier.train",
+    "TrainResult": "graphtier.train",
     "build_model": "graphtier.train",
+    # trained models
+    "SavedModel": "graphtier.train",
+    "Predictions": "graphtier.train",
+    "load_model": "graphtier.train",
+    "predict": "graphtier.train",
     # PyG adapters
     "GraphtierFeatureStore": "graphtier.pyg",
     "GraphtierGraphStore": "graphtier.pyg",
@@ -68,7 +74,17 @@ if TYPE_CHECKING:  # static analysers see the real names
     from graphtier.sampling import Block, MiniBatch, NeighborSampler, ShadowSampler, iter_seed_batches
     from graphtier.store import FeatureStore, HostFeatureStore, TieredFeatureStore, make_feature_store, plan_tiers
     from graphtier.tiering.hotness import compute_scores
-    from graphtier.train import Trainer, TrainConfig, build_model, train
+    from graphtier.train import (
+        Predictions,
+        SavedModel,
+        Trainer,
+        TrainConfig,
+        TrainResult,
+        build_model,
+        load_model,
+        predict,
+        train,
+    )
 
 
 def __getattr__(name: str) -> Any:

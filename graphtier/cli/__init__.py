@@ -10,31 +10,84 @@ same way; any other exception is a bug and keeps its traceback.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import sys
+from typing import Any
 
 import click
 
-from graphtier.dataset.resources import is_resource_error, os_error_message
 from graphtier.errors import GraphtierError
 
-# One module per subcommand, each exposing ``command`` (a click.Command or click.Group).
-COMMAND_MODULES: tuple[str, ...] = (
-    "graphtier.cli.generate",
-    "graphtier.cli.info",
-    "graphtier.cli.prepare",
-    "graphtier.cli.score",
-    "graphtier.cli.reorder",
-    "graphtier.cli.analyze",
-    "graphtier.cli.train",
-    "graphtier.cli.demo",
-    "graphtier.cli.bench",
-)
+# Every subcommand: its module (exposing ``command``, a click.Command or click.Group) and the one-line
+# summary `graphtier --help` shows. A module is imported only when its command runs (or shows its
+# own help), so start-up does not pay for torch, numba or the kernels of commands that are not used.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "generate": ("graphtier.cli.generate", "Generate a synthetic power-law dataset (degree-corrected SBM)."),
+    "info": ("graphtier.cli.info", "Show nodes, edges, in-degree skew, features, labels, splits of a dataset."),
+    "prepare": ("graphtier.cli.prepare", "Import a graph from a public format into a graphtier dataset."),
+    "score": ("graphtier.cli.score", "Score every node by how often sampling is expected to read its features."),
+    "reorder": ("graphtier.cli.reorder", "Renumber nodes by descending score (hot rows first) into a new dataset."),
+    "analyze": ("graphtier.cli.analyze", "Measure how well each score predicts the feature reads of sampling."),
+    "train": ("graphtier.cli.train", "Train a GNN on DATASET with mini-batch neighbour sampling."),
+    "predict": ("graphtier.cli.predict", "Predict every node of DATASET with a model saved by train --save-model."),
+    "demo": ("graphtier.cli.demo", "Generate a graph, train GraphSAGE on it and compare with an MLP."),
+    "bench": ("graphtier.cli.bench", "Measure graphtier's building blocks (sampling, gather) on this machine."),
+}
+COMMAND_MODULES: tuple[str, ...] = tuple(module for module, _ in COMMANDS.values())
 
 EXIT_USER_ERROR = 2
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+def _announce_compiles(command: click.Command) -> None:
+    """Make ``command`` (and a group's subcommands) show the first-compile notice when it runs, not on --help."""
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            _announce_compiles(sub)
+        return
+    callback = command.callback
+    if callback is None or getattr(callback, "_announces_compiles", False):
+        return
+
+    @functools.wraps(callback)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        from graphtier._compile_notice import install_compile_notice
+
+        install_compile_notice()
+        return callback(*args, **kwargs)
+
+    run._announces_compiles = True  # type: ignore[attr-defined]
+    command.callback = run
+
+
+class LazyGroup(click.Group):
+    """A click group whose subcommands are imported from :data:`COMMANDS` only when they are used."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(COMMANDS) | set(self.commands))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.commands:
+            return self.commands[cmd_name]
+        if cmd_name not in COMMANDS:
+            return None
+        command = importlib.import_module(COMMANDS[cmd_name][0]).command
+        _announce_compiles(command)
+        self.commands[cmd_name] = command
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The command list of ``--help`` from the summaries in COMMANDS (nothing is imported)."""
+        rows = [(name, COMMANDS[name][1] if name in COMMANDS else self.commands[name].get_short_help_str())
+                for name in self.list_commands(ctx)]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+@click.group(
+    cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100}
+)
 @click.version_option(package_name="graphtier")
 def cli() -> None:
     """graphtier: GNN training on graphs larger than GPU memory.
@@ -42,10 +95,6 @@ def cli() -> None:
     Typical flow: `graphtier prepare` (or `generate`) a dataset once, `graphtier info` to inspect it,
     then `graphtier train` on it.
     """
-
-
-for _module_name in COMMAND_MODULES:
-    cli.add_command(importlib.import_module(_module_name).command)
 
 
 def fail(message: str) -> "NoReturn":  # type: ignore[name-defined]  # noqa: F821
@@ -79,6 +128,9 @@ def main(argv: list[str] | None = None) -> None:
     except MemoryError as exc:  # last resort: an allocation no estimate caught
         fail(f"out of memory: {exc or 'an allocation failed'} (free memory or use a smaller input)")
     except OSError as exc:  # last resort: only "the machine cannot do this" errnos, never bugs
+        # imported here: graphtier.dataset loads numba, which `graphtier --help` must not pay for
+        from graphtier.dataset.resources import is_resource_error, os_error_message
+
         if not is_resource_error(exc):
             raise
         fail(os_error_message(exc))

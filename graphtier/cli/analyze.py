@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from graphtier.cli.options import SEED
+from graphtier.cli.options import SEED, merge_alias
 from graphtier.cli.score import parse_fanouts
 from graphtier.dataset.format import Dataset
 from graphtier.errors import OptionError
@@ -31,25 +31,33 @@ def format_table(curves: dict[str, dict[str, float]]) -> str:
 @click.option("--batch-size", type=int, default=1024, show_default=True, help="Seeds per mini-batch.")
 @click.option("--epochs", type=int, default=1, show_default=True, help="Epochs replayed.")
 @click.option("--seed", type=SEED, default=0, show_default=True, help="Sampling seed of the replay.")
-@click.option("--scores", "score_list", default=",".join(SCORE_METHODS), show_default=True,
-              help="Comma-separated scores to evaluate.")
+@click.option("--score", "-s", "score_list", default=None,
+              help=f"Comma-separated scores to evaluate, from: {', '.join(SCORE_METHODS)}  [default: all]")
+@click.option("--scores", "scores_alias", default=None, hidden=True, help="Old spelling of --score.")
 @click.option("--presample-seed", type=int, default=None, help="Seed of the presample ranking (default seed+1).")
 @click.option("--presample-epochs", type=int, default=None, help="Epochs of the presample ranking (default --epochs).")
 @click.option("--damping", type=float, default=0.85, show_default=True, help="rpr/wrpr damping.")
-@click.option("--wrpr-iterations", type=int, default=None, help="Rounds of wrpr (default 5, as in Algorithm 1).")
+@click.option("--iterations", type=int, default=None, help="wrpr: iterations run (default 5, as in Algorithm 1).")
+@click.option("--wrpr-iterations", "iterations_alias", type=int, default=None, hidden=True,
+              help="Old spelling of --iterations.")
 @click.option("--json", "json_path", type=click.Path(path_type=Path), default=None, help="Write the curves as JSON.")
 @click.option("--plot", "plot_path", type=click.Path(path_type=Path), default=None,
               help="Write a cumulative-access PNG (needs matplotlib).")
 def command(
-    dataset: Path, fanouts: str, batch_size: int, epochs: int, seed: int, score_list: str,
-    presample_seed: int | None, presample_epochs: int | None, damping: float, wrpr_iterations: int | None,
-    json_path: Path | None, plot_path: Path | None,
+    dataset: Path, fanouts: str, batch_size: int, epochs: int, seed: int, score_list: str | None,
+    scores_alias: str | None, presample_seed: int | None, presample_epochs: int | None, damping: float,
+    iterations: int | None, iterations_alias: int | None, json_path: Path | None, plot_path: Path | None,
 ) -> None:
     """Measure how much of all feature reads a hot tier of the top x% nodes would serve, per score."""
-    data = Dataset.open(dataset)
+    score_list = merge_alias(score_list, scores_alias, "--score", "--scores", default=",".join(SCORE_METHODS))
+    wrpr_iterations = merge_alias(iterations, iterations_alias, "--iterations", "--wrpr-iterations")
     methods = [m.strip() for m in score_list.split(",") if m.strip()]
     if not methods:
-        raise OptionError(f"--scores: expected names from {', '.join(SCORE_METHODS)}, found {score_list!r}")
+        raise OptionError(f"--score: expected names from {', '.join(SCORE_METHODS)}, found {score_list!r}")
+    unknown = [m for m in methods if m not in SCORE_METHODS]
+    if unknown:
+        raise OptionError(f"--score: expected names from {', '.join(SCORE_METHODS)}, found {', '.join(unknown)!r}")
+    data = Dataset.open(dataset)
     for path, name in ((json_path, "--json"), (plot_path, "--plot")):
         if path is not None and not path.parent.is_dir():
             raise OptionError(f"{name}: directory {path.parent} does not exist")

@@ -49,6 +49,8 @@ def command() -> None:
 @click.option("--layers", type=click.IntRange(min=1), default=None, help="ShaDow model layers [default: len(fanouts)].")
 @click.option("--seed", type=SEED, default=0, show_default=True)
 @click.option("--in-memory/--mmap", default=True, show_default=True, help="Load the graph into RAM or memory-map it.")
+@click.option("--baseline-seconds", type=click.FloatRange(min=0), default=2.0, show_default=True,
+              help="Time budget of the numpy reference sampler baseline (0: skip it).")
 @click.option("--json", "json_path", type=click.Path(path_type=Path), default=None, help="Also save results here.")
 def sample_command(
     dataset: Path,
@@ -61,6 +63,7 @@ def sample_command(
     layers: int | None,
     seed: int,
     in_memory: bool,
+    baseline_seconds: float,
     json_path: Path | None,
 ) -> None:
     """Time the mini-batch sampler on DATASET: sampled edges/s, mini-batches/s, unique nodes per batch.
@@ -71,7 +74,7 @@ def sample_command(
     ds = Dataset.open(dataset, validate=False)
     results = run_sample_benchmark(
         ds, fanout_list, batch_size=batch_size, batches=batches, warmup=warmup, threads=threads,
-        sampler=sampler, layers=layers, seed=seed, in_memory=in_memory,
+        sampler=sampler, layers=layers, seed=seed, in_memory=in_memory, baseline_seconds=baseline_seconds,
     )
     for key, label, fmt in (
         ("sampled_edges_per_s", "sampled edges/s", "{:,.0f}"),
@@ -86,6 +89,13 @@ def sample_command(
         f"{'':>22}  ({sampler}, fanouts {fanouts}, batch {batch_size}, {results['batches']} batches, "
         f"{results['threads']} threads, {ds.name})"
     )
+    baseline = results.get("baseline")
+    if baseline is not None:
+        click.echo(
+            f"{'baseline':>22}  {baseline['batches_per_s']:,.2f} mini-batches/s: plain numpy/Python reference sampler "
+            f"(graphtier/sampling/reference.py, 1 thread, same seeds, {baseline['batches']} batches)"
+        )
+        click.echo(f"{'speed-up':>22}  {results['speedup_vs_baseline']:,.1f}x mini-batches/s over the baseline")
     if json_path is not None:
         try:
             json_path.parent.mkdir(parents=True, exist_ok=True)
@@ -108,10 +118,14 @@ def run_sample_benchmark(
     layers: int | None = None,
     seed: int = 0,
     in_memory: bool = True,
+    baseline_seconds: float = 0.0,
 ) -> dict[str, Any]:
     """Sample ``warmup + batches`` mini-batches of ``ds`` and time the last ``batches``; returns a JSON-able dict.
 
     ``in_memory`` copies ``indptr``/``indices`` into RAM first; otherwise the sampler reads the memory maps.
+    With ``baseline_seconds > 0`` the plain numpy/Python reference sampler of
+    :mod:`graphtier.sampling.reference` then samples the same timed seed batches, one after another
+    until that time is spent (at least one batch): ``baseline`` and ``speedup_vs_baseline`` in the result.
     """
     import numba
 
@@ -151,7 +165,13 @@ def run_sample_benchmark(
         nodes += mb.num_nodes
     seconds = time.perf_counter() - start
     cpu_seconds = time.process_time() - cpu_start
-    return {
+    baseline = None
+    if baseline_seconds > 0:
+        baseline = _time_reference_sampler(
+            indptr, indices, fanouts, seed_batches[warmup:], sampler=sampler, seed=seed, first_batch_id=warmup,
+            budget_seconds=baseline_seconds,
+        )
+    result = {
         "dataset": str(ds.path),
         "num_nodes": ds.num_nodes,
         "num_edges": ds.num_edges,
@@ -169,6 +189,44 @@ def run_sample_benchmark(
         "sampled_edges_per_batch": edges / batches,
         "machine": platform.processor() or platform.machine(),
         "cpu_count": os.cpu_count(),
+        "baseline": baseline,
+    }
+    if baseline is not None:
+        result["speedup_vs_baseline"] = (batches / seconds) / baseline["batches_per_s"]
+    return result
+
+
+def _time_reference_sampler(
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    fanouts: list[int],
+    seed_batches: list[np.ndarray],
+    *,
+    sampler: str,
+    seed: int,
+    first_batch_id: int,
+    budget_seconds: float,
+) -> dict[str, Any]:
+    """Time the reference sampler on ``seed_batches`` in order until ``budget_seconds`` is spent (>= 1 batch)."""
+    from graphtier.sampling.reference import (
+        neighbor_sample_reference,
+        shadow_sample_reference,
+    )
+
+    reference = shadow_sample_reference if sampler == "shadow" else neighbor_sample_reference
+    done = 0
+    start = time.perf_counter()
+    while done < len(seed_batches):
+        reference(indptr, indices, fanouts, seed_batches[done], seed, first_batch_id + done)
+        done += 1
+        if time.perf_counter() - start >= budget_seconds:
+            break
+    seconds = time.perf_counter() - start
+    return {
+        "name": f"graphtier.sampling.reference.{reference.__name__} (numpy/Python, 1 thread)",
+        "batches": done,
+        "seconds": seconds,
+        "batches_per_s": done / seconds,
     }
 
 

@@ -25,7 +25,6 @@ import os
 import platform
 import statistics
 import time
-import warnings
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -33,6 +32,7 @@ import click
 import numpy as np
 import torch
 
+from graphtier.cli.bench_gather_dataset import run_dataset_gather
 from graphtier.cli.options import SEED
 from graphtier.errors import OptionError
 
@@ -237,104 +237,6 @@ def parse_int_list(text: str, option: str) -> list[int]:
     return values
 
 
-def run_dataset_gather(
-    dataset: Any,
-    *,
-    ids_from: str = "sampler",
-    features_on: str = "cpu-gather",
-    device: torch.device = torch.device("cpu"),
-    gpu_budget: str | None = None,
-    cache_budget: str | None = None,
-    ram_budget: str | None = None,
-    fanouts: Sequence[int] = (15, 10, 5),
-    batch_size: int = 1024,
-    batches: int = 20,
-    seed: int = 0,
-    log: Callable[[str], None] = lambda _: None,
-) -> dict[str, Any]:
-    """Gather the rows a real training run reads from ``dataset`` through the ``features_on`` store.
-
-    ``ids_from="sampler"`` replays the neighbour sampler over training batches (the skewed access trace
-    the tiers are built for); ``"uniform"`` draws the same number of ids uniformly. The baseline is
-    ``torch.index_select(out=...)`` on the same ids in the same run (followed by a copy to the device on
-    CUDA). Returns gb_per_s, rows_per_s, bytes_by_tier, index_select_gb_per_s and the configuration.
-    """
-    from graphtier.sampling import NeighborSampler, iter_seed_batches
-    from graphtier.store import TIER_NAMES, make_feature_store
-
-    if dataset.features is None:
-        raise OptionError(f"{dataset.path}: dataset has no features to gather")
-    if ids_from not in ("sampler", "uniform"):
-        raise OptionError(f"--ids: expected sampler or uniform, found {ids_from!r}")
-    seeds_pool = dataset.train_idx if dataset.train_idx is not None and len(dataset.train_idx) else None
-    if seeds_pool is None:
-        seeds_pool = np.arange(dataset.num_nodes, dtype=np.int64)
-    sampler = NeighborSampler(np.asarray(dataset.indptr), np.asarray(dataset.indices), list(fanouts), seed=seed)
-    traces: list[np.ndarray] = []
-    for index, seeds in enumerate(iter_seed_batches(np.asarray(seeds_pool), batch_size, shuffle=True, seed=seed, epoch=0)):
-        if index == batches:
-            break
-        traces.append(sampler.sample(seeds, index).n_id.numpy().copy())
-    if ids_from == "uniform":
-        rng = np.random.default_rng(seed)
-        traces = [rng.integers(0, dataset.num_nodes, trace.shape[0], dtype=np.int64) for trace in traces]
-    rows = sum(trace.shape[0] for trace in traces)
-    store = make_feature_store(
-        dataset.features, features_on, device=device, gpu_budget=gpu_budget, cache_budget=cache_budget,
-        ram_budget=ram_budget, log=log,
-    )
-    sync = (lambda: torch.cuda.synchronize(device)) if device.type == "cuda" else (lambda: None)
-    try:
-        trace_tensors = [torch.from_numpy(trace) for trace in traces]
-        for ids in trace_tensors:  # warm-up pass: JIT, page faults of memory-mapped rows, cache fill
-            store.gather(ids)
-        sync()
-        before = dict(store.traffic())
-        start = time.perf_counter()
-        for ids in trace_tensors:
-            store.gather(ids)
-        sync()
-        seconds = time.perf_counter() - start
-        after = dict(store.traffic())
-        hit_ratio = getattr(store, "cache_hit_ratio", None)
-    finally:
-        store.close()
-    with warnings.catch_warnings():  # read-only memory map: index_select only reads it
-        warnings.simplefilter("ignore", UserWarning)
-        table = torch.from_numpy(np.asarray(dataset.features))
-    out = torch.empty((max(t.shape[0] for t in traces), table.shape[1]), dtype=table.dtype)
-    for ids in trace_tensors:  # the same warm-up pass for the baseline
-        torch.index_select(table, 0, ids, out=out[: ids.shape[0]])
-    start = time.perf_counter()
-    for ids in trace_tensors:
-        gathered = torch.index_select(table, 0, ids, out=out[: ids.shape[0]])
-        if device.type == "cuda":
-            gathered.to(device)
-    sync()
-    baseline_seconds = time.perf_counter() - start
-    row_bytes = int(table.shape[1]) * table.element_size()
-    total_bytes = rows * row_bytes
-    return {
-        "benchmark": "gather-dataset",
-        "dataset": str(dataset.path),
-        "ids": ids_from,
-        "features_on": features_on,
-        "device": str(device),
-        "gpu_budget": gpu_budget,
-        "cache_budget": cache_budget,
-        "batches": len(traces),
-        "rows": rows,
-        "row_bytes": row_bytes,
-        "seconds": seconds,
-        "gb_per_s": total_bytes / seconds / 1e9,
-        "rows_per_s": rows / seconds,
-        "bytes_by_tier": {tier: after.get(tier, 0) - before.get(tier, 0) for tier in TIER_NAMES},
-        "cache_hit_ratio": hit_ratio,
-        "index_select_gb_per_s": total_bytes / baseline_seconds / 1e9,
-        "vs_index_select": baseline_seconds / seconds,
-    }
-
-
 @click.command(name="gather")
 @click.argument("dataset", required=False, type=click.Path(file_okay=False, path_type=str))
 @click.option("--ids", "ids_from", default="sampler", show_default=True, help="With DATASET: sampler | uniform row ids.")
@@ -343,7 +245,10 @@ def run_dataset_gather(
 @click.option("--cache-budget", default=None, help="With DATASET: GPU row cache (tiered+cache).")
 @click.option("--fanouts", default="15,10,5", show_default=True, help="With DATASET: sampler fanouts of the trace.")
 @click.option("--batch-size", default=1024, show_default=True, type=int, help="With DATASET: seeds per batch.")
-@click.option("--batches", default=20, show_default=True, type=int, help="With DATASET: batches in the trace.")
+@click.option("--batches", default=None, type=int,
+              help="With DATASET: batches in the trace [default: one epoch of the training split].")
+@click.option("--min-seconds", default=2.0, show_default=True, type=click.FloatRange(min=0),
+              help="With DATASET: replay the trace until this much gathering was timed.")
 @click.option("--row-bytes", default="128,512,4096", show_default=True, help="Feature row sizes to measure, in bytes.")
 @click.option("--table-size", default="512MiB", show_default=True, help="Bytes of each random table (a budget string).")
 @click.option("--batch-rows", type=click.IntRange(min=1), default=65536, show_default=True, help="Rows per gather.")
@@ -361,7 +266,8 @@ def command(
     cache_budget: str | None,
     fanouts: str,
     batch_size: int,
-    batches: int,
+    batches: int | None,
+    min_seconds: float,
     row_bytes: str,
     table_size: str,
     batch_rows: int,
@@ -390,11 +296,12 @@ def command(
         result = run_dataset_gather(
             Dataset.open(dataset), ids_from=ids_from, features_on=features_on, device=compute_device,
             gpu_budget=gpu_budget, cache_budget=cache_budget, fanouts=parse_fanouts(fanouts), batch_size=batch_size,
-            batches=batches, seed=seed, log=click.echo,
+            batches=batches, min_seconds=min_seconds, seed=seed, log=click.echo,
         )
         click.echo(
             f"{result['features_on']} on {result['device']}, {result['ids']} ids: {result['rows']:,} rows of "
-            f"{result['row_bytes']} B in {result['seconds'] * 1e3:.1f} ms = {result['gb_per_s']:.2f} GB/s, "
+            f"{result['row_bytes']} B ({result['batches']} batches x {result['passes']} passes) in "
+            f"{result['seconds'] * 1e3:.1f} ms = {result['gb_per_s']:.2f} GB/s, "
             f"{result['rows_per_s'] / 1e6:.2f} M rows/s; index_select {result['index_select_gb_per_s']:.2f} GB/s "
             f"({result['vs_index_select']:.2f}x); bytes by tier "
             + ", ".join(f"{tier} {count:,}" for tier, count in result["bytes_by_tier"].items() if count)

@@ -29,10 +29,32 @@ def _array_entry(path: Path, array: np.ndarray) -> dict[str, Any]:
     return {"shape": list(array.shape), "dtype": str(array.dtype), "bytes": path.stat().st_size}
 
 
+def count_self_loops(indptr: np.ndarray, indices: np.ndarray) -> int:
+    """The number of edges ``v -> v`` of a CSC graph, scanned CHUNK nodes at a time (memory maps work)."""
+    loops = 0
+    num_nodes = indptr.shape[0] - 1
+    for start in range(0, num_nodes, CHUNK):
+        end = min(num_nodes, start + CHUNK)
+        bounds = np.asarray(indptr[start : end + 1])
+        owners = np.repeat(np.arange(start, end, dtype=np.int64), np.diff(bounds))
+        loops += int(np.count_nonzero(np.asarray(indices[bounds[0] : bounds[-1]]) == owners))
+    return loops
+
+
+def undirected_pairs(dataset: Dataset) -> int | None:
+    """For a symmetric (undirected) dataset, its undirected edges: each pair is stored as 2 directed edges,
+    a self-loop as 1. None for a directed dataset."""
+    if dataset.directed:
+        return None
+    loops = count_self_loops(dataset.indptr, dataset.indices)
+    return (dataset.num_edges - loops) // 2 + loops
+
+
 def dataset_info(dataset: Dataset) -> dict[str, Any]:
     """Everything ``graphtier info`` reports, as a JSON-ready dict.
 
-    Fields: ``path``, ``name``, ``format_version``, ``num_nodes``, ``num_edges``, ``directed``,
+    Fields: ``path``, ``name``, ``format_version``, ``num_nodes``, ``num_edges`` (directed edges as
+    stored), ``directed``, ``undirected_pairs`` (symmetric datasets; null when directed),
     ``node_order``, ``in_degree`` (``min``, ``mean``, ``median``, ``p99``, ``max``,
     ``zero_in_degree_nodes``, ``top1pct_edge_share``, ``top10pct_edge_share``), ``features``
     (``shape``, ``dtype``, ``bytes``; null without features), ``labels`` (``num_classes``,
@@ -78,6 +100,7 @@ def dataset_info(dataset: Dataset) -> dict[str, Any]:
         "num_nodes": dataset.num_nodes,
         "num_edges": dataset.num_edges,
         "directed": dataset.directed,
+        "undirected_pairs": undirected_pairs(dataset),
         "node_order": dataset.meta["node_order"],
         "in_degree": degree,
         "features": features,
@@ -110,7 +133,12 @@ def _render_table(info: dict[str, Any]) -> None:
     table.add_column("field", style="bold")
     table.add_column("value")
     table.add_row("nodes", f"{info['num_nodes']:,}")
-    table.add_row("edges", f"{info['num_edges']:,} ({'directed' if info['directed'] else 'undirected'})")
+    pairs = info.get("undirected_pairs")
+    table.add_row(
+        "edges",
+        f"{info['num_edges']:,} directed edges"
+        + (f" ({pairs:,} undirected pairs)" if pairs is not None else ""),
+    )
     table.add_row("node order", str(info["node_order"]))
     d = info["in_degree"]
     table.add_row(

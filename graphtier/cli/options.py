@@ -30,3 +30,17 @@ def fanouts_option_type(option: str) -> FanoutsType:
 
 SEED = click.IntRange(0, 2**63 - 1)
 """Click type of every ``--seed`` option: an integer in [0, 2^63) (what numpy and the kernels accept)."""
+
+
+def merge_alias(value: Any, alias_value: Any, name: str, alias: str, default: Any = None) -> Any:
+    """The value of option ``name`` given either as itself or as its old, hidden spelling ``alias``.
+
+    Raises OptionError when both are given with different values.
+    """
+    from graphtier.errors import OptionError
+
+    if alias_value is None:
+        return default if value is None else value
+    if value is not None and value != alias_value:
+        raise OptionError(f"{name} and its old spelling {alias} disagree ({value!r} and {alias_value!r}); give {name} only")
+    return alias_value

@@ -19,8 +19,10 @@ from graphtier.tiering.hotness import DEFAULT_DAMPING, DEFAULT_RPR_TOL, DEFAULT_
 @click.option("--score", "-s", "score", default=DEFAULT_SCORE, show_default=True,
               help=f"One of {', '.join(SCORE_METHODS)}, or a .npy file of float scores [N].")
 @click.option("--damping", type=float, default=DEFAULT_DAMPING, show_default=True, help="rpr/wrpr damping.")
-@click.option("--tol", type=float, default=DEFAULT_RPR_TOL, show_default=True, help="rpr tolerance.")
-@click.option("--iterations", type=int, default=None, help="rpr cap (100) / wrpr iterations (5).")
+@click.option("--tol", type=float, default=DEFAULT_RPR_TOL, show_default=True,
+              help="rpr: stop when the L1 change is below this.")
+@click.option("--iterations", type=int, default=None,
+              help="rpr: iteration cap (default 100); wrpr: iterations run (default 5).")
 @click.option("--fanouts", default="25,10", show_default=True,
               help="fwr/fwr-sum/presample: training fanouts, seed hop first.")
 @click.option("--batch-size", type=int, default=1024, show_default=True, help="fwr/presample: seeds per batch.")
@@ -43,6 +45,9 @@ def command(
         )
         scores, label, params = result.scores, score, result.params
         click.echo(f"scored {data.num_nodes:,} nodes by {score} in {result.seconds:.2f} s")
+        warning = result.convergence_warning(tol)
+        if warning:
+            click.echo(f"graphtier: warning: {warning}", err=True)
     else:
         scores = load_score_file(score, data.num_nodes)
         label, params = str(Path(score).resolve()), {}
@@ -53,7 +58,7 @@ def command(
     line = (f"reordered {data.num_nodes:,} nodes / {timings.num_edges:,} edges: sort {timings.sort_seconds:.2f} s, "
             f"topology {timings.topology_seconds:.2f} s ({edges_per_s / 1e6:.1f} M edges/s)")
     if timings.feature_bytes:
-        line += f", features {timings.feature_bytes / 1e9:.2f} GB in {timings.feature_seconds:.2f} s"
+        line += f", features {timings.feature_bytes / 2**30:.2f} GiB in {timings.feature_seconds:.2f} s"
     click.echo(line)
     if timings.dropped_arrays:
         click.echo(f"not carried over (unknown meaning): {', '.join(timings.dropped_arrays)}")

@@ -1,4 +1,4 @@
-"""``graphtier score DATASET --method M``: node hotness scores (degree, rpr, wrpr, fwr, fwr-sum, presample)."""
+"""``graphtier score DATASET --score S``: node hotness scores (degree, rpr, wrpr, fwr, fwr-sum, presample)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 import numpy as np
 
-from graphtier.cli.options import SEED
+from graphtier.cli.options import SEED, merge_alias
 from graphtier.dataset import resources
 from graphtier.dataset.format import Dataset
 from graphtier.errors import OptionError
@@ -64,8 +64,10 @@ def describe(result: ScoreResult) -> str:
 
 @click.command("score")
 @click.argument("dataset", type=click.Path(path_type=Path))
-@click.option("--method", "-m", type=click.Choice(SCORE_METHODS), default=DEFAULT_SCORE, show_default=True,
-              help="Score to compute (fwr: expected reads under --fanouts/--batch-size).")
+@click.option("--score", "-s", "score", type=click.Choice(SCORE_METHODS), default=None,
+              help=f"Score to compute [default: {DEFAULT_SCORE}] (fwr: expected reads under --fanouts/--batch-size).")
+@click.option("--method", "-m", "method", type=click.Choice(SCORE_METHODS), default=None, hidden=True,
+              help="Old spelling of --score.")
 @click.option("--output", "-o", type=click.Path(path_type=Path), default=None,
               help="Write the float64 [N] scores to this .npy file.")
 @click.option("--damping", type=float, default=DEFAULT_DAMPING, show_default=True, help="rpr/wrpr damping.")
@@ -80,10 +82,13 @@ def describe(result: ScoreResult) -> str:
 @click.option("--seed", type=SEED, default=0, show_default=True, help="presample: sampling seed.")
 @click.option("--top", type=int, default=5, show_default=True, help="Print the ids of the top-scored nodes.")
 def command(
-    dataset: Path, method: str, output: Path | None, damping: float, tol: float, iterations: int | None,
+    dataset: Path, score: str | None, method: str | None, output: Path | None, damping: float, tol: float, iterations: int | None,
     fanouts: str, batch_size: int, epochs: int, seed: int, top: int,
 ) -> None:
     """Score every node of DATASET by how often sampling is expected to read its features."""
+    method = merge_alias(score, method, "--score", "--method")
+    if method is None:
+        method = DEFAULT_SCORE
     data = Dataset.open(dataset)
     if output is not None and output.suffix != ".npy":
         raise OptionError(f"--output: expected a file name ending in .npy, found {str(output)!r}")
@@ -92,6 +97,9 @@ def command(
         batch_size=batch_size, epochs=epochs, seed=seed,
     )
     click.echo(describe(result))
+    warning = result.convergence_warning(tol)
+    if warning:
+        click.echo(f"graphtier: warning: {warning}", err=True)
     if top > 0 and data.num_nodes:
         order = np.argsort(-result.scores, kind="stable")[:top]
         click.echo("top nodes: " + ", ".join(f"{int(v)} ({result.scores[v]:.4g})" for v in order))

@@ -9,6 +9,14 @@ import click
 
 from graphtier.cli.options import SEED, fanouts_option_type
 
+# The fixed choices, spelled here so that `graphtier train --help` shows them without importing torch
+# (tests/cli/test_train_cli.py checks they equal MODEL_NAMES, SAMPLER_NAMES, NORM_NAMES, FEATURE_MODES, BALANCE_MODES).
+MODEL_CHOICES = ("sage", "gcn", "gat", "mlp")
+SAMPLER_CHOICES = ("neighbor", "shadow")
+NORM_CHOICES = ("none", "batch", "layer")
+FEATURES_ON_CHOICES = ("cpu-gather", "zero-copy", "tiered", "tiered+cache")
+BALANCE_CHOICES = ("dynamic", "static", "off")
+
 def _progress_factory(console: Any) -> Callable[[str, int], Callable[[int, dict[str, Any]], None]]:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -41,8 +49,10 @@ def _progress_factory(console: Any) -> Callable[[str, int], Callable[[int, dict[
 
 @click.command("train")
 @click.argument("dataset", type=click.Path(file_okay=False, path_type=str))
-@click.option("--model", default="sage", show_default=True, help="sage | gcn | gat | mlp (features only).")
-@click.option("--sampler", default="neighbor", show_default=True, help="neighbor | shadow.")
+@click.option("--model", type=click.Choice(MODEL_CHOICES), default="sage", show_default=True,
+              help="GNN, or mlp (features only, the baseline).")
+@click.option("--sampler", type=click.Choice(SAMPLER_CHOICES), default="neighbor", show_default=True,
+              help="Neighbour sampling, or ShaDow subgraphs.")
 @click.option(
     "--fanouts",
     default="25,10",
@@ -54,7 +64,8 @@ def _progress_factory(console: Any) -> Callable[[str, int], Callable[[int, dict[
 @click.option("--batch-size", default=1024, show_default=True, type=int)
 @click.option("--hidden", default=256, show_default=True, type=int)
 @click.option("--heads", default=4, show_default=True, type=int, help="GAT attention heads.")
-@click.option("--norm", default="none", show_default=True, help="none | batch | layer.")
+@click.option("--norm", type=click.Choice(NORM_CHOICES), default="none", show_default=True,
+              help="Normalisation between layers.")
 @click.option("--dropout", default=0.5, show_default=True, type=float)
 @click.option("--epochs", default=10, show_default=True, type=int)
 @click.option("--lr", default=0.003, show_default=True, type=float)
@@ -80,12 +91,19 @@ def _progress_factory(console: Any) -> Callable[[str, int], Callable[[int, dict[
 @click.option("--checkpoint", type=click.Path(path_type=str), default=None, help="Directory: save every epoch, resume.")
 @click.option("--report", type=click.Path(dir_okay=False, path_type=str), default=None, help="Write the run report JSON.")
 @click.option(
+    "--save-model",
+    type=click.Path(dir_okay=False, path_type=str),
+    default=None,
+    help="Write the best model (weights, model options, dataset fingerprint) for 'graphtier predict'.",
+)
+@click.option(
     "--features-on",
+    type=click.Choice(FEATURES_ON_CHOICES),
     default="cpu-gather",
     show_default=True,
-    help="Where features live: cpu-gather (DGL/PyG baseline) | zero-copy | tiered | tiered+cache.",
+    help="Where features live (cpu-gather: the DGL/PyG baseline).",
 )
-@click.option("--gpu-budget", default=None, help="Hot rows kept on the GPU (tiered): bytes (4GB), fraction (10%) or auto.")
+@click.option("--gpu-budget", default=None, help="Hot rows kept on the GPU (tiered): bytes (4GiB), fraction (10%) or auto.")
 @click.option("--cache-budget", default=None, help="GPU row cache in front of the cold tiers (tiered+cache): bytes, fraction or auto.")
 @click.option("--ram-budget", default=None, help="Rows kept in RAM; the rest are read from the memory-mapped file (disk tier).")
 @click.option("--peer-partitions", default=1, show_default=True, type=int, help="GPUs the hot tier is interleaved over.")
@@ -94,7 +112,8 @@ def _progress_factory(console: Any) -> Callable[[str, int], Callable[[int, dict[
     default=None,
     help="Several trainer processes at once, e.g. cpu,cuda:0 or cpu,cpu (synchronous SGD over torch.distributed).",
 )
-@click.option("--balance", default="dynamic", show_default=True, help="dynamic | static | off (multi-process runs).")
+@click.option("--balance", type=click.Choice(BALANCE_CHOICES), default="dynamic", show_default=True,
+              help="Workload balancing of multi-process runs.")
 @click.option("--cpu-share", type=float, default=None, help="Starting workload share of the CPU ranks (mixed runs).")
 @click.option(
     "--shares", default=None, help="Starting workload share of every rank, e.g. 0.3,0.7 (overrides --cpu-share)."
@@ -135,7 +154,9 @@ def command(dataset: str, **options: Any) -> None:
             click.echo(
                 f"final ({final['method']} inference, best epoch {final['epoch']}): "
                 f"valid_acc {format_accuracy(final['valid_acc'])}  test_acc {format_accuracy(final['test_acc'])}  "
-                f"cpu share {balancer['final_cpu_share']:.3f}"
+                "shares " + ", ".join(
+                    f"{device} {share:.3f}" for device, share in zip(config.devices, balancer["final_shares"])
+                )
             )
         return
     if config.devices is not None:
@@ -174,3 +195,5 @@ def command(dataset: str, **options: Any) -> None:
     )
     if config.report and not quiet:
         click.echo(f"report written to {config.report}")
+    if config.save_model and not quiet:
+        click.echo(f"model written to {config.save_model}")

@@ -21,6 +21,8 @@ All scores are float64 [N] numpy arrays on the CPU; higher means hotter.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numba
 import numpy as np
 import scipy.sparse
@@ -131,24 +133,27 @@ def weighted_reverse_pagerank(
     *,
     damping: float = DEFAULT_DAMPING,
     iterations: int = DEFAULT_WRPR_ITERATIONS,
-) -> np.ndarray:
+    with_change: bool = False,
+) -> Any:
     """Weighted reverse PageRank (seed 000, Algorithm 1): exactly ``iterations`` rounds.
 
-    ``train_idx``: int64 [T] training node ids (the sampling seeds). Returns float64 [N].
+    ``train_idx``: int64 [T] training node ids (the sampling seeds). Returns float64 [N], or with
+    ``with_change`` (scores, L1 change of the last round).
     """
     _check_damping(damping)
     if iterations < 1:
         raise OptionError(f"--iterations: expected at least 1, found {iterations}")
     num_nodes = np.asarray(indptr).shape[0] - 1
     if num_nodes == 0:
-        return np.zeros(0, dtype=np.float64)
+        empty = np.zeros(0, dtype=np.float64)
+        return (empty, 0.0) if with_change else empty
     if np.asarray(train_idx).size == 0:
         raise OptionError("wrpr: expected a non-empty training split, found 0 training nodes")
     initial = weighted_initial_scores(num_nodes, train_idx)
-    scores, _, _ = _pagerank_rounds(
+    scores, _, change = _pagerank_rounds(
         indptr, indices, initial, damping=damping, tol=0.0, max_iterations=iterations, stop_on_tol=False
     )
-    return scores
+    return (scores, change) if with_change else scores
 
 
 def rank_matrix(indptr: np.ndarray, indices: np.ndarray) -> scipy.sparse.csc_matrix:

@@ -18,7 +18,7 @@ import numpy as np
 SLICE_COPY_BYTES = 2048
 
 
-@numba.njit(inline="always", nogil=True)
+@numba.njit(inline="always", cache=True, nogil=True)
 def copy_row(out: np.ndarray, target: int, source: np.ndarray, row: int) -> None:
     """``out[target, :] = source[row, :]``: one memcpy for long rows, an element loop for short ones."""
     width = out.shape[1]

@@ -46,6 +46,17 @@ class ScoreResult:
     iterations: int = 0
     last_change: float | None = None
 
+    def convergence_warning(self, tol: float) -> str | None:
+        """One line when rpr stopped at its iteration cap with the last L1 change still above ``tol``.
+
+        wrpr runs a fixed number of rounds by design (seed 000, Alg. 1), so it never warns."""
+        if self.method != "rpr" or self.last_change is None or not self.last_change > tol:
+            return None
+        return (
+            f"{self.method} stopped at its iteration cap ({self.iterations}) with the last L1 change "
+            f"{self.last_change:.2e} above --tol {tol:.2e}: the scores have not converged (raise --iterations)"
+        )
+
 
 def presample_scores(
     indptr: np.ndarray,
@@ -114,7 +125,9 @@ def compute_scores(
     elif method == "wrpr":
         train = _require_train(dataset, method)
         rounds = DEFAULT_WRPR_ITERATIONS if iterations is None else iterations
-        scores = weighted_reverse_pagerank(indptr, indices, train, damping=damping, iterations=rounds)
+        scores, change = weighted_reverse_pagerank(
+            indptr, indices, train, damping=damping, iterations=rounds, with_change=True
+        )
         params = {"damping": damping, "iterations": rounds, "num_train": int(train.size)}
     elif method in ("fwr", "fwr-sum"):
         train = _require_train(dataset, method)

@@ -2,6 +2,12 @@
 
 from graphtier.train.config import TrainConfig, parse_fanouts
 from graphtier.train.models import build_model
+from graphtier.train.predict import Predictions, predict
+from graphtier.train.result import TrainResult
+from graphtier.train.saved import SavedModel, load_model, save_model
 from graphtier.train.trainer import Trainer, train
 
-__all__ = ["TrainConfig", "Trainer", "build_model", "parse_fanouts", "train"]
+__all__ = [
+    "Predictions", "SavedModel", "TrainConfig", "TrainResult", "Trainer", "build_model", "load_model",
+    "parse_fanouts", "predict", "save_model", "train",
+]

@@ -37,6 +37,18 @@ def parse_fanouts(text: str, option: str = "--fanouts") -> tuple[int, ...]:
     return tuple(fanouts)
 
 
+SHARES_SUM_TOLERANCE = 1e-6
+
+
+def check_shares_sum(values: tuple[float, ...] | list[float]) -> None:
+    """Raise OptionError unless the shares sum to 1 (within 1e-6): they are not silently rescaled."""
+    total = float(sum(values))
+    if abs(total - 1.0) > SHARES_SUM_TOLERANCE:
+        raise OptionError(
+            f"--shares expected values summing to 1, found {','.join(f'{v:g}' for v in values)} (sum {total:g})"
+        )
+
+
 @dataclass
 class TrainConfig:
     """Everything that defines a training run (recorded in the run report and the checkpoint).
@@ -68,6 +80,7 @@ class TrainConfig:
     prefetch: int = 4
     checkpoint: str | None = None
     report: str | None = None
+    save_model: str | None = None
     quiet: bool = False
     features_on: str = "cpu-gather"
     gpu_budget: str | None = None
@@ -131,6 +144,7 @@ class TrainConfig:
                 )
             if any(not share > 0 for share in self.shares):
                 raise OptionError(f"--shares expected positive values, found {list(self.shares)}")
+            check_shares_sum(self.shares)
         for name in (
             "batch_size", "hidden", "epochs", "eval_every", "eval_batch_size", "heads",
             "rebalance_every", "workload_samples", "peer_partitions",
@@ -171,5 +185,7 @@ class TrainConfig:
             raise OptionError(f"{path}: dataset has no train split (train_idx.npy); re-import it with --split")
         if dataset.labels is not None and (dataset.labels[train_idx] < 0).any():
             raise OptionError(f"{path}/labels.npy: expected labels >= 0 for every train node, found -1")
+        if self.save_model is not None and Path(self.save_model).is_dir():
+            raise OptionError(f"--save-model {self.save_model}: is a directory, expected a file path")
         if self.checkpoint is not None and Path(self.checkpoint).exists() and not Path(self.checkpoint).is_dir():
             raise OptionError(f"--checkpoint {self.checkpoint}: exists and is not a directory")

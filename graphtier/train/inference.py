@@ -30,7 +30,32 @@ def layerwise_inference(
     chunk_size: int = 4096,
     progress: Callable[[int, int], None] | None = None,
 ) -> torch.Tensor:
-    """Logits of every node: float32 [N, C] on the CPU.
+    """Logits of every node: float32 [N, C] on the CPU (see :func:`layerwise_outputs` for the arguments)."""
+    logits, _ = layerwise_outputs(
+        model, gather, indptr, indices, num_nodes=num_nodes, device=device, degree=degree, chunk_size=chunk_size,
+        progress=progress,
+    )  # fmt: skip
+    return logits
+
+
+@torch.no_grad()
+def layerwise_outputs(
+    model: nn.Module,
+    gather: Callable[[torch.Tensor], torch.Tensor],
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    *,
+    num_nodes: int,
+    device: torch.device,
+    degree: torch.Tensor | None = None,
+    chunk_size: int = 4096,
+    progress: Callable[[int, int], None] | None = None,
+    keep_embeddings: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Logits of every node, float32 [N, C] on the CPU, and with ``keep_embeddings`` the node embeddings.
+
+    The embeddings are the input of the last layer, float32 [N, H] on the CPU (the input features
+    of a one-layer model), or None without ``keep_embeddings``.
 
     Args:
         model: a :class:`BlockGNN` or :class:`MLP` (put in eval mode by this function).
@@ -45,19 +70,28 @@ def layerwise_inference(
     model.eval()
     chunks = [torch.arange(s, min(num_nodes, s + chunk_size)) for s in range(0, num_nodes, chunk_size)]
     if isinstance(model, MLP):
-        outputs = []
+        outputs, hidden = [], []
         for step, chunk in enumerate(chunks):
             x = gather(chunk).to(device).float()
-            outputs.append(model(x).cpu())
+            if keep_embeddings:
+                h = model.net[:-1](x)
+                hidden.append(h.cpu())
+                outputs.append(model.net[-1](h).cpu())
+            else:
+                outputs.append(model(x).cpu())
             if progress:
                 progress(step + 1, len(chunks))
-        return torch.cat(outputs) if outputs else torch.empty(0)
+        logits = torch.cat(outputs) if outputs else torch.empty(0)
+        return logits, (torch.cat(hidden) if hidden else torch.empty(0)) if keep_embeddings else None
     assert isinstance(model, BlockGNN)
     one_hop = NeighborSampler(indptr, indices, [-1], seed=0)
     total_steps = len(chunks) * model.num_layers
     step = 0
     previous: torch.Tensor | None = None
+    embeddings: torch.Tensor | None = None
     for layer in range(model.num_layers):
+        if keep_embeddings and layer == model.num_layers - 1:
+            embeddings = previous if previous is not None else _all_rows(gather, chunks)
         out: torch.Tensor | None = None
         for chunk in chunks:
             batch = one_hop.sample(chunk.numpy(), batch_id=0)
@@ -75,4 +109,9 @@ def layerwise_inference(
                 progress(step, total_steps)
         previous = out
     assert previous is not None
-    return previous
+    return previous, embeddings
+
+
+def _all_rows(gather: Callable[[torch.Tensor], torch.Tensor], chunks: list[torch.Tensor]) -> torch.Tensor:
+    """The input features of every node, float32 [N, D] on the CPU (a one-layer model's embeddings)."""
+    return torch.cat([gather(chunk).cpu().float() for chunk in chunks])

@@ -28,6 +28,7 @@ import torch.multiprocessing as mp
 from graphtier.dataset import Dataset
 from graphtier.errors import GraphtierError, OptionError
 from graphtier.train.comm import DistContext, RankFailed, backend_for
+from graphtier.train.config import check_shares_sum
 from graphtier.train.report import epoch_summary
 from graphtier.train.trainer import Trainer
 
@@ -63,6 +64,7 @@ def parse_shares(text: str) -> tuple[float, ...]:
             raise OptionError(f"--shares expected numbers like 0.3,0.7, found {part!r}") from None
     if not values or any(not v > 0 for v in values):
         raise OptionError(f"--shares expected positive numbers like 0.3,0.7, found {text!r}")
+    check_shares_sum(values)
     return tuple(values)
 
 

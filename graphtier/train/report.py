@@ -24,12 +24,12 @@ SUMMARY_STAGES = ("sample", "extract", "wait", "transfer", "train", "other", "to
 
 
 def format_bytes(count: float) -> str:
-    """``1234567`` -> ``"1.2 MB"`` (decimal units)."""
-    for unit in ("B", "KB", "MB", "GB", "TB"):
-        if count < 1000 or unit == "TB":
+    """``1536`` -> ``"1.5 KiB"`` (binary units, as everywhere in graphtier's output)."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if count < 1024 or unit == "TiB":
             return f"{count:.1f} {unit}" if unit != "B" else f"{int(count)} B"
-        count /= 1000
-    return f"{count:.1f} TB"
+        count /= 1024
+    return f"{count:.1f} TiB"
 
 
 def format_accuracy(value: float | None) -> str:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
 import os
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
@@ -16,7 +16,12 @@ import torch.nn.functional as F
 
 from graphtier.dataset import Dataset
 from graphtier.errors import OptionError
-from graphtier.sampling import MiniBatch, NeighborSampler, ShadowSampler, iter_seed_batches
+from graphtier.sampling import (
+    MiniBatch,
+    NeighborSampler,
+    ShadowSampler,
+    iter_seed_batches,
+)
 from graphtier.sampling.shadow import first_seen_unique
 from graphtier.store import TIER_NAMES, FeatureStore, batch_rows_bound, make_feature_store
 from graphtier.train.balancer import LoadBalancer, cached_workload, estimate_workload, split_by_workload
@@ -35,6 +40,8 @@ from graphtier.train.inference import layerwise_inference
 from graphtier.train.models import build_model
 from graphtier.train.pipeline import BatchProducer, PreparedBatch
 from graphtier.train.report import RunReport, environment_info
+from graphtier.train.result import TrainResult
+from graphtier.train.saved import save_model
 
 CHECKPOINT_FILE = "checkpoint.pt"
 # Options that must match for a checkpoint to be resumed.
@@ -394,8 +401,15 @@ class Trainer:
             producer.close()
         total_seconds = time.perf_counter() - start
         totals = all_reduce_sum(
-            dist_ctx, torch.tensor([tally.loss_sum, float(tally.correct), float(tally.seen)], dtype=torch.float64)
+            dist_ctx,
+            torch.tensor(
+                [tally.loss_sum, float(tally.correct), float(tally.seen), float(tally.feature_bytes),
+                 float(tally.sampled_edges)],
+                dtype=torch.float64,
+            ),
         )
+        # every rank's bytes and sampled edges count (float64 is exact for counts below 2^53)
+        tally.feature_bytes, tally.sampled_edges = int(totals[3]), int(totals[4])
         per_rank = all_gather_floats(dist_ctx, [float(tally.seen), epoch_compute, epoch_wait]).numpy()
         ranks = [
             {
@@ -408,7 +422,7 @@ class Trainer:
             for r in range(world)
         ]
         self.report.add_rank_totals(ranks)
-        record = tally.record(len(global_batches), total_seconds, *(float(v) for v in totals))
+        record = tally.record(len(global_batches), total_seconds, *(float(v) for v in totals[:3]))
         record.update(ranks=ranks, cpu_share=balancer.cpu_share(), shares=[float(v) for v in balancer.shares])
         return record
 
@@ -534,6 +548,12 @@ class Trainer:
             traffic_before = dict(self.features.traffic())
             record.update(self.train_epoch(epoch))
             record["feature_bytes_by_tier"] = self._traffic_delta(traffic_before, dict(self.features.traffic()))
+            if self.dist is not None:  # all ranks' reads, like feature_bytes
+                summed = all_reduce_sum(
+                    self.dist,
+                    torch.tensor([float(record["feature_bytes_by_tier"][t]) for t in TIER_NAMES], dtype=torch.float64),
+                )
+                record["feature_bytes_by_tier"] = {t: int(v) for t, v in zip(TIER_NAMES, summed.tolist())}
             hit_ratio = getattr(self.features, "cache_hit_ratio", None)
             if hit_ratio is not None:
                 record["cache_hit_ratio"] = float(hit_ratio)
@@ -558,6 +578,8 @@ class Trainer:
                 self.report.write(cfg.report)
         if self.best_state is not None:
             self.model.load_state_dict(self.best_state)
+        if cfg.save_model is not None and (self.dist is None or self.dist.is_main):
+            save_model(cfg.save_model, self.model, cfg.to_dict(), self.dataset)
         final: dict[str, Any] = {"epoch": self.best_epoch, "method": "sampled"}
         if cfg.full_inference and cfg.sampler == "neighbor" and (self.dist is None or self.dist.is_main):
             logits = self.full_graph_logits()
@@ -577,8 +599,8 @@ class Trainer:
         return self.report.to_dict()
 
 
-def train(dataset: Dataset | str | os.PathLike[str], config: TrainConfig | None = None, **options: Any) -> dict[str, Any]:
-    """Train on ``dataset`` (a Dataset or a path) and return the run report.
+def train(dataset: Dataset | str | os.PathLike[str], config: TrainConfig | None = None, **options: Any) -> TrainResult:
+    """Train on ``dataset`` (a Dataset or a path); return the model and the run report (:class:`TrainResult`).
 
     ``options`` override fields of ``config`` (or of the default :class:`TrainConfig`), e.g.
     ``train("data/cora", model="gcn", fanouts=(10, 10), epochs=50)``.
@@ -592,5 +614,8 @@ def train(dataset: Dataset | str | os.PathLike[str], config: TrainConfig | None 
         base["fanouts"] = tuple(base["fanouts"])
     if base.get("eval_fanouts") is not None:
         base["eval_fanouts"] = tuple(base["eval_fanouts"])
-    return Trainer(dataset, TrainConfig(**base)).fit()
+    trainer = Trainer(dataset, TrainConfig(**base))
+    report = trainer.fit()
+    trainer.model.eval()
+    return TrainResult(trainer.model, report, trainer.config)
 

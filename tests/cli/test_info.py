@@ -104,3 +104,19 @@ def test_console_script_entry_point(generated: Path) -> None:
                             capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["num_nodes"] == 3000
+
+
+def test_undirected_pairs_count_self_loops_once(tmp_path: Path) -> None:
+    from graphtier.cli.info import count_self_loops, dataset_info
+    from graphtier.dataset import DatasetWriter
+
+    # 0-1, 1-2 stored both ways, plus a self-loop on 2: 5 directed edges, 3 undirected pairs
+    indptr = np.array([0, 1, 3, 5], dtype=np.int64)
+    indices = np.array([1, 0, 2, 1, 2], dtype=np.int32)
+    assert count_self_loops(indptr, indices) == 1
+    with DatasetWriter(tmp_path / "sym") as writer:
+        writer.save("indptr", indptr)
+        writer.save("indices", indices)
+        ds = writer.finish({"name": "sym", "num_nodes": 3, "num_edges": 5, "directed": False, "feature_dim": 0,
+                            "feature_dtype": "float32", "num_classes": 0, "source": {"kind": "test"}})
+    assert dataset_info(ds)["undirected_pairs"] == 3

@@ -49,7 +49,7 @@ def dataset(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("method", ["degree", "rpr", "wrpr", "fwr", "fwr-sum", "presample"])
 def test_score_writes_scores(dataset: Path, tmp_path: Path, method: str, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / f"{method}.npy"
-    code, stdout, _ = run(["score", str(dataset), "--method", method, "--output", str(out),
+    code, stdout, _ = run(["score", str(dataset), "--score", method, "--output", str(out),
                            "--fanouts", "5,5", "--batch-size", "16"], capsys)
     assert code == 0
     scores = np.load(out)
@@ -108,7 +108,10 @@ def test_analyze_json_and_plot(dataset: Path, tmp_path: Path, capsys: pytest.Cap
         (["score", "{d}", "--method", "rpr", "--output", "{t}/x.txt"], ".npy"),
         (["score", "{t}/missing", "--method", "rpr"], "not found"),
         (["analyze", "{d}", "--fanouts", "a,b"], "--fanouts"),
-        (["analyze", "{d}", "--scores", "degree,nope"], "--scores"),
+        (["analyze", "{d}", "--score", "degree,nope"], "--score"),
+        (["analyze", "{d}", "--iterations", "3", "--wrpr-iterations", "4"], "--wrpr-iterations"),
+        (["score", "{d}", "-s", "rpr", "-m", "wrpr"], "--method"),
+        (["score", "{d}"], "--score"),
         (["analyze", "{d}", "--seed", "3", "--presample-seed", "3"], "--presample-seed"),
         (["reorder", "{d}", "{t}/o", "--score", "{t}/missing.npy"], "score file not found"),
     ],
@@ -177,3 +180,29 @@ def test_default_score_is_fwr_with_fanouts_and_batch_size(
     assert code == 0 and stdout.startswith("fwr:")
     code, _, err = run(["score", str(dataset), "--method", "fwr", "--batch-size", "0"], capsys)
     assert code == 2 and "--batch-size" in err and len(err.strip().splitlines()) == 1
+
+
+def test_score_option_is_spelled_the_same_everywhere(dataset: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from graphtier.cli import cli
+
+    for name in ("score", "reorder", "analyze"):
+        command = cli.get_command(cli.make_context("graphtier", ["--help"], resilient_parsing=True), name)
+        visible = {opt for param in command.params if not getattr(param, "hidden", False) for opt in param.opts}
+        assert {"-s", "--score", "--iterations"} <= visible, name
+        assert not visible & {"-m", "--method", "--scores", "--wrpr-iterations"}, name
+    # the old spellings still work
+    code, stdout, _ = run(["score", str(dataset), "-m", "degree", "--top", "1"], capsys)
+    assert code == 0 and "degree" in stdout
+    code, stdout, _ = run(["analyze", str(dataset), "--scores", "degree", "--wrpr-iterations", "2",
+                           "--fanouts", "5,5", "--batch-size", "64"], capsys)
+    assert code == 0 and "degree" in stdout
+
+
+def test_pagerank_stopped_by_its_cap_warns(dataset: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(["score", str(dataset), "-s", "rpr", "--iterations", "2", "--top", "0"], capsys)
+    assert code == 0 and "graphtier: warning: rpr stopped at its iteration cap (2)" in err
+    code, _, err = run(["score", str(dataset), "-s", "rpr", "--iterations", "500", "--tol", "1e-3", "--top", "0"], capsys)
+    assert code == 0 and "warning" not in err
+    # wrpr runs a fixed number of rounds by design (Alg. 1): no warning
+    code, _, err = run(["score", str(dataset), "-s", "wrpr", "--iterations", "2", "--top", "0"], capsys)
+    assert code == 0 and "warning" not in err

@@ -40,6 +40,7 @@ def test_train_prints_epochs_and_writes_report(tiny_dataset: Dataset, tmp_path: 
         (["--features-on", "ssd"], "--features-on"),
         (["--devices", "cpu,tpu"], "--devices"),
         (["--balance", "maybe", "--devices", "cpu,cpu"], "--balance"),
+        (["--devices", "cpu,cpu", "--shares", "0.3,0.3"], "summing to 1"),
     ],
 )
 def test_bad_options_are_one_line_errors(tiny_dataset: Dataset, args: list[str], fragment: str) -> None:
@@ -67,8 +68,14 @@ def test_two_cpu_ranks_from_the_cli(tiny_dataset: Dataset, tmp_path: Path) -> No
         "--hidden", "16", "--epochs", "2", "--rebalance-every", "2", "--report", str(report),
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
-    assert "2 trainer processes" in result.stdout and "cpu share" in result.stdout
+    assert "2 trainer processes" in result.stdout
     data = json.loads(report.read_text())
+    final_shares = data["balancer"]["final_shares"]
+    assert f"shares cpu {final_shares[0]:.3f}, cpu {final_shares[1]:.3f}" in result.stdout
+    assert sum(final_shares) == pytest.approx(1.0)
+    for epoch in data["epochs"]:  # every rank's reads: more than any one rank's share of them
+        assert epoch["feature_bytes"] == sum(epoch["feature_bytes_by_tier"].values())
+        assert epoch["feature_bytes"] > 0
     assert [r["device"] for r in data["ranks"]] == ["cpu", "cpu"]
     assert sum(r["seeds"] for r in data["ranks"]) == 2 * len(tiny_dataset.train_idx)
     assert len(data["balancer"]["ratio_history"]) >= 2
@@ -80,3 +87,18 @@ def test_demo_runs_end_to_end(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert "GraphSAGE" in result.stdout and "features-only MLP" in result.stdout
     assert (tmp_path / "demo" / "sage.json").is_file()
+
+
+def test_fixed_choices_match_the_library_and_show_in_help() -> None:
+    from graphtier.cli import train as train_cli
+    from graphtier.store import FEATURE_MODES
+    from graphtier.train.balancer import BALANCE_MODES
+    from graphtier.train.config import SAMPLER_NAMES
+    from graphtier.train.models import MODEL_NAMES, NORM_NAMES
+
+    assert train_cli.MODEL_CHOICES == MODEL_NAMES and train_cli.SAMPLER_CHOICES == SAMPLER_NAMES
+    assert train_cli.NORM_CHOICES == NORM_NAMES and train_cli.FEATURES_ON_CHOICES == FEATURE_MODES
+    assert train_cli.BALANCE_CHOICES == BALANCE_MODES
+    result = _run("train", "--help")
+    assert result.returncode == 0
+    assert "[sage|gcn|gat|mlp]" in result.stdout and "tiered+cache]" in result.stdout

@@ -37,6 +37,19 @@ def test_bench_sample_prints_and_saves_json(tiny_dataset, tmp_path: Path, capsys
     if sampler == "neighbor":  # ShaDow copies a node once per subgraph that reaches it
         assert result["unique_nodes_per_batch"] <= tiny_dataset.num_nodes
     assert result["sampler"] == sampler
+    baseline = result["baseline"]  # the numpy reference sampler, timed in the same run
+    assert baseline["batches"] >= 1 and baseline["batches_per_s"] > 0 and "reference" in baseline["name"]
+    assert result["speedup_vs_baseline"] == pytest.approx(result["batches_per_s"] / baseline["batches_per_s"])
+    assert "baseline" in stdout and "speed-up" in stdout
+
+
+def test_bench_sample_baseline_can_be_skipped(tiny_dataset, capsys):
+    code, stdout, stderr = run_cli(
+        ["bench", "sample", str(tiny_dataset.path), "--fanouts", "5,3", "--batches", "2", "--baseline-seconds", "0"],
+        capsys,
+    )
+    assert code == 0, stderr
+    assert "baseline" not in stdout
 
 
 @pytest.mark.parametrize(

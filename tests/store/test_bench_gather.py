@@ -60,3 +60,26 @@ def test_dataset_mode_reports_tiers_and_baseline(tmp_path: Path) -> None:
     tiers = report["bytes_by_tier"]
     assert sum(tiers.values()) == report["rows"] * report["row_bytes"]
     assert tiers["gpu"] > 0 and tiers["host"] > 0
+
+
+def test_dataset_mode_replays_an_epoch_until_the_time_is_spent(tmp_path: Path) -> None:
+    from tests.conftest import write_labelled_graph
+
+    dataset = write_labelled_graph(tmp_path / "d", num_nodes=300)  # 150 training nodes: 3 batches of 50
+    output = tmp_path / "g.json"
+    result = CliRunner().invoke(
+        command,
+        [str(dataset.path), "--fanouts", "5,5", "--batch-size", "50", "--min-seconds", "0.3", "--device", "cpu",
+         "--json", str(output)],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    report = json.loads(output.read_text())
+    assert report["batches"] == 3  # one epoch by default
+    assert report["passes"] > 1 and report["seconds"] >= 0.3
+    assert "passes" in result.output
+    more = CliRunner().invoke(
+        command, [str(dataset.path), "--batch-size", "50", "--batches", "7", "--min-seconds", "0", "--device", "cpu",
+                  "--json", str(output)],
+    )  # fmt: skip
+    assert more.exit_code == 0, more.output
+    assert json.loads(output.read_text())["batches"] == 7  # a second epoch when asked for more

@@ -1,0 +1,133 @@
+"""``graphtier bench gather DATASET``: the rows a training run reads, gathered through one feature store.
+
+The trace is one epoch of neighbour-sampled mini-batches (or uniform ids), replayed until enough time was
+measured; the baseline is ``torch.index_select`` on the same ids in the same run.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from graphtier.errors import OptionError
+
+__all__ = ["run_dataset_gather"]
+
+
+def run_dataset_gather(
+    dataset: Any,
+    *,
+    ids_from: str = "sampler",
+    features_on: str = "cpu-gather",
+    device: torch.device = torch.device("cpu"),  # noqa: B008 - an immutable value
+    gpu_budget: str | None = None,
+    cache_budget: str | None = None,
+    ram_budget: str | None = None,
+    fanouts: Sequence[int] = (15, 10, 5),
+    batch_size: int = 1024,
+    batches: int | None = None,
+    min_seconds: float = 2.0,
+    seed: int = 0,
+    log: Callable[[str], None] = lambda _: None,
+) -> dict[str, Any]:
+    """Gather the rows a real training run reads from ``dataset`` through the ``features_on`` store.
+
+    The trace is ``batches`` mini-batches (default: one whole epoch of the training split, further
+    epochs when ``batches`` asks for more); it is replayed whole, pass after pass, until at least
+    ``min_seconds`` of gathering were timed, so the figure does not rest on a handful of calls.
+
+    ``ids_from="sampler"`` replays the neighbour sampler over training batches (the skewed access trace
+    the tiers are built for); ``"uniform"`` draws the same number of ids uniformly. The baseline is
+    ``torch.index_select(out=...)`` on the same ids in the same run (followed by a copy to the device on
+    CUDA). Returns gb_per_s, rows_per_s, bytes_by_tier, index_select_gb_per_s and the configuration.
+    """
+    from graphtier.sampling import NeighborSampler, iter_seed_batches
+    from graphtier.store import TIER_NAMES, make_feature_store
+
+    if dataset.features is None:
+        raise OptionError(f"{dataset.path}: dataset has no features to gather")
+    if ids_from not in ("sampler", "uniform"):
+        raise OptionError(f"--ids: expected sampler or uniform, found {ids_from!r}")
+    seeds_pool = dataset.train_idx if dataset.train_idx is not None and len(dataset.train_idx) else None
+    if seeds_pool is None:
+        seeds_pool = np.arange(dataset.num_nodes, dtype=np.int64)
+    sampler = NeighborSampler(np.asarray(dataset.indptr), np.asarray(dataset.indices), list(fanouts), seed=seed)
+    if batches is not None and batches < 1:
+        raise OptionError(f"--batches: expected a positive integer, found {batches}")
+    traces: list[np.ndarray] = []
+    epoch = 0
+    while not traces or (batches is not None and len(traces) < batches):
+        for seeds in iter_seed_batches(np.asarray(seeds_pool), batch_size, shuffle=True, seed=seed, epoch=epoch):
+            if batches is not None and len(traces) == batches:
+                break
+            traces.append(sampler.sample(seeds, len(traces)).n_id.numpy().copy())
+        epoch += 1
+    if ids_from == "uniform":
+        rng = np.random.default_rng(seed)
+        traces = [rng.integers(0, dataset.num_nodes, trace.shape[0], dtype=np.int64) for trace in traces]
+    trace_rows = sum(trace.shape[0] for trace in traces)
+    store = make_feature_store(
+        dataset.features, features_on, device=device, gpu_budget=gpu_budget, cache_budget=cache_budget,
+        ram_budget=ram_budget, log=log,
+    )
+    sync = (lambda: torch.cuda.synchronize(device)) if device.type == "cuda" else (lambda: None)
+    try:
+        trace_tensors = [torch.from_numpy(trace) for trace in traces]
+        for ids in trace_tensors:  # warm-up pass: JIT, page faults of memory-mapped rows, cache fill
+            store.gather(ids)
+        sync()
+        before = dict(store.traffic())
+        passes = 0
+        start = time.perf_counter()
+        while passes == 0 or time.perf_counter() - start < min_seconds:
+            for ids in trace_tensors:
+                store.gather(ids)
+            sync()
+            passes += 1
+        seconds = time.perf_counter() - start
+        after = dict(store.traffic())
+        hit_ratio = getattr(store, "cache_hit_ratio", None)
+    finally:
+        store.close()
+    with warnings.catch_warnings():  # read-only memory map: index_select only reads it
+        warnings.simplefilter("ignore", UserWarning)
+        table = torch.from_numpy(np.asarray(dataset.features))
+    out = torch.empty((max(t.shape[0] for t in traces), table.shape[1]), dtype=table.dtype)
+    for ids in trace_tensors:  # the same warm-up pass for the baseline
+        torch.index_select(table, 0, ids, out=out[: ids.shape[0]])
+    start = time.perf_counter()
+    for _ in range(passes):  # as many passes as the store made
+        for ids in trace_tensors:
+            gathered = torch.index_select(table, 0, ids, out=out[: ids.shape[0]])
+            if device.type == "cuda":
+                gathered.to(device)
+    sync()
+    baseline_seconds = time.perf_counter() - start
+    row_bytes = int(table.shape[1]) * table.element_size()
+    rows = trace_rows * passes
+    total_bytes = rows * row_bytes
+    return {
+        "benchmark": "gather-dataset",
+        "dataset": str(dataset.path),
+        "ids": ids_from,
+        "features_on": features_on,
+        "device": str(device),
+        "gpu_budget": gpu_budget,
+        "cache_budget": cache_budget,
+        "batches": len(traces),
+        "passes": passes,
+        "rows": rows,
+        "row_bytes": row_bytes,
+        "seconds": seconds,
+        "gb_per_s": total_bytes / seconds / 1e9,
+        "rows_per_s": rows / seconds,
+        "bytes_by_tier": {tier: after.get(tier, 0) - before.get(tier, 0) for tier in TIER_NAMES},
+        "cache_hit_ratio": hit_ratio,
+        "index_select_gb_per_s": total_bytes / baseline_seconds / 1e9,
+        "vs_index_select": baseline_seconds / seconds,
+    }

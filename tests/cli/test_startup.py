@@ -1,0 +1,96 @@
+"""Start-up: the command line imports a command's module only when it runs; kernels are cached on disk."""
+
+from __future__ import annotations
+
+import ast
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+import numba
+import numpy as np
+
+import graphtier
+from graphtier import _compile_notice
+from graphtier.cli import COMMANDS, cli
+
+PACKAGE = Path(graphtier.__file__).resolve().parent
+
+
+def test_importing_the_cli_and_showing_help_imports_no_torch_numba() -> None:
+    code = (
+        "import sys\n"
+        "from graphtier.cli import main\n"
+        "try:\n"
+        "    main(['--help'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "heavy = [m for m in ('torch', 'numba', 'torch_geometric', 'graphtier.dataset') if m in sys.modules]\n"
+        "print('HEAVY', heavy)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 0, result.stderr
+    assert "HEAVY []" in result.stdout, result.stdout
+    for name in COMMANDS:
+        assert f"  {name} " in result.stdout
+
+
+def test_every_listed_command_imports_and_matches_its_name() -> None:
+    ctx = cli.make_context("graphtier", ["--help"], resilient_parsing=True)
+    for name, (module, summary) in COMMANDS.items():
+        command = cli.get_command(ctx, name)
+        assert command is not None and command.name == name, module
+        assert summary.endswith(".") and len(summary) < 80
+
+
+def test_every_numba_kernel_is_cached_on_disk() -> None:
+    missing = []
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for decorator in node.decorator_list:
+                target = decorator.func if isinstance(decorator, ast.Call) else decorator
+                name = ast.unparse(target)
+                if name.startswith(("numba.", "nb.")) or name in ("njit", "jit", "vectorize", "guvectorize"):
+                    keywords = {k.arg: ast.unparse(k.value) for k in getattr(decorator, "keywords", [])}
+                    if keywords.get("cache") != "True":
+                        missing.append(f"{path.relative_to(PACKAGE)}:{node.lineno} {node.name}")
+    assert not missing, missing
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_compile_notice_is_printed_once_on_a_terminal(monkeypatch) -> None:
+    monkeypatch.setattr(_compile_notice, "_installed", False)
+    monkeypatch.setattr(_compile_notice, "_shown", False)
+    terminal = _Terminal()
+    _compile_notice.install_compile_notice(terminal)
+
+    def not_ours(x):
+        return x + 1
+
+    numba.njit(not_ours)(np.int64(1))
+    assert terminal.getvalue() == ""  # other packages' kernels do not count
+
+    def add_two(x):
+        return x + 2
+
+    def add_three(x):
+        return x + 3
+
+    add_two.__module__ = add_three.__module__ = "graphtier.fake_kernels"
+    assert numba.njit(add_two)(np.int64(1)) == 3
+    assert numba.njit(add_three)(np.float64(1.0)) == 4.0
+    assert terminal.getvalue() == _compile_notice.NOTICE + "\n"
+
+
+def test_no_notice_when_not_a_terminal(monkeypatch) -> None:
+    monkeypatch.setattr(_compile_notice, "_installed", False)
+    pipe = io.StringIO()
+    _compile_notice.install_compile_notice(pipe)
+    assert _compile_notice._installed is False and pipe.getvalue() == ""

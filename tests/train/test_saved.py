@@ -1,0 +1,89 @@
+"""Saved models: round trip, exact predictions, embeddings, fingerprint refusal, TrainResult."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import graphtier
+from graphtier import Dataset, OptionError
+from graphtier.train import load_model, predict, train
+from graphtier.train.saved import check_fingerprint, dataset_fingerprint
+from tests.conftest import write_labelled_graph
+
+SMALL = dict(batch_size=50, hidden=16, fanouts=(5, 5), eval_batch_size=100, lr=0.01)
+
+
+@pytest.mark.parametrize("model", ["sage", "gcn", "mlp"])
+def test_saved_model_predicts_what_the_trainer_measured(tiny_dataset: Dataset, tmp_path: Path, model: str) -> None:
+    path = tmp_path / "model.pt"
+    result = train(tiny_dataset, model=model, epochs=3, full_inference=True, save_model=str(path), **SMALL)
+    assert result.report["final"]["method"] == "full"
+    saved = load_model(path)
+    assert saved.config["model"] == model and saved.config["num_layers"] == 2
+    out = predict(saved, tiny_dataset, chunk_size=77, embeddings=True)
+    n = tiny_dataset.num_nodes
+    assert out.logits.shape == (n, tiny_dataset.num_classes) and out.logits.dtype == np.float32
+    assert out.embeddings is not None and out.embeddings.shape == (n, 16)
+    test = np.asarray(tiny_dataset.test_idx)
+    accuracy = float((out.classes[test] == np.asarray(tiny_dataset.labels)[test]).mean())
+    assert accuracy == pytest.approx(result["final"]["test_acc"])
+    np.testing.assert_allclose(out.probabilities.sum(axis=1), 1.0, rtol=1e-5)
+    # the returned model and the reloaded one are the same function
+    for name, tensor in result.model.state_dict().items():
+        torch.testing.assert_close(tensor.cpu(), saved.model.state_dict()[name])
+
+
+def test_embeddings_feed_the_last_layer(tiny_dataset: Dataset, tmp_path: Path) -> None:
+    path = tmp_path / "m.pt"
+    train(tiny_dataset, model="mlp", epochs=1, save_model=str(path), **SMALL)
+    saved = load_model(path)
+    out = predict(saved, tiny_dataset, embeddings=True)
+    assert out.embeddings is not None
+    with torch.no_grad():
+        logits = saved.model.net[-1](torch.from_numpy(out.embeddings)).numpy()
+    np.testing.assert_allclose(logits, out.logits, rtol=1e-5, atol=1e-5)
+
+
+def test_model_from_another_dataset_is_refused(tiny_dataset: Dataset, tmp_path: Path) -> None:
+    path = tmp_path / "model.pt"
+    train(tiny_dataset, epochs=1, save_model=str(path), **SMALL)
+    other = write_labelled_graph(tmp_path / "other", seed=5)
+    with pytest.raises(OptionError, match="trained on another dataset") as info:
+        predict(path, other)
+    assert "\n" not in str(info.value)
+
+
+def test_fingerprint_sees_a_renumbering(tiny_dataset: Dataset, tmp_path: Path) -> None:
+    same = write_labelled_graph(tmp_path / "again")
+    assert dataset_fingerprint(same) == dataset_fingerprint(tiny_dataset)
+    changed = write_labelled_graph(tmp_path / "noisier", noise=3.0)  # same graph, other features
+    assert dataset_fingerprint(changed)["hash"] != dataset_fingerprint(tiny_dataset)["hash"]
+
+
+def test_not_a_model_file_is_one_line(tmp_path: Path) -> None:
+    bogus = tmp_path / "bogus.pt"
+    bogus.write_bytes(b"not a pickle at all")
+    with pytest.raises(OptionError, match="not a graphtier saved model") as info:
+        load_model(bogus)
+    assert "\n" not in str(info.value)
+    with pytest.raises(OptionError, match="file not found"):
+        load_model(tmp_path / "missing.pt")
+
+
+def test_train_result_reads_like_the_report(tiny_dataset: Dataset) -> None:
+    result = train(tiny_dataset, epochs=1, **SMALL)
+    assert set(result.keys()) == set(result.report.keys())
+    assert result["final"] is result.report["final"] and "epochs" in result
+    assert isinstance(result.model, torch.nn.Module) and not result.model.training
+    assert graphtier.load_model is load_model and graphtier.predict is predict
+    assert graphtier.TrainResult is type(result)
+
+
+def test_check_fingerprint_passes_on_the_training_dataset(tiny_dataset: Dataset, tmp_path: Path) -> None:
+    path = tmp_path / "model.pt"
+    train(tiny_dataset, epochs=1, save_model=str(path), **SMALL)
+    check_fingerprint(load_model(path), Dataset.open(tiny_dataset.path))
