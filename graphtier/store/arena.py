@@ -30,6 +30,8 @@ from dataclasses import dataclass
 
 import torch
 
+from graphtier.errors import OptionError
+
 PAGE_BYTES = mmap.PAGESIZE
 
 _use_count: Callable[[int], int] | None = getattr(torch._C, "_storage_Use_Count", None)
@@ -77,8 +79,6 @@ class StagingArena:
         self, dim: int, dtype: torch.dtype, *, ring_size: int = 6, pin: bool = False, max_rows: int | None = None
     ) -> None:
         if pin and not torch.cuda.is_available():
-            from graphtier.errors import OptionError
-
             raise OptionError("pinned staging buffers need CUDA, and no CUDA device is available")
         self.dim = int(dim)
         self.dtype = dtype

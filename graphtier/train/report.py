@@ -17,10 +17,10 @@ import torch
 from graphtier._version import __version__
 from graphtier.dataset import Dataset
 from graphtier.dataset.provenance import describe, provenance_of
+from graphtier.train.tally import STAGES
 
 REPORT_VERSION = 1
 
-SUMMARY_STAGES = ("sample", "extract", "wait", "transfer", "train", "other", "total")
 
 
 def format_bytes(count: float) -> str:
@@ -40,7 +40,7 @@ def format_accuracy(value: float | None) -> str:
 def epoch_summary(record: dict[str, Any], epochs: int) -> str:
     """One line per epoch: loss, accuracies, throughput and where the time went."""
     stages = record["stage_seconds"]
-    times = " ".join(f"{name} {stages[name]:.2f}s" for name in SUMMARY_STAGES)
+    times = " ".join(f"{name} {stages[name]:.2f}s" for name in STAGES)
     return (
         f"epoch {record['epoch']}/{epochs}  loss {record['loss']:.4f}  train {record['train_acc']:.4f}  "
         f"valid {format_accuracy(record['valid_acc'])}  test {format_accuracy(record['test_acc'])}  |  "

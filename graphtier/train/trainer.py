@@ -5,9 +5,8 @@ from __future__ import annotations
 import copy
 import os
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable
 
 import numba
 import numpy as np
@@ -15,7 +14,6 @@ import torch
 import torch.nn.functional as F
 
 from graphtier.dataset import Dataset
-from graphtier.errors import OptionError
 from graphtier.sampling import (
     MiniBatch,
     NeighborSampler,
@@ -23,74 +21,33 @@ from graphtier.sampling import (
     iter_seed_batches,
 )
 from graphtier.sampling.shadow import first_seen_unique
-from graphtier.store import TIER_NAMES, FeatureStore, batch_rows_bound, make_feature_store
-from graphtier.train.balancer import LoadBalancer, cached_workload, estimate_workload, split_by_workload
-from graphtier.train.config import TrainConfig
+from graphtier.store import (
+    TIER_NAMES,
+    FeatureStore,
+    batch_rows_bound,
+    make_feature_store,
+)
+from graphtier.train.balancer import (
+    LoadBalancer,
+)
+from graphtier.train.checkpoint import Checkpointing
 from graphtier.train.comm import (
     DistContext,
-    ShareSchedule,
-    all_gather_floats,
-    all_reduce_gradients,
     all_reduce_sum,
     broadcast_parameters,
-    fail_now,
-    slowdown_factor,
 )
-from graphtier.train.inference import layerwise_inference
+from graphtier.train.config import TrainConfig
+from graphtier.train.distributed_epoch import DistributedEpochs
+from graphtier.train.evaluation import Evaluation
 from graphtier.train.models import build_model
 from graphtier.train.pipeline import BatchProducer, PreparedBatch
 from graphtier.train.report import RunReport, environment_info
 from graphtier.train.result import TrainResult
 from graphtier.train.saved import save_model
-
-CHECKPOINT_FILE = "checkpoint.pt"
-# Options that must match for a checkpoint to be resumed.
-CHECKPOINT_KEYS = ("model", "sampler", "fanouts", "num_layers", "hidden", "heads", "norm", "batch_size", "seed")
-# Main-thread stages wait + transfer + train + other add up to total; sample and extract are the
-# producer thread's busy time, which overlaps them (docs/report-format.md).
-STAGES = ("sample", "extract", "wait", "transfer", "train", "other", "total")
+from graphtier.train.tally import EpochTally
 
 EpochCallback = Callable[[dict[str, Any]], None]
 ProgressFactory = Callable[[str, int], Callable[[int, dict[str, Any]], None]]
-
-
-@dataclass
-class _EpochTally:
-    """The sums one rank accumulates over an epoch's training steps."""
-
-    stage: dict[str, float] = field(default_factory=lambda: dict.fromkeys(STAGES, 0.0))
-    loss_sum: float = 0.0
-    correct: int = 0
-    seen: int = 0
-    feature_bytes: int = 0
-    sampled_edges: int = 0
-
-    def add(self, item: PreparedBatch, wait_seconds: float, transfer_seconds: float, train_seconds: float) -> None:
-        """Count one step's stage times and bytes (loss and accuracy are added by the caller)."""
-        self.stage["sample"] += item.sample_seconds
-        self.stage["extract"] += item.extract_seconds
-        self.stage["wait"] += wait_seconds
-        self.stage["transfer"] += transfer_seconds
-        self.stage["train"] += train_seconds
-        self.feature_bytes += item.feature_bytes
-        self.sampled_edges += item.batch.num_sampled_edges
-
-    def record(self, batches: int, total_seconds: float, loss_sum: float, correct: float, seen: float) -> dict[str, Any]:
-        """The epoch's report entry from these sums and the (possibly all-rank) loss/accuracy totals."""
-        self.stage["total"] = total_seconds
-        # everything else the training loop spent: bookkeeping, progress, producer start/stop
-        # (and, in multi-process runs, the gradient all-reduce and the optimizer step)
-        busy = self.stage["wait"] + self.stage["transfer"] + self.stage["train"]
-        self.stage["other"] = max(0.0, total_seconds - busy)
-        return {
-            "loss": loss_sum / max(seen, 1),
-            "train_acc": correct / max(seen, 1),
-            "stage_seconds": self.stage,
-            "feature_bytes": self.feature_bytes,
-            "batches": batches,
-            "sampled_edges": self.sampled_edges,
-            "batches_per_s": batches / total_seconds if total_seconds > 0 else 0.0,
-        }
 
 
 def _seed_only_sampler(seeds: np.ndarray, batch_id: int) -> MiniBatch:
@@ -105,7 +62,7 @@ def _seed_only_sampler(seeds: np.ndarray, batch_id: int) -> MiniBatch:
     )
 
 
-class Trainer:
+class Trainer(Checkpointing, Evaluation, DistributedEpochs):
     """Train one model on one dataset as described by a :class:`TrainConfig`.
 
     ``fit()`` runs the epochs and returns the run report (a dict, also written to ``config.report``).
@@ -260,7 +217,7 @@ class Trainer:
             return self._train_epoch_distributed(epoch)
         self.model.train()
         seed_batches = self._epoch_batches(epoch)
-        tally = _EpochTally()
+        tally = EpochTally()
         tick = self.progress("train", len(seed_batches)) if self.progress else None
         start = time.perf_counter()
         producer = self._producer(seed_batches, self.train_sample, (epoch - 1) * len(seed_batches))
@@ -286,247 +243,6 @@ class Trainer:
             waiting_since = time.perf_counter()
         return tally.record(len(seed_batches), time.perf_counter() - start, tally.loss_sum, tally.correct, tally.seen)
 
-    # ------------------------------------------------------------------ multi-process (seed 002)
-    def _training_workload(self) -> np.ndarray:
-        """float64 [len(train_idx)]: estimated workload of each training node (cached next to the dataset)."""
-        assert self.dist is not None
-        cfg = self.config
-        kind = "seed-only" if cfg.model == "mlp" else cfg.sampler
-        key = {"sampler": kind, "fanouts": list(cfg.fanouts), "layers": cfg.num_layers, "seed": cfg.seed,
-               "samples": cfg.workload_samples}
-        sampler = self._make_sampler(cfg.fanouts, cfg.seed + 104729)
-
-        def compute() -> np.ndarray:
-            return estimate_workload(
-                self.train_idx, sampler=kind, indptr=self.indptr, indices=self.indices, fanouts=cfg.fanouts,
-                sample=sampler, samples=cfg.workload_samples,
-            )
-
-        log = (lambda line: print(f"[rank 0] {line}", flush=True)) if not cfg.quiet else None
-        if self.dist.is_main:
-            workload = cached_workload(self.dataset.path, key, self.train_idx, compute, log)
-            torch.distributed.barrier()
-        else:
-            torch.distributed.barrier()
-            workload = cached_workload(self.dataset.path, key, self.train_idx, compute, None)
-        return workload
-
-    def _seed_workload(self, seeds: np.ndarray) -> np.ndarray | None:
-        if self.workload is None:
-            return None
-        positions = self._train_order[np.searchsorted(self._sorted_train, seeds)]
-        return self.workload[positions]
-
-    def _train_epoch_distributed(self, epoch: int) -> dict[str, Any]:
-        """One epoch of synchronous SGD over all ranks with uneven, balanced sub-batches.
-
-        Every rank builds the same global batches; rank k trains on its sub-batch, its loss is the sum of
-        per-seed losses divided by the global batch size, and the summed gradients therefore equal the
-        gradient of the mean loss over the global batch.
-        """
-        dist_ctx, balancer, cfg = self.dist, self.balancer, self.config
-        assert dist_ctx is not None and balancer is not None
-        self.model.train()
-        rank, world = dist_ctx.rank, dist_ctx.world
-        global_batches = self._epoch_batches(epoch)
-        window = cfg.rebalance_every
-        schedule = ShareSchedule(balancer.shares)
-        slow = slowdown_factor(rank)
-
-        def my_batches() -> Iterator[np.ndarray]:
-            for index, seeds in enumerate(global_batches):
-                shares = schedule.shares_for(index // window)
-                workload = self._seed_workload(seeds) if balancer.uses_workload else None
-                yield split_by_workload(seeds, workload, shares)[rank]
-
-        def sample(seeds: np.ndarray, batch_id: int) -> MiniBatch:
-            return self.train_sample(seeds, batch_id * world + rank)
-
-        tally = _EpochTally()
-        epoch_compute = epoch_wait = 0.0
-        window_times: list[float] = []
-        window_work = 0.0
-        first_id = (epoch - 1) * len(global_batches)
-        tick = self.progress("train", len(global_batches)) if self.progress else None
-        start = time.perf_counter()
-        producer = self._producer(my_batches(), sample, first_id)
-        iteration_start = time.perf_counter()
-        waiting_since = iteration_start
-        try:
-            for index, item in enumerate(producer):
-                global_size = int(global_batches[index].shape[0])
-                t0 = time.perf_counter()
-                x, blocks, y, seed_index, degree = self._to_device(item)
-                t1 = time.perf_counter()
-                self.optimizer.zero_grad(set_to_none=True)
-                local = int(y.shape[0])
-                if local:
-                    logits = self.model(x, blocks, degree)[seed_index]
-                    batch_loss = F.cross_entropy(logits, y, reduction="sum")
-                    (batch_loss / global_size).backward()
-                    tally.loss_sum += float(batch_loss.detach())
-                    tally.correct += int((logits.argmax(dim=1) == y).sum())
-                t2 = time.perf_counter()
-                if fail_now(rank, index):
-                    raise RuntimeError(f"test hook: rank {rank} fails at iteration {index}")
-                if slow > 1.0:  # test-only hook: this rank's transfer and forward/backward take `slow` times longer
-                    time.sleep((slow - 1.0) * (t2 - t0))
-                # the time this rank needed to reach the all-reduce (its finish time), waiting excluded
-                compute = time.perf_counter() - iteration_start
-                waited = all_reduce_gradients(dist_ctx, self.model)
-                self.optimizer.step()
-                tally.add(item, t0 - waiting_since, t1 - t0, t2 - t1)
-                tally.seen += local
-                epoch_compute += compute
-                epoch_wait += waited
-                if not (epoch == self.start_epoch and index == 0):  # the first step warms up (JIT, caches)
-                    window_times.append(compute)
-                    seed_work = self._seed_workload(np.asarray(item.batch.seeds))
-                    window_work += float(seed_work.sum()) if seed_work is not None else float(local)
-                last_in_window = (index + 1) % window == 0 or index + 1 == len(global_batches)
-                if last_in_window:
-                    # the median step time times the steps: robust to a step stalled by the OS
-                    steps = max(len(window_times), 1)
-                    window_compute = float(np.median(window_times)) * steps if window_times else 0.0
-                    gathered = all_gather_floats(dist_ctx, [window_compute, window_work]).numpy()
-                    balancer.update(first_id + index + 1, gathered[:, 0], gathered[:, 1], steps)
-                    schedule.publish(index // window + 1, balancer.shares.copy())
-                    window_times, window_work = [], 0.0
-                if tick:
-                    tick(index + 1, {})
-                iteration_start = time.perf_counter()
-                waiting_since = iteration_start
-        finally:
-            schedule.cancel()
-            producer.close()
-        total_seconds = time.perf_counter() - start
-        totals = all_reduce_sum(
-            dist_ctx,
-            torch.tensor(
-                [tally.loss_sum, float(tally.correct), float(tally.seen), float(tally.feature_bytes),
-                 float(tally.sampled_edges)],
-                dtype=torch.float64,
-            ),
-        )
-        # every rank's bytes and sampled edges count (float64 is exact for counts below 2^53)
-        tally.feature_bytes, tally.sampled_edges = int(totals[3]), int(totals[4])
-        per_rank = all_gather_floats(dist_ctx, [float(tally.seen), epoch_compute, epoch_wait]).numpy()
-        ranks = [
-            {
-                "rank": r,
-                "device": dist_ctx.devices[r],
-                "seeds": int(per_rank[r, 0]),
-                "compute_seconds": float(per_rank[r, 1]),
-                "wait_seconds": float(per_rank[r, 2]),
-            }
-            for r in range(world)
-        ]
-        self.report.add_rank_totals(ranks)
-        record = tally.record(len(global_batches), total_seconds, *(float(v) for v in totals[:3]))
-        record.update(ranks=ranks, cpu_share=balancer.cpu_share(), shares=[float(v) for v in balancer.shares])
-        return record
-
-    # ------------------------------------------------------------------ evaluation
-    @torch.no_grad()
-    def predict_sampled(self, node_ids: np.ndarray, label: str = "eval") -> torch.Tensor:
-        """Predicted classes (int64 [len(node_ids)], CPU) from sampled mini-batches (eval fanouts)."""
-        self.model.eval()
-        if node_ids.size == 0:
-            return torch.empty(0, dtype=torch.int64)
-        size = self.config.eval_batch_size
-        seed_batches = [node_ids[i : i + size] for i in range(0, node_ids.shape[0], size)]
-        tick = self.progress(label, len(seed_batches)) if self.progress else None
-        predictions = []
-        for step, item in enumerate(self._producer(seed_batches, self.eval_sample, 0, training=False)):
-            x, blocks, _, seed_index, degree = self._to_device(item)
-            predictions.append(self.model(x, blocks, degree)[seed_index].argmax(dim=1).cpu())
-            if tick:
-                tick(step + 1, {})
-        return torch.cat(predictions)
-
-    def accuracy_sampled(self, node_ids: np.ndarray, label: str = "eval") -> float | None:
-        """Sampled-inference accuracy on ``node_ids`` (None when empty); shared over ranks when distributed."""
-        if node_ids.size == 0:
-            return None
-        if self.dist is not None:
-            mine = node_ids[self.dist.rank :: self.dist.world]
-            correct = float((self.predict_sampled(mine, label).numpy() == self.labels[mine]).sum()) if mine.size else 0.0
-            total = all_reduce_sum(self.dist, torch.tensor([correct, float(mine.size)], dtype=torch.float64))
-            return float(total[0] / total[1])
-        predicted = self.predict_sampled(node_ids, label)
-        return float((predicted.numpy() == self.labels[node_ids]).mean())
-
-    @torch.no_grad()
-    def full_graph_logits(self) -> torch.Tensor:
-        """float32 [N, C] logits from exact layer-wise full-neighbour inference (CPU tensor)."""
-        tick = self.progress("inference", 1) if self.progress else None
-        return layerwise_inference(
-            self.model,
-            self.features.gather,  # each gathered block is used before the ring slot comes round again
-            self.indptr,
-            self.indices,
-            num_nodes=self.dataset.num_nodes,
-            device=self.device,
-            degree=self.degree,
-            chunk_size=self.config.eval_batch_size,
-            progress=(lambda done, total: tick(done, {})) if tick else None,
-        )
-
-    # ------------------------------------------------------------------ checkpoints
-    def _checkpoint_state(self, epoch: int) -> dict[str, Any]:
-        return {
-            "epoch": epoch,
-            "config": self.config.to_dict(),
-            "dataset": {"num_nodes": self.dataset.num_nodes, "num_edges": self.dataset.num_edges},
-            "model": self.model.state_dict(),
-            "optimizer": self.optimizer.state_dict(),
-            "best_valid": self.best_valid,
-            "best_epoch": self.best_epoch,
-            "best_state": self.best_state,
-            "epochs": self.report.epochs,
-            "torch_rng": torch.get_rng_state(),
-        }
-
-    def save_checkpoint(self, epoch: int) -> Path:
-        """Write ``checkpoint.pt`` atomically into the checkpoint directory; returns its path."""
-        assert self.config.checkpoint is not None
-        directory = Path(self.config.checkpoint)
-        if self.dist is not None and not self.dist.is_main:
-            return directory / CHECKPOINT_FILE
-        directory.mkdir(parents=True, exist_ok=True)
-        target = directory / CHECKPOINT_FILE
-        tmp = directory / f".{CHECKPOINT_FILE}.tmp-{os.getpid()}"
-        torch.save(self._checkpoint_state(epoch), tmp)
-        os.replace(tmp, target)
-        return target
-
-    def _maybe_resume(self, directory: Path) -> None:
-        path = directory / CHECKPOINT_FILE
-        if not path.is_file():
-            return
-        try:
-            state = torch.load(path, map_location=self.device, weights_only=False)
-        except Exception as exc:
-            raise OptionError(f"{path}: not a readable graphtier checkpoint ({exc})") from None
-        saved = state.get("config", {})
-        current = self.config.to_dict()
-        for key in CHECKPOINT_KEYS:
-            if saved.get(key) != current.get(key):
-                raise OptionError(
-                    f"{path}: field {key!r} is {saved.get(key)!r} in the checkpoint but {current.get(key)!r} in "
-                    "this run (use another --checkpoint directory)"
-                )
-        if state.get("dataset") != {"num_nodes": self.dataset.num_nodes, "num_edges": self.dataset.num_edges}:
-            raise OptionError(f"{path}: checkpoint was made on another dataset ({state.get('dataset')})")
-        self.model.load_state_dict(state["model"])
-        self.optimizer.load_state_dict(state["optimizer"])
-        self.best_valid = state["best_valid"]
-        self.best_epoch = state["best_epoch"]
-        self.best_state = state["best_state"]
-        self.report.epochs = list(state["epochs"])
-        self.report.resumed_from = {"path": str(path), "epoch": int(state["epoch"])}
-        torch.set_rng_state(state["torch_rng"])
-        self.start_epoch = int(state["epoch"]) + 1
 
     # ------------------------------------------------------------------ main loop
     def fit(self) -> dict[str, Any]:

@@ -1,0 +1,64 @@
+"""Evaluation of the trainer's model: sampled inference accuracy and exact layer-wise full-graph logits."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from graphtier.train.comm import (
+    all_reduce_sum,
+)
+from graphtier.train.inference import layerwise_inference
+
+
+class Evaluation:
+    """Sampled prediction and accuracy (shared over ranks) and full-graph logits.
+
+    Mixed into :class:`graphtier.train.trainer.Trainer`; uses its ``config``, ``model``, ``dataset``, ``dist``,
+    samplers, producer and feature store.
+    """
+
+    @torch.no_grad()
+    def predict_sampled(self, node_ids: np.ndarray, label: str = "eval") -> torch.Tensor:
+        """Predicted classes (int64 [len(node_ids)], CPU) from sampled mini-batches (eval fanouts)."""
+        self.model.eval()
+        if node_ids.size == 0:
+            return torch.empty(0, dtype=torch.int64)
+        size = self.config.eval_batch_size
+        seed_batches = [node_ids[i : i + size] for i in range(0, node_ids.shape[0], size)]
+        tick = self.progress(label, len(seed_batches)) if self.progress else None
+        predictions = []
+        for step, item in enumerate(self._producer(seed_batches, self.eval_sample, 0, training=False)):
+            x, blocks, _, seed_index, degree = self._to_device(item)
+            predictions.append(self.model(x, blocks, degree)[seed_index].argmax(dim=1).cpu())
+            if tick:
+                tick(step + 1, {})
+        return torch.cat(predictions)
+
+    def accuracy_sampled(self, node_ids: np.ndarray, label: str = "eval") -> float | None:
+        """Sampled-inference accuracy on ``node_ids`` (None when empty); shared over ranks when distributed."""
+        if node_ids.size == 0:
+            return None
+        if self.dist is not None:
+            mine = node_ids[self.dist.rank :: self.dist.world]
+            correct = float((self.predict_sampled(mine, label).numpy() == self.labels[mine]).sum()) if mine.size else 0.0
+            total = all_reduce_sum(self.dist, torch.tensor([correct, float(mine.size)], dtype=torch.float64))
+            return float(total[0] / total[1])
+        predicted = self.predict_sampled(node_ids, label)
+        return float((predicted.numpy() == self.labels[node_ids]).mean())
+
+    @torch.no_grad()
+    def full_graph_logits(self) -> torch.Tensor:
+        """float32 [N, C] logits from exact layer-wise full-neighbour inference (CPU tensor)."""
+        tick = self.progress("inference", 1) if self.progress else None
+        return layerwise_inference(
+            self.model,
+            self.features.gather,  # each gathered block is used before the ring slot comes round again
+            self.indptr,
+            self.indices,
+            num_nodes=self.dataset.num_nodes,
+            device=self.device,
+            degree=self.degree,
+            chunk_size=self.config.eval_batch_size,
+            progress=(lambda done, total: tick(done, {})) if tick else None,
+        )
