@@ -20,7 +20,7 @@ from pathlib import Path
 
 import torch
 
-from graphtier.cli.bench_gather import format_gather_table, parse_int_list, run_gather_benchmark
+from graphtier.bench.gather import format_gather_table, parse_int_list, run_gather_benchmark
 
 RESULTS = Path(__file__).parent / "results" / "gather.json"
 

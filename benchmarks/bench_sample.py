@@ -27,7 +27,7 @@ from pathlib import Path
 import numba
 import numpy as np
 
-from graphtier.cli.bench import run_sample_benchmark
+from graphtier.bench.sample import run_sample_benchmark
 from graphtier.dataset.format import Dataset
 
 DEFAULT_DATASET = Path("/tmp/graphtier-data/synth-2m")

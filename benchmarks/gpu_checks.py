@@ -110,7 +110,7 @@ def main() -> int:
     report: dict[str, Any] = {}
 
     def bench() -> None:
-        from graphtier.cli.bench_gather import run_gather_benchmark
+        from graphtier.bench.gather import run_gather_benchmark
 
         result = run_gather_benchmark(
             row_bytes=[128, 512, 2052, 4096], table_bytes=args.table_mib * 2**20, batch_rows=65536,
@@ -140,7 +140,7 @@ def main() -> int:
         return 5 * size / (time.perf_counter() - start) / 1e9
 
     def row_sizes() -> None:
-        from graphtier.cli.bench_gather import run_gather_benchmark
+        from graphtier.bench.gather import run_gather_benchmark
 
         ideal = ideal_bandwidth()
         report["h2d_gb_per_s"] = ideal
@@ -161,7 +161,7 @@ def main() -> int:
                     )  # fmt: skip
 
     def alignment() -> None:
-        from graphtier.cli.bench_gather import run_gather_benchmark
+        from graphtier.bench.gather import run_gather_benchmark
 
         result = run_gather_benchmark(
             row_bytes=list(range(2048, 2080, 4)), table_bytes=args.table_mib * 2**20, batch_rows=262144,
@@ -180,7 +180,7 @@ def main() -> int:
             )  # fmt: skip
 
     def tiered_trace() -> None:
-        from graphtier.cli.bench_gather import run_dataset_gather
+        from graphtier.bench.gather_dataset import run_dataset_gather
         from graphtier.dataset.synthetic import generate
         from graphtier.graph.reorder import reorder_dataset
         from graphtier.tiering.hotness import compute_scores

@@ -32,7 +32,10 @@ LAYERS: dict[str, int] = {
 # Function-local imports of graphtier modules are allowed only where they keep start-up fast (the CLI
 # loads a command's modules when it runs) or load an optional dependency (Triton) on first use.
 LOCAL_IMPORTS_ALLOWED = ("graphtier.cli",)
-OPTIONAL_DEPENDENCY_IMPORTS = {("graphtier.store.tiered", "graphtier.store._triton_kernels")}
+OPTIONAL_DEPENDENCY_IMPORTS = {
+    ("graphtier.store.tiered", "graphtier.store._triton_kernels"),
+    ("graphtier.bench.gather", "graphtier.store._triton_kernels"),
+}
 MAX_LINES = 450
 
 

@@ -10,7 +10,13 @@ from graphtier.cli.options import SEED
 from graphtier.cli.score import parse_fanouts
 from graphtier.dataset.format import Dataset
 from graphtier.graph.reorder import load_score_file, reorder_dataset
-from graphtier.tiering.hotness import DEFAULT_DAMPING, DEFAULT_RPR_TOL, DEFAULT_SCORE, SCORE_METHODS, compute_scores
+from graphtier.tiering.hotness import (
+    DEFAULT_DAMPING,
+    DEFAULT_RPR_TOL,
+    DEFAULT_SCORE,
+    SCORE_METHODS,
+    compute_scores,
+)
 
 
 @click.command("reorder")

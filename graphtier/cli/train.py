@@ -18,7 +18,13 @@ FEATURES_ON_CHOICES = ("cpu-gather", "zero-copy", "tiered", "tiered+cache")
 BALANCE_CHOICES = ("dynamic", "static", "off")
 
 def _progress_factory(console: Any) -> Callable[[str, int], Callable[[int, dict[str, Any]], None]]:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
 
     def factory(label: str, total: int) -> Callable[[int, dict[str, Any]], None]:
         progress = Progress(
@@ -131,7 +137,12 @@ def command(dataset: str, **options: Any) -> None:
 
     from graphtier.dataset import Dataset
     from graphtier.train import TrainConfig, Trainer
-    from graphtier.train.launch import launch, parse_devices, parse_shares, under_torchrun
+    from graphtier.train.launch import (
+        launch,
+        parse_devices,
+        parse_shares,
+        under_torchrun,
+    )
     from graphtier.train.report import epoch_summary, format_accuracy
 
     if options["devices"] is not None:

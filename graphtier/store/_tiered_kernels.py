@@ -29,7 +29,7 @@ from graphtier.store._gather_kernels import copy_row
 def _tier_copier(in_order: bool):  # returns a numba function
     """The per-tier copy loops, with the output row ``i`` (in order) or ``positions[i]`` fixed at compile time."""
 
-    @numba.njit(inline="always", nogil=True)
+    @numba.njit(inline="always", nogil=True, cache=True)
     def copy_tier_rows(
         local: np.ndarray,
         peers: np.ndarray,

@@ -8,7 +8,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from graphtier.cli.bench_gather import CPU_METHODS, command, format_gather_table, run_gather_benchmark
+from graphtier.bench.gather import (
+    CPU_METHODS,
+    format_gather_table,
+    run_gather_benchmark,
+)
+from graphtier.cli.bench_gather import command
 from graphtier.errors import OptionError
 
 

@@ -1,4 +1,4 @@
-"""``graphtier bench gather DATASET``: the rows a training run reads, gathered through one feature store.
+"""The rows a training run reads, gathered through one feature store (``graphtier bench gather DATASET``).
 
 The trace is one epoch of neighbour-sampled mini-batches (or uniform ids), replayed until enough time was
 measured; the baseline is ``torch.index_select`` on the same ids in the same run.
@@ -15,6 +15,8 @@ import numpy as np
 import torch
 
 from graphtier.errors import OptionError
+from graphtier.sampling import NeighborSampler, iter_seed_batches
+from graphtier.store import TIER_NAMES, make_feature_store
 
 __all__ = ["run_dataset_gather"]
 
@@ -46,9 +48,6 @@ def run_dataset_gather(
     ``torch.index_select(out=...)`` on the same ids in the same run (followed by a copy to the device on
     CUDA). Returns gb_per_s, rows_per_s, bytes_by_tier, index_select_gb_per_s and the configuration.
     """
-    from graphtier.sampling import NeighborSampler, iter_seed_batches
-    from graphtier.store import TIER_NAMES, make_feature_store
-
     if dataset.features is None:
         raise OptionError(f"{dataset.path}: dataset has no features to gather")
     if ids_from not in ("sampler", "uniform"):
