@@ -111,7 +111,6 @@ def test_analyze_json_and_plot(dataset: Path, tmp_path: Path, capsys: pytest.Cap
         (["analyze", "{d}", "--score", "degree,nope"], "--score"),
         (["analyze", "{d}", "--iterations", "3", "--wrpr-iterations", "4"], "--wrpr-iterations"),
         (["score", "{d}", "-s", "rpr", "-m", "wrpr"], "--method"),
-        (["score", "{d}"], "--score"),
         (["analyze", "{d}", "--seed", "3", "--presample-seed", "3"], "--presample-seed"),
         (["reorder", "{d}", "{t}/o", "--score", "{t}/missing.npy"], "score file not found"),
     ],
