@@ -44,3 +44,25 @@ def merge_alias(value: Any, alias_value: Any, name: str, alias: str, default: An
     if value is not None and value != alias_value:
         raise OptionError(f"{name} and its old spelling {alias} disagree ({value!r} and {alias_value!r}); give {name} only")
     return alias_value
+
+
+def score_options(func: Any) -> Any:
+    """The options every hotness score takes (``score`` and ``reorder``): damping, tol, iterations, fanouts,
+    batch size, presample epochs and seed. Defaults are those of :mod:`graphtier.tiering.hotness`."""
+    from graphtier.graph.scores import DEFAULT_DAMPING, DEFAULT_RPR_TOL
+
+    options = [
+        click.option("--damping", type=float, default=DEFAULT_DAMPING, show_default=True, help="rpr/wrpr damping."),
+        click.option("--tol", type=float, default=DEFAULT_RPR_TOL, show_default=True,
+                     help="rpr: stop when the L1 change is below this."),
+        click.option("--iterations", type=int, default=None,
+                     help="rpr: iteration cap (default 100); wrpr: iterations run (default 5)."),
+        click.option("--fanouts", default="25,10", show_default=True,
+                     help="fwr/fwr-sum/presample: training fanouts, seed hop first."),
+        click.option("--batch-size", type=int, default=1024, show_default=True, help="fwr/presample: seeds per batch."),
+        click.option("--epochs", type=int, default=1, show_default=True, help="presample: epochs sampled."),
+        click.option("--seed", type=SEED, default=0, show_default=True, help="presample: sampling seed."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func

@@ -6,13 +6,11 @@ from pathlib import Path
 
 import click
 
-from graphtier.cli.options import SEED
+from graphtier.cli.options import score_options
 from graphtier.cli.score import parse_fanouts
 from graphtier.dataset.format import Dataset
 from graphtier.graph.reorder import load_score_file, reorder_dataset
 from graphtier.tiering.hotness import (
-    DEFAULT_DAMPING,
-    DEFAULT_RPR_TOL,
     DEFAULT_SCORE,
     SCORE_METHODS,
     compute_scores,
@@ -24,16 +22,7 @@ from graphtier.tiering.hotness import (
 @click.argument("output", type=click.Path(path_type=Path))
 @click.option("--score", "-s", "score", default=DEFAULT_SCORE, show_default=True,
               help=f"One of {', '.join(SCORE_METHODS)}, or a .npy file of float scores [N].")
-@click.option("--damping", type=float, default=DEFAULT_DAMPING, show_default=True, help="rpr/wrpr damping.")
-@click.option("--tol", type=float, default=DEFAULT_RPR_TOL, show_default=True,
-              help="rpr: stop when the L1 change is below this.")
-@click.option("--iterations", type=int, default=None,
-              help="rpr: iteration cap (default 100); wrpr: iterations run (default 5).")
-@click.option("--fanouts", default="25,10", show_default=True,
-              help="fwr/fwr-sum/presample: training fanouts, seed hop first.")
-@click.option("--batch-size", type=int, default=1024, show_default=True, help="fwr/presample: seeds per batch.")
-@click.option("--epochs", type=int, default=1, show_default=True, help="presample: epochs sampled.")
-@click.option("--seed", type=SEED, default=0, show_default=True, help="presample: sampling seed.")
+@score_options
 @click.option("--overwrite", is_flag=True, help="Replace OUTPUT if it exists.")
 def command(
     dataset: Path, output: Path, score: str, damping: float, tol: float, iterations: int | None,

@@ -9,13 +9,11 @@ from pathlib import Path
 import click
 import numpy as np
 
-from graphtier.cli.options import SEED, merge_alias
+from graphtier.cli.options import merge_alias, score_options
 from graphtier.dataset import resources
 from graphtier.dataset.format import Dataset
 from graphtier.errors import OptionError
 from graphtier.tiering.hotness import (
-    DEFAULT_DAMPING,
-    DEFAULT_RPR_TOL,
     DEFAULT_SCORE,
     SCORE_METHODS,
     ScoreResult,
@@ -70,16 +68,7 @@ def describe(result: ScoreResult) -> str:
               help="Old spelling of --score.")
 @click.option("--output", "-o", type=click.Path(path_type=Path), default=None,
               help="Write the float64 [N] scores to this .npy file.")
-@click.option("--damping", type=float, default=DEFAULT_DAMPING, show_default=True, help="rpr/wrpr damping.")
-@click.option("--tol", type=float, default=DEFAULT_RPR_TOL, show_default=True,
-              help="rpr: stop when the L1 change is below this.")
-@click.option("--iterations", type=int, default=None,
-              help="rpr: iteration cap (default 100); wrpr: iterations run (default 5).")
-@click.option("--fanouts", default="25,10", show_default=True,
-              help="fwr/fwr-sum/presample: training fanouts, seed hop first.")
-@click.option("--batch-size", type=int, default=1024, show_default=True, help="fwr/presample: seeds per batch.")
-@click.option("--epochs", type=int, default=1, show_default=True, help="presample: epochs sampled.")
-@click.option("--seed", type=SEED, default=0, show_default=True, help="presample: sampling seed.")
+@score_options
 @click.option("--top", type=int, default=5, show_default=True, help="Print the ids of the top-scored nodes.")
 def command(
     dataset: Path, score: str | None, method: str | None, output: Path | None, damping: float, tol: float, iterations: int | None,
