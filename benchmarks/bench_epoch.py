@@ -104,7 +104,7 @@ def main() -> None:
     rows = []
     print(f"graph {dataset}: {meta.get('num_nodes'):,} nodes, {meta.get('num_edges'):,} edges", flush=True)
     print(f"{'model':5s} {'fanouts':9s} {'drop':>4s} {'thr':>3s} {'graphtier s':>11s} {'DGL s':>7s} "
-          f"{'DGL/gt':>6s} {'acc gt':>6s} {'acc DGL':>7s}  graphtier stages (sample/extract/transfer/train)")
+          f"{'DGL/gt':>6s} {'acc gt':>6s} {'acc DGL':>7s}  graphtier stages (sample/extract | wait/train/other)")
     for threads in [int(t) for t in args.threads.split(",")]:
         for model, fanouts, dropout in configs:
             ours = graphtier_epochs(dataset, model, fanouts, dropout, threads, args.epochs, common)
@@ -118,7 +118,8 @@ def main() -> None:
             stages = ours["stage_seconds"]
             print(f"{model:5s} {fanouts:9s} {dropout:4.1f} {threads:3d} {ours_s:11.2f} {peer_s:7.2f} "
                   f"{peer_s / ours_s:6.2f} {ours['test_acc']:6.3f} {peer['test_acc']:7.3f}  "
-                  f"{stages['sample']:.2f}/{stages['extract']:.2f}/{stages['transfer']:.2f}/{stages['train']:.2f}",
+                  f"{stages['sample']:.2f}/{stages['extract']:.2f} | {stages.get('wait', 0.0):.2f}/"
+                  f"{stages['train']:.2f}/{stages.get('other', 0.0):.2f}",
                   flush=True)
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps({
