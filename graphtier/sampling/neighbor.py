@@ -22,6 +22,7 @@ import torch
 from graphtier.errors import OptionError
 from graphtier.sampling import _neighbor_kernels as kernels
 from graphtier.sampling.batch import Block, MiniBatch
+from graphtier.sampling.buffers import Carver, OutputRing, Workspace, WorkspacePool
 from graphtier.sampling.seeds import as_seed_array
 
 
@@ -145,13 +146,23 @@ class ThreadTeam:
 
 
 def hop_spans(
-    team: ThreadTeam | None, indptr: np.ndarray, dst_nodes: np.ndarray, fanout: int
+    team: ThreadTeam | None,
+    indptr: np.ndarray,
+    dst_nodes: np.ndarray,
+    fanout: int,
+    workspace: Workspace | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(offsets int64 [D + 1], starts int64 [D], degrees int64 [D])`` of one hop (see kernels.list_spans)."""
+    """``(offsets int64 [D + 1], starts int64 [D], degrees int64 [D])`` of one hop (see kernels.list_spans).
+
+    With a ``workspace`` the arrays are its reused work arrays (valid until its next use), else fresh.
+    """
     d = dst_nodes.shape[0]
-    starts = np.empty(d, dtype=np.int64)
-    degrees = np.empty(d, dtype=np.int64)
-    counts = np.empty(d, dtype=np.int64)
+    if workspace is None:
+        starts, degrees, counts = (np.empty(d, dtype=np.int64) for _ in range(3))
+        offsets = np.empty(d + 1, dtype=np.int64)
+    else:
+        starts, degrees = workspace.array("starts", d), workspace.array("degrees", d)
+        counts, offsets = workspace.array("counts", d), workspace.array("offsets", d + 1)
 
     def work(first: int, stop: int) -> None:
         kernels.list_spans(indptr, dst_nodes, fanout, starts, degrees, counts, first, stop)
@@ -160,7 +171,7 @@ def hop_spans(
         work(0, d)
     else:
         team.run(work, d)
-    offsets = np.zeros(d + 1, dtype=np.int64)
+    offsets[0] = 0
     np.cumsum(counts, out=offsets[1:])
     return offsets, starts, degrees
 
@@ -185,37 +196,6 @@ def hop_sources(
     else:
         # chunks of about 16k draws: enough work per claim, fine enough to balance hubs
         team.run(work, starts.shape[0], max(256, 16384 // max(1, fanout if fanout > 0 else 16)))
-
-
-class ScratchPool:
-    """N-sized ``local id`` scratch arrays filled with -1, one per concurrent :meth:`sample` call.
-
-    A sampler used from one thread keeps a single array; concurrent calls each take their own
-    (allocated on demand), which makes samplers safe to share between threads.
-    """
-
-    def __init__(self, num_nodes: int) -> None:
-        self.num_nodes = num_nodes
-        self.dtype = np.int32 if num_nodes < 2**31 else np.int64
-        self._free: list[np.ndarray] = []
-        self._lock = threading.Lock()
-
-    @contextlib.contextmanager
-    def take(self) -> Iterator[np.ndarray]:
-        """A scratch array of -1 [N] (int32 when N < 2^31); it must be all -1 again when returned."""
-        with self._lock:
-            scratch = self._free.pop() if self._free else None
-        if scratch is None:
-            scratch = np.full(self.num_nodes, -1, dtype=self.dtype)
-        try:
-            yield scratch
-        except BaseException:
-            scratch = None  # possibly dirty: drop it
-            raise
-        finally:
-            if scratch is not None:
-                with self._lock:
-                    self._free.append(scratch)
 
 
 class NeighborSampler:
@@ -250,7 +230,8 @@ class NeighborSampler:
             raise OptionError(f"seed: expected an integer, found {seed!r}")
         self.seed = int(seed)
         self.num_threads = check_num_threads(num_threads)
-        self._scratch = ScratchPool(self.num_nodes)
+        self._workspaces = WorkspacePool(self.num_nodes)
+        self._outputs = OutputRing()
         self._team = ThreadTeam(self.num_threads - 1) if self.num_threads > 1 else None
         self._batch_counter = itertools.count()
         # hops use the parallel relabel from this many threads on (tests lower it to cover that path)
@@ -267,48 +248,53 @@ class NeighborSampler:
             batch_id = next(self._batch_counter)
         elif isinstance(batch_id, bool) or not isinstance(batch_id, (int, np.integer)) or batch_id < 0:
             raise OptionError(f"batch_id: expected a non-negative integer or None, found {batch_id!r}")
-        with self._scratch.take() as local_id:
-            n_id, edge_indices, layer_sizes, seed_index = self._sample(seed_array, int(batch_id), local_id)
+        workspace = self._workspaces.take()
+        carver = Carver(self._outputs.take())
+        # a failed batch may leave ids in the scratch: its workspace is dropped, not given back
+        n_id, edge_indices, layer_sizes, seed_index = self._sample(seed_array, int(batch_id), workspace, carver)
+        self._workspaces.give_back(workspace)
+        self._outputs.need(carver.used)
         # layer_sizes[h] = nodes known before hop h; the block of hop h maps sizes[h+1] -> sizes[h]
         blocks = [
-            Block(torch.from_numpy(edge_indices[h]), int(layer_sizes[h + 1]), int(layer_sizes[h]))
+            Block(edge_indices[h], int(layer_sizes[h + 1]), int(layer_sizes[h]))
             for h in reversed(range(len(self.fanouts)))
         ]
         return MiniBatch(
-            n_id=torch.from_numpy(n_id),
+            n_id=n_id,
             blocks=blocks,
-            seed_index=torch.from_numpy(seed_index),
+            seed_index=seed_index,
             seeds=torch.from_numpy(seed_array.copy()),
         )
 
     def _sample(
-        self, seeds: np.ndarray, batch_id: int, local_id: np.ndarray
-    ) -> tuple[np.ndarray, list[np.ndarray], list[int], np.ndarray]:
-        n_id = np.empty(seeds.shape[0], dtype=np.int64)
-        seed_index = np.empty(seeds.shape[0], dtype=np.int64)
+        self, seeds: np.ndarray, batch_id: int, workspace: Workspace, carver: Carver
+    ) -> tuple[torch.Tensor, list[torch.Tensor], list[int], torch.Tensor]:
+        """The batch's tensors, carved from the output buffer: n_id [n], edge_index [2, E_h] per hop, seed_index [B]."""
+        local_id = workspace.local_id
+        seed_index = carver.take(seeds.shape[0])
+        n_id = workspace.array("n_id", seeds.shape[0])  # the growing node list (global ids); copied out at the end
         count = 0
         try:
-            count = int(kernels.unique_seeds(seeds, local_id, n_id, seed_index))
+            count = int(kernels.unique_seeds(seeds, local_id, n_id, seed_index.numpy()))
             layer_sizes = [count]
             edge_indices = []
             for hop, fanout in enumerate(self.fanouts):
                 dst_nodes = n_id[:count]
                 team = self._team if count >= PARALLEL_MIN_ITEMS else None
-                spans = hop_spans(team, self.indptr, dst_nodes, fanout)
+                spans = hop_spans(team, self.indptr, dst_nodes, fanout, workspace)
                 num_edges = int(spans[0][-1])
-                edge_index = np.empty((2, num_edges), dtype=np.int64)
+                edge_tensor = carver.take(2 * num_edges).view(2, num_edges)
+                edge_index = edge_tensor.numpy()
                 relabel_threads = threads_for(num_edges, self.num_threads)
                 if relabel_threads < self.parallel_relabel_min_threads:
                     relabel_threads = 1
                 if local_id.dtype == np.int32 and num_edges >= 2**31 - 2:
                     relabel_threads = 1  # relabel_parallel's markers would not fit the int32 scratch
                 # the parallel relabel reads the global ids from a separate array
-                sources = np.empty(num_edges, dtype=np.int64) if relabel_threads > 1 else edge_index[0]
+                sources = workspace.array("sources", num_edges) if relabel_threads > 1 else edge_index[0]
                 stream = np.uint64(kernels.stream_key(self.seed, batch_id, hop))
                 hop_sources(team, self.indices, spans, fanout, stream, sources, edge_index[1])
-                grown = np.empty(count + num_edges, dtype=np.int64)
-                grown[:count] = n_id[:count]
-                n_id = grown
+                n_id = workspace.array("n_id", count + num_edges, keep=count)
                 if relabel_threads > 1:
                     with numba_threads(relabel_threads):
                         count = int(
@@ -317,7 +303,9 @@ class NeighborSampler:
                 else:
                     count = int(kernels.relabel(edge_index[0], local_id, n_id, count))
                 layer_sizes.append(count)
-                edge_indices.append(edge_index)
+                edge_indices.append(edge_tensor)
         finally:
             kernels.reset_local_ids(local_id, n_id, 0, count)
-        return n_id[:count], edge_indices, layer_sizes, seed_index
+        n_id_out = carver.take(count)
+        n_id_out.numpy()[:] = n_id[:count]
+        return n_id_out, edge_indices, layer_sizes, seed_index
