@@ -4,7 +4,8 @@ Hop ``h`` (``fanouts[h]``, PyG order: ``fanouts[0]`` = neighbours of the seeds) 
 ``fanouts[h]`` in-neighbours without replacement of every node found so far, in parallel over those
 destination nodes (chunks claimed by a :class:`ThreadTeam`); new nodes are then appended to ``n_id``
 in first-seen order through an N-sized ``local id`` scratch array that is reset after the batch by
-touching only the batch's nodes.
+touching only the batch's nodes. Steady state allocates no per-hop arrays: work arrays live in a
+per-call :class:`Workspace`, and the returned tensors are carved from an :class:`OutputRing` buffer.
 """
 
 from __future__ import annotations
@@ -115,6 +116,12 @@ class ThreadTeam:
             concurrent.futures.ThreadPoolExecutor(helpers, thread_name_prefix="graphtier-sampler") if helpers else None
         )
 
+    def submit(self, work: Callable[[], None]) -> None:
+        """Start ``work()`` on each helper thread (no-op without helpers); callers synchronise themselves."""
+        if self._pool is not None:
+            for _ in range(self.helpers):
+                self._pool.submit(work)
+
     def run(self, work: Callable[[int, int], None], total: int, min_chunk: int = PARALLEL_MIN_ITEMS) -> None:
         """Call ``work(first, stop)`` over disjoint ranges covering [0, total); re-raises a chunk's error."""
         chunk = max(min_chunk, -(-total // (4 * (self.helpers + 1))))
@@ -198,6 +205,65 @@ def hop_sources(
         team.run(work, starts.shape[0], max(256, 16384 // max(1, fanout if fanout > 0 else 16)))
 
 
+def hop_sources_relabelled(
+    team: ThreadTeam,
+    indices: np.ndarray,
+    spans: tuple[np.ndarray, np.ndarray, np.ndarray],
+    fanout: int,
+    stream: np.uint64,
+    edge_index: np.ndarray,
+    local_id: np.ndarray,
+    n_id: np.ndarray,
+    count: int,
+) -> int:
+    """Sample one hop into ``edge_index`` (int64 [2, E]) and relabel row 0 while the hop is still being sampled.
+
+    Destinations are cut into chunks that the helpers and the caller claim in order; the caller
+    relabels (sequentially, in edge order: the result of :func:`hop_sources` + ``kernels.relabel``)
+    each chunk as soon as it and all before it are sampled, and samples a chunk itself whenever the
+    next one is not ready. Two threads thus overlap the relabel with the draws instead of running
+    it after them. Appends new nodes to ``n_id`` (capacity >= count + E); returns the new count.
+    """
+    offsets, starts, degrees = spans
+    num_dst = starts.shape[0]
+    sources, destinations = edge_index[0], edge_index[1]
+    # chunks of about 4k draws: small enough for the relabel to start early, large enough per claim
+    chunk = max(128, 4096 // max(1, fanout if fanout > 0 else 16))
+    num_chunks = -(-num_dst // chunk)
+    done = [threading.Event() for _ in range(num_chunks)]
+    claims = itertools.count()
+    errors: list[BaseException] = []
+
+    def sample_chunk(c: int) -> None:
+        try:
+            first = c * chunk
+            kernels.sample_sources(
+                indices, starts, degrees, fanout, stream, offsets, sources, destinations, first, min(num_dst, first + chunk)
+            )
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller below
+            errors.append(exc)
+        finally:
+            done[c].set()
+
+    def helper() -> None:
+        while (c := next(claims)) < num_chunks:
+            sample_chunk(c)
+
+    team.submit(helper)
+    for c in range(num_chunks):
+        while not done[c].is_set():
+            claimed = next(claims)
+            if claimed < num_chunks:
+                sample_chunk(claimed)
+            else:
+                done[c].wait()
+        if errors:
+            raise errors[0]
+        low, high = int(offsets[c * chunk]), int(offsets[min(num_dst, (c + 1) * chunk)])
+        count = int(kernels.relabel(sources[low:high], local_id, n_id, count))
+    return count
+
+
 class NeighborSampler:
     """Uniform neighbour sampler (GraphSAGE): seeds -> ``len(fanouts)`` hops of bipartite blocks.
 
@@ -211,7 +277,9 @@ class NeighborSampler:
 
     The same ``(seed, batch_id, seeds)`` gives the same batch for any thread count. The kernels
     release the GIL, so a background thread can sample while another trains, and concurrent
-    :meth:`sample` calls are safe (each uses its own scratch array).
+    :meth:`sample` calls are safe (each uses its own :class:`Workspace`). Work arrays and the memory of
+    the returned tensors are reused across batches (:mod:`graphtier.sampling.buffers`); a batch the
+    caller still references is never overwritten.
     """
 
     def __init__(
@@ -293,8 +361,15 @@ class NeighborSampler:
                 # the parallel relabel reads the global ids from a separate array
                 sources = workspace.array("sources", num_edges) if relabel_threads > 1 else edge_index[0]
                 stream = np.uint64(kernels.stream_key(self.seed, batch_id, hop))
-                hop_sources(team, self.indices, spans, fanout, stream, sources, edge_index[1])
                 n_id = workspace.array("n_id", count + num_edges, keep=count)
+                if team is not None and relabel_threads == 1:
+                    count = hop_sources_relabelled(
+                        team, self.indices, spans, fanout, stream, edge_index, local_id, n_id, count
+                    )
+                    layer_sizes.append(count)
+                    edge_indices.append(edge_tensor)
+                    continue
+                hop_sources(team, self.indices, spans, fanout, stream, sources, edge_index[1])
                 if relabel_threads > 1:
                     with numba_threads(relabel_threads):
                         count = int(

@@ -119,3 +119,38 @@ def test_carver_carves_then_allocates_when_full():
     assert a.untyped_storage().data_ptr() == buffer.untyped_storage().data_ptr()
     assert b.untyped_storage().data_ptr() != buffer.untyped_storage().data_ptr()  # did not fit
     assert carver.used == 130 and ring.capacity == 125
+
+
+@pytest.mark.parametrize("fanouts", [[3, 2], [-1, 2], [50]])
+def test_pipelined_relabel_matches_one_thread(fanouts):
+    """2 threads (draws and relabel overlapped chunk by chunk) give the 1-thread batch, over many chunks."""
+    indptr, indices = random_csc(30_000, 400_000, 9)
+    seeds = np.random.default_rng(4).integers(0, 30_000, 5_000)
+    one = NeighborSampler(indptr, indices, fanouts, seed=6, num_threads=1).sample(seeds, batch_id=3)
+    two = NeighborSampler(indptr, indices, fanouts, seed=6, num_threads=2).sample(seeds, batch_id=3)
+    assert all(np.array_equal(a, c) for a, c in zip(snapshot(one), snapshot(two)))
+    assert_matches_reference(two, indptr, indices, fanouts, seeds, 6, 3)
+
+
+def test_pipelined_hop_error_reaches_the_caller_and_sampler_recovers(monkeypatch):
+    """A chunk that fails in a helper or the caller raises from sample(); the next batch is still correct."""
+    from graphtier.sampling import neighbor
+
+    indptr, indices = random_csc(20_000, 200_000, 10)
+    seeds = np.random.default_rng(5).integers(0, 20_000, 4_000)
+    sampler = NeighborSampler(indptr, indices, [4, 4], seed=7, num_threads=2)
+    real = neighbor.kernels.sample_sources
+    calls = []
+
+    def failing(*args):
+        calls.append(1)
+        if len(calls) == 3:
+            raise RuntimeError("chunk failed")
+        return real(*args)
+
+    monkeypatch.setattr(neighbor.kernels, "sample_sources", failing)
+    with pytest.raises(RuntimeError, match="chunk failed"):
+        sampler.sample(seeds, batch_id=1)
+    monkeypatch.setattr(neighbor.kernels, "sample_sources", real)
+    mb = sampler.sample(seeds, batch_id=1)
+    assert_matches_reference(mb, indptr, indices, [4, 4], seeds, 7, 1)
