@@ -17,6 +17,7 @@ Prints a table and writes benchmarks/results/sample-dgl.json (``--out``).
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import os
 import platform
@@ -48,8 +49,13 @@ def seed_batches(ds: Dataset, batch_size: int, count: int, seed: int = 0) -> lis
 
 
 def graphtier_run(indptr: np.ndarray, indices: np.ndarray, fanouts: list[int], batches: list[np.ndarray],
-                  threads: int, warmup: int) -> dict[str, float]:
-    """Time graphtier's sampler over ``batches[warmup:]``: edges, seconds, CPU seconds, sampled edges/s."""
+                  threads: int, warmup: int, keep: int = 1) -> dict[str, float]:
+    """Time graphtier's sampler over ``batches[warmup:]``: edges, seconds, CPU seconds, sampled edges/s.
+
+    The loop keeps the last ``keep`` batches alive, as a consumer would (1: a loop variable; the
+    trainer's prefetch queue holds a few); 0 drops each batch before the next is sampled.
+    """
+    kept: collections.deque = collections.deque(maxlen=keep)
     sampler = NeighborSampler(indptr, indices, fanouts, seed=0, num_threads=threads)
     for b in range(warmup):
         sampler.sample(batches[b], batch_id=b)
@@ -59,6 +65,8 @@ def graphtier_run(indptr: np.ndarray, indices: np.ndarray, fanouts: list[int], b
         mb = sampler.sample(batches[b], batch_id=b)
         edges += mb.num_sampled_edges
         nodes += mb.num_nodes
+        kept.append(mb)
+        del mb
     seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
     return {"edges": edges, "nodes": nodes, "seconds": seconds, "cpu_seconds": cpu_seconds,
             "sampled_edges_per_s": edges / seconds}
@@ -86,6 +94,8 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--threads", default="2,1", help="comma-separated thread counts")
     parser.add_argument("--repeats", type=int, default=3, help="alternating runs per side; medians are compared")
+    parser.add_argument("--keep", type=int, default=1,
+                        help="graphtier batches kept alive while the next is sampled (0: dropped at once)")
     parser.add_argument("--label", default="", help="free text stored in the JSON (e.g. the commit)")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
@@ -105,7 +115,7 @@ def main() -> None:
         for threads in [int(t) for t in args.threads.split(",")]:
             ours, peer = [], []
             for _ in range(args.repeats):
-                ours.append(graphtier_run(indptr, indices, fanouts, batches, threads, args.warmup))
+                ours.append(graphtier_run(indptr, indices, fanouts, batches, threads, args.warmup, args.keep))
                 peer.append(dgl_run(dgl_python, args.dataset, seeds_file, args.fanouts, threads, args.warmup))
             ours_rate = statistics.median(r["sampled_edges_per_s"] for r in ours)
             peer_rate = statistics.median(r["sampled_edges_per_s"] for r in peer)
@@ -120,7 +130,7 @@ def main() -> None:
                 "graphtier_runs": ours, "dgl_runs": peer,
             })
     print(f"dataset {ds.path}: {ds.num_nodes:,} nodes, {ds.num_edges:,} edges; fanouts {args.fanouts}, "
-          f"batch {args.batch_size}, {args.batches} timed batches, median of {args.repeats} alternating runs")
+          f"batch {args.batch_size}, {args.batches} timed batches, keep {args.keep}, median of {args.repeats} alternating runs")
     print(f"{'threads':>7} {'graphtier e/s':>14} {'DGL e/s':>10} {'ratio':>6} {'ratios per run':>24} "
           f"{'edges/batch (gt / DGL)':>24}")
     for r in rows:
@@ -135,7 +145,7 @@ def main() -> None:
         "load_average_before": load_before, "load_average_after": os.getloadavg(),
         "dataset": str(ds.path), "num_nodes": ds.num_nodes, "num_edges": ds.num_edges,
         "fanouts": fanouts, "batch_size": args.batch_size, "batches": args.batches, "warmup": args.warmup,
-        "repeats": args.repeats, "dgl": rows[0]["dgl_runs"][0].get("dgl") if rows else None, "results": rows,
+        "repeats": args.repeats, "keep": args.keep, "dgl": rows[0]["dgl_runs"][0].get("dgl") if rows else None, "results": rows,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     tmp_out = args.out.with_suffix(".json.tmp")
