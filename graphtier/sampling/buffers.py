@@ -119,9 +119,9 @@ class OutputRing:
             self._taken += 1
             best: _Slot | None = None
             for slot in self._slots:
-                if _use_count(slot.storage._cdata) == slot.idle_count:  # type: ignore[attr-defined]
-                    if best is None or slot.last_taken > best.last_taken:  # released last: cache-warm
-                        best = slot
+                free = _use_count(slot.storage._cdata) == slot.idle_count  # type: ignore[attr-defined]
+                if free and (best is None or slot.last_taken > best.last_taken):  # released last: cache-warm
+                    best = slot
             if best is None:
                 if len(self._slots) >= self.max_slots:
                     return None
