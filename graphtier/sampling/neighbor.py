@@ -4,7 +4,8 @@ Hop ``h`` (``fanouts[h]``, PyG order: ``fanouts[0]`` = neighbours of the seeds) 
 ``fanouts[h]`` in-neighbours without replacement of every node found so far, in parallel over those
 destination nodes (chunks claimed by a :class:`ThreadTeam`); new nodes are then appended to ``n_id``
 in first-seen order through an N-sized ``local id`` scratch array that is reset after the batch by
-touching only the batch's nodes.
+touching only the batch's nodes. Steady state allocates no per-hop arrays: work arrays live in a
+per-call :class:`Workspace`, and the returned tensors are carved from an :class:`OutputRing` buffer.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import torch
 from graphtier.errors import OptionError
 from graphtier.sampling import _neighbor_kernels as kernels
 from graphtier.sampling.batch import Block, MiniBatch
+from graphtier.sampling.buffers import Carver, OutputRing, Workspace, WorkspacePool
 from graphtier.sampling.seeds import as_seed_array
 
 
@@ -114,6 +116,12 @@ class ThreadTeam:
             concurrent.futures.ThreadPoolExecutor(helpers, thread_name_prefix="graphtier-sampler") if helpers else None
         )
 
+    def submit(self, work: Callable[[], None]) -> None:
+        """Start ``work()`` on each helper thread (no-op without helpers); callers synchronise themselves."""
+        if self._pool is not None:
+            for _ in range(self.helpers):
+                self._pool.submit(work)
+
     def run(self, work: Callable[[int, int], None], total: int, min_chunk: int = PARALLEL_MIN_ITEMS) -> None:
         """Call ``work(first, stop)`` over disjoint ranges covering [0, total); re-raises a chunk's error."""
         chunk = max(min_chunk, -(-total // (4 * (self.helpers + 1))))
@@ -145,13 +153,23 @@ class ThreadTeam:
 
 
 def hop_spans(
-    team: ThreadTeam | None, indptr: np.ndarray, dst_nodes: np.ndarray, fanout: int
+    team: ThreadTeam | None,
+    indptr: np.ndarray,
+    dst_nodes: np.ndarray,
+    fanout: int,
+    workspace: Workspace | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(offsets int64 [D + 1], starts int64 [D], degrees int64 [D])`` of one hop (see kernels.list_spans)."""
+    """``(offsets int64 [D + 1], starts int64 [D], degrees int64 [D])`` of one hop (see kernels.list_spans).
+
+    With a ``workspace`` the arrays are its reused work arrays (valid until its next use), else fresh.
+    """
     d = dst_nodes.shape[0]
-    starts = np.empty(d, dtype=np.int64)
-    degrees = np.empty(d, dtype=np.int64)
-    counts = np.empty(d, dtype=np.int64)
+    if workspace is None:
+        starts, degrees, counts = (np.empty(d, dtype=np.int64) for _ in range(3))
+        offsets = np.empty(d + 1, dtype=np.int64)
+    else:
+        starts, degrees = workspace.array("starts", d), workspace.array("degrees", d)
+        counts, offsets = workspace.array("counts", d), workspace.array("offsets", d + 1)
 
     def work(first: int, stop: int) -> None:
         kernels.list_spans(indptr, dst_nodes, fanout, starts, degrees, counts, first, stop)
@@ -160,7 +178,7 @@ def hop_spans(
         work(0, d)
     else:
         team.run(work, d)
-    offsets = np.zeros(d + 1, dtype=np.int64)
+    offsets[0] = 0
     np.cumsum(counts, out=offsets[1:])
     return offsets, starts, degrees
 
@@ -187,35 +205,63 @@ def hop_sources(
         team.run(work, starts.shape[0], max(256, 16384 // max(1, fanout if fanout > 0 else 16)))
 
 
-class ScratchPool:
-    """N-sized ``local id`` scratch arrays filled with -1, one per concurrent :meth:`sample` call.
+def hop_sources_relabelled(
+    team: ThreadTeam,
+    indices: np.ndarray,
+    spans: tuple[np.ndarray, np.ndarray, np.ndarray],
+    fanout: int,
+    stream: np.uint64,
+    edge_index: np.ndarray,
+    local_id: np.ndarray,
+    n_id: np.ndarray,
+    count: int,
+) -> int:
+    """Sample one hop into ``edge_index`` (int64 [2, E]) and relabel row 0 while the hop is still being sampled.
 
-    A sampler used from one thread keeps a single array; concurrent calls each take their own
-    (allocated on demand), which makes samplers safe to share between threads.
+    Destinations are cut into chunks that the helpers and the caller claim in order; the caller
+    relabels (sequentially, in edge order: the result of :func:`hop_sources` + ``kernels.relabel``)
+    each chunk as soon as it and all before it are sampled, and samples a chunk itself whenever the
+    next one is not ready. Two threads thus overlap the relabel with the draws instead of running
+    it after them. Appends new nodes to ``n_id`` (capacity >= count + E); returns the new count.
     """
+    offsets, starts, degrees = spans
+    num_dst = starts.shape[0]
+    sources, destinations = edge_index[0], edge_index[1]
+    # chunks of about 4k draws: small enough for the relabel to start early, large enough per claim
+    chunk = max(128, 4096 // max(1, fanout if fanout > 0 else 16))
+    num_chunks = -(-num_dst // chunk)
+    done = [threading.Event() for _ in range(num_chunks)]
+    claims = itertools.count()
+    errors: list[BaseException] = []
 
-    def __init__(self, num_nodes: int) -> None:
-        self.num_nodes = num_nodes
-        self.dtype = np.int32 if num_nodes < 2**31 else np.int64
-        self._free: list[np.ndarray] = []
-        self._lock = threading.Lock()
-
-    @contextlib.contextmanager
-    def take(self) -> Iterator[np.ndarray]:
-        """A scratch array of -1 [N] (int32 when N < 2^31); it must be all -1 again when returned."""
-        with self._lock:
-            scratch = self._free.pop() if self._free else None
-        if scratch is None:
-            scratch = np.full(self.num_nodes, -1, dtype=self.dtype)
+    def sample_chunk(c: int) -> None:
         try:
-            yield scratch
-        except BaseException:
-            scratch = None  # possibly dirty: drop it
-            raise
+            first = c * chunk
+            kernels.sample_sources(
+                indices, starts, degrees, fanout, stream, offsets, sources, destinations, first, min(num_dst, first + chunk)
+            )
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller below
+            errors.append(exc)
         finally:
-            if scratch is not None:
-                with self._lock:
-                    self._free.append(scratch)
+            done[c].set()
+
+    def helper() -> None:
+        while (c := next(claims)) < num_chunks:
+            sample_chunk(c)
+
+    team.submit(helper)
+    for c in range(num_chunks):
+        while not done[c].is_set():
+            claimed = next(claims)
+            if claimed < num_chunks:
+                sample_chunk(claimed)
+            else:
+                done[c].wait()
+        if errors:
+            raise errors[0]
+        low, high = int(offsets[c * chunk]), int(offsets[min(num_dst, (c + 1) * chunk)])
+        count = int(kernels.relabel(sources[low:high], local_id, n_id, count))
+    return count
 
 
 class NeighborSampler:
@@ -231,7 +277,9 @@ class NeighborSampler:
 
     The same ``(seed, batch_id, seeds)`` gives the same batch for any thread count. The kernels
     release the GIL, so a background thread can sample while another trains, and concurrent
-    :meth:`sample` calls are safe (each uses its own scratch array).
+    :meth:`sample` calls are safe (each uses its own :class:`Workspace`). Work arrays and the memory of
+    the returned tensors are reused across batches (:mod:`graphtier.sampling.buffers`); a batch the
+    caller still references is never overwritten.
     """
 
     def __init__(
@@ -250,7 +298,8 @@ class NeighborSampler:
             raise OptionError(f"seed: expected an integer, found {seed!r}")
         self.seed = int(seed)
         self.num_threads = check_num_threads(num_threads)
-        self._scratch = ScratchPool(self.num_nodes)
+        self._workspaces = WorkspacePool(self.num_nodes)
+        self._outputs = OutputRing()
         self._team = ThreadTeam(self.num_threads - 1) if self.num_threads > 1 else None
         self._batch_counter = itertools.count()
         # hops use the parallel relabel from this many threads on (tests lower it to cover that path)
@@ -267,48 +316,60 @@ class NeighborSampler:
             batch_id = next(self._batch_counter)
         elif isinstance(batch_id, bool) or not isinstance(batch_id, (int, np.integer)) or batch_id < 0:
             raise OptionError(f"batch_id: expected a non-negative integer or None, found {batch_id!r}")
-        with self._scratch.take() as local_id:
-            n_id, edge_indices, layer_sizes, seed_index = self._sample(seed_array, int(batch_id), local_id)
+        workspace = self._workspaces.take()
+        carver = Carver(self._outputs.take())
+        # a failed batch may leave ids in the scratch: its workspace is dropped, not given back
+        n_id, edge_indices, layer_sizes, seed_index = self._sample(seed_array, int(batch_id), workspace, carver)
+        self._workspaces.give_back(workspace)
+        self._outputs.need(carver.used)
         # layer_sizes[h] = nodes known before hop h; the block of hop h maps sizes[h+1] -> sizes[h]
         blocks = [
-            Block(torch.from_numpy(edge_indices[h]), int(layer_sizes[h + 1]), int(layer_sizes[h]))
+            Block(edge_indices[h], int(layer_sizes[h + 1]), int(layer_sizes[h]))
             for h in reversed(range(len(self.fanouts)))
         ]
         return MiniBatch(
-            n_id=torch.from_numpy(n_id),
+            n_id=n_id,
             blocks=blocks,
-            seed_index=torch.from_numpy(seed_index),
+            seed_index=seed_index,
             seeds=torch.from_numpy(seed_array.copy()),
         )
 
     def _sample(
-        self, seeds: np.ndarray, batch_id: int, local_id: np.ndarray
-    ) -> tuple[np.ndarray, list[np.ndarray], list[int], np.ndarray]:
-        n_id = np.empty(seeds.shape[0], dtype=np.int64)
-        seed_index = np.empty(seeds.shape[0], dtype=np.int64)
+        self, seeds: np.ndarray, batch_id: int, workspace: Workspace, carver: Carver
+    ) -> tuple[torch.Tensor, list[torch.Tensor], list[int], torch.Tensor]:
+        """The batch's tensors, carved from the output buffer: n_id [n], edge_index [2, E_h] per hop, seed_index [B]."""
+        local_id = workspace.local_id
+        seed_index = carver.take(seeds.shape[0])
+        n_id = workspace.array("n_id", seeds.shape[0])  # the growing node list (global ids); copied out at the end
         count = 0
         try:
-            count = int(kernels.unique_seeds(seeds, local_id, n_id, seed_index))
+            count = int(kernels.unique_seeds(seeds, local_id, n_id, seed_index.numpy()))
             layer_sizes = [count]
             edge_indices = []
             for hop, fanout in enumerate(self.fanouts):
                 dst_nodes = n_id[:count]
                 team = self._team if count >= PARALLEL_MIN_ITEMS else None
-                spans = hop_spans(team, self.indptr, dst_nodes, fanout)
+                spans = hop_spans(team, self.indptr, dst_nodes, fanout, workspace)
                 num_edges = int(spans[0][-1])
-                edge_index = np.empty((2, num_edges), dtype=np.int64)
+                edge_tensor = carver.take(2 * num_edges).view(2, num_edges)
+                edge_index = edge_tensor.numpy()
                 relabel_threads = threads_for(num_edges, self.num_threads)
                 if relabel_threads < self.parallel_relabel_min_threads:
                     relabel_threads = 1
                 if local_id.dtype == np.int32 and num_edges >= 2**31 - 2:
                     relabel_threads = 1  # relabel_parallel's markers would not fit the int32 scratch
                 # the parallel relabel reads the global ids from a separate array
-                sources = np.empty(num_edges, dtype=np.int64) if relabel_threads > 1 else edge_index[0]
+                sources = workspace.array("sources", num_edges) if relabel_threads > 1 else edge_index[0]
                 stream = np.uint64(kernels.stream_key(self.seed, batch_id, hop))
+                n_id = workspace.array("n_id", count + num_edges, keep=count)
+                if team is not None and relabel_threads == 1:
+                    count = hop_sources_relabelled(
+                        team, self.indices, spans, fanout, stream, edge_index, local_id, n_id, count
+                    )
+                    layer_sizes.append(count)
+                    edge_indices.append(edge_tensor)
+                    continue
                 hop_sources(team, self.indices, spans, fanout, stream, sources, edge_index[1])
-                grown = np.empty(count + num_edges, dtype=np.int64)
-                grown[:count] = n_id[:count]
-                n_id = grown
                 if relabel_threads > 1:
                     with numba_threads(relabel_threads):
                         count = int(
@@ -317,7 +378,9 @@ class NeighborSampler:
                 else:
                     count = int(kernels.relabel(edge_index[0], local_id, n_id, count))
                 layer_sizes.append(count)
-                edge_indices.append(edge_index)
+                edge_indices.append(edge_tensor)
         finally:
             kernels.reset_local_ids(local_id, n_id, 0, count)
-        return n_id[:count], edge_indices, layer_sizes, seed_index
+        n_id_out = carver.take(count)
+        n_id_out.numpy()[:] = n_id[:count]
+        return n_id_out, edge_indices, layer_sizes, seed_index
