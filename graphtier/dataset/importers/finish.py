@@ -213,8 +213,13 @@ def check_node_data_options(
     split: Sequence[float] | None,
     synthetic_signal: float = 0.0,
     synthetic_classes: int = 0,
+    *,
+    labels_in_source: bool = False,
 ) -> None:
-    """Reject conflicting or malformed labels/features/split options before any heavy work."""
+    """Reject conflicting or malformed labels/features/split options before any heavy work.
+
+    ``labels_in_source``: the input itself carries labels (a ``.mat`` variable), so a feature signal has
+    labels to encode without ``--labels``."""
     if features is not None and synthetic_dim:
         raise OptionError("--features and --synthetic-features: expected at most one, found both")
     if synthetic_dim < 0:
@@ -223,7 +228,7 @@ def check_node_data_options(
         raise OptionError(f"--synthetic-feature-signal: expected a finite number >= 0, found {synthetic_signal}")
     if synthetic_signal > 0 and not synthetic_dim:
         raise OptionError("--synthetic-feature-signal: expected --synthetic-features DIM as well, found none")
-    if synthetic_signal > 0 and labels is None and not synthetic_classes:
+    if synthetic_signal > 0 and labels is None and not labels_in_source and not synthetic_classes:
         raise OptionError(
             "--synthetic-feature-signal: expected labels (--labels or --synthetic-labels) to encode, found none"
         )

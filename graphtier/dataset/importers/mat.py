@@ -228,13 +228,10 @@ def import_mat(
             f"--synthetic-labels: {path} already has labels ({lab_key!r}); pass --labels-key none to replace them"
         )
     finish.check_node_data_options(
-        None, None, synthetic_features, split, 0.0, synthetic_labels
+        None, None, synthetic_features, split, synthetic_feature_signal, synthetic_labels,
+        labels_in_source=lab_key is not None,
     )
     finite.check_mode(non_finite)
-    if synthetic_feature_signal and not synthetic_features:
-        raise OptionError("--synthetic-feature-signal: expected --synthetic-features DIM as well, found none")
-    if synthetic_feature_signal < 0 or not np.isfinite(synthetic_feature_signal):
-        raise OptionError(f"--synthetic-feature-signal: expected a finite number >= 0, found {synthetic_feature_signal}")
     indptr_in, indices_in, n = read_adjacency(variables[adj_key], path, adj_key)
     features = read_features(variables[feat_key], path, feat_key, n) if feat_key is not None else None
     labels = read_mat_labels(variables[lab_key], path, lab_key, n) if lab_key is not None else None

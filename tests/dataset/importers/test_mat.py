@@ -126,3 +126,14 @@ def test_cli(tmp_path: Path) -> None:
     assert ds.name == "acm" and ds.num_classes == 3
     bad = run_cli("prepare", "mat", str(path), str(tmp_path / "x"), "--adjacency-key", "nope")
     assert_user_error(bad, "ACM.mat", "--adjacency-key 'nope'", "no such variable")
+
+
+def test_feature_signal_uses_the_labels_inside_the_file(tmp_path: Path) -> None:
+    _acm_like(tmp_path / "acm.mat")
+    ds = import_mat(tmp_path / "acm.mat", tmp_path / "out", features_key="none", synthetic_features=4,
+                    synthetic_feature_signal=1.0)
+    assert ds.feature_dim == 4 and ds.num_classes == 3
+    with pytest.raises(OptionError, match="expected labels"):
+        import_mat(tmp_path / "acm.mat", tmp_path / "out2", features_key="none", labels_key="none",
+                   synthetic_features=4, synthetic_feature_signal=1.0)
+    assert not (tmp_path / "out2").exists()
