@@ -130,10 +130,10 @@ def test_cli(tmp_path: Path) -> None:
 
 def test_feature_signal_uses_the_labels_inside_the_file(tmp_path: Path) -> None:
     _acm_like(tmp_path / "acm.mat")
-    ds = import_mat(tmp_path / "acm.mat", tmp_path / "out", features_key="none", synthetic_features=4,
+    ds = import_mat(tmp_path / "acm.mat", tmp_path / "out", adjacency_key="PAP", features_key="none", synthetic_features=4,
                     synthetic_feature_signal=1.0)
     assert ds.feature_dim == 4 and ds.num_classes == 3
     with pytest.raises(OptionError, match="expected labels"):
-        import_mat(tmp_path / "acm.mat", tmp_path / "out2", features_key="none", labels_key="none",
+        import_mat(tmp_path / "acm.mat", tmp_path / "out2", adjacency_key="PAP", features_key="none", labels_key="none",
                    synthetic_features=4, synthetic_feature_signal=1.0)
     assert not (tmp_path / "out2").exists()
