@@ -290,7 +290,7 @@ def plan_capacity(
 def format_plan(plan: CapacityPlan) -> str:
     """A plain-text table: one line per budget with tier rows/bytes, read shares, PCIe bytes and time."""
     header = (f"{'budget':>8} {'gpu rows':>12} {'gpu':>10} {'host rows':>12} {'host':>10} {'disk rows':>12} "
-              f"{'gpu%':>6} {'peer%':>6} {'host%':>6} {'disk%':>6} {'PCIe/epoch':>11} {'data s':>8}")
+              f"{'rd gpu':>6} {'rd peer':>7} {'rd host':>7} {'rd disk':>7} {'PCIe/epoch':>11} {'data s':>8}")
     lines = [header, "-" * len(header)]
     for row in plan.rows:
         share = {t: 100 * row.read_share[t] for t in PLAN_TIERS}
@@ -298,9 +298,11 @@ def format_plan(plan: CapacityPlan) -> str:
         lines.append(
             f"{row.budget + mark:>8} {row.tier_rows['gpu']:>12,} {format_bytes(row.tier_bytes['gpu']):>10} "
             f"{row.tier_rows['host']:>12,} {format_bytes(row.tier_bytes['host']):>10} {row.tier_rows['disk']:>12,} "
-            f"{share['gpu']:>5.1f}% {share['gpu-peer']:>5.1f}% {share['host']:>5.1f}% {share['disk']:>5.1f}% "
+            f"{share['gpu']:>5.1f}% {share['gpu-peer']:>6.1f}% {share['host']:>6.1f}% {share['disk']:>6.1f}% "
             f"{format_bytes(row.pcie_bytes_per_epoch):>11} {row.epoch_data_seconds:>8.3f}"
         )
+    lines.append("rd TIER: share of the epoch's feature reads that TIER serves; PCIe/epoch: host + disk tier bytes; "
+                 "data s: estimated seconds of feature reads per epoch")
     if any(row.capped for row in plan.rows):
         lines.append(f"* capped at the GPU memory usable for features ({format_bytes(plan.device.gpu_usable_bytes)})")
     return "\n".join(lines)
