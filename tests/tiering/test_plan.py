@@ -133,3 +133,32 @@ def test_cli_plot(dataset_path: Path, tmp_path: Path, capsys: pytest.CaptureFixt
 
 def _open(path: Path) -> Dataset:
     return Dataset.open(path)
+
+
+def test_gpu_memory_auto_without_cuda_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(OptionError, match="--gpu-memory: auto needs a CUDA device"):
+        describe_device("auto")
+
+
+def test_given_bandwidths_are_not_assumptions(dataset_path: Path) -> None:
+    device = describe_device("16GiB", host_memory="64GiB", pcie_gbps=12.0)
+    assert device.sources["pcie_gbps"] == "given" and device.sources["gpu_gbps"] == "assumed"
+    plan = plan_capacity(_open(dataset_path), device, fanouts=FANOUTS, batch_size=BATCH, budgets=["0%"])
+    row = plan.rows[0]
+    disk_and_gpu = row.bytes_per_epoch["disk"] / 3e9 + (row.bytes_per_epoch["gpu"] + row.bytes_per_epoch["gpu-peer"]) / 1500e9
+    assert row.epoch_data_seconds == pytest.approx(row.pcie_bytes_per_epoch / 12e9 + disk_and_gpu)
+    assert any("original" in note for note in plan.notes)  # not reordered: the output warns
+    assert not any("pcie" in note.split(":")[1] for note in plan.notes if note.startswith("assumed"))
+
+
+def test_several_gpus_interleave_the_budget(dataset_path: Path) -> None:
+    one = plan_capacity(_open(dataset_path), describe_device("80GiB", host_memory="64GiB"),
+                        fanouts=FANOUTS, batch_size=BATCH, budgets=["20%"]).rows[0]
+    two = plan_capacity(_open(dataset_path), describe_device("80GiB", gpus=2, host_memory="64GiB"),
+                        fanouts=FANOUTS, batch_size=BATCH, budgets=["20%"]).rows[0]
+    assert two.tier_rows["gpu"] == one.tier_rows["gpu"]  # a fraction is of the whole table
+    assert two.reads_per_epoch["gpu-peer"] > 0
+    assert two.pcie_bytes_per_epoch == pytest.approx(one.pcie_bytes_per_epoch)
