@@ -9,6 +9,7 @@ import click
 from graphtier.cli.options import SEED
 from graphtier.cli.score import parse_fanouts
 from graphtier.dataset.format import Dataset
+from graphtier.errors import OptionError
 from graphtier.store.placement import format_bytes
 from graphtier.tiering.plan import (
     DEFAULT_BUDGETS,
@@ -49,6 +50,9 @@ def command(
     """Plan feature tiers per GPU budget: rows, read shares from a sampling trace, PCIe bytes, data time."""
     device = describe_device(gpu_memory, gpus=gpus, host_memory=host_memory, pcie_gbps=pcie_gbps,
                              gpu_gbps=gpu_gbps, disk_gbps=disk_gbps)
+    for path, name in ((json_path, "--json"), (plot_path, "--plot")):
+        if path is not None and not path.parent.is_dir():
+            raise OptionError(f"{name}: directory {path.parent} does not exist")
     data = Dataset.open(dataset)
     budget_list = [b.strip() for b in budgets.split(",") if b.strip()]
     plan = plan_capacity(data, device, fanouts=parse_fanouts(fanouts), batch_size=batch_size, epochs=epochs,

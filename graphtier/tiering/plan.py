@@ -261,6 +261,8 @@ def plan_capacity(
         raise DatasetError(f"{dataset.path / 'train_idx.npy'}: expected a non-empty training split (import with --split)")
     if not budgets:
         raise OptionError("--budgets: expected at least one budget")
+    for text in budgets:  # refuse a bad budget before the replay, not after it
+        parse_budget(text, "--budgets")
     num_rows = int(dataset.features.shape[0])
     row_bytes = int(dataset.features.shape[1]) * int(dataset.features.dtype.itemsize)
     started = time.perf_counter()
