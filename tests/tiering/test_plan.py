@@ -162,3 +162,14 @@ def test_several_gpus_interleave_the_budget(dataset_path: Path) -> None:
     assert two.tier_rows["gpu"] == one.tier_rows["gpu"]  # a fraction is of the whole table
     assert two.reads_per_epoch["gpu-peer"] > 0
     assert two.pcie_bytes_per_epoch == pytest.approx(one.pcie_bytes_per_epoch)
+
+
+def test_several_epochs_average_to_training_bytes(dataset_path: Path) -> None:
+    device = describe_device("80GiB", host_memory="64GiB")
+    row = plan_capacity(_open(dataset_path), device, fanouts=FANOUTS, batch_size=BATCH, epochs=2, seed=1,
+                        budgets=["15%"]).rows[0]
+    result = train(dataset_path, model="sage", fanouts=FANOUTS, batch_size=BATCH, epochs=2, seed=1, hidden=16,
+                   features_on="tiered", gpu_budget="15%", quiet=True, device="cpu", eval_every=2)
+    for tier in ("gpu", "host"):
+        measured = sum(epoch["feature_bytes_by_tier"][tier] for epoch in result.report["epochs"])
+        assert 2 * row.bytes_per_epoch[tier] == measured
