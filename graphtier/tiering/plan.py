@@ -14,9 +14,10 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -146,7 +147,7 @@ def tier_reads(counts: np.ndarray, plan: TierPlan) -> dict[str, int]:
     partition of an interleaved tier (ids with ``(id - local_rows) % P == 0``), "gpu-peer" the rest.
     """
     prefix = np.concatenate([[0], np.cumsum(counts, dtype=np.int64)])
-    below = lambda end: int(prefix[end])  # noqa: E731
+    below = lambda end: int(prefix[end])
     peer = counts[plan.local_rows : plan.peer_end]
     own = int(peer[:: plan.peer_partitions].sum()) if peer.size else 0
     return {

@@ -14,7 +14,12 @@ from graphtier.cli import main
 from graphtier.dataset.format import Dataset
 from graphtier.errors import OptionError
 from graphtier.store.placement import TIER_NAMES, TierPlan
-from graphtier.tiering.plan import describe_device, parse_memory, plan_capacity, tier_reads
+from graphtier.tiering.plan import (
+    describe_device,
+    parse_memory,
+    plan_capacity,
+    tier_reads,
+)
 from graphtier.train import train
 from tests.conftest import write_labelled_graph
 
@@ -116,7 +121,7 @@ def test_cli_prints_table_and_writes_json(dataset_path: Path, tmp_path: Path, ca
 
 def test_cli_bad_gpu_memory_is_one_line_error(dataset_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "plan.json"
-    code, stdout, err = run(["plan", str(dataset_path), "--gpu-memory", "lots", "--json", str(out)], capsys)
+    code, _, err = run(["plan", str(dataset_path), "--gpu-memory", "lots", "--json", str(out)], capsys)
     assert code == 2
     assert err.startswith("graphtier: error: --gpu-memory") and "'lots'" in err
     assert len(err.strip().splitlines()) == 1
