@@ -25,12 +25,15 @@ def count_feature_reads(
     batch_size: int,
     epochs: int,
     seed: int,
+    first_epoch: int = 0,
 ) -> np.ndarray:
     """int64 [N]: how many mini-batches read each node's feature row.
 
     Runs :class:`graphtier.sampling.neighbor.NeighborSampler` (``fanouts``, random stream ``seed``)
     for ``epochs`` epochs over ``train_idx`` (int64 [T]) shuffled into batches of ``batch_size``
     (shuffle seeded by ``seed`` and the epoch), counting every id of every batch's ``n_id``.
+    Epochs are numbered from ``first_epoch``; batch ids run on from 0. The trainer numbers epochs from 1
+    (``first_epoch=1`` replays exactly the batches ``graphtier train`` samples with ``--seed seed``).
     ``indptr``/``indices``: the CSC graph (numpy or memory maps, CPU).
     """
     if isinstance(epochs, bool) or epochs < 1:
@@ -38,7 +41,7 @@ def count_feature_reads(
     sampler = NeighborSampler(indptr, indices, list(fanouts), seed=seed)
     counts = np.zeros(np.asarray(indptr).shape[0] - 1, dtype=np.int64)
     batch_id = 0
-    for epoch in range(epochs):
+    for epoch in range(first_epoch, first_epoch + epochs):
         for seeds in iter_seed_batches(train_idx, batch_size, shuffle=True, seed=seed, epoch=epoch):
             batch = sampler.sample(seeds, batch_id)
             accumulate_counts(counts, batch.n_id.numpy())

@@ -1,0 +1,79 @@
+"""``graphtier plan DATASET``: size the GPU, host and disk feature tiers for candidate GPU budgets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from graphtier.cli.options import SEED
+from graphtier.cli.score import parse_fanouts
+from graphtier.dataset.format import Dataset
+from graphtier.errors import OptionError
+from graphtier.store.placement import format_bytes
+from graphtier.tiering.plan import (
+    DEFAULT_BUDGETS,
+    DEFAULT_DISK_GBPS,
+    DEFAULT_GPU_GBPS,
+    DEFAULT_PCIE_GBPS,
+    describe_device,
+    format_plan,
+    plan_capacity,
+    plot_plan,
+    write_plan_json,
+)
+
+
+@click.command("plan")
+@click.argument("dataset", type=click.Path(path_type=Path))
+@click.option("--fanouts", default="15,10,5", show_default=True, help="Training fanouts, seed hop first.")
+@click.option("--batch-size", type=int, default=1024, show_default=True, help="Seeds per mini-batch.")
+@click.option("--epochs", type=int, default=1, show_default=True, help="Epochs of the sampling trace.")
+@click.option("--seed", type=SEED, default=0, show_default=True, help="Sampling seed (as train --seed).")
+@click.option("--gpu-memory", default="auto", show_default=True,
+              help='Memory of one GPU, e.g. "80GiB"; auto reads CUDA device 0.')
+@click.option("--gpus", type=int, default=1, show_default=True, help="GPUs (the budget is per GPU).")
+@click.option("--host-memory", default="auto", show_default=True, help='Host RAM, e.g. "512GiB"; auto: available RAM.')
+@click.option("--budgets", default=",".join(DEFAULT_BUDGETS), show_default=True,
+              help="Candidate GPU feature budgets, in train --gpu-budget syntax, comma-separated.")
+@click.option("--pcie-gbps", type=float, default=None, help=f"Host-GPU bandwidth, GB/s  [assumed: {DEFAULT_PCIE_GBPS:g}]")
+@click.option("--gpu-gbps", type=float, default=None, help=f"GPU memory bandwidth, GB/s  [assumed: {DEFAULT_GPU_GBPS:g}]")
+@click.option("--disk-gbps", type=float, default=None, help=f"Disk read bandwidth, GB/s  [assumed: {DEFAULT_DISK_GBPS:g}]")
+@click.option("--json", "json_path", type=click.Path(path_type=Path), default=None, help="Write the plan as JSON.")
+@click.option("--plot", "plot_path", type=click.Path(path_type=Path), default=None,
+              help="Write a PNG of PCIe bytes against GPU budget (needs matplotlib).")
+def command(
+    dataset: Path, fanouts: str, batch_size: int, epochs: int, seed: int, gpu_memory: str, gpus: int,
+    host_memory: str, budgets: str, pcie_gbps: float | None, gpu_gbps: float | None, disk_gbps: float | None,
+    json_path: Path | None, plot_path: Path | None,
+) -> None:
+    """Plan feature tiers per GPU budget: rows, read shares from a sampling trace, PCIe bytes, data time."""
+    device = describe_device(gpu_memory, gpus=gpus, host_memory=host_memory, pcie_gbps=pcie_gbps,
+                             gpu_gbps=gpu_gbps, disk_gbps=disk_gbps)
+    for path, name in ((json_path, "--json"), (plot_path, "--plot")):
+        if path is not None and not path.parent.is_dir():
+            raise OptionError(f"{name}: directory {path.parent} does not exist")
+    data = Dataset.open(dataset)
+    budget_list = [b.strip() for b in budgets.split(",") if b.strip()]
+    plan = plan_capacity(data, device, fanouts=parse_fanouts(fanouts), batch_size=batch_size, epochs=epochs,
+                         seed=seed, budgets=budget_list)
+    click.echo(
+        f"{data.name}: {plan.num_rows:,} feature rows x {format_bytes(plan.row_bytes)} "
+        f"= {format_bytes(plan.num_rows * plan.row_bytes)}, node order {plan.node_order}; "
+        f"{plan.reads_per_epoch:,.0f} feature reads/epoch (fanouts {fanouts}, batch {batch_size}, "
+        f"{epochs} epoch(s) traced in {plan.replay_seconds:.1f} s)"
+    )
+    click.echo(
+        f"device: {gpus} x GPU {format_bytes(device.gpu_memory_bytes)} ({device.sources['gpu_memory']}; "
+        f"{format_bytes(device.gpu_usable_bytes)} usable for features), host {format_bytes(device.host_memory_bytes)} "
+        f"({device.sources['host_memory']}; {format_bytes(device.host_usable_bytes)} for the host tier)"
+    )
+    click.echo(format_plan(plan))
+    for note in plan.notes:
+        click.echo(f"note: {note}")
+    if json_path is not None:
+        write_plan_json(plan, json_path)
+        click.echo(f"wrote {json_path}")
+    if plot_path is not None:
+        plot_plan(plan, plot_path)
+        click.echo(f"wrote {plot_path}")

@@ -1,0 +1,180 @@
+"""Tests for graphtier.tiering.plan (capacity planner) and `graphtier plan`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from graphtier.cli import main
+from graphtier.dataset.format import Dataset
+from graphtier.errors import OptionError
+from graphtier.store.placement import TIER_NAMES, TierPlan
+from graphtier.tiering.plan import (
+    describe_device,
+    parse_memory,
+    plan_capacity,
+    tier_reads,
+)
+from graphtier.train import train
+from tests.conftest import write_labelled_graph
+
+FANOUTS = (5, 3)
+BATCH = 64
+HOST_BYTES = 2 * 2**30 + 24_000  # usable for the host tier: 24,000 B (the reserve is 2 GiB), the rest is on disk
+
+
+def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    try:
+        main(argv)
+        code = 0
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.fixture(scope="module")
+def dataset_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("plan") / "graph"
+    write_labelled_graph(root, num_nodes=1500, feature_dim=16, avg_degree=10, seed=3)
+    return root
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    counts=st.lists(st.integers(0, 50), min_size=1, max_size=60),
+    cuts=st.lists(st.floats(0, 1), min_size=3, max_size=3),
+    partitions=st.integers(1, 4),
+)
+def test_tier_reads_equal_tier_counts_of_every_read(counts: list[int], cuts: list[float], partitions: int) -> None:
+    n = len(counts)
+    local, peer_end, host_end = sorted(int(c * n) for c in cuts)
+    if partitions == 1:
+        peer_end = local
+    plan = TierPlan(num_rows=n, row_bytes=4, local_rows=local, peer_partitions=partitions, peer_end=peer_end,
+                    host_end=max(host_end, peer_end))
+    reads = np.repeat(np.arange(n), counts)
+    expected = plan.tier_counts(reads)
+    got = tier_reads(np.asarray(counts, dtype=np.int64), plan)
+    for tier in ("gpu", "gpu-peer", "host", "disk"):
+        assert got[tier] == expected[TIER_NAMES.index(tier)]
+
+
+@pytest.mark.parametrize("budget", ["0%", "10%", "30%"])
+def test_plan_bytes_by_tier_match_training(dataset_path: Path, budget: str) -> None:
+    device = describe_device("80GiB", host_memory=f"{HOST_BYTES}B")
+    plan = plan_capacity(_open(dataset_path), device, fanouts=FANOUTS, batch_size=BATCH, epochs=1, seed=5,
+                         budgets=[budget])
+    row = plan.rows[0]
+    result = train(dataset_path, model="sage", fanouts=FANOUTS, batch_size=BATCH, epochs=1, seed=5, hidden=16,
+                   features_on="tiered", gpu_budget=budget, ram_budget="24000B", quiet=True, device="cpu")
+    measured = result.report["epochs"][0]["feature_bytes_by_tier"]
+    assert row.tier_rows["disk"] > 0 and measured["disk"] > 0  # the host limit puts rows on disk
+    for tier in ("gpu", "host", "disk"):
+        assert row.bytes_per_epoch[tier] == pytest.approx(measured[tier], rel=0.05, abs=1)
+    assert row.pcie_bytes_per_epoch == pytest.approx(measured["host"] + measured["disk"], rel=0.05)
+    # the same seed and epoch numbering as the trainer: the replay is exact
+    assert sum(row.bytes_per_epoch.values()) == sum(measured.values())
+
+
+def test_larger_budget_moves_reads_off_pcie(dataset_path: Path) -> None:
+    device = describe_device("80GiB", host_memory="64GiB")
+    plan = plan_capacity(_open(dataset_path), device, fanouts=FANOUTS, batch_size=BATCH, budgets=["0%", "50%", "100%"])
+    pcie = [row.pcie_bytes_per_epoch for row in plan.rows]
+    assert pcie[0] > pcie[1] > pcie[2] == 0
+    assert plan.rows[0].read_share["host"] == 1.0
+    assert plan.rows[2].tier_rows["gpu"] == plan.num_rows
+
+
+def test_budget_capped_by_gpu_memory(dataset_path: Path) -> None:
+    device = describe_device(f"{2 * 2**30 + 16 * 4 * 100}B", host_memory="64GiB")  # 100 rows fit
+    plan = plan_capacity(_open(dataset_path), device, fanouts=FANOUTS, batch_size=BATCH, budgets=["1%", "50%"])
+    assert [row.capped for row in plan.rows] == [False, True]
+    assert plan.rows[1].tier_rows["gpu"] == 100
+
+
+@pytest.mark.parametrize("text", ["banana", "10%", "0.5", "-3GB", "0B"])
+def test_parse_memory_rejects_non_bytes(text: str) -> None:
+    with pytest.raises(OptionError, match="--gpu-memory"):
+        parse_memory(text, "--gpu-memory")
+
+
+def test_cli_prints_table_and_writes_json(dataset_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "plan.json"
+    code, stdout, err = run(["plan", str(dataset_path), "--gpu-memory", "80GiB", "--fanouts", "5,3", "--batch-size", "64",
+                             "--budgets", "0%,10%,100%", "--json", str(out)], capsys)
+    assert code == 0, err
+    assert "budget" in stdout and "PCIe/epoch" in stdout
+    assert "topology tiering is not built yet" in stdout
+    assert "assumed bandwidths" in stdout
+    data = json.loads(out.read_text())
+    assert [b["budget"] for b in data["budgets"]] == ["0%", "10%", "100%"]
+    assert data["budgets"][2]["pcie_bytes_per_epoch"] == 0
+    assert data["config"]["fanouts"] == [5, 3]
+    assert not list(tmp_path.glob(".*tmp"))
+
+
+def test_cli_bad_gpu_memory_is_one_line_error(dataset_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "plan.json"
+    code, _, err = run(["plan", str(dataset_path), "--gpu-memory", "lots", "--json", str(out)], capsys)
+    assert code == 2
+    assert err.startswith("graphtier: error: --gpu-memory") and "'lots'" in err
+    assert len(err.strip().splitlines()) == 1
+    assert not out.exists()
+
+
+def test_cli_plot(dataset_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("matplotlib")
+    png = tmp_path / "plan.png"
+    code, _, err = run(["plan", str(dataset_path), "--gpu-memory", "80GiB", "--fanouts", "5,3", "--plot", str(png)], capsys)
+    assert code == 0, err
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def _open(path: Path) -> Dataset:
+    return Dataset.open(path)
+
+
+def test_gpu_memory_auto_without_cuda_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(OptionError, match="--gpu-memory: auto needs a CUDA device"):
+        describe_device("auto")
+
+
+def test_given_bandwidths_are_not_assumptions(dataset_path: Path) -> None:
+    device = describe_device("16GiB", host_memory="64GiB", pcie_gbps=12.0)
+    assert device.sources["pcie_gbps"] == "given" and device.sources["gpu_gbps"] == "assumed"
+    plan = plan_capacity(_open(dataset_path), device, fanouts=FANOUTS, batch_size=BATCH, budgets=["0%"])
+    row = plan.rows[0]
+    disk_and_gpu = row.bytes_per_epoch["disk"] / 3e9 + (row.bytes_per_epoch["gpu"] + row.bytes_per_epoch["gpu-peer"]) / 1500e9
+    assert row.epoch_data_seconds == pytest.approx(row.pcie_bytes_per_epoch / 12e9 + disk_and_gpu)
+    assert any("original" in note for note in plan.notes)  # not reordered: the output warns
+    assert not any("pcie" in note.split(":")[1] for note in plan.notes if note.startswith("assumed"))
+
+
+def test_several_gpus_interleave_the_budget(dataset_path: Path) -> None:
+    one = plan_capacity(_open(dataset_path), describe_device("80GiB", host_memory="64GiB"),
+                        fanouts=FANOUTS, batch_size=BATCH, budgets=["20%"]).rows[0]
+    two = plan_capacity(_open(dataset_path), describe_device("80GiB", gpus=2, host_memory="64GiB"),
+                        fanouts=FANOUTS, batch_size=BATCH, budgets=["20%"]).rows[0]
+    assert two.tier_rows["gpu"] == one.tier_rows["gpu"]  # a fraction is of the whole table
+    assert two.reads_per_epoch["gpu-peer"] > 0
+    assert two.pcie_bytes_per_epoch == pytest.approx(one.pcie_bytes_per_epoch)
+
+
+def test_several_epochs_average_to_training_bytes(dataset_path: Path) -> None:
+    device = describe_device("80GiB", host_memory="64GiB")
+    row = plan_capacity(_open(dataset_path), device, fanouts=FANOUTS, batch_size=BATCH, epochs=2, seed=1,
+                        budgets=["15%"]).rows[0]
+    result = train(dataset_path, model="sage", fanouts=FANOUTS, batch_size=BATCH, epochs=2, seed=1, hidden=16,
+                   features_on="tiered", gpu_budget="15%", quiet=True, device="cpu", eval_every=2)
+    for tier in ("gpu", "host"):
+        measured = sum(epoch["feature_bytes_by_tier"][tier] for epoch in result.report["epochs"])
+        assert 2 * row.bytes_per_epoch[tier] == measured
