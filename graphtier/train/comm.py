@@ -21,7 +21,7 @@ from torch import nn
 
 from graphtier.errors import GraphtierError
 
-SLOW_RANK_ENV = "GRAPHTIER_TEST_SLOW_RANK"  # test-only hook: "RANK:FACTOR" slows one rank's transfer and forward/backward
+SLOW_RANK_ENV = "GRAPHTIER_TEST_SLOW_RANK"  # test-only hook: "RANK:FACTOR" makes one rank a FACTOR times slower device per seed
 FAIL_RANK_ENV = "GRAPHTIER_TEST_FAIL_RANK"  # test-only hook: "RANK:ITERATION" makes one rank raise
 
 

@@ -117,8 +117,13 @@ class DistributedEpochs:
                 t2 = time.perf_counter()
                 if fail_now(rank, index):
                     raise RuntimeError(f"test hook: rank {rank} fails at iteration {index}")
-                if slow > 1.0:  # test-only hook: this rank's transfer and forward/backward take `slow` times longer
-                    time.sleep((slow - 1.0) * (t2 - t0))
+                if slow > 1.0 and local and (index > 0 or epoch > self.start_epoch):
+                    # test-only hook: a device `slow` times slower per seed. The per-seed time of this rank's
+                    # second step (the first compiles kernels) is fixed once, so the extra time is proportional
+                    # to the work, as on a slower device, and not to fixed per-step costs that no share balances.
+                    if self._slow_seed_seconds is None:
+                        self._slow_seed_seconds = (t2 - t0) / local
+                    time.sleep((slow - 1.0) * self._slow_seed_seconds * local)
                 # the time this rank needed to reach the all-reduce (its finish time), waiting excluded
                 compute = time.perf_counter() - iteration_start
                 waited = all_reduce_gradients(dist_ctx, self.model)

@@ -143,6 +143,7 @@ class Trainer(Checkpointing, Evaluation, DistributedEpochs):
             self._sorted_train = self.train_idx[self._train_order]
             self.report.balancer = self.balancer
             self.report.devices = list(dist.devices)
+        self._slow_seed_seconds: float | None = None  # test hook of the multi-process epoch
         self.best_valid = -1.0
         self.best_epoch = 0
         self.best_state: dict[str, torch.Tensor] | None = None
