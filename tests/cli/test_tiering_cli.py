@@ -8,22 +8,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from graphtier.cli import main
+from graphtier.dataset.csc import csc_to_edges, edges_to_csc
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.writer import DatasetWriter
-from graphtier.dataset.csc import csc_to_edges, edges_to_csc
+from tests.cli.helpers import run
 
 DATA = Path(__file__).parents[2] / ".." / "shared" / "data"
 
-
-def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    try:
-        main(argv)
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 @pytest.fixture()

@@ -7,17 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from graphtier.cli import main
-
-
-def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    try:
-        main(args)
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
+from tests.cli.helpers import run as run_cli
 
 
 @pytest.mark.parametrize("sampler", ["neighbor", "shadow"])

@@ -10,7 +10,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from graphtier.cli import main
 from graphtier.dataset.format import Dataset
 from graphtier.errors import OptionError
 from graphtier.store.placement import TIER_NAMES, TierPlan
@@ -21,21 +20,13 @@ from graphtier.tiering.plan import (
     tier_reads,
 )
 from graphtier.train import train
+from tests.cli.helpers import run
 from tests.conftest import write_labelled_graph
 
 FANOUTS = (5, 3)
 BATCH = 64
 HOST_BYTES = 2 * 2**30 + 24_000  # usable for the host tier: 24,000 B (the reserve is 2 GiB), the rest is on disk
 
-
-def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    try:
-        main(argv)
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 @pytest.fixture(scope="module")
