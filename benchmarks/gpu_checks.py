@@ -9,7 +9,15 @@
 5. seed 003 Fig. 7: naive vs 128-B aligned zero-copy reads for rows of 2,048 to 2,076 bytes in 4-byte steps;
 6. the tiered gather on the sampler's power-law access trace of a generated, wrpr-reordered graph with
    0/5/10/25% of the rows on the GPU: time and host bytes against zero-copy;
-7. issue 6's hybrid benchmark: ``--devices cuda:0`` against ``--devices cpu,cuda:0``.
+7. issue 6's hybrid benchmark: ``--devices cuda:0`` against ``--devices cpu,cuda:0``;
+8. issue 12: the GPU sampler against the CPU sampler on a generated, reordered 2M-node graph at topology
+   budgets 0%, 10% and 100% (and sorted reads at 0%), checking that both give identical batches;
+9. issue 12: one training epoch on a generated 10M-node graph with the whole data path on the GPU
+   (``--sample-on gpu --features-on tiered``) against ``--sample-on cpu --features-on cpu-gather``:
+   sample / extract / train seconds as seed 000 Fig. 8 and seed 004 Table 4 report them.
+
+Each call should stay under 8 minutes on a lent GPU: ``--steps`` runs a subset (names below), e.g.
+``--steps pytest,modes,sampler`` then ``--steps epoch``.
 
 Without CUDA it prints a skip message and exits 0. Writes benchmarks/results/gpu_checks.json.
 
@@ -97,16 +105,19 @@ def main() -> int:
     parser.add_argument("--skip-pytest", action="store_true")
     parser.add_argument("--table-mib", type=int, default=1024)
     parser.add_argument("--output", default=str(RESULTS))
+    parser.add_argument("--steps", default="all",
+                        help="comma-separated subset of: pytest, modes, gather, rows, alignment, trace, hybrid, sampler, epoch")
+    parser.add_argument("--epoch-nodes", default="10M", help="nodes of the generated graph of the end-to-end epoch")
     args = parser.parse_args()
     if not torch.cuda.is_available():
         print("gpu_checks: SKIPPED, no CUDA device on this machine (torch %s); nothing was measured on a GPU" % torch.__version__)
         return 0
     device = torch.device("cuda", torch.cuda.current_device())
     table: list[tuple[str, str, str]] = []
-    steps: list[tuple[str, Callable[[], Any]]] = []
+    steps: list[tuple[str, str, Callable[[], Any]]] = []
     if not args.skip_pytest:
-        steps.append(("pytest -m gpu", lambda: table.append(("pytest -m gpu tests", *check_pytest_gpu()))))
-    steps.append(("feature modes", lambda: table.extend(check_modes(device))))
+        steps.append(("pytest", "pytest -m gpu", lambda: table.append(("pytest -m gpu tests", *check_pytest_gpu()))))
+    steps.append(("modes", "feature modes", lambda: table.extend(check_modes(device))))
     report: dict[str, Any] = {}
 
     def bench() -> None:
@@ -124,7 +135,7 @@ def main() -> int:
                      f"{row['gb_per_s']:.2f} GB/s, {row['vs_baseline']:.2f}x cpu-gather+h2d"),
                 )  # fmt: skip
 
-    steps.append(("gather benchmark", bench))
+    steps.append(("gather", "gather benchmark", bench))
 
     def ideal_bandwidth() -> float:
         """Host-to-device GB/s of one large pinned copy (the PCIe ideal)."""
@@ -212,11 +223,78 @@ def main() -> int:
             if "speedup" in line:
                 table.append(("hybrid " + " ".join(line.split()[:2]), "measured", " ".join(line.split()[2:])))
 
-    steps.append(("row-size sweep (seed 003)", row_sizes))
-    steps.append(("alignment sweep (seed 003 Fig. 7)", alignment))
-    steps.append(("tiered power-law trace", tiered_trace))
-    steps.append(("hybrid CPU+GPU training", hybrid))
-    for label, action in steps:
+    def gpu_sampler() -> None:
+        from graphtier.bench.sample import run_sample_benchmark
+        from graphtier.dataset.synthetic import generate
+        from graphtier.graph.reorder import reorder_dataset
+        from graphtier.tiering.hotness import compute_scores
+
+        with tempfile.TemporaryDirectory() as tmp:
+            source = generate(Path(tmp) / "g", nodes=2_000_000, avg_degree=20, feature_dim=0, seed=0)
+            scores = compute_scores(source, "fwr", fanouts=[15, 10, 5])
+            reordered, _ = reorder_dataset(source, Path(tmp) / "g-fwr", scores.scores, score_label="fwr")
+            for sorted_reads, budgets in ((False, ("0", "10%", "100%")), (True, ("0",))):
+                result = run_sample_benchmark(
+                    reordered, [15, 10, 5], batch_size=1024, batches=50, device=str(device),
+                    topology_budgets=budgets, sorted_reads=sorted_reads,
+                )  # fmt: skip
+                report.setdefault("gpu_sampler", []).append(result)
+                for run in result["device_samplers"]:
+                    tiers = run["topology_bytes_by_tier"]
+                    table.append(
+                        (f"GPU sampler, topology {run['topology_budget']} on GPU{', sorted reads' if sorted_reads else ''}",
+                         "measured" if run["identical_to_cpu"] else "FAIL",
+                         f"{run['batches_per_s']:.1f} batch/s = {run['speedup_vs_cpu']:.2f}x CPU sampler "
+                         f"({result['threads']} threads, {result['batches_per_s']:.1f} batch/s); "
+                         f"gpu {tiers['gpu'] / 1e6:.1f} MB, host {tiers['host'] / 1e6:.1f} MB; "
+                         f"identical batches: {run['identical_to_cpu']}"),
+                    )  # fmt: skip
+
+    def epoch() -> None:
+        from graphtier.dataset.synthetic import generate
+        from graphtier.graph.reorder import reorder_dataset
+        from graphtier.tiering.hotness import compute_scores
+        from graphtier.train import train
+
+        nodes = int(float(args.epoch_nodes.rstrip("Mk")) * (10**6 if args.epoch_nodes.endswith("M") else 10**3))
+        with tempfile.TemporaryDirectory() as tmp:
+            source = generate(Path(tmp) / "g", nodes=nodes, avg_degree=20, feature_dim=128, seed=0)
+            scores = compute_scores(source, "fwr", fanouts=[15, 10, 5])
+            reordered, _ = reorder_dataset(source, Path(tmp) / "g-fwr", scores.scores, score_label="fwr")
+            del source
+            configs = {
+                "cpu sampling + cpu-gather": dict(sample_on="cpu", features_on="cpu-gather"),
+                "gpu sampling + tiered": dict(sample_on="gpu", features_on="tiered"),
+            }
+            report["epoch"] = {}
+            for name, options in configs.items():
+                result = train(reordered, model="sage", fanouts=(15, 10, 5), batch_size=1024, epochs=1,
+                               device=str(device), quiet=True, **options)
+                record = result.report["epochs"][0]
+                report["epoch"][name] = record
+                stages = record["stage_seconds"]
+                table.append(
+                    (f"epoch {args.epoch_nodes} nodes: {name}", "measured",
+                     f"{stages['total']:.1f} s (sample {stages['sample']:.1f}, extract {stages['extract']:.1f}, "
+                     f"train {stages['train']:.1f}, wait {stages['wait']:.1f}); valid {record['valid_acc']:.3f}; "
+                     f"topology gpu/host {record['topology_bytes_by_tier']['gpu'] / 1e9:.2f}/"
+                     f"{record['topology_bytes_by_tier']['host'] / 1e9:.2f} GB"),
+                )  # fmt: skip
+
+    steps.append(("rows", "row-size sweep (seed 003)", row_sizes))
+    steps.append(("alignment", "alignment sweep (seed 003 Fig. 7)", alignment))
+    steps.append(("trace", "tiered power-law trace", tiered_trace))
+    steps.append(("hybrid", "hybrid CPU+GPU training", hybrid))
+    steps.append(("sampler", "GPU sampler vs CPU sampler (issue 12)", gpu_sampler))
+    steps.append(("epoch", "end-to-end epoch, whole data path on the GPU (issue 12)", epoch))
+    wanted = None if args.steps == "all" else {name.strip() for name in args.steps.split(",")}
+    unknown = (wanted or set()) - {key for key, _, _ in steps}
+    if unknown:
+        print(f"gpu_checks: unknown --steps {', '.join(sorted(unknown))}", file=sys.stderr)
+        return 2
+    for key, label, action in steps:
+        if wanted is not None and key not in wanted:
+            continue
         print(f"running {label} ...", flush=True)
         try:
             action()

@@ -26,6 +26,7 @@ _EXPORTS: dict[str, str] = {
     "generate": "graphtier.dataset.synthetic",
     # samplers
     "NeighborSampler": "graphtier.sampling",
+    "DeviceNeighborSampler": "graphtier.sampling",
     "ShadowSampler": "graphtier.sampling",
     "MiniBatch": "graphtier.sampling",
     "Block": "graphtier.sampling",
@@ -36,6 +37,10 @@ _EXPORTS: dict[str, str] = {
     "TieredFeatureStore": "graphtier.store",
     "make_feature_store": "graphtier.store",
     "plan_tiers": "graphtier.store",
+    "TieredTopology": "graphtier.store",
+    "make_topology": "graphtier.store",
+    # the global store: topology and features together
+    "GraphStore": "graphtier.memory",
     # tiering
     "compute_scores": "graphtier.tiering.hotness",
     "reorder_dataset": "graphtier.graph.reorder",
@@ -71,8 +76,24 @@ if TYPE_CHECKING:  # static analysers see the real names
         TieredPyGFeatureStore,
         neighbor_loader,
     )
-    from graphtier.sampling import Block, MiniBatch, NeighborSampler, ShadowSampler, iter_seed_batches
-    from graphtier.store import FeatureStore, HostFeatureStore, TieredFeatureStore, make_feature_store, plan_tiers
+    from graphtier.memory import GraphStore
+    from graphtier.sampling import (
+        Block,
+        DeviceNeighborSampler,
+        MiniBatch,
+        NeighborSampler,
+        ShadowSampler,
+        iter_seed_batches,
+    )
+    from graphtier.store import (
+        FeatureStore,
+        HostFeatureStore,
+        TieredFeatureStore,
+        TieredTopology,
+        make_feature_store,
+        make_topology,
+        plan_tiers,
+    )
     from graphtier.tiering.hotness import compute_scores
     from graphtier.train import (
         Predictions,

@@ -23,6 +23,7 @@ LAYERS: dict[str, int] = {
     "graphtier.sampling": 3,
     "graphtier.store": 3,
     "graphtier.tiering": 4,
+    "graphtier.memory": 4,
     "graphtier.train": 5,
     "graphtier.pyg": 5,
     "graphtier.bench": 6,

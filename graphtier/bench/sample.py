@@ -9,7 +9,9 @@ from typing import Any
 
 import numba
 import numpy as np
+import torch
 
+from graphtier.bench.sample_device import time_device_sampler
 from graphtier.dataset.format import Dataset
 from graphtier.errors import OptionError
 from graphtier.sampling import NeighborSampler, ShadowSampler, iter_seed_batches
@@ -32,6 +34,9 @@ def run_sample_benchmark(
     seed: int = 0,
     in_memory: bool = True,
     baseline_seconds: float = 0.0,
+    device: str = "cpu",
+    topology_budgets: tuple[str, ...] = ("0", "10%", "100%"),
+    sorted_reads: bool = False,
 ) -> dict[str, Any]:
     """Sample ``warmup + batches`` mini-batches of ``ds`` and time the last ``batches``; returns a JSON-able dict.
 
@@ -39,7 +44,14 @@ def run_sample_benchmark(
     With ``baseline_seconds > 0`` the plain numpy/Python reference sampler of
     :mod:`graphtier.sampling.reference` then samples the same timed seed batches, one after another
     until that time is spent (at least one batch): ``baseline`` and ``speedup_vs_baseline`` in the result.
+    With ``device`` "cuda[:N]" the GPU sampler then samples the same timed seed batches once per topology
+    budget of ``topology_budgets`` (:func:`graphtier.bench.sample_device.time_device_sampler`):
+    ``device_samplers`` in the result, each with ``speedup_vs_cpu``.
     """
+    if device != "cpu" and sampler != "neighbor":
+        raise OptionError(f"--device {device}: the GPU runs the neighbour sampler only, found --sampler {sampler}")
+    if device != "cpu" and not torch.cuda.is_available():
+        raise OptionError(f"--device {device}: CUDA is not available on this machine (use --device cpu)")
     if threads is not None and threads > numba.config.NUMBA_NUM_THREADS:
         raise OptionError(f"--threads: expected at most {numba.config.NUMBA_NUM_THREADS} (the cores numba may use), found {threads}")
     num_threads = threads if threads is not None else numba.config.NUMBA_NUM_THREADS
@@ -102,6 +114,14 @@ def run_sample_benchmark(
     }
     if baseline is not None:
         result["speedup_vs_baseline"] = (batches / seconds) / baseline["batches_per_s"]
+    if device != "cpu":
+        runs = []
+        for budget in topology_budgets:
+            run = time_device_sampler(ds, fanouts, seed_batches, warmup=warmup, device=torch.device(device),
+                                      topology_budget=budget, seed=seed, sorted_reads=sorted_reads)
+            run["speedup_vs_cpu"] = run["batches_per_s"] / result["batches_per_s"]
+            runs.append(run)
+        result["device_samplers"] = runs
     return result
 
 

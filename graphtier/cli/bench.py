@@ -48,6 +48,11 @@ def command() -> None:
 @click.option("--in-memory/--mmap", default=True, show_default=True, help="Load the graph into RAM or memory-map it.")
 @click.option("--baseline-seconds", type=click.FloatRange(min=0), default=2.0, show_default=True,
               help="Time budget of the numpy reference sampler baseline (0: skip it).")
+@click.option("--device", default="cpu", show_default=True,
+              help="cuda[:N]: also time the GPU sampler on the same seed batches (neighbour sampler).")
+@click.option("--topology-budgets", default="0,10%,100%", show_default=True,
+              help="--device cuda: share of the edge lists in GPU memory, one GPU run per value.")
+@click.option("--sorted-reads", is_flag=True, help="--device cuda: read edge lists in ascending order (GraphBolt).")
 @click.option("--json", "json_path", type=click.Path(path_type=Path), default=None, help="Also save results here.")
 def sample_command(
     dataset: Path,
@@ -61,6 +66,9 @@ def sample_command(
     seed: int,
     in_memory: bool,
     baseline_seconds: float,
+    device: str,
+    topology_budgets: str,
+    sorted_reads: bool,
     json_path: Path | None,
 ) -> None:
     """Time the mini-batch sampler on DATASET: sampled edges/s, mini-batches/s, unique nodes per batch.
@@ -68,10 +76,16 @@ def sample_command(
     Seeds are batches of the training split (shuffled), or of all nodes when the dataset has none.
     """
     fanout_list = parse_fanouts(fanouts)
+    if device != "cpu" and not device.startswith("cuda"):
+        raise OptionError(f"--device: expected cpu or cuda[:N], found {device!r}")
+    budgets = tuple(part.strip() for part in topology_budgets.split(",") if part.strip())
+    if not budgets:
+        raise OptionError(f"--topology-budgets: expected comma-separated budgets like 0,10%,100%, found {topology_budgets!r}")
     ds = Dataset.open(dataset, validate=False)
     results = run_sample_benchmark(
         ds, fanout_list, batch_size=batch_size, batches=batches, warmup=warmup, threads=threads,
         sampler=sampler, layers=layers, seed=seed, in_memory=in_memory, baseline_seconds=baseline_seconds,
+        device=device, topology_budgets=budgets, sorted_reads=sorted_reads,
     )
     for key, label, fmt in (
         ("sampled_edges_per_s", "sampled edges/s", "{:,.0f}"),
@@ -93,6 +107,13 @@ def sample_command(
             f"(graphtier/sampling/reference.py, 1 thread, same seeds, {baseline['batches']} batches)"
         )
         click.echo(f"{'speed-up':>22}  {results['speedup_vs_baseline']:,.1f}x mini-batches/s over the baseline")
+    for run in results.get("device_samplers", []):
+        tiers = run["topology_bytes_by_tier"]
+        click.echo(
+            f"{'GPU sampler':>22}  {run['batches_per_s']:,.2f} mini-batches/s ({run['speedup_vs_cpu']:.2f}x the CPU sampler) "
+            f"at topology budget {run['topology_budget']}: gpu {tiers['gpu'] / 1e6:,.1f} MB, host {tiers['host'] / 1e6:,.1f} MB, "
+            f"disk {tiers['disk'] / 1e6:,.1f} MB read; identical batches: {'yes' if run['identical_to_cpu'] else 'NO'}"
+        )
     if json_path is not None:
         try:
             json_path.parent.mkdir(parents=True, exist_ok=True)

@@ -114,6 +114,19 @@ def _progress_factory(console: Any) -> Callable[[str, int], Callable[[int, dict[
 @click.option("--ram-budget", default=None, help="Rows kept in RAM; the rest are read from the memory-mapped file (disk tier).")
 @click.option("--peer-partitions", default=1, show_default=True, type=int, help="GPUs the hot tier is interleaved over.")
 @click.option(
+    "--sample-on",
+    type=click.Choice(("cpu", "gpu")),
+    default="cpu",
+    show_default=True,
+    help="Neighbour sampling on the CPU (numba) or the GPU (Triton, needs --device cuda); same batches either way.",
+)
+@click.option(
+    "--topology-budget",
+    default=None,
+    help="--sample-on gpu: edge lists kept in GPU memory (hottest first): bytes, fraction of edges or auto; "
+    "the rest is read zero-copy from host RAM (and from the memory map beyond --ram-budget).",
+)
+@click.option(
     "--devices",
     default=None,
     help="Several trainer processes at once, e.g. cpu,cuda:0 or cpu,cpu (synchronous SGD over torch.distributed).",
@@ -190,7 +203,8 @@ def command(dataset: str, **options: Any) -> None:
         click.echo(
             f"training {config.model} ({layers} layers, hidden {config.hidden}) on {data.name}: "
             f"{data.num_nodes:,} nodes, {data.num_edges:,} edges, {len(data.train_idx) if data.train_idx is not None else 0:,} train nodes, "
-            f"sampler {config.sampler} fanouts {','.join(map(str, config.fanouts))}, device {config.device}"
+            f"sampler {config.sampler} fanouts {','.join(map(str, config.fanouts))} on {config.sample_on}, "
+            f"device {config.device}"
         )
         from graphtier.dataset.provenance import describe
 

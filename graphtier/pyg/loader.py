@@ -1,4 +1,4 @@
-"""One-call PyG ``NodeLoader`` over a graphtier dataset."""
+"""One-call PyG ``NodeLoader`` over a graphtier dataset or :class:`GraphStore`."""
 
 from __future__ import annotations
 
@@ -12,13 +12,14 @@ from torch_geometric.loader import NodeLoader
 
 from graphtier.dataset import Dataset
 from graphtier.errors import OptionError
-from graphtier.pyg.feature_store import GraphtierFeatureStore
+from graphtier.memory import GraphStore
+from graphtier.pyg.feature_store import GraphtierFeatureStore, TieredPyGFeatureStore
 from graphtier.pyg.graph_store import GraphtierGraphStore
 from graphtier.pyg.sampler import GraphtierNeighborSampler
 
 
 def neighbor_loader(
-    dataset: Dataset,
+    source: Dataset | GraphStore,
     fanouts: Sequence[int],
     *,
     input_nodes: str | Tensor | np.ndarray = "train",
@@ -27,12 +28,16 @@ def neighbor_loader(
     seed: int = 0,
     **loader_options: Any,
 ) -> NodeLoader:
-    """A PyG ``NodeLoader`` over ``dataset`` sampling ``fanouts`` around ``input_nodes``.
+    """A PyG ``NodeLoader`` over ``source`` sampling ``fanouts`` around ``input_nodes``.
+
+    ``source`` is a Dataset (CPU sampling, CPU gather) or a :class:`GraphStore` (its sampler and its
+    feature store: with ``sample_on="gpu"`` and a tiered feature store the whole data path runs on the GPU).
 
     ``input_nodes`` is a split name (``train``, ``valid``, ``test``) or an int64 tensor/array of node ids.
     Extra options go to ``torch.utils.data.DataLoader`` (``num_workers`` must stay 0: the sampler is
     already parallel and releases the GIL).
     """
+    dataset = source.dataset if isinstance(source, GraphStore) else source
     if isinstance(input_nodes, str):
         ids = dataset.split(input_nodes)
         if ids is None:
@@ -40,10 +45,15 @@ def neighbor_loader(
         nodes = torch.from_numpy(np.asarray(ids, dtype=np.int64).copy())
     else:
         nodes = torch.as_tensor(np.asarray(input_nodes, dtype=np.int64))
-    stores = (GraphtierFeatureStore(dataset), GraphtierGraphStore(dataset))
+    features = (
+        TieredPyGFeatureStore(dataset, source.features)
+        if isinstance(source, GraphStore) and source.features is not None
+        else GraphtierFeatureStore(dataset)
+    )
+    stores = (features, GraphtierGraphStore(dataset))
     return NodeLoader(
         stores,
-        GraphtierNeighborSampler(dataset, fanouts, seed=seed),
+        GraphtierNeighborSampler(source, fanouts, seed=seed),
         input_nodes=nodes,
         batch_size=batch_size,
         shuffle=shuffle,

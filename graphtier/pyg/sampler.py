@@ -1,4 +1,4 @@
-"""PyG ``BaseSampler`` backed by graphtier's parallel neighbour sampler."""
+"""PyG ``BaseSampler`` backed by graphtier's neighbour samplers (CPU, or GPU through a :class:`GraphStore`)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from torch_geometric.sampler import BaseSampler, NodeSamplerInput, SamplerOutput
 
 from graphtier.dataset import Dataset
 from graphtier.errors import OptionError
+from graphtier.memory import GraphStore
 from graphtier.sampling import NeighborSampler
 
 
@@ -18,22 +19,30 @@ class GraphtierNeighborSampler(BaseSampler):
     """PyG ``BaseSampler`` backed by graphtier's parallel uniform neighbour sampler.
 
     Args:
-        dataset: the graph (CSC, in-neighbours are sampled).
+        source: the graph: a Dataset (sampled on the CPU from its CSC, in-neighbours) or a
+            :class:`GraphStore` (sampled where the store samples: ``sample_on="gpu"`` gives batches on
+            the GPU, read from its topology tiers, counted in ``store.traffic()``).
         fanouts: neighbours per hop, the first hop from the seeds first (PyG's ``num_neighbors``);
             -1 = all neighbours.
         seed: sampling seed; batches are reproducible for a seed.
     """
 
-    def __init__(self, dataset: Dataset, fanouts: Sequence[int], *, seed: int = 0, num_threads: int | None = None) -> None:
-        self.sampler = NeighborSampler(
-            np.asarray(dataset.indptr), np.asarray(dataset.indices), list(fanouts), seed=seed, num_threads=num_threads
-        )
+    def __init__(
+        self, source: Dataset | GraphStore, fanouts: Sequence[int], *, seed: int = 0, num_threads: int | None = None
+    ) -> None:
+        if isinstance(source, GraphStore):
+            self._sample = source.sampler(fanouts, seed=seed)
+        else:
+            sampler = NeighborSampler(
+                np.asarray(source.indptr), np.asarray(source.indices), list(fanouts), seed=seed, num_threads=num_threads
+            )
+            self._sample = lambda seeds, batch_id: sampler.sample(seeds, batch_id)
         self.num_hops = len(fanouts)
 
     def sample_from_nodes(self, index: NodeSamplerInput, **kwargs: Any) -> SamplerOutput:
         """Sample around ``index.node`` (distinct global seed ids) and return PyG's merged subgraph."""
         seeds = index.node.cpu().numpy().astype(np.int64, copy=False)
-        batch = self.sampler.sample(seeds)
+        batch = self._sample(seeds, None)
         if batch.num_nodes and int(batch.blocks[-1].num_dst if batch.blocks else batch.num_nodes) != seeds.shape[0]:
             raise OptionError("GraphtierNeighborSampler expects distinct seed nodes in a batch")
         blocks = batch.blocks[::-1]  # hop 1 (from the seeds) first, as PyG orders them

@@ -14,19 +14,14 @@ import torch
 import torch.nn.functional as F
 
 from graphtier.dataset import Dataset
+from graphtier.memory import GraphStore
 from graphtier.sampling import (
     MiniBatch,
-    NeighborSampler,
     ShadowSampler,
     iter_seed_batches,
 )
 from graphtier.sampling.shadow import first_seen_unique
-from graphtier.store import (
-    TIER_NAMES,
-    FeatureStore,
-    batch_rows_bound,
-    make_feature_store,
-)
+from graphtier.store import TIER_NAMES, FeatureStore
 from graphtier.train.balancer import (
     LoadBalancer,
 )
@@ -100,18 +95,25 @@ class Trainer(Checkpointing, Evaluation, DistributedEpochs):
         self.train_idx = np.asarray(dataset.train_idx)
         self.valid_idx = np.asarray(dataset.valid_idx) if dataset.valid_idx is not None else np.empty(0, np.int64)
         self.test_idx = np.asarray(dataset.test_idx) if dataset.test_idx is not None else np.empty(0, np.int64)
-        self.features: FeatureStore = make_feature_store(
-            dataset.features,
-            config.features_on,
+        self.store = GraphStore.open(
+            dataset,
             device=self.device,
-            gpu_budget=config.gpu_budget,
+            features_on=config.features_on,
+            feature_budget=config.gpu_budget,
+            topology_budget=config.topology_budget,
             cache_budget=config.cache_budget,
-            peer_partitions=config.peer_partitions,
             ram_budget=config.ram_budget,
+            peer_partitions=config.peer_partitions,
+            sample_on=config.sample_on,
+            seed=config.seed,
+            num_threads=self.producer_threads,
+            batch_size=config.batch_size,
+            fanouts=config.fanouts,
             ring_size=config.prefetch + 3,
-            max_batch_rows=batch_rows_bound(config.batch_size, config.fanouts, dataset.num_nodes),
             log=self._log,
         )
+        assert self.store.features is not None
+        self.features: FeatureStore = self.store.features
         self.degree = (
             torch.from_numpy(np.diff(self.indptr).astype(np.float32)).to(self.device)
             if config.model == "gcn"
@@ -169,7 +171,7 @@ class Trainer(Checkpointing, Evaluation, DistributedEpochs):
             return ShadowSampler(
                 self.indptr, self.indices, list(fanouts), cfg.num_layers, seed=seed, num_threads=self.producer_threads
             ).sample
-        return NeighborSampler(self.indptr, self.indices, list(fanouts), seed=seed, num_threads=self.producer_threads).sample
+        return self.store.sampler(fanouts, seed=seed)
 
     def _producer(
         self,
@@ -254,7 +256,7 @@ class Trainer(Checkpointing, Evaluation, DistributedEpochs):
         try:
             return self._fit()
         finally:
-            self.features.close()
+            self.store.close()
 
     def _fit(self) -> dict[str, Any]:
         cfg = self.config
@@ -262,15 +264,16 @@ class Trainer(Checkpointing, Evaluation, DistributedEpochs):
         has_valid = self.valid_idx.size > 0
         for epoch in range(self.start_epoch, cfg.epochs + 1):
             record: dict[str, Any] = {"epoch": epoch}
-            traffic_before = dict(self.features.traffic())
+            traffic_before = self.store.traffic()
             record.update(self.train_epoch(epoch))
-            record["feature_bytes_by_tier"] = self._traffic_delta(traffic_before, dict(self.features.traffic()))
-            if self.dist is not None:  # all ranks' reads, like feature_bytes
-                summed = all_reduce_sum(
-                    self.dist,
-                    torch.tensor([float(record["feature_bytes_by_tier"][t]) for t in TIER_NAMES], dtype=torch.float64),
-                )
-                record["feature_bytes_by_tier"] = {t: int(v) for t, v in zip(TIER_NAMES, summed.tolist())}
+            traffic_after = self.store.traffic()
+            for key, part in (("feature_bytes_by_tier", "features"), ("topology_bytes_by_tier", "topology")):
+                record[key] = self._traffic_delta(traffic_before[part], traffic_after[part])
+                if self.dist is not None:  # all ranks' reads, like feature_bytes
+                    summed = all_reduce_sum(
+                        self.dist, torch.tensor([float(record[key][t]) for t in TIER_NAMES], dtype=torch.float64)
+                    )
+                    record[key] = {t: int(v) for t, v in zip(TIER_NAMES, summed.tolist())}
             hit_ratio = getattr(self.features, "cache_hit_ratio", None)
             if hit_ratio is not None:
                 record["cache_hit_ratio"] = float(hit_ratio)

@@ -41,12 +41,14 @@ def test_train_prints_epochs_and_writes_report(tiny_dataset: Dataset, tmp_path: 
         (["--devices", "cpu,tpu"], "--devices"),
         (["--balance", "maybe", "--devices", "cpu,cpu"], "--balance"),
         (["--devices", "cpu,cpu", "--shares", "0.3,0.3"], "summing to 1"),
+        (["--sample-on", "gpu"], "--sample-on gpu: needs a CUDA device"),
+        (["--topology-budget", "10%"], "--topology-budget: applies to --sample-on gpu only"),
     ],
 )
 def test_bad_options_are_one_line_errors(tiny_dataset: Dataset, args: list[str], fragment: str) -> None:
     import torch
 
-    if "cuda" in args and torch.cuda.is_available():
+    if ("cuda" in args or "gpu" in args) and torch.cuda.is_available():
         pytest.skip("CUDA present")
     result = _run("train", str(tiny_dataset.path), *args)
     assert result.returncode == 2

@@ -70,3 +70,17 @@ def test_pyg_model_trains_through_node_loader(tiny_dataset: Dataset) -> None:
             correct += int((pred == batch.y[: batch.batch_size]).sum())
             seen += batch.batch_size
     assert correct / seen > 0.6
+
+
+def test_loader_over_a_graph_store_gives_the_dataset_loaders_batches(tiny_dataset: Dataset) -> None:
+    from graphtier import GraphStore
+
+    with GraphStore.open(tiny_dataset, features_on="tiered", feature_budget="0", log=lambda _: None) as store:
+        through_store = neighbor_loader(store, [4, 3], input_nodes="train", batch_size=64, shuffle=False, seed=2)
+        plain = neighbor_loader(tiny_dataset, [4, 3], input_nodes="train", batch_size=64, shuffle=False, seed=2)
+        for got, expected in zip(through_store, plain):
+            assert torch.equal(got.n_id, expected.n_id)
+            assert torch.equal(got.edge_index, expected.edge_index)
+            assert torch.equal(got.x, expected.x) and torch.equal(got.y, expected.y)
+        traffic = store.traffic()
+    assert traffic["topology"]["host"] > 0 and traffic["features"]["host"] > 0

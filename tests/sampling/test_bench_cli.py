@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tests.cli.helpers import run as run_cli
@@ -56,3 +57,30 @@ def test_bench_sample_bad_options_exit_2_one_line(tiny_dataset, capsys, extra: l
 def test_bench_sample_missing_dataset(tmp_path: Path, capsys):
     code, _, stderr = run_cli(["bench", "sample", str(tmp_path / "nope")], capsys)
     assert code == 2 and "nope" in stderr and stderr.count("\n") == 1
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="checks the error of a machine without CUDA")
+@pytest.mark.parametrize(
+    "extra, message",
+    [(["--device", "cuda"], "CUDA is not available"), (["--device", "tpu"], "--device"),
+     (["--device", "cuda", "--topology-budgets", " , "], "--topology-budgets"),
+     (["--device", "cuda", "--sampler", "shadow"], "neighbour sampler only")],
+)
+def test_bench_sample_device_errors(tiny_dataset, capsys, extra: list[str], message: str):
+    code, _, stderr = run_cli(["bench", "sample", str(tiny_dataset.path), "--batches", "1", *extra], capsys)
+    assert code == 2
+    assert stderr.count("\n") == 1 and message in stderr and "Traceback" not in stderr
+
+
+def test_device_sampler_benchmark_on_the_cpu_twin(tiny_dataset):
+    import torch
+
+    from graphtier.bench.sample_device import time_device_sampler
+    from graphtier.sampling import iter_seed_batches
+
+    batches = list(iter_seed_batches(np.asarray(tiny_dataset.train_idx), 40, shuffle=True, seed=0, epoch=0))[:4]
+    result = time_device_sampler(tiny_dataset, [5, 3], batches, warmup=1, device=torch.device("cpu"),
+                                 topology_budget="10%", picks="numba")
+    assert result["identical_to_cpu"] is True and result["batches_per_s"] > 0
+    tiers = result["topology_bytes_by_tier"]
+    assert tiers["gpu"] > 0 and tiers["gpu"] + tiers["host"] + tiers["disk"] == tiers["requested"]

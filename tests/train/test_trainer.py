@@ -86,6 +86,10 @@ def test_checkpoint_resume_matches_uninterrupted_run(tiny_dataset: Dataset, tmp_
         ({"layers": 3}, "--layers"),
         ({"batch_size": 0}, "--batch-size"),
         ({"dropout": 1.5}, "--dropout"),
+        ({"sample_on": "tpu"}, "--sample-on"),
+        ({"topology_budget": "10%"}, "--topology-budget: applies to --sample-on gpu only"),
+        ({"sample_on": "gpu", "sampler": "shadow", "layers": 2}, "--sample-on gpu: runs the neighbour sampler only"),
+        ({"sample_on": "gpu", "devices": ("cpu", "cpu")}, "--sample-on gpu: not available with --devices"),
     ],
 )
 def test_bad_options_fail_before_work(tiny_dataset: Dataset, options: dict, fragment: str) -> None:
@@ -154,3 +158,13 @@ def test_feature_modes_match_cpu_gather_on_cpu(tiny_dataset: Dataset, mode: str)
             assert tiers["host"] == epoch["feature_bytes"]
     if mode == "tiered+cache":
         assert 0.0 <= report["epochs"][-1]["cache_hit_ratio"] <= 1.0
+
+
+def test_report_counts_topology_bytes_of_the_sampler(tiny_dataset: Dataset) -> None:
+    report = train(tiny_dataset, epochs=1, **SMALL)
+    epoch = report["epochs"][0]
+    topology = epoch["topology_bytes_by_tier"]
+    itemsize = np.asarray(tiny_dataset.indices).dtype.itemsize
+    # CPU sampling reads every sampled edge's entry and two indptr entries per destination, all from host memory
+    assert topology["host"] == topology["requested"] > epoch["sampled_edges"] * itemsize
+    assert topology["gpu"] == topology["disk"] == 0

@@ -1,0 +1,273 @@
+"""GraphStore: one object for a dataset's topology and features, spread over GPU memory, host RAM and disk.
+
+In the spirit of seed 004's global memory store (XGNN's ``DistGraph``): the caller opens a dataset
+once with its budgets and then only asks for samples and rows; where each byte lives (a GPU prefix of
+the hotness-sorted table, zero-copy host memory, the memory map) is the store's business, and
+``traffic()`` says afterwards which tier served how many bytes, for features and topology apart::
+
+    store = GraphStore.open("data/big", device="cuda", sample_on="gpu",
+                            feature_budget="8GB", topology_budget="auto", ram_budget="auto")
+    batch = store.sample(seeds, fanouts=[15, 10, 5])      # MiniBatch on the sampling device
+    x = store.gather(batch.n_id)                            # [len(n_id), D] on the compute device
+
+Sampling runs on the CPU (``sample_on="cpu"``: the numba :class:`NeighborSampler` over the dataset's
+arrays) or on the GPU (``"gpu"``: :class:`DeviceNeighborSampler` over a :class:`TieredTopology`). Both
+give identical batches for the same seed and batch id. The topology bytes of the CPU sampler are
+counted too (every sampled edge reads one ``indices`` entry, every destination two ``indptr``
+entries, all from host memory), so the two report comparable figures.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from graphtier.dataset import Dataset
+from graphtier.errors import OptionError
+from graphtier.sampling import DeviceNeighborSampler, MiniBatch, NeighborSampler, check_fanouts
+from graphtier.store import TIER_NAMES, FeatureStore, TieredTopology, batch_rows_bound, make_feature_store, make_topology
+from graphtier.tiering.plan import DEFAULT_BUDGETS, CapacityPlan, DeviceSpec, describe_device, plan_capacity
+
+SAMPLE_ON = ("cpu", "gpu")
+INDPTR_ENTRY_BYTES = 8
+
+Sampler = Callable[[np.ndarray, int], MiniBatch]
+
+
+def check_sample_on(sample_on: str, device: torch.device) -> str:
+    """``sample_on`` if valid for ``device``; OptionError otherwise (gpu sampling needs a CUDA device)."""
+    if sample_on not in SAMPLE_ON:
+        raise OptionError(f"--sample-on: expected one of {', '.join(SAMPLE_ON)}, found {sample_on!r}")
+    if sample_on == "gpu" and device.type != "cuda":
+        if not torch.cuda.is_available():
+            raise OptionError("--sample-on gpu: needs a CUDA device, and none is available on this machine (use --sample-on cpu)")
+        raise OptionError(f"--sample-on gpu: needs --device cuda, found --device {device}")
+    return sample_on
+
+
+class _HostTopologyTally:
+    """Topology bytes read by the CPU sampler: all from host memory (the dataset's arrays or their memory map)."""
+
+    def __init__(self, index_bytes: int) -> None:
+        self.index_bytes = index_bytes
+        self._lock = threading.Lock()
+        self._host = 0
+
+    def add(self, batch: MiniBatch) -> None:
+        destinations = sum(block.num_dst for block in batch.blocks)
+        nbytes = batch.num_sampled_edges * self.index_bytes + destinations * 2 * INDPTR_ENTRY_BYTES
+        with self._lock:
+            self._host += nbytes
+
+    def traffic(self) -> dict[str, int]:
+        with self._lock:
+            result = dict.fromkeys(TIER_NAMES, 0)
+            result["host"] = self._host
+            result["requested"] = self._host
+        return result
+
+
+class GraphStore:
+    """Topology and features of one dataset behind ``sample`` / ``gather`` / ``traffic`` / ``plan``.
+
+    Build it with :meth:`open`. Args of the constructor (for callers that build the parts themselves):
+        dataset: the opened dataset.
+        features: its feature store (:func:`graphtier.store.make_feature_store`).
+        topology: a :class:`TieredTopology` to sample from on its device, or None to sample on the
+            CPU with :class:`NeighborSampler` from the dataset's arrays.
+        seed: base seed of the sampling streams (``sampler(fanouts, seed=...)`` overrides it).
+        num_threads: CPU sampler threads (default numba's setting).
+        picks: the device sampler's pick backend ("auto", "triton", "numba"); ``kernels``: its
+            Triton kernel module (tests pass the interpreted one).
+    """
+
+    def __init__(
+        self,
+        dataset: Dataset,
+        features: FeatureStore | None,
+        *,
+        topology: TieredTopology | None = None,
+        seed: int = 0,
+        num_threads: int | None = None,
+        picks: str = "auto",
+        kernels: Any = None,
+    ) -> None:
+        self.dataset = dataset
+        self.features = features
+        self.topology = topology
+        self.seed = int(seed)
+        self.num_threads = num_threads
+        self.sample_on = "cpu" if topology is None else ("gpu" if topology.device.type == "cuda" else "device-on-cpu")
+        self._picks = picks
+        self._kernels = kernels
+        self._samplers: dict[tuple[tuple[int, ...], int], Any] = {}
+        self._indptr = np.asarray(dataset.indptr)
+        self._indices = np.asarray(dataset.indices)
+        self._host_tally = _HostTopologyTally(self._indices.dtype.itemsize) if topology is None else None
+        self._lock = threading.Lock()
+        self._closed = False
+
+    # ------------------------------------------------------------------ opening
+    @classmethod
+    def open(
+        cls,
+        dataset: Dataset | str | Path,
+        *,
+        device: str | torch.device = "cpu",
+        features_on: str = "tiered",
+        feature_budget: str | None = None,
+        topology_budget: str | None = None,
+        cache_budget: str | None = None,
+        ram_budget: str | None = None,
+        peer_partitions: int = 1,
+        sample_on: str = "cpu",
+        seed: int = 0,
+        num_threads: int | None = None,
+        batch_size: int = 1024,
+        fanouts: Sequence[int] = (15, 10, 5),
+        ring_size: int = 6,
+        log: Callable[[str], None] = print,
+    ) -> "GraphStore":
+        """Open ``dataset`` (a Dataset or a path) with its features and topology placed by the budgets.
+
+        ``device``: the compute device. ``features_on``: a mode of :data:`graphtier.store.FEATURE_MODES`
+        (``feature_budget`` is its ``--gpu-budget``). ``sample_on``: "cpu" or "gpu" (needs CUDA); with
+        "gpu" the topology is tiered by ``topology_budget`` (bytes, fraction of the edges or "auto";
+        default auto) and ``ram_budget``. ``batch_size``/``fanouts`` only size the staging buffers.
+        """
+        if not isinstance(dataset, Dataset):
+            dataset = Dataset.open(dataset)
+        device = torch.device(device)
+        check_sample_on(sample_on, device)
+        if sample_on == "cpu" and topology_budget is not None:
+            raise OptionError(f"--topology-budget: applies to --sample-on gpu only, found {topology_budget!r} with --sample-on cpu")
+        features = None
+        if dataset.features is not None:
+            features = make_feature_store(
+                dataset.features,
+                features_on,
+                device=device,
+                gpu_budget=feature_budget,
+                cache_budget=cache_budget,
+                peer_partitions=peer_partitions,
+                ram_budget=ram_budget,
+                ring_size=ring_size,
+                max_batch_rows=batch_rows_bound(batch_size, list(fanouts), dataset.num_nodes),
+                log=log,
+            )
+        topology = None
+        if sample_on == "gpu":
+            try:
+                topology = make_topology(
+                    dataset.indptr, dataset.indices, device=device, topology_budget=topology_budget,
+                    ram_budget=ram_budget, log=log,
+                )
+            except BaseException:
+                if features is not None:
+                    features.close()
+                raise
+        return cls(dataset, features, topology=topology, seed=seed, num_threads=num_threads)
+
+    # ------------------------------------------------------------------ sampling
+    def sampler(self, fanouts: Sequence[int], *, seed: int | None = None) -> Sampler:
+        """``sample(seeds, batch_id) -> MiniBatch`` for ``fanouts`` (PyG order), cached per (fanouts, seed).
+
+        The batch's tensors are on the topology's device (CPU for CPU sampling).
+        """
+        key = (tuple(check_fanouts(fanouts)), self.seed if seed is None else int(seed))
+        with self._lock:
+            if self._closed:
+                raise OptionError("graph store is closed")
+            inner = self._samplers.get(key)
+            if inner is None:
+                if self.topology is None:
+                    inner = NeighborSampler(self._indptr, self._indices, list(key[0]), seed=key[1], num_threads=self.num_threads)
+                else:
+                    inner = DeviceNeighborSampler(self.topology, list(key[0]), seed=key[1], picks=self._picks, kernels=self._kernels)
+                self._samplers[key] = inner
+        return lambda seeds, batch_id: self._sample_with(inner, seeds, batch_id)
+
+    def _sample_with(self, inner: Any, seeds: np.ndarray | torch.Tensor, batch_id: int | None) -> MiniBatch:
+        batch = inner.sample(seeds, batch_id)
+        if self._host_tally is not None:
+            self._host_tally.add(batch)
+        else:
+            assert self.topology is not None
+            self.topology.count_indptr_reads(sum(block.num_dst for block in batch.blocks))
+        return batch
+
+    def sample(self, seeds: np.ndarray | torch.Tensor, fanouts: Sequence[int], *, batch_id: int | None = None) -> MiniBatch:
+        """A neighbour-sampled mini-batch of ``seeds`` (int [B]) with ``fanouts`` (first hop first).
+
+        ``batch_id`` selects the random stream (None: the sampler's next one); the same (seed,
+        batch_id, seeds) gives the same batch whether sampled on the CPU or the GPU.
+        """
+        return self.sampler(fanouts)(seeds, batch_id)
+
+    # ------------------------------------------------------------------ features
+    def gather(self, ids: torch.Tensor | np.ndarray) -> torch.Tensor:
+        """Feature rows ``features[ids]``: ids int [B] (any device) -> [B, D] on the feature store's output device."""
+        if self.features is None:
+            raise OptionError(f"{self.dataset.path}: the dataset has no features.npy, so there is nothing to gather")
+        return self.features.gather(ids)
+
+    # ------------------------------------------------------------------ reporting
+    def traffic(self) -> dict[str, dict[str, int]]:
+        """Cumulative bytes per tier (TIER_NAMES + "requested"): ``{"features": ..., "topology": ...}``."""
+        features = self.features.traffic() if self.features is not None else dict.fromkeys((*TIER_NAMES, "requested"), 0)
+        if self._host_tally is not None:
+            topology = self._host_tally.traffic()
+        else:
+            assert self.topology is not None
+            topology = self.topology.traffic()
+        return {"features": dict(features), "topology": dict(topology)}
+
+    def plan(
+        self,
+        *,
+        fanouts: Sequence[int] = (15, 10, 5),
+        batch_size: int = 1024,
+        epochs: int = 1,
+        budgets: Sequence[str] = DEFAULT_BUDGETS,
+        device: DeviceSpec | None = None,
+    ) -> CapacityPlan:
+        """The capacity plan of this dataset (``graphtier plan``): per GPU budget, tiers, read shares, PCIe bytes.
+
+        ``device`` defaults to this machine (``describe_device`` with everything "auto").
+        """
+        spec = device if device is not None else describe_device()
+        return plan_capacity(self.dataset, spec, fanouts=fanouts, batch_size=batch_size, epochs=epochs,
+                             seed=self.seed, budgets=budgets)
+
+    def describe(self) -> str:
+        """One line per part: where features and topology live."""
+        lines = [f"graph store of {self.dataset.path}: sampling on {self.sample_on}"]
+        if self.features is not None:
+            describe = getattr(self.features, "describe", None)
+            lines.append("features: " + (describe() if describe else type(self.features).__name__))
+        if self.topology is not None:
+            lines.append("topology: " + self.topology.describe())
+        return "\n".join(lines)
+
+    def close(self) -> None:
+        """Release the feature store and the topology tiers (registrations, device memory); idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._samplers.clear()
+        if self.features is not None:
+            self.features.close()
+        if self.topology is not None:
+            self.topology.close()
+
+    def __enter__(self) -> "GraphStore":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

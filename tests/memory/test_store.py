@@ -1,0 +1,100 @@
+"""GraphStore: one object for topology and features; CPU and device sampling give the same batches and honest bytes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from graphtier.dataset import Dataset
+from graphtier.errors import OptionError
+from graphtier.memory import GraphStore
+from graphtier.sampling import NeighborSampler, iter_seed_batches
+from graphtier.store import TIER_NAMES, make_feature_store, make_topology
+from graphtier.tiering.plan import describe_device
+
+FANOUTS = [5, 3]
+
+
+def assert_same_batch(got, expected) -> None:
+    assert torch.equal(got.n_id.cpu(), expected.n_id)
+    assert torch.equal(got.seed_index.cpu(), expected.seed_index)
+    assert len(got.blocks) == len(expected.blocks)
+    for a, b in zip(got.blocks, expected.blocks):
+        assert (a.num_src, a.num_dst) == (b.num_src, b.num_dst)
+        assert torch.equal(a.edge_index.cpu(), b.edge_index)
+
+
+def expected_topology_bytes(dataset: Dataset, batches) -> int:
+    itemsize = np.asarray(dataset.indices).dtype.itemsize
+    return sum(b.num_sampled_edges * itemsize + sum(blk.num_dst for blk in b.blocks) * 16 for b in batches)
+
+
+def seed_batches(dataset: Dataset, count: int = 4) -> list[np.ndarray]:
+    return list(iter_seed_batches(np.asarray(dataset.train_idx), 37, shuffle=True, seed=0, epoch=1))[:count]
+
+
+def test_cpu_sampling_matches_the_sampler_and_counts_host_topology_reads(tiny_dataset: Dataset) -> None:
+    with GraphStore.open(tiny_dataset, features_on="cpu-gather", seed=3, log=lambda _: None) as store:
+        reference = NeighborSampler(tiny_dataset.indptr, tiny_dataset.indices, FANOUTS, seed=3)
+        batches = []
+        for batch_id, seeds in enumerate(seed_batches(tiny_dataset)):
+            batch = store.sample(seeds, FANOUTS, batch_id=batch_id)
+            assert_same_batch(batch, reference.sample(seeds, batch_id))
+            batches.append(batch)
+            rows = store.gather(batch.n_id)
+            assert np.array_equal(rows.numpy(), np.asarray(tiny_dataset.features)[batch.n_id.numpy()])
+        traffic = store.traffic()
+    topology = traffic["topology"]
+    assert topology["host"] == topology["requested"] == expected_topology_bytes(tiny_dataset, batches)
+    assert sum(topology[t] for t in TIER_NAMES) == topology["requested"]
+    features = traffic["features"]
+    assert features["requested"] == sum(b.num_nodes for b in batches) * tiny_dataset.feature_dim * 4
+
+
+@pytest.mark.parametrize("budget", ["0", "10%", "100%"])
+def test_device_sampling_on_the_cpu_twin_is_identical_and_its_tiers_add_up(tiny_dataset: Dataset, budget: str) -> None:
+    topology = make_topology(tiny_dataset.indptr, tiny_dataset.indices, device=torch.device("cpu"),
+                             topology_budget=budget, log=lambda _: None)
+    features = make_feature_store(tiny_dataset.features, "cpu-gather", device=torch.device("cpu"))
+    store = GraphStore(tiny_dataset, features, topology=topology, seed=5, picks="numba")
+    reference = NeighborSampler(tiny_dataset.indptr, tiny_dataset.indices, FANOUTS, seed=5)
+    batches = []
+    for batch_id, seeds in enumerate(seed_batches(tiny_dataset)):
+        batch = store.sample(seeds, FANOUTS, batch_id=batch_id)
+        assert_same_batch(batch, reference.sample(seeds, batch_id))
+        batches.append(batch)
+    traffic = store.traffic()["topology"]
+    store.close()
+    assert sum(traffic[t] for t in TIER_NAMES) == traffic["requested"]
+    assert traffic["requested"] == expected_topology_bytes(tiny_dataset, batches)
+    if budget == "0":
+        assert traffic["gpu"] == 0
+    if budget == "100%":
+        assert traffic["host"] == 0 and traffic["disk"] == 0
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error of a machine without CUDA")
+def test_gpu_sampling_without_cuda_is_a_one_line_error(tiny_dataset: Dataset) -> None:
+    with pytest.raises(OptionError, match=r"--sample-on gpu: needs a CUDA device") as info:
+        GraphStore.open(tiny_dataset, sample_on="gpu", log=lambda _: None)
+    assert "\n" not in str(info.value)
+
+
+def test_bad_sample_on_and_topology_budget_without_gpu_sampling_are_refused(tiny_dataset: Dataset) -> None:
+    with pytest.raises(OptionError, match=r"--sample-on: expected one of cpu, gpu, found 'tpu'"):
+        GraphStore.open(tiny_dataset, sample_on="tpu", log=lambda _: None)
+    with pytest.raises(OptionError, match=r"--topology-budget: applies to --sample-on gpu only"):
+        GraphStore.open(tiny_dataset, topology_budget="10%", log=lambda _: None)
+
+
+def test_plan_and_closed_store(tiny_dataset: Dataset) -> None:
+    store = GraphStore.open(tiny_dataset, features_on="cpu-gather", log=lambda _: None)
+    plan = store.plan(fanouts=FANOUTS, batch_size=64, budgets=("0%", "50%"), device=describe_device("1GiB"))
+    assert [row.budget for row in plan.rows] == ["0%", "50%"]
+    assert plan.rows[1].tier_rows["gpu"] == tiny_dataset.num_nodes // 2
+    assert "sampling on cpu" in store.describe()
+    store.close()
+    store.close()  # idempotent
+    with pytest.raises(OptionError, match="closed"):
+        store.sample(np.array([0]), FANOUTS)
