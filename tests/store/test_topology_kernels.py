@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 pytest.importorskip("triton")
 
-from tests.store.interpreted import load_interpreted  # noqa: E402
+from tests.store.interpreted import load_interpreted
 
 kernels = load_interpreted("_topology_kernels.py")
 INDEX_DTYPES = [torch.int32, torch.int64]
