@@ -5,6 +5,7 @@ from graphtier.store.factory import FEATURE_MODES, TIER_NAMES, FeatureStore, mak
 from graphtier.store.host import HostFeatureStore
 from graphtier.store.placement import TierPlan, parse_budget, plan_tiers
 from graphtier.store.tiered import TieredFeatureStore
+from graphtier.store.topology import TieredTopology, make_topology
 
 __all__ = [
     "FEATURE_MODES",
@@ -14,8 +15,10 @@ __all__ = [
     "TierPlan",
     "StagingArena",
     "TieredFeatureStore",
+    "TieredTopology",
     "batch_rows_bound",
     "make_feature_store",
+    "make_topology",
     "parse_budget",
     "plan_tiers",
 ]
