@@ -76,7 +76,7 @@ def _upload(array: np.ndarray, start: int, stop: int, device: torch.device, dtyp
     chunk = max(1, UPLOAD_CHUNK_BYTES // dtype.itemsize)
     for begin in range(start, stop, chunk):
         end = min(stop, begin + chunk)
-        part = np.ascontiguousarray(array[begin:end], dtype=dtype)
+        part = np.array(array[begin:end], dtype=dtype)  # a writeable copy of one bounded chunk
         out[begin - start : end - start].copy_(torch.from_numpy(part))
     return out
 
