@@ -194,24 +194,45 @@ class TieredTopology:
         count = int(positions.shape[0])
         if count == 0:
             return torch.empty(0, dtype=torch.int64, device=self.device)
-        plan = self.plan
-        stats = torch.stack(
-            [positions.min(), positions.max(), (positions < plan.local_rows).sum(), (positions < plan.host_end).sum()]
-        ).tolist()  # one synchronisation
-        low, high, below_local, below_host = (int(v) for v in stats)
+        low, high, below_local, below_host = self._position_stats(positions)
         if low < 0 or high >= self.num_edges:
             raise IndexError(f"edge positions must be in [0, {self.num_edges}), found [{low}, {high}]")
         with self._lock:
             if self.sorted_reads:
-                ordered, order = torch.sort(positions)
-                out = torch.empty_like(positions)
-                out[order] = self._gather(ordered, count - below_host)
+                out = self._gather_sorted(positions, count - below_host)
             else:
                 out = self._gather(positions, count - below_host)
             counts = {"gpu": below_local, "host": below_host - below_local, "disk": count - below_host}
             for tier, entries in counts.items():
                 self._traffic[tier] += entries * self.itemsize
             self._requested += count * self.itemsize
+        return out
+
+    def _position_stats(self, positions: torch.Tensor) -> tuple[int, int, int, int]:
+        """(min, max, count < local_rows, count < host_end) of non-empty positions; one synchronisation on CUDA."""
+        plan = self.plan
+        if positions.device.type == "cpu":  # numpy: no thread-pool start-up per call
+            values = positions.numpy()
+            below_local = int(np.count_nonzero(values < plan.local_rows))
+            below_host = int(np.count_nonzero(values < plan.host_end))
+            return int(values.min()), int(values.max()), below_local, below_host
+        stats = torch.stack(
+            [positions.min(), positions.max(), (positions < plan.local_rows).sum(), (positions < plan.host_end).sum()]
+        ).tolist()
+        low, high, below_local, below_host = (int(v) for v in stats)
+        return low, high, below_local, below_host
+
+    def _gather_sorted(self, positions: torch.Tensor, disk_count: int) -> torch.Tensor:
+        """Gather in ascending position order, then put each value back at its caller's index."""
+        if positions.device.type == "cpu":
+            values = positions.numpy()
+            order = np.argsort(values, kind="stable")
+            out = np.empty(values.shape[0], dtype=np.int64)
+            out[order] = self._gather(torch.from_numpy(values[order]), disk_count).numpy()
+            return torch.from_numpy(out)
+        ordered, order = torch.sort(positions)
+        out = torch.empty_like(positions)
+        out[order] = self._gather(ordered, disk_count)
         return out
 
     def _gather(self, positions: torch.Tensor, disk_count: int) -> torch.Tensor:
