@@ -15,8 +15,8 @@ not PCIe.
 from __future__ import annotations
 
 import platform
-from functools import partial
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
