@@ -10,6 +10,8 @@
 6. the tiered gather on the sampler's power-law access trace of a generated, wrpr-reordered graph with
    0/5/10/25% of the rows on the GPU: time and host bytes against zero-copy;
 7. issue 6's hybrid benchmark: ``--devices cuda:0`` against ``--devices cpu,cuda:0``.
+8. the tiered topology's neighbour reads (all of ``indices`` on the device, 25 %, all zero-copy), with
+   and without ``sorted_reads`` (does sorting the positions before the zero-copy reads pay?).
 
 Without CUDA it prints a skip message and exits 0. Writes benchmarks/results/gpu_checks.json.
 
@@ -215,7 +217,23 @@ def main() -> int:
     steps.append(("row-size sweep (seed 003)", row_sizes))
     steps.append(("alignment sweep (seed 003 Fig. 7)", alignment))
     steps.append(("tiered power-law trace", tiered_trace))
+
+    def topology() -> None:
+        from graphtier.bench.topology import run_topology_benchmark
+
+        result = run_topology_benchmark(
+            num_nodes=20_000_000, avg_degree=15, positions=4_000_000, repeats=7, device=device, log=lambda _: None
+        )
+        report["topology"] = result
+        for row in result["results"]:
+            table.append(
+                (f"topology reads: {row['topology_budget']} on device, sorted {'yes' if row['sorted_reads'] else 'no'}",
+                 "measured" if row["correct"] else "FAIL",
+                 f"{row['positions_per_s'] / 1e6:.0f} M positions/s, {row['gb_per_s']:.2f} GB/s of indices"),
+            )  # fmt: skip
+
     steps.append(("hybrid CPU+GPU training", hybrid))
+    steps.append(("tiered topology reads", topology))
     for label, action in steps:
         print(f"running {label} ...", flush=True)
         try:
