@@ -5,12 +5,13 @@ from graphtier.store.factory import FEATURE_MODES, TIER_NAMES, FeatureStore, mak
 from graphtier.store.host import HostFeatureStore
 from graphtier.store.placement import TierPlan, parse_budget, plan_tiers
 from graphtier.store.tiered import TieredFeatureStore
-from graphtier.store.topology import TieredTopology, make_topology
+from graphtier.store.topology import DeviceTopology, TieredTopology, make_topology
 
 __all__ = [
     "FEATURE_MODES",
     "TIER_NAMES",
     "FeatureStore",
+    "DeviceTopology",
     "HostFeatureStore",
     "TierPlan",
     "StagingArena",

@@ -32,7 +32,7 @@ import threading
 from collections.abc import Callable
 from contextlib import nullcontext
 from types import ModuleType
-from typing import Self
+from typing import Protocol, Self, runtime_checkable
 
 import numpy as np
 import torch
@@ -50,6 +50,20 @@ from graphtier.store.unified import HostRegistrar, UnifiedTensor
 
 UPLOAD_CHUNK_BYTES = 1 << 28
 INDPTR_BYTES_PER_DESTINATION = 16
+
+
+@runtime_checkable
+class DeviceTopology(Protocol):
+    """What a sampler on the compute device needs from a topology (:class:`TieredTopology` is one)."""
+
+    indptr: torch.Tensor  # int64 [N + 1] on ``device``
+    num_nodes: int
+    num_edges: int
+    device: torch.device
+
+    def gather_positions(self, positions: torch.Tensor) -> torch.Tensor:
+        """``indices[positions]``: int64 [M] on ``device`` -> int64 [M] on ``device``."""
+        ...
 
 
 def _torch_dtype(dtype: np.dtype) -> torch.dtype:

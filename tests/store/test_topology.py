@@ -14,6 +14,7 @@ from graphtier.errors import OptionError
 from graphtier.store import TieredTopology, make_topology
 from graphtier.store import unified as unified_module
 from graphtier.store.placement import TIER_NAMES, TierPlan
+from graphtier.store.topology import DeviceTopology
 from graphtier.store.unified import PAGE_BYTES, REGISTRY
 from tests.store.test_unified import FakeRegistrar
 
@@ -243,6 +244,17 @@ def test_auto_budget_without_cuda_keeps_nothing_on_the_device_and_describes_in_o
         assert topology.plan.local_rows == 0 and topology.plan.host_end == indices.shape[0]
         line = topology.describe()
         assert "\n" not in line and "20 nodes" in line and lines[-1] == line
+
+
+def test_satisfies_the_sampler_protocol_and_keeps_indptr_in_ram(tmp_path: Path) -> None:
+    indptr, indices = random_graph(300, np.int32, seed=8)
+    mapped_indptr, mapped = as_memmaps(tmp_path, indptr, indices)
+    with make_topology(indptr, indices, device="cpu", log=lambda _: None) as in_ram:
+        assert isinstance(in_ram, DeviceTopology)
+        assert in_ram.indptr.data_ptr() == indptr.ctypes.data  # a view of the RAM array, no copy
+    with make_topology(mapped_indptr, mapped, device="cpu", log=lambda _: None) as from_file:
+        assert from_file.indptr.data_ptr() != mapped_indptr.ctypes.data  # the memory map copied into RAM
+        assert torch.equal(from_file.indptr, torch.from_numpy(indptr))
 
 
 requires_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
