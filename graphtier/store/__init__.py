@@ -1,4 +1,4 @@
-"""Feature stores: where node features live and how a mini-batch's rows are gathered."""
+"""Feature stores (where node features live and how a mini-batch's rows are gathered) and the tiered topology."""
 
 from graphtier.store.arena import StagingArena, batch_rows_bound
 from graphtier.store.factory import FEATURE_MODES, TIER_NAMES, FeatureStore, make_feature_store
