@@ -182,7 +182,7 @@ class TieredTopology:
         indptr_ram = np.ascontiguousarray(indptr) if reusable else np.array(indptr, dtype=np.int64)
         self.indptr = torch.from_numpy(indptr_ram)
         if plan.disk_rows > 0 and isinstance(indices, np.memmap):
-            self._ram = np.ascontiguousarray(indices[: plan.host_end])  # the "gpu" and "host" tiers, in RAM
+            self._ram = np.array(indices[: plan.host_end])  # the "gpu" and "host" tiers copied into RAM
         else:
             self._ram = np.asarray(indices[: plan.host_end])
         self._disk = indices

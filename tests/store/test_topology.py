@@ -79,6 +79,8 @@ def test_gather_equals_indexing_on_every_plan(
     assert topology.indptr.dtype == torch.int64 and torch.equal(topology.indptr, torch.from_numpy(indptr))
     if path == "kernels":
         assert bool(fake.live) == (host_end > local_rows)
+    else:  # a disk tier means the other tiers are copied out of the memory map into RAM
+        assert np.shares_memory(topology._ram, mapped) == (host_end == num_edges)
     rng = np.random.default_rng(1)
     expected = dict.fromkeys([*TIER_NAMES, "requested"], 0)
     for size in (1, 517, 4096):
