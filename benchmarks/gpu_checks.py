@@ -12,7 +12,9 @@
 7. issue 6's hybrid benchmark: ``--devices cuda:0`` against ``--devices cpu,cuda:0``;
 8. issue 12: the GPU sampler against the CPU sampler on a generated, reordered 2M-node graph at topology
    budgets 0%, 10% and 100% (and sorted reads at 0%), checking that both give identical batches;
-9. issue 12: one training epoch on a generated 10M-node graph with the whole data path on the GPU
+9. issue 12: the tiered topology's neighbour reads (all of ``indices`` on the device, 25 %, all zero-copy),
+   with and without ``sorted_reads`` (does sorting the positions before the zero-copy reads pay?);
+10. issue 12: one training epoch on a generated 10M-node graph with the whole data path on the GPU
    (``--sample-on gpu --features-on tiered``) against ``--sample-on cpu --features-on cpu-gather``:
    sample / extract / train seconds as seed 000 Fig. 8 and seed 004 Table 4 report them.
 
@@ -106,7 +108,7 @@ def main() -> int:
     parser.add_argument("--table-mib", type=int, default=1024)
     parser.add_argument("--output", default=str(RESULTS))
     parser.add_argument("--steps", default="all",
-                        help="comma-separated subset of: pytest, modes, gather, rows, alignment, trace, hybrid, sampler, epoch")
+                        help="comma-separated subset of: pytest, modes, gather, rows, alignment, trace, hybrid, topology, sampler, epoch")
     parser.add_argument("--epoch-nodes", default="10M", help="nodes of the generated graph of the end-to-end epoch")
     args = parser.parse_args()
     if not torch.cuda.is_available():
@@ -281,10 +283,25 @@ def main() -> int:
                      f"{record['topology_bytes_by_tier']['host'] / 1e9:.2f} GB"),
                 )  # fmt: skip
 
+    def topology() -> None:
+        from graphtier.bench.topology import run_topology_benchmark
+
+        result = run_topology_benchmark(
+            num_nodes=20_000_000, avg_degree=15, positions=4_000_000, repeats=7, device=device, log=lambda _: None
+        )
+        report["topology"] = result
+        for row in result["results"]:
+            table.append(
+                (f"topology reads: {row['topology_budget']} on device, sorted {'yes' if row['sorted_reads'] else 'no'}",
+                 "measured" if row["correct"] else "FAIL",
+                 f"{row['positions_per_s'] / 1e6:.0f} M positions/s, {row['gb_per_s']:.2f} GB/s of indices"),
+            )  # fmt: skip
+
     steps.append(("rows", "row-size sweep (seed 003)", row_sizes))
     steps.append(("alignment", "alignment sweep (seed 003 Fig. 7)", alignment))
     steps.append(("trace", "tiered power-law trace", tiered_trace))
     steps.append(("hybrid", "hybrid CPU+GPU training", hybrid))
+    steps.append(("topology", "tiered topology reads (issue 12)", topology))
     steps.append(("sampler", "GPU sampler vs CPU sampler (issue 12)", gpu_sampler))
     steps.append(("epoch", "end-to-end epoch, whole data path on the GPU (issue 12)", epoch))
     wanted = None if args.steps == "all" else {name.strip() for name in args.steps.split(",")}

@@ -36,6 +36,7 @@ LOCAL_IMPORTS_ALLOWED = ("graphtier.cli",)
 OPTIONAL_DEPENDENCY_IMPORTS = {
     ("graphtier.store.tiered", "graphtier.store._triton_kernels"),
     ("graphtier.bench.gather", "graphtier.store._triton_kernels"),
+    ("graphtier.store.topology", "graphtier.store._topology_kernels"),
 }
 MAX_LINES = 450
 

@@ -116,7 +116,9 @@ class TieredFeatureStore:
 
     # ------------------------------------------------------------------ setup
     def _ram_copy(self, start: int, stop: int) -> np.ndarray:
-        return np.ascontiguousarray(self.table[start:stop])
+        """Rows [start, stop) in RAM: a copy of a memory map (np.ascontiguousarray would return a view of it)."""
+        rows = self.table[start:stop]
+        return np.array(rows) if isinstance(self.table, np.memmap) else np.ascontiguousarray(rows)
 
     def _setup_cpu(self) -> None:
         plan, table = self.plan, self.table

@@ -10,6 +10,13 @@ unregistered. This module keeps a process-wide registry of registered page range
 exact same range again shares the registration (reference counted), a partial overlap is refused
 with an OptionError, and the tensor is kept alive until the last :meth:`UnifiedTensor.close` (or
 garbage collection) unregisters it.
+
+Large tensors are registered in chunks of at most :data:`REGISTER_CHUNK_BYTES` (whole pages, counted
+from the tensor's first page), each its own ``cudaHostRegister`` call and registry entry: a single
+call over tens of GB is known to fail (quiver#102), and bounded chunks keep a failure cheap to undo.
+Two tensors over the same pages get the same chunks and share them; a chunk that overlaps a
+registered range without matching it is refused; a failure part-way unregisters the chunks already
+registered before it raises.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ import torch
 from graphtier.errors import OptionError
 
 PAGE_BYTES = mmap.PAGESIZE
+REGISTER_CHUNK_BYTES = 1 << 30
 
 
 class HostRegistrar(Protocol):
@@ -72,35 +80,60 @@ class _Registry:
         self.lock = threading.Lock()
         self.entries: dict[tuple[int, int], _Registration] = {}
 
-    def acquire(self, address: int, nbytes: int, registrar: HostRegistrar) -> tuple[int, int]:
+    def acquire(self, address: int, nbytes: int, registrar: HostRegistrar, chunk_bytes: int) -> list[tuple[int, int]]:
+        """Register bytes [address, address + nbytes) in chunks of ``chunk_bytes`` (rounded down to whole pages).
+
+        Returns the registry keys (first page, end page) of the chunks, in address order. All or
+        nothing: an overlap is refused before any call, and a registrar failure releases the chunks
+        acquired by this call before the error propagates.
+        """
         first_page = address // PAGE_BYTES
         end_page = -(-(address + nbytes) // PAGE_BYTES)
-        key = (first_page, end_page)
+        chunk_pages = max(1, int(chunk_bytes) // PAGE_BYTES)
+        keys = [(page, min(end_page, page + chunk_pages)) for page in range(first_page, end_page, chunk_pages)]
         with self.lock:
-            existing = self.entries.get(key)
-            if existing is not None:
-                existing.references += 1
-                return key
-            for (first, end), entry in self.entries.items():
-                if first < end_page and first_page < end:
-                    raise OptionError(
-                        f"host memory [{address:#x}, {address + nbytes:#x}) overlaps a range already registered "
-                        f"for zero-copy access [{entry.address:#x}, {entry.address + entry.nbytes:#x}) in different "
-                        "pages: expected the same range or a disjoint one"
-                    )
-            registrar.register(address, nbytes)
-            self.entries[key] = _Registration(first_page, end_page, address, nbytes, registrar)
-            return key
+            for first, end in keys:
+                if (first, end) in self.entries:
+                    continue
+                for (other_first, other_end), entry in self.entries.items():
+                    if other_first < end and first < other_end:
+                        raise OptionError(
+                            f"host memory [{address:#x}, {address + nbytes:#x}) overlaps a range already registered "
+                            f"for zero-copy access [{entry.address:#x}, {entry.address + entry.nbytes:#x}) in "
+                            "different pages: expected the same range or a disjoint one"
+                        )
+            acquired: list[tuple[int, int]] = []
+            try:
+                for key in keys:
+                    existing = self.entries.get(key)
+                    if existing is not None:
+                        existing.references += 1
+                    else:
+                        start = max(address, key[0] * PAGE_BYTES)
+                        stop = min(address + nbytes, key[1] * PAGE_BYTES)
+                        registrar.register(start, stop - start)
+                        self.entries[key] = _Registration(key[0], key[1], start, stop - start, registrar)
+                    acquired.append(key)
+            except BaseException:
+                for key in reversed(acquired):
+                    self._release_locked(key)
+                raise
+            return keys
 
-    def release(self, key: tuple[int, int]) -> None:
+    def release(self, keys: list[tuple[int, int]]) -> None:
+        """Drop one reference to each chunk; unregister the chunks nobody uses any more."""
         with self.lock:
-            entry = self.entries.get(key)
-            if entry is None:
-                return
-            entry.references -= 1
-            if entry.references == 0:
-                del self.entries[key]
-                entry.registrar.unregister(entry.address)
+            for key in reversed(keys):
+                self._release_locked(key)
+
+    def _release_locked(self, key: tuple[int, int]) -> None:
+        entry = self.entries.get(key)
+        if entry is None:
+            return
+        entry.references -= 1
+        if entry.references == 0:
+            del self.entries[key]
+            entry.registrar.unregister(entry.address)
 
     def is_registered(self, address: int) -> bool:
         page = address // PAGE_BYTES
@@ -111,24 +144,26 @@ class _Registry:
 REGISTRY = _Registry()
 
 
-def _release(key: tuple[int, int] | None, keep_alive: torch.Tensor) -> None:
-    if key is not None:
-        REGISTRY.release(key)
+def _release(keys: list[tuple[int, int]], keep_alive: torch.Tensor) -> None:
+    if keys:
+        REGISTRY.release(keys)
     del keep_alive
 
 
-def page_aligned_empty(rows: int, dim: int, dtype: torch.dtype) -> torch.Tensor:
-    """An uninitialised CPU tensor [rows, dim] of ``dtype`` whose memory starts on a page and spans whole pages.
+def page_aligned_empty(rows: int, dim: int | None, dtype: torch.dtype) -> torch.Tensor:
+    """An uninitialised CPU tensor [rows, dim] (or [rows] when ``dim`` is None) of ``dtype`` whose memory
+    starts on a page and spans whole pages.
 
     Two such tensors never share a page, so each can be registered on its own.
     """
     itemsize = torch.empty(0, dtype=dtype).element_size()
-    nbytes = rows * dim * itemsize
+    nbytes = rows * (1 if dim is None else dim) * itemsize
     padded = -(-max(nbytes, 1) // PAGE_BYTES) * PAGE_BYTES
     raw = np.empty(padded + PAGE_BYTES, dtype=np.uint8)
     start = (-raw.ctypes.data) % PAGE_BYTES
     aligned = torch.from_numpy(raw[start : start + padded])
-    return aligned[:nbytes].view(dtype).view(rows, dim)
+    flat = aligned[:nbytes].view(dtype)
+    return flat if dim is None else flat.view(rows, dim)
 
 
 class UnifiedTensor:
@@ -137,6 +172,7 @@ class UnifiedTensor:
     Args:
         tensor: contiguous CPU tensor; it is kept alive while registered.
         registrar: the driver interface (default: CUDA through ``torch.cuda.cudart()``).
+        chunk_bytes: the most bytes one registration call covers (default :data:`REGISTER_CHUNK_BYTES`).
 
     ``.tensor`` is the registered CPU tensor: pass it to a Triton kernel as a pointer argument (the
     kernel reads host memory through the GPU's mapping). Tensors already in torch's pinned memory
@@ -144,7 +180,9 @@ class UnifiedTensor:
     :meth:`close` (idempotent).
     """
 
-    def __init__(self, tensor: torch.Tensor, *, registrar: HostRegistrar | None = None) -> None:
+    def __init__(
+        self, tensor: torch.Tensor, *, registrar: HostRegistrar | None = None, chunk_bytes: int | None = None
+    ) -> None:
         if tensor.device.type != "cpu":
             raise OptionError(f"UnifiedTensor: expected a CPU tensor, found one on {tensor.device}")
         if not tensor.is_contiguous():
@@ -152,46 +190,62 @@ class UnifiedTensor:
         self.tensor = tensor
         self.nbytes = int(tensor.numel() * tensor.element_size())
         registrar = registrar if registrar is not None else CudaHostRegistrar()
+        chunk_bytes = chunk_bytes if chunk_bytes is not None else REGISTER_CHUNK_BYTES
         already_pinned = torch.cuda.is_available() and tensor.is_pinned()
-        key = None
+        keys: list[tuple[int, int]] = []
         if self.nbytes > 0 and not already_pinned:
-            key = REGISTRY.acquire(tensor.data_ptr(), self.nbytes, registrar)
-        self._key = key
-        self._finalizer = weakref.finalize(self, _release, key, tensor)
+            keys = REGISTRY.acquire(tensor.data_ptr(), self.nbytes, registrar, chunk_bytes)
+        self._keys = keys
+        self._finalizer = weakref.finalize(self, _release, keys, tensor)
 
     @classmethod
     def from_rows(
-        cls, table: np.ndarray, start: int, stop: int, *, registrar: HostRegistrar | None = None, chunk_rows: int = 1 << 16
-    ) -> "UnifiedTensor":
-        """Register rows [start, stop) of ``table`` (float32/float16 [N, D], RAM or memory map).
+        cls,
+        table: np.ndarray,
+        start: int,
+        stop: int,
+        *,
+        registrar: HostRegistrar | None = None,
+        chunk_rows: int = 1 << 16,
+        chunk_bytes: int | None = None,
+    ) -> UnifiedTensor:
+        """Register rows [start, stop) of ``table`` (a 2-d [N, D] table or a 1-d [N] array, RAM or memory map).
 
         A writeable in-RAM C-contiguous table is registered in place (no copy); anything else (a
-        read-only memory map) is copied in chunks into page-aligned RAM first.
+        read-only memory map) is copied in chunks of ``chunk_rows`` into page-aligned RAM first.
+        ``chunk_bytes`` bounds each registration call (default :data:`REGISTER_CHUNK_BYTES`).
         """
+        if table.ndim not in (1, 2):
+            raise OptionError(f"UnifiedTensor.from_rows: expected a 1-d or 2-d array, found shape {tuple(table.shape)}")
         rows = table[start:stop]
         in_ram = not isinstance(table, np.memmap) and rows.flags.c_contiguous and rows.flags.writeable
         if in_ram:
-            return cls(torch.from_numpy(rows), registrar=registrar)
+            return cls(torch.from_numpy(rows), registrar=registrar, chunk_bytes=chunk_bytes)
         dtype = torch.from_numpy(np.empty(0, dtype=table.dtype)).dtype
-        copy = page_aligned_empty(stop - start, int(table.shape[1]), dtype)
+        copy = page_aligned_empty(stop - start, int(table.shape[1]) if table.ndim == 2 else None, dtype)
         copy_np = copy.numpy()
         for begin in range(0, stop - start, chunk_rows):
             end = min(stop - start, begin + chunk_rows)
             copy_np[begin:end] = rows[begin:end]
-        return cls(copy, registrar=registrar)
+        return cls(copy, registrar=registrar, chunk_bytes=chunk_bytes)
 
     @property
     def registered(self) -> bool:
         """True while this tensor holds a registration (False after close or for torch-pinned memory)."""
-        return self._key is not None and self._finalizer.alive
+        return bool(self._keys) and self._finalizer.alive
+
+    @property
+    def num_chunks(self) -> int:
+        """Registration calls (chunks) this tensor holds; 0 after close or for torch-pinned memory."""
+        return len(self._keys) if self._finalizer.alive else 0
 
     def close(self) -> None:
         """Unregister (when this was the last user of the range) and drop the tensor; idempotent."""
         self._finalizer()
-        self._key = None
+        self._keys = []
         self.tensor = self.tensor.new_empty((0,) + tuple(self.tensor.shape[1:]))
 
-    def __enter__(self) -> "UnifiedTensor":
+    def __enter__(self) -> UnifiedTensor:
         return self
 
     def __exit__(self, *exc: object) -> None:

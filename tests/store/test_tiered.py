@@ -83,6 +83,8 @@ def test_tiered_gather_equals_indexing(
             requested += ids.shape[0] * plan.row_bytes
         for ids, got in outputs:  # the ring keeps every batch of this round alive
             np.testing.assert_array_equal(got.numpy(), table[ids])
+        if use_memmap and plan.disk_rows > 0:  # the host tier is a RAM copy, not a view of the memory map
+            assert not np.shares_memory(store._host_np, table)
         traffic = store.traffic()
         assert set(traffic) == set(TIER_NAMES) | {"requested"}
         assert traffic["requested"] == requested == sum(traffic[name] for name in TIER_NAMES)

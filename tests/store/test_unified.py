@@ -9,18 +9,32 @@ import pytest
 import torch
 
 from graphtier.errors import OptionError
-from graphtier.store.unified import PAGE_BYTES, REGISTRY, UnifiedTensor, page_aligned_empty
+from graphtier.store.unified import (
+    PAGE_BYTES,
+    REGISTRY,
+    UnifiedTensor,
+    page_aligned_empty,
+)
+
+CHUNK = 4 * PAGE_BYTES
 
 
 class FakeRegistrar:
     """Records register/unregister calls the way the CUDA driver would see them."""
 
-    def __init__(self) -> None:
+    def __init__(self, fail_on_call: int | None = None) -> None:
         self.live: dict[int, int] = {}
         self.calls: list[tuple[str, int]] = []
+        self.sizes: list[tuple[int, int]] = []
+        self.fail_on_call = fail_on_call
 
     def register(self, address: int, nbytes: int) -> None:
         assert address not in self.live, "the driver would refuse a second registration"
+        for other, size in self.live.items():
+            assert address + nbytes <= other or other + size <= address, "the driver would refuse an overlap"
+        if self.fail_on_call is not None and len(self.sizes) + 1 == self.fail_on_call:
+            raise OptionError(f"cudaHostRegister of {nbytes} bytes at {address:#x} failed (fake)")
+        self.sizes.append((address, nbytes))
         self.live[address] = nbytes
         self.calls.append(("register", address))
 
@@ -111,6 +125,74 @@ def test_page_aligned_tensors_never_share_a_page() -> None:
     assert a.data_ptr() // PAGE_BYTES != b.data_ptr() // PAGE_BYTES
 
 
+def test_large_tensor_is_registered_in_page_aligned_disjoint_covering_chunks() -> None:
+    fake = FakeRegistrar()
+    tensor = page_aligned_empty(int(3.5 * CHUNK) // 4, None, torch.float32)  # 3.5 chunks
+    unified = UnifiedTensor(tensor, registrar=fake, chunk_bytes=CHUNK)
+    assert len(fake.sizes) == 4 and unified.num_chunks == 4
+    starts = [address for address, _ in fake.sizes]
+    assert starts[0] == tensor.data_ptr() and all(a % PAGE_BYTES == 0 for a in starts)
+    assert [n for _, n in fake.sizes] == [CHUNK, CHUNK, CHUNK, CHUNK // 2]
+    for (address, nbytes), (following, _) in zip(fake.sizes, fake.sizes[1:]):
+        assert address + nbytes == following  # disjoint and without gaps
+    assert starts[-1] + fake.sizes[-1][1] == tensor.data_ptr() + unified.nbytes
+    unified.close()
+    assert fake.live == {} and [c for c, _ in fake.calls].count("unregister") == 4 and unified.num_chunks == 0
+
+
+def test_chunks_of_an_unaligned_tensor_end_on_page_boundaries() -> None:
+    fake = FakeRegistrar()
+    storage = page_aligned_empty(3 * CHUNK // 4, None, torch.float32)
+    view = storage[5 : 5 + (2 * CHUNK) // 4]  # starts 20 bytes into a page
+    with UnifiedTensor(view, registrar=fake, chunk_bytes=CHUNK):
+        (first, first_bytes), *rest = fake.sizes
+        assert first == view.data_ptr() and (first + first_bytes) % PAGE_BYTES == 0
+        assert all(address % PAGE_BYTES == 0 for address, _ in rest)
+        assert sum(n for _, n in fake.sizes) == view.numel() * 4
+    assert fake.live == {}
+
+
+def test_chunked_registration_is_shared_and_partial_overlaps_refused() -> None:
+    fake = FakeRegistrar()
+    tensor = page_aligned_empty(3 * CHUNK // 4, None, torch.float32)
+    first = UnifiedTensor(tensor, registrar=fake, chunk_bytes=CHUNK)
+    second = UnifiedTensor(tensor, registrar=fake, chunk_bytes=CHUNK)
+    assert len(fake.sizes) == 3  # the second shares every chunk
+    with pytest.raises(OptionError, match="overlaps"):
+        UnifiedTensor(tensor[PAGE_BYTES // 4 :], registrar=fake, chunk_bytes=CHUNK)  # chunks shifted by a page
+    assert len(fake.sizes) == 3 and len(fake.live) == 3
+    first.close()
+    assert len(fake.live) == 3
+    second.close()
+    assert fake.live == {}
+
+
+def test_a_failing_chunk_unregisters_the_chunks_before_it() -> None:
+    fake = FakeRegistrar(fail_on_call=3)
+    tensor = page_aligned_empty(4 * CHUNK // 4, None, torch.float32)
+    with pytest.raises(OptionError, match="failed"):
+        UnifiedTensor(tensor, registrar=fake, chunk_bytes=CHUNK)
+    assert fake.live == {} and [c for c, _ in fake.calls] == ["register", "register", "unregister", "unregister"]
+    assert not REGISTRY.is_registered(tensor.data_ptr())
+    fake.fail_on_call = None
+    with UnifiedTensor(tensor, registrar=fake, chunk_bytes=CHUNK) as unified:  # nothing left behind to clash with
+        assert unified.num_chunks == 4
+    assert fake.live == {}
+
+
+def test_from_rows_of_a_one_dimensional_memmap(tmp_path: object) -> None:
+    fake = FakeRegistrar()
+    values = np.arange(5000, dtype=np.int32)
+    path = f"{tmp_path}/v.npy"
+    np.save(path, values)
+    mapped = np.load(path, mmap_mode="r")
+    with UnifiedTensor.from_rows(mapped, 100, 4100, registrar=fake, chunk_rows=777, chunk_bytes=PAGE_BYTES) as part:
+        assert part.tensor.shape == (4000,) and part.tensor.dtype == torch.int32
+        np.testing.assert_array_equal(part.tensor.numpy(), values[100:4100])
+        assert part.num_chunks == -(-4000 * 4 // PAGE_BYTES)
+    assert fake.live == {}
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_real_registration_round_trip() -> None:
@@ -120,4 +202,21 @@ def test_real_registration_round_trip() -> None:
         assert unified.registered
         with pytest.raises(OptionError, match="overlaps"):
             UnifiedTensor(tensor[tensor.shape[0] // 2 :])
+    assert not REGISTRY.is_registered(tensor.data_ptr())
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_real_chunked_registration_is_readable_by_the_device() -> None:
+    tensor = page_aligned_empty(10 * PAGE_BYTES // 4 + 7, None, torch.float32)
+    tensor.copy_(torch.randn(tensor.shape[0]))
+    with UnifiedTensor(tensor, chunk_bytes=3 * PAGE_BYTES) as unified:
+        assert unified.num_chunks == 4
+        device = torch.device("cuda", torch.cuda.current_device())
+        ids = torch.randint(0, tensor.shape[0], (1000,), device=device)
+        from graphtier.store import _triton_kernels as compiled
+
+        out = torch.empty((1000, 1), device=device)
+        compiled.gather_rows_triton(unified.tensor.view(-1, 1), ids, out)
+        assert torch.equal(out.view(-1).cpu(), tensor[ids.cpu()])
     assert not REGISTRY.is_registered(tensor.data_ptr())

@@ -1,0 +1,365 @@
+"""TieredTopology: a graph's CSC topology (``indptr``, ``indices``) spread over GPU memory, host RAM and disk.
+
+After ``graphtier reorder`` the hottest nodes have the smallest ids, so their in-neighbour lists
+are a prefix of ``indices``; the tiers are therefore ranges of *positions* in ``indices`` (a
+:class:`TierPlan` over its E entries of ``itemsize`` bytes, no peer partitions, no cache)::
+
+    [0, local_rows)        "gpu"   a device tensor
+    [peer_end, host_end)   "host"  host RAM registered for zero-copy reads (:class:`UnifiedTensor`)
+    [host_end, E)          "disk"  read from the memory map on demand
+
+``indptr`` (int64 [N + 1]) always lives whole on the compute device: a sampler reads two entries
+per destination, and it is small next to ``indices`` (8 bytes per node against the in-degree times
+4 or 8). It is not part of the budget.
+
+On CUDA :meth:`TieredTopology.gather_positions` runs a Triton kernel (:mod:`graphtier.store._topology_kernels`)
+that reads the "gpu" and "host" tiers directly, and the "disk" positions are gathered on the CPU
+from the memory map and copied in. Passing ``kernels`` (e.g. the kernel module interpreted with
+``TRITON_INTERPRET=1``) runs the same path on the CPU, the host tier registered through
+``registrar`` (tests pass a fake one). Without CUDA and without ``kernels`` the plan and the
+accounting are the same but every tier is RAM or the memory map, gathered with numpy indexing.
+
+Traffic (:meth:`TieredTopology.traffic`) counts bytes per tier (keys ``TIER_NAMES``) plus
+"requested": ``itemsize`` bytes of ``indices`` per gathered position in the tier that served it,
+and 16 bytes per destination reported with :meth:`TieredTopology.count_indptr_reads` (two int64
+entries of ``indptr``), counted in the tier ``indptr`` lives in: "gpu" on the device path, "host"
+on the CPU path. The tiers always add up to "requested".
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from contextlib import nullcontext
+from types import ModuleType
+from typing import Protocol, Self, runtime_checkable
+
+import numpy as np
+import torch
+
+from graphtier.errors import OptionError
+from graphtier.store.placement import (
+    TIER_NAMES,
+    TierPlan,
+    auto_device_bytes,
+    format_bytes,
+    parse_budget,
+    plan_tiers,
+)
+from graphtier.store.unified import HostRegistrar, UnifiedTensor
+
+UPLOAD_CHUNK_BYTES = 1 << 28
+INDPTR_BYTES_PER_DESTINATION = 16
+
+
+@runtime_checkable
+class DeviceTopology(Protocol):
+    """What a sampler on the compute device needs from a topology (:class:`TieredTopology` is one)."""
+
+    indptr: torch.Tensor  # int64 [N + 1] on ``device``
+    num_nodes: int
+    num_edges: int
+    device: torch.device
+
+    def gather_positions(self, positions: torch.Tensor) -> torch.Tensor:
+        """``indices[positions]``: int64 [M] on ``device`` -> int64 [M] on ``device``."""
+        ...
+
+
+def _torch_dtype(dtype: np.dtype) -> torch.dtype:
+    return torch.from_numpy(np.empty(0, dtype=dtype)).dtype
+
+
+def check_topology_arrays(indptr: np.ndarray, indices: np.ndarray) -> None:
+    """OptionError unless indptr is integer [N + 1] from 0 to E and indices int32/int64 [E] (endpoints only)."""
+    if indptr.ndim != 1 or indptr.shape[0] < 1 or indptr.dtype.kind not in "iu":
+        raise OptionError(f"indptr: expected an int64 [N + 1] array, found {indptr.dtype} {tuple(indptr.shape)}")
+    if indices.ndim != 1 or indices.dtype not in (np.int32, np.int64):
+        raise OptionError(f"indices: expected an int32 or int64 [E] array, found {indices.dtype} {tuple(indices.shape)}")
+    first, last = int(indptr[0]), int(indptr[-1])
+    if first != 0 or last != indices.shape[0]:
+        raise OptionError(
+            f"indptr: expected it to run from 0 to len(indices) = {indices.shape[0]}, found {first} to {last}"
+        )
+
+
+def _upload(array: np.ndarray, start: int, stop: int, device: torch.device, dtype: np.dtype | None = None) -> torch.Tensor:
+    """Copy array[start:stop] (RAM or memory map, 1-d) to a new tensor on ``device`` in chunks."""
+    dtype = np.dtype(dtype if dtype is not None else array.dtype)
+    out = torch.empty(stop - start, dtype=_torch_dtype(dtype), device=device)
+    chunk = max(1, UPLOAD_CHUNK_BYTES // dtype.itemsize)
+    for begin in range(start, stop, chunk):
+        end = min(stop, begin + chunk)
+        part = np.array(array[begin:end], dtype=dtype)  # a writeable copy of one bounded chunk
+        out[begin - start : end - start].copy_(torch.from_numpy(part))
+    return out
+
+
+class TieredTopology:
+    """Neighbour lists of a CSC graph read by absolute position from tiers placed by ``plan``.
+
+    Args:
+        indptr: integer [N + 1] (int64 kept as is), RAM or memory map.
+        indices: int32/int64 [E], RAM or memory map; read-only while the topology is open.
+        plan: a :class:`TierPlan` over the E entries of ``indices`` (row_bytes = itemsize, one partition).
+        device: the compute device; CUDA runs the device path, anything else the CPU path.
+        registrar: the host-memory registrar of the host tier (tests pass a fake one).
+        log: receives one-line progress messages.
+        kernels: the kernel module (default :mod:`graphtier.store._topology_kernels` on CUDA); given on
+            the CPU it runs the device path there (tests pass the interpreted module).
+        sorted_reads: gather the positions in ascending order (sort, gather, scatter back), so the
+            zero-copy and disk reads walk memory forward.
+
+    Attributes: ``indptr`` (torch int64 [N + 1] on ``device``), ``num_nodes``, ``num_edges``,
+    ``device``, ``plan``, ``indices_dtype``.
+    """
+
+    def __init__(
+        self,
+        indptr: np.ndarray,
+        indices: np.ndarray,
+        plan: TierPlan,
+        *,
+        device: torch.device | str,
+        registrar: HostRegistrar | None = None,
+        log: Callable[[str], None] = print,
+        kernels: ModuleType | None = None,
+        sorted_reads: bool = False,
+    ) -> None:
+        check_topology_arrays(indptr, indices)
+        if plan.num_rows != indices.shape[0] or plan.row_bytes != indices.dtype.itemsize:
+            raise AssertionError("tier plan made for another indices array")
+        if plan.peer_partitions != 1 or plan.cache_rows != 0:
+            raise OptionError("topology tiers: expected a plan without peer partitions or cache")
+        self.num_nodes = int(indptr.shape[0]) - 1
+        self.num_edges = int(indices.shape[0])
+        self.plan = plan
+        self.indices_dtype = _torch_dtype(indices.dtype)
+        self.itemsize = int(indices.dtype.itemsize)
+        self.sorted_reads = sorted_reads
+        self.device = torch.device(device)
+        self.log = log
+        self._lock = threading.Lock()
+        self._traffic = dict.fromkeys(TIER_NAMES, 0)
+        self._requested = 0
+        self._closed = False
+        self._host: UnifiedTensor | None = None
+        if self.device.type == "cuda":
+            if not torch.cuda.is_available():
+                raise OptionError(f"--device {self.device}: CUDA is not available on this machine")
+            index = self.device.index if self.device.index is not None else torch.cuda.current_device()
+            self.device = torch.device("cuda", index)
+            if kernels is None:
+                try:
+                    from graphtier.store import _topology_kernels as kernels
+                except ImportError:
+                    raise OptionError("the topology on CUDA needs the triton package, found it missing: pip install triton") from None
+        self._kernels = kernels
+        self.on_device = kernels is not None
+        self.indptr_tier = "gpu" if self.on_device else "host"
+        if self.on_device:
+            self._setup_device(indptr, indices, registrar)
+        else:
+            self._setup_cpu(indptr, indices)
+        log(self.describe())
+
+    # ------------------------------------------------------------------ setup
+    def _setup_device(self, indptr: np.ndarray, indices: np.ndarray, registrar: HostRegistrar | None) -> None:
+        plan = self.plan
+        with torch.cuda.device(self.device) if self.device.type == "cuda" else nullcontext():
+            self.indptr = _upload(indptr, 0, indptr.shape[0], self.device, np.dtype(np.int64))
+            self._local = _upload(indices, 0, plan.local_rows, self.device)
+            self._host = UnifiedTensor.from_rows(indices, plan.peer_end, plan.host_end, registrar=registrar)
+            # an empty host tier is passed as an empty device tensor: an unregistered host pointer is refused
+            self._host_arg = (
+                self._host.tensor if plan.host_rows > 0 else torch.empty(0, dtype=self.indices_dtype, device=self.device)
+            )
+        self._disk = indices
+
+    def _setup_cpu(self, indptr: np.ndarray, indices: np.ndarray) -> None:
+        plan = self.plan
+        reusable = indptr.dtype == np.int64 and not isinstance(indptr, np.memmap) and indptr.flags.writeable
+        indptr_ram = np.ascontiguousarray(indptr) if reusable else np.array(indptr, dtype=np.int64)
+        self.indptr = torch.from_numpy(indptr_ram)
+        if plan.disk_rows > 0 and isinstance(indices, np.memmap):
+            self._ram = np.array(indices[: plan.host_end])  # the "gpu" and "host" tiers copied into RAM
+        else:
+            self._ram = np.asarray(indices[: plan.host_end])
+        self._disk = indices
+
+    # ------------------------------------------------------------------ gather
+    def _check_positions(self, positions: torch.Tensor | np.ndarray) -> torch.Tensor:
+        if not isinstance(positions, torch.Tensor):
+            positions = torch.from_numpy(np.asarray(positions))
+        if positions.dim() != 1:
+            raise IndexError(f"edge positions must be a 1-d tensor, found shape {tuple(positions.shape)}")
+        if positions.dtype.is_floating_point or positions.dtype.is_complex or positions.dtype == torch.bool:
+            raise IndexError(f"edge positions must be integers, found dtype {positions.dtype}")
+        return positions.to(device=self.device, dtype=torch.int64).contiguous()
+
+    def gather_positions(self, positions: torch.Tensor) -> torch.Tensor:
+        """``indices[positions]`` as int64: positions int64 [M] (absolute into indices, on ``device``) -> int64 [M] on ``device``.
+
+        IndexError when a position is outside [0, num_edges). Thread-safe (one call at a time).
+        """
+        if self._closed:
+            raise OptionError("topology is closed")
+        positions = self._check_positions(positions)
+        count = int(positions.shape[0])
+        if count == 0:
+            return torch.empty(0, dtype=torch.int64, device=self.device)
+        low, high, below_local, below_host = self._position_stats(positions)
+        if low < 0 or high >= self.num_edges:
+            raise IndexError(f"edge positions must be in [0, {self.num_edges}), found [{low}, {high}]")
+        with self._lock:
+            if self.sorted_reads:
+                out = self._gather_sorted(positions, count - below_host)
+            else:
+                out = self._gather(positions, count - below_host)
+            counts = {"gpu": below_local, "host": below_host - below_local, "disk": count - below_host}
+            for tier, entries in counts.items():
+                self._traffic[tier] += entries * self.itemsize
+            self._requested += count * self.itemsize
+        return out
+
+    def _position_stats(self, positions: torch.Tensor) -> tuple[int, int, int, int]:
+        """(min, max, count < local_rows, count < host_end) of non-empty positions; one synchronisation on CUDA."""
+        plan = self.plan
+        if positions.device.type == "cpu":  # numpy: no thread-pool start-up per call
+            values = positions.numpy()
+            below_local = int(np.count_nonzero(values < plan.local_rows))
+            below_host = int(np.count_nonzero(values < plan.host_end))
+            return int(values.min()), int(values.max()), below_local, below_host
+        stats = torch.stack(
+            [positions.min(), positions.max(), (positions < plan.local_rows).sum(), (positions < plan.host_end).sum()]
+        ).tolist()
+        low, high, below_local, below_host = (int(v) for v in stats)
+        return low, high, below_local, below_host
+
+    def _gather_sorted(self, positions: torch.Tensor, disk_count: int) -> torch.Tensor:
+        """Gather in ascending position order, then put each value back at its caller's index."""
+        if positions.device.type == "cpu":
+            values = positions.numpy()
+            order = np.argsort(values, kind="stable")
+            out = np.empty(values.shape[0], dtype=np.int64)
+            out[order] = self._gather(torch.from_numpy(values[order]), disk_count).numpy()
+            return torch.from_numpy(out)
+        ordered, order = torch.sort(positions)
+        out = torch.empty_like(positions)
+        out[order] = self._gather(ordered, disk_count)
+        return out
+
+    def _gather(self, positions: torch.Tensor, disk_count: int) -> torch.Tensor:
+        if not self.on_device:
+            return self._gather_cpu(positions)
+        out = torch.empty(positions.shape[0], dtype=torch.int64, device=self.device)
+        with torch.cuda.device(self.device) if self.device.type == "cuda" else nullcontext():
+            self._kernels.gather_positions_triton(self._local, self._host_arg, positions, out, host_start=self.plan.peer_end)
+            if disk_count:
+                on_disk = torch.nonzero(positions >= self.plan.host_end).flatten()
+                disk_positions = positions[on_disk].cpu().numpy()
+                values = torch.from_numpy(np.asarray(self._disk[disk_positions], dtype=np.int64))
+                out[on_disk] = values.to(self.device)
+        return out
+
+    def _gather_cpu(self, positions: torch.Tensor) -> torch.Tensor:
+        positions_np = positions.numpy()
+        host_end = self.plan.host_end
+        if self.plan.disk_rows == 0 or int(positions_np.max()) < host_end:
+            return torch.from_numpy(np.asarray(self._ram[positions_np], dtype=np.int64))
+        out = np.empty(positions_np.shape[0], dtype=np.int64)
+        in_ram = positions_np < host_end
+        out[in_ram] = self._ram[positions_np[in_ram]]
+        out[~in_ram] = np.asarray(self._disk[positions_np[~in_ram]])
+        return torch.from_numpy(out)
+
+    def count_indptr_reads(self, num_destinations: int) -> None:
+        """Count a sampler's reads of ``indptr``: two int64 entries (16 bytes) per destination, in ``indptr_tier``."""
+        if num_destinations < 0:
+            raise ValueError(f"num_destinations must be >= 0, found {num_destinations}")
+        nbytes = INDPTR_BYTES_PER_DESTINATION * int(num_destinations)
+        with self._lock:
+            self._traffic[self.indptr_tier] += nbytes
+            self._requested += nbytes
+
+    # ------------------------------------------------------------------ reporting
+    def traffic(self) -> dict[str, int]:
+        """Cumulative bytes read per tier (keys TIER_NAMES) plus "requested"; the tiers add up to it."""
+        with self._lock:
+            result = dict(self._traffic)
+            result["requested"] = self._requested
+        return result
+
+    def describe(self) -> str:
+        """One line: graph size, where indptr lives and the tier plan of indices."""
+        plan = self.plan
+        indptr_bytes = 8 * (self.num_nodes + 1)
+
+        def part(name: str, entries: int) -> str:
+            share = 100.0 * entries / self.num_edges if self.num_edges else 0.0
+            return f"{name} {format_bytes(entries * self.itemsize)} ({share:.1f}%)"
+
+        return (
+            f"topology: {self.num_nodes:,} nodes, {self.num_edges:,} edges ({str(self.indices_dtype).removeprefix('torch.')}) "
+            f"on {self.device}{' via kernels' if self.on_device else ''}; indptr {format_bytes(indptr_bytes)} in "
+            f"{self.indptr_tier}; indices: {part('gpu', plan.local_rows)}, {part('host', plan.host_rows)}, "
+            f"{part('disk', plan.disk_rows)}"
+        )
+
+    def close(self) -> None:
+        """Release device tensors and the host registration; idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            if self._host is not None:
+                self._host.close()
+                self._host = None
+            for name in ("_local", "_host_arg", "_ram", "_disk"):
+                if hasattr(self, name):
+                    delattr(self, name)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def make_topology(
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    *,
+    device: torch.device | str,
+    topology_budget: str | None = None,
+    ram_budget: str | None = None,
+    registrar: HostRegistrar | None = None,
+    log: Callable[[str], None] = print,
+    kernels: ModuleType | None = None,
+    sorted_reads: bool = False,
+) -> TieredTopology:
+    """Plan the tiers of ``indices`` and build a :class:`TieredTopology` (arrays as there).
+
+    ``topology_budget`` (device memory for a prefix of ``indices``) and ``ram_budget`` (host RAM for
+    the next entries; None = all the rest) parse like ``--gpu-budget`` and ``--ram-budget``
+    (:mod:`graphtier.store.placement`): bytes, a fraction of the entries, or "auto" (None = auto).
+    On CUDA, auto is the device's free memory minus the reserve and minus ``indptr``, which is
+    placed whole on the device; without CUDA auto is 0.
+    """
+    check_topology_arrays(indptr, indices)
+    device = torch.device(device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise OptionError(f"--device {device}: CUDA is not available on this machine")
+    budget_text = topology_budget if topology_budget is not None else "auto"
+    budget = parse_budget(budget_text, "--topology-budget")
+    if budget.auto and device.type == "cuda":
+        free, why = auto_device_bytes(device)
+        usable = max(0, free - 8 * int(indptr.shape[0]))
+        log(f"auto topology budget: {format_bytes(usable)} ({why}, minus {format_bytes(8 * int(indptr.shape[0]))} of indptr)")
+        budget_text = f"{usable}B"
+    plan = plan_tiers(
+        int(indices.shape[0]), int(indices.dtype.itemsize), device=device, gpu_budget=budget_text, ram_budget=ram_budget, log=log
+    )
+    return TieredTopology(
+        indptr, indices, plan, device=device, registrar=registrar, log=log, kernels=kernels, sorted_reads=sorted_reads
+    )
