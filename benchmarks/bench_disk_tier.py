@@ -5,7 +5,8 @@ Runs ``graphtier train DATASET --features-on tiered --ram-budget B`` for each bu
 epoch time, stage times, feature bytes by tier, and the memory of the training process, polled from
 ``/proc/PID/status`` every 0.2 s: peak RSS (``VmHWM``), and the largest anonymous (``RssAnon``: the process's
 own allocations) and file-backed (``RssFile``: pages of memory-mapped files it touched, owned by the page
-cache and dropped under pressure) parts. Prints a table and saves JSON.
+cache and dropped under pressure) parts. With ``--drop-caches`` (root) the OS page cache is dropped before
+each run, so disk-tier rows are first read from the disk. Prints a table and saves JSON.
 
     python benchmarks/bench_disk_tier.py /path/to/reordered-10m-dataset --json benchmarks/results/disk_tier.json
 
@@ -45,8 +46,22 @@ def read_status(pid: int) -> dict[str, int]:
     return values
 
 
+def drop_page_cache() -> bool:
+    """Write back and drop the OS page cache (needs root); True when it was dropped."""
+    os.sync()
+    try:
+        with open("/proc/sys/vm/drop_caches", "w") as control:
+            control.write("1\n")
+        return True
+    except OSError:
+        return False
+
+
 def run_one(dataset: Path, budget: str, args: argparse.Namespace) -> dict[str, Any]:
     """Train one epoch with ``--ram-budget budget``; the run report plus the polled memory figures."""
+    cold = drop_page_cache() if args.drop_caches else False
+    if args.drop_caches and not cold:
+        print("  (could not drop the page cache: not root; the run starts with whatever is cached)")
     with tempfile.TemporaryDirectory() as tmp:
         report_path = Path(tmp) / "report.json"
         command = [
@@ -85,6 +100,7 @@ def run_one(dataset: Path, budget: str, args: argparse.Namespace) -> dict[str, A
     epoch = report["epochs"][0]
     return {
         "ram_budget": budget,
+        "page_cache_dropped": cold,
         "command": " ".join(command[1:]),
         "epoch_seconds": epoch["stage_seconds"]["total"],
         "stage_seconds": epoch["stage_seconds"],
@@ -109,6 +125,8 @@ def main() -> None:
     parser.add_argument("--fanouts", default="15,10,5")
     parser.add_argument("--batch-size", type=int, default=1024)
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--drop-caches", action="store_true",
+                        help="drop the OS page cache before each run (root only): the disk tier then starts cold")
     parser.add_argument("--json", type=Path, default=Path(__file__).parent / "results" / "disk_tier.json")
     args = parser.parse_args()
     meta = json.loads((args.dataset / "meta.json").read_text())

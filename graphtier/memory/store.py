@@ -138,7 +138,9 @@ class GraphStore:
         ``device``: the compute device. ``features_on``: a mode of :data:`graphtier.store.FEATURE_MODES`
         (``feature_budget`` is its ``--gpu-budget``). ``sample_on``: "cpu" or "gpu" (needs CUDA); with
         "gpu" the topology is tiered by ``topology_budget`` (bytes, fraction of the edges or "auto";
-        default auto) and ``ram_budget``. ``batch_size``/``fanouts`` only size the staging buffers.
+        default auto) and ``ram_budget`` (which bounds the host tier of the features and of the topology
+        each). With both GPU budgets "auto" the topology is placed first and the features get the rest.
+        ``batch_size``/``fanouts`` only size the staging buffers.
         """
         if not isinstance(dataset, Dataset):
             dataset = Dataset.open(dataset)
@@ -146,30 +148,32 @@ class GraphStore:
         check_sample_on(sample_on, device)
         if sample_on == "cpu" and topology_budget is not None:
             raise OptionError(f"--topology-budget: applies to --sample-on gpu only, found {topology_budget!r} with --sample-on cpu")
-        features = None
-        if dataset.features is not None:
-            features = make_feature_store(
-                dataset.features,
-                features_on,
-                device=device,
-                gpu_budget=feature_budget,
-                cache_budget=cache_budget,
-                peer_partitions=peer_partitions,
-                ram_budget=ram_budget,
-                ring_size=ring_size,
-                max_batch_rows=batch_rows_bound(batch_size, list(fanouts), dataset.num_nodes),
-                log=log,
-            )
+        # topology first: with both budgets "auto" the edge lists (read for every sampled edge, and
+        # usually smaller than the features) take GPU memory first and the feature tier gets what is left
         topology = None
         if sample_on == "gpu":
+            topology = make_topology(
+                dataset.indptr, dataset.indices, device=device, topology_budget=topology_budget,
+                ram_budget=ram_budget, log=log,
+            )
+        features = None
+        if dataset.features is not None:
             try:
-                topology = make_topology(
-                    dataset.indptr, dataset.indices, device=device, topology_budget=topology_budget,
-                    ram_budget=ram_budget, log=log,
+                features = make_feature_store(
+                    dataset.features,
+                    features_on,
+                    device=device,
+                    gpu_budget=feature_budget,
+                    cache_budget=cache_budget,
+                    peer_partitions=peer_partitions,
+                    ram_budget=ram_budget,
+                    ring_size=ring_size,
+                    max_batch_rows=batch_rows_bound(batch_size, list(fanouts), dataset.num_nodes),
+                    log=log,
                 )
             except BaseException:
-                if features is not None:
-                    features.close()
+                if topology is not None:
+                    topology.close()
                 raise
         return cls(dataset, features, topology=topology, seed=seed, num_threads=num_threads)
 
