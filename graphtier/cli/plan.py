@@ -23,7 +23,11 @@ from graphtier.tiering.plan import (
     plot_plan,
     write_plan_json,
 )
-from graphtier.tiering.plan_placement import DEFAULT_PLACEMENT_GROUPS, format_placement, gpu_topology_from_option
+from graphtier.tiering.plan_placement import (
+    DEFAULT_PLACEMENT_GROUPS,
+    format_placement,
+    gpu_topology_from_option,
+)
 
 
 @click.command("plan")

@@ -31,6 +31,7 @@ import torch
 
 from graphtier.dataset.format import Dataset
 from graphtier.errors import DatasetError, OptionError
+from graphtier.store.gpu_topology import GpuTopology
 from graphtier.store.placement import (
     DEVICE_RESERVE_FRACTION,
     DEVICE_RESERVE_MIN_BYTES,
@@ -42,8 +43,11 @@ from graphtier.store.placement import (
     parse_budget,
     plan_tiers,
 )
-from graphtier.store.gpu_topology import GpuTopology
-from graphtier.tiering.plan_placement import DEFAULT_PLACEMENT_GROUPS, PlacementPlan, plan_placement
+from graphtier.tiering.plan_placement import (
+    DEFAULT_PLACEMENT_GROUPS,
+    PlacementPlan,
+    plan_placement,
+)
 from graphtier.tiering.plan_topology import TOPOLOGY_TIERS, TopologyPlan, plan_topology
 from graphtier.tiering.reads import count_sampled_reads
 
@@ -359,10 +363,10 @@ def format_plan(plan: CapacityPlan) -> str:
               f"{'rd gpu':>6} {'rd peer':>7} {'rd host':>7} {'rd disk':>7} {'T host':>10} {'T disk':>10} "
               f"{'T PCIe':>10} {'PCIe/epoch':>11} {'data s':>8}")
     lines = [
-        f"topology on each GPU: indptr {format_bytes(topo.indptr_bytes)} + {topo.gpu_entries:,} of "
+        (f"topology on each GPU: indptr {format_bytes(topo.indptr_bytes)} + {topo.gpu_entries:,} of "
         f"{topo.num_entries:,} indices entries ({format_bytes(topo.gpu_entries * topo.itemsize)}, --topology-budget "
         f"{topo.budget}) = {format_bytes(topo.gpu_bytes)}, leaving {format_bytes(plan.feature_gpu_bytes)} for features; "
-        f"{format_bytes(topo_reads['gpu'])} of graph reads/epoch on the GPU (indptr included)",
+        f"{format_bytes(topo_reads['gpu'])} of graph reads/epoch on the GPU (indptr included)"),
         header, "-" * len(header),
     ]
     for row in plan.rows:
@@ -400,7 +404,7 @@ def write_plan_json(plan: CapacityPlan, path: str | os.PathLike[str]) -> None:
 
 
 def plot_plan(plan: CapacityPlan, path: str | os.PathLike[str]) -> None:
-    """Save a PNG of bytes over PCIe per epoch against the GPU budget (share of feature rows on the GPU)."""
+    """Save a PNG of bytes over PCIe per epoch (features and graph) against the GPU budget (share of feature rows on the GPU)."""
     path = Path(path)
     if not path.parent.is_dir():
         raise OptionError(f"--plot: directory {path.parent} does not exist")
@@ -418,7 +422,7 @@ def plot_plan(plan: CapacityPlan, path: str | os.PathLike[str]) -> None:
     for xi, yi, row in zip(x, y, plan.rows):
         axes.annotate(row.budget, (xi, yi), textcoords="offset points", xytext=(4, 4), fontsize=8)
     fanouts = ",".join(str(f) for f in plan.config["fanouts"])
-    axes.set_title(f"{Path(plan.dataset).name}: feature bytes over PCIe, fanouts {fanouts}, batch {plan.config['batch_size']}")
+    axes.set_title(f"{Path(plan.dataset).name}: feature + graph bytes over PCIe, fanouts {fanouts}, batch {plan.config['batch_size']}")
     axes.set_xlabel(f"GPU feature budget (% of rows, {plan.node_order} order)")
     axes.set_ylabel("bytes over PCIe per epoch (GiB)")
     axes.grid(True, alpha=0.3)

@@ -21,7 +21,13 @@ import numpy as np
 from graphtier.errors import OptionError
 from graphtier.store.gpu_topology import GpuTopology, nvml_topology, resolve_topology
 from graphtier.store.placement import format_bytes
-from graphtier.store.placement_solver import PAIR_MOVE_GROUPS, CostModel, Placement, row_groups, solve_placement
+from graphtier.store.placement_solver import (
+    PAIR_MOVE_GROUPS,
+    CostModel,
+    Placement,
+    row_groups,
+    solve_placement,
+)
 
 # the most groups the solver still searches with two-group moves and random restarts: on pl200k (DGX-1) 32
 # groups without them ended 8% above 16 groups with them
@@ -128,9 +134,9 @@ def format_placement(plan: PlacementPlan) -> str:
     p, topo = plan.placement, plan.topology
     cliques = " ".join("{" + ",".join(map(str, c)) + "}" for c in topo.cliques())
     lines = [
-        f"placement on {topo.name} ({topo.num_gpus} GPUs, NVLink cliques {cliques}): "
+        (f"placement on {topo.name} ({topo.num_gpus} GPUs, NVLink cliques {cliques}): "
         f"{format_bytes(plan.budget_per_gpu)} per GPU for features, each GPU reads "
-        f"{format_bytes(plan.access_bytes)} of features per epoch",
+        f"{format_bytes(plan.access_bytes)} of features per epoch"),
     ]
     for start, end, kind, holders in plan.runs():
         g = (plan.bounds[:-1] >= start) & (plan.bounds[1:] <= end)

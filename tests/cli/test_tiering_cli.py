@@ -279,7 +279,7 @@ def test_plan_topology_budget_moves_graph_reads_off_pcie(
         rows[budget] = json.loads(out.read_text())["budgets"][0]
     zero, full = rows["0"], rows["100%"]
     assert zero["topology_bytes_per_epoch"]["host"] > 0 and full["topology_bytes_per_epoch"]["host"] == 0
-    total = lambda row: sum(row["topology_bytes_per_epoch"].values())  # noqa: E731
+    total = lambda row: sum(row["topology_bytes_per_epoch"].values())
     assert total(zero) == pytest.approx(total(full))
     assert zero["pcie_bytes_per_epoch"] - full["pcie_bytes_per_epoch"] == pytest.approx(
         zero["topology_bytes_per_epoch"]["host"])
