@@ -61,7 +61,8 @@ def command(
     pcie_gbps: float | None, gpu_gbps: float | None, disk_gbps: float | None,
     json_path: Path | None, plot_path: Path | None,
 ) -> None:
-    """Plan feature and graph tiers per GPU budget: sizes, read shares from a sampling trace, PCIe bytes, data time."""
+    """Plan feature and graph tiers per GPU budget (sizes, read shares from a sampling trace, PCIe bytes, data time);
+    with --gpu-topology, place the features on the GPUs and print the bytes per link."""
     topology = gpu_topology_from_option(gpu_topology, gpus) if gpu_topology is not None else None
     if gpus is None:
         gpus = topology.num_gpus if topology is not None else 1
