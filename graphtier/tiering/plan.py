@@ -46,6 +46,7 @@ from graphtier.store.placement import (
 from graphtier.tiering.plan_placement import (
     DEFAULT_PLACEMENT_GROUPS,
     PlacementPlan,
+    check_groups,
     plan_placement,
 )
 from graphtier.tiering.plan_topology import TOPOLOGY_TIERS, TopologyPlan, plan_topology
@@ -310,6 +311,7 @@ def plan_capacity(
     for text in budgets:  # refuse a bad budget before the replay, not after it
         parse_budget(text, "--budgets")
     parse_budget(topology_budget, "--topology-budget")
+    check_groups(placement_groups)
     if gpu_topology is not None and gpu_topology.num_gpus != device.gpus:
         raise OptionError(f"--gpu-topology {gpu_topology.name}: has {gpu_topology.num_gpus} GPUs, "
                           f"but --gpus is {device.gpus}")

@@ -105,13 +105,18 @@ class PlacementPlan:
         }
 
 
+def check_groups(groups: int) -> None:
+    """OptionError unless ``groups`` (``--placement-groups``) is an integer >= 1."""
+    if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
+        raise OptionError(f"--placement-groups: expected an integer >= 1, found {groups!r}")
+
+
 def plan_placement(
     counts: np.ndarray, row_bytes: int, topology: GpuTopology, budget_per_gpu: int, *, epochs: int,
     groups: int = DEFAULT_PLACEMENT_GROUPS,
 ) -> PlacementPlan:
     """Place the feature table on ``topology`` from traced reads ``counts`` (int64 [N], ``epochs`` epochs)."""
-    if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
-        raise OptionError(f"--placement-groups: expected an integer >= 1, found {groups!r}")
+    check_groups(groups)
     counts = np.asarray(counts)
     bounds, group_bytes, shares = row_groups(counts, row_bytes, min(groups, max(1, counts.shape[0])))
     access = float(counts.sum()) * row_bytes / epochs / topology.num_gpus
