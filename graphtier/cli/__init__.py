@@ -29,7 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "score": ("graphtier.cli.score", "Score every node by how often sampling is expected to read its features."),
     "reorder": ("graphtier.cli.reorder", "Renumber nodes by descending score (hot rows first) into a new dataset."),
     "analyze": ("graphtier.cli.analyze", "Measure how well each score predicts the feature reads of sampling."),
-    "plan": ("graphtier.cli.plan", "Size GPU/host/disk feature tiers per GPU budget from a sampling trace."),
+    "plan": ("graphtier.cli.plan", "Size feature and graph tiers from a sampling trace; multi-GPU placement."),
     "train": ("graphtier.cli.train", "Train a GNN on DATASET with mini-batch neighbour sampling."),
     "predict": ("graphtier.cli.predict", "Predict every node of DATASET with a model saved by train --save-model."),
     "demo": ("graphtier.cli.demo", "Generate a graph, train GraphSAGE on it and compare with an MLP."),

@@ -2,11 +2,18 @@
 
 For each budget the feature table is split into tiers by :func:`graphtier.store.placement.plan_tiers`
 (the same call ``graphtier train --features-on tiered --gpu-budget B`` makes), a replay of the training
-sampler (:func:`graphtier.tiering.reads.count_feature_reads`, with the trainer's epoch numbering) counts
-each node's feature reads, and since every tier is a range of row ids the reads a tier serves are a
-difference of a cumulative sum. Bytes over PCIe are the host and disk tiers' reads times the row size;
-the epoch data time divides them by assumed bandwidths. Only features are planned: topology (the CSC
-graph) tiering is not built yet, so the graph stays where the sampler reads it (host RAM).
+sampler (:func:`graphtier.tiering.reads.count_sampled_reads`, with the trainer's epoch numbering) counts
+each node's feature reads and neighbour-list reads, and since every tier is a range of row ids the
+reads a tier serves are a difference of a cumulative sum.
+
+The topology (CSC graph) is planned too (:mod:`graphtier.tiering.plan_topology`): ``indptr`` and the
+``--topology-budget`` prefix of ``indices`` on each GPU, the rest in host RAM (zero-copy) and on disk.
+Rules for sharing memory: the topology is placed first on the GPU, so the feature budget of each row
+is capped at the usable GPU memory minus the topology's GPU bytes (``capped`` marks rows that asked
+for more); the features are placed first in host RAM, and the topology's host tier gets the usable RAM
+they leave. Bytes over PCIe are the feature and topology host and disk tiers' reads; the epoch data
+time divides bytes by the bandwidths. With ``--gpu-topology`` a multi-GPU placement of the features
+is solved too (:mod:`graphtier.tiering.plan_placement`).
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ import torch
 
 from graphtier.dataset.format import Dataset
 from graphtier.errors import DatasetError, OptionError
+from graphtier.store.gpu_topology import GpuTopology
 from graphtier.store.placement import (
     DEVICE_RESERVE_FRACTION,
     DEVICE_RESERVE_MIN_BYTES,
@@ -35,14 +43,24 @@ from graphtier.store.placement import (
     parse_budget,
     plan_tiers,
 )
-from graphtier.tiering.reads import count_feature_reads
+from graphtier.tiering.plan_placement import (
+    DEFAULT_PLACEMENT_GROUPS,
+    PlacementPlan,
+    check_groups,
+    plan_placement,
+)
+from graphtier.tiering.plan_topology import TOPOLOGY_TIERS, TopologyPlan, plan_topology
+from graphtier.tiering.reads import count_sampled_reads
 
 DEFAULT_BUDGETS: tuple[str, ...] = ("0%", "1%", "5%", "10%", "25%", "50%", "100%")
 DEFAULT_PCIE_GBPS = 25.0
 DEFAULT_GPU_GBPS = 1500.0
 DEFAULT_DISK_GBPS = 3.0
 PLAN_TIERS: tuple[str, ...] = ("gpu", "gpu-peer", "host", "disk")
-TOPOLOGY_NOTE = "topology tiering is not built yet: only features are planned (the graph stays in host RAM)"
+TOPOLOGY_NOTE = ("topology: the plan samples on the GPU from a tiered graph (indptr and the --topology-budget "
+                 "prefix of indices on each GPU, the rest of indices read zero-copy from host RAM, then disk); a list "
+                 "straddling a tier boundary has its reads split in proportion; with CPU sampling the graph reads "
+                 "stay in host RAM and the sampled blocks cross PCIe instead")
 _BYTES_EXPECTED = 'bytes with a unit ("80GiB", "40GB") or "auto"'
 
 
@@ -160,7 +178,13 @@ def tier_reads(counts: np.ndarray, plan: TierPlan) -> dict[str, int]:
 
 @dataclass(frozen=True)
 class BudgetRow:
-    """One candidate GPU budget: tier rows and bytes, reads per epoch per tier, PCIe bytes, time estimate."""
+    """One candidate GPU budget: tier rows and bytes, reads per epoch per tier, PCIe bytes, time estimate.
+
+    ``tier_*``, ``reads_per_epoch``, ``read_share``, ``bytes_per_epoch``: features. ``topology_tier_bytes``
+    and ``topology_bytes_per_epoch`` (gpu / host / disk): the graph (gpu includes ``indptr``).
+    ``pcie_bytes_per_epoch``: feature and topology host + disk bytes. ``capped``: the feature budget
+    was cut to the GPU memory left after the topology.
+    """
 
     budget: str
     capped: bool
@@ -171,6 +195,8 @@ class BudgetRow:
     bytes_per_epoch: dict[str, float]
     pcie_bytes_per_epoch: float
     epoch_data_seconds: float
+    topology_tier_bytes: dict[str, int]
+    topology_bytes_per_epoch: dict[str, float]
 
 
 @dataclass
@@ -187,6 +213,13 @@ class CapacityPlan:
     reads_per_epoch: float
     replay_seconds: float
     notes: list[str]
+    topology: TopologyPlan
+    placement: PlacementPlan | None = None
+
+    @property
+    def feature_gpu_bytes(self) -> int:
+        """GPU memory left for features on each GPU: the usable memory minus the topology's GPU tier."""
+        return max(0, self.device.gpu_usable_bytes - self.topology.gpu_bytes)
 
     def to_json(self) -> dict[str, Any]:
         device = asdict(self.device)
@@ -197,6 +230,8 @@ class CapacityPlan:
             "node_order": self.node_order, "config": self.config, "device": device,
             "reads_per_epoch": self.reads_per_epoch, "replay_seconds": self.replay_seconds,
             "notes": self.notes, "budgets": [asdict(row) for row in self.rows],
+            "topology": self.topology.to_json(), "feature_gpu_bytes": self.feature_gpu_bytes,
+            "placement": self.placement.to_json() if self.placement is not None else None,
         }
 
 
@@ -209,15 +244,17 @@ def node_order_of(dataset: Dataset) -> str:
     return "original"
 
 
-def _budget_row(text: str, counts: np.ndarray, epochs: int, num_rows: int, row_bytes: int, device: DeviceSpec) -> BudgetRow:
+def _budget_row(text: str, counts: np.ndarray, epochs: int, num_rows: int, row_bytes: int, device: DeviceSpec,
+                topology: TopologyPlan) -> BudgetRow:
     wanted = parse_budget(text, "--budgets")
+    feature_gpu_bytes = max(0, device.gpu_usable_bytes - topology.gpu_bytes)
+    fit = feature_gpu_bytes // max(row_bytes, 1)
     if wanted.auto:
-        rows = device.gpu_usable_bytes // max(row_bytes, 1)
+        rows = fit
     else:
         rows = wanted.rows(num_rows, row_bytes)
         if wanted.fraction is not None and device.gpus > 1:
             rows = -(-rows // device.gpus)  # a fraction is of the whole table, spread over the GPUs
-    fit = device.gpu_usable_bytes // max(row_bytes, 1)
     capped = rows > fit
     per_gpu_rows = min(rows, fit, num_rows)
     plan = plan_tiers(
@@ -229,14 +266,17 @@ def _budget_row(text: str, counts: np.ndarray, epochs: int, num_rows: int, row_b
     reads = {tier: value / epochs for tier, value in tier_reads(counts, plan).items()}
     total = sum(reads.values())
     nbytes = {tier: value * row_bytes for tier, value in reads.items()}
-    pcie = nbytes["host"] + nbytes["disk"]
-    seconds = ((nbytes["gpu"] + nbytes["gpu-peer"]) / (device.gpu_gbps * 1e9) + pcie / (device.pcie_gbps * 1e9)
-               + nbytes["disk"] / (device.disk_gbps * 1e9))
+    topo_tiers, topo_bytes = topology.row(device.host_usable_bytes - plan.host_rows * row_bytes)
+    pcie = nbytes["host"] + nbytes["disk"] + topo_bytes["host"] + topo_bytes["disk"]
+    on_gpu = nbytes["gpu"] + nbytes["gpu-peer"] + topo_bytes["gpu"]
+    on_disk = nbytes["disk"] + topo_bytes["disk"]
+    seconds = on_gpu / (device.gpu_gbps * 1e9) + pcie / (device.pcie_gbps * 1e9) + on_disk / (device.disk_gbps * 1e9)
     return BudgetRow(
         budget=text, capped=capped, tier_rows=tier_rows,
         tier_bytes={tier: value * row_bytes for tier, value in tier_rows.items()},
         reads_per_epoch=reads, read_share={t: (v / total if total else 0.0) for t, v in reads.items()},
         bytes_per_epoch=nbytes, pcie_bytes_per_epoch=pcie, epoch_data_seconds=seconds,
+        topology_tier_bytes=topo_tiers, topology_bytes_per_epoch=topo_bytes,
     )
 
 
@@ -249,11 +289,17 @@ def plan_capacity(
     epochs: int = 1,
     seed: int = 0,
     budgets: Sequence[str] = DEFAULT_BUDGETS,
+    topology_budget: str = "0",
+    gpu_topology: GpuTopology | None = None,
+    placement_groups: int = DEFAULT_PLACEMENT_GROUPS,
 ) -> CapacityPlan:
-    """Plan the feature tiers of ``dataset`` on ``device`` for each GPU budget string in ``budgets``.
+    """Plan the feature and topology tiers of ``dataset`` on ``device`` for each GPU budget in ``budgets``.
 
     Replays ``epochs`` training epochs (numbered from 1 with sampling seed ``seed``, as
     ``graphtier train --seed seed`` does) on the CPU; per-epoch figures are averages over them.
+    ``topology_budget``: GPU memory for the prefix of ``indices`` (``--topology-budget``: bytes, a
+    fraction of the edges or auto). ``gpu_topology``: also place the features on its GPUs (must have
+    ``device.gpus`` GPUs) in ``placement_groups`` row groups.
     """
     if dataset.features is None:
         raise DatasetError(f"{dataset.path}: no features.npy; plan sizes the feature tiers, so it needs features")
@@ -264,15 +310,34 @@ def plan_capacity(
         raise OptionError("--budgets: expected at least one budget")
     for text in budgets:  # refuse a bad budget before the replay, not after it
         parse_budget(text, "--budgets")
+    parse_budget(topology_budget, "--topology-budget")
+    check_groups(placement_groups)
+    if gpu_topology is not None and gpu_topology.num_gpus != device.gpus:
+        raise OptionError(f"--gpu-topology {gpu_topology.name}: has {gpu_topology.num_gpus} GPUs, "
+                          f"but --gpus is {device.gpus}")
     num_rows = int(dataset.features.shape[0])
     row_bytes = int(dataset.features.shape[1]) * int(dataset.features.dtype.itemsize)
     started = time.perf_counter()
-    counts = count_feature_reads(dataset.indptr, dataset.indices, np.asarray(train, dtype=np.int64),
-                                 fanouts=list(fanouts), batch_size=batch_size, epochs=epochs, seed=seed, first_epoch=1)
+    reads = count_sampled_reads(dataset.indptr, dataset.indices, np.asarray(train, dtype=np.int64),
+                                fanouts=list(fanouts), batch_size=batch_size, epochs=epochs, seed=seed, first_epoch=1)
     replay = time.perf_counter() - started
-    rows = [_budget_row(text, counts, epochs, num_rows, row_bytes, device) for text in budgets]
+    counts = reads.features
+    topology = plan_topology(dataset.indptr, int(np.asarray(dataset.indices).dtype.itemsize), reads, topology_budget,
+                             device.gpu_usable_bytes, epochs)
+    rows = [_budget_row(text, counts, epochs, num_rows, row_bytes, device, topology) for text in budgets]
+    placement = None
+    if gpu_topology is not None:
+        placement = plan_placement(counts, row_bytes, gpu_topology,
+                                   max(0, device.gpu_usable_bytes - topology.gpu_bytes), epochs=epochs,
+                                   groups=placement_groups)
     order = node_order_of(dataset)
     notes = [TOPOLOGY_NOTE]
+    if topology.capped:
+        notes.append(f"--topology-budget {topology_budget} capped: {topology.gpu_entries:,} of "
+                     f"{topology.num_entries:,} indices entries fit next to indptr in the usable GPU memory")
+    if topology.indptr_bytes > device.gpu_usable_bytes:
+        notes.append(f"indptr ({format_bytes(topology.indptr_bytes)}) alone exceeds the usable GPU memory "
+                     f"({format_bytes(device.gpu_usable_bytes)}): sampling on this GPU does not fit")
     if order == "original":
         notes.append("node order is the original one, so the GPU tier holds the lowest ids, not the hottest rows: "
                      "run `graphtier reorder` first to make the GPU tier serve the most reads")
@@ -284,17 +349,28 @@ def plan_capacity(
         notes.append(f"{device.gpus} GPUs: the budget is per GPU and GPU rows are interleaved over them "
                      "(gpu-peer reads cross NVLink/PCIe peer links, not host PCIe)")
     config = {"fanouts": [int(f) for f in fanouts], "batch_size": int(batch_size), "epochs": int(epochs),
-              "seed": int(seed), "budgets": list(budgets)}
+              "seed": int(seed), "budgets": list(budgets), "topology_budget": topology_budget,
+              "gpu_topology": gpu_topology.name if gpu_topology is not None else None,
+              "placement_groups": int(placement_groups)}
     return CapacityPlan(dataset=str(dataset.path), num_rows=num_rows, row_bytes=row_bytes, node_order=order,
                         config=config, device=device, rows=rows, reads_per_epoch=float(counts.sum()) / epochs,
-                        replay_seconds=replay, notes=notes)
+                        replay_seconds=replay, notes=notes, topology=topology, placement=placement)
 
 
 def format_plan(plan: CapacityPlan) -> str:
     """A plain-text table: one line per budget with tier rows/bytes, read shares, PCIe bytes and time."""
+    topo = plan.topology
+    topo_reads = plan.rows[0].topology_bytes_per_epoch if plan.rows else dict.fromkeys(TOPOLOGY_TIERS, 0.0)
     header = (f"{'budget':>8} {'gpu rows':>12} {'gpu':>10} {'host rows':>12} {'host':>10} {'disk rows':>12} "
-              f"{'rd gpu':>6} {'rd peer':>7} {'rd host':>7} {'rd disk':>7} {'PCIe/epoch':>11} {'data s':>8}")
-    lines = [header, "-" * len(header)]
+              f"{'rd gpu':>6} {'rd peer':>7} {'rd host':>7} {'rd disk':>7} {'T host':>10} {'T disk':>10} "
+              f"{'T PCIe':>10} {'PCIe/epoch':>11} {'data s':>8}")
+    lines = [
+        (f"topology on each GPU: indptr {format_bytes(topo.indptr_bytes)} + {topo.gpu_entries:,} of "
+        f"{topo.num_entries:,} indices entries ({format_bytes(topo.gpu_entries * topo.itemsize)}, --topology-budget "
+        f"{topo.budget}) = {format_bytes(topo.gpu_bytes)}, leaving {format_bytes(plan.feature_gpu_bytes)} for features; "
+        f"{format_bytes(topo_reads['gpu'])} of graph reads/epoch on the GPU (indptr included)"),
+        header, "-" * len(header),
+    ]
     for row in plan.rows:
         share = {t: 100 * row.read_share[t] for t in PLAN_TIERS}
         mark = "*" if row.capped else " "
@@ -302,12 +378,16 @@ def format_plan(plan: CapacityPlan) -> str:
             f"{row.budget + mark:>8} {row.tier_rows['gpu']:>12,} {format_bytes(row.tier_bytes['gpu']):>10} "
             f"{row.tier_rows['host']:>12,} {format_bytes(row.tier_bytes['host']):>10} {row.tier_rows['disk']:>12,} "
             f"{share['gpu']:>5.1f}% {share['gpu-peer']:>6.1f}% {share['host']:>6.1f}% {share['disk']:>6.1f}% "
+            f"{format_bytes(row.topology_tier_bytes['host']):>10} {format_bytes(row.topology_tier_bytes['disk']):>10} "
+            f"{format_bytes(row.topology_bytes_per_epoch['host'] + row.topology_bytes_per_epoch['disk']):>10} "
             f"{format_bytes(row.pcie_bytes_per_epoch):>11} {row.epoch_data_seconds:>8.3f}"
         )
-    lines.append("rd TIER: share of the epoch's feature reads that TIER serves; PCIe/epoch: host + disk tier bytes; "
-                 "data s: estimated seconds of feature reads per epoch")
+    lines.append("rd TIER: share of the epoch's feature reads that TIER serves; T host / T disk: graph (indices) bytes in "
+                 "host RAM / on disk; T PCIe: graph bytes read from them per epoch; PCIe/epoch: feature + graph host "
+                 "and disk bytes read; data s: estimated seconds of feature and graph reads per epoch")
     if any(row.capped for row in plan.rows):
-        lines.append(f"* capped at the GPU memory usable for features ({format_bytes(plan.device.gpu_usable_bytes)})")
+        lines.append(f"* capped at the GPU memory left for features ({format_bytes(plan.feature_gpu_bytes)}: "
+                     f"{format_bytes(plan.device.gpu_usable_bytes)} usable minus {format_bytes(topo.gpu_bytes)} of topology)")
     return "\n".join(lines)
 
 
@@ -326,7 +406,7 @@ def write_plan_json(plan: CapacityPlan, path: str | os.PathLike[str]) -> None:
 
 
 def plot_plan(plan: CapacityPlan, path: str | os.PathLike[str]) -> None:
-    """Save a PNG of bytes over PCIe per epoch against the GPU budget (share of feature rows on the GPU)."""
+    """Save a PNG of bytes over PCIe per epoch (features and graph) against the GPU budget (share of feature rows on the GPU)."""
     path = Path(path)
     if not path.parent.is_dir():
         raise OptionError(f"--plot: directory {path.parent} does not exist")
@@ -344,7 +424,7 @@ def plot_plan(plan: CapacityPlan, path: str | os.PathLike[str]) -> None:
     for xi, yi, row in zip(x, y, plan.rows):
         axes.annotate(row.budget, (xi, yi), textcoords="offset points", xytext=(4, 4), fontsize=8)
     fanouts = ",".join(str(f) for f in plan.config["fanouts"])
-    axes.set_title(f"{Path(plan.dataset).name}: feature bytes over PCIe, fanouts {fanouts}, batch {plan.config['batch_size']}")
+    axes.set_title(f"{Path(plan.dataset).name}: feature + graph bytes over PCIe, fanouts {fanouts}, batch {plan.config['batch_size']}")
     axes.set_xlabel(f"GPU feature budget (% of rows, {plan.node_order} order)")
     axes.set_ylabel("bytes over PCIe per epoch (GiB)")
     axes.grid(True, alpha=0.3)

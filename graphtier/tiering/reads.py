@@ -1,12 +1,14 @@
-"""Measured feature reads: replay the real training sampler and count each node's feature-row reads.
+"""Measured reads: replay the real training sampler and count each node's feature and topology reads.
 
-The counts are the ground truth every hotness score predicts (seed 000, Fig. 7): the ``presample``
-score and the access analysis (:mod:`graphtier.tiering.access`) are built on them.
+The feature counts are the ground truth every hotness score predicts (seed 000, Fig. 7): the
+``presample`` score and the access analysis (:mod:`graphtier.tiering.access`) are built on them.
+The topology counts feed the capacity planner (:mod:`graphtier.tiering.plan_topology`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -14,6 +16,69 @@ from graphtier.errors import OptionError
 from graphtier.graph._score_kernels import accumulate_counts
 from graphtier.sampling.neighbor import NeighborSampler
 from graphtier.sampling.seeds import iter_seed_batches
+
+
+@dataclass(frozen=True)
+class SampledReads:
+    """Reads of one replay (sums over every traced batch).
+
+    Attributes:
+        features: int64 [N], how many mini-batches read each node's feature row (ids of ``n_id``).
+        list_entries: int64 [N], ``indices`` entries read in each node's in-neighbour list
+            ``indices[indptr[v]:indptr[v + 1]]``: one per sampled edge with destination ``v``, every hop.
+        destinations: destination nodes summed over every hop of every batch (each reads two
+            ``indptr`` entries).
+        batches: mini-batches replayed.
+    """
+
+    features: np.ndarray
+    list_entries: np.ndarray
+    destinations: int
+    batches: int
+
+
+def count_sampled_reads(
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    train_idx: np.ndarray,
+    *,
+    fanouts: Sequence[int],
+    batch_size: int,
+    epochs: int,
+    seed: int,
+    first_epoch: int = 0,
+    topology: bool = True,
+) -> SampledReads:
+    """Replay the sampler and count feature reads and (``topology=True``) neighbour-list reads per node.
+
+    Runs :class:`graphtier.sampling.neighbor.NeighborSampler` (``fanouts``, random stream ``seed``)
+    for ``epochs`` epochs over ``train_idx`` (int64 [T]) shuffled into batches of ``batch_size``
+    (shuffle seeded by ``seed`` and the epoch). Epochs are numbered from ``first_epoch``; batch ids run
+    on from 0. The trainer numbers epochs from 1 (``first_epoch=1`` replays exactly the batches
+    ``graphtier train`` samples with ``--seed seed``). Feature reads: every id of every batch's
+    ``n_id``. Topology reads: every edge of every block is one ``indices`` entry of its destination's
+    list, and every block destination reads two ``indptr`` entries. ``indptr``/``indices``: the CSC
+    graph (numpy or memory maps, CPU). With ``topology=False`` ``list_entries`` is all zeros.
+    """
+    if isinstance(epochs, bool) or epochs < 1:
+        raise OptionError(f"--epochs: expected a positive integer, found {epochs!r}")
+    sampler = NeighborSampler(indptr, indices, list(fanouts), seed=seed)
+    num_nodes = np.asarray(indptr).shape[0] - 1
+    features = np.zeros(num_nodes, dtype=np.int64)
+    entries = np.zeros(num_nodes, dtype=np.int64)
+    destinations = 0
+    batch_id = 0
+    for epoch in range(first_epoch, first_epoch + epochs):
+        for seeds in iter_seed_batches(train_idx, batch_size, shuffle=True, seed=seed, epoch=epoch):
+            batch = sampler.sample(seeds, batch_id)
+            n_id = batch.n_id.numpy()
+            accumulate_counts(features, n_id)
+            if topology:
+                for block in batch.blocks:
+                    accumulate_counts(entries, n_id[block.edge_index[1].numpy()])
+                    destinations += block.num_dst
+            batch_id += 1
+    return SampledReads(features=features, list_entries=entries, destinations=destinations, batches=batch_id)
 
 
 def count_feature_reads(
@@ -27,23 +92,6 @@ def count_feature_reads(
     seed: int,
     first_epoch: int = 0,
 ) -> np.ndarray:
-    """int64 [N]: how many mini-batches read each node's feature row.
-
-    Runs :class:`graphtier.sampling.neighbor.NeighborSampler` (``fanouts``, random stream ``seed``)
-    for ``epochs`` epochs over ``train_idx`` (int64 [T]) shuffled into batches of ``batch_size``
-    (shuffle seeded by ``seed`` and the epoch), counting every id of every batch's ``n_id``.
-    Epochs are numbered from ``first_epoch``; batch ids run on from 0. The trainer numbers epochs from 1
-    (``first_epoch=1`` replays exactly the batches ``graphtier train`` samples with ``--seed seed``).
-    ``indptr``/``indices``: the CSC graph (numpy or memory maps, CPU).
-    """
-    if isinstance(epochs, bool) or epochs < 1:
-        raise OptionError(f"--epochs: expected a positive integer, found {epochs!r}")
-    sampler = NeighborSampler(indptr, indices, list(fanouts), seed=seed)
-    counts = np.zeros(np.asarray(indptr).shape[0] - 1, dtype=np.int64)
-    batch_id = 0
-    for epoch in range(first_epoch, first_epoch + epochs):
-        for seeds in iter_seed_batches(train_idx, batch_size, shuffle=True, seed=seed, epoch=epoch):
-            batch = sampler.sample(seeds, batch_id)
-            accumulate_counts(counts, batch.n_id.numpy())
-            batch_id += 1
-    return counts
+    """int64 [N]: how many mini-batches read each node's feature row (see :func:`count_sampled_reads`)."""
+    return count_sampled_reads(indptr, indices, train_idx, fanouts=fanouts, batch_size=batch_size, epochs=epochs,
+                               seed=seed, first_epoch=first_epoch, topology=False).features

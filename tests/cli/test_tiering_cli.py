@@ -196,3 +196,90 @@ def test_pagerank_stopped_by_its_cap_warns(dataset: Path, capsys: pytest.Capture
     # wrpr runs a fixed number of rounds by design (Alg. 1): no warning
     code, _, err = run(["score", str(dataset), "-s", "wrpr", "--iterations", "2", "--top", "0"], capsys)
     assert code == 0 and "warning" not in err
+
+
+PLAN_ARGS = ["--fanouts", "5,5", "--batch-size", "16", "--host-memory", "64GiB", "--budgets", "0%,50%"]
+
+
+def _plan_gpu_memory(dataset: Path, feature_bytes: int) -> str:
+    """--gpu-memory leaving ``feature_bytes`` per GPU for features (after the reserve and indptr)."""
+    num_nodes = np.load(dataset / "indptr.npy", mmap_mode="r").shape[0] - 1
+    return f"{2 * 2**30 + 8 * (num_nodes + 1) + feature_bytes}B"
+
+
+@pytest.mark.parametrize("name, gpus", [("dgx1-v100", 8), ("pcie-4", 4)])
+def test_plan_prints_the_multi_gpu_placement(
+    dataset: Path, tmp_path: Path, name: str, gpus: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "plan.json"
+    code, stdout, err = run(["plan", str(dataset), *PLAN_ARGS, "--gpu-memory", _plan_gpu_memory(dataset, 8000),
+                             "--gpus", str(gpus), "--gpu-topology", name, "--placement-groups", "8",
+                             "--json", str(out)], capsys)
+    assert code == 0, err
+    assert f"placement on {name} ({gpus} GPUs" in stdout
+    assert "objective: slowest link" in stdout and "host-only" in stdout and "replicate+interleave" in stdout
+    assert "bytes per link per epoch" in stdout and f"gpu{gpus - 1}: gpu{gpus - 1} local" in stdout
+    placement = json.loads(out.read_text())["placement"]
+    assert placement["num_gpus"] == gpus and placement["budget_per_gpu"] == 8000
+    objective = placement["objective_seconds_per_epoch"]
+    assert all(objective <= seconds * (1 + 1e-9) for seconds in placement["baselines_seconds_per_epoch"].values())
+    assert max(placement["gpu_bytes"]) <= 8000
+    # host and peer links carry the bytes each GPU reads from groups it does not hold
+    access = placement["access_bytes_per_gpu_per_epoch"]
+    missed = sum(access * g["read_share"] for g in placement["groups"] for i in range(gpus) if i not in g["holders"])
+    remote = sum(b for link, b in placement["link_bytes_per_epoch"].items() if not link.endswith("local"))
+    assert remote == pytest.approx(missed, rel=1e-9) and remote > 0
+    for link, seconds in placement["link_seconds_per_epoch"].items():
+        assert seconds <= objective * (1 + 1e-9), link
+
+
+def test_plan_gpus_default_to_the_topology(dataset: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, stdout, err = run(["plan", str(dataset), *PLAN_ARGS, "--gpu-memory", "80GiB", "--gpu-topology", "nvlink-pairs-4"],
+                            capsys)
+    assert code == 0, err
+    assert "device: 4 x GPU" in stdout and "placement on nvlink-pairs-4 (4 GPUs" in stdout
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--gpus", "4", "--gpu-topology", "dgx1-v100"], "--gpu-topology dgx1-v100: has 8 GPUs, but --gpus is 4"),
+        (["--gpu-topology", "{t}/missing.json"], "--gpu-topology: cannot read"),
+        (["--gpu-topology", "{t}/bad.json"], "bad.json: not valid JSON"),
+        (["--gpu-topology", "{t}/square.json"], "field 'links_gbps': expected a square"),
+        (["--gpu-topology", "pcie-4", "--placement-groups", "0"], "--placement-groups"),
+        (["--topology-budget", "many"], "--topology-budget"),
+    ],
+)
+def test_plan_placement_user_errors_are_one_line_exit_2(
+    dataset: Path, tmp_path: Path, extra: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "bad.json").write_text("{nope")
+    (tmp_path / "square.json").write_text(json.dumps({"links_gbps": [[0, 1, 2]], "host_gbps": 12}))
+    out = tmp_path / "plan.json"
+    argv = ["plan", str(dataset), *PLAN_ARGS, "--gpu-memory", "80GiB", *[a.format(t=tmp_path) for a in extra],
+            "--json", str(out)]
+    code, _, err = run(argv, capsys)
+    assert code == 2, err
+    assert err.startswith("graphtier: error:") and message in err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert not out.exists()
+
+
+def test_plan_topology_budget_moves_graph_reads_off_pcie(
+    dataset: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows = {}
+    for budget in ("0", "100%"):
+        out = tmp_path / f"plan-{budget.strip('%')}.json"
+        code, stdout, err = run(["plan", str(dataset), *PLAN_ARGS, "--gpu-memory", "80GiB", "--topology-budget", budget,
+                                 "--json", str(out)], capsys)
+        assert code == 0, err
+        assert f"--topology-budget {budget})" in stdout
+        rows[budget] = json.loads(out.read_text())["budgets"][0]
+    zero, full = rows["0"], rows["100%"]
+    assert zero["topology_bytes_per_epoch"]["host"] > 0 and full["topology_bytes_per_epoch"]["host"] == 0
+    total = lambda row: sum(row["topology_bytes_per_epoch"].values())
+    assert total(zero) == pytest.approx(total(full))
+    assert zero["pcie_bytes_per_epoch"] - full["pcie_bytes_per_epoch"] == pytest.approx(
+        zero["topology_bytes_per_epoch"]["host"])

@@ -68,14 +68,17 @@ def test_plan_bytes_by_tier_match_training(dataset_path: Path, budget: str) -> N
     assert row.tier_rows["disk"] > 0 and measured["disk"] > 0  # the host limit puts rows on disk
     for tier in ("gpu", "host", "disk"):
         assert row.bytes_per_epoch[tier] == pytest.approx(measured[tier], rel=0.05, abs=1)
-    assert row.pcie_bytes_per_epoch == pytest.approx(measured["host"] + measured["disk"], rel=0.05)
+    graph_pcie = row.topology_bytes_per_epoch["host"] + row.topology_bytes_per_epoch["disk"]
+    assert graph_pcie > 0  # --topology-budget 0: every neighbour list is read over PCIe
+    assert row.pcie_bytes_per_epoch - graph_pcie == pytest.approx(measured["host"] + measured["disk"], rel=0.05)
     # the same seed and epoch numbering as the trainer: the replay is exact
     assert sum(row.bytes_per_epoch.values()) == sum(measured.values())
 
 
 def test_larger_budget_moves_reads_off_pcie(dataset_path: Path) -> None:
     device = describe_device("80GiB", host_memory="64GiB")
-    plan = plan_capacity(_open(dataset_path), device, fanouts=FANOUTS, batch_size=BATCH, budgets=["0%", "50%", "100%"])
+    plan = plan_capacity(_open(dataset_path), device, fanouts=FANOUTS, batch_size=BATCH, budgets=["0%", "50%", "100%"],
+                         topology_budget="100%")
     pcie = [row.pcie_bytes_per_epoch for row in plan.rows]
     assert pcie[0] > pcie[1] > pcie[2] == 0
     assert plan.rows[0].read_share["host"] == 1.0
@@ -83,10 +86,12 @@ def test_larger_budget_moves_reads_off_pcie(dataset_path: Path) -> None:
 
 
 def test_budget_capped_by_gpu_memory(dataset_path: Path) -> None:
-    device = describe_device(f"{2 * 2**30 + 16 * 4 * 100}B", host_memory="64GiB")  # 100 rows fit
+    indptr_bytes = 8 * 1501  # indptr lives on the GPU (--topology-budget 0 adds no indices)
+    device = describe_device(f"{2 * 2**30 + 16 * 4 * 100 + indptr_bytes}B", host_memory="64GiB")  # 100 rows fit
     plan = plan_capacity(_open(dataset_path), device, fanouts=FANOUTS, batch_size=BATCH, budgets=["1%", "50%"])
     assert [row.capped for row in plan.rows] == [False, True]
     assert plan.rows[1].tier_rows["gpu"] == 100
+    assert plan.topology.gpu_bytes == indptr_bytes and plan.feature_gpu_bytes == 16 * 4 * 100
 
 
 @pytest.mark.parametrize("text", ["banana", "10%", "0.5", "-3GB", "0B"])
@@ -101,12 +106,16 @@ def test_cli_prints_table_and_writes_json(dataset_path: Path, tmp_path: Path, ca
                              "--budgets", "0%,10%,100%", "--json", str(out)], capsys)
     assert code == 0, err
     assert "budget" in stdout and "PCIe/epoch" in stdout
-    assert "topology tiering is not built yet" in stdout
+    assert "topology on each GPU: indptr" in stdout and "T PCIe" in stdout
     assert "assumed bandwidths" in stdout
     data = json.loads(out.read_text())
     assert [b["budget"] for b in data["budgets"]] == ["0%", "10%", "100%"]
-    assert data["budgets"][2]["pcie_bytes_per_epoch"] == 0
+    last = data["budgets"][2]
+    assert last["bytes_per_epoch"]["host"] == last["bytes_per_epoch"]["disk"] == 0
+    assert last["pcie_bytes_per_epoch"] == last["topology_bytes_per_epoch"]["host"] > 0  # --topology-budget 0
     assert data["config"]["fanouts"] == [5, 3]
+    assert data["placement"] is None and data["topology"]["budget"] == "0"
+    assert set(data["budgets"][0]["topology_bytes_per_epoch"]) == {"gpu", "host", "disk"}
     assert not list(tmp_path.glob(".*tmp"))
 
 
@@ -144,8 +153,12 @@ def test_given_bandwidths_are_not_assumptions(dataset_path: Path) -> None:
     assert device.sources["pcie_gbps"] == "given" and device.sources["gpu_gbps"] == "assumed"
     plan = plan_capacity(_open(dataset_path), device, fanouts=FANOUTS, batch_size=BATCH, budgets=["0%"])
     row = plan.rows[0]
-    disk_and_gpu = row.bytes_per_epoch["disk"] / 3e9 + (row.bytes_per_epoch["gpu"] + row.bytes_per_epoch["gpu-peer"]) / 1500e9
+    topo = row.topology_bytes_per_epoch
+    disk_and_gpu = (row.bytes_per_epoch["disk"] + topo["disk"]) / 3e9 + (
+        row.bytes_per_epoch["gpu"] + row.bytes_per_epoch["gpu-peer"] + topo["gpu"]) / 1500e9
     assert row.epoch_data_seconds == pytest.approx(row.pcie_bytes_per_epoch / 12e9 + disk_and_gpu)
+    assert row.pcie_bytes_per_epoch == pytest.approx(row.bytes_per_epoch["host"] + row.bytes_per_epoch["disk"]
+                                                     + topo["host"] + topo["disk"])
     assert any("original" in note for note in plan.notes)  # not reordered: the output warns
     assert not any("pcie" in note.split(":")[1] for note in plan.notes if note.startswith("assumed"))
 
