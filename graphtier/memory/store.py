@@ -31,6 +31,7 @@ from graphtier.dataset import Dataset
 from graphtier.errors import OptionError
 from graphtier.sampling import DeviceNeighborSampler, MiniBatch, NeighborSampler, check_fanouts
 from graphtier.store import TIER_NAMES, FeatureStore, TieredTopology, batch_rows_bound, make_feature_store, make_topology
+from graphtier.store.gpu_topology import GpuTopology
 from graphtier.tiering.plan import DEFAULT_BUDGETS, CapacityPlan, DeviceSpec, describe_device, plan_capacity
 
 SAMPLE_ON = ("cpu", "gpu")
@@ -238,15 +239,19 @@ class GraphStore:
         batch_size: int = 1024,
         epochs: int = 1,
         budgets: Sequence[str] = DEFAULT_BUDGETS,
+        topology_budget: str = "0",
         device: DeviceSpec | None = None,
+        gpu_topology: GpuTopology | None = None,
     ) -> CapacityPlan:
-        """The capacity plan of this dataset (``graphtier plan``): per GPU budget, tiers, read shares, PCIe bytes.
+        """The capacity plan of this dataset (``graphtier plan``): per GPU feature budget, the feature and
+        topology tiers, read shares, PCIe bytes and data time; with ``gpu_topology`` the multi-GPU placement.
 
         ``device`` defaults to this machine (``describe_device`` with everything "auto").
         """
         spec = device if device is not None else describe_device()
         return plan_capacity(self.dataset, spec, fanouts=fanouts, batch_size=batch_size, epochs=epochs,
-                             seed=self.seed, budgets=budgets)
+                             seed=self.seed, budgets=budgets, topology_budget=topology_budget,
+                             gpu_topology=gpu_topology)
 
     def describe(self) -> str:
         """One line per part: where features and topology live."""
