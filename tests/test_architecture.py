@@ -35,6 +35,7 @@ LOCAL_IMPORTS_ALLOWED = ("graphtier.cli",)
 OPTIONAL_DEPENDENCY_IMPORTS = {
     ("graphtier.store.tiered", "graphtier.store._triton_kernels"),
     ("graphtier.bench.gather", "graphtier.store._triton_kernels"),
+    ("graphtier.sampling.device", "graphtier.sampling._device_kernels"),
 }
 MAX_LINES = 450
 
