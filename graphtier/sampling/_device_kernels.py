@@ -40,6 +40,10 @@ _MIX1 = tl.constexpr(MIX1)
 _MIX2 = tl.constexpr(MIX2)
 _LOW32 = tl.constexpr(0xFFFFFFFF)
 _TWO32 = tl.constexpr(1 << 32)
+# The combine function of tl.max, called through tl.reduce: the interpreter recognises it and reduces with
+# numpy, whereas tl.max itself is a jit function compiled when triton was imported, which a module
+# interpreted on its own (tests load this one with TRITON_INTERPRET=1 set only while importing it) cannot call.
+_ANY = tl.standard._elementwise_max
 
 
 @triton.jit
@@ -62,12 +66,13 @@ def floyd_picks_kernel(
     fanout,
     BLOCK: tl.constexpr,
     FANOUT_P2: tl.constexpr,
+    WIDE: tl.constexpr,
 ):
     """out[offsets[j] + i] = starts[j] + (pick i of Floyd's algorithm) for j = dst_index[r], i < fanout.
 
     dst_index int64 [num_picked] (destinations with fanout < degree), starts/degrees int64 [D],
     offsets int64 [D + 1], stream int64 [1] (bit pattern of the uint64 hop key), out int64 [E].
-    grid (cdiv(num_picked, BLOCK),); FANOUT_P2 a power of two >= fanout.
+    grid (cdiv(num_picked, BLOCK),); FANOUT_P2 a power of two >= fanout; WIDE: some degree may be >= 2^32.
     """
     rows = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     row_mask = rows < num_picked
@@ -80,7 +85,6 @@ def floyd_picks_kernel(
     key = _mix64(stream_key + j.to(tl.uint64, bitcast=True) * _GOLDEN)
     wide_key = key ^ _GOLDEN
     k = degree * 0 + fanout  # int64 [BLOCK]
-    has_wide = tl.max(degree, axis=0) >= _TWO32
     cols = tl.arange(0, FANOUT_P2)
     picks = tl.full([BLOCK, FANOUT_P2], -1, tl.int64)
     for i in range(0, fanout):
@@ -90,10 +94,10 @@ def floyd_picks_kernel(
         word = _mix64(key + ((step >> 1) + 1).to(tl.uint64, bitcast=True) * _MIX2)
         half = tl.where((step & 1) == 0, word >> 32, word & _LOW32)
         position = ((half * bound) >> 32).to(tl.int64, bitcast=True)
-        if has_wide:
+        if WIDE:
             wide = _mix64(wide_key + (step + 1).to(tl.uint64, bitcast=True) * _MIX1) % bound
             position = tl.where(t + 1 >= _TWO32, wide.to(tl.int64, bitcast=True), position)
-        found = tl.max((picks == position[:, None]).to(tl.int32), axis=1) > 0
+        found = tl.reduce((picks == position[:, None]).to(tl.int32), 1, _ANY) > 0
         pick = tl.where(found, t, position)
         picks = tl.where(cols[None, :] == step[:, None], pick[:, None], picks)
         tl.store(out + first + step, start + pick, mask=row_mask)
@@ -123,12 +127,16 @@ def floyd_picks_triton(
     stream: int,
     fanout: int,
     out: torch.Tensor,
+    *,
+    max_degree: int | None = None,
 ) -> torch.Tensor:
     """Launch :func:`floyd_picks_kernel`: absolute positions of the picks of ``dst_index``'s destinations.
 
     dst_index int64 [M] (destinations with fanout < degree; not checked here), starts/degrees int64 [D],
     offsets int64 [D + 1] (prefix sum of the counts), out int64 [>= offsets[-1]], all on one device;
-    ``stream`` the uint64 hop key (``stream_key``), ``1 <= fanout <= MAX_FANOUT``. Returns ``out``.
+    ``stream`` the uint64 hop key (``stream_key``), ``1 <= fanout <= MAX_FANOUT``. ``max_degree`` bounds the
+    degrees (e.g. the edge count; None: read ``degrees.max()``, a device sync): the 64-bit modulo draws
+    for lists of >= 2^32 entries are compiled in only when it reaches 2^32. Returns ``out``.
     """
     device = out.device
     _check_index("out", out, device)
@@ -145,10 +153,13 @@ def floyd_picks_triton(
         return out
     stream = int(stream)
     stream_bits = torch.tensor([stream - (1 << 64) if stream >= 1 << 63 else stream], dtype=torch.int64, device=device)
+    if max_degree is None:
+        max_degree = int(degrees.max()) if degrees.numel() else 0
     block, fanout_p2 = tile_shape(int(fanout))
     grid = (triton.cdiv(num_picked, block),)
     floyd_picks_kernel[grid](
-        dst_index, starts, degrees, offsets, stream_bits, out, num_picked, int(fanout), BLOCK=block, FANOUT_P2=fanout_p2
+        dst_index, starts, degrees, offsets, stream_bits, out, num_picked, int(fanout), BLOCK=block, FANOUT_P2=fanout_p2,
+        WIDE=int(max_degree) >= 1 << 32,
     )
     return out
 
@@ -162,6 +173,8 @@ def floyd_picks_reference(
     stream: int,
     fanout: int,
     out: torch.Tensor,
+    *,
+    max_degree: int | None = None,
 ) -> torch.Tensor:
     """Plain-Python reference of :func:`floyd_picks_triton` (same arguments, CPU tensors, same effect on ``out``)."""
     for j in dst_index.tolist():

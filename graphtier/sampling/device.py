@@ -238,7 +238,9 @@ class DeviceNeighborSampler:
     ) -> None:
         """Write the Floyd picks of the destinations ``picked`` into ``positions`` (see floyd_picks)."""
         if self._kernels is not None and fanout <= self._kernels.MAX_FANOUT:
-            self._kernels.floyd_picks_triton(picked, starts, degrees, offsets, stream, fanout, positions)
+            self._kernels.floyd_picks_triton(
+                picked, starts, degrees, offsets, stream, fanout, positions, max_degree=self.topology.num_edges
+            )
             return
         host = [t.cpu().contiguous() for t in (picked, starts, degrees, offsets)]
         out = positions.cpu() if positions.device.type != "cpu" else positions
