@@ -87,7 +87,7 @@ def floyd_picks_kernel(
     k = degree * 0 + fanout  # int64 [BLOCK]
     cols = tl.arange(0, FANOUT_P2)
     picks = tl.full([BLOCK, FANOUT_P2], -1, tl.int64)
-    for i in range(0, fanout):
+    for i in range(fanout):
         step = k * 0 + i  # i as an int64 tensor, in compiled and interpreted runs alike
         t = degree - k + step
         bound = (t + 1).to(tl.uint64, bitcast=True)

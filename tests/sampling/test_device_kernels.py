@@ -1,15 +1,6 @@
-"""The Triton Floyd pick kernel draws exactly numba's ``floyd_positions``: interpreted on the CPU, compiled on CUDA.
-
-The interpreted copy of the kernel module is loaded under a private name with TRITON_INTERPRET=1 set
-only while it is imported, so GPU tests in the same process still get compiled kernels.
-"""
+"""The Triton Floyd pick kernel draws exactly numba's ``floyd_positions``: interpreted on the CPU, compiled on CUDA."""
 
 from __future__ import annotations
-
-import importlib.util
-import os
-import sys
-from types import ModuleType
 
 import numpy as np
 import pytest
@@ -20,31 +11,8 @@ from scipy.stats import chisquare
 
 pytest.importorskip("triton")
 
-import graphtier.sampling as sampling_package  # noqa: E402
-from graphtier.sampling import _neighbor_kernels as nk  # noqa: E402
-
-
-def load_interpreted_device_kernels() -> ModuleType:
-    """graphtier/sampling/_device_kernels.py imported with TRITON_INTERPRET=1 as a private module."""
-    name = "_graphtier_device_kernels_interpreted"
-    if name in sys.modules:
-        return sys.modules[name]
-    path = os.path.join(os.path.dirname(sampling_package.__file__), "_device_kernels.py")
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    previous = os.environ.get("TRITON_INTERPRET")
-    os.environ["TRITON_INTERPRET"] = "1"
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        if previous is None:
-            del os.environ["TRITON_INTERPRET"]
-        else:
-            os.environ["TRITON_INTERPRET"] = previous
-    sys.modules[name] = module
-    return module
-
+from graphtier.sampling import _neighbor_kernels as nk
+from tests.sampling.interpreted import load_interpreted_device_kernels
 
 kernels = load_interpreted_device_kernels()
 
