@@ -27,12 +27,13 @@ import triton.language as tl
 from graphtier._splitmix import GOLDEN, MASK64, MIX1, MIX2
 from graphtier.sampling import _neighbor_kernels as cpu_kernels
 
-# int64 elements of the pick tile per program: BLOCK = TILE_ELEMENTS // FANOUT_P2 destinations (at most
-# MAX_BLOCK), so the tile costs about 64 registers per thread at 4 warps whatever the fanout.
-TILE_ELEMENTS = 4096
+# Elements of the pick tile per program: BLOCK = TILE_ELEMENTS // FANOUT_P2 destinations (at most MAX_BLOCK).
+# ptxas for sm_90 (run here, without a GPU) gives <= 94 registers and no spills for fanouts 1..1024 at this
+# size; at 4096 the tile spilled from fanout 40 on (255 registers + stack).
+TILE_ELEMENTS = 1024
 MAX_BLOCK = 64
-# Fanouts above this would leave one destination per program with a tile that spills to local memory;
-# the sampler draws such hops with the numba kernel instead.
+# Fanouts above this would need a tile wider than TILE_ELEMENTS for a single destination; the sampler draws
+# such hops with the numba kernel instead.
 MAX_FANOUT = 1024
 
 _GOLDEN = tl.constexpr(GOLDEN)
@@ -86,7 +87,12 @@ def floyd_picks_kernel(
     wide_key = key ^ _GOLDEN
     k = degree * 0 + fanout  # int64 [BLOCK]
     cols = tl.arange(0, FANOUT_P2)
-    picks = tl.full([BLOCK, FANOUT_P2], -1, tl.int64)
+    # the picks so far; a list of < 2^32 entries has positions < 2^32 - 1, so 32 bits hold them (and the
+    # empty marker 2^32 - 1) unless some list is wide: half the registers of an int64 tile
+    if WIDE:
+        picks = tl.full([BLOCK, FANOUT_P2], -1, tl.int64)
+    else:
+        picks = tl.full([BLOCK, FANOUT_P2], 0xFFFFFFFF, tl.uint32)
     for i in range(fanout):
         step = k * 0 + i  # i as an int64 tensor, in compiled and interpreted runs alike
         t = degree - k + step
@@ -97,9 +103,9 @@ def floyd_picks_kernel(
         if WIDE:
             wide = _mix64(wide_key + (step + 1).to(tl.uint64, bitcast=True) * _MIX1) % bound
             position = tl.where(t + 1 >= _TWO32, wide.to(tl.int64, bitcast=True), position)
-        found = tl.reduce((picks == position[:, None]).to(tl.int32), 1, _ANY) > 0
+        found = tl.reduce((picks == position.to(picks.dtype)[:, None]).to(tl.int32), 1, _ANY) > 0
         pick = tl.where(found, t, position)
-        picks = tl.where(cols[None, :] == step[:, None], pick[:, None], picks)
+        picks = tl.where(cols[None, :] == i, pick.to(picks.dtype)[:, None], picks)
         tl.store(out + first + step, start + pick, mask=row_mask)
 
 

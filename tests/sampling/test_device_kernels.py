@@ -138,6 +138,31 @@ def test_launcher_rejects_bad_arguments() -> None:
             kernels.floyd_picks_triton(dst_index, starts, degrees, offsets, stream, 3, out)
 
 
+@pytest.mark.parametrize("wide", [False, True])
+def test_kernel_compiles_for_cuda_without_a_gpu(wide: bool) -> None:
+    """The interpreter runs the kernel's Python; this runs Triton's real front end and ptxas on it (sm_90)."""
+    import triton
+    from triton.backends import backends
+
+    if "nvidia" not in backends:
+        pytest.skip("triton has no CUDA backend")
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    from graphtier.sampling import _device_kernels as compiled
+
+    signature = {name: "*i64" for name in ("dst_index", "starts", "degrees", "offsets", "stream", "out")}
+    signature.update(num_picked="i32", fanout="i32", BLOCK="constexpr", FANOUT_P2="constexpr", WIDE="constexpr")
+    block, fanout_p2 = compiled.tile_shape(40)
+    source = ASTSource(
+        compiled.floyd_picks_kernel, signature, constexprs={"BLOCK": block, "FANOUT_P2": fanout_p2, "WIDE": wide}
+    )
+    kernel = triton.compile(source, target=GPUTarget("cuda", 90, 32))
+    ttir = kernel.asm["ttir"]
+    assert len(kernel.asm["cubin"]) > 0
+    assert "arith.shrui" in ttir and ("arith.remui" in ttir) == wide  # logical shifts; 64-bit modulo only if wide
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_compiled_kernel_on_cuda_equals_numba() -> None:
