@@ -6,6 +6,7 @@ imported, so GPU tests in the same process still get the compiled kernels.
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import os
 import sys
@@ -21,6 +22,10 @@ def load_interpreted_device_kernels() -> ModuleType:
     name = "_graphtier_device_kernels_interpreted"
     if name in sys.modules:
         return sys.modules[name]
+    # Triton itself is imported first, with TRITON_INTERPRET unset: imported under it, all of
+    # triton.language's jit functions would be interpreted ones for the rest of the process (compiled
+    # kernels would break, and Triton's gluon package asserts on them when it is imported later).
+    importlib.import_module("triton.language")
     path = os.path.join(os.path.dirname(sampling_package.__file__), "_device_kernels.py")
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None

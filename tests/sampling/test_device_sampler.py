@@ -130,6 +130,33 @@ def test_positions_beyond_int32(picks: str) -> None:
     assert_identical(device_sampler(topology, fanouts, 3, picks).sample(seeds, batch_id=2), expected)
 
 
+class HugeListTopology:
+    """Node 0 has 2^33 + 5 in-neighbours, node 1 has 3; the id at position p is p mod 2 (no indices array)."""
+
+    def __init__(self) -> None:
+        self.indptr = torch.tensor([0, 2**33 + 5, 2**33 + 8], dtype=torch.int64)
+        self.num_nodes, self.num_edges, self.device = 2, 2**33 + 8, torch.device("cpu")
+        self.gathered: list[torch.Tensor] = []
+
+    def gather_positions(self, positions: torch.Tensor) -> torch.Tensor:
+        self.gathered.append(positions.clone())
+        return positions % 2
+
+
+@pytest.mark.parametrize("picks", PICKS)
+def test_lists_of_more_than_2_to_the_32_entries(picks: str) -> None:
+    """Only the picked positions are read, drawn with the 64-bit modulo stream of floyd_positions_py."""
+    from graphtier.sampling import _neighbor_kernels as nk
+
+    topology = HugeListTopology()
+    mb = device_sampler(topology, [7], 13, picks).sample(np.array([0, 1]), batch_id=2)
+    (positions,) = topology.gathered
+    key = nk.node_key_py(nk.stream_key(13, 2, 0), 0)
+    assert positions[:7].tolist() == nk.floyd_positions_py(key, 2**33 + 5, 7)
+    assert positions[7:].tolist() == [2**33 + 5, 2**33 + 6, 2**33 + 7]  # node 1: its whole list
+    assert mb.blocks[0].num_edges == 10 and max(positions[:7].tolist()) > 2**32
+
+
 def test_deterministic_and_batch_ids_differ() -> None:
     indptr, indices = random_csc(500, 5000, 0)
     seeds = np.arange(0, 500, 7)
