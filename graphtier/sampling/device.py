@@ -104,16 +104,21 @@ def first_seen_relabel(known: torch.Tensor, sources: torch.Tensor) -> tuple[torc
 
     ``n_id`` (int64 [K + new]) is ``known`` followed by the new nodes of ``sources`` in order of first
     occurrence; ``local`` (int64 [E]) is the index in ``n_id`` of each source. Same device as the inputs.
-    This is the sequential relabel of the CPU sampler done with a sort instead of an N-sized scratch.
+    This is the sequential relabel of the CPU sampler done with sorts instead of an N-sized scratch: a
+    stable sort puts each node's first occurrence first in its run of equal ids.
     """
     nodes = torch.cat((known, sources))
-    distinct, inverse = torch.unique(nodes, return_inverse=True)
-    first = torch.full((distinct.shape[0],), nodes.shape[0], dtype=torch.int64, device=nodes.device)
-    first.scatter_reduce_(0, inverse, torch.arange(nodes.shape[0], device=nodes.device), reduce="amin")
+    ordered, permutation = torch.sort(nodes, stable=True)
+    run_start = torch.ones_like(ordered, dtype=torch.bool)
+    torch.ne(ordered[1:], ordered[:-1], out=run_start[1:])
+    run_of_sorted = torch.cumsum(run_start, 0) - 1
+    first = permutation[run_start]  # first occurrence of each distinct node, by node id
+    rank = torch.empty_like(first)
     order = torch.argsort(first)
-    rank = torch.empty_like(order)
-    rank[order] = torch.arange(order.shape[0], device=nodes.device)
-    return distinct[order], rank[inverse[known.shape[0] :]]
+    rank[order] = torch.arange(first.shape[0], device=nodes.device)
+    local = torch.empty_like(nodes)
+    local[permutation] = rank[run_of_sorted]
+    return nodes[first[order]], local[known.shape[0] :]
 
 
 def seeds_on_device(seeds: np.ndarray | torch.Tensor, num_nodes: int, device: torch.device) -> torch.Tensor:
