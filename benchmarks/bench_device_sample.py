@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import os
 import platform
 import statistics
 import time
@@ -27,7 +28,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from graphtier.sampling import DenseTopology, DeviceNeighborSampler, MiniBatch, NeighborSampler
+from graphtier.sampling import (
+    DenseTopology,
+    DeviceNeighborSampler,
+    MiniBatch,
+    NeighborSampler,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_GRAPH = ROOT.parent / "shared" / "data" / "cnr-2000" / "cnr-2000.csr.npz"
@@ -100,11 +106,11 @@ def main() -> None:
     for r in rows:
         print(f"{r['fanouts']:<10} {r['sampler']:<32} {r['device']:<8} {r['ms_per_batch']:>9.2f} "
               f"{r['edges_per_s'] / 1e6:>9.2f} {r['identical']}")
-    machine = {"platform": platform.platform(), "cpu_count": __import__("os").cpu_count(),
+    machine = {"platform": platform.platform(), "cpu_count": os.cpu_count(),
                "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     temporary = args.out.with_suffix(".json.tmp")
-    temporary.write_text(json.dumps({"date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+    temporary.write_text(json.dumps({"date": datetime.datetime.now(datetime.UTC).isoformat(),
                                      "machine": machine, "graph": str(args.graph), "batch_size": args.batch_size,
                                      "batches": args.batches, "rows": rows}, indent=2))
     temporary.replace(args.out)
