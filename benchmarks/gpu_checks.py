@@ -9,7 +9,8 @@
 5. seed 003 Fig. 7: naive vs 128-B aligned zero-copy reads for rows of 2,048 to 2,076 bytes in 4-byte steps;
 6. the tiered gather on the sampler's power-law access trace of a generated, wrpr-reordered graph with
    0/5/10/25% of the rows on the GPU: time and host bytes against zero-copy;
-7. issue 6's hybrid benchmark: ``--devices cuda:0`` against ``--devices cpu,cuda:0``.
+7. issue 6's hybrid benchmark: ``--devices cuda:0`` against ``--devices cpu,cuda:0``;
+8. issue 12's device sampler (Triton picks) against ``NeighborSampler`` on cnr-2000: identical batches, ms per batch.
 
 Without CUDA it prints a skip message and exits 0. Writes benchmarks/results/gpu_checks.json.
 
@@ -212,6 +213,23 @@ def main() -> int:
             if "speedup" in line:
                 table.append(("hybrid " + " ".join(line.split()[:2]), "measured", " ".join(line.split()[2:])))
 
+    def device_sampler() -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "device_sample.json"
+            command = [sys.executable, str(ROOT / "benchmarks" / "bench_device_sample.py"), "--devices", "cuda", "--out", str(out)]
+            proc = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
+            if not out.exists():
+                raise RuntimeError(proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "bench_device_sample failed")
+            result = json.loads(out.read_text())
+        report["device_sampler"] = result
+        for row in result["rows"]:
+            status = "measured" if row["identical"] else "FAIL"
+            table.append(
+                (f"sampler {row['fanouts']} {row['sampler']} {row['device']}", status,
+                 f"{row['ms_per_batch']:.2f} ms/batch, identical to NeighborSampler: {row['identical']}"),
+            )  # fmt: skip
+
+    steps.append(("device sampler vs NeighborSampler", device_sampler))
     steps.append(("row-size sweep (seed 003)", row_sizes))
     steps.append(("alignment sweep (seed 003 Fig. 7)", alignment))
     steps.append(("tiered power-law trace", tiered_trace))
