@@ -14,7 +14,8 @@
    budgets 0%, 10% and 100% (and sorted reads at 0%), checking that both give identical batches;
 9. issue 12: the tiered topology's neighbour reads (all of ``indices`` on the device, 25 %, all zero-copy),
    with and without ``sorted_reads`` (does sorting the positions before the zero-copy reads pay?);
-10. issue 12: one training epoch on a generated 10M-node graph with the whole data path on the GPU
+10. issue 12's device sampler (Triton picks) against ``NeighborSampler`` on cnr-2000: identical batches, ms per batch;
+11. issue 12: one training epoch on a generated 10M-node graph with the whole data path on the GPU
    (``--sample-on gpu --features-on tiered``) against ``--sample-on cpu --features-on cpu-gather``:
    sample / extract / train seconds as seed 000 Fig. 8 and seed 004 Table 4 report them.
 
@@ -108,7 +109,7 @@ def main() -> int:
     parser.add_argument("--table-mib", type=int, default=1024)
     parser.add_argument("--output", default=str(RESULTS))
     parser.add_argument("--steps", default="all",
-                        help="comma-separated subset of: pytest, modes, gather, rows, alignment, trace, hybrid, topology, sampler, epoch")
+                        help="comma-separated subset of: pytest, modes, gather, rows, alignment, trace, hybrid, topology, cnr, sampler, epoch")
     parser.add_argument("--epoch-nodes", default="10M", help="nodes of the generated graph of the end-to-end epoch")
     args = parser.parse_args()
     if not torch.cuda.is_available():
@@ -297,11 +298,28 @@ def main() -> int:
                  f"{row['positions_per_s'] / 1e6:.0f} M positions/s, {row['gb_per_s']:.2f} GB/s of indices"),
             )  # fmt: skip
 
+    def device_sampler() -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "device_sample.json"
+            command = [sys.executable, str(ROOT / "benchmarks" / "bench_device_sample.py"), "--devices", "cuda", "--out", str(out)]
+            proc = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
+            if not out.exists():
+                raise RuntimeError(proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "bench_device_sample failed")
+            result = json.loads(out.read_text())
+        report["device_sampler"] = result
+        for row in result["rows"]:
+            status = "measured" if row["identical"] else "FAIL"
+            table.append(
+                (f"sampler {row['fanouts']} {row['sampler']} {row['device']}", status,
+                 f"{row['ms_per_batch']:.2f} ms/batch, identical to NeighborSampler: {row['identical']}"),
+            )  # fmt: skip
+
     steps.append(("rows", "row-size sweep (seed 003)", row_sizes))
     steps.append(("alignment", "alignment sweep (seed 003 Fig. 7)", alignment))
     steps.append(("trace", "tiered power-law trace", tiered_trace))
     steps.append(("hybrid", "hybrid CPU+GPU training", hybrid))
     steps.append(("topology", "tiered topology reads (issue 12)", topology))
+    steps.append(("cnr", "device sampler vs NeighborSampler on cnr-2000 (issue 12)", device_sampler))
     steps.append(("sampler", "GPU sampler vs CPU sampler (issue 12)", gpu_sampler))
     steps.append(("epoch", "end-to-end epoch, whole data path on the GPU (issue 12)", epoch))
     wanted = None if args.steps == "all" else {name.strip() for name in args.steps.split(",")}

@@ -37,6 +37,7 @@ OPTIONAL_DEPENDENCY_IMPORTS = {
     ("graphtier.store.tiered", "graphtier.store._triton_kernels"),
     ("graphtier.bench.gather", "graphtier.store._triton_kernels"),
     ("graphtier.store.topology", "graphtier.store._topology_kernels"),
+    ("graphtier.sampling.device", "graphtier.sampling._device_kernels"),
 }
 MAX_LINES = 450
 

@@ -8,8 +8,19 @@ Both return :class:`MiniBatch` objects of layer-wise :class:`Block` s ready for 
 """
 
 from graphtier.sampling.batch import Block, MiniBatch
+from graphtier.sampling.device import DenseTopology, DeviceNeighborSampler, Topology
 from graphtier.sampling.neighbor import NeighborSampler, check_fanouts
 from graphtier.sampling.seeds import iter_seed_batches
 from graphtier.sampling.shadow import ShadowSampler
 
-__all__ = ["Block", "MiniBatch", "NeighborSampler", "ShadowSampler", "check_fanouts", "iter_seed_batches"]
+__all__ = [
+    "Block",
+    "DenseTopology",
+    "DeviceNeighborSampler",
+    "MiniBatch",
+    "NeighborSampler",
+    "ShadowSampler",
+    "Topology",
+    "check_fanouts",
+    "iter_seed_batches",
+]

@@ -323,3 +323,31 @@ def reset_local_ids(local_id: np.ndarray, n_id: np.ndarray, first: np.int64, sto
     """Set ``local_id[n_id[first:stop]] = -1`` (undo part of a batch's relabelling)."""
     for i in range(first, stop):
         local_id[n_id[i]] = -1
+
+
+@numba.njit(cache=True, nogil=True)
+def floyd_picks(
+    dst_index: np.ndarray,
+    starts: np.ndarray,
+    degrees: np.ndarray,
+    offsets: np.ndarray,
+    stream: np.uint64,
+    fanout: np.int64,
+    out: np.ndarray,
+) -> None:
+    """``out[offsets[j] + i] = starts[j] + floyd_positions(node_key(stream, j), degrees[j], fanout)[i]``.
+
+    For every ``j`` of ``dst_index`` (int64 [M], destinations with fanout < degree); all arrays int64.
+    The CPU twin of the GPU sampler's Triton kernel (graphtier.sampling._device_kernels).
+    """
+    table_size = 1
+    while table_size < 2 * fanout:
+        table_size *= 2
+    table = np.empty(table_size if fanout > LINEAR_SET_LIMIT else 1, dtype=np.int64)
+    for r in range(dst_index.shape[0]):
+        j = dst_index[r]
+        first = offsets[j]
+        picks = out[first : first + fanout]
+        floyd_positions(node_key(stream, j), degrees[j], fanout, picks, table)
+        for i in range(fanout):
+            picks[i] += starts[j]

@@ -8,9 +8,10 @@ bipartite :class:`Block` per model layer, input layer first. A model runs::
         x = conv((x, x[: blk.num_dst]), blk.edge_index)
     out = x[mb.seed_index]          # one row per requested seed, in request order
 
-All tensors are CPU int64 tensors; move them with :meth:`MiniBatch.to`. A neighbour-sampled batch's
-tensors are views of one buffer that the sampler hands out again only once nothing references it
-(:mod:`graphtier.sampling.buffers`); ``clone()`` a tensor before pickling it, or the whole buffer is saved.
+All tensors are int64 tensors, on the CPU (``DeviceNeighborSampler``: on its topology's device); move them
+with :meth:`MiniBatch.to`. A batch of ``NeighborSampler`` has tensors that are views of one buffer that the
+sampler hands out again only once nothing references it (:mod:`graphtier.sampling.buffers`); ``clone()`` a
+tensor before pickling it, or the whole buffer is saved.
 """
 
 from __future__ import annotations
