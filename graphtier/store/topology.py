@@ -156,7 +156,8 @@ class TieredTopology:
                     raise OptionError("the topology on CUDA needs the triton package, found it missing: pip install triton") from None
         self._kernels = kernels
         self.on_device = kernels is not None
-        self.indptr_tier = "gpu" if self.on_device else "host"
+        # indptr lives whole on the compute device in the plan; the CPU twin keeps the plan's accounting
+        self.indptr_tier = "gpu"
         if self.on_device:
             self._setup_device(indptr, indices, registrar)
         else:
