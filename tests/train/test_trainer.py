@@ -168,3 +168,16 @@ def test_report_counts_topology_bytes_of_the_sampler(tiny_dataset: Dataset) -> N
     # CPU sampling reads every sampled edge's entry and two indptr entries per destination, all from host memory
     assert topology["host"] == sum(topology.values()) > epoch["sampled_edges"] * itemsize
     assert topology["gpu"] == topology["disk"] == 0
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs CUDA")
+def test_gpu_sampling_trains_on_the_same_batches_as_cpu_sampling(tiny_dataset: Dataset) -> None:
+    options = dict(SMALL, epochs=2, device="cuda", features_on="tiered", gpu_budget="20%", prefetch=2)
+    on_cpu = train(tiny_dataset, sample_on="cpu", **options)
+    on_gpu = train(tiny_dataset, sample_on="gpu", topology_budget="30%", **options)
+    for cpu_epoch, gpu_epoch in zip(on_cpu["epochs"], on_gpu["epochs"]):
+        assert gpu_epoch["sampled_edges"] == cpu_epoch["sampled_edges"]
+        assert gpu_epoch["loss"] == pytest.approx(cpu_epoch["loss"], rel=1e-4)
+        topology = gpu_epoch["topology_bytes_by_tier"]
+        assert topology["gpu"] > 0 and sum(topology.values()) == sum(cpu_epoch["topology_bytes_by_tier"].values())
