@@ -79,8 +79,8 @@ def run_one(dataset: Path, budget: str, args: argparse.Namespace) -> dict[str, A
         def poll() -> None:
             while not done.is_set():
                 status = read_status(proc.pid)
-                for key in peaks:
-                    peaks[key] = max(peaks[key], status.get(key, 0))
+                for key, peak in peaks.items():
+                    peaks[key] = max(peak, status.get(key, 0))
                 done.wait(0.2)
 
         poller = threading.Thread(target=poll, daemon=True)
@@ -148,7 +148,7 @@ def main() -> None:
             f"{run['peak_rss_file_bytes'] / GIB:4.2f}Gi"
         )
     result = {
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "machine": f"{platform.node()} ({os.cpu_count()} cores), no GPU",
         "dataset": str(args.dataset),
         "num_nodes": meta.get("num_nodes"),

@@ -22,17 +22,35 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 import torch
 
 from graphtier.dataset import Dataset
 from graphtier.errors import OptionError
-from graphtier.sampling import DeviceNeighborSampler, MiniBatch, NeighborSampler, check_fanouts
-from graphtier.store import TIER_NAMES, FeatureStore, TieredTopology, batch_rows_bound, make_feature_store, make_topology
+from graphtier.sampling import (
+    DeviceNeighborSampler,
+    MiniBatch,
+    NeighborSampler,
+    check_fanouts,
+)
+from graphtier.store import (
+    TIER_NAMES,
+    FeatureStore,
+    TieredTopology,
+    batch_rows_bound,
+    make_feature_store,
+    make_topology,
+)
 from graphtier.store.gpu_topology import GpuTopology
-from graphtier.tiering.plan import DEFAULT_BUDGETS, CapacityPlan, DeviceSpec, describe_device, plan_capacity
+from graphtier.tiering.plan import (
+    DEFAULT_BUDGETS,
+    CapacityPlan,
+    DeviceSpec,
+    describe_device,
+    plan_capacity,
+)
 
 SAMPLE_ON = ("cpu", "gpu")
 INDPTR_ENTRY_BYTES = 8
@@ -133,7 +151,7 @@ class GraphStore:
         fanouts: Sequence[int] = (15, 10, 5),
         ring_size: int = 6,
         log: Callable[[str], None] = print,
-    ) -> "GraphStore":
+    ) -> GraphStore:
         """Open ``dataset`` (a Dataset or a path) with its features and topology placed by the budgets.
 
         ``device``: the compute device. ``features_on``: a mode of :data:`graphtier.store.FEATURE_MODES`
@@ -275,7 +293,7 @@ class GraphStore:
         if self.topology is not None:
             self.topology.close()
 
-    def __enter__(self) -> "GraphStore":
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
