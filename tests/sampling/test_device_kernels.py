@@ -12,9 +12,9 @@ from scipy.stats import chisquare
 pytest.importorskip("triton")
 
 from graphtier.sampling import _neighbor_kernels as nk
-from tests.sampling.interpreted import load_interpreted_device_kernels
+from tests.interpreted import load_interpreted
 
-kernels = load_interpreted_device_kernels()
+kernels = load_interpreted("sampling/_device_kernels.py")
 
 
 def hop_arrays(degrees: np.ndarray, fanout: int, rng: np.random.Generator) -> tuple[torch.Tensor, ...]:

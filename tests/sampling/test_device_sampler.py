@@ -20,12 +20,12 @@ from graphtier.sampling import (
     Topology,
 )
 from graphtier.sampling.device import first_seen_relabel
+from tests.interpreted import HAS_TRITON, load_interpreted
 from tests.sampling.graphs import random_csc, star_in
-from tests.sampling.interpreted import HAS_TRITON, load_interpreted_device_kernels
 from tests.sampling.test_neighbor import assert_well_formed
 
 # without triton only the numba picks are checked
-interpreted = load_interpreted_device_kernels() if HAS_TRITON else None
+interpreted = load_interpreted("sampling/_device_kernels.py") if HAS_TRITON else None
 PICKS = ["triton", "numba"] if HAS_TRITON else ["numba"]
 needs_triton = pytest.mark.skipif(not HAS_TRITON, reason="needs triton")
 

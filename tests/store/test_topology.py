@@ -20,9 +20,9 @@ from tests.store.test_unified import FakeRegistrar
 
 triton = pytest.importorskip("triton")
 
-from tests.store.interpreted import load_interpreted
+from tests.interpreted import load_interpreted
 
-kernels = load_interpreted("_topology_kernels.py")
+kernels = load_interpreted("store/_topology_kernels.py")
 DTYPES = [np.int32, np.int64]
 # (topology_budget, ram_budget, share of the entries in the gpu tier, in the host tier (None: the rest))
 PLANS = [("0", None, 0.0, None), ("10%", None, 0.1, None), ("100%", None, 1.0, None), ("10%", "30%", 0.1, 0.3), ("0", "0", 0.0, 0.0)]

@@ -9,9 +9,9 @@ from hypothesis import strategies as st
 
 pytest.importorskip("triton")
 
-from tests.store.interpreted import load_interpreted
+from tests.interpreted import load_interpreted
 
-kernels = load_interpreted("_topology_kernels.py")
+kernels = load_interpreted("store/_topology_kernels.py")
 INDEX_DTYPES = [torch.int32, torch.int64]
 
 

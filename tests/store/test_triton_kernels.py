@@ -6,11 +6,6 @@ only while it is imported, so GPU tests in the same process still get compiled k
 
 from __future__ import annotations
 
-import importlib.util
-import os
-import sys
-from types import ModuleType
-
 import pytest
 import torch
 from hypothesis import given, settings
@@ -18,32 +13,9 @@ from hypothesis import strategies as st
 
 pytest.importorskip("triton")
 
-import graphtier.store as store_package  # noqa: E402
+from tests.interpreted import load_interpreted
 
-
-def load_interpreted_kernels() -> ModuleType:
-    """graphtier/store/_triton_kernels.py imported with TRITON_INTERPRET=1 as a private module."""
-    name = "_graphtier_triton_kernels_interpreted"
-    if name in sys.modules:
-        return sys.modules[name]
-    path = os.path.join(os.path.dirname(store_package.__file__), "_triton_kernels.py")
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    previous = os.environ.get("TRITON_INTERPRET")
-    os.environ["TRITON_INTERPRET"] = "1"
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        if previous is None:
-            del os.environ["TRITON_INTERPRET"]
-        else:
-            os.environ["TRITON_INTERPRET"] = previous
-    sys.modules[name] = module
-    return module
-
-
-kernels = load_interpreted_kernels()
+kernels = load_interpreted("store/_triton_kernels.py")
 DTYPES = [torch.float32, torch.float16]
 
 
