@@ -99,3 +99,31 @@ def test_plan_and_closed_store(tiny_dataset: Dataset) -> None:
     store.close()  # idempotent
     with pytest.raises(OptionError, match="closed"):
         store.sample(np.array([0]), FANOUTS)
+
+
+@pytest.mark.parametrize(("budget", "ram"), [("10%", None), ("25%", "40%")])
+def test_the_gpu_code_path_on_the_cpu_interpreted_kernels_and_tiers(tiny_dataset: Dataset, budget: str, ram: str | None) -> None:
+    """Triton picks and Triton tiered reads (interpreted), registered host tier (fake registrar), lists cut by tiers."""
+    pytest.importorskip("triton")
+    from tests.interpreted import load_interpreted
+    from tests.store.test_unified import FakeRegistrar
+
+    indptr = np.asarray(tiny_dataset.indptr)
+    topology = make_topology(tiny_dataset.indptr, tiny_dataset.indices, device=torch.device("cpu"), topology_budget=budget,
+                             ram_budget=ram, log=lambda _: None, registrar=FakeRegistrar(),
+                             kernels=load_interpreted("store/_topology_kernels.py"))
+    boundaries = [topology.plan.local_rows, topology.plan.host_end]
+    # the boundaries fall inside neighbour lists: a list is read from two tiers
+    assert all(b not in set(indptr.tolist()) for b in boundaries if 0 < b < indptr[-1])
+    store = GraphStore(tiny_dataset, None, topology=topology, seed=9, picks="triton",
+                       kernels=load_interpreted("sampling/_device_kernels.py"))
+    reference = NeighborSampler(tiny_dataset.indptr, tiny_dataset.indices, FANOUTS, seed=9)
+    batches = []
+    for batch_id, seeds in enumerate(seed_batches(tiny_dataset, 3)):
+        batch = store.sample(seeds, FANOUTS, batch_id=batch_id)
+        assert_same_batch(batch, reference.sample(seeds, batch_id))
+        batches.append(batch)
+    traffic = store.traffic()["topology"]
+    store.close()
+    assert traffic["requested"] == expected_topology_bytes(tiny_dataset, batches) == sum(traffic[t] for t in TIER_NAMES)
+    assert traffic["gpu"] > 0 and traffic["host"] > 0 and (traffic["disk"] > 0) == (ram is not None)
