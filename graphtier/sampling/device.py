@@ -15,6 +15,7 @@ then read (``gather_positions``), so a hub's list is never read whole.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 from collections.abc import Sequence
 from types import ModuleType
@@ -198,14 +199,16 @@ class DeviceNeighborSampler:
             batch_id = next(self._batch_counter)
         elif isinstance(batch_id, bool) or not isinstance(batch_id, (int, np.integer)) or batch_id < 0:
             raise OptionError(f"batch_id: expected a non-negative integer or None, found {batch_id!r}")
-        n_id, seed_index = first_seen_relabel(seed_tensor[:0], seed_tensor)
-        layer_sizes = [int(n_id.shape[0])]
-        edge_indices = []
-        for hop, fanout in enumerate(self.fanouts):
-            sources, destinations = self._hop(n_id, fanout, cpu_kernels.stream_key(self.seed, int(batch_id), hop))
-            n_id, local_sources = first_seen_relabel(n_id, sources)
-            layer_sizes.append(int(n_id.shape[0]))
-            edge_indices.append(torch.stack((local_sources, destinations)))
+        # Triton launches on the current CUDA device: make it the topology's (the caller may be any thread)
+        with torch.cuda.device(self.device) if self.device.type == "cuda" else contextlib.nullcontext():
+            n_id, seed_index = first_seen_relabel(seed_tensor[:0], seed_tensor)
+            layer_sizes = [int(n_id.shape[0])]
+            edge_indices = []
+            for hop, fanout in enumerate(self.fanouts):
+                sources, destinations = self._hop(n_id, fanout, cpu_kernels.stream_key(self.seed, int(batch_id), hop))
+                n_id, local_sources = first_seen_relabel(n_id, sources)
+                layer_sizes.append(int(n_id.shape[0]))
+                edge_indices.append(torch.stack((local_sources, destinations)))
         blocks = [
             Block(edge_indices[h], layer_sizes[h + 1], layer_sizes[h]) for h in reversed(range(len(self.fanouts)))
         ]
