@@ -144,21 +144,31 @@ def gcn_weights(csr: BlockCSR, degree: Tensor | None, dtype: torch.dtype) -> tup
     return weight, 1.0 / (full[:num_dst] + 1.0)
 
 
-def _spmm_cpu(rowptr: Tensor, col: Tensor, weight: Tensor, diag: Tensor | None, x: Tensor, num_rows: int) -> Tensor:
+def _spmm_cpu(
+    rowptr: Tensor, col: Tensor, weight: Tensor, diag: Tensor | None, own: Tensor | None, x: Tensor, num_rows: int
+) -> Tensor:
     x = x.detach().contiguous()
     out = torch.empty((num_rows, x.shape[1]), dtype=x.dtype)
     rp, cl, wt, xn, on = rowptr.numpy(), col.numpy(), weight.detach().to(x.dtype).numpy(), x.numpy(), out.numpy()
     dg = np.zeros(0, dtype=wt.dtype) if diag is None else diag.detach().to(x.dtype).contiguous().numpy()
+    ow = (
+        np.zeros((0, xn.shape[1]), dtype=xn.dtype)
+        if own is None
+        else own.detach().to(x.dtype).contiguous().numpy()
+    )
 
     def work(first: int, stop: int) -> None:
-        kernels.csr_spmm_rows(rp, cl, wt, dg, xn, on, first, stop)
+        kernels.csr_spmm_rows(rp, cl, wt, dg, ow, xn, on, first, stop)
 
     # ~ rows x (fanout + 1) x d flops per chunk; 512-row chunks balance two cores on a busy box
     run_split(work, num_rows, 512)
     return out
 
 
-def _spmm_torch(rowptr: Tensor, col: Tensor, weight: Tensor, diag: Tensor | None, x: Tensor, num_rows: int) -> Tensor:
+def _spmm_torch(
+    rowptr: Tensor, col: Tensor, weight: Tensor, diag: Tensor | None, x: Tensor, num_rows: int,
+    own: Tensor | None = None,
+) -> Tensor:
     x = x.detach()
     if col.shape[0] == 0:
         out = torch.zeros((num_rows, x.shape[1]), dtype=x.dtype, device=x.device)
@@ -170,17 +180,22 @@ def _spmm_torch(rowptr: Tensor, col: Tensor, weight: Tensor, diag: Tensor | None
     if diag is not None and diag.shape[0]:
         count = diag.shape[0]
         out[:count] += diag.detach().to(x.dtype).unsqueeze(1) * x[:count]
+    if own is not None and own.shape[0]:
+        out[: own.shape[0]] += own.detach().to(x.dtype)
     return out
 
 
-def spmm(rowptr: Tensor, col: Tensor, weight: Tensor, x: Tensor, num_rows: int, diag: Tensor | None = None) -> Tensor:
-    """``A @ x`` (+ ``diag[r] * x[r]`` on the first ``len(diag)`` rows) for CSR ``A`` [num_rows, x.shape[0]].
+def spmm(
+    rowptr: Tensor, col: Tensor, weight: Tensor, x: Tensor, num_rows: int, diag: Tensor | None = None,
+    own: Tensor | None = None,
+) -> Tensor:
+    """``A @ x`` (+ ``diag[r] * x[r]`` + ``own[r]`` on the first rows) for CSR ``A`` [num_rows, x.shape[0]].
 
-    ``x`` dense [n, d]; no autograd.
+    ``x`` dense [n, d]; ``diag`` [<= num_rows]; ``own`` dense [<= num_rows, d]; no autograd.
     """
     if x.device.type == "cpu" and x.dtype in _KERNEL_DTYPES and x.dim() == 2:
-        return _spmm_cpu(rowptr, col, weight, diag, x, num_rows)
-    return _spmm_torch(rowptr, col, weight, diag, x, num_rows)
+        return _spmm_cpu(rowptr, col, weight, diag, own, x, num_rows)
+    return _spmm_torch(rowptr, col, weight, diag, x, num_rows, own)
 
 
 class _Aggregate(torch.autograd.Function):
@@ -202,6 +217,44 @@ class _Aggregate(torch.autograd.Function):
         # the self-loop term of destination r goes back to source r (destinations are a prefix of sources)
         grad_x = spmm(colptr, rows, weight[order], grad_out, ctx.csr.num_src, ctx.loop_weight)
         return grad_x, None, None, None
+
+
+class _AggregateWithRoot(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, weight: Tensor, csr: BlockCSR) -> tuple[Tensor, Tensor]:  # type: ignore[override]
+        ctx.csr = csr
+        ctx.save_for_backward(weight)
+        return spmm(csr.rowptr, csr.col, weight, x, csr.num_dst), x[: csr.num_dst]
+
+    @staticmethod
+    def backward(  # type: ignore[override]
+        ctx: Any, grad_agg: Tensor | None, grad_root: Tensor | None
+    ) -> tuple[Tensor | None, None, None]:
+        if not ctx.needs_input_grad[0]:
+            return None, None, None
+        (weight,) = ctx.saved_tensors
+        csr = ctx.csr
+        if grad_agg is None:
+            grad_x = grad_root.new_zeros((csr.num_src, grad_root.shape[1]))  # type: ignore[union-attr]
+            grad_x[: csr.num_dst] = grad_root
+            return grad_x, None, None
+        colptr, rows, order = csr.transposed()
+        # one pass: A^T grad_agg, plus the root rows' gradient on the destination prefix of the sources
+        return spmm(colptr, rows, weight[order], grad_agg, csr.num_src, None, grad_root), None, None
+
+
+def aggregate_with_root(x: Tensor, csr: BlockCSR, weight: Tensor) -> tuple[Tensor, Tensor]:
+    """``(aggregate(x, csr, weight), x[:num_dst])`` with one backward pass for both (GraphSAGE's two inputs).
+
+    ``x`` float [>= num_src, d] -> ([num_dst, d], [num_dst, d] view of ``x``). Autograd through the
+    pair sums both gradients into ``x``'s inside the aggregation kernel, instead of a zero-filled
+    [num_src, d] gradient for the slice plus an addition.
+    """
+    if x.shape[0] < csr.num_src:
+        raise ValueError(f"aggregate: x has {x.shape[0]} rows, the block has {csr.num_src} sources")
+    if x.shape[0] > csr.num_src:
+        x = x[: csr.num_src]
+    return _AggregateWithRoot.apply(x, weight, csr)
 
 
 def aggregate(x: Tensor, csr: BlockCSR, weight: Tensor, loop_weight: Tensor | None = None) -> Tensor:

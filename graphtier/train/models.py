@@ -20,7 +20,7 @@ from torch import Tensor, nn
 from torch_geometric.nn import GATConv, GCNConv, SAGEConv
 
 from graphtier.errors import OptionError
-from graphtier.train.aggregate import aggregate, block_csr, gcn_weights, mean_weights
+from graphtier.train.aggregate import aggregate, aggregate_with_root, block_csr, gcn_weights, mean_weights
 from graphtier.train.dropout import ReLUDropout
 
 MODEL_NAMES = ("sage", "gcn", "gat", "mlp")
@@ -41,6 +41,13 @@ def _norm_layer(norm: str, dim: int) -> nn.Module:
     if norm == "layer":
         return nn.LayerNorm(dim)
     return nn.Identity()
+
+
+def _linear(x: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
+    """``x @ weight.T + bias`` as one fresh tensor (safe to accumulate into in place)."""
+    if bias is None:
+        return x @ weight.t()
+    return torch.addmm(bias, x, weight.t())
 
 
 class BlockGCNConv(nn.Module):
@@ -156,8 +163,10 @@ class BlockGNN(nn.Module):
             out = conv(x, block, degree) if self.use_csr else conv.forward_edges(x, block, degree)
         elif self.kind == "sage" and self.use_csr:
             csr = block_csr(block)
-            # SAGEConv(aggr="mean"): lin_l(mean of the sampled neighbours) + lin_r(the destination itself)
-            out = conv.lin_l(aggregate(x, csr, mean_weights(csr, x.dtype))) + conv.lin_r(x[: block.num_dst])
+            # SAGEConv(aggr="mean"): lin_l(mean of the sampled neighbours) + lin_r(the destination itself);
+            # the second product accumulates into the first's output (no separate addition pass)
+            agg, root = aggregate_with_root(x, csr, mean_weights(csr, x.dtype))
+            out = _linear(agg, conv.lin_l.weight, conv.lin_l.bias).addmm_(root, conv.lin_r.weight.t())
         else:
             out = conv((x, x[: block.num_dst]), block.edge_index)
         if index < self.num_layers - 1:

@@ -15,6 +15,7 @@ from graphtier.train import _aggregate_kernels as kernels
 from graphtier.train.aggregate import (
     _spmm_torch,
     aggregate,
+    aggregate_with_root,
     block_csr,
     build_csr,
     gcn_weights,
@@ -58,11 +59,12 @@ def test_spmm_and_transpose_match_references(
     weight = rng.random(col.shape[0]).astype(np.float32)
     x = rng.standard_normal((block.num_src, dim)).astype(np.float32)
     diag = rng.random(rng.integers(0, num_dst + 1)).astype(np.float32)  # a self-loop term on a prefix of rows
+    own = rng.standard_normal((rng.integers(0, num_dst + 1), dim)).astype(np.float32)  # dense term on a prefix
     out = np.full((num_dst, dim), np.nan, dtype=np.float32)
     cut = int(rng.integers(0, num_dst + 1))  # any split of the rows gives the same result
-    kernels.csr_spmm_rows(rowptr, col, weight, diag, x, out, cut, num_dst)
-    kernels.csr_spmm_rows(rowptr, col, weight, diag, x, out, 0, cut)
-    expected = kernels.csr_spmm_reference(rowptr, col, weight, diag, x)
+    kernels.csr_spmm_rows(rowptr, col, weight, diag, own, x, out, cut, num_dst)
+    kernels.csr_spmm_rows(rowptr, col, weight, diag, own, x, out, 0, cut)
+    expected = kernels.csr_spmm_reference(rowptr, col, weight, diag, x, own)
     np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-6)
     got = kernels.csr_transpose(rowptr, col, block.num_src)
     want = kernels.csr_transpose_reference(rowptr, col, block.num_src)
@@ -105,6 +107,42 @@ def test_aggregate_forward_and_gradient_equal_edge_path(seed: int, num_dst: int,
     torch.testing.assert_close(x.grad, x_ref.grad, rtol=1e-5, atol=1e-5)
 
 
+@settings(max_examples=30, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    num_dst=st.integers(0, 30),
+    extra=st.integers(0, 30),
+    uses=st.sampled_from(["both", "agg", "root"]),
+    dtype=st.sampled_from([torch.float32, torch.float64]),
+)
+def test_aggregate_with_root_gradient_equals_separate_ops(
+    seed: int, num_dst: int, extra: int, uses: str, dtype: torch.dtype
+) -> None:
+    """The fused (aggregate, x[:num_dst]) pair: same values and the same summed gradient as two separate ops."""
+    rng = np.random.default_rng(seed)
+    block = random_block(rng, num_dst, extra, 5, bool(seed % 2))
+    csr = block_csr(block)
+    weight = mean_weights(csr, dtype)
+    x = torch.randn(block.num_src + 2, 5, dtype=dtype, requires_grad=True)  # rows past the sources: no gradient
+    x_ref = x.detach().clone().requires_grad_(True)
+    agg, root = aggregate_with_root(x, csr, weight)
+    agg_ref, root_ref = aggregate(x_ref, csr, weight), x_ref[:num_dst]
+    torch.testing.assert_close(agg, agg_ref)
+    torch.testing.assert_close(root, root_ref)
+    g_agg, g_root = torch.randn_like(agg), torch.randn_like(root)
+    terms = {"both": (agg * g_agg).sum() + (root * g_root).sum(), "agg": (agg * g_agg).sum(), "root": (root * g_root).sum()}
+    terms_ref = {
+        "both": (agg_ref * g_agg).sum() + (root_ref * g_root).sum(),
+        "agg": (agg_ref * g_agg).sum(),
+        "root": (root_ref * g_root).sum(),
+    }
+    if num_dst == 0 and uses != "agg":  # nothing flows back; both sides have no gradient path or a zero one
+        return
+    terms[uses].backward()
+    terms_ref[uses].backward()
+    torch.testing.assert_close(x.grad, x_ref.grad, rtol=1e-5, atol=1e-5)
+
+
 def test_torch_sparse_path_equals_kernel() -> None:
     """The path used on CUDA (torch.sparse CSR) computes the same product as the numba kernel."""
     rng = np.random.default_rng(5)
@@ -119,6 +157,13 @@ def test_torch_sparse_path_equals_kernel() -> None:
     torch.testing.assert_close(
         aggregate(x, csr, weight, loops),
         _spmm_torch(csr.rowptr, csr.col, weight, loops, x, csr.num_dst),
+        rtol=1e-5,
+        atol=1e-5,
+    )
+    own = torch.randn(csr.num_dst, 7)
+    torch.testing.assert_close(
+        _spmm_torch(csr.rowptr, csr.col, weight, None, x, csr.num_dst, own),
+        via_torch + own,
         rtol=1e-5,
         atol=1e-5,
     )
