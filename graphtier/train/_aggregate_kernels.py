@@ -24,6 +24,8 @@ def csr_spmm_rows(
     weight: np.ndarray,
     diag: np.ndarray,
     own: np.ndarray,
+    gate: np.ndarray,
+    gate_scale: float,
     x: np.ndarray,
     out: np.ndarray,
     first: int,
@@ -32,11 +34,14 @@ def csr_spmm_rows(
     """``out[r] = diag[r] * x[r] + own[r] + sum_e weight[e] * x[col[e]]`` for rows ``first <= r < stop``.
 
     ``diag`` [D] adds a diagonal (self-loop) term to the first D rows (D = 0: none); ``own`` [O, d]
-    adds its rows to the first O rows of the output (O = 0: none); out float [R, d].
+    adds its rows to the first O rows of the output (O = 0: none); out float [R, d]. ``gate`` [R, d]
+    (or [0, d]: none) then sets ``out[r, k] = out[r, k] * gate_scale if gate[r, k] > 0 else 0``: the
+    backward pass of a ReLU (+ dropout) whose output is ``gate``, applied while the row is in cache.
     """
     dim = x.shape[1]
     num_diag = diag.shape[0]
     num_own = own.shape[0]
+    gated = gate.shape[0] > 0
     for r in range(first, stop):
         acc = out[r]
         if r < num_diag:
@@ -56,6 +61,10 @@ def csr_spmm_rows(
             src = x[col[e]]
             for k in range(dim):
                 acc[k] += w * src[k]
+        if gated:
+            g = gate[r]
+            for k in range(dim):
+                acc[k] = acc[k] * gate_scale if g[k] > 0 else 0.0
 
 
 @numba.njit(cache=True, nogil=True)
@@ -88,8 +97,13 @@ def csr_transpose(rowptr: np.ndarray, col: np.ndarray, num_cols: int) -> tuple[n
 def csr_spmm_reference(
     rowptr: np.ndarray, col: np.ndarray, weight: np.ndarray, diag: np.ndarray, x: np.ndarray,
     own: np.ndarray | None = None,
+    gate: np.ndarray | None = None,
+    gate_scale: float = 1.0,
 ) -> np.ndarray:
-    """Plain numpy ``A @ x`` plus the diagonal and ``own`` terms (float64 accumulation), the reference of :func:`csr_spmm_rows`."""
+    """Plain numpy ``A @ x`` plus the diagonal and ``own`` terms, then the gate (float64 accumulation).
+
+    The reference of :func:`csr_spmm_rows`.
+    """
     num_rows = rowptr.shape[0] - 1
     dst = np.repeat(np.arange(num_rows), np.diff(rowptr))
     out = np.zeros((num_rows, x.shape[1]), dtype=np.float64)
@@ -97,6 +111,8 @@ def csr_spmm_reference(
     if own is not None:
         out[: own.shape[0]] += own.astype(np.float64)
     np.add.at(out, dst, weight[:, None].astype(np.float64) * x[col].astype(np.float64))
+    if gate is not None:
+        out = np.where(gate > 0, out * gate_scale, 0.0)
     return out.astype(x.dtype)
 
 

@@ -77,6 +77,31 @@ def relu_dropout(x: Tensor, p: float, training: bool, key: int | None = None) ->
     return _ReLUDropoutCPU.apply(x, p, key)
 
 
+class _GatedByConsumer(torch.autograd.Function):
+    """``dropout(relu(x))`` whose backward is the identity: its one consumer applies the gate itself."""
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, p: float, training: bool) -> Tensor:  # type: ignore[override]
+        return relu_dropout(x.detach(), p, training)
+
+    @staticmethod
+    def backward(ctx: Any, grad_out: Tensor) -> tuple[Tensor, None, None]:  # type: ignore[override]
+        return grad_out, None, None
+
+
+def relu_dropout_gated(x: Tensor, p: float, training: bool) -> tuple[Tensor, float]:
+    """``(dropout(relu(x), p), gate_scale)`` for a consumer that backpropagates the activation itself.
+
+    The returned tensor's backward pass is the identity; the ONE op that reads it must turn its
+    gradient ``g`` into ``g * gate_scale`` where the output is > 0 and 0 elsewhere (the aggregation's
+    ``gate_scale`` argument, :func:`graphtier.train.aggregate.aggregate`), which is exactly the
+    gradient of ``dropout(relu(x))``: an element is > 0 iff it was kept and ``x`` > 0. This saves the
+    activation's own backward pass over a [rows, hidden] tensor. Same forward values as :func:`relu_dropout`.
+    """
+    scale = 1.0 / (1.0 - p) if training and p > 0.0 else 1.0
+    return _GatedByConsumer.apply(x, p, training), scale
+
+
 class ReLUDropout(nn.Module):
     """``nn.Sequential(nn.ReLU(), nn.Dropout(p))`` as one fused module (see :func:`relu_dropout`)."""
 

@@ -21,7 +21,7 @@ from torch_geometric.nn import GATConv, GCNConv, SAGEConv
 
 from graphtier.errors import OptionError
 from graphtier.train.aggregate import aggregate, aggregate_with_root, block_csr, gcn_weights, mean_weights
-from graphtier.train.dropout import ReLUDropout
+from graphtier.train.dropout import ReLUDropout, relu_dropout_gated
 
 MODEL_NAMES = ("sage", "gcn", "gat", "mlp")
 NORM_NAMES = ("none", "batch", "layer")
@@ -64,15 +64,17 @@ class BlockGCNConv(nn.Module):
         super().__init__()
         self.conv = GCNConv(in_dim, out_dim, normalize=False)
 
-    def forward(self, x: Tensor, block: BlockLike, degree: Tensor | None) -> Tensor:
+    def forward(self, x: Tensor, block: BlockLike, degree: Tensor | None, gate_scale: float | None = None) -> Tensor:
         """[>= num_src, in_dim] -> [num_dst, out_dim]: ``(A_w x + self-loop) W + b``, aggregation first.
 
         Aggregating the in_dim-wide inputs and then applying the linear map to the destinations only
-        equals PyG's ``propagate(lin(x))`` (both are linear) at a fraction of the cost.
+        equals PyG's ``propagate(lin(x))`` (both are linear) at a fraction of the cost (projecting
+        first would multiply all num_src rows instead of the num_dst ones). ``gate_scale``: ``x`` comes
+        from :func:`~graphtier.train.dropout.relu_dropout_gated` (see :func:`aggregate`).
         """
         csr = block_csr(block)
         weight, loop_weight = gcn_weights(csr, degree, x.dtype)
-        agg = aggregate(x, csr, weight, loop_weight)
+        agg = aggregate(x, csr, weight, loop_weight, gate_scale)
         out = self.conv.lin(agg)
         if self.conv.bias is not None:
             out = out + self.conv.bias
@@ -158,31 +160,48 @@ class BlockGNN(nn.Module):
 
     def layer(self, index: int, x: Tensor, block: BlockLike, degree: Tensor | None = None) -> Tensor:
         """Apply layer ``index`` to ``x`` [block.num_src, d] -> [block.num_dst, d'] (activation included)."""
+        return self._layer(index, x, block, degree, None, False)[0]
+
+    def _layer(
+        self, index: int, x: Tensor, block: BlockLike, degree: Tensor | None, gate_scale: float | None, fuse: bool
+    ) -> tuple[Tensor, float | None]:
+        """Layer ``index``; with ``fuse`` the hidden activation is left for the next layer to backpropagate.
+
+        ``gate_scale`` not None: ``x`` came from :func:`relu_dropout_gated` and this layer's aggregation
+        is its only reader. Returns the output and, when the activation was fused, its gate scale.
+        """
         conv = self.convs[index]
         if self.kind == "gcn":
-            out = conv(x, block, degree) if self.use_csr else conv.forward_edges(x, block, degree)
+            out = conv(x, block, degree, gate_scale) if self.use_csr else conv.forward_edges(x, block, degree)
         elif self.kind == "sage" and self.use_csr:
             csr = block_csr(block)
             # SAGEConv(aggr="mean"): lin_l(mean of the sampled neighbours) + lin_r(the destination itself);
             # the second product accumulates into the first's output (no separate addition pass)
-            agg, root = aggregate_with_root(x, csr, mean_weights(csr, x.dtype))
+            agg, root = aggregate_with_root(x, csr, mean_weights(csr, x.dtype), gate_scale)
             out = _linear(agg, conv.lin_l.weight, conv.lin_l.bias).addmm_(root, conv.lin_r.weight.t())
         else:
             out = conv((x, x[: block.num_dst]), block.edge_index)
-        if index < self.num_layers - 1:
-            out = self.norms[index](out)
-            out = self.activation(out)
-        return out
+        if index == self.num_layers - 1:
+            return out, None
+        out = self.norms[index](out)
+        if fuse:
+            return relu_dropout_gated(out, self.activation.p, self.training)
+        return self.activation(out), None
 
     def forward(self, x: Tensor, blocks: Sequence[BlockLike], degree: Tensor | None = None) -> Tensor:
         """``x`` float [blocks[0].num_src, in_dim] -> logits [blocks[-1].num_dst, out_dim].
 
         ``degree``: float [blocks[0].num_src] full-graph in-degrees of the batch's nodes (GCN only).
+        SAGE and GCN on the CSR path hand each hidden activation's backward pass to the next layer's
+        aggregation kernel (its only reader), which applies the ReLU/dropout gate while writing the
+        gradient (see :func:`relu_dropout_gated`).
         """
         if len(blocks) != self.num_layers:
             raise OptionError(f"model has {self.num_layers} layers but the mini-batch has {len(blocks)} blocks")
+        fuse = self.use_csr and self.kind in ("sage", "gcn")
+        gate_scale: float | None = None
         for index, block in enumerate(blocks):
-            x = self.layer(index, x, block, degree)
+            x, gate_scale = self._layer(index, x, block, degree, gate_scale, fuse)
         return x
 
 

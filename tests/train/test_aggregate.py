@@ -62,9 +62,12 @@ def test_spmm_and_transpose_match_references(
     own = rng.standard_normal((rng.integers(0, num_dst + 1), dim)).astype(np.float32)  # dense term on a prefix
     out = np.full((num_dst, dim), np.nan, dtype=np.float32)
     cut = int(rng.integers(0, num_dst + 1))  # any split of the rows gives the same result
-    kernels.csr_spmm_rows(rowptr, col, weight, diag, own, x, out, cut, num_dst)
-    kernels.csr_spmm_rows(rowptr, col, weight, diag, own, x, out, 0, cut)
-    expected = kernels.csr_spmm_reference(rowptr, col, weight, diag, x, own)
+    gated = bool(rng.integers(0, 2))  # a ReLU/dropout backward gate on the output, or none
+    gate = rng.standard_normal((num_dst if gated else 0, dim)).astype(np.float32)
+    gate_scale = float(rng.choice([1.0, 2.0]))
+    kernels.csr_spmm_rows(rowptr, col, weight, diag, own, gate, gate_scale, x, out, cut, num_dst)
+    kernels.csr_spmm_rows(rowptr, col, weight, diag, own, gate, gate_scale, x, out, 0, cut)
+    expected = kernels.csr_spmm_reference(rowptr, col, weight, diag, x, own, gate if gated else None, gate_scale)
     np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-6)
     got = kernels.csr_transpose(rowptr, col, block.num_src)
     want = kernels.csr_transpose_reference(rowptr, col, block.num_src)
