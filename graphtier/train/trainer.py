@@ -34,6 +34,7 @@ from graphtier.train.comm import (
 from graphtier.train.config import TrainConfig
 from graphtier.train.distributed_epoch import DistributedEpochs
 from graphtier.train.evaluation import Evaluation
+from graphtier.train.host_memory import keep_freed_memory
 from graphtier.train.models import build_model
 from graphtier.train.pipeline import BatchProducer, PreparedBatch
 from graphtier.train.report import RunReport, environment_info
@@ -88,6 +89,7 @@ class Trainer(Checkpointing, Evaluation, DistributedEpochs):
             torch.set_num_threads(self.producer_threads)
         torch.manual_seed(config.seed)
         np.random.seed(config.seed % 2**32)
+        keep_freed_memory()  # per-step activations reuse freed heap memory instead of fresh mmap pages
         assert dataset.features is not None and dataset.labels is not None and dataset.train_idx is not None
         self.indptr = np.asarray(dataset.indptr)
         self.indices = np.asarray(dataset.indices)
