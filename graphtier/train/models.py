@@ -20,7 +20,13 @@ from torch import Tensor, nn
 from torch_geometric.nn import GATConv, GCNConv, SAGEConv
 
 from graphtier.errors import OptionError
-from graphtier.train.aggregate import aggregate, aggregate_with_root, block_csr, gcn_weights, mean_weights
+from graphtier.train.aggregate import (
+    aggregate,
+    aggregate_with_root,
+    block_csr,
+    gcn_weights,
+    mean_weights,
+)
 from graphtier.train.dropout import ReLUDropout, relu_dropout_gated
 
 MODEL_NAMES = ("sage", "gcn", "gat", "mlp")
@@ -64,7 +70,13 @@ class BlockGCNConv(nn.Module):
         super().__init__()
         self.conv = GCNConv(in_dim, out_dim, normalize=False)
 
-    def forward(self, x: Tensor, block: BlockLike, degree: Tensor | None, gate_scale: float | None = None) -> Tensor:
+    def forward(
+        self,
+        x: Tensor,
+        block: BlockLike,
+        degree: Tensor | None,
+        gate_scale: float | None = None,
+    ) -> Tensor:
         """[>= num_src, in_dim] -> [num_dst, out_dim]: ``(A_w x + self-loop) W + b``, aggregation first.
 
         Aggregating the in_dim-wide inputs and then applying the linear map to the destinations only
@@ -80,7 +92,9 @@ class BlockGCNConv(nn.Module):
             out = out + self.conv.bias
         return out
 
-    def forward_edges(self, x: Tensor, block: BlockLike, degree: Tensor | None) -> Tensor:
+    def forward_edges(
+        self, x: Tensor, block: BlockLike, degree: Tensor | None
+    ) -> Tensor:
         """The same layer through PyG's per-edge message path (the reference of :meth:`forward`)."""
         src, dst = block.edge_index[0], block.edge_index[1]
         num_dst = block.num_dst
@@ -130,7 +144,9 @@ class BlockGNN(nn.Module):
     ) -> None:
         super().__init__()
         if num_layers < 1:
-            raise OptionError(f"model {kind!r}: expected at least 1 layer, found {num_layers}")
+            raise OptionError(
+                f"model {kind!r}: expected at least 1 layer, found {num_layers}"
+            )
         self.kind = kind
         self.num_layers = num_layers
         self.use_csr = True
@@ -147,23 +163,43 @@ class BlockGNN(nn.Module):
                 conv = BlockGCNConv(d_in, d_out)
             elif kind == "gat":
                 if last:
-                    conv = GATConv((d_in, d_in), d_out, heads=1, concat=False, dropout=dropout)
+                    conv = GATConv(
+                        (d_in, d_in), d_out, heads=1, concat=False, dropout=dropout
+                    )
                 else:
                     if d_out % heads:
-                        raise OptionError(f"--hidden {hidden} must be a multiple of the GAT heads ({heads})")
-                    conv = GATConv((d_in, d_in), d_out // heads, heads=heads, concat=True, dropout=dropout)
+                        raise OptionError(
+                            f"--hidden {hidden} must be a multiple of the GAT heads ({heads})"
+                        )
+                    conv = GATConv(
+                        (d_in, d_in),
+                        d_out // heads,
+                        heads=heads,
+                        concat=True,
+                        dropout=dropout,
+                    )
             else:
-                raise OptionError(f"--model expected one of {', '.join(MODEL_NAMES)}, found {kind!r}")
+                raise OptionError(
+                    f"--model expected one of {', '.join(MODEL_NAMES)}, found {kind!r}"
+                )
             self.convs.append(conv)
             if not last:
                 self.norms.append(_norm_layer(norm, d_out))
 
-    def layer(self, index: int, x: Tensor, block: BlockLike, degree: Tensor | None = None) -> Tensor:
+    def layer(
+        self, index: int, x: Tensor, block: BlockLike, degree: Tensor | None = None
+    ) -> Tensor:
         """Apply layer ``index`` to ``x`` [block.num_src, d] -> [block.num_dst, d'] (activation included)."""
         return self._layer(index, x, block, degree, None, False)[0]
 
     def _layer(
-        self, index: int, x: Tensor, block: BlockLike, degree: Tensor | None, gate_scale: float | None, fuse: bool
+        self,
+        index: int,
+        x: Tensor,
+        block: BlockLike,
+        degree: Tensor | None,
+        gate_scale: float | None,
+        fuse: bool,
     ) -> tuple[Tensor, float | None]:
         """Layer ``index``; with ``fuse`` the hidden activation is left for the next layer to backpropagate.
 
@@ -172,13 +208,21 @@ class BlockGNN(nn.Module):
         """
         conv = self.convs[index]
         if self.kind == "gcn":
-            out = conv(x, block, degree, gate_scale) if self.use_csr else conv.forward_edges(x, block, degree)
+            out = (
+                conv(x, block, degree, gate_scale)
+                if self.use_csr
+                else conv.forward_edges(x, block, degree)
+            )
         elif self.kind == "sage" and self.use_csr:
             csr = block_csr(block)
             # SAGEConv(aggr="mean"): lin_l(mean of the sampled neighbours) + lin_r(the destination itself);
             # the second product accumulates into the first's output (no separate addition pass)
-            agg, root = aggregate_with_root(x, csr, mean_weights(csr, x.dtype), gate_scale)
-            out = _linear(agg, conv.lin_l.weight, conv.lin_l.bias).addmm_(root, conv.lin_r.weight.t())
+            agg, root = aggregate_with_root(
+                x, csr, mean_weights(csr, x.dtype), gate_scale
+            )
+            out = _linear(agg, conv.lin_l.weight, conv.lin_l.bias).addmm_(
+                root, conv.lin_r.weight.t()
+            )
         else:
             out = conv((x, x[: block.num_dst]), block.edge_index)
         if index == self.num_layers - 1:
@@ -188,7 +232,9 @@ class BlockGNN(nn.Module):
             return relu_dropout_gated(out, self.activation.p, self.training)
         return self.activation(out), None
 
-    def forward(self, x: Tensor, blocks: Sequence[BlockLike], degree: Tensor | None = None) -> Tensor:
+    def forward(
+        self, x: Tensor, blocks: Sequence[BlockLike], degree: Tensor | None = None
+    ) -> Tensor:
         """``x`` float [blocks[0].num_src, in_dim] -> logits [blocks[-1].num_dst, out_dim].
 
         ``degree``: float [blocks[0].num_src] full-graph in-degrees of the batch's nodes (GCN only).
@@ -197,7 +243,9 @@ class BlockGNN(nn.Module):
         gradient (see :func:`relu_dropout_gated`).
         """
         if len(blocks) != self.num_layers:
-            raise OptionError(f"model has {self.num_layers} layers but the mini-batch has {len(blocks)} blocks")
+            raise OptionError(
+                f"model has {self.num_layers} layers but the mini-batch has {len(blocks)} blocks"
+            )
         fuse = self.use_csr and self.kind in ("sage", "gcn")
         gate_scale: float | None = None
         for index, block in enumerate(blocks):
@@ -209,7 +257,14 @@ class MLP(nn.Module):
     """Features-only baseline: ``num_layers`` linear layers on the seeds' own features."""
 
     def __init__(
-        self, in_dim: int, hidden: int, out_dim: int, num_layers: int, *, dropout: float = 0.5, norm: str = "none"
+        self,
+        in_dim: int,
+        hidden: int,
+        out_dim: int,
+        num_layers: int,
+        *,
+        dropout: float = 0.5,
+        norm: str = "none",
     ) -> None:
         super().__init__()
         dims = [in_dim] + [hidden] * (num_layers - 1) + [out_dim]
@@ -221,7 +276,9 @@ class MLP(nn.Module):
         self.net = nn.Sequential(*layers)
         self.num_layers = num_layers
 
-    def forward(self, x: Tensor, blocks: Sequence[BlockLike] = (), degree: Tensor | None = None) -> Tensor:
+    def forward(
+        self, x: Tensor, blocks: Sequence[BlockLike] = (), degree: Tensor | None = None
+    ) -> Tensor:
         """``x`` float [n, in_dim] -> logits for the rows that are the last block's destinations."""
         rows = blocks[-1].num_dst if blocks else x.shape[0]
         return self.net(x[:rows])
@@ -240,13 +297,26 @@ def build_model(
 ) -> nn.Module:
     """Build model ``name`` (``sage``, ``gcn``, ``gat`` or ``mlp``); raises OptionError on a bad name/option."""
     if name not in MODEL_NAMES:
-        raise OptionError(f"--model expected one of {', '.join(MODEL_NAMES)}, found {name!r}")
+        raise OptionError(
+            f"--model expected one of {', '.join(MODEL_NAMES)}, found {name!r}"
+        )
     if norm not in NORM_NAMES:
-        raise OptionError(f"--norm expected one of {', '.join(NORM_NAMES)}, found {norm!r}")
+        raise OptionError(
+            f"--norm expected one of {', '.join(NORM_NAMES)}, found {norm!r}"
+        )
     if hidden < 1:
         raise OptionError(f"--hidden expected a positive integer, found {hidden}")
     if not 0.0 <= dropout < 1.0:
         raise OptionError(f"--dropout expected a value in [0, 1), found {dropout}")
     if name == "mlp":
         return MLP(in_dim, hidden, out_dim, num_layers, dropout=dropout, norm=norm)
-    return BlockGNN(name, in_dim, hidden, out_dim, num_layers, dropout=dropout, norm=norm, heads=heads)
+    return BlockGNN(
+        name,
+        in_dim,
+        hidden,
+        out_dim,
+        num_layers,
+        dropout=dropout,
+        norm=norm,
+        heads=heads,
+    )

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 glibc_only = pytest.mark.skipif(
-    platform.system() != "Linux" or platform.libc_ver()[0] != "glibc", reason="mallopt is glibc's"
+    platform.system() != "Linux" or platform.libc_ver()[0] != "glibc",
+    reason="mallopt is glibc's",
 )
 
 # Steps of varying size, like batches of a sampled epoch: each allocates, touches and frees two
@@ -31,8 +32,16 @@ print(json.dumps({"applied": applied, "faults": [step(r) for r in [40000, 50000,
 
 def _run(mode: str) -> dict:
     root = Path(__file__).resolve().parents[2]
-    env = dict(os.environ, PYTHONPATH=f"{root}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
-    done = subprocess.run([sys.executable, "-c", _STEPS, mode], capture_output=True, text=True, env=env, check=True)
+    env = dict(
+        os.environ, PYTHONPATH=f"{root}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", _STEPS, mode],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -42,7 +51,10 @@ def test_later_steps_fault_far_less_than_plain_glibc() -> None:
     assert kept["applied"] is True
     # the first step maps its pages either way; afterwards plain glibc keeps unmapping and re-faulting
     # (measured: 25,000 faults over steps 2-7 against 7,500 with the settings)
-    assert sum(kept["faults"][1:]) < 0.5 * sum(plain["faults"][1:]), (kept["faults"], plain["faults"])
+    assert sum(kept["faults"][1:]) < 0.5 * sum(plain["faults"][1:]), (
+        kept["faults"],
+        plain["faults"],
+    )
 
 
 def test_idempotent_and_boolean() -> None:

@@ -15,7 +15,13 @@ from graphtier.train.models import BlockGNN, build_model
 
 def _graph(n: int = 60, e: int = 300, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
-    return edges_to_csc(rng.integers(0, n, e), rng.integers(0, n, e), n, dedup=True, drop_self_loops=True)
+    return edges_to_csc(
+        rng.integers(0, n, e),
+        rng.integers(0, n, e),
+        n,
+        dedup=True,
+        drop_self_loops=True,
+    )
 
 
 @pytest.mark.parametrize("name", ["sage", "gcn", "gat", "mlp"])
@@ -52,7 +58,9 @@ def test_gcn_with_all_neighbours_equals_full_graph_gcn() -> None:
     batch = NeighborSampler(indptr, indices, [-1], seed=0).sample(seeds)
     degree = torch.from_numpy(np.diff(indptr).astype(np.float32))[batch.n_id]
     got = model(x_all[batch.n_id], batch.blocks, degree)[batch.seed_index]
-    torch.testing.assert_close(got, expected[torch.from_numpy(seeds)], rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(
+        got, expected[torch.from_numpy(seeds)], rtol=1e-5, atol=1e-5
+    )
 
 
 def test_bad_options() -> None:
@@ -70,10 +78,14 @@ def test_bad_options() -> None:
 @pytest.mark.parametrize("kind", ["sage", "gcn"])
 @pytest.mark.parametrize("dropout", [0.0, 0.5])
 @pytest.mark.parametrize("norm", ["none", "batch"])
-def test_fused_activation_backward_equals_layer_by_layer(kind: str, dropout: float, norm: str) -> None:
+def test_fused_activation_backward_equals_layer_by_layer(
+    kind: str, dropout: float, norm: str
+) -> None:
     """forward() hands each ReLU/dropout backward to the next aggregation; layer() does not: same numbers."""
     indptr, indices = _graph(80, 500, seed=5)
-    batch = NeighborSampler(indptr, indices, [5, 4, 3], seed=2).sample(np.array([1, 2, 3, 40, 41]))
+    batch = NeighborSampler(indptr, indices, [5, 4, 3], seed=2).sample(
+        np.array([1, 2, 3, 40, 41])
+    )
     degree = torch.from_numpy(np.diff(indptr).astype(np.float32))[batch.n_id]
     torch.manual_seed(0)
     model = BlockGNN(kind, 10, 16, 4, 3, dropout=dropout, norm=norm)
@@ -91,7 +103,13 @@ def test_fused_activation_backward_equals_layer_by_layer(kind: str, dropout: flo
                 h = model.layer(index, h, block, degree)
             out = h
         (out * torch.linspace(-1, 1, out.numel()).reshape(out.shape)).sum().backward()
-        results.append((out.detach(), xi.grad.clone(), {n: p.grad.clone() for n, p in model.named_parameters()}))
+        results.append(
+            (
+                out.detach(),
+                xi.grad.clone(),
+                {n: p.grad.clone() for n, p in model.named_parameters()},
+            )
+        )
     (out_a, gx_a, ga), (out_b, gx_b, gb) = results
     torch.testing.assert_close(out_a, out_b)
     torch.testing.assert_close(gx_a, gx_b, rtol=1e-5, atol=1e-6)
