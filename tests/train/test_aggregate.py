@@ -20,6 +20,7 @@ from graphtier.train.aggregate import (
     build_csr,
     gcn_weights,
     mean_weights,
+    spmm,
 )
 from graphtier.train.models import BlockGNN
 
@@ -213,6 +214,15 @@ def test_torch_sparse_path_equals_kernel() -> None:
         rtol=1e-5,
         atol=1e-5,
     )
+    # the gated backward (ReLU/dropout of the input applied in the product): torch path = numba kernel
+    gate = torch.relu(torch.randn(csr.num_dst, 7))
+    torch.testing.assert_close(
+        _spmm_torch(csr.rowptr, csr.col, weight, loops, x, csr.num_dst, own, gate, 2.0),
+        spmm(csr.rowptr, csr.col, weight, x, csr.num_dst, loops, own, gate, 2.0),
+        rtol=1e-5,
+        atol=1e-5,
+    )
+    assert bool((spmm(csr.rowptr, csr.col, weight, x, csr.num_dst, None, None, gate, 2.0)[gate <= 0] == 0).all())
     colptr, rows, order = csr.transposed()
     grad = torch.randn(csr.num_dst, 7)
     torch.testing.assert_close(
