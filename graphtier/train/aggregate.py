@@ -76,12 +76,22 @@ class BlockCSR:
         """
         if self._transposed is None:
             if self.col.device.type == "cpu":
-                colptr, rows, order = kernels.csr_transpose(self.rowptr.numpy(), self.col.numpy(), self.num_src)
-                self._transposed = (torch.from_numpy(colptr), torch.from_numpy(rows), torch.from_numpy(order))
+                colptr, rows, order = kernels.csr_transpose(
+                    self.rowptr.numpy(), self.col.numpy(), self.num_src
+                )
+                self._transposed = (
+                    torch.from_numpy(colptr),
+                    torch.from_numpy(rows),
+                    torch.from_numpy(order),
+                )
             else:
                 order = torch.argsort(self.col, stable=True)
-                colptr = torch.zeros(self.num_src + 1, dtype=torch.int64, device=self.col.device)
-                torch.cumsum(torch.bincount(self.col, minlength=self.num_src), 0, out=colptr[1:])
+                colptr = torch.zeros(
+                    self.num_src + 1, dtype=torch.int64, device=self.col.device
+                )
+                torch.cumsum(
+                    torch.bincount(self.col, minlength=self.num_src), 0, out=colptr[1:]
+                )
                 self._transposed = (colptr, self.row[order], order)
         return self._transposed
 
@@ -94,10 +104,21 @@ def build_csr(edge_index: Tensor, num_src: int, num_dst: int) -> BlockCSR:
     if num_edges > 1 and not bool((dst[1:] >= dst[:-1]).all()):
         edge_order = torch.argsort(dst, stable=True)
         src, dst = src[edge_order], dst[edge_order]
-    counts = torch.bincount(dst, minlength=num_dst) if num_edges else torch.zeros(num_dst, dtype=torch.int64)
+    counts = (
+        torch.bincount(dst, minlength=num_dst)
+        if num_edges
+        else torch.zeros(num_dst, dtype=torch.int64)
+    )
     rowptr = torch.zeros(num_dst + 1, dtype=torch.int64, device=edge_index.device)
     torch.cumsum(counts.to(edge_index.device), 0, out=rowptr[1:])
-    return BlockCSR(rowptr, src.contiguous(), dst.contiguous(), edge_order, int(num_src), int(num_dst))
+    return BlockCSR(
+        rowptr,
+        src.contiguous(),
+        dst.contiguous(),
+        edge_order,
+        int(num_src),
+        int(num_dst),
+    )
 
 
 def block_csr(block: EdgeBlock) -> BlockCSR:
@@ -122,7 +143,9 @@ def mean_weights(csr: BlockCSR, dtype: torch.dtype) -> Tensor:
     return weight
 
 
-def gcn_weights(csr: BlockCSR, degree: Tensor | None, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
+def gcn_weights(
+    csr: BlockCSR, degree: Tensor | None, dtype: torch.dtype
+) -> tuple[Tensor, Tensor]:
     """GCN weights of the block: ``(edge weight [E] in CSR order, self-loop weight [num_dst])``.
 
     Edge ``j -> i``: ``(d_i / s_i) / sqrt((d_i + 1)(d_j + 1))``, self-loop ``1 / (d_i + 1)``, with ``d``
@@ -144,76 +167,220 @@ def gcn_weights(csr: BlockCSR, degree: Tensor | None, dtype: torch.dtype) -> tup
     return weight, 1.0 / (full[:num_dst] + 1.0)
 
 
-def _spmm_cpu(rowptr: Tensor, col: Tensor, weight: Tensor, diag: Tensor | None, x: Tensor, num_rows: int) -> Tensor:
+def _spmm_cpu(
+    rowptr: Tensor,
+    col: Tensor,
+    weight: Tensor,
+    diag: Tensor | None,
+    own: Tensor | None,
+    gate: Tensor | None,
+    gate_scale: float,
+    x: Tensor,
+    num_rows: int,
+) -> Tensor:
     x = x.detach().contiguous()
     out = torch.empty((num_rows, x.shape[1]), dtype=x.dtype)
-    rp, cl, wt, xn, on = rowptr.numpy(), col.numpy(), weight.detach().to(x.dtype).numpy(), x.numpy(), out.numpy()
-    dg = np.zeros(0, dtype=wt.dtype) if diag is None else diag.detach().to(x.dtype).contiguous().numpy()
+    rp, cl, wt, xn, on = (
+        rowptr.numpy(),
+        col.numpy(),
+        weight.detach().to(x.dtype).numpy(),
+        x.numpy(),
+        out.numpy(),
+    )
+    dg = (
+        np.zeros(0, dtype=wt.dtype)
+        if diag is None
+        else diag.detach().to(x.dtype).contiguous().numpy()
+    )
+    empty = np.zeros((0, xn.shape[1]), dtype=xn.dtype)
+    ow = empty if own is None else own.detach().to(x.dtype).contiguous().numpy()
+    gt = empty if gate is None else gate.detach().to(x.dtype).contiguous().numpy()
 
     def work(first: int, stop: int) -> None:
-        kernels.csr_spmm_rows(rp, cl, wt, dg, xn, on, first, stop)
+        kernels.csr_spmm_rows(rp, cl, wt, dg, ow, gt, gate_scale, xn, on, first, stop)
 
     # ~ rows x (fanout + 1) x d flops per chunk; 512-row chunks balance two cores on a busy box
     run_split(work, num_rows, 512)
     return out
 
 
-def _spmm_torch(rowptr: Tensor, col: Tensor, weight: Tensor, diag: Tensor | None, x: Tensor, num_rows: int) -> Tensor:
+def _spmm_torch(
+    rowptr: Tensor,
+    col: Tensor,
+    weight: Tensor,
+    diag: Tensor | None,
+    x: Tensor,
+    num_rows: int,
+    own: Tensor | None = None,
+    gate: Tensor | None = None,
+    gate_scale: float = 1.0,
+) -> Tensor:
     x = x.detach()
     if col.shape[0] == 0:
         out = torch.zeros((num_rows, x.shape[1]), dtype=x.dtype, device=x.device)
     else:
         with warnings.catch_warnings():  # "sparse CSR support is in beta state"
             warnings.simplefilter("ignore", UserWarning)
-            matrix = torch.sparse_csr_tensor(rowptr, col, weight.detach().to(x.dtype), (num_rows, x.shape[0]))
+            matrix = torch.sparse_csr_tensor(
+                rowptr, col, weight.detach().to(x.dtype), (num_rows, x.shape[0])
+            )
         out = torch.sparse.mm(matrix, x)
     if diag is not None and diag.shape[0]:
         count = diag.shape[0]
         out[:count] += diag.detach().to(x.dtype).unsqueeze(1) * x[:count]
+    if own is not None and own.shape[0]:
+        out[: own.shape[0]] += own.detach().to(x.dtype)
+    if gate is not None:
+        out = torch.where(
+            gate.detach() > 0,
+            out * gate_scale,
+            torch.zeros((), dtype=out.dtype, device=out.device),
+        )
     return out
 
 
-def spmm(rowptr: Tensor, col: Tensor, weight: Tensor, x: Tensor, num_rows: int, diag: Tensor | None = None) -> Tensor:
-    """``A @ x`` (+ ``diag[r] * x[r]`` on the first ``len(diag)`` rows) for CSR ``A`` [num_rows, x.shape[0]].
+def spmm(
+    rowptr: Tensor,
+    col: Tensor,
+    weight: Tensor,
+    x: Tensor,
+    num_rows: int,
+    diag: Tensor | None = None,
+    own: Tensor | None = None,
+    gate: Tensor | None = None,
+    gate_scale: float = 1.0,
+) -> Tensor:
+    """``A @ x`` (+ ``diag[r] * x[r]`` + ``own[r]`` on the first rows) for CSR ``A`` [num_rows, x.shape[0]].
 
-    ``x`` dense [n, d]; no autograd.
+    ``x`` dense [n, d]; ``diag`` [<= num_rows]; ``own`` dense [<= num_rows, d]; ``gate`` [num_rows, d]
+    or None: where ``gate <= 0`` the result is 0, elsewhere it is scaled by ``gate_scale`` (the
+    backward pass of the ReLU + dropout whose output is ``gate``). No autograd.
     """
     if x.device.type == "cpu" and x.dtype in _KERNEL_DTYPES and x.dim() == 2:
-        return _spmm_cpu(rowptr, col, weight, diag, x, num_rows)
-    return _spmm_torch(rowptr, col, weight, diag, x, num_rows)
+        return _spmm_cpu(rowptr, col, weight, diag, own, gate, gate_scale, x, num_rows)
+    return _spmm_torch(rowptr, col, weight, diag, x, num_rows, own, gate, gate_scale)
 
 
 class _Aggregate(torch.autograd.Function):
     @staticmethod
     def forward(  # type: ignore[override]
-        ctx: Any, x: Tensor, weight: Tensor, loop_weight: Tensor | None, csr: BlockCSR
+        ctx: Any,
+        x: Tensor,
+        weight: Tensor,
+        loop_weight: Tensor | None,
+        csr: BlockCSR,
+        gate_scale: float | None,
     ) -> Tensor:
         ctx.csr = csr
         ctx.loop_weight = loop_weight
-        ctx.save_for_backward(weight)
+        ctx.gate_scale = gate_scale
+        ctx.save_for_backward(weight, x if gate_scale is not None else None)
         return spmm(csr.rowptr, csr.col, weight, x, csr.num_dst, loop_weight)
 
     @staticmethod
-    def backward(ctx: Any, grad_out: Tensor) -> tuple[Tensor | None, None, None, None]:  # type: ignore[override]
+    def backward(
+        ctx: Any, grad_out: Tensor
+    ) -> tuple[Tensor | None, None, None, None, None]:  # type: ignore[override]
         if not ctx.needs_input_grad[0]:
-            return None, None, None, None
-        (weight,) = ctx.saved_tensors
+            return None, None, None, None, None
+        weight, gate = ctx.saved_tensors
         colptr, rows, order = ctx.csr.transposed()
         # the self-loop term of destination r goes back to source r (destinations are a prefix of sources)
-        grad_x = spmm(colptr, rows, weight[order], grad_out, ctx.csr.num_src, ctx.loop_weight)
+        grad_x = spmm(
+            colptr,
+            rows,
+            weight[order],
+            grad_out,
+            ctx.csr.num_src,
+            ctx.loop_weight,
+            None,
+            gate,
+            ctx.gate_scale or 1.0,
+        )
+        return grad_x, None, None, None, None
+
+
+class _AggregateWithRoot(torch.autograd.Function):
+    @staticmethod
+    def forward(  # type: ignore[override]
+        ctx: Any, x: Tensor, weight: Tensor, csr: BlockCSR, gate_scale: float | None
+    ) -> tuple[Tensor, Tensor]:
+        ctx.csr = csr
+        ctx.gate_scale = gate_scale
+        ctx.save_for_backward(weight, x if gate_scale is not None else None)
+        return spmm(csr.rowptr, csr.col, weight, x, csr.num_dst), x[: csr.num_dst]
+
+    @staticmethod
+    def backward(  # type: ignore[override]
+        ctx: Any, grad_agg: Tensor | None, grad_root: Tensor | None
+    ) -> tuple[Tensor | None, None, None, None]:
+        if not ctx.needs_input_grad[0]:
+            return None, None, None, None
+        weight, gate = ctx.saved_tensors
+        csr = ctx.csr
+        if grad_agg is None:
+            assert grad_root is not None
+            grad_agg = grad_root.new_zeros((csr.num_dst, grad_root.shape[1]))
+        colptr, rows, order = csr.transposed()
+        # one pass: A^T grad_agg, plus the root rows' gradient on the destination prefix of the sources
+        grad_x = spmm(
+            colptr,
+            rows,
+            weight[order],
+            grad_agg,
+            csr.num_src,
+            None,
+            grad_root,
+            gate,
+            ctx.gate_scale or 1.0,
+        )
         return grad_x, None, None, None
 
 
-def aggregate(x: Tensor, csr: BlockCSR, weight: Tensor, loop_weight: Tensor | None = None) -> Tensor:
+def _check_rows(x: Tensor, csr: BlockCSR) -> Tensor:
+    if x.shape[0] < csr.num_src:
+        raise ValueError(
+            f"aggregate: x has {x.shape[0]} rows, the block has {csr.num_src} sources"
+        )
+    if x.shape[0] > csr.num_src:
+        x = x[
+            : csr.num_src
+        ]  # rows past the block's sources receive no gradient (0, gated or not)
+    return x
+
+
+def aggregate_with_root(
+    x: Tensor, csr: BlockCSR, weight: Tensor, gate_scale: float | None = None
+) -> tuple[Tensor, Tensor]:
+    """``(aggregate(x, csr, weight), x[:num_dst])`` with one backward pass for both (GraphSAGE's two inputs).
+
+    ``x`` float [>= num_src, d] -> ([num_dst, d], [num_dst, d] view of ``x``). Autograd through the
+    pair sums both gradients into ``x``'s inside the aggregation kernel, instead of a zero-filled
+    [num_src, d] gradient for the slice plus an addition. ``gate_scale``: see :func:`aggregate`.
+    """
+    return _AggregateWithRoot.apply(_check_rows(x, csr), weight, csr, gate_scale)
+
+
+def aggregate(
+    x: Tensor,
+    csr: BlockCSR,
+    weight: Tensor,
+    loop_weight: Tensor | None = None,
+    gate_scale: float | None = None,
+) -> Tensor:
     """``out[i] = loop_weight[i] * x[i] + sum_e weight[e] * x[col[e]]`` over destination ``i``'s edges.
 
     ``x`` float [>= num_src, d] on the block's device -> [num_dst, d]. ``weight`` [E] in CSR order,
     ``loop_weight`` [num_dst] or None (no self-loop term). Differentiable in ``x`` (not in the weights).
+
+    ``gate_scale`` (not None): ``x`` is the output of a ReLU + dropout with keep scale ``gate_scale``
+    whose own backward is the identity (:func:`graphtier.train.dropout.relu_dropout_gated`, used when
+    this aggregation is its only consumer); the gradient returned for ``x`` is then already the
+    activation's input gradient (0 where ``x <= 0``, times ``gate_scale`` elsewhere), one pass fewer.
     """
-    if x.shape[0] < csr.num_src:
-        raise ValueError(f"aggregate: x has {x.shape[0]} rows, the block has {csr.num_src} sources")
-    if x.shape[0] > csr.num_src:
-        x = x[: csr.num_src]  # rows past the block's sources receive no gradient
+    x = _check_rows(x, csr)
     if loop_weight is not None and loop_weight.shape[0] != csr.num_dst:
-        raise ValueError(f"aggregate: loop_weight has {loop_weight.shape[0]} entries, the block {csr.num_dst} destinations")
-    return _Aggregate.apply(x, weight, loop_weight, csr)
+        raise ValueError(
+            f"aggregate: loop_weight has {loop_weight.shape[0]} entries, the block {csr.num_dst} destinations"
+        )
+    return _Aggregate.apply(x, weight, loop_weight, csr, gate_scale)

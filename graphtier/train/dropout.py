@@ -38,7 +38,9 @@ class _ReLUDropoutCPU(torch.autograd.Function):
         u_key = np.uint64(key)
 
         def work(first: int, stop: int) -> None:
-            kernels.relu_dropout_rows(flat_x, flat_out, u_key, threshold, scale, first, stop)
+            kernels.relu_dropout_rows(
+                flat_x, flat_out, u_key, threshold, scale, first, stop
+            )
 
         run_split(work, flat_x.shape[0], 1 << 16)
         ctx.scale = scale
@@ -52,11 +54,17 @@ class _ReLUDropoutCPU(torch.autograd.Function):
         (out,) = ctx.saved_tensors
         grad = grad_out.contiguous()
         grad_in = torch.empty_like(grad)
-        flat_out, flat_grad, flat_in = out.view(-1).numpy(), grad.view(-1).numpy(), grad_in.view(-1).numpy()
+        flat_out, flat_grad, flat_in = (
+            out.view(-1).numpy(),
+            grad.view(-1).numpy(),
+            grad_in.view(-1).numpy(),
+        )
         scale = ctx.scale
 
         def work(first: int, stop: int) -> None:
-            kernels.relu_dropout_backward_rows(flat_out, flat_grad, flat_in, scale, first, stop)
+            kernels.relu_dropout_backward_rows(
+                flat_out, flat_grad, flat_in, scale, first, stop
+            )
 
         run_split(work, flat_out.shape[0], 1 << 16)
         return grad_in, None, None
@@ -75,6 +83,31 @@ def relu_dropout(x: Tensor, p: float, training: bool, key: int | None = None) ->
     if key is None:
         key = int(torch.randint(0, 1 << _KEY_BITS, (1,)).item())
     return _ReLUDropoutCPU.apply(x, p, key)
+
+
+class _GatedByConsumer(torch.autograd.Function):
+    """``dropout(relu(x))`` whose backward is the identity: its one consumer applies the gate itself."""
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, p: float, training: bool) -> Tensor:  # type: ignore[override]
+        return relu_dropout(x.detach(), p, training)
+
+    @staticmethod
+    def backward(ctx: Any, grad_out: Tensor) -> tuple[Tensor, None, None]:  # type: ignore[override]
+        return grad_out, None, None
+
+
+def relu_dropout_gated(x: Tensor, p: float, training: bool) -> tuple[Tensor, float]:
+    """``(dropout(relu(x), p), gate_scale)`` for a consumer that backpropagates the activation itself.
+
+    The returned tensor's backward pass is the identity; the ONE op that reads it must turn its
+    gradient ``g`` into ``g * gate_scale`` where the output is > 0 and 0 elsewhere (the aggregation's
+    ``gate_scale`` argument, :func:`graphtier.train.aggregate.aggregate`), which is exactly the
+    gradient of ``dropout(relu(x))``: an element is > 0 iff it was kept and ``x`` > 0. This saves the
+    activation's own backward pass over a [rows, hidden] tensor. Same forward values as :func:`relu_dropout`.
+    """
+    scale = 1.0 / (1.0 - p) if training and p > 0.0 else 1.0
+    return _GatedByConsumer.apply(x, p, training), scale
 
 
 class ReLUDropout(nn.Module):

@@ -20,8 +20,14 @@ from torch import Tensor, nn
 from torch_geometric.nn import GATConv, GCNConv, SAGEConv
 
 from graphtier.errors import OptionError
-from graphtier.train.aggregate import aggregate, block_csr, gcn_weights, mean_weights
-from graphtier.train.dropout import ReLUDropout
+from graphtier.train.aggregate import (
+    aggregate,
+    aggregate_with_root,
+    block_csr,
+    gcn_weights,
+    mean_weights,
+)
+from graphtier.train.dropout import ReLUDropout, relu_dropout_gated
 
 MODEL_NAMES = ("sage", "gcn", "gat", "mlp")
 NORM_NAMES = ("none", "batch", "layer")
@@ -43,6 +49,13 @@ def _norm_layer(norm: str, dim: int) -> nn.Module:
     return nn.Identity()
 
 
+def _linear(x: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
+    """``x @ weight.T + bias`` as one fresh tensor (safe to accumulate into in place)."""
+    if bias is None:
+        return x @ weight.t()
+    return torch.addmm(bias, x, weight.t())
+
+
 class BlockGCNConv(nn.Module):
     """GCN layer (Kipf & Welling) on a bipartite block, built on PyG's ``GCNConv``.
 
@@ -57,21 +70,31 @@ class BlockGCNConv(nn.Module):
         super().__init__()
         self.conv = GCNConv(in_dim, out_dim, normalize=False)
 
-    def forward(self, x: Tensor, block: BlockLike, degree: Tensor | None) -> Tensor:
+    def forward(
+        self,
+        x: Tensor,
+        block: BlockLike,
+        degree: Tensor | None,
+        gate_scale: float | None = None,
+    ) -> Tensor:
         """[>= num_src, in_dim] -> [num_dst, out_dim]: ``(A_w x + self-loop) W + b``, aggregation first.
 
         Aggregating the in_dim-wide inputs and then applying the linear map to the destinations only
-        equals PyG's ``propagate(lin(x))`` (both are linear) at a fraction of the cost.
+        equals PyG's ``propagate(lin(x))`` (both are linear) at a fraction of the cost (projecting
+        first would multiply all num_src rows instead of the num_dst ones). ``gate_scale``: ``x`` comes
+        from :func:`~graphtier.train.dropout.relu_dropout_gated` (see :func:`aggregate`).
         """
         csr = block_csr(block)
         weight, loop_weight = gcn_weights(csr, degree, x.dtype)
-        agg = aggregate(x, csr, weight, loop_weight)
+        agg = aggregate(x, csr, weight, loop_weight, gate_scale)
         out = self.conv.lin(agg)
         if self.conv.bias is not None:
             out = out + self.conv.bias
         return out
 
-    def forward_edges(self, x: Tensor, block: BlockLike, degree: Tensor | None) -> Tensor:
+    def forward_edges(
+        self, x: Tensor, block: BlockLike, degree: Tensor | None
+    ) -> Tensor:
         """The same layer through PyG's per-edge message path (the reference of :meth:`forward`)."""
         src, dst = block.edge_index[0], block.edge_index[1]
         num_dst = block.num_dst
@@ -121,7 +144,9 @@ class BlockGNN(nn.Module):
     ) -> None:
         super().__init__()
         if num_layers < 1:
-            raise OptionError(f"model {kind!r}: expected at least 1 layer, found {num_layers}")
+            raise OptionError(
+                f"model {kind!r}: expected at least 1 layer, found {num_layers}"
+            )
         self.kind = kind
         self.num_layers = num_layers
         self.use_csr = True
@@ -138,42 +163,93 @@ class BlockGNN(nn.Module):
                 conv = BlockGCNConv(d_in, d_out)
             elif kind == "gat":
                 if last:
-                    conv = GATConv((d_in, d_in), d_out, heads=1, concat=False, dropout=dropout)
+                    conv = GATConv(
+                        (d_in, d_in), d_out, heads=1, concat=False, dropout=dropout
+                    )
                 else:
                     if d_out % heads:
-                        raise OptionError(f"--hidden {hidden} must be a multiple of the GAT heads ({heads})")
-                    conv = GATConv((d_in, d_in), d_out // heads, heads=heads, concat=True, dropout=dropout)
+                        raise OptionError(
+                            f"--hidden {hidden} must be a multiple of the GAT heads ({heads})"
+                        )
+                    conv = GATConv(
+                        (d_in, d_in),
+                        d_out // heads,
+                        heads=heads,
+                        concat=True,
+                        dropout=dropout,
+                    )
             else:
-                raise OptionError(f"--model expected one of {', '.join(MODEL_NAMES)}, found {kind!r}")
+                raise OptionError(
+                    f"--model expected one of {', '.join(MODEL_NAMES)}, found {kind!r}"
+                )
             self.convs.append(conv)
             if not last:
                 self.norms.append(_norm_layer(norm, d_out))
 
-    def layer(self, index: int, x: Tensor, block: BlockLike, degree: Tensor | None = None) -> Tensor:
+    def layer(
+        self, index: int, x: Tensor, block: BlockLike, degree: Tensor | None = None
+    ) -> Tensor:
         """Apply layer ``index`` to ``x`` [block.num_src, d] -> [block.num_dst, d'] (activation included)."""
+        return self._layer(index, x, block, degree, None, False)[0]
+
+    def _layer(
+        self,
+        index: int,
+        x: Tensor,
+        block: BlockLike,
+        degree: Tensor | None,
+        gate_scale: float | None,
+        fuse: bool,
+    ) -> tuple[Tensor, float | None]:
+        """Layer ``index``; with ``fuse`` the hidden activation is left for the next layer to backpropagate.
+
+        ``gate_scale`` not None: ``x`` came from :func:`relu_dropout_gated` and this layer's aggregation
+        is its only reader. Returns the output and, when the activation was fused, its gate scale.
+        """
         conv = self.convs[index]
         if self.kind == "gcn":
-            out = conv(x, block, degree) if self.use_csr else conv.forward_edges(x, block, degree)
+            out = (
+                conv(x, block, degree, gate_scale)
+                if self.use_csr
+                else conv.forward_edges(x, block, degree)
+            )
         elif self.kind == "sage" and self.use_csr:
             csr = block_csr(block)
-            # SAGEConv(aggr="mean"): lin_l(mean of the sampled neighbours) + lin_r(the destination itself)
-            out = conv.lin_l(aggregate(x, csr, mean_weights(csr, x.dtype))) + conv.lin_r(x[: block.num_dst])
+            # SAGEConv(aggr="mean"): lin_l(mean of the sampled neighbours) + lin_r(the destination itself);
+            # the second product accumulates into the first's output (no separate addition pass)
+            agg, root = aggregate_with_root(
+                x, csr, mean_weights(csr, x.dtype), gate_scale
+            )
+            out = _linear(agg, conv.lin_l.weight, conv.lin_l.bias).addmm_(
+                root, conv.lin_r.weight.t()
+            )
         else:
             out = conv((x, x[: block.num_dst]), block.edge_index)
-        if index < self.num_layers - 1:
-            out = self.norms[index](out)
-            out = self.activation(out)
-        return out
+        if index == self.num_layers - 1:
+            return out, None
+        out = self.norms[index](out)
+        if fuse:
+            return relu_dropout_gated(out, self.activation.p, self.training)
+        return self.activation(out), None
 
-    def forward(self, x: Tensor, blocks: Sequence[BlockLike], degree: Tensor | None = None) -> Tensor:
+    def forward(
+        self, x: Tensor, blocks: Sequence[BlockLike], degree: Tensor | None = None
+    ) -> Tensor:
         """``x`` float [blocks[0].num_src, in_dim] -> logits [blocks[-1].num_dst, out_dim].
 
         ``degree``: float [blocks[0].num_src] full-graph in-degrees of the batch's nodes (GCN only).
+        SAGE and GCN on the CSR path hand each hidden activation's backward pass to the next layer's
+        aggregation kernel (its only reader), which applies the ReLU/dropout gate while writing the
+        gradient (see :func:`relu_dropout_gated`).
         """
         if len(blocks) != self.num_layers:
-            raise OptionError(f"model has {self.num_layers} layers but the mini-batch has {len(blocks)} blocks")
+            raise OptionError(
+                f"model has {self.num_layers} layers but the mini-batch has {len(blocks)} blocks"
+            )
+        fuse = self.use_csr and self.kind in ("sage", "gcn")
+        gate_scale: float | None = None
         for index, block in enumerate(blocks):
-            x = self.layer(index, x, block, degree)
+            x, gate_scale = self._layer(index, x, block, degree, gate_scale, fuse)
         return x
 
 
@@ -181,7 +257,14 @@ class MLP(nn.Module):
     """Features-only baseline: ``num_layers`` linear layers on the seeds' own features."""
 
     def __init__(
-        self, in_dim: int, hidden: int, out_dim: int, num_layers: int, *, dropout: float = 0.5, norm: str = "none"
+        self,
+        in_dim: int,
+        hidden: int,
+        out_dim: int,
+        num_layers: int,
+        *,
+        dropout: float = 0.5,
+        norm: str = "none",
     ) -> None:
         super().__init__()
         dims = [in_dim] + [hidden] * (num_layers - 1) + [out_dim]
@@ -193,7 +276,9 @@ class MLP(nn.Module):
         self.net = nn.Sequential(*layers)
         self.num_layers = num_layers
 
-    def forward(self, x: Tensor, blocks: Sequence[BlockLike] = (), degree: Tensor | None = None) -> Tensor:
+    def forward(
+        self, x: Tensor, blocks: Sequence[BlockLike] = (), degree: Tensor | None = None
+    ) -> Tensor:
         """``x`` float [n, in_dim] -> logits for the rows that are the last block's destinations."""
         rows = blocks[-1].num_dst if blocks else x.shape[0]
         return self.net(x[:rows])
@@ -212,13 +297,26 @@ def build_model(
 ) -> nn.Module:
     """Build model ``name`` (``sage``, ``gcn``, ``gat`` or ``mlp``); raises OptionError on a bad name/option."""
     if name not in MODEL_NAMES:
-        raise OptionError(f"--model expected one of {', '.join(MODEL_NAMES)}, found {name!r}")
+        raise OptionError(
+            f"--model expected one of {', '.join(MODEL_NAMES)}, found {name!r}"
+        )
     if norm not in NORM_NAMES:
-        raise OptionError(f"--norm expected one of {', '.join(NORM_NAMES)}, found {norm!r}")
+        raise OptionError(
+            f"--norm expected one of {', '.join(NORM_NAMES)}, found {norm!r}"
+        )
     if hidden < 1:
         raise OptionError(f"--hidden expected a positive integer, found {hidden}")
     if not 0.0 <= dropout < 1.0:
         raise OptionError(f"--dropout expected a value in [0, 1), found {dropout}")
     if name == "mlp":
         return MLP(in_dim, hidden, out_dim, num_layers, dropout=dropout, norm=norm)
-    return BlockGNN(name, in_dim, hidden, out_dim, num_layers, dropout=dropout, norm=norm, heads=heads)
+    return BlockGNN(
+        name,
+        in_dim,
+        hidden,
+        out_dim,
+        num_layers,
+        dropout=dropout,
+        norm=norm,
+        heads=heads,
+    )

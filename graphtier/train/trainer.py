@@ -34,6 +34,7 @@ from graphtier.train.comm import (
 from graphtier.train.config import TrainConfig
 from graphtier.train.distributed_epoch import DistributedEpochs
 from graphtier.train.evaluation import Evaluation
+from graphtier.train.host_memory import keep_freed_memory
 from graphtier.train.models import build_model
 from graphtier.train.pipeline import BatchProducer, PreparedBatch
 from graphtier.train.report import RunReport, environment_info
@@ -88,6 +89,7 @@ class Trainer(Checkpointing, Evaluation, DistributedEpochs):
             torch.set_num_threads(self.producer_threads)
         torch.manual_seed(config.seed)
         np.random.seed(config.seed % 2**32)
+        keep_freed_memory()  # per-step activations reuse freed heap memory instead of fresh mmap pages
         assert dataset.features is not None and dataset.labels is not None and dataset.train_idx is not None
         self.indptr = np.asarray(dataset.indptr)
         self.indices = np.asarray(dataset.indices)
@@ -129,7 +131,11 @@ class Trainer(Checkpointing, Evaluation, DistributedEpochs):
             norm=config.norm,
             heads=config.heads,
         ).to(self.device)
-        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+        # fused Adam: one kernel over all parameters instead of a dozen foreach passes (~0.4 ms a step on the CPU)
+        fused = True if self.device.type in ("cpu", "cuda") else None
+        self.optimizer = torch.optim.Adam(
+            self.model.parameters(), lr=config.lr, weight_decay=config.weight_decay, fused=fused
+        )
         self.train_sample = self._make_sampler(config.fanouts, config.seed)
         eval_fanouts = config.eval_fanouts or config.fanouts
         self.eval_sample = self._make_sampler(eval_fanouts, config.seed + 7919)

@@ -15,22 +15,34 @@ from graphtier.train import _aggregate_kernels as kernels
 from graphtier.train.aggregate import (
     _spmm_torch,
     aggregate,
+    aggregate_with_root,
     block_csr,
     build_csr,
     gcn_weights,
     mean_weights,
+    spmm,
 )
 from graphtier.train.models import BlockGNN
 
 
-def random_block(rng: np.random.Generator, num_dst: int, extra_src: int, max_degree: int, grouped: bool) -> Block:
+def random_block(
+    rng: np.random.Generator,
+    num_dst: int,
+    extra_src: int,
+    max_degree: int,
+    grouped: bool,
+) -> Block:
     """A block with some zero-degree destinations (degree drawn from 0..max_degree), optionally shuffled."""
     num_src = num_dst + extra_src
     degrees = rng.integers(0, max_degree + 1, num_dst)
     if num_dst:
         degrees[rng.random(num_dst) < 0.3] = 0
     dst = np.repeat(np.arange(num_dst), degrees)
-    src = rng.integers(0, max(num_src, 1), dst.shape[0]) if num_src else np.zeros(0, dtype=np.int64)
+    src = (
+        rng.integers(0, max(num_src, 1), dst.shape[0])
+        if num_src
+        else np.zeros(0, dtype=np.int64)
+    )
     if not grouped:
         order = rng.permutation(dst.shape[0])
         src, dst = src[order], dst[order]
@@ -57,12 +69,30 @@ def test_spmm_and_transpose_match_references(
     assert rowptr[-1] == block.num_edges and np.all(np.diff(rowptr) >= 0)
     weight = rng.random(col.shape[0]).astype(np.float32)
     x = rng.standard_normal((block.num_src, dim)).astype(np.float32)
-    diag = rng.random(rng.integers(0, num_dst + 1)).astype(np.float32)  # a self-loop term on a prefix of rows
+    diag = rng.random(rng.integers(0, num_dst + 1)).astype(
+        np.float32
+    )  # a self-loop term on a prefix of rows
+    own = rng.standard_normal((rng.integers(0, num_dst + 1), dim)).astype(
+        np.float32
+    )  # dense term on a prefix
     out = np.full((num_dst, dim), np.nan, dtype=np.float32)
-    cut = int(rng.integers(0, num_dst + 1))  # any split of the rows gives the same result
-    kernels.csr_spmm_rows(rowptr, col, weight, diag, x, out, cut, num_dst)
-    kernels.csr_spmm_rows(rowptr, col, weight, diag, x, out, 0, cut)
-    expected = kernels.csr_spmm_reference(rowptr, col, weight, diag, x)
+    cut = int(
+        rng.integers(0, num_dst + 1)
+    )  # any split of the rows gives the same result
+    gated = bool(
+        rng.integers(0, 2)
+    )  # a ReLU/dropout backward gate on the output, or none
+    gate = rng.standard_normal((num_dst if gated else 0, dim)).astype(np.float32)
+    gate_scale = float(rng.choice([1.0, 2.0]))
+    kernels.csr_spmm_rows(
+        rowptr, col, weight, diag, own, gate, gate_scale, x, out, cut, num_dst
+    )
+    kernels.csr_spmm_rows(
+        rowptr, col, weight, diag, own, gate, gate_scale, x, out, 0, cut
+    )
+    expected = kernels.csr_spmm_reference(
+        rowptr, col, weight, diag, x, own, gate if gated else None, gate_scale
+    )
     np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-6)
     got = kernels.csr_transpose(rowptr, col, block.num_src)
     want = kernels.csr_transpose_reference(rowptr, col, block.num_src)
@@ -70,7 +100,9 @@ def test_spmm_and_transpose_match_references(
         np.testing.assert_array_equal(a, b)
 
 
-def _edge_reference(x: torch.Tensor, block: Block, weight_of_edge: torch.Tensor) -> torch.Tensor:
+def _edge_reference(
+    x: torch.Tensor, block: Block, weight_of_edge: torch.Tensor
+) -> torch.Tensor:
     """sum over edges of weight * x[src] into the destinations, the per-edge message way."""
     src, dst = block.edge_index
     out = torch.zeros(block.num_dst, x.shape[1], dtype=x.dtype)
@@ -78,8 +110,15 @@ def _edge_reference(x: torch.Tensor, block: Block, weight_of_edge: torch.Tensor)
 
 
 @settings(max_examples=30, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), num_dst=st.integers(0, 30), extra=st.integers(0, 30), grouped=st.booleans())
-def test_aggregate_forward_and_gradient_equal_edge_path(seed: int, num_dst: int, extra: int, grouped: bool) -> None:
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    num_dst=st.integers(0, 30),
+    extra=st.integers(0, 30),
+    grouped=st.booleans(),
+)
+def test_aggregate_forward_and_gradient_equal_edge_path(
+    seed: int, num_dst: int, extra: int, grouped: bool
+) -> None:
     rng = np.random.default_rng(seed)
     block = random_block(rng, num_dst, extra, 5, grouped)
     csr = block_csr(block)
@@ -91,7 +130,9 @@ def test_aggregate_forward_and_gradient_equal_edge_path(seed: int, num_dst: int,
         edge_weight = weight
     else:
         edge_weight[csr.edge_order] = weight
-    loops = torch.from_numpy(rng.random(num_dst).astype(np.float32)) if seed % 2 else None
+    loops = (
+        torch.from_numpy(rng.random(num_dst).astype(np.float32)) if seed % 2 else None
+    )
     x = torch.randn(block.num_src, 6, requires_grad=True)
     x_ref = x.detach().clone().requires_grad_(True)
     out = aggregate(x, csr, weight, loops)
@@ -102,6 +143,50 @@ def test_aggregate_forward_and_gradient_equal_edge_path(seed: int, num_dst: int,
     grad = torch.randn_like(out)
     out.backward(grad)
     ref.backward(grad)
+    torch.testing.assert_close(x.grad, x_ref.grad, rtol=1e-5, atol=1e-5)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    num_dst=st.integers(0, 30),
+    extra=st.integers(0, 30),
+    uses=st.sampled_from(["both", "agg", "root"]),
+    dtype=st.sampled_from([torch.float32, torch.float64]),
+)
+def test_aggregate_with_root_gradient_equals_separate_ops(
+    seed: int, num_dst: int, extra: int, uses: str, dtype: torch.dtype
+) -> None:
+    """The fused (aggregate, x[:num_dst]) pair: same values and the same summed gradient as two separate ops."""
+    rng = np.random.default_rng(seed)
+    block = random_block(rng, num_dst, extra, 5, bool(seed % 2))
+    csr = block_csr(block)
+    weight = mean_weights(csr, dtype)
+    x = torch.randn(
+        block.num_src + 2, 5, dtype=dtype, requires_grad=True
+    )  # rows past the sources: no gradient
+    x_ref = x.detach().clone().requires_grad_(True)
+    agg, root = aggregate_with_root(x, csr, weight)
+    agg_ref, root_ref = aggregate(x_ref, csr, weight), x_ref[:num_dst]
+    torch.testing.assert_close(agg, agg_ref)
+    torch.testing.assert_close(root, root_ref)
+    g_agg, g_root = torch.randn_like(agg), torch.randn_like(root)
+    terms = {
+        "both": (agg * g_agg).sum() + (root * g_root).sum(),
+        "agg": (agg * g_agg).sum(),
+        "root": (root * g_root).sum(),
+    }
+    terms_ref = {
+        "both": (agg_ref * g_agg).sum() + (root_ref * g_root).sum(),
+        "agg": (agg_ref * g_agg).sum(),
+        "root": (root_ref * g_root).sum(),
+    }
+    if (
+        num_dst == 0 and uses != "agg"
+    ):  # nothing flows back; both sides have no gradient path or a zero one
+        return
+    terms[uses].backward()
+    terms_ref[uses].backward()
     torch.testing.assert_close(x.grad, x_ref.grad, rtol=1e-5, atol=1e-5)
 
 
@@ -122,11 +207,30 @@ def test_torch_sparse_path_equals_kernel() -> None:
         rtol=1e-5,
         atol=1e-5,
     )
+    own = torch.randn(csr.num_dst, 7)
+    torch.testing.assert_close(
+        _spmm_torch(csr.rowptr, csr.col, weight, None, x, csr.num_dst, own),
+        via_torch + own,
+        rtol=1e-5,
+        atol=1e-5,
+    )
+    # the gated backward (ReLU/dropout of the input applied in the product): torch path = numba kernel
+    gate = torch.relu(torch.randn(csr.num_dst, 7))
+    torch.testing.assert_close(
+        _spmm_torch(csr.rowptr, csr.col, weight, loops, x, csr.num_dst, own, gate, 2.0),
+        spmm(csr.rowptr, csr.col, weight, x, csr.num_dst, loops, own, gate, 2.0),
+        rtol=1e-5,
+        atol=1e-5,
+    )
+    assert bool((spmm(csr.rowptr, csr.col, weight, x, csr.num_dst, None, None, gate, 2.0)[gate <= 0] == 0).all())
     colptr, rows, order = csr.transposed()
     grad = torch.randn(csr.num_dst, 7)
     torch.testing.assert_close(
         _spmm_torch(colptr, rows, weight[order], None, grad, csr.num_src),
-        _spmm_torch(csr.rowptr, csr.col, weight, None, torch.eye(csr.num_src), csr.num_dst).T @ grad,
+        _spmm_torch(
+            csr.rowptr, csr.col, weight, None, torch.eye(csr.num_src), csr.num_dst
+        ).T
+        @ grad,
         rtol=1e-5,
         atol=1e-5,
     )
@@ -143,7 +247,13 @@ def test_mean_weights_average_and_empty_rows_are_zero() -> None:
 
 def _graph(n: int = 80, e: int = 500, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
-    return edges_to_csc(rng.integers(0, n, e), rng.integers(0, n, e), n, dedup=True, drop_self_loops=True)
+    return edges_to_csc(
+        rng.integers(0, n, e),
+        rng.integers(0, n, e),
+        n,
+        dedup=True,
+        drop_self_loops=True,
+    )
 
 
 @pytest.mark.parametrize("kind", ["sage", "gcn"])
@@ -151,10 +261,16 @@ def _graph(n: int = 80, e: int = 500, seed: int = 0) -> tuple[np.ndarray, np.nda
 def test_model_equals_pyg_edge_path(kind: str, with_degree: bool) -> None:
     """Outputs and every parameter/input gradient of the CSR path equal PyG's per-edge path (1e-5)."""
     indptr, indices = _graph()
-    batch = NeighborSampler(indptr, indices, [5, 3, 2], seed=4).sample(np.array([1, 2, 3, 50, 60, 61]))
+    batch = NeighborSampler(indptr, indices, [5, 3, 2], seed=4).sample(
+        np.array([1, 2, 3, 50, 60, 61])
+    )
     torch.manual_seed(0)
     model = BlockGNN(kind, 12, 16, 5, 3, dropout=0.0, norm="none")
-    degree = torch.from_numpy(np.diff(indptr).astype(np.float32))[batch.n_id] if with_degree else None
+    degree = (
+        torch.from_numpy(np.diff(indptr).astype(np.float32))[batch.n_id]
+        if with_degree
+        else None
+    )
     x = torch.randn(batch.num_nodes, 12)
     results = []
     for use_csr in (True, False):
@@ -186,5 +302,9 @@ def test_gcn_weights_match_block_gcn_conv_edges() -> None:
     inv_sqrt = (full + 1.0).rsqrt()
     expected = scale[dst] * inv_sqrt[dst] * inv_sqrt[src]
     assert csr.edge_order is not None
-    torch.testing.assert_close(weight, expected[csr.edge_order], rtol=0, atol=0)  # bit for bit
-    torch.testing.assert_close(loops, 1.0 / (full[: block.num_dst] + 1.0), rtol=0, atol=0)
+    torch.testing.assert_close(
+        weight, expected[csr.edge_order], rtol=0, atol=0
+    )  # bit for bit
+    torch.testing.assert_close(
+        loops, 1.0 / (full[: block.num_dst] + 1.0), rtol=0, atol=0
+    )
