@@ -46,7 +46,7 @@ def epoch_summary(record: dict[str, Any], epochs: int) -> str:
         f"valid {format_accuracy(record['valid_acc'])}  test {format_accuracy(record['test_acc'])}  |  "
         f"{record['batches_per_s']:.1f} batch/s  {times}  features {format_bytes(record['feature_bytes'])}"
         + (f"  topology {format_bytes(sum(record['topology_bytes_by_tier'].values()))}"
-           if record.get("topology_bytes_by_tier") else "")
+           if sum((record.get("topology_bytes_by_tier") or {}).values()) else "")
     )
 
 
