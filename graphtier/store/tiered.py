@@ -37,9 +37,26 @@ from graphtier.store.unified import HostRegistrar, UnifiedTensor
 UPLOAD_CHUNK_BYTES = 1 << 28
 
 
-def torch_dtype_of(array: np.ndarray) -> torch.dtype:
-    """The torch dtype of a numpy array's dtype (float32 -> torch.float32, ...)."""
-    return torch.from_numpy(np.empty(0, dtype=array.dtype)).dtype
+def torch_dtype_of(array: np.ndarray | np.dtype) -> torch.dtype:
+    """The torch dtype of a numpy array's dtype, or of a numpy dtype (float32 -> torch.float32, ...)."""
+    return torch.from_numpy(np.empty(0, dtype=getattr(array, "dtype", array))).dtype
+
+
+def upload_rows(rows: np.ndarray, device: torch.device, dtype: np.dtype | None = None) -> torch.Tensor:
+    """Copy host rows [R, ...] (RAM or memory map, any strides) to a new tensor on ``device``.
+
+    Converted to ``dtype`` (default: the rows' own), in chunks of about UPLOAD_CHUNK_BYTES, so a memory-mapped
+    table never needs a whole host copy.
+    """
+    dtype = np.dtype(dtype if dtype is not None else rows.dtype)
+    out = torch.empty(rows.shape, dtype=torch_dtype_of(dtype), device=device)
+    row_bytes = dtype.itemsize * int(np.prod(rows.shape[1:], dtype=np.int64))
+    chunk = max(1, UPLOAD_CHUNK_BYTES // max(row_bytes, 1))
+    for begin in range(0, rows.shape[0], chunk):
+        end = min(rows.shape[0], begin + chunk)
+        part = np.array(rows[begin:end], dtype=dtype)  # a writeable copy of one bounded chunk
+        out[begin:end].copy_(torch.from_numpy(part))
+    return out
 
 
 def check_ids(ids: torch.Tensor | np.ndarray, num_rows: int) -> np.ndarray:
@@ -131,15 +148,6 @@ class TieredFeatureStore:
         self._disk_np = np.asarray(table)
         self._bits = tuple(as_raw_bits(a) for a in (self._local_np, self._peers_np, self._host_np, self._disk_np))
 
-    def _upload(self, rows: np.ndarray, device: torch.device) -> torch.Tensor:
-        """Copy [R, D] host rows (RAM or memory map) to ``device`` in chunks of UPLOAD_CHUNK_BYTES."""
-        out = torch.empty((rows.shape[0], self.dim), dtype=self.dtype, device=device)
-        chunk = max(1, UPLOAD_CHUNK_BYTES // max(self.row_bytes, 1))
-        for begin in range(0, rows.shape[0], chunk):
-            end = min(rows.shape[0], begin + chunk)
-            out[begin:end].copy_(torch.from_numpy(np.ascontiguousarray(rows[begin:end])))
-        return out
-
     def _setup_cuda(self, registrar: HostRegistrar | None) -> None:
         if not torch.cuda.is_available():
             raise OptionError(f"--device {self.device}: CUDA is not available on this machine")
@@ -164,9 +172,9 @@ class TieredFeatureStore:
             if not torch.cuda.can_device_access_peer(self.device, peer):
                 self.log(f"{self.device} cannot access {peer} directly (no P2P/NVLink): peer rows are staged by copies")
         with torch.cuda.device(self.device):
-            self._local = self._upload(self.table[: plan.local_rows], self.device)
+            self._local = upload_rows(self.table[: plan.local_rows], self.device)
             self._peers = [
-                self._upload(self.table[plan.local_rows + p : plan.peer_end : plan.peer_partitions], dev)
+                upload_rows(self.table[plan.local_rows + p : plan.peer_end : plan.peer_partitions], dev)
                 for p, dev in enumerate(self._peer_devices)
             ]
             self._host = UnifiedTensor.from_rows(self.table, plan.peer_end, plan.host_end, registrar=registrar)

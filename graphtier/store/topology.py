@@ -22,8 +22,8 @@ accounting are the same but every tier is RAM or the memory map, gathered with n
 Traffic (:meth:`TieredTopology.traffic`) counts bytes per tier (keys ``TIER_NAMES``) plus
 "requested": ``itemsize`` bytes of ``indices`` per gathered position in the tier that served it,
 and 16 bytes per destination reported with :meth:`TieredTopology.count_indptr_reads` (two int64
-entries of ``indptr``), counted in the tier ``indptr`` lives in: "gpu" on the device path, "host"
-on the CPU path. The tiers always add up to "requested".
+entries of ``indptr``), counted in the "gpu" tier where the plan puts ``indptr`` (on the CPU path
+too, which keeps the plan's accounting). The tiers always add up to "requested".
 """
 
 from __future__ import annotations
@@ -46,10 +46,12 @@ from graphtier.store.placement import (
     parse_budget,
     plan_tiers,
 )
+from graphtier.store.tiered import torch_dtype_of, upload_rows
 from graphtier.store.unified import HostRegistrar, UnifiedTensor
 
-UPLOAD_CHUNK_BYTES = 1 << 28
-INDPTR_BYTES_PER_DESTINATION = 16
+INDPTR_ENTRY_BYTES = 8
+# a sampler reads indptr[v] and indptr[v + 1] of every destination v
+INDPTR_BYTES_PER_DESTINATION = 2 * INDPTR_ENTRY_BYTES
 
 
 @runtime_checkable
@@ -66,10 +68,6 @@ class DeviceTopology(Protocol):
         ...
 
 
-def _torch_dtype(dtype: np.dtype) -> torch.dtype:
-    return torch.from_numpy(np.empty(0, dtype=dtype)).dtype
-
-
 def check_topology_arrays(indptr: np.ndarray, indices: np.ndarray) -> None:
     """OptionError unless indptr is integer [N + 1] from 0 to E and indices int32/int64 [E] (endpoints only)."""
     if indptr.ndim != 1 or indptr.shape[0] < 1 or indptr.dtype.kind not in "iu":
@@ -81,18 +79,6 @@ def check_topology_arrays(indptr: np.ndarray, indices: np.ndarray) -> None:
         raise OptionError(
             f"indptr: expected it to run from 0 to len(indices) = {indices.shape[0]}, found {first} to {last}"
         )
-
-
-def _upload(array: np.ndarray, start: int, stop: int, device: torch.device, dtype: np.dtype | None = None) -> torch.Tensor:
-    """Copy array[start:stop] (RAM or memory map, 1-d) to a new tensor on ``device`` in chunks."""
-    dtype = np.dtype(dtype if dtype is not None else array.dtype)
-    out = torch.empty(stop - start, dtype=_torch_dtype(dtype), device=device)
-    chunk = max(1, UPLOAD_CHUNK_BYTES // dtype.itemsize)
-    for begin in range(start, stop, chunk):
-        end = min(stop, begin + chunk)
-        part = np.array(array[begin:end], dtype=dtype)  # a writeable copy of one bounded chunk
-        out[begin - start : end - start].copy_(torch.from_numpy(part))
-    return out
 
 
 class TieredTopology:
@@ -134,7 +120,7 @@ class TieredTopology:
         self.num_nodes = int(indptr.shape[0]) - 1
         self.num_edges = int(indices.shape[0])
         self.plan = plan
-        self.indices_dtype = _torch_dtype(indices.dtype)
+        self.indices_dtype = torch_dtype_of(indices)
         self.itemsize = int(indices.dtype.itemsize)
         self.sorted_reads = sorted_reads
         self.device = torch.device(device)
@@ -168,8 +154,8 @@ class TieredTopology:
     def _setup_device(self, indptr: np.ndarray, indices: np.ndarray, registrar: HostRegistrar | None) -> None:
         plan = self.plan
         with torch.cuda.device(self.device) if self.device.type == "cuda" else nullcontext():
-            self.indptr = _upload(indptr, 0, indptr.shape[0], self.device, np.dtype(np.int64))
-            self._local = _upload(indices, 0, plan.local_rows, self.device)
+            self.indptr = upload_rows(indptr, self.device, np.dtype(np.int64))
+            self._local = upload_rows(indices[: plan.local_rows], self.device)
             self._host = UnifiedTensor.from_rows(indices, plan.peer_end, plan.host_end, registrar=registrar)
             # an empty host tier is passed as an empty device tensor: an unregistered host pointer is refused
             self._host_arg = (
@@ -294,7 +280,7 @@ class TieredTopology:
     def describe(self) -> str:
         """One line: graph size, where indptr lives and the tier plan of indices."""
         plan = self.plan
-        indptr_bytes = 8 * (self.num_nodes + 1)
+        indptr_bytes = INDPTR_ENTRY_BYTES * (self.num_nodes + 1)
 
         def part(name: str, entries: int) -> str:
             share = 100.0 * entries / self.num_edges if self.num_edges else 0.0
@@ -355,8 +341,9 @@ def make_topology(
     budget = parse_budget(budget_text, "--topology-budget")
     if budget.auto and device.type == "cuda":
         free, why = auto_device_bytes(device)
-        usable = max(0, free - 8 * int(indptr.shape[0]))
-        log(f"auto topology budget: {format_bytes(usable)} ({why}, minus {format_bytes(8 * int(indptr.shape[0]))} of indptr)")
+        indptr_bytes = INDPTR_ENTRY_BYTES * int(indptr.shape[0])
+        usable = max(0, free - indptr_bytes)
+        log(f"auto topology budget: {format_bytes(usable)} ({why}, minus {format_bytes(indptr_bytes)} of indptr)")
         budget_text = f"{usable}B"
     plan = plan_tiers(
         int(indices.shape[0]), int(indices.dtype.itemsize), device=device, gpu_budget=budget_text, ram_budget=ram_budget, log=log

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from graphtier.store.placement import parse_budget
+from graphtier.store.topology import INDPTR_BYTES_PER_DESTINATION, INDPTR_ENTRY_BYTES
 from graphtier.tiering.reads import SampledReads
 
-INDPTR_ENTRY_BYTES = 8
 TOPOLOGY_TIERS: tuple[str, ...] = ("gpu", "host", "disk")
 
 
@@ -88,7 +88,7 @@ class TopologyPlan:
         reads = {"gpu": self.gpu_entry_reads, "host": below_host - self.gpu_entry_reads,
                  "disk": self.total_entry_reads - below_host}
         read_bytes = {tier: reads[tier] * self.itemsize / self.epochs for tier in TOPOLOGY_TIERS}
-        read_bytes["gpu"] += 2 * INDPTR_ENTRY_BYTES * self.destinations_per_epoch
+        read_bytes["gpu"] += INDPTR_BYTES_PER_DESTINATION * self.destinations_per_epoch
         tier_bytes = {"gpu": self.gpu_bytes, "host": host_entries * self.itemsize,
                       "disk": (self.num_entries - host_end) * self.itemsize}
         return tier_bytes, read_bytes
