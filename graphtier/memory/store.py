@@ -44,6 +44,7 @@ from graphtier.store import (
     make_topology,
 )
 from graphtier.store.gpu_topology import GpuTopology
+from graphtier.store.topology import INDPTR_BYTES_PER_DESTINATION
 from graphtier.tiering.plan import (
     DEFAULT_BUDGETS,
     CapacityPlan,
@@ -53,15 +54,17 @@ from graphtier.tiering.plan import (
 )
 
 SAMPLE_ON = ("cpu", "gpu")
-INDPTR_ENTRY_BYTES = 8
 
 Sampler = Callable[[np.ndarray, int], MiniBatch]
 
 
-def check_sample_on(sample_on: str, device: torch.device) -> str:
-    """``sample_on`` if valid for ``device``; OptionError otherwise (gpu sampling needs a CUDA device)."""
+def check_sample_on(sample_on: str, device: torch.device, topology_budget: str | None = None) -> str:
+    """``sample_on`` if valid for ``device``; OptionError otherwise (gpu sampling needs a CUDA device, and
+    ``topology_budget`` tiers the graph for gpu sampling only)."""
     if sample_on not in SAMPLE_ON:
         raise OptionError(f"--sample-on: expected one of {', '.join(SAMPLE_ON)}, found {sample_on!r}")
+    if sample_on == "cpu" and topology_budget is not None:
+        raise OptionError(f"--topology-budget: applies to --sample-on gpu only, found {topology_budget!r} with --sample-on cpu")
     if sample_on == "gpu" and device.type != "cuda":
         if not torch.cuda.is_available():
             raise OptionError("--sample-on gpu: needs a CUDA device, and none is available on this machine (use --sample-on cpu)")
@@ -79,7 +82,7 @@ class _HostTopologyTally:
 
     def add(self, batch: MiniBatch) -> None:
         destinations = sum(block.num_dst for block in batch.blocks)
-        nbytes = batch.num_sampled_edges * self.index_bytes + destinations * 2 * INDPTR_ENTRY_BYTES
+        nbytes = batch.num_sampled_edges * self.index_bytes + destinations * INDPTR_BYTES_PER_DESTINATION
         with self._lock:
             self._host += nbytes
 
@@ -164,9 +167,7 @@ class GraphStore:
         if not isinstance(dataset, Dataset):
             dataset = Dataset.open(dataset)
         device = torch.device(device)
-        check_sample_on(sample_on, device)
-        if sample_on == "cpu" and topology_budget is not None:
-            raise OptionError(f"--topology-budget: applies to --sample-on gpu only, found {topology_budget!r} with --sample-on cpu")
+        check_sample_on(sample_on, device, topology_budget)
         # topology first: with both budgets "auto" the edge lists (read for every sampled edge, and
         # usually smaller than the features) take GPU memory first and the feature tier gets what is left
         topology = None

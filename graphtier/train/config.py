@@ -10,7 +10,7 @@ import torch
 
 from graphtier.dataset import Dataset
 from graphtier.errors import OptionError
-from graphtier.memory import SAMPLE_ON, check_sample_on
+from graphtier.memory import check_sample_on
 from graphtier.store import FEATURE_MODES
 from graphtier.train.balancer import BALANCE_MODES
 from graphtier.train.models import MODEL_NAMES, NORM_NAMES
@@ -135,12 +135,6 @@ class TrainConfig:
             raise OptionError(f"--layers expected a positive integer, found {self.num_layers}")
         if self.features_on not in FEATURE_MODES:
             raise OptionError(f"--features-on expected one of {', '.join(FEATURE_MODES)}, found {self.features_on!r}")
-        if self.sample_on not in SAMPLE_ON:
-            raise OptionError(f"--sample-on expected one of {', '.join(SAMPLE_ON)}, found {self.sample_on!r}")
-        if self.topology_budget is not None and self.sample_on != "gpu":
-            raise OptionError(
-                f"--topology-budget: applies to --sample-on gpu only, found {self.topology_budget!r} with --sample-on cpu"
-            )
         if self.sample_on == "gpu" and self.sampler != "neighbor":
             raise OptionError(f"--sample-on gpu: runs the neighbour sampler only, found --sampler {self.sampler}")
         if self.sample_on == "gpu" and self.devices is not None:
@@ -186,7 +180,7 @@ class TrainConfig:
             index = torch.device(device).index or 0
             if index >= torch.cuda.device_count():
                 raise OptionError(f"--device {device}: only {torch.cuda.device_count()} CUDA device(s) present")
-        check_sample_on(self.sample_on, torch.device(device))
+        check_sample_on(self.sample_on, torch.device(device), self.topology_budget)
         path = dataset.path
         if dataset.num_classes == 0 or dataset.labels is None:
             raise OptionError(f"{path}: dataset has no labels (num_classes 0); training needs labels")
