@@ -28,26 +28,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from graphtier.sampling import (
-    DenseTopology,
-    DeviceNeighborSampler,
-    MiniBatch,
-    NeighborSampler,
-)
+from graphtier.bench.sample_device import same_batch
+from graphtier.sampling import DenseTopology, DeviceNeighborSampler, NeighborSampler
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_GRAPH = ROOT.parent / "shared" / "data" / "cnr-2000" / "cnr-2000.csr.npz"
 RESULTS = Path(__file__).resolve().parent / "results" / "bench_device_sample.json"
-
-
-def identical(a: MiniBatch, b: MiniBatch) -> bool:
-    """Whether two batches have equal tensors and block sizes (``a`` may be on another device)."""
-    a = a.to("cpu")
-    same = all(torch.equal(getattr(a, n), getattr(b, n)) for n in ("n_id", "seed_index", "seeds"))
-    return same and all(
-        (x.num_src, x.num_dst) == (y.num_src, y.num_dst) and torch.equal(x.edge_index, y.edge_index)
-        for x, y in zip(a.blocks, b.blocks)
-    )
 
 
 def time_batches(sample, batches: list[np.ndarray], device: torch.device, repeats: int) -> tuple[float, int]:
@@ -96,7 +82,7 @@ def main() -> None:
         for name in devices:
             device = torch.device(name)
             sampler = DeviceNeighborSampler(DenseTopology(indptr, indices, device=device), fanouts, seed=0)
-            same = all(identical(sampler.sample(s, b), expected[b]) for b, s in enumerate(batches))
+            same = all(same_batch(sampler.sample(s, b), expected[b]) for b, s in enumerate(batches))
             seconds, edges = time_batches(sampler.sample, batches, device, args.repeats)
             rows.append({"fanouts": fanout_text, "sampler": f"DeviceNeighborSampler ({sampler.picks})",
                          "device": str(device), "ms_per_batch": 1e3 * seconds / len(batches),

@@ -21,10 +21,10 @@ from graphtier.store import make_topology
 
 
 def same_batch(first: MiniBatch, second: MiniBatch) -> bool:
-    """True when two mini-batches have equal node lists, blocks and seed indices (compared on the CPU)."""
+    """True when two mini-batches have equal node lists, seeds, blocks and seed indices (compared on the CPU)."""
     if len(first.blocks) != len(second.blocks):
         return False
-    pairs = [(first.n_id, second.n_id), (first.seed_index, second.seed_index)]
+    pairs = [(first.n_id, second.n_id), (first.seed_index, second.seed_index), (first.seeds, second.seeds)]
     pairs += [(a.edge_index, b.edge_index) for a, b in zip(first.blocks, second.blocks)]
     sizes_equal = all((a.num_src, a.num_dst) == (b.num_src, b.num_dst) for a, b in zip(first.blocks, second.blocks))
     return sizes_equal and all(torch.equal(a.cpu(), b.cpu()) for a, b in pairs)
