@@ -32,7 +32,7 @@ import threading
 from collections.abc import Callable
 from contextlib import nullcontext
 from types import ModuleType
-from typing import Protocol, Self, runtime_checkable
+from typing import Self
 
 import numpy as np
 import torch
@@ -54,20 +54,6 @@ INDPTR_ENTRY_BYTES = 8
 INDPTR_BYTES_PER_DESTINATION = 2 * INDPTR_ENTRY_BYTES
 
 
-@runtime_checkable
-class DeviceTopology(Protocol):
-    """What a sampler on the compute device needs from a topology (:class:`TieredTopology` is one)."""
-
-    indptr: torch.Tensor  # int64 [N + 1] on ``device``
-    num_nodes: int
-    num_edges: int
-    device: torch.device
-
-    def gather_positions(self, positions: torch.Tensor) -> torch.Tensor:
-        """``indices[positions]``: int64 [M] on ``device`` -> int64 [M] on ``device``."""
-        ...
-
-
 def check_topology_arrays(indptr: np.ndarray, indices: np.ndarray) -> None:
     """OptionError unless indptr is integer [N + 1] from 0 to E and indices int32/int64 [E] (endpoints only)."""
     if indptr.ndim != 1 or indptr.shape[0] < 1 or indptr.dtype.kind not in "iu":
@@ -83,6 +69,8 @@ def check_topology_arrays(indptr: np.ndarray, indices: np.ndarray) -> None:
 
 class TieredTopology:
     """Neighbour lists of a CSC graph read by absolute position from tiers placed by ``plan``.
+
+    A :class:`graphtier.sampling.Topology`: what :class:`graphtier.sampling.DeviceNeighborSampler` samples from.
 
     Args:
         indptr: integer [N + 1] (int64 kept as is), RAM or memory map.

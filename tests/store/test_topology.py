@@ -11,10 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from graphtier.errors import OptionError
+from graphtier.sampling import Topology
 from graphtier.store import TieredTopology, make_topology
 from graphtier.store import unified as unified_module
 from graphtier.store.placement import TIER_NAMES, TierPlan
-from graphtier.store.topology import DeviceTopology
 from graphtier.store.unified import PAGE_BYTES, REGISTRY
 from tests.store.test_unified import FakeRegistrar
 
@@ -253,7 +253,7 @@ def test_satisfies_the_sampler_protocol_and_keeps_indptr_in_ram(tmp_path: Path) 
     indptr, indices = random_graph(300, np.int32, seed=8)
     mapped_indptr, mapped = as_memmaps(tmp_path, indptr, indices)
     with make_topology(indptr, indices, device="cpu", log=lambda _: None) as in_ram:
-        assert isinstance(in_ram, DeviceTopology)
+        assert isinstance(in_ram, Topology)
         assert in_ram.indptr.data_ptr() == indptr.ctypes.data  # a view of the RAM array, no copy
     with make_topology(mapped_indptr, mapped, device="cpu", log=lambda _: None) as from_file:
         assert from_file.indptr.data_ptr() != mapped_indptr.ctypes.data  # the memory map copied into RAM
