@@ -4,7 +4,9 @@ For every configuration (model x fanouts x dropout x threads) it runs ``graphtie
 script ``benchmarks/dgl_epoch.py`` (inside DGL's own venv, as a subprocess: DGL is never a dependency of
 graphtier) one after the other, and prints the mean epoch seconds of each (the first epoch, which
 compiles kernels and warms caches, is left out), the ratio DGL / graphtier (> 1: graphtier is faster) and
-the test accuracy of both. Results go to ``benchmarks/results/epoch.json``.
+the test accuracy of both. Results go to ``benchmarks/results/epoch.json``. graphtier sets
+``OMP_WAIT_POLICY=PASSIVE`` for itself (graphtier._openmp); DGL runs in the environment as it is, or with
+``--dgl-wait-policy PASSIVE`` to see what the same setting gives the peer.
 
     bash ../shared/baselines/make-dgl-venv.sh /tmp/dglvenv          # once
     python benchmarks/bench_epoch.py --dgl-venv /tmp/dglvenv [--nodes 1000000] [--threads 2,1]
@@ -68,13 +70,16 @@ def graphtier_epochs(dataset: Path, model: str, fanouts: str, dropout: float, th
 
 
 def dgl_epochs(python: Path, dataset: Path, model: str, fanouts: str, dropout: float, threads: int, epochs: int,
-               common: dict[str, str]) -> dict:
+               common: dict[str, str], wait_policy: str | None = None) -> dict:
     command = [
         str(python), str(ROOT / "benchmarks" / "dgl_epoch.py"), str(dataset), "--model", model,
         "--fanouts", fanouts, "--dropout", str(dropout), "--threads", str(threads), "--epochs", str(epochs),
         "--batch-size", common["batch_size"], "--hidden", common["hidden"], "--lr", common["lr"],
     ]
-    return json.loads(run_json(command, thread_env(threads)).strip().splitlines()[-1])
+    env = thread_env(threads)
+    if wait_policy is not None:  # graphtier sets OMP_WAIT_POLICY=PASSIVE for itself; DGL runs as its users run it unless asked
+        env["OMP_WAIT_POLICY"] = wait_policy
+    return json.loads(run_json(command, env).strip().splitlines()[-1])
 
 
 def main() -> None:
@@ -88,6 +93,9 @@ def main() -> None:
                         help="MODEL:FANOUTS:DROPOUT, e.g. sage:15,10,5:0.5; repeat for several "
                              f"(default: {' '.join(DEFAULT_CONFIGS)})")
     parser.add_argument("--json", type=Path, default=ROOT / "benchmarks" / "results" / "epoch.json")
+    parser.add_argument("--dgl-wait-policy", choices=("PASSIVE", "ACTIVE"), default=None,
+                        help="run DGL with this OMP_WAIT_POLICY (default: the environment as it is; graphtier "
+                             "sets PASSIVE for itself)")
     args = parser.parse_args()
     dgl_python = args.dgl_venv / "bin" / "python"
     if not dgl_python.exists():
@@ -108,7 +116,8 @@ def main() -> None:
     for threads in [int(t) for t in args.threads.split(",")]:
         for model, fanouts, dropout in configs:
             ours = graphtier_epochs(dataset, model, fanouts, dropout, threads, args.epochs, common)
-            peer = dgl_epochs(dgl_python, dataset, model, fanouts, dropout, threads, args.epochs, common)
+            peer = dgl_epochs(dgl_python, dataset, model, fanouts, dropout, threads, args.epochs, common,
+                              args.dgl_wait_policy)
             ours_s = statistics.mean(ours["epoch_seconds"][1:])
             peer_s = statistics.mean(peer["epoch_seconds"][1:])
             row = {"model": model, "fanouts": fanouts, "dropout": dropout, "threads": threads,
@@ -126,7 +135,7 @@ def main() -> None:
         "date": time.strftime("%Y-%m-%d"), "machine": f"{platform.node()} {os.cpu_count()} cores",
         "command": " ".join(sys.argv), "dataset": str(dataset), "num_nodes": meta.get("num_nodes"),
         "num_edges": meta.get("num_edges"), "epochs": args.epochs, "rows": rows,
-        "load_average": os.getloadavg(),
+        "load_average": os.getloadavg(), "dgl_wait_policy": args.dgl_wait_policy or os.environ.get("OMP_WAIT_POLICY"),
     }, indent=2))
     print(f"saved {args.json}")
 

@@ -15,8 +15,11 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from graphtier._openmp import prefer_passive_wait
 from graphtier._version import __version__
 from graphtier.errors import DatasetError, GraphtierError, OptionError
+
+prefer_passive_wait()  # before torch or numba are loaded (see graphtier._openmp)
 
 # public name -> module that defines it
 _EXPORTS: dict[str, str] = {
