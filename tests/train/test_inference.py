@@ -47,12 +47,10 @@ def test_gcn_inference_is_the_full_graph_gcn_for_every_chunk_size(degree_given: 
     model = BlockGNN("gcn", 6, 10, 4, 2, dropout=0.0)
     x = torch.randn(n, 6)
     degree = full_in_degree(indptr) if degree_given else None
+    cpu = torch.device("cpu")
     outputs = [
-        layerwise_inference(
-            model, lambda ids: x[ids], indptr, indices, num_nodes=n, device=torch.device("cpu"), degree=degree,
-            chunk_size=chunk,
-        )  # fmt: skip
-        for chunk in (1, 7, 50, 1000)
+        layerwise_inference(model, x.__getitem__, indptr, indices, num_nodes=n, device=cpu, degree=degree, chunk_size=c)
+        for c in (1, 7, 50, 1000)
     ]
     for out in outputs[1:]:
         torch.testing.assert_close(out, outputs[0], rtol=1e-5, atol=1e-5)
