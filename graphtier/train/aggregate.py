@@ -149,8 +149,11 @@ def gcn_weights(
     """GCN weights of the block: ``(edge weight [E] in CSR order, self-loop weight [num_dst])``.
 
     Edge ``j -> i``: ``(d_i / s_i) / sqrt((d_i + 1)(d_j + 1))``, self-loop ``1 / (d_i + 1)``, with ``d``
-    the full-graph in-degrees ``degree`` [>= num_src] (None: the block's own in-degrees) and ``s_i``
-    the sampled in-degree; the same float operations as :class:`~graphtier.train.models.BlockGCNConv`.
+    the full-graph in-degrees ``degree`` [>= num_src] (``--gcn-degrees full``) and ``s_i`` the sampled
+    in-degree. ``degree`` None (``--gcn-degrees block``): ``d`` is the block's own in-degree, ``s_i``
+    for a destination and 0 for a source that is not one, so edge ``j -> i`` weighs
+    ``1 / sqrt((s_i + 1)(d_j + 1))`` and the self-loop ``1 / (s_i + 1)``. The same float operations as
+    :class:`~graphtier.train.models.BlockGCNConv`; an ``s_i = 0`` row has only its self-loop.
     """
     num_dst, num_src = csr.num_dst, csr.num_src
     device = csr.rowptr.device

@@ -12,7 +12,11 @@ from graphtier.errors import OptionError
 
 CHECKPOINT_FILE = "checkpoint.pt"
 # Options that must match for a checkpoint to be resumed.
-CHECKPOINT_KEYS = ("model", "sampler", "fanouts", "num_layers", "hidden", "heads", "norm", "batch_size", "seed")
+CHECKPOINT_KEYS = (
+    "model", "sampler", "fanouts", "num_layers", "hidden", "heads", "norm", "gcn_degrees", "batch_size", "seed",
+)
+# What a key missing from an older checkpoint meant (the behaviour before the option existed).
+_OLD_DEFAULTS = {"gcn_degrees": "full"}
 
 
 class Checkpointing:
@@ -60,9 +64,9 @@ class Checkpointing:
         saved = state.get("config", {})
         current = self.config.to_dict()
         for key in CHECKPOINT_KEYS:
-            if saved.get(key) != current.get(key):
+            if saved.get(key, _OLD_DEFAULTS.get(key)) != current.get(key):
                 raise OptionError(
-                    f"{path}: field {key!r} is {saved.get(key)!r} in the checkpoint but {current.get(key)!r} in "
+                    f"{path}: field {key!r} is {saved.get(key, _OLD_DEFAULTS.get(key))!r} in the checkpoint but {current.get(key)!r} in "
                     "this run (use another --checkpoint directory)"
                 )
         if state.get("dataset") != {"num_nodes": self.dataset.num_nodes, "num_edges": self.dataset.num_edges}:

@@ -13,7 +13,7 @@ from graphtier.errors import OptionError
 from graphtier.memory import check_sample_on
 from graphtier.store import FEATURE_MODES
 from graphtier.train.balancer import BALANCE_MODES
-from graphtier.train.models import MODEL_NAMES, NORM_NAMES
+from graphtier.train.models import GCN_DEGREES, MODEL_NAMES, NORM_NAMES
 
 SAMPLER_NAMES = ("neighbor", "shadow")
 
@@ -56,7 +56,9 @@ class TrainConfig:
 
     ``fanouts`` lists the first hop from the seeds first (PyG order). ``layers`` is the model depth:
     for the neighbour sampler it must equal ``len(fanouts)`` (None means that); the ShaDow sampler
-    and the MLP accept any depth.
+    and the MLP accept any depth. ``gcn_degrees`` (``full`` or ``block``) picks the GCN's normalisation
+    of sampled blocks (:class:`graphtier.train.models.BlockGCNConv`); other models ignore it, as they
+    ignore ``heads``.
     """
 
     model: str = "sage"
@@ -67,6 +69,7 @@ class TrainConfig:
     hidden: int = 256
     heads: int = 4
     norm: str = "none"
+    gcn_degrees: str = "full"
     dropout: float = 0.5
     epochs: int = 10
     lr: float = 0.003
@@ -119,6 +122,10 @@ class TrainConfig:
             raise OptionError(f"--sampler expected one of {', '.join(SAMPLER_NAMES)}, found {self.sampler!r}")
         if self.norm not in NORM_NAMES:
             raise OptionError(f"--norm expected one of {', '.join(NORM_NAMES)}, found {self.norm!r}")
+        if self.gcn_degrees not in GCN_DEGREES:
+            raise OptionError(
+                f"--gcn-degrees expected one of {', '.join(GCN_DEGREES)}, found {self.gcn_degrees!r}"
+            )
         for fanout in self.fanouts + (self.eval_fanouts or ()):
             if fanout == 0 or fanout < -1:
                 raise OptionError(f"--fanouts expected positive integers or -1, found {fanout}")

@@ -3,6 +3,13 @@
 Instead of sampling an L-hop tree per node, every layer is computed for all nodes from the previous
 layer's output over all in-neighbours, one chunk of destination nodes at a time. The result is the
 model's exact output on the full graph, at the cost of one pass over the edges per layer.
+
+GCN: both ``--gcn-degrees`` choices normalise by every node's full-graph in-degree here. With
+``full`` that is the definition; with ``block`` (a block normalised by its own in-degrees) it is what
+the block of a layer-wise pass is: the whole graph, every node a destination with all its neighbours,
+so every node's block in-degree is its full in-degree. Per-chunk blocks would instead give the
+sources outside a chunk in-degree 0 and make the output depend on the chunk size; they are never
+used for the degrees.
 """
 
 from __future__ import annotations
@@ -63,7 +70,9 @@ def layerwise_outputs(
         indptr, indices: the CSC graph.
         num_nodes: N.
         device: where the model runs.
-        degree: float32 [N] full-graph in-degrees on ``device`` (GCN).
+        degree: float32 [N] full-graph in-degrees on ``device`` (GCN; None: computed from ``indptr``).
+            The same for ``--gcn-degrees full`` and ``block`` (see the module docstring); the output
+            does not depend on ``chunk_size``.
         chunk_size: destination nodes per step.
         progress: called with (steps done, total steps).
     """
@@ -84,6 +93,8 @@ def layerwise_outputs(
         logits = torch.cat(outputs) if outputs else torch.empty(0)
         return logits, (torch.cat(hidden) if hidden else torch.empty(0)) if keep_embeddings else None
     assert isinstance(model, BlockGNN)
+    if degree is None and model.kind == "gcn":
+        degree = full_in_degree(indptr, device)
     one_hop = NeighborSampler(indptr, indices, [-1], seed=0)
     total_steps = len(chunks) * model.num_layers
     step = 0
@@ -110,6 +121,11 @@ def layerwise_outputs(
         previous = out
     assert previous is not None
     return previous, embeddings
+
+
+def full_in_degree(indptr: np.ndarray, device: torch.device | str = "cpu") -> torch.Tensor:
+    """float32 [N] in-degree of every node of the CSC graph ``indptr`` [N + 1], on ``device``."""
+    return torch.from_numpy(np.diff(np.asarray(indptr)).astype(np.float32)).to(device)
 
 
 def _all_rows(gather: Callable[[torch.Tensor], torch.Tensor], chunks: list[torch.Tensor]) -> torch.Tensor:

@@ -31,6 +31,8 @@ from graphtier.train.dropout import ReLUDropout, relu_dropout_gated
 
 MODEL_NAMES = ("sage", "gcn", "gat", "mlp")
 NORM_NAMES = ("none", "batch", "layer")
+# How a sampled GCN block is normalised (``TrainConfig.gcn_degrees``, see :class:`BlockGCNConv`).
+GCN_DEGREES = ("full", "block")
 
 
 class BlockLike(Protocol):
@@ -60,10 +62,17 @@ class BlockGCNConv(nn.Module):
     """GCN layer (Kipf & Welling) on a bipartite block, built on PyG's ``GCNConv``.
 
     Edge ``j -> i`` gets weight ``(d_i / s_i) / sqrt((d_i + 1) (d_j + 1))`` and each destination a
-    self-loop of weight ``1 / (d_i + 1)``, where ``d`` is a node's in-degree in the full graph and
-    ``s_i`` the number of neighbours sampled for ``i``. With all neighbours (fanout -1) this is
-    exactly the symmetric-normalised GCN of the full graph; with sampling it is the unbiased
-    estimate of it. Without full-graph degrees (ShaDow subgraphs) the block's own in-degrees are used.
+    self-loop of weight ``1 / (d_i + 1)``, where ``s_i`` is the number of neighbours sampled for ``i``
+    and ``d`` the ``degree`` passed in, which picks the normalisation (``--gcn-degrees``):
+
+    * ``full`` (``degree`` = full-graph in-degrees): with all neighbours (fanout -1) this is exactly
+      the symmetric-normalised GCN of the full graph; with sampling it is the unbiased estimate of it.
+    * ``block`` (``degree`` None): the GCN of the block itself, ``d`` = the block's own in-degrees
+      (``s`` for destinations, 0 for sources that are not destinations of the block), so edge weight
+      ``1 / sqrt((s_i + 1)(s_j + 1))`` as DGL's GraphConv on blocks; ShaDow subgraphs use it too.
+      At exact layer-wise inference every node is a destination of the (whole-graph) layer and has
+      all its neighbours, so its block in-degree is its full in-degree: both choices give the same
+      weights there (:func:`graphtier.train.inference.layerwise_outputs`).
     """
 
     def __init__(self, in_dim: int, out_dim: int) -> None:
@@ -237,7 +246,8 @@ class BlockGNN(nn.Module):
     ) -> Tensor:
         """``x`` float [blocks[0].num_src, in_dim] -> logits [blocks[-1].num_dst, out_dim].
 
-        ``degree``: float [blocks[0].num_src] full-graph in-degrees of the batch's nodes (GCN only).
+        ``degree``: float [blocks[0].num_src] full-graph in-degrees of the batch's nodes (GCN only;
+        None: every block's own in-degrees, ``--gcn-degrees block``).
         SAGE and GCN on the CSR path hand each hidden activation's backward pass to the next layer's
         aggregation kernel (its only reader), which applies the ReLU/dropout gate while writing the
         gradient (see :func:`relu_dropout_gated`).

@@ -11,7 +11,7 @@ import torch
 from graphtier.dataset import Dataset
 from graphtier.errors import OptionError
 from graphtier.store import make_feature_store
-from graphtier.train.inference import layerwise_outputs
+from graphtier.train.inference import full_in_degree, layerwise_outputs
 from graphtier.train.saved import SavedModel, check_fingerprint, load_model
 
 
@@ -50,7 +50,9 @@ def predict(
 
     The dataset must be the one the model was trained on (same fingerprint: graph, node order,
     features), else OptionError. Inference is exact: every layer over all in-neighbours of all
-    nodes, one chunk of ``chunk_size`` destination nodes at a time; ``device`` runs the model.
+    nodes, one chunk of ``chunk_size`` destination nodes at a time (the result does not depend on it);
+    ``device`` runs the model. A GCN is normalised by full-graph in-degrees whichever ``--gcn-degrees``
+    it was trained with (see :mod:`graphtier.train.inference`).
     """
     saved = model if isinstance(model, SavedModel) else load_model(model)
     data = dataset if isinstance(dataset, Dataset) else Dataset.open(dataset)
@@ -64,9 +66,9 @@ def predict(
         raise OptionError(f"--device {device}: CUDA is not available on this machine (use --device cpu)")
     net = saved.model.to(target)
     indptr = np.asarray(data.indptr)
-    degree = (
-        torch.from_numpy(np.diff(indptr).astype(np.float32)).to(target) if saved.config["model"] == "gcn" else None
-    )
+    # GCN: full-graph in-degrees with either --gcn-degrees (saved.gcn_degrees): exact inference sees the
+    # whole graph, where a node's block in-degree is its full in-degree (graphtier.train.inference)
+    degree = full_in_degree(indptr, target) if saved.config["model"] == "gcn" else None
     store = make_feature_store(data.features, "cpu-gather", device=target, ring_size=3)
     try:
         logits, hidden = layerwise_outputs(

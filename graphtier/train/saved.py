@@ -19,12 +19,14 @@ from torch import nn
 
 from graphtier.dataset import Dataset
 from graphtier.errors import OptionError
-from graphtier.train.models import build_model
+from graphtier.train.models import GCN_DEGREES, build_model
 
 SAVED_MODEL_FORMAT = "graphtier-model"
 SAVED_MODEL_VERSION = 1
 # The TrainConfig fields that rebuild the model (and the sampler it was trained with, for the record).
-MODEL_CONFIG_KEYS = ("model", "num_layers", "hidden", "heads", "norm", "dropout", "sampler", "fanouts")
+MODEL_CONFIG_KEYS = ("model", "num_layers", "hidden", "heads", "norm", "gcn_degrees", "dropout", "sampler", "fanouts")
+# What a key missing from an older file meant (the behaviour before the option existed).
+OLD_FILE_DEFAULTS = {"gcn_degrees": "full"}
 # Entries of an array hashed into the fingerprint at most (evenly spaced, first and last included).
 _HASH_SAMPLES = 1 << 20
 
@@ -78,10 +80,15 @@ class SavedModel:
     fingerprint: dict[str, Any]
     path: Path | None = None
 
+    @property
+    def gcn_degrees(self) -> str:
+        """``full`` or ``block``: the GCN normalisation the model was trained with (older files: ``full``)."""
+        return str(self.config.get("gcn_degrees", OLD_FILE_DEFAULTS["gcn_degrees"]))
+
 
 def model_config(config: dict[str, Any]) -> dict[str, Any]:
     """The subset of a ``TrainConfig.to_dict()`` that rebuilds the model."""
-    return {key: config[key] for key in MODEL_CONFIG_KEYS}
+    return {key: config[key] if key in config else OLD_FILE_DEFAULTS[key] for key in MODEL_CONFIG_KEYS}
 
 
 def save_model(path: str | os.PathLike[str], model: nn.Module, config: dict[str, Any], dataset: Dataset) -> Path:
@@ -122,7 +129,12 @@ def load_model(path: str | os.PathLike[str]) -> SavedModel:
         raise OptionError(
             f"--model {source}: field 'version' expected {SAVED_MODEL_VERSION}, found {state.get('version')!r}"
         )
-    cfg = state["config"]
+    cfg = {**OLD_FILE_DEFAULTS, **state["config"]}
+    if cfg["gcn_degrees"] not in GCN_DEGREES:
+        raise OptionError(
+            f"--model {source}: field 'config.gcn_degrees' expected one of {', '.join(GCN_DEGREES)}, "
+            f"found {cfg['gcn_degrees']!r}"
+        )
     model = build_model(
         cfg["model"], int(state["in_dim"]), int(cfg["hidden"]), int(state["out_dim"]), int(cfg["num_layers"]),
         dropout=float(cfg["dropout"]), norm=cfg["norm"], heads=int(cfg["heads"]),

@@ -116,11 +116,14 @@ class Trainer(Checkpointing, Evaluation, DistributedEpochs):
         )
         assert self.store.features is not None
         self.features: FeatureStore = self.store.features
+        # GCN: full-graph in-degrees, used by exact layer-wise inference with either --gcn-degrees and by
+        # sampled blocks with "full"; "block" normalises a sampled block by its own degrees (None).
         self.degree = (
             torch.from_numpy(np.diff(self.indptr).astype(np.float32)).to(self.device)
             if config.model == "gcn"
             else None
         )
+        self.block_degree = self.degree if config.gcn_degrees == "full" else None
         self.model = build_model(
             config.model,
             dataset.feature_dim,
@@ -209,8 +212,8 @@ class Trainer(Checkpointing, Evaluation, DistributedEpochs):
         y = item.y.to(self.device, non_blocking=non_blocking)
         seed_index = batch.seed_index.to(self.device, non_blocking=non_blocking)
         degree = None
-        if self.degree is not None:
-            degree = self.degree[batch.n_id.to(self.device, non_blocking=non_blocking)]
+        if self.block_degree is not None:
+            degree = self.block_degree[batch.n_id.to(self.device, non_blocking=non_blocking)]
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
         return x, blocks, y, seed_index, degree

@@ -43,6 +43,7 @@ def test_train_prints_epochs_and_writes_report(tiny_dataset: Dataset, tmp_path: 
         (["--devices", "cpu,cpu", "--shares", "0.3,0.3"], "summing to 1"),
         (["--sample-on", "gpu"], "--sample-on gpu: needs a CUDA device"),
         (["--topology-budget", "10%"], "--topology-budget: applies to --sample-on gpu only"),
+        (["--model", "gcn", "--gcn-degrees", "sampled"], "--gcn-degrees"),
     ],
 )
 def test_bad_options_are_one_line_errors(tiny_dataset: Dataset, args: list[str], fragment: str) -> None:
@@ -96,11 +97,25 @@ def test_fixed_choices_match_the_library_and_show_in_help() -> None:
     from graphtier.store import FEATURE_MODES
     from graphtier.train.balancer import BALANCE_MODES
     from graphtier.train.config import SAMPLER_NAMES
-    from graphtier.train.models import MODEL_NAMES, NORM_NAMES
+    from graphtier.train.models import GCN_DEGREES, MODEL_NAMES, NORM_NAMES
 
     assert train_cli.MODEL_CHOICES == MODEL_NAMES and train_cli.SAMPLER_CHOICES == SAMPLER_NAMES
     assert train_cli.NORM_CHOICES == NORM_NAMES and train_cli.FEATURES_ON_CHOICES == FEATURE_MODES
-    assert train_cli.BALANCE_CHOICES == BALANCE_MODES
+    assert train_cli.BALANCE_CHOICES == BALANCE_MODES and train_cli.GCN_DEGREES_CHOICES == GCN_DEGREES
     result = _run("train", "--help")
     assert result.returncode == 0
     assert "[sage|gcn|gat|mlp]" in result.stdout and "tiered+cache]" in result.stdout
+    assert "[full|block]" in result.stdout
+
+
+def test_gcn_degrees_is_recorded_in_the_report_and_the_saved_model(tiny_dataset: Dataset, tmp_path: Path) -> None:
+    report, model = tmp_path / "run.json", tmp_path / "gcn.pt"
+    result = _run(
+        "train", str(tiny_dataset.path), "--model", "gcn", "--gcn-degrees", "block", "--fanouts", "5,5",
+        "--batch-size", "50", "--hidden", "16", "--epochs", "1", "--report", str(report), "--save-model", str(model),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert json.loads(report.read_text())["config"]["gcn_degrees"] == "block"
+    from graphtier.train import load_model
+
+    assert load_model(model).gcn_degrees == "block"

@@ -308,3 +308,61 @@ def test_gcn_weights_match_block_gcn_conv_edges() -> None:
     torch.testing.assert_close(
         loops, 1.0 / (full[: block.num_dst] + 1.0), rtol=0, atol=0
     )
+
+
+def _block_gcn_reference(block: Block) -> tuple[np.ndarray, np.ndarray]:
+    """``--gcn-degrees block`` by hand, edge by edge in ``edge_index`` order: float64 (edge weights, self-loops).
+
+    The block's own in-degree ``b``: a destination's number of edges, 0 for a source that is not a destination.
+    Edge ``j -> i``: ``1 / sqrt((b_i + 1)(b_j + 1))``; self-loop of ``i``: ``1 / (b_i + 1)``.
+    """
+    src, dst = block.edge_index.numpy()
+    own = np.zeros(block.num_src, dtype=np.float64)
+    for i in dst:
+        own[i] += 1.0
+    weights = np.array([1.0 / np.sqrt((own[i] + 1.0) * (own[j] + 1.0)) for j, i in zip(src, dst)])
+    return weights, 1.0 / (own[: block.num_dst] + 1.0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    num_dst=st.integers(0, 30),
+    extra=st.integers(0, 30),
+    max_degree=st.integers(0, 6),
+    grouped=st.booleans(),
+)
+def test_block_gcn_weights_equal_the_reference(
+    seed: int, num_dst: int, extra: int, max_degree: int, grouped: bool
+) -> None:
+    """``gcn_weights(csr, None)`` on random blocks (empty rows, zero in-degree destinations, no edges at all)."""
+    block = random_block(np.random.default_rng(seed), num_dst, extra, max_degree, grouped)
+    csr = block_csr(block)
+    weight, loops = gcn_weights(csr, None, torch.float64)
+    expected, expected_loops = _block_gcn_reference(block)
+    if csr.edge_order is not None:
+        expected = expected[csr.edge_order.numpy()]
+    np.testing.assert_allclose(weight.numpy(), expected, rtol=1e-12, atol=0)
+    np.testing.assert_allclose(loops.numpy(), expected_loops, rtol=1e-12, atol=0)
+    assert weight.shape == (block.num_edges,) and loops.shape == (block.num_dst,)
+
+
+def test_block_gcn_layer_equals_the_dense_reference() -> None:
+    """A GCN layer with ``degree=None`` computes ``(A_b x + diag(loops) x[:num_dst]) W + b`` with the reference weights."""
+    rng = np.random.default_rng(7)
+    block = random_block(rng, 25, 20, 5, False)
+    torch.manual_seed(0)
+    model = BlockGNN("gcn", 6, 8, 3, 1, dropout=0.0).double()
+    x = torch.randn(block.num_src, 6, dtype=torch.float64)
+    weights, loops = _block_gcn_reference(block)
+    dense = np.zeros((block.num_dst, block.num_src))
+    for (j, i), w in zip(block.edge_index.numpy().T, weights):
+        dense[i, j] += w
+    dense[np.arange(block.num_dst), np.arange(block.num_dst)] += loops
+    conv = model.convs[0].conv
+    expected = torch.from_numpy(dense) @ x @ conv.lin.weight.detach().t() + conv.bias.detach()
+    for use_csr in (True, False):
+        model.use_csr = use_csr
+        with torch.no_grad():
+            out = model(x, [block], None)
+        torch.testing.assert_close(out, expected, rtol=1e-10, atol=1e-10)

@@ -87,3 +87,34 @@ def test_check_fingerprint_passes_on_the_training_dataset(tiny_dataset: Dataset,
     path = tmp_path / "model.pt"
     train(tiny_dataset, epochs=1, save_model=str(path), **SMALL)
     check_fingerprint(load_model(path), Dataset.open(tiny_dataset.path))
+
+
+def test_block_gcn_predictions_do_not_depend_on_the_chunk_size(tiny_dataset: Dataset, tmp_path: Path) -> None:
+    """A --gcn-degrees block model: saved with the choice; exact inference equal for any chunk size."""
+    path = tmp_path / "gcn.pt"
+    result = train(
+        tiny_dataset, model="gcn", gcn_degrees="block", epochs=3, full_inference=True, save_model=str(path), **SMALL
+    )
+    saved = load_model(path)
+    assert saved.gcn_degrees == "block" and saved.config["gcn_degrees"] == "block"
+    small, large = predict(saved, tiny_dataset, chunk_size=13), predict(saved, tiny_dataset, chunk_size=1000)
+    np.testing.assert_allclose(small.logits, large.logits, rtol=1e-5, atol=1e-5)
+    test = np.asarray(tiny_dataset.test_idx)
+    accuracy = float((large.classes[test] == np.asarray(tiny_dataset.labels)[test]).mean())
+    assert accuracy == pytest.approx(result["final"]["test_acc"])
+
+
+def test_saved_model_without_gcn_degrees_means_full(tiny_dataset: Dataset, tmp_path: Path) -> None:
+    path = tmp_path / "gcn.pt"
+    train(tiny_dataset, model="gcn", epochs=1, save_model=str(path), **SMALL)
+    state = torch.load(path, weights_only=True)
+    del state["config"]["gcn_degrees"]  # a file written before the option existed
+    torch.save(state, path)
+    saved = load_model(path)
+    assert saved.gcn_degrees == "full"
+    assert predict(saved, tiny_dataset).logits.shape == (tiny_dataset.num_nodes, tiny_dataset.num_classes)
+    state["config"]["gcn_degrees"] = "both"
+    torch.save(state, path)
+    with pytest.raises(OptionError, match="field 'config.gcn_degrees' expected one of full, block, found 'both'") as info:
+        load_model(path)
+    assert "\n" not in str(info.value)

@@ -73,6 +73,51 @@ def test_checkpoint_resume_matches_uninterrupted_run(tiny_dataset: Dataset, tmp_
     assert [e["loss"] for e in resumed["epochs"]] == pytest.approx([e["loss"] for e in straight["epochs"]], rel=1e-5)
     with pytest.raises(OptionError, match="'hidden'"):
         Trainer(tiny_dataset, TrainConfig(epochs=4, checkpoint=str(ckpt), **(SMALL | {"hidden": 8})))
+    with pytest.raises(OptionError, match="'gcn_degrees' is 'full' in the checkpoint but 'block'"):
+        Trainer(tiny_dataset, TrainConfig(epochs=4, checkpoint=str(ckpt), **(SMALL | {"gcn_degrees": "block"})))
+
+
+def test_checkpoint_without_gcn_degrees_resumes_as_full(tiny_dataset: Dataset, tmp_path: Path) -> None:
+    """A checkpoint written before --gcn-degrees existed was trained with full-graph degrees."""
+    import torch
+
+    ckpt = tmp_path / "ckpt"
+    train(tiny_dataset, model="gcn", epochs=1, checkpoint=str(ckpt), **SMALL)
+    state = torch.load(ckpt / "checkpoint.pt", weights_only=False)
+    del state["config"]["gcn_degrees"]
+    torch.save(state, ckpt / "checkpoint.pt")
+    assert Trainer(tiny_dataset, TrainConfig(model="gcn", epochs=2, checkpoint=str(ckpt), **SMALL)).start_epoch == 2
+    with pytest.raises(OptionError, match="'gcn_degrees' is 'full'"):
+        Trainer(tiny_dataset, TrainConfig(model="gcn", gcn_degrees="block", epochs=2, checkpoint=str(ckpt), **SMALL))
+
+
+@pytest.mark.parametrize("gcn_degrees", ["full", "block"])
+def test_gcn_degrees_reach_the_model(tiny_dataset: Dataset, gcn_degrees: str) -> None:
+    """Training and sampled evaluation pass full-graph degrees (full) or None (block: the blocks' own)."""
+    trainer = Trainer(tiny_dataset, TrainConfig(model="gcn", gcn_degrees=gcn_degrees, epochs=1, **SMALL))
+    seen: list[tuple[bool, object]] = []
+    forward = trainer.model.forward
+
+    def recording(x, blocks, degree=None):  # type: ignore[no-untyped-def]
+        seen.append((trainer.model.training, degree))
+        if degree is not None:  # the batch's nodes' full-graph in-degrees, in n_id order
+            assert degree.shape == (blocks[0].num_src,)
+        return forward(x, blocks, degree)
+
+    trainer.model.forward = recording  # type: ignore[method-assign]
+    trainer.fit()
+    assert {training for training, _ in seen} == {True, False}  # both training and sampled evaluation
+    assert all((degree is None) == (gcn_degrees == "block") for _, degree in seen)
+
+
+def test_gcn_degrees_change_training(tiny_dataset: Dataset) -> None:
+    full = train(tiny_dataset, model="gcn", epochs=2, **SMALL)
+    block = train(tiny_dataset, model="gcn", gcn_degrees="block", epochs=2, **SMALL)
+    assert block["config"]["gcn_degrees"] == "block" and full["config"]["gcn_degrees"] == "full"
+    assert [e["loss"] for e in block["epochs"]] != [e["loss"] for e in full["epochs"]]
+    # other models ignore the option (as they ignore --heads): the same run either way
+    sage = [train(tiny_dataset, gcn_degrees=d, epochs=1, **SMALL)["epochs"][0]["loss"] for d in ("full", "block")]
+    assert sage[0] == sage[1]
 
 
 @pytest.mark.parametrize(
@@ -90,6 +135,7 @@ def test_checkpoint_resume_matches_uninterrupted_run(tiny_dataset: Dataset, tmp_
         ({"topology_budget": "10%"}, "--topology-budget: applies to --sample-on gpu only"),
         ({"sample_on": "gpu", "sampler": "shadow", "layers": 2}, "--sample-on gpu: runs the neighbour sampler only"),
         ({"sample_on": "gpu", "devices": ("cpu", "cpu")}, "--sample-on gpu: not available with --devices"),
+        ({"model": "gcn", "gcn_degrees": "sampled"}, "--gcn-degrees expected one of full, block, found 'sampled'"),
     ],
 )
 def test_bad_options_fail_before_work(tiny_dataset: Dataset, options: dict, fragment: str) -> None:
