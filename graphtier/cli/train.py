@@ -10,12 +10,12 @@ import click
 from graphtier.cli.options import SEED, fanouts_option_type
 
 # The fixed choices, spelled here so that `graphtier train --help` shows them without importing torch
-# (tests/cli/test_train_cli.py checks they equal MODEL_NAMES, SAMPLER_NAMES, NORM_NAMES, GCN_DEGREES, FEATURE_MODES,
+# (tests/cli/test_train_cli.py checks they equal MODEL_NAMES, SAMPLER_NAMES, NORM_NAMES, GCN_DEGREES_OPTIONS, FEATURE_MODES,
 # BALANCE_MODES).
 MODEL_CHOICES = ("sage", "gcn", "gat", "mlp")
 SAMPLER_CHOICES = ("neighbor", "shadow")
 NORM_CHOICES = ("none", "batch", "layer")
-GCN_DEGREES_CHOICES = ("full", "block")
+GCN_DEGREES_CHOICES = ("auto", "full", "block")
 FEATURES_ON_CHOICES = ("cpu-gather", "zero-copy", "tiered", "tiered+cache")
 BALANCE_CHOICES = ("dynamic", "static", "off")
 
@@ -74,10 +74,11 @@ def _progress_factory(console: Any) -> Callable[[str, int], Callable[[int, dict[
 @click.option("--heads", default=4, show_default=True, type=int, help="GAT attention heads.")
 @click.option("--norm", type=click.Choice(NORM_CHOICES), default="none", show_default=True,
               help="Normalisation between layers.")
-@click.option("--gcn-degrees", type=click.Choice(GCN_DEGREES_CHOICES), default="full", show_default=True,
+@click.option("--gcn-degrees", type=click.Choice(GCN_DEGREES_CHOICES), default="auto", show_default=True,
               help="GCN only: normalise a sampled block by full-graph in-degrees (unbiased estimate of the "
-              "full-graph GCN) or by the block's own in-degrees (as DGL's GraphConv); exact inference uses "
-              "full in-degrees with either.")
+              "full-graph GCN) or by the block's own in-degrees (as DGL's GraphConv); auto: full with "
+              "--full-inference, else block (the better one of each evaluation, measured). Exact inference "
+              "uses full in-degrees with either.")
 @click.option("--dropout", default=0.5, show_default=True, type=float)
 @click.option("--epochs", default=10, show_default=True, type=int)
 @click.option("--lr", default=0.003, show_default=True, type=float)

@@ -123,7 +123,7 @@ class Trainer(Checkpointing, Evaluation, DistributedEpochs):
             if config.model == "gcn"
             else None
         )
-        self.block_degree = self.degree if config.gcn_degrees == "full" else None
+        self.block_degree = self.degree if config.gcn_degrees_used == "full" else None
         self.model = build_model(
             config.model,
             dataset.feature_dim,

@@ -96,16 +96,16 @@ def test_fixed_choices_match_the_library_and_show_in_help() -> None:
     from graphtier.cli import train as train_cli
     from graphtier.store import FEATURE_MODES
     from graphtier.train.balancer import BALANCE_MODES
-    from graphtier.train.config import SAMPLER_NAMES
-    from graphtier.train.models import GCN_DEGREES, MODEL_NAMES, NORM_NAMES
+    from graphtier.train.config import GCN_DEGREES_OPTIONS, SAMPLER_NAMES
+    from graphtier.train.models import MODEL_NAMES, NORM_NAMES
 
     assert train_cli.MODEL_CHOICES == MODEL_NAMES and train_cli.SAMPLER_CHOICES == SAMPLER_NAMES
     assert train_cli.NORM_CHOICES == NORM_NAMES and train_cli.FEATURES_ON_CHOICES == FEATURE_MODES
-    assert train_cli.BALANCE_CHOICES == BALANCE_MODES and train_cli.GCN_DEGREES_CHOICES == GCN_DEGREES
+    assert train_cli.BALANCE_CHOICES == BALANCE_MODES and train_cli.GCN_DEGREES_CHOICES == GCN_DEGREES_OPTIONS
     result = _run("train", "--help")
     assert result.returncode == 0
     assert "[sage|gcn|gat|mlp]" in result.stdout and "tiered+cache]" in result.stdout
-    assert "[full|block]" in result.stdout
+    assert "[auto|full|block]" in result.stdout
 
 
 def test_gcn_degrees_is_recorded_in_the_report_and_the_saved_model(tiny_dataset: Dataset, tmp_path: Path) -> None:

@@ -73,8 +73,9 @@ def test_checkpoint_resume_matches_uninterrupted_run(tiny_dataset: Dataset, tmp_
     assert [e["loss"] for e in resumed["epochs"]] == pytest.approx([e["loss"] for e in straight["epochs"]], rel=1e-5)
     with pytest.raises(OptionError, match="'hidden'"):
         Trainer(tiny_dataset, TrainConfig(epochs=4, checkpoint=str(ckpt), **(SMALL | {"hidden": 8})))
-    with pytest.raises(OptionError, match="'gcn_degrees' is 'full' in the checkpoint but 'block'"):
-        Trainer(tiny_dataset, TrainConfig(epochs=4, checkpoint=str(ckpt), **(SMALL | {"gcn_degrees": "block"})))
+    # the default (auto, sampled evaluation) trained with block degrees: the checkpoint records what ran
+    with pytest.raises(OptionError, match="'gcn_degrees' is 'block' in the checkpoint but 'full'"):
+        Trainer(tiny_dataset, TrainConfig(epochs=4, checkpoint=str(ckpt), **(SMALL | {"gcn_degrees": "full"})))
 
 
 def test_checkpoint_without_gcn_degrees_resumes_as_full(tiny_dataset: Dataset, tmp_path: Path) -> None:
@@ -82,13 +83,25 @@ def test_checkpoint_without_gcn_degrees_resumes_as_full(tiny_dataset: Dataset, t
     import torch
 
     ckpt = tmp_path / "ckpt"
-    train(tiny_dataset, model="gcn", epochs=1, checkpoint=str(ckpt), **SMALL)
+    train(tiny_dataset, model="gcn", gcn_degrees="full", epochs=1, checkpoint=str(ckpt), **SMALL)
     state = torch.load(ckpt / "checkpoint.pt", weights_only=False)
     del state["config"]["gcn_degrees"]
     torch.save(state, ckpt / "checkpoint.pt")
-    assert Trainer(tiny_dataset, TrainConfig(model="gcn", epochs=2, checkpoint=str(ckpt), **SMALL)).start_epoch == 2
+    resumed = Trainer(tiny_dataset, TrainConfig(model="gcn", gcn_degrees="full", epochs=2, checkpoint=str(ckpt), **SMALL))
+    assert resumed.start_epoch == 2
     with pytest.raises(OptionError, match="'gcn_degrees' is 'full'"):
         Trainer(tiny_dataset, TrainConfig(model="gcn", gcn_degrees="block", epochs=2, checkpoint=str(ckpt), **SMALL))
+
+
+@pytest.mark.parametrize(
+    ("gcn_degrees", "full_inference", "used"),
+    [("auto", False, "block"), ("auto", True, "full"), ("full", False, "full"), ("block", True, "block")],
+)
+def test_auto_gcn_degrees_follow_the_final_evaluation(gcn_degrees: str, full_inference: bool, used: str) -> None:
+    """auto: block degrees when the final accuracy is sampled, full ones with --full-inference; recorded resolved."""
+    config = TrainConfig(model="gcn", gcn_degrees=gcn_degrees, full_inference=full_inference)
+    assert config.gcn_degrees_used == used
+    assert config.to_dict()["gcn_degrees"] == used
 
 
 @pytest.mark.parametrize("gcn_degrees", ["full", "block"])
@@ -111,7 +124,7 @@ def test_gcn_degrees_reach_the_model(tiny_dataset: Dataset, gcn_degrees: str) ->
 
 
 def test_gcn_degrees_change_training(tiny_dataset: Dataset) -> None:
-    full = train(tiny_dataset, model="gcn", epochs=2, **SMALL)
+    full = train(tiny_dataset, model="gcn", gcn_degrees="full", epochs=2, **SMALL)
     block = train(tiny_dataset, model="gcn", gcn_degrees="block", epochs=2, **SMALL)
     assert block["config"]["gcn_degrees"] == "block" and full["config"]["gcn_degrees"] == "full"
     assert [e["loss"] for e in block["epochs"]] != [e["loss"] for e in full["epochs"]]
@@ -135,7 +148,7 @@ def test_gcn_degrees_change_training(tiny_dataset: Dataset) -> None:
         ({"topology_budget": "10%"}, "--topology-budget: applies to --sample-on gpu only"),
         ({"sample_on": "gpu", "sampler": "shadow", "layers": 2}, "--sample-on gpu: runs the neighbour sampler only"),
         ({"sample_on": "gpu", "devices": ("cpu", "cpu")}, "--sample-on gpu: not available with --devices"),
-        ({"model": "gcn", "gcn_degrees": "sampled"}, "--gcn-degrees expected one of full, block, found 'sampled'"),
+        ({"model": "gcn", "gcn_degrees": "sampled"}, "--gcn-degrees expected one of auto, full, block, found 'sampled'"),
     ],
 )
 def test_bad_options_fail_before_work(tiny_dataset: Dataset, options: dict, fragment: str) -> None:
