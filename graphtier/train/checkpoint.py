@@ -9,14 +9,13 @@ from typing import Any
 import torch
 
 from graphtier.errors import OptionError
+from graphtier.train.saved import OLD_FILE_DEFAULTS
 
 CHECKPOINT_FILE = "checkpoint.pt"
 # Options that must match for a checkpoint to be resumed.
 CHECKPOINT_KEYS = (
     "model", "sampler", "fanouts", "num_layers", "hidden", "heads", "norm", "gcn_degrees", "batch_size", "seed",
 )
-# What a key missing from an older checkpoint meant (the behaviour before the option existed).
-_OLD_DEFAULTS = {"gcn_degrees": "full"}
 
 
 class Checkpointing:
@@ -61,12 +60,13 @@ class Checkpointing:
             state = torch.load(path, map_location=self.device, weights_only=False)
         except Exception as exc:
             raise OptionError(f"{path}: not a readable graphtier checkpoint ({exc})") from None
-        saved = state.get("config", {})
+        # a key missing from an older checkpoint means what it meant before the option existed
+        saved = {**OLD_FILE_DEFAULTS, **state.get("config", {})}
         current = self.config.to_dict()
         for key in CHECKPOINT_KEYS:
-            if saved.get(key, _OLD_DEFAULTS.get(key)) != current.get(key):
+            if saved.get(key) != current.get(key):
                 raise OptionError(
-                    f"{path}: field {key!r} is {saved.get(key, _OLD_DEFAULTS.get(key))!r} in the checkpoint but {current.get(key)!r} in "
+                    f"{path}: field {key!r} is {saved.get(key)!r} in the checkpoint but {current.get(key)!r} in "
                     "this run (use another --checkpoint directory)"
                 )
         if state.get("dataset") != {"num_nodes": self.dataset.num_nodes, "num_edges": self.dataset.num_edges}:

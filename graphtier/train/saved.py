@@ -25,7 +25,7 @@ SAVED_MODEL_FORMAT = "graphtier-model"
 SAVED_MODEL_VERSION = 1
 # The TrainConfig fields that rebuild the model (and the sampler it was trained with, for the record).
 MODEL_CONFIG_KEYS = ("model", "num_layers", "hidden", "heads", "norm", "gcn_degrees", "dropout", "sampler", "fanouts")
-# What a key missing from an older file meant (the behaviour before the option existed).
+# What a key missing from an older file (saved model or checkpoint) meant: the behaviour before the option existed.
 OLD_FILE_DEFAULTS = {"gcn_degrees": "full"}
 # Entries of an array hashed into the fingerprint at most (evenly spaced, first and last included).
 _HASH_SAMPLES = 1 << 20

@@ -35,6 +35,7 @@ from graphtier.train.config import TrainConfig
 from graphtier.train.distributed_epoch import DistributedEpochs
 from graphtier.train.evaluation import Evaluation
 from graphtier.train.host_memory import keep_freed_memory
+from graphtier.train.inference import full_in_degree
 from graphtier.train.models import build_model
 from graphtier.train.pipeline import BatchProducer, PreparedBatch
 from graphtier.train.report import RunReport, environment_info
@@ -118,11 +119,7 @@ class Trainer(Checkpointing, Evaluation, DistributedEpochs):
         self.features: FeatureStore = self.store.features
         # GCN: full-graph in-degrees, used by exact layer-wise inference with either --gcn-degrees and by
         # sampled blocks with "full"; "block" normalises a sampled block by its own degrees (None).
-        self.degree = (
-            torch.from_numpy(np.diff(self.indptr).astype(np.float32)).to(self.device)
-            if config.model == "gcn"
-            else None
-        )
+        self.degree = full_in_degree(self.indptr, self.device) if config.model == "gcn" else None
         self.block_degree = self.degree if config.gcn_degrees_used == "full" else None
         self.model = build_model(
             config.model,
