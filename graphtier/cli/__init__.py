@@ -17,6 +17,7 @@ from typing import Any
 
 import click
 
+from graphtier._signals import terminate_as_interrupt
 from graphtier.errors import GraphtierError
 
 # Every subcommand: its module (exposing ``command``, a click.Command or click.Group) and the one-line
@@ -107,6 +108,7 @@ def fail(message: str) -> "NoReturn":  # type: ignore[name-defined]  # noqa: F82
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the console script and of ``python -m graphtier``."""
+    terminate_as_interrupt()  # SIGTERM runs the same clean-up as Ctrl-C (graphtier._signals)
     try:
         exit_code = cli.main(args=argv, prog_name="graphtier", standalone_mode=False)
     except GraphtierError as exc:
@@ -119,7 +121,7 @@ def main(argv: list[str] | None = None) -> None:
     except click.ClickException as exc:
         fail(exc.format_message())
     except click.exceptions.Abort:
-        click.echo("graphtier: aborted", err=True)
+        click.echo("graphtier: interrupted", err=True)  # click turns Ctrl-C into Abort
         sys.exit(130)
     except KeyboardInterrupt:
         click.echo("graphtier: interrupted", err=True)
