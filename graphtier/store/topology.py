@@ -230,6 +230,8 @@ class TieredTopology:
         out = torch.empty(positions.shape[0], dtype=torch.int64, device=self.device)
         with torch.cuda.device(self.device) if self.device.type == "cuda" else nullcontext():
             self._kernels.gather_positions_triton(self._local, self._host_arg, positions, out, host_start=self.plan.peer_end)
+            if self.device.type == "cuda" and self._host is not None:  # unregistered only once this read is done
+                self._host.record_use(torch.cuda.current_stream(self.device))
             if disk_count:
                 on_disk = torch.nonzero(positions >= self.plan.host_end).flatten()
                 disk_positions = positions[on_disk].cpu().numpy()
