@@ -41,8 +41,9 @@ import functools
 import mmap
 import threading
 import weakref
+from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import Hashable, Protocol
+from typing import Protocol
 
 import numpy as np
 import torch

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-import tests.interpreted as interpreted
+from tests import interpreted
 
 
 @pytest.mark.parametrize(
