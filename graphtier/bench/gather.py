@@ -88,16 +88,21 @@ def _gpu_methods(table: np.ndarray, ids: np.ndarray, device: torch.device) -> tu
     ids_dev = ids_t.to(device)
     dim = table.shape[1]
     host = HostFeatureStore(table, ring_size=1, pin=True)
-    unified = UnifiedTensor(torch.from_numpy(table))
+    unified = UnifiedTensor.from_rows(table, 0, table.shape[0])  # a registered copy: the tiered store copies its own
     out = torch.empty((ids.shape[0], dim), dtype=unified.tensor.dtype, device=device)
     row_bytes = dim * table.dtype.itemsize
     plan = plan_tiers(table.shape[0], row_bytes, device=device, gpu_budget="10%", log=lambda _: None)
     tiered = TieredFeatureStore(table, plan, device=device, ring_size=1, log=lambda _: None)
     on_device = torch.from_numpy(table).to(device)
+
+    def zero_copy(aligned: bool) -> None:
+        _triton_kernels.gather_rows_triton(unified.tensor, ids_dev, out, aligned=aligned)
+        unified.record_use(torch.cuda.current_stream(device))  # unregistered only once this read is done
+
     methods = {
         "cpu-gather+h2d": lambda: host.gather(ids_t).to(device, non_blocking=True),
-        "zero-copy-naive": lambda: _triton_kernels.gather_rows_triton(unified.tensor, ids_dev, out, aligned=False),
-        "zero-copy-aligned": lambda: _triton_kernels.gather_rows_triton(unified.tensor, ids_dev, out, aligned=True),
+        "zero-copy-naive": lambda: zero_copy(False),
+        "zero-copy-aligned": lambda: zero_copy(True),
         "tiered-gpu": lambda: tiered.gather(ids_t),
         "device-index": lambda: torch.index_select(on_device, 0, ids_dev, out=out),
     }

@@ -43,6 +43,7 @@ from graphtier.store import (
     make_feature_store,
     make_topology,
 )
+from graphtier.store.arena import in_flight_bytes
 from graphtier.store.gpu_topology import GpuTopology
 from graphtier.store.topology import INDPTR_BYTES_PER_DESTINATION
 from graphtier.tiering.plan import (
@@ -153,6 +154,7 @@ class GraphStore:
         batch_size: int = 1024,
         fanouts: Sequence[int] = (15, 10, 5),
         ring_size: int = 6,
+        prefetch: int | None = None,
         log: Callable[[str], None] = print,
     ) -> GraphStore:
         """Open ``dataset`` (a Dataset or a path) with its features and topology placed by the budgets.
@@ -162,7 +164,9 @@ class GraphStore:
         "gpu" the topology is tiered by ``topology_budget`` (bytes, fraction of the edges or "auto";
         default auto) and ``ram_budget`` (which bounds the host tier of the features and of the topology
         each). With both GPU budgets "auto" the topology is placed first and the features get the rest.
-        ``batch_size``/``fanouts`` only size the staging buffers.
+        ``batch_size``/``fanouts`` size the staging buffers and, with ``prefetch`` (default ``ring_size - 3``,
+        the trainer's ring), the room "auto" GPU budgets leave for the batches in flight
+        (:func:`graphtier.store.arena.in_flight_bytes`).
         """
         if not isinstance(dataset, Dataset):
             dataset = Dataset.open(dataset)
@@ -170,11 +174,15 @@ class GraphStore:
         check_sample_on(sample_on, device, topology_budget)
         # topology first: with both budgets "auto" the edge lists (read for every sampled edge, and
         # usually smaller than the features) take GPU memory first and the feature tier gets what is left
+        rows_bound = batch_rows_bound(batch_size, list(fanouts), dataset.num_nodes)
+        row_bytes = 0 if dataset.features is None else int(dataset.features.shape[1]) * dataset.features.dtype.itemsize
+        batches = prefetch if prefetch is not None else max(0, ring_size - 3)
+        reserve = in_flight_bytes(rows_bound, row_bytes, batches) if device.type == "cuda" else 0
         topology = None
         if sample_on == "gpu":
             topology = make_topology(
                 dataset.indptr, dataset.indices, device=device, topology_budget=topology_budget,
-                ram_budget=ram_budget, log=log,
+                ram_budget=ram_budget, log=log, in_flight_bytes=reserve,
             )
         features = None
         if dataset.features is not None:
@@ -188,7 +196,8 @@ class GraphStore:
                     peer_partitions=peer_partitions,
                     ram_budget=ram_budget,
                     ring_size=ring_size,
-                    max_batch_rows=batch_rows_bound(batch_size, list(fanouts), dataset.num_nodes),
+                    max_batch_rows=rows_bound,
+                    in_flight_bytes=reserve,
                     log=log,
                 )
             except BaseException:

@@ -51,6 +51,20 @@ def batch_rows_bound(batch_size: int, fanouts: list[int] | tuple[int, ...], num_
     return int(min(bound, num_nodes))
 
 
+# device bytes of a sampled batch's block structure per row bound: the node's int64 id and its edge's two int64 endpoints
+BLOCK_BYTES_PER_ROW = 24
+
+
+def in_flight_bytes(rows_bound: int, row_bytes: int, prefetch: int) -> int:
+    """Device bytes the batches in flight can take: (prefetch + 2) batches of ``rows_bound`` rows.
+
+    Per row: ``row_bytes`` of gathered features plus :data:`BLOCK_BYTES_PER_ROW` of blocks (a batch
+    samples at most one edge per row beyond its seeds). ``prefetch`` batches wait in the pipeline,
+    one is trained on and one is being gathered; ``auto`` GPU budgets leave this much free.
+    """
+    return (max(0, int(prefetch)) + 2) * int(rows_bound) * (int(row_bytes) + BLOCK_BYTES_PER_ROW)
+
+
 @dataclass
 class _Slot:
     buffer: torch.Tensor  # [capacity, dim]

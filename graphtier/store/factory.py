@@ -69,6 +69,7 @@ def make_feature_store(
     ram_budget: str | None = None,
     ring_size: int = 6,
     max_batch_rows: int | None = None,
+    in_flight_bytes: int = 0,
     log: Callable[[str], None] = print,
 ) -> FeatureStore:
     """Build the feature store of ``mode`` over ``features`` (float32/float16 [N, D], RAM or memory map).
@@ -81,6 +82,7 @@ def make_feature_store(
     Every mode gathers through one :class:`graphtier.store.arena.StagingArena` of reusable host buffers
     (pinned on CUDA); ``max_batch_rows`` (e.g. :func:`graphtier.store.arena.batch_rows_bound` of the
     sampler) caps its geometric growth, ``ring_size`` is the reuse distance of pinned buffers.
+    ``in_flight_bytes`` (:func:`graphtier.store.arena.in_flight_bytes`) is left free of an auto GPU budget.
     """
     if mode not in FEATURE_MODES:
         raise OptionError(f"--features-on: expected one of {', '.join(FEATURE_MODES)}, found {mode!r}")
@@ -120,6 +122,7 @@ def make_feature_store(
         peer_partitions=peer_partitions,
         ram_budget=ram_budget,
         log=log,
+        reserve_bytes=in_flight_bytes,
     )
     if mode == "tiered+cache" and plan.cache_rows == 0 and plan.peer_end < num_rows:
         log("cache budget resolved to 0 rows: tiered+cache runs without a cache")

@@ -26,7 +26,11 @@ import numpy as np
 from graphtier.errors import OptionError
 
 TOPOLOGY_DIR = Path(__file__).resolve().parent / "topologies"
-NVLINK_GBPS_PER_LINK = {1: 20.0, 2: 25.0, 3: 25.0, 4: 25.0, 5: 50.0}
+# GB/s per NVLink and direction, by nvmlDeviceGetArchitecture (Pascal 4, Volta 5, Ampere 7, Hopper 9, Blackwell 10)
+NVLINK_GBPS_BY_ARCHITECTURE = {4: 20.0, 5: 25.0, 7: 25.0, 9: 25.0, 10: 50.0}
+# ... else by nvmlNvlinkVersion_t (1.0, 2.0, 2.2, 3.0, 3.1, 4.0, 5.0); Hopper is known to report 5.0
+NVLINK_GBPS_PER_VERSION = {1: 20.0, 2: 25.0, 3: 25.0, 4: 25.0, 5: 25.0, 6: 25.0, 7: 50.0}
+NVLINK_REMOTE_SWITCH = 2  # NVML_NVLINK_DEVICE_TYPE_SWITCH
 PCIE_GBPS_PER_LANE = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}
 
 
@@ -155,8 +159,12 @@ def resolve_topology(text: str) -> GpuTopology:
 def nvml_topology(local_gbps: float = 900.0) -> GpuTopology | None:
     """The machine's topology from NVML, or None when ``nvidia-ml-py`` or the driver is missing.
 
-    Counts active NVLinks between each pair of GPUs (``nvmlDeviceGetNvLinkRemotePciInfo``) times the
-    per-link bandwidth of the link's NVLink version; the host link is the PCIe generation x width.
+    Each active NVLink adds its per-link bandwidth (by the GPU's architecture, else the link's NVLink
+    version) to the pair it joins: a link to another GPU (``nvmlDeviceGetNvLinkRemotePciInfo``) to that
+    pair, a link to an NVSwitch (HGX/DGX machines) to the GPU's switch bandwidth, and two GPUs on the
+    switches are linked by the smaller of their switch bandwidths (the switches are taken as one
+    fabric). The host link is the PCIe generation x width (12 GB/s where NVML cannot tell). An NVML
+    error outside the links (e.g. "Not Supported" in a VM) is an OptionError of one line.
     """
     try:
         import pynvml  # type: ignore[import-not-found]
@@ -167,30 +175,55 @@ def nvml_topology(local_gbps: float = 900.0) -> GpuTopology | None:
     except pynvml.NVMLError:
         return None
     try:
-        count = pynvml.nvmlDeviceGetCount()
-        handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(count)]
-        bus_ids = [_bus_id(pynvml.nvmlDeviceGetPciInfo(h)) for h in handles]
-        links = np.zeros((count, count), dtype=np.float64)
-        host = np.zeros(count, dtype=np.float64)
-        for i, handle in enumerate(handles):
-            generation = pynvml.nvmlDeviceGetCurrPcieLinkGeneration(handle)
-            width = pynvml.nvmlDeviceGetCurrPcieLinkWidth(handle)
-            host[i] = PCIE_GBPS_PER_LANE.get(int(generation), 0.985) * int(width)
-            for link in range(getattr(pynvml, "NVML_NVLINK_MAX_LINKS", 18)):
-                try:
-                    if pynvml.nvmlDeviceGetNvLinkState(handle, link) != pynvml.NVML_FEATURE_ENABLED:
-                        continue
-                    remote = _bus_id(pynvml.nvmlDeviceGetNvLinkRemotePciInfo(handle, link))
-                    version = int(pynvml.nvmlDeviceGetNvLinkVersion(handle, link))
-                except pynvml.NVMLError:
-                    continue
-                if remote in bus_ids:
-                    links[i, bus_ids.index(remote)] += NVLINK_GBPS_PER_LINK.get(version, 25.0)
-        host[host <= 0] = 12.0
-        np.fill_diagonal(links, 0.0)
-        return GpuTopology("nvml", links, host, np.full(count, local_gbps), "read from NVML")
+        return _read_nvml(pynvml, local_gbps)
+    except pynvml.NVMLError as exc:
+        raise OptionError(
+            f"--gpu-topology nvml: NVML cannot describe this machine's GPUs ({exc}); pass a shipped name "
+            f"({', '.join(shipped_topology_names())}) or a JSON file instead"
+        ) from None
     finally:
         pynvml.nvmlShutdown()
+
+
+def _read_nvml(nvml: Any, local_gbps: float) -> GpuTopology:
+    count = int(nvml.nvmlDeviceGetCount())
+    handles = [nvml.nvmlDeviceGetHandleByIndex(i) for i in range(count)]
+    bus_ids = [_bus_id(nvml.nvmlDeviceGetPciInfo(h)) for h in handles]
+    links = np.zeros((count, count), dtype=np.float64)
+    switch = np.zeros(count, dtype=np.float64)
+    host = np.zeros(count, dtype=np.float64)
+    remote_type = getattr(nvml, "nvmlDeviceGetNvLinkRemoteDeviceType", None)
+    switch_type = getattr(nvml, "NVML_NVLINK_DEVICE_TYPE_SWITCH", NVLINK_REMOTE_SWITCH)
+    for i, handle in enumerate(handles):
+        try:
+            generation = nvml.nvmlDeviceGetCurrPcieLinkGeneration(handle)
+            width = nvml.nvmlDeviceGetCurrPcieLinkWidth(handle)
+            host[i] = PCIE_GBPS_PER_LANE.get(int(generation), 0.985) * int(width)
+        except nvml.NVMLError:
+            pass  # not reported (e.g. a VM): the default below
+        try:
+            architecture: int | None = int(nvml.nvmlDeviceGetArchitecture(handle))
+        except (nvml.NVMLError, AttributeError):
+            architecture = None
+        for link in range(getattr(nvml, "NVML_NVLINK_MAX_LINKS", 18)):
+            try:
+                if nvml.nvmlDeviceGetNvLinkState(handle, link) != nvml.NVML_FEATURE_ENABLED:
+                    continue
+                gbps = NVLINK_GBPS_BY_ARCHITECTURE.get(architecture) if architecture is not None else None
+                if gbps is None:
+                    gbps = NVLINK_GBPS_PER_VERSION.get(int(nvml.nvmlDeviceGetNvLinkVersion(handle, link)), 25.0)
+                if remote_type is not None and int(remote_type(handle, link)) == int(switch_type):
+                    switch[i] += gbps
+                    continue
+                remote = _bus_id(nvml.nvmlDeviceGetNvLinkRemotePciInfo(handle, link))
+            except nvml.NVMLError:
+                continue  # a link NVML does not report (absent, down or not supported)
+            if remote in bus_ids:
+                links[i, bus_ids.index(remote)] += gbps
+    links += np.minimum.outer(switch, switch)
+    host[host <= 0] = 12.0
+    np.fill_diagonal(links, 0.0)
+    return GpuTopology("nvml", links, host, np.full(count, local_gbps), "read from NVML")
 
 
 def _bus_id(info: Any) -> str:

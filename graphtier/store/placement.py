@@ -257,6 +257,7 @@ def plan_tiers(
     peer_partitions: int = 1,
     ram_budget: str | None = None,
     log: Callable[[str], None] = print,
+    reserve_bytes: int = 0,
 ) -> TierPlan:
     """Turn budget strings into a :class:`TierPlan` for a table of ``num_rows`` rows of ``row_bytes`` bytes.
 
@@ -264,7 +265,8 @@ def plan_tiers(
     with P > 1 all of it goes to the interleaved tier (P x budget rows, as seed 000 §4.2 does) and
     ``local_rows`` is 0. ``None`` means ``auto``. ``cache_budget`` ``None`` = no cache; ``auto`` =
     a quarter of the auto device memory (the GPU tiers get the rest). ``ram_budget`` ``None`` = every
-    remaining row is in the host tier; otherwise rows beyond it are in the disk tier.
+    remaining row is in the host tier; otherwise rows beyond it are in the disk tier. ``reserve_bytes``
+    (e.g. :func:`graphtier.store.arena.in_flight_bytes`) is left free of the auto device memory.
     """
     if peer_partitions < 1:
         raise OptionError(f"--peer-partitions: expected an integer >= 1, found {peer_partitions}")
@@ -275,6 +277,9 @@ def plan_tiers(
     device_auto = 0
     if gpu.auto or (cache is not None and cache.auto):
         device_auto, why = auto_device_bytes(device)
+        if reserve_bytes > 0 and device_auto > 0:
+            device_auto = max(0, device_auto - int(reserve_bytes))
+            why += f", minus {format_bytes(reserve_bytes)} for the batches in flight"
         log(f"auto device budget: {format_bytes(device_auto)} ({why})")
     cache_rows = 0
     if cache is not None:

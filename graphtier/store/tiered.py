@@ -283,6 +283,7 @@ class TieredFeatureStore:
             self._kernels.tiered_gather_triton(
                 self._local, self._host_arg, fetch_ids, fetch, out, host_start=plan.peer_end
             )
+            self._host.record_use(torch.cuda.current_stream(self.device))  # unregistered only once this read is done
             fetch_ids_np = fetch_ids.cpu().numpy()
             fetch_np = fetch.cpu().numpy()
             if plan.peer_end > plan.local_rows:

@@ -230,6 +230,8 @@ class TieredTopology:
         out = torch.empty(positions.shape[0], dtype=torch.int64, device=self.device)
         with torch.cuda.device(self.device) if self.device.type == "cuda" else nullcontext():
             self._kernels.gather_positions_triton(self._local, self._host_arg, positions, out, host_start=self.plan.peer_end)
+            if self.device.type == "cuda" and self._host is not None:  # unregistered only once this read is done
+                self._host.record_use(torch.cuda.current_stream(self.device))
             if disk_count:
                 on_disk = torch.nonzero(positions >= self.plan.host_end).flatten()
                 disk_positions = positions[on_disk].cpu().numpy()
@@ -301,6 +303,18 @@ class TieredTopology:
         self.close()
 
 
+def auto_topology_bytes(device: torch.device, indptr_entries: int, in_flight_bytes: int, log: Callable[[str], None]) -> int:
+    """``auto`` device bytes for ``indices``: the auto device memory minus ``indptr`` and the batches in flight."""
+    free, why = auto_device_bytes(device)
+    indptr_bytes = INDPTR_ENTRY_BYTES * int(indptr_entries)
+    usable = max(0, free - indptr_bytes - int(in_flight_bytes))
+    log(
+        f"auto topology budget: {format_bytes(usable)} ({why}, minus {format_bytes(indptr_bytes)} of indptr "
+        f"and {format_bytes(in_flight_bytes)} for the batches in flight)"
+    )
+    return usable
+
+
 def make_topology(
     indptr: np.ndarray,
     indices: np.ndarray,
@@ -312,6 +326,7 @@ def make_topology(
     log: Callable[[str], None] = print,
     kernels: ModuleType | None = None,
     sorted_reads: bool = False,
+    in_flight_bytes: int = 0,
 ) -> TieredTopology:
     """Plan the tiers of ``indices`` and build a :class:`TieredTopology` (arrays as there).
 
@@ -319,7 +334,8 @@ def make_topology(
     the next entries; None = all the rest) parse like ``--gpu-budget`` and ``--ram-budget``
     (:mod:`graphtier.store.placement`): bytes, a fraction of the entries, or "auto" (None = auto).
     On CUDA, auto is the device's free memory minus the reserve and minus ``indptr``, which is
-    placed whole on the device; without CUDA auto is 0.
+    placed whole on the device, and minus ``in_flight_bytes`` (room for the batches in flight,
+    :func:`graphtier.store.arena.in_flight_bytes`); without CUDA auto is 0.
     """
     check_topology_arrays(indptr, indices)
     device = torch.device(device)
@@ -328,11 +344,7 @@ def make_topology(
     budget_text = topology_budget if topology_budget is not None else "auto"
     budget = parse_budget(budget_text, "--topology-budget")
     if budget.auto and device.type == "cuda":
-        free, why = auto_device_bytes(device)
-        indptr_bytes = INDPTR_ENTRY_BYTES * int(indptr.shape[0])
-        usable = max(0, free - indptr_bytes)
-        log(f"auto topology budget: {format_bytes(usable)} ({why}, minus {format_bytes(indptr_bytes)} of indptr)")
-        budget_text = f"{usable}B"
+        budget_text = f"{auto_topology_bytes(device, int(indptr.shape[0]), in_flight_bytes, log)}B"
     plan = plan_tiers(
         int(indices.shape[0]), int(indices.dtype.itemsize), device=device, gpu_budget=budget_text, ram_budget=ram_budget, log=log
     )

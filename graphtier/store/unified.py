@@ -17,13 +17,31 @@ call over tens of GB is known to fail (quiver#102), and bounded chunks keep a fa
 Two tensors over the same pages get the same chunks and share them; a chunk that overlaps a
 registered range without matching it is refused; a failure part-way unregisters the chunks already
 registered before it raises.
+
+GPU readiness (issue 22):
+
+* The registry, not ``Tensor.is_pinned()``, decides: CUDA reports every address inside registered
+  memory as pinned, so a second tensor over part of a registered one must still share (or be refused
+  by) the registry. ``is_pinned()`` is trusted only for memory the registry does not cover (torch's
+  own pinned allocations, mapped by construction).
+* Memory is unregistered only after the GPU is done with it: :meth:`UnifiedTensor.record_use`
+  records a CUDA event after a launch that reads the tensor, and every release path (``close``,
+  the finalizer, garbage collection) synchronizes those events before ``cudaHostUnregister``.
+* The kernels index every chunk from one base pointer, so each chunk's device address must equal
+  its host address (``cuMemHostGetDevicePointer``); otherwise the registration is undone and refused.
+* Only page-aligned RAM that graphtier allocated (:func:`page_aligned_empty`) is registered in
+  place; anything else (a heap array sharing pages with other objects, a file-backed memory map)
+  is copied into such memory first.
 """
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import mmap
 import threading
 import weakref
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -43,6 +61,16 @@ class HostRegistrar(Protocol):
 
     def unregister(self, address: int) -> None: ...
 
+    def device_pointer(self, address: int) -> int:
+        """The device address of registered host memory at ``address`` (equal to it on UVA systems)."""
+        ...
+
+
+@functools.cache
+def _cuda_driver() -> ctypes.CDLL:
+    """The CUDA driver library (loaded by torch's CUDA runtime already; opened here for one query)."""
+    return ctypes.CDLL("libcuda.so.1")
+
 
 class CudaHostRegistrar:
     """``cudaHostRegister`` / ``cudaHostUnregister`` through ``torch.cuda.cudart()``."""
@@ -61,6 +89,17 @@ class CudaHostRegistrar:
         error = int(torch.cuda.cudart().cudaHostUnregister(address))
         if error != 0:
             raise RuntimeError(f"cudaHostUnregister at {address:#x} failed with CUDA error {error}")
+
+    def device_pointer(self, address: int) -> int:
+        pointer = ctypes.c_uint64(0)
+        try:
+            query = _cuda_driver().cuMemHostGetDevicePointer_v2
+        except (OSError, AttributeError) as exc:
+            raise OptionError(f"zero-copy access needs the CUDA driver's cuMemHostGetDevicePointer, found none ({exc})") from None
+        error = int(query(ctypes.byref(pointer), ctypes.c_void_p(address), ctypes.c_uint(0)))
+        if error != 0:
+            raise OptionError(f"cuMemHostGetDevicePointer at {address:#x} failed with CUDA error {error} (expected 0)")
+        return int(pointer.value)
 
 
 @dataclass
@@ -113,6 +152,9 @@ class _Registry:
                         stop = min(address + nbytes, key[1] * PAGE_BYTES)
                         registrar.register(start, stop - start)
                         self.entries[key] = _Registration(key[0], key[1], start, stop - start, registrar)
+                        acquired.append(key)
+                        _check_device_pointer(registrar, start, stop - start)
+                        continue
                     acquired.append(key)
             except BaseException:
                 for key in reversed(acquired):
@@ -140,14 +182,68 @@ class _Registry:
         with self.lock:
             return any(first <= page < end for first, end in self.entries)
 
+    def covers_any(self, address: int, nbytes: int) -> bool:
+        """True when a page of bytes [address, address + nbytes) lies in a registered range."""
+        first_page = address // PAGE_BYTES
+        end_page = -(-(address + nbytes) // PAGE_BYTES)
+        with self.lock:
+            return any(first < end_page and first_page < end for first, end in self.entries)
+
 
 REGISTRY = _Registry()
 
 
-def _release(keys: list[tuple[int, int]], keep_alive: torch.Tensor) -> None:
-    if keys:
-        REGISTRY.release(keys)
-    del keep_alive
+def _check_device_pointer(registrar: HostRegistrar, address: int, nbytes: int) -> None:
+    """OptionError unless the device sees the registered chunk at its host address (one base pointer for all chunks)."""
+    device_address = int(registrar.device_pointer(address))
+    if device_address != address:
+        raise OptionError(
+            f"zero-copy access: registered host memory [{address:#x}, {address + nbytes:#x}) has device address "
+            f"{device_address:#x}, expected the host address (this GPU cannot use host pointers for registered memory)"
+        )
+
+
+class _PendingReads:
+    """CUDA events recorded after the launches that read a registered tensor, one per stream (the latest)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.events: dict[Hashable, torch.cuda.Event] = {}
+
+    def record(self, stream: Hashable) -> None:
+        event = torch.cuda.Event()
+        event.record(stream)
+        with self.lock:
+            self.events[stream] = event
+
+    def wait(self) -> None:
+        """Block until every recorded read has finished on the GPU."""
+        with self.lock:
+            events, self.events = list(self.events.values()), {}
+        for event in events:
+            event.synchronize()
+
+
+def _release(keys: list[tuple[int, int]], keep_alive: torch.Tensor, pending: _PendingReads) -> None:
+    """Wait for the GPU's reads, then drop the registration references (the finalizer: holds no UnifiedTensor)."""
+    try:
+        pending.wait()
+    finally:
+        if keys:
+            REGISTRY.release(keys)
+        del keep_alive
+
+
+# page-aligned allocations made by page_aligned_empty, by start address (weak: gone with their memory)
+_ALLOCATIONS: weakref.WeakValueDictionary[int, np.ndarray] = weakref.WeakValueDictionary()
+
+
+def is_graphtier_allocation(address: int, nbytes: int) -> bool:
+    """True when bytes [address, address + nbytes) lie inside a live :func:`page_aligned_empty` allocation."""
+    for start, allocation in list(_ALLOCATIONS.items()):
+        if start <= address and address + nbytes <= start + allocation.nbytes:
+            return True
+    return False
 
 
 def page_aligned_empty(rows: int, dim: int | None, dtype: torch.dtype) -> torch.Tensor:
@@ -161,7 +257,9 @@ def page_aligned_empty(rows: int, dim: int | None, dtype: torch.dtype) -> torch.
     padded = -(-max(nbytes, 1) // PAGE_BYTES) * PAGE_BYTES
     raw = np.empty(padded + PAGE_BYTES, dtype=np.uint8)
     start = (-raw.ctypes.data) % PAGE_BYTES
-    aligned = torch.from_numpy(raw[start : start + padded])
+    aligned_np = raw[start : start + padded]
+    _ALLOCATIONS[aligned_np.ctypes.data] = aligned_np  # kept alive by the tensor below, as long as its storage
+    aligned = torch.from_numpy(aligned_np)
     flat = aligned[:nbytes].view(dtype)
     return flat if dim is None else flat.view(rows, dim)
 
@@ -170,14 +268,16 @@ class UnifiedTensor:
     """A contiguous CPU tensor made readable by CUDA kernels (zero-copy over PCIe).
 
     Args:
-        tensor: contiguous CPU tensor; it is kept alive while registered.
+        tensor: contiguous CPU tensor. Memory from :func:`page_aligned_empty` is registered in place
+            and kept alive while registered; torch's own pinned memory is used as it is; any other
+            tensor is copied into page-aligned memory first (registration pins whole pages, which a
+            heap or file-backed tensor shares with memory graphtier does not own).
         registrar: the driver interface (default: CUDA through ``torch.cuda.cudart()``).
         chunk_bytes: the most bytes one registration call covers (default :data:`REGISTER_CHUNK_BYTES`).
 
     ``.tensor`` is the registered CPU tensor: pass it to a Triton kernel as a pointer argument (the
-    kernel reads host memory through the GPU's mapping). Tensors already in torch's pinned memory
-    are mapped by construction and are not registered again. Use as a context manager or call
-    :meth:`close` (idempotent).
+    kernel reads host memory through the GPU's mapping), then call :meth:`record_use` on the stream
+    of the launch. Use as a context manager or call :meth:`close` (idempotent).
     """
 
     def __init__(
@@ -187,16 +287,32 @@ class UnifiedTensor:
             raise OptionError(f"UnifiedTensor: expected a CPU tensor, found one on {tensor.device}")
         if not tensor.is_contiguous():
             raise OptionError("UnifiedTensor: expected a contiguous tensor, found a strided view")
-        self.tensor = tensor
         self.nbytes = int(tensor.numel() * tensor.element_size())
         registrar = registrar if registrar is not None else CudaHostRegistrar()
         chunk_bytes = chunk_bytes if chunk_bytes is not None else REGISTER_CHUNK_BYTES
-        already_pinned = torch.cuda.is_available() and tensor.is_pinned()
         keys: list[tuple[int, int]] = []
-        if self.nbytes > 0 and not already_pinned:
-            keys = REGISTRY.acquire(tensor.data_ptr(), self.nbytes, registrar, chunk_bytes)
+        if self.nbytes > 0:
+            address = tensor.data_ptr()
+            # CUDA calls any address inside registered memory pinned: ask the registry first
+            torch_pinned = not REGISTRY.covers_any(address, self.nbytes) and torch.cuda.is_available() and tensor.is_pinned()
+            if not torch_pinned:
+                if not is_graphtier_allocation(address, self.nbytes):
+                    copy = page_aligned_empty(tensor.numel(), None, tensor.dtype).view(tensor.shape)
+                    tensor = copy.copy_(tensor)
+                keys = REGISTRY.acquire(tensor.data_ptr(), self.nbytes, registrar, chunk_bytes)
+        self.tensor = tensor
         self._keys = keys
-        self._finalizer = weakref.finalize(self, _release, keys, tensor)
+        self._pending = _PendingReads()
+        self._finalizer = weakref.finalize(self, _release, keys, tensor, self._pending)
+
+    def record_use(self, stream: Hashable) -> None:
+        """Record a CUDA event on ``stream`` (a ``torch.cuda.Stream``) after a launch that reads ``.tensor``.
+
+        The registration is released (unregistered) only once the latest event of every stream has
+        completed. Nothing to do for torch-pinned memory (never unregistered here).
+        """
+        if self.registered:
+            self._pending.record(stream)
 
     @classmethod
     def from_rows(
@@ -211,15 +327,20 @@ class UnifiedTensor:
     ) -> UnifiedTensor:
         """Register rows [start, stop) of ``table`` (a 2-d [N, D] table or a 1-d [N] array, RAM or memory map).
 
-        A writeable in-RAM C-contiguous table is registered in place (no copy); anything else (a
-        read-only memory map) is copied in chunks of ``chunk_rows`` into page-aligned RAM first.
-        ``chunk_bytes`` bounds each registration call (default :data:`REGISTER_CHUNK_BYTES`).
+        Rows of a :func:`page_aligned_empty` allocation are registered in place (no copy); anything
+        else (a heap array, a memory map) is copied in chunks of ``chunk_rows`` into page-aligned RAM
+        first. ``chunk_bytes`` bounds each registration call (default :data:`REGISTER_CHUNK_BYTES`).
         """
         if table.ndim not in (1, 2):
             raise OptionError(f"UnifiedTensor.from_rows: expected a 1-d or 2-d array, found shape {tuple(table.shape)}")
         rows = table[start:stop]
-        in_ram = not isinstance(table, np.memmap) and rows.flags.c_contiguous and rows.flags.writeable
-        if in_ram:
+        in_place = (
+            not isinstance(table, np.memmap)
+            and rows.flags.c_contiguous
+            and rows.flags.writeable
+            and is_graphtier_allocation(rows.ctypes.data, rows.nbytes)
+        )
+        if in_place:
             return cls(torch.from_numpy(rows), registrar=registrar, chunk_bytes=chunk_bytes)
         dtype = torch.from_numpy(np.empty(0, dtype=table.dtype)).dtype
         copy = page_aligned_empty(stop - start, int(table.shape[1]) if table.ndim == 2 else None, dtype)

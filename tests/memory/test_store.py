@@ -127,3 +127,20 @@ def test_the_gpu_code_path_on_the_cpu_interpreted_kernels_and_tiers(tiny_dataset
     store.close()
     assert traffic["requested"] == expected_topology_bytes(tiny_dataset, batches) == sum(traffic[t] for t in TIER_NAMES)
     assert traffic["gpu"] > 0 and traffic["host"] > 0 and (traffic["disk"] > 0) == (ram is not None)
+
+
+def test_open_leaves_room_for_prefetch_plus_two_batches_in_auto_gpu_budgets(
+    tiny_dataset: Dataset, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import graphtier.memory.store as store_module
+    from graphtier.store import batch_rows_bound
+    from graphtier.store.arena import in_flight_bytes
+
+    seen: dict[str, int] = {}
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(store_module, "make_topology", lambda *a, **k: seen.setdefault("topology", k["in_flight_bytes"]) and None)
+    monkeypatch.setattr(store_module, "make_feature_store", lambda *a, **k: seen.setdefault("features", k["in_flight_bytes"]) and None)
+    GraphStore.open(tiny_dataset, device="cuda", sample_on="gpu", batch_size=8, fanouts=(2, 2), ring_size=7, log=lambda _: None)
+    row_bytes = tiny_dataset.features.shape[1] * tiny_dataset.features.dtype.itemsize
+    expected = in_flight_bytes(batch_rows_bound(8, [2, 2], tiny_dataset.num_nodes), row_bytes, prefetch=4)
+    assert expected == 6 * 72 * (row_bytes + 24) and seen == {"topology": expected, "features": expected}

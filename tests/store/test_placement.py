@@ -112,3 +112,25 @@ def test_plan_describe_and_invalid() -> None:
         TierPlan(num_rows=10, row_bytes=8, local_rows=5, peer_end=2, host_end=7)
     with pytest.raises(OptionError, match="--peer-partitions"):
         plan_tiers(10, 4, device=torch.device("cpu"), gpu_budget="0", peer_partitions=0)
+
+
+def test_auto_gpu_budgets_leave_room_for_the_batches_in_flight(monkeypatch: pytest.MonkeyPatch) -> None:
+    from graphtier.store.arena import batch_rows_bound, in_flight_bytes
+    from graphtier.store.topology import INDPTR_ENTRY_BYTES, auto_topology_bytes
+
+    gib = 2**30
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (40 * gib, 80 * gib))
+    cuda = torch.device("cuda", 0)
+    rows_bound = batch_rows_bound(1024, [15, 10, 5], 10**8)
+    reserve = in_flight_bytes(rows_bound, 512, prefetch=4)
+    assert reserve == (4 + 2) * rows_bound * (512 + 24)
+    auto = 40 * gib - 12 * gib  # free minus the 15 % reserve for the model
+    messages: list[str] = []
+    base = plan_tiers(10**8, 512, device=cuda, gpu_budget="auto", log=messages.append)
+    shrunk = plan_tiers(10**8, 512, device=cuda, gpu_budget="auto", log=messages.append, reserve_bytes=reserve)
+    assert base.local_rows == auto // 512 and shrunk.local_rows == (auto - reserve) // 512
+    assert "for the batches in flight" in messages[-1]
+    fixed = plan_tiers(10**8, 512, device=cuda, gpu_budget="1GiB", log=messages.append, reserve_bytes=reserve)
+    assert fixed.local_rows == gib // 512  # an explicit budget is the user's
+    assert auto_topology_bytes(cuda, 1001, reserve, messages.append) == auto - 1001 * INDPTR_ENTRY_BYTES - reserve

@@ -90,5 +90,5 @@ def test_compiled_kernel_reads_registered_host_memory(dtype: torch.dtype) -> Non
         out = torch.full((100_001,), -7, dtype=torch.int64, device=device)
         compiled.gather_positions_triton(indices[:60_000].to(device), host.tensor, positions.to(device), out, host_start=150_000)
         expected = torch.full((100_001,), -7, dtype=torch.int64)
-        kernels.gather_positions_reference(indices[:60_000], indices[150_000:], positions, expected, host_start=150_000)
+        compiled.gather_positions_reference(indices[:60_000], indices[150_000:], positions, expected, host_start=150_000)
         assert torch.equal(out.cpu(), expected)

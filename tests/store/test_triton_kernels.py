@@ -103,5 +103,5 @@ def test_compiled_kernels_on_cuda_read_registered_host_memory(dtype: torch.dtype
         out = torch.zeros((777, dim), dtype=dtype, device=device)
         compiled.tiered_gather_triton(local, host.tensor[300:], ids.to(device), positions, out, host_start=300)
         expected = torch.zeros((777, dim), dtype=dtype)
-        kernels.tiered_gather_reference(table[:100], table[300:], ids, positions.cpu(), expected, host_start=300)
+        compiled.tiered_gather_reference(table[:100], table[300:], ids, positions.cpu(), expected, host_start=300)
         assert torch.equal(out.cpu(), expected)

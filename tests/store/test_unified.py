@@ -22,11 +22,12 @@ CHUNK = 4 * PAGE_BYTES
 class FakeRegistrar:
     """Records register/unregister calls the way the CUDA driver would see them."""
 
-    def __init__(self, fail_on_call: int | None = None) -> None:
+    def __init__(self, fail_on_call: int | None = None, shifted_chunk: int | None = None) -> None:
         self.live: dict[int, int] = {}
         self.calls: list[tuple[str, int]] = []
         self.sizes: list[tuple[int, int]] = []
         self.fail_on_call = fail_on_call
+        self.shifted_chunk = shifted_chunk  # this registration (1-based) gets a device address != host address
 
     def register(self, address: int, nbytes: int) -> None:
         assert address not in self.live, "the driver would refuse a second registration"
@@ -42,6 +43,39 @@ class FakeRegistrar:
         assert address in self.live
         del self.live[address]
         self.calls.append(("unregister", address))
+
+    def device_pointer(self, address: int) -> int:
+        assert address in self.live, "the driver answers only for registered memory"
+        shifted = self.shifted_chunk is not None and [a for a, _ in self.sizes].index(address) + 1 == self.shifted_chunk
+        return address + PAGE_BYTES if shifted else address
+
+    def is_pinned(self, tensor: torch.Tensor) -> bool:
+        """As CUDA answers ``Tensor.is_pinned``: True for any address inside a registered range."""
+        address = tensor.data_ptr()
+        return any(start <= address < start + size for start, size in self.live.items())
+
+
+class FakeEvent:
+    """A CUDA event that logs record and synchronize into a shared call list."""
+
+    def __init__(self, calls: list[tuple[str, int]]) -> None:
+        self.calls = calls
+
+    def record(self, stream: object) -> None:
+        self.calls.append(("record", id(self)))
+
+    def synchronize(self) -> None:
+        self.calls.append(("synchronize", id(self)))
+
+
+@pytest.fixture
+def cuda_driver(monkeypatch: pytest.MonkeyPatch) -> FakeRegistrar:
+    """A fake registrar, with torch answering as on a CUDA machine: is_available, is_pinned, events."""
+    fake = FakeRegistrar()
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.Tensor, "is_pinned", lambda tensor, *args: fake.is_pinned(tensor))
+    monkeypatch.setattr(torch.cuda, "Event", lambda *args, **kwargs: FakeEvent(fake.calls))  # type: ignore[arg-type]
+    return fake
 
 
 def test_register_close_is_idempotent() -> None:
@@ -101,21 +135,89 @@ def test_rejects_non_cpu_or_strided_and_skips_empty() -> None:
     assert not empty.registered and fake.calls == []
 
 
-def test_from_rows_copies_memmaps_and_shares_ram(tmp_path: object) -> None:
+def test_from_rows_registers_graphtier_memory_in_place_and_copies_heap_and_memmaps(tmp_path: object) -> None:
     fake = FakeRegistrar()
     table = np.arange(60, dtype=np.float32).reshape(20, 3)
-    in_ram = UnifiedTensor.from_rows(table, 5, 15, registrar=fake)
-    assert in_ram.tensor.data_ptr() == table[5:].ctypes.data  # registered in place
-    np.testing.assert_array_equal(in_ram.tensor.numpy(), table[5:15])
-    in_ram.close()
+    aligned = page_aligned_empty(20, 3, torch.float32).numpy()
+    aligned[:] = table
+    in_place = UnifiedTensor.from_rows(aligned, 5, 15, registrar=fake)
+    assert in_place.tensor.data_ptr() == aligned[5:].ctypes.data  # graphtier's own memory: registered in place
+    in_place.close()
+    heap = UnifiedTensor.from_rows(table, 5, 15, registrar=fake)  # a heap array shares its pages: copied
+    assert heap.tensor.data_ptr() != table[5:].ctypes.data and heap.tensor.data_ptr() % PAGE_BYTES == 0
+    assert list(fake.live) == [heap.tensor.data_ptr()]
+    np.testing.assert_array_equal(heap.tensor.numpy(), table[5:15])
+    heap.close()
     path = f"{tmp_path}/t.npy"
     np.save(path, table)
-    mapped = np.load(path, mmap_mode="r")
-    copied = UnifiedTensor.from_rows(mapped, 5, 15, registrar=fake, chunk_rows=3)
-    assert copied.tensor.data_ptr() % PAGE_BYTES == 0
-    np.testing.assert_array_equal(copied.tensor.numpy(), table[5:15])
-    copied.close()
+    for mode in ("r", "r+"):  # file-backed, even when writeable: copied
+        mapped = np.load(path, mmap_mode=mode)
+        copied = UnifiedTensor.from_rows(mapped, 5, 15, registrar=fake, chunk_rows=3)
+        assert copied.tensor.data_ptr() % PAGE_BYTES == 0 and copied.tensor.data_ptr() != mapped[5:].ctypes.data
+        np.testing.assert_array_equal(copied.tensor.numpy(), table[5:15])
+        copied.close()
     assert fake.live == {}
+
+
+def test_a_tensor_graphtier_did_not_allocate_is_copied_before_registration() -> None:
+    fake = FakeRegistrar()
+    storage = torch.arange(3000, dtype=torch.float32)
+    unaligned = storage[3:2003]  # heap memory, not on a page boundary
+    with UnifiedTensor(unaligned, registrar=fake) as unified:
+        assert unified.tensor.data_ptr() != unaligned.data_ptr() and list(fake.live) == [unified.tensor.data_ptr()]
+        assert torch.equal(unified.tensor, unaligned)
+    assert fake.live == {}
+
+
+def test_part_of_registered_memory_is_pinned_to_cuda_yet_shares_the_registration(cuda_driver: FakeRegistrar) -> None:
+    fake = cuda_driver
+    tensor = page_aligned_empty(2 * PAGE_BYTES // 4, 1, torch.float32)
+    whole = UnifiedTensor(tensor, registrar=fake)
+    assert tensor[1:].is_pinned() and tensor[PAGE_BYTES // 4 :].is_pinned()  # as the driver answers
+    with pytest.raises(OptionError, match="overlaps"):
+        UnifiedTensor(tensor[PAGE_BYTES // 4 :], registrar=fake)
+    same_pages = UnifiedTensor(tensor[1:], registrar=fake)
+    assert same_pages.registered and same_pages.tensor.data_ptr() == tensor[1:].data_ptr()
+    whole.close()
+    assert fake.live == {tensor.data_ptr(): tensor.numel() * 4}  # still read through `same_pages`
+    same_pages.close()
+    assert fake.live == {}
+
+
+def test_torch_pinned_memory_outside_the_registry_is_used_as_is(cuda_driver: FakeRegistrar, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(torch.Tensor, "is_pinned", lambda tensor, *args: True)  # as for torch's pinned allocations
+    tensor = torch.arange(100, dtype=torch.float32)
+    with UnifiedTensor(tensor, registrar=cuda_driver) as unified:
+        assert unified.tensor is tensor and not unified.registered and cuda_driver.calls == []
+
+
+def test_unregister_waits_for_the_recorded_reads(cuda_driver: FakeRegistrar) -> None:
+    fake = cuda_driver
+    unified = UnifiedTensor(page_aligned_empty(8, 2, torch.float32), registrar=fake)
+    address = unified.tensor.data_ptr()
+    unified.record_use("stream-a")
+    unified.record_use("stream-b")
+    unified.record_use("stream-a")  # replaces the first event of stream-a
+    unified.close()
+    kinds = [kind for kind, _ in fake.calls]
+    assert kinds == ["register", "record", "record", "record", "synchronize", "synchronize", "unregister"]
+    synchronized = {token for kind, token in fake.calls if kind == "synchronize"}
+    assert synchronized == {fake.calls[2][1], fake.calls[3][1]} and fake.calls[-1] == ("unregister", address)
+    fake.calls.clear()
+    collected = UnifiedTensor(page_aligned_empty(8, 2, torch.float32), registrar=fake)
+    collected.record_use("stream-a")
+    del collected
+    gc.collect()
+    assert [kind for kind, _ in fake.calls] == ["register", "record", "synchronize", "unregister"]
+
+
+def test_a_chunk_seen_at_another_device_address_is_refused_and_unregistered() -> None:
+    fake = FakeRegistrar(shifted_chunk=2)
+    tensor = page_aligned_empty(3 * CHUNK // 4, None, torch.float32)
+    with pytest.raises(OptionError, match="device address .* expected the host address"):
+        UnifiedTensor(tensor, registrar=fake, chunk_bytes=CHUNK)
+    assert fake.live == {} and [c for c, _ in fake.calls] == ["register", "register", "unregister", "unregister"]
+    assert not REGISTRY.is_registered(tensor.data_ptr())
 
 
 def test_page_aligned_tensors_never_share_a_page() -> None:
