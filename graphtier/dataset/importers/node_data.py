@@ -59,17 +59,25 @@ def sniff(path: Path) -> tuple[str, str]:
     return "text", "text"
 
 
-def load_npy(path: Path, option: str, *, mmap: bool = True) -> np.ndarray:
-    """Load the ``.npy`` ``path`` given to ``option``, with an error naming the format found otherwise."""
+def load_npy(path: Path, option: str) -> np.ndarray:
+    """The ``.npy`` ``path`` given to ``option``, memory-mapped read-only; an error naming the format found otherwise.
+
+    Memory-mapping checks the file's length against its header before anything is allocated, so a
+    small damaged file that claims a huge shape is refused instead of allocating that shape.
+    """
     kind, description = sniff(path)
     if kind != "npy":
         raise DatasetError(f"{path}: {option}: expected a .npy file (numpy.save), got {description}")
     try:
-        return np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
+        return np.load(path, mmap_mode="r", allow_pickle=False)
     except ValueError as exc:
         if "allow_pickle" in str(exc) or "Object arrays" in str(exc) or "Python objects" in str(exc):
             raise DatasetError(
                 f"{path}: {option}: expected a numeric .npy array, found an object (pickled) array"
+            ) from None
+        if "mmap length is greater than file size" in str(exc):
+            raise DatasetError(
+                f"{path}: {option}: not a readable .npy array (the file is shorter than its header says: truncated?)"
             ) from None
         raise DatasetError(f"{path}: {option}: not a readable .npy array ({exc})") from None
     except Exception as exc:  # numpy raises OSError/EOFError on damaged files
@@ -178,7 +186,7 @@ def read_raw_labels(path: str | os.PathLike[str], layout: str = "auto", header: 
     if p.suffix == ".npy" or kind == "npy":
         if layout == "pairs":
             raise OptionError(f"{p}: --labels-layout pairs expects a text file of 'id,label' lines, found a .npy array")
-        raw = load_npy(p, "--labels", mmap=False)
+        raw = load_npy(p, "--labels")
         if raw.ndim == 2 and raw.shape[1] == 1:
             raw = raw[:, 0]
         if raw.ndim != 1 or not np.issubdtype(raw.dtype, np.integer):
