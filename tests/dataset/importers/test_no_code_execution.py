@@ -161,7 +161,7 @@ def test_plain_pickle_named_npz(tmp_path: Path) -> None:
     graph = tmp_path / "graph.npz"
     graph.write_bytes(pickle.dumps(_payload(marker, "posix.system")))
     result = run_cli("prepare", "csr-npz", str(graph), str(tmp_path / "out"))
-    assert_user_error(result, "graph.npz", "not a readable .npz archive")
+    assert_user_error(result, "graph.npz", "expected an .npz archive", "got a Python pickle")
     assert not marker.exists()
 
 
