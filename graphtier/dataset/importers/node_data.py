@@ -22,7 +22,7 @@ import numpy as np
 
 from graphtier.dataset.importers import kernels, textio
 from graphtier.dataset.importers.edges import IdMap, gather_rows
-from graphtier.dataset.importers.labels import Labels, labels_from_pairs
+from graphtier.dataset.importers.labels import MAX_CLASSES, Labels, class_count, labels_from_pairs
 from graphtier.errors import DatasetError, OptionError
 
 LABEL_LAYOUTS = ("auto", "pairs", "lines")
@@ -156,8 +156,7 @@ class RawLabels:
             rows = gather_rows(path, self.classes.shape[0], idmap, "--labels")
             values = self.classes.astype(np.int64) if rows is None else self.classes[rows].astype(np.int64)
             values[values < 0] = -1
-            num_classes = int(values.max()) + 1 if values.size and values.max() >= 0 else 0
-            labels = Labels(values, num_classes)
+            labels = Labels(values, class_count(path, values))
         else:
             labels = labels_from_pairs(path, self.ids, self.classes, idmap)
         if self.class_names is not None:
@@ -315,8 +314,8 @@ def synthetic_labels(num_nodes: int, num_classes: int, seed: int) -> np.ndarray:
     They carry no information about the graph: a model's accuracy on them is about ``1/K``. Use
     them to run (and time) training on an unlabelled graph.
     """
-    if num_classes < 2:
-        raise OptionError(f"--synthetic-labels: expected at least 2 classes, found {num_classes}")
+    if not 2 <= num_classes <= MAX_CLASSES:
+        raise OptionError(f"--synthetic-labels: expected 2 to {MAX_CLASSES:,} classes, found {num_classes:,}")
     rng = np.random.default_rng([seed, 2**32 - 2])
     return rng.integers(0, num_classes, num_nodes, dtype=np.int64)
 

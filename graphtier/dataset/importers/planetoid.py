@@ -25,6 +25,7 @@ from graphtier.dataset.finite import NonFiniteGuard, check_mode
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import edges, finish, splits, textio
 from graphtier.dataset.importers.features import note_replaced
+from graphtier.dataset.importers.labels import check_class_count
 from graphtier.dataset.importers.sparse import checked_sparse
 from graphtier.dataset.writer import DatasetWriter
 from graphtier.errors import DatasetError, OptionError
@@ -182,6 +183,7 @@ def import_planetoid(
     y = _dense(paths["y"], parts["y"], "label")
     ally = _dense(paths["ally"], parts["ally"], "label")
     ty = _dense(paths["ty"], parts["ty"], "label")
+    check_class_count(paths["ally"], ally.shape[1], f"a one-hot matrix of {ally.shape[1]:,} columns")
     graph = parts["graph"]
     if not isinstance(graph, dict):
         raise DatasetError(f"{paths['graph']}: expected a dict of adjacency lists, found {type(graph).__name__}")
