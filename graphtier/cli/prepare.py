@@ -94,7 +94,8 @@ def _labels_features_options(func: Callable[..., Any]) -> Callable[..., Any]:
     )(func)
     func = click.option(
         "--labels", type=_PATH, default=None, metavar="FILE",
-        help="Node labels: 'id,label' lines, one label per line (line k = node k), or .npy (row k = node id k).",
+        help="Node labels: 'id,label' lines, one label per line (line k = node k), or .npy (row k = node id k); "
+             "integer class ids must be below 2^24 (16,777,216).",
     )(func)
     return func
 

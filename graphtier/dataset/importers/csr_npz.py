@@ -61,12 +61,13 @@ def read_compressed_adjacency(path: Path, layout: str) -> tuple[np.ndarray, np.n
     """
     if layout not in LAYOUTS:
         raise OptionError(f"--layout: expected one of {', '.join(LAYOUTS)}, found {layout!r}")
+    kind, description = node_data.sniff(path)
+    if kind != "npz":  # np.load would try other formats (a .npy, a pickle) and say so confusingly
+        raise DatasetError(f"{path}: expected an .npz archive (numpy.savez or scipy.sparse.save_npz), got {description}")
     try:
         archive = np.load(path, allow_pickle=False)
     except (zipfile.BadZipFile, ValueError, OSError, EOFError) as exc:
         raise DatasetError(f"{path}: not a readable .npz archive ({exc})") from None
-    if not isinstance(archive, np.lib.npyio.NpzFile):
-        raise DatasetError(f"{path}: expected an .npz archive, found a single .npy array")
     with archive:
         indptr = _load_member(archive, path, "indptr")
         indices = _load_member(archive, path, "indices")

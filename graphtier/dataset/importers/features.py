@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from graphtier.dataset import resources
 from graphtier.dataset.finite import NonFiniteGuard
 from graphtier.dataset.importers import node_data
 from graphtier.dataset.importers.edges import IdMap, gather_rows
@@ -63,6 +64,9 @@ def synthetic_features(
     centroids = None
     if signal > 0 and labels is not None and labels.shape[0] and int(np.max(labels)) >= 0:
         num_classes = int(np.max(labels)) + 1
+        resources.require_memory(
+            num_classes * dim * 4, f"--synthetic-feature-signal: class centroids ({num_classes:,} classes x {dim})"
+        )
         centroids = np.random.default_rng([seed, 2**32 - 1]).standard_normal((num_classes, dim), dtype=np.float32)
         centroids *= np.float32(signal)
     for block, start in enumerate(range(0, n, FEATURE_BLOCK_ROWS)):

@@ -9,7 +9,20 @@ from pathlib import Path
 import numpy as np
 
 from graphtier.dataset.importers.edges import IdMap
+from graphtier.dataset.resources import human_bytes
 from graphtier.errors import DatasetError
+
+MAX_CLASSES = 1 << 24
+"""Most classes a dataset may have: class ids are ``0 .. 2^24 - 1`` (16,777,216 classes).
+
+Class ids are meant to be numbered ``0..K-1``; a larger id is a node id or a hash used as a label.
+Every class costs the model an output row of ``hidden`` weights (16 GiB of float32 at ``--hidden``
+256 at this bound) plus per-class tables, and 2^24 is where float32 (OGB label files, MATLAB
+singles) stops representing every integer, so a larger id may already have been rounded.
+"""
+
+REFERENCE_HIDDEN = 256
+"""The ``--hidden`` default, used to state the output layer size in the error."""
 
 
 @dataclass
@@ -35,5 +48,23 @@ def labels_from_pairs(
     values = np.full(idmap.num_nodes, -1, dtype=np.int64)
     classes = np.asarray(classes, dtype=np.int64)
     values[new] = np.where(classes >= 0, classes, -1)
-    num_classes = int(values.max()) + 1 if values.size and values.max() >= 0 else 0
-    return Labels(values, num_classes)
+    return Labels(values, class_count(path, values))
+
+
+def check_class_count(where: str | Path, num_classes: int, found: str) -> None:
+    """Raise :class:`DatasetError` when ``num_classes`` exceeds :data:`MAX_CLASSES`; ``found`` says what set it."""
+    if num_classes > MAX_CLASSES:
+        layer = num_classes * REFERENCE_HIDDEN * 4
+        raise DatasetError(
+            f"{where}: expected class ids below {MAX_CLASSES:,} (2^24), found {found}: {num_classes:,} classes "
+            f"would need an output layer of {human_bytes(layer)} ({layer:,} bytes) at --hidden {REFERENCE_HIDDEN}; "
+            "number the classes 0..K-1"
+        )
+
+
+def class_count(where: str | Path, values: np.ndarray) -> int:
+    """``max(values) + 1`` of int64 labels [N] (-1 = unlabelled; 0 when none is labelled), checked against
+    :data:`MAX_CLASSES`."""
+    high = int(values.max()) if values.size else -1
+    check_class_count(where, high + 1, f"max label {high:,}")
+    return max(high + 1, 0)

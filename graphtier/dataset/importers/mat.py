@@ -24,7 +24,8 @@ from graphtier.dataset import finite
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import edges, finish, node_data, textio
 from graphtier.dataset.importers.csr_npz import compressed_edge_chunks
-from graphtier.dataset.importers.labels import Labels
+from graphtier.dataset.importers.labels import Labels, check_class_count
+from graphtier.dataset.importers.sparse import checked_sparse
 from graphtier.dataset.writer import DatasetWriter
 from graphtier.errors import DatasetError, OptionError
 
@@ -86,8 +87,8 @@ def _numeric_matrix(value: Any, path: Path, key: str) -> Any:
     """A scipy CSR matrix or a 2-d numeric ndarray, else :class:`DatasetError`."""
     import scipy.sparse as sp
 
-    if sp.issparse(value):
-        return sp.csr_matrix(value)
+    if sp.issparse(value):  # checked first: loadmat does not check the ids, scipy's kernels trust them
+        return sp.csr_matrix(checked_sparse(value, f"{path}: variable {key!r}"))
     array = np.asarray(value)
     if array.dtype == object or not (np.issubdtype(array.dtype, np.number) or array.dtype == np.bool_):
         raise DatasetError(f"{path}: variable {key!r}: expected a numeric matrix, found {array.dtype} (a cell or struct?)")
@@ -165,6 +166,7 @@ def read_mat_labels(value: Any, path: Path, key: str, num_nodes: int) -> Labels:
             f"{path}: variable {key!r}: expected labels for {num_nodes} nodes (a vector or a one-hot "
             f"[{num_nodes}, K] matrix), found shape {shape}"
         )
+    check_class_count(f"{path}: variable {key!r}", shape[1], f"a one-hot matrix of {shape[1]:,} columns")
     binary = sp.csr_matrix(matrix)
     binary.eliminate_zeros()
     per_row = np.diff(binary.indptr)

@@ -22,7 +22,7 @@ import numpy as np
 
 from graphtier.dataset.importers import kernels, textio
 from graphtier.dataset.importers.edges import IdMap, gather_rows
-from graphtier.dataset.importers.labels import Labels, labels_from_pairs
+from graphtier.dataset.importers.labels import MAX_CLASSES, Labels, class_count, labels_from_pairs
 from graphtier.errors import DatasetError, OptionError
 
 LABEL_LAYOUTS = ("auto", "pairs", "lines")
@@ -59,17 +59,25 @@ def sniff(path: Path) -> tuple[str, str]:
     return "text", "text"
 
 
-def load_npy(path: Path, option: str, *, mmap: bool = True) -> np.ndarray:
-    """Load the ``.npy`` ``path`` given to ``option``, with an error naming the format found otherwise."""
+def load_npy(path: Path, option: str) -> np.ndarray:
+    """The ``.npy`` ``path`` given to ``option``, memory-mapped read-only; an error naming the format found otherwise.
+
+    Memory-mapping checks the file's length against its header before anything is allocated, so a
+    small damaged file that claims a huge shape is refused instead of allocating that shape.
+    """
     kind, description = sniff(path)
     if kind != "npy":
         raise DatasetError(f"{path}: {option}: expected a .npy file (numpy.save), got {description}")
     try:
-        return np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
+        return np.load(path, mmap_mode="r", allow_pickle=False)
     except ValueError as exc:
         if "allow_pickle" in str(exc) or "Object arrays" in str(exc) or "Python objects" in str(exc):
             raise DatasetError(
                 f"{path}: {option}: expected a numeric .npy array, found an object (pickled) array"
+            ) from None
+        if "mmap length is greater than file size" in str(exc):
+            raise DatasetError(
+                f"{path}: {option}: not a readable .npy array (the file is shorter than its header says: truncated?)"
             ) from None
         raise DatasetError(f"{path}: {option}: not a readable .npy array ({exc})") from None
     except Exception as exc:  # numpy raises OSError/EOFError on damaged files
@@ -148,8 +156,7 @@ class RawLabels:
             rows = gather_rows(path, self.classes.shape[0], idmap, "--labels")
             values = self.classes.astype(np.int64) if rows is None else self.classes[rows].astype(np.int64)
             values[values < 0] = -1
-            num_classes = int(values.max()) + 1 if values.size and values.max() >= 0 else 0
-            labels = Labels(values, num_classes)
+            labels = Labels(values, class_count(path, values))
         else:
             labels = labels_from_pairs(path, self.ids, self.classes, idmap)
         if self.class_names is not None:
@@ -178,7 +185,7 @@ def read_raw_labels(path: str | os.PathLike[str], layout: str = "auto", header: 
     if p.suffix == ".npy" or kind == "npy":
         if layout == "pairs":
             raise OptionError(f"{p}: --labels-layout pairs expects a text file of 'id,label' lines, found a .npy array")
-        raw = load_npy(p, "--labels", mmap=False)
+        raw = load_npy(p, "--labels")
         if raw.ndim == 2 and raw.shape[1] == 1:
             raw = raw[:, 0]
         if raw.ndim != 1 or not np.issubdtype(raw.dtype, np.integer):
@@ -307,8 +314,8 @@ def synthetic_labels(num_nodes: int, num_classes: int, seed: int) -> np.ndarray:
     They carry no information about the graph: a model's accuracy on them is about ``1/K``. Use
     them to run (and time) training on an unlabelled graph.
     """
-    if num_classes < 2:
-        raise OptionError(f"--synthetic-labels: expected at least 2 classes, found {num_classes}")
+    if not 2 <= num_classes <= MAX_CLASSES:
+        raise OptionError(f"--synthetic-labels: expected 2 to {MAX_CLASSES:,} classes, found {num_classes:,}")
     rng = np.random.default_rng([seed, 2**32 - 2])
     return rng.integers(0, num_classes, num_nodes, dtype=np.int64)
 

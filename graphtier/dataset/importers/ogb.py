@@ -25,7 +25,7 @@ from graphtier.dataset.finite import NonFiniteGuard, check_mode
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import edges, finish, splits, textio
 from graphtier.dataset.importers.features import note_replaced
-from graphtier.dataset.importers.labels import Labels
+from graphtier.dataset.importers.labels import Labels, class_count
 from graphtier.dataset.writer import DatasetWriter
 from graphtier.errors import DatasetError, OptionError
 
@@ -123,8 +123,7 @@ def read_ogb_labels(path: Path, num_nodes: int) -> Labels:
     if np.any(raw[finite] != np.round(raw[finite])):
         raise DatasetError(f"{path}: expected integer class labels, found fractional values")
     values = np.where(finite & (raw >= 0), raw, -1).astype(np.int64)
-    num_classes = int(values.max()) + 1 if values.size and values.max() >= 0 else 0
-    return Labels(values, num_classes)
+    return Labels(values, class_count(path, values))
 
 
 def import_ogb(

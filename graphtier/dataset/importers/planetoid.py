@@ -25,6 +25,8 @@ from graphtier.dataset.finite import NonFiniteGuard, check_mode
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import edges, finish, splits, textio
 from graphtier.dataset.importers.features import note_replaced
+from graphtier.dataset.importers.labels import check_class_count
+from graphtier.dataset.importers.sparse import checked_sparse
 from graphtier.dataset.writer import DatasetWriter
 from graphtier.errors import DatasetError, OptionError
 
@@ -99,8 +101,7 @@ def detect_name(source: Path) -> str:
 
 def _dense(path: Path, value: Any, what: str) -> np.ndarray:
     if sp.issparse(value):
-        if value.dtype.kind not in "biuf":
-            raise DatasetError(f"{path}: expected a numeric {what} matrix, found dtype {value.dtype}")
+        value = checked_sparse(value, path)  # a crafted matrix would make toarray write out of bounds
         resources.require_memory(int(np.prod(value.shape, dtype=object)) * value.dtype.itemsize, f"{path}: densifying")
         value = np.asarray(value.toarray())
     if isinstance(value, np.ndarray) and value.ndim == 2:
@@ -182,6 +183,7 @@ def import_planetoid(
     y = _dense(paths["y"], parts["y"], "label")
     ally = _dense(paths["ally"], parts["ally"], "label")
     ty = _dense(paths["ty"], parts["ty"], "label")
+    check_class_count(paths["ally"], ally.shape[1], f"a one-hot matrix of {ally.shape[1]:,} columns")
     graph = parts["graph"]
     if not isinstance(graph, dict):
         raise DatasetError(f"{paths['graph']}: expected a dict of adjacency lists, found {type(graph).__name__}")

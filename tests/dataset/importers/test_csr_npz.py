@@ -68,7 +68,7 @@ def test_bad_archives_are_one_line_errors(tmp_path: Path) -> None:
         "nokey.npz": "expected an array 'indices'",
         "badptr.npz": "'indptr' expected non-decreasing",
         "range.npz": "'indices' expected ids in [0, 2), found [0, 5]",
-        "junk.npz": "not a readable .npz archive",
+        "junk.npz": "expected an .npz archive (numpy.savez or scipy.sparse.save_npz), got text",
         "absent.npz": "npz archive not found",
     }
     for name, fragment in cases.items():

@@ -4,18 +4,16 @@ from __future__ import annotations
 
 import pickle
 import shutil
-from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
 
 from graphtier.dataset.importers import import_planetoid
 from graphtier.dataset.importers.planetoid import load_pickle
 from graphtier.errors import DatasetError
 
-from .helpers import assert_user_error, run_cli, shared
+from .helpers import assert_user_error, run_cli, shared, write_planetoid
 
 
 def _pyg_edges(edge_index: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -46,36 +44,10 @@ def test_cora_matches_the_issue_and_pyg(tmp_path: Path) -> None:
     np.testing.assert_array_equal(ds.test_idx, np.flatnonzero(ref.test_mask.numpy()))
 
 
-def _write_planetoid(root: Path, prefix: str, rng: np.random.Generator) -> None:
-    """A tiny Planetoid dataset whose test.index range has holes (like CiteSeer)."""
-    classes, dim, n_labelled, n_all = 3, 5, 6, 527
-    test_index = np.array([535, 530, 528, 532, 527, 534])  # range 527..535 misses 529, 531, 533
-    def csr(rows: int) -> sp.csr_matrix:
-        return sp.csr_matrix((rng.random((rows, dim)) < 0.4).astype(np.float32))
-    def onehot(rows: int) -> np.ndarray:
-        return np.eye(classes, dtype=np.int64)[rng.integers(0, classes, rows)]
-    n = 536
-    graph = defaultdict(list)
-    for _ in range(1500):
-        u, v = (int(x) for x in rng.integers(0, n, 2))
-        graph[u].append(v)
-    graph[3].append(3)  # a self-loop, dropped
-    parts = {
-        "x": csr(n_labelled), "y": onehot(n_labelled), "allx": csr(n_all), "ally": onehot(n_all),
-        "tx": csr(test_index.size), "ty": onehot(test_index.size), "graph": graph,
-    }
-    parts["x"] = parts["allx"][:n_labelled]
-    parts["y"] = parts["ally"][:n_labelled]
-    for name, value in parts.items():
-        with open(root / f"ind.{prefix}.{name}", "wb") as f:
-            pickle.dump(value, f, protocol=2)
-    (root / f"ind.{prefix}.test.index").write_text("\n".join(str(i) for i in test_index) + "\n")
-
-
 def test_citeseer_holes_are_filled_like_pyg(tmp_path: Path) -> None:
     root = tmp_path / "raw"
     root.mkdir()
-    _write_planetoid(root, "citeseer", np.random.default_rng(0))
+    write_planetoid(root, "citeseer", np.random.default_rng(0))
     ds = import_planetoid(root, tmp_path / "out")
     from torch_geometric.io import read_planetoid_data
 
