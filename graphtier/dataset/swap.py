@@ -104,14 +104,15 @@ def exchange(temp: Path, target: Path) -> None:
     if _rename2(temp, target, RENAME_EXCHANGE):
         return
     aside = aside_name(temp)
-    os.rename(target, aside)
     try:
+        os.rename(target, aside)
         os.rename(temp, target)
     except BaseException:
-        if os.path.lexists(temp):  # the new directory did not move: put the old one back
-            os.rename(aside, target)
-        else:
-            os.rename(aside, temp)
+        if os.path.lexists(aside):
+            if os.path.lexists(temp):  # the new directory did not move: put the old one back
+                os.rename(aside, target)
+            else:
+                os.rename(aside, temp)
         raise
     os.rename(aside, temp)
 

@@ -65,16 +65,18 @@ class DatasetWriter:
         self.source_notes: dict[str, Any] = {}
         """Extra ``meta.json`` ``source`` fields (for example how many values an import repaired)."""
 
-    def check_output(self, inputs: Iterable[str | os.PathLike[str]] = ()) -> None:
+    def check_output(self, inputs: Iterable[str | os.PathLike[str]] = (), *, finishing: bool = False) -> None:
         """Raise :class:`DatasetError` unless the output may be written: missing, or (with ``overwrite``) an
         empty directory or a graphtier dataset holding only dataset files and none of ``inputs``.
 
-        Runs at start-up and again just before the new dataset is moved into place.
+        Runs at start-up and again (``finishing``) just before the new dataset is moved into place.
         """
         if not os.path.lexists(self.target):
             return
         if not self.overwrite:
-            raise DatasetError(f"{self.output}: already exists (pass --overwrite to replace it)")
+            raise self._appeared() if finishing else DatasetError(
+                f"{self.output}: already exists (pass --overwrite to replace it)"
+            )
         if not self.target.is_dir():
             raise DatasetError(f"{self.output}: exists and is not a directory")
         cwd = Path.cwd().resolve()
@@ -188,20 +190,23 @@ class DatasetWriter:
         self.write_text(META_FILE, json.dumps(ordered, indent=2, default=json_default) + "\n")
         if validate:
             Dataset.open(self.tmp)  # raises DatasetError naming the bad file
-        self.check_output(recorded_inputs(ordered))
         try:
+            self.check_output(recorded_inputs(ordered), finishing=True)
             self._move_into_place()
         except FileExistsError:
-            raise DatasetError(
-                f"{self.output}: appeared while this run was writing (another run, or a user, created it); "
-                "nothing was written (pass --overwrite to replace it)"
-            ) from None
+            raise self._appeared() from None
         except OSError as exc:
             raise ResourceError(f"{self.output}: cannot move the new dataset into place ({exc.strerror})") from None
         finally:
             self.abort()  # after a swap the temporary name holds the old dataset
         self.finished = Dataset.open(self.output, validate=False)
         return self.finished
+
+    def _appeared(self) -> DatasetError:
+        return DatasetError(
+            f"{self.output}: appeared while this run was writing (another run, or a user, created it); "
+            "nothing was written (pass --overwrite to replace it)"
+        )
 
     def _move_into_place(self) -> None:
         if self.overwrite and os.path.lexists(self.target):
