@@ -70,7 +70,7 @@ class Case:
 
 def _run(args: list[str], timeout: float = 300) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "graphtier", *args], env=_env(), capture_output=True, text=True,
-                          timeout=timeout)
+                          timeout=timeout, check=False)
 
 
 def _env() -> dict[str, str]:
