@@ -91,13 +91,14 @@ class DatasetWriter:
                 f"{self.output}: exists and is not a graphtier dataset (no {META_FILE}); "
                 "refusing to replace it with --overwrite"
             )
-        kept = {Path(os.path.realpath(p)) for p in inputs}
+        kept = {Path(os.path.realpath(p)) for p in inputs}  # entries lie in the resolved target: compare as they are
         for entry in entries:
-            if not is_dataset_file(entry) or Path(os.path.realpath(entry)) in kept:
-                what = "an input of this run" if Path(os.path.realpath(entry)) in kept else "not a dataset file"
+            what = "an input of this run" if entry in kept else None if is_dataset_file(entry) else "not a dataset file"
+            if what is not None:
                 raise DatasetError(
-                    f"{self.output / entry.name}: {what}; --overwrite replaces only a directory holding nothing but a dataset "
-                    f"({META_FILE}, *.npy, {', '.join(SIDE_FILES)}); move it out of {self.output} or pass another OUTPUT"
+                    f"{self.output / entry.name}: {what}; --overwrite replaces only a directory holding nothing but "
+                    f"a dataset ({META_FILE}, *.npy, {', '.join(SIDE_FILES)}); move it out of {self.output} "
+                    "or pass another OUTPUT"
                 )
 
     def __enter__(self) -> "DatasetWriter":
