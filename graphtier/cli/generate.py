@@ -68,7 +68,8 @@ COUNT = CountType()
 @click.option("--chunk-edges", type=COUNT, default=synthetic.DEFAULT_CHUNK_EDGES, show_default=True,
               help="Edges drawn per kernel call and feature values per written block (the feature buffer); "
                    "does not change the output.")
-@click.option("--overwrite", is_flag=True, help="Replace OUTPUT if it exists.")
+@click.option("--overwrite", is_flag=True,
+              help="Replace OUTPUT if it is a graphtier dataset and holds nothing else.")
 @click.option("--quiet", "-q", is_flag=True, help="Print only the final summary line.")
 def command(output: str, quiet: bool, **options: Any) -> None:
     """Generate a synthetic power-law dataset (degree-corrected stochastic block model) at OUTPUT.

@@ -25,7 +25,8 @@ _PATH = click.Path(path_type=Path)
 
 def _common_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """SOURCE, OUTPUT, --name and --overwrite, shared by every format."""
-    func = click.option("--overwrite", is_flag=True, help="Replace OUTPUT if it exists.")(func)
+    func = click.option("--overwrite", is_flag=True,
+                        help="Replace OUTPUT if it is a graphtier dataset and holds nothing else.")(func)
     func = click.option("--name", default=None, help="Dataset name stored in meta.json (default: the name of OUTPUT).")(func)
     func = click.argument("output", type=_PATH)(func)
     func = click.argument("source", type=_PATH)(func)

@@ -23,7 +23,8 @@ from graphtier.tiering.hotness import (
 @click.option("--score", "-s", "score", default=DEFAULT_SCORE, show_default=True,
               help=f"One of {', '.join(SCORE_METHODS)}, or a .npy file of float scores [N].")
 @score_options
-@click.option("--overwrite", is_flag=True, help="Replace OUTPUT if it exists.")
+@click.option("--overwrite", is_flag=True,
+              help="Replace OUTPUT if it is a graphtier dataset and holds nothing else.")
 def command(
     dataset: Path, output: Path, score: str, damping: float, tol: float, iterations: int | None,
     fanouts: str, batch_size: int, epochs: int, seed: int, overwrite: bool,

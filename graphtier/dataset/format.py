@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from graphtier.dataset import swap
 from graphtier.dataset.finite import SAMPLE_BLOCK_BYTES, SAMPLE_BLOCKS, find_non_finite
 from graphtier.errors import DatasetError
 from graphtier.dataset.checks import index_range, is_non_decreasing
@@ -134,7 +135,7 @@ class Dataset:
         and the found value is raised at the first inconsistency.
         """
         root = Path(path)
-        if not root.is_dir():
+        if not root.is_dir() and not _recover(root):
             raise DatasetError(f"{root}: dataset directory not found")
         meta = read_meta(root)
         indptr = _load_array(root / "indptr.npy", mmap)
@@ -255,6 +256,15 @@ class Dataset:
             raise DatasetError(
                 f"{p}: expected a permutation of [0, {n}), found {missing} repeated ids ({missing} ids missing)"
             )
+
+
+def _recover(root: Path) -> bool:
+    """Put back a dataset that a writer killed in the middle of replacing it had moved aside (see
+    :mod:`graphtier.dataset.swap`); True when ``root`` is a directory now."""
+    try:
+        return swap.recover(Path(os.path.realpath(root))) and root.is_dir()
+    except OSError:
+        return False
 
 
 def read_meta(root: Path) -> dict[str, Any]:

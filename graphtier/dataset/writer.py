@@ -2,23 +2,26 @@
 
 Every writer (importers, the generator, reorder) builds the dataset in a temporary sibling
 directory and renames it into place only after it has been written and validated, so a crash or a
-bad input never leaves a half-written dataset at the output path.
+bad input never leaves a half-written dataset at the output path. The output is checked at start-up and
+again just before the rename: without ``overwrite`` the rename fails if anything appeared at the output
+meanwhile; with it, only a directory holding nothing but a dataset is replaced, in one atomic swap
+(:mod:`graphtier.dataset.swap`). Output paths that are symlinks are resolved: the dataset a link points to is
+replaced and the link kept.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import time
-import uuid
+from collections.abc import Iterable
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 import numpy as np
 
-from graphtier.dataset import resources
+from graphtier.dataset import resources, swap
 from graphtier.dataset.format import FORMAT_VERSION, META_FILE, Dataset
 from graphtier.errors import DatasetError, ResourceError
 
@@ -42,31 +45,18 @@ class DatasetWriter:
 
     def __init__(self, output: str | os.PathLike[str], *, overwrite: bool = False) -> None:
         self.output = Path(output)
-        if self.output.exists() and not overwrite:
-            raise DatasetError(f"{self.output}: already exists (pass --overwrite to replace it)")
-        if self.output.exists() and not self.output.is_dir():
-            raise DatasetError(f"{self.output}: exists and is not a directory")
-        resolved = self.output.resolve()
-        if self.output.exists():
-            cwd = Path.cwd().resolve()
-            if resolved == cwd or resolved in cwd.parents:
-                raise DatasetError(
-                    f"{self.output}: is the current directory (or contains it) and cannot be replaced; "
-                    "pass another OUTPUT"
-                )
-            if any(resolved.iterdir()) and not (resolved / META_FILE).is_file():
-                raise DatasetError(
-                    f"{self.output}: exists and is not a graphtier dataset (no {META_FILE}); "
-                    "refusing to replace it with --overwrite"
-                )
-        parent = resolved.parent
+        self.overwrite = overwrite
+        self.target = Path(os.path.realpath(self.output))
+        """Where the dataset goes: ``output`` with symlinks resolved (a link to a dataset keeps pointing at it)."""
+        parent = self.target.parent
         if not parent.is_dir():
             try:
                 parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
                 raise ResourceError(f"{parent}: cannot create output directory ({exc.strerror})") from None
-        self.overwrite = overwrite
-        self.tmp = parent / f".{resolved.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        swap.remove_stale(self.target)
+        self.check_output()
+        self.tmp = swap.temp_name(self.target)
         try:
             self.tmp.mkdir()
         except OSError as exc:
@@ -74,6 +64,42 @@ class DatasetWriter:
         self.finished: Dataset | None = None
         self.source_notes: dict[str, Any] = {}
         """Extra ``meta.json`` ``source`` fields (for example how many values an import repaired)."""
+
+    def check_output(self, inputs: Iterable[str | os.PathLike[str]] = (), *, finishing: bool = False) -> None:
+        """Raise :class:`DatasetError` unless the output may be written: missing, or (with ``overwrite``) an
+        empty directory or a graphtier dataset holding only dataset files and none of ``inputs``.
+
+        Runs at start-up and again (``finishing``) just before the new dataset is moved into place.
+        """
+        if not os.path.lexists(self.target):
+            return
+        if not self.overwrite:
+            raise self._appeared() if finishing else DatasetError(
+                f"{self.output}: already exists (pass --overwrite to replace it)"
+            )
+        if not self.target.is_dir():
+            raise DatasetError(f"{self.output}: exists and is not a directory")
+        cwd = Path.cwd().resolve()
+        if self.target == cwd or self.target in cwd.parents:
+            raise DatasetError(
+                f"{self.output}: is the current directory (or contains it) and cannot be replaced; "
+                "pass another OUTPUT"
+            )
+        entries = sorted(self.target.iterdir())
+        if entries and not (self.target / META_FILE).is_file():
+            raise DatasetError(
+                f"{self.output}: exists and is not a graphtier dataset (no {META_FILE}); "
+                "refusing to replace it with --overwrite"
+            )
+        kept = {Path(os.path.realpath(p)) for p in inputs}  # entries lie in the resolved target: compare as they are
+        for entry in entries:
+            what = "an input of this run" if entry in kept else None if is_dataset_file(entry) else "not a dataset file"
+            if what is not None:
+                raise DatasetError(
+                    f"{self.output / entry.name}: {what}; --overwrite replaces only a directory holding nothing but "
+                    f"a dataset ({META_FILE}, *.npy, {', '.join(SIDE_FILES)}); move it out of {self.output} "
+                    "or pass another OUTPUT"
+                )
 
     def __enter__(self) -> "DatasetWriter":
         return self
@@ -165,24 +191,58 @@ class DatasetWriter:
         self.write_text(META_FILE, json.dumps(ordered, indent=2, default=json_default) + "\n")
         if validate:
             Dataset.open(self.tmp)  # raises DatasetError naming the bad file
-        old: Path | None = None
         try:
-            if self.output.exists():
-                old = self.tmp.parent / f".{self.tmp.name}.old"
-                os.rename(self.output, old)
-            os.rename(self.tmp, self.output)
+            self.check_output(recorded_inputs(ordered), finishing=True)
+            self._move_into_place()
+        except FileExistsError:
+            raise self._appeared() from None
         except OSError as exc:
-            if old is not None and old.exists() and not self.output.exists():
-                os.rename(old, self.output)  # put the previous dataset back
             raise ResourceError(f"{self.output}: cannot move the new dataset into place ({exc.strerror})") from None
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
+        finally:
+            self.abort()  # after a swap the temporary name holds the old dataset
         self.finished = Dataset.open(self.output, validate=False)
         return self.finished
 
+    def _appeared(self) -> DatasetError:
+        return DatasetError(
+            f"{self.output}: appeared while this run was writing (another run, or a user, created it); "
+            "nothing was written (pass --overwrite to replace it)"
+        )
+
+    def _move_into_place(self) -> None:
+        if self.overwrite and os.path.lexists(self.target):
+            try:
+                swap.exchange(self.tmp, self.target)
+                return
+            except FileNotFoundError:
+                if not os.path.lexists(self.tmp):
+                    raise
+                # the old output vanished meanwhile: nothing to replace
+        swap.move_into_place(self.tmp, self.target)
+
     def abort(self) -> None:
         """Remove the temporary directory (idempotent)."""
-        shutil.rmtree(self.tmp, ignore_errors=True)
+        swap.remove_tree(self.tmp)
+
+
+SIDE_FILES = ("label_names.json", "node_ids.json")
+"""The files besides ``meta.json`` and ``*.npy`` arrays that writers put into a dataset directory."""
+
+
+def is_dataset_file(path: Path) -> bool:
+    """Whether ``path`` (an entry of a dataset directory) is one of the files a dataset consists of."""
+    if path.is_dir() and not path.is_symlink():
+        return False
+    return path.name == META_FILE or path.name in SIDE_FILES or (path.suffix == ".npy" and not path.name.startswith("."))
+
+
+def recorded_inputs(meta: dict[str, Any]) -> list[str]:
+    """The input files ``meta.json`` records (an import's ``source.inputs``, a reorder's score file)."""
+    inputs = [str(p) for p in (meta.get("source") or {}).get("inputs") or []]
+    score = (meta.get("reorder") or {}).get("score")
+    if isinstance(score, str) and os.path.isabs(score):
+        inputs.append(score)
+    return inputs
 
 
 def json_default(value: Any) -> Any:
