@@ -17,7 +17,7 @@ from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import node_data
 from graphtier.dataset.importers.edges import IdMap
 from graphtier.dataset.importers.features import synthetic_features, write_feature_file
-from graphtier.dataset.importers.labels import Labels
+from graphtier.dataset.importers.labels import MAX_CLASSES, Labels
 from graphtier.dataset.importers.splits import (
     check_fractions,
     random_split,
@@ -236,6 +236,10 @@ def check_node_data_options(
         raise OptionError("--labels and --synthetic-labels: expected at most one, found both")
     if synthetic_classes < 0 or synthetic_classes == 1:
         raise OptionError(f"--synthetic-labels: expected at least 2 classes, found {synthetic_classes}")
+    if synthetic_classes > MAX_CLASSES:  # before the graph is built, not when the labels are written
+        raise OptionError(
+            f"--synthetic-labels: expected at most {MAX_CLASSES:,} (2^24) classes, found {synthetic_classes:,}"
+        )
     if labels is not None:
         require_file(labels, "--labels file")
     if features is not None:
