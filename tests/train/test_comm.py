@@ -15,8 +15,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_flatten, tree_map
 
 from graphtier import Dataset
-from graphtier.train import TrainConfig, Trainer
-from graphtier.train import comm
+from graphtier.train import TrainConfig, Trainer, comm
 from graphtier.train.comm import (
     DistContext,
     all_gather_floats,
@@ -70,8 +69,8 @@ class PretendCuda(TorchFunctionMode):
         pretend = {t.pretend_device for t in flat if isinstance(t, _Pretend)}
         plain = [t for t in flat if isinstance(t, torch.Tensor) and not isinstance(t, _Pretend) and t.dim() > 0]
         requested = _requested_device(func, args, kwargs)
-        unwrap = lambda v: v.as_subclass(torch.Tensor) if isinstance(v, _Pretend) else v  # noqa: E731
-        cpu = lambda v: "cpu" if isinstance(v, (str, torch.device)) and torch.device(v).type == "cuda" else v  # noqa: E731
+        unwrap = lambda v: v.as_subclass(torch.Tensor) if isinstance(v, _Pretend) else v
+        cpu = lambda v: "cpu" if isinstance(v, (str, torch.device)) and torch.device(v).type == "cuda" else v
         args, kwargs = tree_map(unwrap, args), tree_map(unwrap, kwargs)
         if requested is not None:
             args = tuple(cpu(a) for a in args)
