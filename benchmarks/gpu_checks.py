@@ -1,357 +1,349 @@
-"""Every GPU check and GPU benchmark of graphtier, in one run, summarised in one table.
+"""Every GPU check and GPU benchmark of graphtier, made for short GPU windows (calls of a few minutes).
 
-1. ``pytest -m gpu tests`` (all GPU-only tests of the project), in a subprocess;
-2. correctness of every feature mode on CUDA against plain indexing (float32/float16, a memory-mapped
-   table with a disk tier, the row cache, peer partitions when there are >= 2 GPUs), traffic sums;
-3. the gather benchmark on the GPU (zero-copy naive vs aligned, tiered, cpu-gather + copy baseline);
-4. seed 003's microbenchmark: random row reads for rows of 256 B to 16 KB with cpu-gather + copy and
-   zero-copy, against the ideal (bytes / host-to-device bandwidth of one large pinned copy);
-5. seed 003 Fig. 7: naive vs 128-B aligned zero-copy reads for rows of 2,048 to 2,076 bytes in 4-byte steps;
-6. the tiered gather on the sampler's power-law access trace of a generated, wrpr-reordered graph with
-   0/5/10/25% of the rows on the GPU: time and host bytes against zero-copy;
-7. issue 6's hybrid benchmark: ``--devices cuda:0`` against ``--devices cpu,cuda:0``;
-8. issue 12: the GPU sampler against the CPU sampler on a generated, reordered 2M-node graph at topology
-   budgets 0%, 10% and 100% (and sorted reads at 0%), checking that both give identical batches;
-9. issue 12: the tiered topology's neighbour reads (all of ``indices`` on the device, 25 %, all zero-copy),
-   with and without ``sorted_reads`` (does sorting the positions before the zero-copy reads pay?);
-10. issue 12's device sampler (Triton picks) against ``NeighborSampler`` on cnr-2000: identical batches, ms per batch;
-11. issue 12: one training epoch on a generated 10M-node graph with the whole data path on the GPU
-   (``--sample-on gpu --features-on tiered``) against ``--sample-on cpu --features-on cpu-gather``:
-   sample / extract / train seconds as seed 000 Fig. 8 and seed 004 Table 4 report them.
+Each step runs in its own subprocess (a sticky CUDA error fails that step, not the rest). After every step
+its rows are printed and the JSON (``--output``, a file or a directory) is rewritten, so a call stopped
+at its time limit leaves everything measured so far; rows a step emitted before it was killed are kept.
+``--budget SECONDS`` stops the run itself in time: a step is not started when its estimate does not fit
+in what is left, and a running step is stopped when the budget is spent.
 
-Each call should stay under 8 minutes on a lent GPU: ``--steps`` runs a subset (names below), e.g.
-``--steps pytest,modes,sampler`` then ``--steps epoch``.
+A row is a **check** (``pass`` or ``FAIL`` against its reference) or a **benchmark** (``measured``: a
+figure, never "pass"); ``skipped`` says why (no GPU, one GPU where two are needed, input missing, budget).
 
-Without CUDA it prints a skip message and exits 0. Writes benchmarks/results/gpu_checks.json.
+Plans: named calls of at most 6 minutes each on one H100 by the estimates below (the estimates are
+guesses until a GPU run has written each step's seconds into the JSON; correct them from there):
 
-    flock /tmp/graphtier-bigjob.lock python benchmarks/gpu_checks.py
+    timeout 470 python benchmarks/gpu_checks.py --plan 1 --budget 420 --output /tmp/gpu/plan1.json
+    ... --plan 2, --plan 3, --plan 4 (one call each)
+
+{plans}
+
+Without CUDA every step is reported skipped (exit 0): nothing is measured. ``--dry-run`` lists what would
+run. ``--steps a,b`` runs a subset by name.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import importlib
 import json
+import os
+import signal
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
-
-import numpy as np
-import torch
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).parent / "results" / "gpu_checks.json"
+STATUSES = ("pass", "FAIL", "measured", "skipped")
 
 
-def check_pytest_gpu() -> tuple[str, str]:
-    """Run the project's GPU-marked tests; (status, summary line)."""
-    started = time.perf_counter()
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-m", "gpu", "-q", "-p", "no:cacheprovider", "tests"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
+@dataclass(frozen=True)
+class Step:
+    """One step: ``target`` is ``module:function`` (run in a subprocess), ``estimate_s`` its guessed seconds
+    on one H100, ``min_gpus`` the CUDA devices it needs."""
+
+    name: str
+    label: str
+    target: str
+    estimate_s: int
+    min_gpus: int = 1
+
+
+STEPS: tuple[Step, ...] = (
+    Step("pytest", "pytest -m gpu tests", "gpu_steps:pytest_gpu", 150),
+    Step("modes", "every feature mode on CUDA equals plain indexing", "gpu_steps:feature_modes", 60),
+    Step("bigreg", "values through a 2.25 GiB host registration", "gpu_steps_train:big_registration", 60),
+    Step("multigpu", "cuda:1 device index, NCCL training on cuda:0,cuda:1", "gpu_steps_train:multi_gpu", 90, 2),
+    Step("train", "train --features-on tiered --gpu-budget 10% vs cpu-gather", "gpu_steps_train:tiered_training", 90),
+    Step("resume", "checkpoint resume with --device cuda", "gpu_steps_train:resume", 60),
+    Step("predict", "predict and --full-inference on CUDA", "gpu_steps_train:predict_cuda", 45),
+    Step("gat", "GAT on CUDA against the CPU", "gpu_steps_train:gat_cuda", 45),
+    Step("cachetrace", "tiered+cache on the sampler's trace", "gpu_steps_train:cache_trace", 60),
+    Step("cnr", "device sampler vs NeighborSampler (cnr-2000 or a generated twin)", "gpu_steps:device_sampler", 60),
+    Step("gather", "gather benchmark", "gpu_steps:gather", 60),
+    Step("rows", "row-size sweep (seed 003)", "gpu_steps:row_sizes", 120),
+    Step("alignment", "alignment sweep (seed 003 Fig. 7)", "gpu_steps:alignment", 60),
+    Step("trace", "tiered power-law trace", "gpu_steps:tiered_trace", 110),
+    Step("hybrid", "hybrid CPU+GPU training", "gpu_steps:hybrid", 120),
+    Step("topology", "tiered topology reads (issue 12)", "gpu_steps:topology", 90),
+    Step("sampler", "GPU sampler vs CPU sampler (issue 12)", "gpu_steps:gpu_sampler", 120),
+    Step("epoch", "end-to-end epoch, whole data path on the GPU (issue 12)", "gpu_steps:epoch", 240),
+)
+PLANS: dict[str, tuple[str, ...]] = {
+    "1": ("pytest", "modes", "bigreg", "multigpu"),
+    "2": ("train", "resume", "predict", "gat", "cachetrace", "cnr"),
+    "3": ("gather", "rows", "alignment", "trace"),
+    "4": ("hybrid", "topology", "sampler"),
+    "5": ("epoch",),
+}
+PLAN_LIMIT_S = 360
+
+
+def plan_lines() -> str:
+    """One line per plan: its steps and their estimated seconds."""
+    by_name = {step.name: step for step in STEPS}
+    return "\n".join(
+        f"    --plan {plan}: {', '.join(names)} (~{sum(by_name[n].estimate_s for n in names)} s)"
+        for plan, names in PLANS.items()
     )
-    lines = [line for line in proc.stdout.splitlines() if line.strip()]
-    summary = lines[-1] if lines else proc.stderr.strip()[-200:]
-    status = "pass" if proc.returncode == 0 else ("none" if proc.returncode == 5 else "FAIL")
-    if status == "FAIL":
-        print(proc.stdout[-4000:])
-    return status, f"{summary} ({time.perf_counter() - started:.0f} s)"
 
 
-def check_modes(device: torch.device) -> list[tuple[str, str, str]]:
-    """Every feature mode on CUDA equals plain indexing and its traffic adds up."""
-    from graphtier.store import FEATURE_MODES, TIER_NAMES, make_feature_store
-
-    rows: list[tuple[str, str, str]] = []
-    rng = np.random.default_rng(0)
-    with tempfile.TemporaryDirectory() as tmp:
-        for dtype in (np.float32, np.float16):
-            for dim in (33, 128):
-                table = rng.normal(size=(20_000, dim)).astype(dtype)
-                path = Path(tmp) / f"t-{dim}-{np.dtype(dtype).name}.npy"
-                np.save(path, table)
-                mapped = np.load(path, mmap_mode="r")
-                cases: list[tuple[str, np.ndarray, dict[str, Any]]] = [(m, table, {}) for m in FEATURE_MODES]
-                cases.append(("tiered", mapped, {"gpu_budget": "10%", "ram_budget": "50%"}))
-                cases.append(("tiered+cache", mapped, {"gpu_budget": "5%", "cache_budget": "5%", "ram_budget": "30%"}))
-                if torch.cuda.device_count() >= 2:
-                    cases.append(("tiered", mapped, {"gpu_budget": "10%", "peer_partitions": 2, "ram_budget": "50%"}))
-                for mode, source, options in cases:
-                    if mode.startswith("tiered") and not options:
-                        options = {"gpu_budget": "20%"} if mode == "tiered" else {"gpu_budget": "10%", "cache_budget": "10%"}
-                    name = f"{mode} {np.dtype(dtype).name} D={dim} {'mmap' if source is mapped else 'ram'} {options}"
-                    try:
-                        store = make_feature_store(source, mode, device=device, log=lambda _: None, **options)
-                        ok = True
-                        for step in range(6):
-                            ids = torch.from_numpy(rng.integers(0, table.shape[0], 5000 + step))
-                            got = store.gather(ids)
-                            ok &= bool(np.array_equal(got.cpu().numpy(), table[ids.numpy()]))
-                        traffic = store.traffic()
-                        ok &= traffic["requested"] == sum(traffic[t] for t in TIER_NAMES)
-                        hit = getattr(store, "cache_hit_ratio", None)
-                        detail = f"on {store.output_device}" + (f", cache hit ratio {hit:.3f}" if hit is not None else "")
-                        store.close()
-                        rows.append((name, "pass" if ok else "FAIL", detail))
-                    except Exception as exc:  # report and go on: this is a checklist
-                        rows.append((name, "FAIL", f"{type(exc).__name__}: {exc}"[:160]))
-    return rows
+__doc__ = (__doc__ or "").replace("{plans}", plan_lines())
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--skip-pytest", action="store_true")
-    parser.add_argument("--table-mib", type=int, default=1024)
-    parser.add_argument("--output", default=str(RESULTS))
-    parser.add_argument("--steps", default="all",
-                        help="comma-separated subset of: pytest, modes, gather, rows, alignment, trace, hybrid, topology, cnr, sampler, epoch")
-    parser.add_argument("--epoch-nodes", default="10M", help="nodes of the generated graph of the end-to-end epoch")
-    args = parser.parse_args()
-    if not torch.cuda.is_available():
-        print("gpu_checks: SKIPPED, no CUDA device on this machine (torch %s); nothing was measured on a GPU" % torch.__version__)
-        return 0
-    device = torch.device("cuda", torch.cuda.current_device())
-    table: list[tuple[str, str, str]] = []
-    steps: list[tuple[str, str, Callable[[], Any]]] = []
-    if not args.skip_pytest:
-        steps.append(("pytest", "pytest -m gpu", lambda: table.append(("pytest -m gpu tests", *check_pytest_gpu()))))
-    steps.append(("modes", "feature modes", lambda: table.extend(check_modes(device))))
-    report: dict[str, Any] = {}
+def parse_count(text: str, option: str = "--epoch-nodes") -> int:
+    """``"500000"`` -> 500000, ``"500k"`` -> 500000, ``"10M"`` -> 10000000, ``"1.5M"`` -> 1500000."""
+    value = str(text).strip()
+    scale = {"k": 10**3, "K": 10**3, "m": 10**6, "M": 10**6}.get(value[-1:], 1)
+    digits = value[:-1] if scale != 1 else value
+    try:
+        count = float(digits) * scale
+    except ValueError:
+        raise SystemExit(f"gpu_checks: {option} expected a count like 500000, 500k or 10M, found {text!r}") from None
+    if count < 1 or count != int(count):
+        raise SystemExit(f"gpu_checks: {option} expected a positive whole count, found {text!r}")
+    return int(count)
 
-    def bench() -> None:
-        from graphtier.bench.gather import run_gather_benchmark
 
-        result = run_gather_benchmark(
-            row_bytes=[128, 512, 2052, 4096], table_bytes=args.table_mib * 2**20, batch_rows=65536,
-            threads=[torch.get_num_threads()], repeats=7, device=device,
-        )  # fmt: skip
-        report["gather"] = result
-        for row in result["results"]:
-            if row["threads"] is None:
-                table.append(
-                    (f"gather {row['method']} {row['row_bytes']} B", "measured",
-                     f"{row['gb_per_s']:.2f} GB/s, {row['vs_baseline']:.2f}x cpu-gather+h2d"),
-                )  # fmt: skip
+class SkipStep(Exception):
+    """Raised by a step whose input or hardware is missing: the step is reported skipped with the message."""
 
-    steps.append(("gather", "gather benchmark", bench))
 
-    def ideal_bandwidth() -> float:
-        """Host-to-device GB/s of one large pinned copy (the PCIe ideal)."""
-        size = 1 << 30
-        host = torch.empty(size, dtype=torch.uint8, pin_memory=True)
-        dev = torch.empty(size, dtype=torch.uint8, device=device)
-        dev.copy_(host, non_blocking=True)
-        torch.cuda.synchronize(device)
-        start = time.perf_counter()
-        for _ in range(5):
-            dev.copy_(host, non_blocking=True)
-        torch.cuda.synchronize(device)
-        return 5 * size / (time.perf_counter() - start) / 1e9
+class StepContext:
+    """What a step sees in its subprocess: the options, the GPUs, and ``emit`` / ``check`` / ``measured``,
+    which append one row (and ``save`` one data entry) to the step's rows file at once."""
 
-    def row_sizes() -> None:
-        from graphtier.bench.gather import run_gather_benchmark
+    def __init__(self, options: dict[str, Any], rows_file: Path) -> None:
+        self.options = options
+        self.gpus: int = int(options.get("gpus", 0))
+        self._rows_file = rows_file
 
-        ideal = ideal_bandwidth()
-        report["h2d_gb_per_s"] = ideal
-        table.append(("pinned host-to-device copy (ideal)", "measured", f"{ideal:.2f} GB/s"))
-        report["row_sizes"] = []
-        for size in (256, 1024, 4096, 16384):
-            reads = min(4_000_000, (2 << 30) // size)  # 4M reads, at most 2 GiB per batch
-            result = run_gather_benchmark(
-                row_bytes=[size], table_bytes=max(args.table_mib * 2**20, 2 * reads * size), batch_rows=reads,
-                threads=[torch.get_num_threads()], repeats=3, device=device,
-            )  # fmt: skip
-            report["row_sizes"].append(result)
-            for row in result["results"]:
-                if row["threads"] is None and row["method"] in ("cpu-gather+h2d", "zero-copy-naive", "zero-copy-aligned"):
-                    table.append(
-                        (f"{reads:,} reads of {size} B: {row['method']}", "measured",
-                         f"{row['gb_per_s']:.2f} GB/s = {row['gb_per_s'] / ideal:.2f} of ideal"),
-                    )  # fmt: skip
+    def _write(self, entry: dict[str, Any]) -> None:
+        with open(self._rows_file, "a") as handle:
+            handle.write(json.dumps(entry) + "\n")
+            handle.flush()
 
-    def alignment() -> None:
-        from graphtier.bench.gather import run_gather_benchmark
+    def emit(self, check: str, status: str, detail: str) -> None:
+        if status not in STATUSES:
+            raise ValueError(f"status {status!r} not one of {STATUSES}")
+        self._write({"check": check, "status": status, "detail": detail})
 
-        result = run_gather_benchmark(
-            row_bytes=list(range(2048, 2080, 4)), table_bytes=args.table_mib * 2**20, batch_rows=262144,
-            threads=[torch.get_num_threads()], repeats=5, device=device,
-        )  # fmt: skip
-        report["alignment"] = result
-        by_size: dict[int, dict[str, float]] = {}
-        for row in result["results"]:
-            if row["threads"] is None:
-                by_size.setdefault(row["row_bytes"], {})[row["method"]] = row["gb_per_s"]
-        for size, methods in sorted(by_size.items()):
-            table.append(
-                (f"row {size} B: aligned vs naive zero-copy", "measured",
-                 f"{methods['zero-copy-aligned']:.2f} vs {methods['zero-copy-naive']:.2f} GB/s "
-                 f"({methods['zero-copy-aligned'] / methods['zero-copy-naive']:.2f}x)"),
-            )  # fmt: skip
+    def check(self, check: str, ok: bool, detail: str) -> None:
+        """A check row: pass or FAIL against its reference."""
+        self.emit(check, "pass" if ok else "FAIL", detail)
 
-    def tiered_trace() -> None:
-        from graphtier.bench.gather_dataset import run_dataset_gather
-        from graphtier.dataset.synthetic import generate
-        from graphtier.graph.reorder import reorder_dataset
-        from graphtier.tiering.hotness import compute_scores
+    def measured(self, check: str, detail: str) -> None:
+        """A benchmark row: a figure, never pass/FAIL."""
+        self.emit(check, "measured", detail)
 
-        with tempfile.TemporaryDirectory() as tmp:
-            source = generate(Path(tmp) / "g", nodes=2_000_000, avg_degree=20, feature_dim=256, seed=0)
-            scores = compute_scores(source, "wrpr")
-            reordered, _ = reorder_dataset(source, Path(tmp) / "g-wrpr", scores.scores, score_label="wrpr")
-            common = dict(ids_from="sampler", device=device, fanouts=(15, 10, 5), batch_size=1024, batches=50)
-            zero = run_dataset_gather(reordered, features_on="zero-copy", **common)
-            report["tiered_trace"] = {"zero-copy": zero}
-            table.append(("trace: zero-copy", "measured", f"{zero['seconds']:.3f} s, host {zero['bytes_by_tier']['host']:,} B"))
-            for hot in ("0%", "5%", "10%", "25%"):
-                run = run_dataset_gather(reordered, features_on="tiered", gpu_budget=hot, **common)
-                report["tiered_trace"][hot] = run
-                cut = 1 - run["bytes_by_tier"]["host"] / max(zero["bytes_by_tier"]["host"], 1)
-                table.append(
-                    (f"trace: tiered {hot} hot", "measured",
-                     f"{run['seconds']:.3f} s ({zero['seconds'] / run['seconds']:.2f}x zero-copy), host bytes -{100 * cut:.1f}%"),
-                )  # fmt: skip
+    def save(self, key: str, value: Any) -> None:
+        """Keep ``value`` (JSON) under ``data[key]`` of the step in the output JSON."""
+        self._write({"data": key, "value": value})
 
-    def hybrid() -> None:
-        proc = subprocess.run(
-            [sys.executable, str(ROOT / "benchmarks" / "bench_hybrid.py")], cwd=ROOT, capture_output=True, text=True
-        )
-        if proc.returncode != 0:
-            raise RuntimeError(proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "bench_hybrid failed")
-        for line in proc.stdout.splitlines():
-            if "speedup" in line:
-                table.append(("hybrid " + " ".join(line.split()[:2]), "measured", " ".join(line.split()[2:])))
+    def tmpdir(self) -> Path:
+        """A scratch directory of this step (removed with the step's rows file by the parent)."""
+        path = self._rows_file.parent / "scratch"
+        path.mkdir(exist_ok=True)
+        return path
 
-    def gpu_sampler() -> None:
-        from graphtier.bench.sample import run_sample_benchmark
-        from graphtier.dataset.synthetic import generate
-        from graphtier.graph.reorder import reorder_dataset
-        from graphtier.tiering.hotness import compute_scores
 
-        with tempfile.TemporaryDirectory() as tmp:
-            source = generate(Path(tmp) / "g", nodes=2_000_000, avg_degree=20, feature_dim=0, seed=0)
-            scores = compute_scores(source, "fwr", fanouts=[15, 10, 5])
-            reordered, _ = reorder_dataset(source, Path(tmp) / "g-fwr", scores.scores, score_label="fwr")
-            for sorted_reads, budgets in ((False, ("0", "10%", "100%")), (True, ("0",))):
-                result = run_sample_benchmark(
-                    reordered, [15, 10, 5], batch_size=1024, batches=50, device=str(device),
-                    topology_budgets=budgets, sorted_reads=sorted_reads,
-                )  # fmt: skip
-                report.setdefault("gpu_sampler", []).append(result)
-                for run in result["device_samplers"]:
-                    tiers = run["topology_bytes_by_tier"]
-                    table.append(
-                        (f"GPU sampler, topology {run['topology_budget']} on GPU{', sorted reads' if sorted_reads else ''}",
-                         "measured" if run["identical_to_cpu"] else "FAIL",
-                         f"{run['batches_per_s']:.1f} batch/s = {run['speedup_vs_cpu']:.2f}x CPU sampler "
-                         f"({result['threads']} threads, {result['batches_per_s']:.1f} batch/s); "
-                         f"gpu {tiers['gpu'] / 1e6:.1f} MB, host {tiers['host'] / 1e6:.1f} MB; "
-                         f"identical batches: {run['identical_to_cpu']}"),
-                    )  # fmt: skip
+def run_child(target: str, rows_file: Path, options: dict[str, Any]) -> int:
+    """The subprocess side: import ``module:function`` and call it with a :class:`StepContext`."""
+    for path in (str(ROOT), str(ROOT / "benchmarks")):
+        if path not in sys.path:
+            sys.path.insert(0, path)
+    sys.modules.setdefault("gpu_checks", sys.modules[__name__])  # steps import SkipStep from the running harness
+    ctx = StepContext(options, rows_file)
+    module_name, _, function_name = target.partition(":")
+    try:
+        getattr(importlib.import_module(module_name), function_name)(ctx)
+    except SkipStep as reason:
+        ctx.emit(target, "skipped", str(reason))
+    except Exception as exc:  # noqa: BLE001 - reported as a failed check, the parent goes on
+        ctx.emit(target, "FAIL", f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:300])
+        return 1
+    return 0
 
-    def epoch() -> None:
-        from graphtier.dataset.synthetic import generate
-        from graphtier.graph.reorder import reorder_dataset
-        from graphtier.tiering.hotness import compute_scores
-        from graphtier.train import train
 
-        nodes = int(float(args.epoch_nodes.rstrip("Mk")) * (10**6 if args.epoch_nodes.endswith("M") else 10**3))
-        with tempfile.TemporaryDirectory() as tmp:
-            source = generate(Path(tmp) / "g", nodes=nodes, avg_degree=20, feature_dim=128, seed=0)
-            scores = compute_scores(source, "fwr", fanouts=[15, 10, 5])
-            reordered, _ = reorder_dataset(source, Path(tmp) / "g-fwr", scores.scores, score_label="fwr")
-            del source
-            configs = {
-                "cpu sampling + cpu-gather": dict(sample_on="cpu", features_on="cpu-gather"),
-                "gpu sampling + tiered": dict(sample_on="gpu", features_on="tiered"),
-            }
-            report["epoch"] = {}
-            for name, options in configs.items():
-                result = train(reordered, model="sage", fanouts=(15, 10, 5), batch_size=1024, epochs=1,
-                               device=str(device), quiet=True, **options)
-                record = result.report["epochs"][0]
-                report["epoch"][name] = record
-                stages = record["stage_seconds"]
-                table.append(
-                    (f"epoch {args.epoch_nodes} nodes: {name}", "measured",
-                     f"{stages['total']:.1f} s (sample {stages['sample']:.1f}, extract {stages['extract']:.1f}, "
-                     f"train {stages['train']:.1f}, wait {stages['wait']:.1f}); valid {record['valid_acc']:.3f}; "
-                     f"topology gpu/host {record['topology_bytes_by_tier']['gpu'] / 1e9:.2f}/"
-                     f"{record['topology_bytes_by_tier']['host'] / 1e9:.2f} GB"),
-                )  # fmt: skip
-
-    def topology() -> None:
-        from graphtier.bench.topology import run_topology_benchmark
-
-        result = run_topology_benchmark(
-            num_nodes=20_000_000, avg_degree=15, positions=4_000_000, repeats=7, device=device, log=lambda _: None
-        )
-        report["topology"] = result
-        for row in result["results"]:
-            table.append(
-                (f"topology reads: {row['topology_budget']} on device, sorted {'yes' if row['sorted_reads'] else 'no'}",
-                 "measured" if row["correct"] else "FAIL",
-                 f"{row['positions_per_s'] / 1e6:.0f} M positions/s, {row['gb_per_s']:.2f} GB/s of indices"),
-            )  # fmt: skip
-
-    def device_sampler() -> None:
-        with tempfile.TemporaryDirectory() as tmp:
-            out = Path(tmp) / "device_sample.json"
-            command = [sys.executable, str(ROOT / "benchmarks" / "bench_device_sample.py"), "--devices", "cuda", "--out", str(out)]
-            proc = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
-            if not out.exists():
-                raise RuntimeError(proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "bench_device_sample failed")
-            result = json.loads(out.read_text())
-        report["device_sampler"] = result
-        for row in result["rows"]:
-            status = "measured" if row["identical"] else "FAIL"
-            table.append(
-                (f"sampler {row['fanouts']} {row['sampler']} {row['device']}", status,
-                 f"{row['ms_per_batch']:.2f} ms/batch, identical to NeighborSampler: {row['identical']}"),
-            )  # fmt: skip
-
-    steps.append(("rows", "row-size sweep (seed 003)", row_sizes))
-    steps.append(("alignment", "alignment sweep (seed 003 Fig. 7)", alignment))
-    steps.append(("trace", "tiered power-law trace", tiered_trace))
-    steps.append(("hybrid", "hybrid CPU+GPU training", hybrid))
-    steps.append(("topology", "tiered topology reads (issue 12)", topology))
-    steps.append(("cnr", "device sampler vs NeighborSampler on cnr-2000 (issue 12)", device_sampler))
-    steps.append(("sampler", "GPU sampler vs CPU sampler (issue 12)", gpu_sampler))
-    steps.append(("epoch", "end-to-end epoch, whole data path on the GPU (issue 12)", epoch))
-    wanted = None if args.steps == "all" else {name.strip() for name in args.steps.split(",")}
-    unknown = (wanted or set()) - {key for key, _, _ in steps}
-    if unknown:
-        print(f"gpu_checks: unknown --steps {', '.join(sorted(unknown))}", file=sys.stderr)
-        return 2
-    for key, label, action in steps:
-        if wanted is not None and key not in wanted:
-            continue
-        print(f"running {label} ...", flush=True)
+def _read_rows(rows_file: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    data: dict[str, Any] = {}
+    if not rows_file.exists():
+        return rows, data
+    for line in rows_file.read_text().splitlines():
         try:
-            action()
-        except Exception as exc:  # a crashing step is a failed check, the others still run
-            table.append((label, "FAIL", f"{type(exc).__name__}: {exc}"[:160]))
-    width = max(len(name) for name, _, _ in table)
-    print(f"\n{'check':<{width}}  {'status':<8}  detail")
-    for name, status, detail in table:
-        print(f"{name:<{width}}  {status:<8}  {detail}")
-    report.update(
-        {
-            "date": datetime.date.today().isoformat(),
-            "device": torch.cuda.get_device_name(device),
-            "torch": torch.__version__,
-            "checks": [{"check": n, "status": s, "detail": d} for n, s, d in table],
-        }
-    )
-    output = Path(args.output)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(json.dumps(report, indent=2) + "\n")
+            entry = json.loads(line)
+        except json.JSONDecodeError:  # a line cut by a kill
+            continue
+        if "data" in entry:
+            data[entry["data"]] = entry["value"]
+        else:
+            rows.append(entry)
+    return rows, data
+
+
+def run_step(step: Step, options: dict[str, Any], timeout_s: float | None) -> dict[str, Any]:
+    """Run ``step`` in a subprocess (its own process group, killed whole on timeout or interrupt);
+    returns ``{"status", "seconds", "rows", "data"}`` with every row it emitted."""
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix=f"gpu-check-{step.name}-") as tmp:
+        rows_file = Path(tmp) / "rows.jsonl"
+        command = [sys.executable, str(Path(__file__).resolve()), "--child", step.target, "--rows-file",
+                   str(rows_file), "--options", json.dumps(options)]  # fmt: skip
+        proc = subprocess.Popen(command, cwd=ROOT, start_new_session=True)
+        try:
+            code = proc.wait(timeout=timeout_s)
+            status = "done" if code == 0 else f"exited with code {code}"
+        except subprocess.TimeoutExpired:
+            status = f"stopped after {timeout_s:.0f} s (--budget)"
+        except KeyboardInterrupt:  # Ctrl-C or SIGTERM (see main): keep what the step measured, then stop
+            status = "interrupted"
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        rows, data = _read_rows(rows_file)
+    if status != "done" and not any(row["status"] == "FAIL" for row in rows):
+        rows.append({"check": step.label, "status": "FAIL", "detail": f"step {status}"})
+    result = {"status": status, "seconds": round(time.perf_counter() - started, 1), "rows": rows, "data": data}
+    return result
+
+
+def detect_gpus() -> tuple[int, list[str], str]:
+    """(number of CUDA devices, their names, torch version)."""
+    import torch
+
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    return count, [torch.cuda.get_device_name(i) for i in range(count)], torch.__version__
+
+
+def output_path(text: str) -> Path:
+    """``--output``: a JSON file, or a directory (existing, or ending in /) that gets gpu_checks.json."""
+    path = Path(text).expanduser()
+    if path.is_dir() or text.endswith(("/", os.sep)):
+        path = path / "gpu_checks.json"
+    return path.resolve()
+
+
+def write_json(path: Path, report: dict[str, Any]) -> None:
+    """Replace ``path`` atomically (a kill leaves the previous complete file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.write_text(json.dumps(report, indent=2) + "\n")
+    os.replace(tmp, path)
+
+
+def print_rows(rows: list[dict[str, Any]]) -> None:
+    for row in rows:
+        print(f"  {row['status']:<8}  {row['check']}: {row['detail']}", flush=True)
+
+
+def select_steps(args: argparse.Namespace) -> list[Step]:
+    by_name = {step.name: step for step in STEPS}
+    if args.plan is not None:
+        names: list[str] = list(PLANS[args.plan])
+    elif args.steps == "all":
+        names = [step.name for step in STEPS]
+    else:
+        names = [name.strip() for name in args.steps.split(",") if name.strip()]
+    unknown = [name for name in names if name not in by_name]
+    if unknown:
+        raise SystemExit(f"gpu_checks: unknown --steps {', '.join(unknown)} (known: {', '.join(by_name)})")
+    if args.skip_pytest:
+        names = [name for name in names if name != "pytest"]
+    return [by_name[name] for name in names]
+
+
+def run_plan(steps: list[Step], options: dict[str, Any], output: Path, report: dict[str, Any],
+             budget_s: float | None, gpus: int, runner: Callable[..., dict[str, Any]] = run_step) -> int:
+    """Run ``steps`` one by one, rewriting ``output`` after each; returns 1 when any row is FAIL."""
+    started = time.perf_counter()
+    report.setdefault("checks", [])
+    report.setdefault("steps", {})
+    write_json(output, report)
+    for step in steps:
+        left = None if budget_s is None else budget_s - (time.perf_counter() - started)
+        print(f"== {step.name}: {step.label}", flush=True)
+        if gpus < step.min_gpus:
+            why = "no CUDA device on this machine" if gpus == 0 else f"needs {step.min_gpus} GPUs, found {gpus}"
+            result = _skipped(step, why)
+        elif left is not None and step.estimate_s > left:
+            result = _skipped(step, f"not started: estimate {step.estimate_s} s > {left:.0f} s left of --budget")
+        else:
+            result = runner(step, options, left)
+        _record(report, step, result)
+        print_rows(result["rows"])
+        write_json(output, report)
+        if result["status"] == "interrupted":
+            print(f"gpu_checks: interrupted; the rows so far are in {output}", file=sys.stderr)
+            return 130
+    report["complete"] = True
+    write_json(output, report)
     print(f"saved {output}")
-    return 1 if any(status == "FAIL" for _, status, _ in table) else 0
+    return 1 if any(row["status"] == "FAIL" for row in report["checks"]) else 0
+
+
+def _skipped(step: Step, why: str) -> dict[str, Any]:
+    return {"status": "skipped", "seconds": 0.0, "data": {}, "rows": [{"check": step.label, "status": "skipped", "detail": why}]}
+
+
+def _record(report: dict[str, Any], step: Step, result: dict[str, Any]) -> None:
+    report["checks"].extend({"step": step.name, **row} for row in result["rows"])
+    report["steps"][step.name] = {
+        "status": result["status"], "seconds": result.get("seconds"), "estimate_s": step.estimate_s,
+        "data": result.get("data", {}),
+    }  # fmt: skip
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--plan", choices=sorted(PLANS), help="run one named call (see above)")
+    parser.add_argument("--steps", default="all", help=f"comma-separated subset of: {', '.join(s.name for s in STEPS)}")
+    parser.add_argument("--skip-pytest", action="store_true")
+    parser.add_argument("--budget", type=float, default=None, help="seconds this call may take (stop in time)")
+    parser.add_argument("--table-mib", type=int, default=1024)
+    parser.add_argument("--epoch-nodes", default="2M", help="nodes of the epoch step's generated graph: 500000, 500k, 10M")
+    parser.add_argument("--output", default=str(RESULTS), help="JSON file, or a directory for gpu_checks.json")
+    parser.add_argument("--dry-run", action="store_true", help="list the steps that would run, run nothing")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--rows-file", help=argparse.SUPPRESS)
+    parser.add_argument("--options", help=argparse.SUPPRESS)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.child:
+        return run_child(args.child, Path(args.rows_file), json.loads(args.options))
+    steps = select_steps(args)
+    epoch_nodes = parse_count(args.epoch_nodes)
+    output = output_path(args.output)
+    if args.dry_run:
+        for step in steps:
+            print(f"{step.name:<11} ~{step.estimate_s:>4} s  needs {step.min_gpus} GPU(s)  {step.label}")
+        print(f"total ~{sum(s.estimate_s for s in steps)} s; output {output}; epoch nodes {epoch_nodes:,}")
+        return 0
+    signal.signal(signal.SIGTERM, _interrupt)  # a `timeout` kill still writes the rows measured so far
+    gpus, names, torch_version = detect_gpus()
+    if gpus == 0:
+        print("gpu_checks: no CUDA device on this machine; every step is reported skipped, nothing is measured")
+    options = {"gpus": gpus, "table_mib": args.table_mib, "epoch_nodes": epoch_nodes, "root": str(ROOT)}
+    report: dict[str, Any] = {
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "devices": names, "torch": torch_version, "plan": args.plan, "budget_s": args.budget,
+        "options": options, "complete": False,
+    }  # fmt: skip
+    return run_plan(steps, options, output, report, args.budget, gpus)
 
 
 if __name__ == "__main__":

@@ -52,22 +52,35 @@ def backend_for(devices: Sequence[str]) -> str:
     return "nccl" if all(d.startswith("cuda") for d in devices) else "gloo"
 
 
-def _reduce_device(ctx: DistContext, device: torch.device) -> torch.device:
-    return device if ctx.backend == "nccl" else torch.device("cpu")
+def collective_device(ctx: DistContext) -> torch.device:
+    """Where this rank's collectives run: its own GPU (``ctx.device``) under NCCL, the CPU under gloo.
+
+    NCCL reduces only tensors on the rank's own CUDA device; gloo only CPU tensors.
+    """
+    return torch.device(ctx.device) if ctx.backend == "nccl" else torch.device("cpu")
+
+
+def barrier(ctx: DistContext) -> None:
+    """Wait for every rank (under NCCL on this rank's device, so NCCL does not guess it)."""
+    if ctx.backend == "nccl":
+        dist.barrier(device_ids=[collective_device(ctx).index or 0])
+    else:
+        dist.barrier()
 
 
 def all_reduce_sum(ctx: DistContext, values: torch.Tensor) -> torch.Tensor:
-    """Sum ``values`` over all ranks (moved to where the backend can reduce them and back)."""
-    target = _reduce_device(ctx, values.device)
-    buffer = values.to(target).clone()
+    """Sum ``values`` over all ranks: a tensor of the same shape, dtype and device as ``values``.
+
+    ``values`` may live on any device; it is copied to :func:`collective_device` for the reduction and back.
+    """
+    buffer = values.to(collective_device(ctx), copy=True)
     dist.all_reduce(buffer, op=dist.ReduceOp.SUM)
     return buffer.to(values.device)
 
 
 def all_gather_floats(ctx: DistContext, values: Sequence[float]) -> torch.Tensor:
-    """float64 [world, len(values)]: every rank's ``values``."""
-    target = torch.device(ctx.device) if ctx.backend == "nccl" else torch.device("cpu")
-    mine = torch.tensor(list(values), dtype=torch.float64, device=target)
+    """float64 [world, len(values)] on the CPU: every rank's ``values``."""
+    mine = torch.tensor(list(values), dtype=torch.float64, device=collective_device(ctx))
     gathered = [torch.empty_like(mine) for _ in range(ctx.world)]
     dist.all_gather(gathered, mine)
     return torch.stack(gathered).cpu()
@@ -76,7 +89,8 @@ def all_gather_floats(ctx: DistContext, values: Sequence[float]) -> torch.Tensor
 def all_reduce_gradients(ctx: DistContext, model: nn.Module) -> float:
     """Sum every parameter's gradient over the ranks in one flat all-reduce; returns seconds spent.
 
-    Parameters without a gradient on this rank (an empty sub-batch) contribute zeros.
+    Parameters without a gradient on this rank (an empty sub-batch) contribute zeros. The summed
+    gradients end up on each parameter's device, whatever device the collective ran on.
     """
     params = [p for p in model.parameters() if p.requires_grad]
     grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in params]
@@ -93,13 +107,25 @@ def all_reduce_gradients(ctx: DistContext, model: nn.Module) -> float:
 
 
 def broadcast_parameters(ctx: DistContext, model: nn.Module) -> None:
-    """Make every rank's parameters and buffers equal to rank 0's."""
+    """Make every rank's parameters and buffers (BatchNorm running statistics included) equal to rank 0's.
+
+    Called once before training and again at every rebalance window: CPU and CUDA kernels round
+    differently, and each rank's BatchNorm sees only its own sub-batch, so the replicas would drift apart
+    otherwise. One flat broadcast per dtype, on :func:`collective_device`.
+    """
+    target = collective_device(ctx)
+    by_dtype: dict[torch.dtype, list[torch.Tensor]] = {}
     for tensor in list(model.parameters()) + list(model.buffers()):
-        target = _reduce_device(ctx, tensor.device)
-        buffer = tensor.detach().to(target).clone()
-        dist.broadcast(buffer, src=0)
+        by_dtype.setdefault(tensor.dtype, []).append(tensor)
+    for tensors in by_dtype.values():
+        flat = torch.cat([t.detach().reshape(-1).to(target) for t in tensors])
+        dist.broadcast(flat, src=0)
+        offset = 0
         with torch.no_grad():
-            tensor.copy_(buffer.to(tensor.device))
+            for tensor in tensors:
+                count = tensor.numel()
+                tensor.copy_(flat[offset : offset + count].view(tensor.shape))
+                offset += count
 
 
 class ScheduleCancelled(Exception):

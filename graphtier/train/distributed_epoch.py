@@ -22,6 +22,8 @@ from graphtier.train.comm import (
     all_gather_floats,
     all_reduce_gradients,
     all_reduce_sum,
+    barrier,
+    broadcast_parameters,
     fail_now,
     slowdown_factor,
 )
@@ -53,9 +55,9 @@ class DistributedEpochs:
         log = (lambda line: print(f"[rank 0] {line}", flush=True)) if not cfg.quiet else None
         if self.dist.is_main:
             workload = cached_workload(self.dataset.path, key, self.train_idx, compute, log)
-            torch.distributed.barrier()
+            barrier(self.dist)
         else:
-            torch.distributed.barrier()
+            barrier(self.dist)
             workload = cached_workload(self.dataset.path, key, self.train_idx, compute, None)
         return workload
 
@@ -144,6 +146,9 @@ class DistributedEpochs:
                     gathered = all_gather_floats(dist_ctx, [window_compute, window_work]).numpy()
                     balancer.update(first_id + index + 1, gathered[:, 0], gathered[:, 1], steps)
                     schedule.publish(index // window + 1, balancer.shares.copy())
+                    # rank 0's parameters and BatchNorm statistics again: CPU and CUDA kernels round differently
+                    # and each rank's BatchNorm sees only its sub-batch, so the replicas would drift apart
+                    broadcast_parameters(dist_ctx, self.model)
                     window_times, window_work = [], 0.0
                 if tick:
                     tick(index + 1, {})
