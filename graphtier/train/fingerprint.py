@@ -98,8 +98,9 @@ def dataset_fingerprint(dataset: Dataset, version: int = HASH_VERSION) -> dict[s
 
     Version 2 hashes ``indptr``, ``indices``, ``labels`` and the splits (at most 2^20 evenly spaced
     entries each) and ``features`` (at most 4096 evenly spaced columns of evenly spaced rows, 2^20
-    entries in all): bounded cost, about 7 x 8 MiB read and hashed at most (a few hundred ms on a
-    large memory-mapped dataset, one read per sampled feature row), independent of the dataset's size.
+    entries in all): bounded cost whatever the dataset's size, at most about 50 MiB read and hashed
+    (0.46 s for 1M nodes, 10M edges and 128 features on two busy cores; a memory-mapped dataset reads
+    one page per sampled feature row).
     A change between sampled entries goes unnoticed. ``version=1`` computes the hash of older files
     (indptr, indices and feature column 0), which carry no ``hash_version`` field.
     """
