@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import platform
 import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numba
@@ -17,10 +17,31 @@ import torch
 from graphtier._version import __version__
 from graphtier.dataset import Dataset
 from graphtier.dataset.provenance import describe, provenance_of
+from graphtier.errors import OptionError
+from graphtier.train.output_files import atomic_write
 from graphtier.train.tally import STAGES
 
 REPORT_VERSION = 1
 
+
+class NonFiniteLossError(OptionError):
+    """The training loss became NaN or infinite: the run stops (one line naming epoch, batch and --lr)."""
+
+
+def finite_json(value: Any, where: str = "", found: list[str] | None = None) -> Any:
+    """``value`` with every NaN or infinite float replaced by None; their paths (``epochs[2].loss``) go to ``found``.
+
+    JSON has no NaN or Infinity: ``json.dumps`` would write invalid JSON for them.
+    """
+    found = [] if found is None else found
+    if isinstance(value, float) and not math.isfinite(value):
+        found.append(where)
+        return None
+    if isinstance(value, dict):
+        return {key: finite_json(item, f"{where}.{key}" if where else str(key), found) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite_json(item, f"{where}[{i}]", found) for i, item in enumerate(value)]
+    return value
 
 
 def format_bytes(count: float) -> str:
@@ -138,9 +159,13 @@ class RunReport:
         return out
 
     def write(self, path: str | os.PathLike[str]) -> None:
-        """Write the report as JSON, atomically (temporary file + rename)."""
-        target = Path(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.parent / f".{target.name}.tmp-{os.getpid()}"
-        tmp.write_text(json.dumps(self.to_dict(), indent=2) + "\n")
-        os.replace(tmp, target)
+        """Write the report as JSON, atomically (temporary file + rename).
+
+        A NaN or infinite number is written as null and its field listed in ``non_finite``.
+        """
+        found: list[str] = []
+        out = finite_json(self.to_dict(), found=found)
+        if found:
+            out["non_finite"] = found
+        text = json.dumps(out, indent=2, allow_nan=False) + "\n"
+        atomic_write(path, lambda tmp: tmp.write_text(text))

@@ -7,19 +7,20 @@ other than the one the model was trained on (another graph, another node order, 
 
 from __future__ import annotations
 
-import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 from torch import nn
 
 from graphtier.dataset import Dataset
-from graphtier.errors import OptionError
+from graphtier.dataset.resources import available_memory, human_bytes
+from graphtier.errors import OptionError, ResourceError
+from graphtier.train.fingerprint import dataset_fingerprint, fingerprint_mismatch
 from graphtier.train.models import GCN_DEGREES, build_model
+from graphtier.train.torch_file import load_torch_file, save_torch_file
 
 SAVED_MODEL_FORMAT = "graphtier-model"
 SAVED_MODEL_VERSION = 1
@@ -27,41 +28,6 @@ SAVED_MODEL_VERSION = 1
 MODEL_CONFIG_KEYS = ("model", "num_layers", "hidden", "heads", "norm", "gcn_degrees", "dropout", "sampler", "fanouts")
 # What a key missing from an older file (saved model or checkpoint) meant: the behaviour before the option existed.
 OLD_FILE_DEFAULTS = {"gcn_degrees": "full"}
-# Entries of an array hashed into the fingerprint at most (evenly spaced, first and last included).
-_HASH_SAMPLES = 1 << 20
-
-
-def _sampled_digest(digest: Any, array: np.ndarray) -> None:
-    """Feed ``array``'s length and up to ``_HASH_SAMPLES`` evenly spaced entries (as int64/float32) to ``digest``."""
-    flat = np.asarray(array).reshape(-1)
-    digest.update(np.int64(flat.shape[0]).tobytes())
-    if flat.shape[0] == 0:
-        return
-    if flat.shape[0] > _HASH_SAMPLES:
-        flat = flat[np.linspace(0, flat.shape[0] - 1, _HASH_SAMPLES).astype(np.int64)]
-    kind = np.float32 if np.issubdtype(flat.dtype, np.floating) else np.int64
-    digest.update(np.ascontiguousarray(flat, dtype=kind).tobytes())
-
-
-def dataset_fingerprint(dataset: Dataset) -> dict[str, Any]:
-    """What identifies ``dataset`` for a saved model: sizes, node order and a hash of graph and features.
-
-    The hash covers ``indptr``, ``indices`` and the first feature column (sampled evenly at most
-    2^20 entries each), so a renumbered (reordered) copy of the same graph has another fingerprint.
-    """
-    digest = hashlib.blake2b(digest_size=16)
-    _sampled_digest(digest, dataset.indptr)
-    _sampled_digest(digest, dataset.indices)
-    if dataset.features is not None and dataset.feature_dim > 0:
-        _sampled_digest(digest, np.asarray(dataset.features)[:, 0])
-    return {
-        "num_nodes": dataset.num_nodes,
-        "num_edges": dataset.num_edges,
-        "feature_dim": dataset.feature_dim,
-        "num_classes": dataset.num_classes,
-        "node_order": dataset.meta.get("node_order"),
-        "hash": digest.hexdigest(),
-    }
 
 
 @dataclass
@@ -93,8 +59,6 @@ def model_config(config: dict[str, Any]) -> dict[str, Any]:
 
 def save_model(path: str | os.PathLike[str], model: nn.Module, config: dict[str, Any], dataset: Dataset) -> Path:
     """Write ``model``'s weights (on the CPU), its configuration and ``dataset``'s fingerprint, atomically."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
     state = {
         "format": SAVED_MODEL_FORMAT,
         "version": SAVED_MODEL_VERSION,
@@ -104,54 +68,94 @@ def save_model(path: str | os.PathLike[str], model: nn.Module, config: dict[str,
         "fingerprint": dataset_fingerprint(dataset),
         "state_dict": {name: tensor.detach().cpu() for name, tensor in model.state_dict().items()},
     }
-    tmp = target.parent / f".{target.name}.tmp-{os.getpid()}"
+    return save_torch_file(path, state)
+
+
+def _field(source: Path, state: dict[str, Any], key: str, kind: type, where: str = "") -> Any:
+    """``state[key]`` as ``kind`` (positive for int/float sizes); OptionError naming the field otherwise."""
+    name = f"{where}{key}"
+    if key not in state:
+        raise OptionError(f"--model {source}: field {name!r} missing (not written by 'graphtier train --save-model')")
+    value = state[key]
+    if kind is int and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise OptionError(f"--model {source}: field {name!r} expected a positive integer, found {value!r}")
+    if kind is float and (isinstance(value, bool) or not isinstance(value, (int, float))):
+        raise OptionError(f"--model {source}: field {name!r} expected a number, found {value!r}")
+    if kind in (str, dict) and not isinstance(value, kind):
+        raise OptionError(f"--model {source}: field {name!r} expected a {kind.__name__}, found {type(value).__name__}")
+    return value
+
+
+def _build_checked(source: Path, cfg: dict[str, Any], in_dim: int, out_dim: int, weights: dict[str, Any]) -> nn.Module:
+    """Build the model of ``cfg`` after checking, on the meta device (no memory), that ``weights`` fit it."""
+    args = (str(cfg["model"]), in_dim, int(cfg["hidden"]), out_dim, int(cfg["num_layers"]))
+    options = {"dropout": float(cfg["dropout"]), "norm": cfg["norm"], "heads": int(cfg["heads"])}
     try:
-        torch.save(state, tmp)
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return target
+        with torch.device("meta"):
+            skeleton = build_model(*args, **options)
+    except OptionError as exc:
+        raise OptionError(f"--model {source}: field 'config': {exc}") from None
+    shapes = {name: tuple(t.shape) for name, t in skeleton.state_dict().items()}
+    need = sum(t.numel() * t.element_size() for t in skeleton.state_dict().values())
+    sizes = f"in_dim {in_dim}, out_dim {out_dim}, hidden {cfg['hidden']}: {human_bytes(need)} of parameters"
+    for name, shape in shapes.items():
+        found = weights.get(name)
+        found_shape = tuple(found.shape) if isinstance(found, torch.Tensor) else None
+        if found_shape != shape:
+            raise OptionError(
+                f"--model {source}: parameter {name!r} expected shape {shape} from the configuration ({sizes}), "
+                f"found {found_shape if found is not None else 'none'}"
+            )
+    extra = sorted(set(weights) - set(shapes))
+    if extra:
+        raise OptionError(f"--model {source}: parameter {extra[0]!r} found but not in a {cfg['model']} model ({sizes})")
+    if need > available_memory():
+        raise ResourceError(f"--model {source}: the model needs {human_bytes(need)}, {human_bytes(available_memory())} available")
+    model = build_model(*args, **options)
+    model.load_state_dict(weights)
+    return model
 
 
 def load_model(path: str | os.PathLike[str]) -> SavedModel:
-    """Read a file written by :func:`save_model`; raise OptionError (one line) if it is not one."""
+    """Read a file written by :func:`save_model`; raise OptionError (one line) if it is not one.
+
+    The file is read without executing code, its CRCs are checked, and its fields and weight shapes
+    are checked against each other before the model is built (so a hand-edited size is refused).
+    """
     source = Path(path)
     if not source.is_file():
         raise OptionError(f"--model {source}: file not found")
-    try:
-        state = torch.load(source, map_location="cpu", weights_only=True)
-    except Exception as exc:  # noqa: BLE001 - any unreadable file is the same user mistake
-        reason = " ".join(str(exc).split())[:160]
-        raise OptionError(f"--model {source}: not a graphtier saved model ({type(exc).__name__}: {reason})") from None
+    state = load_torch_file(source, f"--model {source}", "graphtier saved model")
     if not isinstance(state, dict) or state.get("format") != SAVED_MODEL_FORMAT:
         raise OptionError(f"--model {source}: not a graphtier saved model (written by 'graphtier train --save-model')")
     if state.get("version") != SAVED_MODEL_VERSION:
         raise OptionError(
             f"--model {source}: field 'version' expected {SAVED_MODEL_VERSION}, found {state.get('version')!r}"
         )
-    cfg = {**OLD_FILE_DEFAULTS, **state["config"]}
+    cfg = {**OLD_FILE_DEFAULTS, **_field(source, state, "config", dict)}
+    for key, kind in (("model", str), ("norm", str), ("hidden", int), ("num_layers", int), ("heads", int),
+                      ("dropout", float)):
+        _field(source, cfg, key, kind, "config.")
     if cfg["gcn_degrees"] not in GCN_DEGREES:
         raise OptionError(
             f"--model {source}: field 'config.gcn_degrees' expected one of {', '.join(GCN_DEGREES)}, "
             f"found {cfg['gcn_degrees']!r}"
         )
-    model = build_model(
-        cfg["model"], int(state["in_dim"]), int(cfg["hidden"]), int(state["out_dim"]), int(cfg["num_layers"]),
-        dropout=float(cfg["dropout"]), norm=cfg["norm"], heads=int(cfg["heads"]),
-    )  # fmt: skip
-    model.load_state_dict(state["state_dict"])
+    fingerprint = _field(source, state, "fingerprint", dict)
+    weights = _field(source, state, "state_dict", dict)
+    in_dim, out_dim = _field(source, state, "in_dim", int), _field(source, state, "out_dim", int)
+    model = _build_checked(source, cfg, in_dim, out_dim, weights)
     model.eval()
-    return SavedModel(model=model, config=dict(cfg), fingerprint=dict(state["fingerprint"]), path=source)
+    return SavedModel(model=model, config=dict(cfg), fingerprint=dict(fingerprint), path=source)
 
 
 def check_fingerprint(saved: SavedModel, dataset: Dataset) -> None:
     """Raise OptionError (one line) when ``dataset`` is not the dataset ``saved`` was trained on."""
-    found = dataset_fingerprint(dataset)
-    where = saved.path if saved.path is not None else "model"
-    for key, expected in saved.fingerprint.items():
-        if found.get(key) != expected:
-            what = "graph/feature hash" if key == "hash" else key
-            raise OptionError(
-                f"--model {where}: trained on another dataset than {dataset.path}: {what} expected {expected!r}, "
-                f"found {found.get(key)!r}"
-            )
+    mismatch = fingerprint_mismatch(saved.fingerprint, dataset)
+    if mismatch is not None:
+        what, expected, found = mismatch
+        where = saved.path if saved.path is not None else "model"
+        raise OptionError(
+            f"--model {where}: trained on another dataset than {dataset.path}: {what} expected {expected!r}, "
+            f"found {found!r}"
+        )

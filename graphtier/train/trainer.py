@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import math
 import os
 import time
 from pathlib import Path
@@ -38,7 +39,7 @@ from graphtier.train.host_memory import keep_freed_memory
 from graphtier.train.inference import full_in_degree
 from graphtier.train.models import build_model
 from graphtier.train.pipeline import BatchProducer, PreparedBatch
-from graphtier.train.report import RunReport, environment_info
+from graphtier.train.report import NonFiniteLossError, RunReport, environment_info
 from graphtier.train.result import TrainResult
 from graphtier.train.saved import save_model
 from graphtier.train.tally import EpochTally
@@ -241,6 +242,11 @@ class Trainer(Checkpointing, Evaluation, DistributedEpochs):
             loss.backward()
             self.optimizer.step()
             loss_value = float(loss.detach())
+            if not math.isfinite(loss_value):
+                raise NonFiniteLossError(
+                    f"--lr {self.config.lr}: the training loss became {loss_value} at epoch {epoch}, batch {step + 1} "
+                    "(the model diverged; try a lower --lr)"
+                )
             t2 = time.perf_counter()
             tally.add(item, t0 - waiting_since, t1 - t0, t2 - t1)
             batch_size = int(y.shape[0])
@@ -259,9 +265,14 @@ class Trainer(Checkpointing, Evaluation, DistributedEpochs):
 
         The feature store is closed at the end (its buffers and host registrations released).
         """
+        lock = self.checkpoint_lock()
         try:
+            if lock is not None:
+                lock.acquire()
             return self._fit()
         finally:
+            if lock is not None:
+                lock.release()
             self.store.close()
 
     def _fit(self) -> dict[str, Any]:

@@ -84,7 +84,7 @@ def test_checkpoint_without_gcn_degrees_resumes_as_full(tiny_dataset: Dataset, t
 
     ckpt = tmp_path / "ckpt"
     train(tiny_dataset, model="gcn", gcn_degrees="full", epochs=1, checkpoint=str(ckpt), **SMALL)
-    state = torch.load(ckpt / "checkpoint.pt", weights_only=False)
+    state = torch.load(ckpt / "checkpoint.pt", weights_only=True)
     del state["config"]["gcn_degrees"]
     torch.save(state, ckpt / "checkpoint.pt")
     resumed = Trainer(tiny_dataset, TrainConfig(model="gcn", gcn_degrees="full", epochs=2, checkpoint=str(ckpt), **SMALL))
