@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any, Iterator
 
@@ -27,6 +28,7 @@ from graphtier.train.comm import (
     fail_now,
     slowdown_factor,
 )
+from graphtier.train.report import NonFiniteLossError
 from graphtier.train.tally import EpochTally
 
 
@@ -166,6 +168,11 @@ class DistributedEpochs:
                 dtype=torch.float64,
             ),
         )
+        if not math.isfinite(float(totals[0])):  # every rank sees the same sum, so every rank stops here
+            raise NonFiniteLossError(
+                f"--lr {self.config.lr}: the training loss became {float(totals[0])} in epoch {epoch} "
+                "(the model diverged; try a lower --lr)"
+            )
         # every rank's bytes and sampled edges count (float64 is exact for counts below 2^53)
         tally.feature_bytes, tally.sampled_edges = int(totals[3]), int(totals[4])
         per_rank = all_gather_floats(dist_ctx, [float(tally.seen), epoch_compute, epoch_wait]).numpy()

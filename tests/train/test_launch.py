@@ -111,3 +111,10 @@ def test_shares_must_match_devices(tiny_dataset: Dataset) -> None:
         TrainConfig(devices=("cpu", "cpu"), shares=(1.0,)).validate(tiny_dataset)
     with pytest.raises(OptionError, match="summing to 1"):
         TrainConfig(devices=("cpu", "cpu"), shares=(0.3, 0.3)).validate(tiny_dataset)
+
+
+def test_a_diverging_distributed_run_stops_every_rank_with_one_line(tiny_dataset: Dataset) -> None:
+    config = TrainConfig(fanouts=(5, 5), batch_size=50, hidden=8, devices=("cpu", "cpu"), lr=1e30, epochs=3)
+    with pytest.raises(RankFailed, match=r"rank \d \(cpu\) failed: .*training loss became (nan|inf).*lower --lr") as info:
+        launch(str(tiny_dataset.path), config)
+    assert "\n" not in str(info.value).strip()
