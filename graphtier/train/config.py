@@ -9,10 +9,12 @@ from typing import Any
 import torch
 
 from graphtier.dataset import Dataset
+from graphtier.dataset.outputs import check_outputs
 from graphtier.errors import OptionError
 from graphtier.memory import check_sample_on
 from graphtier.store import FEATURE_MODES
 from graphtier.train.balancer import BALANCE_MODES
+from graphtier.train.checkpoint import CHECKPOINT_FILE
 from graphtier.train.models import GCN_DEGREES, MODEL_NAMES, NORM_NAMES
 
 SAMPLER_NAMES = ("neighbor", "shadow")
@@ -216,7 +218,18 @@ class TrainConfig:
             raise OptionError(f"{path}: dataset has no train split (train_idx.npy); re-import it with --split")
         if dataset.labels is not None and (dataset.labels[train_idx] < 0).any():
             raise OptionError(f"{path}/labels.npy: expected labels >= 0 for every train node, found -1")
-        if self.save_model is not None and Path(self.save_model).is_dir():
-            raise OptionError(f"--save-model {self.save_model}: is a directory, expected a file path")
-        if self.checkpoint is not None and Path(self.checkpoint).exists() and not Path(self.checkpoint).is_dir():
-            raise OptionError(f"--checkpoint {self.checkpoint}: exists and is not a directory")
+        self.check_outputs(dataset)
+
+    def check_outputs(self, dataset: Dataset) -> None:
+        """Raise :class:`OptionError` unless ``--checkpoint``, ``--report`` and ``--save-model`` can be written
+        (distinct paths, none of them a file of ``dataset``): checked before training, not after it."""
+        checkpoint_file = None if self.checkpoint is None else Path(self.checkpoint) / CHECKPOINT_FILE
+        check_outputs(
+            [
+                ("--checkpoint", self.checkpoint, "dir"),
+                ("--checkpoint", checkpoint_file, "file"),
+                ("--report", self.report, "file"),
+                ("--save-model", self.save_model, "file"),
+            ],
+            dataset=dataset.path,
+        )
