@@ -17,17 +17,12 @@ from graphtier.tiering.hotness import (
     ScoreResult,
     compute_scores,
 )
+from graphtier.train.config import parse_fanouts as parse_training_fanouts
 
 
 def parse_fanouts(text: str) -> list[int]:
-    """``"25,10"`` -> ``[25, 10]``; OptionError unless a comma list of positive integers (or -1 = all)."""
-    try:
-        fanouts = [int(part) for part in text.split(",")]
-    except ValueError:
-        raise OptionError(f"--fanouts: expected comma-separated integers like 25,10, found {text!r}") from None
-    if not fanouts or any(f == 0 or f < -1 for f in fanouts):
-        raise OptionError(f"--fanouts: expected positive integers (or -1 for all neighbours), found {text!r}")
-    return fanouts
+    """``"25,10"`` -> ``[25, 10]``; OptionError unless a comma list of integers in [1, 2^31 - 1] or -1 (all)."""
+    return list(parse_training_fanouts(text, "--fanouts"))
 
 
 def describe(result: ScoreResult) -> str:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
 from graphtier.dataset import Dataset
@@ -22,8 +24,21 @@ SAMPLER_NAMES = ("neighbor", "shadow")
 GCN_DEGREES_OPTIONS = ("auto", *GCN_DEGREES)
 
 
+MAX_FANOUT = 2**31 - 1
+"""The largest fanout accepted (any fanout at or above a node's in-degree takes all its neighbours)."""
+
+
+def check_fanout(value: int, option: str = "--fanouts") -> int:
+    """``value`` if it is -1 (all neighbours) or in [1, :data:`MAX_FANOUT`], else a one-line OptionError naming ``option``."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise OptionError(f"{option} expected integers in 1..{MAX_FANOUT} or -1 (all neighbours), found {value!r}")
+    if not (value == -1 or 1 <= value <= MAX_FANOUT):
+        raise OptionError(f"{option} expected integers in 1..{MAX_FANOUT} or -1 (all neighbours), found {value}")
+    return int(value)
+
+
 def parse_fanouts(text: str, option: str = "--fanouts") -> tuple[int, ...]:
-    """Parse ``"25,10"`` into ``(25, 10)``; each entry a positive integer or -1 (all neighbours).
+    """Parse ``"25,10"`` into ``(25, 10)``; each entry -1 (all neighbours) or an integer in [1, 2^31 - 1].
 
     The first entry is the number of neighbours sampled for the seeds (PyG order).
     """
@@ -35,10 +50,8 @@ def parse_fanouts(text: str, option: str = "--fanouts") -> tuple[int, ...]:
         try:
             value = int(part)
         except ValueError:
-            raise OptionError(f"{option} expected positive integers or -1, found {part!r}") from None
-        if value == 0 or value < -1:
-            raise OptionError(f"{option} expected positive integers or -1, found {value}")
-        fanouts.append(value)
+            raise OptionError(f"{option} expected integers in 1..{MAX_FANOUT} or -1, found {part!r}") from None
+        fanouts.append(check_fanout(value, option))
     return tuple(fanouts)
 
 
@@ -144,9 +157,12 @@ class TrainConfig:
             raise OptionError(
                 f"--gcn-degrees expected one of {', '.join(GCN_DEGREES_OPTIONS)}, found {self.gcn_degrees!r}"
             )
-        for fanout in self.fanouts + (self.eval_fanouts or ()):
-            if fanout == 0 or fanout < -1:
-                raise OptionError(f"--fanouts expected positive integers or -1, found {fanout}")
+        if not self.fanouts:
+            raise OptionError("--fanouts expected at least one fanout, found none")
+        for fanout in self.fanouts:
+            check_fanout(fanout, "--fanouts")
+        for fanout in self.eval_fanouts or ():
+            check_fanout(fanout, "--eval-fanouts")
         if self.sampler == "neighbor" and self.model != "mlp" and self.layers not in (None, len(self.fanouts)):
             raise OptionError(
                 f"--layers {self.layers} must equal the number of fanouts ({len(self.fanouts)}) "
@@ -192,8 +208,10 @@ class TrainConfig:
                 raise OptionError(f"--{name.replace('_', '-')} expected a positive integer, found {value}")
         if not 0.0 <= self.dropout < 1.0:
             raise OptionError(f"--dropout expected a value in [0, 1), found {self.dropout}")
-        if not self.lr > 0:
-            raise OptionError(f"--lr expected a positive number, found {self.lr}")
+        if not (math.isfinite(self.lr) and self.lr > 0):
+            raise OptionError(f"--lr expected a finite number > 0, found {self.lr}")
+        if not (math.isfinite(self.weight_decay) and self.weight_decay >= 0):
+            raise OptionError(f"--weight-decay expected a finite number >= 0, found {self.weight_decay}")
         if self.model == "gat" and self.hidden % self.heads:
             raise OptionError(f"--hidden {self.hidden} must be a multiple of --heads {self.heads} for GAT")
         device = self.device
