@@ -43,9 +43,27 @@ class BlockLike(Protocol):
     num_dst: int
 
 
+class BatchNorm(nn.BatchNorm1d):
+    """``nn.BatchNorm1d`` that normalises a batch of one row by its running statistics when training.
+
+    Batch statistics need two rows; the last, partial mini-batch of an epoch can hold a single seed
+    (a train set of ``k * batch_size + 1`` nodes), where ``nn.BatchNorm1d`` raises. That row is
+    normalised as in evaluation (running mean and variance, which it does not update); the affine
+    weights still learn from it. Parameters and buffers are those of ``nn.BatchNorm1d``.
+    """
+
+    def forward(self, x: Tensor) -> Tensor:
+        """``x``: float [rows, dim] on the layer's device; returns the same shape."""
+        if self.training and x.shape[0] <= 1 and self.track_running_stats:
+            return nn.functional.batch_norm(
+                x, self.running_mean, self.running_var, self.weight, self.bias, False, 0.0, self.eps
+            )
+        return super().forward(x)
+
+
 def _norm_layer(norm: str, dim: int) -> nn.Module:
     if norm == "batch":
-        return nn.BatchNorm1d(dim)
+        return BatchNorm(dim)
     if norm == "layer":
         return nn.LayerNorm(dim)
     return nn.Identity()
