@@ -12,12 +12,13 @@ import torch
 
 from graphtier.dataset import Dataset
 from graphtier.dataset.outputs import check_outputs
-from graphtier.errors import OptionError
+from graphtier.dataset.resources import human_bytes, require_memory
+from graphtier.errors import OptionError, ResourceError
 from graphtier.memory import check_sample_on
 from graphtier.store import FEATURE_MODES
 from graphtier.train.balancer import BALANCE_MODES
 from graphtier.train.checkpoint import CHECKPOINT_FILE
-from graphtier.train.models import GCN_DEGREES, MODEL_NAMES, NORM_NAMES
+from graphtier.train.models import GCN_DEGREES, MODEL_NAMES, NORM_NAMES, gat_training_bytes
 
 SAMPLER_NAMES = ("neighbor", "shadow")
 # --gcn-degrees: "auto" picks one of GCN_DEGREES by how the final accuracy is measured (gcn_degrees_used)
@@ -237,6 +238,31 @@ class TrainConfig:
         if dataset.labels is not None and (dataset.labels[train_idx] < 0).any():
             raise OptionError(f"{path}/labels.npy: expected labels >= 0 for every train node, found -1")
         self.check_outputs(dataset)
+        if self.model == "gat" and self.sampler == "neighbor":
+            self.check_gat_memory(dataset)
+
+    def check_gat_memory(self, dataset: Dataset) -> None:
+        """Raise :class:`ResourceError` when GAT's per-edge attention tensors of the largest mini-batch that
+        ``--batch-size`` and ``--fanouts`` can draw on ``dataset`` (:func:`gat_training_bytes`) exceed the
+        memory of ``--device`` (available RAM on the CPU, free memory on a GPU)."""
+        needed = gat_training_bytes(
+            self.batch_size, self.fanouts, dataset.in_degrees(), self.hidden, self.heads, dataset.num_classes
+        )
+        what = (
+            f"--model gat with --batch-size {self.batch_size} --fanouts {','.join(map(str, self.fanouts))} "
+            f"--hidden {self.hidden} --heads {self.heads} (attention tensors of the largest mini-batch these can "
+            "sample; lower the fanouts or the batch size)"
+        )
+        device = torch.device(self.device)
+        if device.type != "cuda":
+            require_memory(needed, what)
+            return
+        free = int(torch.cuda.mem_get_info(device)[0])
+        if needed > free:
+            raise ResourceError(
+                f"{what}: needs about {human_bytes(needed)} ({needed:,} bytes) of GPU memory, "
+                f"only {human_bytes(free)} free on {device}"
+            )
 
     def check_outputs(self, dataset: Dataset) -> None:
         """Raise :class:`OptionError` unless ``--checkpoint``, ``--report`` and ``--save-model`` can be written

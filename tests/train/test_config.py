@@ -76,3 +76,21 @@ def test_train_cli_refuses_before_training(tiny_dataset: Dataset, args: list[str
 def test_score_cli_bounds_the_fanouts(tiny_dataset: Dataset) -> None:
     result = run_cli("score", str(tiny_dataset.path), "-s", "fwr", "--fanouts", "4611686018427387904,5")
     assert_user_error(result, "--fanouts expected integers in 1..2147483647 or -1")
+
+
+def test_gat_refused_when_its_attention_tensors_cannot_fit(tiny_dataset: Dataset, monkeypatch: pytest.MonkeyPatch) -> None:
+    from graphtier.dataset import resources
+    from graphtier.errors import ResourceError
+    from graphtier.train.models import gat_training_bytes
+
+    needed = gat_training_bytes(1024, (-1, -1), tiny_dataset.in_degrees(), 256, 4, tiny_dataset.num_classes)
+    monkeypatch.setattr(resources, "available_memory", lambda: needed - 1)
+    config = TrainConfig(model="gat", fanouts=(-1, -1))
+    with pytest.raises(ResourceError, match=rf"--model gat .*--fanouts -1,-1 .*needs about .*\({needed:,} bytes\)"):
+        config.validate(tiny_dataset)
+    TrainConfig(model="sage", fanouts=(-1, -1)).validate(tiny_dataset)  # only GAT keeps per-edge tensors
+    result = run_cli("train", str(tiny_dataset.path), "--model", "gat", "--fanouts", "-1,-1", "--epochs", "1")
+    assert_user_error(result, "--model gat", "of memory, only")
+    assert "final" not in result.stdout
+    monkeypatch.setattr(resources, "available_memory", lambda: needed)
+    config.validate(tiny_dataset)

@@ -147,3 +147,31 @@ def test_norm_batch_trains_with_a_last_batch_of_one_seed(tmp_path, model: str) -
     result = train(data, model=model, norm="batch", batch_size=len(train_idx) - 1, fanouts=(3, 3), hidden=8,
                    epochs=1, quiet=True)
     assert np.isfinite(result.report["epochs"][0]["loss"])
+
+
+def test_block_size_bounds_hold_for_sampled_blocks() -> None:
+    from graphtier.train.models import block_size_bounds
+
+    indptr, indices = _graph(n=200, e=2000, seed=3)
+    degrees = np.diff(indptr)
+    for fanouts in ((3, 2), (-1, 4), (50, -1)):
+        bounds = block_size_bounds(16, fanouts, degrees)
+        sampler = NeighborSampler(indptr, indices, fanouts=list(fanouts), seed=0)
+        for start in range(0, 200, 16):
+            batch = sampler.sample(np.arange(start, min(start + 16, 200)))
+            blocks = list(reversed(batch.blocks))  # seed hop first, like the fanouts
+            for (dst_bound, edge_bound), block in zip(bounds, blocks):
+                assert block.num_dst <= dst_bound and block.edge_index.shape[1] <= edge_bound
+
+
+def test_gat_training_bytes_grows_with_fanouts_heads_and_hidden() -> None:
+    from graphtier.train.models import gat_training_bytes
+
+    degrees = np.full(10_000, 100)
+    small = gat_training_bytes(64, (5, 5), degrees, 64, 4, 10)
+    assert gat_training_bytes(64, (-1, -1), degrees, 64, 4, 10) > small
+    assert gat_training_bytes(64, (5, 5), degrees, 256, 4, 10) > small
+    assert gat_training_bytes(64, (5, 5), degrees, 64, 8, 10) > small
+    # hop 1: 64 x 5 edges; hop 2: (64 + 320) x 5 edges; per edge 4 * (2 * 64 + 10 * 4) + 16 bytes (hidden layer)
+    edges_hidden, edges_last = 384 * 5 + 384, 64 * 5 + 64
+    assert small == edges_hidden * (4 * (2 * 64 + 40) + 16) + edges_last * (4 * (2 * 10 + 10) + 16)
