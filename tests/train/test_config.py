@@ -94,3 +94,11 @@ def test_gat_refused_when_its_attention_tensors_cannot_fit(tiny_dataset: Dataset
     assert "final" not in result.stdout
     monkeypatch.setattr(resources, "available_memory", lambda: needed)
     config.validate(tiny_dataset)
+
+
+@pytest.mark.parametrize("option", ["--gpu-budget", "--cache-budget", "--ram-budget"])
+def test_train_cli_refuses_a_budget_without_a_unit(tiny_dataset: Dataset, option: str) -> None:
+    result = run_cli("train", str(tiny_dataset.path), "--epochs", "1", "--quiet", "--features-on", "tiered+cache",
+                     option, "1")
+    assert_user_error(result, f"{option}: a number without a unit is ambiguous", '"1GB"')
+    assert "final" not in result.stdout
