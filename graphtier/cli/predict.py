@@ -2,22 +2,10 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import click
 import numpy as np
-
-
-def _save_npy(path: Path, array: np.ndarray) -> None:
-    """Write ``array`` to ``path`` atomically (temporary file + rename)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.parent / f".{path.name}.tmp-{os.getpid()}.npy"
-    try:
-        np.save(tmp, array)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 @click.command("predict")
@@ -50,20 +38,26 @@ def command(
     import time
 
     from graphtier.dataset import Dataset
+    from graphtier.dataset.outputs import check_outputs, save_npy
     from graphtier.train.predict import predict
     from graphtier.train.saved import load_model
 
-    for path in (output, embeddings):
+    for option, path in (("--output", output), ("--embeddings", embeddings)):
         if path is not None and path.suffix != ".npy":
-            raise click.BadParameter(f"expected a path ending in .npy, found {str(path)!r}")
+            raise click.BadParameter(f"expected a path ending in .npy, found {str(path)!r}", param_hint=option)
+    check_outputs(
+        [("--output", output, "file"), ("--embeddings", embeddings, "file")],
+        inputs=[("--model", model_path)],
+        dataset=dataset,
+    )
     saved = load_model(model_path)
     data = Dataset.open(dataset)
     start = time.perf_counter()
     result = predict(saved, data, device=device, chunk_size=chunk_size, embeddings=embeddings is not None)
     seconds = time.perf_counter() - start
-    _save_npy(output, result.probabilities if probabilities else result.classes)
+    save_npy(output, result.probabilities if probabilities else result.classes, "--output")
     if embeddings is not None and result.embeddings is not None:
-        _save_npy(embeddings, result.embeddings.astype(np.float32, copy=False))
+        save_npy(embeddings, result.embeddings.astype(np.float32, copy=False), "--embeddings")
     if not quiet:
         what = "class probabilities" if probabilities else "predicted classes"
         click.echo(

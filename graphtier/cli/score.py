@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import os
-import uuid
 from pathlib import Path
 
 import click
 import numpy as np
 
 from graphtier.cli.options import merge_alias, score_options
-from graphtier.dataset import resources
 from graphtier.dataset.format import Dataset
+from graphtier.dataset.outputs import check_outputs, save_npy
 from graphtier.errors import OptionError
 from graphtier.tiering.hotness import (
     DEFAULT_SCORE,
@@ -19,32 +17,12 @@ from graphtier.tiering.hotness import (
     ScoreResult,
     compute_scores,
 )
+from graphtier.train.config import parse_fanouts as parse_training_fanouts
 
 
 def parse_fanouts(text: str) -> list[int]:
-    """``"25,10"`` -> ``[25, 10]``; OptionError unless a comma list of positive integers (or -1 = all)."""
-    try:
-        fanouts = [int(part) for part in text.split(",")]
-    except ValueError:
-        raise OptionError(f"--fanouts: expected comma-separated integers like 25,10, found {text!r}") from None
-    if not fanouts or any(f == 0 or f < -1 for f in fanouts):
-        raise OptionError(f"--fanouts: expected positive integers (or -1 for all neighbours), found {text!r}")
-    return fanouts
-
-
-def save_npy_atomically(path: Path, array: np.ndarray) -> None:
-    """Write ``array`` to ``path`` through a temporary sibling file, so no half-written file is left."""
-    if path.suffix != ".npy":
-        raise OptionError(f"--output: expected a file name ending in .npy, found {str(path)!r}")
-    if not path.parent.is_dir():
-        raise OptionError(f"--output: directory {path.parent} does not exist")
-    resources.require_disk(path.parent, int(array.nbytes) + 4096, f"--output {path}")
-    tmp = path.parent / f".{path.name}.tmp-{uuid.uuid4().hex[:8]}.npy"
-    try:
-        np.save(tmp, array, allow_pickle=False)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    """``"25,10"`` -> ``[25, 10]``; OptionError unless a comma list of integers in [1, 2^31 - 1] or -1 (all)."""
+    return list(parse_training_fanouts(text, "--fanouts"))
 
 
 def describe(result: ScoreResult) -> str:
@@ -78,9 +56,10 @@ def command(
     method = merge_alias(score, method, "--score", "--method")
     if method is None:
         method = DEFAULT_SCORE
-    data = Dataset.open(dataset)
+    check_outputs([("--output", output, "file")], dataset=dataset)
     if output is not None and output.suffix != ".npy":
         raise OptionError(f"--output: expected a file name ending in .npy, found {str(output)!r}")
+    data = Dataset.open(dataset)
     result = compute_scores(
         data, method, damping=damping, tol=tol, iterations=iterations, fanouts=parse_fanouts(fanouts),
         batch_size=batch_size, epochs=epochs, seed=seed,
@@ -93,5 +72,5 @@ def command(
         order = np.argsort(-result.scores, kind="stable")[:top]
         click.echo("top nodes: " + ", ".join(f"{int(v)} ({result.scores[v]:.4g})" for v in order))
     if output is not None:
-        save_npy_atomically(output, result.scores)
+        save_npy(output, result.scores, "--output")
         click.echo(f"wrote {output}")

@@ -18,7 +18,8 @@ A budget string is one of
 
 * bytes: ``"512MB"``, ``"2GiB"``, ``"1.5GB"``, ``"4096B"`` (KB/MB/GB/TB are powers of 1000,
   KiB/MiB/GiB/TiB powers of 1024),
-* a fraction of the table's rows: ``"0.1"`` or ``"10%"`` (``"1"`` = every row, ``"0"`` = none),
+* a fraction of the table's rows: ``"0.1"`` or ``"10%"`` (``"1.0"`` = every row, ``"0"`` = none); a bare
+  integer other than 0 (``"1"``, ``"512"``) is refused: it reads as bytes as well as a fraction,
 * ``"auto"``: on CUDA, the device's free memory minus a reserve for the model and activations
   (:func:`auto_device_bytes`); on a machine without CUDA there is no device memory, so ``auto``
   gives the GPU tiers and the cache 0 rows (pass bytes or a fraction to simulate a plan on the
@@ -109,6 +110,11 @@ def parse_budget(text: str, option: str) -> Budget:
     match = _FRACTION_PATTERN.match(raw)
     if match:
         fraction = float(match.group(1))
+        if "." not in match.group(1) and fraction != 0:
+            raise OptionError(
+                f"{option}: a number without a unit is ambiguous (bytes or a fraction of rows?), found {raw!r}; "
+                f'write bytes with a unit ("1GB"), a percentage ("100%") or a fraction with a decimal point ("0.5", "1.0")'
+            )
         if fraction > 1:
             raise OptionError(f"{option}: expected {expected}; a bare number is a fraction in [0, 1], found {raw!r}")
         return Budget(raw, fraction=fraction)

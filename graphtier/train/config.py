@@ -2,26 +2,44 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
 from graphtier.dataset import Dataset
-from graphtier.errors import OptionError
+from graphtier.dataset.outputs import check_outputs
+from graphtier.dataset.resources import human_bytes, require_memory
+from graphtier.errors import OptionError, ResourceError
 from graphtier.memory import check_sample_on
 from graphtier.store import FEATURE_MODES
 from graphtier.train.balancer import BALANCE_MODES
-from graphtier.train.models import GCN_DEGREES, MODEL_NAMES, NORM_NAMES
+from graphtier.train.checkpoint import CHECKPOINT_FILE
+from graphtier.train.models import GCN_DEGREES, MODEL_NAMES, NORM_NAMES, gat_training_bytes
 
 SAMPLER_NAMES = ("neighbor", "shadow")
 # --gcn-degrees: "auto" picks one of GCN_DEGREES by how the final accuracy is measured (gcn_degrees_used)
 GCN_DEGREES_OPTIONS = ("auto", *GCN_DEGREES)
 
 
+MAX_FANOUT = 2**31 - 1
+"""The largest fanout accepted (any fanout at or above a node's in-degree takes all its neighbours)."""
+
+
+def check_fanout(value: int, option: str = "--fanouts") -> int:
+    """``value`` if it is -1 (all neighbours) or in [1, :data:`MAX_FANOUT`], else a one-line OptionError naming ``option``."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise OptionError(f"{option} expected integers in 1..{MAX_FANOUT} or -1 (all neighbours), found {value!r}")
+    if not (value == -1 or 1 <= value <= MAX_FANOUT):
+        raise OptionError(f"{option} expected integers in 1..{MAX_FANOUT} or -1 (all neighbours), found {value}")
+    return int(value)
+
+
 def parse_fanouts(text: str, option: str = "--fanouts") -> tuple[int, ...]:
-    """Parse ``"25,10"`` into ``(25, 10)``; each entry a positive integer or -1 (all neighbours).
+    """Parse ``"25,10"`` into ``(25, 10)``; each entry -1 (all neighbours) or an integer in [1, 2^31 - 1].
 
     The first entry is the number of neighbours sampled for the seeds (PyG order).
     """
@@ -33,10 +51,8 @@ def parse_fanouts(text: str, option: str = "--fanouts") -> tuple[int, ...]:
         try:
             value = int(part)
         except ValueError:
-            raise OptionError(f"{option} expected positive integers or -1, found {part!r}") from None
-        if value == 0 or value < -1:
-            raise OptionError(f"{option} expected positive integers or -1, found {value}")
-        fanouts.append(value)
+            raise OptionError(f"{option} expected integers in 1..{MAX_FANOUT} or -1, found {part!r}") from None
+        fanouts.append(check_fanout(value, option))
     return tuple(fanouts)
 
 
@@ -142,9 +158,12 @@ class TrainConfig:
             raise OptionError(
                 f"--gcn-degrees expected one of {', '.join(GCN_DEGREES_OPTIONS)}, found {self.gcn_degrees!r}"
             )
-        for fanout in self.fanouts + (self.eval_fanouts or ()):
-            if fanout == 0 or fanout < -1:
-                raise OptionError(f"--fanouts expected positive integers or -1, found {fanout}")
+        if not self.fanouts:
+            raise OptionError("--fanouts expected at least one fanout, found none")
+        for fanout in self.fanouts:
+            check_fanout(fanout, "--fanouts")
+        for fanout in self.eval_fanouts or ():
+            check_fanout(fanout, "--eval-fanouts")
         if self.sampler == "neighbor" and self.model != "mlp" and self.layers not in (None, len(self.fanouts)):
             raise OptionError(
                 f"--layers {self.layers} must equal the number of fanouts ({len(self.fanouts)}) "
@@ -190,8 +209,10 @@ class TrainConfig:
                 raise OptionError(f"--{name.replace('_', '-')} expected a positive integer, found {value}")
         if not 0.0 <= self.dropout < 1.0:
             raise OptionError(f"--dropout expected a value in [0, 1), found {self.dropout}")
-        if not self.lr > 0:
-            raise OptionError(f"--lr expected a positive number, found {self.lr}")
+        if not (math.isfinite(self.lr) and self.lr > 0):
+            raise OptionError(f"--lr expected a finite number > 0, found {self.lr}")
+        if not (math.isfinite(self.weight_decay) and self.weight_decay >= 0):
+            raise OptionError(f"--weight-decay expected a finite number >= 0, found {self.weight_decay}")
         if self.model == "gat" and self.hidden % self.heads:
             raise OptionError(f"--hidden {self.hidden} must be a multiple of --heads {self.heads} for GAT")
         device = self.device
@@ -216,7 +237,43 @@ class TrainConfig:
             raise OptionError(f"{path}: dataset has no train split (train_idx.npy); re-import it with --split")
         if dataset.labels is not None and (dataset.labels[train_idx] < 0).any():
             raise OptionError(f"{path}/labels.npy: expected labels >= 0 for every train node, found -1")
-        if self.save_model is not None and Path(self.save_model).is_dir():
-            raise OptionError(f"--save-model {self.save_model}: is a directory, expected a file path")
-        if self.checkpoint is not None and Path(self.checkpoint).exists() and not Path(self.checkpoint).is_dir():
-            raise OptionError(f"--checkpoint {self.checkpoint}: exists and is not a directory")
+        self.check_outputs(dataset)
+        if self.model == "gat" and self.sampler == "neighbor":
+            self.check_gat_memory(dataset)
+
+    def check_gat_memory(self, dataset: Dataset) -> None:
+        """Raise :class:`ResourceError` when GAT's per-edge attention tensors of the largest mini-batch that
+        ``--batch-size`` and ``--fanouts`` can draw on ``dataset`` (:func:`gat_training_bytes`) exceed the
+        memory of ``--device`` (available RAM on the CPU, free memory on a GPU)."""
+        needed = gat_training_bytes(
+            self.batch_size, self.fanouts, dataset.in_degrees(), self.hidden, self.heads, dataset.num_classes
+        )
+        what = (
+            f"--model gat with --batch-size {self.batch_size} --fanouts {','.join(map(str, self.fanouts))} "
+            f"--hidden {self.hidden} --heads {self.heads} (attention tensors of the largest mini-batch these can "
+            "sample; lower the fanouts or the batch size)"
+        )
+        device = torch.device(self.device)
+        if device.type != "cuda":
+            require_memory(needed, what)
+            return
+        free = int(torch.cuda.mem_get_info(device)[0])
+        if needed > free:
+            raise ResourceError(
+                f"{what}: needs about {human_bytes(needed)} ({needed:,} bytes) of GPU memory, "
+                f"only {human_bytes(free)} free on {device}"
+            )
+
+    def check_outputs(self, dataset: Dataset) -> None:
+        """Raise :class:`OptionError` unless ``--checkpoint``, ``--report`` and ``--save-model`` can be written
+        (distinct paths, none of them a file of ``dataset``): checked before training, not after it."""
+        checkpoint_file = None if self.checkpoint is None else Path(self.checkpoint) / CHECKPOINT_FILE
+        check_outputs(
+            [
+                ("--checkpoint", self.checkpoint, "dir"),
+                ("--checkpoint", checkpoint_file, "file"),
+                ("--report", self.report, "file"),
+                ("--save-model", self.save_model, "file"),
+            ],
+            dataset=dataset.path,
+        )

@@ -21,7 +21,7 @@ from graphtier.store.placement import TIER_NAMES, TierPlan, parse_budget, plan_t
         ("4096B", 4096, None),
         ("0.1", None, 0.1),
         ("10%", None, 0.1),
-        ("1", None, 1.0),
+        ("1.0", None, 1.0),
         ("0", None, 0.0),
     ],
 )
@@ -36,6 +36,13 @@ def test_parse_budget_forms(text: str, num_bytes: int | None, fraction: float | 
 @pytest.mark.parametrize("text", ["12", "150%", "2 parsecs", "", "-1GB", "1e9"])
 def test_parse_budget_rejects_with_option_name(text: str) -> None:
     with pytest.raises(OptionError, match="--ram-budget"):
+        parse_budget(text, "--ram-budget")
+
+
+@pytest.mark.parametrize("text", ["1", "512", " 2 "])
+def test_parse_budget_refuses_a_bare_integer(text: str) -> None:
+    """Issue 21: ``1`` read as 100 % of the rows while ``1B`` is one byte; a unitless integer is refused."""
+    with pytest.raises(OptionError, match=r'^--ram-budget: a number without a unit is ambiguous.*"1GB".*"100%".*"0.5"'):
         parse_budget(text, "--ram-budget")
 
 
@@ -64,8 +71,8 @@ def test_auto_ram_budget_uses_available_memory() -> None:
 @given(
     num_rows=st.integers(1, 300),
     row_bytes=st.sampled_from([4, 128, 512]),
-    gpu=st.sampled_from(["0", "10%", "0.5", "1", "1KiB", "100KB"]),
-    ram=st.sampled_from([None, "0", "30%", "2KiB", "1"]),
+    gpu=st.sampled_from(["0", "10%", "0.5", "1.0", "1KiB", "100KB"]),
+    ram=st.sampled_from([None, "0", "30%", "2KiB", "1.0"]),
     partitions=st.integers(1, 4),
     cache=st.sampled_from([None, "5%", "1KiB"]),
 )

@@ -116,3 +116,62 @@ def test_fused_activation_backward_equals_layer_by_layer(
     assert gx_a.abs().sum() > 0
     for name in ga:
         torch.testing.assert_close(ga[name], gb[name], rtol=1e-5, atol=1e-6, msg=name)
+
+
+def test_batch_norm_of_one_row_uses_running_statistics() -> None:
+    from graphtier.train.models import BatchNorm
+
+    norm = BatchNorm(4)
+    norm.train()
+    norm(torch.randn(16, 4) * 3 + 1)  # some running statistics
+    mean, var = norm.running_mean.clone(), norm.running_var.clone()
+    row = torch.randn(1, 4, requires_grad=True)
+    out = norm(row)
+    out.sum().backward()
+    assert torch.equal(norm.running_mean, mean) and torch.equal(norm.running_var, var)
+    norm.eval()
+    torch.testing.assert_close(out, norm(row))
+    assert norm.weight.grad is not None and row.grad is not None
+    assert set(norm.state_dict()) == set(torch.nn.BatchNorm1d(4).state_dict())
+
+
+@pytest.mark.parametrize("model", ["mlp", "sage"])
+def test_norm_batch_trains_with_a_last_batch_of_one_seed(tmp_path, model: str) -> None:  # type: ignore[no-untyped-def]
+    """A train set of k * batch_size + 1 nodes (k = 1 here): the last mini-batch has one seed."""
+    from graphtier.train import train
+    from tests.conftest import write_labelled_graph
+
+    data = write_labelled_graph(tmp_path / "ds", num_nodes=120, feature_dim=8)
+    train_idx = np.asarray(data.train_idx)
+    assert len(train_idx) > 2
+    result = train(data, model=model, norm="batch", batch_size=len(train_idx) - 1, fanouts=(3, 3), hidden=8,
+                   epochs=1, quiet=True)
+    assert np.isfinite(result.report["epochs"][0]["loss"])
+
+
+def test_block_size_bounds_hold_for_sampled_blocks() -> None:
+    from graphtier.train.models import block_size_bounds
+
+    indptr, indices = _graph(n=200, e=2000, seed=3)
+    degrees = np.diff(indptr)
+    for fanouts in ((3, 2), (-1, 4), (50, -1)):
+        bounds = block_size_bounds(16, fanouts, degrees)
+        sampler = NeighborSampler(indptr, indices, fanouts=list(fanouts), seed=0)
+        for start in range(0, 200, 16):
+            batch = sampler.sample(np.arange(start, min(start + 16, 200)))
+            blocks = list(reversed(batch.blocks))  # seed hop first, like the fanouts
+            for (dst_bound, edge_bound), block in zip(bounds, blocks):
+                assert block.num_dst <= dst_bound and block.edge_index.shape[1] <= edge_bound
+
+
+def test_gat_training_bytes_grows_with_fanouts_heads_and_hidden() -> None:
+    from graphtier.train.models import gat_training_bytes
+
+    degrees = np.full(10_000, 100)
+    small = gat_training_bytes(64, (5, 5), degrees, 64, 4, 10)
+    assert gat_training_bytes(64, (-1, -1), degrees, 64, 4, 10) > small
+    assert gat_training_bytes(64, (5, 5), degrees, 256, 4, 10) > small
+    assert gat_training_bytes(64, (5, 5), degrees, 64, 8, 10) > small
+    # hop 1: 64 x 5 edges; hop 2: (64 + 320) x 5 edges; per edge 4 * (2 * 64 + 10 * 4) + 16 bytes (hidden layer)
+    edges_hidden, edges_last = 384 * 5 + 384, 64 * 5 + 64
+    assert small == edges_hidden * (4 * (2 * 64 + 40) + 16) + edges_last * (4 * (2 * 10 + 10) + 16)

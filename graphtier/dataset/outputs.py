@@ -1,0 +1,169 @@
+"""Output paths checked before any work starts.
+
+A command that writes files at the end of a long run (``train --save-model``, ``--report``,
+``--checkpoint``, ``predict --output``, ``score --output``) calls :func:`check_outputs` first, so a
+path that cannot be written (a parent that is a file, a read-only directory, a directory where a
+file is expected, a kernel pseudo-filesystem), two options naming the same file, or an output that
+would overwrite a file being read (a file of the input dataset, the model) is one
+:class:`~graphtier.errors.OptionError` naming the option, before the work and not after it.
+
+Missing parent directories are fine: the writers create them (``mkdir -p``); the check only makes
+sure the nearest existing ancestor is a directory this process can write in.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+
+from graphtier.dataset import resources
+from graphtier.dataset.format import META_FILE, SPLITS
+from graphtier.dataset.writer import NPY_HEADER_BYTES
+from graphtier.errors import OptionError
+
+OutputKind = Literal["file", "dir"]
+"""``file``: the option names a file written whole (temporary sibling + rename); ``dir``: a directory
+that files are written into (created when missing)."""
+
+PSEUDO_FILESYSTEMS = (Path("/proc"), Path("/sys"), Path("/dev"))
+"""Kernel pseudo-filesystems: nothing graphtier writes belongs there."""
+
+DATASET_FILES = (
+    META_FILE, "indptr.npy", "indices.npy", "features.npy", "labels.npy", "perm.npy", "node_ids.npy",
+    *(f"{split}_idx.npy" for split in SPLITS),
+)  # fmt: skip
+"""Names of the files a dataset directory may hold (beyond these, every ``*.npy`` in it is read too)."""
+
+PathArg = str | os.PathLike[str] | None
+
+
+def dataset_files(root: str | os.PathLike[str]) -> list[Path]:
+    """The files of the dataset directory ``root`` that :meth:`Dataset.open` reads or may read: ``meta.json``,
+    the well-known arrays (present or not) and every other ``*.npy`` in it."""
+    directory = Path(root)
+    files = {directory / name for name in DATASET_FILES}
+    if directory.is_dir():
+        files.update(directory.glob("*.npy"))
+    return sorted(files)
+
+
+def _is_under(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def _nearest_existing(path: Path) -> Path:
+    """``path`` itself or its closest ancestor that exists (``/`` at worst)."""
+    while not os.path.lexists(path) and path != path.parent:
+        path = path.parent
+    return path
+
+
+def _check_writable_directory(option: str, path: Path, directory: Path) -> None:
+    """``directory`` (``path`` or an ancestor of it) must be a directory this process can create files in."""
+    if not directory.is_dir():
+        raise OptionError(f"{option} {path}: {directory} is a file, not a directory")
+    if not os.access(directory, os.W_OK | os.X_OK):
+        reason = "is on a read-only file system" if _read_only_mount(directory) else "is not writable"
+        raise OptionError(f"{option} {path}: directory {directory} {reason}")
+
+
+def _read_only_mount(directory: Path) -> bool:
+    try:
+        return bool(os.statvfs(directory).f_flag & os.ST_RDONLY)
+    except (OSError, AttributeError):  # pragma: no cover - no statvfs on this platform
+        return False
+
+
+def check_output(option: str, path: str | os.PathLike[str], kind: OutputKind = "file") -> Path:
+    """Raise :class:`OptionError` (naming ``option``) unless ``path`` can be written as a ``kind``.
+
+    Returns the absolute, symlink-resolved path. A ``file`` that exists must be a regular file (it
+    is replaced); a ``dir`` that exists must be a directory. Missing parents are allowed when the
+    nearest existing ancestor is a writable directory. Paths under /proc, /sys or /dev are refused.
+    """
+    given = Path(path)
+    if str(path) == "":
+        raise OptionError(f"{option}: expected a path, found an empty string")
+    resolved = given.resolve()
+    for pseudo in PSEUDO_FILESYSTEMS:
+        if _is_under(resolved, pseudo):
+            raise OptionError(f"{option} {given}: is under {pseudo}, a kernel pseudo-filesystem; expected a path on a disk")
+    if kind == "file":
+        if resolved.is_dir():
+            raise OptionError(f"{option} {given}: is a directory, expected a file path")
+        if resolved.exists() and not resolved.is_file():
+            raise OptionError(f"{option} {given}: exists and is not a regular file")
+        _check_writable_directory(option, given, _nearest_existing(resolved.parent))
+    elif kind == "dir":
+        if resolved.exists() and not resolved.is_dir():
+            raise OptionError(f"{option} {given}: exists and is not a directory")
+        _check_writable_directory(option, given, _nearest_existing(resolved))
+    else:
+        raise ValueError(f"kind expected 'file' or 'dir', found {kind!r}")
+    return resolved
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    if a == b:
+        return True
+    try:
+        return a.exists() and b.exists() and os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def check_outputs(
+    outputs: Sequence[tuple[str, PathArg, OutputKind]],
+    *,
+    inputs: Sequence[tuple[str, PathArg]] = (),
+    dataset: PathArg = None,
+) -> None:
+    """Check every ``(option, path, kind)`` of ``outputs`` before the work starts (entries with path None are skipped).
+
+    Raises :class:`OptionError` naming the option when a path cannot be written (:func:`check_output`),
+    when two outputs name the same file, when an output would replace an input file (``inputs``:
+    ``(option, path)`` of files the command reads) or a file of the ``dataset`` directory being read.
+    """
+    checked: list[tuple[str, Path, OutputKind]] = []
+    for option, path, kind in outputs:
+        if path is None:
+            continue
+        resolved = check_output(option, path, kind)
+        for other_option, other, _ in checked:
+            if _same_file(resolved, other):
+                raise OptionError(f"{option} {path}: is the same path as {other_option}; give each output its own path")
+        checked.append((option, resolved, kind))
+    read = [(f"the file given to {option}", Path(path).resolve()) for option, path in inputs if path is not None]
+    if dataset is not None:
+        read += [(f"a file of the dataset {dataset}", file.resolve()) for file in dataset_files(dataset)]
+    for option, resolved, kind in checked:
+        if kind != "file":
+            continue
+        for what, source in read:
+            if _same_file(resolved, source):
+                raise OptionError(f"{option} {source}: is {what}, which is being read; write the output elsewhere")
+
+
+def save_npy(path: str | os.PathLike[str], array: np.ndarray, option: str) -> Path:
+    """Write ``array`` to the ``.npy`` file ``path`` (the value of ``option``) atomically; returns the path.
+
+    Missing parent directories are created; the free disk space is checked first; the array goes to a
+    temporary sibling file renamed into place, so an interrupt or a full disk leaves no half-written file.
+    """
+    target = Path(path)
+    if target.suffix != ".npy":
+        raise OptionError(f"{option}: expected a file name ending in .npy, found {str(path)!r}")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    resources.require_disk(target.parent, int(array.nbytes) + NPY_HEADER_BYTES, f"{option} {target}")
+    tmp = target.parent / f".{target.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}.npy"
+    try:
+        np.save(tmp, array, allow_pickle=False)
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return target
