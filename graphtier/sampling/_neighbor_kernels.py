@@ -188,7 +188,11 @@ def sample_sources(
     of ``destinations`` (int64). All neighbours, in list order, when the degree is <= fanout or
     fanout is -1; else Floyd picks keyed by (stream, j).
     """
-    width = fanout if fanout > 0 else 1
+    # Floyd draws k = fanout picks only from lists longer than fanout: the table needs 2 * min(fanout, max degree)
+    width = np.int64(1)
+    if fanout > 0:
+        for j in range(first, stop):
+            width = max(width, min(degrees[j], fanout))
     table_size = 1
     while table_size < 2 * width:
         table_size *= 2
@@ -340,6 +344,8 @@ def floyd_picks(
     For every ``j`` of ``dst_index`` (int64 [M], destinations with fanout < degree); all arrays int64.
     The CPU twin of the GPU sampler's Triton kernel (graphtier.sampling._device_kernels).
     """
+    if dst_index.shape[0] == 0:  # no list longer than fanout: no table (fanout may be up to 2^31 - 1)
+        return
     table_size = 1
     while table_size < 2 * fanout:
         table_size *= 2

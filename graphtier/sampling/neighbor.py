@@ -27,19 +27,25 @@ from graphtier.sampling.buffers import Carver, OutputRing, Workspace, WorkspaceP
 from graphtier.sampling.seeds import as_seed_array
 
 
+MAX_FANOUT = 2**31 - 1
+"""The largest fanout accepted (any fanout at or above a node's in-degree takes all its neighbours)."""
+
+
 def check_fanouts(fanouts: Sequence[int], name: str = "fanouts") -> list[int]:
-    """The fanouts as a list of ints; OptionError unless a non-empty sequence of integers >= 1 or == -1."""
+    """The fanouts as a list of ints; OptionError (naming ``name``) unless a non-empty sequence of integers
+    in [1, :data:`MAX_FANOUT`] or -1 (all neighbours)."""
+    expected = f"integers in 1..{MAX_FANOUT} or -1 (all neighbours)"
     if isinstance(fanouts, (str, bytes)) or not isinstance(fanouts, Sequence | np.ndarray):
-        raise OptionError(f"{name}: expected a list of integers (>= 1, or -1 for all), found {fanouts!r}")
+        raise OptionError(f"{name} expected a list of {expected}, found {fanouts!r}")
     values = list(fanouts)
     if not values:
-        raise OptionError(f"{name}: expected at least one fanout, found an empty list")
+        raise OptionError(f"{name} expected at least one fanout, found an empty list")
     checked = []
     for f in values:
         if isinstance(f, (bool, np.bool_)) or not isinstance(f, (int, np.integer)):
-            raise OptionError(f"{name}: expected integers (>= 1, or -1 for all), found {f!r}")
-        if f == 0 or f < -1:
-            raise OptionError(f"{name}: expected integers >= 1 or -1 (all neighbours), found {int(f)}")
+            raise OptionError(f"{name} expected {expected}, found {f!r}")
+        if not (f == -1 or 1 <= f <= MAX_FANOUT):
+            raise OptionError(f"{name} expected {expected}, found {int(f)}")
         checked.append(int(f))
     return checked
 

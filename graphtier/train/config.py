@@ -15,6 +15,7 @@ from graphtier.dataset.outputs import check_outputs
 from graphtier.dataset.resources import human_bytes, require_memory
 from graphtier.errors import OptionError, ResourceError
 from graphtier.memory import check_sample_on
+from graphtier.sampling.neighbor import MAX_FANOUT, check_fanouts
 from graphtier.store import FEATURE_MODES
 from graphtier.train.balancer import BALANCE_MODES
 from graphtier.train.checkpoint import CHECKPOINT_FILE
@@ -25,17 +26,9 @@ SAMPLER_NAMES = ("neighbor", "shadow")
 GCN_DEGREES_OPTIONS = ("auto", *GCN_DEGREES)
 
 
-MAX_FANOUT = 2**31 - 1
-"""The largest fanout accepted (any fanout at or above a node's in-degree takes all its neighbours)."""
-
-
 def check_fanout(value: int, option: str = "--fanouts") -> int:
     """``value`` if it is -1 (all neighbours) or in [1, :data:`MAX_FANOUT`], else a one-line OptionError naming ``option``."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise OptionError(f"{option} expected integers in 1..{MAX_FANOUT} or -1 (all neighbours), found {value!r}")
-    if not (value == -1 or 1 <= value <= MAX_FANOUT):
-        raise OptionError(f"{option} expected integers in 1..{MAX_FANOUT} or -1 (all neighbours), found {value}")
-    return int(value)
+    return check_fanouts([value], option)[0]
 
 
 def parse_fanouts(text: str, option: str = "--fanouts") -> tuple[int, ...]:

@@ -31,7 +31,7 @@ from graphtier.errors import ResourceError
 from tests.conftest import write_labelled_graph
 from tests.dataset.importers.helpers import assert_user_error, run_cli, run_cli_process
 from tests.dataset.importers.test_ogb import _gz, write_ogb
-from tests.dataset.importers.test_planetoid import _write_planetoid
+from tests.dataset.importers.helpers import write_planetoid
 
 
 def _edges(tmp_path: Path) -> Path:
@@ -225,7 +225,7 @@ def test_csr_npz_bad_entries(tmp_path: Path, extra: dict[str, np.ndarray], fragm
     ],
 )
 def test_planetoid_bad_graph_dict(tmp_path: Path, graph: dict, fragment: str) -> None:
-    _write_planetoid(tmp_path, "toy", np.random.default_rng(0))
+    write_planetoid(tmp_path, "toy", np.random.default_rng(0))
     with open(tmp_path / "ind.toy.graph", "wb") as f:
         pickle.dump(graph, f, protocol=2)
     assert_user_error(run_cli("prepare", "planetoid", str(tmp_path), str(tmp_path / "o")), fragment)
@@ -270,7 +270,7 @@ def test_ogb_features_non_finite(tmp_path: Path) -> None:
 
 
 def test_planetoid_features_non_finite(tmp_path: Path) -> None:
-    _write_planetoid(tmp_path, "toy", np.random.default_rng(0))
+    write_planetoid(tmp_path, "toy", np.random.default_rng(0))
     with open(tmp_path / "ind.toy.allx", "rb") as f:
         allx = pickle.load(f).toarray()
     allx[7, 1] = np.nan

@@ -113,6 +113,21 @@ def test_high_fanout_hash_path_matches_reference():
         assert_well_formed(mb, indptr, indices, [fanout])
 
 
+def test_the_largest_fanout_allocates_by_degree_not_by_fanout():
+    """A fanout of 2^31 - 1 takes every neighbour at once; the Floyd table is sized by the lists, not the fanout."""
+    indptr, indices = random_csc(300, 3000, 4)
+    seeds = np.arange(0, 300, 7)
+    everything = NeighborSampler(indptr, indices, [-1, -1], seed=1).sample(seeds, batch_id=3)
+    largest = NeighborSampler(indptr, indices, [2**31 - 1, 2**31 - 1], seed=1).sample(seeds, batch_id=3)
+    assert torch.equal(everything.n_id, largest.n_id)
+    for a, b in zip(everything.blocks, largest.blocks):
+        assert torch.equal(a.edge_index, b.edge_index)
+    # a hub with more in-neighbours than a large fanout still draws from a table of its own size
+    star_indptr, star_indices = star_in(3000, np.int64)
+    mb = NeighborSampler(star_indptr, star_indices, [2999, 10**8], seed=2).sample(np.array([0]), batch_id=1)
+    assert_well_formed(mb, star_indptr, star_indices, [2999, 10**8])
+
+
 @pytest.mark.parametrize("fanout, degree", [(5, 20), (40, 100)])
 def test_draws_are_uniform(fanout: int, degree: int):
     """Chi-square: over many batches, every neighbour of a node is drawn equally often."""
@@ -170,7 +185,7 @@ def test_edge_cases_empty_batch_isolated_nodes_deep_fanouts():
     assert all(b.num_src <= 5 for b in deep.blocks)
 
 
-@pytest.mark.parametrize("fanouts", [[0], [-2], [2.5], ["3"], [], [True], 5, "10,10"])
+@pytest.mark.parametrize("fanouts", [[0], [-2], [2.5], ["3"], [], [True], 5, "10,10", [2**31], [5, 2**62]])
 def test_invalid_fanouts(fanouts):
     indptr, indices = star_in(3)
     with pytest.raises(OptionError, match="fanouts"):
