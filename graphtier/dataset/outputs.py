@@ -9,13 +9,17 @@ would overwrite a file being read (a file of the input dataset, the model) is on
 
 Missing parent directories are fine: the writers create them (``mkdir -p``); the check only makes
 sure the nearest existing ancestor is a directory this process can write in.
+
+Every output file is written by :func:`atomic_write`: a temporary sibling ``.NAME.tmp-PID`` renamed over
+the target, so a reader (or an interrupt, SIGTERM included) sees the old file or the complete new one; the
+temporary file is removed in a ``finally``, and temporaries left by dead processes are removed by the next
+write of the same file.
 """
 
 from __future__ import annotations
 
 import os
-import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -23,6 +27,7 @@ import numpy as np
 
 from graphtier.dataset import resources
 from graphtier.dataset.format import META_FILE, SPLITS
+from graphtier.dataset.swap import pid_alive
 from graphtier.dataset.writer import NPY_HEADER_BYTES
 from graphtier.errors import OptionError
 
@@ -149,6 +154,45 @@ def check_outputs(
                 raise OptionError(f"{option} {source}: is {what}, which is being read; write the output elsewhere")
 
 
+def temporary_path(target: Path) -> Path:
+    """The temporary sibling ``.NAME.tmp-PID`` that :func:`atomic_write` writes before the rename."""
+    return target.parent / f".{target.name}.tmp-{os.getpid()}"
+
+
+def remove_stale_temporaries(target: Path) -> list[Path]:
+    """Remove ``.NAME.tmp-PID`` siblings of ``target`` whose process is dead; returns the removed paths."""
+    removed = []
+    prefix = f".{target.name}.tmp-"
+    try:
+        siblings = list(target.parent.iterdir())
+    except OSError:
+        return removed
+    for sibling in siblings:
+        suffix = sibling.name[len(prefix):] if sibling.name.startswith(prefix) else ""
+        if suffix.isdigit() and int(suffix) != os.getpid() and not pid_alive(int(suffix)):
+            sibling.unlink(missing_ok=True)
+            removed.append(sibling)
+    return removed
+
+
+def atomic_write(target: str | os.PathLike[str], write: Callable[[Path], None]) -> Path:
+    """Call ``write(tmp)`` to write a temporary sibling of ``target``, then rename it over ``target``.
+
+    The temporary file never outlives the call (removed in ``finally`` on any error or interrupt);
+    stale temporaries of dead processes next to ``target`` are removed first. Returns ``target``.
+    """
+    path = Path(target)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temporaries(path)
+    tmp = temporary_path(path)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path
+
+
 def save_npy(path: str | os.PathLike[str], array: np.ndarray, option: str) -> Path:
     """Write ``array`` to the ``.npy`` file ``path`` (the value of ``option``) atomically; returns the path.
 
@@ -160,10 +204,10 @@ def save_npy(path: str | os.PathLike[str], array: np.ndarray, option: str) -> Pa
         raise OptionError(f"{option}: expected a file name ending in .npy, found {str(path)!r}")
     target.parent.mkdir(parents=True, exist_ok=True)
     resources.require_disk(target.parent, int(array.nbytes) + NPY_HEADER_BYTES, f"{option} {target}")
-    tmp = target.parent / f".{target.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}.npy"
-    try:
-        np.save(tmp, array, allow_pickle=False)
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
+
+    def write(tmp: Path) -> None:
+        with open(tmp, "wb") as handle:  # a file object: np.save appends no ".npy" to the temporary name
+            np.save(handle, array, allow_pickle=False)
+
+    atomic_write(target, write)
     return target

@@ -1,73 +1,18 @@
-"""Output files of a training run: atomic replacement and an exclusive lock on a checkpoint directory.
+"""An exclusive lock on a checkpoint directory: :class:`DirectoryLock` keeps two runs from writing one directory.
 
-:func:`atomic_write` writes a file through a temporary sibling ``.NAME.tmp-PID`` renamed over it, so a
-reader (or an interrupt) sees the old file or the complete new one; the temporary file is removed in a
-``finally`` (KeyboardInterrupt included), and temporaries left by dead processes are removed by the
-next write of the same file. :class:`DirectoryLock` keeps two runs from writing one directory.
+(Atomic file writes are :func:`graphtier.dataset.outputs.atomic_write`.)
 """
 
 from __future__ import annotations
 
 import errno
 import os
-from collections.abc import Callable
 from pathlib import Path
 
+from graphtier.dataset.swap import pid_alive
 from graphtier.errors import ResourceError
 
 LOCK_FILE = "checkpoint.lock"
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether a process with id ``pid`` exists on this machine (one owned by another user counts)."""
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def temporary_path(target: Path) -> Path:
-    """The temporary sibling ``.NAME.tmp-PID`` that :func:`atomic_write` writes before the rename."""
-    return target.parent / f".{target.name}.tmp-{os.getpid()}"
-
-
-def remove_stale_temporaries(target: Path) -> list[Path]:
-    """Remove ``.NAME.tmp-PID`` siblings of ``target`` whose process is dead; returns the removed paths."""
-    removed = []
-    prefix = f".{target.name}.tmp-"
-    try:
-        siblings = list(target.parent.iterdir())
-    except OSError:
-        return removed
-    for sibling in siblings:
-        suffix = sibling.name[len(prefix):] if sibling.name.startswith(prefix) else ""
-        if suffix.isdigit() and int(suffix) != os.getpid() and not pid_alive(int(suffix)):
-            sibling.unlink(missing_ok=True)
-            removed.append(sibling)
-    return removed
-
-
-def atomic_write(target: str | os.PathLike[str], write: Callable[[Path], None]) -> Path:
-    """Call ``write(tmp)`` to write a temporary sibling of ``target``, then rename it over ``target``.
-
-    The temporary file never outlives the call (removed in ``finally`` on any error or interrupt);
-    stale temporaries of dead processes next to ``target`` are removed first. Returns ``target``.
-    """
-    path = Path(target)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    remove_stale_temporaries(path)
-    tmp = temporary_path(path)
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return path
 
 
 class DirectoryLock:

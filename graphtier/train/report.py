@@ -18,7 +18,7 @@ from graphtier._version import __version__
 from graphtier.dataset import Dataset
 from graphtier.dataset.provenance import describe, provenance_of
 from graphtier.errors import OptionError
-from graphtier.train.output_files import atomic_write
+from graphtier.dataset.outputs import atomic_write
 from graphtier.train.tally import STAGES
 
 REPORT_VERSION = 1

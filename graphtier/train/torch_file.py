@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from graphtier.errors import OptionError
-from graphtier.train.output_files import atomic_write
+from graphtier.dataset.outputs import atomic_write
 
 
 def _one_line(exc: BaseException) -> str:

@@ -9,6 +9,8 @@ every file left as it was.
 from __future__ import annotations
 
 import hashlib
+import os
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -185,3 +187,27 @@ def test_save_npy_creates_the_parent_and_leaves_no_temporary(tmp_path: Path) -> 
     target = save_npy(tmp_path / "a" / "b.npy", np.arange(5), "--output")
     np.testing.assert_array_equal(np.load(target), np.arange(5))
     assert [p.name for p in target.parent.iterdir()] == ["b.npy"]
+
+
+def test_save_npy_removes_the_temporaries_of_dead_writers_only(tmp_path: Path) -> None:
+    child = subprocess.Popen(["true"])
+    child.wait()
+    dead, alive = child.pid, os.getppid()
+    stale, kept = tmp_path / f".p.npy.tmp-{dead}", tmp_path / f".p.npy.tmp-{alive}"
+    for path in (stale, kept):
+        path.write_bytes(b"left by a killed run")
+    save_npy(tmp_path / "p.npy", np.arange(3), "--output")
+    assert not stale.exists() and kept.exists()
+
+
+def test_save_npy_interrupted_leaves_the_old_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    target = save_npy(tmp_path / "p.npy", np.arange(3), "--output")
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(np, "save", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        save_npy(target, np.arange(7), "--output")
+    assert [p.name for p in tmp_path.iterdir()] == ["p.npy"]
+    np.testing.assert_array_equal(np.load(target), np.arange(3))
