@@ -59,6 +59,19 @@ def _seed_only_sampler(seeds: np.ndarray, batch_id: int) -> MiniBatch:
     )
 
 
+def _raise_interrupt_behind(error: SystemError) -> None:
+    """Raise the KeyboardInterrupt (Ctrl-C, SIGTERM) that a compiled function turned into ``error``.
+
+    A signal whose Python handler runs inside a numba dispatcher call makes the call fail with
+    ``SystemError: ... returned a result with an exception set``, the interrupt as its cause.
+    """
+    cause: BaseException | None = error
+    for _ in range(8):
+        cause = cause.__cause__ or cause.__context__ if cause is not None else None
+        if isinstance(cause, KeyboardInterrupt):
+            raise cause from None
+
+
 class Trainer(Checkpointing, Evaluation, DistributedEpochs):
     """Train one model on one dataset as described by a :class:`TrainConfig`.
 
@@ -261,6 +274,9 @@ class Trainer(Checkpointing, Evaluation, DistributedEpochs):
         """
         try:
             return self._fit()
+        except SystemError as error:
+            _raise_interrupt_behind(error)
+            raise
         finally:
             self.store.close()
 
