@@ -41,7 +41,6 @@ from graphtier.train.config import check_shares_sum
 from graphtier.train.report import epoch_summary
 from graphtier.train.trainer import Trainer
 
-
 STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
 RANK_GRACE_SECONDS = 2.5  # an interrupted run ends within 5 s: ranks still running after this are killed
 EXIT_INTERRUPTED = 130
