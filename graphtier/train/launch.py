@@ -1,7 +1,7 @@
 """Multi-process training over ``torch.distributed``: CPU and GPU trainer ranks at once (seed 002).
 
 ``graphtier train DATASET --devices cpu,cuda:0`` starts one trainer process per listed device (spawned
-here with ``torch.multiprocessing``, or started by ``torchrun``, in which case the ranks come from the
+here, or started by ``torchrun``, in which case the ranks come from the
 environment). Every rank opens the dataset through memory maps (no copy per rank), samples and trains
 its share of every global mini-batch, and the ranks sum their gradients with an all-reduce before each
 identical optimizer step (synchronous SGD). The process group is gloo whenever a CPU rank takes part
@@ -10,27 +10,41 @@ identical optimizer step (synchronous SGD). The process group is gloo whenever a
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import json
+import multiprocessing.connection as mp_connection
 import os
+import signal
 import socket
+import sys
 import tempfile
+import threading
+import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from types import FrameType
+from typing import Any, NoReturn
 
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
+from graphtier._signals import Terminated
 from graphtier.dataset import Dataset
 from graphtier.errors import GraphtierError, OptionError
 from graphtier.train.comm import DistContext, RankFailed, backend_for
 from graphtier.train.config import check_shares_sum
 from graphtier.train.report import epoch_summary
 from graphtier.train.trainer import Trainer
+
+STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
+RANK_GRACE_SECONDS = 2.5  # an interrupted run ends within 5 s: ranks still running after this are killed
+EXIT_INTERRUPTED = 130
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
 def parse_devices(text: str | Sequence[str]) -> tuple[str, ...]:
@@ -95,25 +109,72 @@ def _run_rank(ctx: DistContext, dataset_path: str, config: Any) -> dict[str, Any
 
 def _spawn_entry(rank: int, world: int, devices: tuple[str, ...], dataset_path: str, config: Any,
                  port: int, error_dir: str) -> None:
+    interrupts = _RankInterrupts()
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(port)
     backend = backend_for(devices)
     ctx = DistContext(rank=rank, world=world, devices=devices, backend=backend)
     try:
+        interrupts.install()
         dist.init_process_group(backend, rank=rank, world_size=world, timeout=_timeout())
         try:
             _run_rank(ctx, dataset_path, config)
         except BaseException as error:
             # written before the group is torn down: the first file written names the rank that failed first
-            _record_failure(error_dir, rank, error)
+            if not interrupts.received:  # after a signal, a lost peer is no failure of this rank
+                _record_failure(error_dir, rank, error)
             raise
         finally:
-            dist.destroy_process_group()
-    except KeyboardInterrupt:
-        raise SystemExit(130) from None
+            if not interrupts.received:  # an interrupted rank exits at once (_exit_quietly)
+                dist.destroy_process_group()
     except BaseException as error:  # noqa: BLE001 - reported to the parent, then the rank exits non-zero
+        if interrupts.received or isinstance(error, KeyboardInterrupt):
+            _exit_quietly(EXIT_INTERRUPTED)
         _record_failure(error_dir, rank, error)
         raise SystemExit(2) from None
+
+
+class _RankInterrupts:
+    """SIGINT and SIGTERM in a trainer rank: the first raises KeyboardInterrupt, later ones are ignored.
+
+    Ctrl-C reaches every rank (the terminal signals the whole process group) and the parent then also asks
+    the ranks to stop: the second signal must not interrupt the clean-up that the first one started.
+    """
+
+    def __init__(self) -> None:
+        self.received = False
+
+    def install(self) -> None:
+        """Set the handlers (SIGINT was ignored since the rank started, SIGTERM ended it silently)."""
+        for signum in STOP_SIGNALS:
+            signal.signal(signum, self._on_signal)
+        _die_with_parent()
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        if self.received:
+            return
+        self.received = True
+        raise Terminated(f"signal {signum}") if signum == signal.SIGTERM else KeyboardInterrupt
+
+
+def _die_with_parent() -> None:
+    """Linux: this rank gets SIGTERM when the launching process dies (even by SIGKILL)."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    except (OSError, AttributeError):
+        pass
+
+
+def _exit_quietly(code: int) -> NoReturn:
+    """End an interrupted rank now: no interpreter shutdown that could wait on threads or peers."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
 
 
 def _record_failure(error_dir: str, rank: int, error: BaseException) -> None:
@@ -164,20 +225,81 @@ def launch(dataset_path: str, config: Any) -> dict[str, Any] | None:
     with tempfile.TemporaryDirectory(prefix="graphtier-ranks-") as error_dir:
         report_path = config.report or str(Path(error_dir) / "report.json")
         run_config = replace(config, report=report_path)
-        try:
-            mp.start_processes(
-                _spawn_entry,
-                args=(world, devices, str(dataset_path), run_config, _free_port(), error_dir),
-                nprocs=world,
-                join=True,
-                start_method="spawn",
-            )
-        except (mp.ProcessRaisedException, mp.ProcessExitedException) as error:
+        args = (world, devices, str(dataset_path), run_config, _free_port(), error_dir)
+        failed = _run_spawned(world, args)
+        if failed is not None:
             # the rank that failed first is the cause; the others only lost their peer
             messages = sorted(Path(error_dir).glob("rank*.txt"), key=lambda path: path.stat().st_mtime_ns)
             if messages:
                 first = messages[0]
                 rank = int(first.stem[4:])
-                raise RankFailed(f"rank {rank} ({devices[rank]}) failed: {first.read_text()}") from None
-            raise RankFailed(f"a trainer rank stopped: {' '.join(str(error).split())}") from None
+                raise RankFailed(f"rank {rank} ({devices[rank]}) failed: {first.read_text()}")
+            raise RankFailed(f"a trainer rank stopped: rank {failed[0]} ({devices[failed[0]]}) exit code {failed[1]}")
         return json.loads(Path(report_path).read_text())
+
+
+def _run_spawned(world: int, args: tuple[Any, ...]) -> tuple[int, int] | None:
+    """Start one process per rank and wait for all; returns (rank, exit code) of the first that failed.
+
+    The ranks start with SIGINT ignored (a Python process keeps an ignored SIGINT), so Ctrl-C while they
+    import torch prints no traceback there: this process then stops them (SIGTERM, which ends a rank
+    without a word until it has set its handlers, :class:`_RankInterrupts`). However this function is
+    left (the ranks ended, a rank failed, Ctrl-C, SIGTERM to this process only), no rank outlives it: the
+    ranks still running are asked to stop, and killed after :data:`RANK_GRACE_SECONDS`.
+    """
+    context = mp.get_context("spawn")
+    ranks: list[Any] = []
+    try:
+        for rank in range(world):
+            process = context.Process(target=_spawn_entry, args=(rank, *args), name=f"graphtier-rank{rank}")
+            with _ignoring(signal.SIGINT):
+                process.start()
+            ranks.append(process)
+        while True:
+            for rank, process in enumerate(ranks):
+                if process.exitcode not in (None, 0):
+                    return rank, process.exitcode
+            if all(process.exitcode == 0 for process in ranks):
+                return None
+            mp_connection.wait([process.sentinel for process in ranks if process.exitcode is None], timeout=1.0)
+    finally:
+        _stop_ranks(ranks)
+
+
+def _stop_ranks(ranks: list[Any]) -> None:
+    """SIGTERM to the ranks still running (handled like Ctrl-C there), SIGKILL after the grace period.
+
+    A second Ctrl-C meanwhile is ignored (in the main thread): it must not leave ranks running.
+    """
+    with _ignoring(*STOP_SIGNALS):
+        _terminate_then_kill(ranks)
+
+
+@contextlib.contextmanager
+def _ignoring(*signums: int) -> Iterator[None]:
+    """Ignore ``signums`` in this block (only the main thread can; elsewhere nothing changes)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {signum: signal.signal(signum, signal.SIG_IGN) for signum in signums}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def _terminate_then_kill(ranks: list[Any]) -> None:
+    for process in ranks:
+        if process.exitcode is None:
+            try:
+                os.kill(process.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+    deadline = time.monotonic() + RANK_GRACE_SECONDS
+    for process in ranks:
+        process.join(timeout=max(0.0, deadline - time.monotonic()))
+    for process in ranks:
+        if process.exitcode is None:
+            process.kill()
+            process.join(timeout=5.0)

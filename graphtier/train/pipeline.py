@@ -2,8 +2,9 @@
 
 The producer thread runs the sampler and the feature gather (both release the GIL) and puts the
 prepared batches in a bounded queue; the training loop takes them out. Errors in the producer are
-re-raised in the consumer; :meth:`BatchProducer.close` (called on normal exit, on an exception and on
-Ctrl-C) stops the thread without hanging.
+re-raised in the consumer. Leaving the iteration (normal end, an exception, Ctrl-C) asks the thread to
+stop; the owner then calls :meth:`BatchProducer.close`, which waits for it a bounded time, after releasing
+any wait of the producer that it owns (``ShareSchedule.cancel``).
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ class _Failure:
 
 
 _DONE = object()
+CLOSE_TIMEOUT = 2.0  # seconds close() waits for the producer thread: an interrupt must end the run in 5 s
 
 
 class BatchProducer:
@@ -157,15 +159,28 @@ class BatchProducer:
                 assert isinstance(item, PreparedBatch)
                 yield item
         finally:
-            self.close()
+            # only ask the thread to stop: it may wait for something that the owner releases after this
+            # (the next window's shares), so the owner's close() joins it, after releasing that wait
+            self._stop.set()
+            self._drain()
 
-    def close(self) -> None:
-        """Stop the producer thread and wait for it (idempotent, never hangs on a full queue)."""
+    def _drain(self) -> None:
+        try:
+            while True:
+                self._queue.get_nowait()
+        except queue.Empty:
+            pass
+
+    def close(self, timeout: float = CLOSE_TIMEOUT) -> bool:
+        """Stop the producer thread and wait for it at most ``timeout`` seconds (idempotent, never hangs).
+
+        Release first whatever the producer may wait for outside this class (``ShareSchedule.cancel``).
+        Returns True when the thread has ended; a thread still busy in a kernel after ``timeout`` is left
+        to finish on its own (a daemon thread: it does not keep the process alive).
+        """
         self._stop.set()
-        while self._thread is not None and self._thread.is_alive():
-            try:
-                while True:
-                    self._queue.get_nowait()
-            except queue.Empty:
-                pass
+        deadline = time.monotonic() + timeout
+        while self._thread is not None and self._thread.is_alive() and time.monotonic() < deadline:
+            self._drain()
             self._thread.join(timeout=0.05)
+        return self._thread is None or not self._thread.is_alive()

@@ -60,6 +60,19 @@ def _seed_only_sampler(seeds: np.ndarray, batch_id: int) -> MiniBatch:
     )
 
 
+def _raise_interrupt_behind(error: SystemError) -> None:
+    """Raise the KeyboardInterrupt (Ctrl-C, SIGTERM) that a compiled function turned into ``error``.
+
+    A signal whose Python handler runs inside a numba dispatcher call makes the call fail with
+    ``SystemError: ... returned a result with an exception set``, the interrupt as its cause.
+    """
+    cause: BaseException | None = error
+    for _ in range(8):
+        cause = cause.__cause__ or cause.__context__ if cause is not None else None
+        if isinstance(cause, KeyboardInterrupt):
+            raise cause from None
+
+
 class Trainer(Checkpointing, Evaluation, DistributedEpochs):
     """Train one model on one dataset as described by a :class:`TrainConfig`.
 
@@ -270,6 +283,9 @@ class Trainer(Checkpointing, Evaluation, DistributedEpochs):
             if lock is not None:
                 lock.acquire()
             return self._fit()
+        except SystemError as error:
+            _raise_interrupt_behind(error)
+            raise
         finally:
             if lock is not None:
                 lock.release()

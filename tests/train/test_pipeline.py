@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import signal
 import threading
 import time
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
 import torch
 
 from graphtier.sampling import MiniBatch
+from graphtier.train.comm import ScheduleCancelled, ShareSchedule
 from graphtier.train.pipeline import BatchProducer
 
 
@@ -59,7 +62,54 @@ def test_keyboard_interrupt_in_consumer_stops_producer() -> None:
     with pytest.raises(KeyboardInterrupt):
         for _ in producer:
             raise KeyboardInterrupt
+    assert producer.close(timeout=5)  # leaving the loop asked the thread to stop; close() waits for it
     assert not producer._thread.is_alive()
+
+
+class _Interrupted(Exception):
+    pass
+
+
+def test_interrupt_while_the_producer_waits_for_shares_does_not_hang() -> None:
+    """The distributed epoch's pattern: the producer waits in ShareSchedule.shares_for for a window that
+    the training loop never publishes, because an interrupt (here SIGALRM, in the consumer's queue wait)
+    stops the loop; its ``finally`` cancels the schedule, then closes the producer. Leaving the iteration
+    must not join the producer before that cancel (it waited forever); a second alarm 3 s later ends a hang."""
+    schedule = ShareSchedule(np.array([0.5, 0.5]))
+
+    def seed_batches() -> Iterator[np.ndarray]:
+        yield np.array([0])
+        schedule.shares_for(1)  # never published
+        yield np.array([1])
+
+    alarms: list[float] = []
+
+    def on_alarm(signum: int, frame: object) -> None:
+        alarms.append(time.monotonic())
+        if len(alarms) == 1:
+            signal.setitimer(signal.ITIMER_REAL, 3.0)
+            raise _Interrupted
+        raise TimeoutError("leaving the iteration hangs on a producer blocked in shares_for")
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    producer = BatchProducer(seed_batches(), _fake_sample, _gather, np.zeros(4, np.int64), depth=2)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.3)
+        with pytest.raises(_Interrupted):
+            try:
+                for _ in producer:
+                    pass
+            finally:
+                schedule.cancel()
+                assert producer.close()
+        assert time.monotonic() - alarms[0] < 1.0
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        schedule.cancel()
+        producer.close()
+    with pytest.raises(ScheduleCancelled):
+        schedule.shares_for(1)
 
 
 def test_depth_zero_prepares_batches_inline() -> None:
