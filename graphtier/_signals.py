@@ -33,3 +33,17 @@ def terminate_as_interrupt() -> bool:
         return signal.getsignal(signal.SIGTERM) is _raise_terminated
     signal.signal(signal.SIGTERM, _raise_terminated)
     return True
+
+
+def interrupt_behind(error: BaseException) -> KeyboardInterrupt | None:
+    """The KeyboardInterrupt (Ctrl-C, SIGTERM) that a compiled function turned into ``error``, or None.
+
+    A signal whose Python handler runs inside a numba dispatcher call makes the call fail with
+    ``SystemError: ... returned a result with an exception set``, the interrupt as its cause or context.
+    """
+    cause: BaseException | None = error
+    for _ in range(8):
+        cause = (cause.__cause__ or cause.__context__) if cause is not None else None
+        if isinstance(cause, KeyboardInterrupt):
+            return cause
+    return None

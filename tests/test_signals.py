@@ -58,6 +58,38 @@ def test_cli_exits_130_with_one_line_on_sigterm(tmp_path) -> None:
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
-    assert err.strip().splitlines()[-1] == "graphtier: interrupted"
+    assert err.endswith("graphtier: interrupted\n") and "\n\n" not in err and not err.startswith("\n")
     assert "Traceback" not in err
     assert issubclass(Terminated, KeyboardInterrupt)
+
+
+def test_bare_command_prints_the_help_and_exits_0() -> None:
+    done = subprocess.run([sys.executable, "-m", "graphtier"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "Usage: graphtier" in done.stdout and "Traceback" not in done.stderr
+
+
+def _numba_style_error() -> SystemError:
+    try:
+        try:
+            raise Terminated("signal 15")
+        except KeyboardInterrupt as interrupt:
+            raise SystemError("CPUDispatcher(kernel) returned a result with an exception set") from interrupt
+    except SystemError as error:
+        return error
+
+
+def test_an_interrupt_inside_a_compiled_kernel_is_one_line(monkeypatch, capsys) -> None:
+    import graphtier.cli as cli_module
+    from graphtier._signals import interrupt_behind
+    from tests.cli.helpers import run
+
+    assert isinstance(interrupt_behind(_numba_style_error()), Terminated)
+    assert interrupt_behind(SystemError("a real bug")) is None
+
+    def interrupted(ctx):  # noqa: ANN001, ANN202 - stands in for a command whose numba kernel was interrupted
+        raise _numba_style_error()
+
+    monkeypatch.setattr(cli_module.cli, "invoke", interrupted)
+    code, _, err = run(["info", "x"], capsys)
+    assert code == 130 and err == "graphtier: interrupted\n"

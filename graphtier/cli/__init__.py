@@ -17,7 +17,7 @@ from typing import Any
 
 import click
 
-from graphtier._signals import terminate_as_interrupt
+from graphtier._signals import interrupt_behind, terminate_as_interrupt
 from graphtier.errors import GraphtierError
 
 # Every subcommand: its module (exposing ``command``, a click.Command or click.Group) and the one-line
@@ -106,11 +106,22 @@ def fail(message: str) -> "NoReturn":  # type: ignore[name-defined]  # noqa: F82
     sys.exit(EXIT_USER_ERROR)
 
 
+def _invoke(args: list[str]) -> Any:
+    """Parse ``args`` and run the command: ``cli.main`` without its own handlers, so Ctrl-C reaches :func:`main`
+    as KeyboardInterrupt (click's handler prints a blank line first) and every error is reported one way."""
+    try:
+        with cli.make_context("graphtier", args) as ctx:
+            return cli.invoke(ctx)
+    except click.exceptions.Exit as exc:  # --help, --version
+        return exc.exit_code
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the console script and of ``python -m graphtier``."""
     terminate_as_interrupt()  # SIGTERM runs the same clean-up as Ctrl-C (graphtier._signals)
+    exit_code: Any = 0
     try:
-        exit_code = cli.main(args=argv, prog_name="graphtier", standalone_mode=False)
+        exit_code = _invoke(sys.argv[1:] if argv is None else list(argv))
     except GraphtierError as exc:
         fail(str(exc))
     except click.exceptions.NoArgsIsHelpError as exc:  # bare `graphtier`
@@ -124,6 +135,11 @@ def main(argv: list[str] | None = None) -> None:
         click.echo("graphtier: interrupted", err=True)  # click turns Ctrl-C into Abort
         sys.exit(130)
     except KeyboardInterrupt:
+        click.echo("graphtier: interrupted", err=True)
+        sys.exit(130)
+    except SystemError as exc:  # Ctrl-C or SIGTERM that arrived inside a numba kernel
+        if interrupt_behind(exc) is None:
+            raise
         click.echo("graphtier: interrupted", err=True)
         sys.exit(130)
     except BrokenPipeError:

@@ -14,6 +14,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from graphtier._signals import interrupt_behind
 from graphtier.dataset import Dataset
 from graphtier.memory import GraphStore
 from graphtier.sampling import (
@@ -58,19 +59,6 @@ def _seed_only_sampler(seeds: np.ndarray, batch_id: int) -> MiniBatch:
         seed_index=torch.from_numpy(seed_index),
         seeds=torch.from_numpy(seed_array),
     )
-
-
-def _raise_interrupt_behind(error: SystemError) -> None:
-    """Raise the KeyboardInterrupt (Ctrl-C, SIGTERM) that a compiled function turned into ``error``.
-
-    A signal whose Python handler runs inside a numba dispatcher call makes the call fail with
-    ``SystemError: ... returned a result with an exception set``, the interrupt as its cause.
-    """
-    cause: BaseException | None = error
-    for _ in range(8):
-        cause = cause.__cause__ or cause.__context__ if cause is not None else None
-        if isinstance(cause, KeyboardInterrupt):
-            raise cause from None
 
 
 class Trainer(Checkpointing, Evaluation, DistributedEpochs):
@@ -284,8 +272,7 @@ class Trainer(Checkpointing, Evaluation, DistributedEpochs):
                 lock.acquire()
             return self._fit()
         except SystemError as error:
-            _raise_interrupt_behind(error)
-            raise
+            raise interrupt_behind(error) or error
         finally:
             if lock is not None:
                 lock.release()
