@@ -115,6 +115,7 @@ class Trainer(Checkpointing, Evaluation, DistributedEpochs):
             batch_size=config.batch_size,
             fanouts=config.fanouts,
             ring_size=config.prefetch + 3,
+            prefetch=config.prefetch,
             log=self._log,
         )
         assert self.store.features is not None
