@@ -11,7 +11,7 @@ from graphtier.errors import OptionError
 from graphtier.memory import GraphStore
 from graphtier.sampling import NeighborSampler, iter_seed_batches
 from graphtier.store import TIER_NAMES, make_feature_store, make_topology
-from graphtier.tiering.plan import describe_device
+from graphtier.tiering.plan import describe_device, plan_capacity
 
 FANOUTS = [5, 3]
 
@@ -91,7 +91,9 @@ def test_bad_sample_on_and_topology_budget_without_gpu_sampling_are_refused(tiny
 
 def test_plan_and_closed_store(tiny_dataset: Dataset) -> None:
     store = GraphStore.open(tiny_dataset, features_on="cpu-gather", log=lambda _: None)
-    plan = store.plan(fanouts=FANOUTS, batch_size=64, budgets=("0%", "50%"), device=describe_device("16GiB"))
+    plan = plan_capacity(
+        store.dataset, describe_device("16GiB"), fanouts=FANOUTS, batch_size=64, budgets=("0%", "50%"), seed=store.seed
+    )
     assert [row.budget for row in plan.rows] == ["0%", "50%"]
     assert plan.rows[1].tier_rows["gpu"] == tiny_dataset.num_nodes // 2
     assert "sampling on cpu" in store.describe()
