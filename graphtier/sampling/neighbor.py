@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 import numba
 import numpy as np
@@ -25,7 +25,6 @@ from graphtier.sampling import _neighbor_kernels as kernels
 from graphtier.sampling.batch import Block, MiniBatch
 from graphtier.sampling.buffers import Carver, OutputRing, Workspace, WorkspacePool
 from graphtier.sampling.seeds import as_seed_array
-
 
 MAX_FANOUT = 2**31 - 1
 """The largest fanout accepted (any fanout at or above a node's in-degree takes all its neighbours)."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, fields
+from typing import Self
 
 import numpy as np
 import torch
@@ -135,7 +136,7 @@ class FeatureSource(ABC):
         """One line: what the source is and where its rows live."""
         return f"{type(self).__name__}: {self.num_rows} rows x {self.dim} {self.dtype} on {self.output_device}"
 
-    def __enter__(self) -> FeatureSource:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

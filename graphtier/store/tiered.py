@@ -29,7 +29,10 @@ import torch
 
 from graphtier.errors import OptionError
 from graphtier.store._gather_kernels import as_raw_bits, gather_rows_checked
-from graphtier.store._tiered_kernels import interleave_partitions, tiered_gather_rows_in_order
+from graphtier.store._tiered_kernels import (
+    interleave_partitions,
+    tiered_gather_rows_in_order,
+)
 from graphtier.store.arena import StagingArena
 from graphtier.store.host import raise_out_of_range, row_ids
 from graphtier.store.placement import TIER_NAMES, TierPlan
