@@ -35,7 +35,10 @@ _EXPORTS: dict[str, str] = {
     "Block": "graphtier.sampling",
     "iter_seed_batches": "graphtier.sampling",
     # feature stores
+    "FeatureSource": "graphtier.store",
     "FeatureStore": "graphtier.store",
+    "CachedFeatures": "graphtier.store",
+    "TierTraffic": "graphtier.store",
     "HostFeatureStore": "graphtier.store",
     "TieredFeatureStore": "graphtier.store",
     "make_feature_store": "graphtier.store",
@@ -89,7 +92,10 @@ if TYPE_CHECKING:  # static analysers see the real names
         iter_seed_batches,
     )
     from graphtier.store import (
+        CachedFeatures,
+        FeatureSource,
         FeatureStore,
+        TierTraffic,
         HostFeatureStore,
         TieredFeatureStore,
         TieredTopology,

@@ -20,6 +20,7 @@ LAYERS: dict[str, int] = {
     "graphtier._compile_note": 0,
     "graphtier._openmp": 0,
     "graphtier._signals": 0,
+    "graphtier._threads": 0,
     "graphtier.dataset": 1,
     "graphtier.graph": 2,
     "graphtier.sampling": 3,

@@ -15,8 +15,8 @@ import numpy as np
 import torch
 
 from graphtier.errors import OptionError
-from graphtier.sampling import NeighborSampler, iter_seed_batches
-from graphtier.store import TIER_NAMES, make_feature_store
+from graphtier.memory import GraphStore
+from graphtier.sampling import iter_seed_batches
 
 __all__ = ["run_dataset_gather"]
 
@@ -52,47 +52,57 @@ def run_dataset_gather(
         raise OptionError(f"{dataset.path}: dataset has no features to gather")
     if ids_from not in ("sampler", "uniform"):
         raise OptionError(f"--ids: expected sampler or uniform, found {ids_from!r}")
-    seeds_pool = dataset.train_idx if dataset.train_idx is not None and len(dataset.train_idx) else None
-    if seeds_pool is None:
-        seeds_pool = np.arange(dataset.num_nodes, dtype=np.int64)
-    sampler = NeighborSampler(np.asarray(dataset.indptr), np.asarray(dataset.indices), list(fanouts), seed=seed)
     if batches is not None and batches < 1:
         raise OptionError(f"--batches: expected a positive integer, found {batches}")
+    store = GraphStore.open(
+        dataset, device=device, features_on=features_on, feature_budget=gpu_budget, cache_budget=cache_budget,
+        ram_budget=ram_budget, seed=seed, batch_size=batch_size, fanouts=fanouts, log=log,
+    )  # fmt: skip
+    configuration = {"features_on": features_on, "device": str(device), "gpu_budget": gpu_budget, "cache_budget": cache_budget}
+    try:
+        return _measure(store, device, ids_from, fanouts, batch_size, batches, min_seconds, seed, configuration)
+    finally:
+        store.close()
+
+
+def _measure(
+    store: GraphStore, device: torch.device, ids_from: str, fanouts: Sequence[int], batch_size: int,
+    batches: int | None, min_seconds: float, seed: int, configuration: dict[str, Any],
+) -> dict[str, Any]:
+    """The timed passes of :func:`run_dataset_gather` through ``store``; ``configuration`` goes into the result."""
+    dataset = store.dataset
+    seeds_pool = store.split("train")
+    if not seeds_pool.size:
+        seeds_pool = np.arange(store.num_nodes, dtype=np.int64)
+    sample = store.sampler(fanouts, seed=seed)
     traces: list[np.ndarray] = []
     epoch = 0
     while not traces or (batches is not None and len(traces) < batches):
         for seeds in iter_seed_batches(np.asarray(seeds_pool), batch_size, shuffle=True, seed=seed, epoch=epoch):
             if batches is not None and len(traces) == batches:
                 break
-            traces.append(sampler.sample(seeds, len(traces)).n_id.numpy().copy())
+            traces.append(sample(seeds, len(traces)).n_id.numpy().copy())
         epoch += 1
     if ids_from == "uniform":
         rng = np.random.default_rng(seed)
         traces = [rng.integers(0, dataset.num_nodes, trace.shape[0], dtype=np.int64) for trace in traces]
     trace_rows = sum(trace.shape[0] for trace in traces)
-    store = make_feature_store(
-        dataset.features, features_on, device=device, gpu_budget=gpu_budget, cache_budget=cache_budget,
-        ram_budget=ram_budget, log=log,
-    )
     sync = (lambda: torch.cuda.synchronize(device)) if device.type == "cuda" else (lambda: None)
-    try:
-        trace_tensors = [torch.from_numpy(trace) for trace in traces]
-        for ids in trace_tensors:  # warm-up pass: JIT, page faults of memory-mapped rows, cache fill
+    trace_tensors = [torch.from_numpy(trace) for trace in traces]
+    for ids in trace_tensors:  # warm-up pass: JIT, page faults of memory-mapped rows, cache fill
+        store.gather(ids)
+    sync()
+    before = store.traffic()["features"]
+    passes = 0
+    start = time.perf_counter()
+    while passes == 0 or time.perf_counter() - start < min_seconds:
+        for ids in trace_tensors:
             store.gather(ids)
         sync()
-        before = dict(store.traffic())
-        passes = 0
-        start = time.perf_counter()
-        while passes == 0 or time.perf_counter() - start < min_seconds:
-            for ids in trace_tensors:
-                store.gather(ids)
-            sync()
-            passes += 1
-        seconds = time.perf_counter() - start
-        after = dict(store.traffic())
-        hit_ratio = getattr(store, "cache_hit_ratio", None)
-    finally:
-        store.close()
+        passes += 1
+    seconds = time.perf_counter() - start
+    features_read = store.traffic()["features"] - before
+    hit_ratio = store.cache_hit_ratio
     with warnings.catch_warnings():  # read-only memory map: index_select only reads it
         warnings.simplefilter("ignore", UserWarning)
         table = torch.from_numpy(np.asarray(dataset.features))
@@ -114,10 +124,7 @@ def run_dataset_gather(
         "benchmark": "gather-dataset",
         "dataset": str(dataset.path),
         "ids": ids_from,
-        "features_on": features_on,
-        "device": str(device),
-        "gpu_budget": gpu_budget,
-        "cache_budget": cache_budget,
+        **configuration,
         "batches": len(traces),
         "passes": passes,
         "rows": rows,
@@ -125,7 +132,7 @@ def run_dataset_gather(
         "seconds": seconds,
         "gb_per_s": total_bytes / seconds / 1e9,
         "rows_per_s": rows / seconds,
-        "bytes_by_tier": {tier: after.get(tier, 0) - before.get(tier, 0) for tier in TIER_NAMES},
+        "bytes_by_tier": features_read.by_tier(),
         "cache_hit_ratio": hit_ratio,
         "index_select_gb_per_s": total_bytes / baseline_seconds / 1e9,
         "vs_index_select": baseline_seconds / seconds,

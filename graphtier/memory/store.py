@@ -9,6 +9,11 @@ the hotness-sorted table, zero-copy host memory, the memory map) is the store's 
                             feature_budget="8GB", topology_budget="auto", ram_budget="auto")
     batch = store.sample(seeds, fanouts=[15, 10, 5])      # MiniBatch on the sampling device
     x = store.gather(batch.n_id)                            # [len(n_id), D] on the compute device
+    y = store.labels(batch.seeds)                           # int64 [B] (numpy)
+
+It is the one door to the data: the trainer, the PyG adapters and the benchmarks reach topology
+(``sampler(fanouts, kind=...)`` for the neighbour, ShaDow and seed-only samplers, ``csc`` for
+full-graph passes), features (``gather``) and labels and splits (``labels``, ``split``) through it.
 
 Sampling runs on the CPU (``sample_on="cpu"``: the numba :class:`NeighborSampler` over the dataset's
 arrays) or on the GPU (``"gpu"``: :class:`DeviceNeighborSampler` over a :class:`TieredTopology`). Both
@@ -28,33 +33,31 @@ import numpy as np
 import torch
 
 from graphtier.dataset import Dataset
+from graphtier.dataset.format import SPLITS
 from graphtier.errors import OptionError
 from graphtier.sampling import (
     DeviceNeighborSampler,
     MiniBatch,
     NeighborSampler,
+    ShadowSampler,
     check_fanouts,
 )
+from graphtier.sampling.shadow import first_seen_unique
 from graphtier.store import (
-    TIER_NAMES,
-    FeatureStore,
+    FeatureSource,
     TieredTopology,
+    TierTraffic,
     batch_rows_bound,
     make_feature_store,
     make_topology,
 )
 from graphtier.store.arena import in_flight_bytes
-from graphtier.store.gpu_topology import GpuTopology
 from graphtier.store.topology import INDPTR_BYTES_PER_DESTINATION
-from graphtier.tiering.plan import (
-    DEFAULT_BUDGETS,
-    CapacityPlan,
-    DeviceSpec,
-    describe_device,
-    plan_capacity,
-)
 
 SAMPLE_ON = ("cpu", "gpu")
+# what ``GraphStore.sampler(kind=...)`` builds: neighbour sampling (CPU or GPU), ShaDow subgraphs (CPU,
+# needs ``num_layers``), or the seeds alone (no neighbours: features-only models such as the MLP)
+SAMPLER_KINDS = ("neighbor", "shadow", "seed-only")
 
 Sampler = Callable[[np.ndarray, int], MiniBatch]
 
@@ -87,16 +90,25 @@ class _HostTopologyTally:
         with self._lock:
             self._host += nbytes
 
-    def traffic(self) -> dict[str, int]:
+    def traffic(self) -> TierTraffic:
         with self._lock:
-            result = dict.fromkeys(TIER_NAMES, 0)
-            result["host"] = self._host
-            result["requested"] = self._host
-        return result
+            return TierTraffic.served_by("host", self._host)
+
+
+def seed_only_batch(seeds: np.ndarray | torch.Tensor, batch_id: int | None = None) -> MiniBatch:
+    """A batch of the unique ``seeds`` (first-seen order) and no blocks: no neighbour is read (MLP)."""
+    seed_array = np.array(seeds, dtype=np.int64)
+    n_id, seed_index = first_seen_unique(seed_array)
+    return MiniBatch(
+        n_id=torch.from_numpy(n_id),
+        blocks=[],
+        seed_index=torch.from_numpy(seed_index),
+        seeds=torch.from_numpy(seed_array),
+    )
 
 
 class GraphStore:
-    """Topology and features of one dataset behind ``sample`` / ``gather`` / ``traffic`` / ``plan``.
+    """Topology, features, labels and splits of one dataset behind ``sampler`` / ``gather`` / ``labels`` / ``traffic``.
 
     Build it with :meth:`open`. Args of the constructor (for callers that build the parts themselves):
         dataset: the opened dataset.
@@ -112,7 +124,7 @@ class GraphStore:
     def __init__(
         self,
         dataset: Dataset,
-        features: FeatureStore | None,
+        features: FeatureSource | None,
         *,
         topology: TieredTopology | None = None,
         seed: int = 0,
@@ -128,9 +140,10 @@ class GraphStore:
         self.sample_on = "cpu" if topology is None else ("gpu" if topology.device.type == "cuda" else "device-on-cpu")
         self._picks = picks
         self._kernels = kernels
-        self._samplers: dict[tuple[tuple[int, ...], int], Any] = {}
+        self._samplers: dict[tuple[str, tuple[int, ...], int, int | None], Sampler] = {}
         self._indptr = np.asarray(dataset.indptr)
         self._indices = np.asarray(dataset.indices)
+        self._labels = np.asarray(dataset.labels) if dataset.labels is not None else None
         self._host_tally = _HostTopologyTally(self._indices.dtype.itemsize) if topology is None else None
         self._lock = threading.Lock()
         self._closed = False
@@ -207,25 +220,43 @@ class GraphStore:
         return cls(dataset, features, topology=topology, seed=seed, num_threads=num_threads)
 
     # ------------------------------------------------------------------ sampling
-    def sampler(self, fanouts: Sequence[int], *, seed: int | None = None) -> Sampler:
-        """``sample(seeds, batch_id) -> MiniBatch`` for ``fanouts`` (PyG order), cached per (fanouts, seed).
+    def sampler(
+        self, fanouts: Sequence[int], *, seed: int | None = None, kind: str = "neighbor", num_layers: int | None = None
+    ) -> Sampler:
+        """``sample(seeds, batch_id) -> MiniBatch`` of ``kind`` (:data:`SAMPLER_KINDS`), cached per arguments.
 
-        The batch's tensors are on the topology's device (CPU for CPU sampling).
+        ``"neighbor"``: ``fanouts`` (PyG order) on the topology's device (CPU for CPU sampling), its
+        topology bytes counted in :meth:`traffic`. ``"shadow"``: ShaDow subgraphs of ``num_layers`` layers
+        sampled on the CPU from the dataset's arrays. ``"seed-only"``: the seeds alone (``fanouts`` unused).
         """
-        key = (tuple(check_fanouts(fanouts)), self.seed if seed is None else int(seed))
+        if kind not in SAMPLER_KINDS:
+            raise OptionError(f"sampler kind: expected one of {', '.join(SAMPLER_KINDS)}, found {kind!r}")
+        if kind == "seed-only":
+            return seed_only_batch
+        if kind == "shadow" and num_layers is None:
+            raise OptionError("sampler kind 'shadow': needs num_layers, found None")
+        key = (kind, tuple(check_fanouts(fanouts)), self.seed if seed is None else int(seed), num_layers)
         with self._lock:
             if self._closed:
                 raise OptionError("graph store is closed")
-            inner = self._samplers.get(key)
-            if inner is None:
-                if self.topology is None:
-                    inner = NeighborSampler(self._indptr, self._indices, list(key[0]), seed=key[1], num_threads=self.num_threads)
-                else:
-                    inner = DeviceNeighborSampler(self.topology, list(key[0]), seed=key[1], picks=self._picks, kernels=self._kernels)
-                self._samplers[key] = inner
+            sample = self._samplers.get(key)
+            if sample is None:
+                sample = self._samplers[key] = self._build_sampler(kind, list(key[1]), key[2], num_layers)
+        return sample
+
+    def _build_sampler(self, kind: str, fanouts: list[int], seed: int, num_layers: int | None) -> Sampler:
+        if kind == "shadow":
+            assert num_layers is not None
+            shadow = ShadowSampler(self._indptr, self._indices, fanouts, num_layers, seed=seed, num_threads=self.num_threads)
+            return shadow.sample
+        inner: NeighborSampler | DeviceNeighborSampler
+        if self.topology is None:
+            inner = NeighborSampler(self._indptr, self._indices, fanouts, seed=seed, num_threads=self.num_threads)
+        else:
+            inner = DeviceNeighborSampler(self.topology, fanouts, seed=seed, picks=self._picks, kernels=self._kernels)
         return lambda seeds, batch_id: self._sample_with(inner, seeds, batch_id)
 
-    def _sample_with(self, inner: Any, seeds: np.ndarray | torch.Tensor, batch_id: int | None) -> MiniBatch:
+    def _sample_with(self, inner: NeighborSampler | DeviceNeighborSampler, seeds: np.ndarray | torch.Tensor, batch_id: int | None) -> MiniBatch:
         batch = inner.sample(seeds, batch_id)
         if self._host_tally is not None:
             self._host_tally.add(batch)
@@ -249,44 +280,58 @@ class GraphStore:
             raise OptionError(f"{self.dataset.path}: the dataset has no features.npy, so there is nothing to gather")
         return self.features.gather(ids)
 
+    @property
+    def row_bytes(self) -> int:
+        """Bytes of one feature row (0 without features)."""
+        return self.features.row_bytes if self.features is not None else 0
+
+    @property
+    def cache_hit_ratio(self) -> float | None:
+        """The feature source's row-cache hit ratio so far, None without a cache."""
+        return self.features.cache_hit_ratio if self.features is not None else None
+
+    # ------------------------------------------------------------------ labels, splits, topology arrays
+    @property
+    def num_nodes(self) -> int:
+        """Nodes of the graph."""
+        return int(self.dataset.num_nodes)
+
+    def labels(self, ids: np.ndarray | torch.Tensor) -> np.ndarray:
+        """Class labels of ``ids`` (int [B]): int64 numpy [B]."""
+        if self._labels is None:
+            raise OptionError(f"{self.dataset.path}: the dataset has no labels.npy, so there are no labels to read")
+        index = ids.cpu().numpy() if isinstance(ids, torch.Tensor) else np.asarray(ids)
+        return np.asarray(self._labels[index], dtype=np.int64)
+
+    def split(self, name: str) -> np.ndarray:
+        """Node ids of split ``name`` (:data:`SPLITS`): int64 numpy, empty when the dataset has none."""
+        if name not in SPLITS:
+            raise OptionError(f"split: expected one of {', '.join(SPLITS)}, found {name!r}")
+        ids = self.dataset.split(name)
+        return np.asarray(ids) if ids is not None else np.empty(0, np.int64)
+
+    @property
+    def csc(self) -> tuple[np.ndarray, np.ndarray]:
+        """(indptr int64 [N + 1], indices int [E]): the whole topology in host memory (RAM or memory map),
+        for passes over every edge (layer-wise inference, workload estimates); not counted in :meth:`traffic`."""
+        return self._indptr, self._indices
+
     # ------------------------------------------------------------------ reporting
-    def traffic(self) -> dict[str, dict[str, int]]:
-        """Cumulative bytes per tier (TIER_NAMES + "requested"): ``{"features": ..., "topology": ...}``."""
-        features = self.features.traffic() if self.features is not None else dict.fromkeys((*TIER_NAMES, "requested"), 0)
+    def traffic(self) -> dict[str, TierTraffic]:
+        """Cumulative bytes per tier: ``{"features": TierTraffic, "topology": TierTraffic}``."""
+        features = self.features.traffic() if self.features is not None else TierTraffic()
         if self._host_tally is not None:
             topology = self._host_tally.traffic()
         else:
             assert self.topology is not None
             topology = self.topology.traffic()
-        return {"features": dict(features), "topology": dict(topology)}
-
-    def plan(
-        self,
-        *,
-        fanouts: Sequence[int] = (15, 10, 5),
-        batch_size: int = 1024,
-        epochs: int = 1,
-        budgets: Sequence[str] = DEFAULT_BUDGETS,
-        topology_budget: str = "0",
-        device: DeviceSpec | None = None,
-        gpu_topology: GpuTopology | None = None,
-    ) -> CapacityPlan:
-        """The capacity plan of this dataset (``graphtier plan``): per GPU feature budget, the feature and
-        topology tiers, read shares, PCIe bytes and data time; with ``gpu_topology`` the multi-GPU placement.
-
-        ``device`` defaults to this machine (``describe_device`` with everything "auto").
-        """
-        spec = device if device is not None else describe_device()
-        return plan_capacity(self.dataset, spec, fanouts=fanouts, batch_size=batch_size, epochs=epochs,
-                             seed=self.seed, budgets=budgets, topology_budget=topology_budget,
-                             gpu_topology=gpu_topology)
+        return {"features": features, "topology": topology}
 
     def describe(self) -> str:
         """One line per part: where features and topology live."""
         lines = [f"graph store of {self.dataset.path}: sampling on {self.sample_on}"]
         if self.features is not None:
-            describe = getattr(self.features, "describe", None)
-            lines.append("features: " + (describe() if describe else type(self.features).__name__))
+            lines.append("features: " + self.features.describe())
         if self.topology is not None:
             lines.append("topology: " + self.topology.describe())
         return "\n".join(lines)

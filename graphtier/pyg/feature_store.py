@@ -1,4 +1,4 @@
-"""PyG ``FeatureStore`` adapters: the dataset's features and labels, or ``x`` from any graphtier feature store.
+"""PyG ``FeatureStore`` adapters: features and labels of a :class:`GraphStore` (or of a dataset, opened as one).
 
 ``TieredPyGFeatureStore`` replaces the gather by a graphtier store (tiered, zero-copy, ...)::
 
@@ -19,8 +19,8 @@ from torch_geometric.data import FeatureStore, TensorAttr
 
 from graphtier.dataset import Dataset
 from graphtier.errors import GraphtierError, OptionError
-from graphtier.store import HostFeatureStore
-from graphtier.store.factory import FeatureStore as GraphtierStore
+from graphtier.memory import GraphStore
+from graphtier.store import FeatureSource, HostFeatureStore
 
 
 class _ReadOnlyStoreError(GraphtierError):
@@ -37,17 +37,23 @@ def _index_to_numpy(index: Any, num_rows: int) -> np.ndarray:
     return np.asarray(index, dtype=np.int64)
 
 
-class GraphtierFeatureStore(FeatureStore):
-    """A read-only PyG ``FeatureStore`` over a graphtier dataset.
+def host_graph_store(dataset: Dataset, num_threads: int | None = None) -> GraphStore:
+    """A :class:`GraphStore` over ``dataset`` that samples and gathers on the CPU (the adapters' default)."""
+    features = HostFeatureStore(dataset.features) if dataset.features is not None else None
+    return GraphStore(dataset, features, num_threads=num_threads)
 
-    Attributes (group ``None``): ``x`` (float32 [N, D], gathered by graphtier's parallel CPU gather and
-    converted from float16 when stored so) and ``y`` (int64 [N] labels, -1 = unlabelled).
+
+class GraphtierFeatureStore(FeatureStore):
+    """A read-only PyG ``FeatureStore`` over a :class:`GraphStore` (a Dataset is opened as a CPU one).
+
+    Attributes (group ``None``): ``x`` (float32 [N, D] on the store's feature device, gathered by
+    graphtier and converted from float16 when stored so) and ``y`` (int64 [N] labels, -1 = unlabelled, CPU).
     """
 
-    def __init__(self, dataset: Dataset) -> None:
+    def __init__(self, source: Dataset | GraphStore) -> None:
         super().__init__()
-        self.dataset = dataset
-        self._gather = HostFeatureStore(dataset.features) if dataset.features is not None else None
+        self.store = source if isinstance(source, GraphStore) else host_graph_store(source)
+        self.dataset = self.store.dataset
 
     def _put_tensor(self, tensor: Any, attr: TensorAttr) -> bool:
         raise _ReadOnlyStoreError("GraphtierFeatureStore is read-only: prepare a new dataset to change features")
@@ -56,24 +62,24 @@ class GraphtierFeatureStore(FeatureStore):
         raise _ReadOnlyStoreError("GraphtierFeatureStore is read-only")
 
     def _get_tensor(self, attr: TensorAttr) -> Tensor | None:
-        if attr.attr_name == "x" and self._gather is not None:
-            ids = _index_to_numpy(attr.index, self.dataset.num_nodes)
-            return self._gather.gather(ids).to(torch.float32, copy=True)
+        if attr.attr_name == "x" and self.store.features is not None:
+            ids = _index_to_numpy(attr.index, self.store.num_nodes)
+            return self.store.gather(ids).to(torch.float32, copy=True)
         if attr.attr_name == "y" and self.dataset.labels is not None:
-            ids = _index_to_numpy(attr.index, self.dataset.num_nodes)
-            return torch.from_numpy(np.asarray(self.dataset.labels[ids], dtype=np.int64))
+            ids = _index_to_numpy(attr.index, self.store.num_nodes)
+            return torch.from_numpy(self.store.labels(ids))
         return None
 
     def _get_tensor_size(self, attr: TensorAttr) -> tuple[int, ...] | None:
-        if attr.attr_name == "x" and self.dataset.features is not None:
-            return tuple(self.dataset.features.shape)
+        if attr.attr_name == "x" and self.store.features is not None:
+            return (self.store.features.num_rows, self.store.features.dim)
         if attr.attr_name == "y" and self.dataset.labels is not None:
-            return (self.dataset.num_nodes,)
+            return (self.store.num_nodes,)
         return None
 
     def get_all_tensor_attrs(self) -> list[TensorAttr]:
         attrs = []
-        if self.dataset.features is not None:
+        if self.store.features is not None:
             attrs.append(TensorAttr(group_name=None, attr_name="x"))
         if self.dataset.labels is not None:
             attrs.append(TensorAttr(group_name=None, attr_name="y"))
@@ -81,12 +87,12 @@ class GraphtierFeatureStore(FeatureStore):
 
 
 class TieredPyGFeatureStore(GraphtierFeatureStore):
-    """PyG ``FeatureStore`` over ``dataset`` with ``x`` gathered by ``store`` (any graphtier feature store).
+    """PyG ``FeatureStore`` over ``dataset`` with ``x`` gathered by ``store`` (any :class:`FeatureSource`).
 
     ``x[index]``: float32 [len(index), D] on ``store.output_device``; ``y``: int64 labels on the CPU.
     """
 
-    def __init__(self, dataset: Dataset, store: GraphtierStore) -> None:
+    def __init__(self, dataset: Dataset, store: FeatureSource) -> None:
         if dataset.features is None:
             raise OptionError(f"{dataset.path}: dataset has no features to serve")
         if store.num_rows != dataset.num_nodes or store.dim != dataset.feature_dim:
@@ -94,6 +100,4 @@ class TieredPyGFeatureStore(GraphtierFeatureStore):
                 f"feature store shape: expected [{dataset.num_nodes}, {dataset.feature_dim}] (the dataset), "
                 f"found [{store.num_rows}, {store.dim}]"
             )
-        super().__init__(dataset)
-        # the parent's x path calls self._gather.gather(ids) and converts to float32: same contract
-        self._gather = store  # type: ignore[assignment]
+        super().__init__(GraphStore(dataset, store))

@@ -11,16 +11,19 @@ from torch_geometric.data import EdgeAttr, GraphStore
 from torch_geometric.data.graph_store import EdgeLayout
 
 from graphtier.dataset import Dataset
+from graphtier.memory import GraphStore as GraphtierStore
 from graphtier.pyg.feature_store import _ReadOnlyStoreError
 
 
 class GraphtierGraphStore(GraphStore):
-    """A read-only PyG ``GraphStore`` exposing the dataset's CSC topology (``layout='csc'``)."""
+    """A read-only PyG ``GraphStore`` exposing the CSC topology (``layout='csc'``) of a graphtier
+    :class:`graphtier.memory.GraphStore` (a Dataset is opened as a CPU one)."""
 
-    def __init__(self, dataset: Dataset) -> None:
+    def __init__(self, source: Dataset | GraphtierStore) -> None:
         super().__init__()
-        self.dataset = dataset
-        n = dataset.num_nodes
+        self.store = source if isinstance(source, GraphtierStore) else GraphtierStore(source, None)
+        self.dataset = self.store.dataset
+        n = self.store.num_nodes
         self._attr = EdgeAttr(edge_type=None, layout=EdgeLayout.CSC, is_sorted=True, size=(n, n))
 
     def _put_edge_index(self, edge_index: Any, edge_attr: EdgeAttr) -> bool:
@@ -32,8 +35,9 @@ class GraphtierGraphStore(GraphStore):
     def _get_edge_index(self, edge_attr: EdgeAttr) -> tuple[Tensor, Tensor] | None:
         if edge_attr.layout != EdgeLayout.CSC:
             return None
-        rows = torch.from_numpy(np.asarray(self.dataset.indices).astype(np.int64))
-        colptr = torch.from_numpy(np.asarray(self.dataset.indptr, dtype=np.int64).copy())
+        indptr, indices = self.store.csc
+        rows = torch.from_numpy(np.asarray(indices).astype(np.int64))
+        colptr = torch.from_numpy(np.asarray(indptr, dtype=np.int64).copy())
         return rows, colptr
 
     def get_all_edge_attrs(self) -> list[EdgeAttr]:

@@ -13,7 +13,7 @@ from torch_geometric.loader import NodeLoader
 from graphtier.dataset import Dataset
 from graphtier.errors import OptionError
 from graphtier.memory import GraphStore
-from graphtier.pyg.feature_store import GraphtierFeatureStore, TieredPyGFeatureStore
+from graphtier.pyg.feature_store import GraphtierFeatureStore, host_graph_store
 from graphtier.pyg.graph_store import GraphtierGraphStore
 from graphtier.pyg.sampler import GraphtierNeighborSampler
 
@@ -37,7 +37,8 @@ def neighbor_loader(
     Extra options go to ``torch.utils.data.DataLoader`` (``num_workers`` must stay 0: the sampler is
     already parallel and releases the GIL).
     """
-    dataset = source.dataset if isinstance(source, GraphStore) else source
+    store = source if isinstance(source, GraphStore) else host_graph_store(source)
+    dataset = store.dataset
     if isinstance(input_nodes, str):
         ids = dataset.split(input_nodes)
         if ids is None:
@@ -45,15 +46,10 @@ def neighbor_loader(
         nodes = torch.from_numpy(np.asarray(ids, dtype=np.int64).copy())
     else:
         nodes = torch.as_tensor(np.asarray(input_nodes, dtype=np.int64))
-    features = (
-        TieredPyGFeatureStore(dataset, source.features)
-        if isinstance(source, GraphStore) and source.features is not None
-        else GraphtierFeatureStore(dataset)
-    )
-    stores = (features, GraphtierGraphStore(dataset))
+    stores = (GraphtierFeatureStore(store), GraphtierGraphStore(store))
     return NodeLoader(
         stores,
-        GraphtierNeighborSampler(source, fanouts, seed=seed),
+        GraphtierNeighborSampler(store, fanouts, seed=seed),
         input_nodes=nodes,
         batch_size=batch_size,
         shuffle=shuffle,

@@ -12,14 +12,13 @@ from torch_geometric.sampler import BaseSampler, NodeSamplerInput, SamplerOutput
 from graphtier.dataset import Dataset
 from graphtier.errors import OptionError
 from graphtier.memory import GraphStore
-from graphtier.sampling import NeighborSampler
 
 
 class GraphtierNeighborSampler(BaseSampler):
     """PyG ``BaseSampler`` backed by graphtier's parallel uniform neighbour sampler.
 
     Args:
-        source: the graph: a Dataset (sampled on the CPU from its CSC, in-neighbours) or a
+        source: the graph: a Dataset (opened as a CPU :class:`GraphStore`: sampled on the CPU from its CSC) or a
             :class:`GraphStore` (sampled where the store samples: ``sample_on="gpu"`` gives batches on
             the GPU, read from its topology tiers, counted in ``store.traffic()``).
         fanouts: neighbours per hop, the first hop from the seeds first (PyG's ``num_neighbors``);
@@ -30,13 +29,8 @@ class GraphtierNeighborSampler(BaseSampler):
     def __init__(
         self, source: Dataset | GraphStore, fanouts: Sequence[int], *, seed: int = 0, num_threads: int | None = None
     ) -> None:
-        if isinstance(source, GraphStore):
-            self._sample = source.sampler(fanouts, seed=seed)
-        else:
-            sampler = NeighborSampler(
-                np.asarray(source.indptr), np.asarray(source.indices), list(fanouts), seed=seed, num_threads=num_threads
-            )
-            self._sample = lambda seeds, batch_id: sampler.sample(seeds, batch_id)
+        store = source if isinstance(source, GraphStore) else GraphStore(source, None, num_threads=num_threads)
+        self._sample = store.sampler(fanouts, seed=seed)
         self.num_hops = len(fanouts)
 
     def sample_from_nodes(self, index: NodeSamplerInput, **kwargs: Any) -> SamplerOutput:

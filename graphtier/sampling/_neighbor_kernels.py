@@ -141,7 +141,7 @@ def floyd_positions(key: np.uint64, degree: np.int64, k: np.int64, out: np.ndarr
 
 # ---------------------------------------------------------------------------------------------- hops
 # The hop kernels work on a range [first, stop) of destinations and hold no state, so that callers can
-# split a hop between threads (graphtier.sampling.neighbor.ThreadTeam); they release the GIL.
+# split a hop between threads (graphtier._threads.ThreadTeam); they release the GIL.
 @numba.njit(cache=True, nogil=True)
 def list_spans(
     indptr: np.ndarray,

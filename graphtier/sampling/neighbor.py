@@ -10,22 +10,21 @@ per-call :class:`Workspace`, and the returned tensors are carved from an :class:
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
 import itertools
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 import numba
 import numpy as np
 import torch
 
+from graphtier._threads import DEFAULT_MIN_CHUNK, ThreadTeam
 from graphtier.errors import OptionError
 from graphtier.sampling import _neighbor_kernels as kernels
 from graphtier.sampling.batch import Block, MiniBatch
 from graphtier.sampling.buffers import Carver, OutputRing, Workspace, WorkspacePool
 from graphtier.sampling.seeds import as_seed_array
-
 
 MAX_FANOUT = 2**31 - 1
 """The largest fanout accepted (any fanout at or above a node's in-degree takes all its neighbours)."""
@@ -80,7 +79,7 @@ def check_graph(indptr: np.ndarray, indices: np.ndarray) -> tuple[np.ndarray, np
 
 # Parallel loops over fewer items than this run on one thread: waking a second thread costs more
 # than it saves, and far more when the machine is busy (an OpenMP region waits for every thread).
-PARALLEL_MIN_ITEMS = 2048
+PARALLEL_MIN_ITEMS = DEFAULT_MIN_CHUNK
 # The parallel relabel does about three times the memory work of the sequential one (ownership
 # scan, lookup, publish), so it only pays with several threads: at 2 threads it measured ~3x
 # slower than the sequential relabel on the 2-core dev box.
@@ -104,58 +103,6 @@ def numba_threads(count: int) -> Iterator[None]:
         yield
     finally:
         numba.set_num_threads(previous)
-
-
-class ThreadTeam:
-    """Split loops over a range between the calling thread and ``helpers`` helper threads.
-
-    The work is cut into chunks that threads claim one at a time; the caller works too and returns
-    as soon as every chunk is done. A helper that starts late (its core busy with another process)
-    finds nothing left and no one waits for it. An OpenMP ``prange`` instead makes every parallel
-    loop wait for all its threads, which on a busy machine measured up to 10x slower than one thread.
-    Chunk functions must release the GIL (numba ``nogil``) for the helpers to run in parallel.
-    """
-
-    def __init__(self, helpers: int) -> None:
-        self.helpers = helpers
-        self._pool = (
-            concurrent.futures.ThreadPoolExecutor(helpers, thread_name_prefix="graphtier-sampler") if helpers else None
-        )
-
-    def submit(self, work: Callable[[], None]) -> None:
-        """Start ``work()`` on each helper thread (no-op without helpers); callers synchronise themselves."""
-        if self._pool is not None:
-            for _ in range(self.helpers):
-                self._pool.submit(work)
-
-    def run(self, work: Callable[[int, int], None], total: int, min_chunk: int = PARALLEL_MIN_ITEMS) -> None:
-        """Call ``work(first, stop)`` over disjoint ranges covering [0, total); re-raises a chunk's error."""
-        chunk = max(min_chunk, -(-total // (4 * (self.helpers + 1))))
-        num_chunks = -(-total // chunk) if total else 0
-        if self._pool is None or num_chunks <= 1:
-            if total:
-                work(0, total)
-            return
-        claims = itertools.count()
-        finished = itertools.count(1)
-        all_done = threading.Event()
-        errors: list[BaseException] = []
-
-        def claim_and_work() -> None:
-            while (c := next(claims)) < num_chunks:
-                try:
-                    work(c * chunk, min(total, (c + 1) * chunk))
-                except BaseException as exc:  # noqa: BLE001 - handed to the caller below
-                    errors.append(exc)
-                if next(finished) == num_chunks:
-                    all_done.set()
-
-        for _ in range(min(self.helpers, num_chunks - 1)):
-            self._pool.submit(claim_and_work)
-        claim_and_work()
-        all_done.wait()
-        if errors:
-            raise errors[0]
 
 
 def hop_spans(
@@ -306,7 +253,7 @@ class NeighborSampler:
         self.num_threads = check_num_threads(num_threads)
         self._workspaces = WorkspacePool(self.num_nodes)
         self._outputs = OutputRing()
-        self._team = ThreadTeam(self.num_threads - 1) if self.num_threads > 1 else None
+        self._team = ThreadTeam(self.num_threads - 1, name="graphtier-sampler") if self.num_threads > 1 else None
         self._batch_counter = itertools.count()
         # hops use the parallel relabel from this many threads on (tests lower it to cover that path)
         self.parallel_relabel_min_threads = PARALLEL_RELABEL_MIN_THREADS

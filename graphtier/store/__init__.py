@@ -1,24 +1,40 @@
-"""Feature stores (where node features live and how a mini-batch's rows are gathered) and the tiered topology."""
+"""Feature sources (where node features live and how a mini-batch's rows are gathered) and the tiered topology.
+
+The interface is :class:`FeatureSource` (``source.py``); implementations: :class:`HostFeatureStore`,
+:class:`TieredFeatureStore` (GPU, peer GPUs, zero-copy host, disk) and the :class:`CachedFeatures` wrapper.
+``make_feature_store`` builds one by mode name from :data:`FEATURE_MODE_REGISTRY` (``modes.py``).
+"""
 
 from graphtier.store.arena import StagingArena, batch_rows_bound
-from graphtier.store.factory import (
-    FEATURE_MODES,
-    TIER_NAMES,
-    FeatureStore,
-    make_feature_store,
-)
+from graphtier.store.cached import CachedFeatures
 from graphtier.store.host import HostFeatureStore
-from graphtier.store.placement import TierPlan, parse_budget, plan_tiers
+from graphtier.store.modes import (
+    FEATURE_MODE_REGISTRY,
+    FEATURE_MODES,
+    FeatureMode,
+    make_feature_store,
+    register_feature_mode,
+)
+from graphtier.store.placement import TIER_NAMES, TierPlan, parse_budget, plan_tiers
+from graphtier.store.source import FeatureSource, TierTraffic
 from graphtier.store.tiered import TieredFeatureStore
 from graphtier.store.topology import TieredTopology, make_topology
 
+# the name of the interface before it was an abstract class (kept for callers of the public API)
+FeatureStore = FeatureSource
+
 __all__ = [
     "FEATURE_MODES",
+    "FEATURE_MODE_REGISTRY",
     "TIER_NAMES",
+    "CachedFeatures",
+    "FeatureMode",
+    "FeatureSource",
     "FeatureStore",
     "HostFeatureStore",
     "StagingArena",
     "TierPlan",
+    "TierTraffic",
     "TieredFeatureStore",
     "TieredTopology",
     "batch_rows_bound",
@@ -26,4 +42,5 @@ __all__ = [
     "make_topology",
     "parse_budget",
     "plan_tiers",
+    "register_feature_mode",
 ]

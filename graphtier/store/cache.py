@@ -140,6 +140,13 @@ class RowCache:
         self.tags[slots] = ids[source]
         self.referenced[slots] = False
 
+    def release(self) -> None:
+        """Free the cache's memory (every tensor emptied); counters are kept, lookups find nothing."""
+        empty = torch.empty(0, dtype=torch.int64, device=self.device)
+        self.tags, self.hands, self.referenced = empty, empty, empty.to(torch.bool)
+        self.rows = self.rows[:0]
+        self.capacity = self.num_sets = 0
+
     def clear(self) -> None:
         """Forget every row (tags to -1, reference bits cleared); counters are kept."""
         self.tags.fill_(-1)

@@ -13,11 +13,11 @@ import torch
 from graphtier.errors import OptionError
 from graphtier.store._gather_kernels import as_raw_bits, gather_rows_checked
 from graphtier.store.arena import StagingArena
-from graphtier.store.placement import TIER_NAMES
+from graphtier.store.source import FeatureSource, TierTraffic
 from graphtier.store.threads import GatherTeam
 
 
-class HostFeatureStore:
+class HostFeatureStore(FeatureSource):
     """Gather rows of a host feature table into the reusable buffers of a :class:`StagingArena`.
 
     Args:
@@ -39,17 +39,15 @@ class HostFeatureStore:
             raise OptionError("pinned staging buffers need CUDA, and no CUDA device is available")
         self.table = np.asarray(table)
         self._table_bits = as_raw_bits(self.table)
-        self.num_rows, self.dim = (int(s) for s in self.table.shape)
-        self.dtype = torch.from_numpy(np.empty(0, dtype=self.table.dtype)).dtype
-        self.row_bytes = self.dim * self.table.dtype.itemsize
+        num_rows, dim = (int(s) for s in self.table.shape)
+        super().__init__(num_rows, dim, torch.from_numpy(np.empty(0, dtype=self.table.dtype)).dtype, torch.device("cpu"))
         self.pin = pin
         self.arena = StagingArena(self.dim, self.dtype, ring_size=ring_size, pin=pin, max_rows=max_batch_rows)
         self._team = GatherTeam(self.row_bytes)
         self.rows_gathered = 0
         self.bytes_gathered = 0
-        self.output_device = torch.device("cpu")
 
-    def gather(self, ids: torch.Tensor | np.ndarray) -> torch.Tensor:
+    def _gather(self, ids: torch.Tensor | np.ndarray) -> torch.Tensor:
         """Rows ``table[ids]``: ids int64 [B] (CPU) -> CPU tensor [B, D] in the table's dtype.
 
         The result is a view of an arena buffer, handed out again only once nothing references it.
@@ -70,19 +68,17 @@ class HostFeatureStore:
         self.bytes_gathered += int(ids_np.shape[0]) * self.row_bytes
         return out
 
-    def traffic(self) -> dict[str, int]:
-        """Cumulative bytes served per tier (graphtier.store.placement.TIER_NAMES) plus "requested".
+    def traffic(self) -> TierTraffic:
+        """Cumulative bytes served: every row comes from the table as given (RAM or its memory map, the OS
+        page cache decides), counted as the "host" tier."""
+        return TierTraffic(host=self.bytes_gathered, requested=self.bytes_gathered)
 
-        Every row comes from the table as given (RAM or its memory map, the OS page cache decides),
-        counted as the "host" tier.
-        """
-        result = dict.fromkeys(TIER_NAMES, 0)
-        result["host"] = self.bytes_gathered
-        result["requested"] = self.bytes_gathered
-        return result
+    def describe(self) -> str:
+        """One line: rows gathered on the CPU (into pinned buffers on CUDA)."""
+        return f"{self.num_rows} rows x {self.dim} {self.dtype} gathered on the CPU{' (pinned)' if self.pin else ''}"
 
-    def close(self) -> None:
-        """Drop the staging buffers (they are reallocated if ``gather`` is called again); idempotent."""
+    def _close(self) -> None:
+        """Drop the staging buffers."""
         self.arena.release()
 
 

@@ -4,7 +4,7 @@ The CPU gathers used to be numba ``prange`` loops (an OpenMP parallel region). A
 for every one of its threads; when another process holds a core, that wait costs a scheduler slice per
 call: on the shared 2-core dev box 4 sampler batches of cnr-2000 took 60 ms through ``prange`` (and
 through ``torch.index_select``, also OpenMP) against 10-15 ms on one thread. Here the rows are cut into
-chunks that threads claim one at a time (:class:`graphtier.sampling.neighbor.ThreadTeam`, as the
+chunks that threads claim one at a time (:class:`graphtier._threads.ThreadTeam`, as the
 sampler does): the caller works too, and a helper that starts late finds nothing left.
 """
 
@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import numba
 
-from graphtier.sampling.neighbor import ThreadTeam
+from graphtier._threads import ThreadTeam
 
 # At least this many bytes of rows per chunk: a claim costs a few microseconds of Python.
 CHUNK_BYTES = 1 << 20
@@ -39,5 +39,5 @@ class GatherTeam:
         team = self._teams.get(threads)
         if team is None:
             with self._lock:
-                team = self._teams.setdefault(threads, ThreadTeam(threads - 1))
+                team = self._teams.setdefault(threads, ThreadTeam(threads - 1, name="graphtier-gather"))
         team.run(work, rows, self.min_chunk_rows)

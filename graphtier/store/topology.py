@@ -19,7 +19,7 @@ from the memory map and copied in. Passing ``kernels`` (e.g. the kernel module i
 ``registrar`` (tests pass a fake one). Without CUDA and without ``kernels`` the plan and the
 accounting are the same but every tier is RAM or the memory map, gathered with numpy indexing.
 
-Traffic (:meth:`TieredTopology.traffic`) counts bytes per tier (keys ``TIER_NAMES``) plus
+Traffic (:meth:`TieredTopology.traffic`, a :class:`TierTraffic`) counts bytes per tier plus
 "requested": ``itemsize`` bytes of ``indices`` per gathered position in the tier that served it,
 and 16 bytes per destination reported with :meth:`TieredTopology.count_indptr_reads` (two int64
 entries of ``indptr``), counted in the "gpu" tier where the plan puts ``indptr`` (on the CPU path
@@ -39,13 +39,13 @@ import torch
 
 from graphtier.errors import OptionError
 from graphtier.store.placement import (
-    TIER_NAMES,
     TierPlan,
     auto_device_bytes,
     format_bytes,
     parse_budget,
     plan_tiers,
 )
+from graphtier.store.source import TierTraffic
 from graphtier.store.tiered import torch_dtype_of, upload_rows
 from graphtier.store.unified import HostRegistrar, UnifiedTensor
 
@@ -114,8 +114,7 @@ class TieredTopology:
         self.device = torch.device(device)
         self.log = log
         self._lock = threading.Lock()
-        self._traffic = dict.fromkeys(TIER_NAMES, 0)
-        self._requested = 0
+        self._traffic = TierTraffic()
         self._closed = False
         self._host: UnifiedTensor | None = None
         if self.device.type == "cuda":
@@ -191,10 +190,9 @@ class TieredTopology:
                 out = self._gather_sorted(positions, count - below_host)
             else:
                 out = self._gather(positions, count - below_host)
-            counts = {"gpu": below_local, "host": below_host - below_local, "disk": count - below_host}
-            for tier, entries in counts.items():
-                self._traffic[tier] += entries * self.itemsize
-            self._requested += count * self.itemsize
+            self._traffic = self._traffic + TierTraffic.of_rows(
+                self.itemsize, gpu=below_local, host=below_host - below_local, disk=count - below_host, requested=count
+            )
         return out
 
     def _position_stats(self, positions: torch.Tensor) -> tuple[int, int, int, int]:
@@ -256,16 +254,13 @@ class TieredTopology:
             raise ValueError(f"num_destinations must be >= 0, found {num_destinations}")
         nbytes = INDPTR_BYTES_PER_DESTINATION * int(num_destinations)
         with self._lock:
-            self._traffic[self.indptr_tier] += nbytes
-            self._requested += nbytes
+            self._traffic = self._traffic + TierTraffic.served_by(self.indptr_tier, nbytes)
 
     # ------------------------------------------------------------------ reporting
-    def traffic(self) -> dict[str, int]:
-        """Cumulative bytes read per tier (keys TIER_NAMES) plus "requested"; the tiers add up to it."""
+    def traffic(self) -> TierTraffic:
+        """Cumulative bytes read per tier; the tiers add up to ``requested``."""
         with self._lock:
-            result = dict(self._traffic)
-            result["requested"] = self._requested
-        return result
+            return self._traffic
 
     def describe(self) -> str:
         """One line: graph size, where indptr lives and the tier plan of indices."""
@@ -292,9 +287,9 @@ class TieredTopology:
             if self._host is not None:
                 self._host.close()
                 self._host = None
-            for name in ("_local", "_host_arg", "_ram", "_disk"):
-                if hasattr(self, name):
-                    delattr(self, name)
+            # drop the tiers of either path (the attributes a path did not set are created empty)
+            self._local = self._host_arg = torch.empty(0, dtype=self.indices_dtype)
+            self._ram = self._disk = np.empty(0, dtype=np.int64)
 
     def __enter__(self) -> Self:
         return self

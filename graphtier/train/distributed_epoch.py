@@ -48,9 +48,11 @@ class DistributedEpochs:
                "samples": cfg.workload_samples}
         sampler = self._make_sampler(cfg.fanouts, cfg.seed + 104729)
 
+        indptr, indices = self.store.csc
+
         def compute() -> np.ndarray:
             return estimate_workload(
-                self.train_idx, sampler=kind, indptr=self.indptr, indices=self.indices, fanouts=cfg.fanouts,
+                self.train_idx, sampler=kind, indptr=indptr, indices=indices, fanouts=cfg.fanouts,
                 sample=sampler, samples=cfg.workload_samples,
             )
 

@@ -41,22 +41,23 @@ class Evaluation:
             return None
         if self.dist is not None:
             mine = node_ids[self.dist.rank :: self.dist.world]
-            correct = float((self.predict_sampled(mine, label).numpy() == self.labels[mine]).sum()) if mine.size else 0.0
+            correct = float((self.predict_sampled(mine, label).numpy() == self.store.labels(mine)).sum()) if mine.size else 0.0
             total = all_reduce_sum(self.dist, torch.tensor([correct, float(mine.size)], dtype=torch.float64))
             return float(total[0] / total[1])
         predicted = self.predict_sampled(node_ids, label)
-        return float((predicted.numpy() == self.labels[node_ids]).mean())
+        return float((predicted.numpy() == self.store.labels(node_ids)).mean())
 
     @torch.no_grad()
     def full_graph_logits(self) -> torch.Tensor:
         """float32 [N, C] logits from exact layer-wise full-neighbour inference (CPU tensor)."""
         tick = self.progress("inference", 1) if self.progress else None
+        indptr, indices = self.store.csc
         return layerwise_inference(
             self.model,
-            self.features.gather,  # each gathered block is used before the ring slot comes round again
-            self.indptr,
-            self.indices,
-            num_nodes=self.dataset.num_nodes,
+            self.store.gather,  # each gathered block is used before the ring slot comes round again
+            indptr,
+            indices,
+            num_nodes=self.store.num_nodes,
             device=self.device,
             degree=self.degree,
             chunk_size=self.config.eval_batch_size,

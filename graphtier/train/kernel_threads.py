@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import torch
 
-from graphtier.sampling.neighbor import ThreadTeam
+from graphtier._threads import ThreadTeam
 
 # Loops over fewer items than this run on the calling thread only.
 MIN_PARALLEL_ITEMS = 4096
@@ -25,7 +25,7 @@ def _team(threads: int) -> ThreadTeam:
     with _lock:
         team = _teams.get(threads)
         if team is None:
-            team = _teams[threads] = ThreadTeam(threads - 1)
+            team = _teams[threads] = ThreadTeam(threads - 1, name="graphtier-kernel")
         return team
 
 

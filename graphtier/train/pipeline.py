@@ -59,7 +59,7 @@ class BatchProducer:
         seed_batches: the seed node ids of each mini-batch, in order.
         sample: ``sample(seeds, batch_id) -> MiniBatch``.
         gather: ``gather(n_id) -> features`` [len(n_id), D] CPU tensor.
-        labels: int64 [N] labels (numpy, may be memory-mapped).
+        labels: ``labels(seeds) -> int64 [B]`` numpy labels of the seeds (e.g. :meth:`GraphStore.labels`).
         first_batch_id: batch id of ``seed_batches[0]`` (batch ids make sampling reproducible).
         depth: queue bound: how many prepared batches may wait; 0 prepares each batch in the consumer's
             thread when it is needed (no background thread, no overlap).
@@ -76,7 +76,7 @@ class BatchProducer:
         seed_batches: Iterable[np.ndarray],
         sample: Callable[[np.ndarray, int], MiniBatch],
         gather: Callable[[torch.Tensor], torch.Tensor],
-        labels: np.ndarray,
+        labels: Callable[[np.ndarray], np.ndarray],
         *,
         first_batch_id: int = 0,
         depth: int = 4,
@@ -120,7 +120,7 @@ class BatchProducer:
                     csr.transposed()
         sampled = time.perf_counter()
         x = self._gather(batch.n_id)
-        y = torch.from_numpy(np.asarray(self._labels[np.asarray(seeds)], dtype=np.int64))
+        y = torch.from_numpy(np.asarray(self._labels(np.asarray(seeds)), dtype=np.int64))
         done = time.perf_counter()
         return PreparedBatch(
             batch=batch,

@@ -19,11 +19,9 @@ from graphtier.dataset import Dataset
 from graphtier.memory import GraphStore
 from graphtier.sampling import (
     MiniBatch,
-    ShadowSampler,
     iter_seed_batches,
 )
-from graphtier.sampling.shadow import first_seen_unique
-from graphtier.store import TIER_NAMES, FeatureStore
+from graphtier.store import TIER_NAMES
 from graphtier.train.balancer import (
     LoadBalancer,
 )
@@ -47,18 +45,6 @@ from graphtier.train.tally import EpochTally
 
 EpochCallback = Callable[[dict[str, Any]], None]
 ProgressFactory = Callable[[str, int], Callable[[int, dict[str, Any]], None]]
-
-
-def _seed_only_sampler(seeds: np.ndarray, batch_id: int) -> MiniBatch:
-    """MLP batches: the unique seeds (first-seen order) and no blocks (no neighbours are read)."""
-    seed_array = np.array(seeds, dtype=np.int64)
-    n_id, seed_index = first_seen_unique(seed_array)
-    return MiniBatch(
-        n_id=torch.from_numpy(n_id),
-        blocks=[],
-        seed_index=torch.from_numpy(seed_index),
-        seeds=torch.from_numpy(seed_array),
-    )
 
 
 class Trainer(Checkpointing, Evaluation, DistributedEpochs):
@@ -94,12 +80,6 @@ class Trainer(Checkpointing, Evaluation, DistributedEpochs):
         np.random.seed(config.seed % 2**32)
         keep_freed_memory()  # per-step activations reuse freed heap memory instead of fresh mmap pages
         assert dataset.features is not None and dataset.labels is not None and dataset.train_idx is not None
-        self.indptr = np.asarray(dataset.indptr)
-        self.indices = np.asarray(dataset.indices)
-        self.labels = np.asarray(dataset.labels)
-        self.train_idx = np.asarray(dataset.train_idx)
-        self.valid_idx = np.asarray(dataset.valid_idx) if dataset.valid_idx is not None else np.empty(0, np.int64)
-        self.test_idx = np.asarray(dataset.test_idx) if dataset.test_idx is not None else np.empty(0, np.int64)
         self.store = GraphStore.open(
             dataset,
             device=self.device,
@@ -118,11 +98,12 @@ class Trainer(Checkpointing, Evaluation, DistributedEpochs):
             prefetch=config.prefetch,
             log=self._log,
         )
-        assert self.store.features is not None
-        self.features: FeatureStore = self.store.features
+        self.train_idx = self.store.split("train")
+        self.valid_idx = self.store.split("valid")
+        self.test_idx = self.store.split("test")
         # GCN: full-graph in-degrees, used by exact layer-wise inference with either --gcn-degrees and by
         # sampled blocks with "full"; "block" normalises a sampled block by its own degrees (None).
-        self.degree = full_in_degree(self.indptr, self.device) if config.model == "gcn" else None
+        self.degree = full_in_degree(self.store.csc[0], self.device) if config.model == "gcn" else None
         self.block_degree = self.degree if config.gcn_degrees_used == "full" else None
         self.model = build_model(
             config.model,
@@ -167,20 +148,11 @@ class Trainer(Checkpointing, Evaluation, DistributedEpochs):
         if not self.config.quiet and (self.dist is None or self.dist.is_main):
             print(line, flush=True)
 
-    @staticmethod
-    def _traffic_delta(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
-        return {tier: after[tier] - before.get(tier, 0) for tier in TIER_NAMES}
-
     # ------------------------------------------------------------------ sampling
     def _make_sampler(self, fanouts: tuple[int, ...], seed: int) -> Callable[[np.ndarray, int], MiniBatch]:
         cfg = self.config
-        if cfg.model == "mlp":
-            return _seed_only_sampler
-        if cfg.sampler == "shadow":
-            return ShadowSampler(
-                self.indptr, self.indices, list(fanouts), cfg.num_layers, seed=seed, num_threads=self.producer_threads
-            ).sample
-        return self.store.sampler(fanouts, seed=seed)
+        kind = "seed-only" if cfg.model == "mlp" else cfg.sampler
+        return self.store.sampler(fanouts, seed=seed, kind=kind, num_layers=cfg.num_layers)
 
     def _producer(
         self,
@@ -193,11 +165,11 @@ class Trainer(Checkpointing, Evaluation, DistributedEpochs):
         return BatchProducer(
             seed_batches,
             sample,
-            self.features.gather,
-            self.labels,
+            self.store.gather,
+            self.store.labels,
             first_batch_id=first_batch_id,
             depth=self.config.prefetch,
-            row_bytes=self.features.row_bytes,
+            row_bytes=self.store.row_bytes,
             num_threads=self.producer_threads,
             block_csr=csr,
             block_transpose=csr and training,
@@ -289,13 +261,13 @@ class Trainer(Checkpointing, Evaluation, DistributedEpochs):
             record.update(self.train_epoch(epoch))
             traffic_after = self.store.traffic()
             for key, part in (("feature_bytes_by_tier", "features"), ("topology_bytes_by_tier", "topology")):
-                record[key] = self._traffic_delta(traffic_before[part], traffic_after[part])
+                record[key] = (traffic_after[part] - traffic_before[part]).by_tier()
                 if self.dist is not None:  # all ranks' reads, like feature_bytes
                     summed = all_reduce_sum(
                         self.dist, torch.tensor([float(record[key][t]) for t in TIER_NAMES], dtype=torch.float64)
                     )
                     record[key] = {t: int(v) for t, v in zip(TIER_NAMES, summed.tolist())}
-            hit_ratio = getattr(self.features, "cache_hit_ratio", None)
+            hit_ratio = self.store.cache_hit_ratio
             if hit_ratio is not None:
                 record["cache_hit_ratio"] = float(hit_ratio)
             record["valid_acc"] = None
@@ -326,10 +298,9 @@ class Trainer(Checkpointing, Evaluation, DistributedEpochs):
             logits = self.full_graph_logits()
             predicted = logits.argmax(dim=1).numpy()
             final["method"] = "full"
-            final["valid_acc"] = float((predicted[self.valid_idx] == self.labels[self.valid_idx]).mean()) if has_valid else None
-            final["test_acc"] = (
-                float((predicted[self.test_idx] == self.labels[self.test_idx]).mean()) if self.test_idx.size else None
-            )
+            labels = self.store.labels
+            final["valid_acc"] = float((predicted[self.valid_idx] == labels(self.valid_idx)).mean()) if has_valid else None
+            final["test_acc"] = float((predicted[self.test_idx] == labels(self.test_idx)).mean()) if self.test_idx.size else None
         else:
             final["valid_acc"] = self.accuracy_sampled(self.valid_idx, "valid")
             final["test_acc"] = self.accuracy_sampled(self.test_idx, "test")

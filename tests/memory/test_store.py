@@ -9,9 +9,9 @@ import torch
 from graphtier.dataset import Dataset
 from graphtier.errors import OptionError
 from graphtier.memory import GraphStore
-from graphtier.sampling import NeighborSampler, iter_seed_batches
+from graphtier.sampling import NeighborSampler, ShadowSampler, iter_seed_batches
 from graphtier.store import TIER_NAMES, make_feature_store, make_topology
-from graphtier.tiering.plan import describe_device
+from graphtier.tiering.plan import describe_device, plan_capacity
 
 FANOUTS = [5, 3]
 
@@ -91,7 +91,9 @@ def test_bad_sample_on_and_topology_budget_without_gpu_sampling_are_refused(tiny
 
 def test_plan_and_closed_store(tiny_dataset: Dataset) -> None:
     store = GraphStore.open(tiny_dataset, features_on="cpu-gather", log=lambda _: None)
-    plan = store.plan(fanouts=FANOUTS, batch_size=64, budgets=("0%", "50%"), device=describe_device("16GiB"))
+    plan = plan_capacity(
+        store.dataset, describe_device("16GiB"), fanouts=FANOUTS, batch_size=64, budgets=("0%", "50%"), seed=store.seed
+    )
     assert [row.budget for row in plan.rows] == ["0%", "50%"]
     assert plan.rows[1].tier_rows["gpu"] == tiny_dataset.num_nodes // 2
     assert "sampling on cpu" in store.describe()
@@ -144,3 +146,27 @@ def test_open_leaves_room_for_prefetch_plus_two_batches_in_auto_gpu_budgets(
     row_bytes = tiny_dataset.features.shape[1] * tiny_dataset.features.dtype.itemsize
     expected = in_flight_bytes(batch_rows_bound(8, [2, 2], tiny_dataset.num_nodes), row_bytes, prefetch=4)
     assert expected == 6 * 72 * (row_bytes + 24) and seen == {"topology": expected, "features": expected}
+
+
+def test_the_store_serves_shadow_seed_only_labels_splits_and_the_csc(tiny_dataset: Dataset) -> None:
+    store = GraphStore.open(tiny_dataset, features_on="cpu-gather", log=lambda _: None)
+    seeds = seed_batches(tiny_dataset, 1)[0]
+    shadow = store.sampler(FANOUTS, seed=3, kind="shadow", num_layers=2)
+    reference = ShadowSampler(np.asarray(tiny_dataset.indptr), np.asarray(tiny_dataset.indices), list(FANOUTS), 2, seed=3)
+    assert_same_batch(shadow(seeds, 5), reference.sample(seeds, 5))
+    assert store.sampler(FANOUTS, seed=3, kind="shadow", num_layers=2) is shadow  # cached per arguments
+    mlp = store.sampler(FANOUTS, kind="seed-only")(np.array([4, 2, 4]), 0)
+    assert mlp.blocks == [] and mlp.n_id.tolist() == [4, 2] and mlp.seed_index.tolist() == [0, 1, 0]
+    np.testing.assert_array_equal(store.labels(torch.tensor([1, 0])), np.asarray(tiny_dataset.labels)[[1, 0]])
+    assert store.labels(np.array([3])).dtype == np.int64
+    np.testing.assert_array_equal(store.split("train"), np.asarray(tiny_dataset.train_idx))
+    indptr, indices = store.csc
+    np.testing.assert_array_equal(indptr, np.asarray(tiny_dataset.indptr))
+    assert indices.shape[0] == tiny_dataset.num_edges and store.num_nodes == tiny_dataset.num_nodes
+    assert store.row_bytes == tiny_dataset.feature_dim * tiny_dataset.features.dtype.itemsize
+    assert store.cache_hit_ratio is None
+    with pytest.raises(OptionError, match="sampler kind: expected one of neighbor, shadow, seed-only, found 'walk'"):
+        store.sampler(FANOUTS, kind="walk")
+    with pytest.raises(OptionError, match="split: expected one of train, valid, test, found 'dev'"):
+        store.split("dev")
+    store.close()

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from graphtier.sampling.neighbor import ThreadTeam
+from graphtier._threads import ThreadTeam
 
 TEAM = ThreadTeam(2)
 

@@ -8,15 +8,30 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from graphtier.store import FEATURE_MODES, HostFeatureStore, StagingArena, batch_rows_bound, make_feature_store
+from graphtier.store import (
+    FEATURE_MODES,
+    CachedFeatures,
+    FeatureSource,
+    HostFeatureStore,
+    StagingArena,
+    TieredFeatureStore,
+    batch_rows_bound,
+    make_feature_store,
+)
 from graphtier.store import arena as arena_module
-from graphtier.store._gather_kernels import as_raw_bits, gather_rows_checked, gather_rows_checked_reference
+from graphtier.store._gather_kernels import (
+    as_raw_bits,
+    gather_rows_checked,
+    gather_rows_checked_reference,
+)
 from graphtier.store._tiered_kernels import (
     interleave_partitions,
     tiered_counts_reference,
     tiered_gather_rows,
     tiered_gather_rows_in_order,
 )
+from graphtier.store.threads import GatherTeam
+from graphtier.store.tiered import _CpuTiers
 
 CPU = torch.device("cpu")
 
@@ -126,6 +141,28 @@ def test_gather_equals_plain_indexing_and_kept_outputs_stay_intact(
     store.close()
 
 
+def arenas_of(store: FeatureSource) -> list[StagingArena]:
+    """The CPU staging arenas a store gathers into (a cache wrapper's own, then its fallback's)."""
+    if isinstance(store, CachedFeatures):
+        assert store._arena is not None
+        return [store._arena, *arenas_of(store.fallback)]
+    if isinstance(store, TieredFeatureStore):
+        assert isinstance(store._tiers, _CpuTiers)
+        return [store._tiers.arena]
+    assert isinstance(store, HostFeatureStore)
+    return [store.arena]
+
+
+def gather_teams_of(store: FeatureSource) -> list[GatherTeam]:
+    """The thread teams a store's CPU gathers run on."""
+    if isinstance(store, CachedFeatures):
+        return gather_teams_of(store.fallback)
+    if isinstance(store, TieredFeatureStore):
+        return [store._tiers.team]
+    assert isinstance(store, HostFeatureStore)
+    return [store._team]
+
+
 @pytest.mark.parametrize("mode", FEATURE_MODES)
 def test_no_allocation_in_steady_state(mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
     rng = np.random.default_rng(5)
@@ -135,10 +172,9 @@ def test_no_allocation_in_steady_state(mode: str, monkeypatch: pytest.MonkeyPatc
     trace = [rng.integers(0, 5000, size) for size in (700, 1200, 900, 1500, 400, 1100)]
     for ids in trace:  # first pass: the arena grows to the largest batch
         store.gather(torch.from_numpy(ids))
-    arena = store.arena
-    assert arena is not None
-    allocations = arena.allocations
-    assert allocations <= 3  # 700 -> 1400 -> 2800 rows (x2 growth), one slot each time
+    arenas = arenas_of(store)
+    allocations = [arena.allocations for arena in arenas]
+    assert max(allocations) <= 3  # 700 -> 1400 -> 2800 rows (x2 growth), one slot each time
     empties: list[tuple[int, ...]] = []
     real_empty = torch.empty
 
@@ -152,7 +188,7 @@ def test_no_allocation_in_steady_state(mode: str, monkeypatch: pytest.MonkeyPatc
             got = store.gather(torch.from_numpy(ids))
             np.testing.assert_array_equal(got.numpy(), table[ids])
             del got
-    assert arena.allocations == allocations and arena.slots == 1
+    assert [arena.allocations for arena in arenas] == allocations and all(arena.slots == 1 for arena in arenas)
     if mode in ("cpu-gather", "zero-copy", "tiered"):
         assert empties == []  # the cache path allocates small index tensors (torch ops), never row buffers
     store.close()
@@ -257,7 +293,8 @@ def test_rows_split_between_threads_equal_indexing_and_count_every_tier(mode: st
     table = np.random.default_rng(9).normal(size=(3000, 5)).astype(np.float32)
     options = {"gpu_budget": "20%", "ram_budget": "70%"} if mode.startswith("tiered") else {}
     store = make_feature_store(table, mode, device=CPU, log=quiet, **options)
-    store._team.min_chunk_rows = 16  # many chunks, claimed by both threads
+    for team in gather_teams_of(store):
+        team.min_chunk_rows = 16  # many chunks, claimed by both threads
     previous = numba.get_num_threads()
     numba.set_num_threads(2)
     try:

@@ -11,7 +11,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from graphtier.errors import OptionError
-from graphtier.store import FEATURE_MODES, TIER_NAMES, HostFeatureStore, TieredFeatureStore, make_feature_store
+from graphtier.store import (
+    FEATURE_MODES,
+    TIER_NAMES,
+    CachedFeatures,
+    HostFeatureStore,
+    TieredFeatureStore,
+    make_feature_store,
+)
 from graphtier.store._gather_kernels import as_raw_bits
 from graphtier.store._tiered_kernels import (
     interleave_partitions,
@@ -72,7 +79,9 @@ def test_tiered_gather_equals_indexing(
         table = np.load(path, mmap_mode="r")
     plan = with_row_bytes(plan, dim * np.dtype(dtype).itemsize)
     requested = 0
-    with TieredFeatureStore(table, plan, device=CPU, ring_size=len(batches) + 1, log=quiet) as store:
+    tiered = TieredFeatureStore(table, plan, device=CPU, ring_size=len(batches) + 1, log=quiet)
+    cached = CachedFeatures(tiered, plan.cache_rows, ring_size=len(batches) + 1) if plan.cache_rows else None
+    with cached or tiered as store:
         outputs = []
         for batch in batches:
             ids = np.array([i % num_rows for i in batch], dtype=np.int64)
@@ -84,15 +93,16 @@ def test_tiered_gather_equals_indexing(
         for ids, got in outputs:  # the ring keeps every batch of this round alive
             np.testing.assert_array_equal(got.numpy(), table[ids])
         if use_memmap and plan.disk_rows > 0:  # the host tier is a RAM copy, not a view of the memory map
-            assert not np.shares_memory(store._host_np, table)
+            assert not np.shares_memory(tiered._tiers.host_np, table)
         traffic = store.traffic()
         assert set(traffic) == set(TIER_NAMES) | {"requested"}
         assert traffic["requested"] == requested == sum(traffic[name] for name in TIER_NAMES)
         if plan.cache_rows == 0:
             assert traffic["cache"] == 0
         else:
-            assert store.cache is not None
-            assert traffic["cache"] == store.cache.hits * plan.row_bytes
+            assert cached is not None
+            assert traffic["cache"] == cached.cache.hits * plan.row_bytes
+    assert tiered.closed  # the wrapper closes the source it wraps
 
 
 def test_traffic_per_tier_exact() -> None:
@@ -120,13 +130,13 @@ def test_peer_partitions_interleave_and_account() -> None:
 def test_cache_hits_repeat_requests_and_reports_hit_ratio() -> None:
     table = np.random.default_rng(0).normal(size=(100, 4)).astype(np.float32)
     plan = TierPlan(num_rows=100, row_bytes=16, local_rows=10, peer_end=10, host_end=50, cache_rows=20)
-    store = TieredFeatureStore(table, plan, device=CPU, log=quiet)
+    store = CachedFeatures(TieredFeatureStore(table, plan, device=CPU, log=quiet), plan.cache_rows)
     ids = torch.tensor([60, 61, 62, 5])
     store.gather(ids)
     assert store.cache_hit_ratio == 0.0
     got = store.gather(ids)
     np.testing.assert_array_equal(got.numpy(), table[ids.numpy()])
-    assert store.cache_hit_ratio == pytest.approx(0.5)  # 3 of 6 cold lookups hit
+    assert store.cache_hit_ratio == store.hit_ratio == pytest.approx(0.5)  # 3 of 6 cold lookups hit
     assert store.traffic()["cache"] == 3 * 16 and store.traffic()["disk"] == 3 * 16
     assert "hit ratio 0.500" in store.describe()
 
@@ -139,11 +149,10 @@ def test_cache_hits_repeat_requests_and_reports_hit_ratio() -> None:
 def test_cache_never_serves_a_stale_row(capacity: int, batches: list[list[int]]) -> None:
     table = np.random.default_rng(capacity).normal(size=(50, 3)).astype(np.float32)
     plan = TierPlan(num_rows=50, row_bytes=12, local_rows=5, peer_end=5, host_end=30, cache_rows=capacity)
-    store = TieredFeatureStore(table, plan, device=CPU, log=quiet)
+    store = CachedFeatures(TieredFeatureStore(table, plan, device=CPU, log=quiet), capacity)
     for batch in batches:
         ids = np.array(batch, dtype=np.int64)
         np.testing.assert_array_equal(store.gather(ids).numpy(), table[ids])
-        assert store.cache is not None
         tags = store.cache.tags.numpy()
         held = tags >= 0
         np.testing.assert_array_equal(store.cache.rows.numpy()[held], table[tags[held]])

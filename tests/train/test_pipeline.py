@@ -28,7 +28,7 @@ def _gather(ids: torch.Tensor) -> torch.Tensor:
 def test_batches_arrive_in_order_with_labels() -> None:
     labels = np.arange(100, dtype=np.int64) * 2
     batches = [np.array([i, i + 1]) for i in range(0, 20, 2)]
-    got = list(BatchProducer(batches, _fake_sample, _gather, labels, depth=2, row_bytes=4))
+    got = list(BatchProducer(batches, _fake_sample, _gather, labels.__getitem__, depth=2, row_bytes=4))
     assert [b.batch.seeds.tolist() for b in got] == [b.tolist() for b in batches]
     assert got[3].y.tolist() == [12, 14] and got[0].feature_bytes == 8
 
@@ -39,14 +39,14 @@ def test_producer_error_is_raised_in_consumer() -> None:
             raise ValueError("sampler exploded")
         return _fake_sample(seeds, batch_id)
 
-    producer = BatchProducer([np.array([i]) for i in range(5)], failing, _gather, np.zeros(10, np.int64))
+    producer = BatchProducer([np.array([i]) for i in range(5)], failing, _gather, np.zeros(10, np.int64).__getitem__)
     with pytest.raises(ValueError, match="sampler exploded"):
         list(producer)
 
 
 def test_consumer_stopping_early_does_not_hang() -> None:
     before = threading.active_count()
-    producer = BatchProducer([np.array([i]) for i in range(1000)], _fake_sample, _gather, np.zeros(1000, np.int64), depth=1)
+    producer = BatchProducer([np.array([i]) for i in range(1000)], _fake_sample, _gather, np.zeros(1000, np.int64).__getitem__, depth=1)
     for index, _ in enumerate(producer):
         if index == 3:
             break
@@ -58,7 +58,7 @@ def test_consumer_stopping_early_does_not_hang() -> None:
 
 
 def test_keyboard_interrupt_in_consumer_stops_producer() -> None:
-    producer = BatchProducer([np.array([i]) for i in range(1000)], _fake_sample, _gather, np.zeros(1000, np.int64), depth=1)
+    producer = BatchProducer([np.array([i]) for i in range(1000)], _fake_sample, _gather, np.zeros(1000, np.int64).__getitem__, depth=1)
     with pytest.raises(KeyboardInterrupt):
         for _ in producer:
             raise KeyboardInterrupt
@@ -92,7 +92,7 @@ def test_interrupt_while_the_producer_waits_for_shares_does_not_hang() -> None:
         raise TimeoutError("leaving the iteration hangs on a producer blocked in shares_for")
 
     previous = signal.signal(signal.SIGALRM, on_alarm)
-    producer = BatchProducer(seed_batches(), _fake_sample, _gather, np.zeros(4, np.int64), depth=2)
+    producer = BatchProducer(seed_batches(), _fake_sample, _gather, np.zeros(4, np.int64).__getitem__, depth=2)
     try:
         signal.setitimer(signal.ITIMER_REAL, 0.3)
         with pytest.raises(_Interrupted):
@@ -115,7 +115,7 @@ def test_interrupt_while_the_producer_waits_for_shares_does_not_hang() -> None:
 def test_depth_zero_prepares_batches_inline() -> None:
     before = threading.active_count()
     labels = np.arange(10, dtype=np.int64)
-    producer = BatchProducer([np.array([i]) for i in range(4)], _fake_sample, _gather, labels, depth=0)
+    producer = BatchProducer([np.array([i]) for i in range(4)], _fake_sample, _gather, labels.__getitem__, depth=0)
     assert threading.active_count() == before  # no background thread
     assert [item.y.tolist() for item in producer] == [[0], [1], [2], [3]]
     producer.close()
@@ -131,7 +131,7 @@ def test_producer_builds_block_csr_off_the_training_loop(transpose: bool) -> Non
     indptr, indices = edges_to_csc(rng.integers(0, 50, 300), rng.integers(0, 50, 300), 50, dedup=True)
     sampler = NeighborSampler(indptr, indices, [3, 2], seed=0)
     producer = BatchProducer(
-        [np.array([1, 2, 3]), np.array([4, 5])], sampler.sample, _gather, np.zeros(50, np.int64),
+        [np.array([1, 2, 3]), np.array([4, 5])], sampler.sample, _gather, np.zeros(50, np.int64).__getitem__,
         block_csr=True, block_transpose=transpose,
     )
     for item in producer:
