@@ -29,6 +29,7 @@ from graphtier.dataset import Dataset
 from graphtier.errors import GraphtierError, OptionError
 from graphtier.train.comm import DistContext, RankFailed, backend_for
 from graphtier.train.config import check_shares_sum
+from graphtier.train.distributed_epoch import StepSeconds
 from graphtier.train.report import epoch_summary
 from graphtier.train.trainer import Trainer
 
@@ -74,7 +75,9 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _run_rank(ctx: DistContext, dataset_path: str, config: Any) -> dict[str, Any] | None:
+def _run_rank(
+    ctx: DistContext, dataset_path: str, config: Any, step_seconds: StepSeconds | None = None
+) -> dict[str, Any] | None:
     device = ctx.device
     if device.startswith("cuda"):
         torch.cuda.set_device(torch.device(device))
@@ -88,13 +91,13 @@ def _run_rank(ctx: DistContext, dataset_path: str, config: Any) -> dict[str, Any
         print(f"{epoch_summary(record, config.epochs)}  shares {shares}", flush=True)
 
     show = ctx.is_main and not config.quiet
-    trainer = Trainer(dataset, rank_config, dist=ctx, on_epoch=on_epoch if show else None)
+    trainer = Trainer(dataset, rank_config, dist=ctx, on_epoch=on_epoch if show else None, step_seconds=step_seconds)
     report = trainer.fit()
     return report if ctx.is_main else None
 
 
 def _spawn_entry(rank: int, world: int, devices: tuple[str, ...], dataset_path: str, config: Any,
-                 port: int, error_dir: str) -> None:
+                 port: int, error_dir: str, step_seconds: StepSeconds | None = None) -> None:
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(port)
     backend = backend_for(devices)
@@ -102,7 +105,7 @@ def _spawn_entry(rank: int, world: int, devices: tuple[str, ...], dataset_path: 
     try:
         dist.init_process_group(backend, rank=rank, world_size=world, timeout=_timeout())
         try:
-            _run_rank(ctx, dataset_path, config)
+            _run_rank(ctx, dataset_path, config, step_seconds)
         except BaseException as error:
             # written before the group is torn down: the first file written names the rank that failed first
             _record_failure(error_dir, rank, error)
@@ -137,12 +140,14 @@ def under_torchrun() -> bool:
     return "RANK" in os.environ and "WORLD_SIZE" in os.environ
 
 
-def launch(dataset_path: str, config: Any) -> dict[str, Any] | None:
+def launch(dataset_path: str, config: Any, *, step_seconds: StepSeconds | None = None) -> dict[str, Any] | None:
     """Run ``config`` on ``config.devices`` and return rank 0's report (None on other torchrun ranks).
 
     Under ``torchrun`` this process is one rank: rank and world come from the environment, every node
     runs ``len(devices)`` processes (``--nproc-per-node``) and local rank ``i`` uses ``devices[i]``. Otherwise one process per device is
     spawned here; the first failing rank's error is raised as :class:`RankFailed` after all ranks stop.
+    ``step_seconds`` (a module-level function, so that spawned ranks can import it) replaces each rank's
+    measured step time by a simulated one (deterministic tests of the load balancer).
     """
     devices = tuple(config.devices)
     if under_torchrun():
@@ -157,7 +162,7 @@ def launch(dataset_path: str, config: Any) -> dict[str, Any] | None:
         ctx = DistContext(rank=rank, world=world, devices=per_rank, backend=backend_for(per_rank))
         dist.init_process_group(ctx.backend, rank=rank, world_size=world, timeout=_timeout())
         try:
-            return _run_rank(ctx, dataset_path, config)
+            return _run_rank(ctx, dataset_path, config, step_seconds)
         finally:
             dist.destroy_process_group()
     world = len(devices)
@@ -167,7 +172,7 @@ def launch(dataset_path: str, config: Any) -> dict[str, Any] | None:
         try:
             mp.start_processes(
                 _spawn_entry,
-                args=(world, devices, str(dataset_path), run_config, _free_port(), error_dir),
+                args=(world, devices, str(dataset_path), run_config, _free_port(), error_dir, step_seconds),
                 nprocs=world,
                 join=True,
                 start_method="spawn",
