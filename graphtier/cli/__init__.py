@@ -13,10 +13,12 @@ from __future__ import annotations
 import functools
 import importlib
 import sys
+from pathlib import Path
 from typing import Any
 
 import click
 
+from graphtier._openmp import prefer_passive_wait
 from graphtier._signals import interrupt_behind, terminate_as_interrupt
 from graphtier.errors import GraphtierError
 
@@ -116,9 +118,37 @@ def _invoke(args: list[str]) -> Any:
         return exc.exit_code
 
 
+def shadowing_folder() -> Path | None:
+    """The folder imported as ``graphtier`` in place of the package, or None.
+
+    From the folder that holds a clone of the repository (named ``graphtier``), ``import graphtier`` finds
+    the clone before an editable install's import hook and makes it an empty namespace package (no
+    ``__init__.py``, so none of graphtier's code runs and ``graphtier.predict`` does not exist). The
+    command line still works, because each submodule is then found by the install's hook."""
+    package = sys.modules.get("graphtier")
+    if package is None or getattr(package, "__file__", None) is not None:
+        return None
+    locations = list(getattr(package, "__path__", []))
+    return Path(locations[0]) if locations else None
+
+
+def _note_shadowing() -> None:
+    folder = shadowing_folder()
+    if folder is None:
+        return
+    prefer_passive_wait()  # what graphtier/__init__.py does, which did not run
+    click.echo(
+        f"graphtier: note: the folder {folder} shadows the graphtier package when Python runs from "
+        f"{folder.parent}: a script run there gets an empty 'graphtier' (no attribute 'predict', ...); "
+        "run scripts from another folder or from inside the clone",
+        err=True,
+    )
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the console script and of ``python -m graphtier``."""
     terminate_as_interrupt()  # SIGTERM runs the same clean-up as Ctrl-C (graphtier._signals)
+    _note_shadowing()
     exit_code: Any = 0
     try:
         exit_code = _invoke(sys.argv[1:] if argv is None else list(argv))

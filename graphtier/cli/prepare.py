@@ -125,6 +125,9 @@ def _report(dataset: Dataset, started: float) -> None:
     )
     for note in describe(dataset.meta):
         click.echo(f"note: {note}")
+    if dataset.train_idx is None:
+        click.echo("note: no train/valid/test split was made, and `graphtier train` needs one: "
+                   "run this command again with --split TRAIN,VALID,TEST (e.g. --split 0.8,0.1,0.1)")
     replaced = dataset.meta.get("source", {}).get("non_finite_replaced", 0)
     if replaced:
         click.echo(f"graphtier: note: replaced {replaced:,} NaN/Inf feature values by 0 (--non-finite replace)", err=True)

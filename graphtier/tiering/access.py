@@ -21,6 +21,7 @@ from graphtier.errors import DatasetError, OptionError
 from graphtier.graph.reorder import order_by_score
 from graphtier.tiering.hotness import SCORE_METHODS, compute_scores
 from graphtier.tiering.reads import count_feature_reads
+from graphtier.tiering.plotting import fit_title, load_pyplot
 
 HIT_PERCENTS = (1, 2, 5, 10, 20, 25, 50)
 PLOT_POINTS = 1000
@@ -177,13 +178,7 @@ def analyze_access(
 
 def plot_access(analysis: AccessAnalysis, path: str | Path) -> None:
     """Save a PNG of cumulative read share against % of nodes (one line per score and the ideal)."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise OptionError("--plot: needs matplotlib (pip install 'graphtier[plot]')") from None
+    plt = load_pyplot()
     figure, axes = plt.subplots(figsize=(6.4, 4.8), dpi=120)
     rankings = dict(analysis.scores)
     rankings["ideal"] = analysis.counts
@@ -194,14 +189,14 @@ def plot_access(analysis: AccessAnalysis, path: str | Path) -> None:
         axes.plot(x, y * 100.0, label=label, linewidth=1.5, **style)
     config = analysis.config
     fanouts = ",".join(str(f) for f in config["fanouts"])
-    axes.set_title(f"{Path(config['dataset']).name}: feature reads, fanouts {fanouts}, {config['epochs']} epoch(s)")
     axes.set_xlabel("nodes, in descending score order (% of all nodes)")
     axes.set_ylabel("cumulative share of feature reads (%)")
     axes.set_xlim(0, 100)
     axes.set_ylim(0, 100)
     axes.grid(True, alpha=0.3)
     axes.legend(loc="lower right")
-    figure.tight_layout()
+    fit_title(figure, axes, [f"{Path(config['dataset']).name}: feature reads",
+                             f"fanouts {fanouts}, {config['epochs']} epoch(s)"])
     try:
         figure.savefig(path)
     except OSError as exc:

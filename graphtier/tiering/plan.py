@@ -50,6 +50,7 @@ from graphtier.tiering.plan_placement import (
     plan_placement,
 )
 from graphtier.tiering.plan_topology import TOPOLOGY_TIERS, TopologyPlan, plan_topology
+from graphtier.tiering.plotting import fit_title, load_pyplot
 from graphtier.tiering.reads import count_sampled_reads
 
 DEFAULT_BUDGETS: tuple[str, ...] = ("0%", "1%", "5%", "10%", "25%", "50%", "100%")
@@ -410,13 +411,7 @@ def plot_plan(plan: CapacityPlan, path: str | os.PathLike[str]) -> None:
     path = Path(path)
     if not path.parent.is_dir():
         raise OptionError(f"--plot: directory {path.parent} does not exist")
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise OptionError("--plot: needs matplotlib (pip install 'graphtier[plot]')") from None
+    plt = load_pyplot()
     x = [100.0 * row.tier_rows["gpu"] / max(plan.num_rows, 1) for row in plan.rows]
     y = [row.pcie_bytes_per_epoch / 2**30 for row in plan.rows]
     figure, axes = plt.subplots(figsize=(6.4, 4.8), dpi=120)
@@ -424,11 +419,11 @@ def plot_plan(plan: CapacityPlan, path: str | os.PathLike[str]) -> None:
     for xi, yi, row in zip(x, y, plan.rows):
         axes.annotate(row.budget, (xi, yi), textcoords="offset points", xytext=(4, 4), fontsize=8)
     fanouts = ",".join(str(f) for f in plan.config["fanouts"])
-    axes.set_title(f"{Path(plan.dataset).name}: feature + graph bytes over PCIe, fanouts {fanouts}, batch {plan.config['batch_size']}")
     axes.set_xlabel(f"GPU feature budget (% of rows, {plan.node_order} order)")
     axes.set_ylabel("bytes over PCIe per epoch (GiB)")
     axes.grid(True, alpha=0.3)
-    figure.tight_layout()
+    fit_title(figure, axes, [f"{Path(plan.dataset).name}: feature + graph bytes over PCIe",
+                             f"fanouts {fanouts}, batch {plan.config['batch_size']}"])
     tmp = path.with_name(f".{path.name}.tmp.png")
     try:
         figure.savefig(tmp)

@@ -21,7 +21,6 @@ from torch import nn
 
 from graphtier.errors import GraphtierError
 
-SLOW_RANK_ENV = "GRAPHTIER_TEST_SLOW_RANK"  # test-only hook: "RANK:FACTOR" makes one rank a FACTOR times slower device per seed
 FAIL_RANK_ENV = "GRAPHTIER_TEST_FAIL_RANK"  # test-only hook: "RANK:ITERATION" makes one rank raise
 
 
@@ -162,15 +161,6 @@ class ShareSchedule:
         with self._condition:
             self._cancelled = True
             self._condition.notify_all()
-
-
-def slowdown_factor(rank: int) -> float:
-    """The test-only slowdown of ``rank`` from ``GRAPHTIER_TEST_SLOW_RANK=RANK:FACTOR`` (1.0 = none)."""
-    spec = os.environ.get(SLOW_RANK_ENV, "")
-    if not spec:
-        return 1.0
-    slow_rank, _, factor = spec.partition(":")
-    return float(factor) if int(slow_rank) == rank else 1.0
 
 
 def fail_now(rank: int, iteration: int) -> bool:

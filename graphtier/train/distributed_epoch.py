@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import torch
@@ -26,10 +26,13 @@ from graphtier.train.comm import (
     barrier,
     broadcast_parameters,
     fail_now,
-    slowdown_factor,
 )
 from graphtier.train.report import NonFiniteLossError
 from graphtier.train.tally import EpochTally
+
+StepSeconds = Callable[[int, MiniBatch], float]
+"""``(rank, mini-batch) -> seconds``: the compute time a rank's training step on its sub-batch is recorded as,
+in place of the measured time (a simulated device for deterministic tests of the load balancer)."""
 
 
 class DistributedEpochs:
@@ -85,7 +88,6 @@ class DistributedEpochs:
         global_batches = self._epoch_batches(epoch)
         window = cfg.rebalance_every
         schedule = ShareSchedule(balancer.shares)
-        slow = slowdown_factor(rank)
 
         def my_batches() -> Iterator[np.ndarray]:
             for index, seeds in enumerate(global_batches):
@@ -123,15 +125,10 @@ class DistributedEpochs:
                 t2 = time.perf_counter()
                 if fail_now(rank, index):
                     raise RuntimeError(f"test hook: rank {rank} fails at iteration {index}")
-                if slow > 1.0 and local and (index > 0 or epoch > self.start_epoch):
-                    # test-only hook: a device `slow` times slower per seed. The per-seed time of this rank's
-                    # second step (the first compiles kernels) is fixed once, so the extra time is proportional
-                    # to the work, as on a slower device, and not to fixed per-step costs that no share balances.
-                    if self._slow_seed_seconds is None:
-                        self._slow_seed_seconds = (t2 - t0) / local
-                    time.sleep((slow - 1.0) * self._slow_seed_seconds * local)
                 # the time this rank needed to reach the all-reduce (its finish time), waiting excluded
                 compute = time.perf_counter() - iteration_start
+                if self.step_seconds is not None:
+                    compute = self.step_seconds(rank, item.batch)
                 waited = all_reduce_gradients(dist_ctx, self.model)
                 self.optimizer.step()
                 tally.add(item, t0 - waiting_since, t1 - t0, t2 - t1)

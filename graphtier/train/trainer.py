@@ -32,7 +32,7 @@ from graphtier.train.comm import (
     broadcast_parameters,
 )
 from graphtier.train.config import TrainConfig
-from graphtier.train.distributed_epoch import DistributedEpochs
+from graphtier.train.distributed_epoch import DistributedEpochs, StepSeconds
 from graphtier.train.evaluation import Evaluation
 from graphtier.train.host_memory import keep_freed_memory
 from graphtier.train.inference import full_in_degree
@@ -62,9 +62,11 @@ class Trainer(Checkpointing, Evaluation, DistributedEpochs):
         on_epoch: EpochCallback | None = None,
         progress: ProgressFactory | None = None,
         dist: DistContext | None = None,
+        step_seconds: StepSeconds | None = None,
     ) -> None:
         config.validate(dataset)
         self.dist = dist
+        self.step_seconds = step_seconds  # multi-process epoch: recorded step times of a simulated device
         self.dataset = dataset
         self.config = config
         self.on_epoch = on_epoch
@@ -135,7 +137,6 @@ class Trainer(Checkpointing, Evaluation, DistributedEpochs):
             self._sorted_train = self.train_idx[self._train_order]
             self.report.balancer = self.balancer
             self.report.devices = list(dist.devices)
-        self._slow_seed_seconds: float | None = None  # test hook of the multi-process epoch
         self.best_valid = -1.0
         self.best_epoch = 0
         self.best_state: dict[str, torch.Tensor] | None = None
