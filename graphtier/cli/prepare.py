@@ -34,11 +34,18 @@ def _common_options(func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _graph_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    """Edge handling options: --undirected, --drop-self-loops, --dedup."""
-    func = click.option("--dedup", is_flag=True, help="Keep one copy of repeated edges.")(func)
+    """Edge handling options: --undirected, --drop-self-loops, --keep-duplicates (--dedup: the default, hidden)."""
+    func = click.option("--dedup", is_flag=True, hidden=True, expose_value=False,
+                        help="Accepted for old scripts: dropping repeated edges is the default.")(func)
+    func = click.option(
+        "--keep-duplicates", is_flag=True,
+        help="Keep repeated edges (default: keep one copy of each and say how many were dropped).",
+    )(func)
     func = click.option("--drop-self-loops", is_flag=True, help="Drop edges v -> v.")(func)
     func = click.option(
-        "--undirected", is_flag=True, help="Add the reverse of every edge (the dataset is marked undirected)."
+        "--undirected", is_flag=True,
+        help="Add the reverse of every edge that lacks it (the dataset is marked undirected); an input that "
+             "already lists both directions gives the same graph.",
     )(func)
     return func
 
@@ -113,6 +120,32 @@ def _split(split_text: str | None) -> tuple[float, float, float] | None:
     return splits.parse_fractions(split_text) if split_text is not None else None
 
 
+def edge_notes(meta: dict[str, Any]) -> list[str]:
+    """One line per thing the import did to the edges (``meta.json`` ``source.edges``), or nothing for old metas."""
+    counts = (meta.get("source") or {}).get("edges")
+    if not isinstance(counts, dict):
+        return []
+    options = (meta.get("source") or {}).get("options") or {}
+    notes = []
+    if counts.get("self_loops_dropped"):
+        notes.append(f"dropped {counts['self_loops_dropped']:,} self-loops (--drop-self-loops)")
+    if counts.get("duplicates_dropped"):
+        notes.append(f"dropped {counts['duplicates_dropped']:,} duplicate edges (--keep-duplicates keeps them)")
+    if options.get("undirected"):
+        notes.append(
+            f"--undirected: {counts.get('reverse_present', 0):,} edges already had their reverse, "
+            f"added {counts.get('reverses_added', 0):,} reverse edges"
+        )
+    elif "symmetric" in meta:
+        kept = int(meta.get("num_edges", 0))
+        if meta["symmetric"]:
+            notes.append(f"every edge has its reverse (the graph is symmetric; {kept:,} directed edges)")
+        else:
+            notes.append(f"directed: {counts.get('reverse_present', 0):,} of {kept:,} edges have their reverse "
+                         "(--undirected adds the missing ones)")
+    return notes
+
+
 def _report(dataset: Dataset, started: float) -> None:
     from graphtier.dataset.provenance import describe
 
@@ -123,7 +156,7 @@ def _report(dataset: Dataset, started: float) -> None:
         f"feature_dim {dataset.feature_dim}, {dataset.num_classes} classes "
         f"in {seconds:.1f} s ({rate:,.0f} edges/s)"
     )
-    for note in describe(dataset.meta):
+    for note in edge_notes(dataset.meta) + describe(dataset.meta):
         click.echo(f"note: {note}")
     replaced = dataset.meta.get("source", {}).get("non_finite_replaced", 0)
     if replaced:
@@ -176,7 +209,7 @@ def edgelist(
     overwrite: bool,
     undirected: bool,
     drop_self_loops: bool,
-    dedup: bool,
+    keep_duplicates: bool,
     labels: Path | None,
     features: Path | None,
     labels_layout: str,
@@ -205,7 +238,7 @@ def edgelist(
         overwrite=overwrite,
         undirected=undirected,
         drop_self_loops=drop_self_loops,
-        dedup=dedup,
+        keep_duplicates=keep_duplicates,
         labels=labels,
         features=features,
         labels_layout=labels_layout,
@@ -239,7 +272,7 @@ def csr_npz(
     layout: str,
     undirected: bool,
     drop_self_loops: bool,
-    dedup: bool,
+    keep_duplicates: bool,
     labels: Path | None,
     features: Path | None,
     labels_layout: str,
@@ -262,7 +295,7 @@ def csr_npz(
         layout=layout,
         undirected=undirected,
         drop_self_loops=drop_self_loops,
-        dedup=dedup,
+        keep_duplicates=keep_duplicates,
         labels=labels,
         features=features,
         labels_layout=labels_layout,
@@ -290,7 +323,7 @@ def ogb(
     scheme: str | None,
     undirected: bool,
     drop_self_loops: bool,
-    dedup: bool,
+    keep_duplicates: bool,
     synthetic_features: int,
     synthetic_feature_signal: float,
     synthetic_labels: int,
@@ -313,7 +346,7 @@ def ogb(
         scheme=scheme,
         undirected=undirected,
         drop_self_loops=drop_self_loops,
-        dedup=dedup,
+        keep_duplicates=keep_duplicates,
         synthetic_features=synthetic_features,
         synthetic_feature_signal=synthetic_feature_signal,
         synthetic_labels=synthetic_labels,
@@ -347,7 +380,7 @@ def mat(
     labels_key: str | None,
     undirected: bool,
     drop_self_loops: bool,
-    dedup: bool,
+    keep_duplicates: bool,
     synthetic_features: int,
     synthetic_feature_signal: float,
     synthetic_labels: int,
@@ -372,7 +405,7 @@ def mat(
         labels_key=labels_key,
         undirected=undirected,
         drop_self_loops=drop_self_loops,
-        dedup=dedup,
+        keep_duplicates=keep_duplicates,
         synthetic_features=synthetic_features,
         synthetic_feature_signal=synthetic_feature_signal,
         synthetic_labels=synthetic_labels,

@@ -137,7 +137,7 @@ def import_csr_npz(
     layout: str = "auto",
     undirected: bool = False,
     drop_self_loops: bool = False,
-    dedup: bool = False,
+    keep_duplicates: bool = False,
     labels: str | os.PathLike[str] | None = None,
     features: str | os.PathLike[str] | None = None,
     synthetic_features: int = 0,
@@ -172,19 +172,21 @@ def import_csr_npz(
         if low < 0:
             raise DatasetError(f"{labels}: expected labels for node ids >= 0, found id {low}")
     adjacency_nodes = n
-    indptr, indices = edges.build_csc(
+    built = edges.build_csc(
         compressed_edge_chunks(indptr_in, indices_in, layout),
         n,
         undirected=undirected,
-        dedup=dedup,
+        keep_duplicates=keep_duplicates,
         drop_self_loops=drop_self_loops,
     )
     del indptr_in, indices_in
+    indptr, indices, edge_counts = built.indptr, built.indices, built.counts
+    del built
     options = {
         "layout": layout,
         "undirected": undirected,
         "drop_self_loops": drop_self_loops,
-        "dedup": dedup,
+        "keep_duplicates": keep_duplicates,
         "labels": str(labels) if labels is not None else None,
         "features": str(features) if features is not None else None,
         "synthetic_features": synthetic_features,
@@ -218,6 +220,7 @@ def import_csr_npz(
             source=path,
             name=name,
             num_edges=num_edges,
+            edge_counts=edge_counts,
             undirected=undirected,
             labels=raw_labels.to_labels(Path(labels), idmap) if raw_labels is not None else None,  # type: ignore[arg-type]
             labels_path=labels,

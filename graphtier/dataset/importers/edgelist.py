@@ -45,7 +45,7 @@ def import_edgelist(
     overwrite: bool = False,
     undirected: bool = False,
     drop_self_loops: bool = False,
-    dedup: bool = False,
+    keep_duplicates: bool = False,
     labels: str | os.PathLike[str] | None = None,
     features: str | os.PathLike[str] | None = None,
     synthetic_features: int = 0,
@@ -66,8 +66,11 @@ def import_edgelist(
         source: text file (optionally gzip) of ``src dst`` lines.
         output: dataset directory to create (replaced only with ``overwrite``).
         name: dataset name (default: the name of the output directory).
-        undirected: add ``dst -> src`` for every edge (meta ``directed`` false).
-        drop_self_loops, dedup: drop ``v -> v`` edges / repeated edges.
+        undirected: add ``dst -> src`` for every edge whose reverse is missing (meta ``directed``
+            false); an input that already lists both directions gives the same graph.
+        drop_self_loops: drop ``v -> v`` edges.
+        keep_duplicates: keep repeated edges (default: keep one copy, count the rest in meta
+            ``source.edges.duplicates_dropped``).
         labels: ``id,label`` lines, one label per line (line k = node k), or an ``.npy`` (row k =
             original id k); see ``labels_layout`` and :mod:`~graphtier.dataset.importers.node_data`.
         features: ``.npy`` or dense text matrix [rows, D], row k = original node id k (integer ids).
@@ -133,7 +136,7 @@ def import_edgelist(
     options = {
         "undirected": undirected,
         "drop_self_loops": drop_self_loops,
-        "dedup": dedup,
+        "keep_duplicates": keep_duplicates,
         "labels": str(labels) if labels is not None else None,
         "features": str(features) if features is not None else None,
         "synthetic_features": synthetic_features,
@@ -180,14 +183,15 @@ def import_edgelist(
             for src, dst in spill:
                 yield idmap.map_known(src), idmap.map_known(dst)
 
-        indptr, indices = edges.build_csc(
-            mapped_chunks, n, undirected=undirected, dedup=dedup, drop_self_loops=drop_self_loops
+        built = edges.build_csc(
+            mapped_chunks, n, undirected=undirected, keep_duplicates=keep_duplicates, drop_self_loops=drop_self_loops
         )
         spill.remove()
-        writer.save("indptr", indptr)
-        writer.save("indices", indices)
-        num_edges = int(indices.shape[0])
-        del indices
+        writer.save("indptr", built.indptr)
+        writer.save("indices", built.indices)
+        num_edges = int(built.indices.shape[0])
+        edge_counts = built.counts
+        del built
         if names is not None:
             writer.write_text("node_ids.json", json.dumps(list(names)) + "\n")
         else:
@@ -202,6 +206,7 @@ def import_edgelist(
             source=path,
             name=name,
             num_edges=num_edges,
+            edge_counts=edge_counts,
             undirected=undirected,
             labels=parsed_labels,
             labels_path=labels,

@@ -193,7 +193,7 @@ def import_mat(
     labels_key: str | None = None,
     undirected: bool = False,
     drop_self_loops: bool = False,
-    dedup: bool = False,
+    keep_duplicates: bool = False,
     synthetic_features: int = 0,
     synthetic_feature_signal: float = 0.0,
     synthetic_labels: int = 0,
@@ -208,7 +208,7 @@ def import_mat(
         adjacency_key, features_key, labels_key: variable names (default: the first present of
             :data:`ADJACENCY_KEYS`, :data:`FEATURE_KEYS`, :data:`LABEL_KEYS`); ``"none"`` skips
             features or labels.
-        undirected, drop_self_loops, dedup, split, seed, non_finite: as for the edge-list importer.
+        undirected, drop_self_loops, keep_duplicates, split, seed, non_finite: as for the edge-list importer.
         synthetic_features, synthetic_feature_signal, synthetic_labels: generate features
             (noise unless the signal is > 0) or random labels when the file has none.
 
@@ -238,21 +238,23 @@ def import_mat(
     features = read_features(variables[feat_key], path, feat_key, n) if feat_key is not None else None
     labels = read_mat_labels(variables[lab_key], path, lab_key, n) if lab_key is not None else None
     del variables
-    indptr, indices = edges.build_csc(
+    built = edges.build_csc(
         compressed_edge_chunks(indptr_in, indices_in, "csr"),
         n,
         undirected=undirected,
-        dedup=dedup,
+        keep_duplicates=keep_duplicates,
         drop_self_loops=drop_self_loops,
     )
     del indptr_in, indices_in
+    indptr, indices, edge_counts = built.indptr, built.indices, built.counts
+    del built
     options = {
         "adjacency_key": adj_key,
         "features_key": feat_key,
         "labels_key": lab_key,
         "undirected": undirected,
         "drop_self_loops": drop_self_loops,
-        "dedup": dedup,
+        "keep_duplicates": keep_duplicates,
         "synthetic_features": synthetic_features,
         "synthetic_feature_signal": synthetic_feature_signal,
         "synthetic_labels": synthetic_labels,
@@ -272,6 +274,7 @@ def import_mat(
             source=path,
             name=name,
             num_edges=num_edges,
+            edge_counts=edge_counts,
             undirected=undirected,
             labels=labels,
             labels_path=None,
