@@ -89,7 +89,22 @@ def _node_data_options(func: Callable[..., Any]) -> Callable[..., Any]:
     return func
 
 
+def _label_choice_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """--labels-column and --unlabelled-value (for --labels files and .mat label variables)."""
+    func = click.option(
+        "--unlabelled-value", type=int, default=None, metavar="V",
+        help="Class id that means 'no label' (e.g. 0 in Facebook100); those nodes are unlabelled (-1).",
+    )(func)
+    func = click.option(
+        "--labels-column", type=int, default=None, metavar="C",
+        help="Take column C (0-based) of a 2-d labels array (.npy, text matrix, .mat variable); its codes "
+             "(years, ids) are renumbered 0..K-1 and kept as class names.",
+    )(func)
+    return func
+
+
 def _labels_features_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    func = _label_choice_options(func)
     func = click.option(
         "--labels-layout", type=click.Choice(("auto", "pairs", "lines")), default="auto", show_default=True,
         help="--labels text layout: pairs ('id,label' lines), lines (line k = label of node k); "
@@ -158,6 +173,16 @@ def _report(dataset: Dataset, started: float) -> None:
     )
     for note in edge_notes(dataset.meta) + describe(dataset.meta):
         click.echo(f"note: {note}")
+    codes = dataset.meta.get("source", {}).get("category_code_columns") or []
+    if codes:
+        columns = ", ".join(str(c["column"]) for c in codes)
+        widest = max(codes, key=lambda c: c["distinct"])
+        click.echo(
+            f"graphtier: warning: feature column(s) {columns} (0-based) hold integer codes, not values (column "
+            f"{widest['column']}: {widest['distinct']:,} distinct integers up to {widest['max']:,}; years or ids?): "
+            "a model reads them as magnitudes; --labels-column C takes one as the labels",
+            err=True,
+        )
     replaced = dataset.meta.get("source", {}).get("non_finite_replaced", 0)
     if replaced:
         click.echo(f"graphtier: note: replaced {replaced:,} NaN/Inf feature values by 0 (--non-finite replace)", err=True)
@@ -173,6 +198,7 @@ def command() -> None:
     graphtier prepare csr-npz cnr-2000.csr.npz data/cnr-2000
     graphtier prepare ogb ogbn_products data/products --undirected
     graphtier prepare mat ACM.mat data/acm --undirected
+    graphtier prepare mat Caltech36.mat data/caltech --labels-key local_info --labels-column 1 --unlabelled-value 0
     """
 
 
@@ -213,6 +239,8 @@ def edgelist(
     labels: Path | None,
     features: Path | None,
     labels_layout: str,
+    labels_column: int | None,
+    unlabelled_value: int | None,
     synthetic_features: int,
     synthetic_feature_signal: float,
     synthetic_labels: int,
@@ -242,6 +270,8 @@ def edgelist(
         labels=labels,
         features=features,
         labels_layout=labels_layout,
+        labels_column=labels_column,
+        unlabelled_value=unlabelled_value,
         synthetic_features=synthetic_features,
         synthetic_feature_signal=synthetic_feature_signal,
         synthetic_labels=synthetic_labels,
@@ -276,6 +306,8 @@ def csr_npz(
     labels: Path | None,
     features: Path | None,
     labels_layout: str,
+    labels_column: int | None,
+    unlabelled_value: int | None,
     synthetic_features: int,
     synthetic_feature_signal: float,
     synthetic_labels: int,
@@ -299,6 +331,8 @@ def csr_npz(
         labels=labels,
         features=features,
         labels_layout=labels_layout,
+        labels_column=labels_column,
+        unlabelled_value=unlabelled_value,
         synthetic_features=synthetic_features,
         synthetic_feature_signal=synthetic_feature_signal,
         synthetic_labels=synthetic_labels,
@@ -368,6 +402,7 @@ def ogb(
               help="Variable holding the labels, a class-id vector or a one-hot [N, K] matrix (default: the first "
                    f"of {', '.join(LABEL_KEYS)}; none found: no labels); 'none' skips them.")
 @_graph_options
+@_labels_features_options
 @_node_data_options
 @_non_finite_option
 def mat(
@@ -381,6 +416,11 @@ def mat(
     undirected: bool,
     drop_self_loops: bool,
     keep_duplicates: bool,
+    labels: Path | None,
+    features: Path | None,
+    labels_layout: str,
+    labels_column: int | None,
+    unlabelled_value: int | None,
     synthetic_features: int,
     synthetic_feature_signal: float,
     synthetic_labels: int,
@@ -390,7 +430,9 @@ def mat(
 ) -> None:
     """A MATLAB .mat file (v7.2 or older) with an adjacency matrix, features and labels (scipy.io.loadmat).
 
-    Entry [u, v] != 0 of the adjacency is an edge u -> v; sparse or dense matrices both work.
+    Entry [u, v] != 0 of the adjacency is an edge u -> v; sparse or dense matrices both work. The
+    variables not used are listed with their shapes. Facebook100: --labels-key local_info
+    --labels-column 1 --unlabelled-value 0 (gender; 0 = missing).
     """
     from graphtier.dataset.importers.mat import import_mat
 
@@ -403,6 +445,11 @@ def mat(
         adjacency_key=adjacency_key,
         features_key=features_key,
         labels_key=labels_key,
+        labels=labels,
+        features=features,
+        labels_layout=labels_layout,
+        labels_column=labels_column,
+        unlabelled_value=unlabelled_value,
         undirected=undirected,
         drop_self_loops=drop_self_loops,
         keep_duplicates=keep_duplicates,
@@ -414,8 +461,19 @@ def mat(
         non_finite=non_finite,
     )
     options = dataset.meta["source"]["options"]
+
+    def origin(key: str, file_option: str) -> str:
+        return f"{options[file_option]} (--{file_option})" if options.get(file_option) else repr(options[key])
+
     click.echo(
-        f"variables: adjacency {options['adjacency_key']!r}, features {options['features_key']!r}, "
-        f"labels {options['labels_key']!r}"
+        f"variables: adjacency {options['adjacency_key']!r}, features {origin('features_key', 'features')}, "
+        f"labels {origin('labels_key', 'labels')}"
+        + (f" column {options['labels_column']}" if options.get("labels_column") is not None else "")
     )
+    unused = dataset.meta["source"].get("unused_variables") or {}
+    if unused:
+        click.echo(
+            "not used: " + ", ".join(f"{name} [{shape}]" for name, shape in unused.items())
+            + " (--features-key / --labels-key NAME [--labels-column C] use one)"
+        )
     _report(dataset, started)

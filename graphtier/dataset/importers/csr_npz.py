@@ -144,6 +144,8 @@ def import_csr_npz(
     synthetic_feature_signal: float = 0.0,
     synthetic_labels: int = 0,
     labels_layout: str = "auto",
+    labels_column: int | None = None,
+    unlabelled_value: int | None = None,
     split: Sequence[float] | None = None,
     seed: int = 0,
     non_finite: str = "error",
@@ -165,8 +167,13 @@ def import_csr_npz(
         labels, features, synthetic_features, split, synthetic_feature_signal, synthetic_labels
     )
     finite.check_mode(non_finite)
+    for option, given in (("--labels-column", labels_column), ("--unlabelled-value", unlabelled_value)):
+        if given is not None and labels is None:
+            raise OptionError(f"{option}: expected --labels FILE to apply it to, found none")
     indptr_in, indices_in, n, layout = read_compressed_adjacency(path, layout)
-    raw_labels = node_data.read_raw_labels(labels, labels_layout) if labels is not None else None
+    raw_labels = node_data.read_raw_labels(
+        labels, labels_layout, column=labels_column, unlabelled=unlabelled_value
+    ) if labels is not None else None
     if raw_labels is not None and raw_labels.ids is not None and raw_labels.ids.size:
         low = int(raw_labels.ids.min())
         if low < 0:
@@ -193,6 +200,8 @@ def import_csr_npz(
         "synthetic_feature_signal": synthetic_feature_signal,
         "synthetic_labels": synthetic_labels,
         "labels_layout": labels_layout,
+        "labels_column": labels_column,
+        "unlabelled_value": unlabelled_value,
         "split": list(split) if split is not None else None,
         "seed": seed,
         "non_finite": non_finite,

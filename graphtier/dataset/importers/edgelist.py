@@ -28,7 +28,7 @@ from graphtier.dataset.importers import (
     node_data,
     textio,
 )
-from graphtier.dataset.importers.labels import Labels, labels_from_pairs
+from graphtier.dataset.importers.labels import Labels, labels_from_pairs, mark_unlabelled
 from graphtier.dataset.writer import DatasetWriter
 from graphtier.errors import DatasetError, OptionError
 
@@ -52,6 +52,8 @@ def import_edgelist(
     synthetic_feature_signal: float = 0.0,
     synthetic_labels: int = 0,
     labels_layout: str = "auto",
+    labels_column: int | None = None,
+    unlabelled_value: int | None = None,
     split: Sequence[float] | None = None,
     seed: int = 0,
     non_finite: str = "error",
@@ -80,6 +82,9 @@ def import_edgelist(
             are pure noise unless ``synthetic_feature_signal`` > 0 (then they encode the labels).
         synthetic_labels: K > 0 generates uniformly random labels (unlabelled graphs).
         labels_layout: ``auto``, ``pairs`` or ``lines``.
+        labels_column: take this column (0-based) of a 2-d ``.npy`` or text matrix of labels (row
+            k = node id k); its codes are renumbered ``0..K-1`` and kept as class names.
+        unlabelled_value: the class id that means "no label" (becomes -1).
         split: ``(train, valid, test)`` fractions for a random split (over labelled nodes when
             there are labels), drawn with ``seed``.
         header: ``auto`` (first line is a header if it is not numeric but the next is), ``yes``, ``no``.
@@ -127,6 +132,13 @@ def import_edgelist(
             "--features: expected integer node ids (row k = node id k), found non-integer ids; "
             "use --synthetic-features or convert the ids"
         )
+    for option, given in (("--labels-column", labels_column), ("--unlabelled-value", unlabelled_value)):
+        if given is not None and labels is None:
+            raise OptionError(f"{option}: expected --labels FILE to apply it to, found none")
+    if string_ids and labels_column is not None:
+        raise OptionError(
+            "--labels-column: expected integer node ids (row k = node k), found non-integer ids; use 'id,label' lines"
+        )
     if string_ids and labels is not None and labels_layout == "lines":
         raise OptionError(
             "--labels-layout lines: expected integer node ids (line k = node k), found non-integer ids; "
@@ -143,6 +155,8 @@ def import_edgelist(
         "synthetic_feature_signal": synthetic_feature_signal,
         "synthetic_labels": synthetic_labels,
         "labels_layout": labels_layout,
+        "labels_column": labels_column,
+        "unlabelled_value": unlabelled_value,
         "split": list(split) if split is not None else None,
         "seed": seed,
         "header": header,
@@ -158,7 +172,9 @@ def import_edgelist(
             names = _spill_string_edges(path, spill, skip_header)
             in_edges = len(names)
             if labels is not None:
-                parsed_labels = _read_string_labels(textio.require_file(labels, "--labels file"), names, header)
+                parsed_labels = _read_string_labels(
+                    textio.require_file(labels, "--labels file"), names, header, unlabelled_value
+                )
             idmap = edges.IdMap(num_nodes=len(names), nodes_only_in_node_data=len(names) - in_edges)
         else:
             for block in textio.iter_int_rows(
@@ -170,7 +186,9 @@ def import_edgelist(
                 chunk_bytes=chunk_bytes,
             ):
                 spill.append(block[:, 0], block[:, 1])
-            raw_labels = node_data.read_raw_labels(labels, labels_layout, header) if labels is not None else None
+            raw_labels = node_data.read_raw_labels(
+                labels, labels_layout, header, column=labels_column, unlabelled=unlabelled_value
+            ) if labels is not None else None
             if features is not None:
                 feature_matrix = node_data.read_feature_matrix(features, writer.tmp / "features.scratch")
             coverage = node_data.NodeCoverage.of(feature_matrix, raw_labels)
@@ -246,7 +264,7 @@ def _spill_string_edges(path: Path, spill: edges.EdgeSpill, skip_header: bool) -
     return names
 
 
-def _read_string_labels(path: Path, names: dict[str, int], header: str) -> Labels:
+def _read_string_labels(path: Path, names: dict[str, int], header: str, unlabelled: int | None = None) -> Labels:
     """``id,label`` lines for non-integer node ids; integer labels or class names.
 
     An id that no edge uses is added to ``names`` (a node without edges), never dropped.
@@ -270,7 +288,8 @@ def _read_string_labels(path: Path, names: dict[str, int], header: str) -> Label
     identity = edges.IdMap(num_nodes=len(names))
     id_array = np.array(ids, dtype=np.int64)
     if all(re.fullmatch(r"[+-]?\d+", t) for t in raw_labels):
-        return labels_from_pairs(path, id_array, np.array([int(t) for t in raw_labels], np.int64), identity)
+        classes = mark_unlabelled(np.array([int(t) for t in raw_labels], np.int64), unlabelled)
+        return labels_from_pairs(path, id_array, classes, identity)
     class_names = sorted(set(raw_labels))
     code = {c: i for i, c in enumerate(class_names)}
     result = labels_from_pairs(path, id_array, np.array([code[t] for t in raw_labels], np.int64), identity)
