@@ -8,127 +8,21 @@ nothing is left at OUTPUT.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import click
 
-from graphtier.cli.options import SEED
-from graphtier.dataset.finite import NON_FINITE_MODES
+from graphtier.cli.prepare_options import (
+    common_options,
+    graph_options,
+    labels_features_options,
+    node_data_options,
+    non_finite_option,
+)
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import splits, textio
 from graphtier.dataset.importers.mat import ADJACENCY_KEYS, FEATURE_KEYS, LABEL_KEYS
-
-_PATH = click.Path(path_type=Path)
-
-
-def _common_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    """SOURCE, OUTPUT, --name and --overwrite, shared by every format."""
-    func = click.option("--overwrite", is_flag=True,
-                        help="Replace OUTPUT if it is a graphtier dataset and holds nothing else.")(func)
-    func = click.option("--name", default=None, help="Dataset name stored in meta.json (default: the name of OUTPUT).")(func)
-    func = click.argument("output", type=_PATH)(func)
-    func = click.argument("source", type=_PATH)(func)
-    return func
-
-
-def _graph_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    """Edge handling options: --undirected, --drop-self-loops, --keep-duplicates (--dedup: the default, hidden)."""
-    func = click.option("--dedup", is_flag=True, hidden=True, expose_value=False,
-                        help="Accepted for old scripts: dropping repeated edges is the default.")(func)
-    func = click.option(
-        "--keep-duplicates", is_flag=True,
-        help="Keep repeated edges (default: keep one copy of each and say how many were dropped).",
-    )(func)
-    func = click.option("--drop-self-loops", is_flag=True, help="Drop edges v -> v.")(func)
-    func = click.option(
-        "--undirected", is_flag=True,
-        help="Add the reverse of every edge that lacks it (the dataset is marked undirected); an input that "
-             "already lists both directions gives the same graph.",
-    )(func)
-    return func
-
-
-def _node_data_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    """--synthetic-features, --synthetic-feature-signal, --synthetic-labels, --split and --seed."""
-    func = click.option("--seed", type=SEED, default=0, show_default=True,
-                        help="Seed of --split, --synthetic-features and --synthetic-labels.")(func)
-    func = click.option(
-        "--split",
-        "split_text",
-        default=None,
-        metavar="TRAIN,VALID,TEST",
-        help="Random split fractions, e.g. 0.6,0.2,0.2 (over labelled nodes when there are labels).",
-    )(func)
-    func = click.option(
-        "--synthetic-features",
-        type=int,
-        default=0,
-        metavar="DIM",
-        help="Generate DIM deterministic random features: pure noise, no label information "
-             "(see --synthetic-feature-signal). Marked synthetic in meta.json.",
-    )(func)
-    func = click.option(
-        "--synthetic-feature-signal",
-        type=float,
-        default=0.0,
-        show_default=True,
-        metavar="S",
-        help="Add S times a random class centroid to the synthetic features of labelled nodes: the features "
-             "then ENCODE the labels (accuracy measures nothing about the graph). 0 = no label information.",
-    )(func)
-    func = click.option(
-        "--synthetic-labels",
-        type=int,
-        default=0,
-        metavar="K",
-        help="Generate uniformly random labels over K classes for an unlabelled graph (for throughput runs; "
-             "accuracy is about 1/K). Marked synthetic in meta.json.",
-    )(func)
-    return func
-
-
-def _label_choice_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    """--labels-column and --unlabelled-value (for --labels files and .mat label variables)."""
-    func = click.option(
-        "--unlabelled-value", type=int, default=None, metavar="V",
-        help="Class id that means 'no label' (e.g. 0 in Facebook100); those nodes are unlabelled (-1).",
-    )(func)
-    func = click.option(
-        "--labels-column", type=int, default=None, metavar="C",
-        help="Take column C (0-based) of a 2-d labels array (.npy, text matrix, .mat variable); its codes "
-             "(years, ids) are renumbered 0..K-1 and kept as class names.",
-    )(func)
-    return func
-
-
-def _labels_features_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    func = _label_choice_options(func)
-    func = click.option(
-        "--labels-layout", type=click.Choice(("auto", "pairs", "lines")), default="auto", show_default=True,
-        help="--labels text layout: pairs ('id,label' lines), lines (line k = label of node k); "
-             "auto: lines when a line has one column.",
-    )(func)
-    func = click.option(
-        "--features", type=_PATH, default=None, metavar="FILE",
-        help="Features: a .npy [rows, D] or a text matrix (one row per node, blank- or comma-separated); "
-             "row k belongs to original node id k. Rows without edges become isolated nodes.",
-    )(func)
-    func = click.option(
-        "--labels", type=_PATH, default=None, metavar="FILE",
-        help="Node labels: 'id,label' lines, one label per line (line k = node k), or .npy (row k = node id k); "
-             "integer class ids must be below 2^24 (16,777,216).",
-    )(func)
-    return func
-
-
-def _non_finite_option(func: Callable[..., Any]) -> Callable[..., Any]:
-    """--non-finite error|replace: what to do with NaN/Inf feature values."""
-    return click.option(
-        "--non-finite", type=click.Choice(NON_FINITE_MODES), default="error", show_default=True,
-        help="NaN/Inf feature values: refuse the import (error) or replace them by 0 and say how many (replace).",
-    )(func)
 
 
 def _split(split_text: str | None) -> tuple[float, float, float] | None:
@@ -203,9 +97,9 @@ def command() -> None:
 
 
 @command.command(name="planetoid")
-@_common_options
+@common_options
 @click.option("--dataset", default=None, help="The <name> in ind.<name>.* (default: detected).")
-@_non_finite_option
+@non_finite_option
 def planetoid(
     source: Path, output: Path, name: str | None, overwrite: bool, dataset: str | None, non_finite: str
 ) -> None:
@@ -217,17 +111,17 @@ def planetoid(
 
 
 @command.command(name="edgelist")
-@_common_options
-@_graph_options
-@_labels_features_options
-@_node_data_options
+@common_options
+@graph_options
+@labels_features_options
+@node_data_options
 @click.option("--header", type=click.Choice(textio.HEADER_MODES), default="auto", show_default=True,
               help="Whether the first line is a header (auto: if it is not numeric but the next is).")
 @click.option("--ids", type=click.Choice(("auto", "int", "string")), default="auto", show_default=True,
               help="Node id type (auto: string when the first edge is not two integers).")
 @click.option("--num-nodes", type=int, default=None,
               help="Keep integer ids as they are, in [0, N) (nodes without edges are kept).")
-@_non_finite_option
+@non_finite_option
 def edgelist(
     source: Path,
     output: Path,
@@ -286,14 +180,14 @@ def edgelist(
 
 
 @command.command(name="csr-npz")
-@_common_options
+@common_options
 @click.option("--layout", type=click.Choice(("auto", "csr", "csc")), default="auto", show_default=True,
               help="csr: row u lists u's out-neighbours; csc: column v lists v's in-neighbours "
                    "(auto: the archive's 'format', else csr).")
-@_graph_options
-@_labels_features_options
-@_node_data_options
-@_non_finite_option
+@graph_options
+@labels_features_options
+@node_data_options
+@non_finite_option
 def csr_npz(
     source: Path,
     output: Path,
@@ -344,11 +238,11 @@ def csr_npz(
 
 
 @command.command(name="ogb")
-@_common_options
+@common_options
 @click.option("--scheme", default=None, help="Split folder under SOURCE/split (default: the only one).")
-@_graph_options
-@_node_data_options
-@_non_finite_option
+@graph_options
+@node_data_options
+@non_finite_option
 def ogb(
     source: Path,
     output: Path,
@@ -392,7 +286,7 @@ def ogb(
 
 
 @command.command(name="mat")
-@_common_options
+@common_options
 @click.option("--adjacency-key", default=None, metavar="NAME",
               help=f"Variable holding the square adjacency (default: the first of {', '.join(ADJACENCY_KEYS)}).")
 @click.option("--features-key", default=None, metavar="NAME",
@@ -401,10 +295,10 @@ def ogb(
 @click.option("--labels-key", default=None, metavar="NAME",
               help="Variable holding the labels, a class-id vector or a one-hot [N, K] matrix (default: the first "
                    f"of {', '.join(LABEL_KEYS)}; none found: no labels); 'none' skips them.")
-@_graph_options
-@_labels_features_options
-@_node_data_options
-@_non_finite_option
+@graph_options
+@labels_features_options
+@node_data_options
+@non_finite_option
 def mat(
     source: Path,
     output: Path,
