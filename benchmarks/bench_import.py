@@ -65,7 +65,7 @@ else:
     from graphtier.dataset.importers import import_csr_npz, import_edgelist
     warm = Path(output + ".warm.txt")
     warm.write_text("0 5\n5 1\n")
-    import_edgelist(warm, output + ".warm", overwrite=True, dedup=True, undirected=True)
+    import_edgelist(warm, output + ".warm", overwrite=True, undirected=True)
     base = rss_mib()
     t = time.perf_counter()
     if kind == "edgelist":
@@ -161,10 +161,10 @@ def main() -> None:
     if slashdot.exists():
         ours = run_child("edgelist", slashdot, DATA / "slashdot", {})
         dedup = run_child("edgelist", slashdot, DATA / "slashdot-undirected",
-                          {"undirected": True, "dedup": True, "drop_self_loops": True})
+                          {"undirected": True, "drop_self_loops": True})
         base = run_child("baseline", slashdot, DATA / "unused", {})
         rows += [("soc-Slashdot0902 (gz)", "graphtier edgelist", ours, ours["edges_per_s"] / base["edges_per_s"]),
-                 ("soc-Slashdot0902 (gz)", "... --undirected --dedup --drop-self-loops", dedup, None),
+                 ("soc-Slashdot0902 (gz)", "... --undirected --drop-self-loops", dedup, None),
                  ("soc-Slashdot0902 (gz)", "baseline np.loadtxt + edges_to_csc", base, 1.0)]
     cnr = (SHARED / "cnr-2000" / "cnr-2000.csr.npz").resolve()
     if cnr.exists():

@@ -12,6 +12,7 @@ from typing import Any
 import click
 import numpy as np
 
+from graphtier.dataset.csc import reciprocity
 from graphtier.dataset.format import SPLITS, Dataset
 from graphtier.dataset.provenance import describe, provenance_of
 from graphtier.dataset.writer import json_default
@@ -50,11 +51,25 @@ def undirected_pairs(dataset: Dataset) -> int | None:
     return (dataset.num_edges - loops) // 2 + loops
 
 
+SYMMETRY_SCAN_EDGES = 1 << 27
+"""Largest graph whose symmetry ``info`` computes when ``meta.json`` does not record it (older datasets)."""
+
+
+def symmetric(dataset: Dataset) -> bool | None:
+    """Whether every edge ``u -> v`` has its reverse: ``meta.json`` ``symmetric`` (recorded at import), else a
+    scan of at most :data:`SYMMETRY_SCAN_EDGES` edges (O(E log degree)), else None (unknown)."""
+    if isinstance(dataset.meta.get("symmetric"), bool):
+        return bool(dataset.meta["symmetric"])
+    if dataset.num_edges > SYMMETRY_SCAN_EDGES:
+        return None
+    return reciprocity(dataset.indptr, dataset.indices)[2]
+
+
 def dataset_info(dataset: Dataset) -> dict[str, Any]:
     """Everything ``graphtier info`` reports, as a JSON-ready dict.
 
     Fields: ``path``, ``name``, ``format_version``, ``num_nodes``, ``num_edges`` (directed edges as
-    stored), ``directed``, ``undirected_pairs`` (symmetric datasets; null when directed),
+    stored), ``directed``, ``symmetric`` (every edge has its reverse; null when unknown), ``undirected_pairs`` (symmetric datasets; null when directed),
     ``node_order``, ``in_degree`` (``min``, ``mean``, ``median``, ``p99``, ``max``,
     ``zero_in_degree_nodes``, ``top1pct_edge_share``, ``top10pct_edge_share``), ``features``
     (``shape``, ``dtype``, ``bytes``; null without features), ``labels`` (``num_classes``,
@@ -100,6 +115,7 @@ def dataset_info(dataset: Dataset) -> dict[str, Any]:
         "num_nodes": dataset.num_nodes,
         "num_edges": dataset.num_edges,
         "directed": dataset.directed,
+        "symmetric": symmetric(dataset),
         "undirected_pairs": undirected_pairs(dataset),
         "node_order": dataset.meta["node_order"],
         "in_degree": degree,
@@ -138,6 +154,12 @@ def _render_table(info: dict[str, Any]) -> None:
         "edges",
         f"{info['num_edges']:,} directed edges"
         + (f" ({pairs:,} undirected pairs)" if pairs is not None else ""),
+    )
+    sym = info.get("symmetric")
+    table.add_row(
+        "symmetric",
+        "unknown (not recorded; re-import to record it)" if sym is None
+        else "yes (every edge has its reverse)" if sym else "no (some edges lack their reverse)",
     )
     table.add_row("node order", str(info["node_order"]))
     d = info["in_degree"]

@@ -8,109 +8,51 @@ nothing is left at OUTPUT.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import click
 
-from graphtier.cli.options import SEED
-from graphtier.dataset.finite import NON_FINITE_MODES
+from graphtier.cli.prepare_options import (
+    common_options,
+    graph_options,
+    labels_features_options,
+    node_data_options,
+    non_finite_option,
+)
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import splits, textio
 from graphtier.dataset.importers.mat import ADJACENCY_KEYS, FEATURE_KEYS, LABEL_KEYS
 
-_PATH = click.Path(path_type=Path)
-
-
-def _common_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    """SOURCE, OUTPUT, --name and --overwrite, shared by every format."""
-    func = click.option("--overwrite", is_flag=True,
-                        help="Replace OUTPUT if it is a graphtier dataset and holds nothing else.")(func)
-    func = click.option("--name", default=None, help="Dataset name stored in meta.json (default: the name of OUTPUT).")(func)
-    func = click.argument("output", type=_PATH)(func)
-    func = click.argument("source", type=_PATH)(func)
-    return func
-
-
-def _graph_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    """Edge handling options: --undirected, --drop-self-loops, --dedup."""
-    func = click.option("--dedup", is_flag=True, help="Keep one copy of repeated edges.")(func)
-    func = click.option("--drop-self-loops", is_flag=True, help="Drop edges v -> v.")(func)
-    func = click.option(
-        "--undirected", is_flag=True, help="Add the reverse of every edge (the dataset is marked undirected)."
-    )(func)
-    return func
-
-
-def _node_data_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    """--synthetic-features, --synthetic-feature-signal, --synthetic-labels, --split and --seed."""
-    func = click.option("--seed", type=SEED, default=0, show_default=True,
-                        help="Seed of --split, --synthetic-features and --synthetic-labels.")(func)
-    func = click.option(
-        "--split",
-        "split_text",
-        default=None,
-        metavar="TRAIN,VALID,TEST",
-        help="Random split fractions, e.g. 0.6,0.2,0.2 (over labelled nodes when there are labels).",
-    )(func)
-    func = click.option(
-        "--synthetic-features",
-        type=int,
-        default=0,
-        metavar="DIM",
-        help="Generate DIM deterministic random features: pure noise, no label information "
-             "(see --synthetic-feature-signal). Marked synthetic in meta.json.",
-    )(func)
-    func = click.option(
-        "--synthetic-feature-signal",
-        type=float,
-        default=0.0,
-        show_default=True,
-        metavar="S",
-        help="Add S times a random class centroid to the synthetic features of labelled nodes: the features "
-             "then ENCODE the labels (accuracy measures nothing about the graph). 0 = no label information.",
-    )(func)
-    func = click.option(
-        "--synthetic-labels",
-        type=int,
-        default=0,
-        metavar="K",
-        help="Generate uniformly random labels over K classes for an unlabelled graph (for throughput runs; "
-             "accuracy is about 1/K). Marked synthetic in meta.json.",
-    )(func)
-    return func
-
-
-def _labels_features_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    func = click.option(
-        "--labels-layout", type=click.Choice(("auto", "pairs", "lines")), default="auto", show_default=True,
-        help="--labels text layout: pairs ('id,label' lines), lines (line k = label of node k); "
-             "auto: lines when a line has one column.",
-    )(func)
-    func = click.option(
-        "--features", type=_PATH, default=None, metavar="FILE",
-        help="Features: a .npy [rows, D] or a text matrix (one row per node, blank- or comma-separated); "
-             "row k belongs to original node id k. Rows without edges become isolated nodes.",
-    )(func)
-    func = click.option(
-        "--labels", type=_PATH, default=None, metavar="FILE",
-        help="Node labels: 'id,label' lines, one label per line (line k = node k), or .npy (row k = node id k); "
-             "integer class ids must be below 2^24 (16,777,216).",
-    )(func)
-    return func
-
-
-def _non_finite_option(func: Callable[..., Any]) -> Callable[..., Any]:
-    """--non-finite error|replace: what to do with NaN/Inf feature values."""
-    return click.option(
-        "--non-finite", type=click.Choice(NON_FINITE_MODES), default="error", show_default=True,
-        help="NaN/Inf feature values: refuse the import (error) or replace them by 0 and say how many (replace).",
-    )(func)
-
 
 def _split(split_text: str | None) -> tuple[float, float, float] | None:
     return splits.parse_fractions(split_text) if split_text is not None else None
+
+
+def edge_notes(meta: dict[str, Any]) -> list[str]:
+    """One line per thing the import did to the edges (``meta.json`` ``source.edges``), or nothing for old metas."""
+    counts = (meta.get("source") or {}).get("edges")
+    if not isinstance(counts, dict):
+        return []
+    options = (meta.get("source") or {}).get("options") or {}
+    notes = []
+    if counts.get("self_loops_dropped"):
+        notes.append(f"dropped {counts['self_loops_dropped']:,} self-loops (--drop-self-loops)")
+    if counts.get("duplicates_dropped"):
+        notes.append(f"dropped {counts['duplicates_dropped']:,} duplicate edges (--keep-duplicates keeps them)")
+    if options.get("undirected"):
+        notes.append(
+            f"--undirected: {counts.get('reverse_present', 0):,} edges already had their reverse, "
+            f"added {counts.get('reverses_added', 0):,} reverse edges"
+        )
+    elif "symmetric" in meta:
+        kept = int(meta.get("num_edges", 0))
+        if meta["symmetric"]:
+            notes.append(f"every edge has its reverse (the graph is symmetric; {kept:,} directed edges)")
+        else:
+            notes.append(f"directed: {counts.get('reverse_present', 0):,} of {kept:,} edges have their reverse "
+                         "(--undirected adds the missing ones)")
+    return notes
 
 
 def _report(dataset: Dataset, started: float) -> None:
@@ -123,11 +65,21 @@ def _report(dataset: Dataset, started: float) -> None:
         f"feature_dim {dataset.feature_dim}, {dataset.num_classes} classes "
         f"in {seconds:.1f} s ({rate:,.0f} edges/s)"
     )
-    for note in describe(dataset.meta):
+    for note in edge_notes(dataset.meta) + describe(dataset.meta):
         click.echo(f"note: {note}")
     if dataset.train_idx is None:
         click.echo("note: no train/valid/test split was made, and `graphtier train` needs one: "
                    "run this command again with --split TRAIN,VALID,TEST (e.g. --split 0.8,0.1,0.1)")
+    codes = dataset.meta.get("source", {}).get("category_code_columns") or []
+    if codes:
+        columns = ", ".join(str(c["column"]) for c in codes)
+        widest = max(codes, key=lambda c: c["distinct"])
+        click.echo(
+            f"graphtier: warning: feature column(s) {columns} (0-based) hold integer codes, not values (column "
+            f"{widest['column']}: {widest['distinct']:,} distinct integers up to {widest['max']:,}; years or ids?): "
+            "a model reads them as magnitudes; --labels-column C takes one as the labels",
+            err=True,
+        )
     replaced = dataset.meta.get("source", {}).get("non_finite_replaced", 0)
     if replaced:
         click.echo(f"graphtier: note: replaced {replaced:,} NaN/Inf feature values by 0 (--non-finite replace)", err=True)
@@ -143,13 +95,14 @@ def command() -> None:
     graphtier prepare csr-npz cnr-2000.csr.npz data/cnr-2000
     graphtier prepare ogb ogbn_products data/products --undirected
     graphtier prepare mat ACM.mat data/acm --undirected
+    graphtier prepare mat Caltech36.mat data/caltech --labels-key local_info --labels-column 1 --unlabelled-value 0
     """
 
 
 @command.command(name="planetoid")
-@_common_options
+@common_options
 @click.option("--dataset", default=None, help="The <name> in ind.<name>.* (default: detected).")
-@_non_finite_option
+@non_finite_option
 def planetoid(
     source: Path, output: Path, name: str | None, overwrite: bool, dataset: str | None, non_finite: str
 ) -> None:
@@ -161,17 +114,17 @@ def planetoid(
 
 
 @command.command(name="edgelist")
-@_common_options
-@_graph_options
-@_labels_features_options
-@_node_data_options
+@common_options
+@graph_options
+@labels_features_options
+@node_data_options
 @click.option("--header", type=click.Choice(textio.HEADER_MODES), default="auto", show_default=True,
               help="Whether the first line is a header (auto: if it is not numeric but the next is).")
 @click.option("--ids", type=click.Choice(("auto", "int", "string")), default="auto", show_default=True,
               help="Node id type (auto: string when the first edge is not two integers).")
 @click.option("--num-nodes", type=int, default=None,
               help="Keep integer ids as they are, in [0, N) (nodes without edges are kept).")
-@_non_finite_option
+@non_finite_option
 def edgelist(
     source: Path,
     output: Path,
@@ -179,10 +132,12 @@ def edgelist(
     overwrite: bool,
     undirected: bool,
     drop_self_loops: bool,
-    dedup: bool,
+    keep_duplicates: bool,
     labels: Path | None,
     features: Path | None,
     labels_layout: str,
+    labels_column: int | None,
+    unlabelled_value: int | None,
     synthetic_features: int,
     synthetic_feature_signal: float,
     synthetic_labels: int,
@@ -208,10 +163,12 @@ def edgelist(
         overwrite=overwrite,
         undirected=undirected,
         drop_self_loops=drop_self_loops,
-        dedup=dedup,
+        keep_duplicates=keep_duplicates,
         labels=labels,
         features=features,
         labels_layout=labels_layout,
+        labels_column=labels_column,
+        unlabelled_value=unlabelled_value,
         synthetic_features=synthetic_features,
         synthetic_feature_signal=synthetic_feature_signal,
         synthetic_labels=synthetic_labels,
@@ -226,14 +183,14 @@ def edgelist(
 
 
 @command.command(name="csr-npz")
-@_common_options
+@common_options
 @click.option("--layout", type=click.Choice(("auto", "csr", "csc")), default="auto", show_default=True,
               help="csr: row u lists u's out-neighbours; csc: column v lists v's in-neighbours "
                    "(auto: the archive's 'format', else csr).")
-@_graph_options
-@_labels_features_options
-@_node_data_options
-@_non_finite_option
+@graph_options
+@labels_features_options
+@node_data_options
+@non_finite_option
 def csr_npz(
     source: Path,
     output: Path,
@@ -242,10 +199,12 @@ def csr_npz(
     layout: str,
     undirected: bool,
     drop_self_loops: bool,
-    dedup: bool,
+    keep_duplicates: bool,
     labels: Path | None,
     features: Path | None,
     labels_layout: str,
+    labels_column: int | None,
+    unlabelled_value: int | None,
     synthetic_features: int,
     synthetic_feature_signal: float,
     synthetic_labels: int,
@@ -265,10 +224,12 @@ def csr_npz(
         layout=layout,
         undirected=undirected,
         drop_self_loops=drop_self_loops,
-        dedup=dedup,
+        keep_duplicates=keep_duplicates,
         labels=labels,
         features=features,
         labels_layout=labels_layout,
+        labels_column=labels_column,
+        unlabelled_value=unlabelled_value,
         synthetic_features=synthetic_features,
         synthetic_feature_signal=synthetic_feature_signal,
         synthetic_labels=synthetic_labels,
@@ -280,11 +241,11 @@ def csr_npz(
 
 
 @command.command(name="ogb")
-@_common_options
+@common_options
 @click.option("--scheme", default=None, help="Split folder under SOURCE/split (default: the only one).")
-@_graph_options
-@_node_data_options
-@_non_finite_option
+@graph_options
+@node_data_options
+@non_finite_option
 def ogb(
     source: Path,
     output: Path,
@@ -293,7 +254,7 @@ def ogb(
     scheme: str | None,
     undirected: bool,
     drop_self_loops: bool,
-    dedup: bool,
+    keep_duplicates: bool,
     synthetic_features: int,
     synthetic_feature_signal: float,
     synthetic_labels: int,
@@ -316,7 +277,7 @@ def ogb(
         scheme=scheme,
         undirected=undirected,
         drop_self_loops=drop_self_loops,
-        dedup=dedup,
+        keep_duplicates=keep_duplicates,
         synthetic_features=synthetic_features,
         synthetic_feature_signal=synthetic_feature_signal,
         synthetic_labels=synthetic_labels,
@@ -328,7 +289,7 @@ def ogb(
 
 
 @command.command(name="mat")
-@_common_options
+@common_options
 @click.option("--adjacency-key", default=None, metavar="NAME",
               help=f"Variable holding the square adjacency (default: the first of {', '.join(ADJACENCY_KEYS)}).")
 @click.option("--features-key", default=None, metavar="NAME",
@@ -337,9 +298,10 @@ def ogb(
 @click.option("--labels-key", default=None, metavar="NAME",
               help="Variable holding the labels, a class-id vector or a one-hot [N, K] matrix (default: the first "
                    f"of {', '.join(LABEL_KEYS)}; none found: no labels); 'none' skips them.")
-@_graph_options
-@_node_data_options
-@_non_finite_option
+@graph_options
+@labels_features_options
+@node_data_options
+@non_finite_option
 def mat(
     source: Path,
     output: Path,
@@ -350,7 +312,12 @@ def mat(
     labels_key: str | None,
     undirected: bool,
     drop_self_loops: bool,
-    dedup: bool,
+    keep_duplicates: bool,
+    labels: Path | None,
+    features: Path | None,
+    labels_layout: str,
+    labels_column: int | None,
+    unlabelled_value: int | None,
     synthetic_features: int,
     synthetic_feature_signal: float,
     synthetic_labels: int,
@@ -360,7 +327,9 @@ def mat(
 ) -> None:
     """A MATLAB .mat file (v7.2 or older) with an adjacency matrix, features and labels (scipy.io.loadmat).
 
-    Entry [u, v] != 0 of the adjacency is an edge u -> v; sparse or dense matrices both work.
+    Entry [u, v] != 0 of the adjacency is an edge u -> v; sparse or dense matrices both work. The
+    variables not used are listed with their shapes. Facebook100: --labels-key local_info
+    --labels-column 1 --unlabelled-value 0 (gender; 0 = missing).
     """
     from graphtier.dataset.importers.mat import import_mat
 
@@ -373,9 +342,14 @@ def mat(
         adjacency_key=adjacency_key,
         features_key=features_key,
         labels_key=labels_key,
+        labels=labels,
+        features=features,
+        labels_layout=labels_layout,
+        labels_column=labels_column,
+        unlabelled_value=unlabelled_value,
         undirected=undirected,
         drop_self_loops=drop_self_loops,
-        dedup=dedup,
+        keep_duplicates=keep_duplicates,
         synthetic_features=synthetic_features,
         synthetic_feature_signal=synthetic_feature_signal,
         synthetic_labels=synthetic_labels,
@@ -384,8 +358,19 @@ def mat(
         non_finite=non_finite,
     )
     options = dataset.meta["source"]["options"]
+
+    def origin(key: str, file_option: str) -> str:
+        return f"{options[file_option]} (--{file_option})" if options.get(file_option) else repr(options[key])
+
     click.echo(
-        f"variables: adjacency {options['adjacency_key']!r}, features {options['features_key']!r}, "
-        f"labels {options['labels_key']!r}"
+        f"variables: adjacency {options['adjacency_key']!r}, features {origin('features_key', 'features')}, "
+        f"labels {origin('labels_key', 'labels')}"
+        + (f" column {options['labels_column']}" if options.get("labels_column") is not None else "")
     )
+    unused = dataset.meta["source"].get("unused_variables") or {}
+    if unused:
+        click.echo(
+            "not used: " + ", ".join(f"{name} [{shape}]" for name, shape in unused.items())
+            + " (--features-key / --labels-key NAME [--labels-column C] use one)"
+        )
     _report(dataset, started)

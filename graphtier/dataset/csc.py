@@ -135,3 +135,163 @@ def csc_to_edges(indptr: np.ndarray, indices: np.ndarray) -> tuple[np.ndarray, n
     indptr = np.asarray(indptr)
     dst = np.repeat(np.arange(indptr.shape[0] - 1, dtype=np.int64), np.diff(indptr))
     return np.asarray(indices).astype(np.int64), dst
+
+
+# ---------------------------------------------------------------------------- symmetrising and deduplicating
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def sort_list_halves(indptr: np.ndarray, middle: np.ndarray, indices: np.ndarray) -> None:
+    """Sort ``indices[indptr[v]:middle[v]]`` and ``indices[middle[v]:indptr[v + 1]]`` ascending, each on its own."""
+    for v in numba.prange(indptr.shape[0] - 1):
+        start, mid, stop = indptr[v], middle[v], indptr[v + 1]
+        if mid - start > 1:
+            indices[start:mid] = np.sort(indices[start:mid])
+        if stop - mid > 1:
+            indices[mid:stop] = np.sort(indices[mid:stop])
+
+
+@numba.njit(cache=True, nogil=True)
+def _merge_runs(v: np.int64, first: np.ndarray, second: np.ndarray, keep_duplicates: bool,
+                out: np.ndarray, write: bool) -> tuple[int, int, int]:
+    """Merge two sorted lists of node ``v`` into their union (see :func:`merge_list_halves`)."""
+    i = 0
+    j = 0
+    kept = 0
+    duplicates = 0
+    reciprocal = 0
+    while i < first.shape[0] or j < second.shape[0]:
+        if i < first.shape[0] and (j >= second.shape[0] or first[i] <= second[j]):
+            x = first[i]
+        else:
+            x = second[j]
+        a = 0
+        while i < first.shape[0] and first[i] == x:
+            a += 1
+            i += 1
+        b = 0
+        while j < second.shape[0] and second[j] == x:
+            b += 1
+            j += 1
+        copies = max(a, b) if keep_duplicates else 1
+        if write:
+            for _ in range(copies):
+                out[kept] = x
+                kept += 1
+        else:
+            kept += copies
+        if a > 1 and not keep_duplicates:
+            duplicates += a - 1
+        if a > 0 and b > 0 and x != v:
+            reciprocal += min(a, b) if keep_duplicates else 1
+    return kept, duplicates, reciprocal
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def _merged_counts(indptr: np.ndarray, middle: np.ndarray, indices: np.ndarray,
+                   keep_duplicates: bool) -> tuple[np.ndarray, int, int]:
+    n = indptr.shape[0] - 1
+    counts = np.zeros(n, dtype=np.int64)
+    duplicates = 0
+    reciprocal = 0
+    unused = np.empty(0, dtype=indices.dtype)
+    for v in numba.prange(n):
+        kept, dup, rec = _merge_runs(v, indices[indptr[v]:middle[v]], indices[middle[v]:indptr[v + 1]],
+                                     keep_duplicates, unused, False)
+        counts[v] = kept
+        duplicates += dup
+        reciprocal += rec
+    return counts, duplicates, reciprocal
+
+
+@numba.njit(cache=True, nogil=True)
+def _merge_in_place(indptr: np.ndarray, middle: np.ndarray, indices: np.ndarray, new_indptr: np.ndarray,
+                    keep_duplicates: bool, scratch: np.ndarray) -> None:
+    # sequential: node v's output starts at new_indptr[v] <= indptr[v] and ends before indptr[v + 1],
+    # so it never overwrites a list not yet read; its own list is copied to ``scratch`` first
+    for v in range(indptr.shape[0] - 1):
+        start, mid, stop = indptr[v], middle[v], indptr[v + 1]
+        length = stop - start
+        scratch[:length] = indices[start:stop]
+        _merge_runs(v, scratch[: mid - start], scratch[mid - start : length], keep_duplicates,
+                    indices[new_indptr[v]:new_indptr[v + 1]], True)
+
+
+def merge_list_halves(
+    indptr: np.ndarray, middle: np.ndarray, indices: np.ndarray, *, keep_duplicates: bool = False
+) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """Replace each node's two sorted halves by their union, in place (no second copy of ``indices``).
+
+    Node ``v``'s list ``indices[indptr[v]:indptr[v + 1]]`` holds the sources of its input edges
+    ``u -> v`` in ``[indptr[v], middle[v])`` and the sources to add (the targets ``u`` of its edges
+    ``v -> u``, for symmetrising; empty when ``middle`` is ``indptr[1:]``) in the rest, each half
+    sorted (:func:`sort_list_halves`). An id ``u`` seen ``a`` times in the first half and ``b``
+    times in the second is kept once, or ``max(a, b)`` times with ``keep_duplicates``: only missing
+    directions are added, so a list that already held ``u`` is unchanged.
+
+    Args:
+        indptr: int64 [N + 1]; middle: int64 [N]; indices: int32/int64 [E] (CPU, overwritten).
+
+    Returns:
+        ``(new_indptr int64 [N + 1], indices[:E'] (a view of the input), duplicates, reciprocal)``:
+        ``duplicates`` counts the repeated entries of first halves that were dropped (0 with
+        ``keep_duplicates``), ``reciprocal`` the first-half entries ``u != v`` whose id is also in
+        the second half (input edges that already had their reverse).
+    """
+    counts, duplicates, reciprocal = _merged_counts(indptr, middle, indices, keep_duplicates)
+    new_indptr = np.zeros_like(indptr)
+    np.cumsum(counts, out=new_indptr[1:])
+    del counts
+    longest = int(np.max(np.diff(indptr))) if indptr.shape[0] > 1 else 0
+    _merge_in_place(indptr, middle, indices, new_indptr, keep_duplicates, np.empty(longest, dtype=indices.dtype))
+    return new_indptr, indices[: int(new_indptr[-1])], int(duplicates), int(reciprocal)
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def _reciprocity(indptr: np.ndarray, indices: np.ndarray) -> tuple[int, int, int]:
+    reciprocal = 0
+    duplicates = 0
+    asymmetric = 0
+    for v in numba.prange(indptr.shape[0] - 1):
+        i = indptr[v]
+        stop = indptr[v + 1]
+        while i < stop:
+            u = indices[i]
+            a = 0
+            while i < stop and indices[i] == u:
+                a += 1
+                i += 1
+            duplicates += a - 1
+            if u == v:
+                continue
+            other = indices[indptr[u]:indptr[u + 1]]
+            lo = np.searchsorted(other, v, side="left")
+            hi = np.searchsorted(other, v, side="right")
+            b = hi - lo
+            reciprocal += min(a, b)
+            if a != b:
+                asymmetric += 1
+    return reciprocal, duplicates, asymmetric
+
+
+def reciprocity(indptr: np.ndarray, indices: np.ndarray) -> tuple[int, int, bool]:
+    """``(reciprocal, duplicates, symmetric)`` of a CSC graph with sorted lists (memory maps work).
+
+    ``reciprocal``: edges ``u -> v`` (``u != v``) whose reverse ``v -> u`` is stored too (with
+    repeats, ``min`` of the two multiplicities); ``duplicates``: stored repeats of an edge;
+    ``symmetric``: every edge ``u -> v`` is stored as often as ``v -> u``. O(E log degree).
+    """
+    reciprocal, duplicates, asymmetric = _reciprocity(np.asarray(indptr), np.asarray(indices))
+    return int(reciprocal), int(duplicates), asymmetric == 0
+
+
+def reciprocity_reference(indptr: np.ndarray, indices: np.ndarray) -> tuple[int, int, bool]:
+    """Plain-Python reference of :func:`reciprocity`."""
+    from collections import Counter
+
+    src, dst = csc_to_edges(indptr, indices)
+    pairs = Counter(zip(src.tolist(), dst.tolist()))
+    reciprocal = sum(min(m, pairs.get((v, u), 0)) for (u, v), m in pairs.items() if u != v)
+    duplicates = sum(m - 1 for m in pairs.values())
+    symmetric = all(pairs.get((v, u), 0) == m for (u, v), m in pairs.items())
+    return reciprocal, duplicates, symmetric

@@ -120,3 +120,32 @@ def test_undirected_pairs_count_self_loops_once(tmp_path: Path) -> None:
         ds = writer.finish({"name": "sym", "num_nodes": 3, "num_edges": 5, "directed": False, "feature_dim": 0,
                             "feature_dtype": "float32", "num_classes": 0, "source": {"kind": "test"}})
     assert dataset_info(ds)["undirected_pairs"] == 3
+
+
+def test_info_shows_whether_the_graph_is_symmetric(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Recorded at import (meta.json 'symmetric'); computed for an older dataset that lacks it (issue 23)."""
+    from graphtier.cli.info import dataset_info
+    from graphtier.dataset import DatasetWriter
+
+    def old_dataset(name: str, indptr: list[int], indices: list[int]) -> Dataset:
+        with DatasetWriter(tmp_path / name) as writer:
+            writer.save("indptr", np.array(indptr, dtype=np.int64))
+            writer.save("indices", np.array(indices, dtype=np.int32))
+            return writer.finish({"name": name, "num_nodes": len(indptr) - 1, "num_edges": len(indices),
+                                  "directed": True, "feature_dim": 0, "feature_dtype": "float32",
+                                  "num_classes": 0, "source": {"kind": "test"}})
+
+    assert dataset_info(old_dataset("sym", [0, 1, 2], [1, 0]))["symmetric"] is True
+    assert dataset_info(old_dataset("one", [0, 0, 1], [1]))["symmetric"] is True  # a self-loop is its own reverse
+    assert dataset_info(old_dataset("dir", [0, 0, 1, 1], [0]))["symmetric"] is False
+    edges = tmp_path / "e.txt"
+    edges.write_text("0 1\n1 2\n")
+    code, out, _ = _run(["prepare", "edgelist", str(edges), str(tmp_path / "d")], capsys)
+    assert code == 0 and "directed: 0 of 2 edges have their reverse" in out
+    assert Dataset.open(tmp_path / "d").meta["symmetric"] is False
+    code, out, _ = _run(["info", str(tmp_path / "d")], capsys)
+    assert code == 0 and "no (some edges lack their reverse)" in out
+    code, out, _ = _run(["prepare", "edgelist", str(edges), str(tmp_path / "u"), "--undirected"], capsys)
+    assert code == 0 and "0 edges already had their reverse, added 2 reverse edges" in out
+    code, out, _ = _run(["info", str(tmp_path / "u"), "--json"], capsys)
+    assert json.loads(out)["symmetric"] is True

@@ -137,13 +137,15 @@ def import_csr_npz(
     layout: str = "auto",
     undirected: bool = False,
     drop_self_loops: bool = False,
-    dedup: bool = False,
+    keep_duplicates: bool = False,
     labels: str | os.PathLike[str] | None = None,
     features: str | os.PathLike[str] | None = None,
     synthetic_features: int = 0,
     synthetic_feature_signal: float = 0.0,
     synthetic_labels: int = 0,
     labels_layout: str = "auto",
+    labels_column: int | None = None,
+    unlabelled_value: int | None = None,
     split: Sequence[float] | None = None,
     seed: int = 0,
     non_finite: str = "error",
@@ -165,32 +167,41 @@ def import_csr_npz(
         labels, features, synthetic_features, split, synthetic_feature_signal, synthetic_labels
     )
     finite.check_mode(non_finite)
+    for option, given in (("--labels-column", labels_column), ("--unlabelled-value", unlabelled_value)):
+        if given is not None and labels is None:
+            raise OptionError(f"{option}: expected --labels FILE to apply it to, found none")
     indptr_in, indices_in, n, layout = read_compressed_adjacency(path, layout)
-    raw_labels = node_data.read_raw_labels(labels, labels_layout) if labels is not None else None
+    raw_labels = node_data.read_raw_labels(
+        labels, labels_layout, column=labels_column, unlabelled=unlabelled_value
+    ) if labels is not None else None
     if raw_labels is not None and raw_labels.ids is not None and raw_labels.ids.size:
         low = int(raw_labels.ids.min())
         if low < 0:
             raise DatasetError(f"{labels}: expected labels for node ids >= 0, found id {low}")
     adjacency_nodes = n
-    indptr, indices = edges.build_csc(
+    built = edges.build_csc(
         compressed_edge_chunks(indptr_in, indices_in, layout),
         n,
         undirected=undirected,
-        dedup=dedup,
+        keep_duplicates=keep_duplicates,
         drop_self_loops=drop_self_loops,
     )
     del indptr_in, indices_in
+    indptr, indices, edge_counts = built.indptr, built.indices, built.counts
+    del built
     options = {
         "layout": layout,
         "undirected": undirected,
         "drop_self_loops": drop_self_loops,
-        "dedup": dedup,
+        "keep_duplicates": keep_duplicates,
         "labels": str(labels) if labels is not None else None,
         "features": str(features) if features is not None else None,
         "synthetic_features": synthetic_features,
         "synthetic_feature_signal": synthetic_feature_signal,
         "synthetic_labels": synthetic_labels,
         "labels_layout": labels_layout,
+        "labels_column": labels_column,
+        "unlabelled_value": unlabelled_value,
         "split": list(split) if split is not None else None,
         "seed": seed,
         "non_finite": non_finite,
@@ -218,6 +229,7 @@ def import_csr_npz(
             source=path,
             name=name,
             num_edges=num_edges,
+            edge_counts=edge_counts,
             undirected=undirected,
             labels=raw_labels.to_labels(Path(labels), idmap) if raw_labels is not None else None,  # type: ignore[arg-type]
             labels_path=labels,

@@ -28,7 +28,7 @@ from graphtier.dataset.importers import (
     node_data,
     textio,
 )
-from graphtier.dataset.importers.labels import Labels, labels_from_pairs
+from graphtier.dataset.importers.labels import Labels, labels_from_pairs, mark_unlabelled
 from graphtier.dataset.writer import DatasetWriter
 from graphtier.errors import DatasetError, OptionError
 
@@ -45,13 +45,15 @@ def import_edgelist(
     overwrite: bool = False,
     undirected: bool = False,
     drop_self_loops: bool = False,
-    dedup: bool = False,
+    keep_duplicates: bool = False,
     labels: str | os.PathLike[str] | None = None,
     features: str | os.PathLike[str] | None = None,
     synthetic_features: int = 0,
     synthetic_feature_signal: float = 0.0,
     synthetic_labels: int = 0,
     labels_layout: str = "auto",
+    labels_column: int | None = None,
+    unlabelled_value: int | None = None,
     split: Sequence[float] | None = None,
     seed: int = 0,
     non_finite: str = "error",
@@ -66,8 +68,11 @@ def import_edgelist(
         source: text file (optionally gzip) of ``src dst`` lines.
         output: dataset directory to create (replaced only with ``overwrite``).
         name: dataset name (default: the name of the output directory).
-        undirected: add ``dst -> src`` for every edge (meta ``directed`` false).
-        drop_self_loops, dedup: drop ``v -> v`` edges / repeated edges.
+        undirected: add ``dst -> src`` for every edge whose reverse is missing (meta ``directed``
+            false); an input that already lists both directions gives the same graph.
+        drop_self_loops: drop ``v -> v`` edges.
+        keep_duplicates: keep repeated edges (default: keep one copy, count the rest in meta
+            ``source.edges.duplicates_dropped``).
         labels: ``id,label`` lines, one label per line (line k = node k), or an ``.npy`` (row k =
             original id k); see ``labels_layout`` and :mod:`~graphtier.dataset.importers.node_data`.
         features: ``.npy`` or dense text matrix [rows, D], row k = original node id k (integer ids).
@@ -77,6 +82,9 @@ def import_edgelist(
             are pure noise unless ``synthetic_feature_signal`` > 0 (then they encode the labels).
         synthetic_labels: K > 0 generates uniformly random labels (unlabelled graphs).
         labels_layout: ``auto``, ``pairs`` or ``lines``.
+        labels_column: take this column (0-based) of a 2-d ``.npy`` or text matrix of labels (row
+            k = node id k); its codes are renumbered ``0..K-1`` and kept as class names.
+        unlabelled_value: the class id that means "no label" (becomes -1).
         split: ``(train, valid, test)`` fractions for a random split (over labelled nodes when
             there are labels), drawn with ``seed``.
         header: ``auto`` (first line is a header if it is not numeric but the next is), ``yes``, ``no``.
@@ -124,6 +132,13 @@ def import_edgelist(
             "--features: expected integer node ids (row k = node id k), found non-integer ids; "
             "use --synthetic-features or convert the ids"
         )
+    for option, given in (("--labels-column", labels_column), ("--unlabelled-value", unlabelled_value)):
+        if given is not None and labels is None:
+            raise OptionError(f"{option}: expected --labels FILE to apply it to, found none")
+    if string_ids and labels_column is not None:
+        raise OptionError(
+            "--labels-column: expected integer node ids (row k = node k), found non-integer ids; use 'id,label' lines"
+        )
     if string_ids and labels is not None and labels_layout == "lines":
         raise OptionError(
             "--labels-layout lines: expected integer node ids (line k = node k), found non-integer ids; "
@@ -133,13 +148,15 @@ def import_edgelist(
     options = {
         "undirected": undirected,
         "drop_self_loops": drop_self_loops,
-        "dedup": dedup,
+        "keep_duplicates": keep_duplicates,
         "labels": str(labels) if labels is not None else None,
         "features": str(features) if features is not None else None,
         "synthetic_features": synthetic_features,
         "synthetic_feature_signal": synthetic_feature_signal,
         "synthetic_labels": synthetic_labels,
         "labels_layout": labels_layout,
+        "labels_column": labels_column,
+        "unlabelled_value": unlabelled_value,
         "split": list(split) if split is not None else None,
         "seed": seed,
         "header": header,
@@ -155,7 +172,9 @@ def import_edgelist(
             names = _spill_string_edges(path, spill, skip_header)
             in_edges = len(names)
             if labels is not None:
-                parsed_labels = _read_string_labels(textio.require_file(labels, "--labels file"), names, header)
+                parsed_labels = _read_string_labels(
+                    textio.require_file(labels, "--labels file"), names, header, unlabelled_value
+                )
             idmap = edges.IdMap(num_nodes=len(names), nodes_only_in_node_data=len(names) - in_edges)
         else:
             for block in textio.iter_int_rows(
@@ -167,7 +186,9 @@ def import_edgelist(
                 chunk_bytes=chunk_bytes,
             ):
                 spill.append(block[:, 0], block[:, 1])
-            raw_labels = node_data.read_raw_labels(labels, labels_layout, header) if labels is not None else None
+            raw_labels = node_data.read_raw_labels(
+                labels, labels_layout, header, column=labels_column, unlabelled=unlabelled_value
+            ) if labels is not None else None
             if features is not None:
                 feature_matrix = node_data.read_feature_matrix(features, writer.tmp / "features.scratch")
             coverage = node_data.NodeCoverage.of(feature_matrix, raw_labels)
@@ -180,14 +201,15 @@ def import_edgelist(
             for src, dst in spill:
                 yield idmap.map_known(src), idmap.map_known(dst)
 
-        indptr, indices = edges.build_csc(
-            mapped_chunks, n, undirected=undirected, dedup=dedup, drop_self_loops=drop_self_loops
+        built = edges.build_csc(
+            mapped_chunks, n, undirected=undirected, keep_duplicates=keep_duplicates, drop_self_loops=drop_self_loops
         )
         spill.remove()
-        writer.save("indptr", indptr)
-        writer.save("indices", indices)
-        num_edges = int(indices.shape[0])
-        del indices
+        writer.save("indptr", built.indptr)
+        writer.save("indices", built.indices)
+        num_edges = int(built.indices.shape[0])
+        edge_counts = built.counts
+        del built
         if names is not None:
             writer.write_text("node_ids.json", json.dumps(list(names)) + "\n")
         else:
@@ -202,6 +224,7 @@ def import_edgelist(
             source=path,
             name=name,
             num_edges=num_edges,
+            edge_counts=edge_counts,
             undirected=undirected,
             labels=parsed_labels,
             labels_path=labels,
@@ -241,7 +264,7 @@ def _spill_string_edges(path: Path, spill: edges.EdgeSpill, skip_header: bool) -
     return names
 
 
-def _read_string_labels(path: Path, names: dict[str, int], header: str) -> Labels:
+def _read_string_labels(path: Path, names: dict[str, int], header: str, unlabelled: int | None = None) -> Labels:
     """``id,label`` lines for non-integer node ids; integer labels or class names.
 
     An id that no edge uses is added to ``names`` (a node without edges), never dropped.
@@ -265,7 +288,8 @@ def _read_string_labels(path: Path, names: dict[str, int], header: str) -> Label
     identity = edges.IdMap(num_nodes=len(names))
     id_array = np.array(ids, dtype=np.int64)
     if all(re.fullmatch(r"[+-]?\d+", t) for t in raw_labels):
-        return labels_from_pairs(path, id_array, np.array([int(t) for t in raw_labels], np.int64), identity)
+        classes = mark_unlabelled(np.array([int(t) for t in raw_labels], np.int64), unlabelled)
+        return labels_from_pairs(path, id_array, classes, identity)
     class_names = sorted(set(raw_labels))
     code = {c: i for i, c in enumerate(class_names)}
     result = labels_from_pairs(path, id_array, np.array([code[t] for t in raw_labels], np.int64), identity)

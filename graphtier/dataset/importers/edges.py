@@ -2,8 +2,8 @@
 memory imports), :class:`IdMap` (dense renumbering of node ids), and :func:`build_csc` (two passes over edge
 chunks, count and scatter, into the CSC layout), with the memory checks made before allocating.
 
-Peak memory of an import is about ``indices + 2 * indptr`` plus one chunk (plus one more copy of
-``indices`` when deduplicating), independent of how the input is spread over lines.
+Peak memory of an import is about ``indices + 5 * indptr`` plus one chunk, independent of how the input
+is spread over lines: repeated edges are dropped and missing reverse edges merged in place.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import IO, Any
 import numpy as np
 
 from graphtier.dataset import resources
-from graphtier.dataset.csc import compact_csc
+from graphtier.dataset.csc import merge_list_halves, reciprocity, sort_list_halves
 from graphtier.dataset.format import index_dtype
 from graphtier.dataset.importers import kernels
 from graphtier.errors import DatasetError, OptionError, ResourceError
@@ -217,78 +217,135 @@ def build_id_map(
 EdgeChunks = Callable[[], Iterable[tuple[np.ndarray, np.ndarray]]]
 
 
+@dataclass
+class EdgeCounts:
+    """What :func:`build_csc` did to the input edges (reported by ``prepare`` and kept in ``meta.json``)."""
+
+    input_edges: int
+    """Edges read from the input."""
+    self_loops_dropped: int
+    """``v -> v`` edges dropped (``drop_self_loops``)."""
+    duplicates_dropped: int
+    """Repeats of an input edge dropped (0 with ``keep_duplicates``)."""
+    reverse_present: int
+    """Input edges ``u -> v`` (``u != v``) whose reverse ``v -> u`` was in the input too."""
+    reverses_added: int
+    """Reverse edges added by ``undirected`` (the missing directions only)."""
+    symmetric: bool
+    """Whether the result stores ``v -> u`` for every ``u -> v`` (as often)."""
+
+    def as_meta(self) -> dict[str, int | bool]:
+        """The counts for ``meta.json`` ``source.edges``."""
+        return {
+            "input_edges": self.input_edges,
+            "self_loops_dropped": self.self_loops_dropped,
+            "duplicates_dropped": self.duplicates_dropped,
+            "reverse_present": self.reverse_present,
+            "reverses_added": self.reverses_added,
+        }
+
+
+@dataclass
+class BuiltCsc:
+    """The result of :func:`build_csc`: CSC arrays and the :class:`EdgeCounts`."""
+
+    indptr: np.ndarray
+    indices: np.ndarray
+    counts: EdgeCounts
+
+
 def build_csc(
     chunks: EdgeChunks,
     num_nodes: int,
     *,
     undirected: bool = False,
-    dedup: bool = False,
+    keep_duplicates: bool = False,
     drop_self_loops: bool = False,
-) -> tuple[np.ndarray, np.ndarray]:
+) -> BuiltCsc:
     """Build the CSC arrays from edge chunks in two passes (count, then scatter).
 
     Args:
         chunks: called twice; each call yields ``(src, dst)`` integer arrays [K] of dense ids in
             ``[0, num_nodes)`` (CPU), the same edges in the same order both times.
         num_nodes: N.
-        undirected: also add ``v -> u`` for every ``u -> v`` with ``u != v``.
-        dedup: keep one copy of repeated edges.
+        undirected: add ``v -> u`` for every ``u -> v`` whose reverse is missing (``u != v``), so the
+            result is the same whether or not the input already listed both directions.
+        keep_duplicates: keep repeated edges (by default one copy is kept and the repeats are
+            counted). With ``undirected`` an edge is then stored ``max(m(u, v), m(v, u))`` times.
         drop_self_loops: drop ``v -> v``.
 
     Returns:
-        ``(indptr, indices)``: int64 [N + 1] and int32 (N < 2^31) or int64 [E'], lists sorted.
+        :class:`BuiltCsc`: ``indptr`` int64 [N + 1], ``indices`` int32 (N < 2^31) or int64 [E'],
+        lists sorted, and the :class:`EdgeCounts`.
     """
     dtype = index_dtype(num_nodes)
-    resources.require_memory(3 * 8 * (num_nodes + 1), f"building the CSC of {num_nodes:,} nodes (degree counts)")
+    resources.require_memory(5 * 8 * (num_nodes + 1), f"building the CSC of {num_nodes:,} nodes (degree counts)")
 
-    def directed_chunks() -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        for src, dst in chunks():
-            if drop_self_loops or undirected:
-                loops = src == dst
-                if drop_self_loops:
-                    keep = ~loops
-                    src, dst = src[keep], dst[keep]
-                    yield src, dst
-                    if undirected:
-                        yield dst, src
-                else:
-                    yield src, dst
-                    keep = ~loops
-                    yield dst[keep], src[keep]
-            else:
-                yield src, dst
+    def loop_free(src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        loops = src == dst
+        if drop_self_loops:
+            keep = ~loops
+            return src[keep], dst[keep], np.zeros(0, dtype=bool)
+        return src, dst, loops
 
-    counts = np.zeros(num_nodes, dtype=np.int64)
-    for src, dst in directed_chunks():
-        kernels.count_destinations(dst, counts)
+    input_edges = 0
+    forward = np.zeros(num_nodes, dtype=np.int64)
+    backward = np.zeros(num_nodes if undirected else 0, dtype=np.int64)
+    for src, dst in chunks():
+        input_edges += int(src.shape[0])
+        src, dst, loops = loop_free(src, dst)
+        kernels.count_destinations(dst, forward)
+        if undirected:
+            kernels.count_destinations(src[~loops] if loops.size else src, backward)
+    kept_input = int(forward.sum())
+    loops_dropped = input_edges - kept_input
     indptr = np.zeros(num_nodes + 1, dtype=np.int64)
-    np.cumsum(counts, out=indptr[1:])
-    del counts
+    np.cumsum(forward + backward if undirected else forward, out=indptr[1:])
+    middle = indptr[:-1] + forward
+    del forward, backward
     num_edges = int(indptr[-1])
     resources.require_memory(
-        num_edges * dtype.itemsize * (2 if dedup else 1) + 8 * (num_nodes + 1),
+        num_edges * dtype.itemsize + 8 * (num_nodes + 1),
         f"building the CSC of {num_nodes:,} nodes and {num_edges:,} edges",
     )
     indices = np.empty(num_edges, dtype=dtype)
     cursor = indptr[:-1].copy()
-    for src, dst in directed_chunks():
+    back_cursor = middle.copy() if undirected else cursor
+    for src, dst in chunks():
+        src, dst, loops = loop_free(src, dst)
         kernels.scatter_sources(src.astype(dtype, copy=False), dst, cursor, indices)
-    if not np.array_equal(cursor, indptr[1:]):
+        if undirected:
+            if loops.size:
+                src, dst = src[~loops], dst[~loops]
+            kernels.scatter_sources(dst.astype(dtype, copy=False), src, back_cursor, indices)
+    if not (np.array_equal(cursor, middle) and (not undirected or np.array_equal(back_cursor, indptr[1:]))):
         raise DatasetError("edge chunks changed between the two passes (input modified while importing?)")
-    del cursor
-    kernels.sort_neighbour_lists(indptr, indices)
-    if dedup:
-        indptr, indices = compact_csc(indptr, indices, dedup=True, drop_self_loops=False)
-    return indptr, indices
+    del cursor, back_cursor
+    duplicates = reciprocal = 0
+    if undirected:
+        sort_list_halves(indptr, middle, indices)
+        indptr, indices, duplicates, reciprocal = merge_list_halves(
+            indptr, middle, indices, keep_duplicates=keep_duplicates
+        )
+        symmetric = True
+    else:
+        kernels.sort_neighbour_lists(indptr, indices)
+        if not keep_duplicates:
+            indptr, indices, duplicates, _ = merge_list_halves(indptr, indptr[1:], indices)
+        reciprocal, _, symmetric = reciprocity(indptr, indices)
+    added = int(indices.shape[0]) - (kept_input - duplicates) if undirected else 0
+    counts = EdgeCounts(input_edges, loops_dropped, duplicates, reciprocal, added, symmetric)
+    return BuiltCsc(indptr, indices, counts)
 
 
 def require_csc_memory(num_nodes: int, num_edges: int, what: str) -> None:
     """Refuse (:class:`ResourceError`) a graph whose CSC build cannot fit in the available memory.
 
-    The build needs ``indptr``, the degree counts and a cursor (int64 [N + 1] each) and ``indices``
-    ([E], int32 below 2^31 nodes); checked before anything that large is allocated.
+    The build needs ``indptr``, the split points of the lists, the degree counts and two cursors
+    (int64 [N + 1] each) and ``indices`` ([E], int32 below 2^31 nodes; ``--undirected`` adds up to
+    E more); checked before anything that large is allocated.
     """
-    needed = 3 * 8 * (num_nodes + 1) + num_edges * index_dtype(num_nodes).itemsize
+    needed = 5 * 8 * (num_nodes + 1) + num_edges * index_dtype(num_nodes).itemsize
     resources.require_memory(needed, f"{what}: the CSC of {num_nodes:,} nodes and {num_edges:,} edges")
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -89,6 +90,39 @@ def note_replaced(writer: DatasetWriter, guard: NonFiniteGuard) -> None:
         writer.source_notes["non_finite_replaced"] = writer.source_notes.get("non_finite_replaced", 0) + guard.replaced
 
 
+CODE_CHECK_MAX_COLUMNS = 64
+"""Only feature matrices with at most this many columns are checked for category codes (attribute tables)."""
+
+CODE_CHECK_ROWS = 1 << 16
+"""Rows sampled (the first ones) by :func:`category_code_columns`, so the check takes bounded time."""
+
+
+def category_code_columns(feats: Any) -> list[dict[str, int]]:
+    """The columns of a feature matrix [rows, D] that look like integer category codes (years, ids), not values.
+
+    The test, on the first :data:`CODE_CHECK_ROWS` rows of a matrix of at most
+    :data:`CODE_CHECK_MAX_COLUMNS` columns (an attribute table rather than embeddings or a bag of
+    words): every finite value of the column is an integer, it has more than two distinct values
+    (0/1 indicators are fine) and its largest magnitude is at least 10. A model reads such a
+    column as a magnitude (2009 > 2008), which is wrong for codes. Returns one
+    ``{"column", "distinct", "max"}`` per such column (0-based), empty when none.
+    """
+    if feats.ndim != 2 or feats.shape[1] > CODE_CHECK_MAX_COLUMNS or feats.shape[0] == 0:
+        return []
+    block = np.asarray(feats[:CODE_CHECK_ROWS], dtype=np.float64)
+    found = []
+    for column in range(block.shape[1]):
+        values = block[:, column]
+        values = values[np.isfinite(values)]
+        if values.size == 0 or np.any(values != np.round(values)):
+            continue
+        distinct = np.unique(values)
+        largest = float(np.max(np.abs(values)))
+        if distinct.size > 2 and largest >= 10:
+            found.append({"column": column, "distinct": int(distinct.size), "max": int(largest)})
+    return found
+
+
 def write_feature_file(
     path: str | os.PathLike[str] | np.ndarray,
     idmap: IdMap,
@@ -111,6 +145,9 @@ def write_feature_file(
     else:
         p = require_file(path, "--features file")
         feats = node_data.read_feature_matrix(p, writer.tmp / "features.scratch")
+    codes = category_code_columns(feats)
+    if codes:
+        writer.source_notes["category_code_columns"] = codes
     guard = NonFiniteGuard(p, non_finite)
     out_dtype = feats.dtype if feats.dtype in (np.float16, np.float32) else np.dtype(np.float32)
     rows = gather_rows(p, feats.shape[0], idmap, "--features")

@@ -15,7 +15,7 @@ import numpy as np
 from graphtier.dataset import provenance as prov
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import node_data
-from graphtier.dataset.importers.edges import IdMap
+from graphtier.dataset.importers.edges import EdgeCounts, IdMap
 from graphtier.dataset.importers.features import synthetic_features, write_feature_file
 from graphtier.dataset.importers.labels import MAX_CLASSES, Labels
 from graphtier.dataset.importers.splits import (
@@ -59,12 +59,14 @@ def dataset_meta(
     options: dict[str, Any],
     provenance: dict[str, Any] | None = None,
     nodes_only_in_node_data: int = 0,
+    edge_counts: EdgeCounts | None = None,
 ) -> dict[str, Any]:
     """The ``meta.json`` fields every importer fills (``node_order`` is set by the writer).
 
     ``provenance`` says whether features and labels are input or synthetic (see
     :mod:`graphtier.dataset.provenance`); ``nodes_only_in_node_data`` counts nodes that only a
-    features/labels file knows (no edge), recorded when positive.
+    features/labels file knows (no edge), recorded when positive. ``edge_counts`` (what the CSC
+    build did) goes to ``source.edges`` and its ``symmetric`` to the top-level ``symmetric``.
     """
 
     meta: dict[str, Any] = {
@@ -88,6 +90,9 @@ def dataset_meta(
     }
     if nodes_only_in_node_data > 0:
         meta["nodes_only_in_node_data"] = int(nodes_only_in_node_data)
+    if edge_counts is not None:
+        meta["symmetric"] = bool(edge_counts.symmetric)
+        meta["source"]["edges"] = edge_counts.as_meta()
     return meta
 
 
@@ -101,6 +106,7 @@ def finish_edge_import(
     num_edges: int,
     undirected: bool,
     labels: Labels | None,
+    edge_counts: EdgeCounts | None = None,
     labels_path: str | os.PathLike[str] | None,
     features: str | os.PathLike[str] | np.ndarray | None,
     features_path: str | os.PathLike[str] | None = None,
@@ -141,6 +147,7 @@ def finish_edge_import(
         options=options,
         provenance=written.provenance,
         nodes_only_in_node_data=idmap.nodes_only_in_node_data,
+        edge_counts=edge_counts,
     )
     return writer.finish(meta)
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from graphtier.dataset.importers.edges import IdMap
 from graphtier.dataset.resources import human_bytes
-from graphtier.errors import DatasetError
+from graphtier.errors import DatasetError, OptionError
 
 MAX_CLASSES = 1 << 24
 """Most classes a dataset may have: class ids are ``0 .. 2^24 - 1`` (16,777,216 classes).
@@ -68,3 +68,52 @@ def class_count(where: str | Path, values: np.ndarray) -> int:
     high = int(values.max()) if values.size else -1
     check_class_count(where, high + 1, f"max label {high:,}")
     return max(high + 1, 0)
+
+
+def label_column(values: np.ndarray, column: int | None, where: str | Path) -> np.ndarray:
+    """The labels [N] in ``values`` [N] or [N, C]: column ``column`` (0-based, ``--labels-column``) of a 2-d array.
+
+    Without ``column`` a [N, 1] array is read as its only column and anything else is returned as it
+    is (the caller checks it). Bad columns are a one-line :class:`OptionError`.
+    """
+    if column is None:
+        return values[:, 0] if values.ndim == 2 and values.shape[1] == 1 else values
+    if column < 0:
+        raise OptionError(f"--labels-column: expected a column number >= 0 (0-based), found {column}")
+    if values.ndim != 2:
+        raise OptionError(
+            f"--labels-column {column}: expected a 2-d [nodes, columns] array in {where}, found shape {tuple(values.shape)}"
+        )
+    if column >= values.shape[1]:
+        raise OptionError(
+            f"--labels-column: expected a column in [0, {values.shape[1]}) of {where} "
+            f"(shape {tuple(values.shape)}, 0-based), found {column}"
+        )
+    return values[:, column]
+
+
+def mark_unlabelled(classes: np.ndarray, value: float | None) -> np.ndarray:
+    """``classes`` [N] with every entry equal to ``value`` (``--unlabelled-value``) set to -1 (a copy when changed)."""
+    if value is None:
+        return classes
+    missing = classes == value
+    if not np.any(missing):
+        return classes
+    out = np.array(classes, dtype=np.float64 if classes.dtype.kind == "f" else np.int64)
+    out[missing] = -1
+    return out
+
+
+def renumber_codes(codes: np.ndarray) -> tuple[np.ndarray, int, list[str] | None]:
+    """Class ids ``0..K-1`` for integer codes [N] (negative = unlabelled), in ascending order of code.
+
+    Returns ``(values int64 [N] with -1 for unlabelled, K, names)``; ``names`` are the original codes
+    as text, or None when the codes already are ``0..K-1``.
+    """
+    codes = np.asarray(codes, dtype=np.int64)
+    labelled = codes >= 0
+    classes = np.unique(codes[labelled])
+    values = np.full(codes.shape[0], -1, dtype=np.int64)
+    values[labelled] = np.searchsorted(classes, codes[labelled])
+    names = None if np.array_equal(classes, np.arange(classes.size)) else [str(int(c)) for c in classes]
+    return values, int(classes.size), names

@@ -24,7 +24,13 @@ from graphtier.dataset import finite
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import edges, finish, node_data, textio
 from graphtier.dataset.importers.csr_npz import compressed_edge_chunks
-from graphtier.dataset.importers.labels import Labels, check_class_count
+from graphtier.dataset.importers.labels import (
+    Labels,
+    check_class_count,
+    label_column,
+    mark_unlabelled,
+    renumber_codes,
+)
 from graphtier.dataset.importers.sparse import checked_sparse
 from graphtier.dataset.writer import DatasetWriter
 from graphtier.errors import DatasetError, OptionError
@@ -140,46 +146,74 @@ def read_features(value: Any, path: Path, key: str, num_nodes: int) -> _DenseRow
     return _DenseRows(matrix)
 
 
-def read_mat_labels(value: Any, path: Path, key: str, num_nodes: int) -> Labels:
-    """Labels from a class-id vector ([N], [N, 1] or [1, N]) or a one-hot matrix [N, K] (sparse or dense).
+def read_mat_labels(
+    value: Any, path: Path, key: str, num_nodes: int, *, column: int | None = None, unlabelled: float | None = None
+) -> Labels:
+    """Labels from a class-id vector ([N], [N, 1] or [1, N]), one column of a matrix, or a one-hot matrix [N, K].
 
-    Class ids that are not ``0..K-1`` (MATLAB's 1-based ids, say) are renumbered in ascending order
-    and their original values kept as class names; negative or NaN ids mean unlabelled. A one-hot
-    row without a 1 is unlabelled; a row with several (multi-label) is an error.
+    Class ids that are not ``0..K-1`` (MATLAB's 1-based ids, years, ...) are renumbered in ascending
+    order and their original values kept as class names; negative or NaN ids, and ids equal to
+    ``unlabelled`` (``--unlabelled-value``), mean unlabelled. ``column`` (``--labels-column``, 0-based)
+    takes that column of a 2-d variable [N, C] (Facebook100's ``local_info``). A one-hot row without a
+    1 is unlabelled; a row with several (multi-label) is an error.
     """
     import scipy.sparse as sp
 
+    where = f"{path}: variable {key!r}"
     matrix = _numeric_matrix(value, path, key)
     shape = tuple(matrix.shape)
+    if column is not None:
+        dense = np.asarray(matrix.toarray() if sp.issparse(matrix) else matrix)
+        matrix = label_column(dense, column, where)[:, None]
+        shape = tuple(matrix.shape)
+        if shape[0] != num_nodes:
+            raise DatasetError(f"{where}: expected {num_nodes} rows (one per node), found shape {tuple(dense.shape)}")
     if shape in ((num_nodes, 1), (1, num_nodes)) or (num_nodes == 1 and shape == (1, 1)):
         raw = np.asarray(matrix.toarray() if sp.issparse(matrix) else matrix, dtype=np.float64).reshape(-1)
+        raw = mark_unlabelled(raw, unlabelled)
         labelled = np.isfinite(raw) & (raw >= 0)
         if np.any(raw[labelled] != np.round(raw[labelled])):
-            raise DatasetError(f"{path}: variable {key!r}: expected integer class ids, found fractional values")
-        classes = np.unique(raw[labelled]).astype(np.int64)
-        values = np.full(num_nodes, -1, dtype=np.int64)
-        values[labelled] = np.searchsorted(classes, raw[labelled].astype(np.int64))
-        names = None if np.array_equal(classes, np.arange(classes.size)) else [str(int(c)) for c in classes]
-        return Labels(values, int(classes.size), names)
+            raise DatasetError(f"{where}: expected integer class ids, found fractional values")
+        values, num_classes, names = renumber_codes(np.where(labelled, raw, -1).astype(np.int64))
+        return Labels(values, num_classes, names)
     if shape[0] != num_nodes:
         raise DatasetError(
-            f"{path}: variable {key!r}: expected labels for {num_nodes} nodes (a vector or a one-hot "
+            f"{where}: expected labels for {num_nodes} nodes (a vector or a one-hot "
             f"[{num_nodes}, K] matrix), found shape {shape}"
         )
-    check_class_count(f"{path}: variable {key!r}", shape[1], f"a one-hot matrix of {shape[1]:,} columns")
+    check_class_count(where, shape[1], f"a one-hot matrix of {shape[1]:,} columns")
     binary = sp.csr_matrix(matrix)
     binary.eliminate_zeros()
+    column_hint = "; pass --labels-column C (0-based) to use one column as the labels"
+    if binary.data.size and not np.all(binary.data == 1):
+        raise DatasetError(
+            f"{where}: expected a class-id vector or a one-hot [{num_nodes}, K] matrix, found a {shape[0]} x {shape[1]} "
+            f"matrix with values other than 0 and 1 (an attribute table?){column_hint}"
+        )
     per_row = np.diff(binary.indptr)
     several = int(np.count_nonzero(per_row > 1))
     if several:
         raise DatasetError(
-            f"{path}: variable {key!r}: expected one class per node (one-hot rows), found {several} rows with "
-            "several labels (multi-label data is not supported)"
+            f"{where}: expected one class per node (one-hot rows), found {several} rows with "
+            f"several labels (multi-label data is not supported){column_hint}"
         )
     values = np.full(num_nodes, -1, dtype=np.int64)
     rows = np.flatnonzero(per_row == 1)
     values[rows] = binary.indices[binary.indptr[rows]]
     return Labels(values, int(shape[1]))
+
+
+def unused_variables(variables: dict[str, Any], used: Sequence[str | None]) -> dict[str, str]:
+    """``{name: "shape dtype"}`` of the variables of a ``.mat`` the import does not use (printed by ``prepare``)."""
+    out = {}
+    for name, value in sorted(variables.items()):
+        if name in used:
+            continue
+        shape = getattr(value, "shape", None)
+        dtype = getattr(value, "dtype", None)
+        described = " x ".join(str(d) for d in shape) if shape is not None else type(value).__name__
+        out[name] = f"{described} {dtype}" if dtype is not None else described
+    return out
 
 
 def import_mat(
@@ -191,9 +225,14 @@ def import_mat(
     adjacency_key: str | None = None,
     features_key: str | None = None,
     labels_key: str | None = None,
+    labels: str | os.PathLike[str] | None = None,
+    features: str | os.PathLike[str] | None = None,
+    labels_layout: str = "auto",
+    labels_column: int | None = None,
+    unlabelled_value: int | None = None,
     undirected: bool = False,
     drop_self_loops: bool = False,
-    dedup: bool = False,
+    keep_duplicates: bool = False,
     synthetic_features: int = 0,
     synthetic_feature_signal: float = 0.0,
     synthetic_labels: int = 0,
@@ -208,18 +247,31 @@ def import_mat(
         adjacency_key, features_key, labels_key: variable names (default: the first present of
             :data:`ADJACENCY_KEYS`, :data:`FEATURE_KEYS`, :data:`LABEL_KEYS`); ``"none"`` skips
             features or labels.
-        undirected, drop_self_loops, dedup, split, seed, non_finite: as for the edge-list importer.
+        labels, features, labels_layout: files instead of variables, as for the edge-list importer
+            (row k = node k of the adjacency).
+        labels_column: take this column (0-based) of a 2-d labels variable or file.
+        unlabelled_value: the class id that means "no label" (Facebook100 uses 0).
+        undirected, drop_self_loops, keep_duplicates, split, seed, non_finite: as for the edge-list importer.
         synthetic_features, synthetic_feature_signal, synthetic_labels: generate features
             (noise unless the signal is > 0) or random labels when the file has none.
 
     Returns:
-        The written :class:`Dataset` (``meta.source.options`` names the variables used).
+        The written :class:`Dataset` (``meta.source.options`` names the variables used,
+        ``meta.source.unused_variables`` the others with their shapes).
     """
     path = textio.require_file(source, ".mat file")
+    if labels is not None and labels_key not in (None, NONE):
+        raise OptionError(f"--labels and --labels-key: expected at most one, found both ({labels}, {labels_key!r})")
+    if features is not None and features_key not in (None, NONE):
+        raise OptionError(
+            f"--features and --features-key: expected at most one, found both ({features}, {features_key!r})"
+        )
     variables = load_mat(path)
     adj_key = _pick(variables, path, adjacency_key, ADJACENCY_KEYS, "--adjacency-key", required=True)
-    feat_key = _pick(variables, path, features_key, FEATURE_KEYS, "--features-key", required=False)
-    lab_key = _pick(variables, path, labels_key, LABEL_KEYS, "--labels-key", required=False)
+    feat_key = None if features is not None else _pick(
+        variables, path, features_key, FEATURE_KEYS, "--features-key", required=False)
+    lab_key = None if labels is not None else _pick(
+        variables, path, labels_key, LABEL_KEYS, "--labels-key", required=False)
     assert adj_key is not None
     if feat_key is not None and synthetic_features:
         raise OptionError(
@@ -229,30 +281,49 @@ def import_mat(
         raise OptionError(
             f"--synthetic-labels: {path} already has labels ({lab_key!r}); pass --labels-key none to replace them"
         )
+    for option, given in (("--labels-column", labels_column), ("--unlabelled-value", unlabelled_value)):
+        if given is not None and lab_key is None and labels is None:
+            raise OptionError(f"{option}: expected labels to apply it to (--labels-key NAME or --labels FILE), found none")
     finish.check_node_data_options(
-        None, None, synthetic_features, split, synthetic_feature_signal, synthetic_labels,
+        labels, features, synthetic_features, split, synthetic_feature_signal, synthetic_labels,
         labels_in_source=lab_key is not None,
     )
     finite.check_mode(non_finite)
     indptr_in, indices_in, n = read_adjacency(variables[adj_key], path, adj_key)
-    features = read_features(variables[feat_key], path, feat_key, n) if feat_key is not None else None
-    labels = read_mat_labels(variables[lab_key], path, lab_key, n) if lab_key is not None else None
+    idmap = edges.IdMap(num_nodes=n)
+    feature_rows = read_features(variables[feat_key], path, feat_key, n) if feat_key is not None else None
+    if lab_key is not None:
+        parsed_labels = read_mat_labels(variables[lab_key], path, lab_key, n, column=labels_column,
+                                        unlabelled=unlabelled_value)
+    elif labels is not None:
+        parsed_labels = node_data.read_raw_labels(
+            labels, labels_layout, column=labels_column, unlabelled=unlabelled_value
+        ).to_labels(Path(labels), idmap)
+    else:
+        parsed_labels = None
+    unused = unused_variables(variables, (adj_key, feat_key, lab_key))
     del variables
-    indptr, indices = edges.build_csc(
+    built = edges.build_csc(
         compressed_edge_chunks(indptr_in, indices_in, "csr"),
         n,
         undirected=undirected,
-        dedup=dedup,
+        keep_duplicates=keep_duplicates,
         drop_self_loops=drop_self_loops,
     )
     del indptr_in, indices_in
+    indptr, indices, edge_counts = built.indptr, built.indices, built.counts
+    del built
     options = {
         "adjacency_key": adj_key,
         "features_key": feat_key,
         "labels_key": lab_key,
+        "labels": str(labels) if labels is not None else None,
+        "features": str(features) if features is not None else None,
+        "labels_column": labels_column,
+        "unlabelled_value": unlabelled_value,
         "undirected": undirected,
         "drop_self_loops": drop_self_loops,
-        "dedup": dedup,
+        "keep_duplicates": keep_duplicates,
         "synthetic_features": synthetic_features,
         "synthetic_feature_signal": synthetic_feature_signal,
         "synthetic_labels": synthetic_labels,
@@ -261,21 +332,27 @@ def import_mat(
         "non_finite": non_finite,
     }
     with DatasetWriter(output, overwrite=overwrite) as writer:
+        writer.source_notes["unused_variables"] = unused
+        feature_source: Any = feature_rows
+        if features is not None:
+            feature_source = node_data.read_feature_matrix(features, writer.tmp / "features.scratch")
         writer.save("indptr", indptr)
         writer.save("indices", indices)
         num_edges = int(indices.shape[0])
         del indices
         return finish.finish_edge_import(
             writer,
-            edges.IdMap(num_nodes=n),
+            idmap,
             importer="mat",
             source=path,
             name=name,
             num_edges=num_edges,
+            edge_counts=edge_counts,
             undirected=undirected,
-            labels=labels,
-            labels_path=None,
-            features=features,  # type: ignore[arg-type]
+            labels=parsed_labels,
+            labels_path=labels,
+            features=feature_source,
+            features_path=features,
             synthetic_dim=synthetic_features,
             synthetic_signal=synthetic_feature_signal,
             synthetic_classes=synthetic_labels,

@@ -22,7 +22,15 @@ import numpy as np
 
 from graphtier.dataset.importers import kernels, textio
 from graphtier.dataset.importers.edges import IdMap, gather_rows
-from graphtier.dataset.importers.labels import MAX_CLASSES, Labels, class_count, labels_from_pairs
+from graphtier.dataset.importers.labels import (
+    MAX_CLASSES,
+    Labels,
+    class_count,
+    label_column,
+    labels_from_pairs,
+    mark_unlabelled,
+    renumber_codes,
+)
 from graphtier.errors import DatasetError, OptionError
 
 LABEL_LAYOUTS = ("auto", "pairs", "lines")
@@ -171,12 +179,22 @@ def _codes(names: list[str]) -> tuple[np.ndarray, list[str]]:
     return np.array([code[n] for n in names], dtype=np.int64), class_names
 
 
-def read_raw_labels(path: str | os.PathLike[str], layout: str = "auto", header: str = "auto") -> RawLabels:
+def read_raw_labels(
+    path: str | os.PathLike[str],
+    layout: str = "auto",
+    header: str = "auto",
+    *,
+    column: int | None = None,
+    unlabelled: int | None = None,
+) -> RawLabels:
     """Read ``--labels`` in ``layout`` (``auto``, ``pairs``, ``lines``) with integer node ids.
 
-    ``.npy``: int [rows], row k = node id k. ``pairs``: ``id,label`` lines. ``lines``: one label
-    per line, line k (counting data lines; blank and ``#`` lines are skipped) = node id k. Labels
-    are integers (negative = unlabelled) or class names (numbered in sorted name order).
+    ``.npy``: int [rows] (or [rows, C] with ``column``), row k = node id k. ``pairs``: ``id,label``
+    lines. ``lines``: one label per line, line k (counting data lines; blank and ``#`` lines are
+    skipped) = node id k. Labels are integers (negative = unlabelled) or class names (numbered in
+    sorted name order). ``column`` (``--labels-column``, 0-based) takes one column of a 2-d
+    ``.npy`` or of a text matrix (one row of integers per node); ``unlabelled``
+    (``--unlabelled-value``) marks that class id as unlabelled (-1).
     """
     if layout not in LABEL_LAYOUTS:
         raise OptionError(f"--labels-layout: expected one of {', '.join(LABEL_LAYOUTS)}, found {layout!r}")
@@ -185,28 +203,61 @@ def read_raw_labels(path: str | os.PathLike[str], layout: str = "auto", header: 
     if p.suffix == ".npy" or kind == "npy":
         if layout == "pairs":
             raise OptionError(f"{p}: --labels-layout pairs expects a text file of 'id,label' lines, found a .npy array")
-        raw = load_npy(p, "--labels")
-        if raw.ndim == 2 and raw.shape[1] == 1:
-            raw = raw[:, 0]
+        raw = label_column(load_npy(p, "--labels"), column, p)
         if raw.ndim != 1 or not np.issubdtype(raw.dtype, np.integer):
+            hint = "; pass --labels-column C to take one column" if raw.ndim == 2 else ""
             raise DatasetError(
-                f"{p}: --labels: expected a 1-d integer array, found {raw.dtype} shape {tuple(raw.shape)}"
+                f"{p}: --labels: expected a 1-d integer array, found {raw.dtype} shape {tuple(raw.shape)}{hint}"
             )
-        return RawLabels(classes=raw.astype(np.int64), layout="npy")
+        if column is not None:
+            return _codes_of_column(mark_unlabelled(raw.astype(np.int64), unlabelled), "npy")
+        return RawLabels(classes=mark_unlabelled(raw.astype(np.int64), unlabelled), layout="npy")
     if kind not in ("text", "gzip"):
         raise DatasetError(
             f"{p}: --labels: expected a .npy array or a text file ('id,label' lines or one label per line), "
             f"got {description}"
         )
+    if column is not None:
+        if layout == "pairs":
+            raise OptionError("--labels-column: expected a text matrix (one row per node), found --labels-layout pairs")
+        return _read_label_matrix(p, header, column, unlabelled)
     if layout == "auto":
         lines = textio.first_data_lines(p, 2)
         if not lines:
             raise DatasetError(f"{p}: --labels: expected labels, found no data line")
         probe = lines[1] if len(lines) > 1 else lines[0]
         layout = "lines" if textio.count_columns(probe) == 1 else "pairs"
-    if layout == "lines":
-        return _read_label_lines(p, header)
-    return _read_label_pairs(p, header)
+    raw_labels = _read_label_lines(p, header) if layout == "lines" else _read_label_pairs(p, header)
+    if unlabelled is not None and raw_labels.class_names is None:
+        raw_labels.classes = mark_unlabelled(raw_labels.classes, unlabelled)
+    elif unlabelled is not None:
+        raise OptionError(f"--unlabelled-value: expected integer labels in {p}, found class names")
+    return raw_labels
+
+
+def _read_label_matrix(path: Path, header: str, column: int, unlabelled: int | None) -> RawLabels:
+    """Column ``column`` of a text matrix of integers, row k = node id k."""
+    lines = textio.first_data_lines(path, 2)
+    if not lines:
+        raise DatasetError(f"{path}: --labels: expected labels, found no data line")
+    num_columns = textio.count_columns(lines[-1])
+    label_column(np.empty((0, num_columns)), column, path)  # the range check
+    skip = textio.has_header(path, header, num_columns, allow_extra_columns=False)
+    parts = [
+        block[:, column].copy()
+        for block in textio.iter_int_rows(
+            path, num_columns, allow_extra_columns=False, skip_header=skip,
+            expected=f"{num_columns} integers per line (one row per node)",
+        )
+    ]
+    classes = np.concatenate(parts) if parts else np.empty(0, np.int64)
+    return _codes_of_column(mark_unlabelled(classes, unlabelled), "lines")
+
+
+def _codes_of_column(codes: np.ndarray, layout: str) -> RawLabels:
+    """A column of an attribute table holds codes (years, ids), not 0..K-1: renumber them, keep them as names."""
+    values, _, names = renumber_codes(codes)
+    return RawLabels(classes=values, class_names=names, layout=layout)
 
 
 def _read_label_lines(path: Path, header: str) -> RawLabels:
@@ -321,11 +372,12 @@ def synthetic_labels(num_nodes: int, num_classes: int, seed: int) -> np.ndarray:
 
 
 def read_labels(
-    path: str | os.PathLike[str], idmap: IdMap, header: str = "auto", layout: str = "auto"
+    path: str | os.PathLike[str], idmap: IdMap, header: str = "auto", layout: str = "auto",
+    *, column: int | None = None, unlabelled: int | None = None,
 ) -> Labels:
     """Read ``--labels`` (``.npy``, ``id,label`` lines or one label per line) for the nodes of ``idmap``.
 
     See :func:`read_raw_labels` for the layouts.
     """
     p = textio.require_file(path, "--labels file")
-    return read_raw_labels(p, layout, header).to_labels(p, idmap)
+    return read_raw_labels(p, layout, header, column=column, unlabelled=unlabelled).to_labels(p, idmap)

@@ -135,7 +135,7 @@ def import_ogb(
     scheme: str | None = None,
     undirected: bool = False,
     drop_self_loops: bool = False,
-    dedup: bool = False,
+    keep_duplicates: bool = False,
     synthetic_features: int = 0,
     synthetic_feature_signal: float = 0.0,
     synthetic_labels: int = 0,
@@ -149,7 +149,8 @@ def import_ogb(
     Args:
         source: folder with ``raw/`` (and optionally ``split/<scheme>/``).
         scheme: split scheme folder name (default: the only one).
-        undirected: add reverse edges (OGB ``add_inverse_edge``).
+        undirected: add the missing reverse edges (OGB ``add_inverse_edge``).
+        drop_self_loops, keep_duplicates: as for the edge-list importer.
         synthetic_features: D > 0 generates features when ``node-feat`` is absent (pure noise
             unless ``synthetic_feature_signal`` > 0).
         synthetic_labels: K > 0 generates uniformly random labels when ``node-label`` is absent.
@@ -213,14 +214,15 @@ def import_ogb(
         def chunks() -> Iterator[tuple[np.ndarray, np.ndarray]]:
             yield from spill
 
-        indptr, indices = edges.build_csc(
-            chunks, n, undirected=undirected, dedup=dedup, drop_self_loops=drop_self_loops
+        built = edges.build_csc(
+            chunks, n, undirected=undirected, keep_duplicates=keep_duplicates, drop_self_loops=drop_self_loops
         )
         spill.remove()
-        writer.save("indptr", indptr)
-        writer.save("indices", indices)
-        num_edges = int(indices.shape[0])
-        del indices
+        writer.save("indptr", built.indptr)
+        writer.save("indices", built.indices)
+        num_edges = int(built.indices.shape[0])
+        edge_counts = built.counts
+        del built
 
         labels = read_ogb_labels(label_path, n) if label_path is not None else None
         written = finish.write_node_data(
@@ -256,7 +258,7 @@ def import_ogb(
                 "scheme": scheme_dir.name if scheme_dir is not None else None,
                 "undirected": undirected,
                 "drop_self_loops": drop_self_loops,
-                "dedup": dedup,
+                "keep_duplicates": keep_duplicates,
                 "synthetic_features": synthetic_features,
                 "synthetic_feature_signal": synthetic_feature_signal,
                 "synthetic_labels": synthetic_labels,
@@ -265,5 +267,6 @@ def import_ogb(
                 "non_finite": non_finite,
             },
             provenance=written.provenance,
+            edge_counts=edge_counts,
         )
         return writer.finish(meta)

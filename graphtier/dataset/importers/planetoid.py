@@ -226,9 +226,8 @@ def import_planetoid(
     num_classes = int(onehot.shape[1])
 
     src, dst = graph_edges(paths["graph"], graph, num_nodes)
-    indptr, indices = edges.build_csc(
-        edges.array_edge_chunks(src, dst), num_nodes, undirected=True, dedup=True, drop_self_loops=True
-    )
+    built = edges.build_csc(edges.array_edge_chunks(src, dst), num_nodes, undirected=True, drop_self_loops=True)
+    indptr, indices = built.indptr, built.indices
 
     train_idx = np.arange(y.shape[0], dtype=np.int64)
     valid_idx = np.arange(y.shape[0], y.shape[0] + VALID_SIZE, dtype=np.int64)
@@ -252,5 +251,6 @@ def import_planetoid(
             importer="planetoid",
             inputs=[paths[p] for p in PARTS] + [test_path],
             options={"dataset": dataset, "non_finite": non_finite},
+            edge_counts=built.counts,
         )
         return writer.finish(meta)

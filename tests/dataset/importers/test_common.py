@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from graphtier.dataset.csc import edges_to_csc_reference
+from graphtier.dataset.csc import csc_to_edges, edges_to_csc_reference, reciprocity, reciprocity_reference
 from graphtier.dataset.importers import edges, splits, textio
 from graphtier.dataset.importers.features import FEATURE_BLOCK_ROWS, synthetic_features
 from graphtier.errors import DatasetError, OptionError
@@ -104,29 +104,87 @@ def test_id_map_with_num_nodes(tmp_path: Path) -> None:
             edges.build_id_map(spill, 3, tmp_path)
 
 
+def _expected_edges(src: np.ndarray, dst: np.ndarray, undirected: bool, keep_duplicates: bool,
+                    drop_self_loops: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The edge multiset build_csc must produce: undirected stores max(m(u, v), m(v, u)) copies."""
+    from collections import Counter
+
+    pairs = Counter(zip(src.tolist(), dst.tolist()))
+    if drop_self_loops:
+        pairs = Counter({p: m for p, m in pairs.items() if p[0] != p[1]})
+    if not keep_duplicates:
+        pairs = Counter(dict.fromkeys(pairs, 1))
+    if undirected:
+        pairs = Counter({p: max(m, pairs.get(p[::-1], 0)) for p, m in list(pairs.items())}
+                        | {p[::-1]: max(m, pairs.get(p[::-1], 0)) for p, m in pairs.items()})
+    flat = [p for p, m in pairs.items() for _ in range(m)]
+    return np.array([p[0] for p in flat], np.int64), np.array([p[1] for p in flat], np.int64)
+
+
 @settings(max_examples=80, deadline=None)
 @given(
     st.integers(1, 30), st.integers(0, 200), st.integers(1, 5),
     st.booleans(), st.booleans(), st.booleans(), st.integers(0, 2**31),
 )
 def test_build_csc_matches_reference(
-    n: int, e: int, parts: int, undirected: bool, dedup: bool, drop_self_loops: bool, seed: int
+    n: int, e: int, parts: int, undirected: bool, keep_duplicates: bool, drop_self_loops: bool, seed: int
 ) -> None:
     rng = np.random.default_rng(seed)
     src = rng.integers(0, n, e)
     dst = rng.integers(0, n, e)
     chunks = edges.array_edge_chunks(src, dst, chunk=max(1, e // parts))
-    indptr, indices = edges.build_csc(chunks, n, undirected=undirected, dedup=dedup, drop_self_loops=drop_self_loops)
-    if undirected:
-        loops = src == dst
-        ref_src = np.concatenate([src, dst[~loops]])
-        ref_dst = np.concatenate([dst, src[~loops]])
-    else:
-        ref_src, ref_dst = src, dst
-    ref_indptr, ref_indices = edges_to_csc_reference(ref_src, ref_dst, n, dedup=dedup, drop_self_loops=drop_self_loops)
-    np.testing.assert_array_equal(indptr, ref_indptr)
-    np.testing.assert_array_equal(indices, ref_indices)
-    assert indices.dtype == np.int32
+    built = edges.build_csc(
+        chunks, n, undirected=undirected, keep_duplicates=keep_duplicates, drop_self_loops=drop_self_loops
+    )
+    ref_src, ref_dst = _expected_edges(src, dst, undirected, keep_duplicates, drop_self_loops)
+    ref_indptr, ref_indices = edges_to_csc_reference(ref_src, ref_dst, n)
+    np.testing.assert_array_equal(built.indptr, ref_indptr)
+    np.testing.assert_array_equal(built.indices, ref_indices)
+    assert built.indices.dtype == np.int32
+    counts = built.counts
+    loops = int(np.count_nonzero(src == dst))
+    assert counts.input_edges == e
+    assert counts.self_loops_dropped == (loops if drop_self_loops else 0)
+    kept_pairs = {(int(u), int(v)) for u, v in zip(src, dst) if not (drop_self_loops and u == v)}
+    kept = e - counts.self_loops_dropped
+    assert counts.duplicates_dropped == (0 if keep_duplicates else kept - len(kept_pairs))
+    if not keep_duplicates:
+        assert counts.reverse_present == sum(1 for u, v in kept_pairs if u != v and (v, u) in kept_pairs)
+        if undirected:
+            assert counts.reverses_added == len(ref_indices) - len(kept_pairs)
+    assert counts.symmetric == reciprocity_reference(built.indptr, built.indices)[2]
+    assert counts.symmetric or not undirected
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 20), st.integers(0, 100), st.booleans(), st.booleans(), st.integers(0, 2**31))
+def test_undirected_gives_the_same_graph_for_a_symmetric_input(
+    n: int, e: int, keep_duplicates: bool, drop_self_loops: bool, seed: int
+) -> None:
+    """--undirected adds only the missing directions: A and A + A^T give one CSC (issue 23)."""
+    rng = np.random.default_rng(seed)
+    src, dst = rng.integers(0, n, e), rng.integers(0, n, e)
+    options = {"undirected": True, "keep_duplicates": keep_duplicates, "drop_self_loops": drop_self_loops}
+    once = edges.build_csc(edges.array_edge_chunks(src, dst), n, **options)
+    sym_src, sym_dst = np.concatenate([src, dst]), np.concatenate([dst, src])
+    twice = edges.build_csc(edges.array_edge_chunks(sym_src, sym_dst), n, **options)
+    again = edges.build_csc(edges.array_edge_chunks(once.indices.astype(np.int64),
+                                                    csc_to_edges(once.indptr, once.indices)[1]), n, **options)
+    # with keep_duplicates, A + A^T repeats every edge, so only the symmetric result itself is compared
+    for other in (again,) if keep_duplicates else (twice, again):
+        np.testing.assert_array_equal(other.indptr, once.indptr)
+        np.testing.assert_array_equal(other.indices, once.indices)
+    assert again.counts.reverses_added == 0
+    assert again.counts.duplicates_dropped == 0
+
+
+def test_reciprocity_matches_reference() -> None:
+    rng = np.random.default_rng(3)
+    for _ in range(50):
+        n = int(rng.integers(1, 10))
+        e = int(rng.integers(0, 40))
+        indptr, indices = edges_to_csc_reference(rng.integers(0, n, e), rng.integers(0, n, e), n)
+        assert reciprocity(indptr, indices) == reciprocity_reference(indptr, indices)
 
 
 @settings(max_examples=60, deadline=None)

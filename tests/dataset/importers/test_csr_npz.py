@@ -49,7 +49,7 @@ def test_layouts_and_scipy_archives(tmp_path: Path, fmt: str) -> None:
     labels = rng.integers(0, 3, n)
     np.save(tmp_path / "labels.npy", labels)
     ds3 = import_csr_npz(scipy_path, tmp_path / "q", labels=tmp_path / "labels.npy", split=(0.5, 0.25, 0.25),
-                         synthetic_features=4, undirected=True, dedup=True)
+                         synthetic_features=4, undirected=True)
     assert ds3.num_classes == 3 and ds3.feature_dim == 4 and not ds3.directed
     np.testing.assert_array_equal(ds3.labels, labels)
     assert ds3.train_idx.size == n // 2
@@ -75,3 +75,31 @@ def test_bad_archives_are_one_line_errors(tmp_path: Path) -> None:
         result = run_cli("prepare", "csr-npz", str(tmp_path / name), str(tmp_path / "out"))
         assert_user_error(result, name, fragment)
     assert not (tmp_path / "out").exists()
+
+
+def test_undirected_symmetric_and_one_way_archives_give_one_graph(tmp_path: Path) -> None:
+    one_way = sp.triu(sp.random(30, 30, density=0.2, random_state=5, format="csr"), k=1).tocsr()
+    both = ((one_way + one_way.T) > 0).astype(np.float64).tocsr()
+    sp.save_npz(tmp_path / "one.npz", one_way)
+    sp.save_npz(tmp_path / "both.npz", both)
+    a = import_csr_npz(tmp_path / "one.npz", tmp_path / "a", undirected=True)
+    b = import_csr_npz(tmp_path / "both.npz", tmp_path / "b", undirected=True)
+    expected = both.tocsc()
+    expected.sort_indices()
+    for ds in (a, b):
+        np.testing.assert_array_equal(ds.indptr, expected.indptr)
+        np.testing.assert_array_equal(ds.indices, expected.indices)
+    assert a.meta["source"]["edges"]["reverses_added"] == one_way.nnz
+    assert b.meta["source"]["edges"]["reverses_added"] == 0
+    assert b.meta["source"]["edges"]["reverse_present"] == both.nnz
+
+
+def test_duplicates_in_an_archive_are_dropped_unless_kept(tmp_path: Path) -> None:
+    np.savez(tmp_path / "d.npz", indptr=np.array([0, 3, 3]), indices=np.array([1, 1, 1]))
+    ds = import_csr_npz(tmp_path / "d.npz", tmp_path / "a")
+    assert ds.num_edges == 1 and ds.meta["source"]["edges"]["duplicates_dropped"] == 2
+    assert import_csr_npz(tmp_path / "d.npz", tmp_path / "b", keep_duplicates=True).num_edges == 3
+    result = run_cli("prepare", "csr-npz", str(tmp_path / "d.npz"), str(tmp_path / "c"))
+    assert result.returncode == 0, result.stderr
+    assert "dropped 2 duplicate edges (--keep-duplicates keeps them)" in result.stdout
+    assert "directed: 0 of 1 edges have their reverse" in result.stdout

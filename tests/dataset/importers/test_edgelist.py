@@ -64,11 +64,80 @@ def test_separators_comments_header_and_gzip(tmp_path: Path, sep: str, compress:
 def test_undirected_dedup_self_loops(tmp_path: Path) -> None:
     path = tmp_path / "e.txt"
     path.write_text(_edges_text([(0, 1), (0, 1), (1, 2), (2, 2)]))
-    ds = import_edgelist(path, tmp_path / "a", undirected=True, dedup=True, drop_self_loops=True)
+    ds = import_edgelist(path, tmp_path / "a", undirected=True, drop_self_loops=True)
     assert not ds.directed and ds.num_edges == 4
     np.testing.assert_array_equal(ds.indices, [1, 0, 2, 1])
+    assert ds.meta["source"]["edges"] == {"input_edges": 4, "self_loops_dropped": 1, "duplicates_dropped": 1,
+                                          "reverse_present": 0, "reverses_added": 2}
     ds = import_edgelist(path, tmp_path / "b", undirected=True)
-    assert ds.num_edges == 7  # 4 edges + 3 reverses (a self-loop is its own reverse)
+    assert ds.num_edges == 5  # 3 distinct edges + 2 reverses (a self-loop is its own reverse)
+    ds = import_edgelist(path, tmp_path / "c", undirected=True, keep_duplicates=True)
+    assert ds.num_edges == 7  # 0 -> 1 twice, so 1 -> 0 twice
+    assert ds.meta["source"]["edges"]["duplicates_dropped"] == 0
+
+
+def test_undirected_adds_only_missing_reverses(tmp_path: Path) -> None:
+    """A symmetric edge file imported --undirected is not doubled (issue 23: neighbours [183 183 343 343])."""
+    one_way = [(0, 1), (1, 2), (2, 3), (3, 0), (0, 2)]
+    both_ways = one_way + [(v, u) for u, v in one_way]
+    paths = []
+    for name, pairs in (("one.txt", one_way), ("both.txt", both_ways)):
+        paths.append(tmp_path / name)
+        paths[-1].write_text(_edges_text(pairs))
+    one = import_edgelist(paths[0], tmp_path / "one", undirected=True)
+    both = import_edgelist(paths[1], tmp_path / "both", undirected=True)
+    np.testing.assert_array_equal(one.indptr, both.indptr)
+    np.testing.assert_array_equal(one.indices, both.indices)
+    assert both.num_edges == 10 and np.array_equal(both.indices[both.indptr[0] : both.indptr[1]], [1, 2, 3])
+    assert one.meta["source"]["edges"]["reverse_present"] == 0
+    assert one.meta["source"]["edges"]["reverses_added"] == 5
+    assert both.meta["source"]["edges"]["reverse_present"] == 10
+    assert both.meta["source"]["edges"]["reverses_added"] == 0
+    assert one.meta["symmetric"] and both.meta["symmetric"]
+    directed = import_edgelist(paths[1], tmp_path / "directed")
+    assert directed.directed and directed.meta["symmetric"]
+    np.testing.assert_array_equal(directed.indices, both.indices)
+    assert not import_edgelist(paths[0], tmp_path / "d2").meta["symmetric"]
+
+
+def test_duplicates_are_dropped_and_counted_unless_kept(tmp_path: Path) -> None:
+    path = tmp_path / "e.txt"
+    path.write_text(_edges_text([(0, 1), (0, 1), (0, 1), (1, 0)]))
+    ds = import_edgelist(path, tmp_path / "a")
+    assert ds.num_edges == 2 and ds.meta["source"]["edges"]["duplicates_dropped"] == 2
+    assert ds.meta["symmetric"] and ds.meta["source"]["edges"]["reverse_present"] == 2
+    kept = import_edgelist(path, tmp_path / "b", keep_duplicates=True)
+    assert kept.num_edges == 4 and kept.meta["source"]["edges"]["duplicates_dropped"] == 0
+    assert not kept.meta["symmetric"]  # 0 -> 1 three times, 1 -> 0 once
+
+
+def test_real_symmetric_edge_file_is_not_doubled(tmp_path: Path) -> None:
+    """PubMed's edges.csv lists every pair both ways (88,648 rows = 44,324 pairs): --undirected adds nothing."""
+    source = shared("pubmed-topology/edges.csv")
+    undirected = import_edgelist(source, tmp_path / "u", undirected=True)
+    directed = import_edgelist(source, tmp_path / "d")
+    assert undirected.num_edges == directed.num_edges == 88_648
+    np.testing.assert_array_equal(undirected.indices, directed.indices)
+    assert undirected.meta["source"]["edges"] == {"input_edges": 88_648, "self_loops_dropped": 0,
+                                                  "duplicates_dropped": 0, "reverse_present": 88_648,
+                                                  "reverses_added": 0}
+    assert directed.meta["symmetric"] and not directed.meta["source"]["options"]["undirected"]
+
+
+def test_real_directed_graph_gets_its_missing_reverses(tmp_path: Path) -> None:
+    """Slashdot (directed, some pairs both ways): --undirected gives the pattern of A + A^T, counted."""
+    source = shared("soc-slashdot0902/soc-Slashdot0902.txt.gz")
+    ds = import_edgelist(source, tmp_path / "u", undirected=True)
+    with gzip.open(source, "rt") as f:
+        pairs = np.loadtxt(f, dtype=np.int64, comments="#")
+    both = np.unique(np.concatenate([pairs, pairs[:, ::-1]]), axis=0)
+    ref_indptr, ref_indices = edges_to_csc_reference(both[:, 0], both[:, 1], 82_168)
+    np.testing.assert_array_equal(ds.indptr, ref_indptr)
+    np.testing.assert_array_equal(ds.indices, ref_indices)
+    counts = ds.meta["source"]["edges"]
+    loops = int(np.count_nonzero(pairs[:, 0] == pairs[:, 1]))
+    assert counts["reverses_added"] == ds.num_edges - 948_464
+    assert counts["reverse_present"] + counts["reverses_added"] + loops == 948_464
 
 
 def test_extra_columns_are_ignored(tmp_path: Path) -> None:

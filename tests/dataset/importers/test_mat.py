@@ -137,3 +137,104 @@ def test_feature_signal_uses_the_labels_inside_the_file(tmp_path: Path) -> None:
         import_mat(tmp_path / "acm.mat", tmp_path / "out2", adjacency_key="PAP", features_key="none", labels_key="none",
                    synthetic_features=4, synthetic_feature_signal=1.0)
     assert not (tmp_path / "out2").exists()
+
+
+def _facebook100_like(path: Path, n: int = 50, seed: int = 0) -> dict[str, np.ndarray]:
+    """A Facebook100-shaped file: sparse symmetric ``A`` and ``local_info`` int [N, 7] with 0 = missing."""
+    rng = np.random.default_rng(seed)
+    src, dst = rng.integers(0, n, 150), rng.integers(0, n, 150)
+    keep = src != dst
+    adj = sp.coo_matrix((np.ones(int(keep.sum())), (src[keep], dst[keep])), shape=(n, n)).tocsr()
+    adj = ((adj + adj.T) > 0).astype(np.float64)
+    info = np.stack([
+        rng.integers(0, 3, n),          # status flag
+        rng.integers(0, 3, n),          # gender, 0 = missing
+        rng.integers(0, 200, n),        # major id
+        rng.integers(0, 200, n),        # second major
+        rng.integers(0, 60, n),         # dorm
+        rng.choice([0, 2005, 2006, 2007, 2008], n),  # year, 0 = missing
+        rng.integers(0, 5000, n),       # high school id
+    ], axis=1).astype(np.int32)
+    scipy.io.savemat(path, {"A": adj, "local_info": info})
+    return {"adj": adj.toarray(), "info": info}
+
+
+def test_facebook100_labels_from_one_column_of_local_info(tmp_path: Path) -> None:
+    path = tmp_path / "Caltech36.mat"
+    ref = _facebook100_like(path)
+    ds = import_mat(path, tmp_path / "g", labels_key="local_info", labels_column=1, unlabelled_value=0)
+    gender = ref["info"][:, 1]
+    np.testing.assert_array_equal(ds.labels, np.where(gender == 0, -1, gender - 1))
+    assert ds.num_classes == 2
+    year = import_mat(path, tmp_path / "y", labels_key="local_info", labels_column=5, unlabelled_value=0)
+    assert year.num_classes == 4  # 2005..2008 renumbered, names kept
+    assert json.loads((tmp_path / "y" / "label_names.json").read_text()) == ["2005", "2006", "2007", "2008"]
+    assert int(np.count_nonzero(year.labels < 0)) == int(np.count_nonzero(ref["info"][:, 5] == 0))
+
+
+def test_facebook100_symmetric_adjacency_is_not_doubled(tmp_path: Path) -> None:
+    path = tmp_path / "fb.mat"
+    ref = _facebook100_like(path)
+    directed = import_mat(path, tmp_path / "d", features_key="none")
+    undirected = import_mat(path, tmp_path / "u", features_key="none", undirected=True)
+    indptr, indices = _expected_csc(ref["adj"])
+    for ds in (directed, undirected):
+        np.testing.assert_array_equal(ds.indptr, indptr)
+        np.testing.assert_array_equal(ds.indices, indices)
+        assert ds.meta["symmetric"]
+    counts = undirected.meta["source"]["edges"]
+    assert counts["reverses_added"] == 0 and counts["reverse_present"] == int(ref["adj"].sum())
+    upper = sp.triu(sp.csr_matrix(ref["adj"]))  # one direction only: --undirected restores the same CSC
+    scipy.io.savemat(tmp_path / "upper.mat", {"A": upper})
+    half = import_mat(tmp_path / "upper.mat", tmp_path / "h", undirected=True)
+    np.testing.assert_array_equal(half.indptr, indptr)
+    np.testing.assert_array_equal(half.indices, indices)
+    assert half.meta["source"]["edges"]["reverses_added"] == upper.nnz
+    assert not import_mat(tmp_path / "upper.mat", tmp_path / "h2").meta["symmetric"]
+
+
+def test_facebook100_cli_lists_unused_variables_and_warns_about_codes(tmp_path: Path) -> None:
+    path = tmp_path / "fb.mat"
+    _facebook100_like(path, n=30)
+    result = run_cli("prepare", "mat", str(path), str(tmp_path / "a"), "--undirected")
+    assert result.returncode == 0, result.stderr
+    assert "not used: local_info [30 x 7 int32]" in result.stdout
+    assert "edges already had their reverse, added 0 reverse edges" in result.stdout
+    features = run_cli("prepare", "mat", str(path), str(tmp_path / "b"), "--features-key", "local_info")
+    assert features.returncode == 0, features.stderr
+    assert "warning: feature column(s) 2, 3, 4, 5, 6 (0-based) hold integer codes" in features.stderr
+    labelled = run_cli("prepare", "mat", str(path), str(tmp_path / "c"), "--labels-key", "local_info",
+                       "--labels-column", "1", "--unlabelled-value", "0")
+    assert labelled.returncode == 0, labelled.stderr
+    assert "labels 'local_info' column 1" in labelled.stdout and "not used" not in labelled.stdout
+    refused = run_cli("prepare", "mat", str(path), str(tmp_path / "d"), "--labels-key", "local_info")
+    assert_user_error(refused, "fb.mat", "'local_info'", "values other than 0 and 1", "--labels-column")
+    bad = run_cli("prepare", "mat", str(path), str(tmp_path / "e"), "--labels-key", "local_info", "--labels-column", "7")
+    assert_user_error(bad, "--labels-column", "[0, 7)", "found 7")
+    negative = run_cli("prepare", "mat", str(path), str(tmp_path / "e"), "--labels-key", "local_info",
+                       "--labels-column", "-1")
+    assert_user_error(negative, "--labels-column", ">= 0", "found -1")
+    nothing = run_cli("prepare", "mat", str(path), str(tmp_path / "e"), "--labels-column", "1")
+    assert_user_error(nothing, "--labels-column", "expected labels")
+    assert not (tmp_path / "d").exists() and not (tmp_path / "e").exists()
+
+
+def test_mat_takes_label_and_feature_files(tmp_path: Path) -> None:
+    path = tmp_path / "fb.mat"
+    ref = _facebook100_like(path, n=20)
+    np.save(tmp_path / "info.npy", ref["info"])
+    np.save(tmp_path / "x.npy", np.arange(40, dtype=np.float32).reshape(20, 2))
+    ds = import_mat(path, tmp_path / "o", labels=tmp_path / "info.npy", labels_column=1, unlabelled_value=0,
+                    features=tmp_path / "x.npy")
+    gender = ref["info"][:, 1]
+    np.testing.assert_array_equal(ds.labels, np.where(gender == 0, -1, gender - 1))
+    np.testing.assert_array_equal(ds.features, np.arange(40, dtype=np.float32).reshape(20, 2))
+    assert str((tmp_path / "info.npy").resolve()) in ds.meta["source"]["inputs"]
+    with pytest.raises(OptionError, match="--labels and --labels-key: expected at most one"):
+        import_mat(path, tmp_path / "p", labels=tmp_path / "info.npy", labels_key="local_info")
+    with pytest.raises(OptionError, match="--features and --features-key: expected at most one"):
+        import_mat(path, tmp_path / "p", features=tmp_path / "x.npy", features_key="local_info")
+    np.save(tmp_path / "short.npy", np.zeros((19, 2), np.float32))
+    with pytest.raises(DatasetError, match="expected 20 --features rows"):
+        import_mat(path, tmp_path / "p", features=tmp_path / "short.npy")
+    assert not (tmp_path / "p").exists()

@@ -269,3 +269,51 @@ def test_id_map_covers_edges_and_node_data(tmp_path_factory, edge_ids: list[int]
     np.testing.assert_array_equal(np.arange(expected.size) if original is None else original, expected)
     assert idmap.nodes_only_in_node_data == expected.size - in_edges.size
     np.testing.assert_array_equal(idmap.lookup(expected), np.arange(expected.size))
+
+
+def test_labels_column_and_unlabelled_value_for_npy_and_text(tmp_path: Path) -> None:
+    """--labels-column takes one column of a 2-d .npy or text matrix; --unlabelled-value marks missing labels."""
+    edges = tmp_path / "e.txt"
+    edges.write_text("0 1\n1 2\n2 3\n3 0\n")
+    table = np.array([[1, 2008, 7], [2, 0, 7], [1, 2009, 3], [2, 2008, 3]], dtype=np.int64)
+    np.save(tmp_path / "t.npy", table)
+    (tmp_path / "t.txt").write_text("\n".join(" ".join(str(v) for v in row) for row in table) + "\n")
+    for name in ("t.npy", "t.txt"):
+        ds = import_edgelist(edges, tmp_path / f"y-{name}", labels=tmp_path / name, labels_column=1,
+                             unlabelled_value=0)
+        np.testing.assert_array_equal(ds.labels, [0, -1, 1, 0])
+        assert json.loads((ds.path / "label_names.json").read_text()) == ["2008", "2009"]
+        ds = import_edgelist(edges, tmp_path / f"g-{name}", labels=tmp_path / name, labels_column=0)
+        np.testing.assert_array_equal(ds.labels, [0, 1, 0, 1])
+        with pytest.raises(OptionError, match=r"--labels-column: expected a column in \[0, 3\) .*found 3"):
+            import_edgelist(edges, tmp_path / "bad", labels=tmp_path / name, labels_column=3)
+    with pytest.raises(DatasetError, match="pass --labels-column C"):
+        import_edgelist(edges, tmp_path / "bad", labels=tmp_path / "t.npy")
+    np.save(tmp_path / "plain.npy", np.array([1, 0, 2, 0]))
+    ds = import_csr_npz(_npz(tmp_path), tmp_path / "c", labels=tmp_path / "plain.npy", unlabelled_value=0)
+    np.testing.assert_array_equal(ds.labels, [1, -1, 2, -1])
+    with pytest.raises(OptionError, match="--unlabelled-value: expected --labels FILE"):
+        import_csr_npz(_npz(tmp_path), tmp_path / "bad", unlabelled_value=0)
+    with pytest.raises(OptionError, match="--labels-column: expected a column number >= 0"):
+        import_csr_npz(_npz(tmp_path), tmp_path / "bad", labels=tmp_path / "t.npy", labels_column=-2)
+    assert not (tmp_path / "bad").exists()
+    result = run_cli("prepare", "edgelist", str(edges), str(tmp_path / "cli"), "--labels", str(tmp_path / "t.txt"),
+                     "--labels-column", "9")
+    assert_user_error(result, "--labels-column", "[0, 3)", "found 9")
+
+
+def _npz(tmp_path: Path) -> Path:
+    path = tmp_path / "g.npz"
+    np.savez(path, indptr=np.array([0, 1, 2, 3, 4]), indices=np.array([1, 2, 3, 0]))
+    return path
+
+
+def test_category_code_columns() -> None:
+    from graphtier.dataset.importers.features import category_code_columns
+
+    rng = np.random.default_rng(0)
+    table = np.stack([rng.integers(0, 2, 100), rng.choice([2005, 2006, 2007], 100), rng.standard_normal(100),
+                      rng.integers(0, 3, 100)], axis=1)
+    assert category_code_columns(table) == [{"column": 1, "distinct": 3, "max": 2007}]
+    assert category_code_columns(rng.standard_normal((100, 5))) == []
+    assert category_code_columns(rng.integers(0, 1000, (10, 100))) == []  # wide: not an attribute table
