@@ -165,6 +165,6 @@ def test_the_readme_runs_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyPa
                     code, _, err = run(arguments, capsys)
                     assert code == 0, f"{block.where()}: graphtier {' '.join(arguments)} exited {code}: {err}"
     # the python blocks ran to their end (the names their last lines make: PyG's logits on Cora, ...)
-    assert namespace["out"].shape[1] == 7 and math.isfinite(float(namespace["loss"]))  # type: ignore[attr-defined,arg-type]
+    assert namespace["out"].shape[1] == 7 and math.isfinite(namespace["loss"].item())  # type: ignore[attr-defined]
     assert namespace["store"]._closed and namespace["loader"] is not None  # type: ignore[attr-defined]
     assert namespace["neighbours"].shape[0] == int(namespace["ds"].indptr[1] - namespace["ds"].indptr[0])  # type: ignore[attr-defined]
