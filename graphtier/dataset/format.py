@@ -43,11 +43,14 @@ def index_dtype(num_nodes: int) -> np.dtype:
     return np.dtype(np.int32) if num_nodes < 2**31 else np.dtype(np.int64)
 
 
-def _load_array(path: Path, mmap: bool) -> np.ndarray:
+def _load_array(path: Path, mmap: bool, *, writable: bool = False) -> np.ndarray:
+    """``path`` memory-mapped read-only (``mmap``), copy-on-write (``writable``: writes stay in this
+    process, the file never changes), or loaded into RAM."""
     if not path.is_file():
         raise DatasetError(f"{path}: file missing")
+    mode = ("c" if writable else "r") if mmap else None
     try:
-        return np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
+        return np.load(path, mmap_mode=mode, allow_pickle=False)
     except Exception as exc:  # numpy raises ValueError/OSError/EOFError on damaged files
         raise DatasetError(f"{path}: not a readable .npy array ({exc})") from None
 
@@ -59,7 +62,11 @@ def _expect(path: Path, what: str, expected: Any, found: Any) -> None:
 
 @dataclass
 class Dataset:
-    """A graphtier dataset opened from disk; arrays are read-only memory maps by default.
+    """A graphtier dataset opened from disk; arrays are memory maps by default.
+
+    The graph and the features are mapped read-only; the labels and the splits (small: 8 bytes per
+    node at most) are mapped copy-on-write, so they are writable numpy arrays that ``torch.from_numpy``
+    takes without a warning, and a write changes this process's copy only, never the file.
 
     Attributes:
         path: the dataset directory.
@@ -129,8 +136,8 @@ class Dataset:
     def open(cls, path: str | os.PathLike[str], *, mmap: bool = True, validate: bool = True) -> "Dataset":
         """Open the dataset directory ``path``.
 
-        Every array is memory-mapped read-only (``mmap=False`` loads them into RAM instead), so a
-        dataset larger than RAM can be opened. With ``validate`` (the default) the directory is
+        Every array is memory-mapped (``mmap=False`` loads them into RAM instead), so a dataset larger
+        than RAM can be opened: read-only, except the labels and splits (copy-on-write, see the class). With ``validate`` (the default) the directory is
         checked against ``meta.json`` and a :class:`DatasetError` naming the file, the expected
         and the found value is raised at the first inconsistency.
         """
@@ -141,11 +148,11 @@ class Dataset:
         indptr = _load_array(root / "indptr.npy", mmap)
         indices = _load_array(root / "indices.npy", mmap)
         features = _load_array(root / "features.npy", mmap) if int(meta["feature_dim"]) > 0 else None
-        labels = _load_array(root / "labels.npy", mmap) if int(meta["num_classes"]) > 0 else None
+        labels = _load_array(root / "labels.npy", mmap, writable=True) if int(meta["num_classes"]) > 0 else None
         splits = {}
         for name in SPLITS:
             split_path = root / f"{name}_idx.npy"
-            splits[name] = _load_array(split_path, mmap) if split_path.is_file() else None
+            splits[name] = _load_array(split_path, mmap, writable=True) if split_path.is_file() else None
         known = {"indptr", "indices", "features", "labels"} | {f"{s}_idx" for s in SPLITS}
         extra = {
             p.stem: _load_array(p, mmap)

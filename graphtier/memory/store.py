@@ -64,10 +64,12 @@ Sampler = Callable[[np.ndarray, int], MiniBatch]
 
 def check_sample_on(sample_on: str, device: torch.device, topology_budget: str | None = None) -> str:
     """``sample_on`` if valid for ``device``; OptionError otherwise (gpu sampling needs a CUDA device, and
-    ``topology_budget`` tiers the graph for gpu sampling only)."""
+    ``topology_budget`` tiers the graph for gpu sampling only: with cpu sampling only "auto", meaning 0, is accepted)."""
     if sample_on not in SAMPLE_ON:
         raise OptionError(f"--sample-on: expected one of {', '.join(SAMPLE_ON)}, found {sample_on!r}")
-    if sample_on == "cpu" and topology_budget is not None:
+    # "auto" sizes the graph's GPU tier to the memory left; sampling on the CPU keeps the graph in host
+    # memory, so auto is 0 there (as without CUDA) and only an explicit budget is a mistake
+    if sample_on == "cpu" and topology_budget is not None and str(topology_budget).strip().lower() != "auto":
         raise OptionError(f"--topology-budget: applies to --sample-on gpu only, found {topology_budget!r} with --sample-on cpu")
     if sample_on == "gpu" and device.type != "cuda":
         if not torch.cuda.is_available():
@@ -175,7 +177,8 @@ class GraphStore:
         ``device``: the compute device. ``features_on``: a mode of :data:`graphtier.store.FEATURE_MODES`
         (``feature_budget`` is its ``--gpu-budget``). ``sample_on``: "cpu" or "gpu" (needs CUDA); with
         "gpu" the topology is tiered by ``topology_budget`` (bytes, fraction of the edges or "auto";
-        default auto) and ``ram_budget`` (which bounds the host tier of the features and of the topology
+        default auto; with "cpu" only "auto" is accepted and means 0: the graph stays in host memory)
+        and ``ram_budget`` (which bounds the host tier of the features and of the topology
         each). With both GPU budgets "auto" the topology is placed first and the features get the rest.
         ``batch_size``/``fanouts`` size the staging buffers and, with ``prefetch`` (default ``ring_size - 3``,
         the trainer's ring), the room "auto" GPU budgets leave for the batches in flight

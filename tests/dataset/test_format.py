@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from graphtier import Dataset, DatasetError
 from tests.conftest import write_labelled_graph
@@ -42,6 +44,22 @@ def test_open_memory_maps_and_reports(dataset_dir: Path) -> None:
     assert "nodes=50" in repr(ds)
     loaded = Dataset.open(dataset_dir, mmap=False)
     assert not isinstance(loaded.indices, np.memmap)
+
+
+def test_labels_and_splits_are_writable_copies_on_write(dataset_dir: Path) -> None:
+    """torch.from_numpy takes the labels and splits without "The given NumPy array is not writable";
+    a write stays in the process and never reaches the file."""
+    ds = Dataset.open(dataset_dir)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        labels = torch.from_numpy(ds.labels)
+        train = torch.from_numpy(ds.train_idx)
+    assert labels.dtype == torch.int64 and train.shape == (ds.train_idx.shape[0],)
+    before = np.load(dataset_dir / "labels.npy")
+    ds.labels[:] = -1
+    assert np.array_equal(np.load(dataset_dir / "labels.npy"), before)
+    assert np.array_equal(Dataset.open(dataset_dir).labels, before)
+    assert not ds.features.flags.writeable and not ds.indices.flags.writeable  # the big arrays stay read-only
 
 
 def test_missing_directory_and_meta(tmp_path: Path) -> None:

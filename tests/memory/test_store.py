@@ -89,6 +89,16 @@ def test_bad_sample_on_and_topology_budget_without_gpu_sampling_are_refused(tiny
         GraphStore.open(tiny_dataset, topology_budget="10%", log=lambda _: None)
 
 
+def test_auto_topology_budget_with_cpu_sampling_means_zero(tiny_dataset: Dataset) -> None:
+    """The README's GraphStore call on a machine without a GPU: sample_on="cpu" with topology_budget="auto"."""
+    with GraphStore.open(tiny_dataset, device="cpu", sample_on="cpu", features_on="tiered", feature_budget="auto",
+                         topology_budget="auto", ram_budget="auto", log=lambda _: None) as store:
+        assert store.topology is None and store.sample_on == "cpu"
+        store.sample(np.asarray(tiny_dataset.train_idx[:8]), FANOUTS)
+        topology = store.traffic()["topology"]
+        assert topology["host"] == topology["requested"] > 0 and topology["gpu"] == 0
+
+
 def test_plan_and_closed_store(tiny_dataset: Dataset) -> None:
     store = GraphStore.open(tiny_dataset, features_on="cpu-gather", log=lambda _: None)
     plan = plan_capacity(
