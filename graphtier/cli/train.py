@@ -163,7 +163,7 @@ def command(dataset: str, **options: Any) -> None:
         parse_shares,
         under_torchrun,
     )
-    from graphtier.train.report import epoch_summary, format_accuracy
+    from graphtier.train.report import epoch_summary, final_summary
 
     if options["devices"] is not None:
         options["devices"] = parse_devices(options["devices"])
@@ -183,9 +183,7 @@ def command(dataset: str, **options: Any) -> None:
             final = multi_report["final"]
             balancer = multi_report["balancer"]
             click.echo(
-                f"final ({final['method']} inference, best epoch {final['epoch']}): "
-                f"valid_acc {format_accuracy(final['valid_acc'])}  test_acc {format_accuracy(final['test_acc'])}  "
-                "shares " + ", ".join(
+                final_summary(final, multi_report["config"]) + "  shares " + ", ".join(
                     f"{device} {share:.3f}" for device, share in zip(config.devices, balancer["final_shares"])
                 )
             )
@@ -220,11 +218,7 @@ def command(dataset: str, **options: Any) -> None:
         if trainer.start_epoch > 1:
             click.echo(f"resumed from {config.checkpoint} after epoch {trainer.start_epoch - 1}")
     report = trainer.fit()
-    final = report["final"]
-    click.echo(
-        f"final ({final['method']} inference, best epoch {final['epoch']}): "
-        f"valid_acc {format_accuracy(final['valid_acc'])}  test_acc {format_accuracy(final['test_acc'])}"
-    )
+    click.echo(final_summary(report["final"], report["config"]))
     if config.report and not quiet:
         click.echo(f"report written to {config.report}")
     if config.save_model and not quiet:

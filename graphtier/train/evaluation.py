@@ -11,6 +11,27 @@ from graphtier.train.comm import (
 from graphtier.train.inference import layerwise_inference
 
 
+def majority_class_accuracy(
+    labels: np.ndarray, train_idx: np.ndarray, eval_idx: np.ndarray
+) -> tuple[int | None, float | None]:
+    """The baseline of every accuracy: (the most common class of the train split, its accuracy on ``eval_idx``).
+
+    ``labels``: int [N] (-1 = unlabelled, ignored in the train split); ``train_idx``, ``eval_idx``: int64 node ids.
+    The class is taken from the train split's labels (ties: the lowest class id), as a model would learn it, and
+    scored on ``eval_idx`` like the model's accuracy (share of those nodes whose label is that class).
+    Returns (None, None) without labelled train nodes, (class, None) for an empty ``eval_idx``.
+    """
+    train_labels = np.asarray(labels[np.asarray(train_idx)]).astype(np.int64, copy=False)
+    train_labels = train_labels[train_labels >= 0]
+    if train_labels.size == 0:
+        return None, None
+    majority = int(np.bincount(train_labels).argmax())
+    eval_idx = np.asarray(eval_idx)
+    if eval_idx.size == 0:
+        return majority, None
+    return majority, float((np.asarray(labels[eval_idx]) == majority).mean())
+
+
 class Evaluation:
     """Sampled prediction and accuracy (shared over ranks) and full-graph logits.
 

@@ -27,6 +27,13 @@ def test_train_prints_epochs_and_writes_report(tiny_dataset: Dataset, tmp_path: 
     assert result.returncode == 0, result.stderr
     assert "epoch 2/2" in result.stdout and "test_acc" in result.stdout
     data = json.loads(report.read_text())
+    final = data["final"]
+    assert result.stdout.strip().splitlines()[-2] == (  # then "report written to ..."
+        f"final (best epoch {final['epoch']}): valid_acc {final['valid_acc']:.4f}  test_acc {final['test_acc']:.4f} "
+        "(sampled inference, fanouts 5,5; exact: --full-inference)  "
+        f"majority-class test_acc {final['test_majority_acc']:.4f} (class {final['majority_class']}, "
+        "the train split's most common)"
+    )
     assert data["config"]["features_on"] == "tiered"
     assert data["epochs"][1]["feature_bytes_by_tier"]["gpu"] > 0
 
