@@ -11,7 +11,7 @@ from graphtier.cli.options import SEED, merge_alias
 from graphtier.cli.score import parse_fanouts
 from graphtier.dataset.format import Dataset
 from graphtier.errors import OptionError
-from graphtier.tiering.access import HIT_PERCENTS, analyze_access, plot_access
+from graphtier.tiering.access import HIT_PERCENTS, analyze_access, interpret_access, plot_access
 from graphtier.tiering.hotness import SCORE_METHODS
 
 
@@ -72,6 +72,7 @@ def command(
         f"({epochs} epoch(s), fanouts {fanouts}, batch {batch_size}, replay {analysis.seconds['replay']:.1f} s)"
     )
     click.echo(format_table(analysis.curves))
+    click.echo(interpret_access(analysis))
     if "presample" in analysis.scores:
         click.echo(f"presample ranking: seed {analysis.config['presample_seed']}, "
                    f"{analysis.config['presample_epochs']} epoch(s), {analysis.seconds['presample']:.1f} s of sampling")
