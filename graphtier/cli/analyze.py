@@ -72,10 +72,10 @@ def command(
         f"({epochs} epoch(s), fanouts {fanouts}, batch {batch_size}, replay {analysis.seconds['replay']:.1f} s)"
     )
     click.echo(format_table(analysis.curves))
-    click.echo(interpret_access(analysis))
     if "presample" in analysis.scores:
         click.echo(f"presample ranking: seed {analysis.config['presample_seed']}, "
                    f"{analysis.config['presample_epochs']} epoch(s), {analysis.seconds['presample']:.1f} s of sampling")
+    click.echo(interpret_access(analysis))
     if json_path is not None:
         tmp = json_path.with_name(f".{json_path.name}.tmp")
         tmp.write_text(json.dumps(analysis.to_json(), indent=2) + "\n")

@@ -38,12 +38,12 @@ LARGEST_CLASSES_SHOWN = 3
 
 
 def describe_classes(counts: list[int], unlabelled: int, shown: int = LARGEST_CLASSES_SHOWN) -> str:
-    """``"largest: 3 818 (30.2%), 4 426 (15.7%), 2 418 (15.4%) of 7 classes; 0 unlabelled"``: the ``shown``
+    """``"largest 3: 818 (30.2%), 4: 426 (15.7%), 2: 418 (15.4%) of 7 classes; 0 unlabelled"``: the ``shown``
     largest classes (id, nodes, share of the labelled nodes), the number of classes and the unlabelled nodes."""
     labelled = sum(counts)
     order = sorted(range(len(counts)), key=lambda c: (-counts[c], c))[:shown]
-    largest = ", ".join(f"{c} {counts[c]:,} ({100 * counts[c] / labelled:.1f}%)" for c in order if counts[c])
-    return f"largest: {largest or '-'} of {len(counts)} classes; {unlabelled:,} unlabelled"
+    largest = ", ".join(f"{c}: {counts[c]:,} ({100 * counts[c] / labelled:.1f}%)" for c in order if counts[c])
+    return f"largest {largest or '-'} of {len(counts)} classes; {unlabelled:,} unlabelled"
 
 
 def _array_entry(path: Path, array: np.ndarray) -> dict[str, Any]:

@@ -28,6 +28,7 @@ from graphtier.tiering.plan_placement import (
     format_placement,
     gpu_topology_from_option,
 )
+from graphtier.tiering.plan_recommendation import recommend_budget
 
 
 @click.command("plan")
@@ -92,6 +93,7 @@ def command(
         click.echo(format_placement(plan.placement))
     for note in plan.notes:
         click.echo(f"note: {note}")
+    click.echo(recommend_budget(plan))
     if json_path is not None:
         write_plan_json(plan, json_path)
         click.echo(f"wrote {json_path}")

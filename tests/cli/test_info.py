@@ -78,7 +78,7 @@ def test_info_table(generated: Path, capsys: pytest.CaptureFixture[str]) -> None
         assert text in out
     counts = np.bincount(np.asarray(Dataset.open(generated).labels), minlength=5)
     largest = int(counts.argmax())
-    assert f"largest: {largest} {counts[largest]:,} ({100 * counts[largest] / 3000:.1f}%)" in out
+    assert f"largest {largest}: {counts[largest]:,} ({100 * counts[largest] / 3000:.1f}%)" in out
     assert "of 5 classes; 0 unlabelled" in out
 
 
@@ -90,9 +90,9 @@ def test_class_counts_skip_unlabelled_nodes_and_show_the_largest_classes(monkeyp
     counts, unlabelled = info_cli.class_counts(labels, num_classes=4)  # label 5 beyond num_classes still counts
     assert counts.tolist() == [2, 0, 4, 1, 0, 1] and unlabelled == 2
     assert info_cli.describe_classes(counts.tolist(), unlabelled) == (
-        "largest: 2 4 (50.0%), 0 2 (25.0%), 3 1 (12.5%) of 6 classes; 2 unlabelled"
+        "largest 2: 4 (50.0%), 0: 2 (25.0%), 3: 1 (12.5%) of 6 classes; 2 unlabelled"
     )
-    assert info_cli.describe_classes([0, 0], 7) == "largest: - of 2 classes; 7 unlabelled"
+    assert info_cli.describe_classes([0, 0], 7) == "largest - of 2 classes; 7 unlabelled"
 
 
 def test_info_on_missing_or_broken_dataset(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
