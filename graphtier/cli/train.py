@@ -18,6 +18,9 @@ NORM_CHOICES = ("none", "batch", "layer")
 GCN_DEGREES_CHOICES = ("auto", "full", "block")
 FEATURES_ON_CHOICES = ("cpu-gather", "zero-copy", "tiered", "tiered+cache")
 BALANCE_CHOICES = ("dynamic", "static", "off")
+# The default --fanouts, graphtier.sampling.DEFAULT_FANOUTS (the one default of every command), spelled here for
+# the same reason (tests/cli/test_train_cli.py checks they agree).
+FANOUTS_DEFAULT = "25,10"
 
 def _progress_factory(console: Any) -> Callable[[str, int], Callable[[int, dict[str, Any]], None]]:
     from rich.progress import (
@@ -63,7 +66,7 @@ def _progress_factory(console: Any) -> Callable[[str, int], Callable[[int, dict[
               help="Neighbour sampling, or ShaDow subgraphs.")
 @click.option(
     "--fanouts",
-    default="25,10",
+    default=FANOUTS_DEFAULT,
     show_default=True,
     type=fanouts_option_type("--fanouts"),
     help="Neighbours per hop, first hop from the seeds first (PyG order); -1 = all neighbours.",

@@ -30,6 +30,7 @@ import torch
 from graphtier.dataset import Dataset
 from graphtier.errors import OptionError
 from graphtier.sampling import (
+    DEFAULT_FANOUTS,
     DeviceNeighborSampler,
     MiniBatch,
     NeighborSampler,
@@ -152,7 +153,7 @@ class GraphStore:
         seed: int = 0,
         num_threads: int | None = None,
         batch_size: int = 1024,
-        fanouts: Sequence[int] = (15, 10, 5),
+        fanouts: Sequence[int] = DEFAULT_FANOUTS,
         ring_size: int = 6,
         prefetch: int | None = None,
         log: Callable[[str], None] = print,
@@ -263,7 +264,7 @@ class GraphStore:
     def plan(
         self,
         *,
-        fanouts: Sequence[int] = (15, 10, 5),
+        fanouts: Sequence[int] = DEFAULT_FANOUTS,
         batch_size: int = 1024,
         epochs: int = 1,
         budgets: Sequence[str] = DEFAULT_BUDGETS,

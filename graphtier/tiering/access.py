@@ -19,6 +19,7 @@ import numpy as np
 from graphtier.dataset.format import Dataset
 from graphtier.errors import DatasetError, OptionError
 from graphtier.graph.reorder import order_by_score
+from graphtier.sampling.neighbor import DEFAULT_FANOUTS, format_fanouts
 from graphtier.tiering.hotness import SCORE_METHODS, compute_scores
 from graphtier.tiering.reads import count_feature_reads
 
@@ -139,7 +140,7 @@ def interpret_access(analysis: AccessAnalysis, percent: float = INTERPRETED_PERC
 def analyze_access(
     dataset: Dataset,
     *,
-    fanouts: Sequence[int] = (25, 10),
+    fanouts: Sequence[int] = DEFAULT_FANOUTS,
     batch_size: int = 1024,
     epochs: int = 1,
     seed: int = 0,
@@ -229,8 +230,8 @@ def plot_access(analysis: AccessAnalysis, path: str | Path) -> None:
         label = f"{name} (top 10%: {analysis.curves[name].get('10', float('nan')):.0%})"
         axes.plot(x, y * 100.0, label=label, linewidth=1.5, **style)
     config = analysis.config
-    fanouts = ",".join(str(f) for f in config["fanouts"])
-    axes.set_title(f"{Path(config['dataset']).name}: feature reads, fanouts {fanouts}, {config['epochs']} epoch(s)")
+    axes.set_title(f"{Path(config['dataset']).name}: feature reads, fanouts {format_fanouts(config['fanouts'])}, "
+                   f"{config['epochs']} epoch(s)")
     axes.set_xlabel("nodes, in descending score order (% of all nodes)")
     axes.set_ylabel("cumulative share of feature reads (%)")
     axes.set_xlim(0, 100)

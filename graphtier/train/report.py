@@ -18,6 +18,7 @@ from graphtier._version import __version__
 from graphtier.dataset import Dataset
 from graphtier.dataset.provenance import describe, provenance_of
 from graphtier.errors import OptionError
+from graphtier.sampling.neighbor import format_fanouts
 from graphtier.train.output_files import atomic_write
 from graphtier.train.tally import STAGES
 
@@ -68,7 +69,7 @@ def inference_summary(final: dict[str, Any], config: dict[str, Any]) -> str:
         return "exact layer-wise inference, all neighbours"
     if config.get("model") == "mlp":
         return "features only, no neighbours"
-    fanouts = ",".join(str(f) for f in (config.get("eval_fanouts") or config["fanouts"]))
+    fanouts = format_fanouts(config.get("eval_fanouts") or config["fanouts"])
     if config.get("sampler") == "shadow":
         return f"sampled inference, ShaDow subgraphs, fanouts {fanouts}"
     return f"sampled inference, fanouts {fanouts}; exact: --full-inference"
