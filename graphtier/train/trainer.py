@@ -33,7 +33,7 @@ from graphtier.train.comm import (
 )
 from graphtier.train.config import TrainConfig
 from graphtier.train.distributed_epoch import DistributedEpochs, StepSeconds
-from graphtier.train.evaluation import Evaluation
+from graphtier.train.evaluation import Evaluation, majority_class_accuracy
 from graphtier.train.host_memory import keep_freed_memory
 from graphtier.train.inference import full_in_degree
 from graphtier.train.models import build_model
@@ -305,6 +305,9 @@ class Trainer(Checkpointing, Evaluation, DistributedEpochs):
         else:
             final["valid_acc"] = self.accuracy_sampled(self.valid_idx, "valid")
             final["test_acc"] = self.accuracy_sampled(self.test_idx, "test")
+        final["majority_class"], final["test_majority_acc"] = majority_class_accuracy(
+            self.store.labels(self.train_idx), self.store.labels(self.test_idx)
+        )
         self.report.final = final
         self.report.wall_seconds += time.perf_counter() - wall_start
         if cfg.report is not None:
