@@ -16,6 +16,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "graphtier"
 LAYERS: dict[str, int] = {
     "graphtier._version": 0,
     "graphtier.errors": 0,
+    "graphtier._checks": 0,
     "graphtier._splitmix": 0,
     "graphtier._compile_note": 0,
     "graphtier._openmp": 0,
