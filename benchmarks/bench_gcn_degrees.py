@@ -87,9 +87,9 @@ def main() -> None:
             models.gcn_weights = gcn_weights
             run = {
                 "preset": args.preset,
-                "fanouts": list(config.fanouts),
-                "epochs": config.epochs,
-                "evaluation": "full" if config.full_inference else "sampled",
+                "fanouts": list(config.sampling.fanouts),
+                "epochs": config.optim.epochs,
+                "evaluation": "full" if config.run.full_inference else "sampled",
                 "degrees": degrees,
                 "seed": seed,
                 "valid_acc": report["final"].get("valid_acc"),

@@ -61,9 +61,18 @@ class OptionError(GraphtierError):
                 return match.group(0)
             if cli:
                 return self.flag(option) if value is None else f"{self.flag(option)} {value}"
-            return f"{option}=" if value is None else f"{option}={value!r}"
+            return f"{option}=" if value is None else f"{option}={_python_literal(value)}"
 
         return _OPTION_TOKEN.sub(name, self.template)
+
+
+def _python_literal(text: str) -> str:
+    """``text`` as a Python caller would write the value: a number bare, anything else quoted."""
+    try:
+        float(text)
+    except ValueError:
+        return repr(text)
+    return text
 
 
 def render_error(error: GraphtierError, *, cli: bool) -> str:

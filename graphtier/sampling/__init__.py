@@ -9,7 +9,13 @@ Both return :class:`MiniBatch` objects of layer-wise :class:`Block` s ready for 
 
 from graphtier.sampling.batch import Block, MiniBatch
 from graphtier.sampling.device import DenseTopology, DeviceNeighborSampler, Topology
-from graphtier.sampling.fanouts import DEFAULT_FANOUTS, MAX_FANOUT, Fanouts, check_fanouts, format_fanouts
+from graphtier.sampling.fanouts import (
+    DEFAULT_FANOUTS,
+    MAX_FANOUT,
+    Fanouts,
+    check_fanouts,
+    format_fanouts,
+)
 from graphtier.sampling.neighbor import NeighborSampler
 from graphtier.sampling.seeds import iter_seed_batches
 from graphtier.sampling.shadow import ShadowSampler

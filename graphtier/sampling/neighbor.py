@@ -24,8 +24,12 @@ from graphtier.errors import OptionError
 from graphtier.sampling import _neighbor_kernels as kernels
 from graphtier.sampling.batch import Block, MiniBatch
 from graphtier.sampling.buffers import Carver, OutputRing, Workspace, WorkspacePool
-# the fanout bounds, default and parser live in graphtier.sampling.fanouts (re-exported here)
-from graphtier.sampling.fanouts import DEFAULT_FANOUTS, MAX_FANOUT, check_fanouts, format_fanouts  # noqa: F401
+from graphtier.sampling.fanouts import (  # noqa: F401 - re-exported: bounds, default and parser live in fanouts.py
+    DEFAULT_FANOUTS,
+    MAX_FANOUT,
+    check_fanouts,
+    format_fanouts,
+)
 from graphtier.sampling.seeds import as_seed_array
 
 

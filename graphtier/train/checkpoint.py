@@ -108,17 +108,17 @@ class Checkpointing:
 
     def checkpoint_lock(self) -> DirectoryLock | None:
         """The lock of the checkpoint directory this process writes (None without --checkpoint or on ranks > 0)."""
-        if self.config.checkpoint is None or (self.dist is not None and not self.dist.is_main):
+        if self.config.run.checkpoint is None or (self.dist is not None and not self.dist.is_main):
             return None
         lock = getattr(self, "_checkpoint_lock", None)
         if lock is None:
-            lock = self._checkpoint_lock = DirectoryLock(self.config.checkpoint)
+            lock = self._checkpoint_lock = DirectoryLock(self.config.run.checkpoint)
         return lock
 
     def save_checkpoint(self, epoch: int) -> Path:
         """Write ``checkpoint.pt`` atomically into the checkpoint directory; returns its path."""
-        assert self.config.checkpoint is not None
-        directory = Path(self.config.checkpoint)
+        assert self.config.run.checkpoint is not None
+        directory = Path(self.config.run.checkpoint)
         if self.dist is not None and not self.dist.is_main:
             return directory / CHECKPOINT_FILE
         return save_torch_file(directory / CHECKPOINT_FILE, self._checkpoint_state(epoch))
@@ -170,8 +170,8 @@ class Checkpointing:
             if key in saved and saved[key] != current[key]
         }
         for group in self.optimizer.param_groups:  # the optimizer state restored the checkpoint's values
-            group["lr"] = self.config.lr
-            group["weight_decay"] = self.config.weight_decay
+            group["lr"] = self.config.optim.lr
+            group["weight_decay"] = self.config.optim.weight_decay
         restore_rng(path, state)
         self.best_valid = float(state["best_valid"])
         self.best_epoch = state["best_epoch"]

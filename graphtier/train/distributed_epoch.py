@@ -46,20 +46,20 @@ class DistributedEpochs:
         """float64 [len(train_idx)]: estimated workload of each training node (cached next to the dataset)."""
         assert self.dist is not None
         cfg = self.config
-        kind = "seed-only" if cfg.model == "mlp" else cfg.sampler
-        key = {"sampler": kind, "fanouts": list(cfg.fanouts), "layers": cfg.num_layers, "seed": cfg.seed,
-               "samples": cfg.workload_samples}
-        sampler = self._make_sampler(cfg.fanouts, cfg.seed + 104729)
+        kind = "seed-only" if cfg.network.model == "mlp" else cfg.sampling.sampler
+        key = {"sampler": kind, "fanouts": list(cfg.sampling.fanouts), "layers": cfg.num_layers, "seed": cfg.run.seed,
+               "samples": cfg.distributed.workload_samples}
+        sampler = self._make_sampler(cfg.sampling.fanouts, cfg.run.seed + 104729)
 
         indptr, indices = self.store.csc
 
         def compute() -> np.ndarray:
             return estimate_workload(
-                self.train_idx, sampler=kind, indptr=indptr, indices=indices, fanouts=cfg.fanouts,
-                sample=sampler, samples=cfg.workload_samples,
+                self.train_idx, sampler=kind, indptr=indptr, indices=indices, fanouts=cfg.sampling.fanouts,
+                sample=sampler, samples=cfg.distributed.workload_samples,
             )
 
-        log = (lambda line: print(f"[rank 0] {line}", flush=True)) if not cfg.quiet else None
+        log = (lambda line: print(f"[rank 0] {line}", flush=True)) if not cfg.run.quiet else None
         if self.dist.is_main:
             workload = cached_workload(self.dataset.path, key, self.train_idx, compute, log)
             barrier(self.dist)
@@ -86,7 +86,7 @@ class DistributedEpochs:
         self.model.train()
         rank, world = dist_ctx.rank, dist_ctx.world
         global_batches = self._epoch_batches(epoch)
-        window = cfg.rebalance_every
+        window = cfg.distributed.rebalance_every
         schedule = ShareSchedule(balancer.shares)
 
         def my_batches() -> Iterator[np.ndarray]:
@@ -169,7 +169,7 @@ class DistributedEpochs:
         )
         if not math.isfinite(float(totals[0])):  # every rank sees the same sum, so every rank stops here
             raise NonFiniteLossError(
-                f"--lr {self.config.lr}: the training loss became {float(totals[0])} in epoch {epoch} "
+                f"--lr {self.config.optim.lr}: the training loss became {float(totals[0])} in epoch {epoch} "
                 "(the model diverged; try a lower --lr)"
             )
         # every rank's bytes and sampled edges count (float64 is exact for counts below 2^53)

@@ -46,7 +46,7 @@ class Evaluation:
         self.model.eval()
         if node_ids.size == 0:
             return torch.empty(0, dtype=torch.int64)
-        size = self.config.eval_batch_size
+        size = self.config.sampling.eval_batch_size
         seed_batches = [node_ids[i : i + size] for i in range(0, node_ids.shape[0], size)]
         tick = self.progress(label, len(seed_batches)) if self.progress else None
         predictions = []
@@ -82,6 +82,6 @@ class Evaluation:
             num_nodes=self.store.num_nodes,
             device=self.device,
             degree=self.degree,
-            chunk_size=self.config.eval_batch_size,
+            chunk_size=self.config.sampling.eval_batch_size,
             progress=(lambda done, total: tick(done, {})) if tick else None,
         )

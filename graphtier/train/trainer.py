@@ -50,7 +50,7 @@ ProgressFactory = Callable[[str, int], Callable[[int, dict[str, Any]], None]]
 class Trainer(Checkpointing, Evaluation, DistributedEpochs):
     """Train one model on one dataset as described by a :class:`TrainConfig`.
 
-    ``fit()`` runs the epochs and returns the run report (a dict, also written to ``config.report``).
+    ``fit()`` runs the epochs and returns the run report (a dict, also written to ``config.run.report``).
     ``on_epoch`` is called with each epoch's record; ``progress`` makes a per-epoch progress callback.
     """
 
@@ -71,33 +71,27 @@ class Trainer(Checkpointing, Evaluation, DistributedEpochs):
         self.config = config
         self.on_epoch = on_epoch
         self.progress = progress
-        self.device = torch.device(config.device)
-        self.producer_threads: int | None = config.num_threads
+        self.device = torch.device(config.run.device)
+        self.producer_threads: int | None = config.run.num_threads
         if dist is not None:
-            self.producer_threads = config.cpu_threads or max(1, (os.cpu_count() or 1) // dist.world)
+            self.producer_threads = config.distributed.cpu_threads or max(1, (os.cpu_count() or 1) // dist.world)
             numba.set_num_threads(self.producer_threads)
         if self.producer_threads is not None:
             torch.set_num_threads(self.producer_threads)
-        torch.manual_seed(config.seed)
-        np.random.seed(config.seed % 2**32)
+        torch.manual_seed(config.run.seed)
+        np.random.seed(config.run.seed % 2**32)
         keep_freed_memory()  # per-step activations reuse freed heap memory instead of fresh mmap pages
         assert dataset.features is not None and dataset.labels is not None and dataset.train_idx is not None
         self.store = GraphStore.open(
             dataset,
+            config.placement,
             device=self.device,
-            features_on=config.features_on,
-            feature_budget=config.gpu_budget,
-            topology_budget=config.topology_budget,
-            cache_budget=config.cache_budget,
-            ram_budget=config.ram_budget,
-            peer_partitions=config.peer_partitions,
-            sample_on=config.sample_on,
-            seed=config.seed,
+            seed=config.run.seed,
             num_threads=self.producer_threads,
-            batch_size=config.batch_size,
-            fanouts=config.fanouts,
-            ring_size=config.prefetch + 3,
-            prefetch=config.prefetch,
+            batch_size=config.sampling.batch_size,
+            fanouts=config.sampling.fanouts,
+            ring_size=config.run.prefetch + 3,
+            prefetch=config.run.prefetch,
             log=self._log,
         )
         self.train_idx = self.store.split("train")
@@ -105,32 +99,32 @@ class Trainer(Checkpointing, Evaluation, DistributedEpochs):
         self.test_idx = self.store.split("test")
         # GCN: full-graph in-degrees, used by exact layer-wise inference with either --gcn-degrees and by
         # sampled blocks with "full"; "block" normalises a sampled block by its own degrees (None).
-        self.degree = full_in_degree(self.store.csc[0], self.device) if config.model == "gcn" else None
+        self.degree = full_in_degree(self.store.csc[0], self.device) if config.network.model == "gcn" else None
         self.block_degree = self.degree if config.gcn_degrees_used == "full" else None
         self.model = build_model(
-            config.model,
+            config.network.model,
             dataset.feature_dim,
-            config.hidden,
+            config.network.hidden,
             dataset.num_classes,
             config.num_layers,
-            dropout=config.dropout,
-            norm=config.norm,
-            heads=config.heads,
+            dropout=config.network.dropout,
+            norm=config.network.norm,
+            heads=config.network.heads,
         ).to(self.device)
         # fused Adam: one kernel over all parameters instead of a dozen foreach passes (~0.4 ms a step on the CPU)
         fused = True if self.device.type in ("cpu", "cuda") else None
         self.optimizer = torch.optim.Adam(
-            self.model.parameters(), lr=config.lr, weight_decay=config.weight_decay, fused=fused
+            self.model.parameters(), lr=config.optim.lr, weight_decay=config.optim.weight_decay, fused=fused
         )
-        self.train_sample = self._make_sampler(config.fanouts, config.seed)
-        eval_fanouts = config.eval_fanouts or config.fanouts
-        self.eval_sample = self._make_sampler(eval_fanouts, config.seed + 7919)
+        self.train_sample = self._make_sampler(config.sampling.fanouts, config.run.seed)
+        eval_fanouts = config.sampling.eval_fanouts or config.sampling.fanouts
+        self.eval_sample = self._make_sampler(eval_fanouts, config.run.seed + 7919)
         self.report = RunReport(config=config.to_dict(), dataset=dataset, environment=environment_info(self.device))
         self.balancer: LoadBalancer | None = None
         self.workload: np.ndarray | None = None
         if dist is not None:
             broadcast_parameters(dist, self.model)
-            self.balancer = LoadBalancer(dist.devices, config.balance, cpu_share=config.cpu_share, shares=config.shares)
+            self.balancer = LoadBalancer(dist.devices, config.distributed.balance, cpu_share=config.distributed.cpu_share, shares=config.distributed.shares)
             if self.balancer.uses_workload:
                 self.workload = self._training_workload()
             self._train_order = np.argsort(self.train_idx, kind="stable")
@@ -141,18 +135,18 @@ class Trainer(Checkpointing, Evaluation, DistributedEpochs):
         self.best_epoch = 0
         self.best_state: dict[str, torch.Tensor] | None = None
         self.start_epoch = 1
-        if config.checkpoint is not None:
-            self._maybe_resume(Path(config.checkpoint))
+        if config.run.checkpoint is not None:
+            self._maybe_resume(Path(config.run.checkpoint))
 
     def _log(self, line: str) -> None:
         """One informational line (feature placement, fallbacks) unless --quiet; rank 0 only."""
-        if not self.config.quiet and (self.dist is None or self.dist.is_main):
+        if not self.config.run.quiet and (self.dist is None or self.dist.is_main):
             print(line, flush=True)
 
     # ------------------------------------------------------------------ sampling
     def _make_sampler(self, fanouts: tuple[int, ...], seed: int) -> Callable[[np.ndarray, int], MiniBatch]:
         cfg = self.config
-        kind = "seed-only" if cfg.model == "mlp" else cfg.sampler
+        kind = "seed-only" if cfg.network.model == "mlp" else cfg.sampling.sampler
         return self.store.sampler(fanouts, seed=seed, kind=kind, num_layers=cfg.num_layers)
 
     def _producer(
@@ -169,7 +163,7 @@ class Trainer(Checkpointing, Evaluation, DistributedEpochs):
             self.store.gather,
             self.store.labels,
             first_batch_id=first_batch_id,
-            depth=self.config.prefetch,
+            depth=self.config.run.prefetch,
             row_bytes=self.store.row_bytes,
             num_threads=self.producer_threads,
             block_csr=csr,
@@ -193,7 +187,7 @@ class Trainer(Checkpointing, Evaluation, DistributedEpochs):
 
     def _epoch_batches(self, epoch: int) -> list[np.ndarray]:
         return list(
-            iter_seed_batches(self.train_idx, self.config.batch_size, shuffle=True, seed=self.config.seed, epoch=epoch)
+            iter_seed_batches(self.train_idx, self.config.sampling.batch_size, shuffle=True, seed=self.config.run.seed, epoch=epoch)
         )
 
     def train_epoch(self, epoch: int) -> dict[str, Any]:
@@ -219,7 +213,7 @@ class Trainer(Checkpointing, Evaluation, DistributedEpochs):
             loss_value = float(loss.detach())
             if not math.isfinite(loss_value):
                 raise NonFiniteLossError(
-                    f"--lr {self.config.lr}: the training loss became {loss_value} at epoch {epoch}, batch {step + 1} "
+                    f"--lr {self.config.optim.lr}: the training loss became {loss_value} at epoch {epoch}, batch {step + 1} "
                     "(the model diverged; try a lower --lr)"
                 )
             t2 = time.perf_counter()
@@ -256,7 +250,7 @@ class Trainer(Checkpointing, Evaluation, DistributedEpochs):
         cfg = self.config
         wall_start = time.perf_counter()
         has_valid = self.valid_idx.size > 0
-        for epoch in range(self.start_epoch, cfg.epochs + 1):
+        for epoch in range(self.start_epoch, cfg.optim.epochs + 1):
             record: dict[str, Any] = {"epoch": epoch}
             traffic_before = self.store.traffic()
             record.update(self.train_epoch(epoch))
@@ -273,7 +267,7 @@ class Trainer(Checkpointing, Evaluation, DistributedEpochs):
                 record["cache_hit_ratio"] = float(hit_ratio)
             record["valid_acc"] = None
             record["test_acc"] = None
-            if epoch % cfg.eval_every == 0 or epoch == cfg.epochs:
+            if epoch % cfg.run.eval_every == 0 or epoch == cfg.optim.epochs:
                 eval_start = time.perf_counter()
                 record["valid_acc"] = self.accuracy_sampled(self.valid_idx, "valid")
                 record["test_acc"] = self.accuracy_sampled(self.test_idx, "test")
@@ -286,16 +280,16 @@ class Trainer(Checkpointing, Evaluation, DistributedEpochs):
             self.report.epochs.append(record)
             if self.on_epoch:
                 self.on_epoch(record)
-            if cfg.checkpoint is not None:
+            if cfg.run.checkpoint is not None:
                 self.save_checkpoint(epoch)
-            if cfg.report is not None:
-                self.report.write(cfg.report)
+            if cfg.run.report is not None:
+                self.report.write(cfg.run.report)
         if self.best_state is not None:
             self.model.load_state_dict(self.best_state)
-        if cfg.save_model is not None and (self.dist is None or self.dist.is_main):
-            save_model(cfg.save_model, self.model, cfg.to_dict(), self.dataset)
+        if cfg.run.save_model is not None and (self.dist is None or self.dist.is_main):
+            save_model(cfg.run.save_model, self.model, cfg.to_dict(), self.dataset)
         final: dict[str, Any] = {"epoch": self.best_epoch, "method": "sampled"}
-        if cfg.full_inference and cfg.sampler == "neighbor" and (self.dist is None or self.dist.is_main):
+        if cfg.run.full_inference and cfg.sampling.sampler == "neighbor" and (self.dist is None or self.dist.is_main):
             logits = self.full_graph_logits()
             predicted = logits.argmax(dim=1).numpy()
             final["method"] = "full"
@@ -310,8 +304,8 @@ class Trainer(Checkpointing, Evaluation, DistributedEpochs):
         )
         self.report.final = final
         self.report.wall_seconds += time.perf_counter() - wall_start
-        if cfg.report is not None:
-            self.report.write(cfg.report)
+        if cfg.run.report is not None:
+            self.report.write(cfg.run.report)
         return self.report.to_dict()
 
 
@@ -323,14 +317,10 @@ def train(dataset: Dataset | str | os.PathLike[str], config: TrainConfig | None 
     """
     if not isinstance(dataset, Dataset):
         dataset = Dataset.open(dataset)
-    base = config.to_dict() if config is not None else {}
-    base.pop("num_layers", None)
-    base.update(options)
-    if "fanouts" in base:
-        base["fanouts"] = tuple(base["fanouts"])
-    if base.get("eval_fanouts") is not None:
-        base["eval_fanouts"] = tuple(base["eval_fanouts"])
-    trainer = Trainer(dataset, TrainConfig(**base))
+    # options replace fields of the parts that own them (dataclasses.replace): the config is not
+    # round-tripped through to_dict(), which records the resolved gcn_degrees instead of "auto"
+    run_config = config.with_options(**options) if config is not None else TrainConfig(**options)
+    trainer = Trainer(dataset, run_config)
     report = trainer.fit()
     trainer.model.eval()
     return TrainResult(trainer.model, report, trainer.config)
