@@ -32,7 +32,7 @@ def test_every_library_function_defaults_to_the_same_fanouts() -> None:
     from graphtier.tiering.plan import plan_capacity
     from graphtier.train import TrainConfig
 
-    for function in (GraphStore.open, GraphStore.plan, analyze_access, plan_capacity, run_dataset_gather):
+    for function in (GraphStore.open, analyze_access, plan_capacity, run_dataset_gather):
         assert tuple(inspect.signature(function).parameters["fanouts"].default) == DEFAULT_FANOUTS, function
     config = TrainConfig()
     assert config.fanouts == DEFAULT_FANOUTS and config.num_layers == len(DEFAULT_FANOUTS)
