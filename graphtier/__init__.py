@@ -34,6 +34,8 @@ _EXPORTS: dict[str, str] = {
     "MiniBatch": "graphtier.sampling",
     "Block": "graphtier.sampling",
     "iter_seed_batches": "graphtier.sampling",
+    "Fanouts": "graphtier.sampling",
+    "SamplerSpec": "graphtier.sampling",
     # feature stores
     "FeatureSource": "graphtier.store",
     "FeatureStore": "graphtier.store",
@@ -45,6 +47,7 @@ _EXPORTS: dict[str, str] = {
     "plan_tiers": "graphtier.store",
     "TieredTopology": "graphtier.store",
     "make_topology": "graphtier.store",
+    "PlacementSpec": "graphtier.store",
     # the global store: topology and features together
     "GraphStore": "graphtier.memory",
     # tiering
@@ -56,6 +59,10 @@ _EXPORTS: dict[str, str] = {
     "train": "graphtier.train",
     "TrainResult": "graphtier.train",
     "build_model": "graphtier.train",
+    "ModelSpec": "graphtier.train",
+    "OptimSpec": "graphtier.train",
+    "DistSpec": "graphtier.train",
+    "RunSpec": "graphtier.train",
     # trained models
     "SavedModel": "graphtier.train",
     "Predictions": "graphtier.train",
@@ -86,8 +93,10 @@ if TYPE_CHECKING:  # static analysers see the real names
     from graphtier.sampling import (
         Block,
         DeviceNeighborSampler,
+        Fanouts,
         MiniBatch,
         NeighborSampler,
+        SamplerSpec,
         ShadowSampler,
         iter_seed_batches,
     )
@@ -97,6 +106,7 @@ if TYPE_CHECKING:  # static analysers see the real names
         FeatureStore,
         TierTraffic,
         HostFeatureStore,
+        PlacementSpec,
         TieredFeatureStore,
         TieredTopology,
         make_feature_store,
@@ -105,7 +115,11 @@ if TYPE_CHECKING:  # static analysers see the real names
     )
     from graphtier.tiering.hotness import compute_scores
     from graphtier.train import (
+        DistSpec,
+        ModelSpec,
+        OptimSpec,
         Predictions,
+        RunSpec,
         SavedModel,
         Trainer,
         TrainConfig,
