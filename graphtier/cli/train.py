@@ -155,6 +155,7 @@ def command(dataset: str, **options: Any) -> None:
     """
     from rich.console import Console
 
+    from graphtier._process import configure_process
     from graphtier.dataset import Dataset
     from graphtier.train import TrainConfig, Trainer
     from graphtier.train.launch import (
@@ -199,6 +200,7 @@ def command(dataset: str, **options: Any) -> None:
         if not quiet:
             click.echo(epoch_summary(record, config.epochs))
 
+    configure_process(config.num_threads)  # --num-threads, malloc tuning (the wait policy: graphtier.cli.main)
     trainer = Trainer(
         data,
         config,
