@@ -52,7 +52,7 @@ def command(workdir: Path, epochs: int, device: str) -> None:
         f"{dataset.num_classes} classes, {len(dataset.train_idx) if dataset.train_idx is not None else 0:,} train nodes"
     )
     results: dict[str, Any] = {}
-    configure_process()
+    configure_process(passive_wait=False)  # malloc tuning; the wait policy was set by graphtier.cli.main
     for model in ("sage", "mlp"):
         config = TrainConfig(
             model=model,

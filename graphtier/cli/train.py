@@ -200,7 +200,7 @@ def command(dataset: str, **options: Any) -> None:
         if not quiet:
             click.echo(epoch_summary(record, config.epochs))
 
-    configure_process(config.num_threads)  # --num-threads, malloc tuning (the wait policy: graphtier.cli.main)
+    configure_process(config.num_threads, passive_wait=False)  # --num-threads, malloc (wait policy: cli.main)
     trainer = Trainer(
         data,
         config,

@@ -20,6 +20,7 @@ glibc_only = pytest.mark.skipif(
 # float32 tensors of [rows, 128] and [rows / 2, 128] (up to 30 MB), and reports its minor page faults.
 _STEPS = r"""
 import json, resource, sys, torch
+import graphtier.train  # the trainer's modules loaded, as in a training process
 from graphtier._host_memory import keep_freed_memory
 applied = keep_freed_memory() if sys.argv[1] == "keep" else None
 def step(rows):
