@@ -16,7 +16,7 @@ import torch
 
 from graphtier.errors import OptionError
 from graphtier.memory import GraphStore
-from graphtier.sampling import iter_seed_batches
+from graphtier.sampling import DEFAULT_FANOUTS, iter_seed_batches
 
 __all__ = ["run_dataset_gather"]
 
@@ -30,7 +30,7 @@ def run_dataset_gather(
     gpu_budget: str | None = None,
     cache_budget: str | None = None,
     ram_budget: str | None = None,
-    fanouts: Sequence[int] = (15, 10, 5),
+    fanouts: Sequence[int] = DEFAULT_FANOUTS,
     batch_size: int = 1024,
     batches: int | None = None,
     min_seconds: float = 2.0,

@@ -11,7 +11,8 @@ from graphtier.cli.options import SEED, merge_alias
 from graphtier.cli.score import parse_fanouts
 from graphtier.dataset.format import Dataset
 from graphtier.errors import OptionError
-from graphtier.tiering.access import HIT_PERCENTS, analyze_access, plot_access
+from graphtier.sampling.neighbor import DEFAULT_FANOUTS, format_fanouts
+from graphtier.tiering.access import HIT_PERCENTS, analyze_access, interpret_access, plot_access
 from graphtier.tiering.hotness import SCORE_METHODS
 
 
@@ -27,7 +28,8 @@ def format_table(curves: dict[str, dict[str, float]]) -> str:
 
 @click.command("analyze")
 @click.argument("dataset", type=click.Path(path_type=Path))
-@click.option("--fanouts", default="25,10", show_default=True, help="Training fanouts, e.g. 10,10,10.")
+@click.option("--fanouts", default=format_fanouts(DEFAULT_FANOUTS), show_default=True,
+              help="Training fanouts, e.g. 10,10,10.")
 @click.option("--batch-size", type=int, default=1024, show_default=True, help="Seeds per mini-batch.")
 @click.option("--epochs", type=int, default=1, show_default=True, help="Epochs replayed.")
 @click.option("--seed", type=SEED, default=0, show_default=True, help="Sampling seed of the replay.")
@@ -75,6 +77,7 @@ def command(
     if "presample" in analysis.scores:
         click.echo(f"presample ranking: seed {analysis.config['presample_seed']}, "
                    f"{analysis.config['presample_epochs']} epoch(s), {analysis.seconds['presample']:.1f} s of sampling")
+    click.echo(interpret_access(analysis))
     if json_path is not None:
         tmp = json_path.with_name(f".{json_path.name}.tmp")
         tmp.write_text(json.dumps(analysis.to_json(), indent=2) + "\n")

@@ -12,10 +12,11 @@ from graphtier.bench.sample import run_sample_benchmark
 from graphtier.cli.options import SEED
 from graphtier.dataset.format import Dataset
 from graphtier.errors import OptionError
+from graphtier.sampling.neighbor import DEFAULT_FANOUTS, format_fanouts
 
 
 def parse_fanouts(text: str) -> list[int]:
-    """``"15,10,5"`` -> [15, 10, 5]; OptionError (naming --fanouts) on anything else."""
+    """``"25,10"`` -> [25, 10]; OptionError (naming --fanouts) on anything else."""
     from graphtier.sampling import check_fanouts
 
     parts = [p.strip() for p in text.split(",")]
@@ -37,7 +38,8 @@ def command() -> None:
 
 @command.command(name="sample")
 @click.argument("dataset", type=click.Path(path_type=Path))
-@click.option("--fanouts", default="15,10,5", show_default=True, help="Neighbours per hop, seeds' hop first; -1 = all.")
+@click.option("--fanouts", default=format_fanouts(DEFAULT_FANOUTS), show_default=True,
+              help="Neighbours per hop, seeds' hop first; -1 = all.")
 @click.option("--batch-size", type=click.IntRange(min=1), default=1024, show_default=True)
 @click.option("--batches", type=click.IntRange(min=1), default=50, show_default=True, help="Timed mini-batches.")
 @click.option("--warmup", type=click.IntRange(min=0), default=3, show_default=True, help="Untimed batches first.")

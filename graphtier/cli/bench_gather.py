@@ -20,6 +20,7 @@ from graphtier.bench.gather import (
 from graphtier.bench.gather_dataset import run_dataset_gather
 from graphtier.cli.options import SEED
 from graphtier.errors import OptionError
+from graphtier.sampling.neighbor import DEFAULT_FANOUTS, format_fanouts
 
 
 @click.command(name="gather")
@@ -28,7 +29,8 @@ from graphtier.errors import OptionError
 @click.option("--features-on", default="cpu-gather", show_default=True, help="With DATASET: the store to measure.")
 @click.option("--gpu-budget", default=None, help="With DATASET: hot rows on the GPU (tiered modes).")
 @click.option("--cache-budget", default=None, help="With DATASET: GPU row cache (tiered+cache).")
-@click.option("--fanouts", default="15,10,5", show_default=True, help="With DATASET: sampler fanouts of the trace.")
+@click.option("--fanouts", default=format_fanouts(DEFAULT_FANOUTS), show_default=True,
+              help="With DATASET: sampler fanouts of the trace.")
 @click.option("--batch-size", default=1024, show_default=True, type=int, help="With DATASET: seeds per batch.")
 @click.option("--batches", default=None, type=int,
               help="With DATASET: batches in the trace [default: one epoch of the training split].")

@@ -50,6 +50,7 @@ def score_options(func: Any) -> Any:
     """The options every hotness score takes (``score`` and ``reorder``): damping, tol, iterations, fanouts,
     batch size, presample epochs and seed. Defaults are those of :mod:`graphtier.tiering.hotness`."""
     from graphtier.graph.scores import DEFAULT_DAMPING, DEFAULT_RPR_TOL
+    from graphtier.sampling.neighbor import DEFAULT_FANOUTS, format_fanouts
 
     options = [
         click.option("--damping", type=float, default=DEFAULT_DAMPING, show_default=True, help="rpr/wrpr damping."),
@@ -57,7 +58,7 @@ def score_options(func: Any) -> Any:
                      help="rpr: stop when the L1 change is below this."),
         click.option("--iterations", type=int, default=None,
                      help="rpr: iteration cap (default 100); wrpr: iterations run (default 5)."),
-        click.option("--fanouts", default="25,10", show_default=True,
+        click.option("--fanouts", default=format_fanouts(DEFAULT_FANOUTS), show_default=True,
                      help="fwr/fwr-sum/presample: training fanouts, seed hop first."),
         click.option("--batch-size", type=int, default=1024, show_default=True, help="fwr/presample: seeds per batch."),
         click.option("--epochs", type=int, default=1, show_default=True, help="presample: epochs sampled."),

@@ -11,6 +11,7 @@ from graphtier.cli.options import SEED
 from graphtier.cli.score import parse_fanouts
 from graphtier.dataset.format import Dataset
 from graphtier.errors import OptionError
+from graphtier.sampling.neighbor import DEFAULT_FANOUTS, format_fanouts
 from graphtier.store.placement import format_bytes
 from graphtier.tiering.plan import (
     DEFAULT_BUDGETS,
@@ -28,11 +29,13 @@ from graphtier.tiering.plan_placement import (
     format_placement,
     gpu_topology_from_option,
 )
+from graphtier.tiering.plan_recommendation import recommend_budget
 
 
 @click.command("plan")
 @click.argument("dataset", type=click.Path(path_type=Path))
-@click.option("--fanouts", default="15,10,5", show_default=True, help="Training fanouts, seed hop first.")
+@click.option("--fanouts", default=format_fanouts(DEFAULT_FANOUTS), show_default=True,
+              help="Training fanouts, seed hop first.")
 @click.option("--batch-size", type=int, default=1024, show_default=True, help="Seeds per mini-batch.")
 @click.option("--epochs", type=int, default=1, show_default=True, help="Epochs of the sampling trace.")
 @click.option("--seed", type=SEED, default=0, show_default=True, help="Sampling seed (as train --seed).")
@@ -92,6 +95,7 @@ def command(
         click.echo(format_placement(plan.placement))
     for note in plan.notes:
         click.echo(f"note: {note}")
+    click.echo(recommend_budget(plan))
     if json_path is not None:
         write_plan_json(plan, json_path)
         click.echo(f"wrote {json_path}")

@@ -39,6 +39,7 @@ def command(
 
     from graphtier.dataset import Dataset
     from graphtier.dataset.outputs import check_outputs, save_npy
+    from graphtier.train.evaluation import majority_class_accuracy
     from graphtier.train.predict import predict
     from graphtier.train.saved import load_model
 
@@ -68,5 +69,11 @@ def command(
         )
         if data.test_idx is not None and data.labels is not None and len(data.test_idx):
             test = np.asarray(data.test_idx)
-            accuracy = float((result.classes[test] == np.asarray(data.labels)[test]).mean())
-            click.echo(f"test_acc {accuracy:.4f} on {len(test):,} test nodes")
+            labels = np.asarray(data.labels)
+            accuracy = float((result.classes[test] == labels[test]).mean())
+            line = f"test_acc {accuracy:.4f} on {len(test):,} test nodes (exact layer-wise inference, all neighbours)"
+            majority, baseline = majority_class_accuracy(labels[np.asarray(data.train_idx)], labels[test]) if (
+                data.train_idx is not None) else (None, None)  # fmt: skip
+            if baseline is not None:
+                line += f"  majority-class test_acc {baseline:.4f} (class {majority}, the train split's most common)"
+            click.echo(line)

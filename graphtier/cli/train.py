@@ -18,6 +18,9 @@ NORM_CHOICES = ("none", "batch", "layer")
 GCN_DEGREES_CHOICES = ("auto", "full", "block")
 FEATURES_ON_CHOICES = ("cpu-gather", "zero-copy", "tiered", "tiered+cache")
 BALANCE_CHOICES = ("dynamic", "static", "off")
+# The default --fanouts, graphtier.sampling.DEFAULT_FANOUTS (the one default of every command), spelled here for
+# the same reason (tests/cli/test_train_cli.py checks they agree).
+FANOUTS_DEFAULT = "25,10"
 
 def _progress_factory(console: Any) -> Callable[[str, int], Callable[[int, dict[str, Any]], None]]:
     from rich.progress import (
@@ -63,7 +66,7 @@ def _progress_factory(console: Any) -> Callable[[str, int], Callable[[int, dict[
               help="Neighbour sampling, or ShaDow subgraphs.")
 @click.option(
     "--fanouts",
-    default="25,10",
+    default=FANOUTS_DEFAULT,
     show_default=True,
     type=fanouts_option_type("--fanouts"),
     help="Neighbours per hop, first hop from the seeds first (PyG order); -1 = all neighbours.",
@@ -164,7 +167,7 @@ def command(dataset: str, **options: Any) -> None:
         parse_shares,
         under_torchrun,
     )
-    from graphtier.train.report import epoch_summary, format_accuracy
+    from graphtier.train.report import epoch_summary, final_summary
 
     if options["devices"] is not None:
         options["devices"] = parse_devices(options["devices"])
@@ -184,9 +187,7 @@ def command(dataset: str, **options: Any) -> None:
             final = multi_report["final"]
             balancer = multi_report["balancer"]
             click.echo(
-                f"final ({final['method']} inference, best epoch {final['epoch']}): "
-                f"valid_acc {format_accuracy(final['valid_acc'])}  test_acc {format_accuracy(final['test_acc'])}  "
-                "shares " + ", ".join(
+                final_summary(final, multi_report["config"]) + "  shares " + ", ".join(
                     f"{device} {share:.3f}" for device, share in zip(config.devices, balancer["final_shares"])
                 )
             )
@@ -222,11 +223,7 @@ def command(dataset: str, **options: Any) -> None:
         if trainer.start_epoch > 1:
             click.echo(f"resumed from {config.checkpoint} after epoch {trainer.start_epoch - 1}")
     report = trainer.fit()
-    final = report["final"]
-    click.echo(
-        f"final ({final['method']} inference, best epoch {final['epoch']}): "
-        f"valid_acc {format_accuracy(final['valid_acc'])}  test_acc {format_accuracy(final['test_acc'])}"
-    )
+    click.echo(final_summary(report["final"], report["config"]))
     if config.report and not quiet:
         click.echo(f"report written to {config.report}")
     if config.save_model and not quiet:

@@ -65,12 +65,6 @@ def provenance_of(meta: dict[str, Any]) -> dict[str, Any]:
     return {"features": features, "labels": input_data() if has_labels else no_data()}
 
 
-def is_synthetic(meta: dict[str, Any]) -> bool:
-    """Whether the features or the labels of the dataset were generated."""
-    prov = provenance_of(meta)
-    return any(prov.get(part, {}).get("kind") == SYNTHETIC for part in ("features", "labels"))
-
-
 def describe(meta: dict[str, Any]) -> list[str]:
     """One short sentence per synthetic part of the dataset (empty when everything is real input).
 

@@ -36,6 +36,7 @@ from graphtier.dataset import Dataset
 from graphtier.dataset.format import SPLITS
 from graphtier.errors import OptionError
 from graphtier.sampling import (
+    DEFAULT_FANOUTS,
     DeviceNeighborSampler,
     MiniBatch,
     NeighborSampler,
@@ -167,7 +168,7 @@ class GraphStore:
         seed: int = 0,
         num_threads: int | None = None,
         batch_size: int = 1024,
-        fanouts: Sequence[int] = (15, 10, 5),
+        fanouts: Sequence[int] = DEFAULT_FANOUTS,
         ring_size: int = 6,
         prefetch: int | None = None,
         log: Callable[[str], None] = print,

@@ -9,11 +9,12 @@ Both return :class:`MiniBatch` objects of layer-wise :class:`Block` s ready for 
 
 from graphtier.sampling.batch import Block, MiniBatch
 from graphtier.sampling.device import DenseTopology, DeviceNeighborSampler, Topology
-from graphtier.sampling.neighbor import NeighborSampler, check_fanouts
+from graphtier.sampling.neighbor import DEFAULT_FANOUTS, NeighborSampler, check_fanouts, format_fanouts
 from graphtier.sampling.seeds import iter_seed_batches
 from graphtier.sampling.shadow import ShadowSampler
 
 __all__ = [
+    "DEFAULT_FANOUTS",
     "Block",
     "DenseTopology",
     "DeviceNeighborSampler",
@@ -22,5 +23,6 @@ __all__ = [
     "ShadowSampler",
     "Topology",
     "check_fanouts",
+    "format_fanouts",
     "iter_seed_batches",
 ]

@@ -29,6 +29,15 @@ from graphtier.sampling.seeds import as_seed_array
 MAX_FANOUT = 2**31 - 1
 """The largest fanout accepted (any fanout at or above a node's in-degree takes all its neighbours)."""
 
+DEFAULT_FANOUTS: tuple[int, ...] = (25, 10)
+"""The fanouts every command and function uses unless told otherwise (seed hop first): 25 neighbours of each
+seed, then 10 of each of those, a 2-layer model (the GraphSAGE paper's K=2, S1=25, S2=10; docs/decisions.md)."""
+
+
+def format_fanouts(fanouts: Sequence[int]) -> str:
+    """``(25, 10)`` -> ``"25,10"``: fanouts as the ``--fanouts`` option spells them."""
+    return ",".join(str(int(f)) for f in fanouts)
+
 
 def check_fanouts(fanouts: Sequence[int], name: str = "fanouts") -> list[int]:
     """The fanouts as a list of ints; OptionError (naming ``name``) unless a non-empty sequence of integers

@@ -19,12 +19,20 @@ import numpy as np
 from graphtier.dataset.format import Dataset
 from graphtier.errors import DatasetError, OptionError
 from graphtier.graph.reorder import order_by_score
+from graphtier.sampling.neighbor import DEFAULT_FANOUTS, format_fanouts
 from graphtier.tiering.hotness import SCORE_METHODS, compute_scores
 from graphtier.tiering.reads import count_feature_reads
 from graphtier.tiering.plotting import fit_title, load_pyplot
 
 HIT_PERCENTS = (1, 2, 5, 10, 20, 25, 50)
 PLOT_POINTS = 1000
+INTERPRETED_PERCENT = 10
+"""The hot-tier size :func:`interpret_access` judges: the top 10% of nodes."""
+MIN_USEFUL_LIFT = 1.5
+"""A hot tier helps when its nodes serve at least 1.5x their uniform share of reads (15% of the reads for 10% of
+the nodes): below that, holding the top 10% saves little more PCIe traffic than holding any 10% of the rows."""
+MOST_NODES_READ = 0.9
+"""A replay that reads at least 90% of the nodes reads ~all of them: the batch size, not the graph, flattens reads."""
 
 
 def top_size(num_nodes: int, percent: float) -> int:
@@ -93,6 +101,7 @@ class AccessAnalysis:
         """The JSON document written by ``graphtier analyze --json``."""
         return {
             "curves": self.curves,
+            "interpretation": interpret_access(self),
             "total_reads": self.total_reads,
             "num_nodes": int(self.counts.shape[0]),
             "nodes_read": int(np.count_nonzero(self.counts)),
@@ -101,10 +110,38 @@ class AccessAnalysis:
         }
 
 
+def interpret_access(analysis: AccessAnalysis, percent: float = INTERPRETED_PERCENT) -> str:
+    """One line saying whether a hot tier of the top ``percent`` % of nodes would help, judged by the best score.
+
+    The best score (``ideal`` only when no score was measured) is the one whose top ``percent`` % serves the largest
+    share of the replay's reads; its lift is that share over the uniform share (``percent`` %). Below
+    :data:`MIN_USEFUL_LIFT` the line says a hot tier will not help, and why when the replay read ~all nodes
+    (:data:`MOST_NODES_READ`); else it names the best score and its lift.
+    """
+    key = _percent_key(percent)
+    num_nodes = int(analysis.counts.shape[0])
+    if analysis.total_reads == 0 or num_nodes == 0:
+        return "no feature reads were replayed: nothing to tier"
+    rankings = {name: curve[key] for name, curve in analysis.curves.items() if name != "ideal"}
+    rankings = rankings or {"ideal": analysis.curves["ideal"][key]}
+    best = max(rankings, key=lambda name: rankings[name])
+    share = rankings[best]
+    lift = share / (top_size(num_nodes, percent) / num_nodes)
+    top = f"its top {key}% of nodes serve {100 * share:.1f}% of the reads, {lift:.2f}x a uniform spread"
+    if lift >= MIN_USEFUL_LIFT:
+        return f"best score: {best}, {top} (ideal {100 * analysis.curves['ideal'][key]:.1f}%)"
+    read = np.count_nonzero(analysis.counts) / num_nodes
+    if read >= MOST_NODES_READ:
+        return (f"the replay reads ~all nodes ({100 * read:.0f}%): a hot tier will not help at this batch size "
+                f"(best score {best}: {top}); try a smaller --batch-size or a larger graph")
+    return (f"reads are spread nearly evenly: a hot tier will not help on this graph (best score {best}: {top}, "
+            f"{100 * read:.0f}% of the nodes read)")
+
+
 def analyze_access(
     dataset: Dataset,
     *,
-    fanouts: Sequence[int] = (25, 10),
+    fanouts: Sequence[int] = DEFAULT_FANOUTS,
     batch_size: int = 1024,
     epochs: int = 1,
     seed: int = 0,
@@ -188,7 +225,7 @@ def plot_access(analysis: AccessAnalysis, path: str | Path) -> None:
         label = f"{name} (top 10%: {analysis.curves[name].get('10', float('nan')):.0%})"
         axes.plot(x, y * 100.0, label=label, linewidth=1.5, **style)
     config = analysis.config
-    fanouts = ",".join(str(f) for f in config["fanouts"])
+    fanouts = format_fanouts(config["fanouts"])
     axes.set_xlabel("nodes, in descending score order (% of all nodes)")
     axes.set_ylabel("cumulative share of feature reads (%)")
     axes.set_xlim(0, 100)

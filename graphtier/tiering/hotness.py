@@ -27,6 +27,7 @@ from graphtier.graph.scores import (
     reverse_pagerank,
     weighted_reverse_pagerank,
 )
+from graphtier.sampling.neighbor import DEFAULT_FANOUTS
 from graphtier.tiering.reads import count_feature_reads
 
 SCORE_METHODS = ("degree", "rpr", "wrpr", "fwr", "fwr-sum", "presample")
@@ -131,13 +132,13 @@ def compute_scores(
         params = {"damping": damping, "iterations": rounds, "num_train": int(train.size)}
     elif method in ("fwr", "fwr-sum"):
         train = _require_train(dataset, method)
-        fanouts = list(fanouts or [25, 10])
+        fanouts = list(fanouts or DEFAULT_FANOUTS)
         mode = "batch" if method == "fwr" else "sum"
         scores = fanout_weighted_reads(indptr, indices, train, fanouts, batch_size=batch_size, mode=mode)
         params = {"fanouts": fanouts, "batch_size": batch_size, "mode": mode, "num_train": int(train.size)}
     else:
         train = _require_train(dataset, method)
-        fanouts = list(fanouts or [25, 10])
+        fanouts = list(fanouts or DEFAULT_FANOUTS)
         scores = presample_scores(
             indptr, indices, train, fanouts=fanouts, batch_size=batch_size, epochs=epochs, seed=seed
         )

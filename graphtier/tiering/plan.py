@@ -31,6 +31,7 @@ import torch
 
 from graphtier.dataset.format import Dataset
 from graphtier.errors import DatasetError, OptionError
+from graphtier.sampling.neighbor import DEFAULT_FANOUTS
 from graphtier.store.gpu_topology import GpuTopology
 from graphtier.store.placement import (
     DEVICE_RESERVE_FRACTION,
@@ -285,7 +286,7 @@ def plan_capacity(
     dataset: Dataset,
     device: DeviceSpec,
     *,
-    fanouts: Sequence[int] = (15, 10, 5),
+    fanouts: Sequence[int] = DEFAULT_FANOUTS,
     batch_size: int = 1024,
     epochs: int = 1,
     seed: int = 0,

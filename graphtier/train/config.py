@@ -15,7 +15,7 @@ from graphtier.dataset.outputs import check_outputs
 from graphtier.dataset.resources import human_bytes, require_memory
 from graphtier.errors import OptionError, ResourceError
 from graphtier.memory import check_sample_on
-from graphtier.sampling.neighbor import MAX_FANOUT, check_fanouts
+from graphtier.sampling.neighbor import DEFAULT_FANOUTS, MAX_FANOUT, check_fanouts
 from graphtier.store import FEATURE_MODES
 from graphtier.train.balancer import BALANCE_MODES
 from graphtier.train.checkpoint import CHECKPOINT_FILE
@@ -74,7 +74,7 @@ class TrainConfig:
 
     model: str = "sage"
     sampler: str = "neighbor"
-    fanouts: tuple[int, ...] = (25, 10)
+    fanouts: tuple[int, ...] = DEFAULT_FANOUTS
     layers: int | None = None
     batch_size: int = 1024
     hidden: int = 256

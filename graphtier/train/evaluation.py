@@ -16,6 +16,27 @@ from graphtier.train.inference import layerwise_inference
 ProgressFactory = Callable[[str, int], Callable[[int, dict[str, Any]], None]]
 """``(label, total steps) -> tick(done, fields)``: a progress display per phase (train, valid, test, ...)."""
 
+def majority_class_accuracy(
+    train_labels: np.ndarray, eval_labels: np.ndarray
+) -> tuple[int | None, float | None]:
+    """The baseline of every accuracy: (the most common class of the train split, its accuracy on the eval split).
+
+    ``train_labels``, ``eval_labels``: int [B] labels of the train split and of the evaluated split (-1 =
+    unlabelled, ignored in the train split). The class is taken from the train split's labels (ties: the
+    lowest class id), as a model would learn it, and scored on the eval split like the model's accuracy (share
+    of those nodes whose label is that class). Returns (None, None) without labelled train nodes, (class, None)
+    for an empty eval split.
+    """
+    train_labels = np.asarray(train_labels).astype(np.int64, copy=False)
+    train_labels = train_labels[train_labels >= 0]
+    if train_labels.size == 0:
+        return None, None
+    majority = int(np.bincount(train_labels).argmax())
+    eval_labels = np.asarray(eval_labels)
+    if eval_labels.size == 0:
+        return majority, None
+    return majority, float((eval_labels == majority).mean())
+
 
 class Evaluator:
     """Accuracy of a model on the store's splits, with the sampler and batch size of evaluation.

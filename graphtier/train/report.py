@@ -19,6 +19,7 @@ from graphtier.dataset import Dataset
 from graphtier.dataset.provenance import describe, provenance_of
 from graphtier.errors import OptionError
 from graphtier.dataset.outputs import atomic_write
+from graphtier.sampling.neighbor import format_fanouts
 from graphtier.train.tally import STAGES
 
 REPORT_VERSION = 1
@@ -56,6 +57,36 @@ def format_bytes(count: float) -> str:
 def format_accuracy(value: float | None) -> str:
     """``0.81234`` -> ``"0.8123"``; None (not evaluated) -> ``"-"``."""
     return "-" if value is None else f"{value:.4f}"
+
+
+def inference_summary(final: dict[str, Any], config: dict[str, Any]) -> str:
+    """How the final accuracies were measured, e.g. ``"sampled inference, fanouts 25,10; exact: --full-inference"``.
+
+    ``final``: the report's ``final`` (``method`` ``full`` or ``sampled``); ``config``: its ``config``. Sampled
+    inference draws neighbours at random (the eval fanouts), so it differs from exact inference (``predict``).
+    """
+    if final.get("method") == "full":
+        return "exact layer-wise inference, all neighbours"
+    if config.get("model") == "mlp":
+        return "features only, no neighbours"
+    fanouts = format_fanouts(config.get("eval_fanouts") or config["fanouts"])
+    if config.get("sampler") == "shadow":
+        return f"sampled inference, ShaDow subgraphs, fanouts {fanouts}"
+    return f"sampled inference, fanouts {fanouts}; exact: --full-inference"
+
+
+def final_summary(final: dict[str, Any], config: dict[str, Any]) -> str:
+    """The final line of ``graphtier train``: accuracies, how they were measured, and the majority-class baseline."""
+    line = (
+        f"final (best epoch {final['epoch']}): valid_acc {format_accuracy(final['valid_acc'])}  "
+        f"test_acc {format_accuracy(final['test_acc'])} ({inference_summary(final, config)})"
+    )
+    if final.get("test_majority_acc") is not None:
+        line += (
+            f"  majority-class test_acc {format_accuracy(final['test_majority_acc'])} "
+            f"(class {final['majority_class']}, the train split's most common)"
+        )
+    return line
 
 
 def epoch_summary(record: dict[str, Any], epochs: int) -> str:

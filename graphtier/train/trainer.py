@@ -28,7 +28,7 @@ from graphtier.train.checkpoint import Checkpointer, RunProgress
 from graphtier.train.collective import Collective, RankGroup, SingleProcess, StepHook, StepSeconds, rank_threads
 from graphtier.train.comm import DistContext
 from graphtier.train.config import TrainConfig
-from graphtier.train.evaluation import Evaluator, ProgressFactory
+from graphtier.train.evaluation import Evaluator, ProgressFactory, majority_class_accuracy
 from graphtier.train.feed import BatchFeed, SampleFn
 from graphtier.train.inference import full_in_degree
 from graphtier.train.models import build_model
@@ -290,6 +290,9 @@ class Trainer:
         else:
             final["valid_acc"] = self.evaluator.accuracy(self.model, "valid")
             final["test_acc"] = self.evaluator.accuracy(self.model, "test")
+        final["majority_class"], final["test_majority_acc"] = majority_class_accuracy(
+            self.store.labels(self.train_idx), self.store.labels(self.evaluator.split("test"))
+        )
         self.report.final = final
         self.report.wall_seconds += time.perf_counter() - wall_start
         if cfg.report is not None:

@@ -60,7 +60,9 @@ def test_info_json_fields(generated: Path, capsys: pytest.CaptureFixture[str]) -
         assert info["in_degree"][key] == pytest.approx(reference[key])
     assert info["features"] == {"shape": [3000, 8], "dtype": "float32",
                                 "bytes": (generated / "features.npy").stat().st_size}
-    assert info["labels"] == {"num_classes": 5, "labelled": 3000}
+    labels = np.asarray(dataset.labels)
+    assert info["labels"] == {"num_classes": 5, "labelled": 3000, "unlabelled": 0,
+                              "class_counts": np.bincount(labels, minlength=5).tolist()}
     assert info["splits"] == {"train": 30, "valid": 30, "test": 60}
     assert set(info["arrays"]) == {"indptr", "indices", "features", "labels", "train_idx", "valid_idx", "test_idx"}
     assert info["arrays"]["indices"] == {"shape": [dataset.num_edges], "dtype": "int32",
@@ -74,6 +76,23 @@ def test_info_table(generated: Path, capsys: pytest.CaptureFixture[str]) -> None
     assert code == 0
     for text in ("3,000", "undirected", "top 1%", "median", "float32", "5 classes", "train 30", "indices.npy"):
         assert text in out
+    counts = np.bincount(np.asarray(Dataset.open(generated).labels), minlength=5)
+    largest = int(counts.argmax())
+    assert f"largest {largest}: {counts[largest]:,} ({100 * counts[largest] / 3000:.1f}%)" in out
+    assert "of 5 classes; 0 unlabelled" in out
+
+
+def test_class_counts_skip_unlabelled_nodes_and_show_the_largest_classes(monkeypatch: pytest.MonkeyPatch) -> None:
+    from graphtier.cli import info as info_cli
+
+    monkeypatch.setattr(info_cli, "CHUNK", 4)  # several chunks, the last one short
+    labels = np.array([2, -1, 2, 0, 2, 5, -1, 0, 2, 3], dtype=np.int64)
+    counts, unlabelled = info_cli.class_counts(labels, num_classes=4)  # label 5 beyond num_classes still counts
+    assert counts.tolist() == [2, 0, 4, 1, 0, 1] and unlabelled == 2
+    assert info_cli.describe_classes(counts.tolist(), unlabelled) == (
+        "largest 2: 4 (50.0%), 0: 2 (25.0%), 3: 1 (12.5%) of 6 classes; 2 unlabelled"
+    )
+    assert info_cli.describe_classes([0, 0], 7) == "largest - of 2 classes; 7 unlabelled"
 
 
 def test_info_on_missing_or_broken_dataset(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

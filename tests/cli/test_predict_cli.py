@@ -23,6 +23,7 @@ def _train(dataset: Dataset, model: Path) -> None:
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert f"model written to {model}" in result.stdout
+    assert "(exact layer-wise inference, all neighbours)  majority-class test_acc" in result.stdout
 
 
 def test_predict_writes_classes_probabilities_and_embeddings(tiny_dataset: Dataset, tmp_path: Path) -> None:
@@ -35,6 +36,7 @@ def test_predict_writes_classes_probabilities_and_embeddings(tiny_dataset: Datas
     assert classes.shape == (400,) and classes.dtype == np.int64 and classes.min() >= 0 and classes.max() < 4
     assert np.load(emb).shape == (400, 16)
     assert "predicted 400 nodes" in result.stdout and "test_acc" in result.stdout
+    assert "test nodes (exact layer-wise inference, all neighbours)  majority-class test_acc" in result.stdout
     probs = tmp_path / "probs.npy"
     result = _run("predict", str(tiny_dataset.path), "--model", str(model), "--output", str(probs), "--probabilities")
     assert result.returncode == 0, result.stderr

@@ -89,6 +89,8 @@ def test_analyze_json_and_plot(dataset: Path, tmp_path: Path, capsys: pytest.Cap
     assert doc["total_reads"] > 0
     assert all(0 <= v <= 1 for curve in doc["curves"].values() for v in curve.values())
     assert "top 10%" in stdout and "ideal" in stdout
+    assert doc["interpretation"] in stdout.splitlines()
+    assert doc["interpretation"].startswith("best score: ")  # batch 8 on a power-law graph: hubs are hot
     assert (tmp_path / "a.png").stat().st_size > 1000
 
 

@@ -27,6 +27,13 @@ def test_train_prints_epochs_and_writes_report(tiny_dataset: Dataset, tmp_path: 
     assert result.returncode == 0, result.stderr
     assert "epoch 2/2" in result.stdout and "test_acc" in result.stdout
     data = json.loads(report.read_text())
+    final = data["final"]
+    assert result.stdout.strip().splitlines()[-2] == (  # then "report written to ..."
+        f"final (best epoch {final['epoch']}): valid_acc {final['valid_acc']:.4f}  test_acc {final['test_acc']:.4f} "
+        "(sampled inference, fanouts 5,5; exact: --full-inference)  "
+        f"majority-class test_acc {final['test_majority_acc']:.4f} (class {final['majority_class']}, "
+        "the train split's most common)"
+    )
     assert data["config"]["features_on"] == "tiered"
     assert data["epochs"][1]["feature_bytes_by_tier"]["gpu"] > 0
 
@@ -102,6 +109,9 @@ def test_fixed_choices_match_the_library_and_show_in_help() -> None:
     assert train_cli.MODEL_CHOICES == MODEL_NAMES and train_cli.SAMPLER_CHOICES == SAMPLER_NAMES
     assert train_cli.NORM_CHOICES == NORM_NAMES and train_cli.FEATURES_ON_CHOICES == FEATURE_MODES
     assert train_cli.BALANCE_CHOICES == BALANCE_MODES and train_cli.GCN_DEGREES_CHOICES == GCN_DEGREES_OPTIONS
+    from graphtier.sampling import DEFAULT_FANOUTS, format_fanouts
+
+    assert train_cli.FANOUTS_DEFAULT == format_fanouts(DEFAULT_FANOUTS)
     result = _run("train", "--help")
     assert result.returncode == 0
     assert "[sage|gcn|gat|mlp]" in result.stdout and "tiered+cache]" in result.stdout

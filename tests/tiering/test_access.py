@@ -14,8 +14,10 @@ from graphtier.dataset.writer import DatasetWriter
 from graphtier.errors import DatasetError, OptionError
 from graphtier.tiering.access import (
     HIT_PERCENTS,
+    AccessAnalysis,
     analyze_access,
     cumulative_share,
+    interpret_access,
     hit_ratio_curve,
     plot_access,
     top_size,
@@ -120,6 +122,44 @@ def test_analyze_access_curves_and_plot(tmp_path: Path) -> None:
     assert analysis.curves["degree"]["10"] > 0.3
     plot_access(analysis, tmp_path / "plot.png")
     assert (tmp_path / "plot.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def _analysis(counts: np.ndarray, scores: dict[str, np.ndarray]) -> AccessAnalysis:
+    curves = {name: hit_ratio_curve(values, counts) for name, values in scores.items()}
+    curves["ideal"] = hit_ratio_curve(counts, counts)
+    return AccessAnalysis(counts, scores, curves, config={})
+
+
+def test_interpretation_names_the_best_score_and_its_lift() -> None:
+    counts = np.ones(100, dtype=np.int64)
+    counts[:10] = 10  # 10 hot nodes serve 100 of 190 reads
+    line = interpret_access(_analysis(counts, {"degree": -np.arange(100.0), "rpr": np.arange(100.0)}))
+    assert line == "best score: degree, its top 10% of nodes serve 52.6% of the reads, 5.26x a uniform spread (ideal 52.6%)"
+
+
+def test_interpretation_says_a_hot_tier_will_not_help_when_reads_are_uniform() -> None:
+    rng = np.random.default_rng(0)
+    counts = np.full(1000, 10, dtype=np.int64) + rng.integers(0, 2, 1000)  # ~all nodes read, nearly evenly
+    line = interpret_access(_analysis(counts, {"degree": rng.random(1000), "fwr": counts.astype(np.float64)}))
+    assert line.startswith("the replay reads ~all nodes (100%): a hot tier will not help at this batch size (best score fwr: ")
+    assert line.endswith("; try a smaller --batch-size or a larger graph")
+    counts[:500] = 0  # half the nodes never read, the rest evenly: the graph, not the batch size
+    line = interpret_access(_analysis(counts, {"degree": rng.random(1000)}))
+    assert line.startswith("reads are spread nearly evenly: a hot tier will not help on this graph (best score degree: ")
+    assert line.endswith("50% of the nodes read)")
+    assert interpret_access(_analysis(np.zeros(5, np.int64), {"degree": np.ones(5)})).startswith("no feature reads")
+
+
+def test_a_batch_that_covers_the_graph_gets_the_will_not_help_line(tmp_path: Path) -> None:
+    from tests.conftest import write_labelled_graph
+
+    small = write_labelled_graph(tmp_path / "small")  # 400 nodes, 200 train nodes: one batch of 1024 per epoch
+    flat = interpret_access(analyze_access(small, fanouts=[25, 10], batch_size=1024, methods=["degree", "fwr"]))
+    assert flat.startswith("the replay reads ~all nodes (100%)")  # ... and each of them once
+    assert "1.00x a uniform spread" in flat
+    skewed = analyze_access(power_law_dataset(tmp_path / "g"), fanouts=[5, 5], batch_size=4, methods=["degree", "fwr"])
+    assert interpret_access(skewed).startswith("best score: ")
+    assert skewed.to_json()["interpretation"] == interpret_access(skewed)
 
 
 def test_analyze_access_rejects_bad_input(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from graphtier.dataset.format import Dataset
 from graphtier.errors import OptionError
-from graphtier.store.placement import TIER_NAMES, TierPlan
+from graphtier.store.placement import TIER_NAMES, TierPlan, format_bytes
 from graphtier.tiering.plan import (
     describe_device,
     parse_memory,
@@ -108,6 +108,9 @@ def test_cli_prints_table_and_writes_json(dataset_path: Path, tmp_path: Path, ca
     assert "budget" in stdout and "PCIe/epoch" in stdout
     assert "topology on each GPU: indptr" in stdout and "T PCIe" in stdout
     assert "assumed bandwidths" in stdout
+    assert stdout.splitlines()[-2].startswith(  # then "wrote plan.json"
+        "recommendation: everything fits: --gpu-budget 100% holds all 1,500 feature rows (93.8 KiB) on the GPU; "
+        "PCIe then carries ")
     data = json.loads(out.read_text())
     assert [b["budget"] for b in data["budgets"]] == ["0%", "10%", "100%"]
     last = data["budgets"][2]
@@ -182,3 +185,33 @@ def test_several_epochs_average_to_training_bytes(dataset_path: Path) -> None:
     for tier in ("gpu", "host"):
         measured = sum(epoch["feature_bytes_by_tier"][tier] for epoch in result.report["epochs"])
         assert 2 * row.bytes_per_epoch[tier] == measured
+
+
+def _with_traffic(row, pcie: float, gpu: float):  # a BudgetRow with these PCIe and GPU-served bytes per epoch
+    import dataclasses
+
+    return dataclasses.replace(row, pcie_bytes_per_epoch=pcie, bytes_per_epoch={**row.bytes_per_epoch, "gpu": gpu,
+                                                                                 "gpu-peer": 0.0})
+
+
+def test_recommendation_is_the_smallest_budget_with_90_percent_of_the_best_saving(dataset_path: Path) -> None:
+    import dataclasses
+
+    from graphtier.tiering.plan_recommendation import recommend_budget
+
+    device = describe_device("80GiB", host_memory="64GiB")
+    plan = plan_capacity(_open(dataset_path), device, fanouts=FANOUTS, batch_size=BATCH, budgets=["0%", "25%", "50%"])
+    assert not any(row.tier_rows["gpu"] == plan.num_rows for row in plan.rows)
+    no_tier, (zero, quarter, half) = 1000.0 * 2**20, plan.rows
+    # 25% saves 900 MiB of the 1000 MiB without a tier, 50% saves 1000: 900 >= 90% of 1000, so 25% it is
+    plan.rows = [_with_traffic(zero, no_tier, 0.0), _with_traffic(quarter, 100 * 2**20, 900 * 2**20),
+                 _with_traffic(half, 0.0, no_tier)]
+    line = recommend_budget(plan)
+    assert line.startswith(f"recommendation: --gpu-budget 25% ({format_bytes(quarter.tier_bytes['gpu'])} of features "
+                           "on the GPU), the smallest listed budget within 90% of the best PCIe saving: it keeps "
+                           "900.0 MiB of the 1000.0 MiB/epoch without a GPU tier off PCIe (50%: 1000.0 MiB)")
+    plan.rows[1] = _with_traffic(quarter, 101 * 2**20, 899 * 2**20)  # just under 90%: the best one
+    line = recommend_budget(plan)
+    assert line.startswith("recommendation: --gpu-budget 50% (") and line.endswith("without a GPU tier off PCIe")
+    plan.rows = [dataclasses.replace(plan.rows[0])]
+    assert recommend_budget(plan).startswith("recommendation: none of the listed budgets moves feature reads off PCIe")

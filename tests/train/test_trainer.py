@@ -36,6 +36,42 @@ def test_loss_decreases_and_report_is_complete(tiny_dataset: Dataset, tmp_path: 
     assert written["environment"]["torch"] and written["config"]["fanouts"] == [5, 5]
 
 
+def test_majority_class_comes_from_the_train_split_and_is_scored_on_the_evaluated_nodes() -> None:
+    from graphtier.train.evaluation import majority_class_accuracy
+
+    labels = np.array([1, 1, 1, 0, 0, 2, -1, -1, 0, 2], dtype=np.int64)
+    # train: nodes 0-4 and the unlabelled 6, 7 (ignored): class 1 (3 of 5); the test nodes are mostly class 0
+    assert majority_class_accuracy(labels[np.array([0, 1, 2, 3, 4, 6, 7])], labels[np.array([3, 4, 8, 5])]) == (1, 0.0)
+    assert majority_class_accuracy(labels[np.array([0, 3, 8, 9])], labels[np.array([0, 3, 4, 8, 5])]) == (0, 0.6)
+    assert majority_class_accuracy(labels[np.array([0, 3])], labels[np.array([1])]) == (0, 0.0)  # a tie: the lowest id
+    assert majority_class_accuracy(labels[np.array([0])], labels[np.empty(0, np.int64)]) == (1, None)
+    assert majority_class_accuracy(labels[np.array([6, 7])], labels[np.array([0])]) == (None, None)
+
+
+def test_report_records_the_majority_class_baseline(tiny_dataset: Dataset) -> None:
+    report = train(tiny_dataset, epochs=1, **SMALL)
+    labels = np.asarray(tiny_dataset.labels)
+    majority = int(np.bincount(labels[np.asarray(tiny_dataset.train_idx)]).argmax())
+    test = np.asarray(tiny_dataset.test_idx)
+    assert report["final"]["majority_class"] == majority
+    assert report["final"]["test_majority_acc"] == pytest.approx(float((labels[test] == majority).mean()))
+
+
+def test_final_line_says_which_inference_measured_the_accuracy() -> None:
+    from graphtier.train.report import inference_summary
+
+    config = {"model": "sage", "sampler": "neighbor", "fanouts": [25, 10], "eval_fanouts": None}
+    assert inference_summary({"method": "sampled"}, config) == "sampled inference, fanouts 25,10; exact: --full-inference"
+    assert inference_summary({"method": "sampled"}, {**config, "eval_fanouts": [50, 50]}).startswith(
+        "sampled inference, fanouts 50,50;"
+    )
+    assert inference_summary({"method": "full"}, config) == "exact layer-wise inference, all neighbours"
+    assert inference_summary({"method": "sampled"}, {**config, "sampler": "shadow"}) == (
+        "sampled inference, ShaDow subgraphs, fanouts 25,10"
+    )
+    assert inference_summary({"method": "sampled"}, {**config, "model": "mlp"}) == "features only, no neighbours"
+
+
 def test_same_seed_same_result(tiny_dataset: Dataset) -> None:
     first = train(tiny_dataset, epochs=2, seed=3, **SMALL)
     second = train(tiny_dataset, epochs=2, seed=3, **SMALL)

@@ -369,15 +369,3 @@ def synthetic_labels(num_nodes: int, num_classes: int, seed: int) -> np.ndarray:
         raise OptionError(f"--synthetic-labels: expected 2 to {MAX_CLASSES:,} classes, found {num_classes:,}")
     rng = np.random.default_rng([seed, 2**32 - 2])
     return rng.integers(0, num_classes, num_nodes, dtype=np.int64)
-
-
-def read_labels(
-    path: str | os.PathLike[str], idmap: IdMap, header: str = "auto", layout: str = "auto",
-    *, column: int | None = None, unlabelled: int | None = None,
-) -> Labels:
-    """Read ``--labels`` (``.npy``, ``id,label`` lines or one label per line) for the nodes of ``idmap``.
-
-    See :func:`read_raw_labels` for the layouts.
-    """
-    p = textio.require_file(path, "--labels file")
-    return read_raw_labels(p, layout, header, column=column, unlabelled=unlabelled).to_labels(p, idmap)
