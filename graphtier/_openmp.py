@@ -9,8 +9,10 @@ GraphSAGE epoch took 2.4 s with spinning threads and 1.4 s with sleeping ones, a
 with ``--prefetch 0``.
 
 The runtimes read ``OMP_WAIT_POLICY`` once, when they are loaded, so it must be set before torch or
-numba are imported: :func:`prefer_passive_wait` runs when ``graphtier`` itself is imported. A value
-the user set (``OMP_WAIT_POLICY=ACTIVE``) is kept.
+numba are imported: the command line calls :func:`prefer_passive_wait` when it starts, before it imports
+a command, and Python callers call :func:`graphtier.configure_threads` before importing torch
+(:mod:`graphtier._process`). Importing graphtier sets nothing. A value the user set
+(``OMP_WAIT_POLICY=ACTIVE``) is kept.
 """
 
 from __future__ import annotations

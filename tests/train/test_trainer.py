@@ -276,3 +276,23 @@ def test_gpu_sampling_trains_on_the_same_batches_as_cpu_sampling(tiny_dataset: D
         assert gpu_epoch["loss"] == pytest.approx(cpu_epoch["loss"], rel=1e-4)
         topology = gpu_epoch["topology_bytes_by_tier"]
         assert topology["gpu"] > 0 and sum(topology.values()) == sum(cpu_epoch["topology_bytes_by_tier"].values())
+
+
+def test_a_trainer_leaves_process_settings_alone_and_train_sets_the_threads(tiny_dataset: Dataset) -> None:
+    """Trainer() changes no thread count and no numpy global RNG (issue 24); train() applies num_threads, as
+    the command line does."""
+    import torch
+
+    threads = torch.get_num_threads()
+    other = 1 if threads != 1 else 2
+    np.random.seed(5)
+    expected = np.random.random()
+    np.random.seed(5)
+    try:
+        Trainer(tiny_dataset, TrainConfig(epochs=1, num_threads=other, quiet=True, **SMALL)).fit()
+        assert torch.get_num_threads() == threads
+        assert np.random.random() == expected
+        train(tiny_dataset, epochs=1, num_threads=other, quiet=True, **SMALL)
+        assert torch.get_num_threads() == other
+    finally:
+        torch.set_num_threads(threads)
