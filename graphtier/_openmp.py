@@ -4,7 +4,7 @@ torch (ATen, MKL) and numba's ``omp`` threading layer each run an OpenMP thread 
 trainer runs the sampler and the feature gather (numba) in a producer thread while the model trains
 (torch), so on a small machine the two teams share the cores. With OpenMP's default wait policy a
 thread that finished its part of a parallel loop spins for a while, taking the core from a thread
-that still has work: measured on the 2-core VM with another process busy (docs/decisions.md), a
+that still has work: measured on a 2-core machine with another process busy (docs/decisions.md), a
 GraphSAGE epoch took 2.4 s with spinning threads and 1.4 s with sleeping ones, and 16 s against 1.5 s
 with ``--prefetch 0``.
 

@@ -6,7 +6,7 @@ what happens between ``backward()`` and the end of the step, and how the epoch's
 
 - :class:`SingleProcess`: the whole batch, the mean loss, the optimizer step; a non-finite loss stops the
   run at its batch.
-- :class:`RankGroup` (seed 002): every rank builds the same global batches and trains on its share of each
+- :class:`RankGroup` (Unified CPU-GPU Protocol): every rank builds the same global batches and trains on its share of each
   (cut by the load balancer's shares, published per rebalance window); its loss is the sum of per-seed losses
   divided by the global batch size, so the gradients summed by the all-reduce are those of the mean loss over
   the global batch. At each window's end the balancer updates the shares and rank 0's parameters are

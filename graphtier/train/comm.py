@@ -1,4 +1,4 @@
-"""Process-group pieces of multi-process training (seed 002): the rank context, collectives, share schedule.
+"""Process-group pieces of multi-process training (Unified CPU-GPU Protocol): the rank context, collectives, share schedule.
 
 Used by the trainer (:mod:`graphtier.train.trainer`) inside every rank; it imports nothing of the
 trainer. The launcher that starts the ranks and runs a trainer in each is :mod:`graphtier.train.launch`.

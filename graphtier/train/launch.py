@@ -1,4 +1,4 @@
-"""Multi-process training over ``torch.distributed``: CPU and GPU trainer ranks at once (seed 002).
+"""Multi-process training over ``torch.distributed``: CPU and GPU trainer ranks at once (Unified CPU-GPU Protocol).
 
 ``graphtier train DATASET --devices cpu,cuda:0`` starts one trainer process per listed device (spawned
 here, or started by ``torchrun``, in which case the ranks come from the
