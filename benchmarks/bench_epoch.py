@@ -5,7 +5,7 @@ script ``benchmarks/dgl_epoch.py`` (inside DGL's own venv, as a subprocess: DGL 
 graphtier) one after the other, and prints the mean epoch seconds of each (the first epoch, which
 compiles kernels and warms caches, is left out), the ratio DGL / graphtier (> 1: graphtier is faster) and
 the test accuracy of both. Results go to ``benchmarks/results/epoch.json``. graphtier sets
-``OMP_WAIT_POLICY=PASSIVE`` for itself (graphtier._openmp); DGL runs in the environment as it is, or with
+``OMP_WAIT_POLICY=PASSIVE`` for itself (its command line, graphtier._openmp); DGL runs in the environment as it is, or with
 ``--dgl-wait-policy PASSIVE`` to see what the same setting gives the peer.
 
     bash ../shared/baselines/make-dgl-venv.sh /tmp/dglvenv          # once

@@ -31,6 +31,7 @@ from pathlib import Path
 
 import torch
 
+from graphtier import configure_process
 from graphtier.dataset import Dataset
 from graphtier.train import models
 from graphtier.train.aggregate import BlockCSR, gcn_weights
@@ -83,6 +84,7 @@ def main() -> None:
                 )  # fmt: skip
             started = time.perf_counter()
             models.gcn_weights = dgl_both_weights if degrees == "dgl-both" else gcn_weights
+            configure_process(config.run.num_threads, passive_wait=False)  # as `graphtier train --num-threads`
             report = Trainer(dataset, config).fit()
             models.gcn_weights = gcn_weights
             run = {

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import torch
 
+from graphtier import configure_process
 from graphtier.dataset.synthetic import generate
 from graphtier.train import TrainConfig, Trainer
 from graphtier.train.launch import launch
@@ -54,6 +55,7 @@ def main() -> None:
                     batch_size=args.batch_size, hidden=128, eval_every=args.epochs, quiet=True,
                 )
                 start = time.perf_counter()
+                configure_process(cores, passive_wait=False)  # torch's threads, as `graphtier train --num-threads`
                 one = Trainer(dataset, TrainConfig(device=single[0], num_threads=cores, **common)).fit()
                 one_wall = time.perf_counter() - start
                 start = time.perf_counter()

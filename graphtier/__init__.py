@@ -8,6 +8,9 @@ the command-line tool start without importing torch::
     ds = gt.Dataset.open("data/demo")
     sampler = gt.NeighborSampler(ds.indptr, ds.indices, fanouts=[15, 10, 5])
     report = gt.train(ds, model="sage", fanouts=(15, 10, 5), epochs=2)
+
+Importing graphtier changes no process-wide setting; :func:`configure_threads` (before importing torch)
+and :func:`configure_process` do, as the command line does when it starts.
 """
 
 from __future__ import annotations
@@ -15,11 +18,9 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from graphtier._openmp import prefer_passive_wait
+from graphtier._process import configure_process, configure_threads
 from graphtier._version import __version__
 from graphtier.errors import DatasetError, GraphtierError, OptionError
-
-prefer_passive_wait()  # before torch or numba are loaded (see graphtier._openmp)
 
 # public name -> module that defines it
 _EXPORTS: dict[str, str] = {
@@ -76,7 +77,10 @@ _EXPORTS: dict[str, str] = {
     "neighbor_loader": "graphtier.pyg",
 }
 
-__all__ = ["DatasetError", "GraphtierError", "OptionError", "__version__", *_EXPORTS]
+__all__ = [
+    "DatasetError", "GraphtierError", "OptionError", "__version__", "configure_process", "configure_threads",
+    *_EXPORTS,
+]
 
 if TYPE_CHECKING:  # static analysers see the real names
     from graphtier.dataset import Dataset, DatasetWriter

@@ -4,13 +4,15 @@ torch (ATen, MKL) and numba's ``omp`` threading layer each run an OpenMP thread 
 trainer runs the sampler and the feature gather (numba) in a producer thread while the model trains
 (torch), so on a small machine the two teams share the cores. With OpenMP's default wait policy a
 thread that finished its part of a parallel loop spins for a while, taking the core from a thread
-that still has work: measured on the 2-core VM with another process busy (docs/decisions.md), a
+that still has work: measured on a 2-core machine with another process busy (docs/decisions.md), a
 GraphSAGE epoch took 2.4 s with spinning threads and 1.4 s with sleeping ones, and 16 s against 1.5 s
 with ``--prefetch 0``.
 
 The runtimes read ``OMP_WAIT_POLICY`` once, when they are loaded, so it must be set before torch or
-numba are imported: :func:`prefer_passive_wait` runs when ``graphtier`` itself is imported. A value
-the user set (``OMP_WAIT_POLICY=ACTIVE``) is kept.
+numba are imported: the command line calls :func:`prefer_passive_wait` when it starts, before it imports
+a command, and Python callers call :func:`graphtier.configure_threads` before importing torch
+(:mod:`graphtier._process`). Importing graphtier sets nothing. A value the user set
+(``OMP_WAIT_POLICY=ACTIVE``) is kept.
 """
 
 from __future__ import annotations

@@ -21,6 +21,8 @@ LAYERS: dict[str, int] = {
     "graphtier._splitmix": 0,
     "graphtier._compile_notice": 0,
     "graphtier._openmp": 0,
+    "graphtier._host_memory": 0,
+    "graphtier._process": 0,
     "graphtier._signals": 0,
     "graphtier._threads": 0,
     "graphtier.dataset": 1,

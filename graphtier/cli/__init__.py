@@ -136,7 +136,6 @@ def _note_shadowing() -> None:
     folder = shadowing_folder()
     if folder is None:
         return
-    prefer_passive_wait()  # what graphtier/__init__.py does, which did not run
     click.echo(
         f"graphtier: note: the folder {folder} shadows the graphtier package when Python runs from "
         f"{folder.parent}: a script run there gets an empty 'graphtier' (no attribute 'predict', ...); "
@@ -148,6 +147,7 @@ def _note_shadowing() -> None:
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the console script and of ``python -m graphtier``."""
     terminate_as_interrupt()  # SIGTERM runs the same clean-up as Ctrl-C (graphtier._signals)
+    prefer_passive_wait()  # before any command imports torch or numba (graphtier._openmp)
     _note_shadowing()
     exit_code: Any = 0
     try:

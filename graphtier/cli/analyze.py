@@ -1,4 +1,4 @@
-"""``graphtier analyze DATASET``: replay the sampler and measure each score's hit ratio (seed 000 Fig. 7/9)."""
+"""``graphtier analyze DATASET``: replay the sampler and measure each score's hit ratio (Data Tiering Fig. 7/9)."""
 
 from __future__ import annotations
 

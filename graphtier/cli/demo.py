@@ -34,6 +34,7 @@ def command(workdir: Path, epochs: int, device: str) -> None:
     The same as running `graphtier generate` and then `graphtier train` twice; the reports are
     written to WORKDIR/sage.json and WORKDIR/mlp.json.
     """
+    from graphtier._process import configure_process
     from graphtier.dataset import Dataset
     from graphtier.dataset.synthetic import generate
     from graphtier.train import TrainConfig, Trainer
@@ -51,6 +52,7 @@ def command(workdir: Path, epochs: int, device: str) -> None:
         f"{dataset.num_classes} classes, {len(dataset.train_idx) if dataset.train_idx is not None else 0:,} train nodes"
     )
     results: dict[str, Any] = {}
+    configure_process(passive_wait=False)  # malloc tuning; the wait policy was set by graphtier.cli.main
     for model in ("sage", "mlp"):
         config = TrainConfig(
             model=model,

@@ -1,4 +1,4 @@
-"""``graphtier reorder DATASET OUTPUT --score S``: renumber nodes hottest-first (seed 000, Alg. 2)."""
+"""``graphtier reorder DATASET OUTPUT --score S``: renumber nodes hottest-first (Data Tiering, Alg. 2)."""
 
 from __future__ import annotations
 

@@ -158,6 +158,7 @@ def command(dataset: str, **options: Any) -> None:
     """
     from rich.console import Console
 
+    from graphtier._process import configure_process
     from graphtier.dataset import Dataset
     from graphtier.train import TrainConfig, Trainer
     from graphtier.train.launch import launch, under_torchrun
@@ -193,6 +194,7 @@ def command(dataset: str, **options: Any) -> None:
         if not quiet:
             click.echo(epoch_summary(record, config.optim.epochs))
 
+    configure_process(config.run.num_threads, passive_wait=False)  # --num-threads, malloc (wait policy: cli.main)
     trainer = Trainer(
         data,
         config,

@@ -1,4 +1,4 @@
-"""Numba kernels behind :mod:`graphtier.graph.reorder` (seed 000, Algorithm 2, parallel).
+"""Numba kernels behind :mod:`graphtier.graph.reorder` (Data Tiering, Algorithm 2, parallel).
 
 ``perm`` is int64 [N], new id -> old id; ``inverse`` is int64 [N], old id -> new id. Each kernel
 has a numpy reference (``*_reference``) that the tests compare against on random inputs.

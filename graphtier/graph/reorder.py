@@ -1,4 +1,4 @@
-"""Reorder a dataset so the hottest nodes get the lowest ids (seed 000, Algorithm 2, parallel).
+"""Reorder a dataset so the hottest nodes get the lowest ids (Data Tiering, Algorithm 2, parallel).
 
 New ids follow descending score, ties broken by the old id. The topology is rebuilt in blocks of
 new nodes (new ``indptr`` by a prefix sum over the permuted degrees; each list relocated,

@@ -1,6 +1,6 @@
 """Node hotness scores: predictions of how often sampling will read each node's features.
 
-Three graph scores (seed 000, section 3.1); the dispatcher over these and the measured ``presample``
+Three graph scores (Data Tiering, section 3.1); the dispatcher over these and the measured ``presample``
 ranking is :mod:`graphtier.tiering.hotness`:
 
 * ``degree``: how many neighbour lists a node appears in (``bincount(indices)``), i.e. how many
@@ -135,7 +135,7 @@ def weighted_reverse_pagerank(
     iterations: int = DEFAULT_WRPR_ITERATIONS,
     with_change: bool = False,
 ) -> Any:
-    """Weighted reverse PageRank (seed 000, Algorithm 1): exactly ``iterations`` rounds.
+    """Weighted reverse PageRank (Data Tiering, Algorithm 1): exactly ``iterations`` rounds.
 
     ``train_idx``: int64 [T] training node ids (the sampling seeds). Returns float64 [N], or with
     ``with_change`` (scores, L1 change of the last round).

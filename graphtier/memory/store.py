@@ -1,6 +1,6 @@
 """GraphStore: one object for a dataset's topology and features, spread over GPU memory, host RAM and disk.
 
-In the spirit of seed 004's global memory store (XGNN's ``DistGraph``): the caller opens a dataset
+In the spirit of XGNN's global memory store (its ``DistGraph``): the caller opens a dataset
 once with its budgets and then only asks for samples and rows; where each byte lives (a GPU prefix of
 the hotness-sorted table, zero-copy host memory, the memory map) is the store's business, and
 ``traffic()`` says afterwards which tier served how many bytes, for features and topology apart::

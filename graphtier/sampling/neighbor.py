@@ -66,7 +66,7 @@ def check_graph(indptr: np.ndarray, indices: np.ndarray) -> tuple[np.ndarray, np
 PARALLEL_MIN_ITEMS = DEFAULT_MIN_CHUNK
 # The parallel relabel does about three times the memory work of the sequential one (ownership
 # scan, lookup, publish), so it only pays with several threads: at 2 threads it measured ~3x
-# slower than the sequential relabel on the 2-core dev box.
+# slower than the sequential relabel.
 PARALLEL_RELABEL_MIN_THREADS = 4
 
 

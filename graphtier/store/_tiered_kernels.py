@@ -1,7 +1,7 @@
 """CPU tiered row gather (numba) and its plain numpy reference.
 
 ``tiered_gather_rows`` reads each requested row of positions [first, stop) from the tier that holds
-it, choosing the source by comparing the id with the tier boundaries (seed 000 Listing 1), and writes
+it, choosing the source by comparing the id with the tier boundaries (Data Tiering Listing 1), and writes
 it to ``out[positions[i]]``:
 
 * id < local_rows:             ``local[id]``                                  ("gpu" tier)

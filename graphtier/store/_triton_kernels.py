@@ -2,7 +2,7 @@
 
 * :func:`gather_rows_naive_kernel`: one program per (row, column block); column block k reads
   elements [k * BLOCK_D, (k + 1) * BLOCK_D) of the row, so when a row does not start on a 128-byte
-  line, every block straddles lines (seed 003 §4.5, Figure 4).
+  line, every block straddles lines (PyTorch-Direct §4.5, Figure 4).
 * :func:`gather_rows_aligned_kernel`: one program per row, walking the row in blocks that start
   on 128-byte boundaries of the *source address*: the row start is shifted left by its misalignment
   ``shift`` (in elements) and the out-of-row lanes are masked (the circular-shift alignment of seed
@@ -11,7 +11,7 @@
 * :func:`tiered_gather_kernel`: the aligned gather over two sources chosen per row by id, the
   "gpu" tier (rows [0, local_rows) in device memory) and the "host" tier (rows [host_start, host_end)
   in registered host memory, read zero-copy), writing row ``i`` to ``out[positions[i]]``; rows of
-  other tiers are skipped (seed 000 §4.1, Listing 1).
+  other tiers are skipped (Data Tiering §4.1, Listing 1).
 
 Importing this module needs ``triton``; the store imports it only on CUDA. Tests run the kernels
 on the CPU with ``TRITON_INTERPRET=1``.

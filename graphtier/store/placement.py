@@ -1,8 +1,8 @@
 """Budgets -> tier boundaries: which rows of a hotness-sorted feature table live in which tier.
 
-After ``graphtier reorder`` the hottest rows are a prefix of the table (seed 000, §3-4), so every
+After ``graphtier reorder`` the hottest rows are a prefix of the table (Data Tiering, §3-4), so every
 tier is a range of row ids and a row's tier is found by comparing its id with a few boundaries
-(seed 000 Listing 1, seed 004 §4.3)::
+(Data Tiering Listing 1, XGNN §4.3)::
 
     [0, local_rows)                  "gpu"       replicated on the compute device
     [local_rows, peer_end)           "gpu-peer"  interleaved over ``peer_partitions`` devices:
@@ -268,7 +268,7 @@ def plan_tiers(
     """Turn budget strings into a :class:`TierPlan` for a table of ``num_rows`` rows of ``row_bytes`` bytes.
 
     ``gpu_budget`` is per device: with ``peer_partitions == 1`` it holds the replicated "gpu" tier;
-    with P > 1 all of it goes to the interleaved tier (P x budget rows, as seed 000 §4.2 does) and
+    with P > 1 all of it goes to the interleaved tier (P x budget rows, as Data Tiering §4.2 does) and
     ``local_rows`` is 0. ``None`` means ``auto``. ``cache_budget`` ``None`` = no cache; ``auto`` =
     a quarter of the auto device memory (the GPU tiers get the rest). ``ram_budget`` ``None`` = every
     remaining row is in the host tier; otherwise rows beyond it are in the disk tier. ``reserve_bytes``

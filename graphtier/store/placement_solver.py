@@ -1,4 +1,4 @@
-"""Multi-GPU placement of a hotness-sorted feature table (seed 004 §4.2, seed 000 §4 interleaving).
+"""Multi-GPU placement of a hotness-sorted feature table (XGNN §4.2, Data Tiering §4 interleaving).
 
 The table's rows, hottest first (after ``graphtier reorder``), are cut into ``K`` contiguous row
 groups; group ``g`` has ``group_bytes[g]`` bytes and receives ``group_share[g]`` of every GPU's feature

@@ -2,7 +2,7 @@
 
 The CPU gathers used to be numba ``prange`` loops (an OpenMP parallel region). A parallel region waits
 for every one of its threads; when another process holds a core, that wait costs a scheduler slice per
-call: on the shared 2-core dev box 4 sampler batches of cnr-2000 took 60 ms through ``prange`` (and
+call: measured on a 2-core machine shared with another process, 4 sampler batches of cnr-2000 took 60 ms through ``prange`` (and
 through ``torch.index_select``, also OpenMP) against 10-15 ms on one thread. Here the rows are cut into
 chunks that threads claim one at a time (:class:`graphtier._threads.ThreadTeam`, as the
 sampler does): the caller works too, and a helper that starts late finds nothing left.

@@ -2,12 +2,12 @@
 
 The table is hotness-sorted (``graphtier reorder`` puts hot rows first), so each tier is a range of
 row ids (see :mod:`graphtier.store.placement`) and a gather picks each row's source by comparing
-its id with the boundaries (seed 000 §4.1 and Listing 1; seed 004 §4.3 for the interleaved
+its id with the boundaries (Data Tiering §4.1 and Listing 1; XGNN §4.3 for the interleaved
 partitions). From the caller's side it is one ``[N, D]`` table: ``gather(ids)`` equals ``table[ids]``.
 
 On CUDA: the "gpu" tier is a device tensor, the interleaved tier lives on ``peer_partitions``
 devices (partition 0 on the compute device), the "host" tier is a :class:`UnifiedTensor` read
-zero-copy by the Triton kernel (128-byte aligned, seed 003 §4.5), the "disk" tier is gathered
+zero-copy by the Triton kernel (128-byte aligned, PyTorch-Direct §4.5), the "disk" tier is gathered
 on the CPU from the memory map and copied.
 
 Without CUDA the same plan and accounting are kept: every tier lives in host memory (the "gpu"

@@ -1,7 +1,7 @@
 """UnifiedTensor: a host tensor registered with CUDA (``cudaHostRegister``) so GPU kernels read it directly.
 
-Registration maps existing host memory into the GPU's address space without allocating (seed 000
-Appendix A.2, Figure 12; seed 003 §4): a Triton kernel given the tensor then reads host memory over
+Registration maps existing host memory into the GPU's address space without allocating (Data Tiering
+Appendix A.2, Figure 12; PyTorch-Direct §4): a Triton kernel given the tensor then reads host memory over
 PCIe ("zero-copy"), with no CPU gather and no staging copy.
 
 CUDA tracks registrations by page: registering a range that overlaps an already registered one

@@ -1,4 +1,4 @@
-"""Measured feature-access analysis (seed 000, Fig. 7 and Fig. 9).
+"""Measured feature-access analysis (Data Tiering, Fig. 7 and Fig. 9).
 
 Replays the real training sampler over the training nodes, counts every feature row each
 mini-batch reads (every entry of ``MiniBatch.n_id``), and reports for each hotness score the share

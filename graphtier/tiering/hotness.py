@@ -50,7 +50,7 @@ class ScoreResult:
     def convergence_warning(self, tol: float) -> str | None:
         """One line when rpr stopped at its iteration cap with the last L1 change still above ``tol``.
 
-        wrpr runs a fixed number of rounds by design (seed 000, Alg. 1), so it never warns."""
+        wrpr runs a fixed number of rounds by design (Data Tiering, Alg. 1), so it never warns."""
         if self.method != "rpr" or self.last_change is None or not self.last_change > tol:
             return None
         return (

@@ -1,6 +1,6 @@
 """Measured reads: replay the real training sampler and count each node's feature and topology reads.
 
-The feature counts are the ground truth every hotness score predicts (seed 000, Fig. 7): the
+The feature counts are the ground truth every hotness score predicts (Data Tiering, Fig. 7): the
 ``presample`` score and the access analysis (:mod:`graphtier.tiering.access`) are built on them.
 The topology counts feed the capacity planner (:mod:`graphtier.tiering.plan_topology`).
 """

@@ -8,7 +8,7 @@ its sources, v and each drawn neighbour u are destinations of the next block dow
 
     T_0(v) = 0,   T_k(v) = s_k(v) + T_{k-1}(v) + s_k(v) / d_v * sum_{u in N(v)} T_{k-1}(u)
 
-where level k uses fanout ``f_{L-k+1}`` (the deepest hop first). This is the quantity seed 002's load
+where level k uses fanout ``f_{L-k+1}`` (the deepest hop first). This is the quantity the Unified CPU-GPU Protocol's load
 balancer estimates by running the sampler, computed exactly in L passes over the edges.
 :func:`expected_tree_edges_reference` is the plain numpy version.
 """

@@ -1,6 +1,6 @@
 """Workload-aware splitting of global mini-batches over trainer ranks, and the dynamic load balancer.
 
-Seed 002 §4.2: every training node gets an estimated workload (the number of edges aggregated in its
+The Unified CPU-GPU Protocol §4.2: every training node gets an estimated workload (the number of edges aggregated in its
 sampled computation graph, measured once by running the sampler). Each global batch is cut into one
 contiguous sub-batch per rank so that rank ``k`` receives a ``shares[k]`` fraction of the batch's
 estimated workload (not of its node count). Every ``rebalance_every`` iterations the shares move towards

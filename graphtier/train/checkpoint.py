@@ -8,11 +8,14 @@ takes :class:`~graphtier.train.output_files.DirectoryLock` on its checkpoint dir
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import torch
+from torch import nn
 
+from graphtier.dataset import Dataset
 from graphtier.errors import OptionError
 from graphtier.train.fingerprint import dataset_fingerprint, fingerprint_mismatch
 from graphtier.train.output_files import DirectoryLock
@@ -72,115 +75,153 @@ def restore_rng(path: Path, state: dict[str, Any]) -> None:
         raise OptionError(f"{path}: field 'torch_rng' is not a valid RNG state ({' '.join(str(exc).split())[:120]})") from None
 
 
-class Checkpointing:
-    """Save and resume the model, optimizer, best state, epoch records and RNG state.
+@dataclass
+class RunProgress:
+    """What a run has done so far, saved with each checkpoint and restored on resume.
 
-    Mixed into :class:`graphtier.train.trainer.Trainer`; uses its ``config``, ``model``, ``optimizer``,
-    ``dataset``, ``dist``, ``report`` and ``_log``.
+    Attributes:
+        epochs: the epoch records of the run report.
+        best_valid: the best model-selection score so far (validation accuracy, or minus the loss); -1 before any.
+        best_epoch: the epoch of that score (0 before any).
+        best_state: the model's state dict at that epoch (None before any).
+        start_epoch: the first epoch still to train.
+        resumed_from: ``{"path", "epoch", "changed"}`` when resumed from a checkpoint, else None.
     """
 
-    def _dataset_fingerprint(self) -> dict[str, Any]:
-        cached = getattr(self, "_fingerprint_cache", None)
-        if cached is None:
-            cached = self._fingerprint_cache = dataset_fingerprint(self.dataset)
-        return cached
+    epochs: list[dict[str, Any]] = field(default_factory=list)
+    best_valid: float = -1.0
+    best_epoch: int = 0
+    best_state: dict[str, torch.Tensor] | None = None
+    start_epoch: int = 1
+    resumed_from: dict[str, Any] | None = None
 
-    def _checkpoint_state(self, epoch: int) -> dict[str, Any]:
+
+class Checkpointer:
+    """Save a run to ``directory/checkpoint.pt`` after each epoch and resume from it.
+
+    Args:
+        directory: the ``--checkpoint`` directory.
+        dataset: the dataset trained on (its fingerprint is saved and checked on resume).
+        writes: whether this process writes the checkpoint and holds the directory's lock (rank 0 only).
+        log: prints one informational line (changed options on resume).
+    """
+
+    def __init__(self, directory: str | Path, dataset: Dataset, *, writes: bool = True,
+                 log: Callable[[str], None] = print) -> None:  # fmt: skip
+        self.directory = Path(directory)
+        self.path = self.directory / CHECKPOINT_FILE
+        self.dataset = dataset
+        self.writes = writes
+        self.log = log
+        self.lock: DirectoryLock | None = DirectoryLock(self.directory) if writes else None
+        self._fingerprint: dict[str, Any] | None = None
+
+    def _dataset_fingerprint(self) -> dict[str, Any]:
+        if self._fingerprint is None:
+            self._fingerprint = dataset_fingerprint(self.dataset)
+        return self._fingerprint
+
+    def state(
+        self, epoch: int, config: dict[str, Any], model: nn.Module, optimizer: torch.optim.Optimizer, progress: RunProgress
+    ) -> dict[str, Any]:
+        """The checkpoint of ``epoch``: options, dataset identity, model, optimizer, progress and RNG states."""
         state = {
             "epoch": epoch,
-            "config": self.config.to_dict(),
+            "config": config,
             "dataset": {
                 "num_nodes": self.dataset.num_nodes,
                 "num_edges": self.dataset.num_edges,
                 "fingerprint": self._dataset_fingerprint(),
             },
-            "model": self.model.state_dict(),
-            "optimizer": self.optimizer.state_dict(),
-            "best_valid": self.best_valid,
-            "best_epoch": self.best_epoch,
-            "best_state": self.best_state,
-            "epochs": self.report.epochs,
+            "model": model.state_dict(),
+            "optimizer": optimizer.state_dict(),
+            "best_valid": progress.best_valid,
+            "best_epoch": progress.best_epoch,
+            "best_state": progress.best_state,
+            "epochs": progress.epochs,
             "torch_rng": torch.get_rng_state(),
         }
         if torch.cuda.is_available():
             state["cuda_rng"] = [t.cpu() for t in torch.cuda.get_rng_state_all()]
         return state
 
-    def checkpoint_lock(self) -> DirectoryLock | None:
-        """The lock of the checkpoint directory this process writes (None without --checkpoint or on ranks > 0)."""
-        if self.config.run.checkpoint is None or (self.dist is not None and not self.dist.is_main):
-            return None
-        lock = getattr(self, "_checkpoint_lock", None)
-        if lock is None:
-            lock = self._checkpoint_lock = DirectoryLock(self.config.run.checkpoint)
-        return lock
+    def save(self, state: dict[str, Any]) -> Path:
+        """Write ``state`` (from :meth:`state`) atomically to ``checkpoint.pt``; only where this process writes."""
+        if not self.writes:
+            return self.path
+        return save_torch_file(self.path, state)
 
-    def save_checkpoint(self, epoch: int) -> Path:
-        """Write ``checkpoint.pt`` atomically into the checkpoint directory; returns its path."""
-        assert self.config.run.checkpoint is not None
-        directory = Path(self.config.run.checkpoint)
-        if self.dist is not None and not self.dist.is_main:
-            return directory / CHECKPOINT_FILE
-        return save_torch_file(directory / CHECKPOINT_FILE, self._checkpoint_state(epoch))
-
-    def _check_dataset(self, path: Path, recorded: dict[str, Any]) -> None:
-        counts = {"num_nodes": self.dataset.num_nodes, "num_edges": self.dataset.num_edges}
+    def _check_dataset(self, recorded: dict[str, Any]) -> None:
+        path, dataset = self.path, self.dataset
+        counts = {"num_nodes": dataset.num_nodes, "num_edges": dataset.num_edges}
         fingerprint = recorded.get("fingerprint")
         if isinstance(fingerprint, dict):
-            mismatch = fingerprint_mismatch(fingerprint, self.dataset)
+            mismatch = fingerprint_mismatch(fingerprint, dataset)
             if mismatch is not None:
                 what, expected, found = mismatch
                 raise OptionError(
-                    f"{path}: checkpoint was made on another dataset than {self.dataset.path}: {what} expected "
+                    f"{path}: checkpoint was made on another dataset than {dataset.path}: {what} expected "
                     f"{expected!r}, found {found!r}"
                 )
         elif {key: recorded.get(key) for key in counts} != counts:  # older checkpoints: the counts only
             raise OptionError(f"{path}: checkpoint was made on another dataset ({recorded})")
 
-    def _maybe_resume(self, directory: Path) -> None:
-        lock = self.checkpoint_lock()
-        if lock is not None:
-            lock.check()  # refuse now, before any work, when another run trains into this directory
-        path = directory / CHECKPOINT_FILE
+    def resume(
+        self, config: dict[str, Any], model: nn.Module, optimizer: torch.optim.Optimizer
+    ) -> RunProgress | None:
+        """Load ``checkpoint.pt`` into ``model`` and ``optimizer`` and restore the RNG states.
+
+        ``config`` is this run's :meth:`TrainConfig.to_dict`: the options of :data:`CHECKPOINT_KEYS` must
+        match the checkpoint's; those of :data:`RESUME_CHANGEABLE_KEYS` may differ and are applied (the
+        optimizer's lr and weight decay), logged and recorded in ``resumed_from["changed"]``. Returns the
+        run's progress, or None when the directory holds no checkpoint yet. Raises :class:`OptionError` (one
+        line) for a damaged or foreign file, other options or another dataset, and
+        :class:`~graphtier.errors.ResourceError` when another run holds the directory.
+        """
+        if self.lock is not None:
+            self.lock.check()  # refuse now, before any work, when another run trains into this directory
+        path = self.path
         if not path.is_file():
-            return
+            return None
         state = load_torch_file(path, str(path), "graphtier checkpoint")
         _check_layout(path, state)
         # a key missing from an older checkpoint means what it meant before the option existed
         saved = {**OLD_FILE_DEFAULTS, **state["config"]}
-        current = self.config.to_dict()
         for key in CHECKPOINT_KEYS:
-            if saved.get(key) != current.get(key):
+            if saved.get(key) != config.get(key):
                 raise OptionError(
-                    f"{path}: field {key!r} is {saved.get(key)!r} in the checkpoint but {current.get(key)!r} in "
+                    f"{path}: field {key!r} is {saved.get(key)!r} in the checkpoint but {config.get(key)!r} in "
                     "this run (use another --checkpoint directory)"
                 )
-        self._check_dataset(path, state["dataset"])
+        self._check_dataset(state["dataset"])
         try:
-            self.model.load_state_dict(state["model"])
-            self.optimizer.load_state_dict(state["optimizer"])
+            model.load_state_dict(state["model"])
+            optimizer.load_state_dict(state["optimizer"])
             if state.get("best_state") is not None:
-                self.model.load_state_dict(state["best_state"])  # checked here, not after the last epoch
-                self.model.load_state_dict(state["model"])
+                model.load_state_dict(state["best_state"])  # checked here, not after the last epoch
+                model.load_state_dict(state["model"])
         except (RuntimeError, KeyError, ValueError, TypeError) as exc:
             raise OptionError(f"{path}: model or optimizer state does not fit this model ({' '.join(str(exc).split())[:160]})") from None
         changed = {
-            key: {"checkpoint": saved[key], "run": current[key]}
+            key: {"checkpoint": saved[key], "run": config[key]}
             for key in RESUME_CHANGEABLE_KEYS
-            if key in saved and saved[key] != current[key]
+            if key in saved and saved[key] != config[key]
         }
-        for group in self.optimizer.param_groups:  # the optimizer state restored the checkpoint's values
-            group["lr"] = self.config.optim.lr
-            group["weight_decay"] = self.config.optim.weight_decay
+        for group in optimizer.param_groups:  # the optimizer state restored the checkpoint's values
+            group["lr"] = config["lr"]
+            group["weight_decay"] = config["weight_decay"]
         restore_rng(path, state)
-        self.best_valid = float(state["best_valid"])
-        self.best_epoch = state["best_epoch"]
-        self.best_state = state.get("best_state")
-        self.report.epochs = list(state["epochs"])
-        self.report.resumed_from = {"path": str(path), "epoch": state["epoch"], "changed": changed}
-        self.start_epoch = state["epoch"] + 1
+        progress = RunProgress(
+            epochs=list(state["epochs"]),
+            best_valid=float(state["best_valid"]),
+            best_epoch=state["best_epoch"],
+            best_state=state.get("best_state"),
+            start_epoch=state["epoch"] + 1,
+            resumed_from={"path": str(path), "epoch": state["epoch"], "changed": changed},
+        )
         if changed:
-            self._log(
-                f"resuming {path} with changed options (applied from epoch {self.start_epoch}): "
+            self.log(
+                f"resuming {path} with changed options (applied from epoch {progress.start_epoch}): "
                 + ", ".join(f"{key} {c['checkpoint']} -> {c['run']}" for key, c in changed.items())
             )
+        return progress

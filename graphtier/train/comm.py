@@ -1,4 +1,4 @@
-"""Process-group pieces of multi-process training (seed 002): the rank context, collectives, share schedule.
+"""Process-group pieces of multi-process training (Unified CPU-GPU Protocol): the rank context, collectives, share schedule.
 
 Used by the trainer (:mod:`graphtier.train.trainer`) inside every rank; it imports nothing of the
 trainer. The launcher that starts the ranks and runs a trainer in each is :mod:`graphtier.train.launch`.
@@ -8,7 +8,6 @@ every rank is a GPU.
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Sequence
@@ -20,8 +19,6 @@ import torch.distributed as dist
 from torch import nn
 
 from graphtier.errors import GraphtierError
-
-FAIL_RANK_ENV = "GRAPHTIER_TEST_FAIL_RANK"  # test-only hook: "RANK:ITERATION" makes one rank raise
 
 
 class RankFailed(GraphtierError):
@@ -162,11 +159,3 @@ class ShareSchedule:
             self._cancelled = True
             self._condition.notify_all()
 
-
-def fail_now(rank: int, iteration: int) -> bool:
-    """Test-only: True when ``GRAPHTIER_TEST_FAIL_RANK=RANK:ITERATION`` names this rank and iteration."""
-    spec = os.environ.get(FAIL_RANK_ENV, "")
-    if not spec:
-        return False
-    fail_rank, _, fail_iteration = spec.partition(":")
-    return int(fail_rank) == rank and int(fail_iteration or 0) == iteration

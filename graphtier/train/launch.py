@@ -1,4 +1,4 @@
-"""Multi-process training over ``torch.distributed``: CPU and GPU trainer ranks at once (seed 002).
+"""Multi-process training over ``torch.distributed``: CPU and GPU trainer ranks at once (Unified CPU-GPU Protocol).
 
 ``graphtier train DATASET --devices cpu,cuda:0`` starts one trainer process per listed device (spawned
 here, or started by ``torchrun``, in which case the ranks come from the
@@ -32,11 +32,12 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
+from graphtier._process import configure_process
 from graphtier._signals import Terminated
 from graphtier.dataset import Dataset
 from graphtier.errors import GraphtierError, OptionError
+from graphtier.train.collective import StepHook, StepSeconds, rank_threads
 from graphtier.train.comm import DistContext, RankFailed, backend_for
-from graphtier.train.distributed_epoch import StepSeconds
 from graphtier.train.report import epoch_summary
 from graphtier.train.spec import parse_devices, parse_shares  # noqa: F401 - re-exported
 from graphtier.train.trainer import Trainer
@@ -54,8 +55,15 @@ def _free_port() -> int:
 
 
 def _run_rank(
-    ctx: DistContext, dataset_path: str, config: Any, step_seconds: StepSeconds | None = None
+    ctx: DistContext,
+    dataset_path: str,
+    config: Any,
+    step_seconds: StepSeconds | None = None,
+    step_hook: StepHook | None = None,
 ) -> dict[str, Any] | None:
+    threads = rank_threads(config, ctx.world)
+    # the cores split between the ranks; the wait policy is the launching process's (inherited environment)
+    configure_process(threads, numba_threads=threads, passive_wait=False)
     device = ctx.device
     if device.startswith("cuda"):
         torch.cuda.set_device(torch.device(device))
@@ -69,13 +77,17 @@ def _run_rank(
         print(f"{epoch_summary(record, config.optim.epochs)}  shares {shares}", flush=True)
 
     show = ctx.is_main and not config.run.quiet
-    trainer = Trainer(dataset, rank_config, dist=ctx, on_epoch=on_epoch if show else None, step_seconds=step_seconds)
+    trainer = Trainer(
+        dataset, rank_config, dist=ctx, on_epoch=on_epoch if show else None, step_seconds=step_seconds,
+        step_hook=step_hook,
+    )  # fmt: skip
     report = trainer.fit()
     return report if ctx.is_main else None
 
 
 def _spawn_entry(rank: int, world: int, devices: tuple[str, ...], dataset_path: str, config: Any,
-                 port: int, error_dir: str, step_seconds: StepSeconds | None = None) -> None:
+                 port: int, error_dir: str, step_seconds: StepSeconds | None = None,
+                 step_hook: StepHook | None = None) -> None:
     interrupts = _RankInterrupts()
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(port)
@@ -85,7 +97,7 @@ def _spawn_entry(rank: int, world: int, devices: tuple[str, ...], dataset_path: 
         interrupts.install()
         dist.init_process_group(backend, rank=rank, world_size=world, timeout=_timeout())
         try:
-            _run_rank(ctx, dataset_path, config, step_seconds)
+            _run_rank(ctx, dataset_path, config, step_seconds, step_hook)
         except BaseException as error:
             # written before the group is torn down: the first file written names the rank that failed first
             if not interrupts.received:  # after a signal, a lost peer is no failure of this rank
@@ -165,14 +177,17 @@ def under_torchrun() -> bool:
     return "RANK" in os.environ and "WORLD_SIZE" in os.environ
 
 
-def launch(dataset_path: str, config: Any, *, step_seconds: StepSeconds | None = None) -> dict[str, Any] | None:
+def launch(
+    dataset_path: str, config: Any, *, step_seconds: StepSeconds | None = None, step_hook: StepHook | None = None
+) -> dict[str, Any] | None:
     """Run ``config`` on ``config.distributed.devices`` and return rank 0's report (None on other torchrun ranks).
 
     Under ``torchrun`` this process is one rank: rank and world come from the environment, every node
     runs ``len(devices)`` processes (``--nproc-per-node``) and local rank ``i`` uses ``devices[i]``. Otherwise one process per device is
     spawned here; the first failing rank's error is raised as :class:`RankFailed` after all ranks stop.
     ``step_seconds`` (a module-level function, so that spawned ranks can import it) replaces each rank's
-    measured step time by a simulated one (deterministic tests of the load balancer).
+    measured step time by a simulated one (deterministic tests of the load balancer); ``step_hook`` (also
+    module-level) is called on every rank after each backward pass (tests make a rank fail there).
     """
     devices = tuple(config.distributed.devices)
     if under_torchrun():
@@ -187,14 +202,14 @@ def launch(dataset_path: str, config: Any, *, step_seconds: StepSeconds | None =
         ctx = DistContext(rank=rank, world=world, devices=per_rank, backend=backend_for(per_rank))
         dist.init_process_group(ctx.backend, rank=rank, world_size=world, timeout=_timeout())
         try:
-            return _run_rank(ctx, dataset_path, config, step_seconds)
+            return _run_rank(ctx, dataset_path, config, step_seconds, step_hook)
         finally:
             dist.destroy_process_group()
     world = len(devices)
     with tempfile.TemporaryDirectory(prefix="graphtier-ranks-") as error_dir:
         report_path = config.run.report or str(Path(error_dir) / "report.json")
         run_config = config.with_options(report=report_path)
-        args = (world, devices, str(dataset_path), run_config, _free_port(), error_dir, step_seconds)
+        args = (world, devices, str(dataset_path), run_config, _free_port(), error_dir, step_seconds, step_hook)
         failed = _run_spawned(world, args)
         if failed is not None:
             # the rank that failed first is the cause; the others only lost their peer

@@ -1,57 +1,66 @@
-"""Mini-batch GNN training with a sampling/gather pipeline, stage timing, evaluation and checkpoints."""
+"""Mini-batch GNN training: one epoch loop, with evaluation, checkpoints and other ranks as collaborators.
+
+:class:`Trainer` composes a :class:`~graphtier.train.feed.BatchFeed` (seed batches to device batches), a
+:class:`~graphtier.train.collective.Collective` (one process, or a rank of a process group), an
+:class:`~graphtier.train.evaluation.Evaluator` and, with ``--checkpoint``, a
+:class:`~graphtier.train.checkpoint.Checkpointer`. It reaches the data only through its
+:class:`~graphtier.memory.GraphStore`. Process-wide settings (thread counts, the OpenMP wait policy, malloc
+tuning) are the caller's: :func:`graphtier.configure_process`, which the command line and :func:`train` call.
+"""
 
 from __future__ import annotations
 
 import copy
-import math
 import os
 import time
-from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
-import numba
-import numpy as np
 import torch
-import torch.nn.functional as F
 
+from graphtier._process import configure_process
 from graphtier._signals import interrupt_behind
 from graphtier.dataset import Dataset
 from graphtier.memory import GraphStore
-from graphtier.sampling import (
-    MiniBatch,
-    iter_seed_batches,
-)
+from graphtier.sampling import iter_seed_batches
 from graphtier.store import TIER_NAMES
-from graphtier.train.balancer import (
-    LoadBalancer,
+from graphtier.train.checkpoint import Checkpointer, RunProgress
+from graphtier.train.collective import (
+    Collective,
+    RankGroup,
+    SingleProcess,
+    StepHook,
+    StepSeconds,
+    rank_threads,
 )
-from graphtier.train.checkpoint import Checkpointing
-from graphtier.train.comm import (
-    DistContext,
-    all_reduce_sum,
-    broadcast_parameters,
-)
+from graphtier.train.comm import DistContext
 from graphtier.train.config import TrainConfig
-from graphtier.train.distributed_epoch import DistributedEpochs, StepSeconds
-from graphtier.train.evaluation import Evaluation, majority_class_accuracy
-from graphtier.train.host_memory import keep_freed_memory
+from graphtier.train.evaluation import (
+    Evaluator,
+    ProgressFactory,
+    majority_class_accuracy,
+)
+from graphtier.train.feed import BatchFeed, SampleFn
 from graphtier.train.inference import full_in_degree
 from graphtier.train.models import build_model
-from graphtier.train.pipeline import BatchProducer, PreparedBatch
-from graphtier.train.report import NonFiniteLossError, RunReport, environment_info
+from graphtier.train.report import RunReport, environment_info
 from graphtier.train.result import TrainResult
 from graphtier.train.saved import save_model
 from graphtier.train.tally import EpochTally
 
 EpochCallback = Callable[[dict[str, Any]], None]
-ProgressFactory = Callable[[str, int], Callable[[int, dict[str, Any]], None]]
+
+EVAL_SEED_OFFSET = 7919  # the evaluation sampler draws other neighbours than training's
 
 
-class Trainer(Checkpointing, Evaluation, DistributedEpochs):
+class Trainer:
     """Train one model on one dataset as described by a :class:`TrainConfig`.
 
     ``fit()`` runs the epochs and returns the run report (a dict, also written to ``config.run.report``).
     ``on_epoch`` is called with each epoch's record; ``progress`` makes a per-epoch progress callback.
+    ``dist`` makes this process one rank of a process group (:mod:`graphtier.train.launch` starts them);
+    ``step_seconds`` and ``step_hook`` are for tests of that case (:class:`~graphtier.train.collective.RankGroup`).
+    The trainer seeds torch's default generator with ``config.run.seed``: the initial weights and the dropout
+    keys come from it, and a checkpoint saves and restores its state.
     """
 
     def __init__(
@@ -63,24 +72,17 @@ class Trainer(Checkpointing, Evaluation, DistributedEpochs):
         progress: ProgressFactory | None = None,
         dist: DistContext | None = None,
         step_seconds: StepSeconds | None = None,
+        step_hook: StepHook | None = None,
     ) -> None:
         config.validate(dataset)
         self.dist = dist
-        self.step_seconds = step_seconds  # multi-process epoch: recorded step times of a simulated device
         self.dataset = dataset
         self.config = config
         self.on_epoch = on_epoch
         self.progress = progress
         self.device = torch.device(config.run.device)
-        self.producer_threads: int | None = config.run.num_threads
-        if dist is not None:
-            self.producer_threads = config.distributed.cpu_threads or max(1, (os.cpu_count() or 1) // dist.world)
-            numba.set_num_threads(self.producer_threads)
-        if self.producer_threads is not None:
-            torch.set_num_threads(self.producer_threads)
+        self.producer_threads = config.run.num_threads if dist is None else rank_threads(config, dist.world)
         torch.manual_seed(config.run.seed)
-        np.random.seed(config.run.seed % 2**32)
-        keep_freed_memory()  # per-step activations reuse freed heap memory instead of fresh mmap pages
         assert dataset.features is not None and dataset.labels is not None and dataset.train_idx is not None
         self.store = GraphStore.open(
             dataset,
@@ -95,12 +97,9 @@ class Trainer(Checkpointing, Evaluation, DistributedEpochs):
             log=self._log,
         )
         self.train_idx = self.store.split("train")
-        self.valid_idx = self.store.split("valid")
-        self.test_idx = self.store.split("test")
         # GCN: full-graph in-degrees, used by exact layer-wise inference with either --gcn-degrees and by
         # sampled blocks with "full"; "block" normalises a sampled block by its own degrees (None).
-        self.degree = full_in_degree(self.store.csc[0], self.device) if config.network.model == "gcn" else None
-        self.block_degree = self.degree if config.gcn_degrees_used == "full" else None
+        degree = full_in_degree(self.store.csc[0], self.device) if config.network.model == "gcn" else None
         self.model = build_model(
             config.network.model,
             dataset.feature_dim,
@@ -117,116 +116,112 @@ class Trainer(Checkpointing, Evaluation, DistributedEpochs):
             self.model.parameters(), lr=config.optim.lr, weight_decay=config.optim.weight_decay, fused=fused
         )
         self.train_sample = self._make_sampler(config.sampling.fanouts, config.run.seed)
-        eval_fanouts = config.sampling.eval_fanouts or config.sampling.fanouts
-        self.eval_sample = self._make_sampler(eval_fanouts, config.run.seed + 7919)
+        eval_sample = self._make_sampler(config.sampling.eval_fanouts or config.sampling.fanouts, config.run.seed + EVAL_SEED_OFFSET)
         self.report = RunReport(config=config.to_dict(), dataset=dataset, environment=environment_info(self.device))
-        self.balancer: LoadBalancer | None = None
-        self.workload: np.ndarray | None = None
-        if dist is not None:
-            broadcast_parameters(dist, self.model)
-            self.balancer = LoadBalancer(dist.devices, config.distributed.balance, cpu_share=config.distributed.cpu_share, shares=config.distributed.shares)
-            if self.balancer.uses_workload:
-                self.workload = self._training_workload()
-            self._train_order = np.argsort(self.train_idx, kind="stable")
-            self._sorted_train = self.train_idx[self._train_order]
-            self.report.balancer = self.balancer
-            self.report.devices = list(dist.devices)
-        self.best_valid = -1.0
-        self.best_epoch = 0
-        self.best_state: dict[str, torch.Tensor] | None = None
-        self.start_epoch = 1
+        csr = self.device.type == "cpu" and getattr(self.model, "kind", None) in ("sage", "gcn")
+        self.feed = BatchFeed(
+            self.store,
+            self.device,
+            prefetch=config.run.prefetch,
+            num_threads=self.producer_threads,
+            block_csr=csr,
+            block_degree=degree if config.gcn_degrees_used == "full" else None,
+        )
+        self.collective: Collective = (
+            SingleProcess(config)
+            if dist is None
+            else RankGroup(
+                dist, config, self.store, self.model, self.train_idx, self._make_sampler, self.report,
+                step_seconds=step_seconds, step_hook=step_hook,
+            )
+        )  # fmt: skip
+        self.evaluator = Evaluator(
+            self.store, self.feed, eval_sample, self.collective,
+            batch_size=config.sampling.eval_batch_size, degree=degree, progress=progress,
+        )  # fmt: skip
+        self.progress_so_far = RunProgress()
+        self.checkpointer: Checkpointer | None = None
         if config.run.checkpoint is not None:
-            self._maybe_resume(Path(config.run.checkpoint))
+            self.checkpointer = Checkpointer(config.run.checkpoint, dataset, writes=self.collective.is_main, log=self._log)
+            self.resume()
+
+    @property
+    def start_epoch(self) -> int:
+        """The first epoch ``fit()`` trains (after the checkpoint's last one when resumed)."""
+        return self.progress_so_far.start_epoch
 
     def _log(self, line: str) -> None:
         """One informational line (feature placement, fallbacks) unless --quiet; rank 0 only."""
         if not self.config.run.quiet and (self.dist is None or self.dist.is_main):
             print(line, flush=True)
 
-    # ------------------------------------------------------------------ sampling
-    def _make_sampler(self, fanouts: tuple[int, ...], seed: int) -> Callable[[np.ndarray, int], MiniBatch]:
+    def _make_sampler(self, fanouts: tuple[int, ...], seed: int) -> SampleFn:
         cfg = self.config
         kind = "seed-only" if cfg.network.model == "mlp" else cfg.sampling.sampler
         return self.store.sampler(fanouts, seed=seed, kind=kind, num_layers=cfg.num_layers)
 
-    def _producer(
-        self,
-        seed_batches: Iterable[np.ndarray],
-        sample: Callable[[np.ndarray, int], MiniBatch],
-        first_batch_id: int,
-        training: bool = True,
-    ) -> BatchProducer:
-        csr = self.device.type == "cpu" and getattr(self.model, "kind", None) in ("sage", "gcn")
-        return BatchProducer(
-            seed_batches,
-            sample,
-            self.store.gather,
-            self.store.labels,
-            first_batch_id=first_batch_id,
-            depth=self.config.run.prefetch,
-            row_bytes=self.store.row_bytes,
-            num_threads=self.producer_threads,
-            block_csr=csr,
-            block_transpose=csr and training,
-        )
+    # ------------------------------------------------------------------ checkpoints
+    def resume(self) -> bool:
+        """Load the checkpoint directory's checkpoint, if it holds one, into the model, optimizer and progress.
 
-    # ------------------------------------------------------------------ one step
-    def _to_device(self, item: PreparedBatch) -> tuple[torch.Tensor, list[Any], torch.Tensor, torch.Tensor, torch.Tensor | None]:
-        non_blocking = self.device.type == "cuda"
-        batch = item.batch
-        x = item.x.to(self.device, non_blocking=non_blocking).float()
-        blocks = [blk.to(self.device, non_blocking=non_blocking) for blk in batch.blocks]
-        y = item.y.to(self.device, non_blocking=non_blocking)
-        seed_index = batch.seed_index.to(self.device, non_blocking=non_blocking)
-        degree = None
-        if self.block_degree is not None:
-            degree = self.block_degree[batch.n_id.to(self.device, non_blocking=non_blocking)]
-        if self.device.type == "cuda":
-            torch.cuda.synchronize(self.device)
-        return x, blocks, y, seed_index, degree
+        Called by the constructor; returns True when a checkpoint was loaded.
+        """
+        assert self.checkpointer is not None
+        progress = self.checkpointer.resume(self.config.to_dict(), self.model, self.optimizer)
+        if progress is None:
+            return False
+        self.progress_so_far = progress
+        self.report.epochs = progress.epochs
+        self.report.resumed_from = progress.resumed_from
+        return True
 
-    def _epoch_batches(self, epoch: int) -> list[np.ndarray]:
-        return list(
+    def save_checkpoint(self, epoch: int) -> None:
+        """Write the checkpoint after ``epoch`` (atomically; rank 0 only)."""
+        assert self.checkpointer is not None
+        self.progress_so_far.epochs = self.report.epochs
+        state = self.checkpointer.state(epoch, self.config.to_dict(), self.model, self.optimizer, self.progress_so_far)
+        self.checkpointer.save(state)
+
+    # ------------------------------------------------------------------ the epoch loop
+    def train_epoch(self, epoch: int) -> dict[str, Any]:
+        """Train one epoch; returns loss, train accuracy, stage seconds, feature bytes, batch count.
+
+        The same loop in one process and in every rank of a group: ``self.collective`` cuts this rank's
+        sub-batches, scales the loss and sums gradients and totals over the ranks.
+        """
+        self.model.train()
+        global_batches = list(
             iter_seed_batches(self.train_idx, self.config.sampling.batch_size, shuffle=True, seed=self.config.run.seed, epoch=epoch)
         )
-
-    def train_epoch(self, epoch: int) -> dict[str, Any]:
-        """Train one epoch; returns loss, train accuracy, stage seconds, feature bytes, batch count."""
-        if self.dist is not None:
-            return self._train_epoch_distributed(epoch)
-        self.model.train()
-        seed_batches = self._epoch_batches(epoch)
         tally = EpochTally()
-        tick = self.progress("train", len(seed_batches)) if self.progress else None
+        steps = self.collective.epoch(epoch, global_batches, self.train_sample, tally, epoch == self.start_epoch)
+        tick = self.progress("train", len(global_batches)) if self.progress else None
         start = time.perf_counter()
-        producer = self._producer(seed_batches, self.train_sample, (epoch - 1) * len(seed_batches))
+        producer = self.feed.producer(steps.seed_batches, steps.sample, (epoch - 1) * len(global_batches))
         waiting_since = time.perf_counter()
-        for step, item in enumerate(producer):
-            t0 = time.perf_counter()
-            x, blocks, y, seed_index, degree = self._to_device(item)
-            t1 = time.perf_counter()
-            self.optimizer.zero_grad(set_to_none=True)
-            logits = self.model(x, blocks, degree)[seed_index]
-            loss = F.cross_entropy(logits, y)
-            loss.backward()
-            self.optimizer.step()
-            loss_value = float(loss.detach())
-            if not math.isfinite(loss_value):
-                raise NonFiniteLossError(
-                    f"--lr {self.config.optim.lr}: the training loss became {loss_value} at epoch {epoch}, batch {step + 1} "
-                    "(the model diverged; try a lower --lr)"
-                )
-            t2 = time.perf_counter()
-            tally.add(item, t0 - waiting_since, t1 - t0, t2 - t1)
-            batch_size = int(y.shape[0])
-            tally.loss_sum += loss_value * batch_size
-            tally.correct += int((logits.argmax(dim=1) == y).sum())
-            tally.seen += batch_size
-            if tick:
-                tick(step + 1, {"loss": loss_value})
-            waiting_since = time.perf_counter()
-        return tally.record(len(seed_batches), time.perf_counter() - start, tally.loss_sum, tally.correct, tally.seen)
-
+        try:
+            for index, item in enumerate(producer):
+                t0 = time.perf_counter()
+                batch = self.feed.to_device(item)
+                t1 = time.perf_counter()
+                self.optimizer.zero_grad(set_to_none=True)
+                local = int(batch.y.shape[0])
+                loss = None
+                if local:  # a rank's share of a global batch may be empty
+                    logits = self.model(batch.x, batch.blocks, batch.degree)[batch.seed_index]
+                    loss = steps.loss(logits, batch.y, index)
+                    loss.backward()
+                    tally.correct += int((logits.argmax(dim=1) == batch.y).sum())
+                t2, fields = steps.step(self.optimizer, loss, index, item, waiting_since)
+                tally.add(item, t0 - waiting_since, t1 - t0, t2 - t1)
+                tally.seen += local
+                if tick:
+                    tick(index + 1, fields)
+                waiting_since = time.perf_counter()
+        finally:
+            steps.close()
+            producer.close()
+        return steps.finish(time.perf_counter() - start)
 
     # ------------------------------------------------------------------ main loop
     def fit(self) -> dict[str, Any]:
@@ -234,7 +229,7 @@ class Trainer(Checkpointing, Evaluation, DistributedEpochs):
 
         The feature store is closed at the end (its buffers and host registrations released).
         """
-        lock = self.checkpoint_lock()
+        lock = self.checkpointer.lock if self.checkpointer is not None else None
         try:
             if lock is not None:
                 lock.acquire()
@@ -246,22 +241,25 @@ class Trainer(Checkpointing, Evaluation, DistributedEpochs):
                 lock.release()
             self.store.close()
 
+    def _epoch_traffic(self, before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+        """Bytes per tier read during the epoch, summed over the ranks (like feature_bytes)."""
+        record: dict[str, Any] = {}
+        for key, part in (("feature_bytes_by_tier", "features"), ("topology_bytes_by_tier", "topology")):
+            by_tier = (after[part] - before[part]).by_tier()
+            summed = self.collective.sum(torch.tensor([float(by_tier[t]) for t in TIER_NAMES], dtype=torch.float64))
+            record[key] = {t: int(v) for t, v in zip(TIER_NAMES, summed.tolist())}
+        return record
+
     def _fit(self) -> dict[str, Any]:
         cfg = self.config
+        best = self.progress_so_far
         wall_start = time.perf_counter()
-        has_valid = self.valid_idx.size > 0
+        has_valid = self.evaluator.split("valid").size > 0
         for epoch in range(self.start_epoch, cfg.optim.epochs + 1):
             record: dict[str, Any] = {"epoch": epoch}
             traffic_before = self.store.traffic()
             record.update(self.train_epoch(epoch))
-            traffic_after = self.store.traffic()
-            for key, part in (("feature_bytes_by_tier", "features"), ("topology_bytes_by_tier", "topology")):
-                record[key] = (traffic_after[part] - traffic_before[part]).by_tier()
-                if self.dist is not None:  # all ranks' reads, like feature_bytes
-                    summed = all_reduce_sum(
-                        self.dist, torch.tensor([float(record[key][t]) for t in TIER_NAMES], dtype=torch.float64)
-                    )
-                    record[key] = {t: int(v) for t, v in zip(TIER_NAMES, summed.tolist())}
+            record.update(self._epoch_traffic(traffic_before, self.store.traffic()))
             hit_ratio = self.store.cache_hit_ratio
             if hit_ratio is not None:
                 record["cache_hit_ratio"] = float(hit_ratio)
@@ -269,38 +267,35 @@ class Trainer(Checkpointing, Evaluation, DistributedEpochs):
             record["test_acc"] = None
             if epoch % cfg.run.eval_every == 0 or epoch == cfg.optim.epochs:
                 eval_start = time.perf_counter()
-                record["valid_acc"] = self.accuracy_sampled(self.valid_idx, "valid")
-                record["test_acc"] = self.accuracy_sampled(self.test_idx, "test")
+                record["valid_acc"] = self.evaluator.accuracy(self.model, "valid")
+                record["test_acc"] = self.evaluator.accuracy(self.model, "test")
                 record["eval_seconds"] = time.perf_counter() - eval_start
                 score = record["valid_acc"] if has_valid else -record["loss"]
-                if score is not None and score > self.best_valid:
-                    self.best_valid = score
-                    self.best_epoch = epoch
-                    self.best_state = copy.deepcopy(self.model.state_dict())
+                if score is not None and score > best.best_valid:
+                    best.best_valid = score
+                    best.best_epoch = epoch
+                    best.best_state = copy.deepcopy(self.model.state_dict())
             self.report.epochs.append(record)
             if self.on_epoch:
                 self.on_epoch(record)
-            if cfg.run.checkpoint is not None:
+            if self.checkpointer is not None:
                 self.save_checkpoint(epoch)
             if cfg.run.report is not None:
                 self.report.write(cfg.run.report)
-        if self.best_state is not None:
-            self.model.load_state_dict(self.best_state)
-        if cfg.run.save_model is not None and (self.dist is None or self.dist.is_main):
+        if best.best_state is not None:
+            self.model.load_state_dict(best.best_state)
+        is_main = self.collective.is_main
+        if cfg.run.save_model is not None and is_main:
             save_model(cfg.run.save_model, self.model, cfg.to_dict(), self.dataset)
-        final: dict[str, Any] = {"epoch": self.best_epoch, "method": "sampled"}
-        if cfg.run.full_inference and cfg.sampling.sampler == "neighbor" and (self.dist is None or self.dist.is_main):
-            logits = self.full_graph_logits()
-            predicted = logits.argmax(dim=1).numpy()
+        final: dict[str, Any] = {"epoch": best.best_epoch, "method": "sampled"}
+        if cfg.run.full_inference and cfg.sampling.sampler == "neighbor" and is_main:
             final["method"] = "full"
-            labels = self.store.labels
-            final["valid_acc"] = float((predicted[self.valid_idx] == labels(self.valid_idx)).mean()) if has_valid else None
-            final["test_acc"] = float((predicted[self.test_idx] == labels(self.test_idx)).mean()) if self.test_idx.size else None
+            final.update(self.evaluator.full_accuracy(self.model))
         else:
-            final["valid_acc"] = self.accuracy_sampled(self.valid_idx, "valid")
-            final["test_acc"] = self.accuracy_sampled(self.test_idx, "test")
+            final["valid_acc"] = self.evaluator.accuracy(self.model, "valid")
+            final["test_acc"] = self.evaluator.accuracy(self.model, "test")
         final["majority_class"], final["test_majority_acc"] = majority_class_accuracy(
-            self.store.labels(self.train_idx), self.store.labels(self.test_idx)
+            self.store.labels(self.train_idx), self.store.labels(self.evaluator.split("test"))
         )
         self.report.final = final
         self.report.wall_seconds += time.perf_counter() - wall_start
@@ -313,13 +308,17 @@ def train(dataset: Dataset | str | os.PathLike[str], config: TrainConfig | None 
     """Train on ``dataset`` (a Dataset or a path); return the model and the run report (:class:`TrainResult`).
 
     ``options`` override fields of ``config`` (or of the default :class:`TrainConfig`), e.g.
-    ``train("data/cora", model="gcn", fanouts=(10, 10), epochs=50)``.
+    ``train("data/cora", model="gcn", fanouts=(10, 10), epochs=50)``. Sets ``num_threads`` and the malloc
+    tuning first, as the command line does (:func:`graphtier.configure_process`); torch is loaded by then, so
+    for the OpenMP wait policy call :func:`graphtier.configure_threads` before importing torch.
     """
     if not isinstance(dataset, Dataset):
         dataset = Dataset.open(dataset)
     # options replace fields of the parts that own them (dataclasses.replace): the config is not
     # round-tripped through to_dict(), which records the resolved gcn_degrees instead of "auto"
     run_config = config.with_options(**options) if config is not None else TrainConfig(**options)
+    run_config.validate(dataset)
+    configure_process(run_config.run.num_threads, passive_wait=False)
     trainer = Trainer(dataset, run_config)
     report = trainer.fit()
     trainer.model.eval()

@@ -118,7 +118,7 @@ def test_resume_reads_on_the_cpu_whatever_the_device(data: Dataset, ckpt: Path) 
     saved_rng = torch.load(ckpt / "checkpoint.pt", weights_only=True)["torch_rng"]
     trainer.device = torch.device("meta")  # stands for cuda: a map_location=self.device puts tensors there
     torch.manual_seed(99)
-    trainer._maybe_resume(ckpt)
+    assert trainer.resume()
     assert torch.equal(torch.get_rng_state(), saved_rng) and trainer.start_epoch == 3
 
 
@@ -144,14 +144,14 @@ def test_cuda_rng_states_are_saved_and_restored(data: Dataset, ckpt: Path, monke
     trainer = _resume(data, ckpt)
     restored: list[list[torch.Tensor]] = []
     monkeypatch.setattr(torch.cuda, "set_rng_state_all", lambda states: restored.append(list(states)))
-    trainer._maybe_resume(ckpt)  # a checkpoint without cuda_rng (written without CUDA) still loads
+    trainer.resume()  # a checkpoint without cuda_rng (written without CUDA) still loads
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
     assert restored == []
     gpu_state = torch.arange(16, dtype=torch.uint8)
     monkeypatch.setattr(torch.cuda, "get_rng_state_all", lambda: [gpu_state.clone()])
     trainer.save_checkpoint(3)
-    trainer._maybe_resume(ckpt)
+    trainer.resume()
     assert len(restored) == 1 and torch.equal(restored[0][0], gpu_state)
 
 

@@ -20,7 +20,8 @@ glibc_only = pytest.mark.skipif(
 # float32 tensors of [rows, 128] and [rows / 2, 128] (up to 30 MB), and reports its minor page faults.
 _STEPS = r"""
 import json, resource, sys, torch
-from graphtier.train.host_memory import keep_freed_memory
+import graphtier.train  # the trainer's modules loaded, as in a training process
+from graphtier._host_memory import keep_freed_memory
 applied = keep_freed_memory() if sys.argv[1] == "keep" else None
 def step(rows):
     before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
@@ -58,7 +59,7 @@ def test_later_steps_fault_far_less_than_plain_glibc() -> None:
 
 
 def test_idempotent_and_boolean() -> None:
-    from graphtier.train.host_memory import keep_freed_memory
+    from graphtier._host_memory import keep_freed_memory
 
     first = keep_freed_memory()
     assert keep_freed_memory() is first

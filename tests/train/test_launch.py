@@ -87,10 +87,19 @@ def test_dynamic_balancer_equalises_a_slowed_rank(tmp_path: Path) -> None:
         assert {"device", "seeds", "compute_seconds", "wait_seconds"} <= set(report["ranks"][0])
 
 
-def test_a_failing_rank_stops_all_ranks(tiny_dataset: Dataset, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("GRAPHTIER_TEST_FAIL_RANK", "1:1")
+def rank_1_fails_at_iteration_1(rank: int, iteration: int) -> None:
+    """A step hook (module level, so that the spawned ranks can import it): rank 1 raises at its second step."""
+    if (rank, iteration) == (1, 1):
+        raise RuntimeError(f"test hook: rank {rank} fails at iteration {iteration}")
+
+
+def test_a_failing_rank_stops_all_ranks(tiny_dataset: Dataset) -> None:
     with pytest.raises(RankFailed, match=r"rank 1 \(cpu\) failed: RuntimeError: test hook"):
-        launch(str(tiny_dataset.path), TrainConfig(fanouts=(5, 5), batch_size=50, hidden=8, devices=("cpu", "cpu")))
+        launch(
+            str(tiny_dataset.path),
+            TrainConfig(fanouts=(5, 5), batch_size=50, hidden=8, devices=("cpu", "cpu")),
+            step_hook=rank_1_fails_at_iteration_1,
+        )
 
 
 def test_device_and_share_parsing() -> None:

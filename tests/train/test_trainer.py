@@ -308,3 +308,23 @@ def test_train_config_is_composed_of_specs_and_keeps_its_flat_record() -> None:
     assert replace(config, optim=replace(config.optim, epochs=3)) == config.with_options(epochs=3)
     with pytest.raises(TypeError, match="unexpected option 'fanout'"):
         TrainConfig(fanout=(5,))
+
+
+def test_a_trainer_leaves_process_settings_alone_and_train_sets_the_threads(tiny_dataset: Dataset) -> None:
+    """Trainer() changes no thread count and no numpy global RNG (issue 24); train() applies num_threads, as
+    the command line does."""
+    import torch
+
+    threads = torch.get_num_threads()
+    other = 1 if threads != 1 else 2
+    np.random.seed(5)
+    expected = np.random.random()
+    np.random.seed(5)
+    try:
+        Trainer(tiny_dataset, TrainConfig(epochs=1, num_threads=other, quiet=True, **SMALL)).fit()
+        assert torch.get_num_threads() == threads
+        assert np.random.random() == expected
+        train(tiny_dataset, epochs=1, num_threads=other, quiet=True, **SMALL)
+        assert torch.get_num_threads() == other
+    finally:
+        torch.set_num_threads(threads)

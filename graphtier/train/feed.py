@@ -1,0 +1,101 @@
+"""Seed batches in, model inputs on the device out: the producer thread (sample + gather) and the copy.
+
+Used by the training loop (:mod:`graphtier.train.trainer`) and by sampled evaluation
+(:mod:`graphtier.train.evaluation`); it reaches the data only through the :class:`GraphStore` it is given.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable
+
+import numpy as np
+import torch
+
+from graphtier.memory import GraphStore
+from graphtier.sampling import MiniBatch
+from graphtier.train.pipeline import BatchProducer, PreparedBatch
+
+SampleFn = Callable[[np.ndarray, int], MiniBatch]
+"""``(seeds, batch_id) -> MiniBatch``: a sampler of the store (:meth:`GraphStore.sampler`)."""
+
+
+@dataclass
+class DeviceBatch:
+    """One mini-batch's model inputs on the device.
+
+    Attributes:
+        x: float32 [len(n_id), D] input features.
+        blocks: the sampled blocks, input layer first.
+        y: int64 [B] labels of the seeds.
+        seed_index: int64 [B] rows of the model output that belong to the seeds.
+        degree: float [len(n_id)] full-graph in-degrees of the batch's nodes (GCN with full degrees), else None.
+    """
+
+    x: torch.Tensor
+    blocks: list[Any]
+    y: torch.Tensor
+    seed_index: torch.Tensor
+    degree: torch.Tensor | None
+
+
+class BatchFeed:
+    """Prepare mini-batches from seed batches in a producer thread and copy them to ``device``.
+
+    Args:
+        store: the graph's store: gather, labels, feature row bytes.
+        device: where the model runs.
+        prefetch: how many prepared batches may wait (0: prepare each in the consumer's thread).
+        num_threads: threads of the producer's sampler and gather (None: the store's default).
+        block_csr: build each block's CSR in the producer (CPU SAGE/GCN kernels).
+        block_degree: float [N] full-graph in-degrees on ``device`` handed to the model per batch, or None.
+    """
+
+    def __init__(
+        self,
+        store: GraphStore,
+        device: torch.device,
+        *,
+        prefetch: int,
+        num_threads: int | None,
+        block_csr: bool,
+        block_degree: torch.Tensor | None,
+    ) -> None:
+        self.store = store
+        self.device = device
+        self.prefetch = prefetch
+        self.num_threads = num_threads
+        self.block_csr = block_csr
+        self.block_degree = block_degree
+
+    def producer(
+        self, seed_batches: Iterable[np.ndarray], sample: SampleFn, first_batch_id: int, training: bool = True
+    ) -> BatchProducer:
+        """A producer of :class:`PreparedBatch` (CPU tensors) for ``seed_batches``; the caller closes it."""
+        return BatchProducer(
+            seed_batches,
+            sample,
+            self.store.gather,
+            self.store.labels,
+            first_batch_id=first_batch_id,
+            depth=self.prefetch,
+            row_bytes=self.store.row_bytes,
+            num_threads=self.num_threads,
+            block_csr=self.block_csr,
+            block_transpose=self.block_csr and training,
+        )
+
+    def to_device(self, item: PreparedBatch) -> DeviceBatch:
+        """``item``'s tensors on the device (features as float32); waits for the copies on CUDA."""
+        non_blocking = self.device.type == "cuda"
+        batch = item.batch
+        x = item.x.to(self.device, non_blocking=non_blocking).float()
+        blocks = [blk.to(self.device, non_blocking=non_blocking) for blk in batch.blocks]
+        y = item.y.to(self.device, non_blocking=non_blocking)
+        seed_index = batch.seed_index.to(self.device, non_blocking=non_blocking)
+        degree = None
+        if self.block_degree is not None:
+            degree = self.block_degree[batch.n_id.to(self.device, non_blocking=non_blocking)]
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+        return DeviceBatch(x, blocks, y, seed_index, degree)
