@@ -72,5 +72,8 @@ def format_fanouts(fanouts: Sequence[int]) -> str:
 
 
 def check_fanouts(fanouts: Sequence[int], name: str = "fanouts") -> list[int]:
-    """The fanouts as a list of ints (:meth:`Fanouts.parse`, which raises an OptionError naming ``name``)."""
+    """The fanouts (a sequence of ints, not text: the samplers take parsed values) as a list of ints
+    (:meth:`Fanouts.parse`, which raises an OptionError naming ``name``)."""
+    if isinstance(fanouts, (str, bytes)):
+        raise OptionError.invalid(name, f"a list of {_EXPECTED}", fanouts)
     return list(Fanouts.parse(fanouts, name))
