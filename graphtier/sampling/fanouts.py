@@ -8,7 +8,7 @@ sequence of integers and returns a :class:`Fanouts` (a tuple of ints, so it comp
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 
@@ -27,15 +27,18 @@ _EXPECTED = f"integers in 1..{MAX_FANOUT} or -1 (all neighbours)"
 class Fanouts(tuple[int, ...]):
     """A validated, immutable fanout list: ``Fanouts.parse("25,10") == (25, 10)``."""
 
-    def __new__(cls, values: Iterable[int] = DEFAULT_FANOUTS) -> Fanouts:
-        return super().__new__(cls, values)
+    def __new__(cls, values: Iterable[int] | str = DEFAULT_FANOUTS) -> Self:
+        """``Fanouts(values)`` is :meth:`parse` (``values``: text, a sequence or any iterable of ints)."""
+        if not isinstance(values, (str, bytes, Sequence, np.ndarray)):
+            values = list(values)
+        return cls.parse(values)
 
     @classmethod
-    def parse(cls, value: Any, option: str = "fanouts") -> Fanouts:
+    def parse(cls, value: Any, option: str = "fanouts") -> Self:
         """``value`` (``"25,10"``, a sequence of ints or a Fanouts) as Fanouts; a one-line OptionError naming
         ``option`` (a Python argument name, rendered as its flag on the CLI) unless it is a non-empty list of
         -1 or integers in [1, :data:`MAX_FANOUT`]."""
-        if isinstance(value, Fanouts):
+        if isinstance(value, cls):
             return value
         if isinstance(value, str):
             parts = [part.strip() for part in value.split(",") if part.strip()]
@@ -60,7 +63,7 @@ class Fanouts(tuple[int, ...]):
             if not (entry == -1 or 1 <= entry <= MAX_FANOUT):
                 raise OptionError.invalid(option, _EXPECTED, int(entry))
             checked.append(int(entry))
-        return cls(checked)
+        return tuple.__new__(cls, checked)
 
     def __str__(self) -> str:
         return format_fanouts(self)
