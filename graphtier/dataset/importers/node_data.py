@@ -33,6 +33,11 @@ from graphtier.dataset.importers.labels import (
 )
 from graphtier.errors import DatasetError, OptionError
 
+# Random streams of generated node data, drawn as np.random.default_rng([seed, stream]): feature row block k
+# uses stream k (features.synthetic_features), the class centroids and the synthetic labels these two.
+CENTROIDS_STREAM = 2**32 - 1
+SYNTHETIC_LABELS_STREAM = 2**32 - 2
+
 LABEL_LAYOUTS = ("auto", "pairs", "lines")
 
 NPY_MAGIC = b"\x93NUMPY"
@@ -367,5 +372,5 @@ def synthetic_labels(num_nodes: int, num_classes: int, seed: int) -> np.ndarray:
     """
     if not 2 <= num_classes <= MAX_CLASSES:
         raise OptionError(f"--synthetic-labels: expected 2 to {MAX_CLASSES:,} classes, found {num_classes:,}")
-    rng = np.random.default_rng([seed, 2**32 - 2])
+    rng = np.random.default_rng([seed, SYNTHETIC_LABELS_STREAM])
     return rng.integers(0, num_classes, num_nodes, dtype=np.int64)
