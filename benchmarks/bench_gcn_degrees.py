@@ -84,14 +84,14 @@ def main() -> None:
                 )  # fmt: skip
             started = time.perf_counter()
             models.gcn_weights = dgl_both_weights if degrees == "dgl-both" else gcn_weights
-            configure_process(config.num_threads, passive_wait=False)  # as `graphtier train --num-threads`
+            configure_process(config.run.num_threads, passive_wait=False)  # as `graphtier train --num-threads`
             report = Trainer(dataset, config).fit()
             models.gcn_weights = gcn_weights
             run = {
                 "preset": args.preset,
-                "fanouts": list(config.fanouts),
-                "epochs": config.epochs,
-                "evaluation": "full" if config.full_inference else "sampled",
+                "fanouts": list(config.sampling.fanouts),
+                "epochs": config.optim.epochs,
+                "evaluation": "full" if config.run.full_inference else "sampled",
                 "degrees": degrees,
                 "seed": seed,
                 "valid_acc": report["final"].get("valid_acc"),

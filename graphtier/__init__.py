@@ -35,6 +35,8 @@ _EXPORTS: dict[str, str] = {
     "MiniBatch": "graphtier.sampling",
     "Block": "graphtier.sampling",
     "iter_seed_batches": "graphtier.sampling",
+    "Fanouts": "graphtier.sampling",
+    "SamplerSpec": "graphtier.sampling",
     # feature stores
     "FeatureSource": "graphtier.store",
     "FeatureStore": "graphtier.store",
@@ -46,6 +48,7 @@ _EXPORTS: dict[str, str] = {
     "plan_tiers": "graphtier.store",
     "TieredTopology": "graphtier.store",
     "make_topology": "graphtier.store",
+    "PlacementSpec": "graphtier.store",
     # the global store: topology and features together
     "GraphStore": "graphtier.memory",
     # tiering
@@ -57,6 +60,10 @@ _EXPORTS: dict[str, str] = {
     "train": "graphtier.train",
     "TrainResult": "graphtier.train",
     "build_model": "graphtier.train",
+    "ModelSpec": "graphtier.train",
+    "OptimSpec": "graphtier.train",
+    "DistSpec": "graphtier.train",
+    "RunSpec": "graphtier.train",
     # trained models
     "SavedModel": "graphtier.train",
     "Predictions": "graphtier.train",
@@ -90,8 +97,10 @@ if TYPE_CHECKING:  # static analysers see the real names
     from graphtier.sampling import (
         Block,
         DeviceNeighborSampler,
+        Fanouts,
         MiniBatch,
         NeighborSampler,
+        SamplerSpec,
         ShadowSampler,
         iter_seed_batches,
     )
@@ -101,6 +110,7 @@ if TYPE_CHECKING:  # static analysers see the real names
         FeatureStore,
         TierTraffic,
         HostFeatureStore,
+        PlacementSpec,
         TieredFeatureStore,
         TieredTopology,
         make_feature_store,
@@ -109,7 +119,11 @@ if TYPE_CHECKING:  # static analysers see the real names
     )
     from graphtier.tiering.hotness import compute_scores
     from graphtier.train import (
+        DistSpec,
+        ModelSpec,
+        OptimSpec,
         Predictions,
+        RunSpec,
         SavedModel,
         Trainer,
         TrainConfig,

@@ -17,6 +17,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "graphtier"
 LAYERS: dict[str, int] = {
     "graphtier._version": 0,
     "graphtier.errors": 0,
+    "graphtier._checks": 0,
     "graphtier._splitmix": 0,
     "graphtier._compile_notice": 0,
     "graphtier._openmp": 0,

@@ -20,7 +20,7 @@ import click
 
 from graphtier._openmp import prefer_passive_wait
 from graphtier._signals import interrupt_behind, terminate_as_interrupt
-from graphtier.errors import GraphtierError
+from graphtier.errors import GraphtierError, render_error
 
 # Every subcommand: its module (exposing ``command``, a click.Command or click.Group) and the one-line
 # summary `graphtier --help` shows. A module is imported only when its command runs (or shows its
@@ -153,7 +153,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         exit_code = _invoke(sys.argv[1:] if argv is None else list(argv))
     except GraphtierError as exc:
-        fail(str(exc))
+        fail(render_error(exc, cli=True))  # options named as the flags the user typed
     except click.exceptions.NoArgsIsHelpError as exc:  # bare `graphtier`
         click.echo(exc.ctx.get_help() if exc.ctx else str(exc))
     except click.UsageError as exc:

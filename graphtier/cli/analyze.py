@@ -7,12 +7,16 @@ from pathlib import Path
 
 import click
 
-from graphtier.cli.options import SEED, merge_alias
-from graphtier.cli.score import parse_fanouts
+from graphtier.cli.options import SEED, fanouts_option_type, merge_alias
 from graphtier.dataset.format import Dataset
 from graphtier.errors import OptionError
 from graphtier.sampling.neighbor import DEFAULT_FANOUTS, format_fanouts
-from graphtier.tiering.access import HIT_PERCENTS, analyze_access, interpret_access, plot_access
+from graphtier.tiering.access import (
+    HIT_PERCENTS,
+    analyze_access,
+    interpret_access,
+    plot_access,
+)
 from graphtier.tiering.hotness import SCORE_METHODS
 
 
@@ -28,7 +32,7 @@ def format_table(curves: dict[str, dict[str, float]]) -> str:
 
 @click.command("analyze")
 @click.argument("dataset", type=click.Path(path_type=Path))
-@click.option("--fanouts", default=format_fanouts(DEFAULT_FANOUTS), show_default=True,
+@click.option("--fanouts", default=format_fanouts(DEFAULT_FANOUTS), show_default=True, type=fanouts_option_type(),
               help="Training fanouts, e.g. 10,10,10.")
 @click.option("--batch-size", type=int, default=1024, show_default=True, help="Seeds per mini-batch.")
 @click.option("--epochs", type=int, default=1, show_default=True, help="Epochs replayed.")
@@ -64,7 +68,7 @@ def command(
         if path is not None and not path.parent.is_dir():
             raise OptionError(f"{name}: directory {path.parent} does not exist")
     analysis = analyze_access(
-        data, fanouts=parse_fanouts(fanouts), batch_size=batch_size, epochs=epochs, seed=seed, methods=methods,
+        data, fanouts=list(fanouts), batch_size=batch_size, epochs=epochs, seed=seed, methods=methods,
         presample_seed=presample_seed, presample_epochs=presample_epochs, percents=HIT_PERCENTS, damping=damping,
         wrpr_iterations=wrpr_iterations,
     )

@@ -9,26 +9,10 @@ from pathlib import Path
 import click
 
 from graphtier.bench.sample import run_sample_benchmark
-from graphtier.cli.options import SEED
+from graphtier.cli.options import SEED, fanouts_option_type
 from graphtier.dataset.format import Dataset
 from graphtier.errors import OptionError
 from graphtier.sampling.neighbor import DEFAULT_FANOUTS, format_fanouts
-
-
-def parse_fanouts(text: str) -> list[int]:
-    """``"25,10"`` -> [25, 10]; OptionError (naming --fanouts) on anything else."""
-    from graphtier.sampling import check_fanouts
-
-    parts = [p.strip() for p in text.split(",")]
-    values = []
-    for part in parts:
-        try:
-            values.append(int(part))
-        except ValueError:
-            raise OptionError(
-                f"--fanouts: expected comma-separated integers (>= 1, or -1 for all), found {text!r}"
-            ) from None
-    return check_fanouts(values, name="--fanouts")
 
 
 @click.group(name="bench")
@@ -38,7 +22,7 @@ def command() -> None:
 
 @command.command(name="sample")
 @click.argument("dataset", type=click.Path(path_type=Path))
-@click.option("--fanouts", default=format_fanouts(DEFAULT_FANOUTS), show_default=True,
+@click.option("--fanouts", default=format_fanouts(DEFAULT_FANOUTS), show_default=True, type=fanouts_option_type(),
               help="Neighbours per hop, seeds' hop first; -1 = all.")
 @click.option("--batch-size", type=click.IntRange(min=1), default=1024, show_default=True)
 @click.option("--batches", type=click.IntRange(min=1), default=50, show_default=True, help="Timed mini-batches.")
@@ -77,7 +61,7 @@ def sample_command(
 
     Seeds are batches of the training split (shuffled), or of all nodes when the dataset has none.
     """
-    fanout_list = parse_fanouts(fanouts)
+    fanout_list = list(fanouts)
     if device != "cpu" and not device.startswith("cuda"):
         raise OptionError(f"--device: expected cpu or cuda[:N], found {device!r}")
     budgets = tuple(part.strip() for part in topology_budgets.split(",") if part.strip())

@@ -18,7 +18,7 @@ from graphtier.bench.gather import (
     run_gather_benchmark,
 )
 from graphtier.bench.gather_dataset import run_dataset_gather
-from graphtier.cli.options import SEED
+from graphtier.cli.options import SEED, fanouts_option_type
 from graphtier.errors import OptionError
 from graphtier.sampling.neighbor import DEFAULT_FANOUTS, format_fanouts
 
@@ -29,7 +29,7 @@ from graphtier.sampling.neighbor import DEFAULT_FANOUTS, format_fanouts
 @click.option("--features-on", default="cpu-gather", show_default=True, help="With DATASET: the store to measure.")
 @click.option("--gpu-budget", default=None, help="With DATASET: hot rows on the GPU (tiered modes).")
 @click.option("--cache-budget", default=None, help="With DATASET: GPU row cache (tiered+cache).")
-@click.option("--fanouts", default=format_fanouts(DEFAULT_FANOUTS), show_default=True,
+@click.option("--fanouts", default=format_fanouts(DEFAULT_FANOUTS), show_default=True, type=fanouts_option_type(),
               help="With DATASET: sampler fanouts of the trace.")
 @click.option("--batch-size", default=1024, show_default=True, type=int, help="With DATASET: seeds per batch.")
 @click.option("--batches", default=None, type=int,
@@ -77,12 +77,11 @@ def command(
 
     if dataset is not None:
         from graphtier.dataset import Dataset
-        from graphtier.train.config import parse_fanouts
 
         compute_device = torch.device(device) if device else torch.device("cuda" if torch.cuda.is_available() else "cpu")
         result = run_dataset_gather(
             Dataset.open(dataset), ids_from=ids_from, features_on=features_on, device=compute_device,
-            gpu_budget=gpu_budget, cache_budget=cache_budget, fanouts=parse_fanouts(fanouts), batch_size=batch_size,
+            gpu_budget=gpu_budget, cache_budget=cache_budget, fanouts=list(fanouts), batch_size=batch_size,
             batches=batches, min_seconds=min_seconds, seed=seed, log=click.echo,
         )
         click.echo(

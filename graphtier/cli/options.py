@@ -16,15 +16,14 @@ class FanoutsType(click.ParamType):
         self.option = option
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> tuple[int, ...]:
-        if isinstance(value, tuple):
-            return value
-        from graphtier.train.config import parse_fanouts
+        from graphtier.sampling.fanouts import Fanouts
 
-        return parse_fanouts(value, self.option)
+        return Fanouts.parse(value, self.option)
 
 
-def fanouts_option_type(option: str) -> FanoutsType:
-    """A click type parsing a fanout list for ``option`` (named in its error messages)."""
+def fanouts_option_type(option: str = "fanouts") -> FanoutsType:
+    """A click type parsing a fanout list (:meth:`graphtier.sampling.Fanouts.parse`) for the option whose Python
+    name is ``option`` (``eval_fanouts``; rendered as ``--eval-fanouts`` in its error messages)."""
     return FanoutsType(option)
 
 
@@ -58,7 +57,7 @@ def score_options(func: Any) -> Any:
                      help="rpr: stop when the L1 change is below this."),
         click.option("--iterations", type=int, default=None,
                      help="rpr: iteration cap (default 100); wrpr: iterations run (default 5)."),
-        click.option("--fanouts", default=format_fanouts(DEFAULT_FANOUTS), show_default=True,
+        click.option("--fanouts", default=format_fanouts(DEFAULT_FANOUTS), show_default=True, type=fanouts_option_type(),
                      help="fwr/fwr-sum/presample: training fanouts, seed hop first."),
         click.option("--batch-size", type=int, default=1024, show_default=True, help="fwr/presample: seeds per batch."),
         click.option("--epochs", type=int, default=1, show_default=True, help="presample: epochs sampled."),

@@ -7,8 +7,7 @@ from pathlib import Path
 
 import click
 
-from graphtier.cli.options import SEED
-from graphtier.cli.score import parse_fanouts
+from graphtier.cli.options import SEED, fanouts_option_type
 from graphtier.dataset.format import Dataset
 from graphtier.errors import OptionError
 from graphtier.sampling.neighbor import DEFAULT_FANOUTS, format_fanouts
@@ -34,7 +33,7 @@ from graphtier.tiering.plan_recommendation import recommend_budget
 
 @click.command("plan")
 @click.argument("dataset", type=click.Path(path_type=Path))
-@click.option("--fanouts", default=format_fanouts(DEFAULT_FANOUTS), show_default=True,
+@click.option("--fanouts", default=format_fanouts(DEFAULT_FANOUTS), show_default=True, type=fanouts_option_type(),
               help="Training fanouts, seed hop first.")
 @click.option("--batch-size", type=int, default=1024, show_default=True, help="Seeds per mini-batch.")
 @click.option("--epochs", type=int, default=1, show_default=True, help="Epochs of the sampling trace.")
@@ -76,7 +75,7 @@ def command(
             raise OptionError(f"{name}: directory {path.parent} does not exist")
     data = Dataset.open(dataset)
     budget_list = [b.strip() for b in budgets.split(",") if b.strip()]
-    plan = plan_capacity(data, device, fanouts=parse_fanouts(fanouts), batch_size=batch_size, epochs=epochs,
+    plan = plan_capacity(data, device, fanouts=list(fanouts), batch_size=batch_size, epochs=epochs,
                          seed=seed, budgets=budget_list, topology_budget=topology_budget, gpu_topology=topology,
                          placement_groups=placement_groups)
     click.echo(

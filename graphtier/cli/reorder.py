@@ -7,7 +7,6 @@ from pathlib import Path
 import click
 
 from graphtier.cli.options import score_options
-from graphtier.cli.score import parse_fanouts
 from graphtier.dataset.format import Dataset
 from graphtier.graph.reorder import load_score_file, reorder_dataset
 from graphtier.tiering.hotness import (
@@ -36,7 +35,7 @@ def command(
     data = Dataset.open(dataset)
     if score in SCORE_METHODS:
         result = compute_scores(
-            data, score, damping=damping, tol=tol, iterations=iterations, fanouts=parse_fanouts(fanouts),
+            data, score, damping=damping, tol=tol, iterations=iterations, fanouts=list(fanouts),
             batch_size=batch_size, epochs=epochs, seed=seed,
         )
         scores, label, params = result.scores, score, result.params

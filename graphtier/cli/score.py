@@ -17,12 +17,6 @@ from graphtier.tiering.hotness import (
     ScoreResult,
     compute_scores,
 )
-from graphtier.train.config import parse_fanouts as parse_training_fanouts
-
-
-def parse_fanouts(text: str) -> list[int]:
-    """``"25,10"`` -> ``[25, 10]``; OptionError unless a comma list of integers in [1, 2^31 - 1] or -1 (all)."""
-    return list(parse_training_fanouts(text, "--fanouts"))
 
 
 def describe(result: ScoreResult) -> str:
@@ -61,7 +55,7 @@ def command(
         raise OptionError(f"--output: expected a file name ending in .npy, found {str(output)!r}")
     data = Dataset.open(dataset)
     result = compute_scores(
-        data, method, damping=damping, tol=tol, iterations=iterations, fanouts=parse_fanouts(fanouts),
+        data, method, damping=damping, tol=tol, iterations=iterations, fanouts=list(fanouts),
         batch_size=batch_size, epochs=epochs, seed=seed,
     )
     click.echo(describe(result))

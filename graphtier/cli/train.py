@@ -68,7 +68,7 @@ def _progress_factory(console: Any) -> Callable[[str, int], Callable[[int, dict[
     "--fanouts",
     default=FANOUTS_DEFAULT,
     show_default=True,
-    type=fanouts_option_type("--fanouts"),
+    type=fanouts_option_type("fanouts"),
     help="Neighbours per hop, first hop from the seeds first (PyG order); -1 = all neighbours.",
 )
 @click.option("--layers", type=int, default=None, help="Model depth (default: number of fanouts; ShaDow/MLP may differ).")
@@ -92,7 +92,7 @@ def _progress_factory(console: Any) -> Callable[[str, int], Callable[[int, dict[
 @click.option(
     "--eval-fanouts",
     default=None,
-    type=fanouts_option_type("--eval-fanouts"),
+    type=fanouts_option_type("eval_fanouts"),
     help="Fanouts for sampled evaluation (default: --fanouts); larger is closer to exact.",
 )
 @click.option("--eval-batch-size", default=4096, show_default=True, type=int)
@@ -161,26 +161,19 @@ def command(dataset: str, **options: Any) -> None:
     from graphtier._process import configure_process
     from graphtier.dataset import Dataset
     from graphtier.train import TrainConfig, Trainer
-    from graphtier.train.launch import (
-        launch,
-        parse_devices,
-        parse_shares,
-        under_torchrun,
-    )
+    from graphtier.train.launch import launch, under_torchrun
     from graphtier.train.report import epoch_summary, final_summary
 
-    if options["devices"] is not None:
-        options["devices"] = parse_devices(options["devices"])
-    if options["shares"] is not None:
-        options["shares"] = parse_shares(options["shares"])
+    # every option goes to the spec with a field of its name, which parses and checks it (TrainConfig)
     config = TrainConfig(**options)
     data = Dataset.open(dataset)
-    if config.devices is not None and (len(config.devices) > 1 or under_torchrun()):
+    devices = config.distributed.devices
+    if devices is not None and (len(devices) > 1 or under_torchrun()):
         config.validate(data)
-        if not config.quiet and not under_torchrun():
+        if not config.run.quiet and not under_torchrun():
             click.echo(
-                f"training {config.model} on {data.name} with {len(config.devices)} trainer processes "
-                f"({', '.join(config.devices)}), balance {config.balance}"
+                f"training {config.network.model} on {data.name} with {len(devices)} trainer processes "
+                f"({', '.join(devices)}), balance {config.distributed.balance}"
             )
         multi_report = launch(dataset, config)
         if multi_report is not None:
@@ -188,20 +181,20 @@ def command(dataset: str, **options: Any) -> None:
             balancer = multi_report["balancer"]
             click.echo(
                 final_summary(final, multi_report["config"]) + "  shares " + ", ".join(
-                    f"{device} {share:.3f}" for device, share in zip(config.devices, balancer["final_shares"])
+                    f"{device} {share:.3f}" for device, share in zip(devices, balancer["final_shares"])
                 )
             )
         return
-    if config.devices is not None:
-        config.device = config.devices[0]
+    if devices is not None:
+        config = config.with_options(device=devices[0])
     console = Console(stderr=True)
-    quiet = config.quiet
+    quiet = config.run.quiet
 
     def on_epoch(record: dict[str, Any]) -> None:
         if not quiet:
-            click.echo(epoch_summary(record, config.epochs))
+            click.echo(epoch_summary(record, config.optim.epochs))
 
-    configure_process(config.num_threads, passive_wait=False)  # --num-threads, malloc (wait policy: cli.main)
+    configure_process(config.run.num_threads, passive_wait=False)  # --num-threads, malloc (wait policy: cli.main)
     trainer = Trainer(
         data,
         config,
@@ -211,20 +204,20 @@ def command(dataset: str, **options: Any) -> None:
     if not quiet:
         layers = config.num_layers
         click.echo(
-            f"training {config.model} ({layers} layers, hidden {config.hidden}) on {data.name}: "
+            f"training {config.network.model} ({layers} layers, hidden {config.network.hidden}) on {data.name}: "
             f"{data.num_nodes:,} nodes, {data.num_edges:,} edges, {len(data.train_idx) if data.train_idx is not None else 0:,} train nodes, "
-            f"sampler {config.sampler} fanouts {','.join(map(str, config.fanouts))} on {config.sample_on}, "
-            f"device {config.device}"
+            f"sampler {config.sampling.sampler} fanouts {config.sampling.fanouts} on {config.placement.sample_on}, "
+            f"device {config.run.device}"
         )
         from graphtier.dataset.provenance import describe
 
         for note in describe(data.meta):
             click.echo(f"note: {note}")
         if trainer.start_epoch > 1:
-            click.echo(f"resumed from {config.checkpoint} after epoch {trainer.start_epoch - 1}")
+            click.echo(f"resumed from {config.run.checkpoint} after epoch {trainer.start_epoch - 1}")
     report = trainer.fit()
     click.echo(final_summary(report["final"], report["config"]))
-    if config.report and not quiet:
-        click.echo(f"report written to {config.report}")
-    if config.save_model and not quiet:
-        click.echo(f"model written to {config.save_model}")
+    if config.run.report and not quiet:
+        click.echo(f"report written to {config.run.report}")
+    if config.run.save_model and not quiet:
+        click.echo(f"model written to {config.run.save_model}")

@@ -1,5 +1,5 @@
 """The global memory store: one object for a dataset's topology and features over GPU, host and disk tiers."""
 
-from graphtier.memory.store import SAMPLE_ON, GraphStore, check_sample_on
+from graphtier.memory.store import SAMPLE_ON, GraphStore
 
-__all__ = ["SAMPLE_ON", "GraphStore", "check_sample_on"]
+__all__ = ["SAMPLE_ON", "GraphStore"]

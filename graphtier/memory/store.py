@@ -5,8 +5,9 @@ once with its budgets and then only asks for samples and rows; where each byte l
 the hotness-sorted table, zero-copy host memory, the memory map) is the store's business, and
 ``traffic()`` says afterwards which tier served how many bytes, for features and topology apart::
 
-    store = GraphStore.open("data/big", device="cuda", sample_on="gpu",
-                            feature_budget="8GB", topology_budget="auto", ram_budget="auto")
+    placement = PlacementSpec(features_on="tiered", gpu_budget="8GB", sample_on="gpu",
+                              topology_budget="auto", ram_budget="auto")
+    store = GraphStore.open("data/big", placement, device="cuda")
     batch = store.sample(seeds, fanouts=[15, 10, 5])      # MiniBatch on the sampling device
     x = store.gather(batch.n_id)                            # [len(n_id), D] on the compute device
     y = store.labels(batch.seeds)                           # int64 [B] (numpy)
@@ -44,8 +45,11 @@ from graphtier.sampling import (
     check_fanouts,
 )
 from graphtier.sampling.shadow import first_seen_unique
+from graphtier.sampling.spec import SAMPLER_KINDS
 from graphtier.store import (
+    SAMPLE_ON,  # noqa: F401 - re-exported by graphtier.memory
     FeatureSource,
+    PlacementSpec,
     TieredTopology,
     TierTraffic,
     batch_rows_bound,
@@ -55,28 +59,7 @@ from graphtier.store import (
 from graphtier.store.arena import in_flight_bytes
 from graphtier.store.topology import INDPTR_BYTES_PER_DESTINATION
 
-SAMPLE_ON = ("cpu", "gpu")
-# what ``GraphStore.sampler(kind=...)`` builds: neighbour sampling (CPU or GPU), ShaDow subgraphs (CPU,
-# needs ``num_layers``), or the seeds alone (no neighbours: features-only models such as the MLP)
-SAMPLER_KINDS = ("neighbor", "shadow", "seed-only")
-
 Sampler = Callable[[np.ndarray, int], MiniBatch]
-
-
-def check_sample_on(sample_on: str, device: torch.device, topology_budget: str | None = None) -> str:
-    """``sample_on`` if valid for ``device``; OptionError otherwise (gpu sampling needs a CUDA device, and
-    ``topology_budget`` tiers the graph for gpu sampling only: with cpu sampling only "auto", meaning 0, is accepted)."""
-    if sample_on not in SAMPLE_ON:
-        raise OptionError(f"--sample-on: expected one of {', '.join(SAMPLE_ON)}, found {sample_on!r}")
-    # "auto" sizes the graph's GPU tier to the memory left; sampling on the CPU keeps the graph in host
-    # memory, so auto is 0 there (as without CUDA) and only an explicit budget is a mistake
-    if sample_on == "cpu" and topology_budget is not None and str(topology_budget).strip().lower() != "auto":
-        raise OptionError(f"--topology-budget: applies to --sample-on gpu only, found {topology_budget!r} with --sample-on cpu")
-    if sample_on == "gpu" and device.type != "cuda":
-        if not torch.cuda.is_available():
-            raise OptionError("--sample-on gpu: needs a CUDA device, and none is available on this machine (use --sample-on cpu)")
-        raise OptionError(f"--sample-on gpu: needs --device cuda, found --device {device}")
-    return sample_on
 
 
 class _HostTopologyTally:
@@ -156,15 +139,9 @@ class GraphStore:
     def open(
         cls,
         dataset: Dataset | str | Path,
+        placement: PlacementSpec | None = None,
         *,
         device: str | torch.device = "cpu",
-        features_on: str = "tiered",
-        feature_budget: str | None = None,
-        topology_budget: str | None = None,
-        cache_budget: str | None = None,
-        ram_budget: str | None = None,
-        peer_partitions: int = 1,
-        sample_on: str = "cpu",
         seed: int = 0,
         num_threads: int | None = None,
         batch_size: int = 1024,
@@ -172,23 +149,34 @@ class GraphStore:
         ring_size: int = 6,
         prefetch: int | None = None,
         log: Callable[[str], None] = print,
+        **placement_options: Any,
     ) -> GraphStore:
-        """Open ``dataset`` (a Dataset or a path) with its features and topology placed by the budgets.
+        """Open ``dataset`` (a Dataset or a path) with its features and topology placed by ``placement``.
 
-        ``device``: the compute device. ``features_on``: a mode of :data:`graphtier.store.FEATURE_MODES`
-        (``feature_budget`` is its ``--gpu-budget``). ``sample_on``: "cpu" or "gpu" (needs CUDA); with
-        "gpu" the topology is tiered by ``topology_budget`` (bytes, fraction of the edges or "auto";
+        ``placement`` (:class:`graphtier.store.PlacementSpec`): ``features_on`` (a mode of
+        :data:`graphtier.store.FEATURE_MODES`), its budgets, and ``sample_on`` "cpu" or "gpu" (needs CUDA);
+        with "gpu" the topology is tiered by ``topology_budget`` (bytes, fraction of the edges or "auto";
         default auto; with "cpu" only "auto" is accepted and means 0: the graph stays in host memory)
-        and ``ram_budget`` (which bounds the host tier of the features and of the topology
-        each). With both GPU budgets "auto" the topology is placed first and the features get the rest.
-        ``batch_size``/``fanouts`` size the staging buffers and, with ``prefetch`` (default ``ring_size - 3``,
-        the trainer's ring), the room "auto" GPU budgets leave for the batches in flight
-        (:func:`graphtier.store.arena.in_flight_bytes`).
+        and ``ram_budget`` (which bounds the host tier of the features and of the topology each). With
+        both GPU budgets "auto" the topology is placed first and the features get the rest. Instead of
+        ``placement`` its fields may be given as keywords (``features_on`` then defaults to "tiered";
+        ``feature_budget`` is accepted for ``gpu_budget``).
+
+        ``device``: the compute device. ``batch_size``/``fanouts`` size the staging buffers and, with
+        ``prefetch`` (default ``ring_size - 3``, the trainer's ring), the room "auto" GPU budgets leave for
+        the batches in flight (:func:`graphtier.store.arena.in_flight_bytes`).
         """
+        if placement is None:
+            options = {"features_on": "tiered", **placement_options}
+            if "feature_budget" in options:
+                options["gpu_budget"] = options.pop("feature_budget")
+            placement = PlacementSpec(**options)
+        elif placement_options:
+            raise TypeError(f"GraphStore.open: give placement or its fields, not both ({', '.join(placement_options)})")
         if not isinstance(dataset, Dataset):
             dataset = Dataset.open(dataset)
         device = torch.device(device)
-        check_sample_on(sample_on, device, topology_budget)
+        placement.check_device(device)
         # topology first: with both budgets "auto" the edge lists (read for every sampled edge, and
         # usually smaller than the features) take GPU memory first and the feature tier gets what is left
         rows_bound = batch_rows_bound(batch_size, list(fanouts), dataset.num_nodes)
@@ -196,22 +184,22 @@ class GraphStore:
         batches = prefetch if prefetch is not None else max(0, ring_size - 3)
         reserve = in_flight_bytes(rows_bound, row_bytes, batches) if device.type == "cuda" else 0
         topology = None
-        if sample_on == "gpu":
+        if placement.sample_on == "gpu":
             topology = make_topology(
-                dataset.indptr, dataset.indices, device=device, topology_budget=topology_budget,
-                ram_budget=ram_budget, log=log, in_flight_bytes=reserve,
+                dataset.indptr, dataset.indices, device=device, topology_budget=placement.topology_budget,
+                ram_budget=placement.ram_budget, log=log, in_flight_bytes=reserve,
             )
         features = None
         if dataset.features is not None:
             try:
                 features = make_feature_store(
                     dataset.features,
-                    features_on,
+                    placement.features_on,
                     device=device,
-                    gpu_budget=feature_budget,
-                    cache_budget=cache_budget,
-                    peer_partitions=peer_partitions,
-                    ram_budget=ram_budget,
+                    gpu_budget=placement.gpu_budget,
+                    cache_budget=placement.cache_budget,
+                    peer_partitions=placement.peer_partitions,
+                    ram_budget=placement.ram_budget,
                     ring_size=ring_size,
                     max_batch_rows=rows_bound,
                     in_flight_bytes=reserve,
@@ -234,11 +222,11 @@ class GraphStore:
         sampled on the CPU from the dataset's arrays. ``"seed-only"``: the seeds alone (``fanouts`` unused).
         """
         if kind not in SAMPLER_KINDS:
-            raise OptionError(f"sampler kind: expected one of {', '.join(SAMPLER_KINDS)}, found {kind!r}")
+            raise OptionError.invalid("kind", f"one of {', '.join(SAMPLER_KINDS)}", kind)
         if kind == "seed-only":
             return seed_only_batch
         if kind == "shadow" and num_layers is None:
-            raise OptionError("sampler kind 'shadow': needs num_layers, found None")
+            raise OptionError("{kind=shadow}: needs {num_layers}, found None", options=("kind", "num_layers"))
         key = (kind, tuple(check_fanouts(fanouts)), self.seed if seed is None else int(seed), num_layers)
         with self._lock:
             if self._closed:

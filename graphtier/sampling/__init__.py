@@ -9,17 +9,30 @@ Both return :class:`MiniBatch` objects of layer-wise :class:`Block` s ready for 
 
 from graphtier.sampling.batch import Block, MiniBatch
 from graphtier.sampling.device import DenseTopology, DeviceNeighborSampler, Topology
-from graphtier.sampling.neighbor import DEFAULT_FANOUTS, NeighborSampler, check_fanouts, format_fanouts
+from graphtier.sampling.fanouts import (
+    DEFAULT_FANOUTS,
+    MAX_FANOUT,
+    Fanouts,
+    check_fanouts,
+    format_fanouts,
+)
+from graphtier.sampling.neighbor import NeighborSampler
 from graphtier.sampling.seeds import iter_seed_batches
 from graphtier.sampling.shadow import ShadowSampler
+from graphtier.sampling.spec import SAMPLER_KINDS, SAMPLER_NAMES, SamplerSpec
 
 __all__ = [
     "DEFAULT_FANOUTS",
+    "MAX_FANOUT",
+    "SAMPLER_KINDS",
+    "SAMPLER_NAMES",
     "Block",
     "DenseTopology",
     "DeviceNeighborSampler",
+    "Fanouts",
     "MiniBatch",
     "NeighborSampler",
+    "SamplerSpec",
     "ShadowSampler",
     "Topology",
     "check_fanouts",

@@ -24,38 +24,13 @@ from graphtier.errors import OptionError
 from graphtier.sampling import _neighbor_kernels as kernels
 from graphtier.sampling.batch import Block, MiniBatch
 from graphtier.sampling.buffers import Carver, OutputRing, Workspace, WorkspacePool
+from graphtier.sampling.fanouts import (  # noqa: F401 - re-exported: bounds, default and parser live in fanouts.py
+    DEFAULT_FANOUTS,
+    MAX_FANOUT,
+    check_fanouts,
+    format_fanouts,
+)
 from graphtier.sampling.seeds import as_seed_array
-
-MAX_FANOUT = 2**31 - 1
-"""The largest fanout accepted (any fanout at or above a node's in-degree takes all its neighbours)."""
-
-DEFAULT_FANOUTS: tuple[int, ...] = (25, 10)
-"""The fanouts every command and function uses unless told otherwise (seed hop first): 25 neighbours of each
-seed, then 10 of each of those, a 2-layer model (the GraphSAGE paper's K=2, S1=25, S2=10; docs/decisions.md)."""
-
-
-def format_fanouts(fanouts: Sequence[int]) -> str:
-    """``(25, 10)`` -> ``"25,10"``: fanouts as the ``--fanouts`` option spells them."""
-    return ",".join(str(int(f)) for f in fanouts)
-
-
-def check_fanouts(fanouts: Sequence[int], name: str = "fanouts") -> list[int]:
-    """The fanouts as a list of ints; OptionError (naming ``name``) unless a non-empty sequence of integers
-    in [1, :data:`MAX_FANOUT`] or -1 (all neighbours)."""
-    expected = f"integers in 1..{MAX_FANOUT} or -1 (all neighbours)"
-    if isinstance(fanouts, (str, bytes)) or not isinstance(fanouts, Sequence | np.ndarray):
-        raise OptionError(f"{name} expected a list of {expected}, found {fanouts!r}")
-    values = list(fanouts)
-    if not values:
-        raise OptionError(f"{name} expected at least one fanout, found an empty list")
-    checked = []
-    for f in values:
-        if isinstance(f, (bool, np.bool_)) or not isinstance(f, (int, np.integer)):
-            raise OptionError(f"{name} expected {expected}, found {f!r}")
-        if not (f == -1 or 1 <= f <= MAX_FANOUT):
-            raise OptionError(f"{name} expected {expected}, found {int(f)}")
-        checked.append(int(f))
-    return checked
 
 
 def check_num_threads(num_threads: int | None) -> int:

@@ -2,7 +2,8 @@
 
 The interface is :class:`FeatureSource` (``source.py``); implementations: :class:`HostFeatureStore`,
 :class:`TieredFeatureStore` (GPU, peer GPUs, zero-copy host, disk) and the :class:`CachedFeatures` wrapper.
-``make_feature_store`` builds one by mode name from :data:`FEATURE_MODE_REGISTRY` (``modes.py``).
+``make_feature_store`` builds one by mode name from :data:`FEATURE_MODE_REGISTRY` (``modes.py``);
+:class:`PlacementSpec` (``spec.py``) is the validated set of placement options (mode, budgets, sampling device).
 """
 
 from graphtier.store.arena import StagingArena, batch_rows_bound
@@ -17,6 +18,7 @@ from graphtier.store.modes import (
 )
 from graphtier.store.placement import TIER_NAMES, TierPlan, parse_budget, plan_tiers
 from graphtier.store.source import FeatureSource, TierTraffic
+from graphtier.store.spec import SAMPLE_ON, PlacementSpec
 from graphtier.store.tiered import TieredFeatureStore
 from graphtier.store.topology import TieredTopology, make_topology
 
@@ -26,12 +28,14 @@ FeatureStore = FeatureSource
 __all__ = [
     "FEATURE_MODES",
     "FEATURE_MODE_REGISTRY",
+    "SAMPLE_ON",
     "TIER_NAMES",
     "CachedFeatures",
     "FeatureMode",
     "FeatureSource",
     "FeatureStore",
     "HostFeatureStore",
+    "PlacementSpec",
     "StagingArena",
     "TierPlan",
     "TierTraffic",

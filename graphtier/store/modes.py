@@ -36,16 +36,12 @@ __all__ = [
     "FeatureMode",
     "SourceOptions",
     "make_feature_store",
+    "refuse_untaken",
     "register_feature_mode",
 ]
 
-# the placement options a mode may take, with their CLI flags and "not given" values
-PLACEMENT_OPTIONS = {
-    "gpu_budget": ("--gpu-budget", None),
-    "cache_budget": ("--cache-budget", None),
-    "peer_partitions": ("--peer-partitions", 1),
-    "ram_budget": ("--ram-budget", None),
-}
+# the placement options a mode may take, with their "not given" values
+PLACEMENT_OPTIONS = {"gpu_budget": None, "cache_budget": None, "peer_partitions": 1, "ram_budget": None}
 
 
 @dataclass(frozen=True)
@@ -92,7 +88,7 @@ def _cpu_gather(table: np.ndarray, options: SourceOptions) -> FeatureSource:
 def _zero_copy(table: np.ndarray, options: SourceOptions) -> FeatureSource:
     device = options.device
     if device.type != "cuda":
-        options.log(f"--features-on zero-copy needs CUDA, and the device is {device}: gathering features on the CPU (cpu-gather)")
+        options.log(f"zero-copy features need CUDA, and the device is {device}: gathering features on the CPU (cpu-gather)")
         return HostFeatureStore(table, ring_size=options.ring_size, pin=False, max_batch_rows=options.max_batch_rows)
     row_bytes = int(table.shape[1]) * table.dtype.itemsize
     plan = plan_tiers(int(table.shape[0]), row_bytes, device=device, gpu_budget="0", ram_budget=options.ram_budget, log=options.log)
@@ -150,15 +146,20 @@ register_feature_mode(FeatureMode(
 FEATURE_MODES = tuple(FEATURE_MODE_REGISTRY)
 
 
-def _refuse_untaken(mode: FeatureMode, options: SourceOptions) -> None:
-    """OptionError naming the first placement option given that ``mode`` does not take, and the modes that do."""
-    for name, (flag, unset) in PLACEMENT_OPTIONS.items():
-        value = vars(options)[name]
-        if name in mode.takes or value == unset:
+def refuse_untaken(mode: str, **options: object) -> None:
+    """OptionError naming the first placement option of :data:`PLACEMENT_OPTIONS` given in ``options`` that
+    ``mode`` (a registered name) does not take, and the modes that do."""
+    chosen = FEATURE_MODE_REGISTRY[mode]
+    for name, unset in PLACEMENT_OPTIONS.items():
+        value = options.get(name, unset)
+        if name in chosen.takes or value == unset:
             continue
         takers = [other.name for other in FEATURE_MODE_REGISTRY.values() if name in other.takes]
         modes = takers[0] if len(takers) == 1 else ", ".join(takers[:-1]) + " and " + takers[-1]
-        raise OptionError(f"{flag}: applies to --features-on {modes} only, found {value!r} with --features-on {mode.name}")
+        raise OptionError(
+            f"{{{name}}}: applies to {{features_on={modes}}} only, found {value!r} with {{features_on={mode}}}",
+            options=(name, "features_on"),
+        )
 
 
 def make_feature_store(
@@ -190,16 +191,18 @@ def make_feature_store(
     """
     chosen = FEATURE_MODE_REGISTRY.get(mode)
     if chosen is None:
-        raise OptionError(f"--features-on: expected one of {', '.join(FEATURE_MODES)}, found {mode!r}")
+        raise OptionError.invalid("features_on", f"one of {', '.join(FEATURE_MODES)}", mode)
     if features.ndim != 2:
         raise OptionError(f"feature table must be 2-d [N, D], found shape {tuple(features.shape)}")
     device = torch.device(device)
     if device.type == "cuda" and not torch.cuda.is_available():
-        raise OptionError(f"--device {device}: CUDA is not available on this machine")
+        raise OptionError(f"{{device={device}}}: CUDA is not available on this machine", options=("device",))
     options = SourceOptions(
         device=device, gpu_budget=gpu_budget, cache_budget=cache_budget, peer_partitions=peer_partitions,
         ram_budget=ram_budget, ring_size=ring_size, max_batch_rows=max_batch_rows, in_flight_bytes=in_flight_bytes,
         log=log,
     )  # fmt: skip
-    _refuse_untaken(chosen, options)
+    refuse_untaken(
+        mode, gpu_budget=gpu_budget, cache_budget=cache_budget, peer_partitions=peer_partitions, ram_budget=ram_budget
+    )
     return chosen.build(features, options)

@@ -24,10 +24,10 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from graphtier._checks import check_choice
 from graphtier.errors import OptionError
 from graphtier.train._workload_kernels import expected_tree_edges
-
-BALANCE_MODES = ("dynamic", "static", "off")
+from graphtier.train.spec import BALANCE_MODES  # noqa: F401 - re-exported
 
 
 def device_class(device: str) -> str:
@@ -47,12 +47,12 @@ def initial_shares(
     if shares is not None:
         given = np.asarray(shares, dtype=np.float64)
         if given.shape != (len(devices),) or (given <= 0).any():
-            raise OptionError(f"--shares expected {len(devices)} positive values, found {list(shares)}")
+            raise OptionError.invalid("shares", f"{len(devices)} positive values", list(shares), show=False)
         return given / given.sum()
     classes = [device_class(d) for d in devices]
     world = len(devices)
     if cpu_share is not None and not 0.0 < cpu_share < 1.0:
-        raise OptionError(f"--cpu-share expected a value in (0, 1), found {cpu_share}")
+        raise OptionError.invalid("cpu_share", "a value in (0, 1)", cpu_share, show=False)
     if len(set(classes)) == 1:
         return np.full(world, 1.0 / world)
     share = 0.2 if cpu_share is None else cpu_share
@@ -126,8 +126,7 @@ class LoadBalancer:
         min_share: float = 0.01,
         history_windows: int = 3,
     ) -> None:
-        if mode not in BALANCE_MODES:
-            raise OptionError(f"--balance expected one of {', '.join(BALANCE_MODES)}, found {mode!r}")
+        check_choice("balance", mode, BALANCE_MODES)
         self.devices = list(devices)
         self.mode = mode
         self.tolerance = tolerance

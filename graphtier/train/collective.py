@@ -56,7 +56,7 @@ WORKLOAD_SEED_OFFSET = 104729  # the workload estimate's sampler draws other nei
 
 def rank_threads(config: TrainConfig, world: int) -> int:
     """Threads of one rank: ``--cpu-threads``, else the machine's cores split evenly over the ``world`` ranks."""
-    return config.cpu_threads or max(1, (os.cpu_count() or 1) // world)
+    return config.distributed.cpu_threads or max(1, (os.cpu_count() or 1) // world)
 
 
 class EpochSteps:
@@ -121,7 +121,7 @@ class Collective:
     is_main = True
 
     def __init__(self, config: TrainConfig) -> None:
-        self.lr = config.lr
+        self.lr = config.optim.lr
 
     def epoch(
         self, epoch: int, global_batches: list[np.ndarray], sample: SampleFn, tally: EpochTally, warm_up: bool
@@ -182,7 +182,7 @@ class RankGroup(Collective):
         self.step_hook = step_hook
         self.is_main = ctx.is_main
         broadcast_parameters(ctx, model)
-        self.balancer = LoadBalancer(ctx.devices, config.balance, cpu_share=config.cpu_share, shares=config.shares)
+        self.balancer = LoadBalancer(ctx.devices, config.distributed.balance, cpu_share=config.distributed.cpu_share, shares=config.distributed.shares)
         self.workload: np.ndarray | None = None
         if self.balancer.uses_workload:
             self.workload = self._training_workload(store, train_idx, make_sampler)
@@ -196,19 +196,19 @@ class RankGroup(Collective):
     ) -> np.ndarray:
         """float64 [len(train_idx)]: estimated workload of each training node (cached next to the dataset)."""
         cfg = self.config
-        kind = "seed-only" if cfg.model == "mlp" else cfg.sampler
-        key = {"sampler": kind, "fanouts": list(cfg.fanouts), "layers": cfg.num_layers, "seed": cfg.seed,
-               "samples": cfg.workload_samples}  # fmt: skip
-        sampler = make_sampler(cfg.fanouts, cfg.seed + WORKLOAD_SEED_OFFSET)
+        kind = "seed-only" if cfg.network.model == "mlp" else cfg.sampling.sampler
+        key = {"sampler": kind, "fanouts": list(cfg.sampling.fanouts), "layers": cfg.num_layers, "seed": cfg.run.seed,
+               "samples": cfg.distributed.workload_samples}  # fmt: skip
+        sampler = make_sampler(cfg.sampling.fanouts, cfg.run.seed + WORKLOAD_SEED_OFFSET)
         indptr, indices = store.csc
 
         def compute() -> np.ndarray:
             return estimate_workload(
-                train_idx, sampler=kind, indptr=indptr, indices=indices, fanouts=cfg.fanouts,
-                sample=sampler, samples=cfg.workload_samples,
+                train_idx, sampler=kind, indptr=indptr, indices=indices, fanouts=cfg.sampling.fanouts,
+                sample=sampler, samples=cfg.distributed.workload_samples,
             )  # fmt: skip
 
-        log = (lambda line: print(f"[rank 0] {line}", flush=True)) if not cfg.quiet else None
+        log = (lambda line: print(f"[rank 0] {line}", flush=True)) if not cfg.run.quiet else None
         if self.ctx.is_main:
             workload = cached_workload(store.dataset.path, key, train_idx, compute, log)
             barrier(self.ctx)
@@ -255,7 +255,7 @@ class _RankEpochSteps(EpochSteps):
         self.warm_up = warm_up
         ctx, balancer = group.ctx, group.balancer
         rank, world = ctx.rank, ctx.world
-        self.window = group.config.rebalance_every
+        self.window = group.config.distributed.rebalance_every
         self.schedule = ShareSchedule(balancer.shares)
         self.first_id = (epoch - 1) * len(global_batches)
         self.compute_seconds = self.wait_seconds = 0.0

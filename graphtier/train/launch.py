@@ -22,8 +22,7 @@ import tempfile
 import threading
 import time
 import traceback
-from collections.abc import Iterator, Sequence
-from dataclasses import replace
+from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 from types import FrameType
@@ -37,51 +36,16 @@ from graphtier._process import configure_process
 from graphtier._signals import Terminated
 from graphtier.dataset import Dataset
 from graphtier.errors import GraphtierError, OptionError
-from graphtier.train.comm import DistContext, RankFailed, backend_for
-from graphtier.train.config import check_shares_sum
 from graphtier.train.collective import StepHook, StepSeconds, rank_threads
+from graphtier.train.comm import DistContext, RankFailed, backend_for
 from graphtier.train.report import epoch_summary
+from graphtier.train.spec import parse_devices, parse_shares  # noqa: F401 - re-exported
 from graphtier.train.trainer import Trainer
 
 STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
 RANK_GRACE_SECONDS = 2.5  # an interrupted run ends within 5 s: ranks still running after this are killed
 EXIT_INTERRUPTED = 130
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
-
-
-def parse_devices(text: str | Sequence[str]) -> tuple[str, ...]:
-    """``"cpu,cuda:0"`` -> ``("cpu", "cuda:0")``; checks each entry names cpu or an existing CUDA device."""
-    items = [d.strip() for d in (text.split(",") if isinstance(text, str) else text) if str(d).strip()]
-    if not items:
-        raise OptionError(f"--devices expected a list like cpu,cuda:0, found {text!r}")
-    out = []
-    for item in items:
-        if item == "cpu":
-            out.append(item)
-            continue
-        if not item.startswith("cuda"):
-            raise OptionError(f"--devices expected entries cpu or cuda[:N], found {item!r}")
-        if not torch.cuda.is_available():
-            raise OptionError(f"--devices {item}: CUDA is not available on this machine")
-        index = torch.device(item).index or 0
-        if index >= torch.cuda.device_count():
-            raise OptionError(f"--devices {item}: only {torch.cuda.device_count()} CUDA device(s) present")
-        out.append(f"cuda:{index}")
-    return tuple(out)
-
-
-def parse_shares(text: str) -> tuple[float, ...]:
-    """``"0.3,0.7"`` -> ``(0.3, 0.7)``: one positive number per rank."""
-    values = []
-    for part in [p.strip() for p in text.split(",") if p.strip()]:
-        try:
-            values.append(float(part))
-        except ValueError:
-            raise OptionError(f"--shares expected numbers like 0.3,0.7, found {part!r}") from None
-    if not values or any(not v > 0 for v in values):
-        raise OptionError(f"--shares expected positive numbers like 0.3,0.7, found {text!r}")
-    check_shares_sum(values)
-    return tuple(values)
 
 
 def _free_port() -> int:
@@ -103,16 +67,16 @@ def _run_rank(
     device = ctx.device
     if device.startswith("cuda"):
         torch.cuda.set_device(torch.device(device))
-    rank_config = replace(config, device=device)
+    rank_config = config.with_options(device=device)
     if not ctx.is_main:  # rank 0 writes the report and the checkpoint; every rank resumes from it
-        rank_config = replace(rank_config, report=None, quiet=True)
+        rank_config = rank_config.with_options(report=None, quiet=True)
     dataset = Dataset.open(dataset_path)
 
     def on_epoch(record: dict[str, Any]) -> None:
         shares = ", ".join(f"{d} {s:.3f}" for d, s in zip(ctx.devices, record["shares"]))
-        print(f"{epoch_summary(record, config.epochs)}  shares {shares}", flush=True)
+        print(f"{epoch_summary(record, config.optim.epochs)}  shares {shares}", flush=True)
 
-    show = ctx.is_main and not config.quiet
+    show = ctx.is_main and not config.run.quiet
     trainer = Trainer(
         dataset, rank_config, dist=ctx, on_epoch=on_epoch if show else None, step_seconds=step_seconds,
         step_hook=step_hook,
@@ -216,7 +180,7 @@ def under_torchrun() -> bool:
 def launch(
     dataset_path: str, config: Any, *, step_seconds: StepSeconds | None = None, step_hook: StepHook | None = None
 ) -> dict[str, Any] | None:
-    """Run ``config`` on ``config.devices`` and return rank 0's report (None on other torchrun ranks).
+    """Run ``config`` on ``config.distributed.devices`` and return rank 0's report (None on other torchrun ranks).
 
     Under ``torchrun`` this process is one rank: rank and world come from the environment, every node
     runs ``len(devices)`` processes (``--nproc-per-node``) and local rank ``i`` uses ``devices[i]``. Otherwise one process per device is
@@ -225,7 +189,7 @@ def launch(
     measured step time by a simulated one (deterministic tests of the load balancer); ``step_hook`` (also
     module-level) is called on every rank after each backward pass (tests make a rank fail there).
     """
-    devices = tuple(config.devices)
+    devices = tuple(config.distributed.devices)
     if under_torchrun():
         rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
         local_world = int(os.environ.get("LOCAL_WORLD_SIZE", len(devices)))
@@ -243,8 +207,8 @@ def launch(
             dist.destroy_process_group()
     world = len(devices)
     with tempfile.TemporaryDirectory(prefix="graphtier-ranks-") as error_dir:
-        report_path = config.report or str(Path(error_dir) / "report.json")
-        run_config = replace(config, report=report_path)
+        report_path = config.run.report or str(Path(error_dir) / "report.json")
+        run_config = config.with_options(report=report_path)
         args = (world, devices, str(dataset_path), run_config, _free_port(), error_dir, step_seconds, step_hook)
         failed = _run_spawned(world, args)
         if failed is not None:

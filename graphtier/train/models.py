@@ -30,10 +30,14 @@ from graphtier.train.aggregate import (
 )
 from graphtier.train.dropout import ReLUDropout, relu_dropout_gated
 
-MODEL_NAMES = ("sage", "gcn", "gat", "mlp")
-NORM_NAMES = ("none", "batch", "layer")
-# How a sampled GCN block is normalised (``TrainConfig.gcn_degrees``, see :class:`BlockGCNConv`).
-GCN_DEGREES = ("full", "block")
+# the model, norm and GCN-degree names are registered with the options that pick them (re-exported here)
+from graphtier.train.spec import (  # noqa: F401
+    GCN_DEGREES,
+    MODEL_NAMES,
+    NORM_NAMES,
+    ModelSpec,
+    check_gat_heads,
+)
 
 
 class BlockLike(Protocol):
@@ -195,10 +199,7 @@ class BlockGNN(nn.Module):
                         (d_in, d_in), d_out, heads=1, concat=False, dropout=dropout
                     )
                 else:
-                    if d_out % heads:
-                        raise OptionError(
-                            f"--hidden {hidden} must be a multiple of the GAT heads ({heads})"
-                        )
+                    check_gat_heads(d_out, heads)
                     conv = GATConv(
                         (d_in, d_in),
                         d_out // heads,
@@ -207,9 +208,7 @@ class BlockGNN(nn.Module):
                         dropout=dropout,
                     )
             else:
-                raise OptionError(
-                    f"--model expected one of {', '.join(MODEL_NAMES)}, found {kind!r}"
-                )
+                raise OptionError.invalid("model", f"one of {', '.join(MODEL_NAMES)}", kind)
             self.convs.append(conv)
             if not last:
                 self.norms.append(_norm_layer(norm, d_out))
@@ -325,18 +324,7 @@ def build_model(
     heads: int = 4,
 ) -> nn.Module:
     """Build model ``name`` (``sage``, ``gcn``, ``gat`` or ``mlp``); raises OptionError on a bad name/option."""
-    if name not in MODEL_NAMES:
-        raise OptionError(
-            f"--model expected one of {', '.join(MODEL_NAMES)}, found {name!r}"
-        )
-    if norm not in NORM_NAMES:
-        raise OptionError(
-            f"--norm expected one of {', '.join(NORM_NAMES)}, found {norm!r}"
-        )
-    if hidden < 1:
-        raise OptionError(f"--hidden expected a positive integer, found {hidden}")
-    if not 0.0 <= dropout < 1.0:
-        raise OptionError(f"--dropout expected a value in [0, 1), found {dropout}")
+    ModelSpec(model=name, hidden=hidden, heads=heads, norm=norm, dropout=dropout)  # checks every option
     if name == "mlp":
         return MLP(in_dim, hidden, out_dim, num_layers, dropout=dropout, norm=norm)
     return BlockGNN(

@@ -15,7 +15,6 @@ import os
 import time
 from typing import Any, Callable
 
-import numpy as np
 import torch
 
 from graphtier._process import configure_process
@@ -25,10 +24,21 @@ from graphtier.memory import GraphStore
 from graphtier.sampling import iter_seed_batches
 from graphtier.store import TIER_NAMES
 from graphtier.train.checkpoint import Checkpointer, RunProgress
-from graphtier.train.collective import Collective, RankGroup, SingleProcess, StepHook, StepSeconds, rank_threads
+from graphtier.train.collective import (
+    Collective,
+    RankGroup,
+    SingleProcess,
+    StepHook,
+    StepSeconds,
+    rank_threads,
+)
 from graphtier.train.comm import DistContext
 from graphtier.train.config import TrainConfig
-from graphtier.train.evaluation import Evaluator, ProgressFactory, majority_class_accuracy
+from graphtier.train.evaluation import (
+    Evaluator,
+    ProgressFactory,
+    majority_class_accuracy,
+)
 from graphtier.train.feed import BatchFeed, SampleFn
 from graphtier.train.inference import full_in_degree
 from graphtier.train.models import build_model
@@ -45,11 +55,11 @@ EVAL_SEED_OFFSET = 7919  # the evaluation sampler draws other neighbours than tr
 class Trainer:
     """Train one model on one dataset as described by a :class:`TrainConfig`.
 
-    ``fit()`` runs the epochs and returns the run report (a dict, also written to ``config.report``).
+    ``fit()`` runs the epochs and returns the run report (a dict, also written to ``config.run.report``).
     ``on_epoch`` is called with each epoch's record; ``progress`` makes a per-epoch progress callback.
     ``dist`` makes this process one rank of a process group (:mod:`graphtier.train.launch` starts them);
     ``step_seconds`` and ``step_hook`` are for tests of that case (:class:`~graphtier.train.collective.RankGroup`).
-    The trainer seeds torch's default generator with ``config.seed``: the initial weights and the dropout
+    The trainer seeds torch's default generator with ``config.run.seed``: the initial weights and the dropout
     keys come from it, and a checkpoint saves and restores its state.
     """
 
@@ -70,55 +80,49 @@ class Trainer:
         self.config = config
         self.on_epoch = on_epoch
         self.progress = progress
-        self.device = torch.device(config.device)
-        self.producer_threads = config.num_threads if dist is None else rank_threads(config, dist.world)
-        torch.manual_seed(config.seed)
+        self.device = torch.device(config.run.device)
+        self.producer_threads = config.run.num_threads if dist is None else rank_threads(config, dist.world)
+        torch.manual_seed(config.run.seed)
         assert dataset.features is not None and dataset.labels is not None and dataset.train_idx is not None
         self.store = GraphStore.open(
             dataset,
+            config.placement,
             device=self.device,
-            features_on=config.features_on,
-            feature_budget=config.gpu_budget,
-            topology_budget=config.topology_budget,
-            cache_budget=config.cache_budget,
-            ram_budget=config.ram_budget,
-            peer_partitions=config.peer_partitions,
-            sample_on=config.sample_on,
-            seed=config.seed,
+            seed=config.run.seed,
             num_threads=self.producer_threads,
-            batch_size=config.batch_size,
-            fanouts=config.fanouts,
-            ring_size=config.prefetch + 3,
-            prefetch=config.prefetch,
+            batch_size=config.sampling.batch_size,
+            fanouts=config.sampling.fanouts,
+            ring_size=config.run.prefetch + 3,
+            prefetch=config.run.prefetch,
             log=self._log,
         )
         self.train_idx = self.store.split("train")
         # GCN: full-graph in-degrees, used by exact layer-wise inference with either --gcn-degrees and by
         # sampled blocks with "full"; "block" normalises a sampled block by its own degrees (None).
-        degree = full_in_degree(self.store.csc[0], self.device) if config.model == "gcn" else None
+        degree = full_in_degree(self.store.csc[0], self.device) if config.network.model == "gcn" else None
         self.model = build_model(
-            config.model,
+            config.network.model,
             dataset.feature_dim,
-            config.hidden,
+            config.network.hidden,
             dataset.num_classes,
             config.num_layers,
-            dropout=config.dropout,
-            norm=config.norm,
-            heads=config.heads,
+            dropout=config.network.dropout,
+            norm=config.network.norm,
+            heads=config.network.heads,
         ).to(self.device)
         # fused Adam: one kernel over all parameters instead of a dozen foreach passes (~0.4 ms a step on the CPU)
         fused = True if self.device.type in ("cpu", "cuda") else None
         self.optimizer = torch.optim.Adam(
-            self.model.parameters(), lr=config.lr, weight_decay=config.weight_decay, fused=fused
+            self.model.parameters(), lr=config.optim.lr, weight_decay=config.optim.weight_decay, fused=fused
         )
-        self.train_sample = self._make_sampler(config.fanouts, config.seed)
-        eval_sample = self._make_sampler(config.eval_fanouts or config.fanouts, config.seed + EVAL_SEED_OFFSET)
+        self.train_sample = self._make_sampler(config.sampling.fanouts, config.run.seed)
+        eval_sample = self._make_sampler(config.sampling.eval_fanouts or config.sampling.fanouts, config.run.seed + EVAL_SEED_OFFSET)
         self.report = RunReport(config=config.to_dict(), dataset=dataset, environment=environment_info(self.device))
         csr = self.device.type == "cpu" and getattr(self.model, "kind", None) in ("sage", "gcn")
         self.feed = BatchFeed(
             self.store,
             self.device,
-            prefetch=config.prefetch,
+            prefetch=config.run.prefetch,
             num_threads=self.producer_threads,
             block_csr=csr,
             block_degree=degree if config.gcn_degrees_used == "full" else None,
@@ -133,12 +137,12 @@ class Trainer:
         )  # fmt: skip
         self.evaluator = Evaluator(
             self.store, self.feed, eval_sample, self.collective,
-            batch_size=config.eval_batch_size, degree=degree, progress=progress,
+            batch_size=config.sampling.eval_batch_size, degree=degree, progress=progress,
         )  # fmt: skip
         self.progress_so_far = RunProgress()
         self.checkpointer: Checkpointer | None = None
-        if config.checkpoint is not None:
-            self.checkpointer = Checkpointer(config.checkpoint, dataset, writes=self.collective.is_main, log=self._log)
+        if config.run.checkpoint is not None:
+            self.checkpointer = Checkpointer(config.run.checkpoint, dataset, writes=self.collective.is_main, log=self._log)
             self.resume()
 
     @property
@@ -148,12 +152,12 @@ class Trainer:
 
     def _log(self, line: str) -> None:
         """One informational line (feature placement, fallbacks) unless --quiet; rank 0 only."""
-        if not self.config.quiet and (self.dist is None or self.dist.is_main):
+        if not self.config.run.quiet and (self.dist is None or self.dist.is_main):
             print(line, flush=True)
 
     def _make_sampler(self, fanouts: tuple[int, ...], seed: int) -> SampleFn:
         cfg = self.config
-        kind = "seed-only" if cfg.model == "mlp" else cfg.sampler
+        kind = "seed-only" if cfg.network.model == "mlp" else cfg.sampling.sampler
         return self.store.sampler(fanouts, seed=seed, kind=kind, num_layers=cfg.num_layers)
 
     # ------------------------------------------------------------------ checkpoints
@@ -187,7 +191,7 @@ class Trainer:
         """
         self.model.train()
         global_batches = list(
-            iter_seed_batches(self.train_idx, self.config.batch_size, shuffle=True, seed=self.config.seed, epoch=epoch)
+            iter_seed_batches(self.train_idx, self.config.sampling.batch_size, shuffle=True, seed=self.config.run.seed, epoch=epoch)
         )
         tally = EpochTally()
         steps = self.collective.epoch(epoch, global_batches, self.train_sample, tally, epoch == self.start_epoch)
@@ -251,7 +255,7 @@ class Trainer:
         best = self.progress_so_far
         wall_start = time.perf_counter()
         has_valid = self.evaluator.split("valid").size > 0
-        for epoch in range(self.start_epoch, cfg.epochs + 1):
+        for epoch in range(self.start_epoch, cfg.optim.epochs + 1):
             record: dict[str, Any] = {"epoch": epoch}
             traffic_before = self.store.traffic()
             record.update(self.train_epoch(epoch))
@@ -261,7 +265,7 @@ class Trainer:
                 record["cache_hit_ratio"] = float(hit_ratio)
             record["valid_acc"] = None
             record["test_acc"] = None
-            if epoch % cfg.eval_every == 0 or epoch == cfg.epochs:
+            if epoch % cfg.run.eval_every == 0 or epoch == cfg.optim.epochs:
                 eval_start = time.perf_counter()
                 record["valid_acc"] = self.evaluator.accuracy(self.model, "valid")
                 record["test_acc"] = self.evaluator.accuracy(self.model, "test")
@@ -276,15 +280,15 @@ class Trainer:
                 self.on_epoch(record)
             if self.checkpointer is not None:
                 self.save_checkpoint(epoch)
-            if cfg.report is not None:
-                self.report.write(cfg.report)
+            if cfg.run.report is not None:
+                self.report.write(cfg.run.report)
         if best.best_state is not None:
             self.model.load_state_dict(best.best_state)
         is_main = self.collective.is_main
-        if cfg.save_model is not None and is_main:
-            save_model(cfg.save_model, self.model, cfg.to_dict(), self.dataset)
+        if cfg.run.save_model is not None and is_main:
+            save_model(cfg.run.save_model, self.model, cfg.to_dict(), self.dataset)
         final: dict[str, Any] = {"epoch": best.best_epoch, "method": "sampled"}
-        if cfg.full_inference and cfg.sampler == "neighbor" and is_main:
+        if cfg.run.full_inference and cfg.sampling.sampler == "neighbor" and is_main:
             final["method"] = "full"
             final.update(self.evaluator.full_accuracy(self.model))
         else:
@@ -295,8 +299,8 @@ class Trainer:
         )
         self.report.final = final
         self.report.wall_seconds += time.perf_counter() - wall_start
-        if cfg.report is not None:
-            self.report.write(cfg.report)
+        if cfg.run.report is not None:
+            self.report.write(cfg.run.report)
         return self.report.to_dict()
 
 
@@ -310,16 +314,11 @@ def train(dataset: Dataset | str | os.PathLike[str], config: TrainConfig | None 
     """
     if not isinstance(dataset, Dataset):
         dataset = Dataset.open(dataset)
-    base = config.to_dict() if config is not None else {}
-    base.pop("num_layers", None)
-    base.update(options)
-    if "fanouts" in base:
-        base["fanouts"] = tuple(base["fanouts"])
-    if base.get("eval_fanouts") is not None:
-        base["eval_fanouts"] = tuple(base["eval_fanouts"])
-    run_config = TrainConfig(**base)
+    # options replace fields of the parts that own them (dataclasses.replace): the config is not
+    # round-tripped through to_dict(), which records the resolved gcn_degrees instead of "auto"
+    run_config = config.with_options(**options) if config is not None else TrainConfig(**options)
     run_config.validate(dataset)
-    configure_process(run_config.num_threads, passive_wait=False)
+    configure_process(run_config.run.num_threads, passive_wait=False)
     trainer = Trainer(dataset, run_config)
     report = trainer.fit()
     trainer.model.eval()

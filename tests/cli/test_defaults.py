@@ -35,5 +35,5 @@ def test_every_library_function_defaults_to_the_same_fanouts() -> None:
     for function in (GraphStore.open, analyze_access, plan_capacity, run_dataset_gather):
         assert tuple(inspect.signature(function).parameters["fanouts"].default) == DEFAULT_FANOUTS, function
     config = TrainConfig()
-    assert config.fanouts == DEFAULT_FANOUTS and config.num_layers == len(DEFAULT_FANOUTS)
+    assert config.sampling.fanouts == DEFAULT_FANOUTS and config.num_layers == len(DEFAULT_FANOUTS)
     assert format_fanouts((25, 10)) == "25,10"

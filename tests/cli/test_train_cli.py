@@ -118,6 +118,28 @@ def test_fixed_choices_match_the_library_and_show_in_help() -> None:
     assert "[auto|full|block]" in result.stdout
 
 
+def test_every_train_option_is_a_field_of_one_spec_with_the_same_default() -> None:
+    """How to add a train option: a field on the spec that owns it (graphtier/train/spec.py,
+    graphtier/sampling/spec.py or graphtier/store/spec.py, checked in its __post_init__), a click option of the
+    same name in graphtier/cli/train.py, and a test. ``TrainConfig(**options)`` routes each option to its spec,
+    and the report, the checkpoint and the saved model record it (``to_dict``): nothing else changes."""
+    from dataclasses import fields
+
+    from graphtier.cli import train as train_cli
+    from graphtier.sampling import Fanouts
+    from graphtier.train.config import OPTION_OWNER, SPECS, TrainConfig
+
+    options = {param.name: param for param in train_cli.command.params if param.name != "dataset"}
+    python_only = {"workload_samples"}  # a tuning knob of the balancer, not a flag
+    assert set(options) == set(OPTION_OWNER) - python_only
+    defaults = TrainConfig().to_dict() | {"gcn_degrees": "auto"}
+    for name, param in options.items():
+        default = Fanouts.parse(param.default) if name == "fanouts" else param.default
+        expected = tuple(defaults[name]) if isinstance(defaults[name], list) else defaults[name]
+        assert default == expected, name
+    assert sum(len(fields(spec)) for spec in SPECS.values()) == len(OPTION_OWNER)  # no name in two specs
+
+
 def test_gcn_degrees_is_recorded_in_the_report_and_the_saved_model(tiny_dataset: Dataset, tmp_path: Path) -> None:
     report, model = tmp_path / "run.json", tmp_path / "gcn.pt"
     result = _run(

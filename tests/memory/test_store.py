@@ -10,7 +10,7 @@ from graphtier.dataset import Dataset
 from graphtier.errors import OptionError
 from graphtier.memory import GraphStore
 from graphtier.sampling import NeighborSampler, ShadowSampler, iter_seed_batches
-from graphtier.store import TIER_NAMES, make_feature_store, make_topology
+from graphtier.store import TIER_NAMES, PlacementSpec, make_feature_store, make_topology
 from graphtier.tiering.plan import describe_device, plan_capacity
 
 FANOUTS = [5, 3]
@@ -77,16 +77,21 @@ def test_device_sampling_on_the_cpu_twin_is_identical_and_its_tiers_add_up(tiny_
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error of a machine without CUDA")
 def test_gpu_sampling_without_cuda_is_a_one_line_error(tiny_dataset: Dataset) -> None:
-    with pytest.raises(OptionError, match=r"--sample-on gpu: needs a CUDA device") as info:
+    with pytest.raises(OptionError, match=r"^sample_on='gpu': needs a CUDA device") as info:
         GraphStore.open(tiny_dataset, sample_on="gpu", log=lambda _: None)
     assert "\n" not in str(info.value)
+    assert info.value.render(cli=True).startswith("--sample-on gpu: needs a CUDA device")
 
 
 def test_bad_sample_on_and_topology_budget_without_gpu_sampling_are_refused(tiny_dataset: Dataset) -> None:
-    with pytest.raises(OptionError, match=r"--sample-on: expected one of cpu, gpu, found 'tpu'"):
+    """Errors from a Python call name the arguments the caller used, not CLI flags."""
+    with pytest.raises(OptionError, match=r"^sample_on= expected one of cpu, gpu, found 'tpu'$"):
         GraphStore.open(tiny_dataset, sample_on="tpu", log=lambda _: None)
-    with pytest.raises(OptionError, match=r"--topology-budget: applies to --sample-on gpu only"):
+    with pytest.raises(OptionError, match=r"^topology_budget=: applies to sample_on='gpu' only") as info:
         GraphStore.open(tiny_dataset, topology_budget="10%", log=lambda _: None)
+    assert info.value.render(cli=True).startswith("--topology-budget: applies to --sample-on gpu only")
+    with pytest.raises(OptionError, match=r"^gpu_budget=: applies to features_on='tiered and tiered\+cache' only"):
+        GraphStore.open(tiny_dataset, PlacementSpec(features_on="cpu-gather", gpu_budget="1GB"))
 
 
 def test_auto_topology_budget_with_cpu_sampling_means_zero(tiny_dataset: Dataset) -> None:
@@ -175,7 +180,7 @@ def test_the_store_serves_shadow_seed_only_labels_splits_and_the_csc(tiny_datase
     assert indices.shape[0] == tiny_dataset.num_edges and store.num_nodes == tiny_dataset.num_nodes
     assert store.row_bytes == tiny_dataset.feature_dim * tiny_dataset.features.dtype.itemsize
     assert store.cache_hit_ratio is None
-    with pytest.raises(OptionError, match="sampler kind: expected one of neighbor, shadow, seed-only, found 'walk'"):
+    with pytest.raises(OptionError, match="kind= expected one of neighbor, shadow, seed-only, found 'walk'"):
         store.sampler(FANOUTS, kind="walk")
     with pytest.raises(OptionError, match="split: expected one of train, valid, test, found 'dev'"):
         store.split("dev")

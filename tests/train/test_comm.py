@@ -191,5 +191,5 @@ def test_a_gpu_only_trainer_hands_nccl_only_gpu_tensors(tiny_dataset: Dataset, m
     assert record["valid_acc"] is not None and np.isfinite(record["loss"])
     assert {"all_reduce", "all_gather", "broadcast", "barrier"} <= set(group.calls)
     # one broadcast per dtype (float32 parameters, int64 BatchNorm counters) at start and at every window
-    windows = -(-record["batches"] // config.rebalance_every)
+    windows = -(-record["batches"] // config.distributed.rebalance_every)
     assert group.calls.count("broadcast") == 2 * (1 + windows)

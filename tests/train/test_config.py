@@ -14,10 +14,10 @@ from tests.dataset.importers.helpers import assert_user_error, run_cli
 def test_parse_fanouts_bounds_every_entry() -> None:
     assert parse_fanouts(f"{MAX_FANOUT},-1") == (MAX_FANOUT, -1)
     for bad in (f"{MAX_FANOUT + 1}", "4611686018427387904,5", "99999999999999999999", "5,-3"):
-        with pytest.raises(OptionError, match=r"^--fanouts expected integers in 1\.\.2147483647 or -1"):
+        with pytest.raises(OptionError, match=r"^fanouts= expected integers in 1\.\.2147483647 or -1"):
             parse_fanouts(bad)
-    with pytest.raises(OptionError, match="^--eval-fanouts"):
-        parse_fanouts("3,0", "--eval-fanouts")
+    with pytest.raises(OptionError, match="^eval_fanouts="):
+        parse_fanouts("3,0", "eval_fanouts")
     with pytest.raises(OptionError):
         check_fanout(True)
 
@@ -25,27 +25,28 @@ def test_parse_fanouts_bounds_every_entry() -> None:
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"fanouts": (2**40, 5)}, "--fanouts expected integers in 1..2147483647"),
-        ({"fanouts": ()}, "--fanouts expected at least one"),
-        ({"eval_fanouts": (5, 2**31)}, "--eval-fanouts expected integers in 1..2147483647"),
-        ({"fanouts": (5, 5, 5), "layers": 2}, "--layers 2 must equal the number of fanouts (3)"),
-        ({"lr": float("inf")}, "--lr expected a finite number > 0, found inf"),
-        ({"lr": float("nan")}, "--lr expected a finite number > 0, found nan"),
-        ({"lr": 0.0}, "--lr expected a finite number > 0, found 0.0"),
-        ({"lr": -0.1}, "--lr expected a finite number > 0"),
-        ({"weight_decay": float("nan")}, "--weight-decay expected a finite number >= 0, found nan"),
-        ({"weight_decay": -1.0}, "--weight-decay expected a finite number >= 0, found -1.0"),
-        ({"weight_decay": float("inf")}, "--weight-decay expected a finite number >= 0, found inf"),
-        ({"dropout": 1.0}, "--dropout expected a value in [0, 1)"),
-        ({"dropout": float("nan")}, "--dropout expected a value in [0, 1)"),
-        ({"dropout": -0.1}, "--dropout expected a value in [0, 1)"),
-        ({"batch_size": 0}, "--batch-size expected a positive integer"),
-        ({"epochs": 0}, "--epochs expected a positive integer"),
-        ({"hidden": 0}, "--hidden expected a positive integer"),
-        ({"prefetch": -1}, "--prefetch expected a non-negative integer"),
+        ({"fanouts": (2**40, 5)}, "fanouts= expected integers in 1..2147483647"),
+        ({"fanouts": ()}, "fanouts= expected at least one"),
+        ({"eval_fanouts": (5, 2**31)}, "eval_fanouts= expected integers in 1..2147483647"),
+        ({"fanouts": (5, 5, 5), "layers": 2}, "layers=2 must equal the number of fanouts (3)"),
+        ({"lr": float("inf")}, "lr= expected a finite number > 0, found inf"),
+        ({"lr": float("nan")}, "lr= expected a finite number > 0, found nan"),
+        ({"lr": 0.0}, "lr= expected a finite number > 0, found 0.0"),
+        ({"lr": -0.1}, "lr= expected a finite number > 0"),
+        ({"weight_decay": float("nan")}, "weight_decay= expected a finite number >= 0, found nan"),
+        ({"weight_decay": -1.0}, "weight_decay= expected a finite number >= 0, found -1.0"),
+        ({"weight_decay": float("inf")}, "weight_decay= expected a finite number >= 0, found inf"),
+        ({"dropout": 1.0}, "dropout= expected a value in [0, 1)"),
+        ({"dropout": float("nan")}, "dropout= expected a value in [0, 1)"),
+        ({"dropout": -0.1}, "dropout= expected a value in [0, 1)"),
+        ({"batch_size": 0}, "batch_size= expected a positive integer"),
+        ({"epochs": 0}, "epochs= expected a positive integer"),
+        ({"hidden": 0}, "hidden= expected a positive integer"),
+        ({"prefetch": -1}, "prefetch= expected a non-negative integer"),
     ],
 )
 def test_validate_refuses(tiny_dataset: Dataset, options: dict[str, Any], message: str) -> None:
+    """A Python caller's error names the argument it used (``lr=``), not the CLI flag."""
     with pytest.raises(OptionError) as info:
         TrainConfig(**options).validate(tiny_dataset)
     assert message in str(info.value) and "\n" not in str(info.value)

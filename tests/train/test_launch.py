@@ -107,19 +107,19 @@ def test_device_and_share_parsing() -> None:
     assert parse_shares("0.25,0.75") == (0.25, 0.75)
     assert parse_shares("0.1,0.2,0.7") == (0.1, 0.2, 0.7)  # 1 within 1e-6 despite binary rounding
     for bad in ("0.3,0.3", "1,3", "0.5,0.500002"):
-        with pytest.raises(OptionError, match="--shares expected values summing to 1"):
+        with pytest.raises(OptionError, match="shares= expected values summing to 1"):
             parse_shares(bad)
-    with pytest.raises(OptionError, match="--devices"):
+    with pytest.raises(OptionError, match="devices="):
         parse_devices("tpu")
     if not torch.cuda.is_available():
         with pytest.raises(OptionError, match="CUDA is not available"):
             parse_devices("cpu,cuda:0")
-    with pytest.raises(OptionError, match="--shares"):
+    with pytest.raises(OptionError, match="shares="):
         parse_shares("0.5,-1")
 
 
 def test_shares_must_match_devices(tiny_dataset: Dataset) -> None:
-    with pytest.raises(OptionError, match="--shares"):
+    with pytest.raises(OptionError, match="shares="):
         TrainConfig(devices=("cpu", "cpu"), shares=(1.0,)).validate(tiny_dataset)
     with pytest.raises(OptionError, match="summing to 1"):
         TrainConfig(devices=("cpu", "cpu"), shares=(0.3, 0.3)).validate(tiny_dataset)

@@ -1,0 +1,68 @@
+"""Where a dataset's bytes live: :class:`PlacementSpec` (feature mode, budgets, sampling device), validated once.
+
+Budgets (see :mod:`graphtier.store.placement`) are bytes ("512MB", "2GiB"), a fraction ("0.1", "10%")
+or "auto"; they are resolved against the device when the store opens.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from graphtier._checks import check_choice, check_int
+from graphtier.errors import OptionError
+from graphtier.store.modes import FEATURE_MODES, refuse_untaken
+
+SAMPLE_ON = ("cpu", "gpu")
+"""Where neighbours are sampled: the numba CPU sampler, or the Triton sampler on a CUDA device."""
+
+
+@dataclass(frozen=True)
+class PlacementSpec:
+    """The placement of features and topology (the ``--features-on`` ... ``--topology-budget`` options).
+
+    ``features_on``: a mode of :data:`graphtier.store.FEATURE_MODES`; ``gpu_budget`` (the tiered modes),
+    ``cache_budget`` (``tiered+cache``), ``ram_budget`` (rows kept in RAM; the tiered and zero-copy modes,
+    and the host tier of a GPU-sampled topology) and ``peer_partitions`` (GPUs the hot tier is interleaved
+    over) are refused by a mode that does not take them. ``sample_on``: "cpu" or "gpu"; ``topology_budget``
+    tiers the graph for gpu sampling (with cpu sampling only "auto", meaning 0, is accepted).
+    """
+
+    features_on: str = "cpu-gather"
+    gpu_budget: str | None = None
+    cache_budget: str | None = None
+    ram_budget: str | None = None
+    peer_partitions: int = 1
+    sample_on: str = "cpu"
+    topology_budget: str | None = None
+
+    def __post_init__(self) -> None:
+        check_choice("features_on", self.features_on, FEATURE_MODES)
+        check_choice("sample_on", self.sample_on, SAMPLE_ON)
+        check_int("peer_partitions", self.peer_partitions)
+        refuse_untaken(
+            self.features_on,
+            gpu_budget=self.gpu_budget, cache_budget=self.cache_budget,
+            peer_partitions=self.peer_partitions, ram_budget=self.ram_budget,
+        )  # fmt: skip
+        # "auto" sizes the graph's GPU tier to the memory left; sampling on the CPU keeps the graph in host
+        # memory, so auto is 0 there (as without CUDA) and only an explicit budget is a mistake
+        budget = self.topology_budget
+        if self.sample_on == "cpu" and budget is not None and str(budget).strip().lower() != "auto":
+            raise OptionError(
+                f"{{topology_budget}}: applies to {{sample_on=gpu}} only, found {budget!r} with {{sample_on=cpu}}",
+                options=("topology_budget", "sample_on"),
+            )
+
+    def check_device(self, device: torch.device) -> None:
+        """OptionError unless this placement can run on the compute ``device`` (gpu sampling needs CUDA)."""
+        if self.sample_on == "gpu" and device.type != "cuda":
+            if not torch.cuda.is_available():
+                raise OptionError(
+                    "{sample_on=gpu}: needs a CUDA device, and none is available on this machine (use {sample_on=cpu})",
+                    options=("sample_on",),
+                )
+            raise OptionError(
+                f"{{sample_on=gpu}}: needs {{device=cuda}}, found {{device={device}}}", options=("sample_on", "device")
+            )
