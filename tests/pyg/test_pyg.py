@@ -59,7 +59,7 @@ def test_pyg_model_trains_through_node_loader(tiny_dataset: Dataset) -> None:
             loss = F.cross_entropy(out, batch.y[: batch.batch_size])
             loss.backward()
             optimizer.step()
-            total += float(loss)
+            total += float(loss.detach())
         losses.append(total)
     assert losses[-1] < 0.7 * losses[0]
     model.eval()
