@@ -17,7 +17,12 @@ from graphtier.cli.prepare_options import common_options, import_options
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import textio
 from graphtier.dataset.importers.mat import ADJACENCY_KEYS, FEATURE_KEYS, LABEL_KEYS
-from graphtier.dataset.importers.options import EDGE_FORMAT_FIELDS, OGB_FIELDS, PLANETOID_FIELDS, ImportOptions
+from graphtier.dataset.importers.options import (
+    EDGE_FORMAT_FIELDS,
+    OGB_FIELDS,
+    PLANETOID_FIELDS,
+    ImportOptions,
+)
 
 
 def edge_notes(meta: dict[str, Any]) -> list[str]:
