@@ -62,16 +62,16 @@ if kind == "baseline":
     result = {"edges": int(edges.shape[0]), "nodes": n, "seconds": seconds,
               "final_mib": (indptr.nbytes + indices.nbytes) / 2**20}
 else:
-    from graphtier.dataset.importers import import_csr_npz, import_edgelist
+    from graphtier.dataset.importers import ImportOptions, import_csr_npz, import_edgelist
     warm = Path(output + ".warm.txt")
     warm.write_text("0 5\n5 1\n")
-    import_edgelist(warm, output + ".warm", overwrite=True, undirected=True)
+    import_edgelist(warm, output + ".warm", overwrite=True, options=ImportOptions(undirected=True))
     base = rss_mib()
     t = time.perf_counter()
     if kind == "edgelist":
-        ds = import_edgelist(source, output, overwrite=True, **options)
+        ds = import_edgelist(source, output, overwrite=True, options=ImportOptions(**options))
     else:
-        ds = import_csr_npz(source, output, overwrite=True, **options)
+        ds = import_csr_npz(source, output, overwrite=True, options=ImportOptions(**options))
     seconds = time.perf_counter() - t
     result = {"edges": ds.num_edges, "nodes": ds.num_nodes, "seconds": seconds,
               "final_mib": (ds.indptr.nbytes + ds.indices.nbytes) / 2**20,

@@ -13,20 +13,16 @@ from typing import Any
 
 import click
 
-from graphtier.cli.prepare_options import (
-    common_options,
-    graph_options,
-    labels_features_options,
-    node_data_options,
-    non_finite_option,
-)
+from graphtier.cli.prepare_options import common_options, import_options
 from graphtier.dataset.format import Dataset
-from graphtier.dataset.importers import splits, textio
+from graphtier.dataset.importers import textio
 from graphtier.dataset.importers.mat import ADJACENCY_KEYS, FEATURE_KEYS, LABEL_KEYS
-
-
-def _split(split_text: str | None) -> tuple[float, float, float] | None:
-    return splits.parse_fractions(split_text) if split_text is not None else None
+from graphtier.dataset.importers.options import (
+    EDGE_FORMAT_FIELDS,
+    OGB_FIELDS,
+    PLANETOID_FIELDS,
+    ImportOptions,
+)
 
 
 def edge_notes(meta: dict[str, Any]) -> list[str]:
@@ -102,51 +98,35 @@ def command() -> None:
 @command.command(name="planetoid")
 @common_options
 @click.option("--dataset", default=None, help="The <name> in ind.<name>.* (default: detected).")
-@non_finite_option
+@import_options(PLANETOID_FIELDS)
 def planetoid(
-    source: Path, output: Path, name: str | None, overwrite: bool, dataset: str | None, non_finite: str
+    source: Path, output: Path, name: str | None, overwrite: bool, dataset: str | None, options: ImportOptions
 ) -> None:
     """Planetoid pickles ind.<name>.{x,y,tx,ty,allx,ally,graph,test.index} in SOURCE (a folder)."""
     from graphtier.dataset.importers.planetoid import import_planetoid
 
     started = time.perf_counter()
-    _report(import_planetoid(source, output, name=name, overwrite=overwrite, dataset=dataset, non_finite=non_finite), started)
+    _report(import_planetoid(source, output, name=name, overwrite=overwrite, dataset=dataset, options=options), started)
 
 
 @command.command(name="edgelist")
 @common_options
-@graph_options
-@labels_features_options
-@node_data_options
+@import_options(EDGE_FORMAT_FIELDS)
 @click.option("--header", type=click.Choice(textio.HEADER_MODES), default="auto", show_default=True,
               help="Whether the first line is a header (auto: if it is not numeric but the next is).")
 @click.option("--ids", type=click.Choice(("auto", "int", "string")), default="auto", show_default=True,
               help="Node id type (auto: string when the first edge is not two integers).")
 @click.option("--num-nodes", type=int, default=None,
               help="Keep integer ids as they are, in [0, N) (nodes without edges are kept).")
-@non_finite_option
 def edgelist(
     source: Path,
     output: Path,
     name: str | None,
     overwrite: bool,
-    undirected: bool,
-    drop_self_loops: bool,
-    keep_duplicates: bool,
-    labels: Path | None,
-    features: Path | None,
-    labels_layout: str,
-    labels_column: int | None,
-    unlabelled_value: int | None,
-    synthetic_features: int,
-    synthetic_feature_signal: float,
-    synthetic_labels: int,
-    split_text: str | None,
-    seed: int,
     header: str,
     ids: str,
     num_nodes: int | None,
-    non_finite: str,
+    options: ImportOptions,
 ) -> None:
     """A text edge list 'src dst' per line (blank, tab or comma separated; gzip; # and % comments).
 
@@ -161,23 +141,10 @@ def edgelist(
         output,
         name=name,
         overwrite=overwrite,
-        undirected=undirected,
-        drop_self_loops=drop_self_loops,
-        keep_duplicates=keep_duplicates,
-        labels=labels,
-        features=features,
-        labels_layout=labels_layout,
-        labels_column=labels_column,
-        unlabelled_value=unlabelled_value,
-        synthetic_features=synthetic_features,
-        synthetic_feature_signal=synthetic_feature_signal,
-        synthetic_labels=synthetic_labels,
-        split=_split(split_text),
-        seed=seed,
+        options=options,
         header=header,
         ids=ids,
         num_nodes=num_nodes,
-        non_finite=non_finite,
     )
     _report(dataset, started)
 
@@ -187,30 +154,14 @@ def edgelist(
 @click.option("--layout", type=click.Choice(("auto", "csr", "csc")), default="auto", show_default=True,
               help="csr: row u lists u's out-neighbours; csc: column v lists v's in-neighbours "
                    "(auto: the archive's 'format', else csr).")
-@graph_options
-@labels_features_options
-@node_data_options
-@non_finite_option
+@import_options(EDGE_FORMAT_FIELDS)
 def csr_npz(
     source: Path,
     output: Path,
     name: str | None,
     overwrite: bool,
     layout: str,
-    undirected: bool,
-    drop_self_loops: bool,
-    keep_duplicates: bool,
-    labels: Path | None,
-    features: Path | None,
-    labels_layout: str,
-    labels_column: int | None,
-    unlabelled_value: int | None,
-    synthetic_features: int,
-    synthetic_feature_signal: float,
-    synthetic_labels: int,
-    split_text: str | None,
-    seed: int,
-    non_finite: str,
+    options: ImportOptions,
 ) -> None:
     """An .npz with 'indptr' and 'indices' of a square sparse adjacency (scipy save_npz works)."""
     from graphtier.dataset.importers.csr_npz import import_csr_npz
@@ -222,20 +173,7 @@ def csr_npz(
         name=name,
         overwrite=overwrite,
         layout=layout,
-        undirected=undirected,
-        drop_self_loops=drop_self_loops,
-        keep_duplicates=keep_duplicates,
-        labels=labels,
-        features=features,
-        labels_layout=labels_layout,
-        labels_column=labels_column,
-        unlabelled_value=unlabelled_value,
-        synthetic_features=synthetic_features,
-        synthetic_feature_signal=synthetic_feature_signal,
-        synthetic_labels=synthetic_labels,
-        split=_split(split_text),
-        seed=seed,
-        non_finite=non_finite,
+        options=options,
     )
     _report(dataset, started)
 
@@ -243,24 +181,14 @@ def csr_npz(
 @command.command(name="ogb")
 @common_options
 @click.option("--scheme", default=None, help="Split folder under SOURCE/split (default: the only one).")
-@graph_options
-@node_data_options
-@non_finite_option
+@import_options(OGB_FIELDS)
 def ogb(
     source: Path,
     output: Path,
     name: str | None,
     overwrite: bool,
     scheme: str | None,
-    undirected: bool,
-    drop_self_loops: bool,
-    keep_duplicates: bool,
-    synthetic_features: int,
-    synthetic_feature_signal: float,
-    synthetic_labels: int,
-    split_text: str | None,
-    seed: int,
-    non_finite: str,
+    options: ImportOptions,
 ) -> None:
     """An OGB node-property dataset folder (raw/edge.csv.gz, raw/num-node-list.csv.gz, ...).
 
@@ -275,15 +203,7 @@ def ogb(
         name=name,
         overwrite=overwrite,
         scheme=scheme,
-        undirected=undirected,
-        drop_self_loops=drop_self_loops,
-        keep_duplicates=keep_duplicates,
-        synthetic_features=synthetic_features,
-        synthetic_feature_signal=synthetic_feature_signal,
-        synthetic_labels=synthetic_labels,
-        split=_split(split_text),
-        seed=seed,
-        non_finite=non_finite,
+        options=options,
     )
     _report(dataset, started)
 
@@ -298,10 +218,7 @@ def ogb(
 @click.option("--labels-key", default=None, metavar="NAME",
               help="Variable holding the labels, a class-id vector or a one-hot [N, K] matrix (default: the first "
                    f"of {', '.join(LABEL_KEYS)}; none found: no labels); 'none' skips them.")
-@graph_options
-@labels_features_options
-@node_data_options
-@non_finite_option
+@import_options(EDGE_FORMAT_FIELDS)
 def mat(
     source: Path,
     output: Path,
@@ -310,20 +227,7 @@ def mat(
     adjacency_key: str | None,
     features_key: str | None,
     labels_key: str | None,
-    undirected: bool,
-    drop_self_loops: bool,
-    keep_duplicates: bool,
-    labels: Path | None,
-    features: Path | None,
-    labels_layout: str,
-    labels_column: int | None,
-    unlabelled_value: int | None,
-    synthetic_features: int,
-    synthetic_feature_signal: float,
-    synthetic_labels: int,
-    split_text: str | None,
-    seed: int,
-    non_finite: str,
+    options: ImportOptions,
 ) -> None:
     """A MATLAB .mat file (v7.2 or older) with an adjacency matrix, features and labels (scipy.io.loadmat).
 
@@ -342,30 +246,17 @@ def mat(
         adjacency_key=adjacency_key,
         features_key=features_key,
         labels_key=labels_key,
-        labels=labels,
-        features=features,
-        labels_layout=labels_layout,
-        labels_column=labels_column,
-        unlabelled_value=unlabelled_value,
-        undirected=undirected,
-        drop_self_loops=drop_self_loops,
-        keep_duplicates=keep_duplicates,
-        synthetic_features=synthetic_features,
-        synthetic_feature_signal=synthetic_feature_signal,
-        synthetic_labels=synthetic_labels,
-        split=_split(split_text),
-        seed=seed,
-        non_finite=non_finite,
+        options=options,
     )
-    options = dataset.meta["source"]["options"]
+    chosen = dataset.meta["source"]["options"]
 
     def origin(key: str, file_option: str) -> str:
-        return f"{options[file_option]} (--{file_option})" if options.get(file_option) else repr(options[key])
+        return f"{chosen[file_option]} (--{file_option})" if chosen.get(file_option) else repr(chosen[key])
 
     click.echo(
-        f"variables: adjacency {options['adjacency_key']!r}, features {origin('features_key', 'features')}, "
+        f"variables: adjacency {chosen['adjacency_key']!r}, features {origin('features_key', 'features')}, "
         f"labels {origin('labels_key', 'labels')}"
-        + (f" column {options['labels_column']}" if options.get("labels_column") is not None else "")
+        + (f" column {chosen['labels_column']}" if chosen.get("labels_column") is not None else "")
     )
     unused = dataset.meta["source"].get("unused_variables") or {}
     if unused:

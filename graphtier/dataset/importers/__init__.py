@@ -1,7 +1,9 @@
 """Importers: convert public graph formats into the graphtier dataset format.
 
 One module per format, each with ``import_<format>(source, output, *, name=None, overwrite=False,
-...) -> Dataset``:
+options=ImportOptions(...), <format options>, **option_values) -> Dataset``; :class:`ImportOptions`
+(:mod:`~graphtier.dataset.importers.options`) holds the options they share, and ``option_values`` sets its
+fields by keyword (``import_edgelist(src, out, undirected=True)``):
 
 * :mod:`~graphtier.dataset.importers.planetoid`: ``ind.<name>.*`` pickles (Cora, CiteSeer, PubMed);
 * :mod:`~graphtier.dataset.importers.edgelist`: text edge lists (gzip, comments, headers, any ids);
@@ -23,11 +25,13 @@ from graphtier.dataset.importers.csr_npz import import_csr_npz
 from graphtier.dataset.importers.edgelist import import_edgelist
 from graphtier.dataset.importers.features import synthetic_features
 from graphtier.dataset.importers.mat import import_mat
+from graphtier.dataset.importers.options import ImportOptions
 from graphtier.dataset.importers.ogb import import_ogb
 from graphtier.dataset.importers.planetoid import import_planetoid
 from graphtier.dataset.importers.splits import random_split
 
 __all__ = [
+    "ImportOptions",
     "import_csr_npz",
     "import_edgelist",
     "import_mat",

@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import os
 import zipfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from graphtier.dataset import finite
 from graphtier.dataset.checks import index_range, is_non_decreasing
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import edges, finish, node_data, textio
+from graphtier.dataset.importers.options import ImportOptions
 from graphtier.dataset.writer import DatasetWriter
 from graphtier.errors import DatasetError, OptionError
 
@@ -135,44 +136,28 @@ def import_csr_npz(
     name: str | None = None,
     overwrite: bool = False,
     layout: str = "auto",
-    undirected: bool = False,
-    drop_self_loops: bool = False,
-    keep_duplicates: bool = False,
-    labels: str | os.PathLike[str] | None = None,
-    features: str | os.PathLike[str] | None = None,
-    synthetic_features: int = 0,
-    synthetic_feature_signal: float = 0.0,
-    synthetic_labels: int = 0,
-    labels_layout: str = "auto",
-    labels_column: int | None = None,
-    unlabelled_value: int | None = None,
-    split: Sequence[float] | None = None,
-    seed: int = 0,
-    non_finite: str = "error",
+    options: ImportOptions | None = None,
+    **option_values: Any,
 ) -> Dataset:
     """Import the adjacency in the ``.npz`` ``source`` into ``output``.
 
-    Args: as :func:`graphtier.dataset.importers.edgelist.import_edgelist`; ``layout`` is ``auto``,
+    Args: as :func:`graphtier.dataset.importers.edgelist.import_edgelist` (``options`` /
+    ``option_values``: the shared :class:`ImportOptions`); ``layout`` is ``auto``,
     ``csr`` (rows = sources) or ``csc`` (columns = destinations). Node ids are the row numbers,
     so labels/features rows are indexed by them; when features or labels cover more rows than the
     adjacency, the extra rows become nodes without edges (meta ``nodes_only_in_node_data``).
-    ``non_finite``: ``error`` or ``replace`` NaN/±Inf
-    feature values. ``indptr``/``indices`` may have any integer dtype and byte order.
+    ``indptr``/``indices`` may have any integer dtype and byte order.
 
     Returns:
         The written :class:`Dataset`.
     """
     path = textio.require_file(source, "npz archive")
-    finish.check_node_data_options(
-        labels, features, synthetic_features, split, synthetic_feature_signal, synthetic_labels
-    )
-    finite.check_mode(non_finite)
-    for option, given in (("--labels-column", labels_column), ("--unlabelled-value", unlabelled_value)):
-        if given is not None and labels is None:
-            raise OptionError(f"{option}: expected --labels FILE to apply it to, found none")
+    options = ImportOptions.of(options, option_values)
+    options.check_inputs()
+    labels, features = options.labels, options.features
     indptr_in, indices_in, n, layout = read_compressed_adjacency(path, layout)
     raw_labels = node_data.read_raw_labels(
-        labels, labels_layout, column=labels_column, unlabelled=unlabelled_value
+        labels, options.labels_layout, column=options.labels_column, unlabelled=options.unlabelled_value
     ) if labels is not None else None
     if raw_labels is not None and raw_labels.ids is not None and raw_labels.ids.size:
         low = int(raw_labels.ids.min())
@@ -182,30 +167,13 @@ def import_csr_npz(
     built = edges.build_csc(
         compressed_edge_chunks(indptr_in, indices_in, layout),
         n,
-        undirected=undirected,
-        keep_duplicates=keep_duplicates,
-        drop_self_loops=drop_self_loops,
+        undirected=options.undirected,
+        keep_duplicates=options.keep_duplicates,
+        drop_self_loops=options.drop_self_loops,
     )
     del indptr_in, indices_in
     indptr, indices, edge_counts = built.indptr, built.indices, built.counts
     del built
-    options = {
-        "layout": layout,
-        "undirected": undirected,
-        "drop_self_loops": drop_self_loops,
-        "keep_duplicates": keep_duplicates,
-        "labels": str(labels) if labels is not None else None,
-        "features": str(features) if features is not None else None,
-        "synthetic_features": synthetic_features,
-        "synthetic_feature_signal": synthetic_feature_signal,
-        "synthetic_labels": synthetic_labels,
-        "labels_layout": labels_layout,
-        "labels_column": labels_column,
-        "unlabelled_value": unlabelled_value,
-        "split": list(split) if split is not None else None,
-        "seed": seed,
-        "non_finite": non_finite,
-    }
     with DatasetWriter(output, overwrite=overwrite) as writer:
         feature_matrix = (
             node_data.read_feature_matrix(features, writer.tmp / "features.scratch") if features is not None else None
@@ -230,16 +198,8 @@ def import_csr_npz(
             name=name,
             num_edges=num_edges,
             edge_counts=edge_counts,
-            undirected=undirected,
-            labels=raw_labels.to_labels(Path(labels), idmap) if raw_labels is not None else None,  # type: ignore[arg-type]
-            labels_path=labels,
+            labels=raw_labels.to_labels(labels, idmap) if raw_labels is not None else None,  # type: ignore[arg-type]
             features=feature_matrix,
-            features_path=features,
-            synthetic_dim=synthetic_features,
-            synthetic_signal=synthetic_feature_signal,
-            synthetic_classes=synthetic_labels,
-            split=split,
-            seed=seed,
             options=options,
-            non_finite=non_finite,
+            format_options={"layout": layout},
         )

@@ -14,12 +14,11 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from graphtier.dataset import finite
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import (
     edges,
@@ -28,7 +27,12 @@ from graphtier.dataset.importers import (
     node_data,
     textio,
 )
-from graphtier.dataset.importers.labels import Labels, labels_from_pairs, mark_unlabelled
+from graphtier.dataset.importers.labels import (
+    Labels,
+    labels_from_pairs,
+    mark_unlabelled,
+)
+from graphtier.dataset.importers.options import ImportOptions
 from graphtier.dataset.writer import DatasetWriter
 from graphtier.errors import DatasetError, OptionError
 
@@ -43,24 +47,12 @@ def import_edgelist(
     *,
     name: str | None = None,
     overwrite: bool = False,
-    undirected: bool = False,
-    drop_self_loops: bool = False,
-    keep_duplicates: bool = False,
-    labels: str | os.PathLike[str] | None = None,
-    features: str | os.PathLike[str] | None = None,
-    synthetic_features: int = 0,
-    synthetic_feature_signal: float = 0.0,
-    synthetic_labels: int = 0,
-    labels_layout: str = "auto",
-    labels_column: int | None = None,
-    unlabelled_value: int | None = None,
-    split: Sequence[float] | None = None,
-    seed: int = 0,
-    non_finite: str = "error",
+    options: ImportOptions | None = None,
     header: str = "auto",
     ids: str = "auto",
     num_nodes: int | None = None,
     chunk_bytes: int = textio.CHUNK_BYTES,
+    **option_values: Any,
 ) -> Dataset:
     """Import the edge list ``source`` into the dataset directory ``output``.
 
@@ -68,31 +60,15 @@ def import_edgelist(
         source: text file (optionally gzip) of ``src dst`` lines.
         output: dataset directory to create (replaced only with ``overwrite``).
         name: dataset name (default: the name of the output directory).
-        undirected: add ``dst -> src`` for every edge whose reverse is missing (meta ``directed``
-            false); an input that already lists both directions gives the same graph.
-        drop_self_loops: drop ``v -> v`` edges.
-        keep_duplicates: keep repeated edges (default: keep one copy, count the rest in meta
-            ``source.edges.duplicates_dropped``).
-        labels: ``id,label`` lines, one label per line (line k = node k), or an ``.npy`` (row k =
-            original id k); see ``labels_layout`` and :mod:`~graphtier.dataset.importers.node_data`.
-        features: ``.npy`` or dense text matrix [rows, D], row k = original node id k (integer ids).
-            Ids that only the features or labels cover become nodes without edges (never dropped;
-            counted in meta ``nodes_only_in_node_data``).
-        synthetic_features: D > 0 generates features (see :func:`synthetic_features`); they
-            are pure noise unless ``synthetic_feature_signal`` > 0 (then they encode the labels).
-        synthetic_labels: K > 0 generates uniformly random labels (unlabelled graphs).
-        labels_layout: ``auto``, ``pairs`` or ``lines``.
-        labels_column: take this column (0-based) of a 2-d ``.npy`` or text matrix of labels (row
-            k = node id k); its codes are renumbered ``0..K-1`` and kept as class names.
-        unlabelled_value: the class id that means "no label" (becomes -1).
-        split: ``(train, valid, test)`` fractions for a random split (over labelled nodes when
-            there are labels), drawn with ``seed``.
+        options: the options every importer shares (:class:`ImportOptions`): graph handling, labels and
+            features files (row k = original node id k; ids that only they cover become nodes without
+            edges, counted in meta ``nodes_only_in_node_data``), synthetic node data, split, seed, non_finite.
+        option_values: keyword convenience, ``import_edgelist(src, out, undirected=True)``: the
+            :class:`ImportOptions` fields to set on top of ``options``.
         header: ``auto`` (first line is a header if it is not numeric but the next is), ``yes``, ``no``.
         ids: ``auto`` (integer unless the first edge has a non-integer id), ``int`` or ``string``.
         num_nodes: keep integer ids as they are, in ``[0, num_nodes)`` (adds isolated nodes).
         chunk_bytes: bytes of text parsed per chunk.
-        non_finite: ``error`` (refuse NaN/±Inf in ``features``) or ``replace`` (by 0, counted in
-            ``meta.json`` ``source.non_finite_replaced``).
 
     Returns:
         The written :class:`Dataset` (memory-mapped).
@@ -105,16 +81,11 @@ def import_edgelist(
         raise DatasetError(
             f"{path}: expected a text edge list ('src dst' per line, optionally gzip), got {description}{hint}"
         )
+    options = ImportOptions.of(options, option_values)
     if ids not in ID_MODES:
-        raise OptionError(f"--ids: expected one of {', '.join(ID_MODES)}, found {ids!r}")
-    finish.check_node_data_options(
-        labels, features, synthetic_features, split, synthetic_feature_signal, synthetic_labels
-    )
-    if labels_layout not in node_data.LABEL_LAYOUTS:
-        raise OptionError(
-            f"--labels-layout: expected one of {', '.join(node_data.LABEL_LAYOUTS)}, found {labels_layout!r}"
-        )
-    finite.check_mode(non_finite)
+        raise OptionError.invalid("ids", f"one of {', '.join(ID_MODES)}", ids)
+    options.check_inputs()
+    labels, features, labels_column = options.labels, options.features, options.labels_column
     skip_header = textio.has_header(path, header, 2, allow_extra_columns=True)
     string_ids = ids == "string"
     if ids == "auto":
@@ -132,38 +103,17 @@ def import_edgelist(
             "--features: expected integer node ids (row k = node id k), found non-integer ids; "
             "use --synthetic-features or convert the ids"
         )
-    for option, given in (("--labels-column", labels_column), ("--unlabelled-value", unlabelled_value)):
-        if given is not None and labels is None:
-            raise OptionError(f"{option}: expected --labels FILE to apply it to, found none")
     if string_ids and labels_column is not None:
         raise OptionError(
             "--labels-column: expected integer node ids (row k = node k), found non-integer ids; use 'id,label' lines"
         )
-    if string_ids and labels is not None and labels_layout == "lines":
+    if string_ids and labels is not None and options.labels_layout == "lines":
         raise OptionError(
             "--labels-layout lines: expected integer node ids (line k = node k), found non-integer ids; "
             "use 'id,label' lines"
         )
 
-    options = {
-        "undirected": undirected,
-        "drop_self_loops": drop_self_loops,
-        "keep_duplicates": keep_duplicates,
-        "labels": str(labels) if labels is not None else None,
-        "features": str(features) if features is not None else None,
-        "synthetic_features": synthetic_features,
-        "synthetic_feature_signal": synthetic_feature_signal,
-        "synthetic_labels": synthetic_labels,
-        "labels_layout": labels_layout,
-        "labels_column": labels_column,
-        "unlabelled_value": unlabelled_value,
-        "split": list(split) if split is not None else None,
-        "seed": seed,
-        "header": header,
-        "ids": "string" if string_ids else "int",
-        "num_nodes": num_nodes,
-        "non_finite": non_finite,
-    }
+    format_options = {"header": header, "ids": "string" if string_ids else "int", "num_nodes": num_nodes}
     with DatasetWriter(output, overwrite=overwrite) as writer, edges.EdgeSpill(writer.tmp) as spill:
         names: dict[str, int] | None = None
         parsed_labels: Labels | None = None
@@ -173,7 +123,7 @@ def import_edgelist(
             in_edges = len(names)
             if labels is not None:
                 parsed_labels = _read_string_labels(
-                    textio.require_file(labels, "--labels file"), names, header, unlabelled_value
+                    textio.require_file(labels, "--labels file"), names, header, options.unlabelled_value
                 )
             idmap = edges.IdMap(num_nodes=len(names), nodes_only_in_node_data=len(names) - in_edges)
         else:
@@ -187,14 +137,14 @@ def import_edgelist(
             ):
                 spill.append(block[:, 0], block[:, 1])
             raw_labels = node_data.read_raw_labels(
-                labels, labels_layout, header, column=labels_column, unlabelled=unlabelled_value
+                labels, options.labels_layout, header, column=labels_column, unlabelled=options.unlabelled_value
             ) if labels is not None else None
             if features is not None:
                 feature_matrix = node_data.read_feature_matrix(features, writer.tmp / "features.scratch")
             coverage = node_data.NodeCoverage.of(feature_matrix, raw_labels)
             idmap = edges.build_id_map(spill, num_nodes, path, coverage)
             if raw_labels is not None:
-                parsed_labels = raw_labels.to_labels(Path(labels), idmap)  # type: ignore[arg-type]
+                parsed_labels = raw_labels.to_labels(labels, idmap)  # type: ignore[arg-type]
         n = idmap.num_nodes
 
         def mapped_chunks():  # type: ignore[no-untyped-def]
@@ -202,7 +152,11 @@ def import_edgelist(
                 yield idmap.map_known(src), idmap.map_known(dst)
 
         built = edges.build_csc(
-            mapped_chunks, n, undirected=undirected, keep_duplicates=keep_duplicates, drop_self_loops=drop_self_loops
+            mapped_chunks,
+            n,
+            undirected=options.undirected,
+            keep_duplicates=options.keep_duplicates,
+            drop_self_loops=options.drop_self_loops,
         )
         spill.remove()
         writer.save("indptr", built.indptr)
@@ -225,18 +179,10 @@ def import_edgelist(
             name=name,
             num_edges=num_edges,
             edge_counts=edge_counts,
-            undirected=undirected,
             labels=parsed_labels,
-            labels_path=labels,
             features=feature_matrix,
-            features_path=features,
-            synthetic_dim=synthetic_features,
-            synthetic_signal=synthetic_feature_signal,
-            synthetic_classes=synthetic_labels,
-            split=split,
-            seed=seed,
             options=options,
-            non_finite=non_finite,
+            format_options=format_options,
         )
 
 

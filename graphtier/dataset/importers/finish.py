@@ -4,6 +4,7 @@ then validation and the atomic rename by the writer.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -17,13 +18,9 @@ from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import node_data
 from graphtier.dataset.importers.edges import EdgeCounts, IdMap
 from graphtier.dataset.importers.features import synthetic_features, write_feature_file
-from graphtier.dataset.importers.labels import MAX_CLASSES, Labels
-from graphtier.dataset.importers.splits import (
-    check_fractions,
-    random_split,
-    save_splits,
-)
-from graphtier.dataset.importers.textio import require_file
+from graphtier.dataset.importers.labels import Labels
+from graphtier.dataset.importers.options import ImportOptions
+from graphtier.dataset.importers.splits import random_split, save_splits
 from graphtier.dataset.writer import DatasetWriter
 from graphtier.errors import OptionError
 
@@ -104,47 +101,29 @@ def finish_edge_import(
     source: Path,
     name: str | None,
     num_edges: int,
-    undirected: bool,
     labels: Labels | None,
+    options: ImportOptions,
+    format_options: dict[str, Any],
+    features: np.ndarray | Any | None = None,
     edge_counts: EdgeCounts | None = None,
-    labels_path: str | os.PathLike[str] | None,
-    features: str | os.PathLike[str] | np.ndarray | None,
-    features_path: str | os.PathLike[str] | None = None,
-    synthetic_dim: int,
-    synthetic_signal: float = 0.0,
-    synthetic_classes: int = 0,
-    split: Sequence[float] | None,
-    seed: int,
-    options: dict[str, Any],
-    non_finite: str = "error",
 ) -> Dataset:
-    """The common end of the edge-list-like importers: node data, ``meta.json``, validate and rename."""
-    written = write_node_data(
-        writer,
-        idmap,
-        labels=labels,
-        features=features,
-        synthetic_dim=synthetic_dim,
-        synthetic_signal=synthetic_signal,
-        synthetic_classes=synthetic_classes,
-        split=split,
-        seed=seed,
-        features_path=features_path,
-        non_finite=non_finite,
-    )
-    if features_path is None and isinstance(features, (str, os.PathLike)):
-        features_path = features
+    """The common end of the edge-list-like importers: node data, ``meta.json``, validate and rename.
+
+    ``features``: the feature rows already read (from ``options.features`` or the input itself), or
+    None; ``format_options``: the ``meta.json`` ``source.options`` entries of the format's own options.
+    """
+    written = write_node_data(writer, idmap, labels=labels, features=features, options=options)
     meta = dataset_meta(
         name=name or default_name(writer.output),
         num_nodes=idmap.num_nodes,
         num_edges=num_edges,
-        directed=not undirected,
+        directed=not options.undirected,
         feature_dim=written.feature_dim,
         feature_dtype=written.feature_dtype,
         num_classes=written.num_classes,
         importer=importer,
-        inputs=[p for p in (source, labels_path, features_path) if p is not None],
-        options=options,
+        inputs=[p for p in (source, options.labels, options.features) if p is not None],
+        options={**format_options, **options.to_meta()},
         provenance=written.provenance,
         nodes_only_in_node_data=idmap.nodes_only_in_node_data,
         edge_counts=edge_counts,
@@ -157,31 +136,27 @@ def write_node_data(
     idmap: IdMap,
     *,
     labels: Labels | None,
-    features: str | os.PathLike[str] | np.ndarray | None,
-    synthetic_dim: int,
-    split: Sequence[float] | None,
-    seed: int,
-    synthetic_signal: float = 0.0,
-    synthetic_classes: int = 0,
-    features_path: str | os.PathLike[str] | None = None,
-    non_finite: str = "error",
+    features: np.ndarray | Any | None,
+    options: ImportOptions,
 ) -> NodeData:
-    """Write labels, features (from a file or synthetic) and a random split for ``idmap.num_nodes`` nodes.
+    """Write labels, features (the rows read from a file or the input, else synthetic) and a random split
+    for ``idmap.num_nodes`` nodes, as ``options`` say.
 
-    ``synthetic_classes`` K > 0 generates uniformly random labels for an unlabelled graph;
-    synthetic features (``synthetic_dim`` D > 0) are pure noise unless ``synthetic_signal`` > 0.
+    ``options.synthetic_labels`` K > 0 generates uniformly random labels for an unlabelled graph;
+    synthetic features (``options.synthetic_features`` D > 0) are pure noise unless
+    ``options.synthetic_feature_signal`` > 0.
     Returns the :class:`NodeData` for ``meta.json`` (dims, class count, provenance).
     """
-    import json
-
-
     n = idmap.num_nodes
+    synthetic_classes, synthetic_dim = options.synthetic_labels, options.synthetic_features
+    synthetic_signal, seed, split = options.synthetic_feature_signal, options.seed, options.split
     label_values: np.ndarray | None = None
     num_classes = 0
     labels_prov = prov.no_data()
     if synthetic_classes:
         if labels is not None and labels.num_classes > 0:
-            raise OptionError("--synthetic-labels: the graph already has labels; expected an unlabelled graph")
+            raise OptionError("{synthetic_labels}: the graph already has labels; expected an unlabelled graph",
+                              options=("synthetic_labels",))
         label_values, num_classes = node_data.synthetic_labels(n, synthetic_classes, seed), synthetic_classes
         writer.save("labels", label_values)
         labels_prov = prov.synthetic_labels(synthetic_classes, seed)
@@ -194,12 +169,13 @@ def write_node_data(
     feature_dim, feature_dtype = 0, "float32"
     features_prov = prov.no_data()
     if features is not None:
-        feature_dim, feature_dtype = write_feature_file(features, idmap, writer, features_path, non_finite)
+        feature_dim, feature_dtype = write_feature_file(features, idmap, writer, options.features, options.non_finite)
         features_prov = prov.input_data()
     elif synthetic_dim:
         if synthetic_signal > 0 and label_values is None:
             raise OptionError(
-                "--synthetic-feature-signal: expected labels (--labels or --synthetic-labels) to encode, found none"
+                "{synthetic_feature_signal}: expected labels ({labels} or {synthetic_labels}) to encode, found none",
+                options=("synthetic_feature_signal", "labels", "synthetic_labels"),
             )
         out = writer.open_memmap("features", (n, synthetic_dim), np.float32)
         synthetic_features(label_values, synthetic_dim, seed, num_nodes=n, out=out, signal=synthetic_signal)
@@ -211,45 +187,3 @@ def write_node_data(
         mask = label_values >= 0 if label_values is not None else None
         save_splits(writer, random_split(n, split, seed, mask))
     return NodeData(feature_dim, feature_dtype, num_classes, {"features": features_prov, "labels": labels_prov})
-
-
-def check_node_data_options(
-    labels: str | os.PathLike[str] | None,
-    features: str | os.PathLike[str] | None,
-    synthetic_dim: int,
-    split: Sequence[float] | None,
-    synthetic_signal: float = 0.0,
-    synthetic_classes: int = 0,
-    *,
-    labels_in_source: bool = False,
-) -> None:
-    """Reject conflicting or malformed labels/features/split options before any heavy work.
-
-    ``labels_in_source``: the input itself carries labels (a ``.mat`` variable), so a feature signal has
-    labels to encode without ``--labels``."""
-    if features is not None and synthetic_dim:
-        raise OptionError("--features and --synthetic-features: expected at most one, found both")
-    if synthetic_dim < 0:
-        raise OptionError(f"--synthetic-features: expected a positive dimension, found {synthetic_dim}")
-    if not np.isfinite(synthetic_signal) or synthetic_signal < 0:
-        raise OptionError(f"--synthetic-feature-signal: expected a finite number >= 0, found {synthetic_signal}")
-    if synthetic_signal > 0 and not synthetic_dim:
-        raise OptionError("--synthetic-feature-signal: expected --synthetic-features DIM as well, found none")
-    if synthetic_signal > 0 and labels is None and not labels_in_source and not synthetic_classes:
-        raise OptionError(
-            "--synthetic-feature-signal: expected labels (--labels or --synthetic-labels) to encode, found none"
-        )
-    if labels is not None and synthetic_classes:
-        raise OptionError("--labels and --synthetic-labels: expected at most one, found both")
-    if synthetic_classes < 0 or synthetic_classes == 1:
-        raise OptionError(f"--synthetic-labels: expected at least 2 classes, found {synthetic_classes}")
-    if synthetic_classes > MAX_CLASSES:  # before the graph is built, not when the labels are written
-        raise OptionError(
-            f"--synthetic-labels: expected at most {MAX_CLASSES:,} (2^24) classes, found {synthetic_classes:,}"
-        )
-    if labels is not None:
-        require_file(labels, "--labels file")
-    if features is not None:
-        require_file(features, "--features file")
-    if split is not None:
-        check_fractions(split)

@@ -20,7 +20,6 @@ from typing import Any
 
 import numpy as np
 
-from graphtier.dataset import finite
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import edges, finish, node_data, textio
 from graphtier.dataset.importers.csr_npz import compressed_edge_chunks
@@ -31,6 +30,7 @@ from graphtier.dataset.importers.labels import (
     mark_unlabelled,
     renumber_codes,
 )
+from graphtier.dataset.importers.options import ImportOptions
 from graphtier.dataset.importers.sparse import checked_sparse
 from graphtier.dataset.writer import DatasetWriter
 from graphtier.errors import DatasetError, OptionError
@@ -225,20 +225,8 @@ def import_mat(
     adjacency_key: str | None = None,
     features_key: str | None = None,
     labels_key: str | None = None,
-    labels: str | os.PathLike[str] | None = None,
-    features: str | os.PathLike[str] | None = None,
-    labels_layout: str = "auto",
-    labels_column: int | None = None,
-    unlabelled_value: int | None = None,
-    undirected: bool = False,
-    drop_self_loops: bool = False,
-    keep_duplicates: bool = False,
-    synthetic_features: int = 0,
-    synthetic_feature_signal: float = 0.0,
-    synthetic_labels: int = 0,
-    split: Sequence[float] | None = None,
-    seed: int = 0,
-    non_finite: str = "error",
+    options: ImportOptions | None = None,
+    **option_values: Any,
 ) -> Dataset:
     """Import the graph in the MATLAB file ``source`` into the dataset directory ``output``.
 
@@ -247,19 +235,19 @@ def import_mat(
         adjacency_key, features_key, labels_key: variable names (default: the first present of
             :data:`ADJACENCY_KEYS`, :data:`FEATURE_KEYS`, :data:`LABEL_KEYS`); ``"none"`` skips
             features or labels.
-        labels, features, labels_layout: files instead of variables, as for the edge-list importer
-            (row k = node k of the adjacency).
-        labels_column: take this column (0-based) of a 2-d labels variable or file.
-        unlabelled_value: the class id that means "no label" (Facebook100 uses 0).
-        undirected, drop_self_loops, keep_duplicates, split, seed, non_finite: as for the edge-list importer.
-        synthetic_features, synthetic_feature_signal, synthetic_labels: generate features
-            (noise unless the signal is > 0) or random labels when the file has none.
+        options, option_values: the shared :class:`ImportOptions`, as for the edge-list importer;
+            ``labels``/``features`` files replace the variables (row k = node k of the adjacency),
+            ``labels_column`` takes a column of a 2-d labels variable or file, ``unlabelled_value`` is the
+            class id that means "no label" (Facebook100 uses 0); synthetic features or labels need the
+            file to have none (``features_key``/``labels_key`` ``"none"``).
 
     Returns:
         The written :class:`Dataset` (``meta.source.options`` names the variables used,
         ``meta.source.unused_variables`` the others with their shapes).
     """
     path = textio.require_file(source, ".mat file")
+    options = ImportOptions.of(options, option_values)
+    labels, features = options.labels, options.features
     if labels is not None and labels_key not in (None, NONE):
         raise OptionError(f"--labels and --labels-key: expected at most one, found both ({labels}, {labels_key!r})")
     if features is not None and features_key not in (None, NONE):
@@ -273,32 +261,26 @@ def import_mat(
     lab_key = None if labels is not None else _pick(
         variables, path, labels_key, LABEL_KEYS, "--labels-key", required=False)
     assert adj_key is not None
-    if feat_key is not None and synthetic_features:
+    if feat_key is not None and options.synthetic_features:
         raise OptionError(
             f"--synthetic-features: {path} already has features ({feat_key!r}); pass --features-key none to replace them"
         )
-    if lab_key is not None and synthetic_labels:
+    if lab_key is not None and options.synthetic_labels:
         raise OptionError(
             f"--synthetic-labels: {path} already has labels ({lab_key!r}); pass --labels-key none to replace them"
         )
-    for option, given in (("--labels-column", labels_column), ("--unlabelled-value", unlabelled_value)):
-        if given is not None and lab_key is None and labels is None:
-            raise OptionError(f"{option}: expected labels to apply it to (--labels-key NAME or --labels FILE), found none")
-    finish.check_node_data_options(
-        labels, features, synthetic_features, split, synthetic_feature_signal, synthetic_labels,
-        labels_in_source=lab_key is not None,
-    )
-    finite.check_mode(non_finite)
+    options.check_inputs(labels_in_source=lab_key is not None,
+                         label_sources=("labels_key", "labels"))
     indptr_in, indices_in, n = read_adjacency(variables[adj_key], path, adj_key)
     idmap = edges.IdMap(num_nodes=n)
     feature_rows = read_features(variables[feat_key], path, feat_key, n) if feat_key is not None else None
     if lab_key is not None:
-        parsed_labels = read_mat_labels(variables[lab_key], path, lab_key, n, column=labels_column,
-                                        unlabelled=unlabelled_value)
+        parsed_labels = read_mat_labels(variables[lab_key], path, lab_key, n, column=options.labels_column,
+                                        unlabelled=options.unlabelled_value)
     elif labels is not None:
         parsed_labels = node_data.read_raw_labels(
-            labels, labels_layout, column=labels_column, unlabelled=unlabelled_value
-        ).to_labels(Path(labels), idmap)
+            labels, options.labels_layout, column=options.labels_column, unlabelled=options.unlabelled_value
+        ).to_labels(labels, idmap)
     else:
         parsed_labels = None
     unused = unused_variables(variables, (adj_key, feat_key, lab_key))
@@ -306,31 +288,14 @@ def import_mat(
     built = edges.build_csc(
         compressed_edge_chunks(indptr_in, indices_in, "csr"),
         n,
-        undirected=undirected,
-        keep_duplicates=keep_duplicates,
-        drop_self_loops=drop_self_loops,
+        undirected=options.undirected,
+        keep_duplicates=options.keep_duplicates,
+        drop_self_loops=options.drop_self_loops,
     )
     del indptr_in, indices_in
     indptr, indices, edge_counts = built.indptr, built.indices, built.counts
     del built
-    options = {
-        "adjacency_key": adj_key,
-        "features_key": feat_key,
-        "labels_key": lab_key,
-        "labels": str(labels) if labels is not None else None,
-        "features": str(features) if features is not None else None,
-        "labels_column": labels_column,
-        "unlabelled_value": unlabelled_value,
-        "undirected": undirected,
-        "drop_self_loops": drop_self_loops,
-        "keep_duplicates": keep_duplicates,
-        "synthetic_features": synthetic_features,
-        "synthetic_feature_signal": synthetic_feature_signal,
-        "synthetic_labels": synthetic_labels,
-        "split": list(split) if split is not None else None,
-        "seed": seed,
-        "non_finite": non_finite,
-    }
+    format_options = {"adjacency_key": adj_key, "features_key": feat_key, "labels_key": lab_key}
     with DatasetWriter(output, overwrite=overwrite) as writer:
         writer.source_notes["unused_variables"] = unused
         feature_source: Any = feature_rows
@@ -348,16 +313,8 @@ def import_mat(
             name=name,
             num_edges=num_edges,
             edge_counts=edge_counts,
-            undirected=undirected,
             labels=parsed_labels,
-            labels_path=labels,
             features=feature_source,
-            features_path=features,
-            synthetic_dim=synthetic_features,
-            synthetic_signal=synthetic_feature_signal,
-            synthetic_classes=synthetic_labels,
-            split=split,
-            seed=seed,
             options=options,
-            non_finite=non_finite,
+            format_options=format_options,
         )

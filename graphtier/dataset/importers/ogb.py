@@ -16,16 +16,18 @@ Every file may also be uncompressed (``.csv``). OGB datasets whose ``master.csv`
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from graphtier.dataset.finite import NonFiniteGuard, check_mode
+from graphtier.dataset.finite import NonFiniteGuard
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import edges, finish, splits, textio
 from graphtier.dataset.importers.features import note_replaced
 from graphtier.dataset.importers.labels import Labels, class_count
+from graphtier.dataset.importers.options import OGB_FIELDS, ImportOptions
 from graphtier.dataset.writer import DatasetWriter
 from graphtier.errors import DatasetError, OptionError
 
@@ -133,35 +135,27 @@ def import_ogb(
     name: str | None = None,
     overwrite: bool = False,
     scheme: str | None = None,
-    undirected: bool = False,
-    drop_self_loops: bool = False,
-    keep_duplicates: bool = False,
-    synthetic_features: int = 0,
-    synthetic_feature_signal: float = 0.0,
-    synthetic_labels: int = 0,
-    split: Sequence[float] | None = None,
-    seed: int = 0,
     chunk_bytes: int = textio.CHUNK_BYTES,
-    non_finite: str = "error",
+    options: ImportOptions | None = None,
+    **option_values: Any,
 ) -> Dataset:
     """Import the OGB node-property dataset folder ``source`` into ``output``.
 
     Args:
         source: folder with ``raw/`` (and optionally ``split/<scheme>/``).
         scheme: split scheme folder name (default: the only one).
-        undirected: add the missing reverse edges (OGB ``add_inverse_edge``).
-        drop_self_loops, keep_duplicates: as for the edge-list importer.
-        synthetic_features: D > 0 generates features when ``node-feat`` is absent (pure noise
-            unless ``synthetic_feature_signal`` > 0).
-        synthetic_labels: K > 0 generates uniformly random labels when ``node-label`` is absent.
-        split: random ``(train, valid, test)`` fractions instead of the OGB split.
-        non_finite: ``error`` (refuse NaN/±Inf in ``node-feat``) or ``replace`` (by 0, counted in
-            ``meta.json`` ``source.non_finite_replaced``).
+        options, option_values: the shared :class:`ImportOptions` (:data:`OGB_FIELDS`; no labels or
+            features files): ``undirected`` adds the missing reverse edges (OGB ``add_inverse_edge``);
+            ``synthetic_features``/``synthetic_labels`` generate node data the folder lacks; ``split``
+            draws random fractions instead of the OGB split; ``non_finite`` refuses or replaces NaN/±Inf
+            in ``node-feat``.
 
     Returns:
         The written :class:`Dataset`.
     """
     root = Path(source)
+    options = ImportOptions.of(options, option_values)
+    options.check_accepted(OGB_FIELDS, "ogb")
     if not root.is_dir():
         raise DatasetError(f"{root}: OGB dataset folder not found")
     raw = root / "raw"
@@ -174,18 +168,13 @@ def import_ogb(
     num_edges_path = find_raw(raw, "num-edge-list", required=False)
     feat_path = find_raw(raw, "node-feat", required=False)
     label_path = find_raw(raw, "node-label", required=False)
-    if synthetic_features < 0:
-        raise OptionError(f"--synthetic-features: expected a positive dimension, found {synthetic_features}")
-    if feat_path is not None and synthetic_features:
-        raise OptionError(f"--synthetic-features: {feat_path} already provides features")
-    if label_path is not None and synthetic_labels:
-        raise OptionError(f"--synthetic-labels: {label_path} already provides labels")
-    finish.check_node_data_options(
-        label_path, None, synthetic_features, split, synthetic_feature_signal, synthetic_labels
-    )
-    if split is not None:
-        splits.check_fractions(split)
-    check_mode(non_finite)
+    if feat_path is not None and options.synthetic_features:
+        raise OptionError(f"{{synthetic_features}}: {feat_path} already provides features",
+                          options=("synthetic_features",))
+    if label_path is not None and options.synthetic_labels:
+        raise OptionError(f"{{synthetic_labels}}: {label_path} already provides labels", options=("synthetic_labels",))
+    options.check_inputs(labels_in_source=label_path is not None)
+    split = options.split
     scheme_dir = None if split is not None else choose_scheme(root, scheme)
     n = read_single_int(num_nodes_path)
     if n < 0:
@@ -215,7 +204,11 @@ def import_ogb(
             yield from spill
 
         built = edges.build_csc(
-            chunks, n, undirected=undirected, keep_duplicates=keep_duplicates, drop_self_loops=drop_self_loops
+            chunks,
+            n,
+            undirected=options.undirected,
+            keep_duplicates=options.keep_duplicates,
+            drop_self_loops=options.drop_self_loops,
         )
         spill.remove()
         writer.save("indptr", built.indptr)
@@ -225,20 +218,10 @@ def import_ogb(
         del built
 
         labels = read_ogb_labels(label_path, n) if label_path is not None else None
-        written = finish.write_node_data(
-            writer,
-            edges.IdMap(num_nodes=n),
-            labels=labels,
-            features=None,
-            synthetic_dim=synthetic_features,
-            synthetic_signal=synthetic_feature_signal,
-            synthetic_classes=synthetic_labels,
-            split=split,
-            seed=seed,
-        )
+        written = finish.write_node_data(writer, edges.IdMap(num_nodes=n), labels=labels, features=None, options=options)
         feature_dim, feature_dtype, num_classes = written.feature_dim, written.feature_dtype, written.num_classes
         if feat_path is not None:
-            feature_dim, feature_dtype = write_ogb_features(feat_path, n, writer, non_finite), "float32"
+            feature_dim, feature_dtype = write_ogb_features(feat_path, n, writer, options.non_finite), "float32"
             written.provenance["features"] = {"kind": "input"}
         if scheme_dir is not None:
             split_paths = [find_raw(scheme_dir, part, required=True) for part in ("train", "valid", "test")]
@@ -248,24 +231,13 @@ def import_ogb(
             name=name or finish.default_name(output),
             num_nodes=n,
             num_edges=num_edges,
-            directed=not undirected,
+            directed=not options.undirected,
             feature_dim=feature_dim,
             feature_dtype=feature_dtype,
             num_classes=num_classes,
             importer="ogb",
             inputs=inputs,
-            options={
-                "scheme": scheme_dir.name if scheme_dir is not None else None,
-                "undirected": undirected,
-                "drop_self_loops": drop_self_loops,
-                "keep_duplicates": keep_duplicates,
-                "synthetic_features": synthetic_features,
-                "synthetic_feature_signal": synthetic_feature_signal,
-                "synthetic_labels": synthetic_labels,
-                "split": list(split) if split is not None else None,
-                "seed": seed,
-                "non_finite": non_finite,
-            },
+            options={"scheme": scheme_dir.name if scheme_dir is not None else None, **options.to_meta(OGB_FIELDS)},
             provenance=written.provenance,
             edge_counts=edge_counts,
         )

@@ -21,11 +21,12 @@ import numpy as np
 import scipy.sparse as sp
 
 from graphtier.dataset import resources
-from graphtier.dataset.finite import NonFiniteGuard, check_mode
+from graphtier.dataset.finite import NonFiniteGuard
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import edges, finish, splits, textio
 from graphtier.dataset.importers.features import note_replaced
 from graphtier.dataset.importers.labels import check_class_count
+from graphtier.dataset.importers.options import PLANETOID_FIELDS, ImportOptions
 from graphtier.dataset.importers.sparse import checked_sparse
 from graphtier.dataset.writer import DatasetWriter
 from graphtier.errors import DatasetError, OptionError
@@ -146,7 +147,8 @@ def import_planetoid(
     name: str | None = None,
     overwrite: bool = False,
     dataset: str | None = None,
-    non_finite: str = "error",
+    options: ImportOptions | None = None,
+    **option_values: Any,
 ) -> Dataset:
     """Import the Planetoid files in directory ``source`` into ``output``.
 
@@ -155,15 +157,17 @@ def import_planetoid(
         output: dataset directory to create.
         name: dataset name (default: ``<dataset>``).
         dataset: the ``<dataset>`` part of the file names (default: detected).
-        non_finite: ``error`` (refuse NaN/±Inf features) or ``replace`` (by 0, counted in
-            ``meta.json`` ``source.non_finite_replaced``).
+        options, option_values: the shared :class:`ImportOptions`; Planetoid takes only ``non_finite``
+            (:data:`PLANETOID_FIELDS`: ``error`` refuses NaN/±Inf features, ``replace`` sets them to 0,
+            counted in ``meta.json`` ``source.non_finite_replaced``); its graph and split are fixed.
 
     Returns:
         The written :class:`Dataset`: float32 features [N, D], int64 labels, undirected CSC graph,
         the public split.
     """
     root = Path(source)
-    check_mode(non_finite)
+    options = ImportOptions.of(options, option_values)
+    options.check_accepted(PLANETOID_FIELDS, "planetoid")
     if not root.is_dir():
         raise DatasetError(f"{root}: Planetoid directory not found")
     dataset = dataset or detect_name(root)
@@ -219,7 +223,7 @@ def import_planetoid(
     # tx/ty rows are stored in test.index order, the graph numbers test nodes by their index.
     features[test_index] = features[sorted_test]
     onehot[test_index] = onehot[sorted_test]
-    guard = NonFiniteGuard(paths["allx"], non_finite)
+    guard = NonFiniteGuard(paths["allx"], options.non_finite)
     features = guard.apply(features, 0)
     num_nodes = features.shape[0]
     labels = np.where(onehot.sum(axis=1) > 0, onehot.argmax(axis=1), -1).astype(np.int64)
@@ -250,7 +254,7 @@ def import_planetoid(
             num_classes=num_classes,
             importer="planetoid",
             inputs=[paths[p] for p in PARTS] + [test_path],
-            options={"dataset": dataset, "non_finite": non_finite},
+            options={"dataset": dataset, **options.to_meta(PLANETOID_FIELDS)},
             edge_counts=built.counts,
         )
         return writer.finish(meta)

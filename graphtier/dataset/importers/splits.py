@@ -19,9 +19,11 @@ def parse_fractions(text: str) -> tuple[float, float, float]:
     try:
         values = tuple(float(p) for p in parts)
     except ValueError:
-        raise OptionError(f"--split: expected three fractions like 0.6,0.2,0.2, found {text!r}") from None
+        raise OptionError(f"{{split}}: expected three fractions like 0.6,0.2,0.2, found {text!r}", options=("split",)) from None
     if len(values) != 3:
-        raise OptionError(f"--split: expected three fractions (train,valid,test), found {len(values)} in {text!r}")
+        raise OptionError(
+            f"{{split}}: expected three fractions (train,valid,test), found {len(values)} in {text!r}", options=("split",)
+        )
     check_fractions(values)
     return values  # type: ignore[return-value]
 
@@ -30,7 +32,8 @@ def check_fractions(fractions: Sequence[float]) -> None:
     """Raise :class:`OptionError` unless ``fractions`` are three numbers in [0, 1] summing to <= 1."""
     if len(fractions) != 3 or any(not (0.0 <= f <= 1.0) for f in fractions) or sum(fractions) > 1.0 + 1e-9:
         raise OptionError(
-            f"--split: expected three fractions in [0, 1] summing to at most 1, found {tuple(fractions)}"
+            f"{{split}}: expected three fractions in [0, 1] summing to at most 1, found {tuple(fractions)}",
+            options=("split",),
         )
 
 

@@ -205,11 +205,11 @@ def test_synthetic_labels(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "kwargs, match",
     [
-        ({"synthetic_feature_signal": 1.0}, "--synthetic-features DIM"),
+        ({"synthetic_feature_signal": 1.0}, "expected synthetic_features= as well"),
         ({"synthetic_features": 4, "synthetic_feature_signal": 1.0}, "expected labels"),
         ({"synthetic_features": 4, "synthetic_feature_signal": -1.0}, "finite number >= 0"),
         ({"synthetic_labels": 1}, "at least 2 classes"),
-        ({"labels_layout": "rows"}, "--labels-layout"),
+        ({"labels_layout": "rows"}, "labels_layout= expected one of auto, pairs, lines"),
     ],
 )
 def test_option_errors(tmp_path: Path, kwargs: dict, match: str) -> None:
@@ -292,7 +292,7 @@ def test_labels_column_and_unlabelled_value_for_npy_and_text(tmp_path: Path) -> 
     np.save(tmp_path / "plain.npy", np.array([1, 0, 2, 0]))
     ds = import_csr_npz(_npz(tmp_path), tmp_path / "c", labels=tmp_path / "plain.npy", unlabelled_value=0)
     np.testing.assert_array_equal(ds.labels, [1, -1, 2, -1])
-    with pytest.raises(OptionError, match="--unlabelled-value: expected --labels FILE"):
+    with pytest.raises(OptionError, match=r"unlabelled_value=: expected labels to apply it to \(labels=\)"):
         import_csr_npz(_npz(tmp_path), tmp_path / "bad", unlabelled_value=0)
     with pytest.raises(OptionError, match="--labels-column: expected a column number >= 0"):
         import_csr_npz(_npz(tmp_path), tmp_path / "bad", labels=tmp_path / "t.npy", labels_column=-2)

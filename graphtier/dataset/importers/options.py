@@ -1,0 +1,169 @@
+"""The options every importer shares, as one typed value: :class:`ImportOptions`.
+
+The CLI builds it once from the shared click options (``graphtier/cli/prepare_options.py``), and it is
+passed unchanged to every importer and to :func:`~graphtier.dataset.importers.finish.finish_edge_import`.
+It validates itself in one place (:meth:`ImportOptions.__post_init__`; the checks that need the input,
+such as files existing or labels inside the source, in :meth:`ImportOptions.check_inputs`) and writes its
+``meta.json`` ``source.options`` entries from one place (:meth:`ImportOptions.to_meta`). Errors name the
+options as the caller spelled them (``synthetic_features=`` in Python, ``--synthetic-features`` on the CLI).
+
+Each format accepts a subset (:data:`EDGE_FORMAT_FIELDS`, :data:`OGB_FIELDS`, :data:`PLANETOID_FIELDS`):
+a value given for an option the format does not take is an error, not silently ignored.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from graphtier.dataset.finite import NON_FINITE_MODES
+from graphtier.dataset.importers.labels import MAX_CLASSES
+from graphtier.dataset.importers.node_data import LABEL_LAYOUTS
+from graphtier.dataset.importers.splits import check_fractions, parse_fractions
+from graphtier.dataset.importers.textio import require_file
+from graphtier.errors import OptionError
+
+PathLike = str | os.PathLike[str]
+
+
+@dataclass(frozen=True)
+class ImportOptions:
+    """The options shared by the importers (one field per shared ``graphtier prepare`` option).
+
+    Graph: ``undirected`` (add missing reverse edges), ``drop_self_loops``, ``keep_duplicates``.
+    Node-data files: ``labels``, ``features`` (paths), ``labels_layout`` (``auto``/``pairs``/``lines``),
+    ``labels_column`` (0-based column of a 2-d labels array), ``unlabelled_value`` (class id meaning none).
+    Synthetic node data: ``synthetic_features`` D (noise features, label signal ``synthetic_feature_signal``),
+    ``synthetic_labels`` K (random labels). ``split``: ``(train, valid, test)`` fractions (or their text
+    ``"0.6,0.2,0.2"``), ``seed`` of the split and the synthetic data. ``non_finite``: ``error`` or ``replace``
+    NaN/Inf feature values.
+    """
+
+    undirected: bool = False
+    drop_self_loops: bool = False
+    keep_duplicates: bool = False
+    labels: Path | None = None
+    features: Path | None = None
+    labels_layout: str = "auto"
+    labels_column: int | None = None
+    unlabelled_value: int | None = None
+    synthetic_features: int = 0
+    synthetic_feature_signal: float = 0.0
+    synthetic_labels: int = 0
+    split: tuple[float, float, float] | None = None
+    seed: int = 0
+    non_finite: str = "error"
+
+    def __post_init__(self) -> None:
+        """Normalise (paths, split text) and reject malformed or conflicting values."""
+        for path_field in ("labels", "features"):
+            value = getattr(self, path_field)
+            if value is not None and not isinstance(value, Path):
+                object.__setattr__(self, path_field, Path(value))
+        if isinstance(self.split, str):
+            object.__setattr__(self, "split", parse_fractions(self.split))
+        elif self.split is not None:
+            object.__setattr__(self, "split", tuple(float(f) for f in self.split))
+            check_fractions(self.split)
+        self._check_values()
+
+    def _check_values(self) -> None:
+        if self.features is not None and self.synthetic_features:
+            raise OptionError("{features} and {synthetic_features}: expected at most one, found both",
+                              options=("features", "synthetic_features"))
+        if self.synthetic_features < 0:
+            raise OptionError.invalid("synthetic_features", "a positive dimension", self.synthetic_features)
+        signal = self.synthetic_feature_signal
+        if not np.isfinite(signal) or signal < 0:
+            raise OptionError.invalid("synthetic_feature_signal", "a finite number >= 0", signal)
+        if signal > 0 and not self.synthetic_features:
+            raise OptionError("{synthetic_feature_signal}: expected {synthetic_features} as well, found none",
+                              options=("synthetic_feature_signal", "synthetic_features"))
+        if self.labels is not None and self.synthetic_labels:
+            raise OptionError("{labels} and {synthetic_labels}: expected at most one, found both",
+                              options=("labels", "synthetic_labels"))
+        if self.synthetic_labels < 0 or self.synthetic_labels == 1:
+            raise OptionError.invalid("synthetic_labels", "at least 2 classes", self.synthetic_labels)
+        if self.synthetic_labels > MAX_CLASSES:  # before the graph is built, not when the labels are written
+            raise OptionError.invalid("synthetic_labels", f"at most {MAX_CLASSES:,} (2^24) classes",
+                                      f"{self.synthetic_labels:,}", show=False)
+        if self.labels_layout not in LABEL_LAYOUTS:
+            raise OptionError.invalid("labels_layout", f"one of {', '.join(LABEL_LAYOUTS)}", self.labels_layout)
+        if self.non_finite not in NON_FINITE_MODES:
+            raise OptionError.invalid("non_finite", f"one of {', '.join(NON_FINITE_MODES)}", self.non_finite)
+
+    def check_inputs(
+        self, *, labels_in_source: bool = False, label_sources: tuple[str, ...] = ("labels",)
+    ) -> None:
+        """The checks that need the input: the ``labels``/``features`` files exist, and a feature signal or a
+        ``labels_column``/``unlabelled_value`` has labels to apply to (``labels_in_source``: the input itself
+        carries labels, as a ``.mat`` variable or OGB's ``node-label``; ``label_sources``: the options
+        that give labels, named when none did)."""
+        has_labels = self.labels is not None or labels_in_source
+        if self.synthetic_feature_signal > 0 and not has_labels and not self.synthetic_labels:
+            raise OptionError(
+                "{synthetic_feature_signal}: expected labels ({labels} or {synthetic_labels}) to encode, found none",
+                options=("synthetic_feature_signal", "labels", "synthetic_labels"),
+            )
+        for option in ("labels_column", "unlabelled_value"):
+            if getattr(self, option) is not None and not has_labels:
+                where = " or ".join(f"{{{name}}}" for name in label_sources)
+                raise OptionError(f"{{{option}}}: expected labels to apply it to ({where}), found none",
+                                  options=(option, *label_sources))
+        if self.labels is not None:
+            require_file(self.labels, "--labels file")
+        if self.features is not None:
+            require_file(self.features, "--features file")
+
+    def check_accepted(self, accepted: Iterable[str], importer: str) -> None:
+        """Refuse a non-default value for an option the ``importer`` does not take (it would be ignored)."""
+        accepted = set(accepted)
+        for field in fields(self):
+            if field.name not in accepted and getattr(self, field.name) != field.default:
+                raise OptionError(
+                    f"{{{field.name}}}: expected no value for the {importer} importer (it does not use it), "
+                    f"found {getattr(self, field.name)!r}",
+                    options=(field.name,),
+                )
+
+    def to_meta(self, accepted: Iterable[str] | None = None) -> dict[str, Any]:
+        """The ``meta.json`` ``source.options`` entries (paths as text, the split as a list), for the
+        ``accepted`` fields of one format (default: all)."""
+        names = [f.name for f in fields(self)] if accepted is None else list(accepted)
+        meta: dict[str, Any] = {}
+        for name in names:
+            value = getattr(self, name)
+            if isinstance(value, Path):
+                value = str(value)
+            elif isinstance(value, tuple):
+                value = list(value)
+            meta[name] = value
+        return meta
+
+    @classmethod
+    def of(cls, options: ImportOptions | None, overrides: dict[str, Any]) -> ImportOptions:
+        """``options`` (default: all defaults) with the keyword ``overrides`` of a Python caller applied."""
+        base = options if options is not None else cls()
+        unknown = sorted(set(overrides) - {f.name for f in fields(cls)})
+        if unknown:
+            raise TypeError(f"unexpected keyword argument(s) {', '.join(unknown)}; ImportOptions has no such field")
+        return dataclasses.replace(base, **overrides) if overrides else base
+
+
+GRAPH_FIELDS = ("undirected", "drop_self_loops", "keep_duplicates")
+"""Edge handling (every format but Planetoid, whose public form is fixed)."""
+NODE_FILE_FIELDS = ("labels", "features", "labels_layout", "labels_column", "unlabelled_value")
+"""Labels and features from files."""
+SYNTHETIC_FIELDS = ("synthetic_features", "synthetic_feature_signal", "synthetic_labels", "split", "seed")
+"""Generated node data and the random split."""
+EDGE_FORMAT_FIELDS = GRAPH_FIELDS + NODE_FILE_FIELDS + SYNTHETIC_FIELDS + ("non_finite",)
+"""What ``edgelist``, ``csr-npz`` and ``mat`` accept: every field."""
+OGB_FIELDS = GRAPH_FIELDS + SYNTHETIC_FIELDS + ("non_finite",)
+PLANETOID_FIELDS = ("non_finite",)
+
