@@ -105,3 +105,14 @@ def test_train_cli_refuses_a_budget_without_a_unit(tiny_dataset: Dataset, option
                      option, "1")
     assert_user_error(result, f"{option}: a number without a unit is ambiguous", '"1GB"')
     assert "final" not in result.stdout
+
+
+def test_validate_hints_name_the_import_argument(tiny_dataset: Dataset) -> None:
+    """A dataset without a train split: ``split=`` for a Python caller, ``--split`` on the CLI."""
+    (tiny_dataset.path / "train_idx.npy").unlink()
+    with pytest.raises(OptionError, match=r"no train split \(train_idx.npy\); re-import it with split=$") as info:
+        TrainConfig().validate(Dataset.open(tiny_dataset.path))
+    assert "--" not in str(info.value)
+    assert info.value.render(cli=True).endswith("re-import it with --split")
+    result = run_cli("train", str(tiny_dataset.path), "--epochs", "1", "--quiet")
+    assert_user_error(result, "re-import it with --split")
