@@ -307,7 +307,10 @@ def plan_capacity(
         raise DatasetError(f"{dataset.path}: no features.npy; plan sizes the feature tiers, so it needs features")
     train = dataset.train_idx
     if train is None or np.asarray(train).size == 0:
-        raise DatasetError(f"{dataset.path / 'train_idx.npy'}: expected a non-empty training split (import with {split})", options=("split",))
+        raise DatasetError(
+            f"{dataset.path / 'train_idx.npy'}: expected a non-empty training split (import with {{split}})",
+            options=("split",),
+        )
     if not budgets:
         raise OptionError("{budgets}: expected at least one budget", options=("budgets",))
     for text in budgets:  # refuse a bad budget before the replay, not after it
