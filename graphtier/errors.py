@@ -4,10 +4,10 @@ Every mistake a user can make (a bad path, a bad option, a malformed input file)
 subclass of :class:`GraphtierError` whose message is one line naming the file or option, what
 was expected and what was found. The CLI prints that line and exits with code 2.
 
-An :class:`OptionError` about an option names it the way the caller spelled it: one message,
+An error about an option names it the way the caller spelled it: one message,
 two renderings. Its template marks each option as ``{field}`` or ``{field=value}``; ``str(error)``
 (a Python caller) renders ``features_on=`` / ``features_on='gpu'``, and the CLI renders
-``--features-on`` / ``--features-on gpu`` (:meth:`OptionError.render`).
+``--features-on`` / ``--features-on gpu`` (:meth:`GraphtierError.render`).
 """
 
 from __future__ import annotations
@@ -19,31 +19,18 @@ _OPTION_TOKEN = re.compile(r"\{([a-z][a-z0-9_]*)(?:=([^{}]*))?\}")
 
 
 class GraphtierError(Exception):
-    """A user mistake: printed as one line by the CLI, exit code 2."""
+    """A user mistake: printed as one line by the CLI, exit code 2.
 
-
-class DatasetError(GraphtierError):
-    """A dataset directory or an input file is missing, malformed or inconsistent."""
-
-
-class OptionError(GraphtierError):
-    """A command-line or API option has a value that cannot be used.
-
-    ``OptionError(message)`` is a finished line. ``OptionError(template, options=("features_on",))``
+    ``GraphtierError(message)`` is a finished line. ``GraphtierError(template, options=("features_on",))``
     marks the options it names as ``{features_on}`` or ``{features_on=tiered}`` in ``template``; they are
-    rendered as Python arguments by ``str()`` and as CLI flags by ``render(cli=True)``.
+    rendered as Python arguments by ``str()`` and as CLI flags by ``render(cli=True)``. Every subclass
+    (an option, a dataset, a resource error) may name options this way.
     """
 
-    def __init__(self, message: str, *, options: tuple[str, ...] = ()) -> None:
+    def __init__(self, message: str = "", *, options: tuple[str, ...] = ()) -> None:
         self.template = message
         self.options = tuple(options)
         super().__init__(self.render(cli=False))
-
-    @classmethod
-    def invalid(cls, option: str, expected: str, found: Any, *, show: bool = True) -> OptionError:
-        """``{option} expected {expected}, found {found!r}`` (``show=False``: ``found`` as given, not its repr)."""
-        shown = repr(found) if show else str(found)
-        return cls(f"{{{option}}} expected {expected}, found {shown}", options=(option,))
 
     @staticmethod
     def flag(option: str) -> str:
@@ -66,8 +53,24 @@ class OptionError(GraphtierError):
         return _OPTION_TOKEN.sub(name, self.template)
 
 
+class DatasetError(GraphtierError):
+    """A dataset directory or an input file is missing, malformed or inconsistent."""
+
+
+class OptionError(GraphtierError):
+    """A command-line or API option has a value that cannot be used (options marked as in :class:`GraphtierError`)."""
+
+    @classmethod
+    def invalid(cls, option: str, expected: str, found: Any, *, show: bool = True) -> OptionError:
+        """``{option} expected {expected}, found {found!r}`` (``show=False``: ``found`` as given, not its repr)."""
+        shown = repr(found) if show else str(found)
+        return cls(f"{{{option}}} expected {expected}, found {shown}", options=(option,))
+
+
 def _python_literal(text: str) -> str:
-    """``text`` as a Python caller would write the value: a number bare, anything else quoted."""
+    """``text`` as a Python caller would write the value: a number or a placeholder (``DIM``) bare, anything else quoted."""
+    if text.isalpha() and text.isupper():
+        return text
     try:
         float(text)
     except ValueError:
@@ -77,7 +80,7 @@ def _python_literal(text: str) -> str:
 
 def render_error(error: GraphtierError, *, cli: bool) -> str:
     """The one-line message of ``error`` for a CLI user (``cli``: flags) or a Python caller (argument names)."""
-    return error.render(cli=cli) if isinstance(error, OptionError) else str(error)
+    return error.render(cli=cli)
 
 
 class ResourceError(GraphtierError):

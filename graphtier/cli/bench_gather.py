@@ -96,7 +96,7 @@ def command(
             _write_json(json_path, result)
         return
 
-    budget = parse_budget(table_size, "--table-size")
+    budget = parse_budget(table_size, "table_size")
     if budget.num_bytes is None:
         raise OptionError(f"--table-size: expected bytes with a unit (\"512MiB\"), found {table_size!r}")
     cores = numba.config.NUMBA_NUM_THREADS

@@ -47,8 +47,8 @@ def command(
         if path is not None and path.suffix != ".npy":
             raise click.BadParameter(f"expected a path ending in .npy, found {str(path)!r}", param_hint=option)
     check_outputs(
-        [("--output", output, "file"), ("--embeddings", embeddings, "file")],
-        inputs=[("--model", model_path)],
+        [("output", output, "file"), ("embeddings", embeddings, "file")],
+        inputs=[("model", model_path)],
         dataset=dataset,
     )
     saved = load_model(model_path)
@@ -56,9 +56,9 @@ def command(
     start = time.perf_counter()
     result = predict(saved, data, device=device, chunk_size=chunk_size, embeddings=embeddings is not None)
     seconds = time.perf_counter() - start
-    save_npy(output, result.probabilities if probabilities else result.classes, "--output")
+    save_npy(output, result.probabilities if probabilities else result.classes, "output")
     if embeddings is not None and result.embeddings is not None:
-        save_npy(embeddings, result.embeddings.astype(np.float32, copy=False), "--embeddings")
+        save_npy(embeddings, result.embeddings.astype(np.float32, copy=False), "embeddings")
     if not quiet:
         what = "class probabilities" if probabilities else "predicted classes"
         click.echo(

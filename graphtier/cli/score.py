@@ -50,7 +50,7 @@ def command(
     method = merge_alias(score, method, "--score", "--method")
     if method is None:
         method = DEFAULT_SCORE
-    check_outputs([("--output", output, "file")], dataset=dataset)
+    check_outputs([("output", output, "file")], dataset=dataset)
     if output is not None and output.suffix != ".npy":
         raise OptionError(f"--output: expected a file name ending in .npy, found {str(output)!r}")
     data = Dataset.open(dataset)
@@ -66,5 +66,5 @@ def command(
         order = np.argsort(-result.scores, kind="stable")[:top]
         click.echo("top nodes: " + ", ".join(f"{int(v)} ({result.scores[v]:.4g})" for v in order))
     if output is not None:
-        save_npy(output, result.scores, "--output")
+        save_npy(output, result.scores, "output")
         click.echo(f"wrote {output}")

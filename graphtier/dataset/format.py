@@ -205,7 +205,8 @@ class Dataset:
                 how = f" (sampled {SAMPLE_BLOCKS} blocks of {SAMPLE_BLOCK_BYTES >> 20} MiB)" if sampled else ""
                 raise DatasetError(
                     f"{p}: expected finite feature values, found NaN/Inf in row {row}{how}; "
-                    "re-import with --non-finite replace"
+                    "re-import with {non_finite=replace}",
+                    options=("non_finite",),
                 )
         if self.labels is not None:
             p = root / "labels.npy"

@@ -68,13 +68,19 @@ def _nearest_existing(path: Path) -> Path:
     return path
 
 
+def _given(option: str, path: PathArg) -> str:
+    """The message token naming ``option`` (a Python argument name) with its value ``path``: rendered
+    ``option='path'`` for a Python caller and ``--option path`` for the CLI (:class:`~graphtier.errors.GraphtierError`)."""
+    return f"{{{option}={path}}}"
+
+
 def _check_writable_directory(option: str, path: Path, directory: Path) -> None:
     """``directory`` (``path`` or an ancestor of it) must be a directory this process can create files in."""
     if not directory.is_dir():
-        raise OptionError(f"{option} {path}: {directory} is a file, not a directory")
+        raise OptionError(f"{_given(option, path)}: {directory} is a file, not a directory", options=(option,))
     if not os.access(directory, os.W_OK | os.X_OK):
         reason = "is on a read-only file system" if _read_only_mount(directory) else "is not writable"
-        raise OptionError(f"{option} {path}: directory {directory} {reason}")
+        raise OptionError(f"{_given(option, path)}: directory {directory} {reason}", options=(option,))
 
 
 def _read_only_mount(directory: Path) -> bool:
@@ -87,26 +93,31 @@ def _read_only_mount(directory: Path) -> bool:
 def check_output(option: str, path: str | os.PathLike[str], kind: OutputKind = "file") -> Path:
     """Raise :class:`OptionError` (naming ``option``) unless ``path`` can be written as a ``kind``.
 
+    ``option`` is the Python argument name (``save_model``); the message renders it as ``save_model='PATH'``
+    for a Python caller and as the flag (``--save-model PATH``) for the CLI.
     Returns the absolute, symlink-resolved path. A ``file`` that exists must be a regular file (it
     is replaced); a ``dir`` that exists must be a directory. Missing parents are allowed when the
     nearest existing ancestor is a writable directory. Paths under /proc, /sys or /dev are refused.
     """
     given = Path(path)
     if str(path) == "":
-        raise OptionError(f"{option}: expected a path, found an empty string")
+        raise OptionError(f"{{{option}}}: expected a path, found an empty string", options=(option,))
     resolved = given.resolve()
     for pseudo in PSEUDO_FILESYSTEMS:
         if _is_under(resolved, pseudo):
-            raise OptionError(f"{option} {given}: is under {pseudo}, a kernel pseudo-filesystem; expected a path on a disk")
+            raise OptionError(
+                f"{_given(option, given)}: is under {pseudo}, a kernel pseudo-filesystem; expected a path on a disk",
+                options=(option,),
+            )
     if kind == "file":
         if resolved.is_dir():
-            raise OptionError(f"{option} {given}: is a directory, expected a file path")
+            raise OptionError(f"{_given(option, given)}: is a directory, expected a file path", options=(option,))
         if resolved.exists() and not resolved.is_file():
-            raise OptionError(f"{option} {given}: exists and is not a regular file")
+            raise OptionError(f"{_given(option, given)}: exists and is not a regular file", options=(option,))
         _check_writable_directory(option, given, _nearest_existing(resolved.parent))
     elif kind == "dir":
         if resolved.exists() and not resolved.is_dir():
-            raise OptionError(f"{option} {given}: exists and is not a directory")
+            raise OptionError(f"{_given(option, given)}: exists and is not a directory", options=(option,))
         _check_writable_directory(option, given, _nearest_existing(resolved))
     else:
         raise ValueError(f"kind expected 'file' or 'dir', found {kind!r}")
@@ -133,6 +144,7 @@ def check_outputs(
     Raises :class:`OptionError` naming the option when a path cannot be written (:func:`check_output`),
     when two outputs name the same file, when an output would replace an input file (``inputs``:
     ``(option, path)`` of files the command reads) or a file of the ``dataset`` directory being read.
+    Options are Python argument names, rendered as flags by the CLI (:func:`check_output`).
     """
     checked: list[tuple[str, Path, OutputKind]] = []
     for option, path, kind in outputs:
@@ -141,17 +153,23 @@ def check_outputs(
         resolved = check_output(option, path, kind)
         for other_option, other, _ in checked:
             if _same_file(resolved, other):
-                raise OptionError(f"{option} {path}: is the same path as {other_option}; give each output its own path")
+                raise OptionError(
+                    f"{_given(option, path)}: is the same path as {{{other_option}}}; give each output its own path",
+                    options=(option, other_option),
+                )
         checked.append((option, resolved, kind))
-    read = [(f"the file given to {option}", Path(path).resolve()) for option, path in inputs if path is not None]
+    read = [(f"the file given to {{{option}}}", option, Path(path).resolve()) for option, path in inputs if path is not None]
     if dataset is not None:
-        read += [(f"a file of the dataset {dataset}", file.resolve()) for file in dataset_files(dataset)]
+        read += [(f"a file of the dataset {dataset}", None, file.resolve()) for file in dataset_files(dataset)]
     for option, resolved, kind in checked:
         if kind != "file":
             continue
-        for what, source in read:
+        for what, input_option, source in read:
             if _same_file(resolved, source):
-                raise OptionError(f"{option} {source}: is {what}, which is being read; write the output elsewhere")
+                raise OptionError(
+                    f"{_given(option, source)}: is {what}, which is being read; write the output elsewhere",
+                    options=(option,) if input_option is None else (option, input_option),
+                )
 
 
 def temporary_path(target: Path) -> Path:
@@ -201,9 +219,9 @@ def save_npy(path: str | os.PathLike[str], array: np.ndarray, option: str) -> Pa
     """
     target = Path(path)
     if target.suffix != ".npy":
-        raise OptionError(f"{option}: expected a file name ending in .npy, found {str(path)!r}")
+        raise OptionError(f"{{{option}}}: expected a file name ending in .npy, found {str(path)!r}", options=(option,))
     target.parent.mkdir(parents=True, exist_ok=True)
-    resources.require_disk(target.parent, int(array.nbytes) + NPY_HEADER_BYTES, f"{option} {target}")
+    resources.require_disk(target.parent, int(array.nbytes) + NPY_HEADER_BYTES, _given(option, target), options=(option,))
 
     def write(tmp: Path) -> None:
         with open(tmp, "wb") as handle:  # a file object: np.save appends no ".npy" to the temporary name

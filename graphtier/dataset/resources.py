@@ -64,16 +64,18 @@ def available_memory() -> int:
         return 1 << 62
 
 
-def require_memory(needed: int, what: str) -> None:
+def require_memory(needed: int, what: str, *, options: tuple[str, ...] = ()) -> None:
     """Raise :class:`ResourceError` when ``needed`` bytes exceed the available memory.
 
-    ``what`` names the thing being built, e.g. ``"importing /data/edges.txt (CSC of 10^11 nodes)"``.
+    ``what`` names the thing being built, e.g. ``"importing /data/edges.txt (CSC of 10^11 nodes)"``; it may
+    mark the ``options`` it names as ``{option=value}`` (:class:`~graphtier.errors.GraphtierError`).
     """
     available = available_memory()
     if needed > available:
         raise ResourceError(
             f"{what}: needs about {human_bytes(needed)} ({needed:,} bytes) of memory, "
-            f"only {human_bytes(available)} available"
+            f"only {human_bytes(available)} available",
+            options=options,
         )
 
 
@@ -88,13 +90,15 @@ def free_disk(path: str | os.PathLike[str]) -> int:
         return 1 << 62
 
 
-def require_disk(path: str | os.PathLike[str], needed: int, what: str) -> None:
-    """Raise :class:`ResourceError` when ``needed`` bytes do not fit on the filesystem of ``path``."""
+def require_disk(path: str | os.PathLike[str], needed: int, what: str, *, options: tuple[str, ...] = ()) -> None:
+    """Raise :class:`ResourceError` when ``needed`` bytes do not fit on the filesystem of ``path`` (``what``
+    may mark ``options`` as :func:`require_memory` does)."""
     free = free_disk(path)
     if needed > free:
         raise ResourceError(
             f"{what}: needs {human_bytes(needed)} ({needed:,} bytes) of disk space, "
-            f"only {human_bytes(free)} free on the filesystem of {path}"
+            f"only {human_bytes(free)} free on the filesystem of {path}",
+            options=options,
         )
 
 

@@ -27,6 +27,7 @@ import numba
 import numpy as np
 import scipy.sparse
 
+from graphtier._fanouts import check_fanouts
 from graphtier.errors import OptionError
 from graphtier.graph import _reads_kernels as reads_kernels
 from graphtier.graph import _score_kernels as kernels
@@ -52,7 +53,14 @@ def degree_scores(indptr: np.ndarray, indices: np.ndarray) -> np.ndarray:
 
 def _check_damping(damping: float) -> None:
     if not 0.0 <= damping < 1.0:
-        raise OptionError(f"--damping: expected a value in [0, 1), found {damping}")
+        raise OptionError(f"{{damping}}: expected a value in [0, 1), found {damping}", options=("damping",))
+
+
+def check_iterations(iterations: int, option: str = "iterations") -> None:
+    """OptionError naming ``option`` (a Python argument name, rendered as its flag on the CLI) unless
+    ``iterations`` is at least 1."""
+    if iterations < 1:
+        raise OptionError(f"{{{option}}}: expected at least 1, found {iterations}", options=(option,))
 
 
 def _pagerank_rounds(
@@ -106,8 +114,7 @@ def reverse_pagerank(
     to 1, rounds run, last L1 change).
     """
     _check_damping(damping)
-    if max_iterations < 1:
-        raise OptionError(f"--iterations: expected at least 1, found {max_iterations}")
+    check_iterations(max_iterations, "max_iterations")
     num_nodes = np.asarray(indptr).shape[0] - 1
     if num_nodes == 0:
         return np.zeros(0, dtype=np.float64), 0, 0.0
@@ -141,8 +148,7 @@ def weighted_reverse_pagerank(
     ``with_change`` (scores, L1 change of the last round).
     """
     _check_damping(damping)
-    if iterations < 1:
-        raise OptionError(f"--iterations: expected at least 1, found {iterations}")
+    check_iterations(iterations)
     num_nodes = np.asarray(indptr).shape[0] - 1
     if num_nodes == 0:
         empty = np.zeros(0, dtype=np.float64)
@@ -197,13 +203,10 @@ def reverse_pagerank_reference(
 
 def _check_fwr_arguments(fanouts, batch_size: int, mode: str) -> list[int]:
     if mode not in FWR_MODES:
-        raise OptionError(f"fwr mode: expected one of {', '.join(FWR_MODES)}, found {mode!r}")
+        raise OptionError(f"{{mode}}: expected one of {', '.join(FWR_MODES)}, found {mode!r}", options=("mode",))
     if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
-        raise OptionError(f"--batch-size: expected a positive integer, found {batch_size!r}")
-    values = [int(f) for f in fanouts]
-    if not values or any(f == 0 or f < -1 for f in values):
-        raise OptionError(f"--fanouts: expected positive integers (or -1 for all neighbours), found {list(fanouts)}")
-    return values
+        raise OptionError(f"{{batch_size}}: expected a positive integer, found {batch_size!r}", options=("batch_size",))
+    return check_fanouts(fanouts)
 
 
 def fanout_weighted_reads(

@@ -95,7 +95,8 @@ class Budget:
 def parse_budget(text: str, option: str) -> Budget:
     """Parse a budget string (bytes with a unit, a fraction, a percentage or ``auto``) for ``option``.
 
-    Raises OptionError naming ``option``, the accepted forms and the value found.
+    ``option`` is the Python argument name (``gpu_budget``); the OptionError raised names it, the
+    accepted forms and the value found, and renders it as the flag (``--gpu-budget``) for the CLI.
     """
     raw = str(text)
     if raw.strip().lower() == "auto":
@@ -105,23 +106,26 @@ def parse_budget(text: str, option: str) -> Budget:
     if match:
         percent = float(match.group(1))
         if percent > 100:
-            raise OptionError(f"{option}: expected a percentage in [0%, 100%], found {raw!r}")
+            raise OptionError(f"{{{option}}}: expected a percentage in [0%, 100%], found {raw!r}", options=(option,))
         return Budget(raw, fraction=percent / 100)
     match = _FRACTION_PATTERN.match(raw)
     if match:
         fraction = float(match.group(1))
         if "." not in match.group(1) and fraction != 0:
             raise OptionError(
-                f"{option}: a number without a unit is ambiguous (bytes or a fraction of rows?), found {raw!r}; "
-                f'write bytes with a unit ("1GB"), a percentage ("100%") or a fraction with a decimal point ("0.5", "1.0")'
+                f"{{{option}}}: a number without a unit is ambiguous (bytes or a fraction of rows?), found {raw!r}; "
+                'write bytes with a unit ("1GB"), a percentage ("100%") or a fraction with a decimal point ("0.5", "1.0")',
+                options=(option,),
             )
         if fraction > 1:
-            raise OptionError(f"{option}: expected {expected}; a bare number is a fraction in [0, 1], found {raw!r}")
+            raise OptionError(
+                f"{{{option}}}: expected {expected}; a bare number is a fraction in [0, 1], found {raw!r}", options=(option,)
+            )
         return Budget(raw, fraction=fraction)
     match = _BYTES_PATTERN.match(raw)
     if match and match.group(2).lower() in _UNITS:
         return Budget(raw, num_bytes=int(float(match.group(1)) * _UNITS[match.group(2).lower()]))
-    raise OptionError(f"{option}: expected {expected}, found {raw!r}")
+    raise OptionError(f"{{{option}}}: expected {expected}, found {raw!r}", options=(option,))
 
 
 def available_ram_bytes() -> int:
@@ -275,10 +279,12 @@ def plan_tiers(
     (e.g. :func:`graphtier.store.arena.in_flight_bytes`) is left free of the auto device memory.
     """
     if peer_partitions < 1:
-        raise OptionError(f"--peer-partitions: expected an integer >= 1, found {peer_partitions}")
-    gpu = parse_budget(gpu_budget if gpu_budget is not None else "auto", "--gpu-budget")
-    cache = parse_budget(cache_budget, "--cache-budget") if cache_budget is not None else None
-    ram = parse_budget(ram_budget, "--ram-budget") if ram_budget is not None else None
+        raise OptionError(
+            f"{{peer_partitions}}: expected an integer >= 1, found {peer_partitions}", options=("peer_partitions",)
+        )
+    gpu = parse_budget(gpu_budget if gpu_budget is not None else "auto", "gpu_budget")
+    cache = parse_budget(cache_budget, "cache_budget") if cache_budget is not None else None
+    ram = parse_budget(ram_budget, "ram_budget") if ram_budget is not None else None
 
     device_auto = 0
     if gpu.auto or (cache is not None and cache.auto):

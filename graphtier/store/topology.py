@@ -119,7 +119,7 @@ class TieredTopology:
         self._host: UnifiedTensor | None = None
         if self.device.type == "cuda":
             if not torch.cuda.is_available():
-                raise OptionError(f"--device {self.device}: CUDA is not available on this machine")
+                raise OptionError(f"{{device={self.device}}}: CUDA is not available on this machine", options=("device",))
             index = self.device.index if self.device.index is not None else torch.cuda.current_device()
             self.device = torch.device("cuda", index)
             if kernels is None:
@@ -335,9 +335,9 @@ def make_topology(
     check_topology_arrays(indptr, indices)
     device = torch.device(device)
     if device.type == "cuda" and not torch.cuda.is_available():
-        raise OptionError(f"--device {device}: CUDA is not available on this machine")
+        raise OptionError(f"{{device={device}}}: CUDA is not available on this machine", options=("device",))
     budget_text = topology_budget if topology_budget is not None else "auto"
-    budget = parse_budget(budget_text, "--topology-budget")
+    budget = parse_budget(budget_text, "topology_budget")
     if budget.auto and device.type == "cuda":
         budget_text = f"{auto_topology_bytes(device, int(indptr.shape[0]), in_flight_bytes, log)}B"
     plan = plan_tiers(

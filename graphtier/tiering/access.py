@@ -166,7 +166,8 @@ def analyze_access(
     train = dataset.train_idx
     if train is None or np.asarray(train).size == 0:
         raise DatasetError(
-            f"{dataset.path / 'train_idx.npy'}: expected a non-empty training split (import with --split)"
+            f"{dataset.path / 'train_idx.npy'}: expected a non-empty training split (import with {{split}})",
+            options=("split",),
         )
     train = np.asarray(train, dtype=np.int64)
     presample_seed = seed + 1 if presample_seed is None else presample_seed

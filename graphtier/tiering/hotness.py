@@ -22,6 +22,7 @@ from graphtier.graph.scores import (
     DEFAULT_RPR_ITERATIONS,
     DEFAULT_RPR_TOL,
     DEFAULT_WRPR_ITERATIONS,
+    check_iterations,
     degree_scores,
     fanout_weighted_reads,
     reverse_pagerank,
@@ -84,7 +85,8 @@ def _require_train(dataset: Dataset, method: str) -> np.ndarray:
     if train is None:
         raise DatasetError(
             f"{dataset.path / 'train_idx.npy'}: file missing; score {method!r} needs a training split "
-            "(import with --split)"
+            "(import with {split})",
+            options=("split",),
         )
     train = np.asarray(train, dtype=np.int64)
     if train.size == 0:
@@ -112,7 +114,7 @@ def compute_scores(
     :class:`ScoreResult` whose ``scores`` are float64 [N] on the CPU.
     """
     if method not in SCORE_METHODS:
-        raise OptionError(f"--method: expected one of {', '.join(SCORE_METHODS)}, found {method!r}")
+        raise OptionError(f"{{method}}: expected one of {', '.join(SCORE_METHODS)}, found {method!r}", options=("method",))
     indptr, indices = np.asarray(dataset.indptr), dataset.indices
     started = time.perf_counter()
     rounds, change = 0, None
@@ -121,6 +123,7 @@ def compute_scores(
         params: dict[str, Any] = {}
     elif method == "rpr":
         cap = DEFAULT_RPR_ITERATIONS if iterations is None else iterations
+        check_iterations(cap)  # named as this function's argument, not reverse_pagerank's max_iterations
         scores, rounds, change = reverse_pagerank(indptr, indices, damping=damping, tol=tol, max_iterations=cap)
         params = {"damping": damping, "tol": tol, "max_iterations": cap}
     elif method == "wrpr":

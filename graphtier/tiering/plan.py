@@ -99,7 +99,8 @@ class DeviceSpec:
 
 
 def parse_memory(text: str, option: str) -> int | None:
-    """``"80GiB"`` -> bytes; ``"auto"`` -> None. Raises OptionError naming ``option`` on anything else."""
+    """``"80GiB"`` -> bytes; ``"auto"`` -> None. Raises OptionError naming ``option`` (a Python argument name,
+    rendered as its flag for the CLI) on anything else."""
     try:
         budget = parse_budget(text, option)
     except OptionError:
@@ -107,13 +108,13 @@ def parse_memory(text: str, option: str) -> int | None:
     if budget is not None and budget.auto:
         return None
     if budget is None or budget.num_bytes is None or budget.num_bytes <= 0:
-        raise OptionError(f"{option}: expected {_BYTES_EXPECTED}, found {text!r}")
+        raise OptionError(f"{{{option}}}: expected {_BYTES_EXPECTED}, found {text!r}", options=(option,))
     return budget.num_bytes
 
 
 def _positive(value: float, option: str) -> float:
     if isinstance(value, bool) or not value > 0:
-        raise OptionError(f"{option}: expected a positive number, found {value!r}")
+        raise OptionError(f"{{{option}}}: expected a positive number, found {value!r}", options=(option,))
     return float(value)
 
 
@@ -134,17 +135,17 @@ def describe_device(
     """
     sources: dict[str, str] = {}
     if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
-        raise OptionError(f"--gpus: expected an integer >= 1, found {gpus!r}")
-    gpu_bytes = parse_memory(gpu_memory, "--gpu-memory")
+        raise OptionError(f"{{gpus}}: expected an integer >= 1, found {gpus!r}", options=("gpus",))
+    gpu_bytes = parse_memory(gpu_memory, "gpu_memory")
     if gpu_bytes is None:
         if not torch.cuda.is_available():
-            raise OptionError("--gpu-memory: auto needs a CUDA device and this machine has none; "
-                              "pass the GPU's memory, e.g. --gpu-memory 80GiB")
+            raise OptionError("{gpu_memory}: auto needs a CUDA device and this machine has none; "
+                              "pass the GPU's memory, e.g. {gpu_memory=80GiB}", options=("gpu_memory",))
         gpu_bytes = int(torch.cuda.get_device_properties(0).total_memory)
         sources["gpu_memory"] = f"torch.cuda ({torch.cuda.get_device_name(0)})"
     else:
         sources["gpu_memory"] = "given"
-    host_bytes = parse_memory(host_memory, "--host-memory")
+    host_bytes = parse_memory(host_memory, "host_memory")
     if host_bytes is None:
         host_bytes = available_ram_bytes()
         sources["host_memory"] = "available RAM (/proc/meminfo)"
@@ -153,8 +154,7 @@ def describe_device(
     bandwidths = {}
     for name, value, default in (("pcie_gbps", pcie_gbps, DEFAULT_PCIE_GBPS), ("gpu_gbps", gpu_gbps, DEFAULT_GPU_GBPS),
                                  ("disk_gbps", disk_gbps, DEFAULT_DISK_GBPS)):
-        option = "--" + name.replace("_", "-")
-        bandwidths[name] = _positive(value, option) if value is not None else default
+        bandwidths[name] = _positive(value, name) if value is not None else default
         sources[name] = "given" if value is not None else "assumed"
     return DeviceSpec(gpu_memory_bytes=gpu_bytes, gpus=gpus, host_memory_bytes=host_bytes, sources=sources,
                       **bandwidths)
@@ -248,7 +248,7 @@ def node_order_of(dataset: Dataset) -> str:
 
 def _budget_row(text: str, counts: np.ndarray, epochs: int, num_rows: int, row_bytes: int, device: DeviceSpec,
                 topology: TopologyPlan) -> BudgetRow:
-    wanted = parse_budget(text, "--budgets")
+    wanted = parse_budget(text, "budgets")
     feature_gpu_bytes = max(0, device.gpu_usable_bytes - topology.gpu_bytes)
     fit = feature_gpu_bytes // max(row_bytes, 1)
     if wanted.auto:
@@ -307,12 +307,15 @@ def plan_capacity(
         raise DatasetError(f"{dataset.path}: no features.npy; plan sizes the feature tiers, so it needs features")
     train = dataset.train_idx
     if train is None or np.asarray(train).size == 0:
-        raise DatasetError(f"{dataset.path / 'train_idx.npy'}: expected a non-empty training split (import with --split)")
+        raise DatasetError(
+            f"{dataset.path / 'train_idx.npy'}: expected a non-empty training split (import with {{split}})",
+            options=("split",),
+        )
     if not budgets:
-        raise OptionError("--budgets: expected at least one budget")
+        raise OptionError("{budgets}: expected at least one budget", options=("budgets",))
     for text in budgets:  # refuse a bad budget before the replay, not after it
-        parse_budget(text, "--budgets")
-    parse_budget(topology_budget, "--topology-budget")
+        parse_budget(text, "budgets")
+    parse_budget(topology_budget, "topology_budget")
     check_groups(placement_groups)
     if gpu_topology is not None and gpu_topology.num_gpus != device.gpus:
         raise OptionError(f"--gpu-topology {gpu_topology.name}: has {gpu_topology.num_gpus} GPUs, "

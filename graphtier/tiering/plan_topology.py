@@ -110,7 +110,7 @@ def plan_topology(indptr: np.ndarray, itemsize: int, reads: SampledReads, budget
     """
     indptr = np.asarray(indptr, dtype=np.int64)
     num_nodes, num_entries = indptr.shape[0] - 1, int(indptr[-1])
-    wanted = parse_budget(budget, "--topology-budget")
+    wanted = parse_budget(budget, "topology_budget")
     fit = max(0, gpu_usable_bytes - INDPTR_ENTRY_BYTES * (num_nodes + 1)) // itemsize
     asked = wanted.rows(num_entries, itemsize, auto_bytes=fit * itemsize)
     gpu_entries = min(asked, fit, num_entries)

@@ -174,11 +174,14 @@ class TrainConfig:
             raise OptionError(f"{path}: dataset has no labels (num_classes 0); training needs labels")
         if dataset.features is None:
             raise OptionError(
-                f"{path}: dataset has no features (feature_dim 0); re-import it with --synthetic-features DIM"
+                f"{path}: dataset has no features (feature_dim 0); re-import it with {{synthetic_features=DIM}}",
+                options=("synthetic_features",),
             )
         train_idx = dataset.train_idx
         if train_idx is None or len(train_idx) == 0:
-            raise OptionError(f"{path}: dataset has no train split (train_idx.npy); re-import it with --split")
+            raise OptionError(
+                f"{path}: dataset has no train split (train_idx.npy); re-import it with {{split}}", options=("split",)
+            )
         if dataset.labels is not None and (dataset.labels[train_idx] < 0).any():
             raise OptionError(f"{path}/labels.npy: expected labels >= 0 for every train node, found -1")
         self.check_outputs(dataset)
@@ -195,19 +198,21 @@ class TrainConfig:
             dataset.num_classes,
         )  # fmt: skip
         what = (
-            f"--model gat with --batch-size {sampling.batch_size} --fanouts {sampling.fanouts} "
-            f"--hidden {network.hidden} --heads {network.heads} (attention tensors of the largest mini-batch these can "
-            "sample; lower the fanouts or the batch size)"
+            f"{{model=gat}} with {{batch_size={sampling.batch_size}}} {{fanouts={sampling.fanouts}}} "
+            f"{{hidden={network.hidden}}} {{heads={network.heads}}} (attention tensors of the largest mini-batch these "
+            "can sample; lower the fanouts or the batch size)"
         )
+        options = ("model", "batch_size", "fanouts", "hidden", "heads")
         device = torch.device(self.run.device)
         if device.type != "cuda":
-            require_memory(needed, what)
+            require_memory(needed, what, options=options)
             return
         free = int(torch.cuda.mem_get_info(device)[0])
         if needed > free:
             raise ResourceError(
                 f"{what}: needs about {human_bytes(needed)} ({needed:,} bytes) of GPU memory, "
-                f"only {human_bytes(free)} free on {device}"
+                f"only {human_bytes(free)} free on {device}",
+                options=options,
             )
 
     def check_outputs(self, dataset: Dataset) -> None:
@@ -217,10 +222,10 @@ class TrainConfig:
         checkpoint_file = None if run.checkpoint is None else Path(run.checkpoint) / CHECKPOINT_FILE
         check_outputs(
             [
-                ("--checkpoint", run.checkpoint, "dir"),
-                ("--checkpoint", checkpoint_file, "file"),
-                ("--report", run.report, "file"),
-                ("--save-model", run.save_model, "file"),
+                ("checkpoint", run.checkpoint, "dir"),
+                ("checkpoint", checkpoint_file, "file"),
+                ("report", run.report, "file"),
+                ("save_model", run.save_model, "file"),
             ],
             dataset=dataset.path,
         )

@@ -23,7 +23,7 @@ class DirectoryLock:
     ``release`` removes the file only while it still names this process.
     """
 
-    def __init__(self, directory: str | os.PathLike[str], option: str = "--checkpoint") -> None:
+    def __init__(self, directory: str | os.PathLike[str], option: str = "checkpoint") -> None:
         self.directory = Path(directory)
         self.path = self.directory / LOCK_FILE
         self.option = option
@@ -87,6 +87,7 @@ class DirectoryLock:
         who = "an unknown process (unreadable lock)" if pid < 0 else f"pid {pid}"
         mine = " (this process)" if pid == os.getpid() else ""
         raise ResourceError(
-            f"{self.option} {self.directory}: in use by another run, {who}{mine}; wait for it or use another "
-            f"directory (remove {self.path} if no run uses it)"
+            f"{{{self.option}={self.directory}}}: in use by another run, {who}{mine}; wait for it or use another "
+            f"directory (remove {self.path} if no run uses it)",
+            options=(self.option,),
         )

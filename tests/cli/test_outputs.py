@@ -160,22 +160,27 @@ def test_score_output_with_a_missing_parent_is_created(tiny_dataset: Dataset, tm
 
 
 def test_check_outputs_names_the_option(tmp_path: Path, a_file: Path) -> None:
-    with pytest.raises(OptionError, match=r"^--json .*is a file, not a directory"):
-        check_outputs([("--json", a_file / "x" / "y.json", "file")])
-    with pytest.raises(OptionError, match=r"^--dir .*exists and is not a directory"):
-        check_outputs([("--dir", a_file, "dir")])
-    with pytest.raises(OptionError, match=r"^--out .*the file given to --model"):
-        check_outputs([("--out", a_file, "file")], inputs=[("--model", a_file)])
-    with pytest.raises(OptionError, match=r"/dev"):
-        check_outputs([("--out", "/dev/null", "file")])
-    check_outputs([("--a", tmp_path / "a", "file"), ("--b", None, "file"), ("--c", tmp_path / "c", "dir")])
+    """Options are Python argument names: ``str()`` names them (``json='PATH'``), the CLI renders the flags."""
+    with pytest.raises(OptionError, match=r"^json='.*': .*is a file, not a directory") as info:
+        check_outputs([("json", a_file / "x" / "y.json", "file")])
+    assert info.value.render(cli=True).startswith(f"--json {a_file / 'x' / 'y.json'}: {a_file} is a file")
+    with pytest.raises(OptionError, match=r"^dir='.*': exists and is not a directory"):
+        check_outputs([("dir", a_file, "dir")])
+    with pytest.raises(OptionError, match=r"^output='.*': is the file given to model=, which is being read") as info:
+        check_outputs([("output", a_file, "file")], inputs=[("model", a_file)])
+    assert "--" not in str(info.value)
+    assert info.value.render(cli=True).startswith(f"--output {a_file}: is the file given to --model, which is being read")
+    with pytest.raises(OptionError, match=r"^save_model='/dev/null': is under /dev"):
+        check_outputs([("save_model", "/dev/null", "file")])
+    check_outputs([("a", tmp_path / "a", "file"), ("b", None, "file"), ("c", tmp_path / "c", "dir")])
 
 
 def test_check_outputs_sees_a_symlink_to_the_same_file(tmp_path: Path) -> None:
     real = tmp_path / "real.json"
     (tmp_path / "link.json").symlink_to(real)
-    with pytest.raises(OptionError, match="same path as --report"):
-        check_outputs([("--report", real, "file"), ("--save-model", tmp_path / "link.json", "file")])
+    with pytest.raises(OptionError, match="^save_model='.*': is the same path as report=;") as info:
+        check_outputs([("report", real, "file"), ("save_model", tmp_path / "link.json", "file")])
+    assert info.value.render(cli=True).startswith(f"--save-model {tmp_path / 'link.json'}: is the same path as --report;")
 
 
 def test_dataset_files_lists_every_array(tiny_dataset: Dataset) -> None:

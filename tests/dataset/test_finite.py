@@ -61,3 +61,16 @@ def test_integer_features_are_finite_and_modes_checked() -> None:
     assert finite.find_non_finite(np.ones((3, 2), np.int64)) is None
     with pytest.raises(OptionError, match="--non-finite"):
         finite.NonFiniteGuard(Path("f"), "ignore")
+
+
+def test_stored_non_finite_features_hint_names_the_import_argument(tiny_dataset) -> None:
+    """The re-import hint names ``non_finite='replace'`` for a Python caller and ``--non-finite replace`` on the CLI."""
+    from graphtier.dataset import Dataset
+
+    features = np.load(tiny_dataset.path / "features.npy")
+    features[1, 0] = np.nan
+    np.save(tiny_dataset.path / "features.npy", features)
+    with pytest.raises(DatasetError, match=r"re-import with non_finite='replace'$") as info:
+        Dataset.open(tiny_dataset.path)
+    assert "--" not in str(info.value)
+    assert info.value.render(cli=True).endswith("re-import with --non-finite replace")

@@ -105,9 +105,14 @@ def test_fwr_bad_arguments() -> None:
     indptr, indices = random_csc(10, 30, 0)
     with pytest.raises(OptionError, match="training"):
         fanout_weighted_reads(indptr, indices, np.array([], dtype=np.int64), [5])
-    with pytest.raises(OptionError, match="--fanouts"):
+    # the one fanout parser (graphtier._fanouts) names the argument; the CLI renders the flag
+    with pytest.raises(OptionError, match=r"^fanouts= expected integers in 1\.\.2147483647 or -1") as info:
         fanout_weighted_reads(indptr, indices, np.array([0]), [0])
-    with pytest.raises(OptionError, match="--batch-size"):
+    assert info.value.render(cli=True).startswith("--fanouts expected integers")
+    with pytest.raises(OptionError, match="^fanouts= expected"):
+        fanout_weighted_reads(indptr, indices, np.array([0]), [2**31])  # above MAX_FANOUT, as the samplers refuse
+    with pytest.raises(OptionError, match=r"^batch_size=: expected a positive integer, found 0$") as info:
         fanout_weighted_reads(indptr, indices, np.array([0]), [5], batch_size=0)
-    with pytest.raises(OptionError, match="mode"):
+    assert info.value.render(cli=True) == "--batch-size: expected a positive integer, found 0"
+    with pytest.raises(OptionError, match=r"^mode=: expected one of"):
         fanout_weighted_reads(indptr, indices, np.array([0]), [5], mode="exact")

@@ -134,9 +134,13 @@ def test_wrpr_moves_training_weight_k_hops_in_k_rounds() -> None:
 
 def test_bad_options_raise_option_error() -> None:
     indptr, indices = random_csc(10, 30, 0)
-    with pytest.raises(OptionError, match="damping"):
+    with pytest.raises(OptionError, match=r"^damping=: expected a value in \[0, 1\), found 1.5$") as info:
         reverse_pagerank(indptr, indices, damping=1.5)
-    with pytest.raises(OptionError, match="iterations"):
+    assert info.value.render(cli=True) == "--damping: expected a value in [0, 1), found 1.5"
+    with pytest.raises(OptionError, match="^iterations=: expected at least 1, found 0$") as info:
         weighted_reverse_pagerank(indptr, indices, np.array([1]), iterations=0)
+    assert info.value.render(cli=True) == "--iterations: expected at least 1, found 0"
+    with pytest.raises(OptionError, match="^max_iterations=: expected at least 1, found 0$"):
+        reverse_pagerank(indptr, indices, max_iterations=0)
     with pytest.raises(OptionError, match="training"):
         weighted_reverse_pagerank(indptr, indices, np.array([], dtype=np.int64))

@@ -26,24 +26,38 @@ from graphtier.store.placement import TIER_NAMES, TierPlan, parse_budget, plan_t
     ],
 )
 def test_parse_budget_forms(text: str, num_bytes: int | None, fraction: float | None) -> None:
-    budget = parse_budget(text, "--gpu-budget")
+    budget = parse_budget(text, "gpu_budget")
     assert budget.num_bytes == num_bytes
     assert budget.fraction == pytest.approx(fraction) if fraction is not None else budget.fraction is None
     assert not budget.auto
-    assert parse_budget(" AUTO ", "--gpu-budget").auto
+    assert parse_budget(" AUTO ", "gpu_budget").auto
 
 
 @pytest.mark.parametrize("text", ["12", "150%", "2 parsecs", "", "-1GB", "1e9"])
 def test_parse_budget_rejects_with_option_name(text: str) -> None:
-    with pytest.raises(OptionError, match="--ram-budget"):
-        parse_budget(text, "--ram-budget")
+    """A Python caller reads the argument (``ram_budget=``), the CLI user the flag (``--ram-budget``)."""
+    with pytest.raises(OptionError, match=r"^ram_budget=: ") as info:
+        parse_budget(text, "ram_budget")
+    assert "--" not in str(info.value)
+    assert info.value.render(cli=True).startswith("--ram-budget: ")
 
 
 @pytest.mark.parametrize("text", ["1", "512", " 2 "])
 def test_parse_budget_refuses_a_bare_integer(text: str) -> None:
     """Issue 21: ``1`` read as 100 % of the rows while ``1B`` is one byte; a unitless integer is refused."""
-    with pytest.raises(OptionError, match=r'^--ram-budget: a number without a unit is ambiguous.*"1GB".*"100%".*"0.5"'):
-        parse_budget(text, "--ram-budget")
+    with pytest.raises(OptionError, match=r'^ram_budget=: a number without a unit is ambiguous.*"1GB".*"100%".*"0.5"') as info:
+        parse_budget(text, "ram_budget")
+    assert info.value.render(cli=True).startswith("--ram-budget: a number without a unit is ambiguous")
+
+
+def test_plan_tiers_names_its_arguments() -> None:
+    """plan_tiers, called from Python, names gpu_budget= / peer_partitions=; the CLI renders the flags."""
+    with pytest.raises(OptionError, match=r"^gpu_budget=: expected bytes") as info:
+        plan_tiers(10, 4, device=torch.device("cpu"), gpu_budget="lots", log=lambda _: None)
+    assert info.value.render(cli=True).startswith("--gpu-budget: expected bytes")
+    with pytest.raises(OptionError, match=r"^peer_partitions=: expected an integer >= 1, found 0$") as info:
+        plan_tiers(10, 4, device=torch.device("cpu"), gpu_budget="auto", peer_partitions=0, log=lambda _: None)
+    assert info.value.render(cli=True) == "--peer-partitions: expected an integer >= 1, found 0"
 
 
 def test_budget_rows() -> None:
@@ -117,7 +131,7 @@ def test_plan_describe_and_invalid() -> None:
     assert "gpu 2 rows" in plan.describe() and "disk 3 rows" in plan.describe()
     with pytest.raises(AssertionError):
         TierPlan(num_rows=10, row_bytes=8, local_rows=5, peer_end=2, host_end=7)
-    with pytest.raises(OptionError, match="--peer-partitions"):
+    with pytest.raises(OptionError, match="^peer_partitions="):
         plan_tiers(10, 4, device=torch.device("cpu"), gpu_budget="0", peer_partitions=0)
 
 

@@ -96,8 +96,21 @@ def test_budget_capped_by_gpu_memory(dataset_path: Path) -> None:
 
 @pytest.mark.parametrize("text", ["banana", "10%", "0.5", "-3GB", "0B"])
 def test_parse_memory_rejects_non_bytes(text: str) -> None:
-    with pytest.raises(OptionError, match="--gpu-memory"):
-        parse_memory(text, "--gpu-memory")
+    with pytest.raises(OptionError, match="^gpu_memory=: expected") as info:
+        parse_memory(text, "gpu_memory")
+    assert info.value.render(cli=True).startswith("--gpu-memory: expected")
+
+
+def test_plan_without_a_train_split_names_the_import_argument(tmp_path: Path) -> None:
+    """``split=`` for a Python caller, ``--split`` on the CLI."""
+    from graphtier.errors import DatasetError
+
+    root = tmp_path / "graph"
+    write_labelled_graph(root, num_nodes=50, feature_dim=4, seed=3)
+    (root / "train_idx.npy").unlink()
+    with pytest.raises(DatasetError, match=r"non-empty training split \(import with split=\)$") as info:
+        plan_capacity(_open(root), describe_device("16GiB", host_memory="64GiB"), fanouts=FANOUTS, batch_size=BATCH)
+    assert info.value.render(cli=True).endswith("(import with --split)")
 
 
 def test_cli_prints_table_and_writes_json(dataset_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -147,8 +160,9 @@ def test_gpu_memory_auto_without_cuda_is_refused(monkeypatch: pytest.MonkeyPatch
     import torch
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    with pytest.raises(OptionError, match="--gpu-memory: auto needs a CUDA device"):
+    with pytest.raises(OptionError, match="^gpu_memory=: auto needs a CUDA device.*e.g. gpu_memory='80GiB'$") as info:
         describe_device("auto")
+    assert info.value.render(cli=True).endswith("e.g. --gpu-memory 80GiB")
 
 
 def test_given_bandwidths_are_not_assumptions(dataset_path: Path) -> None:

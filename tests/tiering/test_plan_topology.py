@@ -146,5 +146,6 @@ def test_topology_budget_leaves_less_gpu_memory_for_features(data: Dataset) -> N
 
 def test_bad_topology_budget_is_refused_before_the_replay(data: Dataset) -> None:
     device = describe_device("80GiB", host_memory="64GiB")
-    with pytest.raises(OptionError, match="--topology-budget"):
+    with pytest.raises(OptionError, match="^topology_budget=: expected") as info:
         plan_capacity(data, device, fanouts=FANOUTS, batch_size=BATCH, budgets=["0%"], topology_budget="lots")
+    assert info.value.render(cli=True).startswith("--topology-budget: expected")

@@ -289,9 +289,10 @@ def test_hand_edited_model_file_is_one_line(
 def test_second_run_on_a_checkpoint_directory_is_refused(data: Dataset, ckpt: Path) -> None:
     holder = os.getppid()  # a live process other than this one
     (ckpt / LOCK_FILE).write_text(f"{holder}\n")
-    with pytest.raises(ResourceError, match=f"in use by another run, pid {holder}") as info:
+    with pytest.raises(ResourceError, match=f"^checkpoint='{ckpt}': in use by another run, pid {holder}") as info:
         _resume(data, ckpt)
     assert "\n" not in str(info.value)
+    assert info.value.render(cli=True).startswith(f"--checkpoint {ckpt}: in use by another run")
 
 
 def test_stale_lock_is_taken_over_and_released(data: Dataset, ckpt: Path) -> None:
