@@ -48,7 +48,7 @@ def pytest_gpu(ctx: StepContext) -> None:
 
 def feature_modes(ctx: StepContext) -> None:
     """Every feature mode on CUDA equals plain indexing and its traffic adds up (checks)."""
-    from graphtier.store import FEATURE_MODES, TIER_NAMES, make_feature_store
+    from graphtier.memory import FEATURE_MODES, TIER_NAMES, make_feature_store
 
     device = cuda()
     rng = np.random.default_rng(0)

@@ -38,7 +38,7 @@ def _small_graph(ctx: StepContext) -> Any:
 
 def big_registration(ctx: StepContext) -> None:
     """Zero-copy and tiered reads from a 2.25 GiB host table (past 2^31 bytes) equal plain indexing."""
-    from graphtier.store import make_feature_store
+    from graphtier.memory import make_feature_store
 
     rows, dim = 4_718_592, 128  # 2.25 GiB of float32
     table = np.empty((rows, dim), dtype=np.float32)
@@ -147,7 +147,7 @@ def cache_trace(ctx: StepContext) -> None:
 
 def multi_gpu(ctx: StepContext) -> None:
     """A ``cuda:1`` device index (store and training), and NCCL training over ``cuda:0,cuda:1``."""
-    from graphtier.store import make_feature_store
+    from graphtier.memory import make_feature_store
     from graphtier.train import TrainConfig, train
     from graphtier.train.launch import launch
 

@@ -38,19 +38,19 @@ _EXPORTS: dict[str, str] = {
     "Fanouts": "graphtier.sampling",
     "SamplerSpec": "graphtier.sampling",
     # feature stores
-    "FeatureSource": "graphtier.store",
-    "FeatureStore": "graphtier.store",
-    "CachedFeatures": "graphtier.store",
-    "TierTraffic": "graphtier.store",
-    "HostFeatureStore": "graphtier.store",
-    "TieredFeatureStore": "graphtier.store",
-    "make_feature_store": "graphtier.store",
-    "plan_tiers": "graphtier.store",
-    "TieredTopology": "graphtier.store",
-    "make_topology": "graphtier.store",
-    "PlacementSpec": "graphtier.store",
+    "FeatureSource": "graphtier.memory",
+    "FeatureStore": "graphtier.memory",
+    "CachedFeatures": "graphtier.memory",
+    "TierTraffic": "graphtier.memory",
+    "HostFeatureStore": "graphtier.memory",
+    "TieredFeatureStore": "graphtier.memory",
+    "make_feature_store": "graphtier.memory",
+    "plan_tiers": "graphtier.memory",
+    "TieredTopology": "graphtier.memory",
+    "make_topology": "graphtier.memory",
+    "PlacementSpec": "graphtier.memory",
     # the global store: topology and features together
-    "GraphStore": "graphtier.memory",
+    "GraphStore": "graphtier.graphstore",
     # tiering
     "compute_scores": "graphtier.tiering.hotness",
     "reorder_dataset": "graphtier.graph.reorder",
@@ -93,7 +93,7 @@ if TYPE_CHECKING:  # static analysers see the real names
         TieredPyGFeatureStore,
         neighbor_loader,
     )
-    from graphtier.memory import GraphStore
+    from graphtier.graphstore import GraphStore
     from graphtier.sampling import (
         Block,
         DeviceNeighborSampler,
@@ -104,7 +104,7 @@ if TYPE_CHECKING:  # static analysers see the real names
         ShadowSampler,
         iter_seed_batches,
     )
-    from graphtier.store import (
+    from graphtier.memory import (
         CachedFeatures,
         FeatureSource,
         FeatureStore,

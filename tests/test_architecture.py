@@ -29,9 +29,9 @@ LAYERS: dict[str, int] = {
     "graphtier.dataset": 1,
     "graphtier.graph": 2,
     "graphtier.sampling": 3,
-    "graphtier.store": 3,
+    "graphtier.memory": 3,
     "graphtier.tiering": 4,
-    "graphtier.memory": 4,
+    "graphtier.graphstore": 4,
     "graphtier.train": 5,
     "graphtier.pyg": 5,
     "graphtier.bench": 6,
@@ -42,9 +42,9 @@ LAYERS: dict[str, int] = {
 # loads a command's modules when it runs) or load an optional dependency (Triton) on first use.
 LOCAL_IMPORTS_ALLOWED = ("graphtier.cli",)
 OPTIONAL_DEPENDENCY_IMPORTS = {
-    ("graphtier.store.tiered", "graphtier.store._triton_kernels"),
-    ("graphtier.bench.gather", "graphtier.store._triton_kernels"),
-    ("graphtier.store.topology", "graphtier.store._topology_kernels"),
+    ("graphtier.memory.tiered", "graphtier.memory._triton_kernels"),
+    ("graphtier.bench.gather", "graphtier.memory._triton_kernels"),
+    ("graphtier.memory.topology", "graphtier.memory._topology_kernels"),
     ("graphtier.sampling.device", "graphtier.sampling._device_kernels"),
 }
 MAX_LINES = 450

@@ -31,9 +31,9 @@ import numpy as np
 import torch
 
 from graphtier.errors import OptionError
-from graphtier.store import HostFeatureStore, TieredFeatureStore
-from graphtier.store.placement import plan_tiers
-from graphtier.store.unified import UnifiedTensor
+from graphtier.memory import HostFeatureStore, TieredFeatureStore
+from graphtier.memory.placement import plan_tiers
+from graphtier.memory.unified import UnifiedTensor
 
 CPU_METHODS = ("index_select", "cpu-gather", "tiered", "copy")
 GPU_METHODS = ("cpu-gather+h2d", "zero-copy-naive", "zero-copy-aligned", "tiered-gpu", "device-index")
@@ -80,7 +80,7 @@ def _cpu_methods(table: np.ndarray, ids: np.ndarray) -> dict[str, Callable[[], A
 
 def _gpu_methods(table: np.ndarray, ids: np.ndarray, device: torch.device) -> tuple[dict[str, Callable[[], Any]], list[Any]]:
     """The GPU methods and the objects to close afterwards."""
-    from graphtier.store import (
+    from graphtier.memory import (
         _triton_kernels,  # optional dependency (Triton): loaded only with CUDA
     )
 

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from graphtier.errors import OptionError
-from graphtier.memory import GraphStore
+from graphtier.graphstore import GraphStore
 from graphtier.sampling import DEFAULT_FANOUTS, iter_seed_batches
 
 __all__ = ["run_dataset_gather"]

@@ -17,7 +17,7 @@ import torch
 from graphtier.dataset.format import Dataset
 from graphtier.errors import OptionError
 from graphtier.sampling import DeviceNeighborSampler, MiniBatch, NeighborSampler
-from graphtier.store import make_topology
+from graphtier.memory import make_topology
 
 
 def same_batch(first: MiniBatch, second: MiniBatch) -> bool:

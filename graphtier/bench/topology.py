@@ -1,4 +1,4 @@
-"""Neighbour-read throughput of :class:`graphtier.store.TieredTopology` per tier layout, with and without sorted reads.
+"""Neighbour-read throughput of :class:`graphtier.memory.TieredTopology` per tier layout, with and without sorted reads.
 
 A random CSC graph (uniform random degrees in [0, 2 * avg_degree], int32 ``indices``) is built in
 RAM. Each call reads ``positions`` entries of ``indices`` the way a neighbour sampler does: a random
@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from graphtier.bench.gather import median_seconds
-from graphtier.store.topology import make_topology
+from graphtier.memory.topology import make_topology
 
 LAYOUTS = ("100%", "25%", "0")
 

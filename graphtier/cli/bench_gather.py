@@ -73,7 +73,7 @@ def command(
     """
     import numba
 
-    from graphtier.store.placement import parse_budget
+    from graphtier.memory.placement import parse_budget
 
     if dataset is not None:
         from graphtier.dataset import Dataset

@@ -11,7 +11,7 @@ from graphtier.cli.options import SEED, fanouts_option_type
 from graphtier.dataset.format import Dataset
 from graphtier.errors import OptionError
 from graphtier.sampling.neighbor import DEFAULT_FANOUTS, format_fanouts
-from graphtier.store.placement import format_bytes
+from graphtier.memory.placement import format_bytes
 from graphtier.tiering.plan import (
     DEFAULT_BUDGETS,
     DEFAULT_DISK_GBPS,

@@ -1,5 +1,50 @@
-"""The global memory store: one object for a dataset's topology and features over GPU, host and disk tiers."""
+"""Feature sources (where node features live and how a mini-batch's rows are gathered) and the tiered topology.
 
-from graphtier.memory.store import SAMPLE_ON, GraphStore
+The interface is :class:`FeatureSource` (``source.py``); implementations: :class:`HostFeatureStore`,
+:class:`TieredFeatureStore` (GPU, peer GPUs, zero-copy host, disk) and the :class:`CachedFeatures` wrapper.
+``make_feature_store`` builds one by mode name from :data:`FEATURE_MODE_REGISTRY` (``modes.py``);
+:class:`PlacementSpec` (``spec.py``) is the validated set of placement options (mode, budgets, sampling device).
+"""
 
-__all__ = ["SAMPLE_ON", "GraphStore"]
+from graphtier.memory.arena import StagingArena, batch_rows_bound
+from graphtier.memory.cached import CachedFeatures
+from graphtier.memory.host import HostFeatureStore
+from graphtier.memory.modes import (
+    FEATURE_MODE_REGISTRY,
+    FEATURE_MODES,
+    FeatureMode,
+    make_feature_store,
+    register_feature_mode,
+)
+from graphtier.memory.placement import TIER_NAMES, TierPlan, parse_budget, plan_tiers
+from graphtier.memory.source import FeatureSource, TierTraffic
+from graphtier.memory.spec import SAMPLE_ON, PlacementSpec
+from graphtier.memory.tiered import TieredFeatureStore
+from graphtier.memory.topology import TieredTopology, make_topology
+
+# the name of the interface before it was an abstract class (kept for callers of the public API)
+FeatureStore = FeatureSource
+
+__all__ = [
+    "FEATURE_MODES",
+    "FEATURE_MODE_REGISTRY",
+    "SAMPLE_ON",
+    "TIER_NAMES",
+    "CachedFeatures",
+    "FeatureMode",
+    "FeatureSource",
+    "FeatureStore",
+    "HostFeatureStore",
+    "PlacementSpec",
+    "StagingArena",
+    "TierPlan",
+    "TierTraffic",
+    "TieredFeatureStore",
+    "TieredTopology",
+    "batch_rows_bound",
+    "make_feature_store",
+    "make_topology",
+    "parse_budget",
+    "plan_tiers",
+    "register_feature_mode",
+]

@@ -19,8 +19,8 @@ from torch_geometric.data import FeatureStore, TensorAttr
 
 from graphtier.dataset import Dataset
 from graphtier.errors import GraphtierError, OptionError
-from graphtier.memory import GraphStore
-from graphtier.store import FeatureSource, HostFeatureStore
+from graphtier.graphstore import GraphStore
+from graphtier.memory import FeatureSource, HostFeatureStore
 
 
 class _ReadOnlyStoreError(GraphtierError):

@@ -11,13 +11,13 @@ from torch_geometric.data import EdgeAttr, GraphStore
 from torch_geometric.data.graph_store import EdgeLayout
 
 from graphtier.dataset import Dataset
-from graphtier.memory import GraphStore as GraphtierStore
+from graphtier.graphstore import GraphStore as GraphtierStore
 from graphtier.pyg.feature_store import _ReadOnlyStoreError
 
 
 class GraphtierGraphStore(GraphStore):
     """A read-only PyG ``GraphStore`` exposing the CSC topology (``layout='csc'``) of a graphtier
-    :class:`graphtier.memory.GraphStore` (a Dataset is opened as a CPU one)."""
+    :class:`graphtier.graphstore.GraphStore` (a Dataset is opened as a CPU one)."""
 
     def __init__(self, source: Dataset | GraphtierStore) -> None:
         super().__init__()

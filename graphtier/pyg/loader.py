@@ -12,7 +12,7 @@ from torch_geometric.loader import NodeLoader
 
 from graphtier.dataset import Dataset
 from graphtier.errors import OptionError
-from graphtier.memory import GraphStore
+from graphtier.graphstore import GraphStore
 from graphtier.pyg.feature_store import GraphtierFeatureStore, host_graph_store
 from graphtier.pyg.graph_store import GraphtierGraphStore
 from graphtier.pyg.sampler import GraphtierNeighborSampler

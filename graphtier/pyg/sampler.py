@@ -11,7 +11,7 @@ from torch_geometric.sampler import BaseSampler, NodeSamplerInput, SamplerOutput
 
 from graphtier.dataset import Dataset
 from graphtier.errors import OptionError
-from graphtier.memory import GraphStore
+from graphtier.graphstore import GraphStore
 
 
 class GraphtierNeighborSampler(BaseSampler):

@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from graphtier.memory import GraphStore
+from graphtier.graphstore import GraphStore
 from graphtier.sampling import MiniBatch
 from graphtier.train.balancer import LoadBalancer, cached_workload, estimate_workload, split_by_workload
 from graphtier.train.comm import (

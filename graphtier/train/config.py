@@ -1,7 +1,7 @@
 """Training configuration: :class:`TrainConfig`, composed of one validated spec per concern.
 
 Options are parsed once, where the spec that owns them is built (:mod:`graphtier.train.spec`,
-:class:`graphtier.sampling.SamplerSpec`, :class:`graphtier.store.PlacementSpec`), and passed down
+:class:`graphtier.sampling.SamplerSpec`, :class:`graphtier.memory.PlacementSpec`), and passed down
 unchanged; :meth:`TrainConfig.validate` adds what needs the dataset and the machine.
 """
 
@@ -20,7 +20,7 @@ from graphtier.errors import OptionError, ResourceError
 from graphtier.sampling import Fanouts, SamplerSpec
 from graphtier.sampling.fanouts import MAX_FANOUT, check_fanouts  # noqa: F401 - re-exported
 from graphtier.sampling.spec import SAMPLER_NAMES  # noqa: F401 - re-exported
-from graphtier.store import PlacementSpec
+from graphtier.memory import PlacementSpec
 from graphtier.train.checkpoint import CHECKPOINT_FILE
 from graphtier.train.models import gat_training_bytes
 from graphtier.train.spec import (  # noqa: F401 - GCN_DEGREES_OPTIONS and check_shares_sum re-exported

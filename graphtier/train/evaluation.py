@@ -8,7 +8,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from graphtier.memory import GraphStore
+from graphtier.graphstore import GraphStore
 from graphtier.train.collective import Collective
 from graphtier.train.feed import BatchFeed, SampleFn
 from graphtier.train.inference import layerwise_inference

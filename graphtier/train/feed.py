@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterable
 import numpy as np
 import torch
 
-from graphtier.memory import GraphStore
+from graphtier.graphstore import GraphStore
 from graphtier.sampling import MiniBatch
 from graphtier.train.pipeline import BatchProducer, PreparedBatch
 

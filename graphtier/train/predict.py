@@ -10,7 +10,7 @@ import torch
 
 from graphtier.dataset import Dataset
 from graphtier.errors import OptionError
-from graphtier.store import make_feature_store
+from graphtier.memory import make_feature_store
 from graphtier.train.inference import full_in_degree, layerwise_outputs
 from graphtier.train.saved import SavedModel, check_fingerprint, load_model
 

@@ -3,7 +3,7 @@
 :class:`ModelSpec` (the network), :class:`OptimSpec` (the optimiser and epochs), :class:`DistSpec`
 (multi-process runs) and :class:`RunSpec` (device, seed, evaluation cadence, threads, output files).
 The sampler and placement specs live with their layers (:class:`graphtier.sampling.SamplerSpec`,
-:class:`graphtier.store.PlacementSpec`); :class:`graphtier.train.TrainConfig` is composed of all six.
+:class:`graphtier.memory.PlacementSpec`); :class:`graphtier.train.TrainConfig` is composed of all six.
 
 Adding a training option is one field on the spec that owns it (checked in its ``__post_init__``), one
 click option of the same name in ``graphtier/cli/train.py`` and a test: the CLI passes its options to

@@ -4,7 +4,7 @@
 :class:`~graphtier.train.collective.Collective` (one process, or a rank of a process group), an
 :class:`~graphtier.train.evaluation.Evaluator` and, with ``--checkpoint``, a
 :class:`~graphtier.train.checkpoint.Checkpointer`. It reaches the data only through its
-:class:`~graphtier.memory.GraphStore`. Process-wide settings (thread counts, the OpenMP wait policy, malloc
+:class:`~graphtier.graphstore.GraphStore`. Process-wide settings (thread counts, the OpenMP wait policy, malloc
 tuning) are the caller's: :func:`graphtier.configure_process`, which the command line and :func:`train` call.
 """
 
@@ -20,9 +20,9 @@ import torch
 from graphtier._process import configure_process
 from graphtier._signals import interrupt_behind
 from graphtier.dataset import Dataset
-from graphtier.memory import GraphStore
+from graphtier.graphstore import GraphStore
 from graphtier.sampling import iter_seed_batches
-from graphtier.store import TIER_NAMES
+from graphtier.memory import TIER_NAMES
 from graphtier.train.checkpoint import Checkpointer, RunProgress
 from graphtier.train.collective import (
     Collective,

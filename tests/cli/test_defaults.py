@@ -27,7 +27,7 @@ def test_every_command_defaults_to_the_same_fanouts() -> None:
 
 def test_every_library_function_defaults_to_the_same_fanouts() -> None:
     from graphtier.bench.gather_dataset import run_dataset_gather
-    from graphtier.memory import GraphStore
+    from graphtier.graphstore import GraphStore
     from graphtier.tiering.access import analyze_access
     from graphtier.tiering.plan import plan_capacity
     from graphtier.train import TrainConfig

@@ -101,7 +101,7 @@ def test_demo_runs_end_to_end(tmp_path: Path) -> None:
 
 def test_fixed_choices_match_the_library_and_show_in_help() -> None:
     from graphtier.cli import train as train_cli
-    from graphtier.store import FEATURE_MODES
+    from graphtier.memory import FEATURE_MODES
     from graphtier.train.balancer import BALANCE_MODES
     from graphtier.train.config import GCN_DEGREES_OPTIONS, SAMPLER_NAMES
     from graphtier.train.models import MODEL_NAMES, NORM_NAMES
@@ -120,7 +120,7 @@ def test_fixed_choices_match_the_library_and_show_in_help() -> None:
 
 def test_every_train_option_is_a_field_of_one_spec_with_the_same_default() -> None:
     """How to add a train option: a field on the spec that owns it (graphtier/train/spec.py,
-    graphtier/sampling/spec.py or graphtier/store/spec.py, checked in its __post_init__), a click option of the
+    graphtier/sampling/spec.py or graphtier/memory/spec.py, checked in its __post_init__), a click option of the
     same name in graphtier/cli/train.py, and a test. ``TrainConfig(**options)`` routes each option to its spec,
     and the report, the checkpoint and the saved model record it (``to_dict``): nothing else changes."""
     from dataclasses import fields

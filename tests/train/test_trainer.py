@@ -298,7 +298,7 @@ def test_train_config_is_composed_of_specs_and_keeps_its_flat_record() -> None:
     from dataclasses import replace
 
     from graphtier.sampling import Fanouts, SamplerSpec
-    from graphtier.store import PlacementSpec
+    from graphtier.memory import PlacementSpec
 
     config = TrainConfig(sampling=SamplerSpec(fanouts="10,5"), placement=PlacementSpec(features_on="tiered"), lr=0.1)
     assert config.sampling.fanouts == Fanouts((10, 5)) == (10, 5) and config.optim.lr == 0.1

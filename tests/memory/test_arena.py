@@ -8,7 +8,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from graphtier.store import (
+from graphtier.memory import (
     FEATURE_MODES,
     CachedFeatures,
     FeatureSource,
@@ -18,20 +18,20 @@ from graphtier.store import (
     batch_rows_bound,
     make_feature_store,
 )
-from graphtier.store import arena as arena_module
-from graphtier.store._gather_kernels import (
+from graphtier.memory import arena as arena_module
+from graphtier.memory._gather_kernels import (
     as_raw_bits,
     gather_rows_checked,
     gather_rows_checked_reference,
 )
-from graphtier.store._tiered_kernels import (
+from graphtier.memory._tiered_kernels import (
     interleave_partitions,
     tiered_counts_reference,
     tiered_gather_rows,
     tiered_gather_rows_in_order,
 )
-from graphtier.store.threads import GatherTeam
-from graphtier.store.tiered import _CpuTiers
+from graphtier.memory.threads import GatherTeam
+from graphtier.memory.tiered import _CpuTiers
 
 CPU = torch.device("cpu")
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from graphtier.errors import OptionError
-from graphtier.store.gpu_topology import nvml_topology
+from graphtier.memory.gpu_topology import nvml_topology
 
 
 class NVMLError(Exception):

@@ -1,7 +1,7 @@
 """TieredFeatureStore: one feature table spread over GPU memory, peer GPUs, host RAM and disk.
 
 The table is hotness-sorted (``graphtier reorder`` puts hot rows first), so each tier is a range of
-row ids (see :mod:`graphtier.store.placement`) and a gather picks each row's source by comparing
+row ids (see :mod:`graphtier.memory.placement`) and a gather picks each row's source by comparing
 its id with the boundaries (Data Tiering §4.1 and Listing 1; XGNN §4.3 for the interleaved
 partitions). From the caller's side it is one ``[N, D]`` table: ``gather(ids)`` equals ``table[ids]``.
 
@@ -16,7 +16,7 @@ tier is RAM (a RAM copy of a memory-mapped table when there is a disk tier, else
 given) and the "disk" tier is read from the memory map on demand; the gather is a numba kernel.
 
 Each path owns its buffers in one object (:class:`_CpuTiers`, :class:`_CudaTiers`) that closes what it
-holds. The row cache of ``tiered+cache`` is not here: it wraps the store (:class:`graphtier.store.cached.CachedFeatures`).
+holds. The row cache of ``tiered+cache`` is not here: it wraps the store (:class:`graphtier.memory.cached.CachedFeatures`).
 """
 
 from __future__ import annotations
@@ -28,17 +28,17 @@ import numpy as np
 import torch
 
 from graphtier.errors import OptionError
-from graphtier.store._gather_kernels import as_raw_bits, gather_rows_checked
-from graphtier.store._tiered_kernels import (
+from graphtier.memory._gather_kernels import as_raw_bits, gather_rows_checked
+from graphtier.memory._tiered_kernels import (
     interleave_partitions,
     tiered_gather_rows_in_order,
 )
-from graphtier.store.arena import StagingArena
-from graphtier.store.host import raise_out_of_range, row_ids
-from graphtier.store.placement import TIER_NAMES, TierPlan
-from graphtier.store.source import FeatureSource, TierTraffic
-from graphtier.store.threads import GatherTeam
-from graphtier.store.unified import HostRegistrar, UnifiedTensor
+from graphtier.memory.arena import StagingArena
+from graphtier.memory.host import raise_out_of_range, row_ids
+from graphtier.memory.placement import TIER_NAMES, TierPlan
+from graphtier.memory.source import FeatureSource, TierTraffic
+from graphtier.memory.threads import GatherTeam
+from graphtier.memory.unified import HostRegistrar, UnifiedTensor
 
 UPLOAD_CHUNK_BYTES = 1 << 28
 
@@ -141,7 +141,7 @@ class _CudaTiers:
         if not torch.cuda.is_available():
             raise OptionError(f"--device {device}: CUDA is not available on this machine")
         try:
-            from graphtier.store import _triton_kernels
+            from graphtier.memory import _triton_kernels
         except ImportError:
             raise OptionError(
                 "--features-on tiered/zero-copy on CUDA needs the triton package, found it missing: pip install triton"
@@ -241,11 +241,11 @@ class TieredFeatureStore(FeatureSource):
 
     Args:
         table: float32/float16 [N, D] (RAM array or ``np.memmap``); read-only while the store is open.
-        plan: the tier boundaries (:func:`graphtier.store.placement.plan_tiers`); its ``cache_rows`` are
-            for a :class:`graphtier.store.cached.CachedFeatures` around this store, not used here.
+        plan: the tier boundaries (:func:`graphtier.memory.placement.plan_tiers`); its ``cache_rows`` are
+            for a :class:`graphtier.memory.cached.CachedFeatures` around this store, not used here.
         device: the compute device; CUDA runs the GPU path, anything else the CPU path.
         ring_size: pinned staging buffers are reused no sooner than ``ring_size`` calls later; every
-            staging buffer only once nothing references it (:class:`graphtier.store.arena.StagingArena`).
+            staging buffer only once nothing references it (:class:`graphtier.memory.arena.StagingArena`).
         max_batch_rows: an upper bound of the rows of one call (caps the arena's geometric growth).
         log: receives one-line progress messages.
         registrar: the host-memory registrar (tests pass a fake one).
@@ -296,7 +296,7 @@ class TieredFeatureStore(FeatureSource):
         """Rows ``table[ids]``: ids int64 [B] (CPU) -> [B, D] in the table's dtype on ``output_device``.
 
         CPU path: the result is a view of an arena buffer, handed out again only once nothing references
-        it (:class:`graphtier.store.arena.StagingArena`). CUDA path: a new
+        it (:class:`graphtier.memory.arena.StagingArena`). CUDA path: a new
         device tensor, written on the current stream of the compute device. Thread-safe (one call at a time).
         """
         ids_np = check_ids(ids, self.num_rows) if self.on_cuda else row_ids(ids)

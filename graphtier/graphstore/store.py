@@ -46,8 +46,8 @@ from graphtier.sampling import (
 )
 from graphtier.sampling.shadow import first_seen_unique
 from graphtier.sampling.spec import SAMPLER_KINDS
-from graphtier.store import (
-    SAMPLE_ON,  # noqa: F401 - re-exported by graphtier.memory
+from graphtier.memory import (
+    SAMPLE_ON,  # noqa: F401 - re-exported by graphtier.graphstore
     FeatureSource,
     PlacementSpec,
     TieredTopology,
@@ -56,8 +56,8 @@ from graphtier.store import (
     make_feature_store,
     make_topology,
 )
-from graphtier.store.arena import in_flight_bytes
-from graphtier.store.topology import INDPTR_BYTES_PER_DESTINATION
+from graphtier.memory.arena import in_flight_bytes
+from graphtier.memory.topology import INDPTR_BYTES_PER_DESTINATION
 
 Sampler = Callable[[np.ndarray, int], MiniBatch]
 
@@ -98,7 +98,7 @@ class GraphStore:
 
     Build it with :meth:`open`. Args of the constructor (for callers that build the parts themselves):
         dataset: the opened dataset.
-        features: its feature store (:func:`graphtier.store.make_feature_store`).
+        features: its feature store (:func:`graphtier.memory.make_feature_store`).
         topology: a :class:`TieredTopology` to sample from on its device, or None to sample on the
             CPU with :class:`NeighborSampler` from the dataset's arrays.
         seed: base seed of the sampling streams (``sampler(fanouts, seed=...)`` overrides it).
@@ -153,8 +153,8 @@ class GraphStore:
     ) -> GraphStore:
         """Open ``dataset`` (a Dataset or a path) with its features and topology placed by ``placement``.
 
-        ``placement`` (:class:`graphtier.store.PlacementSpec`): ``features_on`` (a mode of
-        :data:`graphtier.store.FEATURE_MODES`), its budgets, and ``sample_on`` "cpu" or "gpu" (needs CUDA);
+        ``placement`` (:class:`graphtier.memory.PlacementSpec`): ``features_on`` (a mode of
+        :data:`graphtier.memory.FEATURE_MODES`), its budgets, and ``sample_on`` "cpu" or "gpu" (needs CUDA);
         with "gpu" the topology is tiered by ``topology_budget`` (bytes, fraction of the edges or "auto";
         default auto; with "cpu" only "auto" is accepted and means 0: the graph stays in host memory)
         and ``ram_budget`` (which bounds the host tier of the features and of the topology each). With
@@ -164,7 +164,7 @@ class GraphStore:
 
         ``device``: the compute device. ``batch_size``/``fanouts`` size the staging buffers and, with
         ``prefetch`` (default ``ring_size - 3``, the trainer's ring), the room "auto" GPU budgets leave for
-        the batches in flight (:func:`graphtier.store.arena.in_flight_bytes`).
+        the batches in flight (:func:`graphtier.memory.arena.in_flight_bytes`).
         """
         if placement is None:
             options = {"features_on": "tiered", **placement_options}

@@ -13,7 +13,7 @@ Both kernels also count, while copying, the rows each static tier served and the
 (N = ``disk.shape[0]``; those rows are left unwritten), so neither the bounds check nor the traffic
 accounting costs a pass of its own. They return ``(gpu, gpu_peer, host, disk, out_of_range)``
 counts; "gpu" includes the peer rows of partition 0 (on the compute device), as in
-:meth:`graphtier.store.placement.TierPlan.tier_counts`.
+:meth:`graphtier.memory.placement.TierPlan.tier_counts`.
 
 All arrays are raw-bit views (unsigned ints of the feature width: numba has no CPU float16).
 """
@@ -23,7 +23,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from graphtier.store._gather_kernels import copy_row
+from graphtier.memory._gather_kernels import copy_row
 
 
 def _tier_copier(in_order: bool):  # returns a numba function

@@ -1,6 +1,6 @@
 """Where a dataset's bytes live: :class:`PlacementSpec` (feature mode, budgets, sampling device), validated once.
 
-Budgets (see :mod:`graphtier.store.placement`) are bytes ("512MB", "2GiB"), a fraction ("0.1", "10%")
+Budgets (see :mod:`graphtier.memory.placement`) are bytes ("512MB", "2GiB"), a fraction ("0.1", "10%")
 or "auto"; they are resolved against the device when the store opens.
 """
 
@@ -12,7 +12,7 @@ import torch
 
 from graphtier._checks import check_choice, check_int
 from graphtier.errors import OptionError
-from graphtier.store.modes import FEATURE_MODES, refuse_untaken
+from graphtier.memory.modes import FEATURE_MODES, refuse_untaken
 
 SAMPLE_ON = ("cpu", "gpu")
 """Where neighbours are sampled: the numba CPU sampler, or the Triton sampler on a CUDA device."""
@@ -22,7 +22,7 @@ SAMPLE_ON = ("cpu", "gpu")
 class PlacementSpec:
     """The placement of features and topology (the ``--features-on`` ... ``--topology-budget`` options).
 
-    ``features_on``: a mode of :data:`graphtier.store.FEATURE_MODES`; ``gpu_budget`` (the tiered modes),
+    ``features_on``: a mode of :data:`graphtier.memory.FEATURE_MODES`; ``gpu_budget`` (the tiered modes),
     ``cache_budget`` (``tiered+cache``), ``ram_budget`` (rows kept in RAM; the tiered and zero-copy modes,
     and the host tier of a GPU-sampled topology) and ``peer_partitions`` (GPUs the hot tier is interleaved
     over) are refused by a mode that does not take them. ``sample_on``: "cpu" or "gpu"; ``topology_budget``

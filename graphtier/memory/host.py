@@ -11,10 +11,10 @@ import numpy as np
 import torch
 
 from graphtier.errors import OptionError
-from graphtier.store._gather_kernels import as_raw_bits, gather_rows_checked
-from graphtier.store.arena import StagingArena
-from graphtier.store.source import FeatureSource, TierTraffic
-from graphtier.store.threads import GatherTeam
+from graphtier.memory._gather_kernels import as_raw_bits, gather_rows_checked
+from graphtier.memory.arena import StagingArena
+from graphtier.memory.source import FeatureSource, TierTraffic
+from graphtier.memory.threads import GatherTeam
 
 
 class HostFeatureStore(FeatureSource):
@@ -23,7 +23,7 @@ class HostFeatureStore(FeatureSource):
     Args:
         table: float32/float16 [N, D] array (an ``np.memmap`` works: pages are read on demand).
         ring_size: pinned buffers are reused no sooner than ``ring_size`` calls later (the pipeline's
-            queue depth + 3); any buffer only once no tensor references it (see :mod:`graphtier.store.arena`).
+            queue depth + 3); any buffer only once no tensor references it (see :mod:`graphtier.memory.arena`).
         pin: allocate the staging buffers in pinned (page-locked) memory; needs CUDA.
         max_batch_rows: an upper bound of the rows of one call (caps the arena's geometric growth).
 

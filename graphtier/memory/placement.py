@@ -276,7 +276,7 @@ def plan_tiers(
     ``local_rows`` is 0. ``None`` means ``auto``. ``cache_budget`` ``None`` = no cache; ``auto`` =
     a quarter of the auto device memory (the GPU tiers get the rest). ``ram_budget`` ``None`` = every
     remaining row is in the host tier; otherwise rows beyond it are in the disk tier. ``reserve_bytes``
-    (e.g. :func:`graphtier.store.arena.in_flight_bytes`) is left free of the auto device memory.
+    (e.g. :func:`graphtier.memory.arena.in_flight_bytes`) is left free of the auto device memory.
     """
     if peer_partitions < 1:
         raise OptionError(

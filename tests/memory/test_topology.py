@@ -12,17 +12,17 @@ from hypothesis import strategies as st
 
 from graphtier.errors import OptionError
 from graphtier.sampling import Topology
-from graphtier.store import TieredTopology, make_topology
-from graphtier.store import unified as unified_module
-from graphtier.store.placement import TIER_NAMES, TierPlan
-from graphtier.store.unified import PAGE_BYTES, REGISTRY
-from tests.store.test_unified import FakeRegistrar
+from graphtier.memory import TieredTopology, make_topology
+from graphtier.memory import unified as unified_module
+from graphtier.memory.placement import TIER_NAMES, TierPlan
+from graphtier.memory.unified import PAGE_BYTES, REGISTRY
+from tests.memory.test_unified import FakeRegistrar
 
 triton = pytest.importorskip("triton")
 
 from tests.interpreted import load_interpreted
 
-kernels = load_interpreted("store/_topology_kernels.py")
+kernels = load_interpreted("memory/_topology_kernels.py")
 DTYPES = [np.int32, np.int64]
 # (topology_budget, ram_budget, share of the entries in the gpu tier, in the host tier (None: the rest))
 PLANS = [("0", None, 0.0, None), ("10%", None, 0.1, None), ("100%", None, 1.0, None), ("10%", "30%", 0.1, 0.3), ("0", "0", 0.0, 0.0)]

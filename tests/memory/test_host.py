@@ -8,8 +8,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from graphtier.store import HostFeatureStore
-from graphtier.store._gather_kernels import as_raw_bits, gather_rows_checked, gather_rows_reference
+from graphtier.memory import HostFeatureStore
+from graphtier.memory._gather_kernels import as_raw_bits, gather_rows_checked, gather_rows_reference
 
 
 @settings(max_examples=40, deadline=None)

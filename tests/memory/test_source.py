@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from graphtier.errors import OptionError
-from graphtier.store import (
+from graphtier.memory import (
     FEATURE_MODE_REGISTRY,
     FEATURE_MODES,
     TIER_NAMES,
@@ -25,7 +25,7 @@ from graphtier.store import (
     make_feature_store,
     register_feature_mode,
 )
-from graphtier.store.placement import TierPlan
+from graphtier.memory.placement import TierPlan
 
 CPU = torch.device("cpu")
 PACKAGE = Path(__file__).resolve().parents[2] / "graphtier"

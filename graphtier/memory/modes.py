@@ -10,7 +10,7 @@ Registered modes (:data:`FEATURE_MODE_REGISTRY`, in this order):
   host RAM, the rows beyond ``ram_budget`` from disk.
 * ``tiered+cache``: ``tiered`` wrapped in a row cache in device memory (:class:`CachedFeatures`).
 
-Every mode builds a :class:`graphtier.store.source.FeatureSource`. A new mode is one
+Every mode builds a :class:`graphtier.memory.source.FeatureSource`. A new mode is one
 :func:`register_feature_mode` call; the CLI's choices are :data:`FEATURE_MODES`.
 """
 
@@ -23,11 +23,11 @@ import numpy as np
 import torch
 
 from graphtier.errors import OptionError
-from graphtier.store.cached import CachedFeatures
-from graphtier.store.host import HostFeatureStore
-from graphtier.store.placement import TIER_NAMES, plan_tiers
-from graphtier.store.source import FeatureSource
-from graphtier.store.tiered import TieredFeatureStore
+from graphtier.memory.cached import CachedFeatures
+from graphtier.memory.host import HostFeatureStore
+from graphtier.memory.placement import TIER_NAMES, plan_tiers
+from graphtier.memory.source import FeatureSource
+from graphtier.memory.tiered import TieredFeatureStore
 
 __all__ = [
     "FEATURE_MODES",
@@ -46,7 +46,7 @@ PLACEMENT_OPTIONS = {"gpu_budget": None, "cache_budget": None, "peer_partitions"
 
 @dataclass(frozen=True)
 class SourceOptions:
-    """Everything a mode's builder may use (budgets: see :mod:`graphtier.store.placement`)."""
+    """Everything a mode's builder may use (budgets: see :mod:`graphtier.memory.placement`)."""
 
     device: torch.device
     gpu_budget: str | None = None
@@ -179,15 +179,15 @@ def make_feature_store(
     """Build the feature source of ``mode`` (a name of :data:`FEATURE_MODES`) over ``features``
     (float32/float16 [N, D], RAM or memory map).
 
-    ``device`` is the compute device. Budgets (see :mod:`graphtier.store.placement`): bytes
+    ``device`` is the compute device. Budgets (see :mod:`graphtier.memory.placement`): bytes
     ("512MB", "2GiB"), a fraction of rows ("0.1", "10%") or "auto". ``gpu_budget`` (per device,
     default auto) applies to the tiered modes, ``cache_budget`` (default auto) to ``tiered+cache``,
     ``ram_budget`` (default: every non-GPU row in RAM) to ``zero-copy`` and the tiered modes.
 
-    Every mode gathers through one :class:`graphtier.store.arena.StagingArena` of reusable host buffers
-    (pinned on CUDA); ``max_batch_rows`` (e.g. :func:`graphtier.store.arena.batch_rows_bound` of the
+    Every mode gathers through one :class:`graphtier.memory.arena.StagingArena` of reusable host buffers
+    (pinned on CUDA); ``max_batch_rows`` (e.g. :func:`graphtier.memory.arena.batch_rows_bound` of the
     sampler) caps its geometric growth, ``ring_size`` is the reuse distance of pinned buffers.
-    ``in_flight_bytes`` (:func:`graphtier.store.arena.in_flight_bytes`) is left free of an auto GPU budget.
+    ``in_flight_bytes`` (:func:`graphtier.memory.arena.in_flight_bytes`) is left free of an auto GPU budget.
     """
     chosen = FEATURE_MODE_REGISTRY.get(mode)
     if chosen is None:

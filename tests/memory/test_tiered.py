@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from graphtier.errors import OptionError
-from graphtier.store import (
+from graphtier.memory import (
     FEATURE_MODES,
     TIER_NAMES,
     CachedFeatures,
@@ -19,15 +19,15 @@ from graphtier.store import (
     TieredFeatureStore,
     make_feature_store,
 )
-from graphtier.store._gather_kernels import as_raw_bits
-from graphtier.store._tiered_kernels import (
+from graphtier.memory._gather_kernels import as_raw_bits
+from graphtier.memory._tiered_kernels import (
     interleave_partitions,
     tiered_gather_reference,
     tiered_gather_rows,
     tiered_gather_rows_in_order,
 )
-from graphtier.store.placement import TierPlan
-from graphtier.store.tiered import torch_dtype_of
+from graphtier.memory.placement import TierPlan
+from graphtier.memory.tiered import torch_dtype_of
 
 CPU = torch.device("cpu")
 

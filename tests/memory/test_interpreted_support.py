@@ -29,7 +29,7 @@ def test_interpreter_skip_reason_by_version(triton: str, numpy: str, runs: bool)
 def test_an_unusable_interpreter_skips_only_the_tests_that_use_it(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(interpreted, "INTERPRETER_SKIP_REASON", interpreted.interpreter_skip_reason("3.6.0", "2.5.0"))
     monkeypatch.setattr(interpreted, "HAS_TRITON", True)
-    stand_in = interpreted.load_interpreted("store/_no_such_kernels.py")  # nothing is imported
+    stand_in = interpreted.load_interpreted("memory/_no_such_kernels.py")  # nothing is imported
     assert not hasattr(stand_in, "__wrapped__")  # pytest's and inspect's probes see a plain module
     with pytest.raises(pytest.skip.Exception, match="Triton 3.6.0 interpreter cannot run"):
         stand_in.gather_rows_triton  # noqa: B018

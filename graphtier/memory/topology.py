@@ -12,7 +12,7 @@ are a prefix of ``indices``; the tiers are therefore ranges of *positions* in ``
 per destination, and it is small next to ``indices`` (8 bytes per node against the in-degree times
 4 or 8). It is not part of the budget.
 
-On CUDA :meth:`TieredTopology.gather_positions` runs a Triton kernel (:mod:`graphtier.store._topology_kernels`)
+On CUDA :meth:`TieredTopology.gather_positions` runs a Triton kernel (:mod:`graphtier.memory._topology_kernels`)
 that reads the "gpu" and "host" tiers directly, and the "disk" positions are gathered on the CPU
 from the memory map and copied in. Passing ``kernels`` (e.g. the kernel module interpreted with
 ``TRITON_INTERPRET=1``) runs the same path on the CPU, the host tier registered through
@@ -38,16 +38,16 @@ import numpy as np
 import torch
 
 from graphtier.errors import OptionError
-from graphtier.store.placement import (
+from graphtier.memory.placement import (
     TierPlan,
     auto_device_bytes,
     format_bytes,
     parse_budget,
     plan_tiers,
 )
-from graphtier.store.source import TierTraffic
-from graphtier.store.tiered import torch_dtype_of, upload_rows
-from graphtier.store.unified import HostRegistrar, UnifiedTensor
+from graphtier.memory.source import TierTraffic
+from graphtier.memory.tiered import torch_dtype_of, upload_rows
+from graphtier.memory.unified import HostRegistrar, UnifiedTensor
 
 INDPTR_ENTRY_BYTES = 8
 # a sampler reads indptr[v] and indptr[v + 1] of every destination v
@@ -79,7 +79,7 @@ class TieredTopology:
         device: the compute device; CUDA runs the device path, anything else the CPU path.
         registrar: the host-memory registrar of the host tier (tests pass a fake one).
         log: receives one-line progress messages.
-        kernels: the kernel module (default :mod:`graphtier.store._topology_kernels` on CUDA); given on
+        kernels: the kernel module (default :mod:`graphtier.memory._topology_kernels` on CUDA); given on
             the CPU it runs the device path there (tests pass the interpreted module).
         sorted_reads: gather the positions in ascending order (sort, gather, scatter back), so the
             zero-copy and disk reads walk memory forward.
@@ -124,7 +124,7 @@ class TieredTopology:
             self.device = torch.device("cuda", index)
             if kernels is None:
                 try:
-                    from graphtier.store import _topology_kernels as kernels
+                    from graphtier.memory import _topology_kernels as kernels
                 except ImportError:
                     raise OptionError("the topology on CUDA needs the triton package, found it missing: pip install triton") from None
         self._kernels = kernels
@@ -327,10 +327,10 @@ def make_topology(
 
     ``topology_budget`` (device memory for a prefix of ``indices``) and ``ram_budget`` (host RAM for
     the next entries; None = all the rest) parse like ``--gpu-budget`` and ``--ram-budget``
-    (:mod:`graphtier.store.placement`): bytes, a fraction of the entries, or "auto" (None = auto).
+    (:mod:`graphtier.memory.placement`): bytes, a fraction of the entries, or "auto" (None = auto).
     On CUDA, auto is the device's free memory minus the reserve and minus ``indptr``, which is
     placed whole on the device, and minus ``in_flight_bytes`` (room for the batches in flight,
-    :func:`graphtier.store.arena.in_flight_bytes`); without CUDA auto is 0.
+    :func:`graphtier.memory.arena.in_flight_bytes`); without CUDA auto is 0.
     """
     check_topology_arrays(indptr, indices)
     device = torch.device(device)

@@ -33,7 +33,7 @@ from typing import Sequence
 import numpy as np
 
 from graphtier.errors import OptionError
-from graphtier.store.gpu_topology import GpuTopology
+from graphtier.memory.gpu_topology import GpuTopology
 
 REL_EPS = 1e-12
 MAX_SEARCH_PASSES = 200

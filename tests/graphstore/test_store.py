@@ -8,9 +8,9 @@ import torch
 
 from graphtier.dataset import Dataset
 from graphtier.errors import OptionError
-from graphtier.memory import GraphStore
+from graphtier.graphstore import GraphStore
 from graphtier.sampling import NeighborSampler, ShadowSampler, iter_seed_batches
-from graphtier.store import TIER_NAMES, PlacementSpec, make_feature_store, make_topology
+from graphtier.memory import TIER_NAMES, PlacementSpec, make_feature_store, make_topology
 from graphtier.tiering.plan import describe_device, plan_capacity
 
 FANOUTS = [5, 3]
@@ -123,12 +123,12 @@ def test_the_gpu_code_path_on_the_cpu_interpreted_kernels_and_tiers(tiny_dataset
     """Triton picks and Triton tiered reads (interpreted), registered host tier (fake registrar), lists cut by tiers."""
     pytest.importorskip("triton")
     from tests.interpreted import load_interpreted
-    from tests.store.test_unified import FakeRegistrar
+    from tests.memory.test_unified import FakeRegistrar
 
     indptr = np.asarray(tiny_dataset.indptr)
     topology = make_topology(tiny_dataset.indptr, tiny_dataset.indices, device=torch.device("cpu"), topology_budget=budget,
                              ram_budget=ram, log=lambda _: None, registrar=FakeRegistrar(),
-                             kernels=load_interpreted("store/_topology_kernels.py"))
+                             kernels=load_interpreted("memory/_topology_kernels.py"))
     boundaries = [topology.plan.local_rows, topology.plan.host_end]
     # the boundaries fall inside neighbour lists: a list is read from two tiers
     assert all(b not in set(indptr.tolist()) for b in boundaries if 0 < b < indptr[-1])
@@ -149,9 +149,9 @@ def test_the_gpu_code_path_on_the_cpu_interpreted_kernels_and_tiers(tiny_dataset
 def test_open_leaves_room_for_prefetch_plus_two_batches_in_auto_gpu_budgets(
     tiny_dataset: Dataset, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import graphtier.memory.store as store_module
-    from graphtier.store import batch_rows_bound
-    from graphtier.store.arena import in_flight_bytes
+    import graphtier.graphstore.store as store_module
+    from graphtier.memory import batch_rows_bound
+    from graphtier.memory.arena import in_flight_bytes
 
     seen: dict[str, int] = {}
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
