@@ -21,8 +21,15 @@ ROOT = Path(__file__).resolve().parents[1]
 # Published full-batch results on Cora's public split, for reference.
 PUBLISHED = {"gcn": 0.815, "gat": 0.830, "sage": None, "mlp": 0.59}
 CORA_OPTIONS = dict(
-    fanouts=(10, 10), epochs=40, hidden=64, lr=0.01, weight_decay=5e-4, batch_size=64, dropout=0.5,
-    eval_every=1, full_inference=True,
+    fanouts=(10, 10),
+    epochs=40,
+    hidden=64,
+    lr=0.01,
+    weight_decay=5e-4,
+    batch_size=64,
+    dropout=0.5,
+    eval_every=1,
+    full_inference=True,
 )
 SYNTH_OPTIONS = dict(fanouts=(10, 10), epochs=10, hidden=128, batch_size=512, eval_every=10)
 
@@ -51,19 +58,26 @@ def main() -> None:
                 "published": PUBLISHED.get(model),
                 "seconds_per_run": statistics.mean(seconds),
             }
-            print(f"cora {model:5s} test acc {statistics.mean(accs):.4f} ± {statistics.pstdev(accs):.4f} "
-                  f"over {args.seeds} seeds ({statistics.mean(seconds):.1f} s/run)  {accs}", flush=True)
+            print(
+                f"cora {model:5s} test acc {statistics.mean(accs):.4f} ± {statistics.pstdev(accs):.4f} "
+                f"over {args.seeds} seeds ({statistics.mean(seconds):.1f} s/run)  {accs}",
+                flush=True,
+            )
         synth = generate(Path(tmp) / "synth", nodes=50_000, avg_degree=10, train_fraction=0.05, seed=0)
         for model in ("sage", "mlp"):
             report = train(synth, model=model, seed=0, **SYNTH_OPTIONS)
             results["synthetic"][model] = report["final"]["test_acc"]
         gain = results["synthetic"]["sage"] - results["synthetic"]["mlp"]
         results["synthetic"]["gain_points"] = 100 * gain
-        print(f"synthetic 50k nodes: sage {results['synthetic']['sage']:.4f}, mlp {results['synthetic']['mlp']:.4f}, "
-              f"gain {100 * gain:.1f} points")
-    results["config"] = {"cora": {k: list(v) if isinstance(v, tuple) else v for k, v in CORA_OPTIONS.items()},
-                         "synthetic": {k: list(v) if isinstance(v, tuple) else v for k, v in SYNTH_OPTIONS.items()},
-                         "date": time.strftime("%Y-%m-%d")}
+        print(
+            f"synthetic 50k nodes: sage {results['synthetic']['sage']:.4f}, mlp {results['synthetic']['mlp']:.4f}, "
+            f"gain {100 * gain:.1f} points"
+        )
+    results["config"] = {
+        "cora": {k: list(v) if isinstance(v, tuple) else v for k, v in CORA_OPTIONS.items()},
+        "synthetic": {k: list(v) if isinstance(v, tuple) else v for k, v in SYNTH_OPTIONS.items()},
+        "date": time.strftime("%Y-%m-%d"),
+    }
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(results, indent=2) + "\n")
     print(f"saved {args.json}")

@@ -27,7 +27,6 @@ import time
 from pathlib import Path
 from typing import Callable
 
-import numpy as np
 import torch
 
 from graphtier.dataset.format import Dataset
@@ -111,18 +110,44 @@ def main() -> None:
                 fwd_ms = median_ms(forward, args.repeats)
                 bwd_ms = median_ms(backward, args.repeats)
             error = float((torch.as_tensor(forward()) - reference).abs().max())
-            rows.append({"block": index, "num_dst": blk.num_dst, "num_src": blk.num_src, "edges": blk.num_edges,
-                         "method": name, "threads": threads, "forward_ms": fwd_ms, "backward_ms": bwd_ms,
-                         "max_abs_diff_vs_edge": error, "csr_build_ms": csr_ms, "transpose_ms": transpose_ms})
-            print(f"{index:5d} {blk.num_dst:8d} {blk.num_src:8d} {blk.num_edges:9d} {name:10s} "
-                  f"{fwd_ms:8.1f} {bwd_ms:8.1f}", flush=True)
+            rows.append(
+                {
+                    "block": index,
+                    "num_dst": blk.num_dst,
+                    "num_src": blk.num_src,
+                    "edges": blk.num_edges,
+                    "method": name,
+                    "threads": threads,
+                    "forward_ms": fwd_ms,
+                    "backward_ms": bwd_ms,
+                    "max_abs_diff_vs_edge": error,
+                    "csr_build_ms": csr_ms,
+                    "transpose_ms": transpose_ms,
+                }
+            )
+            print(
+                f"{index:5d} {blk.num_dst:8d} {blk.num_src:8d} {blk.num_edges:9d} {name:10s} "
+                f"{fwd_ms:8.1f} {bwd_ms:8.1f}",
+                flush=True,
+            )
         print(f"      csr build {csr_ms:.1f} ms, transpose {transpose_ms:.1f} ms (producer thread)")
     args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps({
-        "date": time.strftime("%Y-%m-%d"), "machine": f"{platform.node()} {os.cpu_count()} cores",
-        "dataset": str(args.dataset), "fanouts": args.fanouts, "batch_size": args.batch_size, "dim": args.dim,
-        "torch": torch.__version__, "load_average": os.getloadavg(), "rows": rows,
-    }, indent=2))
+    args.json.write_text(
+        json.dumps(
+            {
+                "date": time.strftime("%Y-%m-%d"),
+                "machine": f"{platform.node()} {os.cpu_count()} cores",
+                "dataset": str(args.dataset),
+                "fanouts": args.fanouts,
+                "batch_size": args.batch_size,
+                "dim": args.dim,
+                "torch": torch.__version__,
+                "load_average": os.getloadavg(),
+                "rows": rows,
+            },
+            indent=2,
+        )
+    )
     print(f"saved {args.json}")
 
 

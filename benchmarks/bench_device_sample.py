@@ -77,28 +77,60 @@ def main() -> None:
         reference = NeighborSampler(indptr, indices, fanouts, seed=0, num_threads=args.threads)
         expected = [reference.sample(seeds, b) for b, seeds in enumerate(batches)]
         seconds, edges = time_batches(reference.sample, batches, torch.device("cpu"), args.repeats)
-        rows.append({"fanouts": fanout_text, "sampler": f"NeighborSampler ({args.threads} thr)", "device": "cpu",
-                     "ms_per_batch": 1e3 * seconds / len(batches), "edges_per_s": edges / seconds, "identical": True})
+        rows.append(
+            {
+                "fanouts": fanout_text,
+                "sampler": f"NeighborSampler ({args.threads} thr)",
+                "device": "cpu",
+                "ms_per_batch": 1e3 * seconds / len(batches),
+                "edges_per_s": edges / seconds,
+                "identical": True,
+            }
+        )
         for name in devices:
             device = torch.device(name)
             sampler = DeviceNeighborSampler(DenseTopology(indptr, indices, device=device), fanouts, seed=0)
             same = all(same_batch(sampler.sample(s, b), expected[b]) for b, s in enumerate(batches))
             seconds, edges = time_batches(sampler.sample, batches, device, args.repeats)
-            rows.append({"fanouts": fanout_text, "sampler": f"DeviceNeighborSampler ({sampler.picks})",
-                         "device": str(device), "ms_per_batch": 1e3 * seconds / len(batches),
-                         "edges_per_s": edges / seconds, "identical": same})
-    print(f"{args.graph.name}: {num_nodes} nodes, {indices.shape[0]} edges; {args.batches} batches of {args.batch_size}")
+            rows.append(
+                {
+                    "fanouts": fanout_text,
+                    "sampler": f"DeviceNeighborSampler ({sampler.picks})",
+                    "device": str(device),
+                    "ms_per_batch": 1e3 * seconds / len(batches),
+                    "edges_per_s": edges / seconds,
+                    "identical": same,
+                }
+            )
+    print(
+        f"{args.graph.name}: {num_nodes} nodes, {indices.shape[0]} edges; {args.batches} batches of {args.batch_size}"
+    )
     print(f"{'fanouts':<10} {'sampler':<32} {'device':<8} {'ms/batch':>9} {'Medges/s':>9} identical")
     for r in rows:
-        print(f"{r['fanouts']:<10} {r['sampler']:<32} {r['device']:<8} {r['ms_per_batch']:>9.2f} "
-              f"{r['edges_per_s'] / 1e6:>9.2f} {r['identical']}")
-    machine = {"platform": platform.platform(), "cpu_count": os.cpu_count(),
-               "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None}
+        print(
+            f"{r['fanouts']:<10} {r['sampler']:<32} {r['device']:<8} {r['ms_per_batch']:>9.2f} "
+            f"{r['edges_per_s'] / 1e6:>9.2f} {r['identical']}"
+        )
+    machine = {
+        "platform": platform.platform(),
+        "cpu_count": os.cpu_count(),
+        "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
+    }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     temporary = args.out.with_suffix(".json.tmp")
-    temporary.write_text(json.dumps({"date": datetime.datetime.now(datetime.UTC).isoformat(),
-                                     "machine": machine, "graph": str(args.graph), "batch_size": args.batch_size,
-                                     "batches": args.batches, "rows": rows}, indent=2))
+    temporary.write_text(
+        json.dumps(
+            {
+                "date": datetime.datetime.now(datetime.UTC).isoformat(),
+                "machine": machine,
+                "graph": str(args.graph),
+                "batch_size": args.batch_size,
+                "batches": args.batches,
+                "rows": rows,
+            },
+            indent=2,
+        )
+    )
     temporary.replace(args.out)
     if not all(r["identical"] for r in rows):
         raise SystemExit("bench_device_sample: a device batch differs from NeighborSampler's")

@@ -65,10 +65,27 @@ def run_one(dataset: Path, budget: str, args: argparse.Namespace) -> dict[str, A
     with tempfile.TemporaryDirectory() as tmp:
         report_path = Path(tmp) / "report.json"
         command = [
-            sys.executable, "-m", "graphtier", "train", str(dataset),
-            "--model", "sage", "--fanouts", args.fanouts, "--batch-size", str(args.batch_size),
-            "--epochs", "1", "--features-on", "tiered", "--ram-budget", budget,
-            "--num-threads", str(args.threads), "--report", str(report_path),
+            sys.executable,
+            "-m",
+            "graphtier",
+            "train",
+            str(dataset),
+            "--model",
+            "sage",
+            "--fanouts",
+            args.fanouts,
+            "--batch-size",
+            str(args.batch_size),
+            "--epochs",
+            "1",
+            "--features-on",
+            "tiered",
+            "--ram-budget",
+            budget,
+            "--num-threads",
+            str(args.threads),
+            "--report",
+            str(report_path),
         ]
         print("$ " + " ".join(command[1:]), flush=True)
         started = time.perf_counter()
@@ -125,8 +142,11 @@ def main() -> None:
     parser.add_argument("--fanouts", default="15,10,5")
     parser.add_argument("--batch-size", type=int, default=1024)
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
-    parser.add_argument("--drop-caches", action="store_true",
-                        help="drop the OS page cache before each run (root only): the disk tier then starts cold")
+    parser.add_argument(
+        "--drop-caches",
+        action="store_true",
+        help="drop the OS page cache before each run (root only): the disk tier then starts cold",
+    )
     parser.add_argument("--json", type=Path, default=Path(__file__).parent / "results" / "disk_tier.json")
     args = parser.parse_args()
     meta = json.loads((args.dataset / "meta.json").read_text())

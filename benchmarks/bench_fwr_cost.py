@@ -44,8 +44,12 @@ def main() -> None:
         print(f"{path.name:<12}" + "".join(f"{best[label]:>15.4f}" for label in labels), flush=True)
         rows.append({"dataset": str(path), "num_nodes": data.num_nodes, "num_edges": data.num_edges, "best_s": best})
     if args.json is not None:
-        args.json.write_text(json.dumps({"fanouts": fanouts, "batch_size": args.batch_size,
-                                         "repeats": args.repeats, "rows": rows}, indent=1) + "\n")
+        args.json.write_text(
+            json.dumps(
+                {"fanouts": fanouts, "batch_size": args.batch_size, "repeats": args.repeats, "rows": rows}, indent=1
+            )
+            + "\n"
+        )
         print(f"wrote {args.json}")
 
 

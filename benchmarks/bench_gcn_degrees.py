@@ -48,9 +48,7 @@ def dgl_both_weights(csr: BlockCSR, degree: torch.Tensor | None, dtype: torch.dt
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("preset", choices=["bench", "cora"])
     parser.add_argument("--dataset", default=None)
     parser.add_argument("--fanouts", default=None, help="bench: default 15,10,5; cora: default 10,10")
@@ -100,7 +98,9 @@ def main() -> None:
             }
             runs.append(run)
             print(json.dumps(run), flush=True)
-    print(f"\n{'preset':<7} {'fanouts':<9} {'epochs':>6} {'eval':<8} {'degrees':<8} {'seeds':>5} {'test acc (each seed)':<28} mean")
+    print(
+        f"\n{'preset':<7} {'fanouts':<9} {'epochs':>6} {'eval':<8} {'degrees':<8} {'seeds':>5} {'test acc (each seed)':<28} mean"
+    )
     for degrees in args.degrees.split(","):
         mine = [r for r in runs if r["degrees"] == degrees]
         accs = [r["test_acc"] for r in mine]

@@ -42,9 +42,15 @@ def child_generate(spec: dict[str, Any]) -> dict[str, Any]:
 
     marks: list[tuple[str, float]] = []
     started = time.perf_counter()
-    dataset = generate(spec["output"], nodes=spec["nodes"], avg_degree=spec["avg_degree"],
-                       feature_dim=spec["feature_dim"], seed=spec["seed"], overwrite=True,
-                       progress=lambda message: marks.append((message, time.perf_counter() - started)))
+    dataset = generate(
+        spec["output"],
+        nodes=spec["nodes"],
+        avg_degree=spec["avg_degree"],
+        feature_dim=spec["feature_dim"],
+        seed=spec["seed"],
+        overwrite=True,
+        progress=lambda message: marks.append((message, time.perf_counter() - started)),
+    )
     total = time.perf_counter() - started
     graph_done = next(t for message, t in marks if message.startswith("wrote") and "edges" in message)
     feature_marks = [i for i, (message, _) in enumerate(marks) if message.startswith("wrote features")]
@@ -65,16 +71,20 @@ def child_baseline(spec: dict[str, Any]) -> dict[str, Any]:
 
     from graphtier.dataset import _synthetic_kernels as kernels
     from graphtier.dataset import synthetic
-    from graphtier.dataset.format import Dataset
     from graphtier.dataset.csc import edges_to_csc
+    from graphtier.dataset.format import Dataset
 
     nodes, degree, seed, dim = spec["nodes"], spec["avg_degree"], spec["seed"], spec["feature_dim"]
     classes = synthetic.DEFAULT_NUM_CLASSES
     started = time.perf_counter()
     labels = synthetic.node_classes(seed, nodes, classes)
     hub = min(nodes - 1.0, synthetic.HUB_FACTOR * math.sqrt(degree * nodes))
-    weights = synthetic.degree_weights(seed, nodes, synthetic.DEFAULT_DEGREE_EXPONENT,
-                                       synthetic.weight_cap(synthetic.DEFAULT_DEGREE_EXPONENT, hub / degree))
+    weights = synthetic.degree_weights(
+        seed,
+        nodes,
+        synthetic.DEFAULT_DEGREE_EXPONENT,
+        synthetic.weight_cap(synthetic.DEFAULT_DEGREE_EXPONENT, hub / degree),
+    )
     members = np.argsort(labels, kind="stable").astype(np.int32)
     offsets = np.zeros(classes + 1, dtype=np.int64)
     np.cumsum(np.bincount(labels, minlength=classes), out=offsets[1:])
@@ -82,18 +92,21 @@ def child_baseline(spec: dict[str, Any]) -> dict[str, Any]:
     slots = kernels.pack_alias_slots(accept, alias, members)
     mass = np.bincount(labels, weights=weights, minlength=classes)
     pairs = int(round(nodes * degree / 2))
-    src, dst = kernels.sample_edges_reference(kernels.stream_key(seed, 2), 0, pairs, np.cumsum(mass), mass,
-                                              offsets, slots, synthetic.DEFAULT_HOMOPHILY)
-    indptr, indices = edges_to_csc(np.concatenate([src, dst]), np.concatenate([dst, src]), nodes,
-                                   dedup=True, drop_self_loops=True)
+    src, dst = kernels.sample_edges_reference(
+        kernels.stream_key(seed, 2), 0, pairs, np.cumsum(mass), mass, offsets, slots, synthetic.DEFAULT_HOMOPHILY
+    )
+    indptr, indices = edges_to_csc(
+        np.concatenate([src, dst]), np.concatenate([dst, src]), nodes, dedup=True, drop_self_loops=True
+    )
     graph_seconds = time.perf_counter() - started
     features_started = time.perf_counter()
     centroids = synthetic.class_centroids(seed, classes, dim)
     rows = max(1, (1 << 22) // dim)
     for start in range(0, nodes, rows):
         stop = min(nodes, start + rows)
-        kernels.fill_features_reference(kernels.stream_key(seed, 5), start, labels[start:stop], centroids,
-                                        synthetic.DEFAULT_FEATURE_NOISE, dim)
+        kernels.fill_features_reference(
+            kernels.stream_key(seed, 5), start, labels[start:stop], centroids, synthetic.DEFAULT_FEATURE_NOISE, dim
+        )
     feature_seconds = time.perf_counter() - features_started
     generated = Dataset.open(spec["compare_with"], validate=False)
     same = bool(np.array_equal(indptr, generated.indptr) and np.array_equal(indices, generated.indices))
@@ -108,7 +121,9 @@ def child_baseline(spec: dict[str, Any]) -> dict[str, Any]:
 def run_child(kind: str, spec: dict[str, Any]) -> dict[str, Any]:
     result = subprocess.run(
         [sys.executable, __file__, "--child", kind, json.dumps(spec)],
-        capture_output=True, text=True, check=False,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     if result.returncode != 0:
         raise RuntimeError(f"{kind} child failed:\n{result.stderr[-3000:]}")
@@ -141,17 +156,28 @@ def main() -> None:
         nodes_text, degree_text = item.split(":")
         nodes, degree = parse_count(nodes_text), float(degree_text)
         output = Path(args.out_dir) / f"synth-{nodes_text.lower()}"
-        spec = {"output": str(output), "nodes": nodes, "avg_degree": degree, "feature_dim": args.feature_dim,
-                "seed": args.seed}
+        spec = {
+            "output": str(output),
+            "nodes": nodes,
+            "avg_degree": degree,
+            "feature_dim": args.feature_dim,
+            "seed": args.seed,
+        }
         ours = run_child("generate", spec)
         row: dict[str, Any] = {
-            "nodes": nodes, "avg_degree": degree, "drawn_edges": int(round(nodes * degree / 2)) * 2,
-            "stored_edges": ours["num_edges"], "feature_dim": args.feature_dim, "path": str(output),
-            "seconds": round(ours["seconds"], 2), "graph_seconds": round(ours["graph_seconds"], 2),
+            "nodes": nodes,
+            "avg_degree": degree,
+            "drawn_edges": int(round(nodes * degree / 2)) * 2,
+            "stored_edges": ours["num_edges"],
+            "feature_dim": args.feature_dim,
+            "path": str(output),
+            "seconds": round(ours["seconds"], 2),
+            "graph_seconds": round(ours["graph_seconds"], 2),
             "feature_seconds": round(ours["feature_seconds"], 2),
             "edges_per_second": round(ours["num_edges"] / ours["seconds"]),
             "graph_edges_per_second": round(ours["num_edges"] / ours["graph_seconds"]),
-            "peak_rss_bytes": ours["peak_rss_bytes"], "stages": ours["stages"],
+            "peak_rss_bytes": ours["peak_rss_bytes"],
+            "stages": ours["stages"],
         }
         if nodes <= baseline_limit:
             base = run_child("baseline", dict(spec, compare_with=str(output)))
@@ -161,14 +187,18 @@ def main() -> None:
         rows.append(row)
         print(f"done {item}: {row['seconds']}s", file=sys.stderr)
 
-    header = (f"{'nodes':>11} {'stored edges':>13} {'total s':>8} {'graph s':>8} {'feat s':>7} "
-              f"{'edges/s':>10} {'graph edges/s':>14} {'peak RSS':>9} {'graph x base':>13} {'feat x base':>12}")
+    header = (
+        f"{'nodes':>11} {'stored edges':>13} {'total s':>8} {'graph s':>8} {'feat s':>7} "
+        f"{'edges/s':>10} {'graph edges/s':>14} {'peak RSS':>9} {'graph x base':>13} {'feat x base':>12}"
+    )
     print(header)
     for row in rows:
-        print(f"{row['nodes']:>11,} {row['stored_edges']:>13,} {row['seconds']:>8.1f} {row['graph_seconds']:>8.1f} "
-              f"{row['feature_seconds']:>7.1f} {row['edges_per_second'] / 1e6:>9.2f}M "
-              f"{row['graph_edges_per_second'] / 1e6:>13.2f}M {row['peak_rss_bytes'] / 2**30:>7.2f}G "
-              f"{row.get('graph_speedup_vs_baseline', '-'):>13} {row.get('feature_speedup_vs_baseline', '-'):>12}")
+        print(
+            f"{row['nodes']:>11,} {row['stored_edges']:>13,} {row['seconds']:>8.1f} {row['graph_seconds']:>8.1f} "
+            f"{row['feature_seconds']:>7.1f} {row['edges_per_second'] / 1e6:>9.2f}M "
+            f"{row['graph_edges_per_second'] / 1e6:>13.2f}M {row['peak_rss_bytes'] / 2**30:>7.2f}G "
+            f"{row.get('graph_speedup_vs_baseline', '-'):>13} {row.get('feature_speedup_vs_baseline', '-'):>12}"
+        )
     report = {
         "benchmark": "generate",
         "date": time.strftime("%Y-%m-%d"),
@@ -178,7 +208,7 @@ def main() -> None:
         "load_average_after": os.getloadavg(),
         "command": "python " + " ".join(sys.argv),
         "baseline": "same model with numpy reference kernels + graphtier.dataset.csc.edges_to_csc; "
-                    "features with fill_features_reference; must give the identical graph",
+        "features with fill_features_reference; must give the identical graph",
         "rows": rows,
     }
     Path(args.output).parent.mkdir(parents=True, exist_ok=True)

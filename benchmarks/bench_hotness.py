@@ -55,13 +55,16 @@ def main() -> None:
                 dataset, fanouts=fanouts, batch_size=args.batch_size, epochs=epochs, seed=0, methods=methods
             )
             curves = analysis.curves
-            line = f"{name:<12}{fanout_text:<10}" + "".join(
-                f"{100 * curves[m][args.percent]:>10.1f}" for m in methods
-            ) + f"{100 * curves['ideal'][args.percent]:>8.1f}"
+            line = (
+                f"{name:<12}{fanout_text:<10}"
+                + "".join(f"{100 * curves[m][args.percent]:>10.1f}" for m in methods)
+                + f"{100 * curves['ideal'][args.percent]:>8.1f}"
+            )
             line += "   s: " + " ".join(f"{m}={analysis.seconds[m]:.3f}" for m in methods)
             print(line, flush=True)
-            rows.append({"graph": name, "path": str(path), "fanouts": fanouts, "epochs": epochs,
-                         "result": analysis.to_json()})
+            rows.append(
+                {"graph": name, "path": str(path), "fanouts": fanouts, "epochs": epochs, "result": analysis.to_json()}
+            )
     if args.json is not None:
         document = {
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),

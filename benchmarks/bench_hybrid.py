@@ -51,8 +51,15 @@ def main() -> None:
         for model in ("sage", "gcn"):
             for sampler, fanouts, layers in (("neighbor", (15, 10), None), ("shadow", (10, 5), 3)):
                 common = dict(
-                    model=model, sampler=sampler, fanouts=fanouts, layers=layers, epochs=args.epochs,
-                    batch_size=args.batch_size, hidden=128, eval_every=args.epochs, quiet=True,
+                    model=model,
+                    sampler=sampler,
+                    fanouts=fanouts,
+                    layers=layers,
+                    epochs=args.epochs,
+                    batch_size=args.batch_size,
+                    hidden=128,
+                    eval_every=args.epochs,
+                    quiet=True,
                 )
                 start = time.perf_counter()
                 configure_process(cores, passive_wait=False)  # torch's threads, as `graphtier train --num-threads`

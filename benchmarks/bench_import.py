@@ -85,12 +85,14 @@ def run_child(kind: str, source: Path, output: Path, options: dict) -> dict:
     """Run one import in a fresh Python process and return its measurements."""
     proc = subprocess.run(
         [sys.executable, "-c", _CHILD, kind, str(source), str(output), json.dumps(options)],
-        capture_output=True, text=True, cwd=REPO,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
     )
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
     if proc.returncode != 0 or not lines:
         raise SystemExit(f"child {kind} {source} failed:\n{proc.stderr[-3000:]}")
-    result = json.loads(lines[-1][len("RESULT "):])
+    result = json.loads(lines[-1][len("RESULT ") :])
     result["edges_per_s"] = result["edges"] / result["seconds"]
     result["import_mib"] = result["peak_rss_mib"] - result["base_rss_mib"]
     result["import_over_final"] = result["import_mib"] / result["final_mib"] if result["final_mib"] else None
@@ -151,8 +153,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--edges", type=int, default=100_000_000, help="edges of the generated list (0: skip)")
     parser.add_argument("--nodes", type=int, default=10_000_000, help="node id range of the generated list")
-    parser.add_argument("--baseline-rows", type=int, default=2_000_000,
-                        help="np.loadtxt baseline on the first N lines of the generated list")
+    parser.add_argument(
+        "--baseline-rows",
+        type=int,
+        default=2_000_000,
+        help="np.loadtxt baseline on the first N lines of the generated list",
+    )
     args = parser.parse_args()
     DATA.mkdir(parents=True, exist_ok=True)
     rows = []
@@ -160,12 +166,15 @@ def main() -> None:
     slashdot = (SHARED / "soc-slashdot0902" / "soc-Slashdot0902.txt.gz").resolve()
     if slashdot.exists():
         ours = run_child("edgelist", slashdot, DATA / "slashdot", {})
-        dedup = run_child("edgelist", slashdot, DATA / "slashdot-undirected",
-                          {"undirected": True, "drop_self_loops": True})
+        dedup = run_child(
+            "edgelist", slashdot, DATA / "slashdot-undirected", {"undirected": True, "drop_self_loops": True}
+        )
         base = run_child("baseline", slashdot, DATA / "unused", {})
-        rows += [("soc-Slashdot0902 (gz)", "graphtier edgelist", ours, ours["edges_per_s"] / base["edges_per_s"]),
-                 ("soc-Slashdot0902 (gz)", "... --undirected --drop-self-loops", dedup, None),
-                 ("soc-Slashdot0902 (gz)", "baseline np.loadtxt + edges_to_csc", base, 1.0)]
+        rows += [
+            ("soc-Slashdot0902 (gz)", "graphtier edgelist", ours, ours["edges_per_s"] / base["edges_per_s"]),
+            ("soc-Slashdot0902 (gz)", "... --undirected --drop-self-loops", dedup, None),
+            ("soc-Slashdot0902 (gz)", "baseline np.loadtxt + edges_to_csc", base, 1.0),
+        ]
     cnr = (SHARED / "cnr-2000" / "cnr-2000.csr.npz").resolve()
     if cnr.exists():
         rows.append(("cnr-2000 (npz)", "graphtier csr-npz", run_child("csr", cnr, DATA / "cnr", {}), None))
@@ -178,28 +187,43 @@ def main() -> None:
         print(f"generated {generated} ({generated.stat().st_size / 2**30:.2f} GiB) in {time.perf_counter() - t:.0f} s")
         ours = run_child("edgelist", generated, DATA / "powerlaw", {})
         base = run_child("baseline", generated, DATA / "unused", {"max_rows": args.baseline_rows})
-        rows += [(f"power-law {args.edges / 1e6:.0f}M (text)", "graphtier edgelist", ours,
-                  ours["edges_per_s"] / base["edges_per_s"]),
-                 (f"power-law first {args.baseline_rows / 1e6:.0f}M lines", "baseline np.loadtxt + edges_to_csc",
-                  base, 1.0)]
+        rows += [
+            (
+                f"power-law {args.edges / 1e6:.0f}M (text)",
+                "graphtier edgelist",
+                ours,
+                ours["edges_per_s"] / base["edges_per_s"],
+            ),
+            (f"power-law first {args.baseline_rows / 1e6:.0f}M lines", "baseline np.loadtxt + edges_to_csc", base, 1.0),
+        ]
 
-    header = (f"{'input':36} {'method':44} {'edges':>12} {'nodes':>11} {'s':>7} {'Medges/s':>9} {'vs base':>8} "
-              f"{'final MiB':>9} {'peak MiB':>9} {'import MiB':>10} {'imp/final':>9}")
+    header = (
+        f"{'input':36} {'method':44} {'edges':>12} {'nodes':>11} {'s':>7} {'Medges/s':>9} {'vs base':>8} "
+        f"{'final MiB':>9} {'peak MiB':>9} {'import MiB':>10} {'imp/final':>9}"
+    )
     print(header)
     print("-" * len(header))
     for name, method, r, ratio in rows:
-        print(f"{name:36} {method:44} {r['edges']:>12,} {r['nodes']:>11,} {r['seconds']:>7.2f} "
-              f"{r['edges_per_s'] / 1e6:>9.2f} {('%.1fx' % ratio) if ratio else '':>8} {r['final_mib']:>9.1f} "
-              f"{r['peak_rss_mib']:>9.1f} {r['import_mib']:>10.1f} {r['import_over_final'] or 0:>9.2f}")
+        print(
+            f"{name:36} {method:44} {r['edges']:>12,} {r['nodes']:>11,} {r['seconds']:>7.2f} "
+            f"{r['edges_per_s'] / 1e6:>9.2f} {('%.1fx' % ratio) if ratio else '':>8} {r['final_mib']:>9.1f} "
+            f"{r['peak_rss_mib']:>9.1f} {r['import_mib']:>10.1f} {r['import_over_final'] or 0:>9.2f}"
+        )
     print("peak = child's VmHWM; import = peak - RSS after imports/warm-up; final = indptr + indices bytes.")
     print("Shared machine: other jobs may run at the same time, timings are noisy.")
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps({
-        "date": time.strftime("%Y-%m-%d"),
-        "machine": f"{os.cpu_count()} CPUs",
-        "command": " ".join([os.path.basename(sys.executable), *sys.argv]),
-        "rows": [{"input": n, "method": m, "ratio_vs_baseline": ratio, **r} for n, m, r, ratio in rows],
-    }, indent=2) + "\n")
+    RESULTS.write_text(
+        json.dumps(
+            {
+                "date": time.strftime("%Y-%m-%d"),
+                "machine": f"{os.cpu_count()} CPUs",
+                "command": " ".join([os.path.basename(sys.executable), *sys.argv]),
+                "rows": [{"input": n, "method": m, "ratio_vs_baseline": ratio, **r} for n, m, r, ratio in rows],
+            },
+            indent=2,
+        )
+        + "\n"
+    )
     print(f"wrote {RESULTS}")
 
 

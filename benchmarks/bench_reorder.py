@@ -63,13 +63,14 @@ def main() -> None:
     reorder_topology(np.array([0, 1, 2]), np.array([1, 0], dtype=indices.dtype), np.array([1, 0]))  # JIT warm-up
     topo_runs = best_of(args.repeats, lambda: reorder_topology(indptr, indices, perm, out=out, inverse=inverse))
     numba.set_num_threads(1)
-    topo_single = best_of(max(1, args.repeats - 1),
-                          lambda: reorder_topology(indptr, indices, perm, out=out, inverse=inverse))
+    topo_single = best_of(
+        max(1, args.repeats - 1), lambda: reorder_topology(indptr, indices, perm, out=out, inverse=inverse)
+    )
     numba.set_num_threads(threads)
     new_indptr, _ = reorder_topology(indptr, indices, perm, out=out, inverse=inverse)
     # spot-check: node 0's new list is the relabelled old list of perm[0]
-    old_list = indices[indptr[perm[0]]:indptr[perm[0] + 1]]
-    assert np.array_equal(out[new_indptr[0]:new_indptr[1]], np.sort(inverse[old_list]))
+    old_list = indices[indptr[perm[0]] : indptr[perm[0] + 1]]
+    assert np.array_equal(out[new_indptr[0] : new_indptr[1]], np.sort(inverse[old_list]))
     topology_bytes = indices.nbytes * 2  # read + write of the edge array
 
     feature_row = {}
@@ -103,21 +104,26 @@ def main() -> None:
     edges = data.num_edges
     edges_per_s = edges / min(topo_runs)
     single_edges_per_s = edges / min(topo_single)
-    print(f"graph: {data.path} ({data.num_nodes:,} nodes, {edges:,} edges); best of {args.repeats}; "
-          f"1-min load average at start {load_at_start:.2f}")
+    print(
+        f"graph: {data.path} ({data.num_nodes:,} nodes, {edges:,} edges); best of {args.repeats}; "
+        f"1-min load average at start {load_at_start:.2f}"
+    )
     print(f"wrpr + sort by score: {order_seconds:.2f} s, inverse permutation {inverse_seconds:.3f} s")
     print(f"{'stage':<44}{'time s':>9}{'rate':>20}{'vs memcpy':>11}")
     memcpy_rate = feature_row.get("memcpy_numpy_gb_per_s")
     topo_gbs = topology_bytes / 1e9 / min(topo_runs)
-    print(f"{'topology reorder, ' + str(threads) + ' threads':<44}{min(topo_runs):>9.2f}"
-          f"{edges_per_s / 1e6:>13.1f} Medge/s"
-          + (f"{topo_gbs / memcpy_rate:>10.2f}x" if memcpy_rate else ""))
+    print(
+        f"{'topology reorder, ' + str(threads) + ' threads':<44}{min(topo_runs):>9.2f}"
+        f"{edges_per_s / 1e6:>13.1f} Medge/s" + (f"{topo_gbs / memcpy_rate:>10.2f}x" if memcpy_rate else "")
+    )
     print(f"{'topology reorder, 1 thread':<44}{min(topo_single):>9.2f}{single_edges_per_s / 1e6:>13.1f} Medge/s")
     if feature_row:
         gb = feature_row["feature_gb"]
-        for name, key in (("feature gather by perm, " + str(threads) + " threads", "gather_s"),
-                          ("memcpy (numpy copyto, 1 thread)", "memcpy_numpy_s"),
-                          ("memcpy (numba, " + str(threads) + " threads)", "memcpy_numba_parallel_s")):
+        for name, key in (
+            ("feature gather by perm, " + str(threads) + " threads", "gather_s"),
+            ("memcpy (numpy copyto, 1 thread)", "memcpy_numpy_s"),
+            ("memcpy (numba, " + str(threads) + " threads)", "memcpy_numba_parallel_s"),
+        ):
             seconds = min(feature_row[key])
             print(f"{name:<44}{seconds:>9.2f}{gb / seconds:>15.2f} GB/s{(gb / seconds) / memcpy_rate:>10.2f}x")
     doc = {

@@ -53,7 +53,11 @@ def _sequential_sum(values: np.ndarray) -> int:
 
 @numba.njit(parallel=True, nogil=True, cache=True)
 def _replay_reads(
-    indptr: np.ndarray, indices: np.ndarray, scratch: np.ndarray, dst_nodes: np.ndarray, positions: np.ndarray,
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    scratch: np.ndarray,
+    dst_nodes: np.ndarray,
+    positions: np.ndarray,
     sources: np.ndarray,
 ) -> int:
     """The random reads a batch cannot avoid: indptr[v] per destination, indices[p] per draw, scratch[u] per edge."""
@@ -87,8 +91,9 @@ def replay_inputs(batch: object, indptr: np.ndarray, rng: np.random.Generator) -
     return np.concatenate(dsts), np.concatenate(positions), np.concatenate(sources)
 
 
-def measure_replay(ds: Dataset, indptr: np.ndarray, indices: np.ndarray, fanouts: list[int], threads: int,
-                   batches: int = 10) -> float:
+def measure_replay(
+    ds: Dataset, indptr: np.ndarray, indices: np.ndarray, fanouts: list[int], threads: int, batches: int = 10
+) -> float:
     """Sampled edges per second if sampling cost only its unavoidable random reads (replayed as plain gathers)."""
     from graphtier.sampling import NeighborSampler, iter_seed_batches
 
@@ -168,7 +173,9 @@ def main() -> None:
             result["random_gathers_per_s"] = memory[threads]["random_gathers_per_s"]
             result["ratio_to_random_gather"] = result["sampled_edges_per_s"] / memory[threads]["random_gathers_per_s"]
             # per CPU-second of the process: insensitive to time spent waiting for a core on a shared machine
-            result["sampled_edges_per_cpu_s"] = result["sampled_edges_per_batch"] * result["batches"] / result["cpu_seconds"]
+            result["sampled_edges_per_cpu_s"] = (
+                result["sampled_edges_per_batch"] * result["batches"] / result["cpu_seconds"]
+            )
             result["cpu_ratio_to_random_gather"] = (
                 result["sampled_edges_per_cpu_s"] / memory[threads]["random_gathers_per_cpu_s"]
             )

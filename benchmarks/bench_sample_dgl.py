@@ -42,14 +42,23 @@ def seed_batches(ds: Dataset, batch_size: int, count: int, seed: int = 0) -> lis
     batches: list[np.ndarray] = []
     epoch = 0
     while len(batches) < count:
-        batches.extend(np.asarray(b, dtype=np.int64) for b in iter_seed_batches(pool, batch_size, shuffle=True,
-                                                                                 seed=seed, epoch=epoch))
+        batches.extend(
+            np.asarray(b, dtype=np.int64)
+            for b in iter_seed_batches(pool, batch_size, shuffle=True, seed=seed, epoch=epoch)
+        )
         epoch += 1
     return batches[:count]
 
 
-def graphtier_run(indptr: np.ndarray, indices: np.ndarray, fanouts: list[int], batches: list[np.ndarray],
-                  threads: int, warmup: int, keep: int = 1) -> dict[str, float]:
+def graphtier_run(
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    fanouts: list[int],
+    batches: list[np.ndarray],
+    threads: int,
+    warmup: int,
+    keep: int = 1,
+) -> dict[str, float]:
     """Time graphtier's sampler over ``batches[warmup:]``: edges, seconds, CPU seconds, sampled edges/s.
 
     The loop keeps the last ``keep`` batches alive, as a consumer would (1: a loop variable; the
@@ -68,14 +77,30 @@ def graphtier_run(indptr: np.ndarray, indices: np.ndarray, fanouts: list[int], b
         kept.append(mb)
         del mb
     seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
-    return {"edges": edges, "nodes": nodes, "seconds": seconds, "cpu_seconds": cpu_seconds,
-            "sampled_edges_per_s": edges / seconds}
+    return {
+        "edges": edges,
+        "nodes": nodes,
+        "seconds": seconds,
+        "cpu_seconds": cpu_seconds,
+        "sampled_edges_per_s": edges / seconds,
+    }
 
 
 def dgl_run(python: Path, dataset: Path, seeds_file: Path, fanouts: str, threads: int, warmup: int) -> dict:
     """Run ``dgl_sample.py`` in the DGL venv; its JSON line as a dict."""
-    cmd = [str(python), str(ROOT / "benchmarks" / "dgl_sample.py"), str(dataset), "--seeds", str(seeds_file),
-           "--fanouts", fanouts, "--threads", str(threads), "--warmup", str(warmup)]
+    cmd = [
+        str(python),
+        str(ROOT / "benchmarks" / "dgl_sample.py"),
+        str(dataset),
+        "--seeds",
+        str(seeds_file),
+        "--fanouts",
+        fanouts,
+        "--threads",
+        str(threads),
+        "--warmup",
+        str(warmup),
+    ]
     env = dict(os.environ, OMP_NUM_THREADS=str(threads))
     env.pop("PYTHONPATH", None)
     done = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
@@ -94,15 +119,21 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--threads", default="2,1", help="comma-separated thread counts")
     parser.add_argument("--repeats", type=int, default=3, help="alternating runs per side; medians are compared")
-    parser.add_argument("--keep", type=int, default=1,
-                        help="graphtier batches kept alive while the next is sampled (0: dropped at once)")
+    parser.add_argument(
+        "--keep",
+        type=int,
+        default=1,
+        help="graphtier batches kept alive while the next is sampled (0: dropped at once)",
+    )
     parser.add_argument("--label", default="", help="free text stored in the JSON (e.g. the commit)")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
 
     dgl_python = args.dgl_venv / "bin" / "python"
     if not dgl_python.exists():
-        raise SystemExit(f"{dgl_python}: no DGL venv; build it with bash ../shared/baselines/make-dgl-venv.sh {args.dgl_venv}")
+        raise SystemExit(
+            f"{dgl_python}: no DGL venv; build it with bash ../shared/baselines/make-dgl-venv.sh {args.dgl_venv}"
+        )
     ds = Dataset.open(args.dataset, validate=False)
     indptr, indices = np.array(ds.indptr), np.array(ds.indices)
     fanouts = [int(f) for f in args.fanouts.split(",")]
@@ -119,33 +150,57 @@ def main() -> None:
                 peer.append(dgl_run(dgl_python, args.dataset, seeds_file, args.fanouts, threads, args.warmup))
             ours_rate = statistics.median(r["sampled_edges_per_s"] for r in ours)
             peer_rate = statistics.median(r["sampled_edges_per_s"] for r in peer)
-            rows.append({
-                "threads": threads,
-                "graphtier_edges_per_s": ours_rate, "dgl_edges_per_s": peer_rate, "ratio": ours_rate / peer_rate,
-                "ratios_per_repeat": [a["sampled_edges_per_s"] / b["sampled_edges_per_s"] for a, b in zip(ours, peer)],
-                "graphtier_edges_per_batch": ours[0]["edges"] / args.batches,
-                "dgl_edges_per_batch": peer[0]["edges"] / args.batches,
-                "graphtier_nodes_per_batch": ours[0]["nodes"] / args.batches,
-                "dgl_nodes_per_batch": peer[0]["nodes"] / args.batches,
-                "graphtier_runs": ours, "dgl_runs": peer,
-            })
-    print(f"dataset {ds.path}: {ds.num_nodes:,} nodes, {ds.num_edges:,} edges; fanouts {args.fanouts}, "
-          f"batch {args.batch_size}, {args.batches} timed batches, keep {args.keep}, median of {args.repeats} alternating runs")
-    print(f"{'threads':>7} {'graphtier e/s':>14} {'DGL e/s':>10} {'ratio':>6} {'ratios per run':>24} "
-          f"{'edges/batch (gt / DGL)':>24}")
+            rows.append(
+                {
+                    "threads": threads,
+                    "graphtier_edges_per_s": ours_rate,
+                    "dgl_edges_per_s": peer_rate,
+                    "ratio": ours_rate / peer_rate,
+                    "ratios_per_repeat": [
+                        a["sampled_edges_per_s"] / b["sampled_edges_per_s"] for a, b in zip(ours, peer)
+                    ],
+                    "graphtier_edges_per_batch": ours[0]["edges"] / args.batches,
+                    "dgl_edges_per_batch": peer[0]["edges"] / args.batches,
+                    "graphtier_nodes_per_batch": ours[0]["nodes"] / args.batches,
+                    "dgl_nodes_per_batch": peer[0]["nodes"] / args.batches,
+                    "graphtier_runs": ours,
+                    "dgl_runs": peer,
+                }
+            )
+    print(
+        f"dataset {ds.path}: {ds.num_nodes:,} nodes, {ds.num_edges:,} edges; fanouts {args.fanouts}, "
+        f"batch {args.batch_size}, {args.batches} timed batches, keep {args.keep}, median of {args.repeats} alternating runs"
+    )
+    print(
+        f"{'threads':>7} {'graphtier e/s':>14} {'DGL e/s':>10} {'ratio':>6} {'ratios per run':>24} "
+        f"{'edges/batch (gt / DGL)':>24}"
+    )
     for r in rows:
         per_run = ",".join(f"{x:.2f}" for x in r["ratios_per_repeat"])
-        print(f"{r['threads']:>7} {r['graphtier_edges_per_s'] / 1e6:>13.1f}M {r['dgl_edges_per_s'] / 1e6:>9.1f}M "
-              f"{r['ratio']:>6.2f} {per_run:>24} "
-              f"{r['graphtier_edges_per_batch']:>11,.0f} / {r['dgl_edges_per_batch']:<11,.0f}")
+        print(
+            f"{r['threads']:>7} {r['graphtier_edges_per_s'] / 1e6:>13.1f}M {r['dgl_edges_per_s'] / 1e6:>9.1f}M "
+            f"{r['ratio']:>6.2f} {per_run:>24} "
+            f"{r['graphtier_edges_per_batch']:>11,.0f} / {r['dgl_edges_per_batch']:<11,.0f}"
+        )
     report = {
-        "benchmark": "bench_sample_dgl", "label": args.label,
+        "benchmark": "bench_sample_dgl",
+        "label": args.label,
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "machine": platform.processor() or platform.machine(), "cpu_count": os.cpu_count(),
-        "load_average_before": load_before, "load_average_after": os.getloadavg(),
-        "dataset": str(ds.path), "num_nodes": ds.num_nodes, "num_edges": ds.num_edges,
-        "fanouts": fanouts, "batch_size": args.batch_size, "batches": args.batches, "warmup": args.warmup,
-        "repeats": args.repeats, "keep": args.keep, "dgl": rows[0]["dgl_runs"][0].get("dgl") if rows else None, "results": rows,
+        "machine": platform.processor() or platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "load_average_before": load_before,
+        "load_average_after": os.getloadavg(),
+        "dataset": str(ds.path),
+        "num_nodes": ds.num_nodes,
+        "num_edges": ds.num_edges,
+        "fanouts": fanouts,
+        "batch_size": args.batch_size,
+        "batches": args.batches,
+        "warmup": args.warmup,
+        "repeats": args.repeats,
+        "keep": args.keep,
+        "dgl": rows[0]["dgl_runs"][0].get("dgl") if rows else None,
+        "results": rows,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     tmp_out = args.out.with_suffix(".json.tmp")

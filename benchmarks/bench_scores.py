@@ -86,8 +86,10 @@ def main() -> None:
         ("wrpr numba, 1 thread", best_single, best_scipy / best_single),
         ("scipy.sparse SpMV loop (1 thread)", best_scipy, 1.0),
     ]
-    print(f"graph: {data.path} ({data.num_nodes:,} nodes, {data.num_edges:,} edges), "
-          f"{args.iterations} iterations, best of {args.repeats}; 1-min load average at start {load_at_start:.2f}")
+    print(
+        f"graph: {data.path} ({data.num_nodes:,} nodes, {data.num_edges:,} edges), "
+        f"{args.iterations} iterations, best of {args.repeats}; 1-min load average at start {load_at_start:.2f}"
+    )
     print(f"{'implementation':<36}{'s/iter':>10}{'speed-up vs scipy':>20}")
     for name, seconds, ratio in rows:
         print(f"{name:<36}{seconds:>10.3f}{ratio:>19.2f}x")

@@ -95,13 +95,17 @@ def main() -> None:
     with torch.no_grad():
         for input_nodes, output_nodes, blocks in test_loader:
             correct += int((model(blocks, features[input_nodes]).argmax(1) == labels[output_nodes]).sum())
-    print(json.dumps({
-        "epoch_seconds": epoch_seconds,
-        "epoch_losses": epoch_losses,  # mean training loss per epoch (nan shows a diverged run)
-        "test_acc": correct / max(1, len(test_idx)),
-        "dgl": dgl.__version__,
-        "torch": torch.__version__,
-    }))
+    print(
+        json.dumps(
+            {
+                "epoch_seconds": epoch_seconds,
+                "epoch_losses": epoch_losses,  # mean training loss per epoch (nan shows a diverged run)
+                "test_acc": correct / max(1, len(test_idx)),
+                "dgl": dgl.__version__,
+                "torch": torch.__version__,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

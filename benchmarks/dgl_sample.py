@@ -47,11 +47,21 @@ def main() -> None:
         edges += sum(block.num_edges() for block in blocks)
         nodes += int(input_nodes.shape[0])
     seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
-    print(json.dumps({
-        "edges": edges, "nodes": nodes, "batches": len(batches) - args.warmup, "seconds": seconds,
-        "cpu_seconds": cpu_seconds, "sampled_edges_per_s": edges / seconds, "threads": args.threads,
-        "dgl": dgl.__version__, "torch": torch.__version__,
-    }))
+    print(
+        json.dumps(
+            {
+                "edges": edges,
+                "nodes": nodes,
+                "batches": len(batches) - args.warmup,
+                "seconds": seconds,
+                "cpu_seconds": cpu_seconds,
+                "sampled_edges_per_s": edges / seconds,
+                "threads": args.threads,
+                "dgl": dgl.__version__,
+                "torch": torch.__version__,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

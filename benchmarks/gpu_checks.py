@@ -260,8 +260,15 @@ def select_steps(args: argparse.Namespace) -> list[Step]:
     return [by_name[name] for name in names]
 
 
-def run_plan(steps: list[Step], options: dict[str, Any], output: Path, report: dict[str, Any],
-             budget_s: float | None, gpus: int, runner: Callable[..., dict[str, Any]] = run_step) -> int:
+def run_plan(
+    steps: list[Step],
+    options: dict[str, Any],
+    output: Path,
+    report: dict[str, Any],
+    budget_s: float | None,
+    gpus: int,
+    runner: Callable[..., dict[str, Any]] = run_step,
+) -> int:
     """Run ``steps`` one by one, rewriting ``output`` after each; returns 1 when any row is FAIL."""
     started = time.perf_counter()
     report.setdefault("checks", [])
@@ -290,7 +297,12 @@ def run_plan(steps: list[Step], options: dict[str, Any], output: Path, report: d
 
 
 def _skipped(step: Step, why: str) -> dict[str, Any]:
-    return {"status": "skipped", "seconds": 0.0, "data": {}, "rows": [{"check": step.label, "status": "skipped", "detail": why}]}
+    return {
+        "status": "skipped",
+        "seconds": 0.0,
+        "data": {},
+        "rows": [{"check": step.label, "status": "skipped", "detail": why}],
+    }
 
 
 def _record(report: dict[str, Any], step: Step, result: dict[str, Any]) -> None:
@@ -312,7 +324,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--skip-pytest", action="store_true")
     parser.add_argument("--budget", type=float, default=None, help="seconds this call may take (stop in time)")
     parser.add_argument("--table-mib", type=int, default=1024)
-    parser.add_argument("--epoch-nodes", default="2M", help="nodes of the epoch step's generated graph: 500000, 500k, 10M")
+    parser.add_argument(
+        "--epoch-nodes", default="2M", help="nodes of the epoch step's generated graph: 500000, 500k, 10M"
+    )
     parser.add_argument("--output", default=str(RESULTS), help="JSON file, or a directory for gpu_checks.json")
     parser.add_argument("--dry-run", action="store_true", help="list the steps that would run, run nothing")
     parser.add_argument("--child", help=argparse.SUPPRESS)

@@ -65,7 +65,9 @@ def feature_modes(ctx: StepContext) -> None:
                 cases.append(("tiered", mapped, {"gpu_budget": "10%", "peer_partitions": 2, "ram_budget": "50%"}))
             for mode, source, options in cases:
                 if mode.startswith("tiered") and not options:
-                    options = {"gpu_budget": "20%"} if mode == "tiered" else {"gpu_budget": "10%", "cache_budget": "10%"}
+                    options = (
+                        {"gpu_budget": "20%"} if mode == "tiered" else {"gpu_budget": "10%", "cache_budget": "10%"}
+                    )
                 name = f"{mode} {np.dtype(dtype).name} D={dim} {'mmap' if source is mapped else 'ram'} {options}"
                 store = None
                 try:
@@ -86,11 +88,14 @@ def feature_modes(ctx: StepContext) -> None:
                         store.close()
 
 
-def _gather_rows(ctx: StepContext, result: dict[str, Any], methods: tuple[str, ...] | None, prefix: str,
-                 ideal: float | None = None) -> None:
+def _gather_rows(
+    ctx: StepContext, result: dict[str, Any], methods: tuple[str, ...] | None, prefix: str, ideal: float | None = None
+) -> None:
     for row in result["results"]:
         if row["threads"] is None and (methods is None or row["method"] in methods):
-            extra = f" = {row['gb_per_s'] / ideal:.2f} of ideal" if ideal else f", {row['vs_baseline']:.2f}x cpu-gather+h2d"
+            extra = (
+                f" = {row['gb_per_s'] / ideal:.2f} of ideal" if ideal else f", {row['vs_baseline']:.2f}x cpu-gather+h2d"
+            )
             ctx.measured(f"{prefix}{row['method']} {row['row_bytes']} B", f"{row['gb_per_s']:.2f} GB/s{extra}")
 
 
@@ -135,7 +140,9 @@ def row_sizes(ctx: StepContext) -> None:
             threads=[torch.get_num_threads()], repeats=3, device=device,
         )  # fmt: skip
         ctx.save(f"row_sizes_{size}", result)
-        _gather_rows(ctx, result, ("cpu-gather+h2d", "zero-copy-naive", "zero-copy-aligned"), f"{reads:,} reads: ", ideal)
+        _gather_rows(
+            ctx, result, ("cpu-gather+h2d", "zero-copy-naive", "zero-copy-aligned"), f"{reads:,} reads: ", ideal
+        )
 
 
 def alignment(ctx: StepContext) -> None:
@@ -153,7 +160,9 @@ def alignment(ctx: StepContext) -> None:
             by_size.setdefault(row["row_bytes"], {})[row["method"]] = row["gb_per_s"]
     for size, methods in sorted(by_size.items()):
         aligned, naive = methods["zero-copy-aligned"], methods["zero-copy-naive"]
-        ctx.measured(f"row {size} B: aligned vs naive zero-copy", f"{aligned:.2f} vs {naive:.2f} GB/s ({aligned / naive:.2f}x)")
+        ctx.measured(
+            f"row {size} B: aligned vs naive zero-copy", f"{aligned:.2f} vs {naive:.2f} GB/s ({aligned / naive:.2f}x)"
+        )
 
 
 def reordered_graph(ctx: StepContext, nodes: int, feature_dim: int, score: str) -> Any:
@@ -174,7 +183,13 @@ def tiered_trace(ctx: StepContext) -> None:
     from graphtier.bench.gather_dataset import run_dataset_gather
 
     reordered = reordered_graph(ctx, 2_000_000, 256, "wrpr")
-    common: dict[str, Any] = {"ids_from": "sampler", "device": cuda(), "fanouts": (15, 10, 5), "batch_size": 1024, "batches": 50}
+    common: dict[str, Any] = {
+        "ids_from": "sampler",
+        "device": cuda(),
+        "fanouts": (15, 10, 5),
+        "batch_size": 1024,
+        "batches": 50,
+    }
     zero = run_dataset_gather(reordered, features_on="zero-copy", **common)
     ctx.save("zero-copy", zero)
     ctx.measured("trace: zero-copy", f"{zero['seconds']:.3f} s, host {zero['bytes_by_tier']['host']:,} B")
@@ -235,7 +250,9 @@ def device_sampler(ctx: StepContext) -> None:
                "--graph", str(graph), "--out", str(out)]  # fmt: skip
     proc = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
     if not out.exists():
-        raise RuntimeError(proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "bench_device_sample failed")
+        raise RuntimeError(
+            proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "bench_device_sample failed"
+        )
     result = json.loads(out.read_text())
     ctx.save("device_sampler", result)
     for row in result["rows"]:

@@ -85,7 +85,14 @@ def resume(ctx: StepContext) -> None:
     from graphtier.train import train
 
     graph = _small_graph(ctx)
-    common: dict[str, Any] = {"fanouts": (10, 5), "batch_size": 1024, "dropout": 0.0, "seed": 0, "device": str(cuda()), "quiet": True}
+    common: dict[str, Any] = {
+        "fanouts": (10, 5),
+        "batch_size": 1024,
+        "dropout": 0.0,
+        "seed": 0,
+        "device": str(cuda()),
+        "quiet": True,
+    }
     whole = train(graph, epochs=2, checkpoint=str(ctx.tmpdir() / "ck-whole"), **common).report
     train(graph, epochs=1, checkpoint=str(ctx.tmpdir() / "ck-split"), **common)
     resumed = train(graph, epochs=2, checkpoint=str(ctx.tmpdir() / "ck-split"), **common).report
@@ -133,13 +140,21 @@ def cache_trace(ctx: StepContext) -> None:
     from graphtier.bench.gather_dataset import run_dataset_gather
 
     reordered = reordered_graph(ctx, 1_000_000, 256, "wrpr")
-    common: dict[str, Any] = {"ids_from": "sampler", "device": cuda(), "fanouts": (15, 10, 5), "batch_size": 1024, "batches": 50}
+    common: dict[str, Any] = {
+        "ids_from": "sampler",
+        "device": cuda(),
+        "fanouts": (15, 10, 5),
+        "batch_size": 1024,
+        "batches": 50,
+    }
     plain = run_dataset_gather(reordered, features_on="tiered", gpu_budget="5%", **common)
     cached = run_dataset_gather(reordered, features_on="tiered+cache", gpu_budget="5%", cache_budget="5%", **common)
     ctx.save("tiered", plain)
     ctx.save("tiered+cache", cached)
     hit = cached["cache_hit_ratio"]
-    ctx.check("tiered+cache: the cache serves reads on the trace", hit is not None and 0.0 < hit <= 1.0, f"hit ratio {hit}")
+    ctx.check(
+        "tiered+cache: the cache serves reads on the trace", hit is not None and 0.0 < hit <= 1.0, f"hit ratio {hit}"
+    )
     ctx.measured("trace: tiered 5% + cache 5%",
                  f"hit ratio {hit:.3f}; {cached['seconds']:.3f} s vs {plain['seconds']:.3f} s tiered alone; host bytes "
                  f"{cached['bytes_by_tier']['host']:,} vs {plain['bytes_by_tier']['host']:,}")  # fmt: skip
@@ -165,7 +180,9 @@ def multi_gpu(ctx: StepContext) -> None:
     graph = _small_graph(ctx)
     result = train(graph, fanouts=(10, 5), epochs=1, device="cuda:1", quiet=True)
     where = {str(p.device) for p in result.model.parameters()}
-    ctx.check("train --device cuda:1", np.isfinite(result.report["epochs"][0]["loss"]), f"model on {where} during training")
+    ctx.check(
+        "train --device cuda:1", np.isfinite(result.report["epochs"][0]["loss"]), f"model on {where} during training"
+    )
     report = launch(str(graph.path), TrainConfig(fanouts=(10, 5), epochs=2, devices=("cuda:0", "cuda:1"), quiet=True))
     assert report is not None
     ok = all(np.isfinite(e["loss"]) for e in report["epochs"]) and report["epochs"][-1]["valid_acc"] is not None

@@ -78,7 +78,12 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
-    "DatasetError", "GraphtierError", "OptionError", "__version__", "configure_process", "configure_threads",
+    "DatasetError",
+    "GraphtierError",
+    "OptionError",
+    "__version__",
+    "configure_process",
+    "configure_threads",
     *_EXPORTS,
 ]
 
@@ -86,6 +91,20 @@ if TYPE_CHECKING:  # static analysers see the real names
     from graphtier.dataset import Dataset, DatasetWriter
     from graphtier.dataset.synthetic import generate
     from graphtier.graph.reorder import reorder_dataset
+    from graphtier.graphstore import GraphStore
+    from graphtier.memory import (
+        CachedFeatures,
+        FeatureSource,
+        FeatureStore,
+        HostFeatureStore,
+        PlacementSpec,
+        TieredFeatureStore,
+        TieredTopology,
+        TierTraffic,
+        make_feature_store,
+        make_topology,
+        plan_tiers,
+    )
     from graphtier.pyg import (
         GraphtierFeatureStore,
         GraphtierGraphStore,
@@ -93,7 +112,6 @@ if TYPE_CHECKING:  # static analysers see the real names
         TieredPyGFeatureStore,
         neighbor_loader,
     )
-    from graphtier.graphstore import GraphStore
     from graphtier.sampling import (
         Block,
         DeviceNeighborSampler,
@@ -104,19 +122,6 @@ if TYPE_CHECKING:  # static analysers see the real names
         ShadowSampler,
         iter_seed_batches,
     )
-    from graphtier.memory import (
-        CachedFeatures,
-        FeatureSource,
-        FeatureStore,
-        TierTraffic,
-        HostFeatureStore,
-        PlacementSpec,
-        TieredFeatureStore,
-        TieredTopology,
-        make_feature_store,
-        make_topology,
-        plan_tiers,
-    )
     from graphtier.tiering.hotness import compute_scores
     from graphtier.train import (
         DistSpec,
@@ -125,8 +130,8 @@ if TYPE_CHECKING:  # static analysers see the real names
         Predictions,
         RunSpec,
         SavedModel,
-        Trainer,
         TrainConfig,
+        Trainer,
         TrainResult,
         build_model,
         load_model,

@@ -22,7 +22,11 @@ def check_choice(option: str, value: Any, choices: Iterable[str]) -> str:
 def check_int(option: str, value: Any, *, minimum: int = 1) -> int:
     """``value`` as an int if it is an integer >= ``minimum`` (1: positive, 0: non-negative), else OptionError."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < minimum:
-        kind = "a positive integer" if minimum == 1 else ("a non-negative integer" if minimum == 0 else f"an integer >= {minimum}")
+        kind = (
+            "a positive integer"
+            if minimum == 1
+            else ("a non-negative integer" if minimum == 0 else f"an integer >= {minimum}")
+        )
         raise OptionError.invalid(option, kind, value)
     return int(value)
 

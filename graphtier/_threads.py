@@ -28,9 +28,7 @@ class ThreadTeam:
 
     def __init__(self, helpers: int, *, name: str = "graphtier-worker") -> None:
         self.helpers = helpers
-        self._pool = (
-            concurrent.futures.ThreadPoolExecutor(helpers, thread_name_prefix=name) if helpers else None
-        )
+        self._pool = concurrent.futures.ThreadPoolExecutor(helpers, thread_name_prefix=name) if helpers else None
 
     def submit(self, work: Callable[[], None]) -> None:
         """Start ``work()`` on each helper thread (no-op without helpers); callers synchronise themselves."""

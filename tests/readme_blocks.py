@@ -104,8 +104,9 @@ def graphtier_arguments(command: list[str]) -> list[str] | None:
     return None
 
 
-def resolve(command: click.Command, args: list[str], name: str = "graphtier",
-            parent: click.Context | None = None) -> click.Context:
+def resolve(
+    command: click.Command, args: list[str], name: str = "graphtier", parent: click.Context | None = None
+) -> click.Context:
     """Parse ``args`` as click would run them, down to the leaf command; click's UsageError on an unknown
     command or option, a missing argument or a value its type refuses. Nothing is executed."""
     ctx = command.make_context(name, list(args), parent=parent)

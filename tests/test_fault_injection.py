@@ -73,8 +73,14 @@ class Case:
 
 
 def _run(args: list[str], timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "graphtier", *args], env=_env(), capture_output=True, text=True,
-                          timeout=timeout, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "graphtier", *args],
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
 
 
 def _env() -> dict[str, str]:
@@ -82,8 +88,19 @@ def _env() -> dict[str, str]:
 
 
 def _generate_args(output: Path, nodes: int, seed: int) -> list[str]:
-    return ["generate", str(output), "--nodes", str(nodes), "--avg-degree", "5", "--feature-dim", "8",
-            "--seed", str(seed), "-q"]
+    return [
+        "generate",
+        str(output),
+        "--nodes",
+        str(nodes),
+        "--avg-degree",
+        "5",
+        "--feature-dim",
+        "8",
+        "--seed",
+        str(seed),
+        "-q",
+    ]
 
 
 def _copy_input_graph(inputs: Path, output: Path) -> None:
@@ -100,9 +117,27 @@ def _edge_file(inputs: Path) -> Path:
 
 
 def _train_args(inputs: Path, output: Path, seed: int) -> list[str]:
-    return ["train", str(inputs / "graph"), "--epochs", "3", "--fanouts", "5,5", "--hidden", "16", "--batch-size",
-            "256", "--seed", str(seed), "--save-model", str(output / "model.pt"), "--report", str(output / "run.json"),
-            "--checkpoint", str(output / "ckpt"), "--quiet"]
+    return [
+        "train",
+        str(inputs / "graph"),
+        "--epochs",
+        "3",
+        "--fanouts",
+        "5,5",
+        "--hidden",
+        "16",
+        "--batch-size",
+        "256",
+        "--seed",
+        str(seed),
+        "--save-model",
+        str(output / "model.pt"),
+        "--report",
+        str(output / "run.json"),
+        "--checkpoint",
+        str(output / "ckpt"),
+        "--quiet",
+    ]
 
 
 def _make_old_training(inputs: Path, output: Path) -> None:
@@ -136,12 +171,31 @@ def _clear_training_temps(output: Path) -> None:
 
 CASES = [
     Case("generate", lambda inputs, out: [*_generate_args(out, 3000, 0), "--overwrite"], _copy_input_graph),
-    Case("prepare", lambda inputs, out: ["prepare", "edgelist", str(_edge_file(inputs)), str(out),
-                                         "--synthetic-features", "8", "--overwrite"], _copy_input_graph),
-    Case("reorder", lambda inputs, out: ["reorder", str(inputs / "graph"), str(out), "--score", "degree",
-                                         "--overwrite"], _copy_input_graph),
-    Case("train", lambda inputs, out: _train_args(inputs, out, 0), _make_old_training, training_fingerprint,
-         _clear_training_temps),
+    Case(
+        "prepare",
+        lambda inputs, out: [
+            "prepare",
+            "edgelist",
+            str(_edge_file(inputs)),
+            str(out),
+            "--synthetic-features",
+            "8",
+            "--overwrite",
+        ],
+        _copy_input_graph,
+    ),
+    Case(
+        "reorder",
+        lambda inputs, out: ["reorder", str(inputs / "graph"), str(out), "--score", "degree", "--overwrite"],
+        _copy_input_graph,
+    ),
+    Case(
+        "train",
+        lambda inputs, out: _train_args(inputs, out, 0),
+        _make_old_training,
+        training_fingerprint,
+        _clear_training_temps,
+    ),
 ]
 
 
@@ -183,9 +237,14 @@ def test_signals_leave_old_or_complete_new_output(case: Case, inputs: Path, tmp_
             shutil.rmtree(output, ignore_errors=True)
             shutil.copytree(old, output)
             delay = float(rng.uniform(0.0, duration * 1.1))
-            process = subprocess.Popen([sys.executable, "-m", "graphtier", *case.argv(inputs, output)], env=_env(),
-                                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                                       preexec_fn=_default_sigint)
+            process = subprocess.Popen(
+                [sys.executable, "-m", "graphtier", *case.argv(inputs, output)],
+                env=_env(),
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
+                preexec_fn=_default_sigint,
+            )
             time.sleep(delay)
             process.send_signal(signum)
             _, stderr = process.communicate(timeout=300)

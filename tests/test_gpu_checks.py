@@ -44,7 +44,9 @@ def test_every_step_target_names_a_function() -> None:
         assert callable(getattr(importlib.import_module(module), function)), step.target
 
 
-@pytest.mark.parametrize(("text", "count"), [("500000", 500_000), ("500k", 500_000), ("10M", 10_000_000), ("1.5M", 1_500_000)])
+@pytest.mark.parametrize(
+    ("text", "count"), [("500000", 500_000), ("500k", 500_000), ("10M", 10_000_000), ("1.5M", 1_500_000)]
+)
 def test_epoch_nodes_parse(text: str, count: int) -> None:
     assert parse_count(text) == count
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-
 import warnings
 
 import pytest
@@ -41,7 +40,9 @@ def _fresh(code: str, given: str | None = None) -> list[str]:
     env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
     if given is not None:
         env["OMP_WAIT_POLICY"] = given
-    out = subprocess.run([sys.executable, "-W", "error", "-c", code], env=env, capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-W", "error", "-c", code], env=env, capture_output=True, text=True, check=True
+    )
     return out.stdout.split()
 
 

@@ -79,8 +79,11 @@ def command_problems(block: Block, command: list[str]) -> list[str]:
         return []
     if command[:2] == ["pip", "install"]:
         defined = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"])
-        return [f"{where}: pip extra {extra!r} is not in pyproject.toml" for token in command
-                for extra in sorted(_extras(token) - defined)]
+        return [
+            f"{where}: pip extra {extra!r} is not in pyproject.toml"
+            for token in command
+            for extra in sorted(_extras(token) - defined)
+        ]
     return []
 
 
@@ -92,42 +95,60 @@ def test_the_readme_has_checked_and_executed_blocks() -> None:
         if block.action == "run":
             assert block.lang == "bash", f"{block.where()}: 'run' marks shell blocks (python blocks always run)"
             for command in shell_commands(block.text):
-                assert graphtier_arguments(command) is not None, f"{block.where()}: a run block holds graphtier commands only"
+                assert graphtier_arguments(command) is not None, (
+                    f"{block.where()}: a run block holds graphtier commands only"
+                )
 
 
 def test_markers_are_strict() -> None:
     assert read_blocks("<!-- readme-test: run -->\n\n```bash\ngraphtier info d\n```\n")[0].action == "run"
     skipped = read_blocks("<!-- readme-test: skip (needs a GPU) -->\n```python\nx\n```\n")[0]
     assert (skipped.action, skipped.reason) == ("skip", "(needs a GPU)")
-    for bad in ("<!-- readme-test: skip -->\n```python\nx\n```\n",        # no reason
-                "<!-- readme-test: runn -->\n```bash\nx\n```\n",            # unknown action
-                "<!-- readme-test run -->\n```bash\nx\n```\n",              # unreadable
-                "<!-- readme-test: run -->\ntext\n```bash\nx\n```\n",       # not followed by the block
-                "```bash\nx\n"):                                            # never closed
+    for bad in (
+        "<!-- readme-test: skip -->\n```python\nx\n```\n",  # no reason
+        "<!-- readme-test: runn -->\n```bash\nx\n```\n",  # unknown action
+        "<!-- readme-test run -->\n```bash\nx\n```\n",  # unreadable
+        "<!-- readme-test: run -->\ntext\n```bash\nx\n```\n",  # not followed by the block
+        "```bash\nx\n",
+    ):  # never closed
         with pytest.raises(ValueError):
             read_blocks(bad)
 
 
 def test_shell_commands_are_split_like_bash() -> None:
     script = 'pip install -e ".[test]" && python -m pytest   # tests\ngraphtier train d \\\n    --epochs 3  # x\n'
-    assert shell_commands(script) == [["pip", "install", "-e", ".[test]"], ["python", "-m", "pytest"],
-                                       ["graphtier", "train", "d", "--epochs", "3"]]
+    assert shell_commands(script) == [
+        ["pip", "install", "-e", ".[test]"],
+        ["python", "-m", "pytest"],
+        ["graphtier", "train", "d", "--epochs", "3"],
+    ]
     assert graphtier_arguments(["torchrun", "--nnodes", "2", "-m", "graphtier", "train", "d"]) == ["train", "d"]
 
 
 def test_the_checker_refuses_what_the_code_does_not_have() -> None:
     block = Block("bash", "", 1)
     assert command_problems(block, ["graphtier", "train", "d", "--epochs", "3"]) == []
-    for wrong in (["graphtier", "train", "d", "--epochz", "3"], ["graphtier", "trian", "d"],
-                  ["graphtier", "train", "d", "--model", "resnet"], ["graphtier", "bench", "sampel", "d"],
-                  ["graphtier", "prepare", "planetoid", "only-source"], ["python", "benchmarks/nope.py"],
-                  ["python", "benchmarks/gpu_checks.py", "--plan", "99"], ["pip", "install", "-e", ".[nope]"]):
+    for wrong in (
+        ["graphtier", "train", "d", "--epochz", "3"],
+        ["graphtier", "trian", "d"],
+        ["graphtier", "train", "d", "--model", "resnet"],
+        ["graphtier", "bench", "sampel", "d"],
+        ["graphtier", "prepare", "planetoid", "only-source"],
+        ["python", "benchmarks/nope.py"],
+        ["python", "benchmarks/gpu_checks.py", "--plan", "99"],
+        ["pip", "install", "-e", ".[nope]"],
+    ):
         assert command_problems(block, wrong), wrong
 
 
 def test_every_shell_command_in_the_readme_exists() -> None:
-    problems = [problem for block in BLOCKS if block.lang in ("bash", "sh") and block.action != "skip"
-                for command in shell_commands(block.text) for problem in command_problems(block, command)]
+    problems = [
+        problem
+        for block in BLOCKS
+        if block.lang in ("bash", "sh") and block.action != "skip"
+        for command in shell_commands(block.text)
+        for problem in command_problems(block, command)
+    ]
     assert not problems, "\n".join(problems)
 
 
@@ -136,15 +157,18 @@ def _provide_what_the_readme_fetches(workdir: Path, capsys: pytest.CaptureFixtur
     README makes a 1M-node one with commands this test only checks)."""
     (workdir / "planetoid").mkdir()
     (workdir / "planetoid" / "data").symlink_to(shared_data("cora"), target_is_directory=True)
-    for argv in (["generate", "data/big", "--nodes", "3000", "--avg-degree", "10"],
-                 ["reorder", "data/big", "data/big-hot", "--fanouts", "15,10,5", "--batch-size", "256"]):
+    for argv in (
+        ["generate", "data/big", "--nodes", "3000", "--avg-degree", "10"],
+        ["reorder", "data/big", "data/big-hot", "--fanouts", "15,10,5", "--batch-size", "256"],
+    ):
         code, _, err = run(argv, capsys)
         assert code == 0, err
 
 
 @pytest.mark.slow
-def test_the_readme_runs_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                    capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_readme_runs_as_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.chdir(tmp_path)
     _provide_what_the_readme_fetches(tmp_path, capsys)
     namespace: dict[str, object] = {"__name__": "__readme__"}

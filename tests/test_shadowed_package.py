@@ -46,22 +46,33 @@ def _parent_of_a_clone(tmp_path: Path) -> Path:
 
 def _python(cwd: Path, code: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    return subprocess.run([sys.executable, "-c", _EDITABLE_HOOK + code], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=120, check=False)
+    return subprocess.run(
+        [sys.executable, "-c", _EDITABLE_HOOK + code],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 def test_a_clone_in_the_current_directory_shadows_the_package(tmp_path: Path) -> None:
     parent = _parent_of_a_clone(tmp_path)
-    result = _python(parent, "import graphtier\nprint(graphtier.__file__, list(graphtier.__path__))\n"
-                             "print(hasattr(graphtier, 'predict'))")
+    result = _python(
+        parent,
+        "import graphtier\nprint(graphtier.__file__, list(graphtier.__path__))\nprint(hasattr(graphtier, 'predict'))",
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.split("\n")[:2] == [f"None {[str(parent / 'graphtier')]}", "False"]  # the trap
 
 
 def test_the_command_line_names_the_shadowing_folder_in_one_line(tmp_path: Path) -> None:
     parent = _parent_of_a_clone(tmp_path)
-    result = _python(parent, "import runpy, sys\nsys.argv = ['graphtier', '--version']\n"
-                             "runpy.run_module('graphtier', run_name='__main__')")
+    result = _python(
+        parent,
+        "import runpy, sys\nsys.argv = ['graphtier', '--version']\nrunpy.run_module('graphtier', run_name='__main__')",
+    )
     assert result.returncode == 0, result.stderr
     assert "version" in result.stdout  # the command itself still runs
     notes = [line for line in result.stderr.splitlines() if line.startswith("graphtier: note:")]
@@ -71,7 +82,9 @@ def test_the_command_line_names_the_shadowing_folder_in_one_line(tmp_path: Path)
 
 
 def test_no_note_when_the_package_is_imported_normally(tmp_path: Path) -> None:
-    result = _python(tmp_path, "import runpy, sys\nsys.argv = ['graphtier', '--version']\n"
-                               "runpy.run_module('graphtier', run_name='__main__')")
+    result = _python(
+        tmp_path,
+        "import runpy, sys\nsys.argv = ['graphtier', '--version']\nrunpy.run_module('graphtier', run_name='__main__')",
+    )
     assert result.returncode == 0, result.stderr
     assert result.stderr == "" and "version" in result.stdout

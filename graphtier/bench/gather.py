@@ -78,7 +78,9 @@ def _cpu_methods(table: np.ndarray, ids: np.ndarray) -> dict[str, Callable[[], A
     }
 
 
-def _gpu_methods(table: np.ndarray, ids: np.ndarray, device: torch.device) -> tuple[dict[str, Callable[[], Any]], list[Any]]:
+def _gpu_methods(
+    table: np.ndarray, ids: np.ndarray, device: torch.device
+) -> tuple[dict[str, Callable[[], Any]], list[Any]]:
     """The GPU methods and the objects to close afterwards."""
     from graphtier.memory import (
         _triton_kernels,  # optional dependency (Triton): loaded only with CUDA
@@ -132,7 +134,9 @@ def run_gather_benchmark(
     max_threads = numba.config.NUMBA_NUM_THREADS
     for count in threads:
         if not 1 <= count <= max_threads:
-            raise OptionError(f"--threads: expected counts in [1, {max_threads}] (the cores numba may use), found {count}")
+            raise OptionError(
+                f"--threads: expected counts in [1, {max_threads}] (the cores numba may use), found {count}"
+            )
     np_dtype = np.dtype(DTYPES[dtype])
     use_gpu = device is not None and device.type == "cuda"
     if device is not None and device.type == "cuda" and not torch.cuda.is_available():
@@ -146,7 +150,9 @@ def run_gather_benchmark(
                 raise OptionError(f"--row-bytes: expected multiples of {np_dtype.itemsize} for {dtype}, found {size}")
             dim = size // np_dtype.itemsize
             num_rows = max(table_bytes // size, batch_rows)
-            log(f"row {size} B: table {num_rows:,} x {dim} {dtype} ({num_rows * size / 2**20:,.0f} MiB), batch {batch_rows:,} rows")
+            log(
+                f"row {size} B: table {num_rows:,} x {dim} {dtype} ({num_rows * size / 2**20:,.0f} MiB), batch {batch_rows:,} rows"
+            )
             table = rng.random((num_rows, dim), dtype=np.float32).astype(np_dtype, copy=False)
             ids = rng.integers(0, num_rows, batch_rows, dtype=np.int64)
             batch_bytes = batch_rows * size

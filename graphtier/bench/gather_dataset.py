@@ -58,7 +58,12 @@ def run_dataset_gather(
         dataset, device=device, features_on=features_on, feature_budget=gpu_budget, cache_budget=cache_budget,
         ram_budget=ram_budget, seed=seed, batch_size=batch_size, fanouts=fanouts, log=log,
     )  # fmt: skip
-    configuration = {"features_on": features_on, "device": str(device), "gpu_budget": gpu_budget, "cache_budget": cache_budget}
+    configuration = {
+        "features_on": features_on,
+        "device": str(device),
+        "gpu_budget": gpu_budget,
+        "cache_budget": cache_budget,
+    }
     try:
         return _measure(store, device, ids_from, fanouts, batch_size, batches, min_seconds, seed, configuration)
     finally:
@@ -66,8 +71,15 @@ def run_dataset_gather(
 
 
 def _measure(
-    store: GraphStore, device: torch.device, ids_from: str, fanouts: Sequence[int], batch_size: int,
-    batches: int | None, min_seconds: float, seed: int, configuration: dict[str, Any],
+    store: GraphStore,
+    device: torch.device,
+    ids_from: str,
+    fanouts: Sequence[int],
+    batch_size: int,
+    batches: int | None,
+    min_seconds: float,
+    seed: int,
+    configuration: dict[str, Any],
 ) -> dict[str, Any]:
     """The timed passes of :func:`run_dataset_gather` through ``store``; ``configuration`` goes into the result."""
     dataset = store.dataset

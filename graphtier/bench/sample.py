@@ -53,7 +53,9 @@ def run_sample_benchmark(
     if device != "cpu" and not torch.cuda.is_available():
         raise OptionError(f"--device {device}: CUDA is not available on this machine (use --device cpu)")
     if threads is not None and threads > numba.config.NUMBA_NUM_THREADS:
-        raise OptionError(f"--threads: expected at most {numba.config.NUMBA_NUM_THREADS} (the cores numba may use), found {threads}")
+        raise OptionError(
+            f"--threads: expected at most {numba.config.NUMBA_NUM_THREADS} (the cores numba may use), found {threads}"
+        )
     num_threads = threads if threads is not None else numba.config.NUMBA_NUM_THREADS
     if ds.num_nodes == 0:
         raise OptionError(f"{ds.path}: the graph has no nodes to sample from")
@@ -89,7 +91,13 @@ def run_sample_benchmark(
     baseline = None
     if baseline_seconds > 0:
         baseline = _time_reference_sampler(
-            indptr, indices, fanouts, seed_batches[warmup:], sampler=sampler, seed=seed, first_batch_id=warmup,
+            indptr,
+            indices,
+            fanouts,
+            seed_batches[warmup:],
+            sampler=sampler,
+            seed=seed,
+            first_batch_id=warmup,
             budget_seconds=baseline_seconds,
         )
     result = {
@@ -117,8 +125,16 @@ def run_sample_benchmark(
     if device != "cpu":
         runs = []
         for budget in topology_budgets:
-            run = time_device_sampler(ds, fanouts, seed_batches, warmup=warmup, device=torch.device(device),
-                                      topology_budget=budget, seed=seed, sorted_reads=sorted_reads)
+            run = time_device_sampler(
+                ds,
+                fanouts,
+                seed_batches,
+                warmup=warmup,
+                device=torch.device(device),
+                topology_budget=budget,
+                seed=seed,
+                sorted_reads=sorted_reads,
+            )
             run["speedup_vs_cpu"] = run["batches_per_s"] / result["batches_per_s"]
             runs.append(run)
         result["device_samplers"] = runs

@@ -16,8 +16,8 @@ import torch
 
 from graphtier.dataset.format import Dataset
 from graphtier.errors import OptionError
-from graphtier.sampling import DeviceNeighborSampler, MiniBatch, NeighborSampler
 from graphtier.memory import make_topology
+from graphtier.sampling import DeviceNeighborSampler, MiniBatch, NeighborSampler
 
 
 def same_batch(first: MiniBatch, second: MiniBatch) -> bool:
@@ -56,8 +56,12 @@ def time_device_sampler(
     if device.type == "cuda" and not torch.cuda.is_available():
         raise OptionError(f"--device {device}: CUDA is not available on this machine (use --device cpu)")
     topology = make_topology(
-        np.asarray(ds.indptr), np.asarray(ds.indices), device=device, topology_budget=topology_budget,
-        sorted_reads=sorted_reads, log=lambda _line: None,
+        np.asarray(ds.indptr),
+        np.asarray(ds.indices),
+        device=device,
+        topology_budget=topology_budget,
+        sorted_reads=sorted_reads,
+        log=lambda _line: None,
     )
     try:
         sampler = DeviceNeighborSampler(topology, fanouts, seed=seed, picks=picks, kernels=kernels)

@@ -82,16 +82,16 @@ class LazyGroup(click.Group):
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """The command list of ``--help`` from the summaries in COMMANDS (nothing is imported)."""
-        rows = [(name, COMMANDS[name][1] if name in COMMANDS else self.commands[name].get_short_help_str())
-                for name in self.list_commands(ctx)]
+        rows = [
+            (name, COMMANDS[name][1] if name in COMMANDS else self.commands[name].get_short_help_str())
+            for name in self.list_commands(ctx)
+        ]
         if rows:
             with formatter.section("Commands"):
                 formatter.write_dl(rows)
 
 
-@click.group(
-    cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100}
-)
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(package_name="graphtier")
 def cli() -> None:
     """graphtier: GNN training on graphs larger than GPU memory.

@@ -32,27 +32,54 @@ def format_table(curves: dict[str, dict[str, float]]) -> str:
 
 @click.command("analyze")
 @click.argument("dataset", type=click.Path(path_type=Path))
-@click.option("--fanouts", default=format_fanouts(DEFAULT_FANOUTS), show_default=True, type=fanouts_option_type(),
-              help="Training fanouts, e.g. 10,10,10.")
+@click.option(
+    "--fanouts",
+    default=format_fanouts(DEFAULT_FANOUTS),
+    show_default=True,
+    type=fanouts_option_type(),
+    help="Training fanouts, e.g. 10,10,10.",
+)
 @click.option("--batch-size", type=int, default=1024, show_default=True, help="Seeds per mini-batch.")
 @click.option("--epochs", type=int, default=1, show_default=True, help="Epochs replayed.")
 @click.option("--seed", type=SEED, default=0, show_default=True, help="Sampling seed of the replay.")
-@click.option("--score", "-s", "score_list", default=None,
-              help=f"Comma-separated scores to evaluate, from: {', '.join(SCORE_METHODS)}  [default: all]")
+@click.option(
+    "--score",
+    "-s",
+    "score_list",
+    default=None,
+    help=f"Comma-separated scores to evaluate, from: {', '.join(SCORE_METHODS)}  [default: all]",
+)
 @click.option("--scores", "scores_alias", default=None, hidden=True, help="Old spelling of --score.")
 @click.option("--presample-seed", type=int, default=None, help="Seed of the presample ranking (default seed+1).")
 @click.option("--presample-epochs", type=int, default=None, help="Epochs of the presample ranking (default --epochs).")
 @click.option("--damping", type=float, default=0.85, show_default=True, help="rpr/wrpr damping.")
 @click.option("--iterations", type=int, default=None, help="wrpr: iterations run (default 5, as in Algorithm 1).")
-@click.option("--wrpr-iterations", "iterations_alias", type=int, default=None, hidden=True,
-              help="Old spelling of --iterations.")
+@click.option(
+    "--wrpr-iterations", "iterations_alias", type=int, default=None, hidden=True, help="Old spelling of --iterations."
+)
 @click.option("--json", "json_path", type=click.Path(path_type=Path), default=None, help="Write the curves as JSON.")
-@click.option("--plot", "plot_path", type=click.Path(path_type=Path), default=None,
-              help="Write a cumulative-access PNG (needs matplotlib).")
+@click.option(
+    "--plot",
+    "plot_path",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Write a cumulative-access PNG (needs matplotlib).",
+)
 def command(
-    dataset: Path, fanouts: str, batch_size: int, epochs: int, seed: int, score_list: str | None,
-    scores_alias: str | None, presample_seed: int | None, presample_epochs: int | None, damping: float,
-    iterations: int | None, iterations_alias: int | None, json_path: Path | None, plot_path: Path | None,
+    dataset: Path,
+    fanouts: str,
+    batch_size: int,
+    epochs: int,
+    seed: int,
+    score_list: str | None,
+    scores_alias: str | None,
+    presample_seed: int | None,
+    presample_epochs: int | None,
+    damping: float,
+    iterations: int | None,
+    iterations_alias: int | None,
+    json_path: Path | None,
+    plot_path: Path | None,
 ) -> None:
     """Measure how much of all feature reads a hot tier of the top x% nodes would serve, per score."""
     score_list = merge_alias(score_list, scores_alias, "--score", "--scores", default=",".join(SCORE_METHODS))
@@ -68,8 +95,16 @@ def command(
         if path is not None and not path.parent.is_dir():
             raise OptionError(f"{name}: directory {path.parent} does not exist")
     analysis = analyze_access(
-        data, fanouts=list(fanouts), batch_size=batch_size, epochs=epochs, seed=seed, methods=methods,
-        presample_seed=presample_seed, presample_epochs=presample_epochs, percents=HIT_PERCENTS, damping=damping,
+        data,
+        fanouts=list(fanouts),
+        batch_size=batch_size,
+        epochs=epochs,
+        seed=seed,
+        methods=methods,
+        presample_seed=presample_seed,
+        presample_epochs=presample_epochs,
+        percents=HIT_PERCENTS,
+        damping=damping,
         wrpr_iterations=wrpr_iterations,
     )
     nodes_read = int((analysis.counts > 0).sum())
@@ -79,8 +114,10 @@ def command(
     )
     click.echo(format_table(analysis.curves))
     if "presample" in analysis.scores:
-        click.echo(f"presample ranking: seed {analysis.config['presample_seed']}, "
-                   f"{analysis.config['presample_epochs']} epoch(s), {analysis.seconds['presample']:.1f} s of sampling")
+        click.echo(
+            f"presample ranking: seed {analysis.config['presample_seed']}, "
+            f"{analysis.config['presample_epochs']} epoch(s), {analysis.seconds['presample']:.1f} s of sampling"
+        )
     click.echo(interpret_access(analysis))
     if json_path is not None:
         tmp = json_path.with_name(f".{json_path.name}.tmp")

@@ -22,8 +22,13 @@ def command() -> None:
 
 @command.command(name="sample")
 @click.argument("dataset", type=click.Path(path_type=Path))
-@click.option("--fanouts", default=format_fanouts(DEFAULT_FANOUTS), show_default=True, type=fanouts_option_type(),
-              help="Neighbours per hop, seeds' hop first; -1 = all.")
+@click.option(
+    "--fanouts",
+    default=format_fanouts(DEFAULT_FANOUTS),
+    show_default=True,
+    type=fanouts_option_type(),
+    help="Neighbours per hop, seeds' hop first; -1 = all.",
+)
 @click.option("--batch-size", type=click.IntRange(min=1), default=1024, show_default=True)
 @click.option("--batches", type=click.IntRange(min=1), default=50, show_default=True, help="Timed mini-batches.")
 @click.option("--warmup", type=click.IntRange(min=0), default=3, show_default=True, help="Untimed batches first.")
@@ -32,12 +37,25 @@ def command() -> None:
 @click.option("--layers", type=click.IntRange(min=1), default=None, help="ShaDow model layers [default: len(fanouts)].")
 @click.option("--seed", type=SEED, default=0, show_default=True)
 @click.option("--in-memory/--mmap", default=True, show_default=True, help="Load the graph into RAM or memory-map it.")
-@click.option("--baseline-seconds", type=click.FloatRange(min=0), default=2.0, show_default=True,
-              help="Time budget of the numpy reference sampler baseline (0: skip it).")
-@click.option("--device", default="cpu", show_default=True,
-              help="cuda[:N]: also time the GPU sampler on the same seed batches (neighbour sampler).")
-@click.option("--topology-budgets", default="0,10%,100%", show_default=True,
-              help="--device cuda: share of the edge lists in GPU memory, one GPU run per value.")
+@click.option(
+    "--baseline-seconds",
+    type=click.FloatRange(min=0),
+    default=2.0,
+    show_default=True,
+    help="Time budget of the numpy reference sampler baseline (0: skip it).",
+)
+@click.option(
+    "--device",
+    default="cpu",
+    show_default=True,
+    help="cuda[:N]: also time the GPU sampler on the same seed batches (neighbour sampler).",
+)
+@click.option(
+    "--topology-budgets",
+    default="0,10%,100%",
+    show_default=True,
+    help="--device cuda: share of the edge lists in GPU memory, one GPU run per value.",
+)
 @click.option("--sorted-reads", is_flag=True, help="--device cuda: read edge lists in ascending order (GraphBolt).")
 @click.option("--json", "json_path", type=click.Path(path_type=Path), default=None, help="Also save results here.")
 def sample_command(
@@ -66,12 +84,25 @@ def sample_command(
         raise OptionError(f"--device: expected cpu or cuda[:N], found {device!r}")
     budgets = tuple(part.strip() for part in topology_budgets.split(",") if part.strip())
     if not budgets:
-        raise OptionError(f"--topology-budgets: expected comma-separated budgets like 0,10%,100%, found {topology_budgets!r}")
+        raise OptionError(
+            f"--topology-budgets: expected comma-separated budgets like 0,10%,100%, found {topology_budgets!r}"
+        )
     ds = Dataset.open(dataset, validate=False)
     results = run_sample_benchmark(
-        ds, fanout_list, batch_size=batch_size, batches=batches, warmup=warmup, threads=threads,
-        sampler=sampler, layers=layers, seed=seed, in_memory=in_memory, baseline_seconds=baseline_seconds,
-        device=device, topology_budgets=budgets, sorted_reads=sorted_reads,
+        ds,
+        fanout_list,
+        batch_size=batch_size,
+        batches=batches,
+        warmup=warmup,
+        threads=threads,
+        sampler=sampler,
+        layers=layers,
+        seed=seed,
+        in_memory=in_memory,
+        baseline_seconds=baseline_seconds,
+        device=device,
+        topology_budgets=budgets,
+        sorted_reads=sorted_reads,
     )
     for key, label, fmt in (
         ("sampled_edges_per_s", "sampled edges/s", "{:,.0f}"),

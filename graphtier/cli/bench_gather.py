@@ -25,24 +25,42 @@ from graphtier.sampling.neighbor import DEFAULT_FANOUTS, format_fanouts
 
 @click.command(name="gather")
 @click.argument("dataset", required=False, type=click.Path(file_okay=False, path_type=str))
-@click.option("--ids", "ids_from", default="sampler", show_default=True, help="With DATASET: sampler | uniform row ids.")
+@click.option(
+    "--ids", "ids_from", default="sampler", show_default=True, help="With DATASET: sampler | uniform row ids."
+)
 @click.option("--features-on", default="cpu-gather", show_default=True, help="With DATASET: the store to measure.")
 @click.option("--gpu-budget", default=None, help="With DATASET: hot rows on the GPU (tiered modes).")
 @click.option("--cache-budget", default=None, help="With DATASET: GPU row cache (tiered+cache).")
-@click.option("--fanouts", default=format_fanouts(DEFAULT_FANOUTS), show_default=True, type=fanouts_option_type(),
-              help="With DATASET: sampler fanouts of the trace.")
+@click.option(
+    "--fanouts",
+    default=format_fanouts(DEFAULT_FANOUTS),
+    show_default=True,
+    type=fanouts_option_type(),
+    help="With DATASET: sampler fanouts of the trace.",
+)
 @click.option("--batch-size", default=1024, show_default=True, type=int, help="With DATASET: seeds per batch.")
-@click.option("--batches", default=None, type=int,
-              help="With DATASET: batches in the trace [default: one epoch of the training split].")
-@click.option("--min-seconds", default=2.0, show_default=True, type=click.FloatRange(min=0),
-              help="With DATASET: replay the trace until this much gathering was timed.")
+@click.option(
+    "--batches",
+    default=None,
+    type=int,
+    help="With DATASET: batches in the trace [default: one epoch of the training split].",
+)
+@click.option(
+    "--min-seconds",
+    default=2.0,
+    show_default=True,
+    type=click.FloatRange(min=0),
+    help="With DATASET: replay the trace until this much gathering was timed.",
+)
 @click.option("--row-bytes", default="128,512,4096", show_default=True, help="Feature row sizes to measure, in bytes.")
 @click.option("--table-size", default="512MiB", show_default=True, help="Bytes of each random table (a budget string).")
 @click.option("--batch-rows", type=click.IntRange(min=1), default=65536, show_default=True, help="Rows per gather.")
 @click.option("--threads", default=None, help="CPU thread counts to measure, e.g. 1,2 [default: 1 and all cores].")
 @click.option("--repeats", type=click.IntRange(min=1), default=5, show_default=True, help="Timed gathers per method.")
 @click.option("--dtype", type=click.Choice(sorted(DTYPES)), default="float32", show_default=True)
-@click.option("--device", default=None, help="Also measure the GPU paths on this CUDA device [default: cuda if available].")
+@click.option(
+    "--device", default=None, help="Also measure the GPU paths on this CUDA device [default: cuda if available]."
+)
 @click.option("--seed", type=SEED, default=0, show_default=True)
 @click.option("--json", "json_path", type=click.Path(path_type=Path), default=None, help="Also save results here.")
 def command(
@@ -78,11 +96,22 @@ def command(
     if dataset is not None:
         from graphtier.dataset import Dataset
 
-        compute_device = torch.device(device) if device else torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        compute_device = (
+            torch.device(device) if device else torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        )
         result = run_dataset_gather(
-            Dataset.open(dataset), ids_from=ids_from, features_on=features_on, device=compute_device,
-            gpu_budget=gpu_budget, cache_budget=cache_budget, fanouts=list(fanouts), batch_size=batch_size,
-            batches=batches, min_seconds=min_seconds, seed=seed, log=click.echo,
+            Dataset.open(dataset),
+            ids_from=ids_from,
+            features_on=features_on,
+            device=compute_device,
+            gpu_budget=gpu_budget,
+            cache_budget=cache_budget,
+            fanouts=list(fanouts),
+            batch_size=batch_size,
+            batches=batches,
+            min_seconds=min_seconds,
+            seed=seed,
+            log=click.echo,
         )
         click.echo(
             f"{result['features_on']} on {result['device']}, {result['ids']} ids: {result['rows']:,} rows of "
@@ -98,7 +127,7 @@ def command(
 
     budget = parse_budget(table_size, "table_size")
     if budget.num_bytes is None:
-        raise OptionError(f"--table-size: expected bytes with a unit (\"512MiB\"), found {table_size!r}")
+        raise OptionError(f'--table-size: expected bytes with a unit ("512MiB"), found {table_size!r}')
     cores = numba.config.NUMBA_NUM_THREADS
     thread_list = parse_int_list(threads, "--threads") if threads else sorted({1, cores})
     if device is None:

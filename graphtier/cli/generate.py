@@ -45,31 +45,63 @@ COUNT = CountType()
 @click.command("generate")
 @click.argument("output", type=click.Path(file_okay=False, dir_okay=True))
 @click.option("--nodes", type=COUNT, required=True, help="Number of nodes (accepts 1M, 10k, 2_000_000).")
-@click.option("--avg-degree", type=float, required=True,
-              help="Expected in-degree before duplicate edges/self-loops are dropped (edges ~ nodes * this).")
+@click.option(
+    "--avg-degree",
+    type=float,
+    required=True,
+    help="Expected in-degree before duplicate edges/self-loops are dropped (edges ~ nodes * this).",
+)
 @click.option("--num-classes", type=int, default=synthetic.DEFAULT_NUM_CLASSES, show_default=True)
-@click.option("--feature-dim", type=int, default=synthetic.DEFAULT_FEATURE_DIM, show_default=True,
-              help="0 writes no features.")
-@click.option("--degree-exponent", type=float, default=synthetic.DEFAULT_DEGREE_EXPONENT, show_default=True,
-              help="Power-law exponent gamma of the degree weights.")
-@click.option("--homophily", type=float, default=synthetic.DEFAULT_HOMOPHILY, show_default=True,
-              help="Probability that an edge stays inside its destination's class.")
-@click.option("--feature-noise", type=float, default=synthetic.DEFAULT_FEATURE_NOISE, show_default=True,
-              help="Per-dimension std of the noise around unit-norm class centroids.")
+@click.option(
+    "--feature-dim", type=int, default=synthetic.DEFAULT_FEATURE_DIM, show_default=True, help="0 writes no features."
+)
+@click.option(
+    "--degree-exponent",
+    type=float,
+    default=synthetic.DEFAULT_DEGREE_EXPONENT,
+    show_default=True,
+    help="Power-law exponent gamma of the degree weights.",
+)
+@click.option(
+    "--homophily",
+    type=float,
+    default=synthetic.DEFAULT_HOMOPHILY,
+    show_default=True,
+    help="Probability that an edge stays inside its destination's class.",
+)
+@click.option(
+    "--feature-noise",
+    type=float,
+    default=synthetic.DEFAULT_FEATURE_NOISE,
+    show_default=True,
+    help="Per-dimension std of the noise around unit-norm class centroids.",
+)
 @click.option("--train-fraction", type=float, default=synthetic.DEFAULT_TRAIN_FRACTION, show_default=True)
 @click.option("--valid-fraction", type=float, default=synthetic.DEFAULT_VALID_FRACTION, show_default=True)
 @click.option("--test-fraction", type=float, default=synthetic.DEFAULT_TEST_FRACTION, show_default=True)
 @click.option("--feature-dtype", type=click.Choice(FEATURE_DTYPES), default="float32", show_default=True)
-@click.option("--undirected/--directed", default=True, show_default=True,
-              help="Store every drawn pair in both directions (default), or keep edges directed.")
-@click.option("--max-degree", type=float, default=None,
-              help="Largest expected degree (hub size). Default: 4 * sqrt(nodes * avg-degree).")
+@click.option(
+    "--undirected/--directed",
+    default=True,
+    show_default=True,
+    help="Store every drawn pair in both directions (default), or keep edges directed.",
+)
+@click.option(
+    "--max-degree",
+    type=float,
+    default=None,
+    help="Largest expected degree (hub size). Default: 4 * sqrt(nodes * avg-degree).",
+)
 @click.option("--seed", type=SEED, default=0, show_default=True)
-@click.option("--chunk-edges", type=COUNT, default=synthetic.DEFAULT_CHUNK_EDGES, show_default=True,
-              help="Edges drawn per kernel call and feature values per written block (the feature buffer); "
-                   "does not change the output.")
-@click.option("--overwrite", is_flag=True,
-              help="Replace OUTPUT if it is a graphtier dataset and holds nothing else.")
+@click.option(
+    "--chunk-edges",
+    type=COUNT,
+    default=synthetic.DEFAULT_CHUNK_EDGES,
+    show_default=True,
+    help="Edges drawn per kernel call and feature values per written block (the feature buffer); "
+    "does not change the output.",
+)
+@click.option("--overwrite", is_flag=True, help="Replace OUTPUT if it is a graphtier dataset and holds nothing else.")
 @click.option("--quiet", "-q", is_flag=True, help="Print only the final summary line.")
 def command(output: str, quiet: bool, **options: Any) -> None:
     """Generate a synthetic power-law dataset (degree-corrected stochastic block model) at OUTPUT.

@@ -120,8 +120,12 @@ def dataset_info(dataset: Dataset) -> dict[str, Any]:
     if dataset.labels is not None:
         arrays["labels"] = _array_entry(root / "labels.npy", dataset.labels)
         counts, unlabelled = class_counts(dataset.labels, dataset.num_classes)
-        labels = {"num_classes": dataset.num_classes, "labelled": int(counts.sum()), "unlabelled": unlabelled,
-                  "class_counts": counts.tolist()}
+        labels = {
+            "num_classes": dataset.num_classes,
+            "labelled": int(counts.sum()),
+            "unlabelled": unlabelled,
+            "class_counts": counts.tolist(),
+        }
     splits: dict[str, int | None] = {}
     for name in SPLITS:
         ids = dataset.split(name)
@@ -175,14 +179,16 @@ def _render_table(info: dict[str, Any]) -> None:
     pairs = info.get("undirected_pairs")
     table.add_row(
         "edges",
-        f"{info['num_edges']:,} directed edges"
-        + (f" ({pairs:,} undirected pairs)" if pairs is not None else ""),
+        f"{info['num_edges']:,} directed edges" + (f" ({pairs:,} undirected pairs)" if pairs is not None else ""),
     )
     sym = info.get("symmetric")
     table.add_row(
         "symmetric",
-        "unknown (not recorded; re-import to record it)" if sym is None
-        else "yes (every edge has its reverse)" if sym else "no (some edges lack their reverse)",
+        "unknown (not recorded; re-import to record it)"
+        if sym is None
+        else "yes (every edge has its reverse)"
+        if sym
+        else "no (some edges lack their reverse)",
     )
     table.add_row("node order", str(info["node_order"]))
     d = info["in_degree"]
@@ -207,11 +213,19 @@ def _render_table(info: dict[str, Any]) -> None:
             return f"  SYNTHETIC ({'label signal ' + format(signal, 'g') if signal > 0 else 'noise, no label information'})"
         return "  SYNTHETIC"
 
-    table.add_row("features", "none" if f is None else
-                  f"{f['shape'][0]:,} x {f['shape'][1]} {f['dtype']} ({human_bytes(f['bytes'])}){origin('features')}")
+    table.add_row(
+        "features",
+        "none"
+        if f is None
+        else f"{f['shape'][0]:,} x {f['shape'][1]} {f['dtype']} ({human_bytes(f['bytes'])}){origin('features')}",
+    )
     lab = info["labels"]
-    table.add_row("labels", "none" if lab is None else
-                  f"{lab['num_classes']} classes, {lab['labelled']:,} labelled nodes{origin('labels')}")
+    table.add_row(
+        "labels",
+        "none"
+        if lab is None
+        else f"{lab['num_classes']} classes, {lab['labelled']:,} labelled nodes{origin('labels')}",
+    )
     if lab is not None:
         table.add_row("classes", describe_classes(lab["class_counts"], lab["unlabelled"]))
     for note in info.get("notes") or []:
@@ -242,5 +256,3 @@ def command(dataset: str, as_json: bool, no_validate: bool) -> None:
         click.echo(json.dumps(info, default=json_default))
     else:
         _render_table(info)
-
-

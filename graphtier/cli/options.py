@@ -41,7 +41,9 @@ def merge_alias(value: Any, alias_value: Any, name: str, alias: str, default: An
     if alias_value is None:
         return default if value is None else value
     if value is not None and value != alias_value:
-        raise OptionError(f"{name} and its old spelling {alias} disagree ({value!r} and {alias_value!r}); give {name} only")
+        raise OptionError(
+            f"{name} and its old spelling {alias} disagree ({value!r} and {alias_value!r}); give {name} only"
+        )
     return alias_value
 
 
@@ -53,12 +55,26 @@ def score_options(func: Any) -> Any:
 
     options = [
         click.option("--damping", type=float, default=DEFAULT_DAMPING, show_default=True, help="rpr/wrpr damping."),
-        click.option("--tol", type=float, default=DEFAULT_RPR_TOL, show_default=True,
-                     help="rpr: stop when the L1 change is below this."),
-        click.option("--iterations", type=int, default=None,
-                     help="rpr: iteration cap (default 100); wrpr: iterations run (default 5)."),
-        click.option("--fanouts", default=format_fanouts(DEFAULT_FANOUTS), show_default=True, type=fanouts_option_type(),
-                     help="fwr/fwr-sum/presample: training fanouts, seed hop first."),
+        click.option(
+            "--tol",
+            type=float,
+            default=DEFAULT_RPR_TOL,
+            show_default=True,
+            help="rpr: stop when the L1 change is below this.",
+        ),
+        click.option(
+            "--iterations",
+            type=int,
+            default=None,
+            help="rpr: iteration cap (default 100); wrpr: iterations run (default 5).",
+        ),
+        click.option(
+            "--fanouts",
+            default=format_fanouts(DEFAULT_FANOUTS),
+            show_default=True,
+            type=fanouts_option_type(),
+            help="fwr/fwr-sum/presample: training fanouts, seed hop first.",
+        ),
         click.option("--batch-size", type=int, default=1024, show_default=True, help="fwr/presample: seeds per batch."),
         click.option("--epochs", type=int, default=1, show_default=True, help="presample: epochs sampled."),
         click.option("--seed", type=SEED, default=0, show_default=True, help="presample: sampling seed."),

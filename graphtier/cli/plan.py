@@ -10,8 +10,8 @@ import click
 from graphtier.cli.options import SEED, fanouts_option_type
 from graphtier.dataset.format import Dataset
 from graphtier.errors import OptionError
-from graphtier.sampling.neighbor import DEFAULT_FANOUTS, format_fanouts
 from graphtier.memory.placement import format_bytes
+from graphtier.sampling.neighbor import DEFAULT_FANOUTS, format_fanouts
 from graphtier.tiering.plan import (
     DEFAULT_BUDGETS,
     DEFAULT_DISK_GBPS,
@@ -33,51 +33,109 @@ from graphtier.tiering.plan_recommendation import recommend_budget
 
 @click.command("plan")
 @click.argument("dataset", type=click.Path(path_type=Path))
-@click.option("--fanouts", default=format_fanouts(DEFAULT_FANOUTS), show_default=True, type=fanouts_option_type(),
-              help="Training fanouts, seed hop first.")
+@click.option(
+    "--fanouts",
+    default=format_fanouts(DEFAULT_FANOUTS),
+    show_default=True,
+    type=fanouts_option_type(),
+    help="Training fanouts, seed hop first.",
+)
 @click.option("--batch-size", type=int, default=1024, show_default=True, help="Seeds per mini-batch.")
 @click.option("--epochs", type=int, default=1, show_default=True, help="Epochs of the sampling trace.")
 @click.option("--seed", type=SEED, default=0, show_default=True, help="Sampling seed (as train --seed).")
-@click.option("--gpu-memory", default="auto", show_default=True,
-              help='Memory of one GPU, e.g. "80GiB"; auto reads CUDA device 0.')
-@click.option("--gpus", type=int, default=None, help="GPUs (the budget is per GPU)  [default: 1, or the --gpu-topology's]")
+@click.option(
+    "--gpu-memory", default="auto", show_default=True, help='Memory of one GPU, e.g. "80GiB"; auto reads CUDA device 0.'
+)
+@click.option(
+    "--gpus", type=int, default=None, help="GPUs (the budget is per GPU)  [default: 1, or the --gpu-topology's]"
+)
 @click.option("--host-memory", default="auto", show_default=True, help='Host RAM, e.g. "512GiB"; auto: available RAM.')
-@click.option("--budgets", default=",".join(DEFAULT_BUDGETS), show_default=True,
-              help="Candidate GPU feature budgets, in train --gpu-budget syntax, comma-separated.")
-@click.option("--topology-budget", default="0", show_default=True,
-              help="GPU memory for the hottest nodes' neighbour lists: bytes, a fraction of the edges or auto.")
-@click.option("--gpu-topology", default=None,
-              help="Place the features on these GPUs: dgx1-v100, nvswitch-8, pcie-4, nvlink-pairs-4, a JSON file "
-                   "or nvml (this machine).")
-@click.option("--placement-groups", type=int, default=DEFAULT_PLACEMENT_GROUPS, show_default=True,
-              help="Row groups the placement solver places.")
-@click.option("--pcie-gbps", type=float, default=None, help=f"Host-GPU bandwidth, GB/s  [assumed: {DEFAULT_PCIE_GBPS:g}]")
-@click.option("--gpu-gbps", type=float, default=None, help=f"GPU memory bandwidth, GB/s  [assumed: {DEFAULT_GPU_GBPS:g}]")
-@click.option("--disk-gbps", type=float, default=None, help=f"Disk read bandwidth, GB/s  [assumed: {DEFAULT_DISK_GBPS:g}]")
+@click.option(
+    "--budgets",
+    default=",".join(DEFAULT_BUDGETS),
+    show_default=True,
+    help="Candidate GPU feature budgets, in train --gpu-budget syntax, comma-separated.",
+)
+@click.option(
+    "--topology-budget",
+    default="0",
+    show_default=True,
+    help="GPU memory for the hottest nodes' neighbour lists: bytes, a fraction of the edges or auto.",
+)
+@click.option(
+    "--gpu-topology",
+    default=None,
+    help="Place the features on these GPUs: dgx1-v100, nvswitch-8, pcie-4, nvlink-pairs-4, a JSON file "
+    "or nvml (this machine).",
+)
+@click.option(
+    "--placement-groups",
+    type=int,
+    default=DEFAULT_PLACEMENT_GROUPS,
+    show_default=True,
+    help="Row groups the placement solver places.",
+)
+@click.option(
+    "--pcie-gbps", type=float, default=None, help=f"Host-GPU bandwidth, GB/s  [assumed: {DEFAULT_PCIE_GBPS:g}]"
+)
+@click.option(
+    "--gpu-gbps", type=float, default=None, help=f"GPU memory bandwidth, GB/s  [assumed: {DEFAULT_GPU_GBPS:g}]"
+)
+@click.option(
+    "--disk-gbps", type=float, default=None, help=f"Disk read bandwidth, GB/s  [assumed: {DEFAULT_DISK_GBPS:g}]"
+)
 @click.option("--json", "json_path", type=click.Path(path_type=Path), default=None, help="Write the plan as JSON.")
-@click.option("--plot", "plot_path", type=click.Path(path_type=Path), default=None,
-              help="Write a PNG of PCIe bytes against GPU budget (needs matplotlib).")
+@click.option(
+    "--plot",
+    "plot_path",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Write a PNG of PCIe bytes against GPU budget (needs matplotlib).",
+)
 def command(
-    dataset: Path, fanouts: str, batch_size: int, epochs: int, seed: int, gpu_memory: str, gpus: int | None,
-    host_memory: str, budgets: str, topology_budget: str, gpu_topology: str | None, placement_groups: int,
-    pcie_gbps: float | None, gpu_gbps: float | None, disk_gbps: float | None,
-    json_path: Path | None, plot_path: Path | None,
+    dataset: Path,
+    fanouts: str,
+    batch_size: int,
+    epochs: int,
+    seed: int,
+    gpu_memory: str,
+    gpus: int | None,
+    host_memory: str,
+    budgets: str,
+    topology_budget: str,
+    gpu_topology: str | None,
+    placement_groups: int,
+    pcie_gbps: float | None,
+    gpu_gbps: float | None,
+    disk_gbps: float | None,
+    json_path: Path | None,
+    plot_path: Path | None,
 ) -> None:
     """Plan feature and graph tiers per GPU budget (sizes, read shares from a sampling trace, PCIe bytes, data time);
     with --gpu-topology, place the features on the GPUs and print the bytes per link."""
     topology = gpu_topology_from_option(gpu_topology, gpus) if gpu_topology is not None else None
     if gpus is None:
         gpus = topology.num_gpus if topology is not None else 1
-    device = describe_device(gpu_memory, gpus=gpus, host_memory=host_memory, pcie_gbps=pcie_gbps,
-                             gpu_gbps=gpu_gbps, disk_gbps=disk_gbps)
+    device = describe_device(
+        gpu_memory, gpus=gpus, host_memory=host_memory, pcie_gbps=pcie_gbps, gpu_gbps=gpu_gbps, disk_gbps=disk_gbps
+    )
     for path, name in ((json_path, "--json"), (plot_path, "--plot")):
         if path is not None and not path.parent.is_dir():
             raise OptionError(f"{name}: directory {path.parent} does not exist")
     data = Dataset.open(dataset)
     budget_list = [b.strip() for b in budgets.split(",") if b.strip()]
-    plan = plan_capacity(data, device, fanouts=list(fanouts), batch_size=batch_size, epochs=epochs,
-                         seed=seed, budgets=budget_list, topology_budget=topology_budget, gpu_topology=topology,
-                         placement_groups=placement_groups)
+    plan = plan_capacity(
+        data,
+        device,
+        fanouts=list(fanouts),
+        batch_size=batch_size,
+        epochs=epochs,
+        seed=seed,
+        budgets=budget_list,
+        topology_budget=topology_budget,
+        gpu_topology=topology,
+        placement_groups=placement_groups,
+    )
     click.echo(
         f"{data.name}: {plan.num_rows:,} feature rows x {format_bytes(plan.row_bytes)} "
         f"= {format_bytes(plan.num_rows * plan.row_bytes)}, node order {plan.node_order}; "

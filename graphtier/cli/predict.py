@@ -64,8 +64,11 @@ def command(
         click.echo(
             f"predicted {data.num_nodes:,} nodes with {saved.config['model']} ({saved.config['num_layers']} layers) "
             f"in {seconds:.2f}s: {what} written to {output}"
-            + (f", embeddings [{data.num_nodes:,} x {result.embeddings.shape[1]}] to {embeddings}"
-               if embeddings is not None and result.embeddings is not None else "")
+            + (
+                f", embeddings [{data.num_nodes:,} x {result.embeddings.shape[1]}] to {embeddings}"
+                if embeddings is not None and result.embeddings is not None
+                else ""
+            )
         )
         if data.test_idx is not None and data.labels is not None and len(data.test_idx):
             test = np.asarray(data.test_idx)

@@ -46,8 +46,10 @@ def edge_notes(meta: dict[str, Any]) -> list[str]:
         if meta["symmetric"]:
             notes.append(f"every edge has its reverse (the graph is symmetric; {kept:,} directed edges)")
         else:
-            notes.append(f"directed: {counts.get('reverse_present', 0):,} of {kept:,} edges have their reverse "
-                         "(--undirected adds the missing ones)")
+            notes.append(
+                f"directed: {counts.get('reverse_present', 0):,} of {kept:,} edges have their reverse "
+                "(--undirected adds the missing ones)"
+            )
     return notes
 
 
@@ -64,8 +66,10 @@ def _report(dataset: Dataset, started: float) -> None:
     for note in edge_notes(dataset.meta) + describe(dataset.meta):
         click.echo(f"note: {note}")
     if dataset.train_idx is None:
-        click.echo("note: no train/valid/test split was made, and `graphtier train` needs one: "
-                   "run this command again with --split TRAIN,VALID,TEST (e.g. --split 0.8,0.1,0.1)")
+        click.echo(
+            "note: no train/valid/test split was made, and `graphtier train` needs one: "
+            "run this command again with --split TRAIN,VALID,TEST (e.g. --split 0.8,0.1,0.1)"
+        )
     codes = dataset.meta.get("source", {}).get("category_code_columns") or []
     if codes:
         columns = ", ".join(str(c["column"]) for c in codes)
@@ -78,7 +82,9 @@ def _report(dataset: Dataset, started: float) -> None:
         )
     replaced = dataset.meta.get("source", {}).get("non_finite_replaced", 0)
     if replaced:
-        click.echo(f"graphtier: note: replaced {replaced:,} NaN/Inf feature values by 0 (--non-finite replace)", err=True)
+        click.echo(
+            f"graphtier: note: replaced {replaced:,} NaN/Inf feature values by 0 (--non-finite replace)", err=True
+        )
 
 
 @click.group(name="prepare")
@@ -112,12 +118,26 @@ def planetoid(
 @command.command(name="edgelist")
 @common_options
 @import_options(EDGE_FORMAT_FIELDS)
-@click.option("--header", type=click.Choice(textio.HEADER_MODES), default="auto", show_default=True,
-              help="Whether the first line is a header (auto: if it is not numeric but the next is).")
-@click.option("--ids", type=click.Choice(("auto", "int", "string")), default="auto", show_default=True,
-              help="Node id type (auto: string when the first edge is not two integers).")
-@click.option("--num-nodes", type=int, default=None,
-              help="Keep integer ids as they are, in [0, N) (nodes without edges are kept).")
+@click.option(
+    "--header",
+    type=click.Choice(textio.HEADER_MODES),
+    default="auto",
+    show_default=True,
+    help="Whether the first line is a header (auto: if it is not numeric but the next is).",
+)
+@click.option(
+    "--ids",
+    type=click.Choice(("auto", "int", "string")),
+    default="auto",
+    show_default=True,
+    help="Node id type (auto: string when the first edge is not two integers).",
+)
+@click.option(
+    "--num-nodes",
+    type=int,
+    default=None,
+    help="Keep integer ids as they are, in [0, N) (nodes without edges are kept).",
+)
 def edgelist(
     source: Path,
     output: Path,
@@ -151,9 +171,14 @@ def edgelist(
 
 @command.command(name="csr-npz")
 @common_options
-@click.option("--layout", type=click.Choice(("auto", "csr", "csc")), default="auto", show_default=True,
-              help="csr: row u lists u's out-neighbours; csc: column v lists v's in-neighbours "
-                   "(auto: the archive's 'format', else csr).")
+@click.option(
+    "--layout",
+    type=click.Choice(("auto", "csr", "csc")),
+    default="auto",
+    show_default=True,
+    help="csr: row u lists u's out-neighbours; csc: column v lists v's in-neighbours "
+    "(auto: the archive's 'format', else csr).",
+)
 @import_options(EDGE_FORMAT_FIELDS)
 def csr_npz(
     source: Path,
@@ -210,14 +235,26 @@ def ogb(
 
 @command.command(name="mat")
 @common_options
-@click.option("--adjacency-key", default=None, metavar="NAME",
-              help=f"Variable holding the square adjacency (default: the first of {', '.join(ADJACENCY_KEYS)}).")
-@click.option("--features-key", default=None, metavar="NAME",
-              help=f"Variable holding the [N, D] features (default: the first of {', '.join(FEATURE_KEYS)}; "
-                   "none found: no features); 'none' skips them.")
-@click.option("--labels-key", default=None, metavar="NAME",
-              help="Variable holding the labels, a class-id vector or a one-hot [N, K] matrix (default: the first "
-                   f"of {', '.join(LABEL_KEYS)}; none found: no labels); 'none' skips them.")
+@click.option(
+    "--adjacency-key",
+    default=None,
+    metavar="NAME",
+    help=f"Variable holding the square adjacency (default: the first of {', '.join(ADJACENCY_KEYS)}).",
+)
+@click.option(
+    "--features-key",
+    default=None,
+    metavar="NAME",
+    help=f"Variable holding the [N, D] features (default: the first of {', '.join(FEATURE_KEYS)}; "
+    "none found: no features); 'none' skips them.",
+)
+@click.option(
+    "--labels-key",
+    default=None,
+    metavar="NAME",
+    help="Variable holding the labels, a class-id vector or a one-hot [N, K] matrix (default: the first "
+    f"of {', '.join(LABEL_KEYS)}; none found: no labels); 'none' skips them.",
+)
 @import_options(EDGE_FORMAT_FIELDS)
 def mat(
     source: Path,
@@ -261,7 +298,8 @@ def mat(
     unused = dataset.meta["source"].get("unused_variables") or {}
     if unused:
         click.echo(
-            "not used: " + ", ".join(f"{name} [{shape}]" for name, shape in unused.items())
+            "not used: "
+            + ", ".join(f"{name} [{shape}]" for name, shape in unused.items())
             + " (--features-key / --labels-key NAME [--labels-column C] use one)"
         )
     _report(dataset, started)

@@ -25,9 +25,12 @@ _PATH = click.Path(path_type=Path)
 
 def common_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """SOURCE, OUTPUT, --name and --overwrite, shared by every format."""
-    func = click.option("--overwrite", is_flag=True,
-                        help="Replace OUTPUT if it is a graphtier dataset and holds nothing else.")(func)
-    func = click.option("--name", default=None, help="Dataset name stored in meta.json (default: the name of OUTPUT).")(func)
+    func = click.option(
+        "--overwrite", is_flag=True, help="Replace OUTPUT if it is a graphtier dataset and holds nothing else."
+    )(func)
+    func = click.option("--name", default=None, help="Dataset name stored in meta.json (default: the name of OUTPUT).")(
+        func
+    )
     func = click.argument("output", type=_PATH)(func)
     func = click.argument("source", type=_PATH)(func)
     return func
@@ -37,69 +40,111 @@ Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 
 
 def _keep_duplicates(func: Callable[..., Any]) -> Callable[..., Any]:
-    func = click.option("--dedup", is_flag=True, hidden=True, expose_value=False,
-                        help="Accepted for old scripts: dropping repeated edges is the default.")(func)
+    func = click.option(
+        "--dedup",
+        is_flag=True,
+        hidden=True,
+        expose_value=False,
+        help="Accepted for old scripts: dropping repeated edges is the default.",
+    )(func)
     return click.option(
-        "--keep-duplicates", is_flag=True,
+        "--keep-duplicates",
+        is_flag=True,
         help="Keep repeated edges (default: keep one copy of each and say how many were dropped).",
     )(func)
 
 
 IMPORT_OPTION_DECLARATIONS: dict[str, Decorator] = {
     "undirected": click.option(
-        "--undirected", is_flag=True,
+        "--undirected",
+        is_flag=True,
         help="Add the reverse of every edge that lacks it (the dataset is marked undirected); an input that "
-             "already lists both directions gives the same graph.",
+        "already lists both directions gives the same graph.",
     ),
     "drop_self_loops": click.option("--drop-self-loops", is_flag=True, help="Drop edges v -> v."),
     "keep_duplicates": _keep_duplicates,
     "labels": click.option(
-        "--labels", type=_PATH, default=None, metavar="FILE",
+        "--labels",
+        type=_PATH,
+        default=None,
+        metavar="FILE",
         help="Node labels: 'id,label' lines, one label per line (line k = node k), or .npy (row k = node id k); "
-             "integer class ids must be below 2^24 (16,777,216).",
+        "integer class ids must be below 2^24 (16,777,216).",
     ),
     "features": click.option(
-        "--features", type=_PATH, default=None, metavar="FILE",
+        "--features",
+        type=_PATH,
+        default=None,
+        metavar="FILE",
         help="Features: a .npy [rows, D] or a text matrix (one row per node, blank- or comma-separated); "
-             "row k belongs to original node id k. Rows without edges become isolated nodes.",
+        "row k belongs to original node id k. Rows without edges become isolated nodes.",
     ),
     "labels_layout": click.option(
-        "--labels-layout", type=click.Choice(LABEL_LAYOUTS), default="auto", show_default=True,
+        "--labels-layout",
+        type=click.Choice(LABEL_LAYOUTS),
+        default="auto",
+        show_default=True,
         help="--labels text layout: pairs ('id,label' lines), lines (line k = label of node k); "
-             "auto: lines when a line has one column.",
+        "auto: lines when a line has one column.",
     ),
     "labels_column": click.option(
-        "--labels-column", type=int, default=None, metavar="C",
+        "--labels-column",
+        type=int,
+        default=None,
+        metavar="C",
         help="Take column C (0-based) of a 2-d labels array (.npy, text matrix, .mat variable); its codes "
-             "(years, ids) are renumbered 0..K-1 and kept as class names.",
+        "(years, ids) are renumbered 0..K-1 and kept as class names.",
     ),
     "unlabelled_value": click.option(
-        "--unlabelled-value", type=int, default=None, metavar="V",
+        "--unlabelled-value",
+        type=int,
+        default=None,
+        metavar="V",
         help="Class id that means 'no label' (e.g. 0 in Facebook100); those nodes are unlabelled (-1).",
     ),
     "synthetic_features": click.option(
-        "--synthetic-features", type=int, default=0, metavar="DIM",
+        "--synthetic-features",
+        type=int,
+        default=0,
+        metavar="DIM",
         help="Generate DIM deterministic random features: pure noise, no label information "
-             "(see --synthetic-feature-signal). Marked synthetic in meta.json.",
+        "(see --synthetic-feature-signal). Marked synthetic in meta.json.",
     ),
     "synthetic_feature_signal": click.option(
-        "--synthetic-feature-signal", type=float, default=0.0, show_default=True, metavar="S",
+        "--synthetic-feature-signal",
+        type=float,
+        default=0.0,
+        show_default=True,
+        metavar="S",
         help="Add S times a random class centroid to the synthetic features of labelled nodes: the features "
-             "then ENCODE the labels (accuracy measures nothing about the graph). 0 = no label information.",
+        "then ENCODE the labels (accuracy measures nothing about the graph). 0 = no label information.",
     ),
     "synthetic_labels": click.option(
-        "--synthetic-labels", type=int, default=0, metavar="K",
+        "--synthetic-labels",
+        type=int,
+        default=0,
+        metavar="K",
         help="Generate uniformly random labels over K classes for an unlabelled graph (for throughput runs; "
-             "accuracy is about 1/K). Marked synthetic in meta.json.",
+        "accuracy is about 1/K). Marked synthetic in meta.json.",
     ),
     "split": click.option(
-        "--split", default=None, metavar="TRAIN,VALID,TEST",
+        "--split",
+        default=None,
+        metavar="TRAIN,VALID,TEST",
         help="Random split fractions, e.g. 0.6,0.2,0.2 (over labelled nodes when there are labels).",
     ),
-    "seed": click.option("--seed", type=SEED, default=0, show_default=True,
-                         help="Seed of --split, --synthetic-features and --synthetic-labels."),
+    "seed": click.option(
+        "--seed",
+        type=SEED,
+        default=0,
+        show_default=True,
+        help="Seed of --split, --synthetic-features and --synthetic-labels.",
+    ),
     "non_finite": click.option(
-        "--non-finite", type=click.Choice(NON_FINITE_MODES), default="error", show_default=True,
+        "--non-finite",
+        type=click.Choice(NON_FINITE_MODES),
+        default="error",
+        show_default=True,
         help="NaN/Inf feature values: refuse the import (error) or replace them by 0 and say how many (replace).",
     ),
 }

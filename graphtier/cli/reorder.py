@@ -19,14 +19,28 @@ from graphtier.tiering.hotness import (
 @click.command("reorder")
 @click.argument("dataset", type=click.Path(path_type=Path))
 @click.argument("output", type=click.Path(path_type=Path))
-@click.option("--score", "-s", "score", default=DEFAULT_SCORE, show_default=True,
-              help=f"One of {', '.join(SCORE_METHODS)}, or a .npy file of float scores [N].")
+@click.option(
+    "--score",
+    "-s",
+    "score",
+    default=DEFAULT_SCORE,
+    show_default=True,
+    help=f"One of {', '.join(SCORE_METHODS)}, or a .npy file of float scores [N].",
+)
 @score_options
-@click.option("--overwrite", is_flag=True,
-              help="Replace OUTPUT if it is a graphtier dataset and holds nothing else.")
+@click.option("--overwrite", is_flag=True, help="Replace OUTPUT if it is a graphtier dataset and holds nothing else.")
 def command(
-    dataset: Path, output: Path, score: str, damping: float, tol: float, iterations: int | None,
-    fanouts: str, batch_size: int, epochs: int, seed: int, overwrite: bool,
+    dataset: Path,
+    output: Path,
+    score: str,
+    damping: float,
+    tol: float,
+    iterations: int | None,
+    fanouts: str,
+    batch_size: int,
+    epochs: int,
+    seed: int,
+    overwrite: bool,
 ) -> None:
     """Write DATASET to OUTPUT with nodes renumbered by descending score (ties by old id).
 
@@ -35,8 +49,15 @@ def command(
     data = Dataset.open(dataset)
     if score in SCORE_METHODS:
         result = compute_scores(
-            data, score, damping=damping, tol=tol, iterations=iterations, fanouts=list(fanouts),
-            batch_size=batch_size, epochs=epochs, seed=seed,
+            data,
+            score,
+            damping=damping,
+            tol=tol,
+            iterations=iterations,
+            fanouts=list(fanouts),
+            batch_size=batch_size,
+            epochs=epochs,
+            seed=seed,
         )
         scores, label, params = result.scores, score, result.params
         click.echo(f"scored {data.num_nodes:,} nodes by {score} in {result.seconds:.2f} s")
@@ -50,8 +71,10 @@ def command(
         data, output, scores, score_label=label, score_params=params, overwrite=overwrite
     )
     edges_per_s = timings.num_edges / timings.topology_seconds if timings.topology_seconds > 0 else float("inf")
-    line = (f"reordered {data.num_nodes:,} nodes / {timings.num_edges:,} edges: sort {timings.sort_seconds:.2f} s, "
-            f"topology {timings.topology_seconds:.2f} s ({edges_per_s / 1e6:.1f} M edges/s)")
+    line = (
+        f"reordered {data.num_nodes:,} nodes / {timings.num_edges:,} edges: sort {timings.sort_seconds:.2f} s, "
+        f"topology {timings.topology_seconds:.2f} s ({edges_per_s / 1e6:.1f} M edges/s)"
+    )
     if timings.feature_bytes:
         line += f", features {timings.feature_bytes / 2**30:.2f} GiB in {timings.feature_seconds:.2f} s"
     click.echo(line)

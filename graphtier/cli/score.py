@@ -34,17 +34,45 @@ def describe(result: ScoreResult) -> str:
 
 @click.command("score")
 @click.argument("dataset", type=click.Path(path_type=Path))
-@click.option("--score", "-s", "score", type=click.Choice(SCORE_METHODS), default=None,
-              help=f"Score to compute [default: {DEFAULT_SCORE}] (fwr: expected reads under --fanouts/--batch-size).")
-@click.option("--method", "-m", "method", type=click.Choice(SCORE_METHODS), default=None, hidden=True,
-              help="Old spelling of --score.")
-@click.option("--output", "-o", type=click.Path(path_type=Path), default=None,
-              help="Write the float64 [N] scores to this .npy file.")
+@click.option(
+    "--score",
+    "-s",
+    "score",
+    type=click.Choice(SCORE_METHODS),
+    default=None,
+    help=f"Score to compute [default: {DEFAULT_SCORE}] (fwr: expected reads under --fanouts/--batch-size).",
+)
+@click.option(
+    "--method",
+    "-m",
+    "method",
+    type=click.Choice(SCORE_METHODS),
+    default=None,
+    hidden=True,
+    help="Old spelling of --score.",
+)
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Write the float64 [N] scores to this .npy file.",
+)
 @score_options
 @click.option("--top", type=int, default=5, show_default=True, help="Print the ids of the top-scored nodes.")
 def command(
-    dataset: Path, score: str | None, method: str | None, output: Path | None, damping: float, tol: float, iterations: int | None,
-    fanouts: str, batch_size: int, epochs: int, seed: int, top: int,
+    dataset: Path,
+    score: str | None,
+    method: str | None,
+    output: Path | None,
+    damping: float,
+    tol: float,
+    iterations: int | None,
+    fanouts: str,
+    batch_size: int,
+    epochs: int,
+    seed: int,
+    top: int,
 ) -> None:
     """Score every node of DATASET by how often sampling is expected to read its features."""
     method = merge_alias(score, method, "--score", "--method")
@@ -55,8 +83,15 @@ def command(
         raise OptionError(f"--output: expected a file name ending in .npy, found {str(output)!r}")
     data = Dataset.open(dataset)
     result = compute_scores(
-        data, method, damping=damping, tol=tol, iterations=iterations, fanouts=list(fanouts),
-        batch_size=batch_size, epochs=epochs, seed=seed,
+        data,
+        method,
+        damping=damping,
+        tol=tol,
+        iterations=iterations,
+        fanouts=list(fanouts),
+        batch_size=batch_size,
+        epochs=epochs,
+        seed=seed,
     )
     click.echo(describe(result))
     warning = result.convergence_warning(tol)

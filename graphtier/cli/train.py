@@ -22,6 +22,7 @@ BALANCE_CHOICES = ("dynamic", "static", "off")
 # the same reason (tests/cli/test_train_cli.py checks they agree).
 FANOUTS_DEFAULT = "25,10"
 
+
 def _progress_factory(console: Any) -> Callable[[str, int], Callable[[int, dict[str, Any]], None]]:
     from rich.progress import (
         BarColumn,
@@ -60,10 +61,20 @@ def _progress_factory(console: Any) -> Callable[[str, int], Callable[[int, dict[
 
 @click.command("train")
 @click.argument("dataset", type=click.Path(file_okay=False, path_type=str))
-@click.option("--model", type=click.Choice(MODEL_CHOICES), default="sage", show_default=True,
-              help="GNN, or mlp (features only, the baseline).")
-@click.option("--sampler", type=click.Choice(SAMPLER_CHOICES), default="neighbor", show_default=True,
-              help="Neighbour sampling, or ShaDow subgraphs.")
+@click.option(
+    "--model",
+    type=click.Choice(MODEL_CHOICES),
+    default="sage",
+    show_default=True,
+    help="GNN, or mlp (features only, the baseline).",
+)
+@click.option(
+    "--sampler",
+    type=click.Choice(SAMPLER_CHOICES),
+    default="neighbor",
+    show_default=True,
+    help="Neighbour sampling, or ShaDow subgraphs.",
+)
 @click.option(
     "--fanouts",
     default=FANOUTS_DEFAULT,
@@ -71,17 +82,25 @@ def _progress_factory(console: Any) -> Callable[[str, int], Callable[[int, dict[
     type=fanouts_option_type("fanouts"),
     help="Neighbours per hop, first hop from the seeds first (PyG order); -1 = all neighbours.",
 )
-@click.option("--layers", type=int, default=None, help="Model depth (default: number of fanouts; ShaDow/MLP may differ).")
+@click.option(
+    "--layers", type=int, default=None, help="Model depth (default: number of fanouts; ShaDow/MLP may differ)."
+)
 @click.option("--batch-size", default=1024, show_default=True, type=int)
 @click.option("--hidden", default=256, show_default=True, type=int)
 @click.option("--heads", default=4, show_default=True, type=int, help="GAT attention heads.")
-@click.option("--norm", type=click.Choice(NORM_CHOICES), default="none", show_default=True,
-              help="Normalisation between layers.")
-@click.option("--gcn-degrees", type=click.Choice(GCN_DEGREES_CHOICES), default="auto", show_default=True,
-              help="GCN only: normalise a sampled block by full-graph in-degrees (unbiased estimate of the "
-              "full-graph GCN) or by the block's own in-degrees (as DGL's GraphConv); auto: full with "
-              "--full-inference, else block (the better one of each evaluation, measured). Exact inference "
-              "uses full in-degrees with either.")
+@click.option(
+    "--norm", type=click.Choice(NORM_CHOICES), default="none", show_default=True, help="Normalisation between layers."
+)
+@click.option(
+    "--gcn-degrees",
+    type=click.Choice(GCN_DEGREES_CHOICES),
+    default="auto",
+    show_default=True,
+    help="GCN only: normalise a sampled block by full-graph in-degrees (unbiased estimate of the "
+    "full-graph GCN) or by the block's own in-degrees (as DGL's GraphConv); auto: full with "
+    "--full-inference, else block (the better one of each evaluation, measured). Exact inference "
+    "uses full in-degrees with either.",
+)
 @click.option("--dropout", default=0.5, show_default=True, type=float)
 @click.option("--epochs", default=10, show_default=True, type=int)
 @click.option("--lr", default=0.003, show_default=True, type=float)
@@ -103,9 +122,17 @@ def _progress_factory(console: Any) -> Callable[[str, int], Callable[[int, dict[
     help="Final valid/test accuracy by exact layer-wise full-neighbour inference (neighbour sampler).",
 )
 @click.option("--num-threads", type=int, default=None, help="CPU threads for sampling and compute.")
-@click.option("--prefetch", default=4, show_default=True, type=int, help="Mini-batches prepared ahead by a background thread (0: none, no overlap).")
+@click.option(
+    "--prefetch",
+    default=4,
+    show_default=True,
+    type=int,
+    help="Mini-batches prepared ahead by a background thread (0: none, no overlap).",
+)
 @click.option("--checkpoint", type=click.Path(path_type=str), default=None, help="Directory: save every epoch, resume.")
-@click.option("--report", type=click.Path(dir_okay=False, path_type=str), default=None, help="Write the run report JSON.")
+@click.option(
+    "--report", type=click.Path(dir_okay=False, path_type=str), default=None, help="Write the run report JSON."
+)
 @click.option(
     "--save-model",
     type=click.Path(dir_okay=False, path_type=str),
@@ -119,10 +146,20 @@ def _progress_factory(console: Any) -> Callable[[str, int], Callable[[int, dict[
     show_default=True,
     help="Where features live (cpu-gather: the DGL/PyG baseline).",
 )
-@click.option("--gpu-budget", default=None, help="Hot rows kept on the GPU (tiered): bytes (4GiB), fraction (10%) or auto.")
-@click.option("--cache-budget", default=None, help="GPU row cache in front of the cold tiers (tiered+cache): bytes, fraction or auto.")
-@click.option("--ram-budget", default=None, help="Rows kept in RAM; the rest are read from the memory-mapped file (disk tier).")
-@click.option("--peer-partitions", default=1, show_default=True, type=int, help="GPUs the hot tier is interleaved over.")
+@click.option(
+    "--gpu-budget", default=None, help="Hot rows kept on the GPU (tiered): bytes (4GiB), fraction (10%) or auto."
+)
+@click.option(
+    "--cache-budget",
+    default=None,
+    help="GPU row cache in front of the cold tiers (tiered+cache): bytes, fraction or auto.",
+)
+@click.option(
+    "--ram-budget", default=None, help="Rows kept in RAM; the rest are read from the memory-mapped file (disk tier)."
+)
+@click.option(
+    "--peer-partitions", default=1, show_default=True, type=int, help="GPUs the hot tier is interleaved over."
+)
 @click.option(
     "--sample-on",
     type=click.Choice(("cpu", "gpu")),
@@ -141,8 +178,13 @@ def _progress_factory(console: Any) -> Callable[[str, int], Callable[[int, dict[
     default=None,
     help="Several trainer processes at once, e.g. cpu,cuda:0 or cpu,cpu (synchronous SGD over torch.distributed).",
 )
-@click.option("--balance", type=click.Choice(BALANCE_CHOICES), default="dynamic", show_default=True,
-              help="Workload balancing of multi-process runs.")
+@click.option(
+    "--balance",
+    type=click.Choice(BALANCE_CHOICES),
+    default="dynamic",
+    show_default=True,
+    help="Workload balancing of multi-process runs.",
+)
 @click.option("--cpu-share", type=float, default=None, help="Starting workload share of the CPU ranks (mixed runs).")
 @click.option(
     "--shares", default=None, help="Starting workload share of every rank, e.g. 0.3,0.7 (overrides --cpu-share)."
@@ -180,9 +222,9 @@ def command(dataset: str, **options: Any) -> None:
             final = multi_report["final"]
             balancer = multi_report["balancer"]
             click.echo(
-                final_summary(final, multi_report["config"]) + "  shares " + ", ".join(
-                    f"{device} {share:.3f}" for device, share in zip(devices, balancer["final_shares"])
-                )
+                final_summary(final, multi_report["config"])
+                + "  shares "
+                + ", ".join(f"{device} {share:.3f}" for device, share in zip(devices, balancer["final_shares"]))
             )
         return
     if devices is not None:

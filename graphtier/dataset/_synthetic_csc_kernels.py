@@ -20,9 +20,7 @@ def _node_range(part: np.int64, parts: np.int64, num_nodes: np.int64) -> tuple[n
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
-def count_endpoints(
-    src: np.ndarray, dst: np.ndarray, counts: np.ndarray, symmetric: bool, parts: np.int64
-) -> None:
+def count_endpoints(src: np.ndarray, dst: np.ndarray, counts: np.ndarray, symmetric: bool, parts: np.int64) -> None:
     """Add 1 to ``counts[dst[i]]`` (and to ``counts[src[i]]`` when ``symmetric``) for every edge i.
 
     ``counts`` int64 [N]; ``src``/``dst`` integer [B]. Each of ``parts`` tasks (pass

@@ -75,9 +75,7 @@ def uniforms_reference(key: int, counters: np.ndarray) -> np.ndarray:
 
 # ---------------------------------------------------------------------------------------------- alias tables
 @numba.njit(parallel=True, cache=True, nogil=True)
-def build_alias_tables(
-    weights: np.ndarray, offsets: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
+def build_alias_tables(weights: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Vose alias tables for the groups ``weights[offsets[c]:offsets[c + 1]]``.
 
     Args:
@@ -128,9 +126,7 @@ def build_alias_tables(
     return accept, alias
 
 
-def build_alias_tables_reference(
-    weights: np.ndarray, offsets: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
+def build_alias_tables_reference(weights: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Plain Python/numpy reference of :func:`build_alias_tables` (same algorithm, same order)."""
     weights = np.asarray(weights, dtype=np.float64)
     m = weights.shape[0]
@@ -304,9 +300,7 @@ def sample_edges_reference(
     target = np.where(target >= start_mass, target + class_mass[dst_class], target)
     other_class = pick_class(np.where(cross, target, 0.0))
     clash = other_class == dst_class
-    other_class = np.where(
-        clash, np.where(dst_class + 1 <= last, dst_class + 1, dst_class - 1), other_class
-    )
+    other_class = np.where(clash, np.where(dst_class + 1 <= last, dst_class + 1, dst_class - 1), other_class)
     src_class = np.where(cross, other_class, dst_class)
     src = pick_member(src_class, u[3])
     return src, dst

@@ -48,8 +48,9 @@ def _kept_counts(indptr: np.ndarray, indices: np.ndarray, dedup: bool, drop_self
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
-def _compact(indptr: np.ndarray, indices: np.ndarray, new_indptr: np.ndarray, out: np.ndarray,
-             dedup: bool, drop_self_loops: bool) -> None:
+def _compact(
+    indptr: np.ndarray, indices: np.ndarray, new_indptr: np.ndarray, out: np.ndarray, dedup: bool, drop_self_loops: bool
+) -> None:
     for v in numba.prange(indptr.shape[0] - 1):
         j = new_indptr[v]
         for i in range(indptr[v], indptr[v + 1]):
@@ -152,8 +153,9 @@ def sort_list_halves(indptr: np.ndarray, middle: np.ndarray, indices: np.ndarray
 
 
 @numba.njit(cache=True, nogil=True)
-def _merge_runs(v: np.int64, first: np.ndarray, second: np.ndarray, keep_duplicates: bool,
-                out: np.ndarray, write: bool) -> tuple[int, int, int]:
+def _merge_runs(
+    v: np.int64, first: np.ndarray, second: np.ndarray, keep_duplicates: bool, out: np.ndarray, write: bool
+) -> tuple[int, int, int]:
     """Merge two sorted lists of node ``v`` into their union (see :func:`merge_list_halves`)."""
     i = 0
     j = 0
@@ -188,16 +190,18 @@ def _merge_runs(v: np.int64, first: np.ndarray, second: np.ndarray, keep_duplica
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
-def _merged_counts(indptr: np.ndarray, middle: np.ndarray, indices: np.ndarray,
-                   keep_duplicates: bool) -> tuple[np.ndarray, int, int]:
+def _merged_counts(
+    indptr: np.ndarray, middle: np.ndarray, indices: np.ndarray, keep_duplicates: bool
+) -> tuple[np.ndarray, int, int]:
     n = indptr.shape[0] - 1
     counts = np.zeros(n, dtype=np.int64)
     duplicates = 0
     reciprocal = 0
     unused = np.empty(0, dtype=indices.dtype)
     for v in numba.prange(n):
-        kept, dup, rec = _merge_runs(v, indices[indptr[v]:middle[v]], indices[middle[v]:indptr[v + 1]],
-                                     keep_duplicates, unused, False)
+        kept, dup, rec = _merge_runs(
+            v, indices[indptr[v] : middle[v]], indices[middle[v] : indptr[v + 1]], keep_duplicates, unused, False
+        )
         counts[v] = kept
         duplicates += dup
         reciprocal += rec
@@ -205,16 +209,28 @@ def _merged_counts(indptr: np.ndarray, middle: np.ndarray, indices: np.ndarray,
 
 
 @numba.njit(cache=True, nogil=True)
-def _merge_in_place(indptr: np.ndarray, middle: np.ndarray, indices: np.ndarray, new_indptr: np.ndarray,
-                    keep_duplicates: bool, scratch: np.ndarray) -> None:
+def _merge_in_place(
+    indptr: np.ndarray,
+    middle: np.ndarray,
+    indices: np.ndarray,
+    new_indptr: np.ndarray,
+    keep_duplicates: bool,
+    scratch: np.ndarray,
+) -> None:
     # sequential: node v's output starts at new_indptr[v] <= indptr[v] and ends before indptr[v + 1],
     # so it never overwrites a list not yet read; its own list is copied to ``scratch`` first
     for v in range(indptr.shape[0] - 1):
         start, mid, stop = indptr[v], middle[v], indptr[v + 1]
         length = stop - start
         scratch[:length] = indices[start:stop]
-        _merge_runs(v, scratch[: mid - start], scratch[mid - start : length], keep_duplicates,
-                    indices[new_indptr[v]:new_indptr[v + 1]], True)
+        _merge_runs(
+            v,
+            scratch[: mid - start],
+            scratch[mid - start : length],
+            keep_duplicates,
+            indices[new_indptr[v] : new_indptr[v + 1]],
+            True,
+        )
 
 
 def merge_list_halves(
@@ -264,7 +280,7 @@ def _reciprocity(indptr: np.ndarray, indices: np.ndarray) -> tuple[int, int, int
             duplicates += a - 1
             if u == v:
                 continue
-            other = indices[indptr[u]:indptr[u + 1]]
+            other = indices[indptr[u] : indptr[u + 1]]
             lo = np.searchsorted(other, v, side="left")
             hi = np.searchsorted(other, v, side="right")
             b = hi - lo

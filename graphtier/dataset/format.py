@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 
 from graphtier.dataset import swap
+from graphtier.dataset.checks import index_range, is_non_decreasing
 from graphtier.dataset.finite import SAMPLE_BLOCK_BYTES, SAMPLE_BLOCKS, find_non_finite
 from graphtier.errors import DatasetError
-from graphtier.dataset.checks import index_range, is_non_decreasing
 
 FORMAT_VERSION = 1
 META_FILE = "meta.json"
@@ -154,11 +154,7 @@ class Dataset:
             split_path = root / f"{name}_idx.npy"
             splits[name] = _load_array(split_path, mmap, writable=True) if split_path.is_file() else None
         known = {"indptr", "indices", "features", "labels"} | {f"{s}_idx" for s in SPLITS}
-        extra = {
-            p.stem: _load_array(p, mmap)
-            for p in sorted(root.glob("*.npy"))
-            if p.stem not in known
-        }
+        extra = {p.stem: _load_array(p, mmap) for p in sorted(root.glob("*.npy")) if p.stem not in known}
         dataset = cls(
             path=root,
             meta=meta,
@@ -220,9 +216,7 @@ class Dataset:
                     )
         if "perm" in self.extra:
             self._validate_perm(root / "perm.npy", self.extra["perm"])
-        seen = np.zeros(n, dtype=np.bool_) if any(
-            self.split(s) is not None for s in SPLITS
-        ) else None
+        seen = np.zeros(n, dtype=np.bool_) if any(self.split(s) is not None for s in SPLITS) else None
         for name in SPLITS:
             idx = self.split(name)
             if idx is None:
@@ -242,9 +236,7 @@ class Dataset:
                 raise DatasetError(f"{p}: expected distinct node ids, found duplicates")
             overlap = int(seen[idx_arr].sum())
             if overlap:
-                raise DatasetError(
-                    f"{p}: expected splits to be disjoint, found {overlap} ids also in an earlier split"
-                )
+                raise DatasetError(f"{p}: expected splits to be disjoint, found {overlap} ids also in an earlier split")
             seen[idx_arr] = True
 
     def _validate_perm(self, p: Path, perm: np.ndarray) -> None:

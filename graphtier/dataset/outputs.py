@@ -158,7 +158,9 @@ def check_outputs(
                     options=(option, other_option),
                 )
         checked.append((option, resolved, kind))
-    read = [(f"the file given to {{{option}}}", option, Path(path).resolve()) for option, path in inputs if path is not None]
+    read = [
+        (f"the file given to {{{option}}}", option, Path(path).resolve()) for option, path in inputs if path is not None
+    ]
     if dataset is not None:
         read += [(f"a file of the dataset {dataset}", None, file.resolve()) for file in dataset_files(dataset)]
     for option, resolved, kind in checked:
@@ -186,7 +188,7 @@ def remove_stale_temporaries(target: Path) -> list[Path]:
     except OSError:
         return removed
     for sibling in siblings:
-        suffix = sibling.name[len(prefix):] if sibling.name.startswith(prefix) else ""
+        suffix = sibling.name[len(prefix) :] if sibling.name.startswith(prefix) else ""
         if suffix.isdigit() and int(suffix) != os.getpid() and not pid_alive(int(suffix)):
             sibling.unlink(missing_ok=True)
             removed.append(sibling)
@@ -221,7 +223,9 @@ def save_npy(path: str | os.PathLike[str], array: np.ndarray, option: str) -> Pa
     if target.suffix != ".npy":
         raise OptionError(f"{{{option}}}: expected a file name ending in .npy, found {str(path)!r}", options=(option,))
     target.parent.mkdir(parents=True, exist_ok=True)
-    resources.require_disk(target.parent, int(array.nbytes) + NPY_HEADER_BYTES, _given(option, target), options=(option,))
+    resources.require_disk(
+        target.parent, int(array.nbytes) + NPY_HEADER_BYTES, _given(option, target), options=(option,)
+    )
 
     def write(tmp: Path) -> None:
         with open(tmp, "wb") as handle:  # a file object: np.save appends no ".npy" to the temporary name

@@ -93,7 +93,8 @@ def describe(meta: dict[str, Any]) -> list[str]:
             notes.append(
                 f"labels are synthetic: uniformly random over {k} classes "
                 f"(expected accuracy about {1 / k:.3f}; for throughput runs only)"
-                if k else "labels are synthetic"
+                if k
+                else "labels are synthetic"
             )
     nodes_only = int(meta.get("nodes_only_in_node_data", 0) or 0)
     if nodes_only:

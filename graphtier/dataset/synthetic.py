@@ -169,43 +169,80 @@ def _validate_options(opts: dict[str, Any]) -> None:
     _check(_is_int(opts["nodes"]) and opts["nodes"] >= 1, "--nodes", "an integer >= 1", opts["nodes"])
     _check(opts["nodes"] < 2**62, "--nodes", "fewer than 2^62 nodes", opts["nodes"])
     degree = opts["avg_degree"]
-    _check(isinstance(degree, (int, float)) and not isinstance(degree, bool) and math.isfinite(degree)
-           and degree >= 0, "--avg-degree", "a finite number >= 0", degree)
-    _check(degree <= max(opts["nodes"] - 1, 0) or degree == 0, "--avg-degree",
-           f"at most nodes - 1 = {opts['nodes'] - 1}", degree)
-    _check(_is_int(opts["num_classes"]) and 1 <= opts["num_classes"] <= min(opts["nodes"], 32767),
-           "--num-classes", f"an integer in [1, {min(opts['nodes'], 32767)}]", opts["num_classes"])
-    _check(_is_int(opts["feature_dim"]) and opts["feature_dim"] >= 0, "--feature-dim",
-           "an integer >= 0", opts["feature_dim"])
+    _check(
+        isinstance(degree, (int, float)) and not isinstance(degree, bool) and math.isfinite(degree) and degree >= 0,
+        "--avg-degree",
+        "a finite number >= 0",
+        degree,
+    )
+    _check(
+        degree <= max(opts["nodes"] - 1, 0) or degree == 0,
+        "--avg-degree",
+        f"at most nodes - 1 = {opts['nodes'] - 1}",
+        degree,
+    )
+    _check(
+        _is_int(opts["num_classes"]) and 1 <= opts["num_classes"] <= min(opts["nodes"], 32767),
+        "--num-classes",
+        f"an integer in [1, {min(opts['nodes'], 32767)}]",
+        opts["num_classes"],
+    )
+    _check(
+        _is_int(opts["feature_dim"]) and opts["feature_dim"] >= 0,
+        "--feature-dim",
+        "an integer >= 0",
+        opts["feature_dim"],
+    )
     gamma = opts["degree_exponent"]
-    _check(isinstance(gamma, (int, float)) and math.isfinite(gamma) and 1.05 <= gamma <= 100,
-           "--degree-exponent", "a number in [1.05, 100]", gamma)
+    _check(
+        isinstance(gamma, (int, float)) and math.isfinite(gamma) and 1.05 <= gamma <= 100,
+        "--degree-exponent",
+        "a number in [1.05, 100]",
+        gamma,
+    )
     h = opts["homophily"]
     _check(isinstance(h, (int, float)) and 0.0 <= h <= 1.0, "--homophily", "a number in [0, 1]", h)
     noise = opts["feature_noise"]
-    _check(isinstance(noise, (int, float)) and math.isfinite(noise) and noise >= 0,
-           "--feature-noise", "a finite number >= 0", noise)
+    _check(
+        isinstance(noise, (int, float)) and math.isfinite(noise) and noise >= 0,
+        "--feature-noise",
+        "a finite number >= 0",
+        noise,
+    )
     for name in ("train_fraction", "valid_fraction", "test_fraction"):
         f = opts[name]
-        _check(isinstance(f, (int, float)) and 0.0 <= f <= 1.0, "--" + name.replace("_", "-"),
-               "a number in [0, 1]", f)
+        _check(isinstance(f, (int, float)) and 0.0 <= f <= 1.0, "--" + name.replace("_", "-"), "a number in [0, 1]", f)
     total = opts["train_fraction"] + opts["valid_fraction"] + opts["test_fraction"]
-    _check(total <= 1.0 + 1e-9, "--train/valid/test-fraction", "fractions summing to at most 1",
-           round(total, 6))
-    _check(opts["feature_dtype"] in FEATURE_DTYPES, "--feature-dtype",
-           f"one of {', '.join(FEATURE_DTYPES)}", opts["feature_dtype"])
-    _check(_is_int(opts["seed"]) and 0 <= opts["seed"] < 2**63, "--seed", "an integer in [0, 2^63)",
-           opts["seed"])
+    _check(total <= 1.0 + 1e-9, "--train/valid/test-fraction", "fractions summing to at most 1", round(total, 6))
+    _check(
+        opts["feature_dtype"] in FEATURE_DTYPES,
+        "--feature-dtype",
+        f"one of {', '.join(FEATURE_DTYPES)}",
+        opts["feature_dtype"],
+    )
+    _check(_is_int(opts["seed"]) and 0 <= opts["seed"] < 2**63, "--seed", "an integer in [0, 2^63)", opts["seed"])
     hub = opts["max_degree"]
-    _check(hub is None or (isinstance(hub, (int, float)) and not isinstance(hub, bool) and math.isfinite(hub)
-           and hub > 0), "--max-degree", "a finite number > 0", hub)
-    _check(_is_int(opts["chunk_edges"]) and opts["chunk_edges"] >= 1, "--chunk-edges", "an integer >= 1",
-           opts["chunk_edges"])
+    _check(
+        hub is None or (isinstance(hub, (int, float)) and not isinstance(hub, bool) and math.isfinite(hub) and hub > 0),
+        "--max-degree",
+        "a finite number > 0",
+        hub,
+    )
+    _check(
+        _is_int(opts["chunk_edges"]) and opts["chunk_edges"] >= 1,
+        "--chunk-edges",
+        "an integer >= 1",
+        opts["chunk_edges"],
+    )
 
 
 # ---------------------------------------------------------------------------------------------- generate
 def _require_resources(
-    output: str | os.PathLike[str], nodes: int, avg_degree: float, undirected: bool, feature_dim: int,
+    output: str | os.PathLike[str],
+    nodes: int,
+    avg_degree: float,
+    undirected: bool,
+    feature_dim: int,
     feature_dtype: str,
 ) -> None:
     """Refuse (one-line ResourceError) a graph whose build cannot fit in memory or whose features cannot fit on disk.
@@ -266,10 +303,20 @@ def generate(
         int64 labels [N] (every node labelled), int64 split ids.
     """
     opts: dict[str, Any] = dict(
-        nodes=nodes, avg_degree=avg_degree, num_classes=num_classes, feature_dim=feature_dim,
-        degree_exponent=degree_exponent, homophily=homophily, feature_noise=feature_noise,
-        train_fraction=train_fraction, valid_fraction=valid_fraction, test_fraction=test_fraction,
-        feature_dtype=feature_dtype, undirected=bool(undirected), seed=seed, chunk_edges=chunk_edges,
+        nodes=nodes,
+        avg_degree=avg_degree,
+        num_classes=num_classes,
+        feature_dim=feature_dim,
+        degree_exponent=degree_exponent,
+        homophily=homophily,
+        feature_noise=feature_noise,
+        train_fraction=train_fraction,
+        valid_fraction=valid_fraction,
+        test_fraction=test_fraction,
+        feature_dtype=feature_dtype,
+        undirected=bool(undirected),
+        seed=seed,
+        chunk_edges=chunk_edges,
         max_degree=max_degree,
     )
     _validate_options(opts)
@@ -310,8 +357,7 @@ def generate(
         stage(f"wrote labels and splits ({train.size:,} / {valid.size:,} / {test.size:,})")
 
         if feature_dim > 0:
-            _write_features(writer, labels, num_classes, feature_dim, feature_noise, feature_dtype, seed,
-                            chunk_edges)
+            _write_features(writer, labels, num_classes, feature_dim, feature_noise, feature_dtype, seed, chunk_edges)
             stage(f"wrote features [{nodes:,}, {feature_dim}] {feature_dtype}")
 
         meta = {
@@ -376,8 +422,17 @@ def _build_graph(
     dst = np.empty(pairs, dtype=node_dtype)
     for first in range(0, pairs, chunk_edges):
         stop = min(pairs, first + chunk_edges)
-        kernels.sample_edges(key, np.int64(first), class_cum, class_mass, offsets, slots, float(homophily),
-                             src[first:stop], dst[first:stop])
+        kernels.sample_edges(
+            key,
+            np.int64(first),
+            class_cum,
+            class_mass,
+            offsets,
+            slots,
+            float(homophily),
+            src[first:stop],
+            dst[first:stop],
+        )
     del slots
     stage(f"drew {pairs:,} {'pairs' if undirected else 'edges'}")
 
@@ -425,8 +480,7 @@ def _write_features(
         for number, start in enumerate(range(0, nodes, rows_per_chunk)):
             stop = min(nodes, start + rows_per_chunk)
             rows = blocks[number % 2][: stop - start]
-            kernels.fill_features(key, np.int64(start), labels[start:stop], centroids, float(feature_noise),
-                                  rows)
+            kernels.fill_features(key, np.int64(start), labels[start:stop], centroids, float(feature_noise), rows)
             if pending is not None:
                 pending.result()  # the other block is free again; also re-raises write errors
             out = rows if feature_dtype == "float32" else rows.astype(feature_dtype)

@@ -74,16 +74,17 @@ class DatasetWriter:
         if not os.path.lexists(self.target):
             return
         if not self.overwrite:
-            raise self._appeared() if finishing else DatasetError(
-                f"{self.output}: already exists (pass --overwrite to replace it)"
+            raise (
+                self._appeared()
+                if finishing
+                else DatasetError(f"{self.output}: already exists (pass --overwrite to replace it)")
             )
         if not self.target.is_dir():
             raise DatasetError(f"{self.output}: exists and is not a directory")
         cwd = Path.cwd().resolve()
         if self.target == cwd or self.target in cwd.parents:
             raise DatasetError(
-                f"{self.output}: is the current directory (or contains it) and cannot be replaced; "
-                "pass another OUTPUT"
+                f"{self.output}: is the current directory (or contains it) and cannot be replaced; pass another OUTPUT"
             )
         entries = sorted(self.target.iterdir())
         if entries and not (self.target / META_FILE).is_file():
@@ -233,7 +234,9 @@ def is_dataset_file(path: Path) -> bool:
     """Whether ``path`` (an entry of a dataset directory) is one of the files a dataset consists of."""
     if path.is_dir() and not path.is_symlink():
         return False
-    return path.name == META_FILE or path.name in SIDE_FILES or (path.suffix == ".npy" and not path.name.startswith("."))
+    return (
+        path.name == META_FILE or path.name in SIDE_FILES or (path.suffix == ".npy" and not path.name.startswith("."))
+    )
 
 
 def recorded_inputs(meta: dict[str, Any]) -> list[str]:

@@ -104,8 +104,13 @@ def combine_survival_reference(partials: np.ndarray, present: np.ndarray) -> np.
 
 @numba.njit(parallel=True, cache=True, nogil=True)
 def combine_and_draw(
-    partials: np.ndarray, present: np.ndarray, indptr: np.ndarray, next_fanout: int, survival: bool,
-    out: np.ndarray, values: np.ndarray,
+    partials: np.ndarray,
+    present: np.ndarray,
+    indptr: np.ndarray,
+    next_fanout: int,
+    survival: bool,
+    out: np.ndarray,
+    values: np.ndarray,
 ) -> None:
     """One pass doing :func:`combine_survival` (``survival``) or :func:`combine_sums` into ``out``, then
     :func:`draw_values` of ``out`` for the next hop (fanout ``next_fanout``) into ``values``.

@@ -291,8 +291,10 @@ def fanout_weighted_reads_reference(
         current[train_idx] = 1.0
     total = current.copy()
     for fanout in fanouts:
-        p = np.where(degree > 0, 1.0, 0.0) if fanout < 0 else np.minimum(
-            1.0, np.divide(float(fanout), degree, out=np.zeros_like(degree), where=degree > 0)
+        p = (
+            np.where(degree > 0, 1.0, 0.0)
+            if fanout < 0
+            else np.minimum(1.0, np.divide(float(fanout), degree, out=np.zeros_like(degree), where=degree > 0))
         )
         if mode == "batch":
             with np.errstate(divide="ignore"):

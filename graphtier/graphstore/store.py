@@ -36,16 +36,6 @@ import torch
 from graphtier.dataset import Dataset
 from graphtier.dataset.format import SPLITS
 from graphtier.errors import OptionError
-from graphtier.sampling import (
-    DEFAULT_FANOUTS,
-    DeviceNeighborSampler,
-    MiniBatch,
-    NeighborSampler,
-    ShadowSampler,
-    check_fanouts,
-)
-from graphtier.sampling.shadow import first_seen_unique
-from graphtier.sampling.spec import SAMPLER_KINDS
 from graphtier.memory import (
     SAMPLE_ON,  # noqa: F401 - re-exported by graphtier.graphstore
     FeatureSource,
@@ -58,6 +48,16 @@ from graphtier.memory import (
 )
 from graphtier.memory.arena import in_flight_bytes
 from graphtier.memory.topology import INDPTR_BYTES_PER_DESTINATION
+from graphtier.sampling import (
+    DEFAULT_FANOUTS,
+    DeviceNeighborSampler,
+    MiniBatch,
+    NeighborSampler,
+    ShadowSampler,
+    check_fanouts,
+)
+from graphtier.sampling.shadow import first_seen_unique
+from graphtier.sampling.spec import SAMPLER_KINDS
 
 Sampler = Callable[[np.ndarray, int], MiniBatch]
 
@@ -186,8 +186,13 @@ class GraphStore:
         topology = None
         if placement.sample_on == "gpu":
             topology = make_topology(
-                dataset.indptr, dataset.indices, device=device, topology_budget=placement.topology_budget,
-                ram_budget=placement.ram_budget, log=log, in_flight_bytes=reserve,
+                dataset.indptr,
+                dataset.indices,
+                device=device,
+                topology_budget=placement.topology_budget,
+                ram_budget=placement.ram_budget,
+                log=log,
+                in_flight_bytes=reserve,
             )
         features = None
         if dataset.features is not None:
@@ -239,7 +244,9 @@ class GraphStore:
     def _build_sampler(self, kind: str, fanouts: list[int], seed: int, num_layers: int | None) -> Sampler:
         if kind == "shadow":
             assert num_layers is not None
-            shadow = ShadowSampler(self._indptr, self._indices, fanouts, num_layers, seed=seed, num_threads=self.num_threads)
+            shadow = ShadowSampler(
+                self._indptr, self._indices, fanouts, num_layers, seed=seed, num_threads=self.num_threads
+            )
             return shadow.sample
         inner: NeighborSampler | DeviceNeighborSampler
         if self.topology is None:
@@ -248,7 +255,9 @@ class GraphStore:
             inner = DeviceNeighborSampler(self.topology, fanouts, seed=seed, picks=self._picks, kernels=self._kernels)
         return lambda seeds, batch_id: self._sample_with(inner, seeds, batch_id)
 
-    def _sample_with(self, inner: NeighborSampler | DeviceNeighborSampler, seeds: np.ndarray | torch.Tensor, batch_id: int | None) -> MiniBatch:
+    def _sample_with(
+        self, inner: NeighborSampler | DeviceNeighborSampler, seeds: np.ndarray | torch.Tensor, batch_id: int | None
+    ) -> MiniBatch:
         batch = inner.sample(seeds, batch_id)
         if self._host_tally is not None:
             self._host_tally.add(batch)
@@ -257,7 +266,9 @@ class GraphStore:
             self.topology.count_indptr_reads(sum(block.num_dst for block in batch.blocks))
         return batch
 
-    def sample(self, seeds: np.ndarray | torch.Tensor, fanouts: Sequence[int], *, batch_id: int | None = None) -> MiniBatch:
+    def sample(
+        self, seeds: np.ndarray | torch.Tensor, fanouts: Sequence[int], *, batch_id: int | None = None
+    ) -> MiniBatch:
         """A neighbour-sampled mini-batch of ``seeds`` (int [B]) with ``fanouts`` (first hop first).
 
         ``batch_id`` selects the random stream (None: the sampler's next one); the same (seed,

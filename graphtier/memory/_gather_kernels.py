@@ -12,7 +12,6 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-
 # Rows at least this long are copied as one slice (a memcpy); shorter rows by an explicit element loop,
 # which measured up to 2x faster for 128-512 B rows on 2 threads (docs/benchmarks.md).
 SLICE_COPY_BYTES = 2048

@@ -117,7 +117,9 @@ def tiered_gather_rows(
 
     One thread's share of a gather (the store splits [0, B) between threads); releases the GIL.
     """
-    return _copy_tier_rows_at(local, peers, host, disk, local_rows, peer_end, host_end, ids, positions, out, first, stop)
+    return _copy_tier_rows_at(
+        local, peers, host, disk, local_rows, peer_end, host_end, ids, positions, out, first, stop
+    )
 
 
 @numba.njit(cache=True, nogil=True)
@@ -135,7 +137,9 @@ def tiered_gather_rows_in_order(
     stop: int,
 ) -> tuple[int, int, int, int, int]:
     """:func:`tiered_gather_rows` with ``positions = arange(B)`` (the no-cache path): out[i] = row ids[i]."""
-    return _copy_tier_rows_in_order(local, peers, host, disk, local_rows, peer_end, host_end, ids, ids, out, first, stop)
+    return _copy_tier_rows_in_order(
+        local, peers, host, disk, local_rows, peer_end, host_end, ids, ids, out, first, stop
+    )
 
 
 def interleave_partitions(rows: np.ndarray, num_partitions: int) -> np.ndarray:

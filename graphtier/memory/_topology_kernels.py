@@ -20,7 +20,9 @@ BLOCK = 1024
 
 
 @triton.jit
-def tiered_positions_kernel(local, host, positions, out, num_positions, local_rows, host_start, host_end, BLOCK: tl.constexpr):
+def tiered_positions_kernel(
+    local, host, positions, out, num_positions, local_rows, host_start, host_end, BLOCK: tl.constexpr
+):
     """out[i] = local[p] (0 <= p < local_rows) or host[p - host_start] (host_start <= p < host_end), p = positions[i].
 
     ``local``/``host`` int32 or int64 (cast to int64), ``positions``/``out`` int64; grid (cdiv(num_positions, BLOCK),).
@@ -38,7 +40,9 @@ def tiered_positions_kernel(local, host, positions, out, num_positions, local_ro
 def _check(local: torch.Tensor, host: torch.Tensor, positions: torch.Tensor, out: torch.Tensor) -> None:
     for name, tensor in (("local", local), ("host", host)):
         if tensor.dim() != 1 or not tensor.is_contiguous() or tensor.dtype not in (torch.int32, torch.int64):
-            raise ValueError(f"{name} must be a contiguous int32/int64 [n] tensor, found {tensor.dtype} {tuple(tensor.shape)}")
+            raise ValueError(
+                f"{name} must be a contiguous int32/int64 [n] tensor, found {tensor.dtype} {tuple(tensor.shape)}"
+            )
     if positions.dtype != torch.int64 or positions.dim() != 1 or not positions.is_contiguous():
         raise ValueError("positions must be a contiguous int64 [M] tensor")
     if out.dtype != torch.int64 or out.dim() != 1 or out.shape[0] < positions.shape[0] or not out.is_contiguous():

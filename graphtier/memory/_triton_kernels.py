@@ -119,7 +119,9 @@ def _check_table(table: torch.Tensor, ids: torch.Tensor, out: torch.Tensor) -> N
         raise ValueError("ids must be a contiguous int64 [B] tensor")
 
 
-def gather_rows_triton(table: torch.Tensor, ids: torch.Tensor, out: torch.Tensor, *, aligned: bool = True) -> torch.Tensor:
+def gather_rows_triton(
+    table: torch.Tensor, ids: torch.Tensor, out: torch.Tensor, *, aligned: bool = True
+) -> torch.Tensor:
     """Launch the aligned (or naive) gather: out[:B] = table[ids].
 
     table [N, D] float32/float16 on the device or registered host memory; ids int64 [B] and out [>=B, D]
@@ -183,7 +185,13 @@ def gather_rows_reference(table: torch.Tensor, ids: torch.Tensor) -> torch.Tenso
 
 
 def tiered_gather_reference(
-    local: torch.Tensor, host: torch.Tensor, ids: torch.Tensor, positions: torch.Tensor, out: torch.Tensor, *, host_start: int
+    local: torch.Tensor,
+    host: torch.Tensor,
+    ids: torch.Tensor,
+    positions: torch.Tensor,
+    out: torch.Tensor,
+    *,
+    host_start: int,
 ) -> torch.Tensor:
     """Plain torch reference of :func:`tiered_gather_triton` (same arguments, same effect on ``out``)."""
     is_local = ids < local.shape[0]

@@ -47,7 +47,9 @@ class CachedFeatures(FeatureSource):
         self.fallback = fallback
         self.cache = RowCache(capacity, self.dim, self.dtype, self.output_device, ways=ways)
         on_cpu = self.output_device.type == "cpu"
-        self._arena = StagingArena(self.dim, self.dtype, ring_size=ring_size, max_rows=max_batch_rows) if on_cpu else None
+        self._arena = (
+            StagingArena(self.dim, self.dtype, ring_size=ring_size, max_rows=max_batch_rows) if on_cpu else None
+        )
         self._lock = threading.Lock()
         self._hit_bytes = 0
 
@@ -100,7 +102,9 @@ class CachedFeatures(FeatureSource):
 
     def describe(self) -> str:
         """The fallback's line, then the cache's size and hit ratio so far."""
-        return f"{self.fallback.describe()}; cache {format_bytes(self.cache.nbytes)}, hit ratio {self.cache.hit_ratio:.3f}"
+        return (
+            f"{self.fallback.describe()}; cache {format_bytes(self.cache.nbytes)}, hit ratio {self.cache.hit_ratio:.3f}"
+        )
 
     def _close(self) -> None:
         with self._lock:

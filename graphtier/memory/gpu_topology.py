@@ -59,8 +59,11 @@ class GpuTopology:
             raise OptionError(f"gpus: expected distinct ids in [0, {self.num_gpus}), found {list(gpus)}")
         index = np.asarray(ids, dtype=np.int64)
         return GpuTopology(
-            f"{self.name}[{','.join(map(str, ids))}]", self.links[np.ix_(index, index)].copy(),
-            self.host[index].copy(), self.local[index].copy(), self.description,
+            f"{self.name}[{','.join(map(str, ids))}]",
+            self.links[np.ix_(index, index)].copy(),
+            self.host[index].copy(),
+            self.local[index].copy(),
+            self.description,
         )
 
     def cliques(self) -> list[list[int]]:
@@ -84,8 +87,13 @@ class GpuTopology:
         return groups
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "description": self.description, "links_gbps": self.links.tolist(),
-                "host_gbps": self.host.tolist(), "local_gbps": self.local.tolist()}
+        return {
+            "name": self.name,
+            "description": self.description,
+            "links_gbps": self.links.tolist(),
+            "host_gbps": self.host.tolist(),
+            "local_gbps": self.local.tolist(),
+        }
 
 
 def _per_gpu(value: Any, num_gpus: int, field: str, source: str) -> np.ndarray:
@@ -94,7 +102,9 @@ def _per_gpu(value: Any, num_gpus: int, field: str, source: str) -> np.ndarray:
         try:
             array = np.asarray(value, dtype=np.float64)
         except (TypeError, ValueError):
-            raise OptionError(f"{source}: field {field!r}: expected a number or a list of numbers, found {value!r}") from None
+            raise OptionError(
+                f"{source}: field {field!r}: expected a number or a list of numbers, found {value!r}"
+            ) from None
     if array.shape != (num_gpus,) or not np.all(np.isfinite(array)) or np.any(array <= 0):
         raise OptionError(f"{source}: field {field!r}: expected {num_gpus} positive numbers (GB/s), found {value!r}")
     return array
@@ -120,8 +130,9 @@ def topology_from_dict(document: Any, source: str = "topology") -> GpuTopology:
     np.fill_diagonal(links, 0.0)
     host = _per_gpu(document["host_gbps"], num_gpus, "host_gbps", source)
     local = _per_gpu(document.get("local_gbps", 900.0), num_gpus, "local_gbps", source)
-    return GpuTopology(str(document.get("name", Path(source).stem)), links, host, local,
-                       str(document.get("description", "")))
+    return GpuTopology(
+        str(document.get("name", Path(source).stem)), links, host, local, str(document.get("description", ""))
+    )
 
 
 def load_topology(path: str | Path) -> GpuTopology:

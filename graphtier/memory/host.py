@@ -40,7 +40,9 @@ class HostFeatureStore(FeatureSource):
         self.table = np.asarray(table)
         self._table_bits = as_raw_bits(self.table)
         num_rows, dim = (int(s) for s in self.table.shape)
-        super().__init__(num_rows, dim, torch.from_numpy(np.empty(0, dtype=self.table.dtype)).dtype, torch.device("cpu"))
+        super().__init__(
+            num_rows, dim, torch.from_numpy(np.empty(0, dtype=self.table.dtype)).dtype, torch.device("cpu")
+        )
         self.pin = pin
         self.arena = StagingArena(self.dim, self.dtype, ring_size=ring_size, pin=pin, max_rows=max_batch_rows)
         self._team = GatherTeam(self.row_bytes)

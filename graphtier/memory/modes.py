@@ -88,10 +88,14 @@ def _cpu_gather(table: np.ndarray, options: SourceOptions) -> FeatureSource:
 def _zero_copy(table: np.ndarray, options: SourceOptions) -> FeatureSource:
     device = options.device
     if device.type != "cuda":
-        options.log(f"zero-copy features need CUDA, and the device is {device}: gathering features on the CPU (cpu-gather)")
+        options.log(
+            f"zero-copy features need CUDA, and the device is {device}: gathering features on the CPU (cpu-gather)"
+        )
         return HostFeatureStore(table, ring_size=options.ring_size, pin=False, max_batch_rows=options.max_batch_rows)
     row_bytes = int(table.shape[1]) * table.dtype.itemsize
-    plan = plan_tiers(int(table.shape[0]), row_bytes, device=device, gpu_budget="0", ram_budget=options.ram_budget, log=options.log)
+    plan = plan_tiers(
+        int(table.shape[0]), row_bytes, device=device, gpu_budget="0", ram_budget=options.ram_budget, log=options.log
+    )
     return TieredFeatureStore(
         table, plan, device=device, ring_size=options.ring_size, log=options.log, max_batch_rows=options.max_batch_rows
     )

@@ -119,7 +119,8 @@ def parse_budget(text: str, option: str) -> Budget:
             )
         if fraction > 1:
             raise OptionError(
-                f"{{{option}}}: expected {expected}; a bare number is a fraction in [0, 1], found {raw!r}", options=(option,)
+                f"{{{option}}}: expected {expected}; a bare number is a fraction in [0, 1], found {raw!r}",
+                options=(option,),
             )
         return Budget(raw, fraction=fraction)
     match = _BYTES_PATTERN.match(raw)

@@ -64,8 +64,10 @@ class Placement:
 
     def summary(self) -> str:
         counts = {k: self.kinds.count(k) for k in ("replicated", "interleaved", "host")}
-        return (f"{counts['replicated']} replicated, {counts['interleaved']} interleaved, {counts['host']} host "
-                f"groups; slowest link {self.bottleneck}: {self.objective_seconds * 1e3:.3f} ms per step")
+        return (
+            f"{counts['replicated']} replicated, {counts['interleaved']} interleaved, {counts['host']} host "
+            f"groups; slowest link {self.bottleneck}: {self.objective_seconds * 1e3:.3f} ms per step"
+        )
 
 
 class CostModel:
@@ -133,12 +135,17 @@ def _check_inputs(
     sizes = np.asarray(group_bytes, dtype=np.float64)
     shares = np.asarray(group_share, dtype=np.float64)
     if sizes.ndim != 1 or shares.shape != sizes.shape:
-        raise OptionError(f"group_share: expected {sizes.shape[0] if sizes.ndim == 1 else '?'} values like "
-                          f"group_bytes, found shape {shares.shape}")
+        raise OptionError(
+            f"group_share: expected {sizes.shape[0] if sizes.ndim == 1 else '?'} values like "
+            f"group_bytes, found shape {shares.shape}"
+        )
     if np.any(sizes < 0) or np.any(shares < 0) or not np.all(np.isfinite(shares)):
         raise OptionError("group_bytes/group_share: expected values >= 0")
-    limits = np.broadcast_to(np.asarray(budgets, dtype=np.float64), (topology.num_gpus,)).copy() \
-        if np.ndim(budgets) == 0 else np.asarray(budgets, dtype=np.float64)
+    limits = (
+        np.broadcast_to(np.asarray(budgets, dtype=np.float64), (topology.num_gpus,)).copy()
+        if np.ndim(budgets) == 0
+        else np.asarray(budgets, dtype=np.float64)
+    )
     if limits.shape != (topology.num_gpus,) or np.any(limits < 0):
         raise OptionError(f"budgets: expected one byte count >= 0 per GPU ({topology.num_gpus}), found {budgets!r}")
     return sizes, shares, limits
@@ -156,7 +163,11 @@ def _better(a: tuple[float, float], b: tuple[float, float]) -> bool:
 
 
 def _structured_start(
-    model: CostModel, cliques: list[list[int]], sizes: np.ndarray, shares: np.ndarray, limits: np.ndarray,
+    model: CostModel,
+    cliques: list[list[int]],
+    sizes: np.ndarray,
+    shares: np.ndarray,
+    limits: np.ndarray,
     replicated: int,
 ) -> list[int] | None:
     """Holder masks: groups ``< replicated`` on every GPU, the next interleaved per clique while memory lasts."""
@@ -181,8 +192,9 @@ def _structured_start(
     return masks
 
 
-def _single_moves(model: CostModel, masks: list[int], used: np.ndarray, sizes: np.ndarray,
-                  limits: np.ndarray) -> list[tuple[tuple[int, int], ...]]:
+def _single_moves(
+    model: CostModel, masks: list[int], used: np.ndarray, sizes: np.ndarray, limits: np.ndarray
+) -> list[tuple[tuple[int, int], ...]]:
     """Changes of one group's holders: add one copy, drop one, move one to another GPU."""
     num_gpus = model.num_gpus
     moves: list[tuple[tuple[int, int], ...]] = []
@@ -190,15 +202,19 @@ def _single_moves(model: CostModel, masks: list[int], used: np.ndarray, sizes: n
         for i in range(num_gpus):
             if mask >> i & 1:
                 moves.append(((g, mask & ~(1 << i)),))
-                moves.extend(((g, mask & ~(1 << i) | 1 << j),) for j in range(num_gpus)
-                             if not mask >> j & 1 and used[j] + sizes[g] <= limits[j])
+                moves.extend(
+                    ((g, mask & ~(1 << i) | 1 << j),)
+                    for j in range(num_gpus)
+                    if not mask >> j & 1 and used[j] + sizes[g] <= limits[j]
+                )
             elif used[i] + sizes[g] <= limits[i]:
                 moves.append(((g, mask | 1 << i),))
     return moves
 
 
-def _pair_moves(model: CostModel, masks: list[int], used: np.ndarray, sizes: np.ndarray,
-                limits: np.ndarray) -> list[tuple[tuple[int, int], ...]]:
+def _pair_moves(
+    model: CostModel, masks: list[int], used: np.ndarray, sizes: np.ndarray, limits: np.ndarray
+) -> list[tuple[tuple[int, int], ...]]:
     """Changes of two groups: a GPU gives up a copy of ``g`` for one of ``h``, or two GPUs trade copies."""
     num_gpus = model.num_gpus
     moves: list[tuple[tuple[int, int], ...]] = []
@@ -211,8 +227,12 @@ def _pair_moves(model: CostModel, masks: list[int], used: np.ndarray, sizes: np.
                 moves.append(((g, mg & ~(1 << i)), (h, mh | 1 << i)))
             if g < h:
                 for j in range(num_gpus):
-                    if (mh >> j & 1) and not (mg >> j & 1) and used[i] - sizes[g] + sizes[h] <= limits[i] \
-                            and used[j] - sizes[h] + sizes[g] <= limits[j]:
+                    if (
+                        (mh >> j & 1)
+                        and not (mg >> j & 1)
+                        and used[i] - sizes[g] + sizes[h] <= limits[i]
+                        and used[j] - sizes[h] + sizes[g] <= limits[j]
+                    ):
                         moves.append(((g, mg & ~(1 << i) | 1 << j), (h, mh & ~(1 << j) | 1 << i)))
     return moves
 
@@ -288,8 +308,9 @@ def _random_start(num_gpus: int, sizes: np.ndarray, limits: np.ndarray, rng: np.
     return masks
 
 
-def _placement(model: CostModel, masks: list[int], sizes: np.ndarray, shares: np.ndarray,
-               baselines: dict[str, float]) -> Placement:
+def _placement(
+    model: CostModel, masks: list[int], sizes: np.ndarray, shares: np.ndarray, baselines: dict[str, float]
+) -> Placement:
     num_gpus = model.num_gpus
     times = model.times(masks, shares)
     worst = int(np.argmax(times)) if times.size else 0

@@ -82,7 +82,9 @@ def check_ids(ids: torch.Tensor | np.ndarray, num_rows: int) -> np.ndarray:
 class _CpuTiers:
     """The CPU path: every tier in host memory (GPU tiers as RAM copies, peers interleaved as on the devices)."""
 
-    def __init__(self, table: np.ndarray, plan: TierPlan, dtype: torch.dtype, ring_size: int, max_rows: int | None) -> None:
+    def __init__(
+        self, table: np.ndarray, plan: TierPlan, dtype: torch.dtype, ring_size: int, max_rows: int | None
+    ) -> None:
         self.plan = plan
         self.local_np = ram_copy(table, 0, plan.local_rows)
         self.peers_np = interleave_partitions(ram_copy(table, plan.local_rows, plan.peer_end), plan.peer_partitions)
@@ -183,7 +185,9 @@ class _CudaTiers:
             ids_t = torch.from_numpy(ids_np).to(self.device)
             out = torch.empty((ids_np.shape[0], self.dim), dtype=self.dtype, device=self.device)
             positions = torch.arange(ids_np.shape[0], device=self.device)
-            self.kernels.tiered_gather_triton(self.local, self.host_arg, ids_t, positions, out, host_start=plan.peer_end)
+            self.kernels.tiered_gather_triton(
+                self.local, self.host_arg, ids_t, positions, out, host_start=plan.peer_end
+            )
             self.host.record_use(torch.cuda.current_stream(self.device))  # unregistered only once this read is done
             positions_np = np.arange(ids_np.shape[0])
             if plan.peer_end > plan.local_rows:
@@ -218,7 +222,9 @@ class _CudaTiers:
             return
         disk_ids = ids_np[on_disk]
         if self.disk_arena is None:
-            self.disk_arena = StagingArena(self.dim, self.dtype, ring_size=self.ring_size, pin=True, max_rows=self.max_rows)
+            self.disk_arena = StagingArena(
+                self.dim, self.dtype, ring_size=self.ring_size, pin=True, max_rows=self.max_rows
+            )
         staging = self.disk_arena.take(disk_ids.shape[0])
         staging_bits, disk_bits = as_raw_bits(staging.numpy()), self.disk_bits
         self.team.run(

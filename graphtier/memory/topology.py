@@ -59,7 +59,9 @@ def check_topology_arrays(indptr: np.ndarray, indices: np.ndarray) -> None:
     if indptr.ndim != 1 or indptr.shape[0] < 1 or indptr.dtype.kind not in "iu":
         raise OptionError(f"indptr: expected an int64 [N + 1] array, found {indptr.dtype} {tuple(indptr.shape)}")
     if indices.ndim != 1 or indices.dtype not in (np.int32, np.int64):
-        raise OptionError(f"indices: expected an int32 or int64 [E] array, found {indices.dtype} {tuple(indices.shape)}")
+        raise OptionError(
+            f"indices: expected an int32 or int64 [E] array, found {indices.dtype} {tuple(indices.shape)}"
+        )
     first, last = int(indptr[0]), int(indptr[-1])
     if first != 0 or last != indices.shape[0]:
         raise OptionError(
@@ -119,14 +121,18 @@ class TieredTopology:
         self._host: UnifiedTensor | None = None
         if self.device.type == "cuda":
             if not torch.cuda.is_available():
-                raise OptionError(f"{{device={self.device}}}: CUDA is not available on this machine", options=("device",))
+                raise OptionError(
+                    f"{{device={self.device}}}: CUDA is not available on this machine", options=("device",)
+                )
             index = self.device.index if self.device.index is not None else torch.cuda.current_device()
             self.device = torch.device("cuda", index)
             if kernels is None:
                 try:
                     from graphtier.memory import _topology_kernels as kernels
                 except ImportError:
-                    raise OptionError("the topology on CUDA needs the triton package, found it missing: pip install triton") from None
+                    raise OptionError(
+                        "the topology on CUDA needs the triton package, found it missing: pip install triton"
+                    ) from None
         self._kernels = kernels
         self.on_device = kernels is not None
         # indptr lives whole on the compute device in the plan; the CPU twin keeps the plan's accounting
@@ -146,7 +152,9 @@ class TieredTopology:
             self._host = UnifiedTensor.from_rows(indices, plan.peer_end, plan.host_end, registrar=registrar)
             # an empty host tier is passed as an empty device tensor: an unregistered host pointer is refused
             self._host_arg = (
-                self._host.tensor if plan.host_rows > 0 else torch.empty(0, dtype=self.indices_dtype, device=self.device)
+                self._host.tensor
+                if plan.host_rows > 0
+                else torch.empty(0, dtype=self.indices_dtype, device=self.device)
             )
         self._disk = indices
 
@@ -227,7 +235,9 @@ class TieredTopology:
             return self._gather_cpu(positions)
         out = torch.empty(positions.shape[0], dtype=torch.int64, device=self.device)
         with torch.cuda.device(self.device) if self.device.type == "cuda" else nullcontext():
-            self._kernels.gather_positions_triton(self._local, self._host_arg, positions, out, host_start=self.plan.peer_end)
+            self._kernels.gather_positions_triton(
+                self._local, self._host_arg, positions, out, host_start=self.plan.peer_end
+            )
             if self.device.type == "cuda" and self._host is not None:  # unregistered only once this read is done
                 self._host.record_use(torch.cuda.current_stream(self.device))
             if disk_count:
@@ -298,7 +308,9 @@ class TieredTopology:
         self.close()
 
 
-def auto_topology_bytes(device: torch.device, indptr_entries: int, in_flight_bytes: int, log: Callable[[str], None]) -> int:
+def auto_topology_bytes(
+    device: torch.device, indptr_entries: int, in_flight_bytes: int, log: Callable[[str], None]
+) -> int:
     """``auto`` device bytes for ``indices``: the auto device memory minus ``indptr`` and the batches in flight."""
     free, why = auto_device_bytes(device)
     indptr_bytes = INDPTR_ENTRY_BYTES * int(indptr_entries)
@@ -341,7 +353,12 @@ def make_topology(
     if budget.auto and device.type == "cuda":
         budget_text = f"{auto_topology_bytes(device, int(indptr.shape[0]), in_flight_bytes, log)}B"
     plan = plan_tiers(
-        int(indices.shape[0]), int(indices.dtype.itemsize), device=device, gpu_budget=budget_text, ram_budget=ram_budget, log=log
+        int(indices.shape[0]),
+        int(indices.dtype.itemsize),
+        device=device,
+        gpu_budget=budget_text,
+        ram_budget=ram_budget,
+        log=log,
     )
     return TieredTopology(
         indptr, indices, plan, device=device, registrar=registrar, log=log, kernels=kernels, sorted_reads=sorted_reads

@@ -77,7 +77,9 @@ class CudaHostRegistrar:
 
     def register(self, address: int, nbytes: int) -> None:
         if not torch.cuda.is_available():
-            raise OptionError("registering host memory for zero-copy access needs CUDA, and no CUDA device is available")
+            raise OptionError(
+                "registering host memory for zero-copy access needs CUDA, and no CUDA device is available"
+            )
         error = int(torch.cuda.cudart().cudaHostRegister(address, nbytes, 0))
         if error != 0:
             raise OptionError(
@@ -95,7 +97,9 @@ class CudaHostRegistrar:
         try:
             query = _cuda_driver().cuMemHostGetDevicePointer_v2
         except (OSError, AttributeError) as exc:
-            raise OptionError(f"zero-copy access needs the CUDA driver's cuMemHostGetDevicePointer, found none ({exc})") from None
+            raise OptionError(
+                f"zero-copy access needs the CUDA driver's cuMemHostGetDevicePointer, found none ({exc})"
+            ) from None
         error = int(query(ctypes.byref(pointer), ctypes.c_void_p(address), ctypes.c_uint(0)))
         if error != 0:
             raise OptionError(f"cuMemHostGetDevicePointer at {address:#x} failed with CUDA error {error} (expected 0)")
@@ -294,7 +298,9 @@ class UnifiedTensor:
         if self.nbytes > 0:
             address = tensor.data_ptr()
             # CUDA calls any address inside registered memory pinned: ask the registry first
-            torch_pinned = not REGISTRY.covers_any(address, self.nbytes) and torch.cuda.is_available() and tensor.is_pinned()
+            torch_pinned = (
+                not REGISTRY.covers_any(address, self.nbytes) and torch.cuda.is_available() and tensor.is_pinned()
+            )
             if not torch_pinned:
                 if not is_graphtier_allocation(address, self.nbytes):
                     copy = page_aligned_empty(tensor.numel(), None, tensor.dtype).view(tensor.shape)

@@ -164,7 +164,16 @@ def floyd_picks_triton(
     block, fanout_p2 = tile_shape(int(fanout))
     grid = (triton.cdiv(num_picked, block),)
     floyd_picks_kernel[grid](
-        dst_index, starts, degrees, offsets, stream_bits, out, num_picked, int(fanout), BLOCK=block, FANOUT_P2=fanout_p2,
+        dst_index,
+        starts,
+        degrees,
+        offsets,
+        stream_bits,
+        out,
+        num_picked,
+        int(fanout),
+        BLOCK=block,
+        FANOUT_P2=fanout_p2,
         WIDE=int(max_degree) >= 1 << 32,
     )
     return out

@@ -268,7 +268,11 @@ def relabel(sources: np.ndarray, local_id: np.ndarray, n_id: np.ndarray, count: 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
 def relabel_parallel(
-    sources: np.ndarray, local_id: np.ndarray, n_id: np.ndarray, count: np.int64, num_parts: np.int64,
+    sources: np.ndarray,
+    local_id: np.ndarray,
+    n_id: np.ndarray,
+    count: np.int64,
+    num_parts: np.int64,
     out: np.ndarray,
 ) -> np.int64:
     """Parallel twin of :func:`relabel` with the same result: ``out[e]`` (int64 [E]) = local id of ``sources[e]``.

@@ -49,9 +49,7 @@ def _gallop(values: np.ndarray, start: np.int64, stop: np.int64, key: np.int64) 
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
-def new_members(
-    candidates: np.ndarray, cand_ptr: np.ndarray, set_nodes: np.ndarray, set_ptr: np.ndarray
-) -> np.ndarray:
+def new_members(candidates: np.ndarray, cand_ptr: np.ndarray, set_nodes: np.ndarray, set_ptr: np.ndarray) -> np.ndarray:
     """Per root, sort its candidates (int64, in place) and compact the distinct ones not in its set.
 
     candidates: int64 [C], root ``r``'s at ``cand_ptr[r]:cand_ptr[r + 1]``; set_nodes: int64 sorted
@@ -214,8 +212,17 @@ def induced_edges_buffered(
         for a in range(set_ptr[r], set_ptr[r + 1]):
             v = set_nodes[a]
             total += _intersect(
-                set_nodes, local, set_ptr[r], set_ptr[r + 1], indices, indptr[v], indptr[v + 1],
-                local[a], buffer, out + total, buffer_ptr[r + 1],
+                set_nodes,
+                local,
+                set_ptr[r],
+                set_ptr[r + 1],
+                indices,
+                indptr[v],
+                indptr[v + 1],
+                local[a],
+                buffer,
+                out + total,
+                buffer_ptr[r + 1],
             )
         counts[r] = total
     offsets = np.zeros(num_roots + 1, dtype=np.int64)
@@ -251,6 +258,15 @@ def write_induced_edges(
         for a in range(set_ptr[r], set_ptr[r + 1]):
             v = set_nodes[a]
             out += _intersect(
-                set_nodes, local, set_ptr[r], set_ptr[r + 1], indices, indptr[v], indptr[v + 1],
-                local[a], edge_index, out, stop,
+                set_nodes,
+                local,
+                set_ptr[r],
+                set_ptr[r + 1],
+                indices,
+                indptr[v],
+                indptr[v + 1],
+                local[a],
+                edge_index,
+                out,
+                stop,
             )

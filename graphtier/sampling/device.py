@@ -69,7 +69,10 @@ class DenseTopology:
     """
 
     def __init__(
-        self, indptr: np.ndarray | torch.Tensor, indices: np.ndarray | torch.Tensor, device: torch.device | str | None = None
+        self,
+        indptr: np.ndarray | torch.Tensor,
+        indices: np.ndarray | torch.Tensor,
+        device: torch.device | str | None = None,
     ) -> None:
         if not isinstance(indptr, torch.Tensor) or not isinstance(indices, torch.Tensor):
             indptr, indices = check_graph(_as_tensor(indptr).cpu().numpy(), _as_tensor(indices).cpu().numpy())

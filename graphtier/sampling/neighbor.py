@@ -175,7 +175,16 @@ def hop_sources_relabelled(
         try:
             first = c * chunk
             kernels.sample_sources(
-                indices, starts, degrees, fanout, stream, offsets, sources, destinations, first, min(num_dst, first + chunk)
+                indices,
+                starts,
+                degrees,
+                fanout,
+                stream,
+                offsets,
+                sources,
+                destinations,
+                first,
+                min(num_dst, first + chunk),
             )
         except BaseException as exc:  # noqa: BLE001 - handed to the caller below
             errors.append(exc)

@@ -29,13 +29,12 @@ from graphtier.sampling.neighbor import (
     check_fanouts,
     check_graph,
     check_num_threads,
-    hop_spans,
     hop_sources,
+    hop_spans,
     numba_threads,
     threads_for,
 )
 from graphtier.sampling.seeds import as_seed_array
-
 
 # Edges per subgraph node kept from the first intersection pass (see _shadow_kernels.induced_edges_buffered).
 EDGE_BUFFER_PER_NODE = 16

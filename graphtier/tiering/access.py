@@ -21,8 +21,8 @@ from graphtier.errors import DatasetError, OptionError
 from graphtier.graph.reorder import order_by_score
 from graphtier.sampling.neighbor import DEFAULT_FANOUTS, format_fanouts
 from graphtier.tiering.hotness import SCORE_METHODS, compute_scores
-from graphtier.tiering.reads import count_feature_reads
 from graphtier.tiering.plotting import fit_title, load_pyplot
+from graphtier.tiering.reads import count_feature_reads
 
 HIT_PERCENTS = (1, 2, 5, 10, 20, 25, 50)
 PLOT_POINTS = 1000
@@ -132,10 +132,14 @@ def interpret_access(analysis: AccessAnalysis, percent: float = INTERPRETED_PERC
         return f"best score: {best}, {top} (ideal {100 * analysis.curves['ideal'][key]:.1f}%)"
     read = np.count_nonzero(analysis.counts) / num_nodes
     if read >= MOST_NODES_READ:
-        return (f"the replay reads ~all nodes ({100 * read:.0f}%): a hot tier will not help at this batch size "
-                f"(best score {best}: {top}); try a smaller --batch-size or a larger graph")
-    return (f"reads are spread nearly evenly: a hot tier will not help on this graph (best score {best}: {top}, "
-            f"{100 * read:.0f}% of the nodes read)")
+        return (
+            f"the replay reads ~all nodes ({100 * read:.0f}%): a hot tier will not help at this batch size "
+            f"(best score {best}: {top}); try a smaller --batch-size or a larger graph"
+        )
+    return (
+        f"reads are spread nearly evenly: a hot tier will not help on this graph (best score {best}: {top}, "
+        f"{100 * read:.0f}% of the nodes read)"
+    )
 
 
 def analyze_access(
@@ -233,8 +237,11 @@ def plot_access(analysis: AccessAnalysis, path: str | Path) -> None:
     axes.set_ylim(0, 100)
     axes.grid(True, alpha=0.3)
     axes.legend(loc="lower right")
-    fit_title(figure, axes, [f"{Path(config['dataset']).name}: feature reads",
-                             f"fanouts {fanouts}, {config['epochs']} epoch(s)"])
+    fit_title(
+        figure,
+        axes,
+        [f"{Path(config['dataset']).name}: feature reads", f"fanouts {fanouts}, {config['epochs']} epoch(s)"],
+    )
     try:
         figure.savefig(path)
     except OSError as exc:

@@ -114,7 +114,9 @@ def compute_scores(
     :class:`ScoreResult` whose ``scores`` are float64 [N] on the CPU.
     """
     if method not in SCORE_METHODS:
-        raise OptionError(f"{{method}}: expected one of {', '.join(SCORE_METHODS)}, found {method!r}", options=("method",))
+        raise OptionError(
+            f"{{method}}: expected one of {', '.join(SCORE_METHODS)}, found {method!r}", options=("method",)
+        )
     indptr, indices = np.asarray(dataset.indptr), dataset.indices
     started = time.perf_counter()
     rounds, change = 0, None

@@ -31,7 +31,6 @@ import torch
 
 from graphtier.dataset.format import Dataset
 from graphtier.errors import DatasetError, OptionError
-from graphtier.sampling.neighbor import DEFAULT_FANOUTS
 from graphtier.memory.gpu_topology import GpuTopology
 from graphtier.memory.placement import (
     DEVICE_RESERVE_FRACTION,
@@ -44,6 +43,7 @@ from graphtier.memory.placement import (
     parse_budget,
     plan_tiers,
 )
+from graphtier.sampling.neighbor import DEFAULT_FANOUTS
 from graphtier.tiering.plan_placement import (
     DEFAULT_PLACEMENT_GROUPS,
     PlacementPlan,
@@ -59,10 +59,12 @@ DEFAULT_PCIE_GBPS = 25.0
 DEFAULT_GPU_GBPS = 1500.0
 DEFAULT_DISK_GBPS = 3.0
 PLAN_TIERS: tuple[str, ...] = ("gpu", "gpu-peer", "host", "disk")
-TOPOLOGY_NOTE = ("topology: the plan samples on the GPU from a tiered graph (indptr and the --topology-budget "
-                 "prefix of indices on each GPU, the rest of indices read zero-copy from host RAM, then disk); a list "
-                 "straddling a tier boundary has its reads split in proportion; with CPU sampling the graph reads "
-                 "stay in host RAM and the sampled blocks cross PCIe instead")
+TOPOLOGY_NOTE = (
+    "topology: the plan samples on the GPU from a tiered graph (indptr and the --topology-budget "
+    "prefix of indices on each GPU, the rest of indices read zero-copy from host RAM, then disk); a list "
+    "straddling a tier boundary has its reads split in proportion; with CPU sampling the graph reads "
+    "stay in host RAM and the sampled blocks cross PCIe instead"
+)
 _BYTES_EXPECTED = 'bytes with a unit ("80GiB", "40GB") or "auto"'
 
 
@@ -139,8 +141,11 @@ def describe_device(
     gpu_bytes = parse_memory(gpu_memory, "gpu_memory")
     if gpu_bytes is None:
         if not torch.cuda.is_available():
-            raise OptionError("{gpu_memory}: auto needs a CUDA device and this machine has none; "
-                              "pass the GPU's memory, e.g. {gpu_memory=80GiB}", options=("gpu_memory",))
+            raise OptionError(
+                "{gpu_memory}: auto needs a CUDA device and this machine has none; "
+                "pass the GPU's memory, e.g. {gpu_memory=80GiB}",
+                options=("gpu_memory",),
+            )
         gpu_bytes = int(torch.cuda.get_device_properties(0).total_memory)
         sources["gpu_memory"] = f"torch.cuda ({torch.cuda.get_device_name(0)})"
     else:
@@ -152,12 +157,16 @@ def describe_device(
     else:
         sources["host_memory"] = "given"
     bandwidths = {}
-    for name, value, default in (("pcie_gbps", pcie_gbps, DEFAULT_PCIE_GBPS), ("gpu_gbps", gpu_gbps, DEFAULT_GPU_GBPS),
-                                 ("disk_gbps", disk_gbps, DEFAULT_DISK_GBPS)):
+    for name, value, default in (
+        ("pcie_gbps", pcie_gbps, DEFAULT_PCIE_GBPS),
+        ("gpu_gbps", gpu_gbps, DEFAULT_GPU_GBPS),
+        ("disk_gbps", disk_gbps, DEFAULT_DISK_GBPS),
+    ):
         bandwidths[name] = _positive(value, name) if value is not None else default
         sources[name] = "given" if value is not None else "assumed"
-    return DeviceSpec(gpu_memory_bytes=gpu_bytes, gpus=gpus, host_memory_bytes=host_bytes, sources=sources,
-                      **bandwidths)
+    return DeviceSpec(
+        gpu_memory_bytes=gpu_bytes, gpus=gpus, host_memory_bytes=host_bytes, sources=sources, **bandwidths
+    )
 
 
 def tier_reads(counts: np.ndarray, plan: TierPlan) -> dict[str, int]:
@@ -167,7 +176,10 @@ def tier_reads(counts: np.ndarray, plan: TierPlan) -> dict[str, int]:
     partition of an interleaved tier (ids with ``(id - local_rows) % P == 0``), "gpu-peer" the rest.
     """
     prefix = np.concatenate([[0], np.cumsum(counts, dtype=np.int64)])
-    below = lambda end: int(prefix[end])
+
+    def below(end):
+        return int(prefix[end])
+
     peer = counts[plan.local_rows : plan.peer_end]
     own = int(peer[:: plan.peer_partitions].sum()) if peer.size else 0
     return {
@@ -228,11 +240,18 @@ class CapacityPlan:
         device["gpu_usable_bytes"] = self.device.gpu_usable_bytes
         device["host_usable_bytes"] = self.device.host_usable_bytes
         return {
-            "dataset": self.dataset, "num_rows": self.num_rows, "row_bytes": self.row_bytes,
-            "node_order": self.node_order, "config": self.config, "device": device,
-            "reads_per_epoch": self.reads_per_epoch, "replay_seconds": self.replay_seconds,
-            "notes": self.notes, "budgets": [asdict(row) for row in self.rows],
-            "topology": self.topology.to_json(), "feature_gpu_bytes": self.feature_gpu_bytes,
+            "dataset": self.dataset,
+            "num_rows": self.num_rows,
+            "row_bytes": self.row_bytes,
+            "node_order": self.node_order,
+            "config": self.config,
+            "device": device,
+            "reads_per_epoch": self.reads_per_epoch,
+            "replay_seconds": self.replay_seconds,
+            "notes": self.notes,
+            "budgets": [asdict(row) for row in self.rows],
+            "topology": self.topology.to_json(),
+            "feature_gpu_bytes": self.feature_gpu_bytes,
             "placement": self.placement.to_json() if self.placement is not None else None,
         }
 
@@ -246,8 +265,15 @@ def node_order_of(dataset: Dataset) -> str:
     return "original"
 
 
-def _budget_row(text: str, counts: np.ndarray, epochs: int, num_rows: int, row_bytes: int, device: DeviceSpec,
-                topology: TopologyPlan) -> BudgetRow:
+def _budget_row(
+    text: str,
+    counts: np.ndarray,
+    epochs: int,
+    num_rows: int,
+    row_bytes: int,
+    device: DeviceSpec,
+    topology: TopologyPlan,
+) -> BudgetRow:
     wanted = parse_budget(text, "budgets")
     feature_gpu_bytes = max(0, device.gpu_usable_bytes - topology.gpu_bytes)
     fit = feature_gpu_bytes // max(row_bytes, 1)
@@ -260,11 +286,19 @@ def _budget_row(text: str, counts: np.ndarray, epochs: int, num_rows: int, row_b
     capped = rows > fit
     per_gpu_rows = min(rows, fit, num_rows)
     plan = plan_tiers(
-        num_rows, row_bytes, device=torch.device("cpu"), gpu_budget=f"{per_gpu_rows * row_bytes}B",
-        peer_partitions=device.gpus, ram_budget=f"{device.host_usable_bytes}B", log=lambda _line: None,
+        num_rows,
+        row_bytes,
+        device=torch.device("cpu"),
+        gpu_budget=f"{per_gpu_rows * row_bytes}B",
+        peer_partitions=device.gpus,
+        ram_budget=f"{device.host_usable_bytes}B",
+        log=lambda _line: None,
     )
-    tier_rows = {"gpu": plan.local_rows + (plan.peer_rows if device.gpus > 1 else 0),
-                 "host": plan.host_rows, "disk": plan.disk_rows}
+    tier_rows = {
+        "gpu": plan.local_rows + (plan.peer_rows if device.gpus > 1 else 0),
+        "host": plan.host_rows,
+        "disk": plan.disk_rows,
+    }
     reads = {tier: value / epochs for tier, value in tier_reads(counts, plan).items()}
     total = sum(reads.values())
     nbytes = {tier: value * row_bytes for tier, value in reads.items()}
@@ -274,11 +308,17 @@ def _budget_row(text: str, counts: np.ndarray, epochs: int, num_rows: int, row_b
     on_disk = nbytes["disk"] + topo_bytes["disk"]
     seconds = on_gpu / (device.gpu_gbps * 1e9) + pcie / (device.pcie_gbps * 1e9) + on_disk / (device.disk_gbps * 1e9)
     return BudgetRow(
-        budget=text, capped=capped, tier_rows=tier_rows,
+        budget=text,
+        capped=capped,
+        tier_rows=tier_rows,
         tier_bytes={tier: value * row_bytes for tier, value in tier_rows.items()},
-        reads_per_epoch=reads, read_share={t: (v / total if total else 0.0) for t, v in reads.items()},
-        bytes_per_epoch=nbytes, pcie_bytes_per_epoch=pcie, epoch_data_seconds=seconds,
-        topology_tier_bytes=topo_tiers, topology_bytes_per_epoch=topo_bytes,
+        reads_per_epoch=reads,
+        read_share={t: (v / total if total else 0.0) for t, v in reads.items()},
+        bytes_per_epoch=nbytes,
+        pcie_bytes_per_epoch=pcie,
+        epoch_data_seconds=seconds,
+        topology_tier_bytes=topo_tiers,
+        topology_bytes_per_epoch=topo_bytes,
     )
 
 
@@ -318,63 +358,115 @@ def plan_capacity(
     parse_budget(topology_budget, "topology_budget")
     check_groups(placement_groups)
     if gpu_topology is not None and gpu_topology.num_gpus != device.gpus:
-        raise OptionError(f"--gpu-topology {gpu_topology.name}: has {gpu_topology.num_gpus} GPUs, "
-                          f"but --gpus is {device.gpus}")
+        raise OptionError(
+            f"--gpu-topology {gpu_topology.name}: has {gpu_topology.num_gpus} GPUs, but --gpus is {device.gpus}"
+        )
     num_rows = int(dataset.features.shape[0])
     row_bytes = int(dataset.features.shape[1]) * int(dataset.features.dtype.itemsize)
     started = time.perf_counter()
-    reads = count_sampled_reads(dataset.indptr, dataset.indices, np.asarray(train, dtype=np.int64),
-                                fanouts=list(fanouts), batch_size=batch_size, epochs=epochs, seed=seed, first_epoch=1)
+    reads = count_sampled_reads(
+        dataset.indptr,
+        dataset.indices,
+        np.asarray(train, dtype=np.int64),
+        fanouts=list(fanouts),
+        batch_size=batch_size,
+        epochs=epochs,
+        seed=seed,
+        first_epoch=1,
+    )
     replay = time.perf_counter() - started
     counts = reads.features
-    topology = plan_topology(dataset.indptr, int(np.asarray(dataset.indices).dtype.itemsize), reads, topology_budget,
-                             device.gpu_usable_bytes, epochs)
+    topology = plan_topology(
+        dataset.indptr,
+        int(np.asarray(dataset.indices).dtype.itemsize),
+        reads,
+        topology_budget,
+        device.gpu_usable_bytes,
+        epochs,
+    )
     rows = [_budget_row(text, counts, epochs, num_rows, row_bytes, device, topology) for text in budgets]
     placement = None
     if gpu_topology is not None:
-        placement = plan_placement(counts, row_bytes, gpu_topology,
-                                   max(0, device.gpu_usable_bytes - topology.gpu_bytes), epochs=epochs,
-                                   groups=placement_groups)
+        placement = plan_placement(
+            counts,
+            row_bytes,
+            gpu_topology,
+            max(0, device.gpu_usable_bytes - topology.gpu_bytes),
+            epochs=epochs,
+            groups=placement_groups,
+        )
     order = node_order_of(dataset)
     notes = [TOPOLOGY_NOTE]
     if topology.capped:
-        notes.append(f"--topology-budget {topology_budget} capped: {topology.gpu_entries:,} of "
-                     f"{topology.num_entries:,} indices entries fit next to indptr in the usable GPU memory")
+        notes.append(
+            f"--topology-budget {topology_budget} capped: {topology.gpu_entries:,} of "
+            f"{topology.num_entries:,} indices entries fit next to indptr in the usable GPU memory"
+        )
     if topology.indptr_bytes > device.gpu_usable_bytes:
-        notes.append(f"indptr ({format_bytes(topology.indptr_bytes)}) alone exceeds the usable GPU memory "
-                     f"({format_bytes(device.gpu_usable_bytes)}): sampling on this GPU does not fit")
+        notes.append(
+            f"indptr ({format_bytes(topology.indptr_bytes)}) alone exceeds the usable GPU memory "
+            f"({format_bytes(device.gpu_usable_bytes)}): sampling on this GPU does not fit"
+        )
     if order == "original":
-        notes.append("node order is the original one, so the GPU tier holds the lowest ids, not the hottest rows: "
-                     "run `graphtier reorder` first to make the GPU tier serve the most reads")
+        notes.append(
+            "node order is the original one, so the GPU tier holds the lowest ids, not the hottest rows: "
+            "run `graphtier reorder` first to make the GPU tier serve the most reads"
+        )
     assumed = [name for name, source in device.sources.items() if source == "assumed"]
     if assumed:
-        notes.append("assumed bandwidths (pass them to replace): " + ", ".join(
-            f"{name.replace('_gbps', '')} {getattr(device, name):g} GB/s" for name in assumed))
+        notes.append(
+            "assumed bandwidths (pass them to replace): "
+            + ", ".join(f"{name.replace('_gbps', '')} {getattr(device, name):g} GB/s" for name in assumed)
+        )
     if device.gpus > 1:
-        notes.append(f"{device.gpus} GPUs: the budget is per GPU and GPU rows are interleaved over them "
-                     "(gpu-peer reads cross NVLink/PCIe peer links, not host PCIe)")
-    config = {"fanouts": [int(f) for f in fanouts], "batch_size": int(batch_size), "epochs": int(epochs),
-              "seed": int(seed), "budgets": list(budgets), "topology_budget": topology_budget,
-              "gpu_topology": gpu_topology.name if gpu_topology is not None else None,
-              "placement_groups": int(placement_groups)}
-    return CapacityPlan(dataset=str(dataset.path), num_rows=num_rows, row_bytes=row_bytes, node_order=order,
-                        config=config, device=device, rows=rows, reads_per_epoch=float(counts.sum()) / epochs,
-                        replay_seconds=replay, notes=notes, topology=topology, placement=placement)
+        notes.append(
+            f"{device.gpus} GPUs: the budget is per GPU and GPU rows are interleaved over them "
+            "(gpu-peer reads cross NVLink/PCIe peer links, not host PCIe)"
+        )
+    config = {
+        "fanouts": [int(f) for f in fanouts],
+        "batch_size": int(batch_size),
+        "epochs": int(epochs),
+        "seed": int(seed),
+        "budgets": list(budgets),
+        "topology_budget": topology_budget,
+        "gpu_topology": gpu_topology.name if gpu_topology is not None else None,
+        "placement_groups": int(placement_groups),
+    }
+    return CapacityPlan(
+        dataset=str(dataset.path),
+        num_rows=num_rows,
+        row_bytes=row_bytes,
+        node_order=order,
+        config=config,
+        device=device,
+        rows=rows,
+        reads_per_epoch=float(counts.sum()) / epochs,
+        replay_seconds=replay,
+        notes=notes,
+        topology=topology,
+        placement=placement,
+    )
 
 
 def format_plan(plan: CapacityPlan) -> str:
     """A plain-text table: one line per budget with tier rows/bytes, read shares, PCIe bytes and time."""
     topo = plan.topology
     topo_reads = plan.rows[0].topology_bytes_per_epoch if plan.rows else dict.fromkeys(TOPOLOGY_TIERS, 0.0)
-    header = (f"{'budget':>8} {'gpu rows':>12} {'gpu':>10} {'host rows':>12} {'host':>10} {'disk rows':>12} "
-              f"{'rd gpu':>6} {'rd peer':>7} {'rd host':>7} {'rd disk':>7} {'T host':>10} {'T disk':>10} "
-              f"{'T PCIe':>10} {'PCIe/epoch':>11} {'data s':>8}")
+    header = (
+        f"{'budget':>8} {'gpu rows':>12} {'gpu':>10} {'host rows':>12} {'host':>10} {'disk rows':>12} "
+        f"{'rd gpu':>6} {'rd peer':>7} {'rd host':>7} {'rd disk':>7} {'T host':>10} {'T disk':>10} "
+        f"{'T PCIe':>10} {'PCIe/epoch':>11} {'data s':>8}"
+    )
     lines = [
-        (f"topology on each GPU: indptr {format_bytes(topo.indptr_bytes)} + {topo.gpu_entries:,} of "
-        f"{topo.num_entries:,} indices entries ({format_bytes(topo.gpu_entries * topo.itemsize)}, --topology-budget "
-        f"{topo.budget}) = {format_bytes(topo.gpu_bytes)}, leaving {format_bytes(plan.feature_gpu_bytes)} for features; "
-        f"{format_bytes(topo_reads['gpu'])} of graph reads/epoch on the GPU (indptr included)"),
-        header, "-" * len(header),
+        (
+            f"topology on each GPU: indptr {format_bytes(topo.indptr_bytes)} + {topo.gpu_entries:,} of "
+            f"{topo.num_entries:,} indices entries ({format_bytes(topo.gpu_entries * topo.itemsize)}, --topology-budget "
+            f"{topo.budget}) = {format_bytes(topo.gpu_bytes)}, leaving {format_bytes(plan.feature_gpu_bytes)} for features; "
+            f"{format_bytes(topo_reads['gpu'])} of graph reads/epoch on the GPU (indptr included)"
+        ),
+        header,
+        "-" * len(header),
     ]
     for row in plan.rows:
         share = {t: 100 * row.read_share[t] for t in PLAN_TIERS}
@@ -387,12 +479,16 @@ def format_plan(plan: CapacityPlan) -> str:
             f"{format_bytes(row.topology_bytes_per_epoch['host'] + row.topology_bytes_per_epoch['disk']):>10} "
             f"{format_bytes(row.pcie_bytes_per_epoch):>11} {row.epoch_data_seconds:>8.3f}"
         )
-    lines.append("rd TIER: share of the epoch's feature reads that TIER serves; T host / T disk: graph (indices) bytes in "
-                 "host RAM / on disk; T PCIe: graph bytes read from them per epoch; PCIe/epoch: feature + graph host "
-                 "and disk bytes read; data s: estimated seconds of feature and graph reads per epoch")
+    lines.append(
+        "rd TIER: share of the epoch's feature reads that TIER serves; T host / T disk: graph (indices) bytes in "
+        "host RAM / on disk; T PCIe: graph bytes read from them per epoch; PCIe/epoch: feature + graph host "
+        "and disk bytes read; data s: estimated seconds of feature and graph reads per epoch"
+    )
     if any(row.capped for row in plan.rows):
-        lines.append(f"* capped at the GPU memory left for features ({format_bytes(plan.feature_gpu_bytes)}: "
-                     f"{format_bytes(plan.device.gpu_usable_bytes)} usable minus {format_bytes(topo.gpu_bytes)} of topology)")
+        lines.append(
+            f"* capped at the GPU memory left for features ({format_bytes(plan.feature_gpu_bytes)}: "
+            f"{format_bytes(plan.device.gpu_usable_bytes)} usable minus {format_bytes(topo.gpu_bytes)} of topology)"
+        )
     return "\n".join(lines)
 
 
@@ -426,8 +522,14 @@ def plot_plan(plan: CapacityPlan, path: str | os.PathLike[str]) -> None:
     axes.set_xlabel(f"GPU feature budget (% of rows, {plan.node_order} order)")
     axes.set_ylabel("bytes over PCIe per epoch (GiB)")
     axes.grid(True, alpha=0.3)
-    fit_title(figure, axes, [f"{Path(plan.dataset).name}: feature + graph bytes over PCIe",
-                             f"fanouts {fanouts}, batch {plan.config['batch_size']}"])
+    fit_title(
+        figure,
+        axes,
+        [
+            f"{Path(plan.dataset).name}: feature + graph bytes over PCIe",
+            f"fanouts {fanouts}, batch {plan.config['batch_size']}",
+        ],
+    )
     tmp = path.with_name(f".{path.name}.tmp.png")
     try:
         figure.savefig(tmp)

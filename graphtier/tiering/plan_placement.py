@@ -39,8 +39,10 @@ def gpu_topology_from_option(text: str, gpus: int | None) -> GpuTopology:
     if text == "nvml":
         topology = nvml_topology()
         if topology is None:
-            raise OptionError("--gpu-topology nvml: needs the nvidia-ml-py package and an NVIDIA driver, found "
-                              "neither working on this machine; pass a shipped name or a JSON file")
+            raise OptionError(
+                "--gpu-topology nvml: needs the nvidia-ml-py package and an NVIDIA driver, found "
+                "neither working on this machine; pass a shipped name or a JSON file"
+            )
     else:
         topology = resolve_topology(text)
     if gpus is not None and gpus != topology.num_gpus:
@@ -93,15 +95,28 @@ class PlacementPlan:
 
     def to_json(self) -> dict[str, Any]:
         p = self.placement
-        groups = [{"rows": [int(self.bounds[g]), int(self.bounds[g + 1])], "bytes": float(self.group_bytes[g]),
-                   "read_share": float(self.group_share[g]), "kind": p.kinds[g], "holders": list(p.holders[g])}
-                  for g in range(len(p.kinds))]
+        groups = [
+            {
+                "rows": [int(self.bounds[g]), int(self.bounds[g + 1])],
+                "bytes": float(self.group_bytes[g]),
+                "read_share": float(self.group_share[g]),
+                "kind": p.kinds[g],
+                "holders": list(p.holders[g]),
+            }
+            for g in range(len(p.kinds))
+        ]
         return {
-            "topology": self.topology.to_json(), "num_gpus": self.topology.num_gpus,
-            "budget_per_gpu": self.budget_per_gpu, "access_bytes_per_gpu_per_epoch": self.access_bytes,
-            "groups": groups, "objective_seconds_per_epoch": p.objective_seconds, "bottleneck": p.bottleneck,
-            "baselines_seconds_per_epoch": dict(p.baselines), "link_seconds_per_epoch": dict(p.link_seconds),
-            "link_bytes_per_epoch": dict(self.link_bytes), "gpu_bytes": list(p.gpu_bytes),
+            "topology": self.topology.to_json(),
+            "num_gpus": self.topology.num_gpus,
+            "budget_per_gpu": self.budget_per_gpu,
+            "access_bytes_per_gpu_per_epoch": self.access_bytes,
+            "groups": groups,
+            "objective_seconds_per_epoch": p.objective_seconds,
+            "bottleneck": p.bottleneck,
+            "baselines_seconds_per_epoch": dict(p.baselines),
+            "link_seconds_per_epoch": dict(p.link_seconds),
+            "link_bytes_per_epoch": dict(self.link_bytes),
+            "gpu_bytes": list(p.gpu_bytes),
         }
 
 
@@ -112,7 +127,12 @@ def check_groups(groups: int) -> None:
 
 
 def plan_placement(
-    counts: np.ndarray, row_bytes: int, topology: GpuTopology, budget_per_gpu: int, *, epochs: int,
+    counts: np.ndarray,
+    row_bytes: int,
+    topology: GpuTopology,
+    budget_per_gpu: int,
+    *,
+    epochs: int,
     groups: int = DEFAULT_PLACEMENT_GROUPS,
 ) -> PlacementPlan:
     """Place the feature table on ``topology`` from traced reads ``counts`` (int64 [N], ``epochs`` epochs)."""
@@ -139,23 +159,32 @@ def format_placement(plan: PlacementPlan) -> str:
     p, topo = plan.placement, plan.topology
     cliques = " ".join("{" + ",".join(map(str, c)) + "}" for c in topo.cliques())
     lines = [
-        (f"placement on {topo.name} ({topo.num_gpus} GPUs, NVLink cliques {cliques}): "
-        f"{format_bytes(plan.budget_per_gpu)} per GPU for features, each GPU reads "
-        f"{format_bytes(plan.access_bytes)} of features per epoch"),
+        (
+            f"placement on {topo.name} ({topo.num_gpus} GPUs, NVLink cliques {cliques}): "
+            f"{format_bytes(plan.budget_per_gpu)} per GPU for features, each GPU reads "
+            f"{format_bytes(plan.access_bytes)} of features per epoch"
+        ),
     ]
     for start, end, kind, holders in plan.runs():
         g = (plan.bounds[:-1] >= start) & (plan.bounds[1:] <= end)
         share = 100 * float(plan.group_share[g].sum())
-        lines.append(f"  rows {start:>12,} - {end:<12,} {format_bytes(float(plan.group_bytes[g].sum())):>10} "
-                     f"{share:5.1f}% of reads  {_holders_text(kind, holders, topo.num_gpus)}")
+        lines.append(
+            f"  rows {start:>12,} - {end:<12,} {format_bytes(float(plan.group_bytes[g].sum())):>10} "
+            f"{share:5.1f}% of reads  {_holders_text(kind, holders, topo.num_gpus)}"
+        )
     held = ", ".join(f"gpu{i} {format_bytes(b)}" for i, b in enumerate(p.gpu_bytes))
     lines.append(f"  held: {held}")
-    lines.append(f"objective: slowest link {p.bottleneck}, {p.objective_seconds:.4g} s per epoch; baselines: "
-                 + ", ".join(f"{name} {seconds:.4g} s" for name, seconds in p.baselines.items()))
+    lines.append(
+        f"objective: slowest link {p.bottleneck}, {p.objective_seconds:.4g} s per epoch; baselines: "
+        + ", ".join(f"{name} {seconds:.4g} s" for name, seconds in p.baselines.items())
+    )
     lines.append("bytes per link per epoch (local: the GPU's own reads plus those it serves to peers):")
     for i in range(topo.num_gpus):
-        into = [(name, nbytes) for name, nbytes in plan.link_bytes.items()
-                if name == f"gpu{i} local" or name.endswith(f"->gpu{i}")]
+        into = [
+            (name, nbytes)
+            for name, nbytes in plan.link_bytes.items()
+            if name == f"gpu{i} local" or name.endswith(f"->gpu{i}")
+        ]
         into.sort(key=lambda kv: (not kv[0].endswith("local"), not kv[0].startswith("host"), kv[0]))
         lines.append(f"  gpu{i}: " + ", ".join(f"{name} {format_bytes(nbytes)}" for name, nbytes in into))
     return "\n".join(lines)

@@ -85,25 +85,38 @@ class TopologyPlan:
         host_entries = min(self.num_entries - self.gpu_entries, max(0, ram_bytes) // self.itemsize)
         host_end = self.gpu_entries + host_entries
         below_host = entries_before(self.indptr, self.cumulative, self.entries, host_end)
-        reads = {"gpu": self.gpu_entry_reads, "host": below_host - self.gpu_entry_reads,
-                 "disk": self.total_entry_reads - below_host}
+        reads = {
+            "gpu": self.gpu_entry_reads,
+            "host": below_host - self.gpu_entry_reads,
+            "disk": self.total_entry_reads - below_host,
+        }
         read_bytes = {tier: reads[tier] * self.itemsize / self.epochs for tier in TOPOLOGY_TIERS}
         read_bytes["gpu"] += INDPTR_BYTES_PER_DESTINATION * self.destinations_per_epoch
-        tier_bytes = {"gpu": self.gpu_bytes, "host": host_entries * self.itemsize,
-                      "disk": (self.num_entries - host_end) * self.itemsize}
+        tier_bytes = {
+            "gpu": self.gpu_bytes,
+            "host": host_entries * self.itemsize,
+            "disk": (self.num_entries - host_end) * self.itemsize,
+        }
         return tier_bytes, read_bytes
 
     def to_json(self) -> dict[str, object]:
         return {
-            "budget": self.budget, "capped": self.capped, "num_nodes": self.num_nodes, "num_entries": self.num_entries,
-            "itemsize": self.itemsize, "indptr_bytes": self.indptr_bytes, "gpu_entries": self.gpu_entries,
-            "gpu_bytes": self.gpu_bytes, "entry_reads_per_epoch": self.total_entry_reads / self.epochs,
+            "budget": self.budget,
+            "capped": self.capped,
+            "num_nodes": self.num_nodes,
+            "num_entries": self.num_entries,
+            "itemsize": self.itemsize,
+            "indptr_bytes": self.indptr_bytes,
+            "gpu_entries": self.gpu_entries,
+            "gpu_bytes": self.gpu_bytes,
+            "entry_reads_per_epoch": self.total_entry_reads / self.epochs,
             "destinations_per_epoch": self.destinations_per_epoch,
         }
 
 
-def plan_topology(indptr: np.ndarray, itemsize: int, reads: SampledReads, budget: str, gpu_usable_bytes: int,
-                  epochs: int) -> TopologyPlan:
+def plan_topology(
+    indptr: np.ndarray, itemsize: int, reads: SampledReads, budget: str, gpu_usable_bytes: int, epochs: int
+) -> TopologyPlan:
     """Size the GPU prefix of ``indices`` for ``budget`` (``--topology-budget`` syntax: bytes, a fraction of
     the edges, or ``auto`` = all the usable GPU memory left after ``indptr``), capped at what fits in
     ``gpu_usable_bytes`` next to ``indptr``; reads from the replay ``reads`` of ``epochs`` epochs.
@@ -117,8 +130,17 @@ def plan_topology(indptr: np.ndarray, itemsize: int, reads: SampledReads, budget
     entries = np.asarray(reads.list_entries, dtype=np.int64)
     cumulative = np.concatenate([[0], np.cumsum(entries, dtype=np.int64)])
     return TopologyPlan(
-        budget=budget, capped=asked > fit, num_nodes=num_nodes, num_entries=num_entries, itemsize=itemsize,
-        gpu_entries=gpu_entries, gpu_entry_reads=entries_before(indptr, cumulative, entries, gpu_entries),
-        total_entry_reads=float(cumulative[-1]), destinations_per_epoch=reads.destinations / epochs,
-        indptr=indptr, cumulative=cumulative, entries=entries, epochs=epochs,
+        budget=budget,
+        capped=asked > fit,
+        num_nodes=num_nodes,
+        num_entries=num_entries,
+        itemsize=itemsize,
+        gpu_entries=gpu_entries,
+        gpu_entry_reads=entries_before(indptr, cumulative, entries, gpu_entries),
+        total_entry_reads=float(cumulative[-1]),
+        destinations_per_epoch=reads.destinations / epochs,
+        indptr=indptr,
+        cumulative=cumulative,
+        entries=entries,
+        epochs=epochs,
     )

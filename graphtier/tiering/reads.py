@@ -93,5 +93,14 @@ def count_feature_reads(
     first_epoch: int = 0,
 ) -> np.ndarray:
     """int64 [N]: how many mini-batches read each node's feature row (see :func:`count_sampled_reads`)."""
-    return count_sampled_reads(indptr, indices, train_idx, fanouts=fanouts, batch_size=batch_size, epochs=epochs,
-                               seed=seed, first_epoch=first_epoch, topology=False).features
+    return count_sampled_reads(
+        indptr,
+        indices,
+        train_idx,
+        fanouts=fanouts,
+        batch_size=batch_size,
+        epochs=epochs,
+        seed=seed,
+        first_epoch=first_epoch,
+        topology=False,
+    ).features

@@ -9,6 +9,19 @@ from graphtier.train.spec import DistSpec, ModelSpec, OptimSpec, RunSpec
 from graphtier.train.trainer import Trainer, train
 
 __all__ = [
-    "DistSpec", "ModelSpec", "OptimSpec", "Predictions", "RunSpec", "SavedModel", "TrainConfig", "TrainResult",
-    "Trainer", "build_model", "load_model", "parse_fanouts", "predict", "save_model", "train",
+    "DistSpec",
+    "ModelSpec",
+    "OptimSpec",
+    "Predictions",
+    "RunSpec",
+    "SavedModel",
+    "TrainConfig",
+    "TrainResult",
+    "Trainer",
+    "build_model",
+    "load_model",
+    "parse_fanouts",
+    "predict",
+    "save_model",
+    "train",
 ]

@@ -68,9 +68,7 @@ def csr_spmm_rows(
 
 
 @numba.njit(cache=True, nogil=True)
-def csr_transpose(
-    rowptr: np.ndarray, col: np.ndarray, num_cols: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def csr_transpose(rowptr: np.ndarray, col: np.ndarray, num_cols: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The transposed pattern in CSR: ``(colptr int64 [num_cols + 1], row int64 [E], order int64 [E])``.
 
     Entry ``t`` of the transpose is entry ``order[t]`` of the input (its weight is ``weight[order]``);
@@ -113,9 +111,7 @@ def csr_spmm_reference(
     num_rows = rowptr.shape[0] - 1
     dst = np.repeat(np.arange(num_rows), np.diff(rowptr))
     out = np.zeros((num_rows, x.shape[1]), dtype=np.float64)
-    out[: diag.shape[0]] = diag[:, None].astype(np.float64) * x[: diag.shape[0]].astype(
-        np.float64
-    )
+    out[: diag.shape[0]] = diag[:, None].astype(np.float64) * x[: diag.shape[0]].astype(np.float64)
     if own is not None:
         out[: own.shape[0]] += own.astype(np.float64)
     np.add.at(out, dst, weight[:, None].astype(np.float64) * x[col].astype(np.float64))

@@ -76,9 +76,7 @@ class BlockCSR:
         """
         if self._transposed is None:
             if self.col.device.type == "cpu":
-                colptr, rows, order = kernels.csr_transpose(
-                    self.rowptr.numpy(), self.col.numpy(), self.num_src
-                )
+                colptr, rows, order = kernels.csr_transpose(self.rowptr.numpy(), self.col.numpy(), self.num_src)
                 self._transposed = (
                     torch.from_numpy(colptr),
                     torch.from_numpy(rows),
@@ -86,12 +84,8 @@ class BlockCSR:
                 )
             else:
                 order = torch.argsort(self.col, stable=True)
-                colptr = torch.zeros(
-                    self.num_src + 1, dtype=torch.int64, device=self.col.device
-                )
-                torch.cumsum(
-                    torch.bincount(self.col, minlength=self.num_src), 0, out=colptr[1:]
-                )
+                colptr = torch.zeros(self.num_src + 1, dtype=torch.int64, device=self.col.device)
+                torch.cumsum(torch.bincount(self.col, minlength=self.num_src), 0, out=colptr[1:])
                 self._transposed = (colptr, self.row[order], order)
         return self._transposed
 
@@ -104,11 +98,7 @@ def build_csr(edge_index: Tensor, num_src: int, num_dst: int) -> BlockCSR:
     if num_edges > 1 and not bool((dst[1:] >= dst[:-1]).all()):
         edge_order = torch.argsort(dst, stable=True)
         src, dst = src[edge_order], dst[edge_order]
-    counts = (
-        torch.bincount(dst, minlength=num_dst)
-        if num_edges
-        else torch.zeros(num_dst, dtype=torch.int64)
-    )
+    counts = torch.bincount(dst, minlength=num_dst) if num_edges else torch.zeros(num_dst, dtype=torch.int64)
     rowptr = torch.zeros(num_dst + 1, dtype=torch.int64, device=edge_index.device)
     torch.cumsum(counts.to(edge_index.device), 0, out=rowptr[1:])
     return BlockCSR(
@@ -143,9 +133,7 @@ def mean_weights(csr: BlockCSR, dtype: torch.dtype) -> Tensor:
     return weight
 
 
-def gcn_weights(
-    csr: BlockCSR, degree: Tensor | None, dtype: torch.dtype
-) -> tuple[Tensor, Tensor]:
+def gcn_weights(csr: BlockCSR, degree: Tensor | None, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
     """GCN weights of the block: ``(edge weight [E] in CSR order, self-loop weight [num_dst])``.
 
     Edge ``j -> i``: ``(d_i / s_i) / sqrt((d_i + 1)(d_j + 1))``, self-loop ``1 / (d_i + 1)``, with ``d``
@@ -190,11 +178,7 @@ def _spmm_cpu(
         x.numpy(),
         out.numpy(),
     )
-    dg = (
-        np.zeros(0, dtype=wt.dtype)
-        if diag is None
-        else diag.detach().to(x.dtype).contiguous().numpy()
-    )
+    dg = np.zeros(0, dtype=wt.dtype) if diag is None else diag.detach().to(x.dtype).contiguous().numpy()
     empty = np.zeros((0, xn.shape[1]), dtype=xn.dtype)
     ow = empty if own is None else own.detach().to(x.dtype).contiguous().numpy()
     gt = empty if gate is None else gate.detach().to(x.dtype).contiguous().numpy()
@@ -224,9 +208,7 @@ def _spmm_torch(
     else:
         with warnings.catch_warnings():  # "sparse CSR support is in beta state"
             warnings.simplefilter("ignore", UserWarning)
-            matrix = torch.sparse_csr_tensor(
-                rowptr, col, weight.detach().to(x.dtype), (num_rows, x.shape[0])
-            )
+            matrix = torch.sparse_csr_tensor(rowptr, col, weight.detach().to(x.dtype), (num_rows, x.shape[0]))
         out = torch.sparse.mm(matrix, x)
     if diag is not None and diag.shape[0]:
         count = diag.shape[0]
@@ -281,9 +263,7 @@ class _Aggregate(torch.autograd.Function):
         return spmm(csr.rowptr, csr.col, weight, x, csr.num_dst, loop_weight)
 
     @staticmethod
-    def backward(
-        ctx: Any, grad_out: Tensor
-    ) -> tuple[Tensor | None, None, None, None, None]:  # type: ignore[override]
+    def backward(ctx: Any, grad_out: Tensor) -> tuple[Tensor | None, None, None, None, None]:  # type: ignore[override]
         if not ctx.needs_input_grad[0]:
             return None, None, None, None, None
         weight, gate = ctx.saved_tensors
@@ -342,13 +322,9 @@ class _AggregateWithRoot(torch.autograd.Function):
 
 def _check_rows(x: Tensor, csr: BlockCSR) -> Tensor:
     if x.shape[0] < csr.num_src:
-        raise ValueError(
-            f"aggregate: x has {x.shape[0]} rows, the block has {csr.num_src} sources"
-        )
+        raise ValueError(f"aggregate: x has {x.shape[0]} rows, the block has {csr.num_src} sources")
     if x.shape[0] > csr.num_src:
-        x = x[
-            : csr.num_src
-        ]  # rows past the block's sources receive no gradient (0, gated or not)
+        x = x[: csr.num_src]  # rows past the block's sources receive no gradient (0, gated or not)
     return x
 
 

@@ -135,7 +135,9 @@ class LoadBalancer:
         self.history_windows = history_windows
         self._observations: list[list[tuple[float, float]]] = [[] for _ in self.devices]
         self.shares = (
-            initial_shares(self.devices, cpu_share, shares) if mode != "off" else np.full(len(devices), 1.0 / len(devices))
+            initial_shares(self.devices, cpu_share, shares)
+            if mode != "off"
+            else np.full(len(devices), 1.0 / len(devices))
         )
         self.ratio_history: list[dict[str, Any]] = [self._entry(0, None, None, changed=False)]
 
@@ -147,7 +149,9 @@ class LoadBalancer:
         """The CPU ranks' combined share of the workload."""
         return float(sum(s for s, d in zip(self.shares, self.devices) if device_class(d) == "cpu"))
 
-    def _entry(self, iteration: int, compute: np.ndarray | None, imbalance: float | None, changed: bool) -> dict[str, Any]:
+    def _entry(
+        self, iteration: int, compute: np.ndarray | None, imbalance: float | None, changed: bool
+    ) -> dict[str, Any]:
         return {
             "iteration": iteration,
             "shares": [round(float(s), 6) for s in self.shares],

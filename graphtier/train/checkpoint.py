@@ -25,14 +25,30 @@ from graphtier.train.torch_file import load_torch_file, save_torch_file
 CHECKPOINT_FILE = "checkpoint.pt"
 # Options that must match for a checkpoint to be resumed.
 CHECKPOINT_KEYS = (
-    "model", "sampler", "fanouts", "num_layers", "hidden", "heads", "norm", "gcn_degrees", "batch_size", "seed",
+    "model",
+    "sampler",
+    "fanouts",
+    "num_layers",
+    "hidden",
+    "heads",
+    "norm",
+    "gcn_degrees",
+    "batch_size",
+    "seed",
 )
 # Options a resumed run may change: applied from the resumed epoch on, printed and recorded in resumed_from.changed.
 RESUME_CHANGEABLE_KEYS = ("lr", "weight_decay", "dropout")
 # Fields every checkpoint has, with their types.
 _REQUIRED = {
-    "epoch": int, "config": dict, "dataset": dict, "model": dict, "optimizer": dict, "best_valid": (int, float),
-    "best_epoch": int, "epochs": list, "torch_rng": torch.Tensor,
+    "epoch": int,
+    "config": dict,
+    "dataset": dict,
+    "model": dict,
+    "optimizer": dict,
+    "best_valid": (int, float),
+    "best_epoch": int,
+    "epochs": list,
+    "torch_rng": torch.Tensor,
 }
 
 
@@ -72,7 +88,9 @@ def restore_rng(path: Path, state: dict[str, Any]) -> None:
         if cuda and torch.cuda.is_available():
             torch.cuda.set_rng_state_all([t.cpu() for t in cuda[: torch.cuda.device_count()]])
     except (RuntimeError, TypeError, ValueError) as exc:
-        raise OptionError(f"{path}: field 'torch_rng' is not a valid RNG state ({' '.join(str(exc).split())[:120]})") from None
+        raise OptionError(
+            f"{path}: field 'torch_rng' is not a valid RNG state ({' '.join(str(exc).split())[:120]})"
+        ) from None
 
 
 @dataclass
@@ -122,7 +140,12 @@ class Checkpointer:
         return self._fingerprint
 
     def state(
-        self, epoch: int, config: dict[str, Any], model: nn.Module, optimizer: torch.optim.Optimizer, progress: RunProgress
+        self,
+        epoch: int,
+        config: dict[str, Any],
+        model: nn.Module,
+        optimizer: torch.optim.Optimizer,
+        progress: RunProgress,
     ) -> dict[str, Any]:
         """The checkpoint of ``epoch``: options, dataset identity, model, optimizer, progress and RNG states."""
         state = {
@@ -166,9 +189,7 @@ class Checkpointer:
         elif {key: recorded.get(key) for key in counts} != counts:  # older checkpoints: the counts only
             raise OptionError(f"{path}: checkpoint was made on another dataset ({recorded})")
 
-    def resume(
-        self, config: dict[str, Any], model: nn.Module, optimizer: torch.optim.Optimizer
-    ) -> RunProgress | None:
+    def resume(self, config: dict[str, Any], model: nn.Module, optimizer: torch.optim.Optimizer) -> RunProgress | None:
         """Load ``checkpoint.pt`` into ``model`` and ``optimizer`` and restore the RNG states.
 
         ``config`` is this run's :meth:`TrainConfig.to_dict`: the options of :data:`CHECKPOINT_KEYS` must
@@ -201,7 +222,9 @@ class Checkpointer:
                 model.load_state_dict(state["best_state"])  # checked here, not after the last epoch
                 model.load_state_dict(state["model"])
         except (RuntimeError, KeyError, ValueError, TypeError) as exc:
-            raise OptionError(f"{path}: model or optimizer state does not fit this model ({' '.join(str(exc).split())[:160]})") from None
+            raise OptionError(
+                f"{path}: model or optimizer state does not fit this model ({' '.join(str(exc).split())[:160]})"
+            ) from None
         changed = {
             key: {"checkpoint": saved[key], "run": config[key]}
             for key in RESUME_CHANGEABLE_KEYS

@@ -182,7 +182,12 @@ class RankGroup(Collective):
         self.step_hook = step_hook
         self.is_main = ctx.is_main
         broadcast_parameters(ctx, model)
-        self.balancer = LoadBalancer(ctx.devices, config.distributed.balance, cpu_share=config.distributed.cpu_share, shares=config.distributed.shares)
+        self.balancer = LoadBalancer(
+            ctx.devices,
+            config.distributed.balance,
+            cpu_share=config.distributed.cpu_share,
+            shares=config.distributed.shares,
+        )
         self.workload: np.ndarray | None = None
         if self.balancer.uses_workload:
             self.workload = self._training_workload(store, train_idx, make_sampler)
@@ -355,5 +360,7 @@ class _RankEpochSteps(EpochSteps):
         ]
         group.report.add_rank_totals(ranks)
         record = tally.record(len(self.global_batches), total_seconds, *(float(v) for v in totals[:3]))
-        record.update(ranks=ranks, cpu_share=group.balancer.cpu_share(), shares=[float(v) for v in group.balancer.shares])
+        record.update(
+            ranks=ranks, cpu_share=group.balancer.cpu_share(), shares=[float(v) for v in group.balancer.shares]
+        )
         return record

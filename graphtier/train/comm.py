@@ -158,4 +158,3 @@ class ShareSchedule:
         with self._condition:
             self._cancelled = True
             self._condition.notify_all()
-

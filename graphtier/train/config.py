@@ -17,10 +17,10 @@ from graphtier.dataset import Dataset
 from graphtier.dataset.outputs import check_outputs
 from graphtier.dataset.resources import human_bytes, require_memory
 from graphtier.errors import OptionError, ResourceError
+from graphtier.memory import PlacementSpec
 from graphtier.sampling import Fanouts, SamplerSpec
 from graphtier.sampling.fanouts import MAX_FANOUT, check_fanouts  # noqa: F401 - re-exported
 from graphtier.sampling.spec import SAMPLER_NAMES  # noqa: F401 - re-exported
-from graphtier.memory import PlacementSpec
 from graphtier.train.checkpoint import CHECKPOINT_FILE
 from graphtier.train.models import gat_training_bytes
 from graphtier.train.spec import (  # noqa: F401 - GCN_DEGREES_OPTIONS and check_shares_sum re-exported

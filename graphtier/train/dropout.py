@@ -38,9 +38,7 @@ class _ReLUDropoutCPU(torch.autograd.Function):
         u_key = np.uint64(key)
 
         def work(first: int, stop: int) -> None:
-            kernels.relu_dropout_rows(
-                flat_x, flat_out, u_key, threshold, scale, first, stop
-            )
+            kernels.relu_dropout_rows(flat_x, flat_out, u_key, threshold, scale, first, stop)
 
         run_split(work, flat_x.shape[0], 1 << 16)
         ctx.scale = scale
@@ -62,9 +60,7 @@ class _ReLUDropoutCPU(torch.autograd.Function):
         scale = ctx.scale
 
         def work(first: int, stop: int) -> None:
-            kernels.relu_dropout_backward_rows(
-                flat_out, flat_grad, flat_in, scale, first, stop
-            )
+            kernels.relu_dropout_backward_rows(flat_out, flat_grad, flat_in, scale, first, stop)
 
         run_split(work, flat_out.shape[0], 1 << 16)
         return grad_in, None, None

@@ -16,9 +16,8 @@ from graphtier.train.inference import layerwise_inference
 ProgressFactory = Callable[[str, int], Callable[[int, dict[str, Any]], None]]
 """``(label, total steps) -> tick(done, fields)``: a progress display per phase (train, valid, test, ...)."""
 
-def majority_class_accuracy(
-    train_labels: np.ndarray, eval_labels: np.ndarray
-) -> tuple[int | None, float | None]:
+
+def majority_class_accuracy(train_labels: np.ndarray, eval_labels: np.ndarray) -> tuple[int | None, float | None]:
     """The baseline of every accuracy: (the most common class of the train split, its accuracy on the eval split).
 
     ``train_labels``, ``eval_labels``: int [B] labels of the train split and of the evaluated split (-1 =
@@ -102,7 +101,11 @@ class Evaluator:
         if node_ids.size == 0:
             return None
         mine = self.collective.shard(node_ids)
-        correct = float((self.predict_sampled(model, mine, split).numpy() == self.store.labels(mine)).sum()) if mine.size else 0.0
+        correct = (
+            float((self.predict_sampled(model, mine, split).numpy() == self.store.labels(mine)).sum())
+            if mine.size
+            else 0.0
+        )
         total = self.collective.sum(torch.tensor([correct, float(mine.size)], dtype=torch.float64))
         return float(total[0] / total[1])
 

@@ -85,9 +85,17 @@ def _run_rank(
     return report if ctx.is_main else None
 
 
-def _spawn_entry(rank: int, world: int, devices: tuple[str, ...], dataset_path: str, config: Any,
-                 port: int, error_dir: str, step_seconds: StepSeconds | None = None,
-                 step_hook: StepHook | None = None) -> None:
+def _spawn_entry(
+    rank: int,
+    world: int,
+    devices: tuple[str, ...],
+    dataset_path: str,
+    config: Any,
+    port: int,
+    error_dir: str,
+    step_seconds: StepSeconds | None = None,
+    step_hook: StepHook | None = None,
+) -> None:
     interrupts = _RankInterrupts()
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(port)

@@ -124,9 +124,7 @@ class BlockGCNConv(nn.Module):
             out = out + self.conv.bias
         return out
 
-    def forward_edges(
-        self, x: Tensor, block: BlockLike, degree: Tensor | None
-    ) -> Tensor:
+    def forward_edges(self, x: Tensor, block: BlockLike, degree: Tensor | None) -> Tensor:
         """The same layer through PyG's per-edge message path (the reference of :meth:`forward`)."""
         src, dst = block.edge_index[0], block.edge_index[1]
         num_dst = block.num_dst
@@ -176,9 +174,7 @@ class BlockGNN(nn.Module):
     ) -> None:
         super().__init__()
         if num_layers < 1:
-            raise OptionError(
-                f"model {kind!r}: expected at least 1 layer, found {num_layers}"
-            )
+            raise OptionError(f"model {kind!r}: expected at least 1 layer, found {num_layers}")
         self.kind = kind
         self.num_layers = num_layers
         self.use_csr = True
@@ -195,9 +191,7 @@ class BlockGNN(nn.Module):
                 conv = BlockGCNConv(d_in, d_out)
             elif kind == "gat":
                 if last:
-                    conv = GATConv(
-                        (d_in, d_in), d_out, heads=1, concat=False, dropout=dropout
-                    )
+                    conv = GATConv((d_in, d_in), d_out, heads=1, concat=False, dropout=dropout)
                 else:
                     check_gat_heads(d_out, heads)
                     conv = GATConv(
@@ -213,9 +207,7 @@ class BlockGNN(nn.Module):
             if not last:
                 self.norms.append(_norm_layer(norm, d_out))
 
-    def layer(
-        self, index: int, x: Tensor, block: BlockLike, degree: Tensor | None = None
-    ) -> Tensor:
+    def layer(self, index: int, x: Tensor, block: BlockLike, degree: Tensor | None = None) -> Tensor:
         """Apply layer ``index`` to ``x`` [block.num_src, d] -> [block.num_dst, d'] (activation included)."""
         return self._layer(index, x, block, degree, None, False)[0]
 
@@ -235,21 +227,13 @@ class BlockGNN(nn.Module):
         """
         conv = self.convs[index]
         if self.kind == "gcn":
-            out = (
-                conv(x, block, degree, gate_scale)
-                if self.use_csr
-                else conv.forward_edges(x, block, degree)
-            )
+            out = conv(x, block, degree, gate_scale) if self.use_csr else conv.forward_edges(x, block, degree)
         elif self.kind == "sage" and self.use_csr:
             csr = block_csr(block)
             # SAGEConv(aggr="mean"): lin_l(mean of the sampled neighbours) + lin_r(the destination itself);
             # the second product accumulates into the first's output (no separate addition pass)
-            agg, root = aggregate_with_root(
-                x, csr, mean_weights(csr, x.dtype), gate_scale
-            )
-            out = _linear(agg, conv.lin_l.weight, conv.lin_l.bias).addmm_(
-                root, conv.lin_r.weight.t()
-            )
+            agg, root = aggregate_with_root(x, csr, mean_weights(csr, x.dtype), gate_scale)
+            out = _linear(agg, conv.lin_l.weight, conv.lin_l.bias).addmm_(root, conv.lin_r.weight.t())
         else:
             out = conv((x, x[: block.num_dst]), block.edge_index)
         if index == self.num_layers - 1:
@@ -259,9 +243,7 @@ class BlockGNN(nn.Module):
             return relu_dropout_gated(out, self.activation.p, self.training)
         return self.activation(out), None
 
-    def forward(
-        self, x: Tensor, blocks: Sequence[BlockLike], degree: Tensor | None = None
-    ) -> Tensor:
+    def forward(self, x: Tensor, blocks: Sequence[BlockLike], degree: Tensor | None = None) -> Tensor:
         """``x`` float [blocks[0].num_src, in_dim] -> logits [blocks[-1].num_dst, out_dim].
 
         ``degree``: float [blocks[0].num_src] full-graph in-degrees of the batch's nodes (GCN only;
@@ -271,9 +253,7 @@ class BlockGNN(nn.Module):
         gradient (see :func:`relu_dropout_gated`).
         """
         if len(blocks) != self.num_layers:
-            raise OptionError(
-                f"model has {self.num_layers} layers but the mini-batch has {len(blocks)} blocks"
-            )
+            raise OptionError(f"model has {self.num_layers} layers but the mini-batch has {len(blocks)} blocks")
         fuse = self.use_csr and self.kind in ("sage", "gcn")
         gate_scale: float | None = None
         for index, block in enumerate(blocks):
@@ -304,9 +284,7 @@ class MLP(nn.Module):
         self.net = nn.Sequential(*layers)
         self.num_layers = num_layers
 
-    def forward(
-        self, x: Tensor, blocks: Sequence[BlockLike] = (), degree: Tensor | None = None
-    ) -> Tensor:
+    def forward(self, x: Tensor, blocks: Sequence[BlockLike] = (), degree: Tensor | None = None) -> Tensor:
         """``x`` float [n, in_dim] -> logits for the rows that are the last block's destinations."""
         rows = blocks[-1].num_dst if blocks else x.shape[0]
         return self.net(x[:rows])

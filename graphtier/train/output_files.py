@@ -62,7 +62,9 @@ class DirectoryLock:
                 continue
             except OSError as exc:
                 if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
-                    raise ResourceError(f"{self.option} {self.directory}: cannot create {self.path.name} ({exc.strerror})") from None
+                    raise ResourceError(
+                        f"{self.option} {self.directory}: cannot create {self.path.name} ({exc.strerror})"
+                    ) from None
                 raise
             try:
                 os.write(fd, f"{os.getpid()}\n".encode())

@@ -78,6 +78,4 @@ def predict(
     finally:
         store.close()
         saved.model.to("cpu")
-    return Predictions(
-        logits=logits.numpy(), embeddings=hidden.numpy() if hidden is not None else None
-    )
+    return Predictions(logits=logits.numpy(), embeddings=hidden.numpy() if hidden is not None else None)

@@ -16,9 +16,9 @@ import torch
 
 from graphtier._version import __version__
 from graphtier.dataset import Dataset
+from graphtier.dataset.outputs import atomic_write
 from graphtier.dataset.provenance import describe, provenance_of
 from graphtier.errors import OptionError
-from graphtier.dataset.outputs import atomic_write
 from graphtier.sampling.neighbor import format_fanouts
 from graphtier.train.tally import STAGES
 
@@ -97,8 +97,11 @@ def epoch_summary(record: dict[str, Any], epochs: int) -> str:
         f"epoch {record['epoch']}/{epochs}  loss {record['loss']:.4f}  train {record['train_acc']:.4f}  "
         f"valid {format_accuracy(record['valid_acc'])}  test {format_accuracy(record['test_acc'])}  |  "
         f"{record['batches_per_s']:.1f} batch/s  {times}  features {format_bytes(record['feature_bytes'])}"
-        + (f"  topology {format_bytes(sum(record['topology_bytes_by_tier'].values()))}"
-           if sum((record.get("topology_bytes_by_tier") or {}).values()) else "")
+        + (
+            f"  topology {format_bytes(sum(record['topology_bytes_by_tier'].values()))}"
+            if sum((record.get("topology_bytes_by_tier") or {}).values())
+            else ""
+        )
     )
 
 

@@ -110,7 +110,9 @@ def _build_checked(source: Path, cfg: dict[str, Any], in_dim: int, out_dim: int,
     if extra:
         raise OptionError(f"--model {source}: parameter {extra[0]!r} found but not in a {cfg['model']} model ({sizes})")
     if need > available_memory():
-        raise ResourceError(f"--model {source}: the model needs {human_bytes(need)}, {human_bytes(available_memory())} available")
+        raise ResourceError(
+            f"--model {source}: the model needs {human_bytes(need)}, {human_bytes(available_memory())} available"
+        )
     model = build_model(*args, **options)
     model.load_state_dict(weights)
     return model
@@ -133,8 +135,14 @@ def load_model(path: str | os.PathLike[str]) -> SavedModel:
             f"--model {source}: field 'version' expected {SAVED_MODEL_VERSION}, found {state.get('version')!r}"
         )
     cfg = {**OLD_FILE_DEFAULTS, **_field(source, state, "config", dict)}
-    for key, kind in (("model", str), ("norm", str), ("hidden", int), ("num_layers", int), ("heads", int),
-                      ("dropout", float)):
+    for key, kind in (
+        ("model", str),
+        ("norm", str),
+        ("hidden", int),
+        ("num_layers", int),
+        ("heads", int),
+        ("dropout", float),
+    ):
         _field(source, cfg, key, kind, "config.")
     if cfg["gcn_degrees"] not in GCN_DEGREES:
         raise OptionError(

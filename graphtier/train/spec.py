@@ -119,7 +119,9 @@ def check_shares_sum(values: Sequence[float]) -> None:
     total = float(sum(values))
     if abs(total - 1.0) > SHARES_SUM_TOLERANCE:
         shares = ",".join(f"{v:g}" for v in values)
-        raise OptionError(f"{{shares}} expected values summing to 1, found {shares} (sum {total:g})", options=("shares",))
+        raise OptionError(
+            f"{{shares}} expected values summing to 1, found {shares} (sum {total:g})", options=("shares",)
+        )
 
 
 def parse_shares(text: str | Sequence[float]) -> tuple[float, ...]:

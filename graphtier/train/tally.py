@@ -33,7 +33,9 @@ class EpochTally:
         self.feature_bytes += item.feature_bytes
         self.sampled_edges += item.batch.num_sampled_edges
 
-    def record(self, batches: int, total_seconds: float, loss_sum: float, correct: float, seen: float) -> dict[str, Any]:
+    def record(
+        self, batches: int, total_seconds: float, loss_sum: float, correct: float, seen: float
+    ) -> dict[str, Any]:
         """The epoch's report entry from these sums and the (possibly all-rank) loss/accuracy totals."""
         self.stage["total"] = total_seconds
         # everything else the training loop spent: bookkeeping, progress, producer start/stop

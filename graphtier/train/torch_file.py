@@ -14,8 +14,8 @@ from typing import Any
 
 import torch
 
-from graphtier.errors import OptionError
 from graphtier.dataset.outputs import atomic_write
+from graphtier.errors import OptionError
 
 
 def _one_line(exc: BaseException) -> str:

@@ -21,8 +21,8 @@ from graphtier._process import configure_process
 from graphtier._signals import interrupt_behind
 from graphtier.dataset import Dataset
 from graphtier.graphstore import GraphStore
-from graphtier.sampling import iter_seed_batches
 from graphtier.memory import TIER_NAMES
+from graphtier.sampling import iter_seed_batches
 from graphtier.train.checkpoint import Checkpointer, RunProgress
 from graphtier.train.collective import (
     Collective,
@@ -116,7 +116,9 @@ class Trainer:
             self.model.parameters(), lr=config.optim.lr, weight_decay=config.optim.weight_decay, fused=fused
         )
         self.train_sample = self._make_sampler(config.sampling.fanouts, config.run.seed)
-        eval_sample = self._make_sampler(config.sampling.eval_fanouts or config.sampling.fanouts, config.run.seed + EVAL_SEED_OFFSET)
+        eval_sample = self._make_sampler(
+            config.sampling.eval_fanouts or config.sampling.fanouts, config.run.seed + EVAL_SEED_OFFSET
+        )
         self.report = RunReport(config=config.to_dict(), dataset=dataset, environment=environment_info(self.device))
         csr = self.device.type == "cpu" and getattr(self.model, "kind", None) in ("sage", "gcn")
         self.feed = BatchFeed(
@@ -142,7 +144,9 @@ class Trainer:
         self.progress_so_far = RunProgress()
         self.checkpointer: Checkpointer | None = None
         if config.run.checkpoint is not None:
-            self.checkpointer = Checkpointer(config.run.checkpoint, dataset, writes=self.collective.is_main, log=self._log)
+            self.checkpointer = Checkpointer(
+                config.run.checkpoint, dataset, writes=self.collective.is_main, log=self._log
+            )
             self.resume()
 
     @property
@@ -191,7 +195,9 @@ class Trainer:
         """
         self.model.train()
         global_batches = list(
-            iter_seed_batches(self.train_idx, self.config.sampling.batch_size, shuffle=True, seed=self.config.run.seed, epoch=epoch)
+            iter_seed_batches(
+                self.train_idx, self.config.sampling.batch_size, shuffle=True, seed=self.config.run.seed, epoch=epoch
+            )
         )
         tally = EpochTally()
         steps = self.collective.epoch(epoch, global_batches, self.train_sample, tally, epoch == self.start_epoch)
@@ -323,4 +329,3 @@ def train(dataset: Dataset | str | os.PathLike[str], config: TrainConfig | None 
     report = trainer.fit()
     trainer.model.eval()
     return TrainResult(trainer.model, report, trainer.config)
-

@@ -29,9 +29,8 @@ from graphtier.dataset.format import Dataset
 from graphtier.dataset.writer import DatasetWriter
 from graphtier.errors import ResourceError
 from tests.conftest import write_labelled_graph
-from tests.dataset.importers.helpers import assert_user_error, run_cli, run_cli_process
+from tests.dataset.importers.helpers import assert_user_error, run_cli, run_cli_process, write_planetoid
 from tests.dataset.importers.test_ogb import _gz, write_ogb
-from tests.dataset.importers.helpers import write_planetoid
 
 
 def _edges(tmp_path: Path) -> Path:
@@ -50,8 +49,9 @@ def _tmpfs(mountpoint: Path, options: str) -> Iterator[Path]:
     if os.geteuid() != 0 or shutil.which("mount") is None:
         pytest.skip("a small filesystem for this test needs root (mount -t tmpfs)")
     mountpoint.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(mountpoint)],
-                          capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(mountpoint)], capture_output=True, text=True, check=False
+    )
     if done.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
     try:
@@ -71,16 +71,16 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
 
 
 def test_huge_num_nodes_is_refused_before_allocating(tmp_path: Path) -> None:
-    result = run_cli("prepare", "edgelist", str(_edges(tmp_path)), str(tmp_path / "o"),
-                     "--num-nodes", "100000000000")
+    result = run_cli("prepare", "edgelist", str(_edges(tmp_path)), str(tmp_path / "o"), "--num-nodes", "100000000000")
     assert_user_error(result, "--num-nodes 100,000,000,000", "of memory", "available")
     assert _left_over(tmp_path, {"e.txt"}) == []
 
 
 @pytest.mark.parametrize("seed", ["100000000000000000000000000", "-5"])
 def test_seed_out_of_range(tmp_path: Path, seed: str) -> None:
-    result = run_cli("prepare", "edgelist", str(_edges(tmp_path)), str(tmp_path / "o"),
-                     "--synthetic-features", "4", "--seed", seed)
+    result = run_cli(
+        "prepare", "edgelist", str(_edges(tmp_path)), str(tmp_path / "o"), "--synthetic-features", "4", "--seed", seed
+    )
     assert_user_error(result, "--seed")
     assert _left_over(tmp_path, {"e.txt"}) == []
 
@@ -97,8 +97,9 @@ def test_ogb_node_count_huge_or_negative(tmp_path: Path, count: str, fragment: s
 def test_generate_too_large_is_refused_before_allocating(tmp_path: Path) -> None:
     result = run_cli("generate", str(tmp_path / "g"), "--nodes", "100000000000000", "--avg-degree", "5")
     assert_user_error(result, "generating 100,000,000,000,000 nodes", "of memory", "available")
-    result = run_cli("generate", str(tmp_path / "g"), "--nodes", "1000", "--avg-degree", "5",
-                     "--feature-dim", "1000000000000")
+    result = run_cli(
+        "generate", str(tmp_path / "g"), "--nodes", "1000", "--avg-degree", "5", "--feature-dim", "1000000000000"
+    )
     assert_user_error(result, "features.npy", "of disk space")
     assert _left_over(tmp_path, set()) == []
 
@@ -109,8 +110,9 @@ def test_generate_too_large_is_refused_before_allocating(tmp_path: Path) -> None
 def test_read_only_output(tmp_path: Path) -> None:
     with _tmpfs(tmp_path / "ro", "ro,size=1m") as mnt:
         for output in (mnt / "out", mnt / "sub" / "out"):
-            assert_user_error(run_cli("prepare", "edgelist", str(_edges(tmp_path)), str(output)),
-                              "Read-only file system")
+            assert_user_error(
+                run_cli("prepare", "edgelist", str(_edges(tmp_path)), str(output)), "Read-only file system"
+            )
 
 
 def test_overwrite_current_directory_is_refused(tmp_path: Path) -> None:
@@ -118,7 +120,10 @@ def test_overwrite_current_directory_is_refused(tmp_path: Path) -> None:
     before = sorted(p.name for p in ds.path.iterdir())
     result = subprocess.run(
         [sys.executable, "-m", "graphtier", "prepare", "edgelist", str(_edges(tmp_path)), ".", "--overwrite"],
-        cwd=ds.path, capture_output=True, text=True, check=False,
+        cwd=ds.path,
+        capture_output=True,
+        text=True,
+        check=False,
         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
     )
     assert_user_error(result, "current directory")
@@ -130,8 +135,9 @@ def test_overwrite_refuses_a_folder_that_is_not_a_dataset(tmp_path: Path) -> Non
     folder = tmp_path / "mine"
     folder.mkdir()
     (folder / "notes.txt").write_text("keep me")
-    assert_user_error(run_cli("prepare", "edgelist", str(_edges(tmp_path)), str(folder), "--overwrite"),
-                      "not a graphtier dataset")
+    assert_user_error(
+        run_cli("prepare", "edgelist", str(_edges(tmp_path)), str(folder), "--overwrite"), "not a graphtier dataset"
+    )
     assert (folder / "notes.txt").read_text() == "keep me"
 
 
@@ -147,8 +153,9 @@ def test_full_disk_spill(tmp_path: Path, small_disk: Path) -> None:
 
 
 def test_full_disk_features(tmp_path: Path, small_disk: Path) -> None:
-    result = run_cli("prepare", "edgelist", str(_edges(tmp_path)), str(small_disk / "o"),
-                     "--synthetic-features", "100000")
+    result = run_cli(
+        "prepare", "edgelist", str(_edges(tmp_path)), str(small_disk / "o"), "--synthetic-features", "100000"
+    )
     assert_user_error(result, "features.npy", "bytes", "free")
     assert list(small_disk.iterdir()) == []
 
@@ -156,19 +163,21 @@ def test_full_disk_features(tmp_path: Path, small_disk: Path) -> None:
 def test_full_disk_npy_writer_without_the_precheck(small_disk: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Even when the free-space estimate is wrong, ENOSPC from np.save is one ResourceError, nothing left."""
     monkeypatch.setattr(resources, "require_disk", lambda *args, **kwargs: None)
-    with pytest.raises(ResourceError, match=r"cannot write indices\.npy .*No space left"), \
-            DatasetWriter(small_disk / "o") as writer:
+    with (
+        pytest.raises(ResourceError, match=r"cannot write indices\.npy .*No space left"),
+        DatasetWriter(small_disk / "o") as writer,
+    ):
         writer.save("indices", np.zeros(1 << 20, dtype=np.int32))
     assert list(small_disk.iterdir()) == []
 
 
-def test_memory_map_is_reserved_so_a_full_disk_cannot_sigbus(
-    small_disk: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_memory_map_is_reserved_so_a_full_disk_cannot_sigbus(small_disk: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Without the free-space estimate, posix_fallocate still refuses before any write through the map."""
     monkeypatch.setattr(resources, "require_disk", lambda *args, **kwargs: None)
-    with pytest.raises(ResourceError, match=r"features\.npy: needs .* bytes\) of disk space"), \
-            DatasetWriter(small_disk / "o") as writer:
+    with (
+        pytest.raises(ResourceError, match=r"features\.npy: needs .* bytes\) of disk space"),
+        DatasetWriter(small_disk / "o") as writer,
+    ):
         out = writer.open_memmap("features", (1000, 1000), np.float32)
         out[:] = 1.0  # would be SIGBUS on a sparse file of a full disk
     assert list(small_disk.iterdir()) == []
@@ -246,11 +255,17 @@ def _nan_features(tmp_path: Path, rows: int = 4) -> Path:
 
 def test_edgelist_features_non_finite_refused_or_replaced(tmp_path: Path) -> None:
     edges, feats = _edges(tmp_path), _nan_features(tmp_path)
-    assert_user_error(run_cli("prepare", "edgelist", str(edges), str(tmp_path / "o"), "--features", str(feats)),
-                      "f.npy", "NaN/Inf", "row 1", "--non-finite replace")
+    assert_user_error(
+        run_cli("prepare", "edgelist", str(edges), str(tmp_path / "o"), "--features", str(feats)),
+        "f.npy",
+        "NaN/Inf",
+        "row 1",
+        "--non-finite replace",
+    )
     assert not (tmp_path / "o").exists()
-    result = run_cli("prepare", "edgelist", str(edges), str(tmp_path / "o"), "--features", str(feats),
-                     "--non-finite", "replace")
+    result = run_cli(
+        "prepare", "edgelist", str(edges), str(tmp_path / "o"), "--features", str(feats), "--non-finite", "replace"
+    )
     assert result.returncode == 0, result.stderr
     assert "replaced 2 NaN/Inf feature values by 0" in result.stderr
     ds = Dataset.open(tmp_path / "o")
@@ -277,7 +292,9 @@ def test_planetoid_features_non_finite(tmp_path: Path) -> None:
     with open(tmp_path / "ind.toy.allx", "wb") as f:
         pickle.dump(sp.csr_matrix(allx), f, protocol=2)
     assert_user_error(run_cli("prepare", "planetoid", str(tmp_path), str(tmp_path / "o")), "NaN/Inf", "row 7")
-    assert run_cli("prepare", "planetoid", str(tmp_path), str(tmp_path / "o"), "--non-finite", "replace").returncode == 0
+    assert (
+        run_cli("prepare", "planetoid", str(tmp_path), str(tmp_path / "o"), "--non-finite", "replace").returncode == 0
+    )
 
 
 def _poison_features(ds: Dataset, row: int) -> None:
@@ -343,8 +360,9 @@ def test_corrupted_perm_is_refused(tmp_path: Path, perm, fragment: str) -> None:
         (MemoryError("Unable to allocate 745. GiB"), "out of memory: Unable to allocate 745. GiB"),
     ],
 )
-def test_last_resort_handler(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, exc: BaseException,
-                             fragment: str) -> None:
+def test_last_resort_handler(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, exc: BaseException, fragment: str
+) -> None:
     from graphtier.dataset.importers import edgelist
 
     def boom(*args: object, **kwargs: object) -> None:
@@ -376,7 +394,8 @@ def test_last_resort_handler_keeps_real_bugs(monkeypatch: pytest.MonkeyPatch, tm
 
 
 def test_error_in_a_real_process_has_no_traceback(tmp_path: Path) -> None:
-    result = run_cli_process("prepare", "edgelist", str(_edges(tmp_path)), str(tmp_path / "o"),
-                             "--num-nodes", "100000000000")
+    result = run_cli_process(
+        "prepare", "edgelist", str(_edges(tmp_path)), str(tmp_path / "o"), "--num-nodes", "100000000000"
+    )
     assert_user_error(result, "of memory")
     assert json.dumps(result.stderr).count("\\n") == 1

@@ -33,8 +33,21 @@ def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("cli") / "g"
     result = CliRunner().invoke(
         cli,
-        ["generate", str(out), "--nodes", "3k", "--avg-degree", "12", "--feature-dim", "8", "--num-classes", "5",
-         "--seed", "11", "--quiet"],
+        [
+            "generate",
+            str(out),
+            "--nodes",
+            "3k",
+            "--avg-degree",
+            "12",
+            "--feature-dim",
+            "8",
+            "--num-classes",
+            "5",
+            "--seed",
+            "11",
+            "--quiet",
+        ],
     )
     assert result.exit_code == 0, result.output
     assert "3,000 nodes" in result.output
@@ -55,18 +68,36 @@ def test_info_json_fields(generated: Path, capsys: pytest.CaptureFixture[str]) -
     dataset = Dataset.open(generated)
     assert info["num_nodes"] == 3000 and info["num_edges"] == dataset.num_edges and info["directed"] is False
     reference = in_degree_stats_reference(np.asarray(dataset.indptr)).as_dict()
-    for key in ("min", "mean", "median", "p99", "max", "zero_in_degree_nodes", "top1pct_edge_share",
-                "top10pct_edge_share"):
+    for key in (
+        "min",
+        "mean",
+        "median",
+        "p99",
+        "max",
+        "zero_in_degree_nodes",
+        "top1pct_edge_share",
+        "top10pct_edge_share",
+    ):
         assert info["in_degree"][key] == pytest.approx(reference[key])
-    assert info["features"] == {"shape": [3000, 8], "dtype": "float32",
-                                "bytes": (generated / "features.npy").stat().st_size}
+    assert info["features"] == {
+        "shape": [3000, 8],
+        "dtype": "float32",
+        "bytes": (generated / "features.npy").stat().st_size,
+    }
     labels = np.asarray(dataset.labels)
-    assert info["labels"] == {"num_classes": 5, "labelled": 3000, "unlabelled": 0,
-                              "class_counts": np.bincount(labels, minlength=5).tolist()}
+    assert info["labels"] == {
+        "num_classes": 5,
+        "labelled": 3000,
+        "unlabelled": 0,
+        "class_counts": np.bincount(labels, minlength=5).tolist(),
+    }
     assert info["splits"] == {"train": 30, "valid": 30, "test": 60}
     assert set(info["arrays"]) == {"indptr", "indices", "features", "labels", "train_idx", "valid_idx", "test_idx"}
-    assert info["arrays"]["indices"] == {"shape": [dataset.num_edges], "dtype": "int32",
-                                         "bytes": (generated / "indices.npy").stat().st_size}
+    assert info["arrays"]["indices"] == {
+        "shape": [dataset.num_edges],
+        "dtype": "int32",
+        "bytes": (generated / "indices.npy").stat().st_size,
+    }
     assert info["total_bytes"] == sum(p.stat().st_size for p in generated.iterdir())
     assert info["source"]["generator"] == "graphtier.dataset.synthetic"
 
@@ -105,8 +136,9 @@ def test_info_on_missing_or_broken_dataset(tmp_path: Path, capsys: pytest.Captur
 
 
 def test_generate_cli_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = _run(["generate", str(tmp_path / "x"), "--nodes", "100", "--avg-degree", "3",
-                         "--homophily", "1.5"], capsys)
+    code, _, err = _run(
+        ["generate", str(tmp_path / "x"), "--nodes", "100", "--avg-degree", "3", "--homophily", "1.5"], capsys
+    )
     assert code == 2 and "--homophily" in err and err.count("\n") == 1
     code, _, err = _run(["generate", str(tmp_path / "x"), "--nodes", "lots", "--avg-degree", "3"], capsys)
     assert code == 2 and "--nodes" in err
@@ -115,12 +147,23 @@ def test_generate_cli_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str])
 
 def test_count_parser() -> None:
     assert [COUNT.convert(v, None, None) for v in ("10", "2_000", "1,500", "3k", "1.5M", "2G", "1e3")] == [
-        10, 2000, 1500, 3000, 1_500_000, 2_000_000_000, 1000]
+        10,
+        2000,
+        1500,
+        3000,
+        1_500_000,
+        2_000_000_000,
+        1000,
+    ]
 
 
 def test_console_script_entry_point(generated: Path) -> None:
-    result = subprocess.run([sys.executable, "-m", "graphtier", "info", str(generated), "--json", "--no-validate"],
-                            capture_output=True, text=True, check=False)
+    result = subprocess.run(
+        [sys.executable, "-m", "graphtier", "info", str(generated), "--json", "--no-validate"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["num_nodes"] == 3000
 
@@ -136,8 +179,18 @@ def test_undirected_pairs_count_self_loops_once(tmp_path: Path) -> None:
     with DatasetWriter(tmp_path / "sym") as writer:
         writer.save("indptr", indptr)
         writer.save("indices", indices)
-        ds = writer.finish({"name": "sym", "num_nodes": 3, "num_edges": 5, "directed": False, "feature_dim": 0,
-                            "feature_dtype": "float32", "num_classes": 0, "source": {"kind": "test"}})
+        ds = writer.finish(
+            {
+                "name": "sym",
+                "num_nodes": 3,
+                "num_edges": 5,
+                "directed": False,
+                "feature_dim": 0,
+                "feature_dtype": "float32",
+                "num_classes": 0,
+                "source": {"kind": "test"},
+            }
+        )
     assert dataset_info(ds)["undirected_pairs"] == 3
 
 
@@ -150,9 +203,18 @@ def test_info_shows_whether_the_graph_is_symmetric(tmp_path: Path, capsys: pytes
         with DatasetWriter(tmp_path / name) as writer:
             writer.save("indptr", np.array(indptr, dtype=np.int64))
             writer.save("indices", np.array(indices, dtype=np.int32))
-            return writer.finish({"name": name, "num_nodes": len(indptr) - 1, "num_edges": len(indices),
-                                  "directed": True, "feature_dim": 0, "feature_dtype": "float32",
-                                  "num_classes": 0, "source": {"kind": "test"}})
+            return writer.finish(
+                {
+                    "name": name,
+                    "num_nodes": len(indptr) - 1,
+                    "num_edges": len(indices),
+                    "directed": True,
+                    "feature_dim": 0,
+                    "feature_dtype": "float32",
+                    "num_classes": 0,
+                    "source": {"kind": "test"},
+                }
+            )
 
     assert dataset_info(old_dataset("sym", [0, 1, 2], [1, 0]))["symmetric"] is True
     assert dataset_info(old_dataset("one", [0, 0, 1], [1]))["symmetric"] is True  # a self-loop is its own reverse

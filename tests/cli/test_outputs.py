@@ -45,9 +45,7 @@ def a_file(tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize("option", ["--save-model", "--report"])
-def test_train_output_under_a_file_is_refused_before_training(
-    tiny_dataset: Dataset, a_file: Path, option: str
-) -> None:
+def test_train_output_under_a_file_is_refused_before_training(tiny_dataset: Dataset, a_file: Path, option: str) -> None:
     result = _train(tiny_dataset, option, str(a_file / "out.pt"))
     assert_user_error(result, option, "is a file, not a directory")
     assert "final" not in result.stdout  # refused before training, not after it
@@ -110,23 +108,26 @@ def model_file(tiny_dataset: Dataset, tmp_path: Path) -> Path:
 @pytest.mark.parametrize("name", ["labels.npy", "train_idx.npy", "features.npy", "indices.npy"])
 def test_predict_output_over_a_dataset_file_is_refused(tiny_dataset: Dataset, model_file: Path, name: str) -> None:
     before = _digests(tiny_dataset.path)
-    result = run_cli("predict", str(tiny_dataset.path), "--model", str(model_file), "--output",
-                     str(tiny_dataset.path / name))
+    result = run_cli(
+        "predict", str(tiny_dataset.path), "--model", str(model_file), "--output", str(tiny_dataset.path / name)
+    )
     assert_user_error(result, "--output", "a file of the dataset")
     assert _digests(tiny_dataset.path) == before
 
 
-def test_predict_output_and_embeddings_on_the_same_file(tiny_dataset: Dataset, model_file: Path, tmp_path: Path) -> None:
+def test_predict_output_and_embeddings_on_the_same_file(
+    tiny_dataset: Dataset, model_file: Path, tmp_path: Path
+) -> None:
     out = tmp_path / "x.npy"
-    result = run_cli("predict", str(tiny_dataset.path), "--model", str(model_file), "--output", str(out),
-                     "--embeddings", str(out))
+    result = run_cli(
+        "predict", str(tiny_dataset.path), "--model", str(model_file), "--output", str(out), "--embeddings", str(out)
+    )
     assert_user_error(result, "--embeddings", "same path as --output")
     assert not out.exists()
 
 
 def test_predict_output_under_a_file(tiny_dataset: Dataset, model_file: Path, a_file: Path) -> None:
-    result = run_cli("predict", str(tiny_dataset.path), "--model", str(model_file), "--output",
-                     str(a_file / "p.npy"))
+    result = run_cli("predict", str(tiny_dataset.path), "--model", str(model_file), "--output", str(a_file / "p.npy"))
     assert_user_error(result, "--output", "is a file, not a directory")
 
 
@@ -169,7 +170,9 @@ def test_check_outputs_names_the_option(tmp_path: Path, a_file: Path) -> None:
     with pytest.raises(OptionError, match=r"^output='.*': is the file given to model=, which is being read") as info:
         check_outputs([("output", a_file, "file")], inputs=[("model", a_file)])
     assert "--" not in str(info.value)
-    assert info.value.render(cli=True).startswith(f"--output {a_file}: is the file given to --model, which is being read")
+    assert info.value.render(cli=True).startswith(
+        f"--output {a_file}: is the file given to --model, which is being read"
+    )
     with pytest.raises(OptionError, match=r"^save_model='/dev/null': is under /dev"):
         check_outputs([("save_model", "/dev/null", "file")])
     check_outputs([("a", tmp_path / "a", "file"), ("b", None, "file"), ("c", tmp_path / "c", "dir")])
@@ -180,7 +183,9 @@ def test_check_outputs_sees_a_symlink_to_the_same_file(tmp_path: Path) -> None:
     (tmp_path / "link.json").symlink_to(real)
     with pytest.raises(OptionError, match="^save_model='.*': is the same path as report=;") as info:
         check_outputs([("report", real, "file"), ("save_model", tmp_path / "link.json", "file")])
-    assert info.value.render(cli=True).startswith(f"--save-model {tmp_path / 'link.json'}: is the same path as --report;")
+    assert info.value.render(cli=True).startswith(
+        f"--save-model {tmp_path / 'link.json'}: is the same path as --report;"
+    )
 
 
 def test_dataset_files_lists_every_array(tiny_dataset: Dataset) -> None:

@@ -13,7 +13,9 @@ from tests.conftest import write_labelled_graph
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "graphtier", *args], capture_output=True, text=True, timeout=600, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "graphtier", *args], capture_output=True, text=True, timeout=600, check=False
+    )
 
 
 def _train(dataset: Dataset, model: Path) -> None:
@@ -30,7 +32,9 @@ def test_predict_writes_classes_probabilities_and_embeddings(tiny_dataset: Datas
     model = tmp_path / "model.pt"
     _train(tiny_dataset, model)
     preds, emb = tmp_path / "out" / "preds.npy", tmp_path / "emb.npy"
-    result = _run("predict", str(tiny_dataset.path), "--model", str(model), "--output", str(preds), "--embeddings", str(emb))
+    result = _run(
+        "predict", str(tiny_dataset.path), "--model", str(model), "--output", str(preds), "--embeddings", str(emb)
+    )
     assert result.returncode == 0, result.stderr
     classes = np.load(preds)
     assert classes.shape == (400,) and classes.dtype == np.int64 and classes.min() >= 0 and classes.max() < 4

@@ -80,11 +80,25 @@ def test_the_cli_builds_one_value_and_passes_it_unchanged(tmp_path: Path, monkey
         raise OptionError("stop here")
 
     monkeypatch.setattr(edgelist, "import_edgelist", fake_import)
-    result = run_cli("prepare", "edgelist", str(tmp_path / "e.txt"), str(tmp_path / "o"), "--undirected",
-                     "--synthetic-features", "4", "--synthetic-labels", "3", "--split", "0.6,0.2,0.2", "--seed", "5")
+    result = run_cli(
+        "prepare",
+        "edgelist",
+        str(tmp_path / "e.txt"),
+        str(tmp_path / "o"),
+        "--undirected",
+        "--synthetic-features",
+        "4",
+        "--synthetic-labels",
+        "3",
+        "--split",
+        "0.6,0.2,0.2",
+        "--seed",
+        "5",
+    )
     assert_user_error(result, "stop here")
-    assert seen["options"] == ImportOptions(undirected=True, synthetic_features=4, synthetic_labels=3,
-                                            split=(0.6, 0.2, 0.2), seed=5)
+    assert seen["options"] == ImportOptions(
+        undirected=True, synthetic_features=4, synthetic_labels=3, split=(0.6, 0.2, 0.2), seed=5
+    )
     assert not (set(seen) & _FIELDS), "shared options travel inside ImportOptions only"
 
 
@@ -107,14 +121,28 @@ def test_parsed_and_validated_in_one_place() -> None:
 def test_to_meta_keeps_the_meta_json_keys(tmp_path: Path) -> None:
     edges = tmp_path / "e.txt"
     edges.write_text("0 1\n1 2\n")
-    ds = edgelist.import_edgelist(edges, tmp_path / "o", options=ImportOptions(split="0.5,0.25,0.25"),
-                                  synthetic_labels=2)
+    ds = edgelist.import_edgelist(
+        edges, tmp_path / "o", options=ImportOptions(split="0.5,0.25,0.25"), synthetic_labels=2
+    )
     meta_options = json.loads((ds.path / "meta.json").read_text())["source"]["options"]
     assert meta_options == {
-        "undirected": False, "drop_self_loops": False, "keep_duplicates": False, "labels": None, "features": None,
-        "synthetic_features": 0, "synthetic_feature_signal": 0.0, "synthetic_labels": 2, "labels_layout": "auto",
-        "labels_column": None, "unlabelled_value": None, "split": [0.5, 0.25, 0.25], "seed": 0, "header": "auto",
-        "ids": "int", "num_nodes": None, "non_finite": "error",
+        "undirected": False,
+        "drop_self_loops": False,
+        "keep_duplicates": False,
+        "labels": None,
+        "features": None,
+        "synthetic_features": 0,
+        "synthetic_feature_signal": 0.0,
+        "synthetic_labels": 2,
+        "labels_layout": "auto",
+        "labels_column": None,
+        "unlabelled_value": None,
+        "split": [0.5, 0.25, 0.25],
+        "seed": 0,
+        "header": "auto",
+        "ids": "int",
+        "num_nodes": None,
+        "non_finite": "error",
     }
     assert set(ImportOptions().to_meta(OGB_FIELDS)) == set(OGB_FIELDS)
 

@@ -19,8 +19,16 @@ def _edges(root: Path) -> Path:
 
 def test_prepare_without_split_prints_how_to_add_one(tmp_path: Path) -> None:
     edges = _edges(tmp_path)
-    result = run_cli("prepare", "edgelist", str(edges), str(tmp_path / "ds"), "--labels", str(tmp_path / "labels.txt"),
-                     "--synthetic-features", "4")
+    result = run_cli(
+        "prepare",
+        "edgelist",
+        str(edges),
+        str(tmp_path / "ds"),
+        "--labels",
+        str(tmp_path / "labels.txt"),
+        "--synthetic-features",
+        "4",
+    )
     assert result.returncode == 0, result.stderr
     notes = [line for line in result.stdout.splitlines() if line.startswith(_NOTE)]
     assert len(notes) == 1 and "--split 0.8,0.1,0.1" in notes[0], result.stdout
@@ -29,7 +37,17 @@ def test_prepare_without_split_prints_how_to_add_one(tmp_path: Path) -> None:
 
 def test_prepare_with_split_prints_no_split_note(tmp_path: Path) -> None:
     edges = _edges(tmp_path)
-    result = run_cli("prepare", "edgelist", str(edges), str(tmp_path / "ds"), "--labels", str(tmp_path / "labels.txt"),
-                     "--synthetic-features", "4", "--split", "0.6,0.2,0.2")
+    result = run_cli(
+        "prepare",
+        "edgelist",
+        str(edges),
+        str(tmp_path / "ds"),
+        "--labels",
+        str(tmp_path / "labels.txt"),
+        "--synthetic-features",
+        "4",
+        "--split",
+        "0.6,0.2,0.2",
+    )
     assert result.returncode == 0, result.stderr
     assert _NOTE not in result.stdout

@@ -17,7 +17,9 @@ from tests.dataset.importers.helpers import run_cli
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "graphtier", *args], capture_output=True, text=True, timeout=600, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "graphtier", *args], capture_output=True, text=True, timeout=600, check=False
+    )
 
 
 @pytest.fixture(scope="module")
@@ -49,8 +51,9 @@ def test_mlp_on_default_synthetic_features_stays_at_the_majority_class(
     result = run_cli("prepare", "edgelist", str(edges), str(tmp_path / "plain"), *common)
     assert result.returncode == 0, result.stderr
     assert "note: features are synthetic random noise (no label information)" in result.stdout
-    result = run_cli("prepare", "edgelist", str(edges), str(tmp_path / "leak"), *common,
-                     "--synthetic-feature-signal", "1")
+    result = run_cli(
+        "prepare", "edgelist", str(edges), str(tmp_path / "leak"), *common, "--synthetic-feature-signal", "1"
+    )
     assert result.returncode == 0, result.stderr
     assert "encode the labels" in result.stdout
 
@@ -58,7 +61,15 @@ def test_mlp_on_default_synthetic_features_stays_at_the_majority_class(
     assert plain.name == "plain"  # the default name comes from the output directory
     majority = _majority(plain)
     assert 0.69 < majority < 0.8
-    options = {"model": "mlp", "epochs": 4, "hidden": 32, "batch_size": 256, "num_threads": 1, "quiet": True, "prefetch": 0}
+    options = {
+        "model": "mlp",
+        "epochs": 4,
+        "hidden": 32,
+        "batch_size": 256,
+        "num_threads": 1,
+        "quiet": True,
+        "prefetch": 0,
+    }
     honest = train(plain, **options)["final"]["test_acc"]
     assert abs(honest - majority) < 0.04, (honest, majority)
     # the opt-in signal does carry the labels: the same model then looks (wrongly) excellent
@@ -71,12 +82,36 @@ def test_train_info_and_report_say_the_features_are_synthetic(
 ) -> None:
     edges, target = labelled_graph
     out = tmp_path / "ds"
-    result = run_cli("prepare", "edgelist", str(edges), str(out), "--labels", str(target),
-                     "--synthetic-features", "8", "--synthetic-feature-signal", "0.5", "--split", "0.6,0.2,0.2")
+    result = run_cli(
+        "prepare",
+        "edgelist",
+        str(edges),
+        str(out),
+        "--labels",
+        str(target),
+        "--synthetic-features",
+        "8",
+        "--synthetic-feature-signal",
+        "0.5",
+        "--split",
+        "0.6,0.2,0.2",
+    )
     assert result.returncode == 0, result.stderr
     report = tmp_path / "run.json"
-    trained = _run("train", str(out), "--model", "mlp", "--epochs", "1", "--hidden", "8", "--num-threads", "1",
-                   "--report", str(report))
+    trained = _run(
+        "train",
+        str(out),
+        "--model",
+        "mlp",
+        "--epochs",
+        "1",
+        "--hidden",
+        "8",
+        "--num-threads",
+        "1",
+        "--report",
+        str(report),
+    )
     assert trained.returncode == 0, trained.stderr
     assert re.search(r"note: features are synthetic with label signal 0.5", trained.stdout)
     data = json.loads(report.read_text())

@@ -16,7 +16,6 @@ from tests.cli.helpers import run
 DATA = Path(__file__).parents[2] / ".." / "shared" / "data"
 
 
-
 @pytest.fixture()
 def dataset(tmp_path: Path) -> Path:
     rng = np.random.default_rng(0)
@@ -32,16 +31,28 @@ def dataset(tmp_path: Path) -> Path:
         writer.save("labels", rng.integers(0, 3, n))
         writer.save("train_idx", np.sort(rng.choice(n, 40, replace=False)).astype(np.int64))
         writer.save("node_ids", np.arange(n, dtype=np.int64) + 10)
-        writer.finish({"name": "cli-test", "num_nodes": n, "num_edges": int(indices.size), "directed": True,
-                       "feature_dim": 4, "feature_dtype": "float32", "num_classes": 3, "source": {"kind": "test"}})
+        writer.finish(
+            {
+                "name": "cli-test",
+                "num_nodes": n,
+                "num_edges": int(indices.size),
+                "directed": True,
+                "feature_dim": 4,
+                "feature_dtype": "float32",
+                "num_classes": 3,
+                "source": {"kind": "test"},
+            }
+        )
     return root
 
 
 @pytest.mark.parametrize("method", ["degree", "rpr", "wrpr", "fwr", "fwr-sum", "presample"])
 def test_score_writes_scores(dataset: Path, tmp_path: Path, method: str, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / f"{method}.npy"
-    code, stdout, _ = run(["score", str(dataset), "--score", method, "--output", str(out),
-                           "--fanouts", "5,5", "--batch-size", "16"], capsys)
+    code, stdout, _ = run(
+        ["score", str(dataset), "--score", method, "--output", str(out), "--fanouts", "5,5", "--batch-size", "16"],
+        capsys,
+    )
     assert code == 0
     scores = np.load(out)
     assert scores.shape == (2000,) and scores.dtype == np.float64
@@ -79,8 +90,21 @@ def test_reorder_by_method_and_file(dataset: Path, tmp_path: Path, capsys: pytes
 
 
 def test_analyze_json_and_plot(dataset: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, stdout, err = run(["analyze", str(dataset), "--fanouts", "10,10,10,10,10", "--batch-size", "8",
-                             "--json", str(tmp_path / "a.json"), "--plot", str(tmp_path / "a.png")], capsys)
+    code, stdout, err = run(
+        [
+            "analyze",
+            str(dataset),
+            "--fanouts",
+            "10,10,10,10,10",
+            "--batch-size",
+            "8",
+            "--json",
+            str(tmp_path / "a.json"),
+            "--plot",
+            str(tmp_path / "a.png"),
+        ],
+        capsys,
+    )
     assert code == 0, err
     doc = json.loads((tmp_path / "a.json").read_text())
     assert set(doc["curves"]) == {"degree", "rpr", "wrpr", "fwr", "fwr-sum", "presample", "ideal"}
@@ -125,8 +149,18 @@ def test_wrpr_without_train_split_is_a_user_error(tmp_path: Path, capsys: pytest
     with DatasetWriter(tmp_path / "d") as writer:
         writer.save("indptr", indptr)
         writer.save("indices", indices)
-        writer.finish({"name": "t", "num_nodes": 3, "num_edges": 2, "directed": True, "feature_dim": 0,
-                       "feature_dtype": None, "num_classes": 0, "source": {}})
+        writer.finish(
+            {
+                "name": "t",
+                "num_nodes": 3,
+                "num_edges": 2,
+                "directed": True,
+                "feature_dim": 0,
+                "feature_dtype": None,
+                "num_classes": 0,
+                "source": {},
+            }
+        )
     code, _, err = run(["score", str(tmp_path / "d"), "--method", "wrpr"], capsys)
     assert code == 2 and "train_idx.npy" in err
 
@@ -144,14 +178,25 @@ def test_real_graph_scores_and_reorder(tmp_path: Path, capsys: pytest.CaptureFix
     with DatasetWriter(tmp_path / "cnr") as writer:
         writer.save("indptr", indptr)
         writer.save("indices", indices)
-        writer.finish({"name": "cnr-2000", "num_nodes": n, "num_edges": int(indices.size), "directed": True,
-                       "feature_dim": 0, "feature_dtype": None, "num_classes": 0, "source": {}})
+        writer.finish(
+            {
+                "name": "cnr-2000",
+                "num_nodes": n,
+                "num_edges": int(indices.size),
+                "directed": True,
+                "feature_dim": 0,
+                "feature_dtype": None,
+                "num_classes": 0,
+                "source": {},
+            }
+        )
     code, stdout, err = run(["score", str(tmp_path / "cnr"), "--method", "rpr", "-o", str(tmp_path / "r.npy")], capsys)
     assert code == 0, err
     scores = np.load(tmp_path / "r.npy")
     assert scores.sum() == pytest.approx(1.0, rel=1e-9) and np.all(scores > 0)
-    code, _, err = run(["reorder", str(tmp_path / "cnr"), str(tmp_path / "out"), "--score", str(tmp_path / "r.npy")],
-                       capsys)
+    code, _, err = run(
+        ["reorder", str(tmp_path / "cnr"), str(tmp_path / "out"), "--score", str(tmp_path / "r.npy")], capsys
+    )
     assert code == 0, err
     result = Dataset.open(tmp_path / "out")
     perm = np.asarray(result.extra["perm"])
@@ -162,8 +207,9 @@ def test_real_graph_scores_and_reorder(tmp_path: Path, capsys: pytest.CaptureFix
 def test_default_score_is_fwr_with_fanouts_and_batch_size(
     dataset: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, stdout, err = run(["reorder", str(dataset), str(tmp_path / "r"), "--fanouts", "5,5", "--batch-size", "16"],
-                            capsys)
+    code, stdout, err = run(
+        ["reorder", str(dataset), str(tmp_path / "r"), "--fanouts", "5,5", "--batch-size", "16"], capsys
+    )
     assert code == 0, err
     meta = Dataset.open(tmp_path / "r").meta["reorder"]
     assert meta["score"] == "fwr"
@@ -174,7 +220,9 @@ def test_default_score_is_fwr_with_fanouts_and_batch_size(
     assert code == 2 and "--batch-size" in err and len(err.strip().splitlines()) == 1
 
 
-def test_score_option_is_spelled_the_same_everywhere(dataset: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_score_option_is_spelled_the_same_everywhere(
+    dataset: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from graphtier.cli import cli
 
     for name in ("score", "reorder", "analyze"):
@@ -185,15 +233,30 @@ def test_score_option_is_spelled_the_same_everywhere(dataset: Path, tmp_path: Pa
     # the old spellings still work
     code, stdout, _ = run(["score", str(dataset), "-m", "degree", "--top", "1"], capsys)
     assert code == 0 and "degree" in stdout
-    code, stdout, _ = run(["analyze", str(dataset), "--scores", "degree", "--wrpr-iterations", "2",
-                           "--fanouts", "5,5", "--batch-size", "64"], capsys)
+    code, stdout, _ = run(
+        [
+            "analyze",
+            str(dataset),
+            "--scores",
+            "degree",
+            "--wrpr-iterations",
+            "2",
+            "--fanouts",
+            "5,5",
+            "--batch-size",
+            "64",
+        ],
+        capsys,
+    )
     assert code == 0 and "degree" in stdout
 
 
 def test_pagerank_stopped_by_its_cap_warns(dataset: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(["score", str(dataset), "-s", "rpr", "--iterations", "2", "--top", "0"], capsys)
     assert code == 0 and "graphtier: warning: rpr stopped at its iteration cap (2)" in err
-    code, _, err = run(["score", str(dataset), "-s", "rpr", "--iterations", "500", "--tol", "1e-3", "--top", "0"], capsys)
+    code, _, err = run(
+        ["score", str(dataset), "-s", "rpr", "--iterations", "500", "--tol", "1e-3", "--top", "0"], capsys
+    )
     assert code == 0 and "warning" not in err
     # wrpr runs a fixed number of rounds by design (Alg. 1): no warning
     code, _, err = run(["score", str(dataset), "-s", "wrpr", "--iterations", "2", "--top", "0"], capsys)
@@ -214,9 +277,24 @@ def test_plan_prints_the_multi_gpu_placement(
     dataset: Path, tmp_path: Path, name: str, gpus: int, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "plan.json"
-    code, stdout, err = run(["plan", str(dataset), *PLAN_ARGS, "--gpu-memory", _plan_gpu_memory(dataset, 8000),
-                             "--gpus", str(gpus), "--gpu-topology", name, "--placement-groups", "8",
-                             "--json", str(out)], capsys)
+    code, stdout, err = run(
+        [
+            "plan",
+            str(dataset),
+            *PLAN_ARGS,
+            "--gpu-memory",
+            _plan_gpu_memory(dataset, 8000),
+            "--gpus",
+            str(gpus),
+            "--gpu-topology",
+            name,
+            "--placement-groups",
+            "8",
+            "--json",
+            str(out),
+        ],
+        capsys,
+    )
     assert code == 0, err
     assert f"placement on {name} ({gpus} GPUs" in stdout
     assert "objective: slowest link" in stdout and "host-only" in stdout and "replicate+interleave" in stdout
@@ -236,8 +314,9 @@ def test_plan_prints_the_multi_gpu_placement(
 
 
 def test_plan_gpus_default_to_the_topology(dataset: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, stdout, err = run(["plan", str(dataset), *PLAN_ARGS, "--gpu-memory", "80GiB", "--gpu-topology", "nvlink-pairs-4"],
-                            capsys)
+    code, stdout, err = run(
+        ["plan", str(dataset), *PLAN_ARGS, "--gpu-memory", "80GiB", "--gpu-topology", "nvlink-pairs-4"], capsys
+    )
     assert code == 0, err
     assert "device: 4 x GPU" in stdout and "placement on nvlink-pairs-4 (4 GPUs" in stdout
 
@@ -259,8 +338,16 @@ def test_plan_placement_user_errors_are_one_line_exit_2(
     (tmp_path / "bad.json").write_text("{nope")
     (tmp_path / "square.json").write_text(json.dumps({"links_gbps": [[0, 1, 2]], "host_gbps": 12}))
     out = tmp_path / "plan.json"
-    argv = ["plan", str(dataset), *PLAN_ARGS, "--gpu-memory", "80GiB", *[a.format(t=tmp_path) for a in extra],
-            "--json", str(out)]
+    argv = [
+        "plan",
+        str(dataset),
+        *PLAN_ARGS,
+        "--gpu-memory",
+        "80GiB",
+        *[a.format(t=tmp_path) for a in extra],
+        "--json",
+        str(out),
+    ]
     code, _, err = run(argv, capsys)
     assert code == 2, err
     assert err.startswith("graphtier: error:") and message in err
@@ -274,14 +361,30 @@ def test_plan_topology_budget_moves_graph_reads_off_pcie(
     rows = {}
     for budget in ("0", "100%"):
         out = tmp_path / f"plan-{budget.strip('%')}.json"
-        code, stdout, err = run(["plan", str(dataset), *PLAN_ARGS, "--gpu-memory", "80GiB", "--topology-budget", budget,
-                                 "--json", str(out)], capsys)
+        code, stdout, err = run(
+            [
+                "plan",
+                str(dataset),
+                *PLAN_ARGS,
+                "--gpu-memory",
+                "80GiB",
+                "--topology-budget",
+                budget,
+                "--json",
+                str(out),
+            ],
+            capsys,
+        )
         assert code == 0, err
         assert f"--topology-budget {budget})" in stdout
         rows[budget] = json.loads(out.read_text())["budgets"][0]
     zero, full = rows["0"], rows["100%"]
     assert zero["topology_bytes_per_epoch"]["host"] > 0 and full["topology_bytes_per_epoch"]["host"] == 0
-    total = lambda row: sum(row["topology_bytes_per_epoch"].values())
+
+    def total(row):
+        return sum(row["topology_bytes_per_epoch"].values())
+
     assert total(zero) == pytest.approx(total(full))
     assert zero["pcie_bytes_per_epoch"] - full["pcie_bytes_per_epoch"] == pytest.approx(
-        zero["topology_bytes_per_epoch"]["host"])
+        zero["topology_bytes_per_epoch"]["host"]
+    )

@@ -20,7 +20,8 @@ def poisoned(draw: st.DrawFn) -> np.ndarray:
     a = np.random.default_rng(draw(st.integers(0, 2**32 - 1))).standard_normal((rows, dim)).astype(dtype)
     for _ in range(draw(st.integers(0, 4))):
         a[draw(st.integers(0, rows - 1)), draw(st.integers(0, dim - 1))] = draw(
-            st.sampled_from([np.nan, np.inf, -np.inf]))
+            st.sampled_from([np.nan, np.inf, -np.inf])
+        )
     return a
 
 

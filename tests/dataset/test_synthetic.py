@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 from graphtier.dataset import _synthetic_csc_kernels as csc_kernels
 from graphtier.dataset import _synthetic_kernels as kernels
 from graphtier.dataset import synthetic
+from graphtier.dataset.csc import edges_to_csc_reference
 from graphtier.dataset.format import Dataset
 from graphtier.errors import DatasetError, OptionError
-from graphtier.dataset.csc import edges_to_csc_reference
 from graphtier.graph.stats import in_degree_stats
 
 ARRAY_FILES = ("indptr", "indices", "features", "labels", "train_idx", "valid_idx", "test_idx")
@@ -75,23 +75,36 @@ def _sampler_setup(nodes: int, classes: int, seed: int) -> dict[str, np.ndarray]
     np.cumsum(np.bincount(labels, minlength=classes), out=offsets[1:])
     accept, alias = kernels.build_alias_tables(weights[members], offsets)
     mass = np.bincount(labels, weights=weights, minlength=classes)
-    return dict(labels=labels, weights=weights, offsets=offsets, class_mass=mass, class_cum=np.cumsum(mass),
-                slots=kernels.pack_alias_slots(accept, alias, members))
+    return dict(
+        labels=labels,
+        weights=weights,
+        offsets=offsets,
+        class_mass=mass,
+        class_cum=np.cumsum(mass),
+        slots=kernels.pack_alias_slots(accept, alias, members),
+    )
 
 
 @settings(max_examples=25, deadline=None)
-@given(nodes=st.integers(1, 200), classes=st.integers(1, 6), homophily=st.sampled_from([0.0, 0.3, 0.8, 1.0]),
-       seed=st.integers(0, 1000), first=st.integers(0, 10**9))
+@given(
+    nodes=st.integers(1, 200),
+    classes=st.integers(1, 6),
+    homophily=st.sampled_from([0.0, 0.3, 0.8, 1.0]),
+    seed=st.integers(0, 1000),
+    first=st.integers(0, 10**9),
+)
 def test_sample_edges_matches_reference(nodes: int, classes: int, homophily: float, seed: int, first: int) -> None:
     s = _sampler_setup(nodes, classes, seed)
     count = 500
     src = np.empty(count, dtype=np.int32)
     dst = np.empty(count, dtype=np.int32)
     key = kernels.stream_key(seed, 2)
-    kernels.sample_edges(np.uint64(key), np.int64(first), s["class_cum"], s["class_mass"], s["offsets"],
-                         s["slots"], homophily, src, dst)
-    ref_src, ref_dst = kernels.sample_edges_reference(key, first, count, s["class_cum"], s["class_mass"],
-                                                      s["offsets"], s["slots"], homophily)
+    kernels.sample_edges(
+        np.uint64(key), np.int64(first), s["class_cum"], s["class_mass"], s["offsets"], s["slots"], homophily, src, dst
+    )
+    ref_src, ref_dst = kernels.sample_edges_reference(
+        key, first, count, s["class_cum"], s["class_mass"], s["offsets"], s["slots"], homophily
+    )
     np.testing.assert_array_equal(src, ref_src)
     np.testing.assert_array_equal(dst, ref_dst)
 
@@ -101,8 +114,9 @@ def test_sample_edges_follows_weights_and_homophily() -> None:
     count = 400_000
     src = np.empty(count, dtype=np.int32)
     dst = np.empty(count, dtype=np.int32)
-    kernels.sample_edges(np.uint64(99), np.int64(0), s["class_cum"], s["class_mass"], s["offsets"], s["slots"],
-                         0.7, src, dst)
+    kernels.sample_edges(
+        np.uint64(99), np.int64(0), s["class_cum"], s["class_mass"], s["offsets"], s["slots"], 0.7, src, dst
+    )
     expected = s["weights"] / s["weights"].sum()
     observed = np.bincount(dst, minlength=300) / count
     # every destination frequency within 5 standard errors of its weight share
@@ -123,8 +137,13 @@ def test_fill_features_matches_reference(nodes: int, dim: int, noise: float, fir
 
 
 @settings(max_examples=30, deadline=None)
-@given(nodes=st.integers(1, 60), edges=st.integers(0, 400), symmetric=st.booleans(), seed=st.integers(0, 99),
-       parts=st.integers(1, 5))
+@given(
+    nodes=st.integers(1, 60),
+    edges=st.integers(0, 400),
+    symmetric=st.booleans(),
+    seed=st.integers(0, 99),
+    parts=st.integers(1, 5),
+)
 def test_csc_kernels_match_reference(nodes: int, edges: int, symmetric: bool, seed: int, parts: int) -> None:
     rng = np.random.default_rng(seed)
     src = rng.integers(0, nodes, edges).astype(np.int32)
@@ -137,8 +156,9 @@ def test_csc_kernels_match_reference(nodes: int, edges: int, symmetric: bool, se
     indices = np.empty(int(indptr[-1]), dtype=np.int32)
     cursor = indptr[:-1].copy()
     for start in range(0, edges, 37):
-        csc_kernels.scatter_endpoints(src[start : start + 37], dst[start : start + 37], cursor, indices, symmetric,
-                                  parts)
+        csc_kernels.scatter_endpoints(
+            src[start : start + 37], dst[start : start + 37], cursor, indices, symmetric, parts
+        )
     csc_kernels.sort_and_count_unique(indptr, indices)
     kept = csc_kernels.compact_lists(indptr, indices)
     all_src = np.concatenate([src, dst]) if symmetric else src
@@ -208,8 +228,9 @@ def test_directed_graph(tmp_path: Path) -> None:
     dataset = _generate(tmp_path / "d", nodes=2000, avg_degree=8, undirected=False, feature_dim=0)
     assert dataset.directed and dataset.features is None
     n = dataset.num_nodes
-    adjacency = sp.csc_matrix((np.ones(dataset.num_edges), np.asarray(dataset.indices), np.asarray(dataset.indptr)),
-                              shape=(n, n))
+    adjacency = sp.csc_matrix(
+        (np.ones(dataset.num_edges), np.asarray(dataset.indices), np.asarray(dataset.indptr)), shape=(n, n)
+    )
     assert (adjacency != adjacency.T).nnz > 0
     assert 0.7 * 16000 < dataset.num_edges <= 16000
 
@@ -224,8 +245,7 @@ def test_degrees_are_skewed(small: Dataset) -> None:
 
 def test_homophily_extremes(tmp_path: Path) -> None:
     for homophily, expected in ((1.0, 1.0), (0.0, 0.0)):
-        dataset = _generate(tmp_path / f"h{homophily}", nodes=1500, avg_degree=10, homophily=homophily,
-                            feature_dim=0)
+        dataset = _generate(tmp_path / f"h{homophily}", nodes=1500, avg_degree=10, homophily=homophily, feature_dim=0)
         labels = np.asarray(dataset.labels)
         dst = np.repeat(np.arange(dataset.num_nodes), np.diff(dataset.indptr))
         assert (labels[np.asarray(dataset.indices)] == labels[dst]).mean() == expected
@@ -285,15 +305,21 @@ def test_float16_features(tmp_path: Path) -> None:
     dataset = _generate(tmp_path / "f16", nodes=300, avg_degree=4, feature_dtype="float16", feature_dim=5)
     assert dataset.features is not None and dataset.features.dtype == np.float16
     reference = _generate(tmp_path / "f32", nodes=300, avg_degree=4, feature_dim=5)
-    np.testing.assert_array_equal(np.asarray(dataset.features),
-                                  np.asarray(reference.features).astype(np.float16))
+    np.testing.assert_array_equal(np.asarray(dataset.features), np.asarray(reference.features).astype(np.float16))
 
 
 def test_tiny_graphs(tmp_path: Path) -> None:
     single = _generate(tmp_path / "one", nodes=1, avg_degree=0, num_classes=1, feature_dim=3)
     assert single.num_edges == 0 and single.num_nodes == 1
-    few = _generate(tmp_path / "few", nodes=5, avg_degree=2, num_classes=5, train_fraction=0.4,
-                    valid_fraction=0.3, test_fraction=0.3)
+    few = _generate(
+        tmp_path / "few",
+        nodes=5,
+        avg_degree=2,
+        num_classes=5,
+        train_fraction=0.4,
+        valid_fraction=0.3,
+        test_fraction=0.3,
+    )
     assert [few.split(s).size for s in ("train", "valid", "test")] == [2, 2, 1]
 
 
@@ -314,8 +340,9 @@ def test_tiny_graphs(tmp_path: Path) -> None:
     ],
 )
 def test_bad_options_raise_one_line_errors(tmp_path: Path, option: str, value: object, flag: str) -> None:
-    options: dict[str, object] = dict(nodes=10, avg_degree=2, num_classes=2, feature_dim=2, valid_fraction=0.1,
-                                      test_fraction=0.1)
+    options: dict[str, object] = dict(
+        nodes=10, avg_degree=2, num_classes=2, feature_dim=2, valid_fraction=0.1, test_fraction=0.1
+    )
     options[option] = value
     with pytest.raises(OptionError) as error:
         synthetic.generate(tmp_path / "bad", **options)  # type: ignore[arg-type]

@@ -23,8 +23,15 @@ REPO = Path(__file__).resolve().parents[2]
 
 def _meta(num_nodes: int, **extra: object) -> dict:
     return {
-        "name": "w", "num_nodes": num_nodes, "num_edges": 0, "directed": True, "feature_dim": 0,
-        "feature_dtype": "float32", "num_classes": 0, "source": {"importer": "test"}, **extra,
+        "name": "w",
+        "num_nodes": num_nodes,
+        "num_edges": 0,
+        "directed": True,
+        "feature_dim": 0,
+        "feature_dtype": "float32",
+        "num_classes": 0,
+        "source": {"importer": "test"},
+        **extra,
     }
 
 
@@ -165,12 +172,14 @@ def _interrupt_after(monkeypatch: pytest.MonkeyPatch, rename_mode: str, calls: i
         name, owner = "renameat2", swap
     else:
         real, name, owner = os.rename, "rename", os
+
     def interrupting(*args: object) -> object:
         result = real(*args)
         count[0] += 1
         if count[0] == calls:
             raise KeyboardInterrupt
         return result
+
     monkeypatch.setattr(owner, name, interrupting)
 
 
@@ -237,7 +246,9 @@ def test_sigkill_at_the_swap_is_recovered(tmp_path: Path, rename_mode: str) -> N
     out = tmp_path / "ds"
     write_labelled_graph(out, num_nodes=30)
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    result = subprocess.run([sys.executable, "-c", KILL_AT_SWAP, rename_mode, str(out)], env=env, timeout=120, check=False)
+    result = subprocess.run(
+        [sys.executable, "-c", KILL_AT_SWAP, rename_mode, str(out)], env=env, timeout=120, check=False
+    )
     assert result.returncode == -signal.SIGKILL
     assert _temps(tmp_path) != []
     assert Dataset.open(out).num_nodes == (30 if rename_mode == "fallback" else 4)

@@ -65,8 +65,9 @@ def test_combine_and_draw_matches_two_references(spec: tuple[int, int, int], fan
     out, values = np.empty(n), np.empty(n)
     kernels.combine_and_draw(partials.copy(), present, indptr, fanout, survival, out, values)
     np.testing.assert_allclose(out, combined, rtol=1e-12, atol=1e-15)
-    np.testing.assert_allclose(values, kernels.draw_values_reference(indptr, combined, fanout, survival),
-                               rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(
+        values, kernels.draw_values_reference(indptr, combined, fanout, survival), rtol=1e-12, atol=1e-15
+    )
 
 
 @settings(max_examples=40, deadline=None)

@@ -10,11 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from graphtier.dataset.csc import csc_to_edges, edges_to_csc
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.writer import DatasetWriter
 from graphtier.errors import DatasetError
 from graphtier.graph import _reorder_kernels as kernels
-from graphtier.dataset.csc import csc_to_edges, edges_to_csc
 from graphtier.graph.reorder import (
     load_score_file,
     order_by_score,

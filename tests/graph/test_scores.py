@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from graphtier.dataset.csc import edges_to_csc
 from graphtier.errors import OptionError
 from graphtier.graph import _score_kernels as kernels
-from graphtier.dataset.csc import edges_to_csc
 from graphtier.graph.scores import (
     degree_scores,
     reverse_pagerank,

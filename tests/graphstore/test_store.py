@@ -9,8 +9,8 @@ import torch
 from graphtier.dataset import Dataset
 from graphtier.errors import OptionError
 from graphtier.graphstore import GraphStore
-from graphtier.sampling import NeighborSampler, ShadowSampler, iter_seed_batches
 from graphtier.memory import TIER_NAMES, PlacementSpec, make_feature_store, make_topology
+from graphtier.sampling import NeighborSampler, ShadowSampler, iter_seed_batches
 from graphtier.tiering.plan import describe_device, plan_capacity
 
 FANOUTS = [5, 3]
@@ -54,8 +54,13 @@ def test_cpu_sampling_matches_the_sampler_and_counts_host_topology_reads(tiny_da
 
 @pytest.mark.parametrize("budget", ["0", "10%", "100%"])
 def test_device_sampling_on_the_cpu_twin_is_identical_and_its_tiers_add_up(tiny_dataset: Dataset, budget: str) -> None:
-    topology = make_topology(tiny_dataset.indptr, tiny_dataset.indices, device=torch.device("cpu"),
-                             topology_budget=budget, log=lambda _: None)
+    topology = make_topology(
+        tiny_dataset.indptr,
+        tiny_dataset.indices,
+        device=torch.device("cpu"),
+        topology_budget=budget,
+        log=lambda _: None,
+    )
     features = make_feature_store(tiny_dataset.features, "cpu-gather", device=torch.device("cpu"))
     store = GraphStore(tiny_dataset, features, topology=topology, seed=5, picks="numba")
     reference = NeighborSampler(tiny_dataset.indptr, tiny_dataset.indices, FANOUTS, seed=5)
@@ -96,8 +101,16 @@ def test_bad_sample_on_and_topology_budget_without_gpu_sampling_are_refused(tiny
 
 def test_auto_topology_budget_with_cpu_sampling_means_zero(tiny_dataset: Dataset) -> None:
     """The README's GraphStore call on a machine without a GPU: sample_on="cpu" with topology_budget="auto"."""
-    with GraphStore.open(tiny_dataset, device="cpu", sample_on="cpu", features_on="tiered", feature_budget="auto",
-                         topology_budget="auto", ram_budget="auto", log=lambda _: None) as store:
+    with GraphStore.open(
+        tiny_dataset,
+        device="cpu",
+        sample_on="cpu",
+        features_on="tiered",
+        feature_budget="auto",
+        topology_budget="auto",
+        ram_budget="auto",
+        log=lambda _: None,
+    ) as store:
         assert store.topology is None and store.sample_on == "cpu"
         store.sample(np.asarray(tiny_dataset.train_idx[:8]), FANOUTS)
         topology = store.traffic()["topology"]
@@ -119,21 +132,36 @@ def test_plan_and_closed_store(tiny_dataset: Dataset) -> None:
 
 
 @pytest.mark.parametrize(("budget", "ram"), [("10%", None), ("25%", "40%")])
-def test_the_gpu_code_path_on_the_cpu_interpreted_kernels_and_tiers(tiny_dataset: Dataset, budget: str, ram: str | None) -> None:
+def test_the_gpu_code_path_on_the_cpu_interpreted_kernels_and_tiers(
+    tiny_dataset: Dataset, budget: str, ram: str | None
+) -> None:
     """Triton picks and Triton tiered reads (interpreted), registered host tier (fake registrar), lists cut by tiers."""
     pytest.importorskip("triton")
     from tests.interpreted import load_interpreted
     from tests.memory.test_unified import FakeRegistrar
 
     indptr = np.asarray(tiny_dataset.indptr)
-    topology = make_topology(tiny_dataset.indptr, tiny_dataset.indices, device=torch.device("cpu"), topology_budget=budget,
-                             ram_budget=ram, log=lambda _: None, registrar=FakeRegistrar(),
-                             kernels=load_interpreted("memory/_topology_kernels.py"))
+    topology = make_topology(
+        tiny_dataset.indptr,
+        tiny_dataset.indices,
+        device=torch.device("cpu"),
+        topology_budget=budget,
+        ram_budget=ram,
+        log=lambda _: None,
+        registrar=FakeRegistrar(),
+        kernels=load_interpreted("memory/_topology_kernels.py"),
+    )
     boundaries = [topology.plan.local_rows, topology.plan.host_end]
     # the boundaries fall inside neighbour lists: a list is read from two tiers
     assert all(b not in set(indptr.tolist()) for b in boundaries if 0 < b < indptr[-1])
-    store = GraphStore(tiny_dataset, None, topology=topology, seed=9, picks="triton",
-                       kernels=load_interpreted("sampling/_device_kernels.py"))
+    store = GraphStore(
+        tiny_dataset,
+        None,
+        topology=topology,
+        seed=9,
+        picks="triton",
+        kernels=load_interpreted("sampling/_device_kernels.py"),
+    )
     reference = NeighborSampler(tiny_dataset.indptr, tiny_dataset.indices, FANOUTS, seed=9)
     batches = []
     for batch_id, seeds in enumerate(seed_batches(tiny_dataset, 3)):
@@ -155,9 +183,15 @@ def test_open_leaves_room_for_prefetch_plus_two_batches_in_auto_gpu_budgets(
 
     seen: dict[str, int] = {}
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    monkeypatch.setattr(store_module, "make_topology", lambda *a, **k: seen.setdefault("topology", k["in_flight_bytes"]) and None)
-    monkeypatch.setattr(store_module, "make_feature_store", lambda *a, **k: seen.setdefault("features", k["in_flight_bytes"]) and None)
-    GraphStore.open(tiny_dataset, device="cuda", sample_on="gpu", batch_size=8, fanouts=(2, 2), ring_size=7, log=lambda _: None)
+    monkeypatch.setattr(
+        store_module, "make_topology", lambda *a, **k: seen.setdefault("topology", k["in_flight_bytes"]) and None
+    )
+    monkeypatch.setattr(
+        store_module, "make_feature_store", lambda *a, **k: seen.setdefault("features", k["in_flight_bytes"]) and None
+    )
+    GraphStore.open(
+        tiny_dataset, device="cuda", sample_on="gpu", batch_size=8, fanouts=(2, 2), ring_size=7, log=lambda _: None
+    )
     row_bytes = tiny_dataset.features.shape[1] * tiny_dataset.features.dtype.itemsize
     expected = in_flight_bytes(batch_rows_bound(8, [2, 2], tiny_dataset.num_nodes), row_bytes, prefetch=4)
     assert expected == 6 * 72 * (row_bytes + 24) and seen == {"topology": expected, "features": expected}
@@ -167,7 +201,9 @@ def test_the_store_serves_shadow_seed_only_labels_splits_and_the_csc(tiny_datase
     store = GraphStore.open(tiny_dataset, features_on="cpu-gather", log=lambda _: None)
     seeds = seed_batches(tiny_dataset, 1)[0]
     shadow = store.sampler(FANOUTS, seed=3, kind="shadow", num_layers=2)
-    reference = ShadowSampler(np.asarray(tiny_dataset.indptr), np.asarray(tiny_dataset.indices), list(FANOUTS), 2, seed=3)
+    reference = ShadowSampler(
+        np.asarray(tiny_dataset.indptr), np.asarray(tiny_dataset.indices), list(FANOUTS), 2, seed=3
+    )
     assert_same_batch(shadow(seeds, 5), reference.sample(seeds, 5))
     assert store.sampler(FANOUTS, seed=3, kind="shadow", num_layers=2) is shadow  # cached per arguments
     mlp = store.sampler(FANOUTS, kind="seed-only")(np.array([4, 2, 4]), 0)

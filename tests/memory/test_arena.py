@@ -230,7 +230,9 @@ def test_checked_kernel_equals_reference(rows: int, dim: int, ids: list[int]) ->
     cuts=st.lists(st.integers(0, 40), min_size=3, max_size=3),
     ids=st.lists(st.integers(-5, 45), max_size=60),
 )
-def test_tiered_kernels_count_tiers_like_the_reference(rows: int, partitions: int, cuts: list[int], ids: list[int]) -> None:
+def test_tiered_kernels_count_tiers_like_the_reference(
+    rows: int, partitions: int, cuts: list[int], ids: list[int]
+) -> None:
     local_rows, peer_end, host_end = sorted(min(c, rows) for c in cuts)
     table = np.random.default_rng(rows).normal(size=(rows, 3)).astype(np.float32)
     local = np.ascontiguousarray(table[:local_rows])
@@ -252,7 +254,9 @@ def test_tiered_kernels_count_tiers_like_the_reference(rows: int, partitions: in
     np.testing.assert_array_equal(out[valid], table[ids_np[valid]])
     positions = np.arange(ids_np.shape[0], dtype=np.int64)[::-1].copy()
     out2 = np.zeros_like(out)
-    counts2 = tiered_gather_rows(*bits, local_rows, peer_end, host_end, ids_np, positions, as_raw_bits(out2), 0, len(ids))
+    counts2 = tiered_gather_rows(
+        *bits, local_rows, peer_end, host_end, ids_np, positions, as_raw_bits(out2), 0, len(ids)
+    )
     assert tuple(counts2) == expected
     np.testing.assert_array_equal(out2[positions[valid]], table[ids_np[valid]])
 

@@ -44,7 +44,9 @@ def test_bad_options_name_themselves() -> None:
 
 
 def test_format_table_has_a_row_per_result() -> None:
-    report = run_gather_benchmark(row_bytes=[16], table_bytes=4096, batch_rows=8, threads=[1], repeats=1, dtype="float16")
+    report = run_gather_benchmark(
+        row_bytes=[16], table_bytes=4096, batch_rows=8, threads=[1], repeats=1, dtype="float16"
+    )
     assert len(format_gather_table(report).splitlines()) == 2 + len(CPU_METHODS)
 
 

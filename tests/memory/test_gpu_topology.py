@@ -27,7 +27,9 @@ class PciInfo:
         self.busId = bus.encode()
 
 
-def fake_pynvml(remotes: list[list[str]], *, architecture: int | None = 9, unsupported: tuple[str, ...] = ()) -> types.ModuleType:
+def fake_pynvml(
+    remotes: list[list[str]], *, architecture: int | None = 9, unsupported: tuple[str, ...] = ()
+) -> types.ModuleType:
     """GPU i's links go to ``remotes[i]``: "gpu:J" (GPU J directly) or "switch:K" (NVSwitch K)."""
     module = types.ModuleType("pynvml")
     bus_of_gpu = [f"00000000:{0x18 + 0x10 * i:02x}:00.0" for i in range(len(remotes))]
@@ -60,7 +62,9 @@ def fake_pynvml(remotes: list[list[str]], *, architecture: int | None = 9, unsup
         nvmlDeviceGetNvLinkVersion=lambda h, link: 7,  # NVLink 5.0 (as Hopper is known to report)
         nvmlDeviceGetNvLinkRemoteDeviceType=lambda h, link: 2 if remote(h, link).startswith("switch") else 0,
         nvmlDeviceGetNvLinkRemotePciInfo=lambda h, link: PciInfo(
-            bus_of_gpu[int(remote(h, link)[4:])] if remote(h, link).startswith("gpu") else f"00000000:{0xa0 + int(remote(h, link)[7:]):02x}:00.0"
+            bus_of_gpu[int(remote(h, link)[4:])]
+            if remote(h, link).startswith("gpu")
+            else f"00000000:{0xA0 + int(remote(h, link)[7:]):02x}:00.0"
         ),
     )
     return module
@@ -89,6 +93,8 @@ def test_direct_links_counted_by_version_when_the_architecture_is_not_reported(m
 
 def test_not_supported_outside_the_links_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml([["switch:0"]], unsupported=("pci",)))
-    with pytest.raises(OptionError, match=r"^--gpu-topology nvml: NVML cannot describe .*\(Not Supported\); pass") as info:
+    with pytest.raises(
+        OptionError, match=r"^--gpu-topology nvml: NVML cannot describe .*\(Not Supported\); pass"
+    ) as info:
         nvml_topology()
     assert "\n" not in str(info.value)

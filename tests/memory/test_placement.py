@@ -45,7 +45,9 @@ def test_parse_budget_rejects_with_option_name(text: str) -> None:
 @pytest.mark.parametrize("text", ["1", "512", " 2 "])
 def test_parse_budget_refuses_a_bare_integer(text: str) -> None:
     """Issue 21: ``1`` read as 100 % of the rows while ``1B`` is one byte; a unitless integer is refused."""
-    with pytest.raises(OptionError, match=r'^ram_budget=: a number without a unit is ambiguous.*"1GB".*"100%".*"0.5"') as info:
+    with pytest.raises(
+        OptionError, match=r'^ram_budget=: a number without a unit is ambiguous.*"1GB".*"100%".*"0.5"'
+    ) as info:
         parse_budget(text, "ram_budget")
     assert info.value.render(cli=True).startswith("--ram-budget: a number without a unit is ambiguous")
 
@@ -116,7 +118,9 @@ def test_plan_covers_every_row_once(
     expected[in_peer] = "gpu-peer"
     assert list(names) == list(expected)
     sample = np.random.default_rng(num_rows).integers(0, num_rows, 50)
-    np.testing.assert_array_equal(plan.tier_counts(sample), np.bincount(plan.tier_of(sample), minlength=len(TIER_NAMES)))
+    np.testing.assert_array_equal(
+        plan.tier_counts(sample), np.bincount(plan.tier_of(sample), minlength=len(TIER_NAMES))
+    )
 
 
 def test_interleaved_fraction_is_of_the_whole_table() -> None:

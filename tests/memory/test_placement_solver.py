@@ -37,8 +37,13 @@ def check_against_brute_force(topology, num_groups: int, seed: int, trials: int)
         placement = solve_placement(topology, sizes, shares, budget)
         optimum, holders = brute_force_placement(topology, sizes, shares, budget)
         assert placement.objective_seconds >= optimum * (1 - 1e-9)
-        assert placement.objective_seconds <= optimum * (1 + GAP_TOLERANCE), (sizes, shares, budget, placement.holders,
-                                                                             holders)
+        assert placement.objective_seconds <= optimum * (1 + GAP_TOLERANCE), (
+            sizes,
+            shares,
+            budget,
+            placement.holders,
+            holders,
+        )
         # the plan is feasible and its objective is the cost model's
         for gpu, held in enumerate(placement.gpu_bytes):
             assert held <= budget
@@ -64,8 +69,9 @@ def test_shipped_topologies_are_symmetric_with_expected_cliques() -> None:
     assert all((dgx.links[i] > 0).sum() == 4 and dgx.links[i].sum() == 150 for i in range(8))
 
 
-@pytest.mark.parametrize(("name", "num_groups"), [("dgx1-v100", 2), ("nvswitch-8", 2), ("pcie-4", 3),
-                                                 ("nvlink-pairs-4", 3)])
+@pytest.mark.parametrize(
+    ("name", "num_groups"), [("dgx1-v100", 2), ("nvswitch-8", 2), ("pcie-4", 3), ("nvlink-pairs-4", 3)]
+)
 def test_solver_matches_brute_force(name: str, num_groups: int) -> None:
     check_against_brute_force(shipped_topology(name), num_groups, seed=len(name), trials=6)
 

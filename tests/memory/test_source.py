@@ -172,7 +172,9 @@ def test_modes_come_from_one_registry() -> None:
     assert info.value.render(cli=True) == (
         "--gpu-budget: applies to --features-on tiered and tiered+cache only, found '1GB' with --features-on zero-copy"
     )
-    with pytest.raises(OptionError, match=r"^ram_budget=: applies to features_on='zero-copy, tiered and tiered\+cache'"):
+    with pytest.raises(
+        OptionError, match=r"^ram_budget=: applies to features_on='zero-copy, tiered and tiered\+cache'"
+    ):
         make_feature_store(table, "cpu-gather", device=CPU, ram_budget="1GB")
 
 
@@ -194,7 +196,9 @@ def test_no_capability_probing_left() -> None:
 
 
 def test_the_trainer_reaches_data_only_through_the_graph_store() -> None:
-    pattern = re.compile(r"self\.(indptr|indices|labels|features)\b|\.features\.gather|np\.asarray\(dataset\.(indptr|indices|labels)")
+    pattern = re.compile(
+        r"self\.(indptr|indices|labels|features)\b|\.features\.gather|np\.asarray\(dataset\.(indptr|indices|labels)"
+    )
     found = []
     for path in sorted((PACKAGE / "train").glob("*.py")):
         for number, line in enumerate(path.read_text().splitlines(), 1):

@@ -251,13 +251,15 @@ def test_gather_after_close_and_from_a_thread() -> None:
 
 
 def test_pyg_feature_store_serves_tiered_rows(tmp_path: Path) -> None:
-    from tests.conftest import write_labelled_graph
     from torch_geometric.data import TensorAttr
 
     from graphtier.pyg import TieredPyGFeatureStore
+    from tests.conftest import write_labelled_graph
 
     dataset = write_labelled_graph(tmp_path / "g", num_nodes=50, feature_dim=4)
-    store = make_feature_store(dataset.features, "tiered+cache", device=CPU, gpu_budget="10%", cache_budget="10%", log=quiet)
+    store = make_feature_store(
+        dataset.features, "tiered+cache", device=CPU, gpu_budget="10%", cache_budget="10%", log=quiet
+    )
     pyg_store = TieredPyGFeatureStore(dataset, store)
     index = torch.tensor([1, 49, 7])
     x = pyg_store.get_tensor(TensorAttr(group_name=None, attr_name="x", index=index))

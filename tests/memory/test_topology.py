@@ -11,21 +11,27 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from graphtier.errors import OptionError
-from graphtier.sampling import Topology
 from graphtier.memory import TieredTopology, make_topology
 from graphtier.memory import unified as unified_module
 from graphtier.memory.placement import TIER_NAMES, TierPlan
 from graphtier.memory.unified import PAGE_BYTES, REGISTRY
+from graphtier.sampling import Topology
 from tests.memory.test_unified import FakeRegistrar
 
 triton = pytest.importorskip("triton")
 
-from tests.interpreted import load_interpreted
+from tests.interpreted import load_interpreted  # noqa: E402 - after the triton skip
 
 kernels = load_interpreted("memory/_topology_kernels.py")
 DTYPES = [np.int32, np.int64]
 # (topology_budget, ram_budget, share of the entries in the gpu tier, in the host tier (None: the rest))
-PLANS = [("0", None, 0.0, None), ("10%", None, 0.1, None), ("100%", None, 1.0, None), ("10%", "30%", 0.1, 0.3), ("0", "0", 0.0, 0.0)]
+PLANS = [
+    ("0", None, 0.0, None),
+    ("10%", None, 0.1, None),
+    ("100%", None, 1.0, None),
+    ("10%", "30%", 0.1, 0.3),
+    ("0", "0", 0.0, 0.0),
+]
 
 
 def random_graph(num_nodes: int, dtype: type, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -53,7 +59,9 @@ def expected_traffic(positions: np.ndarray, local_rows: int, host_end: int, item
     return counts
 
 
-def build(indptr: np.ndarray, indices: np.ndarray, budget: str, ram: str | None, path: str, **kwargs: object) -> TieredTopology:
+def build(
+    indptr: np.ndarray, indices: np.ndarray, budget: str, ram: str | None, path: str, **kwargs: object
+) -> TieredTopology:
     extra: dict[str, object] = {"kernels": kernels, "registrar": kwargs.pop("registrar")} if path == "kernels" else {}
     return make_topology(
         indptr, indices, device="cpu", topology_budget=budget, ram_budget=ram, log=lambda _: None, **extra, **kwargs
@@ -104,7 +112,9 @@ def test_sorted_reads_give_the_same_result_and_traffic(path: str) -> None:
     positions = torch.from_numpy(np.random.default_rng(5).integers(0, indices.shape[0], 3000))
     results = []
     for sorted_reads in (False, True):
-        with build(indptr, indices, "20%", "50%", path, registrar=FakeRegistrar(), sorted_reads=sorted_reads) as topology:
+        with build(
+            indptr, indices, "20%", "50%", path, registrar=FakeRegistrar(), sorted_reads=sorted_reads
+        ) as topology:
             results.append((topology.gather_positions(positions), topology.traffic()))
     assert torch.equal(results[0][0], results[1][0]) and results[0][1] == results[1][1]
     assert torch.equal(results[0][0], torch.from_numpy(indices[positions.numpy()].astype(np.int64)))
@@ -273,7 +283,12 @@ def test_cuda_path_equals_indexing(tmp_path: Path, dtype: type, sorted_reads: bo
     mapped_indptr, mapped = as_memmaps(tmp_path, indptr, indices)
     device = torch.device("cuda", torch.cuda.current_device())
     with make_topology(
-        mapped_indptr, mapped, device=device, topology_budget="10%", ram_budget="50%", sorted_reads=sorted_reads,
+        mapped_indptr,
+        mapped,
+        device=device,
+        topology_budget="10%",
+        ram_budget="50%",
+        sorted_reads=sorted_reads,
         log=lambda _: None,
     ) as topology:
         assert topology.indptr.device == device and torch.equal(topology.indptr.cpu(), torch.from_numpy(indptr))

@@ -21,7 +21,9 @@ def test_kernel_really_is_interpreted() -> None:
     assert isinstance(kernels.tiered_positions_kernel, InterpretedFunction)
 
 
-def run_both(local: torch.Tensor, host: torch.Tensor, positions: torch.Tensor, host_start: int) -> tuple[torch.Tensor, torch.Tensor]:
+def run_both(
+    local: torch.Tensor, host: torch.Tensor, positions: torch.Tensor, host_start: int
+) -> tuple[torch.Tensor, torch.Tensor]:
     out = torch.full((positions.shape[0],), -7, dtype=torch.int64)
     expected = out.clone()
     kernels.gather_positions_triton(local, host, positions, out, host_start=host_start)
@@ -55,11 +57,13 @@ def test_host_part_beyond_two_to_the_31(dtype: torch.dtype) -> None:
     host_start = 2**31 + 12345  # positions and offsets need int64 arithmetic
     local = torch.arange(100, dtype=dtype) * 3
     host = torch.arange(5000, dtype=dtype) + 10**6
-    positions = torch.cat([
-        torch.randint(host_start, host_start + 5000, (3000,)),
-        torch.randint(0, 100, (500,)),
-        torch.tensor([host_start - 1, host_start + 5000, 2**32 + 5, 100]),  # other tiers: untouched
-    ])
+    positions = torch.cat(
+        [
+            torch.randint(host_start, host_start + 5000, (3000,)),
+            torch.randint(0, 100, (500,)),
+            torch.tensor([host_start - 1, host_start + 5000, 2**32 + 5, 100]),  # other tiers: untouched
+        ]
+    )
     out, expected = run_both(local, host, positions, host_start)
     assert torch.equal(out, expected)
     assert torch.equal(out[:3000], positions[:3000] - host_start + 10**6)
@@ -69,11 +73,15 @@ def test_host_part_beyond_two_to_the_31(dtype: torch.dtype) -> None:
 def test_launcher_rejects_bad_arguments() -> None:
     local, host = torch.zeros(4, dtype=torch.int32), torch.zeros(4, dtype=torch.int32)
     with pytest.raises(ValueError, match="positions"):
-        kernels.gather_positions_triton(local, host, torch.tensor([0], dtype=torch.int32), torch.empty(1, dtype=torch.int64), host_start=4)
+        kernels.gather_positions_triton(
+            local, host, torch.tensor([0], dtype=torch.int32), torch.empty(1, dtype=torch.int64), host_start=4
+        )
     with pytest.raises(ValueError, match="out"):
         kernels.gather_positions_triton(local, host, torch.tensor([0]), torch.empty(1, dtype=torch.int32), host_start=4)
     with pytest.raises(ValueError, match="local"):
-        kernels.gather_positions_triton(torch.zeros(4), host, torch.tensor([0]), torch.empty(1, dtype=torch.int64), host_start=4)
+        kernels.gather_positions_triton(
+            torch.zeros(4), host, torch.tensor([0]), torch.empty(1, dtype=torch.int64), host_start=4
+        )
 
 
 @pytest.mark.gpu
@@ -88,7 +96,11 @@ def test_compiled_kernel_reads_registered_host_memory(dtype: torch.dtype) -> Non
     positions = torch.randint(0, 200_003, (100_001,))
     with UnifiedTensor(indices[150_000:].clone()) as host:
         out = torch.full((100_001,), -7, dtype=torch.int64, device=device)
-        compiled.gather_positions_triton(indices[:60_000].to(device), host.tensor, positions.to(device), out, host_start=150_000)
+        compiled.gather_positions_triton(
+            indices[:60_000].to(device), host.tensor, positions.to(device), out, host_start=150_000
+        )
         expected = torch.full((100_001,), -7, dtype=torch.int64)
-        compiled.gather_positions_reference(indices[:60_000], indices[150_000:], positions, expected, host_start=150_000)
+        compiled.gather_positions_reference(
+            indices[:60_000], indices[150_000:], positions, expected, host_start=150_000
+        )
         assert torch.equal(out.cpu(), expected)

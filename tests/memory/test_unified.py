@@ -184,7 +184,9 @@ def test_part_of_registered_memory_is_pinned_to_cuda_yet_shares_the_registration
     assert fake.live == {}
 
 
-def test_torch_pinned_memory_outside_the_registry_is_used_as_is(cuda_driver: FakeRegistrar, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_torch_pinned_memory_outside_the_registry_is_used_as_is(
+    cuda_driver: FakeRegistrar, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(torch.Tensor, "is_pinned", lambda tensor, *args: True)  # as for torch's pinned allocations
     tensor = torch.arange(100, dtype=torch.float32)
     with UnifiedTensor(tensor, registrar=cuda_driver) as unified:

@@ -8,7 +8,12 @@ from graphtier.dataset.csc import edges_to_csc
 
 
 def random_csc(
-    num_nodes: int, num_edges: int, seed: int, *, dedup: bool = False, index_dtype: type = np.int32,
+    num_nodes: int,
+    num_edges: int,
+    seed: int,
+    *,
+    dedup: bool = False,
+    index_dtype: type = np.int32,
     skew: bool = True,
 ) -> tuple[np.ndarray, np.ndarray]:
     """A random graph as (indptr int64 [N+1], indices int32/int64 [E]); ``skew`` gives power-law in-degrees."""

@@ -15,8 +15,23 @@ from tests.cli.helpers import run as run_cli
 def test_bench_sample_prints_and_saves_json(tiny_dataset, tmp_path: Path, capsys, sampler: str):
     out = tmp_path / "res" / "sample.json"
     code, stdout, stderr = run_cli(
-        ["bench", "sample", str(tiny_dataset.path), "--fanouts", "5,3", "--batch-size", "32", "--batches", "4",
-         "--threads", "1", "--sampler", sampler, "--json", str(out)],
+        [
+            "bench",
+            "sample",
+            str(tiny_dataset.path),
+            "--fanouts",
+            "5,3",
+            "--batch-size",
+            "32",
+            "--batches",
+            "4",
+            "--threads",
+            "1",
+            "--sampler",
+            sampler,
+            "--json",
+            str(out),
+        ],
         capsys,
     )
     assert code == 0, stderr
@@ -45,8 +60,12 @@ def test_bench_sample_baseline_can_be_skipped(tiny_dataset, capsys):
 
 @pytest.mark.parametrize(
     "extra, message",
-    [(["--fanouts", "10,0"], "--fanouts"), (["--fanouts", "ten"], "--fanouts"), (["--batch-size", "0"], "batch-size"),
-     (["--threads", "4096"], "threads")],
+    [
+        (["--fanouts", "10,0"], "--fanouts"),
+        (["--fanouts", "ten"], "--fanouts"),
+        (["--batch-size", "0"], "batch-size"),
+        (["--threads", "4096"], "threads"),
+    ],
 )
 def test_bench_sample_bad_options_exit_2_one_line(tiny_dataset, capsys, extra: list[str], message: str):
     code, _, stderr = run_cli(["bench", "sample", str(tiny_dataset.path), "--batches", "1", *extra], capsys)
@@ -62,9 +81,12 @@ def test_bench_sample_missing_dataset(tmp_path: Path, capsys):
 @pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="checks the error of a machine without CUDA")
 @pytest.mark.parametrize(
     "extra, message",
-    [(["--device", "cuda"], "CUDA is not available"), (["--device", "tpu"], "--device"),
-     (["--device", "cuda", "--topology-budgets", " , "], "--topology-budgets"),
-     (["--device", "cuda", "--sampler", "shadow"], "neighbour sampler only")],
+    [
+        (["--device", "cuda"], "CUDA is not available"),
+        (["--device", "tpu"], "--device"),
+        (["--device", "cuda", "--topology-budgets", " , "], "--topology-budgets"),
+        (["--device", "cuda", "--sampler", "shadow"], "neighbour sampler only"),
+    ],
 )
 def test_bench_sample_device_errors(tiny_dataset, capsys, extra: list[str], message: str):
     code, _, stderr = run_cli(["bench", "sample", str(tiny_dataset.path), "--batches", "1", *extra], capsys)
@@ -79,8 +101,9 @@ def test_device_sampler_benchmark_on_the_cpu_twin(tiny_dataset):
     from graphtier.sampling import iter_seed_batches
 
     batches = list(iter_seed_batches(np.asarray(tiny_dataset.train_idx), 40, shuffle=True, seed=0, epoch=0))[:4]
-    result = time_device_sampler(tiny_dataset, [5, 3], batches, warmup=1, device=torch.device("cpu"),
-                                 topology_budget="10%", picks="numba")
+    result = time_device_sampler(
+        tiny_dataset, [5, 3], batches, warmup=1, device=torch.device("cpu"), topology_budget="10%", picks="numba"
+    )
     assert result["identical_to_cpu"] is True and result["batches_per_s"] > 0
     tiers = result["topology_bytes_by_tier"]
     assert tiers["gpu"] > 0 and tiers["gpu"] + tiers["host"] + tiers["disk"] == tiers["requested"]

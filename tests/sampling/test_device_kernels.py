@@ -50,7 +50,9 @@ def run_all(dst_index, starts, degrees, offsets, stream: int, fanout: int) -> li
         run(dst_index, starts, degrees, offsets, stream, fanout, out)
         outputs.append(out)
     out = torch.full((int(offsets[-1]),), -5, dtype=torch.int64)
-    nk.floyd_picks(dst_index.numpy(), starts.numpy(), degrees.numpy(), offsets.numpy(), np.uint64(stream), fanout, out.numpy())
+    nk.floyd_picks(
+        dst_index.numpy(), starts.numpy(), degrees.numpy(), offsets.numpy(), np.uint64(stream), fanout, out.numpy()
+    )
     outputs.append(out)
     return outputs
 

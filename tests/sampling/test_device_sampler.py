@@ -72,7 +72,9 @@ def with_hub_and_isolated(num_nodes: int, avg_degree: int, graph_seed: int, inde
     index_dtype=st.sampled_from([np.int32, np.int64]),
     picks=st.sampled_from(PICKS),
 )
-def test_identical_to_cpu_sampler(num_nodes, avg_degree, fanouts, graph_seed, batch, seed, batch_id, index_dtype, picks):
+def test_identical_to_cpu_sampler(
+    num_nodes, avg_degree, fanouts, graph_seed, batch, seed, batch_id, index_dtype, picks
+):
     indptr, indices = with_hub_and_isolated(num_nodes, avg_degree, graph_seed, index_dtype)
     seeds = np.random.default_rng(graph_seed).integers(0, num_nodes, batch)  # repeats allowed, may be empty
     expected = NeighborSampler(indptr, indices, fanouts, seed=seed, num_threads=1).sample(seeds, batch_id)
@@ -230,8 +232,13 @@ def test_invalid_fanouts(fanouts) -> None:
 
 @pytest.mark.parametrize(
     "seeds, match",
-    [(np.array([0, 9]), r"\[0, 4\)"), (np.array([-1]), "seeds"), (np.array([0.5]), "integer"),
-     (torch.tensor([0.5]), "integer"), (np.zeros((2, 2), dtype=np.int64), "1-d")],
+    [
+        (np.array([0, 9]), r"\[0, 4\)"),
+        (np.array([-1]), "seeds"),
+        (np.array([0.5]), "integer"),
+        (torch.tensor([0.5]), "integer"),
+        (np.zeros((2, 2), dtype=np.int64), "1-d"),
+    ],
 )
 def test_invalid_seeds(seeds, match) -> None:
     indptr, indices = star_in(3)

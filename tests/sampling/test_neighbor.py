@@ -76,7 +76,9 @@ fanout_lists = st.lists(st.sampled_from([-1, 1, 2, 3, 5, 40]), min_size=1, max_s
     batch_id=st.integers(0, 2**40),
     index_dtype=st.sampled_from([np.int32, np.int64]),
 )
-def test_matches_reference_and_invariants(num_nodes, avg_degree, fanouts, graph_seed, batch, seed, batch_id, index_dtype):
+def test_matches_reference_and_invariants(
+    num_nodes, avg_degree, fanouts, graph_seed, batch, seed, batch_id, index_dtype
+):
     indptr, indices = random_csc(num_nodes, num_nodes * avg_degree, graph_seed, index_dtype=index_dtype)
     rng = np.random.default_rng(graph_seed)
     seeds = rng.integers(0, num_nodes, batch)  # repeats allowed
@@ -193,8 +195,13 @@ def test_invalid_fanouts(fanouts):
 
 
 @pytest.mark.parametrize(
-    "seeds, match", [(np.array([0, 9]), r"\[0, 4\)"), (np.array([-1]), "seeds"), (np.array([0.5]), "integer"),
-                     (np.zeros((2, 2), dtype=np.int64), "1-d")],
+    "seeds, match",
+    [
+        (np.array([0, 9]), r"\[0, 4\)"),
+        (np.array([-1]), "seeds"),
+        (np.array([0.5]), "integer"),
+        (np.zeros((2, 2), dtype=np.int64), "1-d"),
+    ],
 )
 def test_invalid_seeds(seeds, match):
     indptr, indices = star_in(3)

@@ -29,7 +29,10 @@ def test_batches_cover_the_ids(size, batch_size, shuffle, drop_last):
 
 def test_reproducible_per_seed_and_epoch():
     ids = np.arange(500)
-    run = lambda seed, epoch: np.concatenate(list(iter_seed_batches(ids, 64, shuffle=True, seed=seed, epoch=epoch)))
+
+    def run(seed, epoch):
+        return np.concatenate(list(iter_seed_batches(ids, 64, shuffle=True, seed=seed, epoch=epoch)))
+
     assert np.array_equal(run(3, 1), run(3, 1))
     assert not np.array_equal(run(3, 1), run(3, 2))
     assert not np.array_equal(run(3, 1), run(4, 1))

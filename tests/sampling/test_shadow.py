@@ -57,8 +57,9 @@ def check_against_reference_and_graph(mb, indptr, indices, fanouts, seeds, seed,
     batch_id=st.integers(0, 1000),
     index_dtype=st.sampled_from([np.int32, np.int64]),
 )
-def test_matches_reference_and_is_induced(num_nodes, avg_degree, fanouts, num_layers, graph_seed, batch, batch_id,
-                                          index_dtype):
+def test_matches_reference_and_is_induced(
+    num_nodes, avg_degree, fanouts, num_layers, graph_seed, batch, batch_id, index_dtype
+):
     indptr, indices = random_csc(num_nodes, num_nodes * avg_degree, graph_seed, index_dtype=index_dtype)
     seeds = np.random.default_rng(graph_seed).integers(0, num_nodes, batch)
     mb = ShadowSampler(indptr, indices, fanouts, num_layers, seed=3, num_threads=1).sample(seeds, batch_id=batch_id)

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from graphtier.dataset.csc import edges_to_csc
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.writer import DatasetWriter
 from graphtier.errors import DatasetError, OptionError
@@ -17,19 +18,24 @@ from graphtier.tiering.access import (
     AccessAnalysis,
     analyze_access,
     cumulative_share,
-    interpret_access,
     hit_ratio_curve,
+    interpret_access,
     plot_access,
     top_size,
 )
-from graphtier.dataset.csc import edges_to_csc
 from graphtier.tiering.reads import count_feature_reads
 
 sampling = pytest.importorskip("graphtier.sampling.neighbor")
 
 
-def power_law_dataset(root: Path, num_nodes: int = 3000, avg_degree: int = 8, train_share: float = 0.02,
-                      seed: int = 0, with_train: bool = True) -> Dataset:
+def power_law_dataset(
+    root: Path,
+    num_nodes: int = 3000,
+    avg_degree: int = 8,
+    train_share: float = 0.02,
+    seed: int = 0,
+    with_train: bool = True,
+) -> Dataset:
     """A graph whose sources follow a power law, so some nodes are in many neighbour lists."""
     rng = np.random.default_rng(seed)
     num_edges = num_nodes * avg_degree
@@ -43,9 +49,16 @@ def power_law_dataset(root: Path, num_nodes: int = 3000, avg_degree: int = 8, tr
         if with_train:
             train = np.sort(rng.choice(num_nodes, int(num_nodes * train_share), replace=False))
             writer.save("train_idx", train.astype(np.int64))
-        meta = {"name": "powerlaw", "num_nodes": num_nodes, "num_edges": int(indices.shape[0]),
-                "directed": True, "feature_dim": 0, "feature_dtype": None, "num_classes": 0,
-                "source": {"kind": "test"}}
+        meta = {
+            "name": "powerlaw",
+            "num_nodes": num_nodes,
+            "num_edges": int(indices.shape[0]),
+            "directed": True,
+            "feature_dim": 0,
+            "feature_dtype": None,
+            "num_classes": 0,
+            "source": {"kind": "test"},
+        }
         return writer.finish(meta)
 
 
@@ -134,18 +147,25 @@ def test_interpretation_names_the_best_score_and_its_lift() -> None:
     counts = np.ones(100, dtype=np.int64)
     counts[:10] = 10  # 10 hot nodes serve 100 of 190 reads
     line = interpret_access(_analysis(counts, {"degree": -np.arange(100.0), "rpr": np.arange(100.0)}))
-    assert line == "best score: degree, its top 10% of nodes serve 52.6% of the reads, 5.26x a uniform spread (ideal 52.6%)"
+    assert (
+        line
+        == "best score: degree, its top 10% of nodes serve 52.6% of the reads, 5.26x a uniform spread (ideal 52.6%)"
+    )
 
 
 def test_interpretation_says_a_hot_tier_will_not_help_when_reads_are_uniform() -> None:
     rng = np.random.default_rng(0)
     counts = np.full(1000, 10, dtype=np.int64) + rng.integers(0, 2, 1000)  # ~all nodes read, nearly evenly
     line = interpret_access(_analysis(counts, {"degree": rng.random(1000), "fwr": counts.astype(np.float64)}))
-    assert line.startswith("the replay reads ~all nodes (100%): a hot tier will not help at this batch size (best score fwr: ")
+    assert line.startswith(
+        "the replay reads ~all nodes (100%): a hot tier will not help at this batch size (best score fwr: "
+    )
     assert line.endswith("; try a smaller --batch-size or a larger graph")
     counts[:500] = 0  # half the nodes never read, the rest evenly: the graph, not the batch size
     line = interpret_access(_analysis(counts, {"degree": rng.random(1000)}))
-    assert line.startswith("reads are spread nearly evenly: a hot tier will not help on this graph (best score degree: ")
+    assert line.startswith(
+        "reads are spread nearly evenly: a hot tier will not help on this graph (best score degree: "
+    )
     assert line.endswith("50% of the nodes read)")
     assert interpret_access(_analysis(np.zeros(5, np.int64), {"degree": np.ones(5)})).startswith("no feature reads")
 

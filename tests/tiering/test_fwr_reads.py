@@ -12,7 +12,6 @@ from graphtier.graph.scores import fanout_weighted_reads
 from graphtier.tiering.access import analyze_access
 from graphtier.tiering.hotness import DEFAULT_SCORE, SCORE_METHODS, compute_scores
 from graphtier.tiering.reads import count_feature_reads
-
 from tests.tiering.test_access import power_law_dataset
 
 pytest.importorskip("graphtier.sampling.neighbor")
@@ -39,8 +38,9 @@ def test_fwr_equals_sampled_read_probability_on_a_tree() -> None:
 
 def test_fwr_ranks_close_to_the_ideal_and_above_wrpr(tmp_path: Path) -> None:
     data = power_law_dataset(tmp_path / "g", num_nodes=4000, train_share=0.02)
-    analysis = analyze_access(data, fanouts=[10, 5], batch_size=32, epochs=20, seed=3,
-                              methods=["wrpr", "fwr", "presample"])
+    analysis = analyze_access(
+        data, fanouts=[10, 5], batch_size=32, epochs=20, seed=3, methods=["wrpr", "fwr", "presample"]
+    )
     curves = analysis.curves
     assert curves["fwr"]["10"] >= curves["wrpr"]["10"]
     assert curves["fwr"]["10"] >= curves["ideal"]["10"] - 0.03

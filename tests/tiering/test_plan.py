@@ -28,7 +28,6 @@ BATCH = 64
 HOST_BYTES = 2 * 2**30 + 24_000  # usable for the host tier: 24,000 B (the reserve is 2 GiB), the rest is on disk
 
 
-
 @pytest.fixture(scope="module")
 def dataset_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("plan") / "graph"
@@ -47,8 +46,14 @@ def test_tier_reads_equal_tier_counts_of_every_read(counts: list[int], cuts: lis
     local, peer_end, host_end = sorted(int(c * n) for c in cuts)
     if partitions == 1:
         peer_end = local
-    plan = TierPlan(num_rows=n, row_bytes=4, local_rows=local, peer_partitions=partitions, peer_end=peer_end,
-                    host_end=max(host_end, peer_end))
+    plan = TierPlan(
+        num_rows=n,
+        row_bytes=4,
+        local_rows=local,
+        peer_partitions=partitions,
+        peer_end=peer_end,
+        host_end=max(host_end, peer_end),
+    )
     reads = np.repeat(np.arange(n), counts)
     expected = plan.tier_counts(reads)
     got = tier_reads(np.asarray(counts, dtype=np.int64), plan)
@@ -59,11 +64,24 @@ def test_tier_reads_equal_tier_counts_of_every_read(counts: list[int], cuts: lis
 @pytest.mark.parametrize("budget", ["0%", "10%", "30%"])
 def test_plan_bytes_by_tier_match_training(dataset_path: Path, budget: str) -> None:
     device = describe_device("80GiB", host_memory=f"{HOST_BYTES}B")
-    plan = plan_capacity(_open(dataset_path), device, fanouts=FANOUTS, batch_size=BATCH, epochs=1, seed=5,
-                         budgets=[budget])
+    plan = plan_capacity(
+        _open(dataset_path), device, fanouts=FANOUTS, batch_size=BATCH, epochs=1, seed=5, budgets=[budget]
+    )
     row = plan.rows[0]
-    result = train(dataset_path, model="sage", fanouts=FANOUTS, batch_size=BATCH, epochs=1, seed=5, hidden=16,
-                   features_on="tiered", gpu_budget=budget, ram_budget="24000B", quiet=True, device="cpu")
+    result = train(
+        dataset_path,
+        model="sage",
+        fanouts=FANOUTS,
+        batch_size=BATCH,
+        epochs=1,
+        seed=5,
+        hidden=16,
+        features_on="tiered",
+        gpu_budget=budget,
+        ram_budget="24000B",
+        quiet=True,
+        device="cpu",
+    )
     measured = result.report["epochs"][0]["feature_bytes_by_tier"]
     assert row.tier_rows["disk"] > 0 and measured["disk"] > 0  # the host limit puts rows on disk
     for tier in ("gpu", "host", "disk"):
@@ -77,8 +95,14 @@ def test_plan_bytes_by_tier_match_training(dataset_path: Path, budget: str) -> N
 
 def test_larger_budget_moves_reads_off_pcie(dataset_path: Path) -> None:
     device = describe_device("80GiB", host_memory="64GiB")
-    plan = plan_capacity(_open(dataset_path), device, fanouts=FANOUTS, batch_size=BATCH, budgets=["0%", "50%", "100%"],
-                         topology_budget="100%")
+    plan = plan_capacity(
+        _open(dataset_path),
+        device,
+        fanouts=FANOUTS,
+        batch_size=BATCH,
+        budgets=["0%", "50%", "100%"],
+        topology_budget="100%",
+    )
     pcie = [row.pcie_bytes_per_epoch for row in plan.rows]
     assert pcie[0] > pcie[1] > pcie[2] == 0
     assert plan.rows[0].read_share["host"] == 1.0
@@ -113,17 +137,35 @@ def test_plan_without_a_train_split_names_the_import_argument(tmp_path: Path) ->
     assert info.value.render(cli=True).endswith("(import with --split)")
 
 
-def test_cli_prints_table_and_writes_json(dataset_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_prints_table_and_writes_json(
+    dataset_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "plan.json"
-    code, stdout, err = run(["plan", str(dataset_path), "--gpu-memory", "80GiB", "--fanouts", "5,3", "--batch-size", "64",
-                             "--budgets", "0%,10%,100%", "--json", str(out)], capsys)
+    code, stdout, err = run(
+        [
+            "plan",
+            str(dataset_path),
+            "--gpu-memory",
+            "80GiB",
+            "--fanouts",
+            "5,3",
+            "--batch-size",
+            "64",
+            "--budgets",
+            "0%,10%,100%",
+            "--json",
+            str(out),
+        ],
+        capsys,
+    )
     assert code == 0, err
     assert "budget" in stdout and "PCIe/epoch" in stdout
     assert "topology on each GPU: indptr" in stdout and "T PCIe" in stdout
     assert "assumed bandwidths" in stdout
     assert stdout.splitlines()[-2].startswith(  # then "wrote plan.json"
         "recommendation: everything fits: --gpu-budget 100% holds all 1,500 feature rows (93.8 KiB) on the GPU; "
-        "PCIe then carries ")
+        "PCIe then carries "
+    )
     data = json.loads(out.read_text())
     assert [b["budget"] for b in data["budgets"]] == ["0%", "10%", "100%"]
     last = data["budgets"][2]
@@ -135,7 +177,9 @@ def test_cli_prints_table_and_writes_json(dataset_path: Path, tmp_path: Path, ca
     assert not list(tmp_path.glob(".*tmp"))
 
 
-def test_cli_bad_gpu_memory_is_one_line_error(dataset_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_bad_gpu_memory_is_one_line_error(
+    dataset_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "plan.json"
     code, _, err = run(["plan", str(dataset_path), "--gpu-memory", "lots", "--json", str(out)], capsys)
     assert code == 2
@@ -147,7 +191,9 @@ def test_cli_bad_gpu_memory_is_one_line_error(dataset_path: Path, tmp_path: Path
 def test_cli_plot(dataset_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("matplotlib")
     png = tmp_path / "plan.png"
-    code, _, err = run(["plan", str(dataset_path), "--gpu-memory", "80GiB", "--fanouts", "5,3", "--plot", str(png)], capsys)
+    code, _, err = run(
+        ["plan", str(dataset_path), "--gpu-memory", "80GiB", "--fanouts", "5,3", "--plot", str(png)], capsys
+    )
     assert code == 0, err
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
@@ -172,19 +218,31 @@ def test_given_bandwidths_are_not_assumptions(dataset_path: Path) -> None:
     row = plan.rows[0]
     topo = row.topology_bytes_per_epoch
     disk_and_gpu = (row.bytes_per_epoch["disk"] + topo["disk"]) / 3e9 + (
-        row.bytes_per_epoch["gpu"] + row.bytes_per_epoch["gpu-peer"] + topo["gpu"]) / 1500e9
+        row.bytes_per_epoch["gpu"] + row.bytes_per_epoch["gpu-peer"] + topo["gpu"]
+    ) / 1500e9
     assert row.epoch_data_seconds == pytest.approx(row.pcie_bytes_per_epoch / 12e9 + disk_and_gpu)
-    assert row.pcie_bytes_per_epoch == pytest.approx(row.bytes_per_epoch["host"] + row.bytes_per_epoch["disk"]
-                                                     + topo["host"] + topo["disk"])
+    assert row.pcie_bytes_per_epoch == pytest.approx(
+        row.bytes_per_epoch["host"] + row.bytes_per_epoch["disk"] + topo["host"] + topo["disk"]
+    )
     assert any("original" in note for note in plan.notes)  # not reordered: the output warns
     assert not any("pcie" in note.split(":")[1] for note in plan.notes if note.startswith("assumed"))
 
 
 def test_several_gpus_interleave_the_budget(dataset_path: Path) -> None:
-    one = plan_capacity(_open(dataset_path), describe_device("80GiB", host_memory="64GiB"),
-                        fanouts=FANOUTS, batch_size=BATCH, budgets=["20%"]).rows[0]
-    two = plan_capacity(_open(dataset_path), describe_device("80GiB", gpus=2, host_memory="64GiB"),
-                        fanouts=FANOUTS, batch_size=BATCH, budgets=["20%"]).rows[0]
+    one = plan_capacity(
+        _open(dataset_path),
+        describe_device("80GiB", host_memory="64GiB"),
+        fanouts=FANOUTS,
+        batch_size=BATCH,
+        budgets=["20%"],
+    ).rows[0]
+    two = plan_capacity(
+        _open(dataset_path),
+        describe_device("80GiB", gpus=2, host_memory="64GiB"),
+        fanouts=FANOUTS,
+        batch_size=BATCH,
+        budgets=["20%"],
+    ).rows[0]
     assert two.tier_rows["gpu"] == one.tier_rows["gpu"]  # a fraction is of the whole table
     assert two.reads_per_epoch["gpu-peer"] > 0
     assert two.pcie_bytes_per_epoch == pytest.approx(one.pcie_bytes_per_epoch)
@@ -192,10 +250,23 @@ def test_several_gpus_interleave_the_budget(dataset_path: Path) -> None:
 
 def test_several_epochs_average_to_training_bytes(dataset_path: Path) -> None:
     device = describe_device("80GiB", host_memory="64GiB")
-    row = plan_capacity(_open(dataset_path), device, fanouts=FANOUTS, batch_size=BATCH, epochs=2, seed=1,
-                        budgets=["15%"]).rows[0]
-    result = train(dataset_path, model="sage", fanouts=FANOUTS, batch_size=BATCH, epochs=2, seed=1, hidden=16,
-                   features_on="tiered", gpu_budget="15%", quiet=True, device="cpu", eval_every=2)
+    row = plan_capacity(
+        _open(dataset_path), device, fanouts=FANOUTS, batch_size=BATCH, epochs=2, seed=1, budgets=["15%"]
+    ).rows[0]
+    result = train(
+        dataset_path,
+        model="sage",
+        fanouts=FANOUTS,
+        batch_size=BATCH,
+        epochs=2,
+        seed=1,
+        hidden=16,
+        features_on="tiered",
+        gpu_budget="15%",
+        quiet=True,
+        device="cpu",
+        eval_every=2,
+    )
     for tier in ("gpu", "host"):
         measured = sum(epoch["feature_bytes_by_tier"][tier] for epoch in result.report["epochs"])
         assert 2 * row.bytes_per_epoch[tier] == measured
@@ -204,8 +275,9 @@ def test_several_epochs_average_to_training_bytes(dataset_path: Path) -> None:
 def _with_traffic(row, pcie: float, gpu: float):  # a BudgetRow with these PCIe and GPU-served bytes per epoch
     import dataclasses
 
-    return dataclasses.replace(row, pcie_bytes_per_epoch=pcie, bytes_per_epoch={**row.bytes_per_epoch, "gpu": gpu,
-                                                                                 "gpu-peer": 0.0})
+    return dataclasses.replace(
+        row, pcie_bytes_per_epoch=pcie, bytes_per_epoch={**row.bytes_per_epoch, "gpu": gpu, "gpu-peer": 0.0}
+    )
 
 
 def test_recommendation_is_the_smallest_budget_with_90_percent_of_the_best_saving(dataset_path: Path) -> None:
@@ -218,12 +290,17 @@ def test_recommendation_is_the_smallest_budget_with_90_percent_of_the_best_savin
     assert not any(row.tier_rows["gpu"] == plan.num_rows for row in plan.rows)
     no_tier, (zero, quarter, half) = 1000.0 * 2**20, plan.rows
     # 25% saves 900 MiB of the 1000 MiB without a tier, 50% saves 1000: 900 >= 90% of 1000, so 25% it is
-    plan.rows = [_with_traffic(zero, no_tier, 0.0), _with_traffic(quarter, 100 * 2**20, 900 * 2**20),
-                 _with_traffic(half, 0.0, no_tier)]
+    plan.rows = [
+        _with_traffic(zero, no_tier, 0.0),
+        _with_traffic(quarter, 100 * 2**20, 900 * 2**20),
+        _with_traffic(half, 0.0, no_tier),
+    ]
     line = recommend_budget(plan)
-    assert line.startswith(f"recommendation: --gpu-budget 25% ({format_bytes(quarter.tier_bytes['gpu'])} of features "
-                           "on the GPU), the smallest listed budget within 90% of the best PCIe saving: it keeps "
-                           "900.0 MiB of the 1000.0 MiB/epoch without a GPU tier off PCIe (50%: 1000.0 MiB)")
+    assert line.startswith(
+        f"recommendation: --gpu-budget 25% ({format_bytes(quarter.tier_bytes['gpu'])} of features "
+        "on the GPU), the smallest listed budget within 90% of the best PCIe saving: it keeps "
+        "900.0 MiB of the 1000.0 MiB/epoch without a GPU tier off PCIe (50%: 1000.0 MiB)"
+    )
     plan.rows[1] = _with_traffic(quarter, 101 * 2**20, 899 * 2**20)  # just under 90%: the best one
     line = recommend_budget(plan)
     assert line.startswith("recommendation: --gpu-budget 50% (") and line.endswith("without a GPU tier off PCIe")

@@ -30,8 +30,12 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> Dataset:
 
 def non_local_bytes(placement, access: float, num_gpus: int) -> float:
     """Bytes every GPU reads from groups it does not hold (from peers or the host), summed over GPUs."""
-    return sum(access * share for i in range(num_gpus)
-               for share, holders in zip(placement.group_share, placement.placement.holders) if i not in holders)
+    return sum(
+        access * share
+        for i in range(num_gpus)
+        for share, holders in zip(placement.group_share, placement.placement.holders)
+        if i not in holders
+    )
 
 
 @pytest.mark.parametrize("name, gpus", [("dgx1-v100", 8), ("pcie-4", 4)])
@@ -40,8 +44,16 @@ def test_placement_beats_baselines_and_bytes_add_up(data: Dataset, name: str, gp
     indptr_bytes = 8 * (data.features.shape[0] + 1)
     per_gpu = 500 * row_bytes  # a quarter-ish of the table per GPU
     device = describe_device(f"{RESERVE + indptr_bytes + per_gpu}B", gpus=gpus, host_memory="64GiB")
-    plan = plan_capacity(data, device, fanouts=FANOUTS, batch_size=BATCH, seed=2, budgets=["0%"],
-                         gpu_topology=resolve_topology(name), placement_groups=16)
+    plan = plan_capacity(
+        data,
+        device,
+        fanouts=FANOUTS,
+        batch_size=BATCH,
+        seed=2,
+        budgets=["0%"],
+        gpu_topology=resolve_topology(name),
+        placement_groups=16,
+    )
     placed = plan.placement
     assert placed is not None and placed.budget_per_gpu == per_gpu == plan.feature_gpu_bytes
     p = placed.placement

@@ -55,8 +55,16 @@ def sampled_positions(data: Dataset, epochs: int) -> tuple[np.ndarray, int]:
 
 def _plan(data: Dataset, topology_budget: str, host_memory: str = "64GiB", epochs: int = 1):
     device = describe_device("80GiB", host_memory=host_memory)
-    return plan_capacity(data, device, fanouts=FANOUTS, batch_size=BATCH, epochs=epochs, seed=SEED, budgets=["0%"],
-                         topology_budget=topology_budget)
+    return plan_capacity(
+        data,
+        device,
+        fanouts=FANOUTS,
+        batch_size=BATCH,
+        epochs=epochs,
+        seed=SEED,
+        budgets=["0%"],
+        topology_budget=topology_budget,
+    )
 
 
 @pytest.mark.parametrize("where", ["0", "100%", "list-end", "ram-limit"])
@@ -82,9 +90,11 @@ def test_topology_reads_per_tier_match_sampled_positions(data: Dataset, where: s
         assert plan.topology.gpu_entries == boundary
         for tier in ("gpu", "host", "disk"):
             assert row.topology_bytes_per_epoch[tier] * epochs == pytest.approx(expected[tier], abs=1e-6), tier
-        assert row.topology_tier_bytes == {"gpu": 8 * indptr.shape[0] + boundary * itemsize,
-                                           "host": (host_end - boundary) * itemsize,
-                                           "disk": (num_edges - host_end) * itemsize}
+        assert row.topology_tier_bytes == {
+            "gpu": 8 * indptr.shape[0] + boundary * itemsize,
+            "host": (host_end - boundary) * itemsize,
+            "disk": (num_edges - host_end) * itemsize,
+        }
     if where == "ram-limit":
         assert expected["disk"] > 0 and expected["host"] > 0
 
@@ -93,8 +103,9 @@ def test_topology_reads_per_tier_match_sampled_positions(data: Dataset, where: s
 @given(degrees=st.lists(st.integers(0, 6), min_size=1, max_size=25), data=st.data())
 def test_entries_before_splits_a_straddling_list_in_proportion(degrees: list[int], data: st.DataObject) -> None:
     indptr = np.concatenate([[0], np.cumsum(degrees)]).astype(np.int64)
-    reads = np.asarray(data.draw(st.lists(st.integers(0, 40), min_size=len(degrees), max_size=len(degrees))),
-                       dtype=np.int64) * (np.asarray(degrees) > 0)  # an empty list is never read
+    reads = np.asarray(
+        data.draw(st.lists(st.integers(0, 40), min_size=len(degrees), max_size=len(degrees))), dtype=np.int64
+    ) * (np.asarray(degrees) > 0)  # an empty list is never read
     boundary = data.draw(st.integers(0, int(indptr[-1])))
     cumulative = np.concatenate([[0], np.cumsum(reads)])
     starts, ends = indptr[:-1], indptr[1:]
@@ -117,9 +128,12 @@ def test_topology_tiers_add_up(data: Dataset, budget: str) -> None:
     assert tiers["gpu"] - plan.topology.indptr_bytes + tiers["host"] + tiers["disk"] == num_edges * itemsize
     if budget == "auto":
         assert plan.topology.gpu_entries == num_edges  # 80 GiB holds it all
-    assert row.pcie_bytes_per_epoch == pytest.approx(row.bytes_per_epoch["host"] + row.bytes_per_epoch["disk"]
-                                                     + row.topology_bytes_per_epoch["host"]
-                                                     + row.topology_bytes_per_epoch["disk"])
+    assert row.pcie_bytes_per_epoch == pytest.approx(
+        row.bytes_per_epoch["host"]
+        + row.bytes_per_epoch["disk"]
+        + row.topology_bytes_per_epoch["host"]
+        + row.topology_bytes_per_epoch["disk"]
+    )
 
 
 def test_topology_budget_leaves_less_gpu_memory_for_features(data: Dataset) -> None:
@@ -128,8 +142,15 @@ def test_topology_budget_leaves_less_gpu_memory_for_features(data: Dataset) -> N
     row_bytes = data.features.shape[1] * data.features.dtype.itemsize
     usable = 8 * (num_nodes + 1) + num_edges * itemsize + 50 * row_bytes  # all the graph and 50 feature rows
     device = describe_device(f"{RESERVE + usable}B", host_memory="64GiB")
-    plan = plan_capacity(data, device, fanouts=FANOUTS, batch_size=BATCH, seed=SEED, budgets=["1%", "100%", "auto"],
-                         topology_budget="auto")
+    plan = plan_capacity(
+        data,
+        device,
+        fanouts=FANOUTS,
+        batch_size=BATCH,
+        seed=SEED,
+        budgets=["1%", "100%", "auto"],
+        topology_budget="auto",
+    )
     assert plan.topology.gpu_entries == num_edges and not plan.topology.capped
     assert plan.feature_gpu_bytes == 50 * row_bytes
     assert [row.capped for row in plan.rows] == [False, True, False]
@@ -137,8 +158,9 @@ def test_topology_budget_leaves_less_gpu_memory_for_features(data: Dataset) -> N
     assert all(row.topology_bytes_per_epoch["host"] == 0 for row in plan.rows)
     # a topology budget beyond the GPU memory is capped, and says so
     small = describe_device(f"{RESERVE + 8 * (num_nodes + 1) + 100 * itemsize}B", host_memory="64GiB")
-    capped = plan_capacity(data, small, fanouts=FANOUTS, batch_size=BATCH, seed=SEED, budgets=["0%"],
-                           topology_budget="100%")
+    capped = plan_capacity(
+        data, small, fanouts=FANOUTS, batch_size=BATCH, seed=SEED, budgets=["0%"], topology_budget="100%"
+    )
     assert capped.topology.gpu_entries == 100 and capped.topology.capped
     assert any("--topology-budget 100% capped" in note for note in capped.notes)
     assert capped.feature_gpu_bytes == 0

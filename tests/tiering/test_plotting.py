@@ -48,8 +48,13 @@ def _assert_title_inside(figure: Any) -> None:
 def test_plan_plot_title_lies_inside_the_figure(name: str, tmp_path: Path, closed_figures: list[Any]) -> None:
     root = tmp_path / name
     write_labelled_graph(root, num_nodes=300, feature_dim=4, avg_degree=4, seed=3)
-    plan = plan_capacity(Dataset.open(root), describe_device("80GiB", host_memory="64GiB"), fanouts=(3, 2),
-                         batch_size=64, budgets=["0%", "100%"])
+    plan = plan_capacity(
+        Dataset.open(root),
+        describe_device("80GiB", host_memory="64GiB"),
+        fanouts=(3, 2),
+        batch_size=64,
+        budgets=["0%", "100%"],
+    )
     plot_plan(plan, tmp_path / "plan.png")
     assert (tmp_path / "plan.png").read_bytes()[:4] == b"\x89PNG"
     assert len(closed_figures) == 1

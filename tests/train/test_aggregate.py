@@ -38,11 +38,7 @@ def random_block(
     if num_dst:
         degrees[rng.random(num_dst) < 0.3] = 0
     dst = np.repeat(np.arange(num_dst), degrees)
-    src = (
-        rng.integers(0, max(num_src, 1), dst.shape[0])
-        if num_src
-        else np.zeros(0, dtype=np.int64)
-    )
+    src = rng.integers(0, max(num_src, 1), dst.shape[0]) if num_src else np.zeros(0, dtype=np.int64)
     if not grouped:
         order = rng.permutation(dst.shape[0])
         src, dst = src[order], dst[order]
@@ -69,30 +65,16 @@ def test_spmm_and_transpose_match_references(
     assert rowptr[-1] == block.num_edges and np.all(np.diff(rowptr) >= 0)
     weight = rng.random(col.shape[0]).astype(np.float32)
     x = rng.standard_normal((block.num_src, dim)).astype(np.float32)
-    diag = rng.random(rng.integers(0, num_dst + 1)).astype(
-        np.float32
-    )  # a self-loop term on a prefix of rows
-    own = rng.standard_normal((rng.integers(0, num_dst + 1), dim)).astype(
-        np.float32
-    )  # dense term on a prefix
+    diag = rng.random(rng.integers(0, num_dst + 1)).astype(np.float32)  # a self-loop term on a prefix of rows
+    own = rng.standard_normal((rng.integers(0, num_dst + 1), dim)).astype(np.float32)  # dense term on a prefix
     out = np.full((num_dst, dim), np.nan, dtype=np.float32)
-    cut = int(
-        rng.integers(0, num_dst + 1)
-    )  # any split of the rows gives the same result
-    gated = bool(
-        rng.integers(0, 2)
-    )  # a ReLU/dropout backward gate on the output, or none
+    cut = int(rng.integers(0, num_dst + 1))  # any split of the rows gives the same result
+    gated = bool(rng.integers(0, 2))  # a ReLU/dropout backward gate on the output, or none
     gate = rng.standard_normal((num_dst if gated else 0, dim)).astype(np.float32)
     gate_scale = float(rng.choice([1.0, 2.0]))
-    kernels.csr_spmm_rows(
-        rowptr, col, weight, diag, own, gate, gate_scale, x, out, cut, num_dst
-    )
-    kernels.csr_spmm_rows(
-        rowptr, col, weight, diag, own, gate, gate_scale, x, out, 0, cut
-    )
-    expected = kernels.csr_spmm_reference(
-        rowptr, col, weight, diag, x, own, gate if gated else None, gate_scale
-    )
+    kernels.csr_spmm_rows(rowptr, col, weight, diag, own, gate, gate_scale, x, out, cut, num_dst)
+    kernels.csr_spmm_rows(rowptr, col, weight, diag, own, gate, gate_scale, x, out, 0, cut)
+    expected = kernels.csr_spmm_reference(rowptr, col, weight, diag, x, own, gate if gated else None, gate_scale)
     np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-6)
     got = kernels.csr_transpose(rowptr, col, block.num_src)
     want = kernels.csr_transpose_reference(rowptr, col, block.num_src)
@@ -100,9 +82,7 @@ def test_spmm_and_transpose_match_references(
         np.testing.assert_array_equal(a, b)
 
 
-def _edge_reference(
-    x: torch.Tensor, block: Block, weight_of_edge: torch.Tensor
-) -> torch.Tensor:
+def _edge_reference(x: torch.Tensor, block: Block, weight_of_edge: torch.Tensor) -> torch.Tensor:
     """sum over edges of weight * x[src] into the destinations, the per-edge message way."""
     src, dst = block.edge_index
     out = torch.zeros(block.num_dst, x.shape[1], dtype=x.dtype)
@@ -116,9 +96,7 @@ def _edge_reference(
     extra=st.integers(0, 30),
     grouped=st.booleans(),
 )
-def test_aggregate_forward_and_gradient_equal_edge_path(
-    seed: int, num_dst: int, extra: int, grouped: bool
-) -> None:
+def test_aggregate_forward_and_gradient_equal_edge_path(seed: int, num_dst: int, extra: int, grouped: bool) -> None:
     rng = np.random.default_rng(seed)
     block = random_block(rng, num_dst, extra, 5, grouped)
     csr = block_csr(block)
@@ -130,9 +108,7 @@ def test_aggregate_forward_and_gradient_equal_edge_path(
         edge_weight = weight
     else:
         edge_weight[csr.edge_order] = weight
-    loops = (
-        torch.from_numpy(rng.random(num_dst).astype(np.float32)) if seed % 2 else None
-    )
+    loops = torch.from_numpy(rng.random(num_dst).astype(np.float32)) if seed % 2 else None
     x = torch.randn(block.num_src, 6, requires_grad=True)
     x_ref = x.detach().clone().requires_grad_(True)
     out = aggregate(x, csr, weight, loops)
@@ -162,9 +138,7 @@ def test_aggregate_with_root_gradient_equals_separate_ops(
     block = random_block(rng, num_dst, extra, 5, bool(seed % 2))
     csr = block_csr(block)
     weight = mean_weights(csr, dtype)
-    x = torch.randn(
-        block.num_src + 2, 5, dtype=dtype, requires_grad=True
-    )  # rows past the sources: no gradient
+    x = torch.randn(block.num_src + 2, 5, dtype=dtype, requires_grad=True)  # rows past the sources: no gradient
     x_ref = x.detach().clone().requires_grad_(True)
     agg, root = aggregate_with_root(x, csr, weight)
     agg_ref, root_ref = aggregate(x_ref, csr, weight), x_ref[:num_dst]
@@ -181,9 +155,7 @@ def test_aggregate_with_root_gradient_equals_separate_ops(
         "agg": (agg_ref * g_agg).sum(),
         "root": (root_ref * g_root).sum(),
     }
-    if (
-        num_dst == 0 and uses != "agg"
-    ):  # nothing flows back; both sides have no gradient path or a zero one
+    if num_dst == 0 and uses != "agg":  # nothing flows back; both sides have no gradient path or a zero one
         return
     terms[uses].backward()
     terms_ref[uses].backward()
@@ -227,10 +199,7 @@ def test_torch_sparse_path_equals_kernel() -> None:
     grad = torch.randn(csr.num_dst, 7)
     torch.testing.assert_close(
         _spmm_torch(colptr, rows, weight[order], None, grad, csr.num_src),
-        _spmm_torch(
-            csr.rowptr, csr.col, weight, None, torch.eye(csr.num_src), csr.num_dst
-        ).T
-        @ grad,
+        _spmm_torch(csr.rowptr, csr.col, weight, None, torch.eye(csr.num_src), csr.num_dst).T @ grad,
         rtol=1e-5,
         atol=1e-5,
     )
@@ -261,16 +230,10 @@ def _graph(n: int = 80, e: int = 500, seed: int = 0) -> tuple[np.ndarray, np.nda
 def test_model_equals_pyg_edge_path(kind: str, with_degree: bool) -> None:
     """Outputs and every parameter/input gradient of the CSR path equal PyG's per-edge path (1e-5)."""
     indptr, indices = _graph()
-    batch = NeighborSampler(indptr, indices, [5, 3, 2], seed=4).sample(
-        np.array([1, 2, 3, 50, 60, 61])
-    )
+    batch = NeighborSampler(indptr, indices, [5, 3, 2], seed=4).sample(np.array([1, 2, 3, 50, 60, 61]))
     torch.manual_seed(0)
     model = BlockGNN(kind, 12, 16, 5, 3, dropout=0.0, norm="none")
-    degree = (
-        torch.from_numpy(np.diff(indptr).astype(np.float32))[batch.n_id]
-        if with_degree
-        else None
-    )
+    degree = torch.from_numpy(np.diff(indptr).astype(np.float32))[batch.n_id] if with_degree else None
     x = torch.randn(batch.num_nodes, 12)
     results = []
     for use_csr in (True, False):
@@ -302,12 +265,8 @@ def test_gcn_weights_match_block_gcn_conv_edges() -> None:
     inv_sqrt = (full + 1.0).rsqrt()
     expected = scale[dst] * inv_sqrt[dst] * inv_sqrt[src]
     assert csr.edge_order is not None
-    torch.testing.assert_close(
-        weight, expected[csr.edge_order], rtol=0, atol=0
-    )  # bit for bit
-    torch.testing.assert_close(
-        loops, 1.0 / (full[: block.num_dst] + 1.0), rtol=0, atol=0
-    )
+    torch.testing.assert_close(weight, expected[csr.edge_order], rtol=0, atol=0)  # bit for bit
+    torch.testing.assert_close(loops, 1.0 / (full[: block.num_dst] + 1.0), rtol=0, atol=0)
 
 
 def _block_gcn_reference(block: Block) -> tuple[np.ndarray, np.ndarray]:

@@ -25,7 +25,14 @@ from graphtier.train.report import NonFiniteLossError, RunReport
 from graphtier.train.saved import dataset_fingerprint
 from tests.conftest import write_labelled_graph
 
-SMALL: dict[str, Any] = {"batch_size": 50, "hidden": 16, "fanouts": (5, 5), "eval_batch_size": 100, "lr": 0.01, "quiet": True}
+SMALL: dict[str, Any] = {
+    "batch_size": 50,
+    "hidden": 16,
+    "fanouts": (5, 5),
+    "eval_batch_size": 100,
+    "lr": 0.01,
+    "quiet": True,
+}
 
 
 class Payload:
@@ -86,8 +93,9 @@ def _flip_data_byte(path: Path, member_suffix: str) -> None:
     with zipfile.ZipFile(path) as archive:
         info = next(i for i in archive.infolist() if i.filename.endswith(member_suffix) and i.file_size > 8)
     raw = bytearray(path.read_bytes())
-    name_len, extra_len = int.from_bytes(raw[info.header_offset + 26 : info.header_offset + 28], "little"), int.from_bytes(
-        raw[info.header_offset + 28 : info.header_offset + 30], "little"
+    name_len, extra_len = (
+        int.from_bytes(raw[info.header_offset + 26 : info.header_offset + 28], "little"),
+        int.from_bytes(raw[info.header_offset + 28 : info.header_offset + 30], "little"),
     )
     start = info.header_offset + 30 + name_len + extra_len
     raw[start + info.file_size // 2] ^= 0xFF
@@ -188,7 +196,10 @@ def _copy_dataset(source: Dataset, output: Path, perm: np.ndarray | None = None,
     with DatasetWriter(output) as writer:
         for name, array in new.items():
             writer.save(name, array)
-        meta = {key: source.meta[key] for key in ("name", "num_nodes", "directed", "feature_dim", "feature_dtype", "num_classes")}
+        meta = {
+            key: source.meta[key]
+            for key in ("name", "num_nodes", "directed", "feature_dim", "feature_dtype", "num_classes")
+        }
         return writer.finish({**meta, "num_edges": int(indices.shape[0]), "source": {"importer": "test"}})
 
 
@@ -203,7 +214,9 @@ def test_fingerprint_covers_every_feature_column_labels_and_splits(data: Dataset
     assert dataset_fingerprint(_copy_dataset(data, tmp_path / "labels", labels=labels))["hash"] != base
 
 
-def test_model_refused_on_features_changed_outside_column_0(trained: tuple[Path, Path], data: Dataset, tmp_path: Path) -> None:
+def test_model_refused_on_features_changed_outside_column_0(
+    trained: tuple[Path, Path], data: Dataset, tmp_path: Path
+) -> None:
     features = np.asarray(data.features).copy()
     features[:, 1:] = 0.0
     other = _copy_dataset(data, tmp_path / "noise", features=features)
@@ -367,6 +380,8 @@ def test_non_finite_loss_stops_training(data: Dataset, tmp_path: Path) -> None:
     trainer = Trainer(data, TrainConfig(epochs=2, report=str(tmp_path / "run.json"), **SMALL))
     forward = trainer.model.forward
     trainer.model.forward = lambda x, blocks, degree=None: forward(x, blocks, degree) * float("nan")  # type: ignore[method-assign]
-    with pytest.raises(NonFiniteLossError, match=r"--lr 0.01: the training loss became nan at epoch 1, batch 1 .*lower --lr") as info:
+    with pytest.raises(
+        NonFiniteLossError, match=r"--lr 0.01: the training loss became nan at epoch 1, batch 1 .*lower --lr"
+    ) as info:
         trainer.fit()
     assert isinstance(info.value, OptionError) and "\n" not in str(info.value)

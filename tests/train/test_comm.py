@@ -69,8 +69,13 @@ class PretendCuda(TorchFunctionMode):
         pretend = {t.pretend_device for t in flat if isinstance(t, _Pretend)}
         plain = [t for t in flat if isinstance(t, torch.Tensor) and not isinstance(t, _Pretend) and t.dim() > 0]
         requested = _requested_device(func, args, kwargs)
-        unwrap = lambda v: v.as_subclass(torch.Tensor) if isinstance(v, _Pretend) else v
-        cpu = lambda v: "cpu" if isinstance(v, (str, torch.device)) and torch.device(v).type == "cuda" else v
+
+        def unwrap(v):
+            return v.as_subclass(torch.Tensor) if isinstance(v, _Pretend) else v
+
+        def cpu(v):
+            return "cpu" if isinstance(v, (str, torch.device)) and torch.device(v).type == "cuda" else v
+
         args, kwargs = tree_map(unwrap, args), tree_map(unwrap, kwargs)
         if requested is not None:
             args = tuple(cpu(a) for a in args)

@@ -79,7 +79,9 @@ def test_score_cli_bounds_the_fanouts(tiny_dataset: Dataset) -> None:
     assert_user_error(result, "--fanouts expected integers in 1..2147483647 or -1")
 
 
-def test_gat_refused_when_its_attention_tensors_cannot_fit(tiny_dataset: Dataset, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_gat_refused_when_its_attention_tensors_cannot_fit(
+    tiny_dataset: Dataset, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from graphtier.dataset import resources
     from graphtier.errors import ResourceError
     from graphtier.train.models import gat_training_bytes
@@ -88,12 +90,16 @@ def test_gat_refused_when_its_attention_tensors_cannot_fit(tiny_dataset: Dataset
     monkeypatch.setattr(resources, "available_memory", lambda: needed - 1)
     config = TrainConfig(model="gat", fanouts=(-1, -1))
     # a Python caller reads its arguments, the CLI user (below) the flags
-    with pytest.raises(ResourceError, match=rf"^model='gat' with .*fanouts='-1,-1' .*needs about .*\({needed:,} bytes\)") as info:
+    with pytest.raises(
+        ResourceError, match=rf"^model='gat' with .*fanouts='-1,-1' .*needs about .*\({needed:,} bytes\)"
+    ) as info:
         config.validate(tiny_dataset)
     assert "--" not in str(info.value)
     TrainConfig(model="sage", fanouts=(-1, -1)).validate(tiny_dataset)  # only GAT keeps per-edge tensors
     result = run_cli("train", str(tiny_dataset.path), "--model", "gat", "--fanouts", "-1,-1", "--epochs", "1")
-    assert_user_error(result, "--model gat with --batch-size 1024 --fanouts -1,-1 --hidden 256 --heads 4", "of memory, only")
+    assert_user_error(
+        result, "--model gat with --batch-size 1024 --fanouts -1,-1 --hidden 256 --heads 4", "of memory, only"
+    )
     assert "final" not in result.stdout
     monkeypatch.setattr(resources, "available_memory", lambda: needed)
     config.validate(tiny_dataset)
@@ -101,8 +107,9 @@ def test_gat_refused_when_its_attention_tensors_cannot_fit(tiny_dataset: Dataset
 
 @pytest.mark.parametrize("option", ["--gpu-budget", "--cache-budget", "--ram-budget"])
 def test_train_cli_refuses_a_budget_without_a_unit(tiny_dataset: Dataset, option: str) -> None:
-    result = run_cli("train", str(tiny_dataset.path), "--epochs", "1", "--quiet", "--features-on", "tiered+cache",
-                     option, "1")
+    result = run_cli(
+        "train", str(tiny_dataset.path), "--epochs", "1", "--quiet", "--features-on", "tiered+cache", option, "1"
+    )
     assert_user_error(result, f"{option}: a number without a unit is ambiguous", '"1GB"')
     assert "final" not in result.stdout
 

@@ -36,9 +36,7 @@ def test_forward_backward_equal_relu_times_mask() -> None:
     x = torch.randn(300, 70, requires_grad=True)
     p, key = 0.3, 12345
     out = relu_dropout(x, p, True, key=key)
-    keep = torch.from_numpy(
-        kernels.keep_mask_reference(key, dropout_threshold(p), x.numel()).reshape(x.shape)
-    )
+    keep = torch.from_numpy(kernels.keep_mask_reference(key, dropout_threshold(p), x.numel()).reshape(x.shape))
     x_ref = x.detach().clone().requires_grad_(True)
     ref = torch.relu(x_ref) * keep / (1 - p)
     torch.testing.assert_close(out, ref)

@@ -33,9 +33,7 @@ print(json.dumps({"applied": applied, "faults": [step(r) for r in [40000, 50000,
 
 def _run(mode: str) -> dict:
     root = Path(__file__).resolve().parents[2]
-    env = dict(
-        os.environ, PYTHONPATH=f"{root}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"
-    )
+    env = dict(os.environ, PYTHONPATH=f"{root}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
     done = subprocess.run(
         [sys.executable, "-c", _STEPS, mode],
         capture_output=True,

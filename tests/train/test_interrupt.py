@@ -41,9 +41,26 @@ def dataset_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _start(dataset: Path, *options: str) -> subprocess.Popen[str]:
     env = dict(os.environ, PYTHONPATH=str(REPO), GRAPHTIER_DIST_TIMEOUT="60")
     return subprocess.Popen(
-        [sys.executable, "-c", CLI, "train", str(dataset), "--epochs", "10000", "--batch-size", "64",
-         "--hidden", "16", *options],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO, start_new_session=True,
+        [
+            sys.executable,
+            "-c",
+            CLI,
+            "train",
+            str(dataset),
+            "--epochs",
+            "10000",
+            "--batch-size",
+            "64",
+            "--hidden",
+            "16",
+            *options,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=REPO,
+        start_new_session=True,
     )
 
 
@@ -54,8 +71,9 @@ def _descendants(pid: int) -> list[psutil.Process]:
         return []
 
 
-def _interrupt(process: subprocess.Popen[str], signum: int, to_group: bool, after_lines: int, delay: float,
-               ranks: int) -> tuple[float, str]:
+def _interrupt(
+    process: subprocess.Popen[str], signum: int, to_group: bool, after_lines: int, delay: float, ranks: int
+) -> tuple[float, str]:
     """Wait for ``after_lines`` epoch lines (and the ranks to exist), sleep ``delay``, send ``signum``.
 
     Returns the seconds from the signal to the exit of the CLI, and its stderr. Every process of the run

@@ -27,7 +27,13 @@ def test_uneven_shares_give_the_single_process_step(tiny_dataset: Dataset, tmp_p
     those of one single-process step on the whole batch."""
     whole_batch = int(tiny_dataset.train_idx.shape[0])
     common = dict(
-        fanouts=(-1, -1), batch_size=whole_batch, epochs=1, hidden=16, dropout=0.0, lr=0.01, eval_every=1,
+        fanouts=(-1, -1),
+        batch_size=whole_batch,
+        epochs=1,
+        hidden=16,
+        dropout=0.0,
+        lr=0.01,
+        eval_every=1,
         eval_batch_size=1000,
     )
     single_dir, multi_dir = tmp_path / "single", tmp_path / "multi"
@@ -58,8 +64,17 @@ def _balancer_run(dataset_path: Path, balance: str, seed: int = 0) -> dict:
     report = launch(
         str(dataset_path),
         TrainConfig(
-            fanouts=(15, 10), batch_size=800, epochs=5, hidden=16, devices=("cpu", "cpu"), balance=balance,
-            rebalance_every=8, eval_every=5, cpu_threads=1, quiet=True, seed=seed,
+            fanouts=(15, 10),
+            batch_size=800,
+            epochs=5,
+            hidden=16,
+            devices=("cpu", "cpu"),
+            balance=balance,
+            rebalance_every=8,
+            eval_every=5,
+            cpu_threads=1,
+            quiet=True,
+            seed=seed,
         ),
         step_seconds=simulated_device_seconds,
     )
@@ -127,6 +142,8 @@ def test_shares_must_match_devices(tiny_dataset: Dataset) -> None:
 
 def test_a_diverging_distributed_run_stops_every_rank_with_one_line(tiny_dataset: Dataset) -> None:
     config = TrainConfig(fanouts=(5, 5), batch_size=50, hidden=8, devices=("cpu", "cpu"), lr=1e30, epochs=3)
-    with pytest.raises(RankFailed, match=r"rank \d \(cpu\) failed: .*training loss became (nan|inf).*lower --lr") as info:
+    with pytest.raises(
+        RankFailed, match=r"rank \d \(cpu\) failed: .*training loss became (nan|inf).*lower --lr"
+    ) as info:
         launch(str(tiny_dataset.path), config)
     assert "\n" not in str(info.value).strip()

@@ -58,9 +58,7 @@ def test_gcn_with_all_neighbours_equals_full_graph_gcn() -> None:
     batch = NeighborSampler(indptr, indices, [-1], seed=0).sample(seeds)
     degree = torch.from_numpy(np.diff(indptr).astype(np.float32))[batch.n_id]
     got = model(x_all[batch.n_id], batch.blocks, degree)[batch.seed_index]
-    torch.testing.assert_close(
-        got, expected[torch.from_numpy(seeds)], rtol=1e-5, atol=1e-5
-    )
+    torch.testing.assert_close(got, expected[torch.from_numpy(seeds)], rtol=1e-5, atol=1e-5)
 
 
 def test_bad_options() -> None:
@@ -78,14 +76,10 @@ def test_bad_options() -> None:
 @pytest.mark.parametrize("kind", ["sage", "gcn"])
 @pytest.mark.parametrize("dropout", [0.0, 0.5])
 @pytest.mark.parametrize("norm", ["none", "batch"])
-def test_fused_activation_backward_equals_layer_by_layer(
-    kind: str, dropout: float, norm: str
-) -> None:
+def test_fused_activation_backward_equals_layer_by_layer(kind: str, dropout: float, norm: str) -> None:
     """forward() hands each ReLU/dropout backward to the next aggregation; layer() does not: same numbers."""
     indptr, indices = _graph(80, 500, seed=5)
-    batch = NeighborSampler(indptr, indices, [5, 4, 3], seed=2).sample(
-        np.array([1, 2, 3, 40, 41])
-    )
+    batch = NeighborSampler(indptr, indices, [5, 4, 3], seed=2).sample(np.array([1, 2, 3, 40, 41]))
     degree = torch.from_numpy(np.diff(indptr).astype(np.float32))[batch.n_id]
     torch.manual_seed(0)
     model = BlockGNN(kind, 10, 16, 4, 3, dropout=dropout, norm=norm)
@@ -144,8 +138,9 @@ def test_norm_batch_trains_with_a_last_batch_of_one_seed(tmp_path, model: str) -
     data = write_labelled_graph(tmp_path / "ds", num_nodes=120, feature_dim=8)
     train_idx = np.asarray(data.train_idx)
     assert len(train_idx) > 2
-    result = train(data, model=model, norm="batch", batch_size=len(train_idx) - 1, fanouts=(3, 3), hidden=8,
-                   epochs=1, quiet=True)
+    result = train(
+        data, model=model, norm="batch", batch_size=len(train_idx) - 1, fanouts=(3, 3), hidden=8, epochs=1, quiet=True
+    )
     assert np.isfinite(result.report["epochs"][0]["loss"])
 
 

@@ -46,7 +46,9 @@ def test_producer_error_is_raised_in_consumer() -> None:
 
 def test_consumer_stopping_early_does_not_hang() -> None:
     before = threading.active_count()
-    producer = BatchProducer([np.array([i]) for i in range(1000)], _fake_sample, _gather, np.zeros(1000, np.int64).__getitem__, depth=1)
+    producer = BatchProducer(
+        [np.array([i]) for i in range(1000)], _fake_sample, _gather, np.zeros(1000, np.int64).__getitem__, depth=1
+    )
     for index, _ in enumerate(producer):
         if index == 3:
             break
@@ -58,7 +60,9 @@ def test_consumer_stopping_early_does_not_hang() -> None:
 
 
 def test_keyboard_interrupt_in_consumer_stops_producer() -> None:
-    producer = BatchProducer([np.array([i]) for i in range(1000)], _fake_sample, _gather, np.zeros(1000, np.int64).__getitem__, depth=1)
+    producer = BatchProducer(
+        [np.array([i]) for i in range(1000)], _fake_sample, _gather, np.zeros(1000, np.int64).__getitem__, depth=1
+    )
     with pytest.raises(KeyboardInterrupt):
         for _ in producer:
             raise KeyboardInterrupt
@@ -131,8 +135,12 @@ def test_producer_builds_block_csr_off_the_training_loop(transpose: bool) -> Non
     indptr, indices = edges_to_csc(rng.integers(0, 50, 300), rng.integers(0, 50, 300), 50, dedup=True)
     sampler = NeighborSampler(indptr, indices, [3, 2], seed=0)
     producer = BatchProducer(
-        [np.array([1, 2, 3]), np.array([4, 5])], sampler.sample, _gather, np.zeros(50, np.int64).__getitem__,
-        block_csr=True, block_transpose=transpose,
+        [np.array([1, 2, 3]), np.array([4, 5])],
+        sampler.sample,
+        _gather,
+        np.zeros(50, np.int64).__getitem__,
+        block_csr=True,
+        block_transpose=transpose,
     )
     for item in producer:
         for index, blk in enumerate(item.batch.blocks):

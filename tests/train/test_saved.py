@@ -115,6 +115,8 @@ def test_saved_model_without_gcn_degrees_means_full(tiny_dataset: Dataset, tmp_p
     assert predict(saved, tiny_dataset).logits.shape == (tiny_dataset.num_nodes, tiny_dataset.num_classes)
     state["config"]["gcn_degrees"] = "both"
     torch.save(state, path)
-    with pytest.raises(OptionError, match="field 'config.gcn_degrees' expected one of full, block, found 'both'") as info:
+    with pytest.raises(
+        OptionError, match="field 'config.gcn_degrees' expected one of full, block, found 'both'"
+    ) as info:
         load_model(path)
     assert "\n" not in str(info.value)

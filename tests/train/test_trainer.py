@@ -62,7 +62,9 @@ def test_final_line_says_which_inference_measured_the_accuracy() -> None:
     from graphtier.train.report import inference_summary
 
     config = {"model": "sage", "sampler": "neighbor", "fanouts": [25, 10], "eval_fanouts": None}
-    assert inference_summary({"method": "sampled"}, config) == "sampled inference, fanouts 25,10; exact: --full-inference"
+    assert (
+        inference_summary({"method": "sampled"}, config) == "sampled inference, fanouts 25,10; exact: --full-inference"
+    )
     assert inference_summary({"method": "sampled"}, {**config, "eval_fanouts": [50, 50]}).startswith(
         "sampled inference, fanouts 50,50;"
     )
@@ -124,7 +126,9 @@ def test_checkpoint_without_gcn_degrees_resumes_as_full(tiny_dataset: Dataset, t
     state = torch.load(ckpt / "checkpoint.pt", weights_only=True)
     del state["config"]["gcn_degrees"]
     torch.save(state, ckpt / "checkpoint.pt")
-    resumed = Trainer(tiny_dataset, TrainConfig(model="gcn", gcn_degrees="full", epochs=2, checkpoint=str(ckpt), **SMALL))
+    resumed = Trainer(
+        tiny_dataset, TrainConfig(model="gcn", gcn_degrees="full", epochs=2, checkpoint=str(ckpt), **SMALL)
+    )
     assert resumed.start_epoch == 2
     with pytest.raises(OptionError, match="'gcn_degrees' is 'full'"):
         Trainer(tiny_dataset, TrainConfig(model="gcn", gcn_degrees="block", epochs=2, checkpoint=str(ckpt), **SMALL))
@@ -185,7 +189,10 @@ def test_gcn_degrees_change_training(tiny_dataset: Dataset) -> None:
         ({"topology_budget": "10%"}, "--topology-budget: applies to --sample-on gpu only"),
         ({"sample_on": "gpu", "sampler": "shadow", "layers": 2}, "--sample-on gpu: runs the neighbour sampler only"),
         ({"sample_on": "gpu", "devices": ("cpu", "cpu")}, "--sample-on gpu: not available with --devices"),
-        ({"model": "gcn", "gcn_degrees": "sampled"}, "--gcn-degrees expected one of auto, full, block, found 'sampled'"),
+        (
+            {"model": "gcn", "gcn_degrees": "sampled"},
+            "--gcn-degrees expected one of auto, full, block, found 'sampled'",
+        ),
     ],
 )
 def test_bad_options_fail_before_work(tiny_dataset: Dataset, options: dict, fragment: str) -> None:
@@ -297,8 +304,8 @@ def test_train_config_is_composed_of_specs_and_keeps_its_flat_record() -> None:
     """The parts own their options; flat options go to the part with a field of that name; the record is flat."""
     from dataclasses import replace
 
-    from graphtier.sampling import Fanouts, SamplerSpec
     from graphtier.memory import PlacementSpec
+    from graphtier.sampling import Fanouts, SamplerSpec
 
     config = TrainConfig(sampling=SamplerSpec(fanouts="10,5"), placement=PlacementSpec(features_on="tiered"), lr=0.1)
     assert config.sampling.fanouts == Fanouts((10, 5)) == (10, 5) and config.optim.lr == 0.1

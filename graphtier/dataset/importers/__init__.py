@@ -25,8 +25,8 @@ from graphtier.dataset.importers.csr_npz import import_csr_npz
 from graphtier.dataset.importers.edgelist import import_edgelist
 from graphtier.dataset.importers.features import synthetic_features
 from graphtier.dataset.importers.mat import import_mat
-from graphtier.dataset.importers.options import ImportOptions
 from graphtier.dataset.importers.ogb import import_ogb
+from graphtier.dataset.importers.options import ImportOptions
 from graphtier.dataset.importers.planetoid import import_planetoid
 from graphtier.dataset.importers.splits import random_split
 

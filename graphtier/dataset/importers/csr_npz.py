@@ -64,7 +64,9 @@ def read_compressed_adjacency(path: Path, layout: str) -> tuple[np.ndarray, np.n
         raise OptionError(f"--layout: expected one of {', '.join(LAYOUTS)}, found {layout!r}")
     kind, description = node_data.sniff(path)
     if kind != "npz":  # np.load would try other formats (a .npy, a pickle) and say so confusingly
-        raise DatasetError(f"{path}: expected an .npz archive (numpy.savez or scipy.sparse.save_npz), got {description}")
+        raise DatasetError(
+            f"{path}: expected an .npz archive (numpy.savez or scipy.sparse.save_npz), got {description}"
+        )
     try:
         archive = np.load(path, allow_pickle=False)
     except (zipfile.BadZipFile, ValueError, OSError, EOFError) as exc:
@@ -156,9 +158,13 @@ def import_csr_npz(
     options.check_inputs()
     labels, features = options.labels, options.features
     indptr_in, indices_in, n, layout = read_compressed_adjacency(path, layout)
-    raw_labels = node_data.read_raw_labels(
-        labels, options.labels_layout, column=options.labels_column, unlabelled=options.unlabelled_value
-    ) if labels is not None else None
+    raw_labels = (
+        node_data.read_raw_labels(
+            labels, options.labels_layout, column=options.labels_column, unlabelled=options.unlabelled_value
+        )
+        if labels is not None
+        else None
+    )
     if raw_labels is not None and raw_labels.ids is not None and raw_labels.ids.size:
         low = int(raw_labels.ids.min())
         if low < 0:

@@ -76,8 +76,11 @@ def import_edgelist(
     path = textio.require_file(source, "edge list")
     kind, description = node_data.sniff(path)
     if kind not in ("text", "gzip"):
-        hint = {"npz": " (for an indptr/indices archive use 'prepare csr-npz')",
-                "mat": " (use 'prepare mat')", "hdf5": " (use 'prepare mat' after re-saving with -v7)"}.get(kind, "")
+        hint = {
+            "npz": " (for an indptr/indices archive use 'prepare csr-npz')",
+            "mat": " (use 'prepare mat')",
+            "hdf5": " (use 'prepare mat' after re-saving with -v7)",
+        }.get(kind, "")
         raise DatasetError(
             f"{path}: expected a text edge list ('src dst' per line, optionally gzip), got {description}{hint}"
         )
@@ -136,9 +139,13 @@ def import_edgelist(
                 chunk_bytes=chunk_bytes,
             ):
                 spill.append(block[:, 0], block[:, 1])
-            raw_labels = node_data.read_raw_labels(
-                labels, options.labels_layout, header, column=labels_column, unlabelled=options.unlabelled_value
-            ) if labels is not None else None
+            raw_labels = (
+                node_data.read_raw_labels(
+                    labels, options.labels_layout, header, column=labels_column, unlabelled=options.unlabelled_value
+                )
+                if labels is not None
+                else None
+            )
             if features is not None:
                 feature_matrix = node_data.read_feature_matrix(features, writer.tmp / "features.scratch")
             coverage = node_data.NodeCoverage.of(feature_matrix, raw_labels)

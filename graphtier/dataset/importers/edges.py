@@ -138,7 +138,11 @@ class IdMap:
         assert self.sorted_ids is not None
         pos = np.searchsorted(self.sorted_ids, ids)
         pos_clipped = np.minimum(pos, max(self.sorted_ids.shape[0] - 1, 0))
-        found = (pos < self.sorted_ids.shape[0]) & (self.sorted_ids[pos_clipped] == ids) if self.sorted_ids.size else np.zeros(ids.shape, bool)
+        found = (
+            (pos < self.sorted_ids.shape[0]) & (self.sorted_ids[pos_clipped] == ids)
+            if self.sorted_ids.size
+            else np.zeros(ids.shape, bool)
+        )
         return np.where(found, pos, -1).astype(np.int64)
 
     def map_known(self, ids: np.ndarray) -> np.ndarray:
@@ -152,9 +156,7 @@ class IdMap:
         return np.searchsorted(self.sorted_ids, ids).astype(dtype, copy=False)
 
 
-def build_id_map(
-    spill: EdgeSpill, num_nodes: int | None, source: Path, coverage: Any = None
-) -> IdMap:
+def build_id_map(spill: EdgeSpill, num_nodes: int | None, source: Path, coverage: Any = None) -> IdMap:
     """The dense id map of the ids in ``spill`` and of the ids node data files cover.
 
     With ``num_nodes`` the ids must lie in ``[0, num_nodes)`` and are kept. Otherwise ids that
@@ -208,7 +210,9 @@ def build_id_map(
             unique = np.union1d(unique, np.arange(coverage.dense_rows, dtype=np.int64))
         if coverage.ids is not None:
             unique = np.union1d(unique, coverage.ids.astype(np.int64))
-    return IdMap(num_nodes=int(unique.shape[0]), sorted_ids=unique, nodes_only_in_node_data=int(unique.shape[0]) - in_edges)
+    return IdMap(
+        num_nodes=int(unique.shape[0]), sorted_ids=unique, nodes_only_in_node_data=int(unique.shape[0]) - in_edges
+    )
 
 
 # ---------------------------------------------------------------------------- CSC
@@ -359,16 +363,12 @@ def array_edge_chunks(src: np.ndarray, dst: np.ndarray, chunk: int = EDGE_CHUNK)
     return gen
 
 
-def gather_rows(
-    path: Path, rows_available: int, idmap: IdMap, what: str
-) -> np.ndarray | None:
+def gather_rows(path: Path, rows_available: int, idmap: IdMap, what: str) -> np.ndarray | None:
     """The original row of every new id (int64 [N]) when ids were remapped, after a range check."""
     original = idmap.original_ids()
     if original is None:
         if rows_available != idmap.num_nodes:
-            raise DatasetError(
-                f"{path}: expected {idmap.num_nodes} {what} rows (one per node), found {rows_available}"
-            )
+            raise DatasetError(f"{path}: expected {idmap.num_nodes} {what} rows (one per node), found {rows_available}")
         return None
     if original.size and (int(original[-1]) >= rows_available or int(original[0]) < 0):
         bad = int(original[-1]) if int(original[-1]) >= rows_available else int(original[0])

@@ -68,7 +68,9 @@ def synthetic_features(
         resources.require_memory(
             num_classes * dim * 4, f"--synthetic-feature-signal: class centroids ({num_classes:,} classes x {dim})"
         )
-        centroids = np.random.default_rng([seed, node_data.CENTROIDS_STREAM]).standard_normal((num_classes, dim), dtype=np.float32)
+        centroids = np.random.default_rng([seed, node_data.CENTROIDS_STREAM]).standard_normal(
+            (num_classes, dim), dtype=np.float32
+        )
         centroids *= np.float32(signal)
     for block, start in enumerate(range(0, n, FEATURE_BLOCK_ROWS)):
         stop = min(n, start + FEATURE_BLOCK_ROWS)

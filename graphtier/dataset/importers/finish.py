@@ -155,8 +155,10 @@ def write_node_data(
     labels_prov = prov.no_data()
     if synthetic_classes:
         if labels is not None and labels.num_classes > 0:
-            raise OptionError("{synthetic_labels}: the graph already has labels; expected an unlabelled graph",
-                              options=("synthetic_labels",))
+            raise OptionError(
+                "{synthetic_labels}: the graph already has labels; expected an unlabelled graph",
+                options=("synthetic_labels",),
+            )
         label_values, num_classes = node_data.synthetic_labels(n, synthetic_classes, seed), synthetic_classes
         writer.save("labels", label_values)
         labels_prov = prov.synthetic_labels(synthetic_classes, seed)

@@ -309,9 +309,7 @@ def _column_error(tokens: list[str], col: int) -> int:
     return PARSE_OK
 
 
-def parse_int_rows_reference(
-    buf: bytes, num_columns: int, allow_extra_columns: bool
-) -> tuple[np.ndarray, int, int]:
+def parse_int_rows_reference(buf: bytes, num_columns: int, allow_extra_columns: bool) -> tuple[np.ndarray, int, int]:
     """Plain-Python reference of :func:`parse_int_rows`: ``(int64 [R, C], error_code, error_offset)``."""
     rows: list[list[int]] = []
 
@@ -360,9 +358,7 @@ def parse_float_rows_reference(buf: bytes, num_columns: int) -> tuple[np.ndarray
     return result(PARSE_OK, -1)
 
 
-_FLOAT_TOKEN = re.compile(
-    r"[+-]?((\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|[nN][aA][nN]|[iI][nN][fF]([iI][nN][iI][tT][yY])?)"
-)
+_FLOAT_TOKEN = re.compile(r"[+-]?((\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|[nN][aA][nN]|[iI][nN][fF]([iI][nN][iI][tT][yY])?)")
 
 
 # ---------------------------------------------------------------------------- CSC from chunks

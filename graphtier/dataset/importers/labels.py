@@ -1,5 +1,4 @@
-"""Node labels in new-id order (:class:`Labels`) and their mapping from (original id, class) pairs.
-"""
+"""Node labels in new-id order (:class:`Labels`) and their mapping from (original id, class) pairs."""
 
 from __future__ import annotations
 
@@ -34,9 +33,7 @@ class Labels:
     class_names: list[str] | None = None
 
 
-def labels_from_pairs(
-    path: Path, ids: np.ndarray, classes: np.ndarray, idmap: IdMap
-) -> Labels:
+def labels_from_pairs(path: Path, ids: np.ndarray, classes: np.ndarray, idmap: IdMap) -> Labels:
     """Labels of original ``ids`` (int [K]) with integer ``classes`` (int [K]; < 0 = unlabelled)."""
     new = idmap.lookup(ids)
     unknown = np.flatnonzero(new < 0)

@@ -68,8 +68,9 @@ def load_mat(path: Path) -> dict[str, Any]:
     return {k: v for k, v in variables.items() if not k.startswith("__")}
 
 
-def _pick(variables: dict[str, Any], path: Path, key: str | None, defaults: Sequence[str], option: str,
-          required: bool) -> str | None:
+def _pick(
+    variables: dict[str, Any], path: Path, key: str | None, defaults: Sequence[str], option: str, required: bool
+) -> str | None:
     if key is not None:
         if key == NONE:
             if required:
@@ -97,7 +98,9 @@ def _numeric_matrix(value: Any, path: Path, key: str) -> Any:
         return sp.csr_matrix(checked_sparse(value, f"{path}: variable {key!r}"))
     array = np.asarray(value)
     if array.dtype == object or not (np.issubdtype(array.dtype, np.number) or array.dtype == np.bool_):
-        raise DatasetError(f"{path}: variable {key!r}: expected a numeric matrix, found {array.dtype} (a cell or struct?)")
+        raise DatasetError(
+            f"{path}: variable {key!r}: expected a numeric matrix, found {array.dtype} (a cell or struct?)"
+        )
     if array.ndim != 2:
         raise DatasetError(f"{path}: variable {key!r}: expected a 2-d matrix, found shape {array.shape}")
     return array
@@ -142,7 +145,9 @@ def read_features(value: Any, path: Path, key: str, num_nodes: int) -> _DenseRow
             f"found shape {tuple(matrix.shape)}{hint}"
         )
     if matrix.shape[1] == 0:
-        raise DatasetError(f"{path}: variable {key!r}: expected at least one feature column, found shape {matrix.shape}")
+        raise DatasetError(
+            f"{path}: variable {key!r}: expected at least one feature column, found shape {matrix.shape}"
+        )
     return _DenseRows(matrix)
 
 
@@ -256,10 +261,14 @@ def import_mat(
         )
     variables = load_mat(path)
     adj_key = _pick(variables, path, adjacency_key, ADJACENCY_KEYS, "--adjacency-key", required=True)
-    feat_key = None if features is not None else _pick(
-        variables, path, features_key, FEATURE_KEYS, "--features-key", required=False)
-    lab_key = None if labels is not None else _pick(
-        variables, path, labels_key, LABEL_KEYS, "--labels-key", required=False)
+    feat_key = (
+        None
+        if features is not None
+        else _pick(variables, path, features_key, FEATURE_KEYS, "--features-key", required=False)
+    )
+    lab_key = (
+        None if labels is not None else _pick(variables, path, labels_key, LABEL_KEYS, "--labels-key", required=False)
+    )
     assert adj_key is not None
     if feat_key is not None and options.synthetic_features:
         raise OptionError(
@@ -269,14 +278,14 @@ def import_mat(
         raise OptionError(
             f"--synthetic-labels: {path} already has labels ({lab_key!r}); pass --labels-key none to replace them"
         )
-    options.check_inputs(labels_in_source=lab_key is not None,
-                         label_sources=("labels_key", "labels"))
+    options.check_inputs(labels_in_source=lab_key is not None, label_sources=("labels_key", "labels"))
     indptr_in, indices_in, n = read_adjacency(variables[adj_key], path, adj_key)
     idmap = edges.IdMap(num_nodes=n)
     feature_rows = read_features(variables[feat_key], path, feat_key, n) if feat_key is not None else None
     if lab_key is not None:
-        parsed_labels = read_mat_labels(variables[lab_key], path, lab_key, n, column=options.labels_column,
-                                        unlabelled=options.unlabelled_value)
+        parsed_labels = read_mat_labels(
+            variables[lab_key], path, lab_key, n, column=options.labels_column, unlabelled=options.unlabelled_value
+        )
     elif labels is not None:
         parsed_labels = node_data.read_raw_labels(
             labels, options.labels_layout, column=options.labels_column, unlabelled=options.unlabelled_value

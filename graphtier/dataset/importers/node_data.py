@@ -128,7 +128,9 @@ def read_feature_matrix(path: str | os.PathLike[str], scratch: Path) -> np.ndarr
 def _read_text_matrix(path: Path, scratch: Path) -> np.ndarray:
     first = textio.first_data_lines(path, 1)
     if not first:
-        raise DatasetError(f"{path}: --features: expected a text matrix (one row of numbers per node), found no data line")
+        raise DatasetError(
+            f"{path}: --features: expected a text matrix (one row of numbers per node), found no data line"
+        )
     dim = textio.count_columns(first[0])
     rows = 0
     with open(scratch, "wb") as out:
@@ -251,7 +253,10 @@ def _read_label_matrix(path: Path, header: str, column: int, unlabelled: int | N
     parts = [
         block[:, column].copy()
         for block in textio.iter_int_rows(
-            path, num_columns, allow_extra_columns=False, skip_header=skip,
+            path,
+            num_columns,
+            allow_extra_columns=False,
+            skip_header=skip,
             expected=f"{num_columns} integers per line (one row per node)",
         )
     ]
@@ -273,7 +278,10 @@ def _read_label_lines(path: Path, header: str) -> RawLabels:
         parts = [
             block[:, 0].copy()
             for block in textio.iter_int_rows(
-                path, 1, allow_extra_columns=False, skip_header=skip,
+                path,
+                1,
+                allow_extra_columns=False,
+                skip_header=skip,
                 expected="one integer label per line (line k = node k)",
             )
         ]
@@ -312,9 +320,7 @@ def _read_label_pairs(path: Path, header: str) -> RawLabels:
             try:
                 ids.append(int(tokens[0]))
             except ValueError:
-                raise DatasetError(
-                    f"{path}: line {number}: expected an integer node id, found {tokens[0]!r}"
-                ) from None
+                raise DatasetError(f"{path}: line {number}: expected an integer node id, found {tokens[0]!r}") from None
             names.append(tokens[1])
         codes, class_names = _codes(names)
         return RawLabels(classes=codes, ids=np.array(ids, dtype=np.int64), class_names=class_names)

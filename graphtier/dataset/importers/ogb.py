@@ -44,22 +44,26 @@ def find_raw(root: Path, stem: str, required: bool) -> Path | None:
 
 def read_single_int(path: Path) -> int:
     """The integer on the first data line of ``path`` (for example ``num-node-list.csv.gz``)."""
-    values = [block for block in textio.iter_int_rows(
-        path, 1, allow_extra_columns=False, skip_header=False, expected="one integer per line"
-    )]
+    values = [
+        block
+        for block in textio.iter_int_rows(
+            path, 1, allow_extra_columns=False, skip_header=False, expected="one integer per line"
+        )
+    ]
     flat = np.concatenate(values)[:, 0] if values else np.empty(0, np.int64)
     if flat.shape[0] != 1:
-        raise DatasetError(
-            f"{path}: expected one integer (a homogeneous graph), found {flat.shape[0]} lines"
-        )
+        raise DatasetError(f"{path}: expected one integer (a homogeneous graph), found {flat.shape[0]} lines")
     return int(flat[0])
 
 
 def read_id_list(path: Path, num_nodes: int) -> np.ndarray:
     """int64 [K]: one node id per line, each in ``[0, num_nodes)``."""
-    blocks = [b[:, 0].copy() for b in textio.iter_int_rows(
-        path, 1, allow_extra_columns=False, skip_header=False, expected="one integer node id per line"
-    )]
+    blocks = [
+        b[:, 0].copy()
+        for b in textio.iter_int_rows(
+            path, 1, allow_extra_columns=False, skip_header=False, expected="one integer node id per line"
+        )
+    ]
     ids = np.concatenate(blocks) if blocks else np.empty(0, np.int64)
     if ids.size and (ids.min() < 0 or ids.max() >= num_nodes):
         raise DatasetError(f"{path}: expected node ids in [0, {num_nodes}), found [{ids.min()}, {ids.max()}]")
@@ -169,8 +173,9 @@ def import_ogb(
     feat_path = find_raw(raw, "node-feat", required=False)
     label_path = find_raw(raw, "node-label", required=False)
     if feat_path is not None and options.synthetic_features:
-        raise OptionError(f"{{synthetic_features}}: {feat_path} already provides features",
-                          options=("synthetic_features",))
+        raise OptionError(
+            f"{{synthetic_features}}: {feat_path} already provides features", options=("synthetic_features",)
+        )
     if label_path is not None and options.synthetic_labels:
         raise OptionError(f"{{synthetic_labels}}: {label_path} already provides labels", options=("synthetic_labels",))
     options.check_inputs(labels_in_source=label_path is not None)
@@ -184,8 +189,12 @@ def import_ogb(
 
     with DatasetWriter(output, overwrite=overwrite) as writer, edges.EdgeSpill(writer.tmp) as spill:
         for block in textio.iter_int_rows(
-            edge_path, 2, allow_extra_columns=False, skip_header=False,
-            expected="two integer node ids 'src,dst'", chunk_bytes=chunk_bytes,
+            edge_path,
+            2,
+            allow_extra_columns=False,
+            skip_header=False,
+            expected="two integer node ids 'src,dst'",
+            chunk_bytes=chunk_bytes,
         ):
             spill.append(block[:, 0], block[:, 1])
         if spill.num_edges and (spill.min_id < 0 or spill.max_id >= n):  # type: ignore[operator]
@@ -218,7 +227,9 @@ def import_ogb(
         del built
 
         labels = read_ogb_labels(label_path, n) if label_path is not None else None
-        written = finish.write_node_data(writer, edges.IdMap(num_nodes=n), labels=labels, features=None, options=options)
+        written = finish.write_node_data(
+            writer, edges.IdMap(num_nodes=n), labels=labels, features=None, options=options
+        )
         feature_dim, feature_dtype, num_classes = written.feature_dim, written.feature_dtype, written.num_classes
         if feat_path is not None:
             feature_dim, feature_dtype = write_ogb_features(feat_path, n, writer, options.non_finite), "float32"

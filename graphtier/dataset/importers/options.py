@@ -75,32 +75,37 @@ class ImportOptions:
 
     def _check_values(self) -> None:
         if self.features is not None and self.synthetic_features:
-            raise OptionError("{features} and {synthetic_features}: expected at most one, found both",
-                              options=("features", "synthetic_features"))
+            raise OptionError(
+                "{features} and {synthetic_features}: expected at most one, found both",
+                options=("features", "synthetic_features"),
+            )
         if self.synthetic_features < 0:
             raise OptionError.invalid("synthetic_features", "a positive dimension", self.synthetic_features)
         signal = self.synthetic_feature_signal
         if not np.isfinite(signal) or signal < 0:
             raise OptionError.invalid("synthetic_feature_signal", "a finite number >= 0", signal)
         if signal > 0 and not self.synthetic_features:
-            raise OptionError("{synthetic_feature_signal}: expected {synthetic_features} as well, found none",
-                              options=("synthetic_feature_signal", "synthetic_features"))
+            raise OptionError(
+                "{synthetic_feature_signal}: expected {synthetic_features} as well, found none",
+                options=("synthetic_feature_signal", "synthetic_features"),
+            )
         if self.labels is not None and self.synthetic_labels:
-            raise OptionError("{labels} and {synthetic_labels}: expected at most one, found both",
-                              options=("labels", "synthetic_labels"))
+            raise OptionError(
+                "{labels} and {synthetic_labels}: expected at most one, found both",
+                options=("labels", "synthetic_labels"),
+            )
         if self.synthetic_labels < 0 or self.synthetic_labels == 1:
             raise OptionError.invalid("synthetic_labels", "at least 2 classes", self.synthetic_labels)
         if self.synthetic_labels > MAX_CLASSES:  # before the graph is built, not when the labels are written
-            raise OptionError.invalid("synthetic_labels", f"at most {MAX_CLASSES:,} (2^24) classes",
-                                      f"{self.synthetic_labels:,}", show=False)
+            raise OptionError.invalid(
+                "synthetic_labels", f"at most {MAX_CLASSES:,} (2^24) classes", f"{self.synthetic_labels:,}", show=False
+            )
         if self.labels_layout not in LABEL_LAYOUTS:
             raise OptionError.invalid("labels_layout", f"one of {', '.join(LABEL_LAYOUTS)}", self.labels_layout)
         if self.non_finite not in NON_FINITE_MODES:
             raise OptionError.invalid("non_finite", f"one of {', '.join(NON_FINITE_MODES)}", self.non_finite)
 
-    def check_inputs(
-        self, *, labels_in_source: bool = False, label_sources: tuple[str, ...] = ("labels",)
-    ) -> None:
+    def check_inputs(self, *, labels_in_source: bool = False, label_sources: tuple[str, ...] = ("labels",)) -> None:
         """The checks that need the input: the ``labels``/``features`` files exist, and a feature signal or a
         ``labels_column``/``unlabelled_value`` has labels to apply to (``labels_in_source``: the input itself
         carries labels, as a ``.mat`` variable or OGB's ``node-label``; ``label_sources``: the options
@@ -114,8 +119,10 @@ class ImportOptions:
         for option in ("labels_column", "unlabelled_value"):
             if getattr(self, option) is not None and not has_labels:
                 where = " or ".join(f"{{{name}}}" for name in label_sources)
-                raise OptionError(f"{{{option}}}: expected labels to apply it to ({where}), found none",
-                                  options=(option, *label_sources))
+                raise OptionError(
+                    f"{{{option}}}: expected labels to apply it to ({where}), found none",
+                    options=(option, *label_sources),
+                )
         if self.labels is not None:
             require_file(self.labels, "--labels file")
         if self.features is not None:
@@ -166,4 +173,3 @@ EDGE_FORMAT_FIELDS = GRAPH_FIELDS + NODE_FILE_FIELDS + SYNTHETIC_FIELDS + ("non_
 """What ``edgelist``, ``csr-npz`` and ``mat`` accept: every field."""
 OGB_FIELDS = GRAPH_FIELDS + SYNTHETIC_FIELDS + ("non_finite",)
 PLANETOID_FIELDS = ("non_finite",)
-

@@ -49,8 +49,15 @@ def _allowed_globals() -> dict[tuple[str, str], Any]:
         for module in (f"scipy.sparse.{fmt}", f"scipy.sparse._{fmt}", "scipy.sparse"):
             allowed[(module, f"{fmt}_matrix")] = cls
     for module in ("__builtin__", "builtins"):
-        for builtin_name, obj in (("list", list), ("dict", dict), ("set", set), ("tuple", tuple), ("int", int),
-                                  ("float", float), ("object", object)):
+        for builtin_name, obj in (
+            ("list", list),
+            ("dict", dict),
+            ("set", set),
+            ("tuple", tuple),
+            ("int", int),
+            ("float", float),
+            ("object", object),
+        ):
             allowed[(module, builtin_name)] = obj
     # Python-3 protocol-2 pickles encode bytes with _codecs.encode(str, "latin1"): harmless.
     allowed[("_codecs", "encode")] = __import__("codecs").encode

@@ -79,12 +79,14 @@ def _compressed(where: str, state: dict[str, Any], layout: str) -> sp.spmatrix:
     indptr = _int_vector(where, "indptr", state.get("indptr"))
     indices = _int_vector(where, "indices", state.get("indices"))
     if indptr.shape[0] != major + 1:
-        raise _fail(where, "indptr", f"{major + 1} entries ({'rows' if layout == 'csr' else 'columns'} + 1)",
-                    indptr.shape[0])
+        raise _fail(
+            where, "indptr", f"{major + 1} entries ({'rows' if layout == 'csr' else 'columns'} + 1)", indptr.shape[0]
+        )
     first, last = int(indptr[0]), int(indptr[-1])
     if first != 0 or not 0 <= last <= indices.shape[0]:
-        raise _fail(where, "indptr", f"to run from 0 to at most len(indices) = {indices.shape[0]}",
-                    f"{first} .. {last}")
+        raise _fail(
+            where, "indptr", f"to run from 0 to at most len(indices) = {indices.shape[0]}", f"{first} .. {last}"
+        )
     if not is_non_decreasing(indptr):
         raise _fail(where, "indptr", "non-decreasing values", "a decrease")
     indices = indices[:last]
@@ -119,7 +121,9 @@ def _lists(where: str, state: dict[str, Any]) -> sp.spmatrix:
     row_ids, row_values = state.get("rows"), state.get("data")
     for field, value in (("rows", row_ids), ("data", row_values)):
         if not isinstance(value, np.ndarray) or value.dtype != object or value.shape != (rows,):
-            found = f"{value.dtype} array of shape {value.shape}" if isinstance(value, np.ndarray) else type(value).__name__
+            found = (
+                f"{value.dtype} array of shape {value.shape}" if isinstance(value, np.ndarray) else type(value).__name__
+            )
             raise _fail(where, field, f"an object array of {rows} lists", found)
     indptr = np.zeros(rows + 1, dtype=np.int64)
     id_parts, value_parts = [], []

@@ -1,5 +1,4 @@
-"""Train/valid/test splits: parsing ``--split`` fractions, random splits over labelled nodes, saving them.
-"""
+"""Train/valid/test splits: parsing ``--split`` fractions, random splits over labelled nodes, saving them."""
 
 from __future__ import annotations
 
@@ -19,10 +18,13 @@ def parse_fractions(text: str) -> tuple[float, float, float]:
     try:
         values = tuple(float(p) for p in parts)
     except ValueError:
-        raise OptionError(f"{{split}}: expected three fractions like 0.6,0.2,0.2, found {text!r}", options=("split",)) from None
+        raise OptionError(
+            f"{{split}}: expected three fractions like 0.6,0.2,0.2, found {text!r}", options=("split",)
+        ) from None
     if len(values) != 3:
         raise OptionError(
-            f"{{split}}: expected three fractions (train,valid,test), found {len(values)} in {text!r}", options=("split",)
+            f"{{split}}: expected three fractions (train,valid,test), found {len(values)} in {text!r}",
+            options=("split",),
         )
     check_fractions(values)
     return values  # type: ignore[return-value]

@@ -64,8 +64,11 @@ def run_cli_process(*args: str) -> subprocess.CompletedProcess[str]:
 def assert_user_error(result: CliResult | subprocess.CompletedProcess[str], *fragments: str) -> None:
     """Exit code 2, one ``graphtier: error:`` line on stderr that contains every fragment, no traceback."""
     assert result.returncode == 2, (result.returncode, result.stdout, result.stderr)
-    lines = [line for line in result.stderr.splitlines() if line.strip() and "NumbaWarning" not in line
-             and "numba.njit" not in line]
+    lines = [
+        line
+        for line in result.stderr.splitlines()
+        if line.strip() and "NumbaWarning" not in line and "numba.njit" not in line
+    ]
     errors = [line for line in lines if line.startswith("graphtier: error:")]
     assert len(errors) == 1, result.stderr
     assert "Traceback" not in result.stderr
@@ -77,10 +80,13 @@ def write_planetoid(root: Path, prefix: str, rng: np.random.Generator) -> None:
     """A tiny Planetoid dataset whose test.index range has holes (like CiteSeer)."""
     classes, dim, n_labelled, n_all = 3, 5, 6, 527
     test_index = np.array([535, 530, 528, 532, 527, 534])  # range 527..535 misses 529, 531, 533
+
     def csr(rows: int) -> sp.csr_matrix:
         return sp.csr_matrix((rng.random((rows, dim)) < 0.4).astype(np.float32))
+
     def onehot(rows: int) -> np.ndarray:
         return np.eye(classes, dtype=np.int64)[rng.integers(0, classes, rows)]
+
     n = 536
     graph = defaultdict(list)
     for _ in range(1500):
@@ -88,8 +94,13 @@ def write_planetoid(root: Path, prefix: str, rng: np.random.Generator) -> None:
         graph[u].append(v)
     graph[3].append(3)  # a self-loop, dropped
     parts = {
-        "x": csr(n_labelled), "y": onehot(n_labelled), "allx": csr(n_all), "ally": onehot(n_all),
-        "tx": csr(test_index.size), "ty": onehot(test_index.size), "graph": graph,
+        "x": csr(n_labelled),
+        "y": onehot(n_labelled),
+        "allx": csr(n_all),
+        "ally": onehot(n_all),
+        "tx": csr(test_index.size),
+        "ty": onehot(test_index.size),
+        "graph": graph,
     }
     parts["x"] = parts["allx"][:n_labelled]
     parts["y"] = parts["ally"][:n_labelled]

@@ -73,8 +73,9 @@ def test_mat_one_hot_with_too_many_columns(tmp_path: Path) -> None:
 
 
 def test_synthetic_labels_bound(tmp_path: Path) -> None:
-    result = run_cli("prepare", "edgelist", str(_edges(tmp_path)), str(tmp_path / "out"),
-                     "--synthetic-labels", str(MAX_CLASSES + 1))
+    result = run_cli(
+        "prepare", "edgelist", str(_edges(tmp_path)), str(tmp_path / "out"), "--synthetic-labels", str(MAX_CLASSES + 1)
+    )
     assert_user_error(result, "--synthetic-labels", "16,777,216")
 
 

@@ -29,8 +29,11 @@ def test_chunked_parse_is_independent_of_chunk_size(tmp_path: Path, compress: bo
     edges = rng.integers(0, 10**9, size=(500, 2))
     text = "# comment\n" + "".join(f"{a}\t{b}\n" if i % 3 else f"{a}, {b}\n" for i, (a, b) in enumerate(edges))
     path = _write(tmp_path / "e.txt", text.rstrip("\n"), compress)  # last line without newline
-    blocks = list(textio.iter_int_rows(path, 2, allow_extra_columns=True, skip_header=False,
-                                       expected="two ids", chunk_bytes=chunk_bytes))
+    blocks = list(
+        textio.iter_int_rows(
+            path, 2, allow_extra_columns=True, skip_header=False, expected="two ids", chunk_bytes=chunk_bytes
+        )
+    )
     np.testing.assert_array_equal(np.concatenate(blocks), edges)
 
 
@@ -38,8 +41,11 @@ def test_parse_error_names_file_and_line(tmp_path: Path) -> None:
     path = _write(tmp_path / "e.txt", "# c\n1 2\n3 4\n5\n6 7\n")
     for chunk_bytes in (4, 1 << 20):
         with pytest.raises(DatasetError, match=r"e\.txt: line 4: expected two ids, found too few columns: '5'"):
-            list(textio.iter_int_rows(path, 2, allow_extra_columns=True, skip_header=False,
-                                      expected="two ids", chunk_bytes=chunk_bytes))
+            list(
+                textio.iter_int_rows(
+                    path, 2, allow_extra_columns=True, skip_header=False, expected="two ids", chunk_bytes=chunk_bytes
+                )
+            )
 
 
 def test_truncated_gzip_is_a_dataset_error(tmp_path: Path) -> None:
@@ -104,8 +110,9 @@ def test_id_map_with_num_nodes(tmp_path: Path) -> None:
             edges.build_id_map(spill, 3, tmp_path)
 
 
-def _expected_edges(src: np.ndarray, dst: np.ndarray, undirected: bool, keep_duplicates: bool,
-                    drop_self_loops: bool) -> tuple[np.ndarray, np.ndarray]:
+def _expected_edges(
+    src: np.ndarray, dst: np.ndarray, undirected: bool, keep_duplicates: bool, drop_self_loops: bool
+) -> tuple[np.ndarray, np.ndarray]:
     """The edge multiset build_csc must produce: undirected stores max(m(u, v), m(v, u)) copies."""
     from collections import Counter
 
@@ -115,16 +122,23 @@ def _expected_edges(src: np.ndarray, dst: np.ndarray, undirected: bool, keep_dup
     if not keep_duplicates:
         pairs = Counter(dict.fromkeys(pairs, 1))
     if undirected:
-        pairs = Counter({p: max(m, pairs.get(p[::-1], 0)) for p, m in list(pairs.items())}
-                        | {p[::-1]: max(m, pairs.get(p[::-1], 0)) for p, m in pairs.items()})
+        pairs = Counter(
+            {p: max(m, pairs.get(p[::-1], 0)) for p, m in list(pairs.items())}
+            | {p[::-1]: max(m, pairs.get(p[::-1], 0)) for p, m in pairs.items()}
+        )
     flat = [p for p, m in pairs.items() for _ in range(m)]
     return np.array([p[0] for p in flat], np.int64), np.array([p[1] for p in flat], np.int64)
 
 
 @settings(max_examples=80, deadline=None)
 @given(
-    st.integers(1, 30), st.integers(0, 200), st.integers(1, 5),
-    st.booleans(), st.booleans(), st.booleans(), st.integers(0, 2**31),
+    st.integers(1, 30),
+    st.integers(0, 200),
+    st.integers(1, 5),
+    st.booleans(),
+    st.booleans(),
+    st.booleans(),
+    st.integers(0, 2**31),
 )
 def test_build_csc_matches_reference(
     n: int, e: int, parts: int, undirected: bool, keep_duplicates: bool, drop_self_loops: bool, seed: int
@@ -168,8 +182,9 @@ def test_undirected_gives_the_same_graph_for_a_symmetric_input(
     once = edges.build_csc(edges.array_edge_chunks(src, dst), n, **options)
     sym_src, sym_dst = np.concatenate([src, dst]), np.concatenate([dst, src])
     twice = edges.build_csc(edges.array_edge_chunks(sym_src, sym_dst), n, **options)
-    again = edges.build_csc(edges.array_edge_chunks(once.indices.astype(np.int64),
-                                                    csc_to_edges(once.indptr, once.indices)[1]), n, **options)
+    again = edges.build_csc(
+        edges.array_edge_chunks(once.indices.astype(np.int64), csc_to_edges(once.indptr, once.indices)[1]), n, **options
+    )
     # with keep_duplicates, A + A^T repeats every edge, so only the symmetric result itself is compared
     for other in (again,) if keep_duplicates else (twice, again):
         np.testing.assert_array_equal(other.indptr, once.indptr)

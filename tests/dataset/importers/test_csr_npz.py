@@ -48,8 +48,14 @@ def test_layouts_and_scipy_archives(tmp_path: Path, fmt: str) -> None:
     np.testing.assert_array_equal(ds2.indices, expected.indices)
     labels = rng.integers(0, 3, n)
     np.save(tmp_path / "labels.npy", labels)
-    ds3 = import_csr_npz(scipy_path, tmp_path / "q", labels=tmp_path / "labels.npy", split=(0.5, 0.25, 0.25),
-                         synthetic_features=4, undirected=True)
+    ds3 = import_csr_npz(
+        scipy_path,
+        tmp_path / "q",
+        labels=tmp_path / "labels.npy",
+        split=(0.5, 0.25, 0.25),
+        synthetic_features=4,
+        undirected=True,
+    )
     assert ds3.num_classes == 3 and ds3.feature_dim == 4 and not ds3.directed
     np.testing.assert_array_equal(ds3.labels, labels)
     assert ds3.train_idx.size == n // 2

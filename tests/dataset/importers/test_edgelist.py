@@ -35,8 +35,12 @@ def test_soc_slashdot(tmp_path: Path) -> None:
 def test_pubmed_with_labels_split_and_synthetic_features(tmp_path: Path) -> None:
     root = shared("pubmed-topology")
     ds = import_edgelist(
-        root / "edges.csv", tmp_path / "pubmed", labels=root / "target.csv",
-        split=(0.6, 0.2, 0.2), seed=1, synthetic_features=8,
+        root / "edges.csv",
+        tmp_path / "pubmed",
+        labels=root / "target.csv",
+        split=(0.6, 0.2, 0.2),
+        seed=1,
+        synthetic_features=8,
     )
     assert (ds.num_nodes, ds.num_edges, ds.num_classes) == (19_717, 88_648, 3)
     np.testing.assert_array_equal(np.bincount(ds.labels), [4_103, 7_739, 7_875])
@@ -52,7 +56,9 @@ def _edges_text(edges: list[tuple[object, object]], sep: str = " ") -> str:
 @pytest.mark.parametrize("sep", [" ", "\t", ",", " , "])
 @pytest.mark.parametrize("compress", [False, True])
 def test_separators_comments_header_and_gzip(tmp_path: Path, sep: str, compress: bool) -> None:
-    text = "% konect style\nsource" + sep + "target\n# a comment\n\n" + _edges_text([(0, 1), (1, 2), (2, 0), (2, 2)], sep)
+    text = (
+        "% konect style\nsource" + sep + "target\n# a comment\n\n" + _edges_text([(0, 1), (1, 2), (2, 0), (2, 2)], sep)
+    )
     path = tmp_path / ("e.txt.gz" if compress else "e.txt")
     path.write_bytes(gzip.compress(text.encode()) if compress else text.encode())
     ds = import_edgelist(path, tmp_path / "out")
@@ -67,8 +73,13 @@ def test_undirected_dedup_self_loops(tmp_path: Path) -> None:
     ds = import_edgelist(path, tmp_path / "a", undirected=True, drop_self_loops=True)
     assert not ds.directed and ds.num_edges == 4
     np.testing.assert_array_equal(ds.indices, [1, 0, 2, 1])
-    assert ds.meta["source"]["edges"] == {"input_edges": 4, "self_loops_dropped": 1, "duplicates_dropped": 1,
-                                          "reverse_present": 0, "reverses_added": 2}
+    assert ds.meta["source"]["edges"] == {
+        "input_edges": 4,
+        "self_loops_dropped": 1,
+        "duplicates_dropped": 1,
+        "reverse_present": 0,
+        "reverses_added": 2,
+    }
     ds = import_edgelist(path, tmp_path / "b", undirected=True)
     assert ds.num_edges == 5  # 3 distinct edges + 2 reverses (a self-loop is its own reverse)
     ds = import_edgelist(path, tmp_path / "c", undirected=True, keep_duplicates=True)
@@ -118,9 +129,13 @@ def test_real_symmetric_edge_file_is_not_doubled(tmp_path: Path) -> None:
     directed = import_edgelist(source, tmp_path / "d")
     assert undirected.num_edges == directed.num_edges == 88_648
     np.testing.assert_array_equal(undirected.indices, directed.indices)
-    assert undirected.meta["source"]["edges"] == {"input_edges": 88_648, "self_loops_dropped": 0,
-                                                  "duplicates_dropped": 0, "reverse_present": 88_648,
-                                                  "reverses_added": 0}
+    assert undirected.meta["source"]["edges"] == {
+        "input_edges": 88_648,
+        "self_loops_dropped": 0,
+        "duplicates_dropped": 0,
+        "reverse_present": 88_648,
+        "reverses_added": 0,
+    }
     assert directed.meta["symmetric"] and not directed.meta["source"]["options"]["undirected"]
 
 
@@ -205,7 +220,11 @@ def test_small_chunks_give_the_same_dataset(tmp_path: Path) -> None:
     path.write_text(_edges_text([tuple(e) for e in edges.tolist()], "\t"))
     big = import_edgelist(path, tmp_path / "big")
     small = import_edgelist(path, tmp_path / "small", chunk_bytes=100)
-    for a, b in ((big.indptr, small.indptr), (big.indices, small.indices), (big.extra["node_ids"], small.extra["node_ids"])):
+    for a, b in (
+        (big.indptr, small.indptr),
+        (big.indices, small.indices),
+        (big.extra["node_ids"], small.extra["node_ids"]),
+    ):
         np.testing.assert_array_equal(a, b)
 
 
@@ -289,7 +308,11 @@ def bad_inputs(tmp_path: Path) -> dict[str, Path]:
         ("trunc", [], ["trunc.txt.gz", "truncated or damaged gzip"]),
         ("one", [], ["one.txt: line 2", "too few columns", "'7'"]),
         ("sparse", ["--features", "{feat3}"], ["feat3.npy", "node id 20 out of range for --features rows"]),
-        ("good", ["--features", "{feat6}", "--num-nodes", "4"], ["feat6.npy", "expected 4 --features rows (one per node), found 6"]),
+        (
+            "good",
+            ["--features", "{feat6}", "--num-nodes", "4"],
+            ["feat6.npy", "expected 4 --features rows (one per node), found 6"],
+        ),
         ("good", ["--labels", "{labels}", "--num-nodes", "4"], ["labels.csv", "unknown id", "42"]),
         ("good", ["--features", "{text_npy}"], ["text.npy", "expected a .npy file (numpy.save), got text"]),
         ("good", ["--synthetic-feature-signal", "1"], ["--synthetic-feature-signal", "--synthetic-features"]),

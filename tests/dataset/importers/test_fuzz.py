@@ -144,7 +144,9 @@ def test_edgelist_malformed_features(feats: np.ndarray, cut: int | None, replace
             whole = path.read_bytes()
             path.write_bytes(whole[: min(cut, len(whole) - 1)])
         good = (
-            cut is None and feats.shape == (5, 3) and feats.dtype.kind in "iufb"
+            cut is None
+            and feats.shape == (5, 3)
+            and feats.dtype.kind in "iufb"
             and (feats.dtype.kind != "f" or bool(np.isfinite(feats).all()))
         )
         _run(["edgelist", str(src), "--features", str(path)], root, replace_existing, must_fail=not good)
@@ -175,11 +177,22 @@ def npz_members(draw: st.DrawFn) -> dict[str, np.ndarray]:
         members["indices"] = _array(draw, [*INT_DTYPES, "<f8", "<U3"], [(10,), (0,), (), (5, 2)], -3, 9)
     choice = draw(st.integers(0, 4))
     if choice == 1:
-        members["format"] = draw(st.sampled_from([np.array("csr"), np.array(b"csc"), np.array("coo"),
-                                                  np.array(["csr", "csc"]), np.array(3)]))
+        members["format"] = draw(
+            st.sampled_from([np.array("csr"), np.array(b"csc"), np.array("coo"), np.array(["csr", "csc"]), np.array(3)])
+        )
     elif choice == 2:
-        members["shape"] = draw(st.sampled_from([np.array([5, 5]), np.array(5), np.array([5, 4]),
-                                                 np.array([[5, 5]]), np.array([5.0, 5.0]), np.array([7, 7])]))
+        members["shape"] = draw(
+            st.sampled_from(
+                [
+                    np.array([5, 5]),
+                    np.array(5),
+                    np.array([5, 4]),
+                    np.array([[5, 5]]),
+                    np.array([5.0, 5.0]),
+                    np.array([7, 7]),
+                ]
+            )
+        )
     return members
 
 
@@ -188,12 +201,19 @@ _CSR = sp.random(6, 6, density=0.3, format="csr", random_state=0)
 
 @FUZZ
 @given(members=npz_members(), cut=st.one_of(st.none(), st.integers(0, 400)), replace_existing=st.booleans())
-@example(members={"indptr": _CSR.indptr.astype(">i8"), "indices": _CSR.indices.astype(">i4")}, cut=None,
-         replace_existing=True)  # big-endian: imported like native
-@example(members={"indptr": _CSR.indptr, "indices": _CSR.indices, "format": np.array(["csr", "csc"])}, cut=None,
-         replace_existing=True)
-@example(members={"indptr": _CSR.indptr, "indices": _CSR.indices, "shape": np.array(6)}, cut=None,
-         replace_existing=False)
+@example(
+    members={"indptr": _CSR.indptr.astype(">i8"), "indices": _CSR.indices.astype(">i4")},
+    cut=None,
+    replace_existing=True,
+)  # big-endian: imported like native
+@example(
+    members={"indptr": _CSR.indptr, "indices": _CSR.indices, "format": np.array(["csr", "csc"])},
+    cut=None,
+    replace_existing=True,
+)
+@example(
+    members={"indptr": _CSR.indptr, "indices": _CSR.indices, "shape": np.array(6)}, cut=None, replace_existing=False
+)
 def test_csr_npz_malformed(members: dict[str, np.ndarray], cut: int | None, replace_existing: bool) -> None:
     with _workspace() as root:
         path = root / "a.npz"
@@ -222,8 +242,9 @@ def _gz(path: Path, text: str) -> None:
 
 
 @FUZZ
-@example(num_nodes="99999999999999999", edges="0,1\n", feat_row="1.0,2.0", label="1", with_split=False,
-         replace_existing=True)
+@example(
+    num_nodes="99999999999999999", edges="0,1\n", feat_row="1.0,2.0", label="1", with_split=False, replace_existing=True
+)
 @example(num_nodes="-3", edges="0,1\n", feat_row="1.0,2.0", label="1", with_split=False, replace_existing=False)
 @example(num_nodes="8", edges="0,1\n", feat_row="nan,1.0", label="1", with_split=False, replace_existing=True)
 @given(
@@ -254,13 +275,22 @@ def test_ogb_malformed(
 
 def _planetoid_parts(rng: np.random.Generator) -> dict[str, object]:
     n_all, n_test, dim, classes = 520, 4, 3, 2
+
     def onehot(rows: int) -> np.ndarray:
         return np.eye(classes, dtype=np.int64)[rng.integers(0, classes, rows)]
+
     allx = sp.csr_matrix(rng.random((n_all, dim)).astype(np.float32))
     ally = onehot(n_all)
     graph = {i: [int(j) for j in rng.integers(0, n_all + n_test, 3)] for i in range(n_all + n_test)}
-    return {"x": allx[:10], "y": ally[:10], "allx": allx, "ally": ally,
-            "tx": sp.csr_matrix(rng.random((n_test, dim)).astype(np.float32)), "ty": onehot(n_test), "graph": graph}
+    return {
+        "x": allx[:10],
+        "y": ally[:10],
+        "allx": allx,
+        "ally": ally,
+        "tx": sp.csr_matrix(rng.random((n_test, dim)).astype(np.float32)),
+        "ty": onehot(n_test),
+        "graph": graph,
+    }
 
 
 @st.composite
@@ -272,13 +302,31 @@ def planetoid_damage(draw: st.DrawFn) -> tuple[str, object]:
     if kind == "truncate":
         return part, ("truncate", draw(st.integers(0, 200)))
     if part == "test.index":
-        return part, draw(st.sampled_from(["520\n521\n522\n", "520\nx\n", "-1\n520\n521\n523\n",
-                                           "520\n521\n522\n10000000000000\n", ""]))
-    value = draw(st.sampled_from([
-        {"0": [1]}, {0: 1}, {0: ["a"]}, {0: [10**6]}, {-1: [0]}, [1, 2], None, 3.5,
-        np.array(["a", "b"]), np.zeros((3, 3, 3)), np.zeros((520, 3), dtype=object), np.full((520, 3), np.nan),
-        sp.csr_matrix(np.zeros((2, 3))), {True: [0]},
-    ]))
+        return part, draw(
+            st.sampled_from(
+                ["520\n521\n522\n", "520\nx\n", "-1\n520\n521\n523\n", "520\n521\n522\n10000000000000\n", ""]
+            )
+        )
+    value = draw(
+        st.sampled_from(
+            [
+                {"0": [1]},
+                {0: 1},
+                {0: ["a"]},
+                {0: [10**6]},
+                {-1: [0]},
+                [1, 2],
+                None,
+                3.5,
+                np.array(["a", "b"]),
+                np.zeros((3, 3, 3)),
+                np.zeros((520, 3), dtype=object),
+                np.full((520, 3), np.nan),
+                sp.csr_matrix(np.zeros((2, 3))),
+                {True: [0]},
+            ]
+        )
+    )
     return part, value
 
 

@@ -56,9 +56,7 @@ def test_parse_int_rows_limits_and_errors() -> None:
         rows, code, offset = kernels.parse_int_rows(buf, columns, extra, out)
         return out[:rows].tolist(), code, offset
 
-    assert parse(b"9223372036854775807 -9223372036854775807\n") == (
-        [[2**63 - 1, -(2**63 - 1)]], kernels.PARSE_OK, -1
-    )
+    assert parse(b"9223372036854775807 -9223372036854775807\n") == ([[2**63 - 1, -(2**63 - 1)]], kernels.PARSE_OK, -1)
     assert parse(b"1 2\n9223372036854775808 1\n")[1:] == (kernels.PARSE_OVERFLOW, 4)
     assert parse(b"1 2\n3\n")[1:] == (kernels.PARSE_TOO_FEW_COLUMNS, 4)
     assert parse(b"1,2,\n", extra=False)[1] == kernels.PARSE_TOO_MANY_COLUMNS

@@ -73,8 +73,16 @@ def test_default_keys_dense_matrices_and_one_based_labels(tmp_path: Path) -> Non
 def test_keys_none_and_synthetic_node_data(tmp_path: Path) -> None:
     path = tmp_path / "ACM.mat"
     _acm_like(path)
-    ds = import_mat(path, tmp_path / "o", adjacency_key="PAP", features_key="none", labels_key="none",
-                    synthetic_features=4, synthetic_labels=5, undirected=True)
+    ds = import_mat(
+        path,
+        tmp_path / "o",
+        adjacency_key="PAP",
+        features_key="none",
+        labels_key="none",
+        synthetic_features=4,
+        synthetic_labels=5,
+        undirected=True,
+    )
     assert ds.feature_dim == 4 and ds.num_classes == 5
     assert ds.meta["provenance"]["labels"] == {"kind": "synthetic", "num_classes": 5, "seed": 0}
     assert ds.meta["provenance"]["features"]["signal"] == 0.0
@@ -118,7 +126,9 @@ def test_errors_name_the_file_and_what_was_expected(tmp_path: Path) -> None:
 def test_cli(tmp_path: Path) -> None:
     path = tmp_path / "ACM.mat"
     _acm_like(path)
-    result = run_cli("prepare", "mat", str(path), str(tmp_path / "acm"), "--adjacency-key", "PAP", "--split", "0.6,0.2,0.2")
+    result = run_cli(
+        "prepare", "mat", str(path), str(tmp_path / "acm"), "--adjacency-key", "PAP", "--split", "0.6,0.2,0.2"
+    )
     assert result.returncode == 0, result.stderr
     assert "variables: adjacency 'PAP', features 'feature', labels 'label'" in result.stdout
     assert "60 nodes" in result.stdout
@@ -130,12 +140,25 @@ def test_cli(tmp_path: Path) -> None:
 
 def test_feature_signal_uses_the_labels_inside_the_file(tmp_path: Path) -> None:
     _acm_like(tmp_path / "acm.mat")
-    ds = import_mat(tmp_path / "acm.mat", tmp_path / "out", adjacency_key="PAP", features_key="none", synthetic_features=4,
-                    synthetic_feature_signal=1.0)
+    ds = import_mat(
+        tmp_path / "acm.mat",
+        tmp_path / "out",
+        adjacency_key="PAP",
+        features_key="none",
+        synthetic_features=4,
+        synthetic_feature_signal=1.0,
+    )
     assert ds.feature_dim == 4 and ds.num_classes == 3
     with pytest.raises(OptionError, match="expected labels"):
-        import_mat(tmp_path / "acm.mat", tmp_path / "out2", adjacency_key="PAP", features_key="none", labels_key="none",
-                   synthetic_features=4, synthetic_feature_signal=1.0)
+        import_mat(
+            tmp_path / "acm.mat",
+            tmp_path / "out2",
+            adjacency_key="PAP",
+            features_key="none",
+            labels_key="none",
+            synthetic_features=4,
+            synthetic_feature_signal=1.0,
+        )
     assert not (tmp_path / "out2").exists()
 
 
@@ -146,15 +169,18 @@ def _facebook100_like(path: Path, n: int = 50, seed: int = 0) -> dict[str, np.nd
     keep = src != dst
     adj = sp.coo_matrix((np.ones(int(keep.sum())), (src[keep], dst[keep])), shape=(n, n)).tocsr()
     adj = ((adj + adj.T) > 0).astype(np.float64)
-    info = np.stack([
-        rng.integers(0, 3, n),          # status flag
-        rng.integers(0, 3, n),          # gender, 0 = missing
-        rng.integers(0, 200, n),        # major id
-        rng.integers(0, 200, n),        # second major
-        rng.integers(0, 60, n),         # dorm
-        rng.choice([0, 2005, 2006, 2007, 2008], n),  # year, 0 = missing
-        rng.integers(0, 5000, n),       # high school id
-    ], axis=1).astype(np.int32)
+    info = np.stack(
+        [
+            rng.integers(0, 3, n),  # status flag
+            rng.integers(0, 3, n),  # gender, 0 = missing
+            rng.integers(0, 200, n),  # major id
+            rng.integers(0, 200, n),  # second major
+            rng.integers(0, 60, n),  # dorm
+            rng.choice([0, 2005, 2006, 2007, 2008], n),  # year, 0 = missing
+            rng.integers(0, 5000, n),  # high school id
+        ],
+        axis=1,
+    ).astype(np.int32)
     scipy.io.savemat(path, {"A": adj, "local_info": info})
     return {"adj": adj.toarray(), "info": info}
 
@@ -203,16 +229,29 @@ def test_facebook100_cli_lists_unused_variables_and_warns_about_codes(tmp_path: 
     features = run_cli("prepare", "mat", str(path), str(tmp_path / "b"), "--features-key", "local_info")
     assert features.returncode == 0, features.stderr
     assert "warning: feature column(s) 2, 3, 4, 5, 6 (0-based) hold integer codes" in features.stderr
-    labelled = run_cli("prepare", "mat", str(path), str(tmp_path / "c"), "--labels-key", "local_info",
-                       "--labels-column", "1", "--unlabelled-value", "0")
+    labelled = run_cli(
+        "prepare",
+        "mat",
+        str(path),
+        str(tmp_path / "c"),
+        "--labels-key",
+        "local_info",
+        "--labels-column",
+        "1",
+        "--unlabelled-value",
+        "0",
+    )
     assert labelled.returncode == 0, labelled.stderr
     assert "labels 'local_info' column 1" in labelled.stdout and "not used" not in labelled.stdout
     refused = run_cli("prepare", "mat", str(path), str(tmp_path / "d"), "--labels-key", "local_info")
     assert_user_error(refused, "fb.mat", "'local_info'", "values other than 0 and 1", "--labels-column")
-    bad = run_cli("prepare", "mat", str(path), str(tmp_path / "e"), "--labels-key", "local_info", "--labels-column", "7")
+    bad = run_cli(
+        "prepare", "mat", str(path), str(tmp_path / "e"), "--labels-key", "local_info", "--labels-column", "7"
+    )
     assert_user_error(bad, "--labels-column", "[0, 7)", "found 7")
-    negative = run_cli("prepare", "mat", str(path), str(tmp_path / "e"), "--labels-key", "local_info",
-                       "--labels-column", "-1")
+    negative = run_cli(
+        "prepare", "mat", str(path), str(tmp_path / "e"), "--labels-key", "local_info", "--labels-column", "-1"
+    )
     assert_user_error(negative, "--labels-column", ">= 0", "found -1")
     nothing = run_cli("prepare", "mat", str(path), str(tmp_path / "e"), "--labels-column", "1")
     assert_user_error(nothing, "--labels-column", "expected labels")
@@ -224,8 +263,14 @@ def test_mat_takes_label_and_feature_files(tmp_path: Path) -> None:
     ref = _facebook100_like(path, n=20)
     np.save(tmp_path / "info.npy", ref["info"])
     np.save(tmp_path / "x.npy", np.arange(40, dtype=np.float32).reshape(20, 2))
-    ds = import_mat(path, tmp_path / "o", labels=tmp_path / "info.npy", labels_column=1, unlabelled_value=0,
-                    features=tmp_path / "x.npy")
+    ds = import_mat(
+        path,
+        tmp_path / "o",
+        labels=tmp_path / "info.npy",
+        labels_column=1,
+        unlabelled_value=0,
+        features=tmp_path / "x.npy",
+    )
     gender = ref["info"][:, 1]
     np.testing.assert_array_equal(ds.labels, np.where(gender == 0, -1, gender - 1))
     np.testing.assert_array_equal(ds.features, np.arange(40, dtype=np.float32).reshape(20, 2))

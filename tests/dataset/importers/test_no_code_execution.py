@@ -202,4 +202,3 @@ def test_edgelist_named_pickle(tmp_path: Path) -> None:
     path.write_bytes(pickle.dumps(_payload(marker, "posix.system")))
     assert_user_error(run_cli("prepare", "edgelist", str(path), str(tmp_path / "out")), "edges.pkl")
     assert not marker.exists()
-

@@ -147,8 +147,11 @@ def test_lines_layout_two_columns_is_an_error(tmp_path: Path) -> None:
     [
         (lambda p: p.write_text("0.5 1\n2 3\n"), "--features", "got text"),
         (lambda p: p.write_bytes(gzip.compress(b"1 2\n")), "--features", "got gzip data"),
-        (lambda p: np.savez(p.with_suffix(".tmp.npz"), a=np.ones(2)) or p.with_suffix(".tmp.npz").rename(p),
-         "--features", "got a zip archive"),
+        (
+            lambda p: np.savez(p.with_suffix(".tmp.npz"), a=np.ones(2)) or p.with_suffix(".tmp.npz").rename(p),
+            "--features",
+            "got a zip archive",
+        ),
         (lambda p: p.write_text("0\n1\n"), "--labels", "got text"),
     ],
 )
@@ -222,8 +225,9 @@ def test_labels_and_synthetic_labels_conflict_on_the_cli(tmp_path: Path) -> None
     edges = _write_edges(tmp_path / "e.txt", [(0, 1)])
     labels = tmp_path / "y.txt"
     labels.write_text("0\n1\n")
-    result = run_cli("prepare", "edgelist", str(edges), str(tmp_path / "o"), "--labels", str(labels),
-                     "--synthetic-labels", "3")
+    result = run_cli(
+        "prepare", "edgelist", str(edges), str(tmp_path / "o"), "--labels", str(labels), "--synthetic-labels", "3"
+    )
     assert_user_error(result, "--labels and --synthetic-labels")
 
 
@@ -250,8 +254,9 @@ def test_edge_list_of_the_wrong_type_names_the_expected_format(tmp_path: Path) -
     dense_rows=st.integers(0, 30),
     listed=st.lists(st.integers(0, 60), max_size=10),
 )
-def test_id_map_covers_edges_and_node_data(tmp_path_factory, edge_ids: list[int], dense_rows: int,
-                                           listed: list[int]) -> None:
+def test_id_map_covers_edges_and_node_data(
+    tmp_path_factory, edge_ids: list[int], dense_rows: int, listed: list[int]
+) -> None:
     """The nodes are exactly the union of edge ids and covered ids, in ascending order; the count is right."""
     from graphtier.dataset.importers import edges
 
@@ -279,8 +284,7 @@ def test_labels_column_and_unlabelled_value_for_npy_and_text(tmp_path: Path) -> 
     np.save(tmp_path / "t.npy", table)
     (tmp_path / "t.txt").write_text("\n".join(" ".join(str(v) for v in row) for row in table) + "\n")
     for name in ("t.npy", "t.txt"):
-        ds = import_edgelist(edges, tmp_path / f"y-{name}", labels=tmp_path / name, labels_column=1,
-                             unlabelled_value=0)
+        ds = import_edgelist(edges, tmp_path / f"y-{name}", labels=tmp_path / name, labels_column=1, unlabelled_value=0)
         np.testing.assert_array_equal(ds.labels, [0, -1, 1, 0])
         assert json.loads((ds.path / "label_names.json").read_text()) == ["2008", "2009"]
         ds = import_edgelist(edges, tmp_path / f"g-{name}", labels=tmp_path / name, labels_column=0)
@@ -297,8 +301,16 @@ def test_labels_column_and_unlabelled_value_for_npy_and_text(tmp_path: Path) -> 
     with pytest.raises(OptionError, match="--labels-column: expected a column number >= 0"):
         import_csr_npz(_npz(tmp_path), tmp_path / "bad", labels=tmp_path / "t.npy", labels_column=-2)
     assert not (tmp_path / "bad").exists()
-    result = run_cli("prepare", "edgelist", str(edges), str(tmp_path / "cli"), "--labels", str(tmp_path / "t.txt"),
-                     "--labels-column", "9")
+    result = run_cli(
+        "prepare",
+        "edgelist",
+        str(edges),
+        str(tmp_path / "cli"),
+        "--labels",
+        str(tmp_path / "t.txt"),
+        "--labels-column",
+        "9",
+    )
     assert_user_error(result, "--labels-column", "[0, 3)", "found 9")
 
 
@@ -312,8 +324,15 @@ def test_category_code_columns() -> None:
     from graphtier.dataset.importers.features import category_code_columns
 
     rng = np.random.default_rng(0)
-    table = np.stack([rng.integers(0, 2, 100), rng.choice([2005, 2006, 2007], 100), rng.standard_normal(100),
-                      rng.integers(0, 3, 100)], axis=1)
+    table = np.stack(
+        [
+            rng.integers(0, 2, 100),
+            rng.choice([2005, 2006, 2007], 100),
+            rng.standard_normal(100),
+            rng.integers(0, 3, 100),
+        ],
+        axis=1,
+    )
     assert category_code_columns(table) == [{"column": 1, "distinct": 3, "max": 2007}]
     assert category_code_columns(rng.standard_normal((100, 5))) == []
     assert category_code_columns(rng.integers(0, 1000, (10, 100))) == []  # wide: not an attribute table

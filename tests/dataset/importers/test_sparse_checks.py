@@ -93,8 +93,9 @@ def _lil_column(value: Any) -> Callable[[Any], Any]:
         (lambda: np.eye(2), lambda m: m, ("expected a sparse matrix", "ndarray")),
     ],
 )
-def test_damaged_sparse_matrices_are_refused(make: Callable[[], Any], damage: Callable[[Any], Any],
-                                              fragments: tuple[str, ...]) -> None:
+def test_damaged_sparse_matrices_are_refused(
+    make: Callable[[], Any], damage: Callable[[Any], Any], fragments: tuple[str, ...]
+) -> None:
     matrix = pickle.loads(pickle.dumps(damage(make())))  # as a pickle would hand it over
     with pytest.raises(DatasetError) as info:
         checked_sparse(matrix, "/data/file.pkl")
