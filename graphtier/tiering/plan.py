@@ -43,7 +43,7 @@ from graphtier.memory.placement import (
     parse_budget,
     plan_tiers,
 )
-from graphtier.sampling.neighbor import DEFAULT_FANOUTS
+from graphtier.sampling.neighbor import DEFAULT_FANOUTS, format_fanouts
 from graphtier.tiering.plan_placement import (
     DEFAULT_PLACEMENT_GROUPS,
     PlacementPlan,
@@ -518,7 +518,7 @@ def plot_plan(plan: CapacityPlan, path: str | os.PathLike[str]) -> None:
     axes.plot(x, y, marker="o", linewidth=1.5)
     for xi, yi, row in zip(x, y, plan.rows):
         axes.annotate(row.budget, (xi, yi), textcoords="offset points", xytext=(4, 4), fontsize=8)
-    fanouts = ",".join(str(f) for f in plan.config["fanouts"])
+    fanouts = format_fanouts(plan.config["fanouts"])
     axes.set_xlabel(f"GPU feature budget (% of rows, {plan.node_order} order)")
     axes.set_ylabel("bytes over PCIe per epoch (GiB)")
     axes.grid(True, alpha=0.3)

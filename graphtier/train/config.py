@@ -19,7 +19,7 @@ from graphtier.dataset.resources import human_bytes, require_memory
 from graphtier.errors import OptionError, ResourceError
 from graphtier.memory import PlacementSpec
 from graphtier.sampling import Fanouts, SamplerSpec
-from graphtier.sampling.fanouts import MAX_FANOUT, check_fanouts  # noqa: F401 - re-exported
+from graphtier.sampling.fanouts import MAX_FANOUT  # noqa: F401 - re-exported (tests, older callers)
 from graphtier.sampling.spec import SAMPLER_NAMES  # noqa: F401 - re-exported
 from graphtier.train.checkpoint import CHECKPOINT_FILE
 from graphtier.train.models import gat_training_bytes
@@ -49,11 +49,6 @@ OPTION_OWNER: dict[str, str] = {field.name: part for part, spec in SPECS.items()
 def parse_fanouts(text: str, option: str = "fanouts") -> Fanouts:
     """``"25,10"`` -> ``(25, 10)`` (:meth:`graphtier.sampling.Fanouts.parse`, the one fanout parser)."""
     return Fanouts.parse(text, option)
-
-
-def check_fanout(value: int, option: str = "fanouts") -> int:
-    """``value`` if it is -1 (all neighbours) or in [1, :data:`MAX_FANOUT`], else a one-line OptionError naming ``option``."""
-    return Fanouts.parse([value], option)[0]
 
 
 def split_options(options: dict[str, Any]) -> dict[str, dict[str, Any]]:

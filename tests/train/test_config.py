@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 
 from graphtier import Dataset, OptionError
-from graphtier.train.config import MAX_FANOUT, TrainConfig, check_fanout, parse_fanouts
+from graphtier.sampling import Fanouts
+from graphtier.train.config import MAX_FANOUT, TrainConfig, parse_fanouts
 from tests.dataset.importers.helpers import assert_user_error, run_cli
 
 
@@ -19,7 +20,7 @@ def test_parse_fanouts_bounds_every_entry() -> None:
     with pytest.raises(OptionError, match="^eval_fanouts="):
         parse_fanouts("3,0", "eval_fanouts")
     with pytest.raises(OptionError):
-        check_fanout(True)
+        Fanouts.parse([True])
 
 
 @pytest.mark.parametrize(
