@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +12,15 @@ from graphtier.dataset import Dataset, DatasetWriter
 from graphtier.dataset.csc import edges_to_csc
 
 SHARED_DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
+
+
+def default_sigint() -> None:
+    """``preexec_fn`` of a child whose Ctrl-C is under test: restore SIGINT's default disposition.
+
+    A shell that starts pytest in the background ignores SIGINT, a child inherits that, and a Python started
+    with SIGINT ignored never raises KeyboardInterrupt; with the default restored it installs its handler.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def shared_data(name: str) -> Path:

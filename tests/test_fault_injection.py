@@ -30,6 +30,7 @@ from graphtier import Dataset, DatasetWriter
 from graphtier.dataset.outputs import remove_stale_temporaries
 from graphtier.train.saved import load_model
 from graphtier.train.torch_file import load_torch_file
+from tests.conftest import default_sigint
 
 pytestmark = pytest.mark.slow
 
@@ -203,12 +204,6 @@ def _temporaries(directory: Path) -> list[str]:
     return sorted(str(p.relative_to(directory)) for p in directory.rglob("*") if ".tmp-" in p.name)
 
 
-def _default_sigint() -> None:
-    """Run in the child before exec: a shell that started this test in the background ignores SIGINT, and a
-    Python started with SIGINT ignored never raises KeyboardInterrupt; restore the default."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A small generated graph the prepare and reorder cases read."""
@@ -243,7 +238,7 @@ def test_signals_leave_old_or_complete_new_output(case: Case, inputs: Path, tmp_
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE,
                 text=True,
-                preexec_fn=_default_sigint,
+                preexec_fn=default_sigint,
             )
             time.sleep(delay)
             process.send_signal(signum)

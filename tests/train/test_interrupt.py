@@ -21,15 +21,9 @@ import pytest
 
 from graphtier import Dataset
 from graphtier.train import TrainConfig, Trainer
-from tests.conftest import write_labelled_graph
+from tests.conftest import default_sigint, write_labelled_graph
 
 REPO = Path(__file__).resolve().parents[2]
-# the CLI with Python's own SIGINT handler: a process started in the background of a shell (as pytest may
-# be) inherits an ignored SIGINT, which Python keeps, and then Ctrl-C could not be tested at all
-CLI = (
-    "import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
-    "sys.argv = ['graphtier'] + sys.argv[1:]; runpy.run_module('graphtier', run_name='__main__')"
-)
 EXIT_WITHIN = 5.0
 
 
@@ -43,8 +37,8 @@ def _start(dataset: Path, *options: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [
             sys.executable,
-            "-c",
-            CLI,
+            "-m",
+            "graphtier",
             "train",
             str(dataset),
             "--epochs",
@@ -61,6 +55,7 @@ def _start(dataset: Path, *options: str) -> subprocess.Popen[str]:
         env=env,
         cwd=REPO,
         start_new_session=True,
+        preexec_fn=default_sigint,
     )
 
 
