@@ -4,10 +4,18 @@ Python's default for SIGTERM ends the process at once, skipping every ``finally`
 KeyboardInterrupt``: temporary files and directories stay behind and a half-done swap is not rolled back.
 :func:`terminate_as_interrupt` makes SIGTERM raise :class:`KeyboardInterrupt` in the main thread, so the
 same clean-up paths run for both signals. The CLI installs it before any command runs.
+
+Neither signal is raised where C code called back into Python and cannot pass an exception on: during an
+import (an extension such as torch runs Python code from C++ while it loads, and an exception thrown into that
+code aborts the whole process: ``terminate called after throwing pybind11::error_already_set``, exit -6, no
+clean-up) and inside llvmlite's ctypes callbacks (numba loading compiled kernels: the exception is printed as
+"ignored" and the interrupt lost). The handler re-sends the signal to the process a moment later instead,
+until the code is out of there.
 """
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 from types import FrameType
@@ -17,21 +25,48 @@ class Terminated(KeyboardInterrupt):
     """Raised in the main thread when the process receives SIGTERM (a KeyboardInterrupt, so Ctrl-C paths run)."""
 
 
-def _raise_terminated(signum: int, frame: FrameType | None) -> None:
+RETRY_SECONDS = 0.05
+"""How long a signal that arrived where it cannot be raised waits before it is sent again."""
+_LLVMLITE = f"{os.sep}llvmlite{os.sep}"
+
+
+def _cannot_raise_here(frame: FrameType | None) -> bool:
+    """Whether the interrupted code runs inside an import or an llvmlite callback (see the module docstring)."""
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if filename.startswith("<frozen importlib._bootstrap") or _LLVMLITE in filename:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    if not threading.main_thread().is_alive():  # the interpreter is shutting down: the run is over
+        return
+    if _cannot_raise_here(frame):
+        retry = threading.Timer(RETRY_SECONDS, os.kill, (os.getpid(), signum))
+        retry.daemon = True  # never keeps a finished process waiting
+        retry.start()
+        return
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
     raise Terminated(f"signal {signum}")
 
 
 def terminate_as_interrupt() -> bool:
-    """Make SIGTERM raise :class:`Terminated` (a KeyboardInterrupt) in the main thread.
+    """Make SIGTERM raise :class:`Terminated` (a KeyboardInterrupt) in the main thread, and SIGINT (when Python's
+    own handler has it) raise KeyboardInterrupt as before; both wait until they can be raised (see above).
 
     Only replaces the default handler (a handler the embedding program set is kept) and only from the main
     thread (signal handlers can be set nowhere else). Returns True when the handler was installed.
     """
     if threading.current_thread() is not threading.main_thread():
         return False
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # Ctrl-C: the same, deferred past imports
+        signal.signal(signal.SIGINT, _interrupt)
     if signal.getsignal(signal.SIGTERM) not in (signal.SIG_DFL, None):
-        return signal.getsignal(signal.SIGTERM) is _raise_terminated
-    signal.signal(signal.SIGTERM, _raise_terminated)
+        return signal.getsignal(signal.SIGTERM) is _interrupt
+    signal.signal(signal.SIGTERM, _interrupt)
     return True
 
 

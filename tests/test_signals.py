@@ -93,3 +93,30 @@ def test_an_interrupt_inside_a_compiled_kernel_is_one_line(monkeypatch, capsys) 
     monkeypatch.setattr(cli_module.cli, "invoke", interrupted)
     code, _, err = run(["info", "x"], capsys)
     assert code == 130 and err == "graphtier: interrupted\n"
+
+
+def test_a_signal_during_an_import_is_raised_after_it(tmp_path) -> None:
+    """An interrupt raised inside an import aborts the process when the module is an extension running Python
+    code from C++ (torch): the handler waits until the import is over, then raises in the importing code."""
+    (tmp_path / "slow_module.py").write_text(
+        "import os, signal, time\nos.kill(os.getpid(), signal.SIGTERM)\ntime.sleep(0.5)\nCOMPLETE = True\n"
+    )
+    code = textwrap.dedent(
+        """
+        import sys, time
+        from graphtier._signals import terminate_as_interrupt
+        terminate_as_interrupt()
+        try:
+            import slow_module
+            print("imported", slow_module.COMPLETE)
+            time.sleep(5)
+        except KeyboardInterrupt as exc:
+            print("raised after the import:", type(exc).__name__, "slow_module" in sys.modules)
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+        env={**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["imported True", "raised after the import: Terminated True"]
