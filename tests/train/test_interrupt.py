@@ -66,6 +66,14 @@ def _descendants(pid: int) -> list[psutil.Process]:
         return []
 
 
+def _command_line(process: psutil.Process) -> str:
+    """The command line of ``process``, empty for a short-lived child that has already exited (a zombie)."""
+    try:
+        return " ".join(process.cmdline())
+    except (psutil.ZombieProcess, psutil.NoSuchProcess):
+        return ""
+
+
 def _interrupt(
     process: subprocess.Popen[str], signum: int, to_group: bool, after_lines: int, delay: float, ranks: int
 ) -> tuple[float, str]:
@@ -85,7 +93,7 @@ def _interrupt(
             assert line, f"the run ended before {after_lines} epoch line(s): {''.join(stderr)}"
             seen += line.startswith("epoch ")
         deadline = time.monotonic() + 60
-        while len([p for p in _descendants(process.pid) if "spawn_main" in " ".join(p.cmdline())]) < ranks:
+        while len([p for p in _descendants(process.pid) if "spawn_main" in _command_line(p)]) < ranks:
             assert time.monotonic() < deadline, "the trainer ranks did not start"
             time.sleep(0.05)
         threading.Thread(target=lambda: process.stdout.read(), daemon=True).start()  # type: ignore[union-attr]
