@@ -18,6 +18,7 @@ import numpy as np
 from graphtier.dataset import swap
 from graphtier.dataset.checks import index_range, is_non_decreasing
 from graphtier.dataset.finite import SAMPLE_BLOCK_BYTES, SAMPLE_BLOCKS, find_non_finite
+from graphtier.dataset.link_split import LINK_FILE_STEMS, LinkSplit, read_link_split, validate_link_split
 from graphtier.errors import DatasetError
 
 FORMAT_VERSION = 1
@@ -76,6 +77,7 @@ class Dataset:
         features: float32/float16 [N, D] or None when the dataset has no features.
         labels: int64 [N] with -1 for unlabelled, or None when ``num_classes == 0``.
         train_idx, valid_idx, test_idx: int64 node ids, or None when the split is absent.
+        link: the edge split of link prediction (:class:`~graphtier.dataset.link_split.LinkSplit`), or None.
         extra: other ``.npy`` arrays in the directory (``node_ids``, ``perm``, ...), by file stem.
     """
 
@@ -88,6 +90,7 @@ class Dataset:
     train_idx: np.ndarray | None = None
     valid_idx: np.ndarray | None = None
     test_idx: np.ndarray | None = None
+    link: LinkSplit | None = None
     extra: dict[str, np.ndarray] = field(default_factory=dict)
 
     # ------------------------------------------------------------------ properties
@@ -153,7 +156,8 @@ class Dataset:
         for name in SPLITS:
             split_path = root / f"{name}_idx.npy"
             splits[name] = _load_array(split_path, mmap, writable=True) if split_path.is_file() else None
-        known = {"indptr", "indices", "features", "labels"} | {f"{s}_idx" for s in SPLITS}
+        link = read_link_split(root, meta, lambda p: _load_array(p, mmap))
+        known = {"indptr", "indices", "features", "labels"} | {f"{s}_idx" for s in SPLITS} | LINK_FILE_STEMS
         extra = {p.stem: _load_array(p, mmap) for p in sorted(root.glob("*.npy")) if p.stem not in known}
         dataset = cls(
             path=root,
@@ -165,6 +169,7 @@ class Dataset:
             train_idx=splits["train"],
             valid_idx=splits["valid"],
             test_idx=splits["test"],
+            link=link,
             extra=extra,
         )
         if validate:
@@ -214,6 +219,8 @@ class Dataset:
                     raise DatasetError(
                         f"{p}: expected labels in [-1, {self.num_classes}), found values in [{lo}, {hi}]"
                     )
+        if self.link is not None:
+            validate_link_split(root, self.link, n)
         if "perm" in self.extra:
             self._validate_perm(root / "perm.npy", self.extra["perm"])
         seen = np.zeros(n, dtype=np.bool_) if any(self.split(s) is not None for s in SPLITS) else None

@@ -35,6 +35,7 @@ import torch
 
 from graphtier.dataset import Dataset
 from graphtier.dataset.format import SPLITS
+from graphtier.dataset.link_split import LinkPairs
 from graphtier.errors import OptionError
 from graphtier.memory import (
     SAMPLE_ON,  # noqa: F401 - re-exported by graphtier.graphstore
@@ -56,6 +57,7 @@ from graphtier.sampling import (
     ShadowSampler,
     check_fanouts,
 )
+from graphtier.sampling.link import LinkSampler, NegativeDestinations
 from graphtier.sampling.shadow import first_seen_unique
 from graphtier.sampling.spec import SAMPLER_KINDS
 
@@ -276,6 +278,43 @@ class GraphStore:
         """
         return self.sampler(fanouts)(seeds, batch_id)
 
+    def link_sampler(
+        self,
+        fanouts: Sequence[int],
+        pairs: np.ndarray,
+        *,
+        labels: np.ndarray | None = None,
+        num_negatives: int = 1,
+        negative_sampling: str = "uniform",
+        seed: int | None = None,
+    ) -> Sampler:
+        """``sample(pair_ids, batch_id) -> LinkMiniBatch`` over the pair table ``pairs`` (int64 [P, 2]).
+
+        Without ``labels`` (training): every pair is a positive, ``num_negatives`` negatives per positive are
+        drawn (``negative_sampling``: uniform or degree, from the edge split's ``dst_range``), and the batch's
+        positive edges (and their reverse on an undirected graph) are excluded from message passing. With
+        ``labels`` (float [P], evaluation): the pairs as given, nothing excluded. The neighbourhoods come from
+        the neighbour sampler of ``fanouts`` (:meth:`sampler`), on the CPU or the GPU.
+        """
+        seed = self.seed if seed is None else int(seed)
+        link = self.dataset.link
+        dst_range = link.dst_range if link is not None else (0, self.num_nodes)
+        negatives = None
+        if labels is None and num_negatives:
+            degrees = np.diff(self._indptr) if negative_sampling == "degree" else None
+            negatives = NegativeDestinations(negative_sampling, dst_range, degrees)
+        sampler = LinkSampler(
+            self.sampler(fanouts, seed=seed),
+            pairs,
+            num_nodes=self.num_nodes,
+            labels=labels,
+            num_negatives=num_negatives,
+            negatives=negatives,
+            undirected=link.undirected if link is not None else not self.dataset.directed,
+            seed=seed,
+        )
+        return sampler.sample
+
     # ------------------------------------------------------------------ features
     def gather(self, ids: torch.Tensor | np.ndarray) -> torch.Tensor:
         """Feature rows ``features[ids]``: ids int [B] (any device) -> [B, D] on the feature store's output device."""
@@ -312,6 +351,14 @@ class GraphStore:
             raise OptionError(f"split: expected one of {', '.join(SPLITS)}, found {name!r}")
         ids = self.dataset.split(name)
         return np.asarray(ids) if ids is not None else np.empty(0, np.int64)
+
+    def link_split(self, name: str) -> LinkPairs:
+        """The edge split's pairs of ``name`` (train, valid, test); empty positives when the dataset has none."""
+        if name not in SPLITS:
+            raise OptionError(f"split: expected one of {', '.join(SPLITS)}, found {name!r}")
+        if self.dataset.link is None:
+            return LinkPairs(np.empty((0, 2), np.int64))
+        return self.dataset.link.pairs(name)
 
     @property
     def csc(self) -> tuple[np.ndarray, np.ndarray]:

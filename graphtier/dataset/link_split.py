@@ -1,0 +1,188 @@
+"""The edge split of a link-prediction dataset: positive and negative node pairs per split, on disk.
+
+A dataset prepared with ``--edge-split`` (or split files) holds, beside its graph, the pairs that link
+prediction trains and evaluates on (docs/dataset-format.md, "Edge split"):
+
+- ``link_train.npy``: int64 [P, 2] ``(src, dst)`` supervision pairs. Each is an edge of the dataset's graph,
+  which is the message-passing graph: the held-out validation and test edges (both directions of each on an
+  undirected graph) are not in ``indptr``/``indices``. On an undirected graph each edge is listed once.
+- ``link_valid.npy``, ``link_test.npy``: int64 [P, 2] held-out positive pairs.
+- ``link_valid_neg.npy``, ``link_test_neg.npy``: the negatives, never edges of the full graph. With
+  ``eval_negatives == 0`` (the GAE protocol): int64 [Q, 2] negative pairs. With ``eval_negatives == K > 0``
+  (the OGB ranking protocol, ogbl-citation2's ``target_node_neg``): int64 [P, K] negative destinations of
+  each positive, whose source is that positive's source.
+
+``meta.json`` holds ``"link"``: the pair counts, ``eval_negatives``, ``dst_range`` (``[lo, hi)``: the node ids a
+negative destination is drawn from; all nodes, or a bipartite graph's item range) and ``undirected`` (reverse
+edges of the targets are excluded from message passing too).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from graphtier.dataset.checks import index_range
+from graphtier.errors import DatasetError
+
+LINK_META_KEY = "link"
+LINK_SPLITS = ("train", "valid", "test")
+EVAL_SPLITS = ("valid", "test")
+
+
+def positives_file(split: str) -> str:
+    """File stem of the positive pairs of ``split``: ``link_train`` ..."""
+    return f"link_{split}"
+
+
+def negatives_file(split: str) -> str:
+    """File stem of the negatives of evaluation ``split``: ``link_valid_neg``, ``link_test_neg``."""
+    return f"link_{split}_neg"
+
+
+LINK_FILE_STEMS = frozenset([positives_file(s) for s in LINK_SPLITS] + [negatives_file(s) for s in EVAL_SPLITS])
+"""Every file stem of an edge split (not listed in ``Dataset.extra``)."""
+
+
+@dataclass(frozen=True)
+class LinkPairs:
+    """The pairs of one split.
+
+    Attributes:
+        positives: int64 [P, 2] ``(src, dst)`` pairs (numpy, possibly memory-mapped).
+        negatives: None (the train split: negatives are drawn while training), int64 [Q, 2] negative pairs,
+            or int64 [P, K] negative destinations per positive (``per_positive``).
+        per_positive: whether ``negatives`` is [P, K] destinations (ranking metrics: MRR, Hits@K).
+    """
+
+    positives: np.ndarray
+    negatives: np.ndarray | None = None
+    per_positive: bool = False
+
+    @property
+    def num_positives(self) -> int:
+        return int(self.positives.shape[0])
+
+    def negative_pairs(self) -> np.ndarray:
+        """int64 [Q, 2] negative pairs; [P * K, 2] (each positive's source repeated) when per-positive."""
+        if self.negatives is None:
+            return np.empty((0, 2), np.int64)
+        if not self.per_positive:
+            return np.asarray(self.negatives)
+        k = int(self.negatives.shape[1])
+        src = np.repeat(np.asarray(self.positives[:, 0]), k)
+        return np.stack([src, np.asarray(self.negatives).reshape(-1)], axis=1)
+
+
+@dataclass(frozen=True)
+class LinkSplit:
+    """A dataset's whole edge split: ``meta`` (``meta.json`` ``"link"``) and the pairs of every split."""
+
+    meta: dict[str, Any]
+    splits: dict[str, LinkPairs]
+
+    @property
+    def eval_negatives(self) -> int:
+        """K negatives per evaluation positive (0: negative pairs, the GAE protocol)."""
+        return int(self.meta.get("eval_negatives", 0))
+
+    @property
+    def undirected(self) -> bool:
+        """Whether a target edge's reverse is an edge too (and leaves message passing with it)."""
+        return bool(self.meta.get("undirected", False))
+
+    @property
+    def dst_range(self) -> tuple[int, int]:
+        """``[lo, hi)``: the node ids negative destinations are drawn from."""
+        lo, hi = self.meta["dst_range"]
+        return int(lo), int(hi)
+
+    def pairs(self, split: str) -> LinkPairs:
+        """The pairs of ``split`` (``train``, ``valid``, ``test``); empty positives when the split has none."""
+        if split not in LINK_SPLITS:
+            raise DatasetError(f"link split: unknown split {split!r}, expected one of {', '.join(LINK_SPLITS)}")
+        return self.splits.get(split) or LinkPairs(np.empty((0, 2), np.int64))
+
+    def save(self, writer: Any) -> dict[str, Any]:
+        """Write every split's arrays through ``writer`` (a :class:`~graphtier.dataset.DatasetWriter`); returns
+        the ``meta.json`` ``"link"`` entry (counts filled in)."""
+        meta = dict(self.meta)
+        for split in LINK_SPLITS:
+            pairs = self.splits.get(split)
+            if pairs is None:
+                continue
+            writer.save(positives_file(split), np.asarray(pairs.positives, dtype=np.int64))
+            meta[split] = pairs.num_positives
+            if split in EVAL_SPLITS and pairs.negatives is not None:
+                writer.save(negatives_file(split), np.asarray(pairs.negatives, dtype=np.int64))
+                meta[f"{split}_negatives"] = int(pairs.negatives.shape[0])
+        return meta
+
+
+def read_link_split(root: Path, meta: dict[str, Any], load: Any) -> LinkSplit | None:
+    """The edge split of the dataset at ``root`` (None when ``meta`` has no ``"link"`` entry).
+
+    ``load(path)`` reads one ``.npy`` (the dataset's loader: memory map or RAM). Files are checked by
+    :func:`validate_link_split`, not here.
+    """
+    link = meta.get(LINK_META_KEY)
+    if link is None:
+        return None
+    where = root / "meta.json"
+    if not isinstance(link, dict):
+        raise DatasetError(f"{where}: field 'link' expected an object, found {type(link).__name__}")
+    k = link.get("eval_negatives", 0)
+    if not isinstance(k, int) or isinstance(k, bool) or k < 0:
+        raise DatasetError(f"{where}: field 'link.eval_negatives' expected an integer >= 0, found {k!r}")
+    dst_range = link.get("dst_range")
+    if not (isinstance(dst_range, list) and len(dst_range) == 2 and all(isinstance(v, int) for v in dst_range)):
+        raise DatasetError(f"{where}: field 'link.dst_range' expected [lo, hi] integers, found {dst_range!r}")
+    splits: dict[str, LinkPairs] = {}
+    for split in LINK_SPLITS:
+        pos_path = root / f"{positives_file(split)}.npy"
+        if not pos_path.is_file():
+            if split in link:
+                raise DatasetError(f"{pos_path}: file missing (meta.json 'link' lists {link[split]} {split} pairs)")
+            continue
+        neg_path = root / f"{negatives_file(split)}.npy"
+        negatives = load(neg_path) if split in EVAL_SPLITS and neg_path.is_file() else None
+        splits[split] = LinkPairs(load(pos_path), negatives, per_positive=negatives is not None and k > 0)
+    return LinkSplit(dict(link), splits)
+
+
+def validate_link_split(root: Path, split: LinkSplit, num_nodes: int) -> None:
+    """Check shapes, dtypes and id ranges of every pair file; :class:`DatasetError` names the file."""
+    lo_dst, hi_dst = split.dst_range
+    if not 0 <= lo_dst < hi_dst <= num_nodes:
+        raise DatasetError(
+            f"{root / 'meta.json'}: field 'link.dst_range' expected 0 <= lo < hi <= {num_nodes}, found {[lo_dst, hi_dst]}"
+        )
+    k = split.eval_negatives
+    for name, pairs in split.splits.items():
+        path = root / f"{positives_file(name)}.npy"
+        _check_ids(path, pairs.positives, (None, 2), num_nodes)
+        expected = split.meta.get(name)
+        if expected is not None and expected != pairs.num_positives:
+            raise DatasetError(f"{path}: expected {expected} pairs (meta.json 'link'), found {pairs.num_positives}")
+        if pairs.negatives is None:
+            continue
+        path = root / f"{negatives_file(name)}.npy"
+        if pairs.per_positive:
+            _check_ids(path, pairs.negatives, (pairs.num_positives, k), num_nodes)
+        else:
+            _check_ids(path, pairs.negatives, (None, 2), num_nodes)
+
+
+def _check_ids(path: Path, array: np.ndarray, shape: tuple[int | None, int], num_nodes: int) -> None:
+    if str(array.dtype) != "int64":
+        raise DatasetError(f"{path}: expected dtype int64, found {array.dtype}")
+    if array.ndim != 2 or array.shape[1] != shape[1] or (shape[0] is not None and array.shape[0] != shape[0]):
+        want = f"[{'P' if shape[0] is None else shape[0]}, {shape[1]}]"
+        raise DatasetError(f"{path}: expected shape {want}, found {list(array.shape)}")
+    if array.size:
+        lo, hi = index_range(np.asarray(array).reshape(-1))
+        if lo < 0 or hi >= num_nodes:
+            raise DatasetError(f"{path}: expected node ids in [0, {num_nodes}), found values in [{lo}, {hi}]")

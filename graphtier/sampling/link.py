@@ -1,0 +1,215 @@
+"""Link-prediction mini-batches: node pairs, their negatives, and the neighbourhoods of every endpoint.
+
+A :class:`LinkSampler` turns a batch of pair ids (rows of a pair table: the training edges, or an evaluation
+split's positives and negatives) into a :class:`LinkMiniBatch`:
+
+1. training: ``num_negatives`` negatives per positive, whose source is the positive's source and whose
+   destination is drawn from ``dst_range`` (``uniform``, or ``degree``: proportional to in-degree^0.75, as
+   word2vec and PinSAGE draw them), as DGL's ``negative_sampler.Uniform`` corrupts the destination;
+2. the k-hop neighbourhood of every endpoint and negative, sampled in one call of the node sampler (the
+   endpoints deduplicated: a node in several pairs is one row);
+3. training: the batch's own positive edges, and their reverse edges on an undirected graph, removed from
+   every block (DGL's ``exclude='reverse_id'``): the model never sees the edge it is asked to predict.
+
+The batch is a :class:`MiniBatch` (so the producer, the feed and the models take it unchanged) whose pairs are
+``(src_index[i], dst_index[i])``: rows of the model's output, with ``label[i]`` 1 for a positive, 0 for a negative.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+import torch
+
+from graphtier.errors import OptionError
+from graphtier.sampling.batch import Block, MiniBatch
+
+NEGATIVE_SAMPLING = ("uniform", "degree")
+"""How training negatives' destinations are drawn (``--negative-sampling``)."""
+DEGREE_EXPONENT = 0.75
+
+NodeSampler = Callable[[np.ndarray, int], MiniBatch]
+
+
+@dataclass
+class LinkMiniBatch(MiniBatch):
+    """A :class:`MiniBatch` of node pairs.
+
+    Attributes (besides :class:`MiniBatch`'s; ``seeds`` are the sampled endpoint ids, ``seed_index`` their rows):
+        src_index: int64 [M], the output row of each pair's source.
+        dst_index: int64 [M], the output row of each pair's destination.
+        label: float32 [M], 1.0 for a positive pair, 0.0 for a negative.
+        pair_ids: int64 [B], the requested pair ids (rows of the pair table), in request order.
+        excluded_edges: sampled edges removed because they were target edges (or their reverse).
+    """
+
+    src_index: torch.Tensor = field(default_factory=lambda: torch.empty(0, dtype=torch.int64))
+    dst_index: torch.Tensor = field(default_factory=lambda: torch.empty(0, dtype=torch.int64))
+    label: torch.Tensor = field(default_factory=lambda: torch.empty(0, dtype=torch.float32))
+    pair_ids: torch.Tensor = field(default_factory=lambda: torch.empty(0, dtype=torch.int64))
+    excluded_edges: int = 0
+
+    @property
+    def num_pairs(self) -> int:
+        """M, the number of scored pairs (positives and negatives)."""
+        return int(self.label.shape[0])
+
+    def to(self, device: torch.device | str, non_blocking: bool = False) -> "LinkMiniBatch":
+        """A copy with every tensor on ``device``."""
+        moved = MiniBatch.to(self, device, non_blocking)
+        return LinkMiniBatch(
+            n_id=moved.n_id,
+            blocks=moved.blocks,
+            seed_index=moved.seed_index,
+            seeds=moved.seeds,
+            subgraph=moved.subgraph,
+            src_index=self.src_index.to(device, non_blocking=non_blocking),
+            dst_index=self.dst_index.to(device, non_blocking=non_blocking),
+            label=self.label.to(device, non_blocking=non_blocking),
+            pair_ids=self.pair_ids.to(device, non_blocking=non_blocking),
+            excluded_edges=self.excluded_edges,
+        )
+
+
+def exclude_edges_reference(
+    n_id: np.ndarray, edge_index: np.ndarray, targets: np.ndarray, num_nodes: int, undirected: bool
+) -> np.ndarray:
+    """bool [E]: which edges of a block to keep (plain numpy; the reference of the kernels).
+
+    ``n_id`` int64 [S] global ids of the block's local ids; ``edge_index`` int64 [2, E] (row 0 the message
+    source, row 1 the destination, local ids); ``targets`` int64 [T, 2] global ``(src, dst)`` edges to
+    remove, and their reverse ``(dst, src)`` too with ``undirected``.
+    """
+    src = n_id[edge_index[0]].astype(np.int64)
+    dst = n_id[edge_index[1]].astype(np.int64)
+    keys = src * num_nodes + dst
+    excluded = targets[:, 0].astype(np.int64) * num_nodes + targets[:, 1]
+    if undirected:
+        excluded = np.concatenate([excluded, targets[:, 1].astype(np.int64) * num_nodes + targets[:, 0]])
+    return ~np.isin(keys, excluded)
+
+
+class NegativeDestinations:
+    """Draws negative destinations from ``[lo, hi)``: uniformly, or by in-degree^0.75 (``degree``).
+
+    ``in_degrees``: int [N] in-degrees of the message-passing graph (used by ``degree`` only).
+    """
+
+    def __init__(self, how: str, dst_range: tuple[int, int], in_degrees: np.ndarray | None = None) -> None:
+        if how not in NEGATIVE_SAMPLING:
+            raise OptionError.invalid("negative_sampling", f"one of {', '.join(NEGATIVE_SAMPLING)}", how)
+        self.how = how
+        self.lo, self.hi = int(dst_range[0]), int(dst_range[1])
+        self._cumulative: np.ndarray | None = None
+        if how == "degree":
+            if in_degrees is None:
+                raise ValueError("degree negatives need the in-degrees")
+            weights = np.asarray(in_degrees[self.lo : self.hi], dtype=np.float64) ** DEGREE_EXPONENT
+            total = float(weights.sum())
+            if total <= 0:  # no edges at all: uniform
+                self.how = "uniform"
+            else:
+                self._cumulative = np.cumsum(weights / total)
+
+    def draw(self, rng: np.random.Generator, count: int) -> np.ndarray:
+        """int64 [count] destination ids."""
+        if self._cumulative is None:
+            return rng.integers(self.lo, self.hi, size=count, dtype=np.int64)
+        picks = np.searchsorted(self._cumulative, rng.random(count), side="right")
+        return self.lo + np.minimum(picks, self._cumulative.shape[0] - 1).astype(np.int64)
+
+
+class LinkSampler:
+    """Sample :class:`LinkMiniBatch` es of rows of a pair table (see the module).
+
+    Args:
+        sample_nodes: the node sampler ``(seeds, batch_id) -> MiniBatch`` (:meth:`GraphStore.sampler`).
+        pairs: int64 [P, 2] the pair table (``src``, ``dst``).
+        num_nodes: N, nodes of the graph.
+        labels: float [P] labels of the pairs (evaluation), or None: every pair is a positive, and
+            ``num_negatives`` negatives are drawn per positive (training).
+        num_negatives: negatives per positive (training only).
+        negatives: how their destinations are drawn (:class:`NegativeDestinations`).
+        exclude: remove the batch's positive edges from message passing (training).
+        undirected: remove their reverse edges too.
+        seed: base seed of the negatives (a batch's negatives depend on (seed, batch id) only).
+    """
+
+    def __init__(
+        self,
+        sample_nodes: NodeSampler,
+        pairs: np.ndarray,
+        *,
+        num_nodes: int,
+        labels: np.ndarray | None = None,
+        num_negatives: int = 1,
+        negatives: NegativeDestinations | None = None,
+        exclude: bool = True,
+        undirected: bool = True,
+        seed: int = 0,
+    ) -> None:
+        self.sample_nodes = sample_nodes
+        self.pairs = np.asarray(pairs)
+        self.num_nodes = int(num_nodes)
+        self.labels = None if labels is None else np.asarray(labels, dtype=np.float32)
+        self.num_negatives = int(num_negatives) if labels is None else 0
+        if self.num_negatives and negatives is None:
+            negatives = NegativeDestinations("uniform", (0, self.num_nodes))
+        self.negatives = negatives
+        self.exclude = exclude and labels is None
+        self.undirected = undirected
+        self.seed = int(seed)
+
+    def sample(self, pair_ids: np.ndarray | torch.Tensor, batch_id: int) -> LinkMiniBatch:
+        """The batch of pair rows ``pair_ids`` (int [B]); ``batch_id`` picks the random streams."""
+        ids = np.asarray(pair_ids.cpu() if isinstance(pair_ids, torch.Tensor) else pair_ids, dtype=np.int64)
+        chosen = self.pairs[ids]
+        src, dst = chosen[:, 0].astype(np.int64), chosen[:, 1].astype(np.int64)
+        b, k = ids.shape[0], self.num_negatives
+        negative_dst = np.empty(0, np.int64)
+        if k:
+            assert self.negatives is not None
+            rng = np.random.default_rng([self.seed, int(batch_id), 0x4E45])
+            negative_dst = self.negatives.draw(rng, b * k)
+        endpoints = np.concatenate([src, dst, negative_dst])
+        batch = self.sample_nodes(endpoints, batch_id)
+        rows = batch.seed_index
+        src_rows, dst_rows = rows[:b], rows[b : 2 * b]
+        if k:
+            src_index = torch.cat([src_rows, src_rows.repeat_interleave(k)])
+            dst_index = torch.cat([dst_rows, rows[2 * b :]])
+            label = torch.cat([torch.ones(b), torch.zeros(b * k)])
+        else:
+            src_index, dst_index = src_rows, dst_rows
+            label = torch.ones(b) if self.labels is None else torch.from_numpy(self.labels[ids])
+        blocks, removed = batch.blocks, 0
+        if self.exclude and b:
+            blocks, removed = self._without_targets(batch, np.stack([src, dst], axis=1))
+        return LinkMiniBatch(
+            n_id=batch.n_id,
+            blocks=blocks,
+            seed_index=batch.seed_index,
+            seeds=batch.seeds,
+            subgraph=batch.subgraph,
+            src_index=src_index,
+            dst_index=dst_index,
+            label=label.to(torch.float32),
+            pair_ids=torch.from_numpy(ids.copy()),
+            excluded_edges=removed,
+        )
+
+    def _without_targets(self, batch: MiniBatch, targets: np.ndarray) -> tuple[list[Block], int]:
+        n_id = batch.n_id.cpu().numpy()
+        blocks, removed = [], 0
+        for block in batch.blocks:
+            edge_index = block.edge_index.cpu().numpy()
+            keep = exclude_edges_reference(n_id, edge_index, targets, self.num_nodes, self.undirected)
+            dropped = int(keep.size - keep.sum())
+            if dropped:
+                removed += dropped
+                kept = torch.from_numpy(edge_index[:, keep].copy()).to(block.edge_index.device)
+                block = Block(kept, block.num_src, block.num_dst)
+            blocks.append(block)
+        return blocks, removed
