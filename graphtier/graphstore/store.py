@@ -294,7 +294,8 @@ class GraphStore:
         drawn (``negative_sampling``: uniform or degree, from the edge split's ``dst_range``), and the batch's
         positive edges (and their reverse on an undirected graph) are excluded from message passing. With
         ``labels`` (float [P], evaluation): the pairs as given, nothing excluded. The neighbourhoods come from
-        the neighbour sampler of ``fanouts`` (:meth:`sampler`), on the CPU or the GPU.
+        the neighbour sampler of ``fanouts`` (:meth:`sampler`), on the CPU or the GPU; with GPU sampling the
+        exclusion runs with torch ops on the topology's device and every tensor of the batch stays there.
         """
         seed = self.seed if seed is None else int(seed)
         link = self.dataset.link
@@ -312,6 +313,7 @@ class GraphStore:
             negatives=negatives,
             undirected=link.undirected if link is not None else not self.dataset.directed,
             seed=seed,
+            exclusion="numba" if self.topology is None else "torch",
         )
         return sampler.sample
 

@@ -24,6 +24,7 @@ import numpy as np
 import torch
 
 from graphtier.errors import OptionError
+from graphtier.sampling._link_kernels import keep_non_targets, target_key_set
 from graphtier.sampling.batch import Block, MiniBatch
 
 NEGATIVE_SAMPLING = ("uniform", "degree")
@@ -94,7 +95,9 @@ def exclude_edges_reference(
 class NegativeDestinations:
     """Draws negative destinations from ``[lo, hi)``: uniformly, or by in-degree^0.75 (``degree``).
 
-    ``in_degrees``: int [N] in-degrees of the message-passing graph (used by ``degree`` only).
+    ``in_degrees``: int [N] in-degrees of the message-passing graph (used by ``degree`` only). A degree draw
+    is a binary search of a uniform number in the weights' prefix sums: O(log n) per draw; nodes of
+    degree 0 are never drawn.
     """
 
     def __init__(self, how: str, dst_range: tuple[int, int], in_degrees: np.ndarray | None = None) -> None:
@@ -107,18 +110,41 @@ class NegativeDestinations:
             if in_degrees is None:
                 raise ValueError("degree negatives need the in-degrees")
             weights = np.asarray(in_degrees[self.lo : self.hi], dtype=np.float64) ** DEGREE_EXPONENT
-            total = float(weights.sum())
-            if total <= 0:  # no edges at all: uniform
-                self.how = "uniform"
-            else:
-                self._cumulative = np.cumsum(weights / total)
+            cumulative = np.cumsum(weights)
+            if cumulative.size and cumulative[-1] > 0:  # no edges at all: uniform
+                self._cumulative = cumulative
+                self._last_drawable = int(np.flatnonzero(weights)[-1])
 
     def draw(self, rng: np.random.Generator, count: int) -> np.ndarray:
-        """int64 [count] destination ids."""
+        """int64 [count] destination ids in ``[lo, hi)``."""
         if self._cumulative is None:
             return rng.integers(self.lo, self.hi, size=count, dtype=np.int64)
-        picks = np.searchsorted(self._cumulative, rng.random(count), side="right")
-        return self.lo + np.minimum(picks, self._cumulative.shape[0] - 1).astype(np.int64)
+        targets = rng.random(count) * self._cumulative[-1]
+        picks = np.searchsorted(self._cumulative, targets, side="right")
+        # a product rounded up to the total would pick past the last node of positive weight
+        return self.lo + np.minimum(picks, self._last_drawable).astype(np.int64)
+
+
+EXCLUSIONS = ("numba", "torch")
+"""How target edges leave the blocks: the numba kernel (host blocks) or torch ops on the blocks' device."""
+
+
+def exclude_targets_torch(
+    edge_index: torch.Tensor, src_rows: torch.Tensor, dst_rows: torch.Tensor, num_rows: int, undirected: bool
+) -> torch.Tensor:
+    """int64 [2, K]: the edges of ``edge_index`` (int64 [2, E], local ids, any device) that are no target, in order.
+
+    ``src_rows``, ``dst_rows``: int64 [T] local rows (< ``num_rows``, the seed rows) of the target edges'
+    endpoints, on ``edge_index``'s device; with ``undirected`` their reverse edges are targets too. The torch
+    twin of :mod:`graphtier.sampling._link_kernels` (same keys), run where the blocks are.
+    """
+    keys = src_rows * num_rows + dst_rows
+    if undirected:
+        keys = torch.cat((keys, dst_rows * num_rows + src_rows))
+    sources, destinations = edge_index[0], edge_index[1]
+    candidate = (sources < num_rows) & (destinations < num_rows)
+    edge_keys = torch.where(candidate, sources * num_rows + destinations, -1)
+    return edge_index[:, ~torch.isin(edge_keys, keys)]
 
 
 class LinkSampler:
@@ -135,6 +161,11 @@ class LinkSampler:
         exclude: remove the batch's positive edges from message passing (training).
         undirected: remove their reverse edges too.
         seed: base seed of the negatives (a batch's negatives depend on (seed, batch id) only).
+        exclusion: "numba" (the kernel, on host copies of the blocks) or "torch" (torch ops on the blocks'
+            device, for :class:`DeviceNeighborSampler` batches); both keep the same edges.
+
+    Every tensor of a batch is on the node sampler's device (the negatives are drawn on the host, from
+    the same random stream on every device, so CPU and GPU sampling give identical batches).
     """
 
     def __init__(
@@ -149,7 +180,10 @@ class LinkSampler:
         exclude: bool = True,
         undirected: bool = True,
         seed: int = 0,
+        exclusion: str = "numba",
     ) -> None:
+        if exclusion not in EXCLUSIONS:
+            raise OptionError.invalid("exclusion", f"one of {', '.join(EXCLUSIONS)}", exclusion)
         self.sample_nodes = sample_nodes
         self.pairs = np.asarray(pairs)
         self.num_nodes = int(num_nodes)
@@ -161,6 +195,7 @@ class LinkSampler:
         self.exclude = exclude and labels is None
         self.undirected = undirected
         self.seed = int(seed)
+        self.exclusion = exclusion
 
     def sample(self, pair_ids: np.ndarray | torch.Tensor, batch_id: int) -> LinkMiniBatch:
         """The batch of pair rows ``pair_ids`` (int [B]); ``batch_id`` picks the random streams."""
@@ -173,20 +208,20 @@ class LinkSampler:
             assert self.negatives is not None
             rng = np.random.default_rng([self.seed, int(batch_id), 0x4E45])
             negative_dst = self.negatives.draw(rng, b * k)
-        endpoints = np.concatenate([src, dst, negative_dst])
-        batch = self.sample_nodes(endpoints, batch_id)
+        batch = self.sample_nodes(np.concatenate([src, dst, negative_dst]), batch_id)
         rows = batch.seed_index
+        device = rows.device
         src_rows, dst_rows = rows[:b], rows[b : 2 * b]
         if k:
             src_index = torch.cat([src_rows, src_rows.repeat_interleave(k)])
             dst_index = torch.cat([dst_rows, rows[2 * b :]])
-            label = torch.cat([torch.ones(b), torch.zeros(b * k)])
+            label = torch.cat([torch.ones(b, device=device), torch.zeros(b * k, device=device)])
         else:
             src_index, dst_index = src_rows, dst_rows
             label = torch.ones(b) if self.labels is None else torch.from_numpy(self.labels[ids])
         blocks, removed = batch.blocks, 0
-        if self.exclude and b:
-            blocks, removed = self._without_targets(batch, np.stack([src, dst], axis=1))
+        if self.exclude and b and blocks:
+            blocks, removed = self._without_targets(batch.blocks, src_rows, dst_rows)
         return LinkMiniBatch(
             n_id=batch.n_id,
             blocks=blocks,
@@ -195,21 +230,29 @@ class LinkSampler:
             subgraph=batch.subgraph,
             src_index=src_index,
             dst_index=dst_index,
-            label=label.to(torch.float32),
-            pair_ids=torch.from_numpy(ids.copy()),
+            label=label.to(device=device, dtype=torch.float32),
+            pair_ids=torch.from_numpy(ids.copy()).to(device),
             excluded_edges=removed,
         )
 
-    def _without_targets(self, batch: MiniBatch, targets: np.ndarray) -> tuple[list[Block], int]:
-        n_id = batch.n_id.cpu().numpy()
-        blocks, removed = [], 0
-        for block in batch.blocks:
-            edge_index = block.edge_index.cpu().numpy()
-            keep = exclude_edges_reference(n_id, edge_index, targets, self.num_nodes, self.undirected)
-            dropped = int(keep.size - keep.sum())
-            if dropped:
-                removed += dropped
-                kept = torch.from_numpy(edge_index[:, keep].copy()).to(block.edge_index.device)
-                block = Block(kept, block.num_src, block.num_dst)
-            blocks.append(block)
-        return blocks, removed
+    def _without_targets(
+        self, blocks: list[Block], src_rows: torch.Tensor, dst_rows: torch.Tensor
+    ) -> tuple[list[Block], int]:
+        """The blocks without the target edges ``(src_rows[i], dst_rows[i])`` (local rows; reverse too when
+        undirected), and how many edges left. The endpoints are seeds: rows below the last block's ``num_dst``."""
+        num_rows = blocks[-1].num_dst
+        table = None
+        if self.exclusion == "numba":
+            table = target_key_set(src_rows.cpu().numpy(), dst_rows.cpu().numpy(), num_rows, self.undirected)
+        kept_blocks, removed = [], 0
+        for block in blocks:
+            if table is not None:
+                buffer, count = keep_non_targets(block.edge_index.cpu().numpy(), table, num_rows)
+                kept = torch.from_numpy(np.ascontiguousarray(buffer[:, :count])) if count < block.num_edges else None
+            else:
+                kept = exclude_targets_torch(block.edge_index, src_rows, dst_rows, num_rows, self.undirected)
+            if kept is not None and kept.shape[1] < block.num_edges:
+                removed += block.num_edges - int(kept.shape[1])
+                block = Block(kept.to(block.edge_index.device), block.num_src, block.num_dst)
+            kept_blocks.append(block)
+        return kept_blocks, removed

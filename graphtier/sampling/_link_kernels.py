@@ -1,0 +1,80 @@
+"""Numba kernel of the link sampler: the batch's target edges removed from a block in one pass.
+
+The targets of a link batch are pairs of its endpoints, and the endpoints are the batch's seeds, which a
+mini-batch numbers first (``n_id`` starts with the unique seeds). So a target edge ``(u, v)`` appears in a
+block as the local pair ``(row(u), row(v))`` with both rows below the number of seed rows ``S``, and every
+other edge can be kept without a lookup. The targets' keys ``row(u) * S + row(v)`` (and ``row(v) * S +
+row(u)`` on an undirected graph) go in a small open-addressing hash set; one pass over a block's edges
+copies those whose key is absent. :func:`graphtier.sampling.link.exclude_edges_reference` is the plain
+numpy definition (global ids); tests check that both keep the same edges.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from graphtier._splitmix import mix64
+
+EMPTY = -1
+
+
+@numba.njit(cache=True, nogil=True)
+def _slot(key: np.int64, mask: np.int64) -> np.int64:
+    return np.int64(mix64(np.uint64(key)) & np.uint64(mask))
+
+
+@numba.njit(cache=True, nogil=True)
+def target_key_set(src_rows: np.ndarray, dst_rows: np.ndarray, num_rows: np.int64, undirected: bool) -> np.ndarray:
+    """The hash set of the targets' keys: int64 [capacity] (a power of two, at most half full; ``EMPTY`` = free).
+
+    ``src_rows``, ``dst_rows``: int64 [T] local rows (< ``num_rows``) of the target edges' endpoints; with
+    ``undirected`` the reverse edges' keys are added too.
+    """
+    count = src_rows.shape[0] * (2 if undirected else 1)
+    capacity = 16
+    while capacity < 2 * count:
+        capacity *= 2
+    table = np.full(capacity, EMPTY, dtype=np.int64)
+    mask = capacity - 1
+    for i in range(src_rows.shape[0]):
+        for direction in range(2 if undirected else 1):
+            a, b = (src_rows[i], dst_rows[i]) if direction == 0 else (dst_rows[i], src_rows[i])
+            key = a * num_rows + b
+            slot = _slot(key, mask)
+            while table[slot] != EMPTY and table[slot] != key:
+                slot = (slot + 1) & mask
+            table[slot] = key
+    return table
+
+
+@numba.njit(cache=True, nogil=True)
+def keep_non_targets(edge_index: np.ndarray, table: np.ndarray, num_rows: np.int64) -> tuple[np.ndarray, np.int64]:
+    """``(kept, K)``: ``kept[:, :K]`` (int64 [2, E] buffer) are the edges of ``edge_index`` (int [2, E], local
+    ids) whose key is not in ``table``, in their order.
+
+    An edge ``(s, d)`` is a target when ``s < num_rows``, ``d < num_rows`` and ``s * num_rows + d`` is in the
+    set built by :func:`target_key_set`.
+    """
+    num_edges = edge_index.shape[1]
+    kept = np.empty((2, num_edges), dtype=np.int64)
+    mask = table.shape[0] - 1
+    count = 0
+    for e in range(num_edges):
+        s = edge_index[0, e]
+        d = edge_index[1, e]
+        if s < num_rows and d < num_rows:
+            key = s * num_rows + d
+            slot = _slot(key, mask)
+            found = False
+            while table[slot] != EMPTY:
+                if table[slot] == key:
+                    found = True
+                    break
+                slot = (slot + 1) & mask
+            if found:
+                continue
+        kept[0, count] = s
+        kept[1, count] = d
+        count += 1
+    return kept, count
