@@ -49,20 +49,22 @@ def target_key_set(src_rows: np.ndarray, dst_rows: np.ndarray, num_rows: np.int6
 
 
 @numba.njit(cache=True, nogil=True)
-def keep_non_targets(edge_index: np.ndarray, table: np.ndarray, num_rows: np.int64) -> tuple[np.ndarray, np.int64]:
-    """``(kept, K)``: ``kept[:, :K]`` (int64 [2, E] buffer) are the edges of ``edge_index`` (int [2, E], local
-    ids) whose key is not in ``table``, in their order.
+def compact_non_targets(edge_index: np.ndarray, table: np.ndarray, num_rows: np.int64) -> np.int64:
+    """Remove the target edges of ``edge_index`` in place; returns K, the edges kept.
 
-    An edge ``(s, d)`` is a target when ``s < num_rows``, ``d < num_rows`` and ``s * num_rows + d`` is in the
-    set built by :func:`target_key_set`.
+    ``edge_index``: int64 [2, E], C-contiguous, local ids. An edge ``(s, d)`` is a target when ``s <
+    num_rows``, ``d < num_rows`` and ``s * num_rows + d`` is in the set built by :func:`target_key_set`.
+    Afterwards the first ``2 K`` entries of the flat buffer are the kept edges as a contiguous int64
+    [2, K] array (sources, then destinations), in their order: no allocation, so a batch-sized block costs
+    one pass and no fresh pages.
     """
     num_edges = edge_index.shape[1]
-    kept = np.empty((2, num_edges), dtype=np.int64)
+    flat = edge_index.reshape(2 * num_edges)
     mask = table.shape[0] - 1
     count = 0
     for e in range(num_edges):
-        s = edge_index[0, e]
-        d = edge_index[1, e]
+        s = flat[e]
+        d = flat[num_edges + e]
         if s < num_rows and d < num_rows:
             key = s * num_rows + d
             slot = _slot(key, mask)
@@ -74,7 +76,10 @@ def keep_non_targets(edge_index: np.ndarray, table: np.ndarray, num_rows: np.int
                 slot = (slot + 1) & mask
             if found:
                 continue
-        kept[0, count] = s
-        kept[1, count] = d
+        flat[count] = s  # count <= e: the entry was read already
+        flat[num_edges + count] = d
         count += 1
-    return kept, count
+    # destinations to [count, 2 count): ascending copy, target index <= source index
+    for e in range(count):
+        flat[count + e] = flat[num_edges + e]
+    return count

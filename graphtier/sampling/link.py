@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from graphtier.errors import OptionError
-from graphtier.sampling._link_kernels import keep_non_targets, target_key_set
+from graphtier.sampling._link_kernels import compact_non_targets, target_key_set
 from graphtier.sampling.batch import Block, MiniBatch
 
 NEGATIVE_SAMPLING = ("uniform", "degree")
@@ -142,9 +142,11 @@ def exclude_targets_torch(
     if undirected:
         keys = torch.cat((keys, dst_rows * num_rows + src_rows))
     sources, destinations = edge_index[0], edge_index[1]
-    candidate = (sources < num_rows) & (destinations < num_rows)
-    edge_keys = torch.where(candidate, sources * num_rows + destinations, -1)
-    return edge_index[:, ~torch.isin(edge_keys, keys)]
+    candidates = torch.nonzero((sources < num_rows) & (destinations < num_rows)).flatten()  # seed-to-seed edges
+    hits = torch.isin(sources[candidates] * num_rows + destinations[candidates], keys)
+    keep = torch.ones(edge_index.shape[1], dtype=torch.bool, device=edge_index.device)
+    keep[candidates[hits]] = False
+    return edge_index[:, keep]
 
 
 class LinkSampler:
@@ -247,11 +249,12 @@ class LinkSampler:
         kept_blocks, removed = [], 0
         for block in blocks:
             if table is not None:
-                buffer, count = keep_non_targets(block.edge_index.cpu().numpy(), table, num_rows)
-                kept = torch.from_numpy(np.ascontiguousarray(buffer[:, :count])) if count < block.num_edges else None
+                kept = block.edge_index.cpu().contiguous()  # the node sampler's fresh batch: compacted in place
+                count = compact_non_targets(kept.numpy(), table, num_rows)
+                kept = kept.view(-1)[: 2 * count].view(2, count)
             else:
                 kept = exclude_targets_torch(block.edge_index, src_rows, dst_rows, num_rows, self.undirected)
-            if kept is not None and kept.shape[1] < block.num_edges:
+            if kept.shape[1] < block.num_edges:
                 removed += block.num_edges - int(kept.shape[1])
                 block = Block(kept.to(block.edge_index.device), block.num_src, block.num_dst)
             kept_blocks.append(block)

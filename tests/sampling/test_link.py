@@ -11,7 +11,7 @@ from scipy.stats import chisquare
 
 from graphtier.errors import OptionError
 from graphtier.sampling import DenseTopology, DeviceNeighborSampler, NeighborSampler
-from graphtier.sampling._link_kernels import keep_non_targets, target_key_set
+from graphtier.sampling._link_kernels import compact_non_targets, target_key_set
 from graphtier.sampling.link import (
     DEGREE_EXPONENT,
     LinkMiniBatch,
@@ -28,8 +28,9 @@ FANOUTS = [-1, 4]  # the first hop takes whole lists: every target edge is sampl
 
 def kernel_kept(edge_index: np.ndarray, src_rows: np.ndarray, dst_rows: np.ndarray, rows: int, undirected: bool):
     table = target_key_set(src_rows, dst_rows, rows, undirected)
-    buffer, count = keep_non_targets(edge_index, table, rows)
-    return buffer[:, :count]
+    buffer = edge_index.copy()
+    count = compact_non_targets(buffer, table, rows)
+    return buffer.reshape(-1)[: 2 * count].reshape(2, count)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
