@@ -297,6 +297,26 @@ class GraphStore:
         the neighbour sampler of ``fanouts`` (:meth:`sampler`), on the CPU or the GPU; with GPU sampling the
         exclusion runs with torch ops on the topology's device and every tensor of the batch stays there.
         """
+        return self.make_link_sampler(
+            fanouts,
+            pairs,
+            labels=labels,
+            num_negatives=num_negatives,
+            negative_sampling=negative_sampling,
+            seed=seed,
+        ).sample
+
+    def make_link_sampler(
+        self,
+        fanouts: Sequence[int],
+        pairs: np.ndarray,
+        *,
+        labels: np.ndarray | None = None,
+        num_negatives: int = 1,
+        negative_sampling: str = "uniform",
+        seed: int | None = None,
+    ) -> LinkSampler:
+        """The :class:`LinkSampler` behind :meth:`link_sampler` (its ``sample_pairs`` takes pairs directly)."""
         seed = self.seed if seed is None else int(seed)
         link = self.dataset.link
         dst_range = link.dst_range if link is not None else (0, self.num_nodes)
@@ -304,7 +324,7 @@ class GraphStore:
         if labels is None and num_negatives:
             degrees = np.diff(self._indptr) if negative_sampling == "degree" else None
             negatives = NegativeDestinations(negative_sampling, dst_range, degrees)
-        sampler = LinkSampler(
+        return LinkSampler(
             self.sampler(fanouts, seed=seed),
             pairs,
             num_nodes=self.num_nodes,
@@ -315,7 +335,6 @@ class GraphStore:
             seed=seed,
             exclusion="numba" if self.topology is None else "torch",
         )
-        return sampler.sample
 
     # ------------------------------------------------------------------ features
     def gather(self, ids: torch.Tensor | np.ndarray) -> torch.Tensor:

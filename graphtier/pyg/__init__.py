@@ -17,7 +17,9 @@ A PyG user gets neighbour sampling without pyg-lib or torch-sparse::
 The batch follows PyG's ``NeighborLoader`` layout: ``batch.n_id`` global ids with the seeds first,
 ``edge_index`` over local ids (row 0 source, row 1 destination), all hops merged, and
 ``num_sampled_nodes`` / ``num_sampled_edges`` per hop (seeds first) for ``trim_to_layer``.
-``neighbor_loader`` builds all of this in one call.
+``neighbor_loader`` builds all of this in one call. ``LinkNeighborLoader(stores, neighbor_sampler=
+GraphtierNeighborSampler(ds, fanouts), edge_label_index=(None, pairs), neg_sampling="binary")`` samples link
+batches with graphtier's link sampler (negatives drawn per positive, the batch's target edges excluded).
 
 Layout follows PyG's own split: ``feature_store`` (PyG ``FeatureStore`` over the dataset, or over any
 graphtier feature store: tiered, zero-copy, cached), ``graph_store`` (``GraphStore`` over the CSC),

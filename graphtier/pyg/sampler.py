@@ -1,17 +1,60 @@
-"""PyG ``BaseSampler`` backed by graphtier's neighbour samplers (CPU, or GPU through a :class:`GraphStore`)."""
+"""PyG ``BaseSampler`` backed by graphtier's neighbour and link samplers (CPU, or GPU through a :class:`GraphStore`).
+
+Link prediction: ``LinkNeighborLoader(stores, neighbor_sampler=GraphtierNeighborSampler(store, fanouts),
+edge_label_index=..., neg_sampling="binary")`` samples with :class:`graphtier.sampling.link.LinkSampler`: the
+negatives keep the positive's source and draw the destination (uniform or ``degree``), the endpoints' k-hop
+neighbourhoods come from one node-sampler call, and the batch's target edges (and their reverse on an
+undirected graph) are removed from message passing (PyG's and DGL's ``exclude='reverse_id'``).
+"""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import torch
-from torch_geometric.sampler import BaseSampler, NodeSamplerInput, SamplerOutput
+from torch_geometric.sampler import BaseSampler, EdgeSamplerInput, NegativeSampling, NodeSamplerInput, SamplerOutput
 
 from graphtier.dataset import Dataset
 from graphtier.errors import OptionError
 from graphtier.graphstore import GraphStore
+from graphtier.sampling import MiniBatch
+from graphtier.sampling.link import LinkSampler
+
+
+def merged_output(batch: MiniBatch, num_seeds: int, metadata: Any) -> SamplerOutput:
+    """PyG's merged subgraph of ``batch``: hop 1 (from the seeds) first, ``num_seeds`` distinct seeds first."""
+    blocks = batch.blocks[::-1]  # hop 1 (from the seeds) first, as PyG orders them
+    if blocks:
+        edge_index = torch.cat([blk.edge_index for blk in blocks], dim=1)
+    else:
+        edge_index = torch.empty((2, 0), dtype=torch.long, device=batch.n_id.device)
+    return SamplerOutput(
+        node=batch.n_id,
+        row=edge_index[0],
+        col=edge_index[1],
+        edge=None,
+        batch=None,
+        num_sampled_nodes=[num_seeds] + [blk.num_src - blk.num_dst for blk in blocks],
+        num_sampled_edges=[blk.num_edges for blk in blocks],
+        metadata=metadata,
+    )
+
+
+def negatives_per_positive(neg_sampling: NegativeSampling) -> int:
+    """``neg_sampling.amount`` as a whole number of negative destinations per positive."""
+    amount = neg_sampling.amount
+    if amount != int(amount) or amount < 1:
+        raise OptionError.invalid("neg_sampling.amount", "a whole number >= 1 of negatives per positive", amount)
+    if neg_sampling.src_weight is not None or neg_sampling.dst_weight is not None:
+        raise OptionError(
+            "neg_sampling: expected no src_weight/dst_weight (pass negative_sampling='degree' to "
+            "GraphtierNeighborSampler for degree^0.75 negatives), found weights",
+            options=("neg_sampling",),
+        )
+    return int(amount)
 
 
 class GraphtierNeighborSampler(BaseSampler):
@@ -24,14 +67,27 @@ class GraphtierNeighborSampler(BaseSampler):
         fanouts: neighbours per hop, the first hop from the seeds first (PyG's ``num_neighbors``);
             -1 = all neighbours.
         seed: sampling seed; batches are reproducible for a seed.
+        negative_sampling: how link batches draw negative destinations: "uniform" or "degree" (in-degree^0.75).
     """
 
     def __init__(
-        self, source: Dataset | GraphStore, fanouts: Sequence[int], *, seed: int = 0, num_threads: int | None = None
+        self,
+        source: Dataset | GraphStore,
+        fanouts: Sequence[int],
+        *,
+        seed: int = 0,
+        num_threads: int | None = None,
+        negative_sampling: str = "uniform",
     ) -> None:
         store = source if isinstance(source, GraphStore) else GraphStore(source, None, num_threads=num_threads)
+        self.store = store
+        self.fanouts = list(fanouts)
+        self.seed = seed
+        self.negative_sampling = negative_sampling
         self._sample = store.sampler(fanouts, seed=seed)
         self.num_hops = len(fanouts)
+        self._link_samplers: dict[int, LinkSampler] = {}
+        self._batch_ids = itertools.count()
 
     def sample_from_nodes(self, index: NodeSamplerInput, **kwargs: Any) -> SamplerOutput:
         """Sample around ``index.node`` (distinct global seed ids) and return PyG's merged subgraph."""
@@ -39,22 +95,44 @@ class GraphtierNeighborSampler(BaseSampler):
         batch = self._sample(seeds, None)
         if batch.num_nodes and int(batch.blocks[-1].num_dst if batch.blocks else batch.num_nodes) != seeds.shape[0]:
             raise OptionError("GraphtierNeighborSampler expects distinct seed nodes in a batch")
-        blocks = batch.blocks[::-1]  # hop 1 (from the seeds) first, as PyG orders them
-        edge_index = (
-            torch.cat([blk.edge_index for blk in blocks], dim=1) if blocks else torch.empty((2, 0), dtype=torch.long)
-        )
-        num_sampled_nodes = [seeds.shape[0]] + [blk.num_src - blk.num_dst for blk in blocks]
-        num_sampled_edges = [blk.num_edges for blk in blocks]
-        return SamplerOutput(
-            node=batch.n_id,
-            row=edge_index[0],
-            col=edge_index[1],
-            edge=None,
-            batch=None,
-            num_sampled_nodes=num_sampled_nodes,
-            num_sampled_edges=num_sampled_edges,
-            metadata=(index.input_id, index.time),
-        )
+        return merged_output(batch, seeds.shape[0], (index.input_id, index.time))
 
-    def sample_from_edges(self, index: Any, neg_sampling: Any = None) -> SamplerOutput:
-        raise OptionError("GraphtierNeighborSampler samples from nodes only (link prediction is not supported)")
+    def sample_from_edges(
+        self, index: EdgeSamplerInput, neg_sampling: NegativeSampling | None = None
+    ) -> SamplerOutput:
+        """Sample the pairs ``(index.row, index.col)`` (global ids) as PyG's ``LinkLoader`` expects.
+
+        ``neg_sampling`` ``binary`` or ``triplet`` (training): ``amount`` negatives per positive (source kept,
+        destination drawn), the pairs' edges excluded from message passing; metadata ``(input_id,
+        edge_label_index [2, M] rows of ``node``, edge_label [M] (``index.label`` or 1, then 0), time)``, or
+        for ``triplet`` ``(input_id, src_index [P], dst_pos_index [P], dst_neg_index [P] or [P, amount],
+        time)``. ``None`` (evaluation): the pairs as given with ``index.label`` (default 1), nothing excluded.
+        """
+        if index.time is not None or index.input_type is not None:
+            raise OptionError("GraphtierNeighborSampler samples homogeneous graphs without time (edge_label_time)")
+        pairs = torch.stack([index.row, index.col], dim=1).cpu().numpy().astype(np.int64, copy=False)
+        negatives = 0 if neg_sampling is None else negatives_per_positive(neg_sampling)
+        link = self._link_samplers.get(negatives)
+        if link is None:
+            labels = np.zeros(0, np.float32) if negatives == 0 else None  # the evaluation mode
+            link = self._link_samplers[negatives] = self.store.make_link_sampler(
+                self.fanouts,
+                np.empty((0, 2), np.int64),
+                labels=labels,
+                num_negatives=negatives,
+                negative_sampling=self.negative_sampling,
+                seed=self.seed,
+            )
+        labels = None if index.label is None or negatives else index.label.cpu().numpy()
+        batch = link.sample_pairs(pairs, next(self._batch_ids), labels=labels)
+        num_seeds = batch.blocks[-1].num_dst if batch.blocks else batch.num_nodes
+        num_pos = pairs.shape[0]
+        if neg_sampling is not None and neg_sampling.is_triplet():
+            dst_neg_index = batch.dst_index[num_pos:].view(num_pos, negatives).squeeze(-1)
+            metadata = (index.input_id, batch.src_index[:num_pos], batch.dst_index[:num_pos], dst_neg_index, None)
+            return merged_output(batch, num_seeds, metadata)
+        edge_label = batch.label
+        if index.label is not None:
+            edge_label = torch.cat([index.label, index.label.new_zeros((batch.num_pairs - num_pos,))])
+        edge_label_index = torch.stack([batch.src_index, batch.dst_index])
+        return merged_output(batch, num_seeds, (index.input_id, edge_label_index, edge_label, None))

@@ -202,7 +202,22 @@ class LinkSampler:
     def sample(self, pair_ids: np.ndarray | torch.Tensor, batch_id: int) -> LinkMiniBatch:
         """The batch of pair rows ``pair_ids`` (int [B]); ``batch_id`` picks the random streams."""
         ids = np.asarray(pair_ids.cpu() if isinstance(pair_ids, torch.Tensor) else pair_ids, dtype=np.int64)
-        chosen = self.pairs[ids]
+        labels = None if self.labels is None else self.labels[ids]
+        return self.sample_pairs(self.pairs[ids], batch_id, pair_ids=ids, labels=labels)
+
+    def sample_pairs(
+        self,
+        chosen: np.ndarray,
+        batch_id: int,
+        *,
+        pair_ids: np.ndarray | None = None,
+        labels: np.ndarray | None = None,
+    ) -> LinkMiniBatch:
+        """The batch of the pairs ``chosen`` (int [B, 2] global ``(src, dst)``, e.g. PyG's input edges) as
+        :meth:`sample` makes it: ``pair_ids`` (int [B], default ``arange(B)``) and ``labels`` (float [B], default
+        1: positives) are recorded in the batch; negatives and exclusion as configured."""
+        chosen = np.asarray(chosen)
+        ids = np.arange(chosen.shape[0], dtype=np.int64) if pair_ids is None else np.asarray(pair_ids, np.int64)
         src, dst = chosen[:, 0].astype(np.int64), chosen[:, 1].astype(np.int64)
         b, k = ids.shape[0], self.num_negatives
         negative_dst = np.empty(0, np.int64)
@@ -220,7 +235,7 @@ class LinkSampler:
             label = torch.cat([torch.ones(b, device=device), torch.zeros(b * k, device=device)])
         else:
             src_index, dst_index = src_rows, dst_rows
-            label = torch.ones(b) if self.labels is None else torch.from_numpy(self.labels[ids])
+            label = torch.ones(b) if labels is None else torch.from_numpy(np.asarray(labels, dtype=np.float32))
         blocks, removed = batch.blocks, 0
         if self.exclude and b and blocks:
             blocks, removed = self._without_targets(batch.blocks, src_rows, dst_rows)
