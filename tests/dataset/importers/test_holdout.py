@@ -139,11 +139,13 @@ def test_generate_with_edge_split(tmp_path: Path) -> None:
 def test_prepare_planetoid_cora_with_edge_split(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     cora = shared_data("cora")
     out = tmp_path / "cora"
-    code, _, err = run(
+    code, printed, err = run(
         ["prepare", "planetoid", str(cora), str(out), "--edge-split", "0.85,0.05,0.1", "--eval-negatives", "20"],
         capsys,
     )
     assert code == 0, err
+    assert "note: edge split: 4,486 train, 264 valid, 528 test pairs; 1,584 stored edges" in printed
+    assert "no train/valid/test split" not in printed
     dataset = Dataset.open(out)
     link = json.loads((out / "meta.json").read_text())["link"]
     assert link["fractions"] == [0.85, 0.05, 0.1] and link["eval_negatives"] == 20 and link["undirected"]
