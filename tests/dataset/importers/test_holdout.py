@@ -145,7 +145,6 @@ def test_prepare_planetoid_cora_with_edge_split(tmp_path: Path, capsys: pytest.C
     )
     assert code == 0, err
     assert "note: edge split: 4,486 train, 264 valid, 528 test pairs; 1,584 stored edges" in printed
-    assert "no train/valid/test split" not in printed
     dataset = Dataset.open(out)
     link = json.loads((out / "meta.json").read_text())["link"]
     assert link["fractions"] == [0.85, 0.05, 0.1] and link["eval_negatives"] == 20 and link["undirected"]
@@ -155,3 +154,17 @@ def test_prepare_planetoid_cora_with_edge_split(tmp_path: Path, capsys: pytest.C
     assert dataset.train_idx is not None and dataset.train_idx.shape[0] == 140  # the public node split stays
     code, _, err = run(["prepare", "planetoid", str(cora), str(tmp_path / "x"), "--edge-split", "0.9,0.2,0.1"], capsys)
     assert code == 2 and "graphtier: error: --edge-split: expected three fractions" in err
+
+
+def test_prepare_edgelist_with_only_an_edge_split_needs_no_node_split(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    edges = np.random.default_rng(1).integers(0, 100, (400, 2))
+    (tmp_path / "g.txt").write_text("".join(f"{s} {d}\n" for s, d in edges.tolist()))
+    args = ["prepare", "edgelist", str(tmp_path / "g.txt"), str(tmp_path / "out"), "--undirected"]
+    code, printed, err = run([*args, "--edge-split", "0.8,0.1,0.1", "--eval-negatives", "3"], capsys)
+    assert code == 0, err
+    assert "note: edge split:" in printed and "no train/valid/test split" not in printed
+    assert Dataset.open(tmp_path / "out").link.pairs("valid").negatives.shape[1] == 3
+    code, printed, err = run([*args, "--eval-negatives", "3", "--overwrite"], capsys)
+    assert code == 2 and "graphtier: error: --eval-negatives: expected an edge split (--edge-split)" in err
