@@ -14,6 +14,7 @@ import numpy as np
 
 from graphtier.dataset.csc import reciprocity
 from graphtier.dataset.format import SPLITS, Dataset
+from graphtier.dataset.link_split import EVAL_SPLITS, LINK_SPLITS, negatives_file, positives_file
 from graphtier.dataset.provenance import describe, provenance_of
 from graphtier.dataset.writer import json_default
 from graphtier.graph.stats import CHUNK, in_degree_stats
@@ -86,6 +87,42 @@ def symmetric(dataset: Dataset) -> bool | None:
     return reciprocity(dataset.indptr, dataset.indices)[2]
 
 
+def edge_split_info(dataset: Dataset) -> dict[str, Any] | None:
+    """The link-prediction edge split of ``dataset`` (None without one): ``method``, pairs per split (``train``,
+    ``valid``, ``test``), ``valid_negatives``/``test_negatives`` (rows), ``eval_negatives`` K, ``negatives``
+    (``"pairs"`` or ``"per_positive"``), ``undirected``, ``dst_range`` and the provenance (``fractions``, ``seed``)."""
+    link = dataset.link
+    if link is None:
+        return None
+    info: dict[str, Any] = {"method": link.meta.get("method")}
+    for split in LINK_SPLITS:
+        pairs = link.splits.get(split)
+        info[split] = None if pairs is None else pairs.num_positives
+        if split in EVAL_SPLITS:
+            info[f"{split}_negatives"] = None if pairs is None or pairs.negatives is None else len(pairs.negatives)
+    info.update(
+        eval_negatives=link.eval_negatives,
+        negatives="per_positive" if link.eval_negatives > 0 else "pairs",
+        undirected=link.undirected,
+        dst_range=list(link.dst_range),
+    )
+    for key in ("fractions", "seed", "held_out_edges"):
+        if key in link.meta:
+            info[key] = link.meta[key]
+    return info
+
+
+def _describe_edge_split(link: dict[str, Any]) -> str:
+    counts = "  ".join(f"{s} {'-' if link[s] is None else format(link[s], ',')}" for s in LINK_SPLITS)
+    how = str(link.get("method") or "")
+    if link.get("fractions") is not None:
+        how += " " + ",".join(f"{f:g}" for f in link["fractions"]) + f" (seed {link.get('seed')})"
+    k = link["eval_negatives"]
+    negatives = f"{k} negative destinations per positive" if k > 0 else "negative pairs, one per positive"
+    kind = "undirected: held-out edges removed both ways" if link["undirected"] else "directed"
+    return f"{how}: {counts} pairs; {negatives}; {kind}".strip()
+
+
 def dataset_info(dataset: Dataset) -> dict[str, Any]:
     """Everything ``graphtier info`` reports, as a JSON-ready dict.
 
@@ -98,7 +135,8 @@ def dataset_info(dataset: Dataset) -> dict[str, Any]:
     absent), ``arrays`` (per ``.npy`` stem: ``shape``, ``dtype``, ``bytes`` on disk), ``total_bytes``
     (every file of the directory), ``source`` (``meta.json``'s ``source``), ``provenance``
     (``features``/``labels``: input, synthetic or none; see :mod:`graphtier.dataset.provenance`),
-    ``notes`` (one sentence per synthetic part) and ``nodes_only_in_node_data``.
+    ``notes`` (one sentence per synthetic part), ``nodes_only_in_node_data`` and ``edge_split`` (link prediction's
+    pairs, :func:`edge_split_info`; null without one).
     """
     root = dataset.path
     degree = in_degree_stats(dataset.indptr).as_dict()
@@ -132,6 +170,10 @@ def dataset_info(dataset: Dataset) -> dict[str, Any]:
         splits[name] = None if ids is None else int(ids.shape[0])
         if ids is not None:
             arrays[f"{name}_idx"] = _array_entry(root / f"{name}_idx.npy", ids)
+    for split, pairs in dataset.link.splits.items() if dataset.link is not None else ():
+        arrays[positives_file(split)] = _array_entry(root / f"{positives_file(split)}.npy", pairs.positives)
+        if pairs.negatives is not None:
+            arrays[negatives_file(split)] = _array_entry(root / f"{negatives_file(split)}.npy", pairs.negatives)
     for stem, array in sorted(dataset.extra.items()):
         arrays[stem] = _array_entry(root / f"{stem}.npy", array)
     total_bytes = sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
@@ -155,6 +197,7 @@ def dataset_info(dataset: Dataset) -> dict[str, Any]:
         "provenance": provenance_of(dataset.meta),
         "notes": describe(dataset.meta),
         "nodes_only_in_node_data": int(dataset.meta.get("nodes_only_in_node_data", 0) or 0),
+        "edge_split": edge_split_info(dataset),
     }
 
 
@@ -232,6 +275,8 @@ def _render_table(info: dict[str, Any]) -> None:
         table.add_row("note", note)
     s = info["splits"]
     table.add_row("splits", "  ".join(f"{k} {'-' if v is None else format(v, ',')}" for k, v in s.items()))
+    if info.get("edge_split") is not None:
+        table.add_row("edge split", _describe_edge_split(info["edge_split"]))
     for stem, entry in info["arrays"].items():
         shape = " x ".join(f"{x:,}" for x in entry["shape"])
         table.add_row(f"  {stem}.npy", f"[{shape}] {entry['dtype']}  {human_bytes(entry['bytes'])}")

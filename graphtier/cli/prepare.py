@@ -53,6 +53,21 @@ def edge_notes(meta: dict[str, Any]) -> list[str]:
     return notes
 
 
+def edge_split_notes(meta: dict[str, Any]) -> list[str]:
+    """One sentence on the ``--edge-split`` of a dataset (none without one)."""
+    link = meta.get("link")
+    if not isinstance(link, dict) or link.get("method") != "random":
+        return []
+    k = int(link.get("eval_negatives", 0))
+    negatives = f"{k} negative destinations per positive" if k else "one negative pair per positive"
+    both = ", both directions" if link.get("undirected") else ""
+    return [
+        f"edge split: {link.get('train', 0):,} train, {link.get('valid', 0):,} valid, {link.get('test', 0):,} test "
+        f"pairs; {link.get('held_out_edges', 0):,} stored edges (the valid and test pairs{both}) left the graph; "
+        f"{negatives}"
+    ]
+
+
 def _report(dataset: Dataset, started: float) -> None:
     from graphtier.dataset.provenance import describe
 
@@ -63,9 +78,9 @@ def _report(dataset: Dataset, started: float) -> None:
         f"feature_dim {dataset.feature_dim}, {dataset.num_classes} classes "
         f"in {seconds:.1f} s ({rate:,.0f} edges/s)"
     )
-    for note in edge_notes(dataset.meta) + describe(dataset.meta):
+    for note in edge_notes(dataset.meta) + describe(dataset.meta) + edge_split_notes(dataset.meta):
         click.echo(f"note: {note}")
-    if dataset.train_idx is None:
+    if dataset.train_idx is None and dataset.link is None:
         click.echo(
             "note: no train/valid/test split was made, and `graphtier train` needs one: "
             "run this command again with --split TRAIN,VALID,TEST (e.g. --split 0.8,0.1,0.1)"

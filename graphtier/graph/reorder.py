@@ -3,9 +3,10 @@
 New ids follow descending score, ties broken by the old id. The topology is rebuilt in blocks of
 new nodes (new ``indptr`` by a prefix sum over the permuted degrees; each list relocated,
 relabelled and sorted), the feature rows are gathered in chunks between memory maps, so a feature
-file larger than RAM works; labels, splits and an importer's ``node_ids`` are permuted. The
-output is a normal dataset written atomically by :class:`DatasetWriter`; it stores ``perm.npy``
-(int64 [N], new id -> original id) and ``meta.json`` records the order under ``"reorder"``.
+file larger than RAM works; labels, splits, an importer's ``node_ids`` and the link-prediction pair
+files are permuted. The output is a normal dataset written atomically by :class:`DatasetWriter`; it
+stores ``perm.npy`` (int64 [N], new id -> original id) and ``meta.json`` records the order under
+``"reorder"``.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import numba
 import numpy as np
 
 from graphtier.dataset.format import Dataset
+from graphtier.dataset.link_split import LINK_META_KEY, LinkPairs, LinkSplit
 from graphtier.dataset.writer import DatasetWriter
 from graphtier.errors import DatasetError
 from graphtier.graph import _reorder_kernels as kernels
@@ -128,6 +130,20 @@ def permute_rows(
         kernels.gather_rows(src, perm[start:stop], dst[start:stop])
 
 
+def permute_link_split(split: LinkSplit, inverse: np.ndarray) -> LinkSplit:
+    """``split`` with every node id mapped through ``inverse`` (int64 [N], old id -> new id): positive pairs,
+    negative pairs and per-positive negative destinations alike (the ``dst_range`` must be all nodes)."""
+    pairs = {
+        name: LinkPairs(
+            inverse[np.asarray(p.positives, dtype=np.int64)],
+            None if p.negatives is None else inverse[np.asarray(p.negatives, dtype=np.int64)],
+            per_positive=p.per_positive,
+        )
+        for name, p in split.splits.items()
+    }
+    return LinkSplit(dict(split.meta), pairs)
+
+
 def reorder_dataset(
     source: Dataset,
     output: str | os.PathLike[str],
@@ -147,6 +163,11 @@ def reorder_dataset(
     scores = np.asarray(scores)
     if scores.shape != (num_nodes,):
         raise DatasetError(f"scores: expected shape ({num_nodes},), found {scores.shape}")
+    if source.link is not None and source.link.dst_range != (0, num_nodes):
+        raise DatasetError(
+            f"{source.path}: the edge split draws negatives from the node range {list(source.link.dst_range)} "
+            f"(meta.json 'link.dst_range'), which a new node order would scatter; expected [0, {num_nodes}] to reorder"
+        )
     timings = ReorderTimings(num_edges=source.num_edges)
     started = time.perf_counter()
     perm = order_by_score(scores)
@@ -177,6 +198,7 @@ def reorder_dataset(
             split = source.split(name)
             if split is not None:
                 writer.save(f"{name}_idx", np.sort(inverse[np.asarray(split, dtype=np.int64)]))
+        link_meta = permute_link_split(source.link, inverse).save(writer) if source.link is not None else None
         original_perm = perm
         for name, array in source.extra.items():
             if name == "perm" and array.shape == (num_nodes,):
@@ -191,6 +213,8 @@ def reorder_dataset(
         meta = dict(source.meta)
         meta.pop("format_version", None)
         meta["node_order"] = "reordered"
+        if link_meta is not None:
+            meta[LINK_META_KEY] = link_meta
         source_info = dict(meta.get("source") or {})
         source_info.pop("created", None)
         meta["source"] = source_info

@@ -143,6 +143,8 @@ def test_to_meta_keeps_the_meta_json_keys(tmp_path: Path) -> None:
         "ids": "int",
         "num_nodes": None,
         "non_finite": "error",
+        "edge_split": None,
+        "eval_negatives": 0,
     }
     assert set(ImportOptions().to_meta(OGB_FIELDS)) == set(OGB_FIELDS)
 

@@ -18,6 +18,7 @@ from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import node_data
 from graphtier.dataset.importers.edges import EdgeCounts, IdMap
 from graphtier.dataset.importers.features import synthetic_features, write_feature_file
+from graphtier.dataset.importers.holdout import split_written_graph
 from graphtier.dataset.importers.labels import Labels
 from graphtier.dataset.importers.options import ImportOptions
 from graphtier.dataset.importers.splits import random_split, save_splits
@@ -127,6 +128,16 @@ def finish_edge_import(
         provenance=written.provenance,
         nodes_only_in_node_data=idmap.nodes_only_in_node_data,
         edge_counts=edge_counts,
+    )
+    return finish_dataset(writer, meta, options)
+
+
+def finish_dataset(writer: DatasetWriter, meta: dict[str, Any], options: ImportOptions) -> Dataset:
+    """The last step of every importer: the edge split of ``options.edge_split`` (if any) on the graph
+    ``writer`` wrote (:func:`~graphtier.dataset.importers.holdout.split_written_graph`), then
+    ``writer.finish(meta)`` (validate and rename)."""
+    meta = split_written_graph(
+        writer, meta, options.edge_split, seed=options.seed, eval_negatives=options.eval_negatives
     )
     return writer.finish(meta)
 

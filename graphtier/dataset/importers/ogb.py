@@ -252,4 +252,4 @@ def import_ogb(
             provenance=written.provenance,
             edge_counts=edge_counts,
         )
-        return writer.finish(meta)
+        return finish.finish_dataset(writer, meta, options)

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from graphtier.dataset.finite import NON_FINITE_MODES
+from graphtier.dataset.importers.holdout import link_options
 from graphtier.dataset.importers.labels import MAX_CLASSES
 from graphtier.dataset.importers.node_data import LABEL_LAYOUTS
 from graphtier.dataset.importers.splits import check_fractions, parse_fractions
@@ -42,7 +43,9 @@ class ImportOptions:
     Synthetic node data: ``synthetic_features`` D (noise features, label signal ``synthetic_feature_signal``),
     ``synthetic_labels`` K (random labels). ``split``: ``(train, valid, test)`` fractions (or their text
     ``"0.6,0.2,0.2"``), ``seed`` of the split and the synthetic data. ``non_finite``: ``error`` or ``replace``
-    NaN/Inf feature values.
+    NaN/Inf feature values. Link prediction: ``edge_split`` ``(train, valid, test)`` edge fractions summing to 1
+    (or ``"0.85,0.05,0.1"``; :mod:`~graphtier.dataset.importers.holdout`), ``eval_negatives`` K (0: negative
+    pairs, K > 0: K negative destinations per evaluation positive), seeded by ``seed``.
     """
 
     undirected: bool = False
@@ -59,6 +62,8 @@ class ImportOptions:
     split: tuple[float, float, float] | None = None
     seed: int = 0
     non_finite: str = "error"
+    edge_split: tuple[float, float, float] | None = None
+    eval_negatives: int = 0
 
     def __post_init__(self) -> None:
         """Normalise (paths, split text) and reject malformed or conflicting values."""
@@ -71,6 +76,9 @@ class ImportOptions:
         elif self.split is not None:
             object.__setattr__(self, "split", tuple(float(f) for f in self.split))
             check_fractions(self.split)
+        edge_split, eval_negatives = link_options(self.edge_split, self.eval_negatives)
+        object.__setattr__(self, "edge_split", edge_split)
+        object.__setattr__(self, "eval_negatives", eval_negatives)
         self._check_values()
 
     def _check_values(self) -> None:
@@ -169,7 +177,9 @@ NODE_FILE_FIELDS = ("labels", "features", "labels_layout", "labels_column", "unl
 """Labels and features from files."""
 SYNTHETIC_FIELDS = ("synthetic_features", "synthetic_feature_signal", "synthetic_labels", "split", "seed")
 """Generated node data and the random split."""
-EDGE_FORMAT_FIELDS = GRAPH_FIELDS + NODE_FILE_FIELDS + SYNTHETIC_FIELDS + ("non_finite",)
+LINK_FIELDS = ("edge_split", "eval_negatives")
+"""The edge split of link prediction (every format; seeded by ``seed``)."""
+EDGE_FORMAT_FIELDS = GRAPH_FIELDS + NODE_FILE_FIELDS + SYNTHETIC_FIELDS + ("non_finite",) + LINK_FIELDS
 """What ``edgelist``, ``csr-npz`` and ``mat`` accept: every field."""
-OGB_FIELDS = GRAPH_FIELDS + SYNTHETIC_FIELDS + ("non_finite",)
-PLANETOID_FIELDS = ("non_finite",)
+OGB_FIELDS = GRAPH_FIELDS + SYNTHETIC_FIELDS + ("non_finite",) + LINK_FIELDS
+PLANETOID_FIELDS = ("non_finite",) + LINK_FIELDS + ("seed",)
