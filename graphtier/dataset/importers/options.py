@@ -25,6 +25,7 @@ import numpy as np
 from graphtier.dataset.finite import NON_FINITE_MODES
 from graphtier.dataset.importers.labels import MAX_CLASSES
 from graphtier.dataset.importers.node_data import LABEL_LAYOUTS
+from graphtier.dataset.importers.pair_files import EdgeSplitFiles
 from graphtier.dataset.importers.splits import check_fractions, parse_fractions
 from graphtier.dataset.importers.textio import require_file
 from graphtier.errors import OptionError
@@ -42,7 +43,8 @@ class ImportOptions:
     Synthetic node data: ``synthetic_features`` D (noise features, label signal ``synthetic_feature_signal``),
     ``synthetic_labels`` K (random labels). ``split``: ``(train, valid, test)`` fractions (or their text
     ``"0.6,0.2,0.2"``), ``seed`` of the split and the synthetic data. ``non_finite``: ``error`` or ``replace``
-    NaN/Inf feature values.
+    NaN/Inf feature values. ``edge_split_files``: the link edge split as files (:class:`EdgeSplitFiles`, or its
+    text ``"train=FILE,valid=FILE,test=FILE"``).
     """
 
     undirected: bool = False
@@ -59,6 +61,7 @@ class ImportOptions:
     split: tuple[float, float, float] | None = None
     seed: int = 0
     non_finite: str = "error"
+    edge_split_files: EdgeSplitFiles | None = None
 
     def __post_init__(self) -> None:
         """Normalise (paths, split text) and reject malformed or conflicting values."""
@@ -71,6 +74,8 @@ class ImportOptions:
         elif self.split is not None:
             object.__setattr__(self, "split", tuple(float(f) for f in self.split))
             check_fractions(self.split)
+        if self.edge_split_files is not None:
+            object.__setattr__(self, "edge_split_files", EdgeSplitFiles.of(self.edge_split_files))
         self._check_values()
 
     def _check_values(self) -> None:
@@ -148,6 +153,8 @@ class ImportOptions:
             value = getattr(self, name)
             if isinstance(value, Path):
                 value = str(value)
+            elif isinstance(value, EdgeSplitFiles):
+                value = value.to_meta()
             elif isinstance(value, tuple):
                 value = list(value)
             meta[name] = value
