@@ -147,6 +147,24 @@ IMPORT_OPTION_DECLARATIONS: dict[str, Decorator] = {
         show_default=True,
         help="NaN/Inf feature values: refuse the import (error) or replace them by 0 and say how many (replace).",
     ),
+    "edge_split_files": click.option(
+        "--edge-split-files",
+        default=None,
+        metavar="train=FILE,valid=FILE,test=FILE",
+        help="Link prediction: the edge split as pair files ('src dst' lines or .npy [P, 2], the input's node ids): "
+        "valid= and test= positives (held out of the graph), optional train= (default: every remaining edge), "
+        "valid_neg= and test_neg= negatives ([Q, 2] pairs, or [P, K] destinations with --eval-negatives K; "
+        "default: drawn).",
+    ),
+    "eval_negatives": click.option(
+        "--eval-negatives",
+        type=int,
+        default=0,
+        show_default=True,
+        metavar="K",
+        help="Negatives per validation/test positive for ranking metrics (MRR, Hits@K); 0: one negative pair "
+        "per positive (AUC, AP).",
+    ),
 }
 """The click option of each :class:`ImportOptions` field (its parameter name is the field name)."""
 

@@ -19,6 +19,7 @@ from graphtier.dataset.importers import node_data
 from graphtier.dataset.importers.edges import EdgeCounts, IdMap
 from graphtier.dataset.importers.features import synthetic_features, write_feature_file
 from graphtier.dataset.importers.labels import Labels
+from graphtier.dataset.importers.link_files import split_written_graph_from_files
 from graphtier.dataset.importers.options import ImportOptions
 from graphtier.dataset.importers.splits import random_split, save_splits
 from graphtier.dataset.writer import DatasetWriter
@@ -127,6 +128,14 @@ def finish_edge_import(
         provenance=written.provenance,
         nodes_only_in_node_data=idmap.nodes_only_in_node_data,
         edge_counts=edge_counts,
+    )
+    meta = split_written_graph_from_files(
+        writer,
+        meta,
+        options.edge_split_files,
+        lookup=None if idmap.is_identity else idmap.lookup,
+        eval_negatives=options.eval_negatives,
+        seed=options.seed,
     )
     return writer.finish(meta)
 

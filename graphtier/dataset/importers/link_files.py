@@ -14,16 +14,17 @@ from typing import Any
 
 import numpy as np
 
-from graphtier.dataset.edge_split import draw_eval_negatives, remove_pairs
+from graphtier.dataset import _edge_split_kernels as edge_kernels
+from graphtier.dataset.edge_split import draw_eval_negatives, pair_keys, remove_pairs
 from graphtier.dataset.importers.pair_files import (
-    NEGATIVE_KEYS,
     POSITIVE_KEYS,
     EdgeSplitFiles,
     IdLookup,
     read_pair_file,
     row_location,
 )
-from graphtier.dataset.link_split import EVAL_SPLITS, LinkPairs, LinkSplit
+from graphtier.dataset.link_split import EVAL_SPLITS, LINK_META_KEY, LinkPairs, LinkSplit
+from graphtier.dataset.writer import DatasetWriter
 from graphtier.errors import DatasetError
 
 
@@ -67,8 +68,8 @@ def read_split_files(
     return given
 
 
-def pair_keys(pairs: np.ndarray, num_nodes: int, undirected: bool) -> np.ndarray:
-    """int64 [P]: one key per ``(src, dst)`` pair (``src * N + dst``; ``(min, max)`` first when undirected)."""
+def row_keys(pairs: np.ndarray, num_nodes: int, undirected: bool) -> np.ndarray:
+    """int64 [P]: one key per row ``(src, dst)`` (``src * N + dst``; ``(min, max)`` first when undirected)."""
     src, dst = pairs[:, 0].astype(np.int64), pairs[:, 1].astype(np.int64)
     if undirected:
         src, dst = np.minimum(src, dst), np.maximum(src, dst)
@@ -76,10 +77,11 @@ def pair_keys(pairs: np.ndarray, num_nodes: int, undirected: bool) -> np.ndarray
 
 
 def edge_keys(indptr: np.ndarray, indices: np.ndarray) -> np.ndarray:
-    """int64 [E] sorted keys ``src * N + dst`` of the CSC graph's edges (column ``dst`` lists its sources)."""
+    """int64 [E] keys ``dst * N + src`` of the CSC graph's edges (column ``dst`` lists its sources, ascending:
+    the keys are sorted), as :func:`~graphtier.dataset.edge_split.pair_keys` makes them."""
     n = indptr.shape[0] - 1
     dst = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr))
-    return np.sort(indices.astype(np.int64) * np.int64(max(n, 1)) + dst)
+    return dst * np.int64(max(n, 1)) + indices.astype(np.int64)
 
 
 def contains(sorted_keys: np.ndarray, keys: np.ndarray) -> np.ndarray:
@@ -93,7 +95,7 @@ def contains(sorted_keys: np.ndarray, keys: np.ndarray) -> np.ndarray:
 def check_disjoint(given: GivenPairs, num_nodes: int, undirected: bool) -> None:
     """No pair in two of train/valid/test (both directions count as one pair on an undirected graph)."""
     names = [s for s in POSITIVE_KEYS if s in given.positives]
-    keys = {s: pair_keys(given.positives[s], num_nodes, undirected) for s in names}
+    keys = {s: row_keys(given.positives[s], num_nodes, undirected) for s in names}
     for i, first in enumerate(names):
         for second in names[i + 1 :]:
             both = np.isin(keys[first], keys[second])
@@ -114,11 +116,18 @@ def negative_pairs(negatives: np.ndarray, positives: np.ndarray, eval_negatives:
 
 
 def check_negatives(
-    given: GivenPairs, full_keys: np.ndarray, num_nodes: int, undirected: bool, eval_negatives: int,
+    given: GivenPairs,
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    forbidden_keys: np.ndarray,
+    *,
+    undirected: bool,
+    eval_negatives: int,
     dst_range: tuple[int, int],
 ) -> None:
-    """Given negatives: [P, K] rows match the positives, destinations in ``dst_range``, none an edge of the full
-    graph (``full_keys``, :func:`edge_keys` plus every positive) in either direction when ``undirected``."""
+    """Given negatives: [P, K] rows match the positives, destinations in ``dst_range``, none a self-loop, an edge
+    of the full graph (``indptr``, ``indices``) or a positive (``forbidden_keys``, sorted ``dst * N + src``), in
+    either direction when ``undirected``."""
     for split, negatives in given.negatives.items():
         key = f"{split}_neg"
         positives = given.positives[split]
@@ -130,9 +139,7 @@ def check_negatives(
         pairs = negative_pairs(negatives, positives, eval_negatives)
         lo, hi = dst_range
         outside = np.flatnonzero((pairs[:, 1] < lo) | (pairs[:, 1] >= hi))
-        bad = contains(full_keys, pair_keys(pairs, num_nodes, False))
-        if undirected:
-            bad |= contains(full_keys, pair_keys(pairs[:, ::-1], num_nodes, False))
+        bad = edge_kernels.pairs_excluded(indptr, indices, forbidden_keys, pairs[:, 0], pairs[:, 1], undirected)
         rows = np.flatnonzero(bad)
         columns = max(eval_negatives, 1)
         if outside.size:
@@ -145,7 +152,7 @@ def check_negatives(
             row = int(rows[0]) // columns
             raise DatasetError(
                 f"{given.where(key, row)}: expected negatives that are not edges, found {rows.size:,} edge(s) of the "
-                "graph or positive pair(s) (the first one here)"
+                "graph, positive pair(s) or self-loop(s) (the first one here)"
             )
 
 
@@ -179,6 +186,7 @@ def split_from_pairs(
     undirected: bool,
     eval_negatives: int = 0,
     dst_range: tuple[int, int] | None = None,
+    src_range: tuple[int, int] | None = None,
     seed: int = 0,
     meta: dict[str, Any] | None = None,
 ) -> SplitGraph:
@@ -189,7 +197,8 @@ def split_from_pairs(
         indptr, indices: the full graph (CSC; int64 [N + 1], int32/int64 [E]).
         undirected: a pair and its reverse are one edge (both directions are removed).
         eval_negatives: K negative destinations per evaluation positive (0: [Q = P, 2] negative pairs).
-        dst_range: ``[lo, hi)`` negative destinations come from (default all nodes).
+        dst_range: ``[lo, hi)`` negative destinations come from (default all nodes); src_range: the sources of
+            drawn negative pairs (``eval_negatives == 0``; default all nodes).
         seed: seed of the drawn negatives.
         meta: provenance for ``meta.json`` ``"link"`` (``method``, ``files`` ...).
 
@@ -202,16 +211,16 @@ def split_from_pairs(
     held_out = np.concatenate([given.positives[s] for s in EVAL_SPLITS if s in given.positives] or [np.empty((0, 2))])
     held_out = held_out.astype(np.int64, copy=False)
     all_positives = np.concatenate([held_out, given.positives.get("train", np.empty((0, 2), np.int64))])
-    full_keys = np.union1d(edge_keys(indptr, indices), pair_keys(all_positives, n, False))
-    if undirected:
-        full_keys = np.union1d(full_keys, pair_keys(all_positives[:, ::-1], n, False))
-    check_negatives(given, full_keys, n, undirected, eval_negatives, (lo, hi))
+    forbidden_keys = pair_keys(all_positives, n, undirected=False)
+    check_negatives(
+        given, indptr, indices, forbidden_keys, undirected=undirected, eval_negatives=eval_negatives, dst_range=(lo, hi)
+    )
     new_indptr, new_indices, removed = remove_pairs(indptr, indices, held_out, undirected=undirected)
     train = given.positives.get("train")
     if train is None:
         train = graph_pairs(new_indptr, new_indices, undirected)
     else:
-        missing = ~contains(edge_keys(new_indptr, new_indices), pair_keys(train, n, False))
+        missing = ~contains(edge_keys(new_indptr, new_indices), train[:, 1] * np.int64(max(n, 1)) + train[:, 0])
         if np.any(missing):
             row = int(np.flatnonzero(missing)[0])
             raise DatasetError(
@@ -232,6 +241,7 @@ def split_from_pairs(
                 seed=seed + EVAL_SPLITS.index(split),
                 undirected=undirected,
                 forbidden=all_positives,
+                src_range=src_range,
             )
         splits[split] = LinkPairs(positives, negatives, per_positive=eval_negatives > 0)
     link_meta = {
@@ -243,3 +253,49 @@ def split_from_pairs(
         "drawn_negatives": [s for s in EVAL_SPLITS if s not in given.negatives],
     }
     return SplitGraph(new_indptr, new_indices, LinkSplit(link_meta, splits), int(removed))
+
+
+def split_written_graph_from_files(
+    writer: DatasetWriter,
+    meta: dict[str, Any],
+    files: EdgeSplitFiles | None,
+    *,
+    lookup: IdLookup | None,
+    eval_negatives: int = 0,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Apply ``--edge-split-files`` to the dataset ``writer`` is writing, before ``writer.finish``: the files are
+    read through the importer's id map ``lookup`` (None: ids are node ids), checked, the held-out positives leave
+    the written graph (``indptr.npy``, ``indices.npy``), missing negatives are drawn, the pair files written; the
+    returned copy of ``meta`` has the new ``num_edges`` and ``"link"``. ``files`` None returns ``meta``.
+
+    The graph is undirected when ``meta["symmetric"]`` says so (a pair and its reverse are one edge).
+    """
+    if files is None:
+        return meta
+    indptr = np.load(writer.path("indptr"), allow_pickle=False)
+    indices = np.load(writer.path("indices"), allow_pickle=False)
+    n = indptr.shape[0] - 1
+    given = read_split_files(files, num_nodes=n, lookup=lookup, eval_negatives=eval_negatives)
+    result = split_from_pairs(
+        given,
+        indptr,
+        indices,
+        undirected=bool(meta.get("symmetric", False)),
+        eval_negatives=eval_negatives,
+        seed=seed,
+        meta={"method": "files", "files": files.to_meta()},
+    )
+    del indptr, indices
+    return save_split_graph(writer, meta, result)
+
+
+def save_split_graph(writer: DatasetWriter, meta: dict[str, Any], result: SplitGraph) -> dict[str, Any]:
+    """Write ``result``'s graph and pair files through ``writer``; returns ``meta`` with ``num_edges`` and
+    ``"link"`` set."""
+    writer.save("indptr", result.indptr)
+    writer.save("indices", result.indices)
+    updated = dict(meta)
+    updated["num_edges"] = int(result.indptr[-1])
+    updated[LINK_META_KEY] = {**result.split.save(writer), "held_out_edges": result.removed_edges}
+    return updated

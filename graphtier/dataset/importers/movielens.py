@@ -24,7 +24,7 @@ import numpy as np
 
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import edges, finish, textio
-from graphtier.dataset.importers.link_files import GivenPairs, split_from_pairs
+from graphtier.dataset.importers.link_files import GivenPairs, save_split_graph, split_from_pairs
 from graphtier.dataset.importers.pair_files import row_location
 from graphtier.dataset.writer import DatasetWriter
 from graphtier.errors import DatasetError, OptionError
@@ -155,11 +155,10 @@ def import_movielens(
             undirected=True,
             eval_negatives=eval_negatives,
             dst_range=(num_users, n),
+            src_range=(0, num_users),
             seed=seed,
             meta={"method": "movielens", "fold": fold, "valid_fraction": valid_fraction},
         )
-        writer.save("indptr", split.indptr)
-        writer.save("indices", split.indices)
         features = np.zeros((n, users.shape[1] + items.shape[1] + 2), np.float32)
         features[:num_users, : users.shape[1]] = users
         features[num_users:, users.shape[1] : users.shape[1] + NUM_GENRES] = items
@@ -169,7 +168,7 @@ def import_movielens(
         meta = finish.dataset_meta(
             name=name or finish.default_name(output),
             num_nodes=n,
-            num_edges=int(split.indices.shape[0]),
+            num_edges=0,  # set by save_split_graph
             directed=False,
             feature_dim=features.shape[1],
             feature_dtype="float32",
@@ -180,5 +179,4 @@ def import_movielens(
             edge_counts=built.counts,
         )
         meta["num_users"], meta["num_items"] = num_users, num_items
-        meta["link"] = split.split.save(writer)
-        return writer.finish(meta)
+        return writer.finish(save_split_graph(writer, meta, split))

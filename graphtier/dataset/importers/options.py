@@ -62,6 +62,7 @@ class ImportOptions:
     seed: int = 0
     non_finite: str = "error"
     edge_split_files: EdgeSplitFiles | None = None
+    eval_negatives: int = 0
 
     def __post_init__(self) -> None:
         """Normalise (paths, split text) and reject malformed or conflicting values."""
@@ -107,6 +108,8 @@ class ImportOptions:
             )
         if self.labels_layout not in LABEL_LAYOUTS:
             raise OptionError.invalid("labels_layout", f"one of {', '.join(LABEL_LAYOUTS)}", self.labels_layout)
+        if isinstance(self.eval_negatives, bool) or not isinstance(self.eval_negatives, int) or self.eval_negatives < 0:
+            raise OptionError.invalid("eval_negatives", "an integer >= 0 (0: negative pairs; K: K per positive)", self.eval_negatives)
         if self.non_finite not in NON_FINITE_MODES:
             raise OptionError.invalid("non_finite", f"one of {', '.join(NON_FINITE_MODES)}", self.non_finite)
 
@@ -176,7 +179,9 @@ NODE_FILE_FIELDS = ("labels", "features", "labels_layout", "labels_column", "unl
 """Labels and features from files."""
 SYNTHETIC_FIELDS = ("synthetic_features", "synthetic_feature_signal", "synthetic_labels", "split", "seed")
 """Generated node data and the random split."""
-EDGE_FORMAT_FIELDS = GRAPH_FIELDS + NODE_FILE_FIELDS + SYNTHETIC_FIELDS + ("non_finite",)
+LINK_FIELDS = ("edge_split_files", "eval_negatives")
+"""The edge split of link prediction."""
+EDGE_FORMAT_FIELDS = GRAPH_FIELDS + NODE_FILE_FIELDS + SYNTHETIC_FIELDS + ("non_finite",) + LINK_FIELDS
 """What ``edgelist``, ``csr-npz`` and ``mat`` accept: every field."""
-OGB_FIELDS = GRAPH_FIELDS + SYNTHETIC_FIELDS + ("non_finite",)
+OGB_FIELDS = GRAPH_FIELDS + SYNTHETIC_FIELDS + ("non_finite",) + LINK_FIELDS
 PLANETOID_FIELDS = ("non_finite",)
