@@ -13,6 +13,7 @@ from typing import Any
 
 import click
 
+from graphtier.cli.options import SEED
 from graphtier.cli.prepare_options import common_options, import_options
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import textio
@@ -65,7 +66,7 @@ def _report(dataset: Dataset, started: float) -> None:
     )
     for note in edge_notes(dataset.meta) + describe(dataset.meta):
         click.echo(f"note: {note}")
-    if dataset.train_idx is None:
+    if dataset.train_idx is None and dataset.link is None:
         click.echo(
             "note: no train/valid/test split was made, and `graphtier train` needs one: "
             "run this command again with --split TRAIN,VALID,TEST (e.g. --split 0.8,0.1,0.1)"
@@ -98,6 +99,7 @@ def command() -> None:
     graphtier prepare ogb ogbn_products data/products --undirected
     graphtier prepare mat ACM.mat data/acm --undirected
     graphtier prepare mat Caltech36.mat data/caltech --labels-key local_info --labels-column 1 --unlabelled-value 0
+    graphtier prepare movielens ../shared/data/movielens-100k/ml-100k data/ml100k --fold u1
     """
 
 
@@ -302,4 +304,53 @@ def mat(
             + ", ".join(f"{name} [{shape}]" for name, shape in unused.items())
             + " (--features-key / --labels-key NAME [--labels-column C] use one)"
         )
+    _report(dataset, started)
+
+
+@command.command(name="movielens")
+@common_options
+@click.option("--fold", default="u1", show_default=True, help="FOLD.base trains, FOLD.test tests (u1 ... u5, ua, ub).")
+@click.option(
+    "--valid-fraction",
+    type=float,
+    default=0.05,
+    show_default=True,
+    help="Fraction of FOLD.base held out (seeded) as the validation split.",
+)
+@click.option(
+    "--eval-negatives",
+    type=int,
+    default=100,
+    show_default=True,
+    metavar="K",
+    help="Negative items per validation/test rating, among items the user never rated (Hits@K ranks each "
+    "rating among K + 1 items); 0: one negative pair per rating.",
+)
+@click.option("--seed", type=SEED, default=0, show_default=True, help="Seed of the validation draw and the negatives.")
+def movielens(
+    source: Path,
+    output: Path,
+    name: str | None,
+    overwrite: bool,
+    fold: str,
+    valid_fraction: float,
+    eval_negatives: int,
+    seed: int,
+) -> None:
+    """MovieLens-100k (the ml-100k folder) as a link-prediction dataset: users then items, every rating an
+    undirected user-item edge (implicit feedback), user/item side features, the fold's base/test files as the
+    edge split."""
+    from graphtier.dataset.importers.movielens import import_movielens
+
+    started = time.perf_counter()
+    dataset = import_movielens(
+        source,
+        output,
+        name=name,
+        overwrite=overwrite,
+        fold=fold,
+        valid_fraction=valid_fraction,
+        eval_negatives=eval_negatives,
+        seed=seed,
+    )
     _report(dataset, started)

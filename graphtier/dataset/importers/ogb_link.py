@@ -16,8 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from graphtier.dataset.importers.link_files import GivenPairs
+from graphtier.dataset.importers.link_files import GivenPairs, save_split_graph, split_from_pairs
 from graphtier.dataset.torch_file import load_torch_file
+from graphtier.dataset.writer import DatasetWriter
 from graphtier.errors import DatasetError, OptionError
 
 LINK_PARTS = ("train", "valid", "test")
@@ -110,3 +111,26 @@ def _ids(path: Path, key: str, tensor: Any, num_nodes: int, shape: tuple[int | N
             f"{path}: key {key!r} row {row}: expected node ids in [0, {num_nodes}), found {int(array.reshape(-1)[bad[0]])}"
         )
     return array
+
+
+def split_written_graph_from_ogb(
+    writer: DatasetWriter, meta: dict[str, Any], scheme_dir: Path, eval_negatives: int, seed: int
+) -> dict[str, Any]:
+    """Apply the OGB link split ``scheme_dir`` to the graph ``writer`` wrote (as
+    :func:`~graphtier.dataset.importers.link_files.split_written_graph_from_files` does for pair files): the
+    valid/test positives leave the graph (both directions on a symmetric graph), missing negatives are drawn
+    (``eval_negatives`` K per positive); returns ``meta`` with ``num_edges`` and ``"link"``."""
+    indptr = np.load(writer.path("indptr"), allow_pickle=False)
+    indices = np.load(writer.path("indices"), allow_pickle=False)
+    given, k = read_ogb_link_split(scheme_dir, indptr.shape[0] - 1, eval_negatives)
+    result = split_from_pairs(
+        given,
+        indptr,
+        indices,
+        undirected=bool(meta.get("symmetric", False)),
+        eval_negatives=k,
+        seed=seed,
+        meta={"method": "ogb", "scheme": scheme_dir.name},
+    )
+    del indptr, indices
+    return save_split_graph(writer, meta, result)
