@@ -13,13 +13,13 @@ from typing import Any
 
 import click
 
-from graphtier.cli.options import SEED
 from graphtier.cli.prepare_options import common_options, import_options
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import textio
 from graphtier.dataset.importers.mat import ADJACENCY_KEYS, FEATURE_KEYS, LABEL_KEYS
 from graphtier.dataset.importers.options import (
     EDGE_FORMAT_FIELDS,
+    MOVIELENS_FIELDS,
     OGB_FIELDS,
     PLANETOID_FIELDS,
     ImportOptions,
@@ -99,7 +99,7 @@ def command() -> None:
     graphtier prepare ogb ogbn_products data/products --undirected
     graphtier prepare mat ACM.mat data/acm --undirected
     graphtier prepare mat Caltech36.mat data/caltech --labels-key local_info --labels-column 1 --unlabelled-value 0
-    graphtier prepare movielens ../shared/data/movielens-100k/ml-100k data/ml100k --fold u1
+    graphtier prepare movielens ../shared/data/movielens-100k/ml-100k data/ml100k --eval-negatives 100
     """
 
 
@@ -317,16 +317,7 @@ def mat(
     show_default=True,
     help="Fraction of FOLD.base held out (seeded) as the validation split.",
 )
-@click.option(
-    "--eval-negatives",
-    type=int,
-    default=100,
-    show_default=True,
-    metavar="K",
-    help="Negative items per validation/test rating, among items the user never rated (Hits@K ranks each "
-    "rating among K + 1 items); 0: one negative pair per rating.",
-)
-@click.option("--seed", type=SEED, default=0, show_default=True, help="Seed of the validation draw and the negatives.")
+@import_options(MOVIELENS_FIELDS)
 def movielens(
     source: Path,
     output: Path,
@@ -334,8 +325,7 @@ def movielens(
     overwrite: bool,
     fold: str,
     valid_fraction: float,
-    eval_negatives: int,
-    seed: int,
+    options: ImportOptions,
 ) -> None:
     """MovieLens-100k (the ml-100k folder) as a link-prediction dataset: users then items, every rating an
     undirected user-item edge (implicit feedback), user/item side features, the fold's base/test files as the
@@ -350,7 +340,6 @@ def movielens(
         overwrite=overwrite,
         fold=fold,
         valid_fraction=valid_fraction,
-        eval_negatives=eval_negatives,
-        seed=seed,
+        options=options,
     )
     _report(dataset, started)

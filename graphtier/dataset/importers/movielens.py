@@ -11,26 +11,27 @@ fold's ``<fold>.base`` / ``<fold>.test`` rating files (``user item rating timest
 - Edge split: ``<fold>.test`` is the test split; ``valid_fraction`` of ``<fold>.base`` (seeded) is the
   validation split and the rest the training split. Held-out ratings are not in the message-passing graph.
 - Negatives: items (``dst_range`` is the item range) the user never rated in the full data (base and test),
-  ``eval_negatives`` K per positive (the ranking protocol: MRR, Hits@K), or one negative pair per positive with
-  K = 0 (AUC/AP only).
+  ``eval_negatives`` K per positive (the ranking protocol: MRR, Hits@K; ``--eval-negatives 100`` is the NCF
+  protocol, He et al. 2017), or one negative user-item pair per positive with K = 0 (the default of every
+  ``prepare`` format; AUC/AP).
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import edges, finish, textio
+from graphtier.dataset.importers.options import MOVIELENS_FIELDS, ImportOptions
 from graphtier.dataset.importers.link_files import GivenPairs, save_split_graph, split_from_pairs
 from graphtier.dataset.importers.pair_files import row_location
 from graphtier.dataset.writer import DatasetWriter
 from graphtier.errors import DatasetError, OptionError
 
-DEFAULT_EVAL_NEGATIVES = 100
-"""Negative items per held-out rating: Hits@10 among 101 candidates, the NCF protocol (He et al. 2017)."""
 NUM_GENRES = 19
 
 
@@ -108,8 +109,8 @@ def import_movielens(
     overwrite: bool = False,
     fold: str = "u1",
     valid_fraction: float = 0.05,
-    eval_negatives: int = DEFAULT_EVAL_NEGATIVES,
-    seed: int = 0,
+    options: ImportOptions | None = None,
+    **option_values: Any,
 ) -> Dataset:
     """Import the MovieLens-100k folder ``source`` with the edge split of ``fold`` into ``output``.
 
@@ -117,16 +118,19 @@ def import_movielens(
         fold: ``u1`` ... ``u5``, ``ua``, ``ub``: ``<fold>.base`` trains (less the validation part),
             ``<fold>.test`` tests.
         valid_fraction: fraction of the base ratings held out for validation, in [0, 1).
-        eval_negatives: K negative items per validation/test rating (0: one negative pair per rating).
-        seed: seed of the validation draw and of the negatives.
+        options, option_values: the shared :class:`ImportOptions` (:data:`MOVIELENS_FIELDS`):
+            ``eval_negatives`` K negative items per validation/test rating (0: one negative user-item pair per
+            rating; 100 gives the NCF protocol, Hits@10 among 101 candidates), ``seed`` of the validation draw
+            and of the negatives.
 
     Returns:
         The written :class:`Dataset` (``meta["link"]`` holds the split).
     """
     if not 0.0 <= valid_fraction < 1.0:
         raise OptionError.invalid("valid_fraction", "a fraction in [0, 1)", valid_fraction)
-    if eval_negatives < 0:
-        raise OptionError.invalid("eval_negatives", "an integer >= 0", eval_negatives)
+    options = ImportOptions.of(options, option_values)
+    options.check_accepted(MOVIELENS_FIELDS, "movielens")
+    eval_negatives, seed = options.eval_negatives, options.seed
     folder = find_folder(Path(source))
     base_path, test_path = folder / f"{fold}.base", folder / f"{fold}.test"
     for path in (base_path, test_path):
@@ -175,7 +179,7 @@ def import_movielens(
             num_classes=0,
             importer="movielens",
             inputs=[folder / "u.user", folder / "u.item", folder / "u.occupation", base_path, test_path],
-            options={"fold": fold, "valid_fraction": valid_fraction, "eval_negatives": eval_negatives, "seed": seed},
+            options={"fold": fold, "valid_fraction": valid_fraction, **options.to_meta(MOVIELENS_FIELDS)},
             edge_counts=built.counts,
         )
         meta["num_users"], meta["num_items"] = num_users, num_items

@@ -185,3 +185,5 @@ EDGE_FORMAT_FIELDS = GRAPH_FIELDS + NODE_FILE_FIELDS + SYNTHETIC_FIELDS + ("non_
 """What ``edgelist``, ``csr-npz`` and ``mat`` accept: every field."""
 OGB_FIELDS = GRAPH_FIELDS + SYNTHETIC_FIELDS + ("non_finite",) + LINK_FIELDS
 PLANETOID_FIELDS = ("non_finite",)
+MOVIELENS_FIELDS = ("eval_negatives", "seed")
+"""MovieLens: its fold is the edge split; the negatives and the seed of the validation draw."""
