@@ -94,6 +94,20 @@ COUNT = CountType()
 )
 @click.option("--seed", type=SEED, default=0, show_default=True)
 @click.option(
+    "--edge-split",
+    default=None,
+    metavar="TRAIN,VALID,TEST",
+    help="Link prediction: hold out random edges, fractions summing to 1 (as graphtier prepare --edge-split).",
+)
+@click.option(
+    "--eval-negatives",
+    type=int,
+    default=0,
+    show_default=True,
+    metavar="K",
+    help="Negatives of each valid/test edge: 0 = random non-edge pairs, K = K destinations per positive.",
+)
+@click.option(
     "--chunk-edges",
     type=COUNT,
     default=synthetic.DEFAULT_CHUNK_EDGES,

@@ -138,7 +138,7 @@ IMPORT_OPTION_DECLARATIONS: dict[str, Decorator] = {
         type=SEED,
         default=0,
         show_default=True,
-        help="Seed of --split, --synthetic-features and --synthetic-labels.",
+        help="Seed of --split, --edge-split, --synthetic-features and --synthetic-labels.",
     ),
     "non_finite": click.option(
         "--non-finite",
@@ -146,6 +146,13 @@ IMPORT_OPTION_DECLARATIONS: dict[str, Decorator] = {
         default="error",
         show_default=True,
         help="NaN/Inf feature values: refuse the import (error) or replace them by 0 and say how many (replace).",
+    ),
+    "edge_split": click.option(
+        "--edge-split",
+        default=None,
+        metavar="TRAIN,VALID,TEST",
+        help="Link prediction: hold out random edges, fractions summing to 1, e.g. 0.85,0.05,0.1. Valid and test "
+        "edges leave the graph (both directions on an undirected graph); stored with negatives (non-edges)."
     ),
     "edge_split_files": click.option(
         "--edge-split-files",
@@ -162,8 +169,8 @@ IMPORT_OPTION_DECLARATIONS: dict[str, Decorator] = {
         default=0,
         show_default=True,
         metavar="K",
-        help="Negatives per validation/test positive for ranking metrics (MRR, Hits@K); 0: one negative pair "
-        "per positive (AUC, AP).",
+        help="Negatives of each valid/test positive: 0 = as many random non-edge pairs as positives (AUC, AP); "
+        "K = K negative destinations per positive (MRR, Hits@K).",
     ),
 }
 """The click option of each :class:`ImportOptions` field (its parameter name is the field name)."""

@@ -40,6 +40,7 @@ from graphtier.dataset import _synthetic_csc_kernels as csc_kernels
 from graphtier.dataset import _synthetic_kernels as kernels
 from graphtier.dataset import resources
 from graphtier.dataset.format import FEATURE_DTYPES, Dataset, index_dtype
+from graphtier.dataset.importers.holdout import link_options, split_written_graph
 from graphtier.dataset.writer import DatasetWriter
 from graphtier.errors import OptionError
 
@@ -278,6 +279,8 @@ def generate(
     chunk_edges: int = DEFAULT_CHUNK_EDGES,
     max_degree: float | None = None,
     progress: Progress | None = None,
+    edge_split: str | tuple[float, float, float] | None = None,
+    eval_negatives: int = 0,
 ) -> Dataset:
     """Generate a degree-corrected SBM dataset at ``output`` (see the module docstring) and open it.
 
@@ -297,6 +300,8 @@ def generate(
         max_degree: the largest expected degree (hub size, before duplicates are dropped); default
             ``min(nodes - 1, 4 * sqrt(nodes * avg_degree))``.
         progress: called with a one-line message after every stage.
+        edge_split, eval_negatives: the link-prediction edge split (``"0.85,0.05,0.1"``) and its negatives, as
+            ``graphtier prepare --edge-split`` (:func:`~graphtier.dataset.importers.holdout.split_written_graph`).
 
     Returns:
         The written :class:`Dataset`: int64 indptr [N + 1], int32 indices [E], features [N, D],
@@ -319,6 +324,7 @@ def generate(
         chunk_edges=chunk_edges,
         max_degree=max_degree,
     )
+    opts["edge_split"], opts["eval_negatives"] = link_options(edge_split, eval_negatives)
     _validate_options(opts)
     nodes, seed, chunk_edges = int(nodes), int(seed), int(chunk_edges)
     avg_degree = float(avg_degree)
@@ -383,6 +389,7 @@ def generate(
                 "labels": {"kind": "synthetic", "generated": True} if num_classes > 0 else {"kind": "none"},
             },
         }
+        meta = split_written_graph(writer, meta, opts["edge_split"], seed=seed, eval_negatives=opts["eval_negatives"])
         dataset = writer.finish(meta)
         stage("validated and renamed into place")
         return dataset

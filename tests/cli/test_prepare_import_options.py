@@ -145,6 +145,7 @@ def test_to_meta_keeps_the_meta_json_keys(tmp_path: Path) -> None:
         "ids": "int",
         "num_nodes": None,
         "non_finite": "error",
+        "edge_split": None,
         "edge_split_files": None,
         "eval_negatives": 0,
     }

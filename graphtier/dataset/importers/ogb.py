@@ -181,10 +181,11 @@ def import_ogb(
         )
     if label_path is not None and options.synthetic_labels:
         raise OptionError(f"{{synthetic_labels}}: {label_path} already provides labels", options=("synthetic_labels",))
-    options.check_inputs(labels_in_source=label_path is not None)
     split = options.split
-    scheme_dir = None if split is not None or options.edge_split_files is not None else choose_scheme(root, scheme)
+    link_given = options.edge_split is not None or options.edge_split_files is not None
+    scheme_dir = None if split is not None or link_given else choose_scheme(root, scheme)
     link_scheme = scheme_dir is not None and is_link_scheme(scheme_dir)
+    options.check_inputs(labels_in_source=label_path is not None, link_split_in_source=link_scheme)
     n = read_single_int(num_nodes_path)
     if n < 0:
         raise DatasetError(f"{num_nodes_path}: expected a non-negative node count, found {n}")
@@ -261,7 +262,4 @@ def import_ogb(
             inputs += [scheme_dir / f"{part}.pt" for part in LINK_PARTS]
             meta["source"]["inputs"] = [str(p.resolve()) for p in inputs]
             meta = split_written_graph_from_ogb(writer, meta, scheme_dir, options.eval_negatives, options.seed)
-        meta = split_written_graph_from_files(
-            writer, meta, options.edge_split_files, lookup=None, eval_negatives=options.eval_negatives, seed=options.seed
-        )
-        return writer.finish(meta)
+        return finish.finish_dataset(writer, meta, options)

@@ -166,7 +166,8 @@ def import_planetoid(
         dataset: the ``<dataset>`` part of the file names (default: detected).
         options, option_values: the shared :class:`ImportOptions`; Planetoid takes only ``non_finite``
             (:data:`PLANETOID_FIELDS`: ``error`` refuses NaN/±Inf features, ``replace`` sets them to 0,
-            counted in ``meta.json`` ``source.non_finite_replaced``); its graph and split are fixed.
+            counted in ``meta.json`` ``source.non_finite_replaced``) and the edge split (``edge_split``,
+            ``eval_negatives``, ``seed``); its graph and node split are fixed.
 
     Returns:
         The written :class:`Dataset`: float32 features [N, D], int64 labels, undirected CSC graph,
@@ -175,6 +176,7 @@ def import_planetoid(
     root = Path(source)
     options = ImportOptions.of(options, option_values)
     options.check_accepted(PLANETOID_FIELDS, "planetoid")
+    options.check_inputs()
     if not root.is_dir():
         raise DatasetError(f"{root}: Planetoid directory not found")
     dataset = dataset or detect_name(root)
@@ -264,4 +266,4 @@ def import_planetoid(
             options={"dataset": dataset, **options.to_meta(PLANETOID_FIELDS)},
             edge_counts=built.counts,
         )
-        return writer.finish(meta)
+        return finish.finish_dataset(writer, meta, options)

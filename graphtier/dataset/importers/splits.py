@@ -12,30 +12,39 @@ from graphtier.errors import OptionError
 # ---------------------------------------------------------------------------- splits and features
 
 
-def parse_fractions(text: str) -> tuple[float, float, float]:
-    """``"0.6,0.2,0.2"`` -> ``(0.6, 0.2, 0.2)``; :class:`OptionError` unless three fractions summing to <= 1."""
+def parse_fractions(text: str, option: str = "split", *, exact: bool = False) -> tuple[float, float, float]:
+    """``"0.6,0.2,0.2"`` -> ``(0.6, 0.2, 0.2)``; :class:`OptionError` naming ``option`` unless three fractions
+    summing to <= 1 (to 1 when ``exact``)."""
     parts = [p.strip() for p in str(text).split(",")]
     try:
         values = tuple(float(p) for p in parts)
     except ValueError:
         raise OptionError(
-            f"{{split}}: expected three fractions like 0.6,0.2,0.2, found {text!r}", options=("split",)
+            f"{{{option}}}: expected three fractions like 0.6,0.2,0.2, found {text!r}", options=(option,)
         ) from None
     if len(values) != 3:
         raise OptionError(
-            f"{{split}}: expected three fractions (train,valid,test), found {len(values)} in {text!r}",
-            options=("split",),
+            f"{{{option}}}: expected three fractions (train,valid,test), found {len(values)} in {text!r}",
+            options=(option,),
         )
-    check_fractions(values)
+    check_fractions(values, option, exact=exact)
     return values  # type: ignore[return-value]
 
 
-def check_fractions(fractions: Sequence[float]) -> None:
-    """Raise :class:`OptionError` unless ``fractions`` are three numbers in [0, 1] summing to <= 1."""
-    if len(fractions) != 3 or any(not (0.0 <= f <= 1.0) for f in fractions) or sum(fractions) > 1.0 + 1e-9:
+def check_fractions(fractions: Sequence[float], option: str = "split", *, exact: bool = False) -> None:
+    """Raise :class:`OptionError` naming ``option`` unless ``fractions`` are three numbers in [0, 1] summing to
+    at most 1 (to 1, within 1e-6, when ``exact``)."""
+    total = sum(fractions) if len(fractions) == 3 else 0.0
+    if (
+        len(fractions) != 3
+        or any(not (0.0 <= f <= 1.0) for f in fractions)
+        or total > 1.0 + 1e-9
+        or (exact and abs(total - 1.0) > 1e-6)
+    ):
+        summing = "summing to 1" if exact else "summing to at most 1"
         raise OptionError(
-            f"{{split}}: expected three fractions in [0, 1] summing to at most 1, found {tuple(fractions)}",
-            options=("split",),
+            f"{{{option}}}: expected three fractions in [0, 1] {summing}, found {tuple(fractions)}",
+            options=(option,),
         )
 
 

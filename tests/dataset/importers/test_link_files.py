@@ -13,6 +13,7 @@ from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers.edgelist import import_edgelist
 from graphtier.dataset.importers.movielens import import_movielens
 from graphtier.dataset.importers.ogb import import_ogb
+from graphtier.dataset.importers.options import ImportOptions
 from graphtier.dataset.importers.pair_files import EdgeSplitFiles
 from graphtier.errors import DatasetError, OptionError
 from tests.conftest import shared_data
@@ -195,3 +196,8 @@ def test_movielens_u1(tmp_path: Path) -> None:
     features = np.asarray(d.features)
     assert features[:users, -2].all() and not features[users:, -2].any() and features[users:, -1].all()
     assert np.allclose(features[:users, 1:3].sum(1), 1) and not features[users:, :43 - 19].any()
+
+
+def test_edge_split_and_edge_split_files_exclude_each_other() -> None:
+    with pytest.raises(OptionError, match="edge_split= and edge_split_files=: expected at most one, found both"):
+        ImportOptions(edge_split="0.8,0.1,0.1", edge_split_files="valid=a,test=b")
