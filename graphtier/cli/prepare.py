@@ -19,6 +19,7 @@ from graphtier.dataset.importers import textio
 from graphtier.dataset.importers.mat import ADJACENCY_KEYS, FEATURE_KEYS, LABEL_KEYS
 from graphtier.dataset.importers.options import (
     EDGE_FORMAT_FIELDS,
+    MOVIELENS_FIELDS,
     OGB_FIELDS,
     PLANETOID_FIELDS,
     ImportOptions,
@@ -113,6 +114,7 @@ def command() -> None:
     graphtier prepare ogb ogbn_products data/products --undirected
     graphtier prepare mat ACM.mat data/acm --undirected
     graphtier prepare mat Caltech36.mat data/caltech --labels-key local_info --labels-column 1 --unlabelled-value 0
+    graphtier prepare movielens ../shared/data/movielens-100k/ml-100k data/ml100k --eval-negatives 100
     """
 
 
@@ -317,4 +319,42 @@ def mat(
             + ", ".join(f"{name} [{shape}]" for name, shape in unused.items())
             + " (--features-key / --labels-key NAME [--labels-column C] use one)"
         )
+    _report(dataset, started)
+
+
+@command.command(name="movielens")
+@common_options
+@click.option("--fold", default="u1", show_default=True, help="FOLD.base trains, FOLD.test tests (u1 ... u5, ua, ub).")
+@click.option(
+    "--valid-fraction",
+    type=float,
+    default=0.05,
+    show_default=True,
+    help="Fraction of FOLD.base held out (seeded) as the validation split.",
+)
+@import_options(MOVIELENS_FIELDS)
+def movielens(
+    source: Path,
+    output: Path,
+    name: str | None,
+    overwrite: bool,
+    fold: str,
+    valid_fraction: float,
+    options: ImportOptions,
+) -> None:
+    """MovieLens-100k (the ml-100k folder) as a link-prediction dataset: users then items, every rating an
+    undirected user-item edge (implicit feedback), user/item side features, the fold's base/test files as the
+    edge split."""
+    from graphtier.dataset.importers.movielens import import_movielens
+
+    started = time.perf_counter()
+    dataset = import_movielens(
+        source,
+        output,
+        name=name,
+        overwrite=overwrite,
+        fold=fold,
+        valid_fraction=valid_fraction,
+        options=options,
+    )
     _report(dataset, started)

@@ -152,7 +152,16 @@ IMPORT_OPTION_DECLARATIONS: dict[str, Decorator] = {
         default=None,
         metavar="TRAIN,VALID,TEST",
         help="Link prediction: hold out random edges, fractions summing to 1, e.g. 0.85,0.05,0.1. Valid and test "
-        "edges leave the graph (both directions on an undirected graph); stored with negatives (non-edges).",
+        "edges leave the graph (both directions on an undirected graph); stored with negatives (non-edges)."
+    ),
+    "edge_split_files": click.option(
+        "--edge-split-files",
+        default=None,
+        metavar="train=FILE,valid=FILE,test=FILE",
+        help="Link prediction: the edge split as pair files ('src dst' lines or .npy [P, 2], the input's node ids): "
+        "valid= and test= positives (held out of the graph), optional train= (default: every remaining edge), "
+        "valid_neg= and test_neg= negatives ([Q, 2] pairs, or [P, K] destinations with --eval-negatives K; "
+        "default: drawn).",
     ),
     "eval_negatives": click.option(
         "--eval-negatives",

@@ -1,60 +1,7 @@
-"""Reading and writing the torch files of graphtier (checkpoints, saved models) safely.
-
-Reading never executes code (``weights_only=True``: tensors and plain containers only), puts every
-tensor on the CPU whatever device wrote it, and checks the CRC-32 of every member of the zip archive
-first (``torch.load`` does not), so flipped bytes are refused instead of loaded. Writing is atomic.
+"""Reading and writing the torch files of graphtier (checkpoints, saved models) safely: the primitives live in
+:mod:`graphtier.dataset.torch_file` (input files of the dataset layer are torch files too) and are re-exported here.
 """
 
-from __future__ import annotations
+from graphtier.dataset.torch_file import load_torch_file, save_torch_file, verify_archive
 
-import os
-import zipfile
-from pathlib import Path
-from typing import Any
-
-import torch
-
-from graphtier.dataset.outputs import atomic_write
-from graphtier.errors import OptionError
-
-
-def _one_line(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {' '.join(str(exc).split())[:160]}"
-
-
-def verify_archive(path: Path, label: str, what: str) -> None:
-    """Raise OptionError naming ``label`` unless ``path`` is a zip archive whose members all match their CRC-32.
-
-    ``what`` names the expected content in the error. Reads the whole file once (as loading it does).
-    """
-    try:
-        is_zip = zipfile.is_zipfile(path)
-    except OSError as exc:
-        raise OptionError(f"{label}: cannot read ({_one_line(exc)})") from None
-    if not is_zip:
-        raise OptionError(f"{label}: not a {what} (not a zip archive as torch.save writes)")
-    try:
-        with zipfile.ZipFile(path) as archive:
-            bad = archive.testzip()
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, ValueError, RuntimeError) as exc:
-        raise OptionError(f"{label}: damaged file ({_one_line(exc)})") from None
-    if bad is not None:
-        raise OptionError(f"{label}: damaged file: member {bad!r} fails its CRC-32 check")
-
-
-def load_torch_file(path: Path, label: str, what: str) -> Any:
-    """The object stored in ``path`` (tensors on the CPU), read without executing code.
-
-    ``label`` names the file in errors (e.g. ``--model m.pt``), ``what`` the expected content
-    (``graphtier checkpoint``); any unreadable, damaged or code-carrying file is an OptionError (one line).
-    """
-    verify_archive(path, label, what)
-    try:
-        return torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:  # noqa: BLE001 - any unreadable file is the same user mistake
-        raise OptionError(f"{label}: not a {what} ({_one_line(exc)})") from None
-
-
-def save_torch_file(path: str | os.PathLike[str], state: Any) -> Path:
-    """``torch.save(state)`` to ``path`` atomically (a temporary sibling renamed over it); returns the path."""
-    return atomic_write(path, lambda tmp: torch.save(state, tmp))
+__all__ = ["load_torch_file", "save_torch_file", "verify_archive"]

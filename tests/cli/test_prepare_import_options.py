@@ -18,9 +18,10 @@ import pytest
 
 from graphtier.cli.prepare import command as prepare
 from graphtier.cli.prepare_options import IMPORT_OPTION_DECLARATIONS
-from graphtier.dataset.importers import csr_npz, edgelist, mat, ogb, planetoid
+from graphtier.dataset.importers import csr_npz, edgelist, mat, movielens, ogb, planetoid
 from graphtier.dataset.importers.options import (
     EDGE_FORMAT_FIELDS,
+    MOVIELENS_FIELDS,
     OGB_FIELDS,
     PLANETOID_FIELDS,
     ImportOptions,
@@ -34,6 +35,7 @@ _FORMATS = {
     "mat": (mat, "import_mat", EDGE_FORMAT_FIELDS),
     "ogb": (ogb, "import_ogb", OGB_FIELDS),
     "planetoid": (planetoid, "import_planetoid", PLANETOID_FIELDS),
+    "movielens": (movielens, "import_movielens", MOVIELENS_FIELDS),
 }
 _FIELDS = {f.name for f in dataclasses.fields(ImportOptions)}
 _OUTPUT_PARAMETERS = {"source", "output", "name", "overwrite"}
@@ -144,6 +146,7 @@ def test_to_meta_keeps_the_meta_json_keys(tmp_path: Path) -> None:
         "num_nodes": None,
         "non_finite": "error",
         "edge_split": None,
+        "edge_split_files": None,
         "eval_negatives": 0,
     }
     assert set(ImportOptions().to_meta(OGB_FIELDS)) == set(OGB_FIELDS)

@@ -106,6 +106,10 @@ def import_edgelist(
             "--features: expected integer node ids (row k = node id k), found non-integer ids; "
             "use --synthetic-features or convert the ids"
         )
+    if string_ids and options.edge_split_files is not None:
+        raise OptionError(
+            "--edge-split-files: expected integer node ids (the pair files use them), found non-integer ids"
+        )
     if string_ids and labels_column is not None:
         raise OptionError(
             "--labels-column: expected integer node ids (row k = node k), found non-integer ids; use 'id,label' lines"

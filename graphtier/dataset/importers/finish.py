@@ -20,6 +20,8 @@ from graphtier.dataset.importers.edges import EdgeCounts, IdMap
 from graphtier.dataset.importers.features import synthetic_features, write_feature_file
 from graphtier.dataset.importers.holdout import split_written_graph
 from graphtier.dataset.importers.labels import Labels
+from graphtier.dataset.importers.link_files import split_written_graph_from_files
+from graphtier.dataset.importers.pair_files import IdLookup
 from graphtier.dataset.importers.options import ImportOptions
 from graphtier.dataset.importers.splits import random_split, save_splits
 from graphtier.dataset.writer import DatasetWriter
@@ -129,15 +131,27 @@ def finish_edge_import(
         nodes_only_in_node_data=idmap.nodes_only_in_node_data,
         edge_counts=edge_counts,
     )
-    return finish_dataset(writer, meta, options)
+    return finish_dataset(writer, meta, options, lookup=None if idmap.is_identity else idmap.lookup)
 
 
-def finish_dataset(writer: DatasetWriter, meta: dict[str, Any], options: ImportOptions) -> Dataset:
+def finish_dataset(
+    writer: DatasetWriter, meta: dict[str, Any], options: ImportOptions, *, lookup: IdLookup | None = None
+) -> Dataset:
     """The last step of every importer: the edge split of ``options.edge_split`` (if any) on the graph
-    ``writer`` wrote (:func:`~graphtier.dataset.importers.holdout.split_written_graph`), then
+    ``writer`` wrote (:func:`~graphtier.dataset.importers.holdout.split_written_graph`), or of
+    ``options.edge_split_files`` read through the id map ``lookup`` (None: ids are node ids;
+    :func:`~graphtier.dataset.importers.link_files.split_written_graph_from_files`), then
     ``writer.finish(meta)`` (validate and rename)."""
     meta = split_written_graph(
         writer, meta, options.edge_split, seed=options.seed, eval_negatives=options.eval_negatives
+    )
+    meta = split_written_graph_from_files(
+        writer,
+        meta,
+        options.edge_split_files,
+        lookup=lookup,
+        eval_negatives=options.eval_negatives,
+        seed=options.seed,
     )
     return writer.finish(meta)
 

@@ -1,4 +1,4 @@
-"""Import an OGB node-property dataset from its raw layout: ``graphtier prepare ogb SOURCE OUTPUT``.
+"""Import an OGB node- or link-property dataset from its raw layout: ``graphtier prepare ogb SOURCE OUTPUT``.
 
 ``SOURCE`` is the dataset folder as OGB unpacks it (for example ``ogbn_products/``)::
 
@@ -8,6 +8,7 @@
     raw/node-feat.csv.gz       N lines of D floats (optional)
     raw/node-label.csv.gz      N lines, one label each; "nan" = unlabelled (optional)
     split/<scheme>/{train,valid,test}.csv.gz   one node id per line (optional)
+    split/<scheme>/{train,valid,test}.pt       an ogbl link split instead (dicts of tensors; graphtier.dataset.importers.ogb_link)
 
 Every file may also be uncompressed (``.csv``). OGB datasets whose ``master.csv`` says
 ``add_inverse_edge`` (ogbn-products, ogbn-proteins) need ``--undirected``.
@@ -27,6 +28,8 @@ from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import edges, finish, splits, textio
 from graphtier.dataset.importers.features import note_replaced
 from graphtier.dataset.importers.labels import Labels, class_count
+from graphtier.dataset.importers.link_files import split_written_graph_from_files
+from graphtier.dataset.importers.ogb_link import LINK_PARTS, is_link_scheme, split_written_graph_from_ogb
 from graphtier.dataset.importers.options import OGB_FIELDS, ImportOptions
 from graphtier.dataset.writer import DatasetWriter
 from graphtier.errors import DatasetError, OptionError
@@ -178,9 +181,11 @@ def import_ogb(
         )
     if label_path is not None and options.synthetic_labels:
         raise OptionError(f"{{synthetic_labels}}: {label_path} already provides labels", options=("synthetic_labels",))
-    options.check_inputs(labels_in_source=label_path is not None)
     split = options.split
-    scheme_dir = None if split is not None else choose_scheme(root, scheme)
+    link_given = options.edge_split is not None or options.edge_split_files is not None
+    scheme_dir = None if split is not None or link_given else choose_scheme(root, scheme)
+    link_scheme = scheme_dir is not None and is_link_scheme(scheme_dir)
+    options.check_inputs(labels_in_source=label_path is not None, link_split_in_source=link_scheme)
     n = read_single_int(num_nodes_path)
     if n < 0:
         raise DatasetError(f"{num_nodes_path}: expected a non-negative node count, found {n}")
@@ -234,7 +239,7 @@ def import_ogb(
         if feat_path is not None:
             feature_dim, feature_dtype = write_ogb_features(feat_path, n, writer, options.non_finite), "float32"
             written.provenance["features"] = {"kind": "input"}
-        if scheme_dir is not None:
+        if scheme_dir is not None and not link_scheme:
             split_paths = [find_raw(scheme_dir, part, required=True) for part in ("train", "valid", "test")]
             inputs += [p for p in split_paths if p is not None]
             splits.save_splits(writer, [read_id_list(p, n) for p in split_paths if p is not None])
@@ -252,4 +257,9 @@ def import_ogb(
             provenance=written.provenance,
             edge_counts=edge_counts,
         )
+        if link_scheme:
+            assert scheme_dir is not None
+            inputs += [scheme_dir / f"{part}.pt" for part in LINK_PARTS]
+            meta["source"]["inputs"] = [str(p.resolve()) for p in inputs]
+            meta = split_written_graph_from_ogb(writer, meta, scheme_dir, options.eval_negatives, options.seed)
         return finish.finish_dataset(writer, meta, options)

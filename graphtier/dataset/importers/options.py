@@ -23,9 +23,10 @@ from typing import Any
 import numpy as np
 
 from graphtier.dataset.finite import NON_FINITE_MODES
-from graphtier.dataset.importers.holdout import link_options
+from graphtier.dataset.importers.holdout import check_eval_negatives, parse_edge_split
 from graphtier.dataset.importers.labels import MAX_CLASSES
 from graphtier.dataset.importers.node_data import LABEL_LAYOUTS
+from graphtier.dataset.importers.pair_files import EdgeSplitFiles
 from graphtier.dataset.importers.splits import check_fractions, parse_fractions
 from graphtier.dataset.importers.textio import require_file
 from graphtier.errors import OptionError
@@ -45,7 +46,8 @@ class ImportOptions:
     ``"0.6,0.2,0.2"``), ``seed`` of the split and the synthetic data. ``non_finite``: ``error`` or ``replace``
     NaN/Inf feature values. Link prediction: ``edge_split`` ``(train, valid, test)`` edge fractions summing to 1
     (or ``"0.85,0.05,0.1"``; :mod:`~graphtier.dataset.importers.holdout`), ``eval_negatives`` K (0: negative
-    pairs, K > 0: K negative destinations per evaluation positive), seeded by ``seed``.
+    pairs, K > 0: K negative destinations per evaluation positive), seeded by ``seed``. ``edge_split_files``: the edge split as files instead
+    (:class:`EdgeSplitFiles`, or its text ``"train=FILE,valid=FILE,test=FILE"``).
     """
 
     undirected: bool = False
@@ -63,6 +65,7 @@ class ImportOptions:
     seed: int = 0
     non_finite: str = "error"
     edge_split: tuple[float, float, float] | None = None
+    edge_split_files: EdgeSplitFiles | None = None
     eval_negatives: int = 0
 
     def __post_init__(self) -> None:
@@ -76,9 +79,10 @@ class ImportOptions:
         elif self.split is not None:
             object.__setattr__(self, "split", tuple(float(f) for f in self.split))
             check_fractions(self.split)
-        edge_split, eval_negatives = link_options(self.edge_split, self.eval_negatives)
-        object.__setattr__(self, "edge_split", edge_split)
-        object.__setattr__(self, "eval_negatives", eval_negatives)
+        if self.edge_split_files is not None:
+            object.__setattr__(self, "edge_split_files", EdgeSplitFiles.of(self.edge_split_files))
+        object.__setattr__(self, "edge_split", parse_edge_split(self.edge_split))
+        object.__setattr__(self, "eval_negatives", check_eval_negatives(self.eval_negatives))
         self._check_values()
 
     def _check_values(self) -> None:
@@ -110,14 +114,35 @@ class ImportOptions:
             )
         if self.labels_layout not in LABEL_LAYOUTS:
             raise OptionError.invalid("labels_layout", f"one of {', '.join(LABEL_LAYOUTS)}", self.labels_layout)
+        if self.edge_split is not None and self.edge_split_files is not None:
+            raise OptionError(
+                "{edge_split} and {edge_split_files}: expected at most one, found both",
+                options=("edge_split", "edge_split_files"),
+            )
         if self.non_finite not in NON_FINITE_MODES:
             raise OptionError.invalid("non_finite", f"one of {', '.join(NON_FINITE_MODES)}", self.non_finite)
 
-    def check_inputs(self, *, labels_in_source: bool = False, label_sources: tuple[str, ...] = ("labels",)) -> None:
+    def check_inputs(
+        self,
+        *,
+        labels_in_source: bool = False,
+        label_sources: tuple[str, ...] = ("labels",),
+        link_split_in_source: bool = False,
+    ) -> None:
         """The checks that need the input: the ``labels``/``features`` files exist, and a feature signal or a
         ``labels_column``/``unlabelled_value`` has labels to apply to (``labels_in_source``: the input itself
         carries labels, as a ``.mat`` variable or OGB's ``node-label``; ``label_sources``: the options
-        that give labels, named when none did)."""
+        that give labels, named when none did); ``eval_negatives`` has an edge split to draw negatives for
+        (``edge_split``, ``edge_split_files``, or ``link_split_in_source``: OGB's link split files); the
+        ``edge_split_files`` exist."""
+        if self.eval_negatives and self.edge_split is None and self.edge_split_files is None and not link_split_in_source:
+            raise OptionError(
+                "{eval_negatives}: expected an edge split ({edge_split} or {edge_split_files}) to draw negatives "
+                "for, found none",
+                options=("eval_negatives", "edge_split", "edge_split_files"),
+            )
+        if self.edge_split_files is not None:
+            self.edge_split_files.check_exist()
         has_labels = self.labels is not None or labels_in_source
         if self.synthetic_feature_signal > 0 and not has_labels and not self.synthetic_labels:
             raise OptionError(
@@ -156,6 +181,8 @@ class ImportOptions:
             value = getattr(self, name)
             if isinstance(value, Path):
                 value = str(value)
+            elif isinstance(value, EdgeSplitFiles):
+                value = value.to_meta()
             elif isinstance(value, tuple):
                 value = list(value)
             meta[name] = value
@@ -177,9 +204,11 @@ NODE_FILE_FIELDS = ("labels", "features", "labels_layout", "labels_column", "unl
 """Labels and features from files."""
 SYNTHETIC_FIELDS = ("synthetic_features", "synthetic_feature_signal", "synthetic_labels", "split", "seed")
 """Generated node data and the random split."""
-LINK_FIELDS = ("edge_split", "eval_negatives")
+LINK_FIELDS = ("edge_split", "edge_split_files", "eval_negatives")
 """The edge split of link prediction (every format; seeded by ``seed``)."""
 EDGE_FORMAT_FIELDS = GRAPH_FIELDS + NODE_FILE_FIELDS + SYNTHETIC_FIELDS + ("non_finite",) + LINK_FIELDS
 """What ``edgelist``, ``csr-npz`` and ``mat`` accept: every field."""
 OGB_FIELDS = GRAPH_FIELDS + SYNTHETIC_FIELDS + ("non_finite",) + LINK_FIELDS
 PLANETOID_FIELDS = ("non_finite",) + LINK_FIELDS + ("seed",)
+MOVIELENS_FIELDS = ("eval_negatives", "seed")
+"""MovieLens: its fold is the edge split; the negatives and the seed of the validation draw."""

@@ -176,6 +176,7 @@ def import_planetoid(
     root = Path(source)
     options = ImportOptions.of(options, option_values)
     options.check_accepted(PLANETOID_FIELDS, "planetoid")
+    options.check_inputs()
     if not root.is_dir():
         raise DatasetError(f"{root}: Planetoid directory not found")
     dataset = dataset or detect_name(root)

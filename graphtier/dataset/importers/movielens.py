@@ -1,0 +1,186 @@
+"""Import MovieLens-100k as a link-prediction dataset: ``graphtier prepare movielens SOURCE OUTPUT``.
+
+``SOURCE`` is the ``ml-100k`` folder (or a folder holding it): ``u.user``, ``u.item``, ``u.occupation`` and the
+fold's ``<fold>.base`` / ``<fold>.test`` rating files (``user item rating timestamp``, 1-based ids).
+
+- Nodes: the users, then the items (user ``u`` -> node ``u - 1``, item ``i`` -> node ``num_users + i - 1``).
+- Graph: undirected user-item edges, one per rating, whatever the rating (an implicit-feedback link task:
+  a rating says the user watched the item).
+- Features (float32): the user's age scaled to [0, 1], gender one-hot, occupation one-hot; the item's 19
+  genre flags; a user/item indicator pair; zeros where a block does not apply.
+- Edge split: ``<fold>.test`` is the test split; ``valid_fraction`` of ``<fold>.base`` (seeded) is the
+  validation split and the rest the training split. Held-out ratings are not in the message-passing graph.
+- Negatives: items (``dst_range`` is the item range) the user never rated in the full data (base and test),
+  ``eval_negatives`` K per positive (the ranking protocol: MRR, Hits@K; ``--eval-negatives 100`` is the NCF
+  protocol, He et al. 2017), or one negative user-item pair per positive with K = 0 (the default of every
+  ``prepare`` format; AUC/AP).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from graphtier.dataset.format import Dataset
+from graphtier.dataset.importers import edges, finish, textio
+from graphtier.dataset.importers.options import MOVIELENS_FIELDS, ImportOptions
+from graphtier.dataset.importers.link_files import GivenPairs, save_split_graph, split_from_pairs
+from graphtier.dataset.importers.pair_files import row_location
+from graphtier.dataset.writer import DatasetWriter
+from graphtier.errors import DatasetError, OptionError
+
+NUM_GENRES = 19
+
+
+def find_folder(source: Path) -> Path:
+    """The ``ml-100k`` folder: ``source`` itself or ``source/ml-100k``."""
+    for candidate in (source, source / "ml-100k"):
+        if (candidate / "u.user").is_file():
+            return candidate
+    raise DatasetError(f"{source}: expected the MovieLens-100k folder (with u.user, u.item, u1.base ...), not found")
+
+
+def _pipe_rows(path: Path, columns: int) -> list[list[str]]:
+    rows = []
+    for number, line in textio.enumerate_data_lines(path):
+        fields = line.split("|")
+        if len(fields) < columns:
+            raise DatasetError(f"{path}: line {number}: expected {columns} '|'-separated fields, found {len(fields)}")
+        rows.append(fields)
+    return rows
+
+
+def user_features(folder: Path) -> np.ndarray:
+    """float32 [U, 1 + 2 + O]: age scaled to [0, 1], gender one-hot (M, F), occupation one-hot."""
+    occupations = [line for _, line in textio.enumerate_data_lines(textio.require_file(folder / "u.occupation"))]
+    rows = _pipe_rows(textio.require_file(folder / "u.user"), 5)
+    out = np.zeros((len(rows), 3 + len(occupations)), np.float32)
+    ages = np.array([float(r[1]) for r in rows], np.float32)
+    span = float(ages.max() - ages.min()) or 1.0
+    out[:, 0] = (ages - ages.min()) / span
+    for k, row in enumerate(rows):
+        if int(row[0]) != k + 1:
+            raise DatasetError(f"{folder / 'u.user'}: expected user ids 1, 2, ... in order, found {row[0]} at row {k}")
+        out[k, 1 if row[2] == "M" else 2] = 1.0
+        if row[3] not in occupations:
+            raise DatasetError(f"{folder / 'u.user'}: user {row[0]}: occupation {row[3]!r} not in u.occupation")
+        out[k, 3 + occupations.index(row[3])] = 1.0
+    return out
+
+
+def item_features(folder: Path) -> np.ndarray:
+    """float32 [I, 19]: the genre flags of ``u.item``."""
+    path = textio.require_file(folder / "u.item")
+    rows = _pipe_rows(path, 5 + NUM_GENRES)
+    out = np.zeros((len(rows), NUM_GENRES), np.float32)
+    for k, row in enumerate(rows):
+        if int(row[0]) != k + 1:
+            raise DatasetError(f"{path}: expected item ids 1, 2, ... in order, found {row[0]} at row {k}")
+        out[k] = [float(v) for v in row[-NUM_GENRES:]]
+    return out
+
+
+def read_ratings(path: Path, num_users: int, num_items: int) -> np.ndarray:
+    """int64 [R, 2] ``(user node, item node)`` of the rating file ``path`` (rating and timestamp ignored)."""
+    blocks = list(
+        textio.iter_int_rows(
+            path, 2, allow_extra_columns=True, skip_header=False, expected="'user item rating timestamp'"
+        )
+    )
+    raw = np.concatenate(blocks) if blocks else np.empty((0, 2), np.int64)
+    for column, (what, count) in enumerate((("user", num_users), ("item", num_items))):
+        bad = np.flatnonzero((raw[:, column] < 1) | (raw[:, column] > count))
+        if bad.size:
+            raise DatasetError(
+                f"{path}: {row_location(path, int(bad[0]))}: expected {what} ids in [1, {count}], "
+                f"found {int(raw[bad[0], column])}"
+            )
+    return np.stack([raw[:, 0] - 1, raw[:, 1] - 1 + num_users], axis=1)
+
+
+def import_movielens(
+    source: str | os.PathLike[str],
+    output: str | os.PathLike[str],
+    *,
+    name: str | None = None,
+    overwrite: bool = False,
+    fold: str = "u1",
+    valid_fraction: float = 0.05,
+    options: ImportOptions | None = None,
+    **option_values: Any,
+) -> Dataset:
+    """Import the MovieLens-100k folder ``source`` with the edge split of ``fold`` into ``output``.
+
+    Args:
+        fold: ``u1`` ... ``u5``, ``ua``, ``ub``: ``<fold>.base`` trains (less the validation part),
+            ``<fold>.test`` tests.
+        valid_fraction: fraction of the base ratings held out for validation, in [0, 1).
+        options, option_values: the shared :class:`ImportOptions` (:data:`MOVIELENS_FIELDS`):
+            ``eval_negatives`` K negative items per validation/test rating (0: one negative user-item pair per
+            rating; 100 gives the NCF protocol, Hits@10 among 101 candidates), ``seed`` of the validation draw
+            and of the negatives.
+
+    Returns:
+        The written :class:`Dataset` (``meta["link"]`` holds the split).
+    """
+    if not 0.0 <= valid_fraction < 1.0:
+        raise OptionError.invalid("valid_fraction", "a fraction in [0, 1)", valid_fraction)
+    options = ImportOptions.of(options, option_values)
+    options.check_accepted(MOVIELENS_FIELDS, "movielens")
+    eval_negatives, seed = options.eval_negatives, options.seed
+    folder = find_folder(Path(source))
+    base_path, test_path = folder / f"{fold}.base", folder / f"{fold}.test"
+    for path in (base_path, test_path):
+        if not path.is_file():
+            raise OptionError(f"{{fold}} {fold}: {path} not found", options=("fold",))
+    users, items = user_features(folder), item_features(folder)
+    num_users, num_items = users.shape[0], items.shape[0]
+    n = num_users + num_items
+    base = read_ratings(base_path, num_users, num_items)
+    test = read_ratings(test_path, num_users, num_items)
+    order = np.random.default_rng(seed).permutation(base.shape[0])
+    num_valid = int(round(valid_fraction * base.shape[0]))
+    valid, train = base[np.sort(order[:num_valid])], base[np.sort(order[num_valid:])]
+    every = np.concatenate([base, test])
+    given = GivenPairs(
+        {"train": train, "valid": valid, "test": test},
+        sources={"train": str(base_path), "valid": str(base_path), "test": str(test_path)},
+    )
+
+    with DatasetWriter(output, overwrite=overwrite) as writer:
+        built = edges.build_csc(edges.array_edge_chunks(every[:, 0], every[:, 1]), n, undirected=True)
+        split = split_from_pairs(
+            given,
+            built.indptr,
+            built.indices,
+            undirected=True,
+            eval_negatives=eval_negatives,
+            dst_range=(num_users, n),
+            src_range=(0, num_users),
+            seed=seed,
+            meta={"method": "movielens", "fold": fold, "valid_fraction": valid_fraction},
+        )
+        features = np.zeros((n, users.shape[1] + items.shape[1] + 2), np.float32)
+        features[:num_users, : users.shape[1]] = users
+        features[num_users:, users.shape[1] : users.shape[1] + NUM_GENRES] = items
+        features[:num_users, -2] = 1.0
+        features[num_users:, -1] = 1.0
+        writer.save("features", features)
+        meta = finish.dataset_meta(
+            name=name or finish.default_name(output),
+            num_nodes=n,
+            num_edges=0,  # set by save_split_graph
+            directed=False,
+            feature_dim=features.shape[1],
+            feature_dtype="float32",
+            num_classes=0,
+            importer="movielens",
+            inputs=[folder / "u.user", folder / "u.item", folder / "u.occupation", base_path, test_path],
+            options={"fold": fold, "valid_fraction": valid_fraction, **options.to_meta(MOVIELENS_FIELDS)},
+            edge_counts=built.counts,
+        )
+        meta["num_users"], meta["num_items"] = num_users, num_items
+        return writer.finish(save_split_graph(writer, meta, split))
