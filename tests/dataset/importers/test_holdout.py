@@ -167,4 +167,4 @@ def test_prepare_edgelist_with_only_an_edge_split_needs_no_node_split(
     assert "note: edge split:" in printed and "no train/valid/test split" not in printed
     assert Dataset.open(tmp_path / "out").link.pairs("valid").negatives.shape[1] == 3
     code, printed, err = run([*args, "--eval-negatives", "3", "--overwrite"], capsys)
-    assert code == 2 and "graphtier: error: --eval-negatives: expected an edge split (--edge-split)" in err
+    assert code == 2 and "graphtier: error: --eval-negatives: expected an edge split (--edge-split or --edge-split-files)" in err
