@@ -150,3 +150,15 @@ def test_build_task_model_node_is_build_model() -> None:
     assert link.encoder.convs[-1].lin_l.weight.shape[0] == 16  # the encoder outputs hidden-wide embeddings
     h = torch.randn(5, 16)
     assert torch.allclose(link.score(h, h), (h * h).sum(1))
+
+
+def test_link_trains_on_two_cpu_ranks(tiny_link_dataset: Dataset, tmp_path: Path) -> None:
+    """--devices cpu,cpu: the ranks share each global batch of pairs by count; rank 0 reports the link metrics."""
+    from graphtier.train.launch import launch
+
+    config = TrainConfig(epochs=1, devices=("cpu", "cpu"), cpu_threads=1, quiet=True, **SMALL)
+    report = launch(str(tiny_link_dataset.path), config)
+    assert report is not None
+    pairs = int(tiny_link_dataset.link.pairs("train").num_positives)
+    assert sum(rank["seeds"] for rank in report["ranks"]) == pairs * 2  # a positive and a negative per pair
+    assert report["final"]["test_auc"] is not None and report["epochs"][0]["valid_auc"] is not None
