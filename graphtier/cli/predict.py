@@ -84,7 +84,12 @@ def command(
     if saved.task == "link":
         link_command(saved, data, output, pairs, top_k, for_nodes, scores_path, embeddings, device, chunk_size, quiet)
         return
-    for option, given in (("--pairs", pairs), ("--top-k", top_k), ("--for-nodes", for_nodes), ("--scores", scores_path)):
+    for option, given in (
+        ("--pairs", pairs),
+        ("--top-k", top_k),
+        ("--for-nodes", for_nodes),
+        ("--scores", scores_path),
+    ):
         if given is not None:
             raise OptionError(f"{option}: only with a link model (--task link); --model {model_path} classifies nodes")
     if output is None:

@@ -40,8 +40,8 @@ from graphtier.train.config import TrainConfig
 from graphtier.train.feed import SampleFn
 from graphtier.train.pipeline import PreparedBatch
 from graphtier.train.report import NonFiniteLossError, RunReport
-from graphtier.train.task import NodeTask, Task
 from graphtier.train.tally import EpochTally
+from graphtier.train.task import NodeTask, Task
 
 StepSeconds = Callable[[int, MiniBatch], float]
 """``(rank, mini-batch) -> seconds``: the compute time a rank's training step on its sub-batch is recorded as,

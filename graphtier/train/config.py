@@ -168,7 +168,6 @@ class TrainConfig:
         (the options themselves were checked when the parts were built)."""
         device = torch.device(check_device("device", self.run.device))
         self.placement.check_device(device)
-        path = dataset.path
         if self.objective.task == "link":
             self.validate_link(dataset)
         else:

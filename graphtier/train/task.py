@@ -45,7 +45,9 @@ class Task:
         """int64 [T]: the ids an epoch's seed batches are cut from."""
         raise NotImplementedError
 
-    def train_sampler(self, store: GraphStore, make_sampler: NodeSamplerFactory, fanouts: tuple[int, ...], seed: int) -> SampleFn:
+    def train_sampler(
+        self, store: GraphStore, make_sampler: NodeSamplerFactory, fanouts: tuple[int, ...], seed: int
+    ) -> SampleFn:
         """The training sampler ``(seeds, batch_id) -> MiniBatch`` of :meth:`train_seeds`."""
         raise NotImplementedError
 
@@ -80,7 +82,9 @@ class NodeTask(Task):
     def train_seeds(self, store: GraphStore) -> np.ndarray:
         return store.split("train")
 
-    def train_sampler(self, store: GraphStore, make_sampler: NodeSamplerFactory, fanouts: tuple[int, ...], seed: int) -> SampleFn:
+    def train_sampler(
+        self, store: GraphStore, make_sampler: NodeSamplerFactory, fanouts: tuple[int, ...], seed: int
+    ) -> SampleFn:
         return make_sampler(fanouts, seed)
 
     def targets(self, store: GraphStore, seeds: np.ndarray, batch: MiniBatch) -> torch.Tensor:
@@ -113,7 +117,9 @@ class LinkTask(Task):
         """int64 [P]: rows of ``link_train.npy``."""
         return np.arange(store.link_split("train").num_positives, dtype=np.int64)
 
-    def train_sampler(self, store: GraphStore, make_sampler: NodeSamplerFactory, fanouts: tuple[int, ...], seed: int) -> SampleFn:
+    def train_sampler(
+        self, store: GraphStore, make_sampler: NodeSamplerFactory, fanouts: tuple[int, ...], seed: int
+    ) -> SampleFn:
         """The store's link sampler over the training pairs (negatives drawn, target edges excluded)."""
         return store.link_sampler(
             fanouts, np.asarray(store.link_split("train").positives), num_negatives=self.spec.num_negatives,

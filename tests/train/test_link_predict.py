@@ -31,7 +31,9 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "graphtier", *args], capture_output=True, text=True, timeout=300)
 
 
-def test_pairs_embeddings_and_top_k_from_the_cli(tiny_link_dataset: Dataset, link_model_file: Path, tmp_path: Path) -> None:
+def test_pairs_embeddings_and_top_k_from_the_cli(
+    tiny_link_dataset: Dataset, link_model_file: Path, tmp_path: Path
+) -> None:
     pairs = tmp_path / "pairs.txt"
     pairs.write_text("# src dst\n0 1\n5 7\n")
     nodes = tmp_path / "nodes.txt"
