@@ -10,6 +10,7 @@ import pytest
 
 from graphtier.dataset import Dataset, DatasetWriter
 from graphtier.dataset.csc import edges_to_csc
+from graphtier.dataset.link_split import LinkPairs, LinkSplit
 
 SHARED_DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 
@@ -81,6 +82,72 @@ def write_labelled_graph(
                 "source": {"importer": "tests.conftest.write_labelled_graph", "options": {"seed": seed}},
             }
         )
+
+
+def _non_edges(rng: np.random.Generator, edge_keys: np.ndarray, num_nodes: int, count: int) -> np.ndarray:
+    """int64 [count, 2] uniform node pairs that are neither self-loops nor edges (keys src * N + dst, both ways)."""
+    out = np.empty((0, 2), np.int64)
+    while out.shape[0] < count:
+        pairs = rng.integers(0, num_nodes, size=(2 * count + 16, 2))
+        keys = pairs[:, 0] * num_nodes + pairs[:, 1]
+        pairs = pairs[(pairs[:, 0] != pairs[:, 1]) & ~np.isin(keys, edge_keys)]
+        out = np.concatenate([out, pairs])
+    return out[:count].astype(np.int64)
+
+
+def write_link_dataset(
+    output: Path,
+    source: Dataset,
+    *,
+    valid: float = 0.05,
+    test: float = 0.1,
+    eval_negatives: int = 0,
+    seed: int = 0,
+) -> Dataset:
+    """``source`` (an undirected dataset) with a random edge split written by hand: the held-out valid/test edges
+    (both directions) leave the graph, GAE-style negative pairs (or ``eval_negatives`` K per positive) are
+    uniform non-edges of the full graph, ``link_train.npy`` lists the remaining edges once (src < dst)."""
+    rng = np.random.default_rng(seed)
+    n = source.num_nodes
+    indptr, indices = np.asarray(source.indptr), np.asarray(source.indices)
+    dst_all = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr))
+    src_all = indices.astype(np.int64)
+    once = src_all < dst_all
+    edges = np.stack([src_all[once], dst_all[once]], axis=1)[rng.permutation(int(once.sum()))]
+    n_valid, n_test = int(round(valid * edges.shape[0])), int(round(test * edges.shape[0]))
+    held = {"valid": edges[:n_valid], "test": edges[n_valid : n_valid + n_test]}
+    train = edges[n_valid + n_test :]
+    keys = src_all * n + dst_all  # the full graph's edges, both directions (undirected)
+    splits = {"train": LinkPairs(train)}
+    for name, positives in held.items():
+        if eval_negatives:
+            negatives = _non_edges(rng, keys, n, positives.shape[0] * eval_negatives)[:, 1]
+            # a destination that is an edge of this source is possible but rare; fine for tests
+            negatives = negatives.reshape(positives.shape[0], eval_negatives)
+        else:
+            negatives = _non_edges(rng, keys, n, positives.shape[0])
+        splits[name] = LinkPairs(positives, negatives, per_positive=eval_negatives > 0)
+    kept = np.concatenate([train, train[:, ::-1]])
+    new_indptr, new_indices = edges_to_csc(kept[:, 0], kept[:, 1], n, dedup=True, drop_self_loops=True)
+    meta = {k: v for k, v in source.meta.items() if k not in ("num_edges", "link")}
+    link_meta = {"eval_negatives": eval_negatives, "dst_range": [0, n], "undirected": True, "method": "tests"}
+    with DatasetWriter(output) as writer:
+        writer.save("indptr", new_indptr)
+        writer.save("indices", new_indices)
+        writer.save("features", np.asarray(source.features))
+        for name in ("labels", "train_idx", "valid_idx", "test_idx"):
+            array = getattr(source, name)
+            if array is not None:
+                writer.save(name, np.asarray(array))
+        meta["link"] = LinkSplit(link_meta, splits).save(writer)
+        meta["num_edges"] = int(new_indices.shape[0])
+        return writer.finish(meta)
+
+
+@pytest.fixture
+def tiny_link_dataset(tmp_path: Path) -> Dataset:
+    """The 400-node tiny dataset with a hand-made 0.85/0.05/0.1 edge split (GAE negative pairs)."""
+    return write_link_dataset(tmp_path / "tiny_link", write_labelled_graph(tmp_path / "tiny"))
 
 
 @pytest.fixture

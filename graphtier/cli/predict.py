@@ -1,11 +1,15 @@
-"""``graphtier predict DATASET --model FILE --output preds.npy``: a saved model's predictions for every node."""
+"""``graphtier predict DATASET --model FILE --output preds.npy``: a saved model's predictions for every node;
+with ``--task link``: scores of node pairs, node embeddings, or each node's top-K recommendations."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 import numpy as np
+
+from graphtier.errors import OptionError
 
 
 @click.command("predict")
@@ -15,25 +19,47 @@ import numpy as np
     help="A model written by 'graphtier train --save-model' on this same dataset.",
 )  # fmt: skip
 @click.option(
-    "--output", required=True, type=click.Path(dir_okay=False, path_type=Path),
-    help="Predictions .npy: int64 [N] predicted classes, or float32 [N, C] with --probabilities.",
+    "--output", default=None, type=click.Path(dir_okay=False, path_type=Path),
+    help="Predictions .npy: int64 [N] predicted classes, or float32 [N, C] with --probabilities; --task link: "
+    "float32 [P] logits of --pairs, or int64 [n, K] node ids of --top-k.",
+)  # fmt: skip
+@click.option(
+    "--task", type=click.Choice(("node", "link")), default=None,
+    help="What the model predicts (default: what it was trained for; a mismatch is refused).",
+)  # fmt: skip
+@click.option(
+    "--pairs", type=click.Path(dir_okay=False, path_type=str), default=None,
+    help="--task link: node pairs to score, a text file of 'src dst' lines or a .npy int [P, 2].",
+)  # fmt: skip
+@click.option("--top-k", type=int, default=None, help="--task link: each --for-nodes node's K best new destinations.")
+@click.option(
+    "--for-nodes", type=click.Path(dir_okay=False, path_type=str), default=None,
+    help="--top-k: the query nodes, one id per line or a .npy int [n].",
+)  # fmt: skip
+@click.option(
+    "--scores", "scores_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+    help="--top-k: also write float32 [n, K] logits of the recommended nodes to this .npy.",
 )  # fmt: skip
 @click.option(
     "--embeddings", type=click.Path(dir_okay=False, path_type=Path), default=None,
-    help="Also write float32 [N, H] node embeddings (the input of the last layer) to this .npy.",
+    help="Also write float32 [N, H] node embeddings to this .npy (the input of the last layer; --task link: "
+    "the encoder's output, the embeddings the decoder scores).",
 )  # fmt: skip
 @click.option("--probabilities", is_flag=True, help="Write class probabilities (softmax) instead of classes.")
 @click.option("--device", default="cpu", show_default=True, help="cpu | cuda | cuda:N.")
 @click.option("--chunk-size", default=4096, show_default=True, type=int, help="Destination nodes per inference step.")
 @click.option("--quiet", is_flag=True, help="Print nothing on success.")
 def command(
-    dataset: str, model_path: str, output: Path, embeddings: Path | None, probabilities: bool, device: str,
+    dataset: str, model_path: str, output: Path | None, task: str | None, pairs: str | None, top_k: int | None,
+    for_nodes: str | None, scores_path: Path | None, embeddings: Path | None, probabilities: bool, device: str,
     chunk_size: int, quiet: bool,
 ) -> None:  # fmt: skip
     """Predict every node of DATASET with a saved model (exact layer-wise inference, all neighbours).
 
     Rows follow the dataset's node order (node i of DATASET is row i). The model must have been
     trained on this dataset: a model from another graph, node order or feature table is refused.
+    A link model (--task link) scores --pairs, writes --embeddings, or recommends with --top-k K
+    --for-nodes IDS: each node's K best-scoring destinations that are not itself or already its neighbours.
     """
     import time
 
@@ -43,16 +69,31 @@ def command(
     from graphtier.train.predict import predict
     from graphtier.train.saved import load_model
 
-    for option, path in (("--output", output), ("--embeddings", embeddings)):
+    for option, path in (("--output", output), ("--embeddings", embeddings), ("--scores", scores_path)):
         if path is not None and path.suffix != ".npy":
             raise click.BadParameter(f"expected a path ending in .npy, found {str(path)!r}", param_hint=option)
     check_outputs(
-        [("output", output, "file"), ("embeddings", embeddings, "file")],
-        inputs=[("model", model_path)],
+        [("output", output, "file"), ("embeddings", embeddings, "file"), ("scores", scores_path, "file")],
+        inputs=[("model", model_path)] + [(name, p) for name, p in (("pairs", pairs), ("for_nodes", for_nodes)) if p],
         dataset=dataset,
     )
     saved = load_model(model_path)
+    if task is not None and task != saved.task:
+        raise OptionError(f"--task {task}: --model {model_path} was trained with --task {saved.task}")
     data = Dataset.open(dataset)
+    if saved.task == "link":
+        link_command(saved, data, output, pairs, top_k, for_nodes, scores_path, embeddings, device, chunk_size, quiet)
+        return
+    for option, given in (
+        ("--pairs", pairs),
+        ("--top-k", top_k),
+        ("--for-nodes", for_nodes),
+        ("--scores", scores_path),
+    ):
+        if given is not None:
+            raise OptionError(f"{option}: only with a link model (--task link); --model {model_path} classifies nodes")
+    if output is None:
+        raise OptionError("--output: required (the .npy the predictions are written to)")
     start = time.perf_counter()
     result = predict(saved, data, device=device, chunk_size=chunk_size, embeddings=embeddings is not None)
     seconds = time.perf_counter() - start
@@ -80,3 +121,51 @@ def command(
             if baseline is not None:
                 line += f"  majority-class test_acc {baseline:.4f} (class {majority}, the train split's most common)"
             click.echo(line)
+
+
+def link_command(
+    saved: Any, data: Any, output: Path | None, pairs: str | None, top_k: int | None, for_nodes: str | None,
+    scores_path: Path | None, embeddings: Path | None, device: str, chunk_size: int, quiet: bool,
+) -> None:  # fmt: skip
+    """``predict --task link``: --pairs scores, --top-k recommendations, --embeddings (all checked before work)."""
+    import time
+
+    from graphtier.dataset.outputs import save_npy
+    from graphtier.train.link_predict import link_model_of, pair_scores, read_node_ids, read_node_pairs
+    from graphtier.train.link_predict import top_k as recommend
+    from graphtier.train.predict import predict
+
+    model = link_model_of(saved)
+    if pairs is not None and top_k is not None:
+        raise OptionError("--pairs and --top-k: give one of them (each writes --output)")
+    if (top_k is None) != (for_nodes is None):
+        raise OptionError("--top-k and --for-nodes: give both (K, and the nodes to recommend for)")
+    if top_k is not None and top_k < 1:
+        raise OptionError(f"--top-k expected a positive integer, found {top_k}")
+    if scores_path is not None and top_k is None:
+        raise OptionError("--scores: only with --top-k (--pairs writes its scores to --output)")
+    if output is None and (pairs is not None or top_k is not None):
+        raise OptionError("--output: required with --pairs or --top-k (the .npy the result is written to)")
+    if output is not None and pairs is None and top_k is None:
+        raise OptionError("--output: a link model writes --pairs scores or --top-k ids there; give one of them")
+    if output is None and embeddings is None:
+        raise OptionError("--task link: nothing to do; give --pairs, --top-k with --for-nodes, or --embeddings")
+    node_pairs = read_node_pairs(pairs, data.num_nodes) if pairs is not None else None
+    nodes = read_node_ids(for_nodes, data.num_nodes) if for_nodes is not None else None
+    start = time.perf_counter()
+    table = predict(saved, data, device=device, chunk_size=chunk_size).logits  # [N, hidden] embeddings
+    lines = [f"embedded {data.num_nodes:,} nodes with {saved.config['model']} + {saved.config['decoder']} decoder"]
+    if node_pairs is not None and output is not None:
+        save_npy(output, pair_scores(model, table, node_pairs), "output")
+        lines.append(f"scores (logits) of {node_pairs.shape[0]:,} pairs written to {output}")
+    if nodes is not None and output is not None and top_k is not None:
+        ids, scores = recommend(model, table, data, nodes, top_k)
+        save_npy(output, ids, "output")
+        if scores_path is not None:
+            save_npy(scores_path, scores, "scores")
+        lines.append(f"top-{top_k} new destinations of {nodes.shape[0]:,} nodes written to {output}")
+    if embeddings is not None:
+        save_npy(embeddings, table.astype(np.float32, copy=False), "embeddings")
+        lines.append(f"embeddings [{data.num_nodes:,} x {table.shape[1]}] written to {embeddings}")
+    if not quiet:
+        click.echo("; ".join(lines) + f" ({time.perf_counter() - start:.2f}s, exact layer-wise inference)")

@@ -11,13 +11,16 @@ from graphtier.cli.options import SEED, fanouts_option_type
 
 # The fixed choices, spelled here so that `graphtier train --help` shows them without importing torch
 # (tests/cli/test_train_cli.py checks they equal MODEL_NAMES, SAMPLER_NAMES, NORM_NAMES, GCN_DEGREES_OPTIONS, FEATURE_MODES,
-# BALANCE_MODES).
+# BALANCE_MODES, TASK_NAMES, DECODER_NAMES, NEGATIVE_SAMPLING).
 MODEL_CHOICES = ("sage", "gcn", "gat", "mlp")
 SAMPLER_CHOICES = ("neighbor", "shadow")
 NORM_CHOICES = ("none", "batch", "layer")
 GCN_DEGREES_CHOICES = ("auto", "full", "block")
 FEATURES_ON_CHOICES = ("cpu-gather", "zero-copy", "tiered", "tiered+cache")
 BALANCE_CHOICES = ("dynamic", "static", "off")
+TASK_CHOICES = ("node", "link")
+DECODER_CHOICES = ("dot", "mlp")
+NEGATIVE_SAMPLING_CHOICES = ("uniform", "degree")
 # The default --fanouts, graphtier.sampling.DEFAULT_FANOUTS (the one default of every command), spelled here for
 # the same reason (tests/cli/test_train_cli.py checks they agree).
 FANOUTS_DEFAULT = "25,10"
@@ -61,6 +64,31 @@ def _progress_factory(console: Any) -> Callable[[str, int], Callable[[int, dict[
 
 @click.command("train")
 @click.argument("dataset", type=click.Path(file_okay=False, path_type=str))
+@click.option(
+    "--task",
+    type=click.Choice(TASK_CHOICES),
+    default="node",
+    show_default=True,
+    help="node: classify nodes (labels); link: predict edges of the dataset's edge split (prepare --edge-split).",
+)
+@click.option(
+    "--decoder",
+    type=click.Choice(DECODER_CHOICES),
+    default="dot",
+    show_default=True,
+    help="--task link: score a pair by the dot product of its embeddings, or an MLP of their Hadamard product.",
+)
+@click.option(
+    "--num-negatives", default=1, show_default=True, type=int, help="--task link: negatives per training positive."
+)
+@click.option(
+    "--negative-sampling",
+    type=click.Choice(NEGATIVE_SAMPLING_CHOICES),
+    default="uniform",
+    show_default=True,
+    help="--task link: training negatives' destinations uniform, or by in-degree^0.75.",
+)
+@click.option("--hits-k", default=10, show_default=True, type=int, help="--task link: the K of the reported Hits@K.")
 @click.option(
     "--model",
     type=click.Choice(MODEL_CHOICES),
@@ -196,7 +224,8 @@ def command(dataset: str, **options: Any) -> None:
     """Train a GNN on DATASET with mini-batch neighbour sampling.
 
     Prints one line per epoch (loss, accuracies, mini-batches/s, time per stage: sample, extract,
-    transfer, train, total) and the final test accuracy of the best-validation model.
+    transfer, train, total) and the final test accuracy of the best-validation model. With --task link:
+    validation AUC/AP/Hits@K per epoch and the final test metrics from exact layer-wise embeddings.
     """
     from rich.console import Console
 
@@ -245,9 +274,10 @@ def command(dataset: str, **options: Any) -> None:
     )
     if not quiet:
         layers = config.num_layers
+        seeds = f"{len(trainer.train_idx):,} train {'pairs' if config.objective.task == 'link' else 'nodes'}"
         click.echo(
             f"training {config.network.model} ({layers} layers, hidden {config.network.hidden}) on {data.name}: "
-            f"{data.num_nodes:,} nodes, {data.num_edges:,} edges, {len(data.train_idx) if data.train_idx is not None else 0:,} train nodes, "
+            f"{data.num_nodes:,} nodes, {data.num_edges:,} edges, {seeds}, "
             f"sampler {config.sampling.sampler} fanouts {config.sampling.fanouts} on {config.placement.sample_on}, "
             f"device {config.run.device}"
         )

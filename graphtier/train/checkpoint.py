@@ -25,6 +25,10 @@ from graphtier.train.torch_file import load_torch_file, save_torch_file
 CHECKPOINT_FILE = "checkpoint.pt"
 # Options that must match for a checkpoint to be resumed.
 CHECKPOINT_KEYS = (
+    "task",
+    "decoder",
+    "num_negatives",
+    "negative_sampling",
     "model",
     "sampler",
     "fanouts",

@@ -22,7 +22,6 @@ from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from graphtier.graphstore import GraphStore
@@ -42,6 +41,7 @@ from graphtier.train.feed import SampleFn
 from graphtier.train.pipeline import PreparedBatch
 from graphtier.train.report import NonFiniteLossError, RunReport
 from graphtier.train.tally import EpochTally
+from graphtier.train.task import NodeTask, Task
 
 StepSeconds = Callable[[int, MiniBatch], float]
 """``(rank, mini-batch) -> seconds``: the compute time a rank's training step on its sub-batch is recorded as,
@@ -68,21 +68,24 @@ class EpochSteps:
         sample: the training sampler.
         tally: the sums this process accumulates (loss sums are added here).
         lr: ``--lr``, named in the non-finite loss message.
+        task: the run's task (its loss).
     """
 
     def __init__(
-        self, epoch: int, global_batches: list[np.ndarray], sample: SampleFn, tally: EpochTally, lr: float
-    ) -> None:
+        self, epoch: int, global_batches: list[np.ndarray], sample: SampleFn, tally: EpochTally, lr: float,
+        task: Task,
+    ) -> None:  # fmt: skip
         self.epoch = epoch
+        self.task = task
         self.global_batches = global_batches
         self.tally = tally
         self.lr = lr
         self.sample: SampleFn = sample
         self.seed_batches: Iterable[np.ndarray] = global_batches
 
-    def loss(self, logits: torch.Tensor, y: torch.Tensor, index: int) -> torch.Tensor:
-        """The loss to differentiate for batch ``index``: the mean cross-entropy over the batch."""
-        return F.cross_entropy(logits, y)
+    def loss(self, outputs: torch.Tensor, y: torch.Tensor, index: int) -> torch.Tensor:
+        """The loss to differentiate for batch ``index``: the task's mean loss over the batch."""
+        return self.task.loss(outputs, y)
 
     def step(
         self, optimizer: torch.optim.Optimizer, loss: torch.Tensor | None, index: int, item: PreparedBatch, since: float
@@ -116,18 +119,20 @@ class Collective:
     """The ranks the training loop works with; this base class is one process alone (:class:`SingleProcess`).
 
     ``is_main``: whether this process writes the outputs (checkpoint, saved model) and prints.
+    ``task``: the run's task (its loss; :class:`NodeTask` when not given).
     """
 
     is_main = True
 
-    def __init__(self, config: TrainConfig) -> None:
+    def __init__(self, config: TrainConfig, task: Task | None = None) -> None:
         self.lr = config.optim.lr
+        self.task: Task = task if task is not None else NodeTask()
 
     def epoch(
         self, epoch: int, global_batches: list[np.ndarray], sample: SampleFn, tally: EpochTally, warm_up: bool
     ) -> EpochSteps:
         """The steps of one epoch; ``warm_up`` marks the run's first epoch (its first step compiles, fills caches)."""
-        return EpochSteps(epoch, global_batches, sample, tally, self.lr)
+        return EpochSteps(epoch, global_batches, sample, tally, self.lr, self.task)
 
     def shard(self, node_ids: np.ndarray) -> np.ndarray:
         """This process's share of ``node_ids`` to evaluate: all of them."""
@@ -153,11 +158,12 @@ class RankGroup(Collective):
         config: the run's options (balance, shares, rebalance window, workload samples, ...).
         store: the graph's store (topology for the workload estimate, dataset path for its cache).
         model: this rank's replica.
-        train_idx: int64 [T] training nodes.
+        train_idx: int64 [T] training seeds (nodes; pair ids of a link task, balanced by count).
         make_sampler: ``(fanouts, seed) -> sampler`` of the run's kind, for the workload estimate.
         report: the run report (balancer, devices, per-rank totals).
         step_seconds: replaces each step's measured compute time (tests of the balancer), or None.
         step_hook: called after each backward pass (tests), or None.
+        task: the run's task (its loss; whether a per-node workload estimate applies).
     """
 
     def __init__(
@@ -172,8 +178,9 @@ class RankGroup(Collective):
         *,
         step_seconds: StepSeconds | None = None,
         step_hook: StepHook | None = None,
+        task: Task | None = None,
     ) -> None:
-        super().__init__(config)
+        super().__init__(config, task)
         self.ctx = ctx
         self.config = config
         self.model = model
@@ -189,7 +196,7 @@ class RankGroup(Collective):
             shares=config.distributed.shares,
         )
         self.workload: np.ndarray | None = None
-        if self.balancer.uses_workload:
+        if self.balancer.uses_workload and self.task.uses_workload:
             self.workload = self._training_workload(store, train_idx, make_sampler)
         self._train_order = np.argsort(train_idx, kind="stable")
         self._sorted_train = train_idx[self._train_order]
@@ -255,7 +262,7 @@ class _RankEpochSteps(EpochSteps):
         tally: EpochTally,
         warm_up: bool,
     ) -> None:
-        super().__init__(epoch, global_batches, sample, tally, group.lr)
+        super().__init__(epoch, global_batches, sample, tally, group.lr, group.task)
         self.group = group
         self.warm_up = warm_up
         ctx, balancer = group.ctx, group.balancer
@@ -271,7 +278,7 @@ class _RankEpochSteps(EpochSteps):
         def my_batches() -> Iterator[np.ndarray]:
             for index, seeds in enumerate(global_batches):
                 shares = self.schedule.shares_for(index // self.window)
-                workload = group.seed_workload(seeds) if balancer.uses_workload else None
+                workload = group.seed_workload(seeds)  # None: shares by seed count
                 yield split_by_workload(seeds, workload, shares)[rank]
 
         def rank_sample(seeds: np.ndarray, batch_id: int) -> MiniBatch:
@@ -280,10 +287,11 @@ class _RankEpochSteps(EpochSteps):
         self.seed_batches = my_batches()
         self.sample = rank_sample
 
-    def loss(self, logits: torch.Tensor, y: torch.Tensor, index: int) -> torch.Tensor:
-        """This rank's summed cross-entropy divided by the global batch size."""
-        self._batch_loss = F.cross_entropy(logits, y, reduction="sum")
-        return self._batch_loss / int(self.global_batches[index].shape[0])
+    def loss(self, outputs: torch.Tensor, y: torch.Tensor, index: int) -> torch.Tensor:
+        """This rank's summed task loss divided by the global batch's number of targets."""
+        self._batch_loss = self.task.loss(outputs, y, reduction="sum")
+        targets = int(self.global_batches[index].shape[0]) * self.task.targets_per_seed()
+        return self._batch_loss / targets
 
     def step(
         self, optimizer: torch.optim.Optimizer, loss: torch.Tensor | None, index: int, item: PreparedBatch, since: float

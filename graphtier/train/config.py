@@ -29,12 +29,14 @@ from graphtier.train.spec import (  # noqa: F401 - GCN_DEGREES_OPTIONS and check
     ModelSpec,
     OptimSpec,
     RunSpec,
+    TaskSpec,
     check_device,
     check_shares_sum,
 )
 
 # TrainConfig's parts: attribute name -> the spec that owns those options
 SPECS: dict[str, type] = {
+    "objective": TaskSpec,
     "network": ModelSpec,
     "sampling": SamplerSpec,
     "optim": OptimSpec,
@@ -66,7 +68,7 @@ def split_options(options: dict[str, Any]) -> dict[str, dict[str, Any]]:
 class TrainConfig:
     """Everything that defines a training run (recorded in the run report and the checkpoint).
 
-    Composed of ``network`` (:class:`ModelSpec`), ``sampling`` (:class:`SamplerSpec`), ``optim``
+    Composed of ``objective`` (:class:`TaskSpec`: node classification or link prediction), ``network`` (:class:`ModelSpec`), ``sampling`` (:class:`SamplerSpec`), ``optim``
     (:class:`OptimSpec`), ``placement`` (:class:`PlacementSpec`), ``distributed`` (:class:`DistSpec`) and
     ``run`` (:class:`RunSpec`). Build it from the parts, from flat options (``TrainConfig(model="gcn",
     fanouts=(10, 5))``: each goes to the spec with a field of that name), or both (the options replace
@@ -78,6 +80,7 @@ class TrainConfig:
     normalisation of sampled blocks (:class:`graphtier.train.models.BlockGCNConv`, :attr:`gcn_degrees_used`).
     """
 
+    objective: TaskSpec
     network: ModelSpec
     sampling: SamplerSpec
     optim: OptimSpec
@@ -93,9 +96,10 @@ class TrainConfig:
         placement: PlacementSpec | None = None,
         distributed: DistSpec | None = None,
         run: RunSpec | None = None,
+        objective: TaskSpec | None = None,
         **options: Any,
     ) -> None:
-        given = {"network": network, "sampling": sampling, "optim": optim, "placement": placement,
+        given = {"objective": objective, "network": network, "sampling": sampling, "optim": optim, "placement": placement,
                  "distributed": distributed, "run": run}  # fmt: skip
         for part, overrides in split_options(options).items():
             spec = given[part]
@@ -164,6 +168,36 @@ class TrainConfig:
         (the options themselves were checked when the parts were built)."""
         device = torch.device(check_device("device", self.run.device))
         self.placement.check_device(device)
+        if self.objective.task == "link":
+            self.validate_link(dataset)
+        else:
+            self.validate_node(dataset)
+        self.check_outputs(dataset)
+        if self.network.model == "gat" and self.sampling.sampler == "neighbor":
+            self.check_gat_memory(dataset)
+
+    def validate_link(self, dataset: Dataset) -> None:
+        """Link prediction needs features, the edge split's training pairs and the neighbour sampler."""
+        path = dataset.path
+        if dataset.link is None or dataset.link.pairs("train").num_positives == 0:
+            raise OptionError(
+                f"{path}: {{task=link}} needs a dataset with an edge split (link_train.npy), found none; "
+                "prepare it with --edge-split TRAIN,VALID,TEST",
+                options=("task",),
+            )
+        if dataset.features is None:
+            raise OptionError(
+                f"{path}: dataset has no features (feature_dim 0); re-import it with {{synthetic_features=DIM}}",
+                options=("synthetic_features",),
+            )
+        if self.sampling.sampler != "neighbor":
+            raise OptionError(
+                f"{{task=link}}: trains with the neighbour sampler only, found {{sampler={self.sampling.sampler}}}",
+                options=("task", "sampler"),
+            )
+
+    def validate_node(self, dataset: Dataset) -> None:
+        """Node classification needs labels, features and a train split."""
         path = dataset.path
         if dataset.num_classes == 0 or dataset.labels is None:
             raise OptionError(f"{path}: dataset has no labels (num_classes 0); training needs labels")
@@ -179,9 +213,6 @@ class TrainConfig:
             )
         if dataset.labels is not None and (dataset.labels[train_idx] < 0).any():
             raise OptionError(f"{path}/labels.npy: expected labels >= 0 for every train node, found -1")
-        self.check_outputs(dataset)
-        if self.network.model == "gat" and self.sampling.sampler == "neighbor":
-            self.check_gat_memory(dataset)
 
     def check_gat_memory(self, dataset: Dataset) -> None:
         """Raise :class:`ResourceError` when GAT's per-edge attention tensors of the largest mini-batch that
@@ -189,8 +220,9 @@ class TrainConfig:
         memory of ``--device`` (available RAM on the CPU, free memory on a GPU)."""
         sampling, network = self.sampling, self.network
         needed = gat_training_bytes(
-            sampling.batch_size, sampling.fanouts, dataset.in_degrees(), network.hidden, network.heads,
-            dataset.num_classes,
+            sampling.batch_size * (2 + self.objective.num_negatives if self.objective.task == "link" else 1),
+            sampling.fanouts, dataset.in_degrees(), network.hidden, network.heads,
+            network.hidden if self.objective.task == "link" else dataset.num_classes,
         )  # fmt: skip
         what = (
             f"{{model=gat}} with {{batch_size={sampling.batch_size}}} {{fanouts={sampling.fanouts}}} "

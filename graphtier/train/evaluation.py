@@ -1,4 +1,5 @@
-"""Evaluation of a model: sampled inference accuracy (shared over ranks) and exact layer-wise full-graph logits."""
+"""Evaluation of a model: sampled inference (accuracy shared over ranks; link scores of evaluation pairs) and
+exact layer-wise full-graph outputs (logits, or a link model's embeddings, then the pairs' scores)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,11 @@ from graphtier.graphstore import GraphStore
 from graphtier.train.collective import Collective
 from graphtier.train.feed import BatchFeed, SampleFn
 from graphtier.train.inference import layerwise_inference
+from graphtier.train.link_model import LinkModel, encoder_of, score_pairs
+from graphtier.train.task import LinkTask, NodeTask, Task, eval_pairs, evaluate_link_scores
+
+LinkSamplerFactory = Callable[[np.ndarray, np.ndarray], SampleFn]
+"""``(pairs int64 [P, 2], labels float32 [P]) -> sample(pair_ids, batch_id)``: the evaluation link sampler."""
 
 ProgressFactory = Callable[[str, int], Callable[[int, dict[str, Any]], None]]
 """``(label, total steps) -> tick(done, fields)``: a progress display per phase (train, valid, test, ...)."""
@@ -48,6 +54,8 @@ class Evaluator:
         batch_size: seeds per evaluation mini-batch and nodes per chunk of layer-wise inference.
         degree: float [N] full-graph in-degrees on the device for layer-wise GCN inference, else None.
         progress: makes a progress display per phase, or None.
+        task: the run's task (:class:`NodeTask` when not given).
+        link_sampler: builds the evaluation sampler of a link split's pairs (link task), or None.
     """
 
     def __init__(
@@ -60,7 +68,12 @@ class Evaluator:
         batch_size: int,
         degree: torch.Tensor | None,
         progress: ProgressFactory | None = None,
+        task: Task | None = None,
+        link_sampler: LinkSamplerFactory | None = None,
     ) -> None:
+        self.task: Task = task if task is not None else NodeTask()
+        self.link_sampler = link_sampler
+        self._link_samplers: dict[str, SampleFn] = {}
         self.store = store
         self.feed = feed
         self.sample = sample
@@ -75,6 +88,40 @@ class Evaluator:
         if name not in self._splits:
             self._splits[name] = self.store.split(name)
         return self._splits[name]
+
+    def has_split(self, name: str) -> bool:
+        """Whether the task's split ``name`` has anything to evaluate (nodes, or positive pairs)."""
+        if isinstance(self.task, LinkTask):
+            return self.store.link_split(name).num_positives > 0
+        return self.split(name).size > 0
+
+    def evaluate(self, model: nn.Module, split: str) -> dict[str, float | None]:
+        """The task's sampled metrics of ``split``: ``{split}_acc``, or the link metrics (:meth:`LinkTask.metrics`)."""
+        if isinstance(self.task, LinkTask):
+            pairs = self.store.link_split(split)
+            return evaluate_link_scores(self.task, split, pairs, self.link_scores_sampled(model, split))
+        return {f"{split}_acc": self.accuracy(model, split)}
+
+    @torch.no_grad()
+    def link_scores_sampled(self, model: nn.Module, split: str) -> np.ndarray:
+        """float32 [P + Q]: logits of the split's positives then negatives (:func:`eval_pairs` order), from
+        sampled neighbourhoods (eval fanouts). Every rank scores every pair (the metrics need them all)."""
+        model.eval()
+        if split not in self._link_samplers:
+            assert self.link_sampler is not None
+            self._link_samplers[split] = self.link_sampler(*eval_pairs(self.store.link_split(split)))
+        count = eval_pairs(self.store.link_split(split))[0].shape[0]
+        size = self.batch_size
+        seed_batches = [np.arange(i, min(count, i + size), dtype=np.int64) for i in range(0, count, size)]
+        tick = self.progress(split, len(seed_batches)) if self.progress else None
+        scores = []
+        for step, item in enumerate(self.feed.producer(seed_batches, self._link_samplers[split], 0, training=False)):
+            batch = self.feed.to_device(item)
+            out = model(batch.x, batch.blocks, batch.degree)
+            scores.append(self.task.outputs(model, out, batch).float().cpu())
+            if tick:
+                tick(step + 1, {})
+        return torch.cat(scores).numpy() if scores else np.empty(0, np.float32)
 
     @torch.no_grad()
     def predict_sampled(self, model: nn.Module, node_ids: np.ndarray, label: str = "eval") -> torch.Tensor:
@@ -111,11 +158,12 @@ class Evaluator:
 
     @torch.no_grad()
     def full_graph_logits(self, model: nn.Module) -> torch.Tensor:
-        """float32 [N, C] logits from exact layer-wise full-neighbour inference (CPU tensor)."""
+        """float32 [N, C] logits (a link model: [N, hidden] embeddings) from exact layer-wise full-neighbour
+        inference (CPU tensor)."""
         tick = self.progress("inference", 1) if self.progress else None
         indptr, indices = self.store.csc
         return layerwise_inference(
-            model,
+            encoder_of(model),
             self.store.gather,  # each gathered block is used before the ring slot comes round again
             indptr,
             indices,
@@ -135,3 +183,21 @@ class Evaluator:
             hits = predicted[node_ids] == self.store.labels(node_ids)
             accuracy[f"{split}_acc"] = float(hits.mean()) if node_ids.size else None
         return accuracy
+
+    def full_link_metrics(self, model: LinkModel) -> dict[str, float | None]:
+        """Valid and test link metrics from exact layer-wise embeddings of all nodes, and the popularity
+        baseline on the test pairs (score = the destination's in-degree in the training graph):
+        ``test_popularity_auc``, ``_ap``, ``_hits@K`` (+ ``_mrr``)."""
+        assert isinstance(self.task, LinkTask)
+        embeddings = self.full_graph_logits(model)
+        degree = np.diff(np.asarray(self.store.csc[0])).astype(np.float32)
+        out: dict[str, float | None] = {}
+        for split in ("valid", "test"):
+            pairs = self.store.link_split(split)
+            every, _ = eval_pairs(pairs)
+            scores = score_pairs(model, embeddings, torch.from_numpy(every), chunk_size=max(self.batch_size, 65536))
+            out.update(evaluate_link_scores(self.task, split, pairs, scores.numpy()))
+            if split == "test":
+                popularity = evaluate_link_scores(self.task, "test", pairs, degree[every[:, 1]])
+                out.update({key.replace("test_", "test_popularity_", 1): value for key, value in popularity.items()})
+        return out

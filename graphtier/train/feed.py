@@ -14,6 +14,7 @@ import torch
 
 from graphtier.graphstore import GraphStore
 from graphtier.sampling import MiniBatch
+from graphtier.sampling.link import LinkMiniBatch
 from graphtier.train.pipeline import BatchProducer, PreparedBatch
 
 SampleFn = Callable[[np.ndarray, int], MiniBatch]
@@ -27,9 +28,10 @@ class DeviceBatch:
     Attributes:
         x: float32 [len(n_id), D] input features.
         blocks: the sampled blocks, input layer first.
-        y: int64 [B] labels of the seeds.
+        y: the targets: int64 [B] labels of the seeds, or float32 [M] pair labels of a link batch.
         seed_index: int64 [B] rows of the model output that belong to the seeds.
         degree: float [len(n_id)] full-graph in-degrees of the batch's nodes (GCN with full degrees), else None.
+        src_index, dst_index: int64 [M] output rows of each pair's source and destination (link batches), else None.
     """
 
     x: torch.Tensor
@@ -37,6 +39,8 @@ class DeviceBatch:
     y: torch.Tensor
     seed_index: torch.Tensor
     degree: torch.Tensor | None
+    src_index: torch.Tensor | None = None
+    dst_index: torch.Tensor | None = None
 
 
 class BatchFeed:
@@ -49,6 +53,7 @@ class BatchFeed:
         num_threads: threads of the producer's sampler and gather (None: the store's default).
         block_csr: build each block's CSR in the producer (CPU SAGE/GCN kernels).
         block_degree: float [N] full-graph in-degrees on ``device`` handed to the model per batch, or None.
+        targets: ``targets(seeds, batch) -> tensor``, the task's targets of a batch (None: the seeds' labels).
     """
 
     def __init__(
@@ -60,7 +65,9 @@ class BatchFeed:
         num_threads: int | None,
         block_csr: bool,
         block_degree: torch.Tensor | None,
+        targets: Callable[[np.ndarray, MiniBatch], torch.Tensor] | None = None,
     ) -> None:
+        self.targets = targets
         self.store = store
         self.device = device
         self.prefetch = prefetch
@@ -83,6 +90,7 @@ class BatchFeed:
             num_threads=self.num_threads,
             block_csr=self.block_csr,
             block_transpose=self.block_csr and training,
+            targets=self.targets,
         )
 
     def to_device(self, item: PreparedBatch) -> DeviceBatch:
@@ -96,6 +104,10 @@ class BatchFeed:
         degree = None
         if self.block_degree is not None:
             degree = self.block_degree[batch.n_id.to(self.device, non_blocking=non_blocking)]
+        src_index = dst_index = None
+        if isinstance(batch, LinkMiniBatch):
+            src_index = batch.src_index.to(self.device, non_blocking=non_blocking)
+            dst_index = batch.dst_index.to(self.device, non_blocking=non_blocking)
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
-        return DeviceBatch(x, blocks, y, seed_index, degree)
+        return DeviceBatch(x, blocks, y, seed_index, degree, src_index, dst_index)

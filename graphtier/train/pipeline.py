@@ -30,7 +30,7 @@ class PreparedBatch:
     Attributes:
         batch: the sampled mini-batch.
         x: [len(batch.n_id), D] features of ``batch.n_id`` (the feature table's dtype).
-        y: int64 [B] labels of ``batch.seeds``.
+        y: the batch's targets: int64 [B] labels of the seeds (node task), float32 [M] pair labels (link task).
         sample_seconds, extract_seconds: time the producer spent sampling and gathering.
         feature_bytes: bytes of feature rows gathered.
     """
@@ -60,6 +60,8 @@ class BatchProducer:
         sample: ``sample(seeds, batch_id) -> MiniBatch``.
         gather: ``gather(n_id) -> features`` [len(n_id), D] CPU tensor.
         labels: ``labels(seeds) -> int64 [B]`` numpy labels of the seeds (e.g. :meth:`GraphStore.labels`).
+        targets: ``targets(seeds, batch) -> tensor``: the batch's targets, in place of ``labels`` (a task's,
+            :meth:`graphtier.train.task.Task.targets`), or None.
         first_batch_id: batch id of ``seed_batches[0]`` (batch ids make sampling reproducible).
         depth: queue bound: how many prepared batches may wait; 0 prepares each batch in the consumer's
             thread when it is needed (no background thread, no overlap).
@@ -84,8 +86,10 @@ class BatchProducer:
         num_threads: int | None = None,
         block_csr: bool = False,
         block_transpose: bool = False,
+        targets: Callable[[np.ndarray, MiniBatch], torch.Tensor] | None = None,
     ) -> None:
         self._seed_batches = seed_batches
+        self._targets = targets
         self._block_csr = block_csr
         self._block_transpose = block_transpose
         self._sample = sample
@@ -120,7 +124,10 @@ class BatchProducer:
                     csr.transposed()
         sampled = time.perf_counter()
         x = self._gather(batch.n_id)
-        y = torch.from_numpy(np.asarray(self._labels(np.asarray(seeds)), dtype=np.int64))
+        if self._targets is not None:
+            y = self._targets(np.asarray(seeds), batch)
+        else:
+            y = torch.from_numpy(np.asarray(self._labels(np.asarray(seeds)), dtype=np.int64))
         done = time.perf_counter()
         return PreparedBatch(
             batch=batch,

@@ -12,6 +12,7 @@ from graphtier.dataset import Dataset
 from graphtier.errors import OptionError
 from graphtier.memory import make_feature_store
 from graphtier.train.inference import full_in_degree, layerwise_outputs
+from graphtier.train.link_model import encoder_of
 from graphtier.train.saved import SavedModel, check_fingerprint, load_model
 
 
@@ -20,7 +21,7 @@ class Predictions:
     """The output of :func:`predict`, all on the CPU, one row per node in the dataset's node order.
 
     Attributes:
-        logits: float32 [N, C].
+        logits: float32 [N, C]; for a link model (``--task link``) the node embeddings [N, hidden].
         embeddings: float32 [N, H], the input of the last layer, or None when not asked for.
     """
 
@@ -52,7 +53,8 @@ def predict(
     features), else OptionError. Inference is exact: every layer over all in-neighbours of all
     nodes, one chunk of ``chunk_size`` destination nodes at a time (the result does not depend on it);
     ``device`` runs the model. A GCN is normalised by full-graph in-degrees whichever ``--gcn-degrees``
-    it was trained with (see :mod:`graphtier.train.inference`).
+    it was trained with (see :mod:`graphtier.train.inference`). A link model's output is its encoder's:
+    the embeddings of all nodes, in ``logits``.
     """
     saved = model if isinstance(model, SavedModel) else load_model(model)
     data = dataset if isinstance(dataset, Dataset) else Dataset.open(dataset)
@@ -72,7 +74,7 @@ def predict(
     store = make_feature_store(data.features, "cpu-gather", device=target, ring_size=3)
     try:
         logits, hidden = layerwise_outputs(
-            net, store.gather, indptr, np.asarray(data.indices), num_nodes=data.num_nodes, device=target,
+            encoder_of(net), store.gather, indptr, np.asarray(data.indices), num_nodes=data.num_nodes, device=target,
             degree=degree, chunk_size=chunk_size, keep_embeddings=embeddings,
         )  # fmt: skip
     finally:

@@ -75,8 +75,26 @@ def inference_summary(final: dict[str, Any], config: dict[str, Any]) -> str:
     return f"sampled inference, fanouts {fanouts}; exact: --full-inference"
 
 
+LINK_METRICS = ("auc", "ap", "mrr")
+
+
+def link_metrics_text(values: dict[str, Any], prefix: str) -> str:
+    """``"auc 0.9123  ap 0.9234  hits@10 0.51"`` from the keys ``{prefix}_auc`` ... present in ``values``."""
+    names = [m for m in LINK_METRICS if f"{prefix}_{m}" in values]
+    names += sorted(key[len(prefix) + 1 :] for key in values if key.startswith(f"{prefix}_hits@"))
+    return "  ".join(f"{name} {format_accuracy(values[f'{prefix}_{name}'])}" for name in names)
+
+
 def final_summary(final: dict[str, Any], config: dict[str, Any]) -> str:
-    """The final line of ``graphtier train``: accuracies, how they were measured, and the majority-class baseline."""
+    """The final line of ``graphtier train``: accuracies (link metrics), how they were measured, and the baseline
+    (majority class; popularity for links)."""
+    if config.get("task") == "link":
+        line = (
+            f"final (best epoch {final['epoch']}): test {link_metrics_text(final, 'test')}  "
+            f"valid {link_metrics_text(final, 'valid')} (exact layer-wise embeddings, all neighbours)"
+        )
+        popularity = link_metrics_text(final, "test_popularity")
+        return line + (f"  popularity test {popularity} (score = destination degree)" if popularity else "")
     line = (
         f"final (best epoch {final['epoch']}): valid_acc {format_accuracy(final['valid_acc'])}  "
         f"test_acc {format_accuracy(final['test_acc'])} ({inference_summary(final, config)})"
@@ -93,9 +111,13 @@ def epoch_summary(record: dict[str, Any], epochs: int) -> str:
     """One line per epoch: loss, accuracies, throughput and where the time went."""
     stages = record["stage_seconds"]
     times = " ".join(f"{name} {stages[name]:.2f}s" for name in STAGES)
+    if "valid_acc" in record:
+        scores = f"valid {format_accuracy(record['valid_acc'])}  test {format_accuracy(record['test_acc'])}"
+    else:
+        scores = f"valid {link_metrics_text(record, 'valid')}"
     return (
         f"epoch {record['epoch']}/{epochs}  loss {record['loss']:.4f}  train {record['train_acc']:.4f}  "
-        f"valid {format_accuracy(record['valid_acc'])}  test {format_accuracy(record['test_acc'])}  |  "
+        f"{scores}  |  "
         f"{record['batches_per_s']:.1f} batch/s  {times}  features {format_bytes(record['feature_bytes'])}"
         + (
             f"  topology {format_bytes(sum(record['topology_bytes_by_tier'].values()))}"

@@ -35,4 +35,5 @@ class TrainResult(Mapping[str, Any]):
 
     def __repr__(self) -> str:
         final = self.report.get("final", {})
-        return f"TrainResult(model={type(self.model).__name__}, test_acc={final.get('test_acc')})"
+        key = "test_auc" if "test_auc" in final else "test_acc"
+        return f"TrainResult(model={type(self.model).__name__}, {key}={final.get(key)})"

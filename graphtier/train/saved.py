@@ -19,15 +19,21 @@ from graphtier.dataset import Dataset
 from graphtier.dataset.resources import available_memory, human_bytes
 from graphtier.errors import OptionError, ResourceError
 from graphtier.train.fingerprint import dataset_fingerprint, fingerprint_mismatch
-from graphtier.train.models import GCN_DEGREES, build_model
+from graphtier.train.link_model import LinkModel, build_task_model
+from graphtier.train.models import GCN_DEGREES
+from graphtier.train.spec import DECODER_NAMES, TASK_NAMES
 from graphtier.train.torch_file import load_torch_file, save_torch_file
 
 SAVED_MODEL_FORMAT = "graphtier-model"
 SAVED_MODEL_VERSION = 1
 # The TrainConfig fields that rebuild the model (and the sampler it was trained with, for the record).
-MODEL_CONFIG_KEYS = ("model", "num_layers", "hidden", "heads", "norm", "gcn_degrees", "dropout", "sampler", "fanouts")
+MODEL_CONFIG_KEYS = (
+    "task", "decoder", "model", "num_layers", "hidden", "heads", "norm", "gcn_degrees", "dropout", "sampler", "fanouts",
+)  # fmt: skip
 # What a key missing from an older file (saved model or checkpoint) meant: the behaviour before the option existed.
-OLD_FILE_DEFAULTS = {"gcn_degrees": "full"}
+OLD_FILE_DEFAULTS = {
+    "gcn_degrees": "full", "task": "node", "decoder": "dot", "num_negatives": 1, "negative_sampling": "uniform",
+}  # fmt: skip
 
 
 @dataclass
@@ -35,7 +41,8 @@ class SavedModel:
     """A model read back by :func:`load_model`.
 
     Attributes:
-        model: the rebuilt :class:`~graphtier.train.models.BlockGNN` or ``MLP`` (eval mode, CPU).
+        model: the rebuilt :class:`~graphtier.train.models.BlockGNN` or ``MLP``, or for ``task`` link a
+            :class:`~graphtier.train.link_model.LinkModel` (eval mode, CPU).
         config: the model configuration (``MODEL_CONFIG_KEYS``) it was trained with.
         fingerprint: :func:`dataset_fingerprint` of the training dataset.
         path: the file it was read from (None when built in memory).
@@ -45,6 +52,11 @@ class SavedModel:
     config: dict[str, Any]
     fingerprint: dict[str, Any]
     path: Path | None = None
+
+    @property
+    def task(self) -> str:
+        """``node`` or ``link``: what the model was trained for (older files: ``node``)."""
+        return str(self.config.get("task", OLD_FILE_DEFAULTS["task"]))
 
     @property
     def gcn_degrees(self) -> str:
@@ -58,13 +70,16 @@ def model_config(config: dict[str, Any]) -> dict[str, Any]:
 
 
 def save_model(path: str | os.PathLike[str], model: nn.Module, config: dict[str, Any], dataset: Dataset) -> Path:
-    """Write ``model``'s weights (on the CPU), its configuration and ``dataset``'s fingerprint, atomically."""
+    """Write ``model``'s weights (on the CPU), its configuration and ``dataset``'s fingerprint, atomically.
+
+    ``out_dim`` is the number of classes, or a link model's embedding width (``hidden``)."""
+    out_dim = int(config["hidden"]) if isinstance(model, LinkModel) else dataset.num_classes
     state = {
         "format": SAVED_MODEL_FORMAT,
         "version": SAVED_MODEL_VERSION,
         "config": model_config(config),
         "in_dim": dataset.feature_dim,
-        "out_dim": dataset.num_classes,
+        "out_dim": out_dim,
         "fingerprint": dataset_fingerprint(dataset),
         "state_dict": {name: tensor.detach().cpu() for name, tensor in model.state_dict().items()},
     }
@@ -88,11 +103,12 @@ def _field(source: Path, state: dict[str, Any], key: str, kind: type, where: str
 
 def _build_checked(source: Path, cfg: dict[str, Any], in_dim: int, out_dim: int, weights: dict[str, Any]) -> nn.Module:
     """Build the model of ``cfg`` after checking, on the meta device (no memory), that ``weights`` fit it."""
-    args = (str(cfg["model"]), in_dim, int(cfg["hidden"]), out_dim, int(cfg["num_layers"]))
-    options = {"dropout": float(cfg["dropout"]), "norm": cfg["norm"], "heads": int(cfg["heads"])}
+    args = (str(cfg["task"]), str(cfg["model"]), in_dim, int(cfg["hidden"]), out_dim, int(cfg["num_layers"]))
+    options = {"dropout": float(cfg["dropout"]), "norm": cfg["norm"], "heads": int(cfg["heads"]),
+               "decoder": str(cfg["decoder"])}  # fmt: skip
     try:
         with torch.device("meta"):
-            skeleton = build_model(*args, **options)
+            skeleton = build_task_model(*args, **options)
     except OptionError as exc:
         raise OptionError(f"--model {source}: field 'config': {exc}") from None
     shapes = {name: tuple(t.shape) for name, t in skeleton.state_dict().items()}
@@ -113,7 +129,7 @@ def _build_checked(source: Path, cfg: dict[str, Any], in_dim: int, out_dim: int,
         raise ResourceError(
             f"--model {source}: the model needs {human_bytes(need)}, {human_bytes(available_memory())} available"
         )
-    model = build_model(*args, **options)
+    model = build_task_model(*args, **options)
     model.load_state_dict(weights)
     return model
 
@@ -144,6 +160,11 @@ def load_model(path: str | os.PathLike[str]) -> SavedModel:
         ("dropout", float),
     ):
         _field(source, cfg, key, kind, "config.")
+    for key, names in (("task", TASK_NAMES), ("decoder", DECODER_NAMES)):
+        if cfg[key] not in names:
+            raise OptionError(
+                f"--model {source}: field 'config.{key}' expected one of {', '.join(names)}, found {cfg[key]!r}"
+            )
     if cfg["gcn_degrees"] not in GCN_DEGREES:
         raise OptionError(
             f"--model {source}: field 'config.gcn_degrees' expected one of {', '.join(GCN_DEGREES)}, "

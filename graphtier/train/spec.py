@@ -21,6 +21,7 @@ import torch
 
 from graphtier._checks import check_choice, check_int, check_optional_int
 from graphtier.errors import OptionError
+from graphtier.sampling.link import NEGATIVE_SAMPLING as NEGATIVE_SAMPLING_NAMES
 
 MODEL_NAMES = ("sage", "gcn", "gat", "mlp")
 """The models :func:`graphtier.train.build_model` builds (``--model``)."""
@@ -29,6 +30,10 @@ GCN_DEGREES = ("full", "block")
 """How a sampled GCN block is normalised (:class:`graphtier.train.models.BlockGCNConv`)."""
 GCN_DEGREES_OPTIONS = ("auto", *GCN_DEGREES)
 """``gcn_degrees``: "auto" picks one of :data:`GCN_DEGREES` by how the final accuracy is measured."""
+TASK_NAMES = ("node", "link")
+"""What a run trains (``--task``): node classification, or link prediction on the dataset's edge split."""
+DECODER_NAMES = ("dot", "mlp")
+"""How a link model scores a pair of embeddings (``--decoder``): dot product, or an MLP of their Hadamard product."""
 BALANCE_MODES = ("dynamic", "static", "off")
 """Workload balancing of multi-process runs (:class:`graphtier.train.balancer.LoadBalancer`)."""
 SHARES_SUM_TOLERANCE = 1e-6
@@ -67,6 +72,26 @@ class ModelSpec:
             raise OptionError.invalid("dropout", "a value in [0, 1)", self.dropout, show=False)
         if self.model == "gat":
             check_gat_heads(self.hidden, self.heads)
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """The task (:data:`TASK_NAMES`) and what only link prediction uses: the pair ``decoder``
+    (:data:`DECODER_NAMES`), ``num_negatives`` drawn per training positive and how (``negative_sampling``),
+    and the K of the reported Hits@K (``hits_k``)."""
+
+    task: str = "node"
+    decoder: str = "dot"
+    num_negatives: int = 1
+    negative_sampling: str = "uniform"
+    hits_k: int = 10
+
+    def __post_init__(self) -> None:
+        check_choice("task", self.task, TASK_NAMES)
+        check_choice("decoder", self.decoder, DECODER_NAMES)
+        check_choice("negative_sampling", self.negative_sampling, NEGATIVE_SAMPLING_NAMES)
+        check_int("num_negatives", self.num_negatives)
+        check_int("hits_k", self.hits_k)
 
 
 @dataclass(frozen=True)

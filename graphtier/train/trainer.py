@@ -41,11 +41,12 @@ from graphtier.train.evaluation import (
 )
 from graphtier.train.feed import BatchFeed, SampleFn
 from graphtier.train.inference import full_in_degree
-from graphtier.train.models import build_model
+from graphtier.train.link_model import build_task_model
 from graphtier.train.report import RunReport, environment_info
 from graphtier.train.result import TrainResult
 from graphtier.train.saved import save_model
 from graphtier.train.tally import EpochTally
+from graphtier.train.task import LinkTask, make_task
 
 EpochCallback = Callable[[dict[str, Any]], None]
 
@@ -83,7 +84,7 @@ class Trainer:
         self.device = torch.device(config.run.device)
         self.producer_threads = config.run.num_threads if dist is None else rank_threads(config, dist.world)
         torch.manual_seed(config.run.seed)
-        assert dataset.features is not None and dataset.labels is not None and dataset.train_idx is not None
+        assert dataset.features is not None
         self.store = GraphStore.open(
             dataset,
             config.placement,
@@ -96,16 +97,19 @@ class Trainer:
             prefetch=config.run.prefetch,
             log=self._log,
         )
-        self.train_idx = self.store.split("train")
+        self.task = make_task(config.objective, self.store)
+        self.train_idx = self.task.train_seeds(self.store)  # node ids, or rows of link_train.npy
         # GCN: full-graph in-degrees, used by exact layer-wise inference with either --gcn-degrees and by
         # sampled blocks with "full"; "block" normalises a sampled block by its own degrees (None).
         degree = full_in_degree(self.store.csc[0], self.device) if config.network.model == "gcn" else None
-        self.model = build_model(
+        self.model = build_task_model(
+            config.objective.task,
             config.network.model,
             dataset.feature_dim,
             config.network.hidden,
             dataset.num_classes,
             config.num_layers,
+            decoder=config.objective.decoder,
             dropout=config.network.dropout,
             norm=config.network.norm,
             heads=config.network.heads,
@@ -115,10 +119,11 @@ class Trainer:
         self.optimizer = torch.optim.Adam(
             self.model.parameters(), lr=config.optim.lr, weight_decay=config.optim.weight_decay, fused=fused
         )
-        self.train_sample = self._make_sampler(config.sampling.fanouts, config.run.seed)
-        eval_sample = self._make_sampler(
-            config.sampling.eval_fanouts or config.sampling.fanouts, config.run.seed + EVAL_SEED_OFFSET
+        self.train_sample = self.task.train_sampler(
+            self.store, self._make_sampler, config.sampling.fanouts, config.run.seed
         )
+        eval_fanouts = config.sampling.eval_fanouts or config.sampling.fanouts
+        eval_sample = self._make_sampler(eval_fanouts, config.run.seed + EVAL_SEED_OFFSET)
         self.report = RunReport(config=config.to_dict(), dataset=dataset, environment=environment_info(self.device))
         csr = self.device.type == "cpu" and getattr(self.model, "kind", None) in ("sage", "gcn")
         self.feed = BatchFeed(
@@ -128,18 +133,21 @@ class Trainer:
             num_threads=self.producer_threads,
             block_csr=csr,
             block_degree=degree if config.gcn_degrees_used == "full" else None,
+            targets=lambda seeds, batch: self.task.targets(self.store, seeds, batch),
         )
         self.collective: Collective = (
-            SingleProcess(config)
+            SingleProcess(config, self.task)
             if dist is None
             else RankGroup(
                 dist, config, self.store, self.model, self.train_idx, self._make_sampler, self.report,
-                step_seconds=step_seconds, step_hook=step_hook,
+                step_seconds=step_seconds, step_hook=step_hook, task=self.task,
             )
         )  # fmt: skip
+        seed = config.run.seed + EVAL_SEED_OFFSET
         self.evaluator = Evaluator(
             self.store, self.feed, eval_sample, self.collective,
-            batch_size=config.sampling.eval_batch_size, degree=degree, progress=progress,
+            batch_size=config.sampling.eval_batch_size, degree=degree, progress=progress, task=self.task,
+            link_sampler=lambda pairs, labels: self.store.link_sampler(eval_fanouts, pairs, labels=labels, seed=seed),
         )  # fmt: skip
         self.progress_so_far = RunProgress()
         self.checkpointer: Checkpointer | None = None
@@ -214,10 +222,10 @@ class Trainer:
                 local = int(batch.y.shape[0])
                 loss = None
                 if local:  # a rank's share of a global batch may be empty
-                    logits = self.model(batch.x, batch.blocks, batch.degree)[batch.seed_index]
-                    loss = steps.loss(logits, batch.y, index)
+                    out = self.task.outputs(self.model, self.model(batch.x, batch.blocks, batch.degree), batch)
+                    loss = steps.loss(out, batch.y, index)
                     loss.backward()
-                    tally.correct += int((logits.argmax(dim=1) == batch.y).sum())
+                    tally.correct += self.task.correct(out.detach(), batch.y)
                 t2, fields = steps.step(self.optimizer, loss, index, item, waiting_since)
                 tally.add(item, t0 - waiting_since, t1 - t0, t2 - t1)
                 tally.seen += local
@@ -260,7 +268,9 @@ class Trainer:
         cfg = self.config
         best = self.progress_so_far
         wall_start = time.perf_counter()
-        has_valid = self.evaluator.split("valid").size > 0
+        has_valid = self.evaluator.has_split("valid")
+        task = self.task
+        epoch_splits = ("valid",) if isinstance(task, LinkTask) else ("valid", "test")
         for epoch in range(self.start_epoch, cfg.optim.epochs + 1):
             record: dict[str, Any] = {"epoch": epoch}
             traffic_before = self.store.traffic()
@@ -269,14 +279,13 @@ class Trainer:
             hit_ratio = self.store.cache_hit_ratio
             if hit_ratio is not None:
                 record["cache_hit_ratio"] = float(hit_ratio)
-            record["valid_acc"] = None
-            record["test_acc"] = None
+            record.update(dict.fromkeys(task.epoch_keys()))
             if epoch % cfg.run.eval_every == 0 or epoch == cfg.optim.epochs:
                 eval_start = time.perf_counter()
-                record["valid_acc"] = self.evaluator.accuracy(self.model, "valid")
-                record["test_acc"] = self.evaluator.accuracy(self.model, "test")
+                for split in epoch_splits:
+                    record.update(self.evaluator.evaluate(self.model, split))
                 record["eval_seconds"] = time.perf_counter() - eval_start
-                score = record["valid_acc"] if has_valid else -record["loss"]
+                score = record[task.score_key] if has_valid else -record["loss"]
                 if score is not None and score > best.best_valid:
                     best.best_valid = score
                     best.best_epoch = epoch
@@ -294,6 +303,12 @@ class Trainer:
         if cfg.run.save_model is not None and is_main:
             save_model(cfg.run.save_model, self.model, cfg.to_dict(), self.dataset)
         final: dict[str, Any] = {"epoch": best.best_epoch, "method": "sampled"}
+        if isinstance(task, LinkTask):  # exact layer-wise embeddings of all nodes, always
+            final["method"] = "full"
+            if is_main:
+                final.update(self.evaluator.full_link_metrics(self.model))  # type: ignore[arg-type]
+            self._finish_report(final, wall_start)
+            return self.report.to_dict()
         if cfg.run.full_inference and cfg.sampling.sampler == "neighbor" and is_main:
             final["method"] = "full"
             final.update(self.evaluator.full_accuracy(self.model))
@@ -303,11 +318,14 @@ class Trainer:
         final["majority_class"], final["test_majority_acc"] = majority_class_accuracy(
             self.store.labels(self.train_idx), self.store.labels(self.evaluator.split("test"))
         )
+        self._finish_report(final, wall_start)
+        return self.report.to_dict()
+
+    def _finish_report(self, final: dict[str, Any], wall_start: float) -> None:
         self.report.final = final
         self.report.wall_seconds += time.perf_counter() - wall_start
-        if cfg.run.report is not None:
-            self.report.write(cfg.run.report)
-        return self.report.to_dict()
+        if self.config.run.report is not None:
+            self.report.write(self.config.run.report)
 
 
 def train(dataset: Dataset | str | os.PathLike[str], config: TrainConfig | None = None, **options: Any) -> TrainResult:

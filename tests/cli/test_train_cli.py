@@ -109,6 +109,10 @@ def test_fixed_choices_match_the_library_and_show_in_help() -> None:
     assert train_cli.MODEL_CHOICES == MODEL_NAMES and train_cli.SAMPLER_CHOICES == SAMPLER_NAMES
     assert train_cli.NORM_CHOICES == NORM_NAMES and train_cli.FEATURES_ON_CHOICES == FEATURE_MODES
     assert train_cli.BALANCE_CHOICES == BALANCE_MODES and train_cli.GCN_DEGREES_CHOICES == GCN_DEGREES_OPTIONS
+    from graphtier.train.spec import DECODER_NAMES, NEGATIVE_SAMPLING_NAMES, TASK_NAMES
+
+    assert train_cli.TASK_CHOICES == TASK_NAMES and train_cli.DECODER_CHOICES == DECODER_NAMES
+    assert train_cli.NEGATIVE_SAMPLING_CHOICES == NEGATIVE_SAMPLING_NAMES
     from graphtier.sampling import DEFAULT_FANOUTS, format_fanouts
 
     assert train_cli.FANOUTS_DEFAULT == format_fanouts(DEFAULT_FANOUTS)

@@ -1,0 +1,155 @@
+"""Use a saved link model: exact embeddings of all nodes, scores of given pairs, and top-K recommendations.
+
+Embeddings come from exact layer-wise inference of the encoder (:func:`graphtier.train.predict.predict`, which
+returns the output of the last layer, the embedding, as ``logits``). Recommendations are each query node's K
+best-scoring destinations among the split's ``dst_range``, excluding the node itself and its existing
+neighbours (out-edges of the dataset's graph, the message-passing graph), in bounded memory: candidates are
+scored a chunk at a time and a running top-K is kept per query node.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from graphtier.dataset import Dataset
+from graphtier.errors import OptionError
+from graphtier.train.link_model import LinkModel, score_pairs
+from graphtier.train.saved import SavedModel
+
+SCORE_BUDGET = 1 << 24
+"""Scores (query x candidate; x hidden for the ``mlp`` decoder) computed at once by :func:`top_k`."""
+
+
+def link_model_of(saved: SavedModel, option: str = "--task link") -> LinkModel:
+    """The saved model as a :class:`LinkModel`; OptionError when it was trained for another task."""
+    if not isinstance(saved.model, LinkModel):
+        raise OptionError(f"{option}: --model {saved.path} was trained with --task {saved.task}, expected --task link")
+    return saved.model
+
+
+def read_node_pairs(path: str | os.PathLike[str], num_nodes: int, option: str = "--pairs") -> np.ndarray:
+    """int64 [P, 2] node pairs from a text file (``src dst`` per line, ``#`` comments) or a ``.npy`` [P, 2]
+    integer array; OptionError (one line) for a bad file or an id outside ``[0, num_nodes)``."""
+    return _read_ids(Path(path), num_nodes, option, columns=2)
+
+
+def read_node_ids(path: str | os.PathLike[str], num_nodes: int, option: str = "--for-nodes") -> np.ndarray:
+    """int64 [n] node ids from a text file (one per line) or a ``.npy`` [n] integer array (checked like pairs)."""
+    return _read_ids(Path(path), num_nodes, option, columns=1)
+
+
+def _read_ids(path: Path, num_nodes: int, option: str, columns: int) -> np.ndarray:
+    shape = "[P, 2]" if columns == 2 else "[n]"
+    if not path.is_file():
+        raise OptionError(f"{option} {path}: file not found")
+    if path.suffix == ".npy":
+        try:
+            array = np.load(path, allow_pickle=False)
+        except (ValueError, OSError) as error:
+            raise OptionError(f"{option} {path}: not a readable .npy file ({error})") from None
+        if not np.issubdtype(array.dtype, np.integer):
+            raise OptionError(f"{option} {path}: expected integer node ids, found dtype {array.dtype}")
+    else:
+        try:
+            array = np.loadtxt(path, dtype=np.int64, comments="#", ndmin=2)
+        except ValueError as error:
+            raise OptionError(f"{option} {path}: expected integer node ids, {columns} per line ({error})") from None
+        if columns == 1 and array.ndim == 2 and array.shape[1] == 1:
+            array = array[:, 0]
+        elif columns == 1 and array.size == 0:
+            array = array.reshape(0)
+    wanted = array.ndim == 2 and array.shape[1] == 2 if columns == 2 else array.ndim == 1
+    if not wanted:
+        raise OptionError(f"{option} {path}: expected shape {shape}, found {list(array.shape)}")
+    array = array.astype(np.int64, copy=False)
+    if array.size and (array.min() < 0 or array.max() >= num_nodes):
+        raise OptionError(
+            f"{option} {path}: expected node ids in [0, {num_nodes}), found values in [{array.min()}, {array.max()}]"
+        )
+    return array
+
+
+def pair_scores(model: LinkModel, embeddings: np.ndarray, pairs: np.ndarray) -> np.ndarray:
+    """float32 [P] logits of ``pairs`` (int64 [P, 2]) from all nodes' ``embeddings`` float32 [N, H]."""
+    return score_pairs(model, torch.from_numpy(embeddings), torch.from_numpy(pairs)).numpy()
+
+
+def _out_neighbours(dataset: Dataset, nodes: np.ndarray, undirected: bool) -> list[np.ndarray]:
+    """Each node's existing destinations in the dataset's graph (in-neighbours in the CSC when undirected)."""
+    indptr, indices = np.asarray(dataset.indptr), dataset.indices
+    if undirected:
+        return [np.asarray(indices[indptr[u] : indptr[u + 1]], dtype=np.int64) for u in nodes]
+    # directed: the edges u -> v are the CSC entries equal to u; one pass over the indices per query chunk
+    found: list[list[np.ndarray]] = [[] for _ in nodes]
+    where = {int(u): i for i, u in enumerate(nodes)}
+    step = 1 << 22
+    for start in range(0, int(indptr[-1]), step):
+        chunk = np.asarray(indices[start : start + step])
+        hits = np.flatnonzero(np.isin(chunk, nodes))
+        destinations = np.searchsorted(indptr, start + hits, side="right") - 1
+        for source, destination in zip(chunk[hits], destinations):
+            found[where[int(source)]].append(np.array([destination], np.int64))
+    return [np.concatenate(parts) if parts else np.empty(0, np.int64) for parts in found]
+
+
+@torch.no_grad()
+def top_k(
+    model: LinkModel,
+    embeddings: np.ndarray,
+    dataset: Dataset,
+    nodes: np.ndarray,
+    k: int,
+    *,
+    dst_range: tuple[int, int] | None = None,
+    undirected: bool | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each query node's ``k`` best-scoring destinations that are neither itself nor an existing neighbour.
+
+    ``embeddings`` float32 [N, H]; ``nodes`` int64 [n]; ``dst_range`` ``[lo, hi)`` of the candidates (default:
+    the edge split's, else all nodes). Returns int64 [n, k] ids, best first, and float32 [n, k] their logits;
+    -1 and -inf fill the places of a node with fewer than ``k`` candidates. Memory: about
+    :data:`SCORE_BUDGET` scores at a time plus the output.
+    """
+    if k < 1:
+        raise OptionError(f"--top-k expected a positive integer, found {k}")
+    link = dataset.link
+    lo, hi = dst_range if dst_range is not None else (link.dst_range if link is not None else (0, dataset.num_nodes))
+    if undirected is None:
+        undirected = link.undirected if link is not None else not dataset.directed
+    model.eval()
+    table = torch.from_numpy(embeddings)
+    hidden = int(table.shape[1]) if table.ndim == 2 else 1
+    per_pair = hidden if model.decoder == "mlp" else 1
+    queries = max(1, min(1024, SCORE_BUDGET // max(1, (hi - lo) * per_pair)))
+    candidates = max(1, SCORE_BUDGET // (queries * per_pair))
+    ids = np.full((nodes.shape[0], k), -1, np.int64)
+    scores = np.full((nodes.shape[0], k), -np.inf, np.float32)
+    for q0 in range(0, nodes.shape[0], queries):
+        chunk = nodes[q0 : q0 + queries]
+        h_query = table[chunk].float()
+        excluded = _out_neighbours(dataset, chunk, undirected)
+        best_score = torch.full((chunk.shape[0], k), -torch.inf)
+        best_id = torch.full((chunk.shape[0], k), -1, dtype=torch.int64)
+        for c0 in range(lo, hi, candidates):
+            c1 = min(hi, c0 + candidates)
+            h_cand = table[c0:c1].float()
+            if model.decoder == "dot":
+                block = h_query @ h_cand.t()
+            else:
+                block = model.score(h_query[:, None, :], h_cand[None, :, :])
+            for row, (node, neighbours) in enumerate(zip(chunk, excluded)):
+                drop = np.append(neighbours, node)
+                drop = drop[(drop >= c0) & (drop < c1)] - c0
+                block[row, torch.from_numpy(drop)] = -torch.inf
+            merged_score = torch.cat([best_score, block], dim=1)
+            merged_id = torch.cat([best_id, torch.arange(c0, c1).expand(chunk.shape[0], -1)], dim=1)
+            best_score, order = torch.topk(merged_score, k, dim=1)
+            best_id = torch.gather(merged_id, 1, order)
+        best_id[torch.isinf(best_score)] = -1
+        ids[q0 : q0 + chunk.shape[0]] = best_id.numpy()
+        scores[q0 : q0 + chunk.shape[0]] = best_score.numpy()
+    return ids, scores

@@ -1,0 +1,111 @@
+"""graphtier predict --task link: pair scores, embeddings, top-K recommendations; bad input in one line."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from graphtier import Dataset, OptionError
+from graphtier.train import train
+from graphtier.train.link_model import LinkModel, build_task_model
+from graphtier.train.link_predict import read_node_pairs, top_k
+from graphtier.train.predict import predict
+from graphtier.train.saved import load_model
+
+SMALL = dict(task="link", batch_size=128, hidden=16, fanouts=(5, 5), eval_batch_size=256, lr=0.01, quiet=True)
+
+
+@pytest.fixture
+def link_model_file(tiny_link_dataset: Dataset, tmp_path: Path) -> Path:
+    path = tmp_path / "link.pt"
+    train(tiny_link_dataset, epochs=1, save_model=str(path), **SMALL)
+    return path
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "graphtier", *args], capture_output=True, text=True, timeout=300)
+
+
+def test_pairs_embeddings_and_top_k_from_the_cli(
+    tiny_link_dataset: Dataset, link_model_file: Path, tmp_path: Path
+) -> None:
+    pairs = tmp_path / "pairs.txt"
+    pairs.write_text("# src dst\n0 1\n5 7\n")
+    nodes = tmp_path / "nodes.txt"
+    nodes.write_text("0\n3\n")
+    ds = str(tiny_link_dataset.path)
+    model = str(link_model_file)
+    scores, emb, ids, top_scores = (tmp_path / n for n in ("s.npy", "e.npy", "ids.npy", "ts.npy"))
+    result = _cli("predict", ds, "--model", model, "--task", "link", "--pairs", str(pairs), "--output", str(scores),
+                  "--embeddings", str(emb))  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    table = np.load(emb)
+    saved = load_model(link_model_file)
+    assert isinstance(saved.model, LinkModel)
+    expected = saved.model.score(torch.from_numpy(table[[0, 5]]), torch.from_numpy(table[[1, 7]])).detach().numpy()
+    np.testing.assert_allclose(np.load(scores), expected, rtol=1e-5, atol=1e-6)
+    result = _cli("predict", ds, "--model", model, "--top-k", "4", "--for-nodes", str(nodes), "--output", str(ids),
+                  "--scores", str(top_scores))  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    got = np.load(ids)
+    assert got.shape == (2, 4) and got.dtype == np.int64
+    indptr, indices = np.asarray(tiny_link_dataset.indptr), np.asarray(tiny_link_dataset.indices)
+    for row, node in enumerate([0, 3]):
+        assert node not in got[row] and not set(got[row]) & set(indices[indptr[node] : indptr[node + 1]].tolist())
+        assert np.all(np.diff(np.load(top_scores)[row]) <= 0)
+
+
+@pytest.mark.parametrize("decoder", ["dot", "mlp"])
+def test_top_k_in_small_chunks_equals_brute_force(tiny_link_dataset: Dataset, decoder: str, monkeypatch) -> None:
+    import graphtier.train.link_predict as link_predict
+
+    torch.manual_seed(0)
+    model = build_task_model("link", "sage", tiny_link_dataset.feature_dim, 8, 0, 2, decoder=decoder)
+    assert isinstance(model, LinkModel)
+    model.eval()
+    n = tiny_link_dataset.num_nodes
+    table = np.random.default_rng(0).normal(size=(n, 8)).astype(np.float32)
+    nodes = np.array([0, 1, 2, 399, 17], np.int64)
+    monkeypatch.setattr(link_predict, "SCORE_BUDGET", 8 * 37)  # many query and candidate chunks
+    ids, scores = top_k(model, table, tiny_link_dataset, nodes, 5)
+    indptr, indices = np.asarray(tiny_link_dataset.indptr), np.asarray(tiny_link_dataset.indices)
+    with torch.no_grad():
+        for row, node in enumerate(nodes):
+            every = model.score(torch.from_numpy(table[[node] * n]), torch.from_numpy(table)).numpy()
+            every[indices[indptr[node] : indptr[node + 1]]] = -np.inf
+            every[node] = -np.inf
+            best = np.argsort(-every, kind="stable")[:5]
+            np.testing.assert_allclose(scores[row], every[best], rtol=1e-5, atol=1e-5)
+            assert set(ids[row]) == set(best) or np.allclose(np.sort(every[ids[row]]), np.sort(every[best]))
+
+
+def test_embeddings_are_the_encoder_output(tiny_link_dataset: Dataset, link_model_file: Path) -> None:
+    saved = load_model(link_model_file)
+    out = predict(saved, tiny_link_dataset).logits
+    assert out.shape == (tiny_link_dataset.num_nodes, 16)
+
+
+def test_bad_link_predict_input_is_one_line(tiny_link_dataset: Dataset, link_model_file: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.txt"
+    bad.write_text("0 1\n2 x\n")
+    with pytest.raises(OptionError, match="--pairs"):
+        read_node_pairs(bad, 400)
+    far = tmp_path / "far.npy"
+    np.save(far, np.array([[0, 400]]))
+    with pytest.raises(OptionError, match=r"\[0, 400\)"):
+        read_node_pairs(far, 400)
+    ds, model = str(tiny_link_dataset.path), str(link_model_file)
+    for args, fragment in (
+        (["--task", "node", "--output", str(tmp_path / "o.npy")], "--task link"),
+        (["--top-k", "3", "--output", str(tmp_path / "o.npy")], "--for-nodes"),
+        (["--pairs", str(bad), "--output", str(tmp_path / "o.npy")], "--pairs"),
+        ([], "nothing to do"),
+    ):
+        result = _cli("predict", ds, "--model", model, *args)
+        assert result.returncode == 2 and fragment in result.stderr, (args, result.stderr)
+        assert len(result.stderr.strip().splitlines()) == 1 and not (tmp_path / "o.npy").exists()
