@@ -34,7 +34,7 @@ from graphtier.errors import OptionError
 @click.option("--top-k", type=int, default=None, help="--task link: each --for-nodes node's K best new destinations.")
 @click.option(
     "--for-nodes", type=click.Path(dir_okay=False, path_type=str), default=None,
-    help="--top-k: the query nodes, one id per line or a .npy int [n].",
+    help="--top-k: the query nodes: a file (one id per line, or a .npy int [n]) or ids like 0,1,2.",
 )  # fmt: skip
 @click.option(
     "--scores", "scores_path", type=click.Path(dir_okay=False, path_type=Path), default=None,

@@ -152,7 +152,7 @@ IMPORT_OPTION_DECLARATIONS: dict[str, Decorator] = {
         default=None,
         metavar="TRAIN,VALID,TEST",
         help="Link prediction: hold out random edges, fractions summing to 1, e.g. 0.85,0.05,0.1. Valid and test "
-        "edges leave the graph (both directions on an undirected graph); stored with negatives (non-edges)."
+        "edges leave the graph (both directions on an undirected graph); stored with negatives (non-edges).",
     ),
     "edge_split_files": click.option(
         "--edge-split-files",

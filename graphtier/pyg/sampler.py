@@ -97,9 +97,7 @@ class GraphtierNeighborSampler(BaseSampler):
             raise OptionError("GraphtierNeighborSampler expects distinct seed nodes in a batch")
         return merged_output(batch, seeds.shape[0], (index.input_id, index.time))
 
-    def sample_from_edges(
-        self, index: EdgeSamplerInput, neg_sampling: NegativeSampling | None = None
-    ) -> SamplerOutput:
+    def sample_from_edges(self, index: EdgeSamplerInput, neg_sampling: NegativeSampling | None = None) -> SamplerOutput:
         """Sample the pairs ``(index.row, index.col)`` (global ids) as PyG's ``LinkLoader`` expects.
 
         ``neg_sampling`` ``binary`` or ``triplet`` (training): ``amount`` negatives per positive (source kept,

@@ -10,6 +10,7 @@ scored a chunk at a time and a running top-K is kept per query node.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -38,7 +39,14 @@ def read_node_pairs(path: str | os.PathLike[str], num_nodes: int, option: str = 
 
 
 def read_node_ids(path: str | os.PathLike[str], num_nodes: int, option: str = "--for-nodes") -> np.ndarray:
-    """int64 [n] node ids from a text file (one per line) or a ``.npy`` [n] integer array (checked like pairs)."""
+    """int64 [n] node ids from a text file (one per line), a ``.npy`` [n] integer array, or, when no such file
+    exists, the ids themselves as comma-separated text (``"0,1,2"``); checked like pairs."""
+    text = str(path)
+    if not Path(text).exists() and re.fullmatch(r"\s*\d+(\s*,\s*\d+)*\s*", text):
+        ids = np.array([int(part) for part in text.split(",")], dtype=np.int64)
+        if ids.max() >= num_nodes:
+            raise OptionError(f"{option} {text}: expected node ids in [0, {num_nodes}), found {int(ids.max())}")
+        return ids
     return _read_ids(Path(path), num_nodes, option, columns=1)
 
 

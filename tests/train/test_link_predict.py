@@ -13,7 +13,7 @@ import torch
 from graphtier import Dataset, OptionError
 from graphtier.train import train
 from graphtier.train.link_model import LinkModel, build_task_model
-from graphtier.train.link_predict import read_node_pairs, top_k
+from graphtier.train.link_predict import read_node_ids, read_node_pairs, top_k
 from graphtier.train.predict import predict
 from graphtier.train.saved import load_model
 
@@ -58,6 +58,16 @@ def test_pairs_embeddings_and_top_k_from_the_cli(
     for row, node in enumerate([0, 3]):
         assert node not in got[row] and not set(got[row]) & set(indices[indptr[node] : indptr[node + 1]].tolist())
         assert np.all(np.diff(np.load(top_scores)[row]) <= 0)
+    inline = tmp_path / "inline.npy"
+    result = _cli("predict", ds, "--model", model, "--top-k", "4", "--for-nodes", "0,3", "--output", str(inline))
+    assert result.returncode == 0, result.stderr
+    np.testing.assert_array_equal(np.load(inline), got)  # the ids given inline are the same query
+
+
+def test_inline_node_ids_are_checked() -> None:
+    assert read_node_ids("4, 0,2", 5).tolist() == [4, 0, 2]
+    with pytest.raises(OptionError, match=r"--for-nodes 0,5: expected node ids in \[0, 5\), found 5"):
+        read_node_ids("0,5", 5)
 
 
 @pytest.mark.parametrize("decoder", ["dot", "mlp"])

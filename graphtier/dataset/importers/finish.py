@@ -21,8 +21,8 @@ from graphtier.dataset.importers.features import synthetic_features, write_featu
 from graphtier.dataset.importers.holdout import split_written_graph
 from graphtier.dataset.importers.labels import Labels
 from graphtier.dataset.importers.link_files import split_written_graph_from_files
-from graphtier.dataset.importers.pair_files import IdLookup
 from graphtier.dataset.importers.options import ImportOptions
+from graphtier.dataset.importers.pair_files import IdLookup
 from graphtier.dataset.importers.splits import random_split, save_splits
 from graphtier.dataset.writer import DatasetWriter
 from graphtier.errors import OptionError

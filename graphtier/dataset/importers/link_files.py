@@ -9,7 +9,6 @@ graph to write and the :class:`~graphtier.dataset.link_split.LinkSplit` to save 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np

@@ -26,8 +26,8 @@ import numpy as np
 
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import edges, finish, textio
-from graphtier.dataset.importers.options import MOVIELENS_FIELDS, ImportOptions
 from graphtier.dataset.importers.link_files import GivenPairs, save_split_graph, split_from_pairs
+from graphtier.dataset.importers.options import MOVIELENS_FIELDS, ImportOptions
 from graphtier.dataset.importers.pair_files import row_location
 from graphtier.dataset.writer import DatasetWriter
 from graphtier.errors import DatasetError, OptionError

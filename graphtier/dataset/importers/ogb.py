@@ -28,7 +28,6 @@ from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import edges, finish, splits, textio
 from graphtier.dataset.importers.features import note_replaced
 from graphtier.dataset.importers.labels import Labels, class_count
-from graphtier.dataset.importers.link_files import split_written_graph_from_files
 from graphtier.dataset.importers.ogb_link import LINK_PARTS, is_link_scheme, split_written_graph_from_ogb
 from graphtier.dataset.importers.options import OGB_FIELDS, ImportOptions
 from graphtier.dataset.writer import DatasetWriter

@@ -79,7 +79,9 @@ def read_ogb_link_split(scheme_dir: Path, num_nodes: int, eval_negatives: int = 
                 f"{', '.join(repr(key) for key in sorted(tensors)) or 'none'}"
             )
     if len(layouts) > 1:
-        raise DatasetError(f"{scheme_dir}: expected one layout ('edge' or 'source_node'/'target_node') in all three files")
+        raise DatasetError(
+            f"{scheme_dir}: expected one layout ('edge' or 'source_node'/'target_node') in all three files"
+        )
     return given, k
 
 

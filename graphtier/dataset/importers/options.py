@@ -135,7 +135,12 @@ class ImportOptions:
         that give labels, named when none did); ``eval_negatives`` has an edge split to draw negatives for
         (``edge_split``, ``edge_split_files``, or ``link_split_in_source``: OGB's link split files); the
         ``edge_split_files`` exist."""
-        if self.eval_negatives and self.edge_split is None and self.edge_split_files is None and not link_split_in_source:
+        if (
+            self.eval_negatives
+            and self.edge_split is None
+            and self.edge_split_files is None
+            and not link_split_in_source
+        ):
             raise OptionError(
                 "{eval_negatives}: expected an edge split ({edge_split} or {edge_split_files}) to draw negatives "
                 "for, found none",

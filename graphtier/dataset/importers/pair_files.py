@@ -62,7 +62,9 @@ class EdgeSplitFiles:
             raise OptionError.invalid(OPTION, f"keys among {', '.join(SPLIT_FILE_KEYS)}", unknown[0])
         missing = [key for key in ("valid", "test") if key not in mapping]
         if missing:
-            raise OptionError(f"{{{OPTION}}} expected valid=FILE and test=FILE, found no {missing[0]}=", options=(OPTION,))
+            raise OptionError(
+                f"{{{OPTION}}} expected valid=FILE and test=FILE, found no {missing[0]}=", options=(OPTION,)
+            )
         return cls(tuple((key, Path(mapping[key])) for key in SPLIT_FILE_KEYS if key in mapping))
 
     def get(self, key: str) -> Path | None:

@@ -99,7 +99,9 @@ def test_negatives_of_a_complete_graph_are_an_option_error() -> None:
 def test_options_are_checked_before_any_work() -> None:
     with pytest.raises(OptionError, match=r"edge_split=: expected three fractions in \[0, 1\] summing to 1"):
         ImportOptions(edge_split="0.5,0.2,0.1")
-    with pytest.raises(OptionError, match=r"eval_negatives=: expected an edge split \(edge_split= or edge_split_files="):
+    with pytest.raises(
+        OptionError, match=r"eval_negatives=: expected an edge split \(edge_split= or edge_split_files="
+    ):
         ImportOptions(eval_negatives=5).check_inputs()  # at the start of every importer (MovieLens has its own split)
     with pytest.raises(OptionError, match=r"eval_negatives= expected an integer >= 0"):
         ImportOptions(edge_split="0.8,0.1,0.1", eval_negatives=-1)
@@ -167,4 +169,7 @@ def test_prepare_edgelist_with_only_an_edge_split_needs_no_node_split(
     assert "note: edge split:" in printed and "no train/valid/test split" not in printed
     assert Dataset.open(tmp_path / "out").link.pairs("valid").negatives.shape[1] == 3
     code, printed, err = run([*args, "--eval-negatives", "3", "--overwrite"], capsys)
-    assert code == 2 and "graphtier: error: --eval-negatives: expected an edge split (--edge-split or --edge-split-files)" in err
+    assert (
+        code == 2
+        and "graphtier: error: --eval-negatives: expected an edge split (--edge-split or --edge-split-files)" in err
+    )

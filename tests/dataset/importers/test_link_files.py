@@ -40,7 +40,10 @@ def _import(tmp_path: Path, files: str, **kw: object) -> Dataset:
 def test_split_files_go_through_the_id_map_and_leave_the_graph(tmp_path: Path) -> None:
     _write(tmp_path / "v.txt", "# valid\n0 20\n")
     _write(tmp_path / "t.txt", "40 10\n50 30\n")
-    d = _import(tmp_path, "valid=v.txt,test=t.txt".replace("v.txt", str(tmp_path / "v.txt")).replace("t.txt", str(tmp_path / "t.txt")))
+    d = _import(
+        tmp_path,
+        "valid=v.txt,test=t.txt".replace("v.txt", str(tmp_path / "v.txt")).replace("t.txt", str(tmp_path / "t.txt")),
+    )
     assert d.link is not None and d.link.meta["method"] == "files"
     assert d.link.pairs("test").positives.tolist() == [[4, 1], [5, 3]]
     assert d.num_edges == 2 * (len(EDGES) - 3)  # both directions of the 3 held-out edges removed
@@ -71,10 +74,19 @@ def test_given_negatives_per_positive_are_kept(tmp_path: Path) -> None:
     ("files", "message"),
     [
         ({"valid": "0 20\n", "test": "40 10\n\n50 31\n"}, "t.txt: line 3: node id 31 is not a node of the graph"),
-        ({"valid": "0 20\n", "test": "40 10\n20 0\n"}, "v.txt: line 1: expected valid and test pairs to be disjoint, found 1"),
+        (
+            {"valid": "0 20\n", "test": "40 10\n20 0\n"},
+            "v.txt: line 1: expected valid and test pairs to be disjoint, found 1",
+        ),
         ({"train": "0 10\n", "valid": "0 20\n", "test": "0 10\n"}, "expected train and test pairs to be disjoint"),
-        ({"train": "0 50\n", "valid": "0 20\n", "test": "40 10\n"}, "r.txt: line 1: expected train pairs that are edges"),
-        ({"valid": "0 20\n", "test": "40 10\n", "test_neg": "#\n10 20\n"}, "tn.txt: line 2: expected negatives that are not edges"),
+        (
+            {"train": "0 50\n", "valid": "0 20\n", "test": "40 10\n"},
+            "r.txt: line 1: expected train pairs that are edges",
+        ),
+        (
+            {"valid": "0 20\n", "test": "40 10\n", "test_neg": "#\n10 20\n"},
+            "tn.txt: line 2: expected negatives that are not edges",
+        ),
         ({"valid": "0 20\n", "test": "40 10\n", "test_neg": "10 10\n"}, "negatives that are not edges, found 1"),
     ],
 )
@@ -93,13 +105,19 @@ def test_npy_ids_out_of_range_name_the_row(tmp_path: Path) -> None:
     np.save(tmp_path / "t.npy", np.array([[4, 1], [2, 9]]))
     _write(tmp_path / "v.txt", "0 2\n")
     with pytest.raises(DatasetError, match=r"t\.npy: row 1: expected node ids in \[0, 6\), found 9"):
-        import_edgelist(path, tmp_path / "out", edge_split_files=f"valid={tmp_path / 'v.txt'},test={tmp_path / 't.npy'}")
+        import_edgelist(
+            path, tmp_path / "out", edge_split_files=f"valid={tmp_path / 'v.txt'},test={tmp_path / 't.npy'}"
+        )
 
 
 @pytest.mark.parametrize(
     ("text", "message"),
-    [("valid=a", "found no test="), ("valid=a,test=b,bogus=c", "keys among"), ("valid=a,valid=b,test=c", "each key once"),
-     ("valid,test=b", "KEY=FILE")],
+    [
+        ("valid=a", "found no test="),
+        ("valid=a,test=b,bogus=c", "keys among"),
+        ("valid=a,valid=b,test=c", "each key once"),
+        ("valid,test=b", "KEY=FILE"),
+    ],
 )
 def test_option_text_errors(text: str, message: str) -> None:
     with pytest.raises(OptionError, match=message):
@@ -195,7 +213,7 @@ def test_movielens_u1(tmp_path: Path) -> None:
     assert not any(pair in rated for pair in zip(src.tolist(), negatives.tolist()))
     features = np.asarray(d.features)
     assert features[:users, -2].all() and not features[users:, -2].any() and features[users:, -1].all()
-    assert np.allclose(features[:users, 1:3].sum(1), 1) and not features[users:, :43 - 19].any()
+    assert np.allclose(features[:users, 1:3].sum(1), 1) and not features[users:, : 43 - 19].any()
 
 
 def test_edge_split_and_edge_split_files_exclude_each_other() -> None:
