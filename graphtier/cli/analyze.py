@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from graphtier.cli.options import SEED, fanouts_option_type, merge_alias
+from graphtier.cli.options import SEED, epoch_seeds, fanouts_option_type, merge_alias, task_options
 from graphtier.dataset.format import Dataset
 from graphtier.errors import OptionError
 from graphtier.sampling.neighbor import DEFAULT_FANOUTS, format_fanouts
@@ -18,6 +18,7 @@ from graphtier.tiering.access import (
     plot_access,
 )
 from graphtier.tiering.hotness import SCORE_METHODS
+from graphtier.tiering.seeds import EpochSeeds
 
 
 def format_table(curves: dict[str, dict[str, float]]) -> str:
@@ -28,6 +29,13 @@ def format_table(curves: dict[str, dict[str, float]]) -> str:
     for name, curve in curves.items():
         rows.append(f"{name:<10}" + "".join(f"{100 * curve[k]:>8.1f}%" for k in keys))
     return "\n".join(rows)
+
+
+def describe_seeds(seeds: EpochSeeds) -> str:
+    """``" pairs, 1 uniform negative(s) per pair"`` for link seeds (appended to the batch size), else ``""``."""
+    if not seeds.is_link:
+        return ""
+    return f" pairs, {seeds.num_negatives} {seeds.negative_sampling} negative(s) per pair"
 
 
 @click.command("analyze")
@@ -65,6 +73,7 @@ def format_table(curves: dict[str, dict[str, float]]) -> str:
     default=None,
     help="Write a cumulative-access PNG (needs matplotlib).",
 )
+@task_options
 def command(
     dataset: Path,
     fanouts: str,
@@ -80,8 +89,12 @@ def command(
     iterations_alias: int | None,
     json_path: Path | None,
     plot_path: Path | None,
+    task: str,
+    num_negatives: int,
+    negative_sampling: str,
 ) -> None:
     """Measure how much of all feature reads a hot tier of the top x% nodes would serve, per score."""
+    seeds = epoch_seeds(task, num_negatives, negative_sampling)
     score_list = merge_alias(score_list, scores_alias, "--score", "--scores", default=",".join(SCORE_METHODS))
     wrpr_iterations = merge_alias(iterations, iterations_alias, "--iterations", "--wrpr-iterations")
     methods = [m.strip() for m in score_list.split(",") if m.strip()]
@@ -106,11 +119,13 @@ def command(
         percents=HIT_PERCENTS,
         damping=damping,
         wrpr_iterations=wrpr_iterations,
+        seeds=seeds,
     )
     nodes_read = int((analysis.counts > 0).sum())
     click.echo(
         f"{data.name}: {analysis.total_reads:,} feature reads of {nodes_read:,} / {data.num_nodes:,} nodes "
-        f"({epochs} epoch(s), fanouts {fanouts}, batch {batch_size}, replay {analysis.seconds['replay']:.1f} s)"
+        f"({epochs} epoch(s), fanouts {fanouts}, batch {batch_size}{describe_seeds(seeds)}, "
+        f"replay {analysis.seconds['replay']:.1f} s)"
     )
     click.echo(format_table(analysis.curves))
     if "presample" in analysis.scores:

@@ -68,18 +68,22 @@ def link_seed_weights(
 ) -> SeedWeights:
     """Weights of a link-prediction epoch over the training pairs ``pairs`` (int64 [P, 2] ``(src, dst)``).
 
-    A node in ``c`` pair slots (as source or destination) misses a batch of ``b = min(B, P)`` pairs drawn
+    A node in ``c`` pairs (as source or destination) misses a batch of ``b = min(B, P)`` pairs drawn
     without replacement with the hypergeometric chance ``C(P - c, b) / C(P, b)``; it misses all ``b * k``
     negative draws (``k = num_negatives``, each landing on it with ``negative_chance`` float64 [N], summing to
     1 over the nodes; None when ``k == 0``) with ``(1 - negative_chance) ** (b * k)``, independently. So
-    ``batch_chance = 1 - miss_pairs * miss_negatives`` and ``epoch_count = c + P * k * negative_chance``;
+    ``batch_chance = 1 - miss_pairs * miss_negatives`` and ``epoch_count`` = the node's endpoint slots
+    ``+ P * k * negative_chance``;
     ``ceil(P / B)`` batches.
     """
     _check_batch_size(batch_size)
     pairs = np.asarray(pairs)
     num_pairs = int(pairs.shape[0])
-    slots = np.bincount(pairs.reshape(-1).astype(np.int64), minlength=num_nodes).astype(np.float64)
+    flat = pairs.reshape(-1).astype(np.int64)
+    slots = np.bincount(flat, minlength=num_nodes).astype(np.float64)
     count = slots.copy()
+    self_pairs = flat[0::2][flat[0::2] == flat[1::2]]
+    slots -= np.bincount(self_pairs, minlength=num_nodes)  # a pair (u, u) is one pair holding u
     chance = np.zeros(num_nodes, dtype=np.float64)
     if num_pairs == 0:
         return SeedWeights(chance, count, 0)
@@ -93,6 +97,7 @@ def link_seed_weights(
             + scipy.special.gammaln(num_pairs - drawn + 1)
         )
     miss = np.where(kept >= drawn, np.exp(np.minimum(log_miss, 0.0)), 0.0)
+    miss[slots == 0] = 1.0  # exactly: the log-gamma terms cancel only to rounding
     if num_negatives:
         if negative_chance is None:
             raise ValueError("negatives need their per-node chance")
