@@ -18,7 +18,6 @@ from graphtier.tiering.access import (
     plot_access,
 )
 from graphtier.tiering.hotness import SCORE_METHODS
-from graphtier.tiering.seeds import EpochSeeds
 
 
 def format_table(curves: dict[str, dict[str, float]]) -> str:
@@ -29,13 +28,6 @@ def format_table(curves: dict[str, dict[str, float]]) -> str:
     for name, curve in curves.items():
         rows.append(f"{name:<10}" + "".join(f"{100 * curve[k]:>8.1f}%" for k in keys))
     return "\n".join(rows)
-
-
-def describe_seeds(seeds: EpochSeeds) -> str:
-    """``" pairs, 1 uniform negative(s) per pair"`` for link seeds (appended to the batch size), else ``""``."""
-    if not seeds.is_link:
-        return ""
-    return f" pairs, {seeds.num_negatives} {seeds.negative_sampling} negative(s) per pair"
 
 
 @click.command("analyze")
@@ -124,7 +116,7 @@ def command(
     nodes_read = int((analysis.counts > 0).sum())
     click.echo(
         f"{data.name}: {analysis.total_reads:,} feature reads of {nodes_read:,} / {data.num_nodes:,} nodes "
-        f"({epochs} epoch(s), fanouts {fanouts}, batch {batch_size}{describe_seeds(seeds)}, "
+        f"({epochs} epoch(s), fanouts {fanouts}, batch {batch_size}{seeds.batch_note()}, "
         f"replay {analysis.seconds['replay']:.1f} s)"
     )
     click.echo(format_table(analysis.curves))

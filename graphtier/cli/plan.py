@@ -145,7 +145,7 @@ def command(
     click.echo(
         f"{data.name}: {plan.num_rows:,} feature rows x {format_bytes(plan.row_bytes)} "
         f"= {format_bytes(plan.num_rows * plan.row_bytes)}, node order {plan.node_order}; "
-        f"{plan.reads_per_epoch:,.0f} feature reads/epoch (fanouts {fanouts}, batch {batch_size}, "
+        f"{plan.reads_per_epoch:,.0f} feature reads/epoch (fanouts {fanouts}, batch {batch_size}{seeds.batch_note()}, "
         f"{epochs} epoch(s) traced in {plan.replay_seconds:.1f} s)"
     )
     click.echo(

@@ -79,6 +79,13 @@ class EpochSeeds:
             return {"task": self.task}
         return {"task": self.task, "num_negatives": self.num_negatives, "negative_sampling": self.negative_sampling}
 
+    def batch_note(self) -> str:
+        """What a batch holds beyond its size, for the CLI's summary lines: ``" pairs, 1 uniform negative(s) per
+        pair"`` for link seeds, ``""`` for nodes."""
+        if not self.is_link:
+            return ""
+        return f" pairs, {self.num_negatives} {self.negative_sampling} negative(s) per pair"
+
     def train_pairs(self, dataset: Dataset) -> np.ndarray:
         """int64 [P, 2] the training pairs of ``dataset``'s edge split (``--task link``)."""
         link = dataset.link

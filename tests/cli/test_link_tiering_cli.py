@@ -50,8 +50,9 @@ def test_score_task_link_writes_the_link_fwr(
 def test_plan_task_link(link_data: Dataset, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out_json = tmp_path / "plan.json"
     argv = ["plan", str(link_data.path), "--task", "link", "--gpu-memory", "4GiB", "--host-memory", "8GiB"]
-    code, _, err = run([*argv, "--fanouts", "5,5", "--batch-size", "32", "--json", str(out_json)], capsys)
+    code, out, err = run([*argv, "--fanouts", "5,5", "--batch-size", "32", "--json", str(out_json)], capsys)
     assert code == 0, err
+    assert "batch 32 pairs, 1 uniform negative(s) per pair" in out
     document = json.loads(out_json.read_text())
     assert document["config"]["task"] == "link" and document["reads_per_epoch"] > 0
 
