@@ -10,6 +10,13 @@ the ideal (the replay's own counts), and each score's seconds. Saves everything 
         --json benchmarks/results/bench_hotness.json
 
 ``NAME=PATH:EPOCHS`` per dataset (EPOCHS: replay epochs; fewer on big graphs to keep CPU low).
+
+``--task link`` (with ``--num-negatives``, ``--negative-sampling``) replays the link sampler over the datasets'
+training pairs (``link_train.npy``; ``--batch-size`` pairs per batch) and scores from the link seeds:
+
+    python benchmarks/link_split_for_bench.py /tmp/linktier/g200k /tmp/linktier/g200k-link
+    python benchmarks/bench_hotness.py --dataset g200k-link=/tmp/linktier/g200k-link:1 --fanouts 10,10 \
+        --fanouts 15,10,5 --task link --json benchmarks/results/bench_hotness_link.json
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ from pathlib import Path
 from graphtier.dataset.format import Dataset
 from graphtier.tiering.access import analyze_access
 from graphtier.tiering.hotness import SCORE_METHODS
+from graphtier.tiering.seeds import DEFAULT_NEGATIVE_SAMPLING, DEFAULT_NUM_NEGATIVES, TASKS, EpochSeeds
 
 
 def parse_dataset(text: str) -> tuple[str, Path, int]:
@@ -40,7 +48,11 @@ def main() -> None:
     parser.add_argument("--percent", default="10", help="tier size reported in the table, in %% of nodes")
     parser.add_argument("--scores", default=",".join(SCORE_METHODS))
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--task", choices=TASKS, default=TASKS[0])
+    parser.add_argument("--num-negatives", type=int, default=DEFAULT_NUM_NEGATIVES)
+    parser.add_argument("--negative-sampling", default=DEFAULT_NEGATIVE_SAMPLING)
     args = parser.parse_args()
+    seeds = EpochSeeds(args.task, args.num_negatives, args.negative_sampling)
     methods = [m for m in args.scores.split(",") if m]
     rows = []
     header = f"{'graph':<12}{'fanouts':<10}" + "".join(f"{m:>10}" for m in methods) + f"{'ideal':>8}"
@@ -52,7 +64,13 @@ def main() -> None:
         for fanout_text in args.fanouts:
             fanouts = [int(f) for f in fanout_text.split(",")]
             analysis = analyze_access(
-                dataset, fanouts=fanouts, batch_size=args.batch_size, epochs=epochs, seed=0, methods=methods
+                dataset,
+                fanouts=fanouts,
+                batch_size=args.batch_size,
+                epochs=epochs,
+                seed=0,
+                methods=methods,
+                seeds=seeds,
             )
             curves = analysis.curves
             line = (
@@ -70,6 +88,7 @@ def main() -> None:
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "machine": f"{platform.machine()}, {os.cpu_count()} CPUs (2-core CPU VM, shared, no GPU)",
             "batch_size": args.batch_size,
+            **seeds.describe(),
             "rows": rows,
         }
         tmp = args.json.with_name(f".{args.json.name}.tmp")

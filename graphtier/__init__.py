@@ -53,6 +53,7 @@ _EXPORTS: dict[str, str] = {
     "GraphStore": "graphtier.graphstore",
     # tiering
     "compute_scores": "graphtier.tiering.hotness",
+    "EpochSeeds": "graphtier.tiering.seeds",
     "reorder_dataset": "graphtier.graph.reorder",
     # training
     "TrainConfig": "graphtier.train",
@@ -123,6 +124,7 @@ if TYPE_CHECKING:  # static analysers see the real names
         iter_seed_batches,
     )
     from graphtier.tiering.hotness import compute_scores
+    from graphtier.tiering.seeds import EpochSeeds
     from graphtier.train import (
         DistSpec,
         ModelSpec,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from graphtier.cli.options import SEED, fanouts_option_type, merge_alias
+from graphtier.cli.options import SEED, epoch_seeds, fanouts_option_type, merge_alias, task_options
 from graphtier.dataset.format import Dataset
 from graphtier.errors import OptionError
 from graphtier.sampling.neighbor import DEFAULT_FANOUTS, format_fanouts
@@ -65,6 +65,7 @@ def format_table(curves: dict[str, dict[str, float]]) -> str:
     default=None,
     help="Write a cumulative-access PNG (needs matplotlib).",
 )
+@task_options
 def command(
     dataset: Path,
     fanouts: str,
@@ -80,8 +81,12 @@ def command(
     iterations_alias: int | None,
     json_path: Path | None,
     plot_path: Path | None,
+    task: str,
+    num_negatives: int,
+    negative_sampling: str,
 ) -> None:
     """Measure how much of all feature reads a hot tier of the top x% nodes would serve, per score."""
+    seeds = epoch_seeds(task, num_negatives, negative_sampling)
     score_list = merge_alias(score_list, scores_alias, "--score", "--scores", default=",".join(SCORE_METHODS))
     wrpr_iterations = merge_alias(iterations, iterations_alias, "--iterations", "--wrpr-iterations")
     methods = [m.strip() for m in score_list.split(",") if m.strip()]
@@ -106,11 +111,13 @@ def command(
         percents=HIT_PERCENTS,
         damping=damping,
         wrpr_iterations=wrpr_iterations,
+        seeds=seeds,
     )
     nodes_read = int((analysis.counts > 0).sum())
     click.echo(
         f"{data.name}: {analysis.total_reads:,} feature reads of {nodes_read:,} / {data.num_nodes:,} nodes "
-        f"({epochs} epoch(s), fanouts {fanouts}, batch {batch_size}, replay {analysis.seconds['replay']:.1f} s)"
+        f"({epochs} epoch(s), fanouts {fanouts}, batch {batch_size}{seeds.batch_note()}, "
+        f"replay {analysis.seconds['replay']:.1f} s)"
     )
     click.echo(format_table(analysis.curves))
     if "presample" in analysis.scores:

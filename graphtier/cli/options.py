@@ -82,3 +82,45 @@ def score_options(func: Any) -> Any:
     for option in reversed(options):
         func = option(func)
     return func
+
+
+def task_options(func: Any) -> Any:
+    """``--task``, ``--num-negatives`` and ``--negative-sampling`` (the names and defaults of ``graphtier train``):
+    the training seeds the scores and replays model (``analyze``, ``plan``, ``score``, ``reorder``)."""
+    from graphtier.sampling.link import NEGATIVE_SAMPLING
+    from graphtier.tiering.seeds import DEFAULT_NEGATIVE_SAMPLING, DEFAULT_NUM_NEGATIVES, TASKS
+
+    options = [
+        click.option(
+            "--task",
+            type=click.Choice(TASKS),
+            default=TASKS[0],
+            show_default=True,
+            help="Training task: node (seeds: train_idx.npy) or link (seeds: link_train.npy pairs, both endpoints "
+            "plus negatives; --batch-size counts pairs).",
+        ),
+        click.option(
+            "--num-negatives",
+            type=click.IntRange(0),
+            default=DEFAULT_NUM_NEGATIVES,
+            show_default=True,
+            help="--task link: negatives per training pair, as train draws them.",
+        ),
+        click.option(
+            "--negative-sampling",
+            type=click.Choice(NEGATIVE_SAMPLING),
+            default=DEFAULT_NEGATIVE_SAMPLING,
+            show_default=True,
+            help="--task link: negative destinations uniform, or by in-degree^0.75.",
+        ),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def epoch_seeds(task: str, num_negatives: int, negative_sampling: str) -> Any:
+    """The :class:`graphtier.tiering.seeds.EpochSeeds` of the :func:`task_options` values."""
+    from graphtier.tiering.seeds import EpochSeeds
+
+    return EpochSeeds(task, num_negatives, negative_sampling)

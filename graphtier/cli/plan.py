@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from graphtier.cli.options import SEED, fanouts_option_type
+from graphtier.cli.options import SEED, epoch_seeds, fanouts_option_type, task_options
 from graphtier.dataset.format import Dataset
 from graphtier.errors import OptionError
 from graphtier.memory.placement import format_bytes
@@ -92,6 +92,7 @@ from graphtier.tiering.plan_recommendation import recommend_budget
     default=None,
     help="Write a PNG of PCIe bytes against GPU budget (needs matplotlib).",
 )
+@task_options
 def command(
     dataset: Path,
     fanouts: str,
@@ -110,9 +111,13 @@ def command(
     disk_gbps: float | None,
     json_path: Path | None,
     plot_path: Path | None,
+    task: str,
+    num_negatives: int,
+    negative_sampling: str,
 ) -> None:
     """Plan feature and graph tiers per GPU budget (sizes, read shares from a sampling trace, PCIe bytes, data time);
     with --gpu-topology, place the features on the GPUs and print the bytes per link."""
+    seeds = epoch_seeds(task, num_negatives, negative_sampling)
     topology = gpu_topology_from_option(gpu_topology, gpus) if gpu_topology is not None else None
     if gpus is None:
         gpus = topology.num_gpus if topology is not None else 1
@@ -135,11 +140,12 @@ def command(
         topology_budget=topology_budget,
         gpu_topology=topology,
         placement_groups=placement_groups,
+        seeds=seeds,
     )
     click.echo(
         f"{data.name}: {plan.num_rows:,} feature rows x {format_bytes(plan.row_bytes)} "
         f"= {format_bytes(plan.num_rows * plan.row_bytes)}, node order {plan.node_order}; "
-        f"{plan.reads_per_epoch:,.0f} feature reads/epoch (fanouts {fanouts}, batch {batch_size}, "
+        f"{plan.reads_per_epoch:,.0f} feature reads/epoch (fanouts {fanouts}, batch {batch_size}{seeds.batch_note()}, "
         f"{epochs} epoch(s) traced in {plan.replay_seconds:.1f} s)"
     )
     click.echo(

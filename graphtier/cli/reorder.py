@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from graphtier.cli.options import score_options
+from graphtier.cli.options import epoch_seeds, score_options, task_options
 from graphtier.dataset.format import Dataset
 from graphtier.graph.reorder import load_score_file, reorder_dataset
 from graphtier.tiering.hotness import (
@@ -29,6 +29,7 @@ from graphtier.tiering.hotness import (
 )
 @score_options
 @click.option("--overwrite", is_flag=True, help="Replace OUTPUT if it is a graphtier dataset and holds nothing else.")
+@task_options
 def command(
     dataset: Path,
     output: Path,
@@ -41,11 +42,15 @@ def command(
     epochs: int,
     seed: int,
     overwrite: bool,
+    task: str,
+    num_negatives: int,
+    negative_sampling: str,
 ) -> None:
     """Write DATASET to OUTPUT with nodes renumbered by descending score (ties by old id).
 
     OUTPUT is a normal dataset; its perm.npy maps each new id to the original id.
     """
+    seeds = epoch_seeds(task, num_negatives, negative_sampling)
     data = Dataset.open(dataset)
     if score in SCORE_METHODS:
         result = compute_scores(
@@ -58,6 +63,7 @@ def command(
             batch_size=batch_size,
             epochs=epochs,
             seed=seed,
+            seeds=seeds,
         )
         scores, label, params = result.scores, score, result.params
         click.echo(f"scored {data.num_nodes:,} nodes by {score} in {result.seconds:.2f} s")

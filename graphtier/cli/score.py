@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 import numpy as np
 
-from graphtier.cli.options import merge_alias, score_options
+from graphtier.cli.options import epoch_seeds, merge_alias, score_options, task_options
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.outputs import check_outputs, save_npy
 from graphtier.errors import OptionError
@@ -60,6 +60,7 @@ def describe(result: ScoreResult) -> str:
 )
 @score_options
 @click.option("--top", type=int, default=5, show_default=True, help="Print the ids of the top-scored nodes.")
+@task_options
 def command(
     dataset: Path,
     score: str | None,
@@ -73,8 +74,12 @@ def command(
     epochs: int,
     seed: int,
     top: int,
+    task: str,
+    num_negatives: int,
+    negative_sampling: str,
 ) -> None:
     """Score every node of DATASET by how often sampling is expected to read its features."""
+    seeds = epoch_seeds(task, num_negatives, negative_sampling)
     method = merge_alias(score, method, "--score", "--method")
     if method is None:
         method = DEFAULT_SCORE
@@ -92,6 +97,7 @@ def command(
         batch_size=batch_size,
         epochs=epochs,
         seed=seed,
+        seeds=seeds,
     )
     click.echo(describe(result))
     warning = result.convergence_warning(tol)

@@ -10,11 +10,13 @@ ranking is :mod:`graphtier.tiering.hotness`:
   where ``dangling`` is the score of nodes with in-degree 0 (empty lists: nothing can be drawn from
   them), spread uniformly as in standard PageRank. Iterates until the L1 change is below ``tol``.
 * ``wrpr``: weighted reverse PageRank (Algorithm 1): the same update, started from ``1 / N`` with the
-  training nodes multiplied by ``N / num_train``, for exactly ``iterations`` (5) rounds.
+  training nodes multiplied by ``N / num_train`` (link seeds: each node's share of the epoch's seeds),
+  for exactly ``iterations`` (5) rounds.
 * ``fwr``: fanout-weighted reads, the expected number of mini-batches that read each node under the
   sampler's fanouts, from the training nodes, hop-limited to the number of layers
   (:func:`fanout_weighted_reads`; ``mode="sum"`` is the per-hop expected draw count without the
-  per-batch dedup).
+  per-batch dedup); from any per-node seed weights, e.g. link prediction's endpoints and negatives,
+  with :func:`seeded_fanout_weighted_reads`.
 
 All scores are float64 [N] numpy arrays on the CPU; higher means hotter.
 """
@@ -31,6 +33,7 @@ from graphtier._fanouts import check_fanouts
 from graphtier.errors import OptionError
 from graphtier.graph import _reads_kernels as reads_kernels
 from graphtier.graph import _score_kernels as kernels
+from graphtier.graph.seed_weights import SeedWeights, node_seed_weights
 
 DEFAULT_DAMPING = 0.85
 DEFAULT_RPR_TOL = 1e-10
@@ -133,19 +136,34 @@ def weighted_initial_scores(num_nodes: int, train_idx: np.ndarray) -> np.ndarray
     return initial
 
 
+def seed_count_initial_scores(seed_counts: np.ndarray) -> np.ndarray:
+    """float64 [N]: Alg. 1's start for seeds of any weight: ``max(1 / N, count / sum(counts))``.
+
+    ``seed_counts`` float64 [N]: expected times each node is a seed per epoch (``SeedWeights.epoch_count``).
+    With 1 on each of T training nodes this is :func:`weighted_initial_scores` (``1 / T`` there, ``1 / N``
+    elsewhere); link seeds weigh each endpoint by its pairs and negatives.
+    """
+    seed_counts = np.asarray(seed_counts, dtype=np.float64)
+    total = float(seed_counts.sum())
+    uniform = np.full(seed_counts.shape[0], 1.0 / max(1, seed_counts.shape[0]), dtype=np.float64)
+    return np.maximum(uniform, seed_counts / total) if total > 0 else uniform
+
+
 def weighted_reverse_pagerank(
     indptr: np.ndarray,
     indices: np.ndarray,
-    train_idx: np.ndarray,
+    train_idx: np.ndarray | None,
     *,
     damping: float = DEFAULT_DAMPING,
     iterations: int = DEFAULT_WRPR_ITERATIONS,
     with_change: bool = False,
+    seed_counts: np.ndarray | None = None,
 ) -> Any:
     """Weighted reverse PageRank (Data Tiering, Algorithm 1): exactly ``iterations`` rounds.
 
-    ``train_idx``: int64 [T] training node ids (the sampling seeds). Returns float64 [N], or with
-    ``with_change`` (scores, L1 change of the last round).
+    ``train_idx``: int64 [T] training node ids (the sampling seeds), or None with ``seed_counts`` float64 [N]
+    (per-node seed counts of an epoch, e.g. link seeds: :func:`seed_count_initial_scores`). Returns
+    float64 [N], or with ``with_change`` (scores, L1 change of the last round).
     """
     _check_damping(damping)
     check_iterations(iterations)
@@ -153,9 +171,14 @@ def weighted_reverse_pagerank(
     if num_nodes == 0:
         empty = np.zeros(0, dtype=np.float64)
         return (empty, 0.0) if with_change else empty
-    if np.asarray(train_idx).size == 0:
-        raise OptionError("wrpr: expected a non-empty training split, found 0 training nodes")
-    initial = weighted_initial_scores(num_nodes, train_idx)
+    if seed_counts is not None:
+        if not np.asarray(seed_counts).sum() > 0:
+            raise OptionError("wrpr: expected training seeds, found none")
+        initial = seed_count_initial_scores(seed_counts)
+    else:
+        if train_idx is None or np.asarray(train_idx).size == 0:
+            raise OptionError("wrpr: expected a non-empty training split, found 0 training nodes")
+        initial = weighted_initial_scores(num_nodes, train_idx)
     scores, _, change = _pagerank_rounds(
         indptr, indices, initial, damping=damping, tol=0.0, max_iterations=iterations, stop_on_tol=False
     )
@@ -209,6 +232,13 @@ def _check_fwr_arguments(fanouts, batch_size: int, mode: str) -> list[int]:
     return check_fanouts(fanouts)
 
 
+def _node_weights(indptr: np.ndarray, train_idx: np.ndarray, batch_size: int) -> SeedWeights:
+    train_idx = np.asarray(train_idx, dtype=np.int64)
+    if train_idx.size == 0:
+        raise OptionError("fwr: expected a non-empty training split, found 0 training nodes")
+    return node_seed_weights(np.asarray(indptr).shape[0] - 1, train_idx, batch_size)
+
+
 def fanout_weighted_reads(
     indptr: np.ndarray,
     indices: np.ndarray,
@@ -218,38 +248,55 @@ def fanout_weighted_reads(
     batch_size: int = 1024,
     mode: str = "batch",
 ) -> np.ndarray:
-    """Fanout-weighted reads (``fwr``): expected feature reads of each node in one epoch. float64 [N].
+    """Fanout-weighted reads (``fwr``) of node-classification training: expected feature reads of each node in
+    one epoch. float64 [N].
 
     ``indptr`` int64 [N + 1], ``indices`` int32/int64 [E] (CSC: ``v``'s list holds the in-neighbours the
-    sampler draws), ``train_idx`` int64 [T] (the seeds), ``fanouts`` seed hop first (-1 = all).
-    ``p_k(v) = min(1, fanouts[k] / deg(v))`` is the chance that hop ``k`` draws a given neighbour of ``v``.
-
-    * ``mode="batch"`` (default): the sampler expands every node already in the batch at every hop
-      and reads each node once per batch (``n_id`` is unique). With ``q_0 = min(1, B / T)`` on the
-      training nodes (the chance a training node is a seed of a given batch), one hop is
-      ``q_{k+1}(u) = 1 - (1 - q_k(u)) * prod_{v: u in N(v)} (1 - q_k(v) p_k(v))`` (draws assumed
-      independent), and the score is ``ceil(T / B) * q_L(u)``: expected batches that read ``u``.
-    * ``mode="sum"``: expected draws with no dedup, ``r_0`` = 1 on training nodes,
-      ``r_{k+1}(u) = sum_{v: u in N(v)} r_k(v) p_k(v)``, score ``sum_{k=0..L} r_k``.
+    sampler draws), ``train_idx`` int64 [T] (the seeds), ``fanouts`` seed hop first (-1 = all). The seeds'
+    weights are :func:`graphtier.graph.seed_weights.node_seed_weights` (``q_0 = min(1, B / T)`` on the
+    training nodes); the recurrence is :func:`seeded_fanout_weighted_reads`.
     """
     fanouts = _check_fwr_arguments(fanouts, batch_size, mode)
+    if np.asarray(indptr).shape[0] - 1 == 0:
+        return np.zeros(0, dtype=np.float64)
+    weights = _node_weights(indptr, train_idx, batch_size)
+    return seeded_fanout_weighted_reads(indptr, indices, weights, fanouts, mode=mode)
+
+
+def seeded_fanout_weighted_reads(
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    seeds: SeedWeights,
+    fanouts,
+    *,
+    mode: str = "batch",
+) -> np.ndarray:
+    """Fanout-weighted reads from per-node seed weights (node or link seeds: :mod:`graphtier.graph.seed_weights`).
+
+    float64 [N]. ``p_k(v) = min(1, fanouts[k] / deg(v))`` is the chance that hop ``k`` draws a given neighbour
+    of ``v``.
+
+    * ``mode="batch"`` (default): the sampler expands every node already in the batch at every hop
+      and reads each node once per batch (``n_id`` is unique). With ``q_0 = seeds.batch_chance`` (the
+      chance a node is a seed of a given batch), one hop is
+      ``q_{k+1}(u) = 1 - (1 - q_k(u)) * prod_{v: u in N(v)} (1 - q_k(v) p_k(v))`` (draws assumed
+      independent), and the score is ``seeds.num_batches * q_L(u)``: expected batches that read ``u``.
+    * ``mode="sum"``: expected draws with no dedup, ``r_0 = seeds.epoch_count``,
+      ``r_{k+1}(u) = sum_{v: u in N(v)} r_k(v) p_k(v)``, score ``sum_{k=0..L} r_k``.
+    """
+    fanouts = _check_fwr_arguments(fanouts, 1, mode)
     indptr = np.asarray(indptr)
     indices = np.asarray(indices)
     num_nodes = indptr.shape[0] - 1
     if num_nodes == 0:
         return np.zeros(0, dtype=np.float64)
-    train_idx = np.asarray(train_idx, dtype=np.int64)
-    if train_idx.size == 0:
-        raise OptionError("fwr: expected a non-empty training split, found 0 training nodes")
     parts = numba.get_num_threads()
     bounds = kernels.edge_balanced_bounds(indptr, parts)
     partials = np.zeros((parts, num_nodes), dtype=np.float64)
     values = np.empty(num_nodes, dtype=np.float64)
-    current = np.zeros(num_nodes, dtype=np.float64)
-    following = np.empty_like(current)
     survival = mode == "batch"
-    num_train = int(np.unique(train_idx).size)
-    current[train_idx] = min(1.0, batch_size / num_train) if survival else 1.0
+    current = np.array(seeds.batch_chance if survival else seeds.epoch_count, dtype=np.float64, copy=True)
+    following = np.empty_like(current)
     total = current.copy()
     reads_kernels.draw_values(indptr, current, fanouts[0], survival, values)
     for hop, fanout in enumerate(fanouts):
@@ -264,31 +311,28 @@ def fanout_weighted_reads(
             total += following
         current, following = following, current
     if survival:
-        return current * float(-(-num_train // batch_size))
+        return current * float(seeds.num_batches)
     return total
 
 
 def fanout_weighted_reads_reference(
     indptr: np.ndarray,
     indices: np.ndarray,
-    train_idx: np.ndarray,
+    train_idx: np.ndarray | SeedWeights,
     fanouts,
     *,
     batch_size: int = 1024,
     mode: str = "batch",
 ) -> np.ndarray:
-    """scipy.sparse reference for :func:`fanout_weighted_reads` (same formula, SpMV per hop). float64 [N]."""
+    """scipy.sparse reference for :func:`fanout_weighted_reads` (``train_idx`` int64 [T]) and
+    :func:`seeded_fanout_weighted_reads` (``train_idx`` a :class:`SeedWeights`; ``batch_size`` unused):
+    the same formula, SpMV per hop. float64 [N]."""
     fanouts = _check_fwr_arguments(fanouts, batch_size, mode)
     indptr = np.asarray(indptr)
-    num_nodes = indptr.shape[0] - 1
     matrix = rank_matrix(indptr, indices)
     degree = np.diff(indptr).astype(np.float64)
-    train_idx = np.unique(np.asarray(train_idx, dtype=np.int64))
-    current = np.zeros(num_nodes, dtype=np.float64)
-    if mode == "batch":
-        current[train_idx] = min(1.0, batch_size / train_idx.size)
-    else:
-        current[train_idx] = 1.0
+    seeds = train_idx if isinstance(train_idx, SeedWeights) else _node_weights(indptr, train_idx, batch_size)
+    current = np.array(seeds.batch_chance if mode == "batch" else seeds.epoch_count, dtype=np.float64)
     total = current.copy()
     for fanout in fanouts:
         p = (
@@ -304,5 +348,5 @@ def fanout_weighted_reads_reference(
             current = matrix @ (current * p)
             total += current
     if mode == "batch":
-        return current * float(-(-train_idx.size // batch_size))
+        return current * float(seeds.num_batches)
     return total

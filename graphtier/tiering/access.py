@@ -17,12 +17,13 @@ from typing import Any
 import numpy as np
 
 from graphtier.dataset.format import Dataset
-from graphtier.errors import DatasetError, OptionError
+from graphtier.errors import OptionError
 from graphtier.graph.reorder import order_by_score
 from graphtier.sampling.neighbor import DEFAULT_FANOUTS, format_fanouts
 from graphtier.tiering.hotness import SCORE_METHODS, compute_scores
 from graphtier.tiering.plotting import fit_title, load_pyplot
 from graphtier.tiering.reads import count_feature_reads
+from graphtier.tiering.seeds import NODE_SEEDS, EpochSeeds, training_seeds
 
 HIT_PERCENTS = (1, 2, 5, 10, 20, 25, 50)
 PLOT_POINTS = 1000
@@ -155,25 +156,22 @@ def analyze_access(
     percents: Sequence[float] = HIT_PERCENTS,
     damping: float = 0.85,
     wrpr_iterations: int | None = None,
+    seeds: EpochSeeds = NODE_SEEDS,
 ) -> AccessAnalysis:
     """Replay the training sampler on ``dataset`` and measure how well each score predicts reads.
 
     ``methods``: scores from :data:`SCORE_METHODS`. ``presample`` rankings are sampled with
     ``presample_seed`` (default ``seed + 1``, must differ from ``seed``) for ``presample_epochs``
     (default ``epochs``) epochs, so they do not see the replay's random choices.
-    ``wrpr_iterations``: rounds of ``wrpr`` (default 5, as in Algorithm 1).
+    ``wrpr_iterations``: rounds of ``wrpr`` (default 5, as in Algorithm 1). ``seeds``: what training samples
+    from: the training nodes (default), or the training pairs of the edge split with their negatives (the link
+    sampler is replayed, ``batch_size`` pairs per batch, and the seed-driven scores start from the link seeds).
     """
     methods = list(dict.fromkeys(methods))
     for method in methods:
         if method not in SCORE_METHODS:
             raise OptionError(f"--scores: expected names from {', '.join(SCORE_METHODS)}, found {method!r}")
-    train = dataset.train_idx
-    if train is None or np.asarray(train).size == 0:
-        raise DatasetError(
-            f"{dataset.path / 'train_idx.npy'}: expected a non-empty training split (import with {{split}})",
-            options=("split",),
-        )
-    train = np.asarray(train, dtype=np.int64)
+    train = training_seeds(dataset, seeds)
     presample_seed = seed + 1 if presample_seed is None else presample_seed
     if presample_seed == seed and "presample" in methods:
         raise OptionError(f"--presample-seed: expected a seed different from --seed {seed}, found {presample_seed}")
@@ -181,7 +179,14 @@ def analyze_access(
     seconds: dict[str, float] = {}
     started = time.perf_counter()
     counts = count_feature_reads(
-        dataset.indptr, dataset.indices, train, fanouts=fanouts, batch_size=batch_size, epochs=epochs, seed=seed
+        dataset.indptr,
+        dataset.indices,
+        train,
+        fanouts=fanouts,
+        batch_size=batch_size,
+        epochs=epochs,
+        seed=seed,
+        sample=seeds.sampler(dataset, list(fanouts), seed) if seeds.is_link else None,
     )
     seconds["replay"] = time.perf_counter() - started
     scores: dict[str, np.ndarray] = {}
@@ -195,6 +200,7 @@ def analyze_access(
             batch_size=batch_size,
             epochs=presample_epochs,
             seed=presample_seed,
+            seeds=seeds,
         )
         scores[method] = result.scores
         seconds[method] = result.seconds
@@ -214,6 +220,7 @@ def analyze_access(
         "damping": damping,
         "wrpr_iterations": wrpr_iterations if wrpr_iterations is not None else 5,
         "scores": methods,
+        **seeds.describe(),
     }
     return AccessAnalysis(counts, scores, curves, config, seconds)
 
@@ -240,7 +247,11 @@ def plot_access(analysis: AccessAnalysis, path: str | Path) -> None:
     fit_title(
         figure,
         axes,
-        [f"{Path(config['dataset']).name}: feature reads", f"fanouts {fanouts}, {config['epochs']} epoch(s)"],
+        [
+            f"{Path(config['dataset']).name}: feature reads",
+            f"fanouts {fanouts}, {config['epochs']} epoch(s)"
+            + (", link seeds" if config.get("task") == "link" else ""),
+        ],
     )
     try:
         figure.savefig(path)

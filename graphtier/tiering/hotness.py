@@ -2,7 +2,8 @@
 
 ``compute_scores(dataset, method)`` dispatches to ``degree``, ``rpr``, ``wrpr``, ``fwr`` and
 ``fwr-sum`` (:mod:`graphtier.graph.scores`, topology plus the training split and, for ``fwr``, the
-fanouts and batch size) and to ``presample``, which runs the real training
+fanouts and batch size; the seeds are the training nodes or, with ``--task link``, the training pairs'
+endpoints and negatives: :mod:`graphtier.tiering.seeds`) and to ``presample``, which runs the real training
 sampler for some epochs and counts feature reads (:mod:`graphtier.tiering.reads`: the measured
 ranking the others approximate). All scores are float64 [N] numpy arrays on the CPU; higher is hotter.
 """
@@ -16,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from graphtier.dataset.format import Dataset
-from graphtier.errors import DatasetError, OptionError
+from graphtier.errors import OptionError
 from graphtier.graph.scores import (
     DEFAULT_DAMPING,
     DEFAULT_RPR_ITERATIONS,
@@ -26,10 +27,12 @@ from graphtier.graph.scores import (
     degree_scores,
     fanout_weighted_reads,
     reverse_pagerank,
+    seeded_fanout_weighted_reads,
     weighted_reverse_pagerank,
 )
 from graphtier.sampling.neighbor import DEFAULT_FANOUTS
 from graphtier.tiering.reads import count_feature_reads
+from graphtier.tiering.seeds import NODE_SEEDS, EpochSeeds, SampleFn
 
 SCORE_METHODS = ("degree", "rpr", "wrpr", "fwr", "fwr-sum", "presample")
 """Every score name; ``fwr`` (fanout-weighted reads, per-batch dedup) is the default of score/reorder."""
@@ -69,29 +72,17 @@ def presample_scores(
     batch_size: int,
     epochs: int,
     seed: int,
+    sample: SampleFn | None = None,
 ) -> np.ndarray:
     """float64 [N]: feature reads per node counted over ``epochs`` epochs of the real sampler.
 
-    Runs :func:`graphtier.tiering.reads.count_feature_reads`; see there for the arguments.
+    Runs :func:`graphtier.tiering.reads.count_feature_reads`; see there for the arguments (``sample``: the
+    link sampler, ``train_idx`` then pair ids).
     """
     counts = count_feature_reads(
-        indptr, indices, train_idx, fanouts=fanouts, batch_size=batch_size, epochs=epochs, seed=seed
+        indptr, indices, train_idx, fanouts=fanouts, batch_size=batch_size, epochs=epochs, seed=seed, sample=sample
     )
     return counts.astype(np.float64)
-
-
-def _require_train(dataset: Dataset, method: str) -> np.ndarray:
-    train = dataset.train_idx
-    if train is None:
-        raise DatasetError(
-            f"{dataset.path / 'train_idx.npy'}: file missing; score {method!r} needs a training split "
-            "(import with {split})",
-            options=("split",),
-        )
-    train = np.asarray(train, dtype=np.int64)
-    if train.size == 0:
-        raise DatasetError(f"{dataset.path / 'train_idx.npy'}: expected training nodes, found an empty split")
-    return train
 
 
 def compute_scores(
@@ -105,12 +96,14 @@ def compute_scores(
     batch_size: int = 1024,
     epochs: int = 1,
     seed: int = 0,
+    seeds: EpochSeeds = NODE_SEEDS,
 ) -> ScoreResult:
     """Score every node of ``dataset`` with ``method`` (one of :data:`SCORE_METHODS`).
 
     ``iterations`` defaults to 100 (the cap) for ``rpr`` and 5 for ``wrpr``. ``fanouts`` and
     ``batch_size`` are used by ``fwr``, ``fwr-sum`` and ``presample``; ``epochs`` and ``seed`` by
-    ``presample`` only. Returns a
+    ``presample`` only. ``seeds``: the training seeds ``wrpr``, ``fwr``, ``fwr-sum`` and ``presample`` start
+    from (training nodes, or ``--task link``'s pairs with their negatives; batch size in pairs). Returns a
     :class:`ScoreResult` whose ``scores`` are float64 [N] on the CPU.
     """
     if method not in SCORE_METHODS:
@@ -129,24 +122,37 @@ def compute_scores(
         scores, rounds, change = reverse_pagerank(indptr, indices, damping=damping, tol=tol, max_iterations=cap)
         params = {"damping": damping, "tol": tol, "max_iterations": cap}
     elif method == "wrpr":
-        train = _require_train(dataset, method)
+        train = seeds.seed_ids(dataset, method)
         rounds = DEFAULT_WRPR_ITERATIONS if iterations is None else iterations
+        check_iterations(rounds)
+        counts = seeds.weights(dataset, 1, method).epoch_count if seeds.is_link else None
         scores, change = weighted_reverse_pagerank(
-            indptr, indices, train, damping=damping, iterations=rounds, with_change=True
+            indptr, indices, train, damping=damping, iterations=rounds, with_change=True, seed_counts=counts
         )
-        params = {"damping": damping, "iterations": rounds, "num_train": int(train.size)}
+        params = {"damping": damping, "iterations": rounds, "num_train": int(train.size), **seeds.describe()}
     elif method in ("fwr", "fwr-sum"):
-        train = _require_train(dataset, method)
+        train = seeds.seed_ids(dataset, method)
         fanouts = list(fanouts or DEFAULT_FANOUTS)
         mode = "batch" if method == "fwr" else "sum"
-        scores = fanout_weighted_reads(indptr, indices, train, fanouts, batch_size=batch_size, mode=mode)
-        params = {"fanouts": fanouts, "batch_size": batch_size, "mode": mode, "num_train": int(train.size)}
+        if seeds.is_link:
+            weights = seeds.weights(dataset, batch_size, method)
+            scores = seeded_fanout_weighted_reads(indptr, indices, weights, fanouts, mode=mode)
+        else:
+            scores = fanout_weighted_reads(indptr, indices, train, fanouts, batch_size=batch_size, mode=mode)
+        params = {
+            "fanouts": fanouts,
+            "batch_size": batch_size,
+            "mode": mode,
+            "num_train": int(train.size),
+            **seeds.describe(),
+        }
     else:
-        train = _require_train(dataset, method)
+        train = seeds.seed_ids(dataset, method)
         fanouts = list(fanouts or DEFAULT_FANOUTS)
+        sample = seeds.sampler(dataset, fanouts, seed) if seeds.is_link else None
         scores = presample_scores(
-            indptr, indices, train, fanouts=fanouts, batch_size=batch_size, epochs=epochs, seed=seed
+            indptr, indices, train, fanouts=fanouts, batch_size=batch_size, epochs=epochs, seed=seed, sample=sample
         )
-        params = {"fanouts": fanouts, "batch_size": batch_size, "epochs": epochs, "seed": seed}
+        params = {"fanouts": fanouts, "batch_size": batch_size, "epochs": epochs, "seed": seed, **seeds.describe()}
     seconds = time.perf_counter() - started
     return ScoreResult(method, scores, params, seconds, rounds, change)

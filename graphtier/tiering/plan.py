@@ -53,6 +53,7 @@ from graphtier.tiering.plan_placement import (
 from graphtier.tiering.plan_topology import TOPOLOGY_TIERS, TopologyPlan, plan_topology
 from graphtier.tiering.plotting import fit_title, load_pyplot
 from graphtier.tiering.reads import count_sampled_reads
+from graphtier.tiering.seeds import NODE_SEEDS, EpochSeeds, training_seeds
 
 DEFAULT_BUDGETS: tuple[str, ...] = ("0%", "1%", "5%", "10%", "25%", "50%", "100%")
 DEFAULT_PCIE_GBPS = 25.0
@@ -334,6 +335,7 @@ def plan_capacity(
     topology_budget: str = "0",
     gpu_topology: GpuTopology | None = None,
     placement_groups: int = DEFAULT_PLACEMENT_GROUPS,
+    seeds: EpochSeeds = NODE_SEEDS,
 ) -> CapacityPlan:
     """Plan the feature and topology tiers of ``dataset`` on ``device`` for each GPU budget in ``budgets``.
 
@@ -341,16 +343,12 @@ def plan_capacity(
     ``graphtier train --seed seed`` does) on the CPU; per-epoch figures are averages over them.
     ``topology_budget``: GPU memory for the prefix of ``indices`` (``--topology-budget``: bytes, a
     fraction of the edges or auto). ``gpu_topology``: also place the features on its GPUs (must have
-    ``device.gpus`` GPUs) in ``placement_groups`` row groups.
+    ``device.gpus`` GPUs) in ``placement_groups`` row groups. ``seeds``: the training nodes (default) or, for
+    ``--task link``, the training pairs replayed through the link sampler (``batch_size`` pairs per batch).
     """
     if dataset.features is None:
         raise DatasetError(f"{dataset.path}: no features.npy; plan sizes the feature tiers, so it needs features")
-    train = dataset.train_idx
-    if train is None or np.asarray(train).size == 0:
-        raise DatasetError(
-            f"{dataset.path / 'train_idx.npy'}: expected a non-empty training split (import with {{split}})",
-            options=("split",),
-        )
+    train = training_seeds(dataset, seeds)
     if not budgets:
         raise OptionError("{budgets}: expected at least one budget", options=("budgets",))
     for text in budgets:  # refuse a bad budget before the replay, not after it
@@ -367,12 +365,13 @@ def plan_capacity(
     reads = count_sampled_reads(
         dataset.indptr,
         dataset.indices,
-        np.asarray(train, dtype=np.int64),
+        train,
         fanouts=list(fanouts),
         batch_size=batch_size,
         epochs=epochs,
         seed=seed,
         first_epoch=1,
+        sample=seeds.sampler(dataset, list(fanouts), seed) if seeds.is_link else None,
     )
     replay = time.perf_counter() - started
     counts = reads.features
@@ -432,6 +431,7 @@ def plan_capacity(
         "topology_budget": topology_budget,
         "gpu_topology": gpu_topology.name if gpu_topology is not None else None,
         "placement_groups": int(placement_groups),
+        **seeds.describe(),
     }
     return CapacityPlan(
         dataset=str(dataset.path),

@@ -7,13 +7,14 @@ The topology counts feed the capacity planner (:mod:`graphtier.tiering.plan_topo
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from graphtier.errors import OptionError
 from graphtier.graph._score_kernels import accumulate_counts
+from graphtier.sampling.batch import MiniBatch
 from graphtier.sampling.neighbor import NeighborSampler
 from graphtier.sampling.seeds import iter_seed_batches
 
@@ -48,6 +49,7 @@ def count_sampled_reads(
     seed: int,
     first_epoch: int = 0,
     topology: bool = True,
+    sample: Callable[[np.ndarray, int], MiniBatch] | None = None,
 ) -> SampledReads:
     """Replay the sampler and count feature reads and (``topology=True``) neighbour-list reads per node.
 
@@ -59,10 +61,15 @@ def count_sampled_reads(
     ``n_id``. Topology reads: every edge of every block is one ``indices`` entry of its destination's
     list, and every block destination reads two ``indptr`` entries. ``indptr``/``indices``: the CSC
     graph (numpy or memory maps, CPU). With ``topology=False`` ``list_entries`` is all zeros.
+
+    ``sample``: another training sampler ``(seed_ids, batch_id) -> MiniBatch`` replayed instead (the link
+    sampler of :meth:`graphtier.tiering.seeds.EpochSeeds.sampler`, whose ``train_idx`` are pair ids); its
+    blocks are counted as they come (a link batch's excluded target edges were read but are not counted).
     """
     if isinstance(epochs, bool) or epochs < 1:
         raise OptionError(f"--epochs: expected a positive integer, found {epochs!r}")
-    sampler = NeighborSampler(indptr, indices, list(fanouts), seed=seed)
+    if sample is None:
+        sample = NeighborSampler(indptr, indices, list(fanouts), seed=seed).sample
     num_nodes = np.asarray(indptr).shape[0] - 1
     features = np.zeros(num_nodes, dtype=np.int64)
     entries = np.zeros(num_nodes, dtype=np.int64)
@@ -70,7 +77,7 @@ def count_sampled_reads(
     batch_id = 0
     for epoch in range(first_epoch, first_epoch + epochs):
         for seeds in iter_seed_batches(train_idx, batch_size, shuffle=True, seed=seed, epoch=epoch):
-            batch = sampler.sample(seeds, batch_id)
+            batch = sample(seeds, batch_id)
             n_id = batch.n_id.numpy()
             accumulate_counts(features, n_id)
             if topology:
@@ -91,6 +98,7 @@ def count_feature_reads(
     epochs: int,
     seed: int,
     first_epoch: int = 0,
+    sample: Callable[[np.ndarray, int], MiniBatch] | None = None,
 ) -> np.ndarray:
     """int64 [N]: how many mini-batches read each node's feature row (see :func:`count_sampled_reads`)."""
     return count_sampled_reads(
@@ -103,4 +111,5 @@ def count_feature_reads(
         seed=seed,
         first_epoch=first_epoch,
         topology=False,
+        sample=sample,
     ).features
