@@ -57,6 +57,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--nodes", type=int, default=100_000, help="nodes of the generated graph")
     parser.add_argument("--avg-degree", type=float, default=15.0)
     parser.add_argument("--feature-dim", type=int, default=128)
+    parser.add_argument("--feature-noise", type=float, default=1.0, help="generate's --feature-noise")
     parser.add_argument("--edge-split", default="0.9,0.05,0.05", help="TRAIN,VALID,TEST edge fractions")
     parser.add_argument("--fanouts", default="15,10,5", help="neighbours per hop, first hop from the seeds")
     parser.add_argument("--batch-size", type=int, default=1024, help="positive pairs per batch")
@@ -89,6 +90,7 @@ def generate_command(dataset: Path, args: argparse.Namespace) -> list[str]:
         "--nodes", str(args.nodes),
         "--avg-degree", str(args.avg_degree),
         "--feature-dim", str(args.feature_dim),
+        "--feature-noise", str(args.feature_noise),
         "--seed", "3",
         "--edge-split", args.edge_split,
         "--quiet",
@@ -146,6 +148,7 @@ def graphtier_result(report: dict[str, Any]) -> dict[str, Any]:
         "batches": [e.get("batches") for e in epochs],
         "test_auc": final.get("test_auc"),
         "test_ap": final.get("test_ap"),
+        "test_popularity_auc": final.get("test_popularity_auc"),
         "final_method": final.get("method"),
         "stage_seconds": stages,
     }
@@ -185,7 +188,7 @@ def make_row(repetition: int, ours: dict[str, Any], peer: dict[str, Any]) -> dic
 
 TABLE_HEADER = (
     f"{'rep':>3s} {'first':9s} {'graphtier s':>11s} {'DGL s':>8s} {'DGL/gt':>6s} {'AUC gt':>6s} {'AUC DGL':>7s} "
-    f"{'batches gt/DGL':>14s}"
+    f"{'AUC pop':>7s} {'batches gt/DGL':>14s}"
 )
 
 
@@ -200,7 +203,7 @@ def format_row(row: dict[str, Any]) -> str:
     return (
         f"{row['repetition']:3d} {row['first']:9s} {row['graphtier_epoch_s']:11.2f} {row['dgl_epoch_s']:8.2f} "
         f"{row['ratio_dgl_over_graphtier']:6.2f} {_number(ours['test_auc'], 6)} {_number(peer['test_auc'], 7)} "
-        f"{batches:>14s}"
+        f"{_number(ours.get('test_popularity_auc'), 7)} {batches:>14s}"
     )
 
 
@@ -218,7 +221,9 @@ def prepare_dataset(args: argparse.Namespace) -> Path:
     if args.dataset is not None:
         dataset = args.dataset
     else:
-        dataset = args.work / f"g{args.nodes}-d{args.avg_degree:g}-f{args.feature_dim}-s{args.edge_split}"
+        dataset = args.work / (
+            f"g{args.nodes}-d{args.avg_degree:g}-f{args.feature_dim}-n{args.feature_noise:g}-s{args.edge_split}"
+        )
         if not dataset.exists():
             args.work.mkdir(parents=True, exist_ok=True)
             run_json(generate_command(dataset, args), dict(os.environ))

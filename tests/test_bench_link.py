@@ -19,6 +19,7 @@ sys.path.insert(0, str(BENCHMARKS))
 from bench_link import (  # noqa: E402
     TABLE_HEADER,
     dgl_command,
+    generate_command,
     format_row,
     graphtier_command,
     graphtier_result,
@@ -55,6 +56,9 @@ def test_defaults_and_bad_options() -> None:
     args = parse_args([])
     assert (args.fanouts, args.batch_size, args.num_negatives, args.threads, args.epochs) == ("15,10,5", 1024, 1, 2, 2)
     assert args.edge_split == "0.9,0.05,0.05" and args.json.name == "link.json"
+    generate = generate_command(Path("/work/g"), args)
+    assert generate[3:5] == ["generate", "/work/g"] and _flag(generate, "--edge-split") == "0.9,0.05,0.05"
+    assert _flag(generate, "--nodes") == "100000" and _flag(generate, "--feature-dim") == "128"
     for bad in (["--epochs", "1"], ["--pairs", "0"]):
         with pytest.raises(SystemExit):
             parse_args(bad)
@@ -63,22 +67,23 @@ def test_defaults_and_bad_options() -> None:
 def test_graphtier_result_reads_epoch_totals_and_the_final_auc() -> None:
     epoch = {"stage_seconds": {"total": 5.0, "sample": 1.0}, "loss": 0.7, "batches": 10}
     later = {"stage_seconds": {"total": 3.0, "sample": 2.0}, "loss": 0.5, "batches": 10}
-    report = {"epochs": [epoch, later, later], "final": {"test_auc": 0.9, "test_ap": 0.8, "method": "full"}}
+    report = {"epochs": [epoch, later, later], "final": {"test_auc": 0.9, "test_ap": 0.8, "test_popularity_auc": 0.7}}
     result = graphtier_result(report)
     assert result["epoch_seconds"] == [5.0, 3.0, 3.0] and result["epoch_losses"] == [0.7, 0.5, 0.5]
     assert result["stage_seconds"] == {"total": 3.0, "sample": 2.0}  # the first epoch left out
-    assert (result["test_auc"], result["test_ap"], result["batches"][-1]) == (0.9, 0.8, 10)
+    assert (result["test_auc"], result["test_ap"], result["test_popularity_auc"]) == (0.9, 0.8, 0.7)
+    assert result["batches"][-1] == 10
 
 
 def test_rows_ratio_order_table_and_median() -> None:
-    ours = {"epoch_seconds": [9.0, 2.0, 2.0], "test_auc": 0.91, "batches": [10, 10, 10]}
+    ours = {"epoch_seconds": [9.0, 2.0, 2.0], "test_auc": 0.91, "test_popularity_auc": None, "batches": [10, 10, 10]}
     peer = {"epoch_seconds": [9.0, 3.0, 5.0], "test_auc": None, "batches": [10, 10, 10]}
     rows = [make_row(0, ours, peer), make_row(1, ours, dict(peer, epoch_seconds=[1.0, 3.0]))]
     assert rows[0]["ratio_dgl_over_graphtier"] == 2.0 and rows[1]["ratio_dgl_over_graphtier"] == 1.5
     assert [r["first"] for r in rows] == ["graphtier", "dgl"]
     line = format_row(rows[0])
     assert len(line) == len(TABLE_HEADER)
-    assert line.split() == ["0", "graphtier", "2.00", "4.00", "2.00", "0.910", "-", "10/10"]
+    assert line.split() == ["0", "graphtier", "2.00", "4.00", "2.00", "0.910", "-", "-", "10/10"]
     assert summary(rows) == {"graphtier_epoch_s": 2.0, "dgl_epoch_s": 3.5, "ratio_dgl_over_graphtier": 1.75}
 
 
