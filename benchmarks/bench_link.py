@@ -17,7 +17,7 @@ graphtier is faster) and the test AUC of both, then the median ratio. Results go
 ``benchmarks/results/link.json``.
 
     bash ../shared/baselines/make-dgl-venv.sh /tmp/dglvenv          # once
-    python benchmarks/bench_link.py --dgl-venv /tmp/dglvenv [--nodes 100000] [--pairs 3]
+    python benchmarks/bench_link.py --dgl-venv /tmp/dglvenv [--nodes 50000] [--pairs 3]
 
 The graph is ``graphtier generate --nodes N --avg-degree 15 --feature-dim 128 --seed 3 --edge-split
 0.9,0.05,0.05`` (GAE protocol: one uniform non-edge per valid/test edge), cached under ``--work``; ``--dataset
@@ -54,7 +54,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--dgl-venv", type=Path, default=Path(os.environ.get("GRAPHTIER_DGL_VENV", "/tmp/dglvenv")))
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "graphtier-bench-link")
     parser.add_argument("--dataset", type=Path, default=None, help="a dataset with an edge split (skips generate)")
-    parser.add_argument("--nodes", type=int, default=100_000, help="nodes of the generated graph")
+    parser.add_argument("--nodes", type=int, default=50_000, help="nodes of the generated graph")
     parser.add_argument("--avg-degree", type=float, default=15.0)
     parser.add_argument("--feature-dim", type=int, default=128)
     parser.add_argument("--feature-noise", type=float, default=1.0, help="generate's --feature-noise")

@@ -58,7 +58,7 @@ def test_defaults_and_bad_options() -> None:
     assert args.edge_split == "0.9,0.05,0.05" and args.json.name == "link.json"
     generate = generate_command(Path("/work/g"), args)
     assert generate[3:5] == ["generate", "/work/g"] and _flag(generate, "--edge-split") == "0.9,0.05,0.05"
-    assert _flag(generate, "--nodes") == "100000" and _flag(generate, "--feature-dim") == "128"
+    assert _flag(generate, "--nodes") == "50000" and _flag(generate, "--feature-dim") == "128"
     for bad in (["--epochs", "1"], ["--pairs", "0"]):
         with pytest.raises(SystemExit):
             parse_args(bad)
