@@ -85,15 +85,22 @@ def dot_scores(pair_graph, h):
 
 def edge_ids(indptr: np.ndarray, indices: np.ndarray, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
     """int64: the id of edge ``src -> dst`` in the CSC graph (DGL numbers a CSC-built graph's edges by position);
-    -1 where there is none. Sources are ascending within each column, so ``dst * N + src`` is sorted."""
+    -1 where there is none."""
     n = indptr.shape[0] - 1
     columns = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr))
     keys = columns * n + indices
     wanted = dst.astype(np.int64) * n + src.astype(np.int64)
     if keys.shape[0] == 0:
         return np.full(wanted.shape, -1, np.int64)
+    order = None
+    if (keys[1:] < keys[:-1]).any():  # sources not ascending within a column (e.g. a reordered dataset)
+        order = np.argsort(keys, kind="stable")
+        keys = keys[order]
     position = np.minimum(np.searchsorted(keys, wanted), keys.shape[0] - 1)
-    return np.where(keys[position] == wanted, position, -1)
+    found = keys[position] == wanted
+    if order is not None:
+        position = order[position]
+    return np.where(found, position, -1)
 
 
 def auc(positive: np.ndarray, negative: np.ndarray) -> float:
