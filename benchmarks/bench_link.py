@@ -155,20 +155,24 @@ def graphtier_result(report: dict[str, Any]) -> dict[str, Any]:
 
 
 def run_graphtier(dataset: Path, args: argparse.Namespace) -> dict[str, Any]:
-    """Train with graphtier; the numbers of its report."""
+    """Train with graphtier; the numbers of its report and the command's ``wall_seconds``."""
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "report.json"
+        start = time.perf_counter()
         run_json(graphtier_command(dataset, args, report), thread_env(args.threads))
-        return graphtier_result(json.loads(report.read_text()))
+        wall = time.perf_counter() - start
+        return dict(graphtier_result(json.loads(report.read_text())), wall_seconds=wall)
 
 
 def run_dgl(python: Path, dataset: Path, args: argparse.Namespace) -> dict[str, Any]:
-    """Train with DGL; the JSON line ``dgl_link.py`` prints."""
+    """Train with DGL; the JSON line ``dgl_link.py`` prints and the command's ``wall_seconds``."""
     env = thread_env(args.threads)
     # graphtier sets OMP_WAIT_POLICY=PASSIVE for itself; DGL runs as its users run it unless asked
     if args.dgl_wait_policy is not None:
         env["OMP_WAIT_POLICY"] = args.dgl_wait_policy
-    return json.loads(run_json(dgl_command(python, dataset, args), env).strip().splitlines()[-1])
+    start = time.perf_counter()
+    output = run_json(dgl_command(python, dataset, args), env)
+    return dict(json.loads(output.strip().splitlines()[-1]), wall_seconds=time.perf_counter() - start)
 
 
 def make_row(repetition: int, ours: dict[str, Any], peer: dict[str, Any]) -> dict[str, Any]:
