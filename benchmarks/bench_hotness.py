@@ -14,7 +14,8 @@ the ideal (the replay's own counts), and each score's seconds. Saves everything 
 ``--task link`` (with ``--num-negatives``, ``--negative-sampling``) replays the link sampler over the datasets'
 training pairs (``link_train.npy``; ``--batch-size`` pairs per batch) and scores from the link seeds:
 
-    python benchmarks/link_split_for_bench.py /tmp/linktier/g200k /tmp/linktier/g200k-link
+    graphtier generate /tmp/linktier/g200k-link --nodes 200000 --avg-degree 15 --feature-dim 0 --seed 3 \\
+        --edge-split 0.85,0.05,0.1
     python benchmarks/bench_hotness.py --dataset g200k-link=/tmp/linktier/g200k-link:1 --fanouts 10,10 \
         --fanouts 15,10,5 --task link --json benchmarks/results/bench_hotness_link.json
 """

@@ -29,6 +29,12 @@ from graphtier.sampling.batch import Block, MiniBatch
 
 NEGATIVE_SAMPLING = ("uniform", "degree")
 """How training negatives' destinations are drawn (``--negative-sampling``)."""
+DEFAULT_NEGATIVE_SAMPLING = "uniform"
+DEFAULT_NUM_NEGATIVES = 1
+"""Negatives drawn per training positive (``--num-negatives``), as DGL's ``negative_sampler.Uniform(1)``."""
+TASK_NAMES = ("node", "link")
+"""What a run trains (``--task``): node classification (seeds: node ids) or link prediction (seeds: rows of the
+edge split's training pairs); the trainer and the tiering tools take the same names."""
 DEGREE_EXPONENT = 0.75
 
 NodeSampler = Callable[[np.ndarray, int], MiniBatch]
@@ -114,6 +120,15 @@ class NegativeDestinations:
             if cumulative.size and cumulative[-1] > 0:  # no edges at all: uniform
                 self._cumulative = cumulative
                 self._last_drawable = int(np.flatnonzero(weights)[-1])
+
+    def probabilities(self, num_nodes: int) -> np.ndarray:
+        """float64 [num_nodes]: the chance one draw lands on each node (0 outside ``[lo, hi)``)."""
+        chances = np.zeros(num_nodes, dtype=np.float64)
+        if self._cumulative is None:
+            chances[self.lo : self.hi] = 1.0 / (self.hi - self.lo)
+        else:
+            chances[self.lo : self.hi] = np.diff(self._cumulative, prepend=0.0) / self._cumulative[-1]
+        return chances
 
     def draw(self, rng: np.random.Generator, count: int) -> np.ndarray:
         """int64 [count] destination ids in ``[lo, hi)``."""

@@ -20,13 +20,17 @@ from graphtier.errors import DatasetError, OptionError
 from graphtier.graph.seed_weights import SeedWeights, link_seed_weights, node_seed_weights
 from graphtier.graphstore.store import GraphStore
 from graphtier.sampling.batch import MiniBatch
-from graphtier.sampling.link import DEGREE_EXPONENT, NEGATIVE_SAMPLING
+from graphtier.sampling.link import (
+    DEFAULT_NEGATIVE_SAMPLING,
+    DEFAULT_NUM_NEGATIVES,
+    NEGATIVE_SAMPLING,
+    TASK_NAMES,
+    NegativeDestinations,
+)
 from graphtier.sampling.neighbor import NeighborSampler
 
-TASKS = ("node", "link")
-"""Training tasks whose seeds the tiering tools model (``--task``)."""
-DEFAULT_NUM_NEGATIVES = 1
-DEFAULT_NEGATIVE_SAMPLING = "uniform"
+TASKS = TASK_NAMES
+"""Training tasks whose seeds the tiering tools model (``--task``): train's names."""
 
 SampleFn = Callable[[np.ndarray, int], MiniBatch]
 
@@ -38,15 +42,7 @@ def negative_chances(how: str, dst_range: tuple[int, int], in_degrees: np.ndarra
     ``dst_range``, normalised; uniform when the range has no edges), as
     :class:`graphtier.sampling.link.NegativeDestinations` draws them. ``in_degrees`` int [N].
     """
-    lo, hi = int(dst_range[0]), int(dst_range[1])
-    chances = np.zeros(num_nodes, dtype=np.float64)
-    weights = np.ones(hi - lo, dtype=np.float64)
-    if how == "degree":
-        degree_weights = np.asarray(in_degrees[lo:hi], dtype=np.float64) ** DEGREE_EXPONENT
-        if degree_weights.sum() > 0:
-            weights = degree_weights
-    chances[lo:hi] = weights / weights.sum()
-    return chances
+    return NegativeDestinations(how, dst_range, in_degrees).probabilities(num_nodes)
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ import torch
 
 from graphtier._checks import check_choice, check_int, check_optional_int
 from graphtier.errors import OptionError
+from graphtier.sampling.link import DEFAULT_NEGATIVE_SAMPLING, DEFAULT_NUM_NEGATIVES, TASK_NAMES
 from graphtier.sampling.link import NEGATIVE_SAMPLING as NEGATIVE_SAMPLING_NAMES
 
 MODEL_NAMES = ("sage", "gcn", "gat", "mlp")
@@ -30,8 +31,6 @@ GCN_DEGREES = ("full", "block")
 """How a sampled GCN block is normalised (:class:`graphtier.train.models.BlockGCNConv`)."""
 GCN_DEGREES_OPTIONS = ("auto", *GCN_DEGREES)
 """``gcn_degrees``: "auto" picks one of :data:`GCN_DEGREES` by how the final accuracy is measured."""
-TASK_NAMES = ("node", "link")
-"""What a run trains (``--task``): node classification, or link prediction on the dataset's edge split."""
 DECODER_NAMES = ("dot", "mlp")
 """How a link model scores a pair of embeddings (``--decoder``): dot product, or an MLP of their Hadamard product."""
 BALANCE_MODES = ("dynamic", "static", "off")
@@ -82,8 +81,8 @@ class TaskSpec:
 
     task: str = "node"
     decoder: str = "dot"
-    num_negatives: int = 1
-    negative_sampling: str = "uniform"
+    num_negatives: int = DEFAULT_NUM_NEGATIVES
+    negative_sampling: str = DEFAULT_NEGATIVE_SAMPLING
     hits_k: int = 10
 
     def __post_init__(self) -> None:
