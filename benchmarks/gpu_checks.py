@@ -74,13 +74,14 @@ STEPS: tuple[Step, ...] = (
     Step("topology", "tiered topology reads (issue 12)", "gpu_steps:topology", 90),
     Step("sampler", "GPU sampler vs CPU sampler (issue 12)", "gpu_steps:gpu_sampler", 120),
     Step("epoch", "end-to-end epoch, whole data path on the GPU (issue 12)", "gpu_steps:epoch", 240),
+    Step("link", "train --task link, GPU sampling + tiered vs CPU (issue 25)", "gpu_steps_train:link_training", 90),
 )
 PLANS: dict[str, tuple[str, ...]] = {
     "1": ("pytest", "modes", "bigreg", "multigpu"),
     "2": ("train", "resume", "predict", "gat", "cachetrace", "cnr"),
     "3": ("gather", "rows", "alignment", "trace"),
     "4": ("hybrid", "topology", "sampler"),
-    "5": ("epoch",),
+    "5": ("epoch", "link"),
 }
 PLAN_LIMIT_S = 360
 

@@ -188,3 +188,28 @@ def multi_gpu(ctx: StepContext) -> None:
     ok = all(np.isfinite(e["loss"]) for e in report["epochs"]) and report["epochs"][-1]["valid_acc"] is not None
     ctx.check("--devices cuda:0,cuda:1 (NCCL) trains 2 epochs", ok,
               f"losses {_losses(report)}, valid {report['epochs'][-1]['valid_acc']}")  # fmt: skip
+
+
+def link_training(ctx: StepContext) -> None:
+    """``train --task link`` on CUDA: GPU sampling (link batches, target edges excluded on the device) over tiered
+    features and topology gives the losses of CPU sampling + cpu-gather (same seed: the same batches)."""
+    from graphtier.dataset.synthetic import generate
+    from graphtier.train import train
+
+    graph = generate(ctx.tmpdir() / "g100k-link", nodes=100_000, avg_degree=15, feature_dim=64, seed=0,
+                     edge_split="0.9,0.05,0.05")  # fmt: skip
+    common: dict[str, Any] = {"task": "link", "model": "sage", "fanouts": (10, 5), "batch_size": 1024, "epochs": 1,
+                              "dropout": 0.0, "seed": 0, "device": str(cuda()), "quiet": True}  # fmt: skip
+    reference = train(graph, sample_on="cpu", features_on="cpu-gather", **common).report
+    on_gpu = train(
+        graph, sample_on="gpu", features_on="tiered", gpu_budget="10%", topology_budget="50%", **common
+    ).report
+    ctx.save("cpu", reference["epochs"])
+    ctx.save("gpu", on_gpu["epochs"])
+    ok, diff = _close(_losses(on_gpu), _losses(reference), CPU_RTOL)
+    ctx.check("link: GPU sampling + tiered losses equal CPU sampling + cpu-gather (seed 0)", ok,
+              f"{_losses(on_gpu)} vs {_losses(reference)}, max relative difference {diff:.2e} (<= {CPU_RTOL})")  # fmt: skip
+    for name, report in (("cpu sampling + cpu-gather", reference), ("gpu sampling + tiered", on_gpu)):
+        final = report["final"]
+        ctx.measured(f"link epoch on CUDA, {name}",
+                     f"{report['epochs'][-1]['stage_seconds']['total']:.2f} s, test AUC {final['test_auc']:.4f}")  # fmt: skip
