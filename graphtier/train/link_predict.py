@@ -18,6 +18,7 @@ import torch
 
 from graphtier.dataset import Dataset
 from graphtier.errors import OptionError
+from graphtier.graphstore import GraphStore
 from graphtier.train.link_model import LinkModel, score_pairs
 from graphtier.train.saved import SavedModel
 
@@ -86,9 +87,9 @@ def pair_scores(model: LinkModel, embeddings: np.ndarray, pairs: np.ndarray) -> 
     return score_pairs(model, torch.from_numpy(embeddings), torch.from_numpy(pairs)).numpy()
 
 
-def _out_neighbours(dataset: Dataset, nodes: np.ndarray, undirected: bool) -> list[np.ndarray]:
-    """Each node's existing destinations in the dataset's graph (in-neighbours in the CSC when undirected)."""
-    indptr, indices = np.asarray(dataset.indptr), dataset.indices
+def _out_neighbours(csc: tuple[np.ndarray, np.ndarray], nodes: np.ndarray, undirected: bool) -> list[np.ndarray]:
+    """Each node's existing destinations in the graph ``csc`` (``GraphStore.csc``; in-neighbours when undirected)."""
+    indptr, indices = csc
     if undirected:
         return [np.asarray(indices[indptr[u] : indptr[u + 1]], dtype=np.int64) for u in nodes]
     # directed: the edges u -> v are the CSC entries equal to u; one pass over the indices per query chunk
@@ -129,6 +130,7 @@ def top_k(
     if undirected is None:
         undirected = link.undirected if link is not None else not dataset.directed
     model.eval()
+    csc = GraphStore(dataset, None).csc  # the topology through the one door (host arrays, nothing placed)
     table = torch.from_numpy(embeddings)
     hidden = int(table.shape[1]) if table.ndim == 2 else 1
     per_pair = hidden if model.decoder == "mlp" else 1
@@ -139,7 +141,7 @@ def top_k(
     for q0 in range(0, nodes.shape[0], queries):
         chunk = nodes[q0 : q0 + queries]
         h_query = table[chunk].float()
-        excluded = _out_neighbours(dataset, chunk, undirected)
+        excluded = _out_neighbours(csc, chunk, undirected)
         best_score = torch.full((chunk.shape[0], k), -torch.inf)
         best_id = torch.full((chunk.shape[0], k), -1, dtype=torch.int64)
         for c0 in range(lo, hi, candidates):
