@@ -8,6 +8,7 @@ graph to write and the :class:`~graphtier.dataset.link_split.LinkSplit` to save 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -272,18 +273,39 @@ def split_written_graph_from_files(
     """
     if files is None:
         return meta
+
+    def read(num_nodes: int) -> tuple[GivenPairs, int]:
+        return read_split_files(
+            files, num_nodes=num_nodes, lookup=lookup, eval_negatives=eval_negatives
+        ), eval_negatives
+
+    return split_written_graph_with(
+        writer, meta, read, seed=seed, provenance={"method": "files", "files": files.to_meta()}
+    )
+
+
+def split_written_graph_with(
+    writer: DatasetWriter,
+    meta: dict[str, Any],
+    read: Callable[[int], tuple[GivenPairs, int]],
+    *,
+    seed: int,
+    provenance: dict[str, Any],
+) -> dict[str, Any]:
+    """The given pairs ``read(num_nodes) -> (pairs, K negatives per positive)`` applied to the graph ``writer``
+    wrote (:func:`split_from_pairs`: held-out positives leave it, missing negatives are drawn), the pair files
+    written; returns ``meta`` with the new ``num_edges`` and ``"link"`` (``provenance`` added to it)."""
     indptr = np.load(writer.path("indptr"), allow_pickle=False)
     indices = np.load(writer.path("indices"), allow_pickle=False)
-    n = indptr.shape[0] - 1
-    given = read_split_files(files, num_nodes=n, lookup=lookup, eval_negatives=eval_negatives)
+    given, k = read(indptr.shape[0] - 1)
     result = split_from_pairs(
         given,
         indptr,
         indices,
         undirected=bool(meta.get("symmetric", False)),
-        eval_negatives=eval_negatives,
+        eval_negatives=k,
         seed=seed,
-        meta={"method": "files", "files": files.to_meta()},
+        meta=provenance,
     )
     del indptr, indices
     return save_split_graph(writer, meta, result)

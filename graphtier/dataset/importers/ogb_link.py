@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from graphtier.dataset.importers.link_files import GivenPairs, save_split_graph, split_from_pairs
+from graphtier.dataset.importers.link_files import GivenPairs, split_written_graph_with
 from graphtier.dataset.torch_file import load_torch_file
 from graphtier.dataset.writer import DatasetWriter
 from graphtier.errors import DatasetError, OptionError
@@ -122,17 +122,10 @@ def split_written_graph_from_ogb(
     :func:`~graphtier.dataset.importers.link_files.split_written_graph_from_files` does for pair files): the
     valid/test positives leave the graph (both directions on a symmetric graph), missing negatives are drawn
     (``eval_negatives`` K per positive); returns ``meta`` with ``num_edges`` and ``"link"``."""
-    indptr = np.load(writer.path("indptr"), allow_pickle=False)
-    indices = np.load(writer.path("indices"), allow_pickle=False)
-    given, k = read_ogb_link_split(scheme_dir, indptr.shape[0] - 1, eval_negatives)
-    result = split_from_pairs(
-        given,
-        indptr,
-        indices,
-        undirected=bool(meta.get("symmetric", False)),
-        eval_negatives=k,
+    return split_written_graph_with(
+        writer,
+        meta,
+        lambda num_nodes: read_ogb_link_split(scheme_dir, num_nodes, eval_negatives),
         seed=seed,
-        meta={"method": "ogb", "scheme": scheme_dir.name},
+        provenance={"method": "ogb", "scheme": scheme_dir.name},
     )
-    del indptr, indices
-    return save_split_graph(writer, meta, result)
