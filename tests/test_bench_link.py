@@ -19,8 +19,8 @@ sys.path.insert(0, str(BENCHMARKS))
 from bench_link import (  # noqa: E402
     TABLE_HEADER,
     dgl_command,
-    generate_command,
     format_row,
+    generate_command,
     graphtier_command,
     graphtier_result,
     make_row,
