@@ -13,6 +13,7 @@ import numpy as np
 
 from graphtier.dataset import _edge_split_kernels as kernels
 from graphtier.dataset.checks import index_range
+from graphtier.dataset.csc import csc_to_edges
 from graphtier.errors import OptionError
 
 REJECTION_DRAWS_PER_NEGATIVE = 8
@@ -46,6 +47,21 @@ def pair_keys(pairs: np.ndarray, num_nodes: int, *, undirected: bool) -> np.ndar
     if undirected:
         src, dst = np.concatenate([src, dst]), np.concatenate([dst, src])
     return np.unique(dst * np.int64(num_nodes) + src)
+
+
+def graph_pairs(indptr: np.ndarray, indices: np.ndarray, *, undirected: bool) -> np.ndarray:
+    """int64 [E', 2] ``(src, dst)``: the edges of the CSC graph that can be link targets. Each unordered pair
+    ``u < v`` once when ``undirected``, every directed edge otherwise; a repeated edge once; no self-loops."""
+    src, dst = csc_to_edges(indptr, indices)
+    keep = src < dst if undirected else src != dst
+    keep[1:] &= (src[1:] != src[:-1]) | (dst[1:] != dst[:-1])  # CSC order: repeated edges are adjacent
+    return np.stack([src[keep], dst[keep]], axis=1)
+
+
+def edge_keys(indptr: np.ndarray, indices: np.ndarray) -> np.ndarray:
+    """int64 [E] keys ``dst * N + src`` of the CSC graph's edges, sorted (lists ascending), as :func:`pair_keys`."""
+    src, dst = csc_to_edges(indptr, indices)
+    return dst * np.int64(max(indptr.shape[0] - 1, 1)) + src
 
 
 def remove_pairs(
@@ -173,7 +189,9 @@ def _negative_destinations(
     return out
 
 
-def _canonical_keys(src: np.ndarray, dst: np.ndarray, n: int, undirected: bool) -> np.ndarray:
+def canonical_pair_keys(src: np.ndarray, dst: np.ndarray, n: int, undirected: bool) -> np.ndarray:
+    """int64 keys ``dst * n + src`` of the pairs; with ``undirected`` a pair and its reverse get one key."""
+    src, dst = np.asarray(src, np.int64), np.asarray(dst, np.int64)
     if undirected:
         src, dst = np.minimum(src, dst), np.maximum(src, dst)
     return dst * np.int64(n) + src
@@ -204,7 +222,7 @@ def _negative_pairs(
         dst = rng.integers(dst_range[0], dst_range[1], size, dtype=np.int64)
         ok = ~kernels.pairs_excluded(indptr, indices, forbidden_keys, src, dst, undirected)
         src, dst = src[ok], dst[ok]
-        keys = _canonical_keys(src, dst, n, undirected)
+        keys = canonical_pair_keys(src, dst, n, undirected)
         _, first = np.unique(keys, return_index=True)
         first = np.sort(first)
         first = first[~np.isin(keys[first], seen)][: count - got]
@@ -246,7 +264,7 @@ def _enumerated_pairs(
         src_parts.append(np.full(valid.shape[0], source, np.int64))
         dst_parts.append(valid)
     src, dst = np.concatenate(src_parts), np.concatenate(dst_parts)
-    _, first = np.unique(_canonical_keys(src, dst, n, undirected), return_index=True)
+    _, first = np.unique(canonical_pair_keys(src, dst, n, undirected), return_index=True)
     if first.shape[0] < count:
         raise OptionError(
             f"{{{option}}}: expected {what}, found only {first.shape[0]} (the graph is too dense)", options=(option,)

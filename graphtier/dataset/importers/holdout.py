@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from graphtier.dataset.csc import csc_to_edges, reciprocity
-from graphtier.dataset.edge_split import draw_eval_negatives, remove_pairs
+from graphtier.dataset.csc import reciprocity
+from graphtier.dataset.edge_split import draw_eval_negatives, graph_pairs, remove_pairs
 from graphtier.dataset.importers.splits import check_fractions, parse_fractions, random_split
 from graphtier.dataset.link_split import EVAL_SPLITS, LINK_META_KEY, LINK_SPLITS, LinkPairs, LinkSplit
 from graphtier.dataset.writer import DatasetWriter
@@ -99,11 +99,7 @@ def hold_out_edges(
     k = check_eval_negatives(eval_negatives)
     if undirected is None:
         undirected = reciprocity(indptr, indices)[2]
-    src, dst = csc_to_edges(indptr, indices)
-    keep = src < dst if undirected else src != dst
-    keep[1:] &= (src[1:] != src[:-1]) | (dst[1:] != dst[:-1])  # CSC order: repeated edges are adjacent
-    candidates = np.stack([src[keep], dst[keep]], axis=1)
-    del src, dst, keep
+    candidates = graph_pairs(indptr, indices, undirected=undirected)
     parts = random_split(candidates.shape[0], fractions, seed)
     for name, ids, fraction in zip(LINK_SPLITS, parts, fractions):
         if fraction > 0 and ids.shape[0] == 0:

@@ -15,7 +15,14 @@ from typing import Any
 import numpy as np
 
 from graphtier.dataset import _edge_split_kernels as edge_kernels
-from graphtier.dataset.edge_split import draw_eval_negatives, pair_keys, remove_pairs
+from graphtier.dataset.edge_split import (
+    canonical_pair_keys,
+    draw_eval_negatives,
+    edge_keys,
+    graph_pairs,
+    pair_keys,
+    remove_pairs,
+)
 from graphtier.dataset.importers.pair_files import (
     POSITIVE_KEYS,
     EdgeSplitFiles,
@@ -68,22 +75,6 @@ def read_split_files(
     return given
 
 
-def row_keys(pairs: np.ndarray, num_nodes: int, undirected: bool) -> np.ndarray:
-    """int64 [P]: one key per row ``(src, dst)`` (``src * N + dst``; ``(min, max)`` first when undirected)."""
-    src, dst = pairs[:, 0].astype(np.int64), pairs[:, 1].astype(np.int64)
-    if undirected:
-        src, dst = np.minimum(src, dst), np.maximum(src, dst)
-    return src * np.int64(max(num_nodes, 1)) + dst
-
-
-def edge_keys(indptr: np.ndarray, indices: np.ndarray) -> np.ndarray:
-    """int64 [E] keys ``dst * N + src`` of the CSC graph's edges (column ``dst`` lists its sources, ascending:
-    the keys are sorted), as :func:`~graphtier.dataset.edge_split.pair_keys` makes them."""
-    n = indptr.shape[0] - 1
-    dst = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr))
-    return dst * np.int64(max(n, 1)) + indices.astype(np.int64)
-
-
 def contains(sorted_keys: np.ndarray, keys: np.ndarray) -> np.ndarray:
     """bool [K]: which ``keys`` are in ``sorted_keys``."""
     if sorted_keys.size == 0:
@@ -95,7 +86,9 @@ def contains(sorted_keys: np.ndarray, keys: np.ndarray) -> np.ndarray:
 def check_disjoint(given: GivenPairs, num_nodes: int, undirected: bool) -> None:
     """No pair in two of train/valid/test (both directions count as one pair on an undirected graph)."""
     names = [s for s in POSITIVE_KEYS if s in given.positives]
-    keys = {s: row_keys(given.positives[s], num_nodes, undirected) for s in names}
+    keys = {
+        s: canonical_pair_keys(given.positives[s][:, 0], given.positives[s][:, 1], num_nodes, undirected) for s in names
+    }
     for i, first in enumerate(names):
         for second in names[i + 1 :]:
             both = np.isin(keys[first], keys[second])
@@ -156,17 +149,6 @@ def check_negatives(
             )
 
 
-def graph_pairs(indptr: np.ndarray, indices: np.ndarray, undirected: bool) -> np.ndarray:
-    """int64 [E', 2] ``(src, dst)`` of every edge of the CSC graph; each undirected edge once (``src <= dst``)."""
-    n = indptr.shape[0] - 1
-    dst = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr))
-    src = indices.astype(np.int64)
-    if undirected:
-        keep = src <= dst
-        src, dst = src[keep], dst[keep]
-    return np.stack([src, dst], axis=1)
-
-
 @dataclass
 class SplitGraph:
     """The result of :func:`split_from_pairs`: the message-passing graph and the split to save beside it."""
@@ -218,7 +200,7 @@ def split_from_pairs(
     new_indptr, new_indices, removed = remove_pairs(indptr, indices, held_out, undirected=undirected)
     train = given.positives.get("train")
     if train is None:
-        train = graph_pairs(new_indptr, new_indices, undirected)
+        train = graph_pairs(new_indptr, new_indices, undirected=undirected)
     else:
         missing = ~contains(edge_keys(new_indptr, new_indices), train[:, 1] * np.int64(max(n, 1)) + train[:, 0])
         if np.any(missing):

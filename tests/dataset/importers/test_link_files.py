@@ -11,6 +11,7 @@ import torch
 
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers.edgelist import import_edgelist
+from graphtier.dataset.importers.link_files import GivenPairs, split_from_pairs
 from graphtier.dataset.importers.movielens import import_movielens
 from graphtier.dataset.importers.ogb import import_ogb
 from graphtier.dataset.importers.options import ImportOptions
@@ -219,3 +220,16 @@ def test_movielens_u1(tmp_path: Path) -> None:
 def test_edge_split_and_edge_split_files_exclude_each_other() -> None:
     with pytest.raises(OptionError, match="edge_split= and edge_split_files=: expected at most one, found both"):
         ImportOptions(edge_split="0.8,0.1,0.1", edge_split_files="valid=a,test=b")
+
+
+def test_default_train_pairs_follow_the_random_split_rule() -> None:
+    # the graph 0-1 (stored twice), 1-2, 2-3, 3-4 and a self-loop on 3; valid holds out 1-2, test 3-4
+    src = np.array([1, 1, 0, 0, 2, 1, 3, 2, 3, 4, 3])
+    dst = np.array([0, 0, 1, 1, 1, 2, 2, 3, 3, 3, 4])
+    order = np.lexsort((src, dst))
+    indptr = np.zeros(6, np.int64)
+    np.cumsum(np.bincount(dst, minlength=5), out=indptr[1:])
+    given = GivenPairs(positives={"valid": np.array([[1, 2]]), "test": np.array([[3, 4]])})
+    result = split_from_pairs(given, indptr, src[order].astype(np.int32), undirected=True, eval_negatives=0, seed=0)
+    # each undirected edge once, no repeat and no self-loop: the pairs --edge-split would train on
+    assert result.split.pairs("train").positives.tolist() == [[0, 1], [2, 3]]
