@@ -3,6 +3,7 @@ exact layer-wise full-graph outputs (logits, or a link model's embeddings, then 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any, Callable
 
 import numpy as np
@@ -11,7 +12,7 @@ from torch import nn
 
 from graphtier.graphstore import GraphStore
 from graphtier.train.collective import Collective
-from graphtier.train.feed import BatchFeed, SampleFn
+from graphtier.train.feed import BatchFeed, DeviceBatch, SampleFn
 from graphtier.train.inference import layerwise_inference
 from graphtier.train.link_model import LinkModel, encoder_of, score_pairs
 from graphtier.train.task import LinkTask, NodeTask, Task, eval_pairs, evaluate_link_scores
@@ -73,7 +74,7 @@ class Evaluator:
     ) -> None:
         self.task: Task = task if task is not None else NodeTask()
         self.link_sampler = link_sampler
-        self._link_samplers: dict[str, SampleFn] = {}
+        self._link_samplers: dict[str, tuple[SampleFn, int]] = {}  # split -> (sampler, pairs)
         self.store = store
         self.feed = feed
         self.sample = sample
@@ -102,6 +103,14 @@ class Evaluator:
             return evaluate_link_scores(self.task, split, pairs, self.link_scores_sampled(model, split))
         return {f"{split}_acc": self.accuracy(model, split)}
 
+    def _sampled_batches(self, seed_batches: list[np.ndarray], sample: SampleFn, label: str) -> Iterator[DeviceBatch]:
+        """The device batches of ``seed_batches`` drawn by ``sample`` (eval fanouts), with the progress of ``label``."""
+        tick = self.progress(label, len(seed_batches)) if self.progress else None
+        for step, item in enumerate(self.feed.producer(seed_batches, sample, 0, training=False)):
+            yield self.feed.to_device(item)
+            if tick:
+                tick(step + 1, {})
+
     @torch.no_grad()
     def link_scores_sampled(self, model: nn.Module, split: str) -> np.ndarray:
         """float32 [P + Q]: logits of the split's positives then negatives (:func:`eval_pairs` order), from
@@ -109,18 +118,15 @@ class Evaluator:
         model.eval()
         if split not in self._link_samplers:
             assert self.link_sampler is not None
-            self._link_samplers[split] = self.link_sampler(*eval_pairs(self.store.link_split(split)))
-        count = eval_pairs(self.store.link_split(split))[0].shape[0]
+            pairs, labels = eval_pairs(self.store.link_split(split))
+            self._link_samplers[split] = (self.link_sampler(pairs, labels), pairs.shape[0])
+        sample, count = self._link_samplers[split]
         size = self.batch_size
         seed_batches = [np.arange(i, min(count, i + size), dtype=np.int64) for i in range(0, count, size)]
-        tick = self.progress(split, len(seed_batches)) if self.progress else None
-        scores = []
-        for step, item in enumerate(self.feed.producer(seed_batches, self._link_samplers[split], 0, training=False)):
-            batch = self.feed.to_device(item)
-            out = model(batch.x, batch.blocks, batch.degree)
-            scores.append(self.task.outputs(model, out, batch).float().cpu())
-            if tick:
-                tick(step + 1, {})
+        scores = [
+            self.task.outputs(model, model(batch.x, batch.blocks, batch.degree), batch).float().cpu()
+            for batch in self._sampled_batches(seed_batches, sample, split)
+        ]
         return torch.cat(scores).numpy() if scores else np.empty(0, np.float32)
 
     @torch.no_grad()
@@ -131,13 +137,10 @@ class Evaluator:
             return torch.empty(0, dtype=torch.int64)
         size = self.batch_size
         seed_batches = [node_ids[i : i + size] for i in range(0, node_ids.shape[0], size)]
-        tick = self.progress(label, len(seed_batches)) if self.progress else None
-        predictions = []
-        for step, item in enumerate(self.feed.producer(seed_batches, self.sample, 0, training=False)):
-            batch = self.feed.to_device(item)
-            predictions.append(model(batch.x, batch.blocks, batch.degree)[batch.seed_index].argmax(dim=1).cpu())
-            if tick:
-                tick(step + 1, {})
+        predictions = [
+            model(batch.x, batch.blocks, batch.degree)[batch.seed_index].argmax(dim=1).cpu()
+            for batch in self._sampled_batches(seed_batches, self.sample, label)
+        ]
         return torch.cat(predictions)
 
     def accuracy(self, model: nn.Module, split: str) -> float | None:
