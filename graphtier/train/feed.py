@@ -47,13 +47,13 @@ class BatchFeed:
     """Prepare mini-batches from seed batches in a producer thread and copy them to ``device``.
 
     Args:
-        store: the graph's store: gather, labels, feature row bytes.
+        store: the graph's store: gather, feature row bytes.
         device: where the model runs.
         prefetch: how many prepared batches may wait (0: prepare each in the consumer's thread).
         num_threads: threads of the producer's sampler and gather (None: the store's default).
         block_csr: build each block's CSR in the producer (CPU SAGE/GCN kernels).
         block_degree: float [N] full-graph in-degrees on ``device`` handed to the model per batch, or None.
-        targets: ``targets(seeds, batch) -> tensor``, the task's targets of a batch (None: the seeds' labels).
+        targets: ``targets(seeds, batch) -> tensor``, the task's targets of a batch (:meth:`Task.targets`).
     """
 
     def __init__(
@@ -65,7 +65,7 @@ class BatchFeed:
         num_threads: int | None,
         block_csr: bool,
         block_degree: torch.Tensor | None,
-        targets: Callable[[np.ndarray, MiniBatch], torch.Tensor] | None = None,
+        targets: Callable[[np.ndarray, MiniBatch], torch.Tensor],
     ) -> None:
         self.targets = targets
         self.store = store
@@ -83,14 +83,13 @@ class BatchFeed:
             seed_batches,
             sample,
             self.store.gather,
-            self.store.labels,
+            self.targets,
             first_batch_id=first_batch_id,
             depth=self.prefetch,
             row_bytes=self.store.row_bytes,
             num_threads=self.num_threads,
             block_csr=self.block_csr,
             block_transpose=self.block_csr and training,
-            targets=self.targets,
         )
 
     def to_device(self, item: PreparedBatch) -> DeviceBatch:

@@ -59,9 +59,8 @@ class BatchProducer:
         seed_batches: the seed node ids of each mini-batch, in order.
         sample: ``sample(seeds, batch_id) -> MiniBatch``.
         gather: ``gather(n_id) -> features`` [len(n_id), D] CPU tensor.
-        labels: ``labels(seeds) -> int64 [B]`` numpy labels of the seeds (e.g. :meth:`GraphStore.labels`).
-        targets: ``targets(seeds, batch) -> tensor``: the batch's targets, in place of ``labels`` (a task's,
-            :meth:`graphtier.train.task.Task.targets`), or None.
+        targets: ``targets(seeds, batch) -> tensor``: the batch's targets (the task's,
+            :meth:`graphtier.train.task.Task.targets`: the seeds' labels, or a link batch's pair labels).
         first_batch_id: batch id of ``seed_batches[0]`` (batch ids make sampling reproducible).
         depth: queue bound: how many prepared batches may wait; 0 prepares each batch in the consumer's
             thread when it is needed (no background thread, no overlap).
@@ -78,7 +77,7 @@ class BatchProducer:
         seed_batches: Iterable[np.ndarray],
         sample: Callable[[np.ndarray, int], MiniBatch],
         gather: Callable[[torch.Tensor], torch.Tensor],
-        labels: Callable[[np.ndarray], np.ndarray],
+        targets: Callable[[np.ndarray, MiniBatch], torch.Tensor],
         *,
         first_batch_id: int = 0,
         depth: int = 4,
@@ -86,7 +85,6 @@ class BatchProducer:
         num_threads: int | None = None,
         block_csr: bool = False,
         block_transpose: bool = False,
-        targets: Callable[[np.ndarray, MiniBatch], torch.Tensor] | None = None,
     ) -> None:
         self._seed_batches = seed_batches
         self._targets = targets
@@ -94,7 +92,6 @@ class BatchProducer:
         self._block_transpose = block_transpose
         self._sample = sample
         self._gather = gather
-        self._labels = labels
         self._first_batch_id = first_batch_id
         self._row_bytes = row_bytes
         self._num_threads = num_threads
@@ -124,10 +121,7 @@ class BatchProducer:
                     csr.transposed()
         sampled = time.perf_counter()
         x = self._gather(batch.n_id)
-        if self._targets is not None:
-            y = self._targets(np.asarray(seeds), batch)
-        else:
-            y = torch.from_numpy(np.asarray(self._labels(np.asarray(seeds)), dtype=np.int64))
+        y = self._targets(np.asarray(seeds), batch)
         done = time.perf_counter()
         return PreparedBatch(
             batch=batch,

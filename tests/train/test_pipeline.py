@@ -21,6 +21,11 @@ def _fake_sample(seeds: np.ndarray, batch_id: int) -> MiniBatch:
     return MiniBatch(n_id=ids, blocks=[], seed_index=torch.arange(ids.shape[0]), seeds=ids)
 
 
+def _labels_of(table: np.ndarray):
+    """``targets(seeds, batch)``: the seeds' labels from ``table`` (what the node task gives the producer)."""
+    return lambda seeds, batch: torch.from_numpy(table[seeds])
+
+
 def _gather(ids: torch.Tensor) -> torch.Tensor:
     return ids.float().unsqueeze(1)
 
@@ -28,7 +33,7 @@ def _gather(ids: torch.Tensor) -> torch.Tensor:
 def test_batches_arrive_in_order_with_labels() -> None:
     labels = np.arange(100, dtype=np.int64) * 2
     batches = [np.array([i, i + 1]) for i in range(0, 20, 2)]
-    got = list(BatchProducer(batches, _fake_sample, _gather, labels.__getitem__, depth=2, row_bytes=4))
+    got = list(BatchProducer(batches, _fake_sample, _gather, _labels_of(labels), depth=2, row_bytes=4))
     assert [b.batch.seeds.tolist() for b in got] == [b.tolist() for b in batches]
     assert got[3].y.tolist() == [12, 14] and got[0].feature_bytes == 8
 
@@ -39,7 +44,7 @@ def test_producer_error_is_raised_in_consumer() -> None:
             raise ValueError("sampler exploded")
         return _fake_sample(seeds, batch_id)
 
-    producer = BatchProducer([np.array([i]) for i in range(5)], failing, _gather, np.zeros(10, np.int64).__getitem__)
+    producer = BatchProducer([np.array([i]) for i in range(5)], failing, _gather, _labels_of(np.zeros(10, np.int64)))
     with pytest.raises(ValueError, match="sampler exploded"):
         list(producer)
 
@@ -47,7 +52,7 @@ def test_producer_error_is_raised_in_consumer() -> None:
 def test_consumer_stopping_early_does_not_hang() -> None:
     before = threading.active_count()
     producer = BatchProducer(
-        [np.array([i]) for i in range(1000)], _fake_sample, _gather, np.zeros(1000, np.int64).__getitem__, depth=1
+        [np.array([i]) for i in range(1000)], _fake_sample, _gather, _labels_of(np.zeros(1000, np.int64)), depth=1
     )
     for index, _ in enumerate(producer):
         if index == 3:
@@ -61,7 +66,7 @@ def test_consumer_stopping_early_does_not_hang() -> None:
 
 def test_keyboard_interrupt_in_consumer_stops_producer() -> None:
     producer = BatchProducer(
-        [np.array([i]) for i in range(1000)], _fake_sample, _gather, np.zeros(1000, np.int64).__getitem__, depth=1
+        [np.array([i]) for i in range(1000)], _fake_sample, _gather, _labels_of(np.zeros(1000, np.int64)), depth=1
     )
     with pytest.raises(KeyboardInterrupt):
         for _ in producer:
@@ -96,7 +101,7 @@ def test_interrupt_while_the_producer_waits_for_shares_does_not_hang() -> None:
         raise TimeoutError("leaving the iteration hangs on a producer blocked in shares_for")
 
     previous = signal.signal(signal.SIGALRM, on_alarm)
-    producer = BatchProducer(seed_batches(), _fake_sample, _gather, np.zeros(4, np.int64).__getitem__, depth=2)
+    producer = BatchProducer(seed_batches(), _fake_sample, _gather, _labels_of(np.zeros(4, np.int64)), depth=2)
     try:
         signal.setitimer(signal.ITIMER_REAL, 0.3)
         with pytest.raises(_Interrupted):
@@ -119,7 +124,7 @@ def test_interrupt_while_the_producer_waits_for_shares_does_not_hang() -> None:
 def test_depth_zero_prepares_batches_inline() -> None:
     before = threading.active_count()
     labels = np.arange(10, dtype=np.int64)
-    producer = BatchProducer([np.array([i]) for i in range(4)], _fake_sample, _gather, labels.__getitem__, depth=0)
+    producer = BatchProducer([np.array([i]) for i in range(4)], _fake_sample, _gather, _labels_of(labels), depth=0)
     assert threading.active_count() == before  # no background thread
     assert [item.y.tolist() for item in producer] == [[0], [1], [2], [3]]
     producer.close()
@@ -138,7 +143,7 @@ def test_producer_builds_block_csr_off_the_training_loop(transpose: bool) -> Non
         [np.array([1, 2, 3]), np.array([4, 5])],
         sampler.sample,
         _gather,
-        np.zeros(50, np.int64).__getitem__,
+        _labels_of(np.zeros(50, np.int64)),
         block_csr=True,
         block_transpose=transpose,
     )
