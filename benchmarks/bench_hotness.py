@@ -30,9 +30,10 @@ import platform
 from pathlib import Path
 
 from graphtier.dataset.format import Dataset
+from graphtier.sampling.link import DEFAULT_NEGATIVE_SAMPLING, DEFAULT_NUM_NEGATIVES, TASK_NAMES
 from graphtier.tiering.access import analyze_access
 from graphtier.tiering.hotness import SCORE_METHODS
-from graphtier.tiering.seeds import DEFAULT_NEGATIVE_SAMPLING, DEFAULT_NUM_NEGATIVES, TASKS, EpochSeeds
+from graphtier.tiering.seeds import EpochSeeds
 
 
 def parse_dataset(text: str) -> tuple[str, Path, int]:
@@ -49,7 +50,7 @@ def main() -> None:
     parser.add_argument("--percent", default="10", help="tier size reported in the table, in %% of nodes")
     parser.add_argument("--scores", default=",".join(SCORE_METHODS))
     parser.add_argument("--json", type=Path, default=None)
-    parser.add_argument("--task", choices=TASKS, default=TASKS[0])
+    parser.add_argument("--task", choices=TASK_NAMES, default=TASK_NAMES[0])
     parser.add_argument("--num-negatives", type=int, default=DEFAULT_NUM_NEGATIVES)
     parser.add_argument("--negative-sampling", default=DEFAULT_NEGATIVE_SAMPLING)
     args = parser.parse_args()

@@ -87,14 +87,13 @@ def score_options(func: Any) -> Any:
 def task_options(func: Any) -> Any:
     """``--task``, ``--num-negatives`` and ``--negative-sampling`` (the names and defaults of ``graphtier train``):
     the training seeds the scores and replays model (``analyze``, ``plan``, ``score``, ``reorder``)."""
-    from graphtier.sampling.link import NEGATIVE_SAMPLING
-    from graphtier.tiering.seeds import DEFAULT_NEGATIVE_SAMPLING, DEFAULT_NUM_NEGATIVES, TASKS
+    from graphtier.sampling.link import DEFAULT_NEGATIVE_SAMPLING, DEFAULT_NUM_NEGATIVES, NEGATIVE_SAMPLING, TASK_NAMES
 
     options = [
         click.option(
             "--task",
-            type=click.Choice(TASKS),
-            default=TASKS[0],
+            type=click.Choice(TASK_NAMES),
+            default=TASK_NAMES[0],
             show_default=True,
             help="Training task: node (seeds: train_idx.npy) or link (seeds: link_train.npy pairs, both endpoints "
             "plus negatives; --batch-size counts pairs).",

@@ -29,9 +29,6 @@ from graphtier.sampling.link import (
 )
 from graphtier.sampling.neighbor import NeighborSampler
 
-TASKS = TASK_NAMES
-"""Training tasks whose seeds the tiering tools model (``--task``): train's names."""
-
 SampleFn = Callable[[np.ndarray, int], MiniBatch]
 
 
@@ -55,8 +52,8 @@ class EpochSeeds:
     negative_sampling: str = DEFAULT_NEGATIVE_SAMPLING
 
     def __post_init__(self) -> None:
-        if self.task not in TASKS:
-            raise OptionError.invalid("task", f"one of {', '.join(TASKS)}", self.task)
+        if self.task not in TASK_NAMES:
+            raise OptionError.invalid("task", f"one of {', '.join(TASK_NAMES)}", self.task)
         negatives = self.num_negatives
         if isinstance(negatives, bool) or not isinstance(negatives, (int, np.integer)) or negatives < 0:
             raise OptionError.invalid("num_negatives", "an integer >= 0", negatives)
