@@ -19,6 +19,7 @@ from graphtier.dataset import swap
 from graphtier.dataset.checks import index_range, is_non_decreasing
 from graphtier.dataset.finite import SAMPLE_BLOCK_BYTES, SAMPLE_BLOCKS, find_non_finite
 from graphtier.dataset.link_split import LINK_FILE_STEMS, LinkSplit, read_link_split, validate_link_split
+from graphtier.dataset.schema import Relation, Schema
 from graphtier.errors import DatasetError
 
 FORMAT_VERSION = 1
@@ -79,6 +80,12 @@ class Dataset:
         train_idx, valid_idx, test_idx: int64 node ids, or None when the split is absent.
         link: the edge split of link prediction (:class:`~graphtier.dataset.link_split.LinkSplit`), or None.
         extra: other ``.npy`` arrays in the directory (``node_ids``, ``perm``, ...), by file stem.
+        schema: node types and relations (:class:`~graphtier.dataset.schema.Schema`; one of each when homogeneous).
+            A heterogeneous dataset's ``indptr`` has one row per (relation, destination), ``indices`` global ids,
+            ``features`` is None and ``type_features`` holds each type's table; labels and splits are local
+            ids of the target type.
+        type_features: float32/float16 [count, dim] per node type with features (the homogeneous type ``_N``
+            maps to ``features``).
     """
 
     path: Path
@@ -92,6 +99,14 @@ class Dataset:
     test_idx: np.ndarray | None = None
     link: LinkSplit | None = None
     extra: dict[str, np.ndarray] = field(default_factory=dict)
+    schema: Schema = field(default=None)  # type: ignore[assignment]  # set in __post_init__ when None
+    type_features: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.schema is None:
+            self.schema = Schema.from_meta(self.meta, self.path / META_FILE)
+        if not self.schema.hetero and self.features is not None and not self.type_features:
+            self.type_features = {self.schema.target: self.features}
 
     # ------------------------------------------------------------------ properties
     @property
@@ -117,6 +132,19 @@ class Dataset:
     @property
     def directed(self) -> bool:
         return bool(self.meta["directed"])
+
+    @property
+    def is_hetero(self) -> bool:
+        """True when the dataset has several node types or relations (a ``hetero`` entry in ``meta.json``)."""
+        return self.schema.hetero
+
+    def relation_csc(self, relation: Relation) -> tuple[np.ndarray, np.ndarray]:
+        """``(indptr, indices)`` of ``relation``'s in-edges: int64 [count(dst) + 1] starting at its first edge's
+        position (subtract ``indptr[0]`` for a 0-based CSC) and views of the dataset's arrays; ``indices`` are
+        GLOBAL source ids (subtract the source type's offset for local ids)."""
+        rows = self.schema.node_type(relation.dst).count
+        indptr = self.indptr[relation.row_offset : relation.row_offset + rows + 1]
+        return indptr, self.indices[int(indptr[0]) : int(indptr[-1])]
 
     def split(self, name: str) -> np.ndarray | None:
         """The int64 node ids of split ``name`` (``train``, ``valid`` or ``test``), or None."""
@@ -150,7 +178,13 @@ class Dataset:
         meta = read_meta(root)
         indptr = _load_array(root / "indptr.npy", mmap)
         indices = _load_array(root / "indices.npy", mmap)
+        schema = Schema.from_meta(meta, root / META_FILE)
         features = _load_array(root / "features.npy", mmap) if int(meta["feature_dim"]) > 0 else None
+        type_features = {
+            t.name: _load_array(root / f"{schema.feature_file(t.name)}.npy", mmap)
+            for t in schema.node_types
+            if schema.hetero and t.feature_dim > 0
+        }
         labels = _load_array(root / "labels.npy", mmap, writable=True) if int(meta["num_classes"]) > 0 else None
         splits = {}
         for name in SPLITS:
@@ -158,6 +192,7 @@ class Dataset:
             splits[name] = _load_array(split_path, mmap, writable=True) if split_path.is_file() else None
         link = read_link_split(root, meta, lambda p: _load_array(p, mmap))
         known = {"indptr", "indices", "features", "labels"} | {f"{s}_idx" for s in SPLITS} | LINK_FILE_STEMS
+        known |= {schema.feature_file(t.name) for t in schema.node_types if schema.hetero}
         extra = {p.stem: _load_array(p, mmap) for p in sorted(root.glob("*.npy")) if p.stem not in known}
         dataset = cls(
             path=root,
@@ -171,6 +206,8 @@ class Dataset:
             test_idx=splits["test"],
             link=link,
             extra=extra,
+            schema=schema,
+            type_features=type_features,
         )
         if validate:
             dataset.validate()
@@ -180,9 +217,13 @@ class Dataset:
         """Check every array against ``meta.json``; raise :class:`DatasetError` on the first problem."""
         root = self.path
         n, e = self.num_nodes, self.num_edges
+        schema = self.schema
+        if schema.hetero:
+            _expect(root / META_FILE, "num_nodes (the sum of the node type counts)", schema.num_nodes, n)
+            _expect(root / META_FILE, "num_edges (the sum of the relations' edges)", schema.num_edges, e)
         p = root / "indptr.npy"
         _expect(p, "dtype", "int64", str(self.indptr.dtype))
-        _expect(p, "shape", (n + 1,), tuple(self.indptr.shape))
+        _expect(p, "shape", (schema.num_rows + 1,), tuple(self.indptr.shape))
         if int(self.indptr[0]) != 0:
             raise DatasetError(f"{p}: expected indptr[0] == 0, found {int(self.indptr[0])}")
         if int(self.indptr[-1]) != e:
@@ -192,28 +233,30 @@ class Dataset:
         p = root / "indices.npy"
         _expect(p, "dtype", str(index_dtype(n)), str(self.indices.dtype))
         _expect(p, "shape", (e,), tuple(self.indices.shape))
-        if e > 0:
+        if schema.hetero:
+            self._validate_relations()
+        elif e > 0:
             lo, hi = index_range(self.indices)
             if lo < 0 or hi >= n:
                 raise DatasetError(f"{p}: expected node ids in [0, {n}), found values in [{lo}, {hi}]")
+        for node_type in schema.node_types if schema.hetero else ():
+            table = self.type_features.get(node_type.name)
+            if table is not None:
+                p = root / f"{schema.feature_file(node_type.name)}.npy"
+                _expect(p, "dtype", node_type.feature_dtype, str(table.dtype))
+                _expect(p, "shape", (node_type.count, node_type.feature_dim), tuple(table.shape))
+                self._validate_finite(p, table)
+        n_labelled = schema.target_type.count
         if self.features is not None:
             p = root / "features.npy"
             _expect(p, "dtype", self.meta["feature_dtype"], str(self.features.dtype))
             _expect(p, "shape", (n, self.feature_dim), tuple(self.features.shape))
-            found = find_non_finite(self.features)
-            if found is not None:
-                row, sampled = found
-                how = f" (sampled {SAMPLE_BLOCKS} blocks of {SAMPLE_BLOCK_BYTES >> 20} MiB)" if sampled else ""
-                raise DatasetError(
-                    f"{p}: expected finite feature values, found NaN/Inf in row {row}{how}; "
-                    "re-import with {non_finite=replace}",
-                    options=("non_finite",),
-                )
+            self._validate_finite(p, self.features)
         if self.labels is not None:
             p = root / "labels.npy"
             _expect(p, "dtype", "int64", str(self.labels.dtype))
-            _expect(p, "shape", (n,), tuple(self.labels.shape))
-            if n > 0:
+            _expect(p, "shape", (n_labelled,), tuple(self.labels.shape))
+            if n_labelled > 0:
                 lo, hi = index_range(self.labels)
                 if lo < -1 or hi >= self.num_classes:
                     raise DatasetError(
@@ -223,7 +266,7 @@ class Dataset:
             validate_link_split(root, self.link, n)
         if "perm" in self.extra:
             self._validate_perm(root / "perm.npy", self.extra["perm"])
-        seen = np.zeros(n, dtype=np.bool_) if any(self.split(s) is not None for s in SPLITS) else None
+        seen = np.zeros(n_labelled, dtype=np.bool_) if any(self.split(s) is not None for s in SPLITS) else None
         for name in SPLITS:
             idx = self.split(name)
             if idx is None:
@@ -235,8 +278,9 @@ class Dataset:
             if idx.size == 0:
                 continue
             lo, hi = index_range(idx)
-            if lo < 0 or hi >= n:
-                raise DatasetError(f"{p}: expected node ids in [0, {n}), found values in [{lo}, {hi}]")
+            if lo < 0 or hi >= n_labelled:
+                what = f"ids of type {schema.target!r}" if schema.hetero else "node ids"
+                raise DatasetError(f"{p}: expected {what} in [0, {n_labelled}), found values in [{lo}, {hi}]")
             assert seen is not None
             idx_arr = np.asarray(idx)
             if np.unique(idx_arr).size != idx_arr.size:
@@ -245,6 +289,38 @@ class Dataset:
             if overlap:
                 raise DatasetError(f"{p}: expected splits to be disjoint, found {overlap} ids also in an earlier split")
             seen[idx_arr] = True
+
+    @staticmethod
+    def _validate_finite(p: Path, table: np.ndarray) -> None:
+        found = find_non_finite(table)
+        if found is not None:
+            row, sampled = found
+            how = f" (sampled {SAMPLE_BLOCKS} blocks of {SAMPLE_BLOCK_BYTES >> 20} MiB)" if sampled else ""
+            raise DatasetError(
+                f"{p}: expected finite feature values, found NaN/Inf in row {row}{how}; "
+                "re-import with {non_finite=replace}",
+                options=("non_finite",),
+            )
+
+    def _validate_relations(self) -> None:
+        """Every relation's sources lie in its source type's global id range."""
+        p = self.path / "indices.npy"
+        for rel in self.schema.relations:
+            indptr, sources = self.relation_csc(rel)
+            found = int(indptr[-1] - indptr[0])
+            if found != rel.num_edges:
+                raise DatasetError(
+                    f"{self.path / 'indptr.npy'}: relation {rel}: expected {rel.num_edges} edges, found {found}"
+                )
+            if sources.size == 0:
+                continue
+            src = self.schema.node_type(rel.src)
+            lo, hi = index_range(sources)
+            if lo < src.offset or hi >= src.stop:
+                raise DatasetError(
+                    f"{p}: relation {rel}: expected source ids of type {rel.src!r} in [{src.offset}, {src.stop}) "
+                    f"(local [0, {src.count})), found values in [{lo}, {hi}]"
+                )
 
     def _validate_perm(self, p: Path, perm: np.ndarray) -> None:
         """``perm.npy`` (a reorder's new id -> original id) must be a permutation of ``[0, N)``."""
