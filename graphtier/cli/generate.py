@@ -1,6 +1,7 @@
 """``graphtier generate OUTPUT --nodes N --avg-degree D ...``: a synthetic power-law dataset.
 
-Mirrors :func:`graphtier.dataset.synthetic.generate`; see its module docstring for the model.
+Mirrors :func:`graphtier.dataset.synthetic.generate`; see its module docstring for the model. With ``--hetero
+mag``: :func:`graphtier.dataset.synthetic_mag.generate_mag`, a typed MAG-like graph.
 """
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ from typing import Any
 import click
 
 from graphtier.cli.options import SEED
-from graphtier.dataset import synthetic
+from graphtier.dataset import synthetic, synthetic_mag
 from graphtier.dataset.format import FEATURE_DTYPES
+from graphtier.errors import OptionError
 
 _SUFFIXES = {"k": 10**3, "m": 10**6, "g": 10**9, "b": 10**9}
 
@@ -48,8 +50,31 @@ COUNT = CountType()
 @click.option(
     "--avg-degree",
     type=float,
-    required=True,
-    help="Expected in-degree before duplicate edges/self-loops are dropped (edges ~ nodes * this).",
+    default=None,
+    help="Expected in-degree before duplicate edges/self-loops are dropped (edges ~ nodes * this); required "
+    "without --hetero. With --hetero mag: the citations per paper (default "
+    f"{synthetic_mag.DEFAULT_DEGREES['cites']:g}).",
+)
+@click.option(
+    "--hetero",
+    type=click.Choice([synthetic_mag.KIND]),
+    default=None,
+    help="Generate a typed graph instead: 'mag' = papers (--nodes, the labelled type with features), authors, "
+    "institutions and fields with cites / writes / affiliated_with / has_topic relations.",
+)
+@click.option(
+    "--relation-degrees",
+    default=None,
+    metavar="NAME=D,...",
+    help="--hetero: edges drawn per node of the relation's counted type (cites, writes, has_topic: per paper; "
+    "affiliated_with: per author); default "
+    + ",".join(f"{name}={degree:g}" for name, degree in synthetic_mag.DEFAULT_DEGREES.items())
+    + ".",
+)
+@click.option(
+    "--add-reverse/--no-reverse",
+    default=None,
+    help="--hetero: also store (dst, rev_NAME, src) for every relation (default: yes).",
 )
 @click.option("--num-classes", type=int, default=synthetic.DEFAULT_NUM_CLASSES, show_default=True)
 @click.option(
@@ -124,10 +149,36 @@ def command(output: str, quiet: bool, **options: Any) -> None:
     proportionally to the weights, inside one class with probability --homophily. Features are
     class centroid + Gaussian noise, so the graph helps predict labels. The output depends only
     on the options and --seed.
+
+    With --hetero mag: a typed graph of --nodes papers (features, labels, splits), as many authors,
+    1/50 as many institutions and 1/100 as many fields, the same model per relation, and the
+    reverse of every relation unless --no-reverse.
     """
     started = time.perf_counter()
     progress = None if quiet else (lambda message: click.echo(f"  {message}", err=True))
-    dataset = synthetic.generate(output, progress=progress, **options)
+    hetero, degrees, add_reverse = options.pop("hetero"), options.pop("relation_degrees"), options.pop("add_reverse")
+    if hetero is None:
+        for flag, value in (("--relation-degrees", degrees), ("--add-reverse/--no-reverse", add_reverse)):
+            if value is not None:
+                raise OptionError(f"generate: option {flag} applies to --hetero only, found {value!r}")
+        if options["avg_degree"] is None:
+            raise OptionError("generate: option --avg-degree expected a number (required without --hetero), found none")
+        dataset = synthetic.generate(output, progress=progress, **options)
+    else:
+        cites = options.pop("avg_degree")
+        if cites is not None:
+            degrees = f"cites={cites}" + (f",{degrees}" if degrees else "")
+        dataset = synthetic_mag.generate_mag(
+            output, degrees=degrees, add_reverse=add_reverse is not False, progress=progress, **options
+        )
+        seconds = time.perf_counter() - started
+        counts = ", ".join(f"{t.count:,} {t.name}" for t in dataset.schema.node_types)
+        click.echo(
+            f"wrote {dataset.path}: {counts}; {dataset.num_edges:,} edges of {len(dataset.schema.relations)} "
+            f"relations, {dataset.type_features[synthetic_mag.TARGET].shape[1] if dataset.type_features else 0} "
+            f"paper features, {dataset.num_classes} classes in {seconds:.1f}s"
+        )
+        return
     seconds = time.perf_counter() - started
     click.echo(
         f"wrote {dataset.path}: {dataset.num_nodes:,} nodes, {dataset.num_edges:,} edges "

@@ -8,7 +8,8 @@ Kernels (numba) and their references (numpy, ``*_reference``):
 
 - :func:`random_bits` / :func:`random_bits_reference`: uint64 hashes of counters.
 - :func:`build_alias_tables` / :func:`build_alias_tables_reference`: Vose alias tables, one per class.
-- :func:`sample_edges` / :func:`sample_edges_reference`: degree-corrected SBM edge endpoints.
+- :func:`sample_bipartite_edges` / :func:`sample_bipartite_edges_reference`: degree-corrected SBM edge endpoints
+  between two node sets (:func:`sample_edges`: one set, both ends).
 - :func:`fill_features` / :func:`fill_features_reference`: class centroid + Gaussian noise rows.
 
 The kernels that turn the sampled edges into a CSC are in :mod:`graphtier.dataset._synthetic_csc_kernels`.
@@ -220,6 +221,57 @@ def _pick_member(c: np.int64, u: float, offsets: np.ndarray, slots: np.ndarray) 
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
+def sample_bipartite_edges(
+    key: np.uint64,
+    first_edge: np.int64,
+    dst_cum: np.ndarray,
+    dst_mass: np.ndarray,
+    dst_offsets: np.ndarray,
+    dst_slots: np.ndarray,
+    src_cum: np.ndarray,
+    src_mass: np.ndarray,
+    src_offsets: np.ndarray,
+    src_slots: np.ndarray,
+    homophily: float,
+    src_out: np.ndarray,
+    dst_out: np.ndarray,
+) -> None:
+    """Draw edges ``first_edge .. first_edge + len(src_out) - 1`` of a degree-corrected SBM between two node sets.
+
+    The destination's class is drawn proportionally to the destination set's class weight masses (``dst_mass``
+    float64 [C], ``dst_cum`` its inclusive cumulative sum), the destination inside it proportionally to the node
+    weights (alias ``dst_slots`` from :func:`pack_alias_slots`, grouped by class at ``dst_offsets`` int64 [C + 1]).
+    The source comes from the source set (``src_*``, same C classes) in the destination's class with probability
+    ``homophily``, otherwise from another class drawn proportionally to its source mass. Writes node ids (local to
+    each set) into ``src_out`` and ``dst_out`` (same integer dtype, length B). A class empty in the source set
+    must have zero ``src_mass``; the kernel then falls back to another class.
+    """
+    total = dst_cum[dst_cum.shape[0] - 1]
+    src_total = src_cum[src_cum.shape[0] - 1]
+    for i in numba.prange(src_out.shape[0]):
+        base = (first_edge + i) * UNIFORMS_PER_EDGE
+        dst_class = _pick_class(dst_cum, _uniform(key, base) * total)
+        dst = _pick_member(dst_class, _uniform(key, base + 1), dst_offsets, dst_slots)
+        u_class = _uniform(key, base + 2)
+        src_class = dst_class
+        own_mass = src_mass[dst_class]
+        other_mass = src_total - own_mass
+        if (u_class >= homophily or own_mass <= 0.0) and other_mass > 0.0:
+            if u_class >= homophily:
+                target = (u_class - homophily) / (1.0 - homophily) * other_mass
+            else:
+                target = u_class / homophily * other_mass
+            start_mass = src_cum[dst_class] - own_mass
+            if target >= start_mass:
+                target += own_mass
+            src_class = _pick_class(src_cum, target)
+            if src_class == dst_class:  # rounding at a class boundary
+                src_class = dst_class + 1 if dst_class + 1 < src_cum.shape[0] else dst_class - 1
+        src = _pick_member(src_class, _uniform(key, base + 3), src_offsets, src_slots)
+        src_out[i] = src
+        dst_out[i] = dst
+
+
 def sample_edges(
     key: np.uint64,
     first_edge: np.int64,
@@ -231,34 +283,59 @@ def sample_edges(
     src_out: np.ndarray,
     dst_out: np.ndarray,
 ) -> None:
-    """Draw edges ``first_edge .. first_edge + len(src_out) - 1`` of a degree-corrected SBM.
+    """Draw edges of a degree-corrected SBM on one node set: :func:`sample_bipartite_edges` with the same tables
+    (``class_cum``, ``class_mass``, ``offsets``, ``slots``) on both ends."""
+    sample_bipartite_edges(
+        key, first_edge, class_cum, class_mass, offsets, slots, class_cum, class_mass, offsets, slots,
+        homophily, src_out, dst_out,
+    )  # fmt: skip
 
-    The destination's class is drawn proportionally to the class weight masses (``class_mass`` float64
-    [C], ``class_cum`` its inclusive cumulative sum), the destination inside it proportionally to the
-    node weights (alias ``slots`` [N] from :func:`pack_alias_slots`, grouped by class at ``offsets``
-    int64 [C + 1]). The source comes from the destination's class with probability
-    ``homophily``, otherwise from another class drawn proportionally to its mass.
-    Writes node ids into ``src_out`` and ``dst_out`` (same integer dtype, length B).
-    """
-    total = class_cum[class_cum.shape[0] - 1]
-    for i in numba.prange(src_out.shape[0]):
-        base = (first_edge + i) * UNIFORMS_PER_EDGE
-        dst_class = _pick_class(class_cum, _uniform(key, base) * total)
-        dst = _pick_member(dst_class, _uniform(key, base + 1), offsets, slots)
-        u_class = _uniform(key, base + 2)
-        src_class = dst_class
-        other_mass = total - class_mass[dst_class]
-        if u_class >= homophily and other_mass > 0.0:
-            target = (u_class - homophily) / (1.0 - homophily) * other_mass
-            start_mass = class_cum[dst_class] - class_mass[dst_class]
-            if target >= start_mass:
-                target += class_mass[dst_class]
-            src_class = _pick_class(class_cum, target)
-            if src_class == dst_class:  # rounding at a class boundary
-                src_class = dst_class + 1 if dst_class + 1 < class_cum.shape[0] else dst_class - 1
-        src = _pick_member(src_class, _uniform(key, base + 3), offsets, slots)
-        src_out[i] = src
-        dst_out[i] = dst
+
+def sample_bipartite_edges_reference(
+    key: int,
+    first_edge: int,
+    count: int,
+    dst_tables: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    src_tables: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    homophily: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Numpy reference of :func:`sample_bipartite_edges`: int64 ``(src, dst)`` arrays [count]; each of
+    ``dst_tables`` / ``src_tables`` is ``(cum, mass, offsets, slots)``."""
+    dst_cum, _, dst_offsets, dst_slots = dst_tables
+    src_cum, src_mass, src_offsets, src_slots = src_tables
+    edges = np.arange(first_edge, first_edge + count, dtype=np.int64)
+    base = edges * UNIFORMS_PER_EDGE
+    u = [uniforms_reference(key, base + j) for j in range(UNIFORMS_PER_EDGE)]
+    last = src_cum.shape[0] - 1
+
+    def pick_class(cum: np.ndarray, target: np.ndarray) -> np.ndarray:
+        return np.minimum(np.searchsorted(cum, target, side="right"), cum.shape[0] - 1)
+
+    def pick_member(classes: np.ndarray, uu: np.ndarray, offsets: np.ndarray, slots: np.ndarray) -> np.ndarray:
+        start = offsets[classes]
+        size = offsets[classes + 1] - start
+        x = uu * size
+        k = np.minimum(x.astype(np.int64), size - 1)
+        pos = start + k
+        keep = (x - k) < slots["accept"][pos]
+        return np.where(keep, slots["keep"][pos], slots["alias"][pos]).astype(np.int64)
+
+    dst_class = pick_class(dst_cum, u[0] * dst_cum[-1])
+    dst = pick_member(dst_class, u[1], dst_offsets, dst_slots)
+    own_mass = src_mass[dst_class]
+    other_mass = src_cum[-1] - own_mass
+    leave = u[2] >= homophily
+    cross = (leave | (own_mass <= 0.0)) & (other_mass > 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        target = np.where(leave, (u[2] - homophily) / (1.0 - homophily), u[2] / homophily) * other_mass
+    start_mass = src_cum[dst_class] - own_mass
+    target = np.where(target >= start_mass, target + own_mass, target)
+    other_class = pick_class(src_cum, np.where(cross, target, 0.0))
+    clash = other_class == dst_class
+    other_class = np.where(clash, np.where(dst_class + 1 <= last, dst_class + 1, dst_class - 1), other_class)
+    src_class = np.where(cross, other_class, dst_class)
+    src = pick_member(src_class, u[3], src_offsets, src_slots)
+    return src, dst
 
 
 def sample_edges_reference(
@@ -272,38 +349,8 @@ def sample_edges_reference(
     homophily: float,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Numpy reference of :func:`sample_edges`: int64 ``(src, dst)`` arrays [count]."""
-    edges = np.arange(first_edge, first_edge + count, dtype=np.int64)
-    base = edges * UNIFORMS_PER_EDGE
-    u = [uniforms_reference(key, base + j) for j in range(UNIFORMS_PER_EDGE)]
-    total = class_cum[-1]
-    last = class_cum.shape[0] - 1
-
-    def pick_class(target: np.ndarray) -> np.ndarray:
-        return np.minimum(np.searchsorted(class_cum, target, side="right"), last)
-
-    def pick_member(classes: np.ndarray, uu: np.ndarray) -> np.ndarray:
-        start = offsets[classes]
-        size = offsets[classes + 1] - start
-        x = uu * size
-        k = np.minimum(x.astype(np.int64), size - 1)
-        pos = start + k
-        keep = (x - k) < slots["accept"][pos]
-        return np.where(keep, slots["keep"][pos], slots["alias"][pos]).astype(np.int64)
-
-    dst_class = pick_class(u[0] * total)
-    dst = pick_member(dst_class, u[1])
-    other_mass = total - class_mass[dst_class]
-    cross = (u[2] >= homophily) & (other_mass > 0.0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        target = (u[2] - homophily) / (1.0 - homophily) * other_mass
-    start_mass = class_cum[dst_class] - class_mass[dst_class]
-    target = np.where(target >= start_mass, target + class_mass[dst_class], target)
-    other_class = pick_class(np.where(cross, target, 0.0))
-    clash = other_class == dst_class
-    other_class = np.where(clash, np.where(dst_class + 1 <= last, dst_class + 1, dst_class - 1), other_class)
-    src_class = np.where(cross, other_class, dst_class)
-    src = pick_member(src_class, u[3])
-    return src, dst
+    tables = (class_cum, class_mass, offsets, slots)
+    return sample_bipartite_edges_reference(key, first_edge, count, tables, tables, homophily)
 
 
 # ---------------------------------------------------------------------------------------------- CSC build

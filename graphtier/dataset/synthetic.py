@@ -166,7 +166,8 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
 
-def _validate_options(opts: dict[str, Any]) -> None:
+def validate_options(opts: dict[str, Any]) -> None:
+    """Raise a one-line :class:`OptionError` naming the CLI flag of the first bad option in ``opts``."""
     _check(_is_int(opts["nodes"]) and opts["nodes"] >= 1, "--nodes", "an integer >= 1", opts["nodes"])
     _check(opts["nodes"] < 2**62, "--nodes", "fewer than 2^62 nodes", opts["nodes"])
     degree = opts["avg_degree"]
@@ -325,7 +326,7 @@ def generate(
         max_degree=max_degree,
     )
     opts["edge_split"], opts["eval_negatives"] = link_options(edge_split, eval_negatives)
-    _validate_options(opts)
+    validate_options(opts)
     nodes, seed, chunk_edges = int(nodes), int(seed), int(chunk_edges)
     avg_degree = float(avg_degree)
     _require_resources(output, nodes, avg_degree, bool(undirected), feature_dim, feature_dtype)
@@ -363,7 +364,9 @@ def generate(
         stage(f"wrote labels and splits ({train.size:,} / {valid.size:,} / {test.size:,})")
 
         if feature_dim > 0:
-            _write_features(writer, labels, num_classes, feature_dim, feature_noise, feature_dtype, seed, chunk_edges)
+            write_features(
+                writer, "features", labels, num_classes, feature_dim, feature_noise, feature_dtype, seed, chunk_edges
+            )
             stage(f"wrote features [{nodes:,}, {feature_dim}] {feature_dtype}")
 
         meta = {
@@ -395,6 +398,24 @@ def generate(
         return dataset
 
 
+def class_tables(
+    labels: np.ndarray, weights: np.ndarray, num_classes: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The sampling tables of one node set for :func:`~graphtier.dataset._synthetic_kernels.sample_bipartite_edges`.
+
+    ``labels`` int64 [N] classes, ``weights`` float64 [N] degree weights. Returns ``(class_cum, class_mass,
+    offsets, slots)``: float64 [C] inclusive cumulative class weight masses and the masses, int64 [C + 1] class
+    boundaries of the members sorted by class, and the packed alias slots [N] (node ids int32 when N < 2^31).
+    """
+    members = np.argsort(labels.astype(np.int16), kind="stable").astype(index_dtype(labels.shape[0]))
+    offsets = np.zeros(num_classes + 1, dtype=np.int64)
+    np.cumsum(np.bincount(labels, minlength=num_classes), out=offsets[1:])
+    accept, alias = kernels.build_alias_tables(weights[members], offsets)
+    slots = kernels.pack_alias_slots(accept, alias, members)
+    class_mass = np.bincount(labels, weights=weights, minlength=num_classes).astype(np.float64)
+    return np.cumsum(class_mass), class_mass, offsets, slots
+
+
 def _build_graph(
     labels: np.ndarray,
     weights: np.ndarray,
@@ -413,14 +434,7 @@ def _build_graph(
     """
     nodes = labels.shape[0]
     node_dtype = index_dtype(nodes)
-    members = np.argsort(labels.astype(np.int16), kind="stable").astype(node_dtype)
-    offsets = np.zeros(num_classes + 1, dtype=np.int64)
-    np.cumsum(np.bincount(labels, minlength=num_classes), out=offsets[1:])
-    accept, alias = kernels.build_alias_tables(weights[members], offsets)
-    slots = kernels.pack_alias_slots(accept, alias, members)
-    del accept, alias, members
-    class_mass = np.bincount(labels, weights=weights, minlength=num_classes).astype(np.float64)
-    class_cum = np.cumsum(class_mass)
+    class_cum, class_mass, offsets, slots = class_tables(labels, weights, num_classes)
     stage("alias tables")
 
     pairs = int(round(nodes * avg_degree / 2)) if undirected else int(round(nodes * avg_degree))
@@ -461,8 +475,9 @@ def _build_graph(
     return indptr, indices, pairs
 
 
-def _write_features(
+def write_features(
     writer: DatasetWriter,
+    name: str,
     labels: np.ndarray,
     num_classes: int,
     feature_dim: int,
@@ -471,17 +486,18 @@ def _write_features(
     seed: int,
     chunk_edges: int,
 ) -> None:
-    """Write ``features.npy`` [N, D] chunk by chunk through a file handle (bounded RSS)."""
+    """Write ``<name>.npy`` [N, D]: class centroid of ``labels`` + noise, chunk by chunk through a file handle
+    (bounded RSS; ``chunk_edges`` feature values per block)."""
     nodes = labels.shape[0]
     centroids = class_centroids(seed, num_classes, feature_dim)
     key = np.uint64(kernels.stream_key(seed, _STREAM_FEATURES))
-    header = writer.open_memmap("features", (nodes, feature_dim), feature_dtype)
+    header = writer.open_memmap(name, (nodes, feature_dim), feature_dtype)
     offset = header.offset
     del header
     rows_per_chunk = max(1, min(nodes, chunk_edges // feature_dim))
     # double buffering: numba fills one block (GIL released) while a thread writes the other
     blocks = [np.empty((rows_per_chunk, feature_dim), dtype=np.float32) for _ in range(2)]
-    with open(writer.path("features"), "r+b") as handle, ThreadPoolExecutor(max_workers=1) as pool:
+    with open(writer.path(name), "r+b") as handle, ThreadPoolExecutor(max_workers=1) as pool:
         handle.seek(offset)
         pending: Future[int] | None = None
         for number, start in enumerate(range(0, nodes, rows_per_chunk)):
