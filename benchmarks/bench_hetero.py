@@ -1,0 +1,296 @@
+"""Heterogeneous training epochs: graphtier's R-GCN against DGL 2.1's sampled R-GCN on one MAG-like graph, in one run.
+
+Both sides train an R-GCN (per layer: the mean of each relation's sampled in-neighbours times a weight per
+relation, summed over relations, plus a self-loop weight; ReLU and dropout between layers; a learnable embedding
+table for every featureless type) on the same typed dataset with the same fanouts (``--fanouts`` for every
+relation, ``--fanouts-per-relation`` overrides), batch size, hidden size, learning rate, dropout, epochs and
+threads. graphtier runs ``graphtier train --model rgcn``; DGL runs ``benchmarks/dgl_hetero.py``
+(``MultiLayerNeighborSampler`` on a ``dgl.heterograph``, ``HeteroGraphConv`` of ``GraphConv``, inside DGL's own
+venv, as a subprocess: DGL is never a dependency of graphtier). Test accuracy: each side's own final evaluation
+(graphtier's report ``final.test_acc``; DGL: the same sampler over the test papers).
+
+Each of ``--pairs`` repetitions runs both sides one after the other (graphtier first in even repetitions, DGL
+first in odd ones, so that a drifting machine load favours neither); it prints the mean epoch seconds of each
+(the first epoch, which compiles kernels and warms caches, is left out), the ratio DGL / graphtier (> 1:
+graphtier is faster) and both test accuracies, then the medians. Results go to ``benchmarks/results/hetero.json``.
+
+    bash ../shared/baselines/make-dgl-venv.sh /tmp/dglvenv          # once
+    python benchmarks/bench_hetero.py --dgl-venv /tmp/dglvenv [--nodes 200000] [--pairs 3]
+
+The graph is ``graphtier generate --hetero mag --nodes N --feature-dim 128 --seed 3`` with 10% / 5% / 10% of
+the papers in train / valid / test (papers, as many authors, N/50 institutions, N/100 fields; cites, writes,
+affiliated_with, has_topic and their reverses), cached under ``--work``; ``--dataset DIR`` uses any typed dataset
+instead. Training: fanouts 10,10, batch 1024, hidden 64, lr 0.01, no dropout, 3 epochs, 2 threads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_epoch import run_json, thread_env  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+TRAINING_OPTIONS = (
+    "fanouts", "fanouts_per_relation", "batch_size", "hidden", "lr", "dropout", "epochs", "threads"
+)  # fmt: skip
+"""Options both sides get with the same value (the argparse destinations)."""
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The harness's options (``argv`` None: the command line)."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dgl-venv", type=Path, default=Path(os.environ.get("GRAPHTIER_DGL_VENV", "/tmp/dglvenv")))
+    parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "graphtier-bench-hetero")
+    parser.add_argument("--dataset", type=Path, default=None, help="a typed dataset (skips generate)")
+    parser.add_argument("--nodes", type=int, default=200_000, help="papers of the generated graph")
+    parser.add_argument("--feature-dim", type=int, default=128)
+    parser.add_argument("--splits", default="0.1,0.05,0.1", help="TRAIN,VALID,TEST fractions of the papers")
+    parser.add_argument("--fanouts", default="10,10", help="neighbours per hop and relation, first hop from the seeds")
+    parser.add_argument("--fanouts-per-relation", default="", help="NAME=F or NAME=F1/F2 overrides, comma separated")
+    parser.add_argument("--batch-size", type=int, default=1024)
+    parser.add_argument("--hidden", type=int, default=64)
+    parser.add_argument("--lr", type=float, default=0.01)
+    parser.add_argument("--dropout", type=float, default=0.0)
+    parser.add_argument("--epochs", type=int, default=3, help="epochs per run; the first is left out of the mean")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--pairs", type=int, default=1, help="repetitions of (graphtier, DGL) in this run")
+    parser.add_argument("--json", type=Path, default=ROOT / "benchmarks" / "results" / "hetero.json")
+    parser.add_argument(
+        "--dgl-wait-policy",
+        choices=("PASSIVE", "ACTIVE"),
+        default=None,
+        help="run DGL with this OMP_WAIT_POLICY (default: the environment as it is; graphtier sets PASSIVE for itself)",
+    )
+    args = parser.parse_args(argv)
+    if args.epochs < 2:
+        parser.error(f"--epochs: expected at least 2 (the first is left out of the mean), found {args.epochs}")
+    if args.pairs < 1:
+        parser.error(f"--pairs: expected at least 1, found {args.pairs}")
+    fractions = args.splits.split(",")
+    if len(fractions) != 3:
+        parser.error(f"--splits: expected TRAIN,VALID,TEST, found {args.splits!r}")
+    return args
+
+
+def generate_command(dataset: Path, args: argparse.Namespace) -> list[str]:
+    """``graphtier generate --hetero mag`` of the benchmark graph."""
+    train, valid, test = args.splits.split(",")
+    return [
+        sys.executable, "-m", "graphtier", "generate", "--hetero", "mag", str(dataset),
+        "--nodes", str(args.nodes),
+        "--feature-dim", str(args.feature_dim),
+        "--train-fraction", train, "--valid-fraction", valid, "--test-fraction", test,
+        "--seed", "3",
+        "--quiet",
+    ]  # fmt: skip
+
+
+def _relation_option(flag: str, args: argparse.Namespace) -> list[str]:
+    return [flag, args.fanouts_per_relation] if args.fanouts_per_relation else []
+
+
+def graphtier_command(dataset: Path, args: argparse.Namespace, report: Path) -> list[str]:
+    """``graphtier train --model rgcn`` with the shared training options, writing its report to ``report``."""
+    return [
+        sys.executable, "-m", "graphtier", "train", str(dataset),
+        "--model", "rgcn",
+        "--featureless", "embedding",
+        "--fanouts", args.fanouts,
+        *_relation_option("--fanouts-per-relation", args),
+        "--batch-size", str(args.batch_size),
+        "--hidden", str(args.hidden),
+        "--lr", str(args.lr),
+        "--dropout", str(args.dropout),
+        "--epochs", str(args.epochs),
+        "--eval-every", str(args.epochs),
+        "--num-threads", str(args.threads),
+        "--report", str(report),
+        "--quiet",
+    ]  # fmt: skip
+
+
+def dgl_command(python: Path, dataset: Path, args: argparse.Namespace) -> list[str]:
+    """``benchmarks/dgl_hetero.py`` in DGL's venv with the shared training options."""
+    return [
+        str(python), str(ROOT / "benchmarks" / "dgl_hetero.py"), str(dataset),
+        "--fanouts", args.fanouts,
+        *_relation_option("--fanouts-per-relation", args),
+        "--batch-size", str(args.batch_size),
+        "--hidden", str(args.hidden),
+        "--lr", str(args.lr),
+        "--dropout", str(args.dropout),
+        "--epochs", str(args.epochs),
+        "--threads", str(args.threads),
+    ]  # fmt: skip
+
+
+def graphtier_result(report: dict[str, Any]) -> dict[str, Any]:
+    """The numbers of a ``graphtier train`` report (docs/report-format.md) that the table shows."""
+    epochs = report["epochs"]
+    stages = {
+        stage: statistics.mean(e["stage_seconds"][stage] for e in epochs[1:]) for stage in epochs[0]["stage_seconds"]
+    }
+    return {
+        "epoch_seconds": [e["stage_seconds"]["total"] for e in epochs],
+        "epoch_losses": [e.get("loss") for e in epochs],
+        "batches": [e.get("batches") for e in epochs],
+        "test_acc": report["final"].get("test_acc"),
+        "stage_seconds": stages,
+    }
+
+
+def dgl_result(stdout: str) -> dict[str, Any]:
+    """The JSON line ``dgl_hetero.py`` prints last (warnings of DGL's imports may precede it)."""
+    return json.loads(stdout.strip().splitlines()[-1])
+
+
+def run_graphtier(dataset: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """Train with graphtier; the numbers of its report and the command's ``wall_seconds``."""
+    with tempfile.TemporaryDirectory() as tmp:
+        report = Path(tmp) / "report.json"
+        start = time.perf_counter()
+        run_json(graphtier_command(dataset, args, report), thread_env(args.threads))
+        wall = time.perf_counter() - start
+        return dict(graphtier_result(json.loads(report.read_text())), wall_seconds=wall)
+
+
+def run_dgl(python: Path, dataset: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """Train with DGL; the JSON line ``dgl_hetero.py`` prints and the command's ``wall_seconds``."""
+    env = thread_env(args.threads)
+    if args.dgl_wait_policy is not None:
+        env["OMP_WAIT_POLICY"] = args.dgl_wait_policy
+    start = time.perf_counter()
+    output = run_json(dgl_command(python, dataset, args), env)
+    return dict(dgl_result(output), wall_seconds=time.perf_counter() - start)
+
+
+def make_row(repetition: int, ours: dict[str, Any], peer: dict[str, Any]) -> dict[str, Any]:
+    """One repetition's row: both results, the mean epoch seconds after the first, their ratio DGL / graphtier."""
+    ours_s = statistics.mean(ours["epoch_seconds"][1:])
+    peer_s = statistics.mean(peer["epoch_seconds"][1:])
+    return {
+        "repetition": repetition,
+        "first": "graphtier" if repetition % 2 == 0 else "dgl",
+        "graphtier": ours,
+        "dgl": peer,
+        "graphtier_epoch_s": ours_s,
+        "dgl_epoch_s": peer_s,
+        "ratio_dgl_over_graphtier": peer_s / ours_s,
+    }
+
+
+TABLE_HEADER = (
+    f"{'rep':>3s} {'first':9s} {'graphtier s':>11s} {'DGL s':>8s} {'DGL/gt':>6s} {'acc gt':>6s} {'acc DGL':>7s} "
+    f"{'batches gt/DGL':>14s}"
+)
+
+
+def _number(value: float | None, width: int) -> str:
+    return f"{value:{width}.3f}" if value is not None else f"{'-':>{width}s}"
+
+
+def format_row(row: dict[str, Any]) -> str:
+    """One table line of :func:`make_row`'s row (matches :data:`TABLE_HEADER`)."""
+    ours, peer = row["graphtier"], row["dgl"]
+    batches = f"{ours['batches'][-1]}/{peer['batches'][-1]}"
+    return (
+        f"{row['repetition']:3d} {row['first']:9s} {row['graphtier_epoch_s']:11.2f} {row['dgl_epoch_s']:8.2f} "
+        f"{row['ratio_dgl_over_graphtier']:6.2f} {_number(ours['test_acc'], 6)} {_number(peer['test_acc'], 7)} "
+        f"{batches:>14s}"
+    )
+
+
+def summary(rows: list[dict[str, Any]]) -> dict[str, float]:
+    """Medians over the repetitions: epoch seconds of both, the ratio DGL / graphtier, both test accuracies."""
+    return {
+        "graphtier_epoch_s": statistics.median(r["graphtier_epoch_s"] for r in rows),
+        "dgl_epoch_s": statistics.median(r["dgl_epoch_s"] for r in rows),
+        "ratio_dgl_over_graphtier": statistics.median(r["ratio_dgl_over_graphtier"] for r in rows),
+        "graphtier_test_acc": statistics.median(r["graphtier"]["test_acc"] for r in rows),
+        "dgl_test_acc": statistics.median(r["dgl"]["test_acc"] for r in rows),
+    }
+
+
+def prepare_dataset(args: argparse.Namespace) -> Path:
+    """The typed dataset to train on: ``--dataset``, or the generated graph (generated once, cached under ``--work``)."""
+    if args.dataset is not None:
+        dataset = args.dataset
+    else:
+        dataset = args.work / f"mag{args.nodes}-f{args.feature_dim}-s{args.splits}"
+        if not dataset.exists():
+            args.work.mkdir(parents=True, exist_ok=True)
+            run_json(generate_command(dataset, args), dict(os.environ))
+    meta = json.loads((dataset / "meta.json").read_text())
+    if "hetero" not in meta:
+        raise SystemExit(f"{dataset / 'meta.json'}: not a typed dataset (no 'hetero' entry)")
+    return dataset
+
+
+def main() -> None:
+    args = parse_args()
+    dgl_python = args.dgl_venv / "bin" / "python"
+    if not dgl_python.exists():
+        raise SystemExit(
+            f"{dgl_python}: no DGL venv; build it with bash ../shared/baselines/make-dgl-venv.sh {args.dgl_venv}"
+        )
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    dataset = prepare_dataset(args)
+    meta = json.loads((dataset / "meta.json").read_text())
+    types = ", ".join(f"{t['count']:,} {t['name']}" for t in meta["hetero"]["node_types"])
+    print(
+        f"graph {dataset}: {types}; {meta['num_edges']:,} edges of {len(meta['hetero']['relations'])} relations; "
+        + ", ".join(f"{name} {getattr(args, name)}" for name in TRAINING_OPTIONS),
+        flush=True,
+    )
+    print(TABLE_HEADER, flush=True)
+    rows = []
+    for repetition in range(args.pairs):
+        if repetition % 2 == 0:
+            ours = run_graphtier(dataset, args)
+            peer = run_dgl(dgl_python, dataset, args)
+        else:
+            peer = run_dgl(dgl_python, dataset, args)
+            ours = run_graphtier(dataset, args)
+        rows.append(make_row(repetition, ours, peer))
+        print(format_row(rows[-1]), flush=True)
+    medians = summary(rows)
+    print(
+        f"median of {len(rows)}: graphtier {medians['graphtier_epoch_s']:.2f} s, DGL {medians['dgl_epoch_s']:.2f} s, "
+        f"DGL / graphtier {medians['ratio_dgl_over_graphtier']:.2f}x; test accuracy graphtier "
+        f"{medians['graphtier_test_acc']:.3f}, DGL {medians['dgl_test_acc']:.3f}",
+        flush=True,
+    )
+    args.json.write_text(
+        json.dumps(
+            {
+                "date": time.strftime("%Y-%m-%d %H:%M"),
+                "machine": f"{platform.node()} {os.cpu_count()} cores",
+                "command": " ".join(sys.argv),
+                "dataset": str(dataset),
+                "hetero": meta["hetero"],
+                "num_nodes": meta["num_nodes"],
+                "num_edges": meta["num_edges"],
+                "options": {name: getattr(args, name) for name in TRAINING_OPTIONS},
+                "rows": rows,
+                "median": medians,
+                "load_average": os.getloadavg(),
+                "dgl_wait_policy": args.dgl_wait_policy or os.environ.get("OMP_WAIT_POLICY"),
+            },
+            indent=2,
+        )
+    )
+    print(f"saved {args.json}")
+
+
+if __name__ == "__main__":
+    main()
