@@ -103,13 +103,25 @@ class TypedInputs(nn.Module):
         self.projected = frozenset(projected)
         self.zeros = frozenset(zeros)
 
+    @property
+    def featured(self) -> list[str]:
+        """The types whose input is their features (``x[t]``)."""
+        return [t for t in self.dims if t not in self.zeros and type_key(self.schema, t) not in self.tables]
+
     def forward(
-        self, x: Mapping[str, Tensor], n_id: Mapping[str, Tensor], rows: Mapping[str, int], dtype: torch.dtype
+        self,
+        x: Mapping[str, Tensor],
+        n_id: Mapping[str, Tensor],
+        rows: Mapping[str, int],
+        dtype: torch.dtype,
+        types: Sequence[str] | None = None,
     ) -> dict[str, Tensor]:
         """Per type float ``dtype`` [rows[t], dims[t]]: ``x[t]`` (first ``rows[t]`` rows, cast to ``dtype``), or the
-        featureless input of ``n_id[t]``."""
+        featureless input of ``n_id[t]``; for every input type, or those of ``types``."""
         out: dict[str, Tensor] = {}
         for t, dim in self.dims.items():
+            if types is not None and t not in types:
+                continue
             count = rows[t]
             key = type_key(self.schema, t)
             if key in self.tables:
