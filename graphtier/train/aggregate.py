@@ -111,6 +111,14 @@ def build_csr(edge_index: Tensor, num_src: int, num_dst: int) -> BlockCSR:
     )
 
 
+def csr_from_rowptr(rowptr: Tensor, col: Tensor, num_src: int) -> BlockCSR:
+    """The :class:`BlockCSR` of a block already in CSR form: int64 ``rowptr`` [num_dst + 1], ``col`` [E] (same device)."""
+    counts = rowptr[1:] - rowptr[:-1]
+    num_dst = int(counts.shape[0])
+    row = torch.repeat_interleave(torch.arange(num_dst, device=rowptr.device), counts)
+    return BlockCSR(rowptr.contiguous(), col.contiguous(), row, None, int(num_src), num_dst)
+
+
 def block_csr(block: EdgeBlock) -> BlockCSR:
     """The :class:`BlockCSR` of ``block``, built on first use and cached on the block object."""
     csr = getattr(block, _CACHE_ATTR, None)

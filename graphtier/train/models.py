@@ -66,7 +66,8 @@ class BatchNorm(nn.BatchNorm1d):
         return super().forward(x)
 
 
-def _norm_layer(norm: str, dim: int) -> nn.Module:
+def norm_layer(norm: str, dim: int) -> nn.Module:
+    """The normalisation between layers (``--norm``): ``batch``, ``layer`` or ``none`` over ``dim`` features."""
     if norm == "batch":
         return BatchNorm(dim)
     if norm == "layer":
@@ -205,7 +206,7 @@ class BlockGNN(nn.Module):
                 raise OptionError.invalid("model", f"one of {', '.join(MODEL_NAMES)}", kind)
             self.convs.append(conv)
             if not last:
-                self.norms.append(_norm_layer(norm, d_out))
+                self.norms.append(norm_layer(norm, d_out))
 
     def layer(self, index: int, x: Tensor, block: BlockLike, degree: Tensor | None = None) -> Tensor:
         """Apply layer ``index`` to ``x`` [block.num_src, d] -> [block.num_dst, d'] (activation included)."""
@@ -280,7 +281,7 @@ class MLP(nn.Module):
         for layer in range(num_layers):
             layers.append(nn.Linear(dims[layer], dims[layer + 1]))
             if layer < num_layers - 1:
-                layers += [_norm_layer(norm, dims[layer + 1]), ReLUDropout(dropout)]
+                layers += [norm_layer(norm, dims[layer + 1]), ReLUDropout(dropout)]
         self.net = nn.Sequential(*layers)
         self.num_layers = num_layers
 

@@ -1,0 +1,183 @@
+"""Exact layer-wise full-neighbour inference of a typed model (the typed twin of :mod:`graphtier.train.inference`).
+
+Every layer is computed for all nodes of the types it outputs (:attr:`TypedLayer.out_types`), from the previous
+layer's output tables over ALL in-neighbours of every relation, one chunk of destinations of one type at a time
+(:func:`full_neighbour_block`). The result is the model's exact output on the whole graph (no sampling), with one
+pass over each relation's edges per layer; the last layer computes the target type only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from graphtier.dataset.schema import Schema
+from graphtier.sampling.typed_batch import RelationBlock, TypedBlock
+from graphtier.train.typed_models import TypedGNN, TypedMLP
+
+TypedGather = Callable[[str, Tensor], Tensor]
+"""``gather(node_type, local_ids int64 CPU) -> features [len(ids), dim]`` of a featured type."""
+
+
+def _edge_positions(indptr: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """int64 [E]: the positions in ``indices`` of the in-edges of CSC ``rows``, row by row."""
+    starts = indptr[rows].astype(np.int64)
+    counts = indptr[rows + 1].astype(np.int64) - starts
+    total = int(counts.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    bases = np.repeat(starts - (np.cumsum(counts) - counts), counts)
+    return bases + np.arange(total, dtype=np.int64)
+
+
+def full_neighbour_block(
+    indptr: np.ndarray, indices: np.ndarray, schema: Schema, dst_type: str, dst_ids: np.ndarray
+) -> tuple[dict[str, Tensor], TypedBlock]:
+    """One layer's block with destinations ``dst_ids`` (distinct local ids of ``dst_type``) and ALL their in-neighbours.
+
+    ``indptr`` / ``indices``: the dataset's typed CSC (see :mod:`graphtier.dataset.schema`). Returns ``n_id``
+    (int64 local ids per type, the destinations first in ``n_id[dst_type]``) and the :class:`TypedBlock` (CPU).
+    Other types have no destination.
+    """
+    offsets = dict(zip(schema.type_names, schema.offsets()[:-1].tolist()))
+    dst_ids = np.asarray(dst_ids, dtype=np.int64)
+    found: dict[str, list[np.ndarray]] = {t: [] for t in schema.type_names}
+    found[dst_type].append(dst_ids)
+    sampled: list[tuple[tuple[str, str, str], str, np.ndarray, np.ndarray]] = []
+    for rel in schema.relations:
+        if rel.dst != dst_type:
+            continue
+        rows = rel.row_offset + dst_ids
+        sources = indices[_edge_positions(indptr, rows)].astype(np.int64) - offsets[rel.src]
+        rowptr = np.zeros(dst_ids.shape[0] + 1, dtype=np.int64)
+        np.cumsum(indptr[rows + 1].astype(np.int64) - indptr[rows].astype(np.int64), out=rowptr[1:])
+        found[rel.src].append(sources)
+        sampled.append((rel.type, rel.src, rowptr, sources))
+    n_id: dict[str, Tensor] = {}
+    rank_of: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    for t, parts in found.items():
+        combined = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+        unique, inverse = np.unique(combined, return_inverse=True)
+        first = np.full(unique.shape[0], combined.shape[0], dtype=np.int64)
+        np.minimum.at(first, inverse, np.arange(combined.shape[0], dtype=np.int64))
+        order = np.argsort(first, kind="stable")  # first-seen order: the destinations stay a prefix
+        rank = np.empty_like(order)
+        rank[order] = np.arange(order.shape[0], dtype=np.int64)
+        n_id[t] = torch.from_numpy(unique[order])
+        rank_of[t] = (unique, rank)
+    relations = {}
+    for key, src, rowptr, sources in sampled:
+        unique, rank = rank_of[src]
+        col = rank[np.searchsorted(unique, sources)]
+        relations[key] = RelationBlock(torch.from_numpy(rowptr), torch.from_numpy(col))
+    num_src = {t: int(ids.shape[0]) for t, ids in n_id.items()}
+    num_dst = {t: (int(dst_ids.shape[0]) if t == dst_type else 0) for t in schema.type_names}
+    return n_id, TypedBlock(num_src, num_dst, relations)
+
+
+@torch.no_grad()
+def typed_layerwise_outputs(
+    model: nn.Module,
+    gather: TypedGather,
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    schema: Schema,
+    *,
+    device: torch.device | str = "cpu",
+    chunk_size: int = 4096,
+    progress: Callable[[int, int], None] | None = None,
+    keep_embeddings: bool = False,
+) -> tuple[Tensor, Tensor | None]:
+    """Logits of every node of the target type, float32 [count(target), C] on the CPU, and with
+    ``keep_embeddings`` the target's input of the last layer, float32 [count(target), H] on the CPU (else None).
+
+    Args:
+        model: a :class:`TypedGNN` or :class:`TypedMLP` (put in eval mode here), on ``device``.
+        gather: the input features of a featured type's nodes (:data:`TypedGather`); featureless types use the
+            model's own inputs.
+        indptr, indices, schema: the dataset's typed CSC and schema.
+        chunk_size: destination nodes per step; the output does not depend on it.
+        progress: called with (steps done, total steps).
+    """
+    model.eval()
+    target = schema.target
+    count = schema.node_type(target).count
+    if isinstance(model, TypedMLP):
+        return _mlp_outputs(model, gather, target, count, device, chunk_size, progress, keep_embeddings)
+    if not isinstance(model, TypedGNN):
+        raise TypeError(f"typed_layerwise_outputs: expected a TypedGNN or TypedMLP, found {type(model).__name__}")
+    dtype = next(model.parameters()).dtype
+    plan = [(layer, t) for layer in range(model.num_layers) for t in model.layers[layer].out_types]
+    total = sum(-(-schema.node_type(t).count // chunk_size) for _, t in plan)
+    step = 0
+    previous: dict[str, Tensor] | None = None
+    embeddings: Tensor | None = None
+    for layer in range(model.num_layers):
+        if keep_embeddings and layer == model.num_layers - 1:
+            embeddings = previous[target] if previous is not None else _target_inputs(model, gather, count, chunk_size)
+        out: dict[str, Tensor] = {}
+        for t in model.layers[layer].out_types:
+            rows = schema.node_type(t).count
+            table: Tensor | None = None
+            for start in range(0, rows, chunk_size):
+                chunk = np.arange(start, min(rows, start + chunk_size), dtype=np.int64)
+                n_id, block = full_neighbour_block(indptr, indices, schema, t, chunk)
+                if previous is None:
+                    features = {s: gather(s, n_id[s]).to(device) for s in model.inputs.featured}
+                    ids_on_device = {s: ids.to(device) for s, ids in n_id.items()}
+                    x = model.inputs(features, ids_on_device, block.num_src, dtype)
+                else:
+                    x = {s: previous[s][ids].to(device, dtype) for s, ids in n_id.items() if s in previous}
+                h = model.layer(layer, x, block.to(device))[t].float().cpu()
+                if table is None:
+                    table = torch.empty((rows, h.shape[1]), dtype=torch.float32)
+                table[start : start + chunk.shape[0]] = h
+                step += 1
+                if progress:
+                    progress(step, total)
+            out[t] = table if table is not None else torch.empty((0, model.layers[layer].out_dim))
+        previous = out
+    assert previous is not None
+    return previous[target], embeddings
+
+
+def _target_inputs(model: TypedGNN, gather: TypedGather, count: int, chunk_size: int) -> Tensor:
+    """The target type's first-layer input of every node, float32 [count, d] on the CPU (a one-layer model)."""
+    target = model.target
+    param = next(model.parameters())
+    parts = []
+    for start in range(0, count, chunk_size):
+        ids = torch.arange(start, min(count, start + chunk_size))
+        features = {target: gather(target, ids).to(param.device)} if target in model.inputs.featured else {}
+        x = model.inputs(features, {target: ids.to(param.device)}, {target: int(ids.shape[0])}, param.dtype, [target])
+        parts.append(x[target].float().cpu())
+    return torch.cat(parts) if parts else torch.empty(0)
+
+
+def _mlp_outputs(
+    model: TypedMLP,
+    gather: TypedGather,
+    target: str,
+    count: int,
+    device: torch.device | str,
+    chunk_size: int,
+    progress: Callable[[int, int], None] | None,
+    keep_embeddings: bool,
+) -> tuple[Tensor, Tensor | None]:
+    logits, hidden = [], []
+    chunks = range(0, count, chunk_size)
+    for step, start in enumerate(chunks):
+        x = {target: gather(target, torch.arange(start, min(count, start + chunk_size))).to(device)}
+        if keep_embeddings:
+            h = model.mlp.net[:-1](x[target].to(model.mlp.net[0].weight.dtype))
+            hidden.append(h.float().cpu())
+            logits.append(model.mlp.net[-1](h).float().cpu())
+        else:
+            logits.append(model(x).float().cpu())
+        if progress:
+            progress(step + 1, len(chunks))
+    out = torch.cat(logits) if logits else torch.empty(0)
+    return out, (torch.cat(hidden) if hidden else torch.empty(0)) if keep_embeddings else None
