@@ -222,9 +222,18 @@ def csr_npz(
     _report(dataset, started)
 
 
+ADD_REVERSE = click.option(
+    "--add-reverse",
+    is_flag=True,
+    help="Heterogeneous graphs: add the reverse (dst, rev_NAME, src) of every relation, so information flows both "
+    "ways.",
+)
+
+
 @command.command(name="ogb")
 @common_options
 @click.option("--scheme", default=None, help="Split folder under SOURCE/split (default: the only one).")
+@ADD_REVERSE
 @import_options(OGB_FIELDS)
 def ogb(
     source: Path,
@@ -232,11 +241,15 @@ def ogb(
     name: str | None,
     overwrite: bool,
     scheme: str | None,
+    add_reverse: bool,
     options: ImportOptions,
 ) -> None:
     """An OGB node-property dataset folder (raw/edge.csv.gz, raw/num-node-list.csv.gz, ...).
 
-    Pass --undirected for datasets OGB marks add_inverse_edge (ogbn-products, ogbn-proteins).
+    Pass --undirected for datasets OGB marks add_inverse_edge (ogbn-products, ogbn-proteins). The
+    heterogeneous layout (ogbn-mag: raw/num-node-dict.csv.gz, raw/relations/SRC___REL___DST/edge.csv.gz,
+    raw/node-feat/TYPE/, raw/node-label/TYPE/, split/SCHEME/TYPE/) is detected; --add-reverse adds the
+    reverse of every relation.
     """
     from graphtier.dataset.importers.ogb import import_ogb
 
@@ -248,6 +261,7 @@ def ogb(
         overwrite=overwrite,
         scheme=scheme,
         options=options,
+        add_reverse=add_reverse,
     )
     _report(dataset, started)
 
@@ -360,13 +374,6 @@ def movielens(
         options=options,
     )
     _report(dataset, started)
-
-
-ADD_REVERSE = click.option(
-    "--add-reverse",
-    is_flag=True,
-    help="Heterogeneous graphs: add the reverse (dst, rev_NAME, src) of every relation, so information flows both ways.",
-)
 
 
 @command.command(name="manifest")
