@@ -13,6 +13,7 @@ from typing import Any
 
 import click
 
+from graphtier.cli.info import typed_info, typed_lines
 from graphtier.cli.prepare_options import common_options, import_options
 from graphtier.dataset.finite import NON_FINITE_MODES
 from graphtier.dataset.format import Dataset
@@ -75,11 +76,20 @@ def _report(dataset: Dataset, started: float) -> None:
 
     seconds = time.perf_counter() - started
     rate = dataset.num_edges / seconds if seconds > 0 else float("inf")
+    schema = dataset.schema
+    shape = (
+        f"{len(schema.node_types)} node types, {len(schema.relations)} relations"
+        if dataset.is_hetero
+        else f"feature_dim {dataset.feature_dim}"
+    )
     click.echo(
         f"wrote {dataset.path}: {dataset.num_nodes:,} nodes, {dataset.num_edges:,} edges, "
-        f"feature_dim {dataset.feature_dim}, {dataset.num_classes} classes "
+        f"{shape}, {dataset.num_classes} classes "
         f"in {seconds:.1f} s ({rate:,.0f} edges/s)"
     )
+    hetero = typed_info(dataset)
+    for field, value in typed_lines(hetero) if hetero is not None else ():
+        click.echo(f"  {field}: {value}")
     for note in edge_notes(dataset.meta) + describe(dataset.meta) + edge_split_notes(dataset.meta):
         click.echo(f"note: {note}")
     if dataset.train_idx is None and dataset.link is None:
