@@ -96,6 +96,7 @@ def command(
     if unknown:
         raise OptionError(f"--score: expected names from {', '.join(SCORE_METHODS)}, found {', '.join(unknown)!r}")
     data = Dataset.open(dataset)
+    data.require_homogeneous("`graphtier analyze`")
     for path, name in ((json_path, "--json"), (plot_path, "--plot")):
         if path is not None and not path.parent.is_dir():
             raise OptionError(f"{name}: directory {path.parent} does not exist")

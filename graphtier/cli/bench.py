@@ -88,6 +88,7 @@ def sample_command(
             f"--topology-budgets: expected comma-separated budgets like 0,10%,100%, found {topology_budgets!r}"
         )
     ds = Dataset.open(dataset, validate=False)
+    ds.require_homogeneous("`graphtier bench sample`")
     results = run_sample_benchmark(
         ds,
         fanout_list,

@@ -99,8 +99,10 @@ def command(
         compute_device = (
             torch.device(device) if device else torch.device("cuda" if torch.cuda.is_available() else "cpu")
         )
+        opened = Dataset.open(dataset)
+        opened.require_homogeneous("`graphtier bench gather`")
         result = run_dataset_gather(
-            Dataset.open(dataset),
+            opened,
             ids_from=ids_from,
             features_on=features_on,
             device=compute_device,

@@ -79,10 +79,11 @@ SYMMETRY_SCAN_EDGES = 1 << 27
 
 def symmetric(dataset: Dataset) -> bool | None:
     """Whether every edge ``u -> v`` has its reverse: ``meta.json`` ``symmetric`` (recorded at import), else a
-    scan of at most :data:`SYMMETRY_SCAN_EDGES` edges (O(E log degree)), else None (unknown)."""
+    scan of at most :data:`SYMMETRY_SCAN_EDGES` edges (O(E log degree)), else None (unknown; always for a
+    heterogeneous dataset, whose relations are directed by type)."""
     if isinstance(dataset.meta.get("symmetric"), bool):
         return bool(dataset.meta["symmetric"])
-    if dataset.num_edges > SYMMETRY_SCAN_EDGES:
+    if dataset.num_edges > SYMMETRY_SCAN_EDGES or dataset.is_hetero:
         return None
     return reciprocity(dataset.indptr, dataset.indices)[2]
 
@@ -123,6 +124,70 @@ def _describe_edge_split(link: dict[str, Any]) -> str:
     return f"{how}: {counts} pairs; {negatives}; {kind}".strip()
 
 
+def node_in_degree_indptr(dataset: Dataset) -> np.ndarray:
+    """int64 [N + 1]: a CSC pointer array of every node's in-degree (a heterogeneous dataset's in-edges summed
+    over the relations into the node's type; the dataset's own ``indptr`` when homogeneous)."""
+    schema = dataset.schema
+    if not schema.hetero:
+        return np.asarray(dataset.indptr)
+    degrees = np.zeros(schema.num_nodes, dtype=np.int64)
+    for rel in schema.relations:
+        dst = schema.node_type(rel.dst)
+        degrees[dst.offset : dst.stop] += np.diff(np.asarray(dataset.relation_csc(rel)[0]))
+    out = np.zeros(schema.num_nodes + 1, dtype=np.int64)
+    np.cumsum(degrees, out=out[1:])
+    return out
+
+
+def typed_info(dataset: Dataset) -> dict[str, Any] | None:
+    """Per node type and per relation counts of a heterogeneous dataset (None when homogeneous): ``target``,
+    ``node_types`` (``name``, ``count``, ``feature_dim``, ``feature_dtype``, ``feature_bytes``; dim 0 =
+    featureless) and ``relations`` (``type`` [src, name, dst], ``num_edges``, ``mean_in_degree`` per destination)."""
+    schema = dataset.schema
+    if not schema.hetero:
+        return None
+    types = []
+    for t in schema.node_types:
+        table = dataset.type_features.get(t.name)
+        types.append(
+            {
+                "name": t.name,
+                "count": t.count,
+                "feature_dim": t.feature_dim,
+                "feature_dtype": t.feature_dtype if t.feature_dim else None,
+                "feature_bytes": 0 if table is None else int(table.nbytes),
+            }
+        )
+    relations = [
+        {
+            "type": list(r.type),
+            "num_edges": r.num_edges,
+            "mean_in_degree": r.num_edges / max(1, schema.node_type(r.dst).count),
+        }
+        for r in schema.relations
+    ]
+    return {"target": schema.target, "node_types": types, "relations": relations}
+
+
+def typed_lines(hetero: dict[str, Any]) -> list[tuple[str, str]]:
+    """``(field, value)`` rows describing :func:`typed_info`'s result: one per node type, one per relation."""
+    rows = []
+    for t in hetero["node_types"]:
+        features = (
+            f"{t['feature_dim']} {t['feature_dtype']} features ({human_bytes(t['feature_bytes'])})"
+            if t["feature_dim"]
+            else "featureless"
+        )
+        target = "  (target)" if t["name"] == hetero["target"] else ""
+        rows.append((f"type {t['name']}", f"{t['count']:,} nodes, {features}{target}"))
+    for r in hetero["relations"]:
+        src, name, dst = r["type"]
+        rows.append(
+            (f"relation {name}", f"({src} -> {dst}) {r['num_edges']:,} edges, {r['mean_in_degree']:.2f} per {dst}")
+        )
+    return rows
+
+
 def dataset_info(dataset: Dataset) -> dict[str, Any]:
     """Everything ``graphtier info`` reports, as a JSON-ready dict.
 
@@ -135,11 +200,13 @@ def dataset_info(dataset: Dataset) -> dict[str, Any]:
     absent), ``arrays`` (per ``.npy`` stem: ``shape``, ``dtype``, ``bytes`` on disk), ``total_bytes``
     (every file of the directory), ``source`` (``meta.json``'s ``source``), ``provenance``
     (``features``/``labels``: input, synthetic or none; see :mod:`graphtier.dataset.provenance`),
-    ``notes`` (one sentence per synthetic part), ``nodes_only_in_node_data`` and ``edge_split`` (link prediction's
-    pairs, :func:`edge_split_info`; null without one).
+    ``notes`` (one sentence per synthetic part), ``nodes_only_in_node_data``, ``edge_split`` (link prediction's
+    pairs, :func:`edge_split_info`; null without one) and ``hetero`` (per node type and relation,
+    :func:`typed_info`; null when homogeneous). A heterogeneous dataset's ``in_degree`` counts every node's
+    in-edges over all relations.
     """
     root = dataset.path
-    degree = in_degree_stats(dataset.indptr).as_dict()
+    degree = in_degree_stats(node_in_degree_indptr(dataset)).as_dict()
     degree.pop("num_nodes")
     degree.pop("num_edges")
     arrays: dict[str, Any] = {
@@ -174,6 +241,9 @@ def dataset_info(dataset: Dataset) -> dict[str, Any]:
         arrays[positives_file(split)] = _array_entry(root / f"{positives_file(split)}.npy", pairs.positives)
         if pairs.negatives is not None:
             arrays[negatives_file(split)] = _array_entry(root / f"{negatives_file(split)}.npy", pairs.negatives)
+    for type_name, table in dataset.type_features.items() if dataset.is_hetero else ():
+        stem = dataset.schema.feature_file(type_name)
+        arrays[stem] = _array_entry(root / f"{stem}.npy", table)
     for stem, array in sorted(dataset.extra.items()):
         arrays[stem] = _array_entry(root / f"{stem}.npy", array)
     total_bytes = sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
@@ -198,6 +268,7 @@ def dataset_info(dataset: Dataset) -> dict[str, Any]:
         "notes": describe(dataset.meta),
         "nodes_only_in_node_data": int(dataset.meta.get("nodes_only_in_node_data", 0) or 0),
         "edge_split": edge_split_info(dataset),
+        "hetero": typed_info(dataset),
     }
 
 
@@ -219,6 +290,8 @@ def _render_table(info: dict[str, Any]) -> None:
     table.add_column("field", style="bold")
     table.add_column("value")
     table.add_row("nodes", f"{info['num_nodes']:,}")
+    for field, value in typed_lines(info["hetero"]) if info.get("hetero") else ():
+        table.add_row(field, value)
     pairs = info.get("undirected_pairs")
     table.add_row(
         "edges",
@@ -227,7 +300,9 @@ def _render_table(info: dict[str, Any]) -> None:
     sym = info.get("symmetric")
     table.add_row(
         "symmetric",
-        "unknown (not recorded; re-import to record it)"
+        "n/a (heterogeneous: each relation has its direction; --add-reverse adds their reverses)"
+        if sym is None and info.get("hetero")
+        else "unknown (not recorded; re-import to record it)"
         if sym is None
         else "yes (every edge has its reverse)"
         if sym
@@ -258,7 +333,7 @@ def _render_table(info: dict[str, Any]) -> None:
 
     table.add_row(
         "features",
-        "none"
+        ("per node type (above)" if info.get("hetero") else "none")
         if f is None
         else f"{f['shape'][0]:,} x {f['shape'][1]} {f['dtype']} ({human_bytes(f['bytes'])}){origin('features')}",
     )

@@ -128,6 +128,7 @@ def command(
         if path is not None and not path.parent.is_dir():
             raise OptionError(f"{name}: directory {path.parent} does not exist")
     data = Dataset.open(dataset)
+    data.require_homogeneous("`graphtier plan`")
     budget_list = [b.strip() for b in budgets.split(",") if b.strip()]
     plan = plan_capacity(
         data,

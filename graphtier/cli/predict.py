@@ -77,10 +77,11 @@ def command(
         inputs=[("model", model_path)] + [(name, p) for name, p in (("pairs", pairs), ("for_nodes", for_nodes)) if p],
         dataset=dataset,
     )
+    data = Dataset.open(dataset)
+    data.require_homogeneous("`graphtier predict`")
     saved = load_model(model_path)
     if task is not None and task != saved.task:
         raise OptionError(f"--task {task}: --model {model_path} was trained with --task {saved.task}")
-    data = Dataset.open(dataset)
     if saved.task == "link":
         link_command(saved, data, output, pairs, top_k, for_nodes, scores_path, embeddings, device, chunk_size, quiet)
         return

@@ -13,7 +13,9 @@ from typing import Any
 
 import click
 
+from graphtier.cli.info import typed_info, typed_lines
 from graphtier.cli.prepare_options import common_options, import_options
+from graphtier.dataset.finite import NON_FINITE_MODES
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import textio
 from graphtier.dataset.importers.mat import ADJACENCY_KEYS, FEATURE_KEYS, LABEL_KEYS
@@ -74,11 +76,20 @@ def _report(dataset: Dataset, started: float) -> None:
 
     seconds = time.perf_counter() - started
     rate = dataset.num_edges / seconds if seconds > 0 else float("inf")
+    schema = dataset.schema
+    shape = (
+        f"{len(schema.node_types)} node types, {len(schema.relations)} relations"
+        if dataset.is_hetero
+        else f"feature_dim {dataset.feature_dim}"
+    )
     click.echo(
         f"wrote {dataset.path}: {dataset.num_nodes:,} nodes, {dataset.num_edges:,} edges, "
-        f"feature_dim {dataset.feature_dim}, {dataset.num_classes} classes "
+        f"{shape}, {dataset.num_classes} classes "
         f"in {seconds:.1f} s ({rate:,.0f} edges/s)"
     )
+    hetero = typed_info(dataset)
+    for field, value in typed_lines(hetero) if hetero is not None else ():
+        click.echo(f"  {field}: {value}")
     for note in edge_notes(dataset.meta) + describe(dataset.meta) + edge_split_notes(dataset.meta):
         click.echo(f"note: {note}")
     if dataset.train_idx is None and dataset.link is None:
@@ -115,6 +126,7 @@ def command() -> None:
     graphtier prepare mat ACM.mat data/acm --undirected
     graphtier prepare mat Caltech36.mat data/caltech --labels-key local_info --labels-column 1 --unlabelled-value 0
     graphtier prepare movielens ../shared/data/movielens-100k/ml-100k data/ml100k --eval-negatives 100
+    graphtier prepare manifest acm.json data/acm --add-reverse
     """
 
 
@@ -220,9 +232,18 @@ def csr_npz(
     _report(dataset, started)
 
 
+ADD_REVERSE = click.option(
+    "--add-reverse",
+    is_flag=True,
+    help="Heterogeneous graphs: add the reverse (dst, rev_NAME, src) of every relation, so information flows both "
+    "ways.",
+)
+
+
 @command.command(name="ogb")
 @common_options
 @click.option("--scheme", default=None, help="Split folder under SOURCE/split (default: the only one).")
+@ADD_REVERSE
 @import_options(OGB_FIELDS)
 def ogb(
     source: Path,
@@ -230,11 +251,15 @@ def ogb(
     name: str | None,
     overwrite: bool,
     scheme: str | None,
+    add_reverse: bool,
     options: ImportOptions,
 ) -> None:
     """An OGB node-property dataset folder (raw/edge.csv.gz, raw/num-node-list.csv.gz, ...).
 
-    Pass --undirected for datasets OGB marks add_inverse_edge (ogbn-products, ogbn-proteins).
+    Pass --undirected for datasets OGB marks add_inverse_edge (ogbn-products, ogbn-proteins). The
+    heterogeneous layout (ogbn-mag: raw/num-node-dict.csv.gz, raw/relations/SRC___REL___DST/edge.csv.gz,
+    raw/node-feat/TYPE/, raw/node-label/TYPE/, split/SCHEME/TYPE/) is detected; --add-reverse adds the
+    reverse of every relation.
     """
     from graphtier.dataset.importers.ogb import import_ogb
 
@@ -246,6 +271,7 @@ def ogb(
         overwrite=overwrite,
         scheme=scheme,
         options=options,
+        add_reverse=add_reverse,
     )
     _report(dataset, started)
 
@@ -356,5 +382,35 @@ def movielens(
         fold=fold,
         valid_fraction=valid_fraction,
         options=options,
+    )
+    _report(dataset, started)
+
+
+@command.command(name="manifest")
+@common_options
+@ADD_REVERSE
+@click.option(
+    "--non-finite",
+    type=click.Choice(NON_FINITE_MODES),
+    default="error",
+    show_default=True,
+    help="NaN/Inf feature values: refuse the import (error) or replace them by 0 and say how many (replace).",
+)
+def manifest(source: Path, output: Path, name: str | None, overwrite: bool, add_reverse: bool, non_finite: str) -> None:
+    """A heterogeneous graph described by a manifest (JSON, or YAML with a .yaml suffix): node types with
+    counts, features and labels, one edge file per relation, the target type and its split files.
+
+    \b
+    {"nodes": {"paper": {"count": 4019, "features": "p_feat.npz", "labels": "labels.npy"},
+               "author": {"count": 7167}},
+     "edges": [{"type": ["paper", "written_by", "author"], "path": "pa.txt"}],
+     "target": "paper",
+     "split": {"train": "train.npy", "valid": "valid.npy", "test": "test.npy"}}
+    """
+    from graphtier.dataset.importers.manifest import import_manifest
+
+    started = time.perf_counter()
+    dataset = import_manifest(
+        source, output, name=name, overwrite=overwrite, add_reverse=add_reverse, non_finite=non_finite
     )
     _report(dataset, started)

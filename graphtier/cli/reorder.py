@@ -52,6 +52,7 @@ def command(
     """
     seeds = epoch_seeds(task, num_negatives, negative_sampling)
     data = Dataset.open(dataset)
+    data.require_homogeneous("`graphtier reorder`")
     if score in SCORE_METHODS:
         result = compute_scores(
             data,

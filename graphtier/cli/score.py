@@ -87,6 +87,7 @@ def command(
     if output is not None and output.suffix != ".npy":
         raise OptionError(f"--output: expected a file name ending in .npy, found {str(output)!r}")
     data = Dataset.open(dataset)
+    data.require_homogeneous("`graphtier score`")
     result = compute_scores(
         data,
         method,

@@ -13,6 +13,8 @@ from graphtier.cli.options import SEED, fanouts_option_type
 # (tests/cli/test_train_cli.py checks they equal MODEL_NAMES, SAMPLER_NAMES, NORM_NAMES, GCN_DEGREES_OPTIONS, FEATURE_MODES,
 # BALANCE_MODES, TASK_NAMES, DECODER_NAMES, NEGATIVE_SAMPLING).
 MODEL_CHOICES = ("sage", "gcn", "gat", "mlp")
+TYPED_MODELS = ("rgcn", "rgat", "hsage")
+"""The models that train on a heterogeneous dataset; the others refuse one (``Dataset.require_homogeneous``)."""
 SAMPLER_CHOICES = ("neighbor", "shadow")
 NORM_CHOICES = ("none", "batch", "layer")
 GCN_DEGREES_CHOICES = ("auto", "full", "block")
@@ -238,6 +240,8 @@ def command(dataset: str, **options: Any) -> None:
     # every option goes to the spec with a field of its name, which parses and checks it (TrainConfig)
     config = TrainConfig(**options)
     data = Dataset.open(dataset)
+    if config.network.model not in TYPED_MODELS:
+        data.require_homogeneous(f"`graphtier train --model {config.network.model}`")
     devices = config.distributed.devices
     if devices is not None and (len(devices) > 1 or under_torchrun()):
         config.validate(data)

@@ -27,35 +27,13 @@ from graphtier.dataset.finite import NonFiniteGuard
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import edges, finish, splits, textio
 from graphtier.dataset.importers.features import note_replaced
-from graphtier.dataset.importers.labels import Labels, class_count
+from graphtier.dataset.importers.labels import Labels, labels_from_values
+from graphtier.dataset.importers.ogb_files import choose_scheme, find_raw, read_single_int
+from graphtier.dataset.importers.ogb_hetero import import_ogb_hetero, is_hetero_layout
 from graphtier.dataset.importers.ogb_link import LINK_PARTS, is_link_scheme, split_written_graph_from_ogb
 from graphtier.dataset.importers.options import OGB_FIELDS, ImportOptions
 from graphtier.dataset.writer import DatasetWriter
 from graphtier.errors import DatasetError, OptionError
-
-
-def find_raw(root: Path, stem: str, required: bool) -> Path | None:
-    """``root/<stem>.csv.gz`` or ``root/<stem>.csv``; :class:`DatasetError` when required and absent."""
-    for candidate in (root / f"{stem}.csv.gz", root / f"{stem}.csv"):
-        if candidate.is_file():
-            return candidate
-    if required:
-        raise DatasetError(f"{root / (stem + '.csv.gz')}: file not found (OGB raw layout)")
-    return None
-
-
-def read_single_int(path: Path) -> int:
-    """The integer on the first data line of ``path`` (for example ``num-node-list.csv.gz``)."""
-    values = [
-        block
-        for block in textio.iter_int_rows(
-            path, 1, allow_extra_columns=False, skip_header=False, expected="one integer per line"
-        )
-    ]
-    flat = np.concatenate(values)[:, 0] if values else np.empty(0, np.int64)
-    if flat.shape[0] != 1:
-        raise DatasetError(f"{path}: expected one integer (a homogeneous graph), found {flat.shape[0]} lines")
-    return int(flat[0])
 
 
 def read_id_list(path: Path, num_nodes: int) -> np.ndarray:
@@ -70,24 +48,6 @@ def read_id_list(path: Path, num_nodes: int) -> np.ndarray:
     if ids.size and (ids.min() < 0 or ids.max() >= num_nodes):
         raise DatasetError(f"{path}: expected node ids in [0, {num_nodes}), found [{ids.min()}, {ids.max()}]")
     return ids
-
-
-def choose_scheme(root: Path, scheme: str | None) -> Path | None:
-    """The ``split/<scheme>`` folder: the named one, or the only one; None without a split folder."""
-    split_root = root / "split"
-    if scheme is not None:
-        folder = split_root / scheme
-        if not folder.is_dir():
-            raise DatasetError(f"{folder}: split scheme folder not found")
-        return folder
-    if not split_root.is_dir():
-        return None
-    schemes = sorted(p.name for p in split_root.iterdir() if p.is_dir())
-    if len(schemes) == 1:
-        return split_root / schemes[0]
-    if not schemes:
-        return None
-    raise OptionError(f"{split_root}: expected one split scheme, found {', '.join(schemes)}; pass --scheme")
 
 
 def write_ogb_features(path: Path, num_nodes: int, writer: DatasetWriter, non_finite: str = "error") -> int:
@@ -127,11 +87,7 @@ def read_ogb_labels(path: Path, num_nodes: int) -> Labels:
     raw = np.concatenate(blocks) if blocks else np.empty(0, np.float32)
     if raw.shape[0] != num_nodes:
         raise DatasetError(f"{path}: expected {num_nodes} label rows (one per node), found {raw.shape[0]}")
-    finite = np.isfinite(raw)
-    if np.any(raw[finite] != np.round(raw[finite])):
-        raise DatasetError(f"{path}: expected integer class labels, found fractional values")
-    values = np.where(finite & (raw >= 0), raw, -1).astype(np.int64)
-    return Labels(values, class_count(path, values))
+    return labels_from_values(path, raw)
 
 
 def import_ogb(
@@ -143,13 +99,19 @@ def import_ogb(
     scheme: str | None = None,
     chunk_bytes: int = textio.CHUNK_BYTES,
     options: ImportOptions | None = None,
+    add_reverse: bool = False,
     **option_values: Any,
 ) -> Dataset:
     """Import the OGB node-property dataset folder ``source`` into ``output``.
 
+    A folder in OGB's heterogeneous layout (``raw/num-node-dict.csv.gz``, ogbn-mag) is imported by
+    :func:`~graphtier.dataset.importers.ogb_hetero.import_ogb_hetero` (only ``non_finite`` of the options
+    applies; ``add_reverse`` adds a reverse relation per relation).
+
     Args:
         source: folder with ``raw/`` (and optionally ``split/<scheme>/``).
         scheme: split scheme folder name (default: the only one).
+        add_reverse: heterogeneous layout only (a homogeneous graph takes ``undirected``).
         options, option_values: the shared :class:`ImportOptions` (:data:`OGB_FIELDS`; no labels or
             features files): ``undirected`` adds the missing reverse edges (OGB ``add_inverse_edge``);
             ``synthetic_features``/``synthetic_labels`` generate node data the folder lacks; ``split``
@@ -167,6 +129,23 @@ def import_ogb(
     raw = root / "raw"
     if not raw.is_dir():
         raise DatasetError(f"{raw}: folder not found (expected the OGB raw layout)")
+    if is_hetero_layout(root):
+        options.check_accepted(("non_finite",), "ogb (heterogeneous layout)")
+        return import_ogb_hetero(
+            root,
+            output,
+            name=name,
+            overwrite=overwrite,
+            scheme=scheme,
+            add_reverse=add_reverse,
+            non_finite=options.non_finite,
+        )
+    if add_reverse:
+        raise OptionError(
+            f"{{add_reverse}}: expected a heterogeneous OGB layout ({raw / 'num-node-dict.csv.gz'}), found a "
+            "homogeneous one; pass {undirected} to add reverse edges",
+            options=("add_reverse", "undirected"),
+        )
     edge_path = find_raw(raw, "edge", required=True)
     assert edge_path is not None
     num_nodes_path = find_raw(raw, "num-node-list", required=True)
