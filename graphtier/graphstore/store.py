@@ -37,6 +37,7 @@ from graphtier.dataset import Dataset
 from graphtier.dataset.format import SPLITS
 from graphtier.dataset.link_split import LinkPairs
 from graphtier.errors import OptionError
+from graphtier.graphstore.typed import TypedFeatures
 from graphtier.memory import (
     SAMPLE_ON,  # noqa: F401 - re-exported by graphtier.graphstore
     FeatureSource,
@@ -100,7 +101,8 @@ class GraphStore:
 
     Build it with :meth:`open`. Args of the constructor (for callers that build the parts themselves):
         dataset: the opened dataset.
-        features: its feature store (:func:`graphtier.memory.make_feature_store`).
+        features: its feature store (:func:`graphtier.memory.make_feature_store`); for a typed dataset a
+            :class:`~graphtier.graphstore.typed.TypedFeatures` (one source per featured node type).
         topology: a :class:`TieredTopology` to sample from on its device, or None to sample on the
             CPU with :class:`NeighborSampler` from the dataset's arrays.
         seed: base seed of the sampling streams (``sampler(fanouts, seed=...)`` overrides it).
@@ -112,7 +114,7 @@ class GraphStore:
     def __init__(
         self,
         dataset: Dataset,
-        features: FeatureSource | None,
+        features: FeatureSource | TypedFeatures | None,
         *,
         topology: TieredTopology | None = None,
         seed: int = 0,
@@ -196,22 +198,21 @@ class GraphStore:
                 log=log,
                 in_flight_bytes=reserve,
             )
-        features = None
-        if dataset.features is not None:
+        features: FeatureSource | TypedFeatures | None = None
+        if dataset.is_hetero or dataset.features is not None:
             try:
-                features = make_feature_store(
-                    dataset.features,
-                    placement.features_on,
-                    device=device,
-                    gpu_budget=placement.gpu_budget,
-                    cache_budget=placement.cache_budget,
-                    peer_partitions=placement.peer_partitions,
-                    ram_budget=placement.ram_budget,
-                    ring_size=ring_size,
-                    max_batch_rows=rows_bound,
-                    in_flight_bytes=reserve,
-                    log=log,
-                )
+                if dataset.is_hetero:
+                    features = TypedFeatures.open(
+                        dataset, placement, device=device, batch_size=batch_size, fanouts=fanouts,
+                        ring_size=ring_size, prefetch=batches, log=log,
+                    )  # fmt: skip
+                else:
+                    features = make_feature_store(
+                        dataset.features, placement.features_on, device=device, gpu_budget=placement.gpu_budget,
+                        cache_budget=placement.cache_budget, peer_partitions=placement.peer_partitions,
+                        ram_budget=placement.ram_budget, ring_size=ring_size, max_batch_rows=rows_bound,
+                        in_flight_bytes=reserve, log=log,
+                    )  # fmt: skip
             except BaseException:
                 if topology is not None:
                     topology.close()
@@ -337,15 +338,32 @@ class GraphStore:
         )
 
     # ------------------------------------------------------------------ features
-    def gather(self, ids: torch.Tensor | np.ndarray) -> torch.Tensor:
-        """Feature rows ``features[ids]``: ids int [B] (any device) -> [B, D] on the feature store's output device."""
+    @property
+    def is_hetero(self) -> bool:
+        """True for a typed dataset (several node types or relations): ``gather`` takes and returns dicts."""
+        return bool(self.dataset.is_hetero)
+
+    def gather(self, ids: Any) -> Any:
+        """Feature rows ``features[ids]``: ids int [B] (any device) -> [B, D] on the feature store's output device.
+
+        Typed dataset: ``ids`` is ``{type: int [B_t] local ids}`` and the result ``{type: [B_t, D_t]}`` for every
+        featured type (:meth:`TypedFeatures.gather`; featureless types are absent).
+        """
         if self.features is None:
             raise OptionError(f"{self.dataset.path}: the dataset has no features.npy, so there is nothing to gather")
         return self.features.gather(ids)
 
+    def feature_bytes(self, ids: Any) -> int:
+        """Feature bytes :meth:`gather` reads for ``ids`` (a typed dataset: summed over the types)."""
+        if isinstance(self.features, TypedFeatures):
+            return self.features.batch_bytes(ids)
+        return int(ids.shape[0]) * self.row_bytes
+
     @property
     def row_bytes(self) -> int:
-        """Bytes of one feature row (0 without features)."""
+        """Bytes of one feature row (0 without features; a typed dataset: one row of every featured type)."""
+        if isinstance(self.features, TypedFeatures):
+            return sum(self.features.row_bytes.values())
         return self.features.row_bytes if self.features is not None else 0
 
     @property
