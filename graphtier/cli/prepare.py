@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from graphtier.cli.prepare_options import common_options, import_options
+from graphtier.dataset.finite import NON_FINITE_MODES
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import textio
 from graphtier.dataset.importers.mat import ADJACENCY_KEYS, FEATURE_KEYS, LABEL_KEYS
@@ -115,6 +116,7 @@ def command() -> None:
     graphtier prepare mat ACM.mat data/acm --undirected
     graphtier prepare mat Caltech36.mat data/caltech --labels-key local_info --labels-column 1 --unlabelled-value 0
     graphtier prepare movielens ../shared/data/movielens-100k/ml-100k data/ml100k --eval-negatives 100
+    graphtier prepare manifest acm.json data/acm --add-reverse
     """
 
 
@@ -356,5 +358,42 @@ def movielens(
         fold=fold,
         valid_fraction=valid_fraction,
         options=options,
+    )
+    _report(dataset, started)
+
+
+ADD_REVERSE = click.option(
+    "--add-reverse",
+    is_flag=True,
+    help="Heterogeneous graphs: add the reverse (dst, rev_NAME, src) of every relation, so information flows both ways.",
+)
+
+
+@command.command(name="manifest")
+@common_options
+@ADD_REVERSE
+@click.option(
+    "--non-finite",
+    type=click.Choice(NON_FINITE_MODES),
+    default="error",
+    show_default=True,
+    help="NaN/Inf feature values: refuse the import (error) or replace them by 0 and say how many (replace).",
+)
+def manifest(source: Path, output: Path, name: str | None, overwrite: bool, add_reverse: bool, non_finite: str) -> None:
+    """A heterogeneous graph described by a manifest (JSON, or YAML with a .yaml suffix): node types with
+    counts, features and labels, one edge file per relation, the target type and its split files.
+
+    \b
+    {"nodes": {"paper": {"count": 4019, "features": "p_feat.npz", "labels": "labels.npy"},
+               "author": {"count": 7167}},
+     "edges": [{"type": ["paper", "written_by", "author"], "path": "pa.txt"}],
+     "target": "paper",
+     "split": {"train": "train.npy", "valid": "valid.npy", "test": "test.npy"}}
+    """
+    from graphtier.dataset.importers.manifest import import_manifest
+
+    started = time.perf_counter()
+    dataset = import_manifest(
+        source, output, name=name, overwrite=overwrite, add_reverse=add_reverse, non_finite=non_finite
     )
     _report(dataset, started)

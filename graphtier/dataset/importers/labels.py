@@ -48,6 +48,31 @@ def labels_from_pairs(path: Path, ids: np.ndarray, classes: np.ndarray, idmap: I
     return Labels(values, class_count(path, values))
 
 
+def labels_from_values(where: str | Path, raw: np.ndarray) -> Labels:
+    """:class:`Labels` of one class id per node, ``raw`` [N] of integers or floats.
+
+    Floats must be integral (``2.0``; heco-acm's ``labels.npy`` is float64): a fractional value is a
+    :class:`DatasetError` naming ``where`` and the first such row. NaN and negative values mean unlabelled (-1).
+    """
+    raw = np.asarray(raw)
+    if raw.ndim != 1 or not (np.issubdtype(raw.dtype, np.integer) or np.issubdtype(raw.dtype, np.floating)):
+        raise DatasetError(f"{where}: expected one class id per node (1-d numbers), found {raw.dtype} {raw.shape}")
+    if np.issubdtype(raw.dtype, np.integer):
+        values = raw.astype(np.int64)
+        values[values < 0] = -1
+        return Labels(values, class_count(where, values))
+    finite = np.isfinite(raw)
+    fractional = np.flatnonzero(finite & (raw != np.round(raw)))
+    if fractional.size:
+        row = int(fractional[0])
+        raise DatasetError(
+            f"{where}: expected integer class labels, found fractional value {float(raw[row]):g} in row {row} "
+            f"({fractional.size:,} such rows)"
+        )
+    values = np.where(finite & (raw >= 0), raw, -1).astype(np.int64)
+    return Labels(values, class_count(where, values))
+
+
 def check_class_count(where: str | Path, num_classes: int, found: str) -> None:
     """Raise :class:`DatasetError` when ``num_classes`` exceeds :data:`MAX_CLASSES`; ``found`` says what set it."""
     if num_classes > MAX_CLASSES:

@@ -27,7 +27,7 @@ from graphtier.dataset.finite import NonFiniteGuard
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import edges, finish, splits, textio
 from graphtier.dataset.importers.features import note_replaced
-from graphtier.dataset.importers.labels import Labels, class_count
+from graphtier.dataset.importers.labels import Labels, labels_from_values
 from graphtier.dataset.importers.ogb_link import LINK_PARTS, is_link_scheme, split_written_graph_from_ogb
 from graphtier.dataset.importers.options import OGB_FIELDS, ImportOptions
 from graphtier.dataset.writer import DatasetWriter
@@ -127,11 +127,7 @@ def read_ogb_labels(path: Path, num_nodes: int) -> Labels:
     raw = np.concatenate(blocks) if blocks else np.empty(0, np.float32)
     if raw.shape[0] != num_nodes:
         raise DatasetError(f"{path}: expected {num_nodes} label rows (one per node), found {raw.shape[0]}")
-    finite = np.isfinite(raw)
-    if np.any(raw[finite] != np.round(raw[finite])):
-        raise DatasetError(f"{path}: expected integer class labels, found fractional values")
-    values = np.where(finite & (raw >= 0), raw, -1).astype(np.int64)
-    return Labels(values, class_count(path, values))
+    return labels_from_values(path, raw)
 
 
 def import_ogb(

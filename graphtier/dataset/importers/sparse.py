@@ -11,6 +11,7 @@ one-line :class:`~graphtier.errors.DatasetError` naming the file and the array.
 
 from __future__ import annotations
 
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -172,5 +173,47 @@ def checked_sparse(value: Any, where: str | Path) -> sp.spmatrix:
     except DatasetError:
         raise
     except (TypeError, ValueError, OverflowError) as exc:  # scipy's own check of what we built
+        raise DatasetError(f"{where}: not a valid sparse matrix ({type(exc).__name__}: {exc})") from None
+    return matrix
+
+
+def load_sparse_npz(path: Path) -> sp.spmatrix:
+    """The scipy sparse matrix of a ``scipy.sparse.save_npz`` file (CSR, CSC or COO), read without pickles.
+
+    The archive's arrays are read with ``allow_pickle=False`` and checked like :func:`checked_sparse`
+    (ids within the shape, ``indptr`` consistent), so a damaged or crafted file is a one-line
+    :class:`DatasetError` naming ``path``, never an out-of-bounds write. Returns a CSR or CSC matrix.
+    """
+    where = str(path)
+    try:
+        archive = np.load(path, allow_pickle=False)
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError) as exc:
+        raise DatasetError(f"{where}: not a readable .npz archive ({exc})") from None
+    if not isinstance(archive, np.lib.npyio.NpzFile):
+        raise DatasetError(f"{where}: expected a scipy.sparse .npz archive, found a single array")
+    with archive:
+        try:
+            arrays = {key: archive[key] for key in archive.files}
+        except Exception as exc:  # a damaged or pickled member
+            raise DatasetError(f"{where}: not a readable .npz archive ({exc})") from None
+    raw_format = arrays.get("format")
+    if raw_format is None or raw_format.ndim != 0 or raw_format.dtype.kind not in "SU":
+        raise _fail(where, "format", "'csr', 'csc' or 'coo' (scipy.sparse.save_npz)", f"{sorted(arrays)}")
+    layout = raw_format.item()
+    layout = layout.decode("latin-1") if isinstance(layout, bytes) else str(layout)
+    shape = arrays.get("shape")
+    if shape is None or shape.ndim != 1 or shape.shape[0] != 2 or shape.dtype.kind not in "iu":
+        raise _fail(where, "shape", "two integers (rows, columns)", None if shape is None else shape.shape)
+    state: dict[str, Any] = {key: value for key, value in arrays.items() if key not in ("format", "shape")}
+    state["shape"] = (int(shape[0]), int(shape[1]))
+    if layout in ("csr", "csc"):
+        matrix = _compressed(where, state, layout)
+    elif layout == "coo":
+        matrix = _coordinates(where, state)
+    else:
+        raise _fail(where, "format", "'csr', 'csc' or 'coo'", repr(layout))
+    try:
+        matrix.check_format(full_check=True)
+    except (TypeError, ValueError, OverflowError) as exc:
         raise DatasetError(f"{where}: not a valid sparse matrix ({type(exc).__name__}: {exc})") from None
     return matrix

@@ -1,0 +1,242 @@
+"""Import a heterogeneous graph described by a manifest: ``graphtier prepare manifest FILE OUTPUT``.
+
+The manifest (JSON, or YAML for ``.yaml``/``.yml``; modelled on GraphBolt's ``OnDiskDataset`` metadata)::
+
+    {"name": "acm",
+     "nodes": {"paper":   {"count": 4019, "features": "p_feat.npz", "labels": "labels.npy"},
+               "author":  {"count": 7167},
+               "subject": {"count": 60}},
+     "edges": [{"type": ["paper", "written_by", "author"], "path": "pa.txt"},
+               {"type": ["paper", "about", "subject"],     "path": "ps.txt"}],
+     "target": "paper",
+     "split": {"train": "train_20.npy", "valid": "val_20.npy", "test": "test_20.npy"}}
+
+Node types are numbered in the order listed. ``count`` may be left out when the type has ``features`` (the
+rows). ``features`` is one file or a list of files stacked by rows (see
+:mod:`~graphtier.dataset.importers.typed_files` for the formats). ``labels`` and ``split`` belong to the
+``target`` type (default: the one type with labels). An edge file lists ``src dst`` pairs in LOCAL ids of the
+relation's source and destination types. Paths are absolute or relative to the manifest. Unknown keys, unknown
+types and missing files are one-line errors naming the manifest and the key.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from graphtier.dataset.format import Dataset
+from graphtier.dataset.importers import textio
+from graphtier.dataset.importers.typed_files import (
+    SPLIT_NAMES,
+    TypedImport,
+    finish_typed_import,
+    read_local_ids,
+    read_relation_edges,
+    read_type_features,
+    read_type_labels,
+)
+from graphtier.dataset.typed_graph import TypedNodes
+from graphtier.dataset.writer import DatasetWriter
+from graphtier.errors import DatasetError
+
+TOP_KEYS = ("name", "nodes", "edges", "target", "split")
+NODE_KEYS = ("count", "features", "labels")
+EDGE_KEYS = ("type", "path")
+YAML_SUFFIXES = (".yaml", ".yml")
+
+
+class Manifest:
+    """A parsed and checked manifest: node type entries in order, relations, target, split files.
+
+    Files are resolved (relative to the manifest's folder) and checked to exist; their contents are read
+    by :func:`import_manifest`.
+    """
+
+    def __init__(self, path: Path, raw: Any) -> None:
+        self.path = path
+        self.base = path.parent
+        if not isinstance(raw, dict):
+            self.fail("", "an object with 'nodes' and 'edges'", type(raw).__name__)
+        self._keys(raw, TOP_KEYS, "")
+        self.name: str | None = None if raw.get("name") is None else str(raw["name"])
+        nodes = raw.get("nodes")
+        if not isinstance(nodes, dict) or not nodes:
+            self.fail("nodes", "an object of node types {name: {count, features, labels}}", _kind(nodes))
+        self.counts: dict[str, int | None] = {}
+        self.features: dict[str, list[Path]] = {}
+        self.labels: dict[str, Path] = {}
+        for type_name, entry in nodes.items():
+            key = f"nodes.{type_name}"
+            if not isinstance(entry, dict):
+                self.fail(key, "an object {count, features, labels}", _kind(entry))
+            self._keys(entry, NODE_KEYS, key)
+            count = entry.get("count")
+            if count is not None and (not isinstance(count, int) or isinstance(count, bool) or count < 0):
+                self.fail(f"{key}.count", "a non-negative integer", repr(count))
+            if "features" in entry:
+                files = entry["features"] if isinstance(entry["features"], list) else [entry["features"]]
+                if not files:
+                    self.fail(f"{key}.features", "a file or a non-empty list of files", "[]")
+                self.features[type_name] = [self.file(f"{key}.features", f) for f in files]
+            elif count is None:
+                self.fail(f"{key}.count", "a node count (or 'features' to count the rows)", "neither")
+            if "labels" in entry:
+                self.labels[type_name] = self.file(f"{key}.labels", entry["labels"])
+            self.counts[type_name] = count
+        edges = raw.get("edges")
+        if not isinstance(edges, list) or not edges:
+            self.fail("edges", "a list of relations [{type: [src, name, dst], path}]", _kind(edges))
+        self.relations: list[tuple[tuple[str, str, str], Path]] = []
+        for i, entry in enumerate(edges):
+            key = f"edges[{i}]"
+            if not isinstance(entry, dict):
+                self.fail(key, "an object {type, path}", _kind(entry))
+            self._keys(entry, EDGE_KEYS, key)
+            rel = entry.get("type")
+            if not isinstance(rel, list) or len(rel) != 3 or not all(isinstance(x, str) for x in rel):
+                self.fail(f"{key}.type", "[src_type, relation, dst_type]", repr(rel))
+            for end in (rel[0], rel[2]):
+                if end not in self.counts:
+                    self.fail(f"{key}.type", f"node types of 'nodes' ({', '.join(self.counts)})", repr(end))
+            if "path" not in entry:
+                self.fail(f"{key}.path", "the relation's edge file", "none")
+            self.relations.append(((rel[0], rel[1], rel[2]), self.file(f"{key}.path", entry["path"])))
+        self.target = self._target(raw.get("target"))
+        self.splits = self._splits(raw.get("split"))
+
+    def _target(self, value: Any) -> str:
+        if value is not None and value not in self.counts:
+            self.fail("target", f"a node type of 'nodes' ({', '.join(self.counts)})", repr(value))
+        labelled = list(self.labels)
+        target = value if value is not None else labelled[0] if len(labelled) == 1 else next(iter(self.counts))
+        if value is None and len(labelled) > 1:
+            self.fail(
+                "target", f"the node type the labels belong to (several have labels: {', '.join(labelled)})", "none"
+            )
+        for type_name in labelled:
+            if type_name != target:
+                self.fail(f"nodes.{type_name}.labels", f"labels on the target type {target!r} only", type_name)
+        return str(target)
+
+    def _splits(self, value: Any) -> dict[str, Path]:
+        if value is None:
+            if self.target in self.labels:
+                self.fail(
+                    f"nodes.{self.target}.labels", "a 'split' {train, valid, test} of the labelled type", "no split"
+                )
+            return {}
+        if not isinstance(value, dict):
+            self.fail("split", "an object {train, valid, test} of files", _kind(value))
+        self._keys(value, SPLIT_NAMES, "split")
+        if self.target not in self.labels:
+            self.fail("split", f"labels on the target type {self.target!r} (nodes.{self.target}.labels)", "none")
+        return {name: self.file(f"split.{name}", path) for name, path in value.items()}
+
+    def _keys(self, entry: dict[str, Any], allowed: Sequence[str], key: str) -> None:
+        unknown = [k for k in entry if k not in allowed]
+        if unknown:
+            self.fail(
+                key or "(top level)", f"keys among {', '.join(allowed)}", f"unknown {', '.join(map(repr, unknown))}"
+            )
+
+    def file(self, key: str, value: Any) -> Path:
+        """The existing file ``value`` names (relative to the manifest's folder)."""
+        if not isinstance(value, str) or not value:
+            self.fail(key, "a file path", repr(value))
+        path = Path(value) if os.path.isabs(value) else self.base / value
+        if not path.is_file():
+            self.fail(key, "an existing file", f"{path} (not found)" if not path.exists() else f"{path} (not a file)")
+        return path
+
+    def fail(self, key: str, expected: str, found: str) -> Any:
+        raise DatasetError(f"{self.path}: {key}: expected {expected}, found {found}")
+
+    def inputs(self) -> list[Path]:
+        """Every file the manifest names, the manifest first."""
+        files = [self.path] + [f for paths in self.features.values() for f in paths] + list(self.labels.values())
+        return files + [p for _, p in self.relations] + list(self.splits.values())
+
+
+def _kind(value: Any) -> str:
+    return "nothing" if value is None else type(value).__name__
+
+
+def read_manifest(path: str | os.PathLike[str]) -> Manifest:
+    """Parse and check the manifest ``path`` (JSON, or YAML by suffix); nothing is read from its files yet."""
+    p = textio.require_file(path, "manifest")
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DatasetError(f"{p}: cannot read the manifest ({exc})") from None
+    if p.suffix.lower() in YAML_SUFFIXES:
+        import yaml  # PyYAML; safe_load builds plain data only
+
+        try:
+            raw = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise DatasetError(f"{p}: not valid YAML ({' '.join(str(exc).split())})") from None
+    else:
+        try:
+            raw = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise DatasetError(f"{p}: not valid JSON ({exc}); a YAML manifest needs a .yaml suffix") from None
+    return Manifest(p, raw)
+
+
+def import_manifest(
+    source: str | os.PathLike[str],
+    output: str | os.PathLike[str],
+    *,
+    name: str | None = None,
+    overwrite: bool = False,
+    add_reverse: bool = False,
+    non_finite: str = "error",
+) -> Dataset:
+    """Import the heterogeneous graph the manifest ``source`` describes into the dataset directory ``output``.
+
+    Args:
+        source: the manifest file (see the module).
+        output: dataset directory to create (replaced only with ``overwrite``).
+        name: dataset name (default: the manifest's ``name``, else the output directory's name).
+        add_reverse: add ``(dst, rev_<name>, src)`` for every relation.
+        non_finite: ``error`` or ``replace`` (by 0) NaN/Inf feature values.
+
+    Returns:
+        The written :class:`Dataset` (``dataset.schema`` lists the types and relations).
+    """
+    manifest = read_manifest(source)
+    with DatasetWriter(output, overwrite=overwrite) as writer:
+        types: list[TypedNodes] = []
+        guards = []
+        for type_name, count in manifest.counts.items():
+            features = None
+            if type_name in manifest.features:
+                features, guard = read_type_features(
+                    manifest.features[type_name], f"nodes.{type_name}.features", writer.tmp, count, non_finite
+                )
+                guards.append(guard)
+                count = int(features.shape[0])
+            types.append(TypedNodes(type_name, int(count), features))  # type: ignore[arg-type]
+        counts = {t.name: t.count for t in types}
+        target_count = counts[manifest.target]
+        labels = None
+        if manifest.target in manifest.labels:
+            labels = read_type_labels(manifest.labels[manifest.target], target_count, f"nodes.{manifest.target}.labels")
+        splits = {
+            split: read_local_ids(path, target_count, f"split.{split}", manifest.target)
+            for split, path in manifest.splits.items()
+        }
+        relations = [read_relation_edges(path, rel, f"edges[{i}]") for i, (rel, path) in enumerate(manifest.relations)]
+        data = TypedImport(types, relations, manifest.target, labels, splits, manifest.inputs())
+        return finish_typed_import(
+            writer,
+            data,
+            name=name or manifest.name,
+            importer="manifest",
+            add_reverse=add_reverse,
+            options={"manifest": str(manifest.path.resolve()), "non_finite": non_finite},
+            guards=guards,
+        )

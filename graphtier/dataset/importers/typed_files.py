@@ -1,0 +1,224 @@
+"""Reading the per-type and per-relation files of a typed (heterogeneous) import, and writing the dataset.
+
+The manifest importer (:mod:`~graphtier.dataset.importers.manifest`) and OGB's heterogeneous layout
+(:mod:`~graphtier.dataset.importers.ogb_hetero`) both read, in LOCAL ids of a node type:
+
+* features: ``.npy`` [rows, D], a dense text matrix, or a ``scipy.sparse`` ``.npz`` (densified to float32);
+  a type's features may be split by rows over several files (stacked in order, same width);
+* labels: ``.npy`` or text, one class id per node (integral floats accepted; NaN / negative = unlabelled);
+* split files: ``.npy`` or text, one local id per line;
+* edges: one file per relation, ``src dst`` per line (text, csv, gzip, as ``prepare edgelist`` reads) or an
+  integer ``.npy`` [E, 2] (or [2, E]).
+
+Every error is one line naming the file, the node type or relation, the expected and the found value.
+:func:`finish_typed_import` writes the graph (:func:`~graphtier.dataset.typed_graph.write_typed_graph`),
+labels, splits and ``meta.json`` (with its ``hetero`` entry).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from graphtier.dataset import provenance as prov
+from graphtier.dataset import resources
+from graphtier.dataset.finite import NonFiniteGuard
+from graphtier.dataset.format import Dataset
+from graphtier.dataset.importers import finish, node_data, textio
+from graphtier.dataset.importers.features import note_replaced
+from graphtier.dataset.importers.labels import Labels, labels_from_values
+from graphtier.dataset.importers.sparse import load_sparse_npz
+from graphtier.dataset.importers.splits import save_splits
+from graphtier.dataset.typed_graph import TypedEdges, TypedNodes, write_typed_graph
+from graphtier.dataset.writer import DatasetWriter
+from graphtier.errors import DatasetError
+
+SPLIT_NAMES = ("train", "valid", "test")
+
+
+def _matrix(path: Path, what: str, scratch: Path) -> np.ndarray:
+    """One feature file as [rows, D]: ``.npy``/text through :func:`node_data.read_feature_matrix`, or a
+    ``scipy.sparse`` ``.npz`` densified to float32."""
+    kind, _ = node_data.sniff(path)
+    if kind != "npz":
+        try:
+            return node_data.read_feature_matrix(path, scratch)
+        except DatasetError as exc:
+            raise DatasetError(f"{exc} ({what})") from None
+    matrix = load_sparse_npz(path)
+    rows, cols = matrix.shape
+    resources.require_memory(rows * cols * 4, f"{path}: densifying the sparse features of {what} ({rows} x {cols})")
+    return np.asarray(matrix.toarray(), dtype=np.float32)
+
+
+def read_type_features(
+    paths: Sequence[Path], what: str, scratch_dir: Path, count: int | None, non_finite: str = "error"
+) -> tuple[np.ndarray, Any]:
+    """The features of one node type: ``paths`` stacked by rows, float32/float16 [rows, D] on the CPU.
+
+    ``what`` names the type in errors (``nodes.paper.features``); ``count`` (None: any) is the number of rows
+    expected in total. Widths must agree across files. Returns ``(features, guard)`` (the non-finite guard,
+    for :func:`note_replaced`).
+    """
+    parts: list[np.ndarray] = []
+    width: tuple[int, Path] | None = None
+    for i, path in enumerate(paths):
+        part = _matrix(path, what, scratch_dir / f"features.{i}.scratch")
+        if part.ndim != 2:
+            raise DatasetError(f"{path}: {what}: expected a 2-d array [nodes, dim], found shape {tuple(part.shape)}")
+        if width is not None and part.shape[1] != width[0]:
+            raise DatasetError(
+                f"{path}: {what}: expected {width[0]} feature columns (as {width[1].name}), found {part.shape[1]}"
+            )
+        width = width or (int(part.shape[1]), path)
+        parts.append(part)
+    rows = sum(int(p.shape[0]) for p in parts)
+    if count is not None and rows != count:
+        names = ", ".join(p.name for p in paths)
+        raise DatasetError(f"{names}: {what}: expected {count} rows (the type's count), found {rows}")
+    dtypes = {np.dtype(p.dtype) for p in parts}
+    kept = dtypes.pop() if len(dtypes) == 1 else None
+    out_dtype = kept if kept in (np.float16, np.float32) else np.dtype(np.float32)
+    guard = NonFiniteGuard(paths[0], non_finite)
+    out = np.empty((rows, width[0] if width else 0), dtype=out_dtype)
+    start = 0
+    for part in parts:
+        out[start : start + part.shape[0]] = guard.apply(np.asarray(part).astype(out_dtype, copy=False), start)
+        start += part.shape[0]
+    parts.clear()
+    part = None  # drop the last memory map before its scratch file goes
+    for i in range(len(paths)):  # text matrices were parsed into these; the dataset must not keep them
+        (scratch_dir / f"features.{i}.scratch").unlink(missing_ok=True)
+    return out, guard
+
+
+def read_type_labels(path: Path, count: int, what: str) -> Labels:
+    """One class id per node of a type with ``count`` nodes: ``.npy`` or text (one label per line)."""
+    kind, description = node_data.sniff(path)
+    if kind == "npy":
+        raw = np.asarray(node_data.load_npy(path, what))
+        if raw.ndim == 2 and raw.shape[1] == 1:
+            raw = raw[:, 0]
+    elif kind in ("text", "gzip"):
+        blocks = [b[:, 0].copy() for b in textio.iter_float_rows(path, 1, expected="one label per line")]
+        raw = np.concatenate(blocks) if blocks else np.empty(0, np.float32)
+    else:
+        raise DatasetError(f"{path}: {what}: expected a .npy array or text (one label per line), got {description}")
+    if raw.ndim != 1 or raw.shape[0] != count:
+        raise DatasetError(f"{path}: {what}: expected {count} labels (one per node), found shape {tuple(raw.shape)}")
+    return labels_from_values(f"{path}: {what}", raw)
+
+
+def read_local_ids(path: Path, count: int, what: str, type_name: str) -> np.ndarray:
+    """int64 [K]: local ids of type ``type_name`` (``count`` nodes) from a ``.npy`` or text (one id per line)."""
+    kind, description = node_data.sniff(path)
+    if kind == "npy":
+        ids = np.asarray(node_data.load_npy(path, what))
+        if ids.ndim == 2 and 1 in ids.shape:
+            ids = ids.reshape(-1)
+        if ids.ndim != 1 or not np.issubdtype(ids.dtype, np.integer):
+            raise DatasetError(f"{path}: {what}: expected a 1-d integer array, found {ids.dtype} {tuple(ids.shape)}")
+        ids = ids.astype(np.int64)
+    elif kind in ("text", "gzip"):
+        blocks = [
+            b[:, 0].copy()
+            for b in textio.iter_int_rows(
+                path, 1, allow_extra_columns=False, skip_header=False, expected="one integer id per line"
+            )
+        ]
+        ids = np.concatenate(blocks) if blocks else np.empty(0, np.int64)
+    else:
+        raise DatasetError(f"{path}: {what}: expected a .npy array or text (one id per line), got {description}")
+    if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= count):
+        raise DatasetError(
+            f"{path}: {what}: expected {type_name} ids in [0, {count}), found values in [{int(ids.min())}, {int(ids.max())}]"
+        )
+    return ids
+
+
+def read_relation_edges(path: Path, relation: tuple[str, str, str], where: str) -> TypedEdges:
+    """The edges of ``relation`` in ``path``: ``src dst`` lines (text/csv/gzip, optional header, extra
+    columns ignored) or an integer ``.npy`` [E, 2] / [2, E]; local ids of the source and destination types."""
+    what = f"{where} relation {relation}"
+    kind, description = node_data.sniff(path)
+    if kind == "npy":
+        pairs = np.asarray(node_data.load_npy(path, what))
+        if pairs.ndim == 2 and pairs.shape[1] != 2 and pairs.shape[0] == 2:
+            pairs = pairs.T
+        if pairs.ndim != 2 or pairs.shape[1] != 2 or not np.issubdtype(pairs.dtype, np.integer):
+            raise DatasetError(
+                f"{path}: {what}: expected an integer array [edges, 2] of (src, dst), "
+                f"found {pairs.dtype} {tuple(pairs.shape)}"
+            )
+        return TypedEdges(relation, pairs[:, 0].astype(np.int64), pairs[:, 1].astype(np.int64), str(path))
+    if kind not in ("text", "gzip"):
+        raise DatasetError(f"{path}: {what}: expected a text edge list ('src dst' per line) or .npy, got {description}")
+    skip = textio.has_header(path, "auto", 2, allow_extra_columns=True)
+    src_parts, dst_parts = [], []
+    for block in textio.iter_int_rows(
+        path, 2, allow_extra_columns=True, skip_header=skip, expected="two integer ids 'src dst'"
+    ):
+        src_parts.append(block[:, 0].copy())
+        dst_parts.append(block[:, 1].copy())
+    src = np.concatenate(src_parts) if src_parts else np.empty(0, np.int64)
+    dst = np.concatenate(dst_parts) if dst_parts else np.empty(0, np.int64)
+    return TypedEdges(relation, src, dst, str(path))
+
+
+@dataclass
+class TypedImport:
+    """Everything a typed import read: node types (features in them), relations, the target's labels and
+    splits (local ids), and the input files for ``meta.json``."""
+
+    types: list[TypedNodes]
+    relations: list[TypedEdges]
+    target: str
+    labels: Labels | None = None
+    splits: dict[str, np.ndarray] = field(default_factory=dict)
+    inputs: list[Path] = field(default_factory=list)
+
+
+def finish_typed_import(
+    writer: DatasetWriter,
+    data: TypedImport,
+    *,
+    name: str | None,
+    importer: str,
+    add_reverse: bool,
+    options: dict[str, Any],
+    guards: Sequence[NonFiniteGuard] = (),
+) -> Dataset:
+    """Write ``data`` into ``writer`` (graph, per-type features, labels, splits, ``meta.json`` with ``hetero``),
+    validate and move it into place; returns the opened :class:`Dataset`."""
+    schema = write_typed_graph(writer, data.types, data.relations, target=data.target, add_reverse=add_reverse)
+    num_classes = 0
+    if data.labels is not None:
+        writer.save("labels", data.labels.values)
+        num_classes = data.labels.num_classes
+    save_splits(writer, [data.splits.get(s) for s in SPLIT_NAMES])
+    for guard in guards:
+        note_replaced(writer, guard)
+    has_features = any(t.features is not None for t in data.types)
+    meta = finish.dataset_meta(
+        name=name or finish.default_name(writer.output),
+        num_nodes=schema.num_nodes,
+        num_edges=schema.num_edges,
+        directed=True,
+        feature_dim=0,
+        feature_dtype="float32",
+        num_classes=num_classes,
+        importer=importer,
+        inputs=[os.fspath(p) for p in data.inputs],
+        options={"add_reverse": add_reverse, **options},
+        provenance={
+            "features": prov.input_data() if has_features else prov.no_data(),
+            "labels": prov.input_data() if num_classes else prov.no_data(),
+        },
+    )
+    meta["hetero"] = schema.to_meta()
+    return writer.finish(meta)
