@@ -37,7 +37,7 @@ from graphtier.dataset import Dataset
 from graphtier.dataset.format import SPLITS
 from graphtier.dataset.link_split import LinkPairs
 from graphtier.errors import OptionError
-from graphtier.graphstore.typed import TypedFeatures
+from graphtier.graphstore.typed_features import TypedFeatures
 from graphtier.memory import (
     SAMPLE_ON,  # noqa: F401 - re-exported by graphtier.graphstore
     FeatureSource,
@@ -102,7 +102,7 @@ class GraphStore:
     Build it with :meth:`open`. Args of the constructor (for callers that build the parts themselves):
         dataset: the opened dataset.
         features: its feature store (:func:`graphtier.memory.make_feature_store`); for a typed dataset a
-            :class:`~graphtier.graphstore.typed.TypedFeatures` (one source per featured node type).
+            :class:`~graphtier.graphstore.typed_features.TypedFeatures` (one source per featured node type).
         topology: a :class:`TieredTopology` to sample from on its device, or None to sample on the
             CPU with :class:`NeighborSampler` from the dataset's arrays.
         seed: base seed of the sampling streams (``sampler(fanouts, seed=...)`` overrides it).
@@ -338,11 +338,6 @@ class GraphStore:
         )
 
     # ------------------------------------------------------------------ features
-    @property
-    def is_hetero(self) -> bool:
-        """True for a typed dataset (several node types or relations): ``gather`` takes and returns dicts."""
-        return bool(self.dataset.is_hetero)
-
     def gather(self, ids: Any) -> Any:
         """Feature rows ``features[ids]``: ids int [B] (any device) -> [B, D] on the feature store's output device.
 
@@ -351,13 +346,19 @@ class GraphStore:
         """
         if self.features is None:
             raise OptionError(f"{self.dataset.path}: the dataset has no features.npy, so there is nothing to gather")
-        return self.features.gather(ids)
+        return self._features_of(ids).gather(ids)
 
     def feature_bytes(self, ids: Any) -> int:
         """Feature bytes :meth:`gather` reads for ``ids`` (a typed dataset: summed over the types)."""
-        if isinstance(self.features, TypedFeatures):
-            return self.features.batch_bytes(ids)
+        if isinstance(ids, dict):
+            return self._features_of(ids).batch_bytes(ids) if self.features is not None else 0
         return int(ids.shape[0]) * self.row_bytes
+
+    def _features_of(self, ids: Any) -> Any:
+        """A dict of ids (also a typed model's one-type view of a homogeneous dataset) reads TypedFeatures."""
+        if isinstance(ids, dict) and not isinstance(self.features, TypedFeatures):
+            return TypedFeatures({self.dataset.schema.target: self.features})  # type: ignore[dict-item]
+        return self.features
 
     @property
     def row_bytes(self) -> int:

@@ -10,7 +10,7 @@ import torch
 
 from graphtier.dataset import Dataset
 from graphtier.graphstore import GraphStore
-from graphtier.graphstore.typed import TypedFeatures, split_budget_rows, split_placement_budgets, typed_rows_bound
+from graphtier.graphstore.typed_features import TypedFeatures, split_budget_rows, split_placement_budgets, typed_rows_bound
 from graphtier.memory import FEATURE_MODES, TIER_NAMES, PlacementSpec
 from tests.typed_data import write_typed_labelled_graph
 
@@ -43,7 +43,7 @@ def test_every_mode_gathers_each_featured_type_and_counts_its_bytes(typed_datase
     placement = PlacementSpec(features_on=mode, **MODE_OPTIONS[mode])
     rng = np.random.default_rng(0)
     with GraphStore.open(typed_dataset, placement, batch_size=16, fanouts=[3, 2], log=lambda _: None) as store:
-        assert store.is_hetero and isinstance(store.features, TypedFeatures)
+        assert isinstance(store.features, TypedFeatures)
         expected_bytes = 0
         for _ in range(3):
             n_id = local_ids(typed_dataset, rng)
@@ -100,7 +100,6 @@ def test_rows_bound_per_type_is_at_most_its_count(typed_dataset: Dataset) -> Non
 
 def test_homogeneous_store_keeps_one_source(tiny_dataset: Dataset) -> None:
     with GraphStore.open(tiny_dataset, features_on="cpu-gather", log=lambda _: None) as store:
-        assert not store.is_hetero
         ids = torch.arange(5)
         assert store.feature_bytes(ids) == 5 * store.row_bytes
         assert store.gather(ids).shape == (5, tiny_dataset.feature_dim)
