@@ -183,9 +183,14 @@ class TypedFeatures:
         return sum(int(n_id[name].shape[0]) * source.row_bytes for name, source in self.sources.items() if name in n_id)
 
     @property
-    def row_bytes(self) -> dict[str, int]:
+    def row_bytes_by_type(self) -> dict[str, int]:
         """Bytes of one feature row per featured type."""
         return {name: source.row_bytes for name, source in self.sources.items()}
+
+    @property
+    def row_bytes(self) -> int:
+        """Bytes of one row of every featured type together."""
+        return sum(self.row_bytes_by_type.values())
 
     def traffic_by_type(self) -> dict[str, TierTraffic]:
         """Cumulative bytes per tier of each featured type."""
@@ -227,3 +232,34 @@ class TypedFeatures:
         """Close every type's source (idempotent)."""
         for source in self.sources.values():
             source.close()
+
+
+def open_features(
+    dataset: Dataset,
+    placement: PlacementSpec,
+    *,
+    device: torch.device,
+    batch_size: int,
+    fanouts: Sequence[int],
+    ring_size: int,
+    prefetch: int,
+    rows_bound: int,
+    in_flight: int,
+    log: Callable[[str], None] = print,
+) -> FeatureSource | TypedFeatures | None:
+    """The features of ``dataset`` placed by ``placement``: :class:`TypedFeatures` for a typed dataset, one
+    :class:`FeatureSource` of ``features.npy`` otherwise (``rows_bound`` rows per batch at most, ``in_flight``
+    bytes left free of an auto GPU budget), None without features."""
+    if dataset.is_hetero:
+        return TypedFeatures.open(
+            dataset, placement, device=device, batch_size=batch_size, fanouts=fanouts, ring_size=ring_size,
+            prefetch=prefetch, log=log,
+        )  # fmt: skip
+    if dataset.features is None:
+        return None
+    return make_feature_store(
+        dataset.features, placement.features_on, device=device, gpu_budget=placement.gpu_budget,
+        cache_budget=placement.cache_budget, peer_partitions=placement.peer_partitions,
+        ram_budget=placement.ram_budget, ring_size=ring_size, max_batch_rows=rows_bound,
+        in_flight_bytes=in_flight, log=log,
+    )  # fmt: skip
