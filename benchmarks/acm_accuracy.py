@@ -23,8 +23,8 @@ from graphtier.train import train
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMON: dict[str, Any] = dict(
-    fanouts=(10, 10), batch_size=32, epochs=40, lr=0.005, weight_decay=1e-3, hidden=64, dropout=0.5,
-    eval_batch_size=1024, quiet=True,
+    fanouts=(10, 10), batch_size=32, epochs=100, eval_every=5, lr=0.01, weight_decay=1e-3, hidden=64, dropout=0.5,
+    featureless="zeros", eval_batch_size=1024, quiet=True,
 )  # fmt: skip
 OPTIONS: dict[str, dict[str, Any]] = {
     "rgcn": {},
