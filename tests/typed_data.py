@@ -1,4 +1,9 @@
-"""A tiny heterogeneous dataset for CLI tests: 3 node types (paper with features and labels, author, field)."""
+"""A small typed (heterogeneous) dataset for tests of the typed store, trainer and CLI.
+
+paper (featured, labelled: the target), author (featured, float16), subject (featureless). Each paper is about the
+subject of its class (with some noise) and written by authors of mostly its class; the paper features are a weak
+signal, so a model that reads the graph beats one that reads the paper features alone.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,64 @@ import numpy as np
 
 from graphtier.dataset import Dataset, DatasetWriter
 from graphtier.dataset.typed_graph import TypedEdges, TypedNodes, write_typed_graph
+
+
+def write_typed_labelled_graph(
+    output: Path,
+    *,
+    papers: int = 300,
+    authors: int = 120,
+    num_classes: int = 3,
+    noise: float = 3.0,
+    seed: int = 0,
+) -> Dataset:
+    """Write the dataset (see the module) to ``output`` and open it; splits 50/25/25 of the papers."""
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, num_classes, papers)
+    author_class = rng.integers(0, num_classes, authors)
+    subjects = 2 * num_classes  # two subjects per class
+    paper_feat = (np.eye(num_classes, 8)[labels] + noise * rng.normal(size=(papers, 8))).astype(np.float32)
+    author_feat = rng.normal(size=(authors, 4)).astype(np.float16)
+    about_dst = np.where(
+        rng.random(papers) < 0.85, 2 * labels + rng.integers(0, 2, papers), rng.integers(0, subjects, papers)
+    )
+    writes_src, writes_dst = [], []
+    for paper in range(papers):
+        same = np.flatnonzero(author_class == labels[paper])
+        for _ in range(3):
+            pool = same if rng.random() < 0.8 else np.arange(authors)
+            writes_src.append(int(pool[rng.integers(0, pool.size)]))
+            writes_dst.append(paper)
+    cites_src = rng.integers(0, papers, 2 * papers)
+    cites_dst = rng.integers(0, papers, 2 * papers)
+    types = [TypedNodes("paper", papers, paper_feat), TypedNodes("author", authors, author_feat),
+             TypedNodes("subject", subjects, None)]  # fmt: skip
+    relations = [
+        TypedEdges(("author", "writes", "paper"), np.array(writes_src), np.array(writes_dst)),
+        TypedEdges(("paper", "about", "subject"), np.arange(papers), about_dst),
+        TypedEdges(("paper", "cites", "paper"), cites_src, cites_dst),
+    ]
+    order = rng.permutation(papers)
+    n_train, n_valid = papers // 2, papers // 4
+    with DatasetWriter(output) as writer:
+        schema = write_typed_graph(writer, types, relations, target="paper", add_reverse=True)
+        writer.save("labels", labels.astype(np.int64))
+        writer.save("train_idx", np.sort(order[:n_train]).astype(np.int64))
+        writer.save("valid_idx", np.sort(order[n_train : n_train + n_valid]).astype(np.int64))
+        writer.save("test_idx", np.sort(order[n_train + n_valid :]).astype(np.int64))
+        return writer.finish(
+            {
+                "name": "typed-tiny",
+                "num_nodes": schema.num_nodes,
+                "num_edges": schema.num_edges,
+                "directed": True,
+                "feature_dim": 0,
+                "feature_dtype": "float32",
+                "num_classes": num_classes,
+                "hetero": schema.to_meta(),
+                "source": {"importer": "tests.typed_data.write_typed_labelled_graph", "options": {"seed": seed}},
+            }
+        )
 
 
 def write_tiny_typed(output: Path, *, papers: int = 40, seed: int = 0) -> Dataset:

@@ -11,10 +11,9 @@ from graphtier.cli.options import SEED, fanouts_option_type
 
 # The fixed choices, spelled here so that `graphtier train --help` shows them without importing torch
 # (tests/cli/test_train_cli.py checks they equal MODEL_NAMES, SAMPLER_NAMES, NORM_NAMES, GCN_DEGREES_OPTIONS, FEATURE_MODES,
-# BALANCE_MODES, TASK_NAMES, DECODER_NAMES, NEGATIVE_SAMPLING).
-MODEL_CHOICES = ("sage", "gcn", "gat", "mlp")
-TYPED_MODELS = ("rgcn", "rgat", "hsage")
-"""The models that train on a heterogeneous dataset; the others refuse one (``Dataset.require_homogeneous``)."""
+# BALANCE_MODES, TASK_NAMES, DECODER_NAMES, NEGATIVE_SAMPLING, FEATURELESS_MODES).
+MODEL_CHOICES = ("sage", "gcn", "gat", "mlp", "rgcn", "rgat", "hsage")
+FEATURELESS_CHOICES = ("embedding", "onehot", "zeros")
 SAMPLER_CHOICES = ("neighbor", "shadow")
 NORM_CHOICES = ("none", "batch", "layer")
 GCN_DEGREES_CHOICES = ("auto", "full", "block")
@@ -96,7 +95,8 @@ def _progress_factory(console: Any) -> Callable[[str, int], Callable[[int, dict[
     type=click.Choice(MODEL_CHOICES),
     default="sage",
     show_default=True,
-    help="GNN, or mlp (features only, the baseline).",
+    help="GNN (sage, gcn, gat: one node type; rgcn, rgat, hsage: typed datasets, or any), or mlp (features only, "
+    "the baseline; the target type's features on a typed dataset).",
 )
 @click.option(
     "--sampler",
@@ -113,11 +113,28 @@ def _progress_factory(console: Any) -> Callable[[str, int], Callable[[int, dict[
     help="Neighbours per hop, first hop from the seeds first (PyG order); -1 = all neighbours.",
 )
 @click.option(
+    "--fanouts-per-relation",
+    default=None,
+    help="Typed datasets: override --fanouts for some relations, e.g. writes=5,cites=10/5 (NAME=F at every hop or "
+    "NAME=F1/F2 per hop; NAME a relation name, or src___name___dst when the name is not unique).",
+)
+@click.option(
     "--layers", type=int, default=None, help="Model depth (default: number of fanouts; ShaDow/MLP may differ)."
 )
 @click.option("--batch-size", default=1024, show_default=True, type=int)
 @click.option("--hidden", default=256, show_default=True, type=int)
-@click.option("--heads", default=4, show_default=True, type=int, help="GAT attention heads.")
+@click.option("--heads", default=4, show_default=True, type=int, help="GAT / R-GAT attention heads.")
+@click.option(
+    "--featureless",
+    type=click.Choice(FEATURELESS_CHOICES),
+    default="embedding",
+    show_default=True,
+    help="Typed models: input of a node type without features (a learnable table per type, the first layer's "
+    "weight indexed by id, or a constant zero).",
+)
+@click.option(
+    "--num-bases", default=0, show_default=True, type=int, help="R-GCN basis decomposition (0: a weight per relation)."
+)
 @click.option(
     "--norm", type=click.Choice(NORM_CHOICES), default="none", show_default=True, help="Normalisation between layers."
 )
@@ -240,8 +257,6 @@ def command(dataset: str, **options: Any) -> None:
     # every option goes to the spec with a field of its name, which parses and checks it (TrainConfig)
     config = TrainConfig(**options)
     data = Dataset.open(dataset)
-    if config.network.model not in TYPED_MODELS:
-        data.require_homogeneous(f"`graphtier train --model {config.network.model}`")
     devices = config.distributed.devices
     if devices is not None and (len(devices) > 1 or under_torchrun()):
         config.validate(data)

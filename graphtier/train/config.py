@@ -23,6 +23,7 @@ from graphtier.sampling.fanouts import MAX_FANOUT  # noqa: F401 - re-exported (t
 from graphtier.sampling.spec import SAMPLER_NAMES  # noqa: F401 - re-exported
 from graphtier.train.checkpoint import CHECKPOINT_FILE
 from graphtier.train.models import gat_training_bytes
+from graphtier.train.typed_run import check_typed_run
 from graphtier.train.spec import (  # noqa: F401 - GCN_DEGREES_OPTIONS and check_shares_sum re-exported
     GCN_DEGREES_OPTIONS,
     DistSpec,
@@ -168,6 +169,7 @@ class TrainConfig:
         (the options themselves were checked when the parts were built)."""
         device = torch.device(check_device("device", self.run.device))
         self.placement.check_device(device)
+        check_typed_run(self, dataset)
         if self.objective.task == "link":
             self.validate_link(dataset)
         else:
@@ -201,7 +203,7 @@ class TrainConfig:
         path = dataset.path
         if dataset.num_classes == 0 or dataset.labels is None:
             raise OptionError(f"{path}: dataset has no labels (num_classes 0); training needs labels")
-        if dataset.features is None:
+        if dataset.features is None and not dataset.is_hetero:  # typed: checked by check_typed_run
             raise OptionError(
                 f"{path}: dataset has no features (feature_dim 0); re-import it with {{synthetic_features=DIM}}",
                 options=("synthetic_features",),

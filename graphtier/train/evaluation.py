@@ -124,7 +124,7 @@ class Evaluator:
         size = self.batch_size
         seed_batches = [np.arange(i, min(count, i + size), dtype=np.int64) for i in range(0, count, size)]
         scores = [
-            self.task.outputs(model, model(batch.x, batch.blocks, batch.degree), batch).float().cpu()
+            self.task.outputs(model, batch.forward(model), batch).float().cpu()
             for batch in self._sampled_batches(seed_batches, sample, split)
         ]
         return torch.cat(scores).numpy() if scores else np.empty(0, np.float32)
@@ -138,7 +138,7 @@ class Evaluator:
         size = self.batch_size
         seed_batches = [node_ids[i : i + size] for i in range(0, node_ids.shape[0], size)]
         predictions = [
-            model(batch.x, batch.blocks, batch.degree)[batch.seed_index].argmax(dim=1).cpu()
+            batch.forward(model)[batch.seed_index].argmax(dim=1).cpu()
             for batch in self._sampled_batches(seed_batches, self.sample, label)
         ]
         return torch.cat(predictions)

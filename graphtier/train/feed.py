@@ -11,10 +11,12 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 import torch
+from torch import nn
 
 from graphtier.graphstore import GraphStore
 from graphtier.sampling import MiniBatch
 from graphtier.sampling.link import LinkMiniBatch
+from graphtier.sampling.typed_batch import TypedMiniBatch
 from graphtier.train.pipeline import BatchProducer, PreparedBatch
 
 SampleFn = Callable[[np.ndarray, int], MiniBatch]
@@ -34,13 +36,31 @@ class DeviceBatch:
         src_index, dst_index: int64 [M] output rows of each pair's source and destination (link batches), else None.
     """
 
-    x: torch.Tensor
+    x: Any  # torch.Tensor; TypedDeviceBatch: dict[str, torch.Tensor]
     blocks: list[Any]
     y: torch.Tensor
     seed_index: torch.Tensor
     degree: torch.Tensor | None
     src_index: torch.Tensor | None = None
     dst_index: torch.Tensor | None = None
+
+    def forward(self, model: nn.Module) -> torch.Tensor:
+        """The model's output rows of this batch: ``model(x, blocks, degree)``."""
+        return model(self.x, self.blocks, self.degree)
+
+
+@dataclass
+class TypedDeviceBatch(DeviceBatch):
+    """A typed mini-batch's model inputs on the device: ``x`` is ``{type: float32 [len(n_id[type]), D_type]}``
+    (featured types only), ``blocks`` the :class:`~graphtier.sampling.typed_batch.TypedBlock` list and ``n_id``
+    ``{type: int64 local ids}`` (for the learnable tables of featureless types); ``seed_index`` indexes the
+    target type's output rows."""
+
+    n_id: dict[str, torch.Tensor] | None = None
+
+    def forward(self, model: nn.Module) -> torch.Tensor:
+        """The target type's output rows: ``model(x, blocks, n_id)`` (a typed model)."""
+        return model(self.x, self.blocks, self.n_id)
 
 
 class BatchFeed:
@@ -86,16 +106,19 @@ class BatchFeed:
             self.targets,
             first_batch_id=first_batch_id,
             depth=self.prefetch,
-            row_bytes=self.store.row_bytes,
+            feature_bytes=self.store.feature_bytes,
             num_threads=self.num_threads,
             block_csr=self.block_csr,
             block_transpose=self.block_csr and training,
         )
 
     def to_device(self, item: PreparedBatch) -> DeviceBatch:
-        """``item``'s tensors on the device (features as float32); waits for the copies on CUDA."""
+        """``item``'s tensors on the device (features as float32); waits for the copies on CUDA. A typed
+        batch gives a :class:`TypedDeviceBatch`."""
         non_blocking = self.device.type == "cuda"
         batch = item.batch
+        if isinstance(batch, TypedMiniBatch):
+            return self._typed_to_device(item, batch, non_blocking)
         x = item.x.to(self.device, non_blocking=non_blocking).float()
         blocks = [blk.to(self.device, non_blocking=non_blocking) for blk in batch.blocks]
         y = item.y.to(self.device, non_blocking=non_blocking)
@@ -110,3 +133,12 @@ class BatchFeed:
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
         return DeviceBatch(x, blocks, y, seed_index, degree, src_index, dst_index)
+
+    def _typed_to_device(self, item: PreparedBatch, batch: TypedMiniBatch, non_blocking: bool) -> TypedDeviceBatch:
+        assert isinstance(item.x, dict)
+        moved = batch.to(self.device, non_blocking=non_blocking)
+        x = {name: rows.to(self.device, non_blocking=non_blocking).float() for name, rows in item.x.items()}
+        y = item.y.to(self.device, non_blocking=non_blocking)
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+        return TypedDeviceBatch(x, list(moved.blocks), y, moved.seed_index, None, n_id=moved.n_id)

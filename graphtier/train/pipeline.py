@@ -13,13 +13,14 @@ import queue
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import numba
 import numpy as np
 import torch
 
 from graphtier.sampling import MiniBatch
+from graphtier.sampling.typed_batch import TypedMiniBatch
 from graphtier.train.aggregate import block_csr
 
 
@@ -28,15 +29,16 @@ class PreparedBatch:
     """A sampled mini-batch with its gathered inputs (all on the CPU).
 
     Attributes:
-        batch: the sampled mini-batch.
-        x: [len(batch.n_id), D] features of ``batch.n_id`` (the feature table's dtype).
+        batch: the sampled mini-batch (a :class:`TypedMiniBatch` on a typed dataset).
+        x: [len(batch.n_id), D] features of ``batch.n_id`` (the feature table's dtype); on a typed dataset
+            ``{type: [len(batch.n_id[type]), D_type]}`` for every featured type.
+        feature_bytes: bytes of feature rows gathered (summed over the types).
         y: the batch's targets: int64 [B] labels of the seeds (node task), float32 [M] pair labels (link task).
         sample_seconds, extract_seconds: time the producer spent sampling and gathering.
-        feature_bytes: bytes of feature rows gathered.
     """
 
-    batch: MiniBatch
-    x: torch.Tensor
+    batch: MiniBatch | TypedMiniBatch
+    x: torch.Tensor | dict[str, torch.Tensor]
     y: torch.Tensor
     sample_seconds: float
     extract_seconds: float
@@ -57,14 +59,15 @@ class BatchProducer:
 
     Args:
         seed_batches: the seed node ids of each mini-batch, in order.
-        sample: ``sample(seeds, batch_id) -> MiniBatch``.
-        gather: ``gather(n_id) -> features`` [len(n_id), D] CPU tensor.
+        sample: ``sample(seeds, batch_id) -> MiniBatch`` (or :class:`TypedMiniBatch`).
+        gather: ``gather(n_id) -> features`` [len(n_id), D] CPU tensor (typed: a dict per node type).
         targets: ``targets(seeds, batch) -> tensor``: the batch's targets (the task's,
             :meth:`graphtier.train.task.Task.targets`: the seeds' labels, or a link batch's pair labels).
         first_batch_id: batch id of ``seed_batches[0]`` (batch ids make sampling reproducible).
         depth: queue bound: how many prepared batches may wait; 0 prepares each batch in the consumer's
             thread when it is needed (no background thread, no overlap).
-        row_bytes: bytes per feature row, for the byte counter.
+        feature_bytes: ``feature_bytes(n_id) -> int``, the bytes ``gather`` reads (for the byte counter;
+            :meth:`GraphStore.feature_bytes`); None counts nothing.
         num_threads: numba threads of the producer thread (numba's setting is per thread).
         block_csr: also build each block's CSR in the producer, off the training loop
             (:mod:`graphtier.train.aggregate`; for models that run on the CPU); the time counts as sampling.
@@ -75,13 +78,13 @@ class BatchProducer:
     def __init__(
         self,
         seed_batches: Iterable[np.ndarray],
-        sample: Callable[[np.ndarray, int], MiniBatch],
-        gather: Callable[[torch.Tensor], torch.Tensor],
-        targets: Callable[[np.ndarray, MiniBatch], torch.Tensor],
+        sample: Callable[[np.ndarray, int], Any],
+        gather: Callable[[Any], Any],
+        targets: Callable[[np.ndarray, Any], torch.Tensor],
         *,
         first_batch_id: int = 0,
         depth: int = 4,
-        row_bytes: int = 0,
+        feature_bytes: Callable[[Any], int] | None = None,
         num_threads: int | None = None,
         block_csr: bool = False,
         block_transpose: bool = False,
@@ -93,7 +96,7 @@ class BatchProducer:
         self._sample = sample
         self._gather = gather
         self._first_batch_id = first_batch_id
-        self._row_bytes = row_bytes
+        self._feature_bytes = feature_bytes
         self._num_threads = num_threads
         self._queue: queue.Queue[object] = queue.Queue(maxsize=max(1, depth))
         self._stop = threading.Event()
@@ -129,7 +132,7 @@ class BatchProducer:
             y=y,
             sample_seconds=sampled - start,
             extract_seconds=done - sampled,
-            feature_bytes=int(batch.n_id.shape[0]) * self._row_bytes,
+            feature_bytes=self._feature_bytes(batch.n_id) if self._feature_bytes is not None else 0,
         )
 
     def _run(self) -> None:

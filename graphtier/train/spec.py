@@ -24,8 +24,15 @@ from graphtier.errors import OptionError
 from graphtier.sampling.link import DEFAULT_NEGATIVE_SAMPLING, DEFAULT_NUM_NEGATIVES, TASK_NAMES
 from graphtier.sampling.link import NEGATIVE_SAMPLING as NEGATIVE_SAMPLING_NAMES
 
-MODEL_NAMES = ("sage", "gcn", "gat", "mlp")
-"""The models :func:`graphtier.train.build_model` builds (``--model``)."""
+HOMOGENEOUS_MODEL_NAMES = ("sage", "gcn", "gat")
+"""The GNNs of one node type and one relation (:func:`graphtier.train.build_model`); refused on a typed dataset."""
+TYPED_MODEL_NAMES = ("rgcn", "rgat", "hsage")
+"""The typed GNNs (:func:`graphtier.train.typed_models.build_typed_model`): any dataset, one relation or many."""
+MODEL_NAMES = (*HOMOGENEOUS_MODEL_NAMES, "mlp", *TYPED_MODEL_NAMES)
+"""Every ``--model``: ``mlp`` (features only; the target type's features on a typed dataset) runs on both."""
+FEATURELESS_MODES = ("embedding", "onehot", "zeros")
+"""How a typed model feeds a node type without features (``--featureless``; see
+:mod:`graphtier.train.typed_models`)."""
 NORM_NAMES = ("none", "batch", "layer")
 GCN_DEGREES = ("full", "block")
 """How a sampled GCN block is normalised (:class:`graphtier.train.models.BlockGCNConv`)."""
@@ -49,8 +56,9 @@ def check_gat_heads(hidden: int, heads: int) -> None:
 @dataclass(frozen=True)
 class ModelSpec:
     """The network: ``model`` (:data:`MODEL_NAMES`), depth ``layers`` (None: one per fanout), ``hidden`` width,
-    GAT ``heads``, ``norm`` between layers, ``dropout``, and the GCN's ``gcn_degrees`` (:data:`GCN_DEGREES_OPTIONS`;
-    other models ignore it, as they ignore ``heads``)."""
+    GAT / R-GAT ``heads``, ``norm`` between layers, ``dropout``, and the GCN's ``gcn_degrees``
+    (:data:`GCN_DEGREES_OPTIONS`; other models ignore it, as they ignore ``heads``). The typed models' options:
+    ``featureless`` (:data:`FEATURELESS_MODES`) and R-GCN's ``num_bases`` (basis decomposition; 0 = none)."""
 
     model: str = "sage"
     layers: int | None = None
@@ -59,9 +67,13 @@ class ModelSpec:
     norm: str = "none"
     gcn_degrees: str = "auto"
     dropout: float = 0.5
+    featureless: str = "embedding"
+    num_bases: int = 0
 
     def __post_init__(self) -> None:
         check_choice("model", self.model, MODEL_NAMES)
+        check_choice("featureless", self.featureless, FEATURELESS_MODES)
+        check_int("num_bases", self.num_bases, minimum=0)
         check_choice("norm", self.norm, NORM_NAMES)
         check_choice("gcn_degrees", self.gcn_degrees, GCN_DEGREES_OPTIONS)
         check_optional_int("layers", self.layers)
@@ -69,8 +81,18 @@ class ModelSpec:
         check_int("heads", self.heads)
         if not 0.0 <= self.dropout < 1.0:
             raise OptionError.invalid("dropout", "a value in [0, 1)", self.dropout, show=False)
-        if self.model == "gat":
+        if self.model in ("gat", "rgat"):
             check_gat_heads(self.hidden, self.heads)
+        if self.num_bases and self.model != "rgcn":
+            raise OptionError(
+                f"{{num_bases={self.num_bases}}}: applies to {{model=rgcn}} only, found {{model={self.model}}}",
+                options=("num_bases", "model"),
+            )
+
+    @property
+    def typed(self) -> bool:
+        """Whether the model is one of the typed GNNs (:data:`TYPED_MODEL_NAMES`)."""
+        return self.model in TYPED_MODEL_NAMES
 
 
 @dataclass(frozen=True)

@@ -41,12 +41,12 @@ from graphtier.train.evaluation import (
 )
 from graphtier.train.feed import BatchFeed, SampleFn
 from graphtier.train.inference import full_in_degree
-from graphtier.train.link_model import build_task_model
 from graphtier.train.report import RunReport, environment_info
 from graphtier.train.result import TrainResult
 from graphtier.train.saved import save_model
 from graphtier.train.tally import EpochTally
 from graphtier.train.task import LinkTask, make_task
+from graphtier.train.typed_run import build_run_model
 
 EpochCallback = Callable[[dict[str, Any]], None]
 
@@ -84,7 +84,6 @@ class Trainer:
         self.device = torch.device(config.run.device)
         self.producer_threads = config.run.num_threads if dist is None else rank_threads(config, dist.world)
         torch.manual_seed(config.run.seed)
-        assert dataset.features is not None
         self.store = GraphStore.open(
             dataset,
             config.placement,
@@ -102,18 +101,8 @@ class Trainer:
         # GCN: full-graph in-degrees, used by exact layer-wise inference with either --gcn-degrees and by
         # sampled blocks with "full"; "block" normalises a sampled block by its own degrees (None).
         degree = full_in_degree(self.store.csc[0], self.device) if config.network.model == "gcn" else None
-        self.model = build_task_model(
-            config.objective.task,
-            config.network.model,
-            dataset.feature_dim,
-            config.network.hidden,
-            dataset.num_classes,
-            config.num_layers,
-            decoder=config.objective.decoder,
-            dropout=config.network.dropout,
-            norm=config.network.norm,
-            heads=config.network.heads,
-        ).to(self.device)
+        self.typed = dataset.is_hetero or config.network.typed  # typed batches (TypedMiniBatch), a typed model
+        self.model = build_run_model(config, dataset).to(self.device)
         # fused Adam: one kernel over all parameters instead of a dozen foreach passes (~0.4 ms a step on the CPU)
         fused = True if self.device.type in ("cpu", "cuda") else None
         self.optimizer = torch.optim.Adam(
@@ -170,6 +159,11 @@ class Trainer:
     def _make_sampler(self, fanouts: tuple[int, ...], seed: int) -> SampleFn:
         cfg = self.config
         kind = "seed-only" if cfg.network.model == "mlp" else cfg.sampling.sampler
+        if self.typed:  # per-relation fanouts apply to training, and to evaluation unless --eval-fanouts is given
+            per_relation = cfg.sampling.fanouts_per_relation
+            if cfg.sampling.eval_fanouts is not None and tuple(fanouts) == tuple(cfg.sampling.eval_fanouts):
+                per_relation = None
+            return self.store.typed_sampler(fanouts, per_relation, seed=seed, kind=kind)
         return self.store.sampler(fanouts, seed=seed, kind=kind, num_layers=cfg.num_layers)
 
     # ------------------------------------------------------------------ checkpoints
@@ -222,7 +216,7 @@ class Trainer:
                 local = int(batch.y.shape[0])
                 loss = None
                 if local:  # a rank's share of a global batch may be empty
-                    out = self.task.outputs(self.model, self.model(batch.x, batch.blocks, batch.degree), batch)
+                    out = self.task.outputs(self.model, batch.forward(self.model), batch)
                     loss = steps.loss(out, batch.y, index)
                     loss.backward()
                     tally.correct += self.task.correct(out.detach(), batch.y)

@@ -37,13 +37,9 @@ from graphtier.errors import OptionError
 from graphtier.sampling.typed_batch import TypedBlock
 from graphtier.train.dropout import ReLUDropout
 from graphtier.train.models import MLP, norm_layer
-from graphtier.train.spec import check_gat_heads
+from graphtier.train.spec import FEATURELESS_MODES, TYPED_MODEL_NAMES, check_gat_heads
 from graphtier.train.typed_layers import HeteroSAGELayer, RGATLayer, RGCNLayer, TypedLayer, type_key
 
-TYPED_MODEL_NAMES = ("rgcn", "rgat", "hsage")
-"""The typed GNNs (``--model``); ``mlp`` is built for typed datasets too."""
-FEATURELESS_MODES = ("embedding", "onehot", "zeros")
-"""How a featureless node type gets its input (``--featureless``)."""
 
 
 def needed_types(schema: Schema, num_layers: int) -> list[list[str]]:

@@ -113,12 +113,15 @@ def test_fixed_choices_match_the_library_and_show_in_help() -> None:
 
     assert train_cli.TASK_CHOICES == TASK_NAMES and train_cli.DECODER_CHOICES == DECODER_NAMES
     assert train_cli.NEGATIVE_SAMPLING_CHOICES == NEGATIVE_SAMPLING_NAMES
+    from graphtier.train.spec import FEATURELESS_MODES
+
+    assert train_cli.FEATURELESS_CHOICES == FEATURELESS_MODES
     from graphtier.sampling import DEFAULT_FANOUTS, format_fanouts
 
     assert train_cli.FANOUTS_DEFAULT == format_fanouts(DEFAULT_FANOUTS)
     result = _run("train", "--help")
     assert result.returncode == 0
-    assert "[sage|gcn|gat|mlp]" in result.stdout and "tiered+cache]" in result.stdout
+    assert "[sage|gcn|gat|mlp|rgcn|rgat|hsage]" in result.stdout and "tiered+cache]" in result.stdout
     assert "[auto|full|block]" in result.stdout
 
 

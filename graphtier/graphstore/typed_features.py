@@ -1,0 +1,265 @@
+"""The features of a typed (heterogeneous) dataset: one :class:`FeatureSource` per featured node type.
+
+:class:`TypedFeatures` is what :class:`graphtier.graphstore.GraphStore` holds instead of one feature source
+when the dataset has several node types. Every featured type's table is placed by the same ``--features-on``
+mode (:func:`graphtier.memory.make_feature_store`); the budgets of the placement (GPU, cache, RAM) are one
+pool shared by all tables and split across the types by :func:`split_budget_rows` (in proportion to each
+table's bytes for now), then handed to each table as bytes. Gathering takes and returns one entry per type::
+
+    x = store.gather(batch.n_id)      # {type: [len(n_id[type]), dim(type)]} for every featured type
+
+Featureless types have no source (their rows come from the model's learnable tables) and are absent from
+the result. Traffic is counted per type and summed (:meth:`TypedFeatures.traffic`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
+import torch
+
+from graphtier.dataset import Dataset
+from graphtier.dataset.schema import Schema
+from graphtier.memory import (
+    FEATURE_MODE_REGISTRY,
+    FeatureSource,
+    PlacementSpec,
+    TierTraffic,
+    batch_rows_bound,
+    make_feature_store,
+    parse_budget,
+)
+from graphtier.memory.arena import in_flight_bytes
+from graphtier.memory.placement import AUTO_CACHE_SHARE, auto_device_bytes, auto_ram_bytes, format_bytes
+
+TypeTables = Mapping[str, tuple[int, int]]
+"""Per node type ``(rows, row_bytes)`` of its feature table."""
+
+
+def typed_rows_bound(schema: Schema, batch_size: int, fanouts: Sequence[int]) -> dict[str, int]:
+    """Upper bound of the rows of each node type one sampled mini-batch gathers.
+
+    A frontier node brings at most ``fanout`` neighbours per relation into it, so a hop multiplies the frontier
+    by at most ``fanout * relations + 1``; a type never has more rows than its count.
+    """
+    per_hop = [f * len(schema.relations) if f >= 0 else -1 for f in fanouts]
+    bound = batch_rows_bound(batch_size, per_hop, schema.num_nodes)
+    return {t.name: min(bound, t.count) for t in schema.node_types}
+
+
+def split_budget_rows(tables: TypeTables, budget_bytes: int) -> dict[str, int]:
+    """Rows of each type's table that get a share of ``budget_bytes`` shared by all tables.
+
+    For now in proportion to each table's bytes (every type gets the same fraction of its rows); this is the
+    one place the split is decided, to be replaced by a split by expected reads per byte.
+    """
+    total = sum(rows * row_bytes for rows, row_bytes in tables.values())
+    if total == 0:
+        return dict.fromkeys(tables, 0)
+    share = min(1.0, max(0, int(budget_bytes)) / total)
+    return {name: min(rows, int(np.floor(share * rows + 1e-9))) for name, (rows, _) in tables.items()}
+
+
+def _pool_bytes(text: str | None, total_bytes: int, auto_bytes: Callable[[], int]) -> int | None:
+    """Bytes of the shared pool of one budget string (None stays None: the option is not given)."""
+    if text is None:
+        return None
+    budget = parse_budget(text, "budget")
+    if budget.auto:
+        return auto_bytes()
+    if budget.fraction is not None:
+        return int(budget.fraction * total_bytes)
+    assert budget.num_bytes is not None
+    return budget.num_bytes
+
+
+def split_placement_budgets(
+    tables: TypeTables,
+    placement: PlacementSpec,
+    device: torch.device,
+    *,
+    reserve_bytes: int = 0,
+    log: Callable[[str], None] = print,
+) -> dict[str, dict[str, str | None]]:
+    """Per type the ``gpu_budget`` / ``cache_budget`` / ``ram_budget`` to build its table's source with.
+
+    The placement's budgets are pools shared by all tables: each is resolved to bytes once (``auto`` from the
+    device's free memory less ``reserve_bytes``, or the available RAM; a fraction of all tables' bytes), split
+    across the types by :func:`split_budget_rows` and given to each table as bytes. Options the mode does not
+    take stay None; ``gpu_budget`` / ``cache_budget`` not given mean ``auto`` where the mode takes them.
+    """
+    takes = FEATURE_MODE_REGISTRY[placement.features_on].takes
+    total = sum(rows * row_bytes for rows, row_bytes in tables.values())
+    gpu_text = placement.gpu_budget if "gpu_budget" not in takes else placement.gpu_budget or "auto"
+    cache_text = placement.cache_budget if "cache_budget" not in takes else placement.cache_budget or "auto"
+    device_free: list[int] = []
+
+    def device_auto() -> int:
+        if not device_free:
+            free, why = auto_device_bytes(device)
+            free = max(0, free - int(reserve_bytes)) if free > 0 else 0
+            log(f"auto device budget: {format_bytes(free)} ({why}), shared by the feature tables of every type")
+            device_free.append(free)
+        return device_free[0]
+
+    gpu_auto = gpu_text is not None and parse_budget(gpu_text, "gpu_budget").auto
+    cache_pool = _pool_bytes(cache_text, total, lambda: int(AUTO_CACHE_SHARE * device_auto()) if gpu_auto else device_auto())
+    gpu_pool = _pool_bytes(gpu_text, total, lambda: max(0, device_auto() - (cache_pool or 0)))
+
+    def ram_auto() -> int:
+        usable, why = auto_ram_bytes()
+        log(f"auto RAM budget: {format_bytes(usable)} ({why}), shared by the feature tables of every type")
+        return usable
+
+    ram_pool = _pool_bytes(placement.ram_budget, total, ram_auto)
+    out: dict[str, dict[str, str | None]] = {name: {} for name in tables}
+    for option, pool in (("gpu_budget", gpu_pool), ("cache_budget", cache_pool), ("ram_budget", ram_pool)):
+        rows = split_budget_rows(tables, pool) if pool is not None else {}
+        for name, (_, row_bytes) in tables.items():
+            out[name][option] = f"{rows[name] * row_bytes}B" if pool is not None else None
+    return out
+
+
+class TypedFeatures:
+    """The feature sources of a typed dataset, one per featured node type (see the module).
+
+    Args:
+        sources: per featured type its :class:`FeatureSource` (local ids of that type are its rows).
+    """
+
+    def __init__(self, sources: Mapping[str, FeatureSource]) -> None:
+        self.sources = dict(sources)
+
+    @classmethod
+    def open(
+        cls,
+        dataset: Dataset,
+        placement: PlacementSpec,
+        *,
+        device: torch.device,
+        batch_size: int,
+        fanouts: Sequence[int],
+        ring_size: int,
+        prefetch: int,
+        log: Callable[[str], None] = print,
+    ) -> TypedFeatures:
+        """Every featured type's table of ``dataset`` placed by ``placement`` on the compute ``device``, the
+        budgets split across the types (:func:`split_placement_budgets`); ``batch_size``, ``fanouts``,
+        ``ring_size`` and ``prefetch`` size the staging buffers and the room left for batches in flight."""
+        tables = {name: table for name, table in dataset.type_features.items() if table is not None}
+        shapes = {name: (int(t.shape[0]), int(t.shape[1]) * t.dtype.itemsize) for name, t in tables.items()}
+        bounds = typed_rows_bound(dataset.schema, batch_size, fanouts)
+        reserve = 0
+        if device.type == "cuda":
+            reserve = sum(in_flight_bytes(bounds[name], row_bytes, prefetch) for name, (_, row_bytes) in shapes.items())
+        budgets = split_placement_budgets(shapes, placement, device, reserve_bytes=reserve, log=log)
+        sources: dict[str, FeatureSource] = {}
+        try:
+            for name, table in tables.items():
+                sources[name] = make_feature_store(
+                    table,
+                    placement.features_on,
+                    device=device,
+                    peer_partitions=placement.peer_partitions,
+                    ring_size=ring_size,
+                    max_batch_rows=bounds[name],
+                    log=lambda line, name=name: log(f"features of {name}: {line}"),
+                    **budgets[name],  # type: ignore[arg-type]
+                )
+        except BaseException:
+            for source in sources.values():
+                source.close()
+            raise
+        return cls(sources)
+
+    def gather(self, n_id: Mapping[str, torch.Tensor | np.ndarray]) -> dict[str, torch.Tensor]:
+        """Rows of each featured type: ``n_id[t]`` int [B_t] local ids -> ``{t: [B_t, dim_t]}`` on the output
+        device (the table's dtype); types without features are left out."""
+        return {name: source.gather(n_id[name]) for name, source in self.sources.items() if name in n_id}
+
+    def batch_bytes(self, n_id: Mapping[str, torch.Tensor | np.ndarray]) -> int:
+        """Feature bytes :meth:`gather` reads for ``n_id``, summed over the types."""
+        return sum(int(n_id[name].shape[0]) * source.row_bytes for name, source in self.sources.items() if name in n_id)
+
+    @property
+    def row_bytes_by_type(self) -> dict[str, int]:
+        """Bytes of one feature row per featured type."""
+        return {name: source.row_bytes for name, source in self.sources.items()}
+
+    @property
+    def row_bytes(self) -> int:
+        """Bytes of one row of every featured type together."""
+        return sum(self.row_bytes_by_type.values())
+
+    def traffic_by_type(self) -> dict[str, TierTraffic]:
+        """Cumulative bytes per tier of each featured type."""
+        return {name: source.traffic() for name, source in self.sources.items()}
+
+    def traffic(self) -> TierTraffic:
+        """Cumulative bytes per tier, summed over the types."""
+        total = TierTraffic()
+        for traffic in self.traffic_by_type().values():
+            total = total + traffic
+        return total
+
+    @property
+    def cache_hit_ratio(self) -> float | None:
+        """Hits / lookups of the row caches of all types together (weighted by the bytes each looked up), None
+        without a cache."""
+        hits = lookups = 0.0
+        cached = False
+        for source in self.sources.values():
+            ratio = source.cache_hit_ratio
+            if ratio is None:
+                continue
+            cached = True
+            traffic = source.traffic()
+            looked_up = traffic["requested"] - traffic["gpu"] - traffic["gpu-peer"]
+            hits += ratio * looked_up
+            lookups += looked_up
+        if not cached:
+            return None
+        return hits / lookups if lookups else 0.0
+
+    def describe(self) -> str:
+        """One line per featured type: where its rows live."""
+        if not self.sources:
+            return "no node type has features"
+        return "; ".join(f"{name}: {source.describe()}" for name, source in self.sources.items())
+
+    def close(self) -> None:
+        """Close every type's source (idempotent)."""
+        for source in self.sources.values():
+            source.close()
+
+
+def open_features(
+    dataset: Dataset,
+    placement: PlacementSpec,
+    *,
+    device: torch.device,
+    batch_size: int,
+    fanouts: Sequence[int],
+    ring_size: int,
+    prefetch: int,
+    rows_bound: int,
+    in_flight: int,
+    log: Callable[[str], None] = print,
+) -> FeatureSource | TypedFeatures | None:
+    """The features of ``dataset`` placed by ``placement``: :class:`TypedFeatures` for a typed dataset, one
+    :class:`FeatureSource` of ``features.npy`` otherwise (``rows_bound`` rows per batch at most, ``in_flight``
+    bytes left free of an auto GPU budget), None without features."""
+    if dataset.is_hetero:
+        return TypedFeatures.open(
+            dataset, placement, device=device, batch_size=batch_size, fanouts=fanouts, ring_size=ring_size,
+            prefetch=prefetch, log=log,
+        )  # fmt: skip
+    if dataset.features is None:
+        return None
+    return make_feature_store(
+        dataset.features, placement.features_on, device=device, gpu_budget=placement.gpu_budget,
+        cache_budget=placement.cache_budget, peer_partitions=placement.peer_partitions,
+        ram_budget=placement.ram_budget, ring_size=ring_size, max_batch_rows=rows_bound,
+        in_flight_bytes=in_flight, log=log,
+    )  # fmt: skip

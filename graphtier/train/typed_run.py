@@ -1,0 +1,128 @@
+"""What a training run does differently on a typed (heterogeneous) dataset, in one place.
+
+* :func:`check_typed_run`: the options that cannot work with the dataset's kind, refused with one line each (a
+  homogeneous GNN on a typed dataset, a typed model with an option of the homogeneous path only, ...);
+* :func:`relation_fanouts`: ``--fanouts`` and ``--fanouts-per-relation`` resolved against the dataset's relations;
+* :func:`build_run_model`: the model of the run (:func:`~graphtier.train.typed_models.build_typed_model` for a typed
+  dataset or a typed model, :func:`~graphtier.train.link_model.build_task_model` otherwise);
+* :func:`as_typed_batch`: a homogeneous :class:`MiniBatch` seen as the one-type, one-relation
+  :class:`TypedMiniBatch` (typed models on a homogeneous dataset).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch import nn
+
+from graphtier.dataset import Dataset
+from graphtier.dataset.schema import RelationType, Schema
+from graphtier.errors import OptionError
+from graphtier.sampling import MiniBatch
+from graphtier.sampling.fanouts import Fanouts
+from graphtier.sampling.relation_fanouts import parse_relation_fanouts
+from graphtier.sampling.typed_batch import RelationBlock, TypedBlock, TypedMiniBatch
+from graphtier.train.aggregate import block_csr
+from graphtier.train.link_model import build_task_model
+from graphtier.train.spec import HOMOGENEOUS_MODEL_NAMES, TYPED_MODEL_NAMES
+from graphtier.train.typed_models import build_typed_model
+
+if TYPE_CHECKING:
+    from graphtier.train.config import TrainConfig
+
+
+def _types_of(dataset: Dataset) -> str:
+    return ", ".join(dataset.schema.type_names)
+
+
+def check_typed_run(config: TrainConfig, dataset: Dataset) -> None:
+    """Raise :class:`OptionError` (one line naming the option) for a combination of ``config`` and the dataset's
+    kind that cannot run: on a typed dataset a homogeneous GNN, link prediction, ShaDow, several processes,
+    exact inference, or an MLP without target features; with a typed model a homogeneous-only option; typed
+    options (``fanouts_per_relation``, ``num_bases``) with a homogeneous model."""
+    network, sampling, run = config.network, config.sampling, config.run
+    model = network.model
+    typed_run = dataset.is_hetero or network.typed
+    if dataset.is_hetero:
+        where = f"{dataset.path} has node types {_types_of(dataset)}"
+        if model in HOMOGENEOUS_MODEL_NAMES:
+            raise OptionError(
+                f"{{model={model}}}: a model of one node type and one relation, and {where}; "
+                f"use {', '.join(TYPED_MODEL_NAMES)} or mlp",
+                options=("model",),
+            )
+        if config.objective.task != "node":
+            raise OptionError(f"{{task={config.objective.task}}}: not available yet on a typed dataset ({where})",
+                              options=("task",))  # fmt: skip
+        if model == "mlp" and dataset.schema.target_type.feature_dim == 0:
+            raise OptionError(
+                f"{{model=mlp}}: reads the features of the target type {dataset.schema.target!r}, which has none "
+                f"({dataset.path})",
+                options=("model",),
+            )
+    if typed_run and model != "mlp":
+        refused = (
+            ("sampler", sampling.sampler != "neighbor", f"{{sampler={sampling.sampler}}}"),
+            ("gcn_degrees", network.gcn_degrees != "auto", f"{{gcn_degrees={network.gcn_degrees}}}"),
+            ("devices", config.distributed.devices is not None and len(config.distributed.devices) > 1, "{devices}"),
+            ("full_inference", run.full_inference, "{full_inference}"),
+        )
+        for option, given, spelled in refused:
+            if given:
+                raise OptionError(
+                    f"{spelled}: not available with the typed model {{model={model}}} (typed runs sample with the "
+                    "neighbour sampler in one process and evaluate sampled)",
+                    options=(option, "model"),
+                )
+    if not typed_run and sampling.fanouts_per_relation is not None:
+        raise OptionError(
+            f"{{fanouts_per_relation}}: applies to typed datasets and typed models ({', '.join(TYPED_MODEL_NAMES)}), "
+            f"found {{model={model}}} on {dataset.path} (one relation)",
+            options=("fanouts_per_relation", "model"),
+        )
+    if typed_run:
+        relation_fanouts(config, dataset.schema, sampling.fanouts)  # a bad relation name fails before training
+
+
+def relation_fanouts(config: TrainConfig, schema: Schema, fanouts: Sequence[int]) -> dict[RelationType, Fanouts]:
+    """Fanouts of every relation of ``schema``: ``fanouts`` overridden by the run's ``fanouts_per_relation``."""
+    return parse_relation_fanouts(config.sampling.fanouts_per_relation, schema, tuple(fanouts))
+
+
+def build_run_model(config: TrainConfig, dataset: Dataset) -> nn.Module:
+    """The run's model (not yet on its device): a typed model for a typed dataset or a typed ``model``, called
+    ``model(x: dict, blocks: list[TypedBlock], n_id: dict)``; else the homogeneous one, ``model(x, blocks,
+    degree)``."""
+    network = config.network
+    if dataset.is_hetero or network.typed:
+        schema = dataset.schema
+        return build_typed_model(
+            network.model, schema, in_dims={t.name: t.feature_dim for t in schema.node_types}, hidden=network.hidden,
+            num_classes=dataset.num_classes, num_layers=config.num_layers, dropout=network.dropout,
+            featureless=network.featureless, num_bases=network.num_bases, heads=network.heads, norm=network.norm,
+        )  # fmt: skip
+    return build_task_model(
+        config.objective.task, network.model, dataset.feature_dim, network.hidden, dataset.num_classes,
+        config.num_layers, decoder=config.objective.decoder, dropout=network.dropout, norm=network.norm,
+        heads=network.heads,
+    )  # fmt: skip
+
+
+def as_typed_batch(batch: MiniBatch, schema: Schema) -> TypedMiniBatch:
+    """``batch`` of a homogeneous dataset as the :class:`TypedMiniBatch` of its one type and one relation (the
+    blocks' CSR of :func:`graphtier.train.aggregate.block_csr`; the same tensors' devices)."""
+    (node_type,) = schema.node_types
+    (relation,) = schema.relations
+    name = node_type.name
+    blocks = []
+    for blk in batch.blocks:
+        csr = block_csr(blk)
+        blocks.append(TypedBlock({name: blk.num_src}, {name: blk.num_dst}, {relation.type: RelationBlock(csr.rowptr, csr.col)}))
+    return TypedMiniBatch({name: batch.n_id}, blocks, batch.seed_index, batch.seeds, name)
+
+
+def typed_inputs(x: Any, schema: Schema) -> dict[str, torch.Tensor]:
+    """Gathered features as a dict per type: a homogeneous dataset's [N, D] tensor becomes ``{type: x}``."""
+    return x if isinstance(x, dict) else {schema.target: x}

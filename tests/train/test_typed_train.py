@@ -1,0 +1,127 @@
+"""Training on a typed dataset: typed batches through the producer, feed, trainer and evaluation; refusals."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from graphtier.dataset import Dataset
+from graphtier.errors import OptionError
+from graphtier.train import TrainConfig, Trainer, train
+from graphtier.train.feed import TypedDeviceBatch
+from tests.cli.helpers import run
+from tests.typed_data import write_typed_labelled_graph
+
+QUIET = {"quiet": True, "num_threads": 1, "prefetch": 1}
+
+
+@pytest.fixture(scope="module")
+def typed_dataset(tmp_path_factory: pytest.TempPathFactory) -> Dataset:
+    return write_typed_labelled_graph(tmp_path_factory.mktemp("typed") / "typed")
+
+
+@pytest.mark.parametrize("model", ["rgcn", "rgat", "hsage"])
+def test_typed_models_learn_the_graph_signal(typed_dataset: Dataset, model: str) -> None:
+    result = train(typed_dataset, model=model, fanouts=(5, 5), hidden=32, heads=2, epochs=8, lr=0.01,
+                   batch_size=64, dropout=0.2, **QUIET)  # fmt: skip
+    final = result.report["final"]
+    assert final["test_acc"] > 0.7  # chance is 1/3; paper features alone are weak (noise 3)
+    epoch = result.report["epochs"][-1]
+    assert epoch["feature_bytes"] > 0 and epoch["valid_acc"] is not None
+
+
+def test_mlp_reads_the_target_features_only(typed_dataset: Dataset) -> None:
+    result = train(typed_dataset, model="mlp", fanouts=(5,), hidden=32, epochs=3, batch_size=64, **QUIET)
+    assert result.report["final"]["test_acc"] is not None
+    per_batch_rows = result.report["epochs"][0]["feature_bytes"] / (8 * 4)
+    assert per_batch_rows == len(typed_dataset.train_idx)  # each seed's paper row once, no author rows
+
+
+@pytest.mark.parametrize("mode", ["cpu-gather", "zero-copy", "tiered", "tiered+cache"])
+def test_every_feature_mode_trains_a_typed_model(typed_dataset: Dataset, mode: str) -> None:
+    budgets = {"tiered": {"gpu_budget": "30%"}, "tiered+cache": {"gpu_budget": "10%", "cache_budget": "1KB"}}
+    result = train(typed_dataset, model="hsage", fanouts=(3, 3), hidden=16, epochs=1, batch_size=64,
+                   features_on=mode, **budgets.get(mode, {}), **QUIET)  # fmt: skip
+    epoch = result.report["epochs"][0]
+    assert sum(epoch["feature_bytes_by_tier"].values()) == epoch["feature_bytes"]
+    if mode == "tiered":
+        assert epoch["feature_bytes_by_tier"]["gpu"] > 0
+
+
+def test_feature_bytes_per_batch_sum_over_the_types(typed_dataset: Dataset) -> None:
+    config = TrainConfig(model="rgcn", fanouts=(4, 4), hidden=8, epochs=1, batch_size=50, **QUIET)
+    trainer = Trainer(typed_dataset, config)
+    seeds = np.asarray(typed_dataset.train_idx)[:50]
+    item = next(iter(trainer.feed.producer([seeds], trainer.train_sample, 0)))
+    n_id = item.batch.n_id
+    assert item.feature_bytes == n_id["paper"].numel() * 8 * 4 + n_id["author"].numel() * 4 * 2
+    batch = trainer.feed.to_device(item)
+    assert isinstance(batch, TypedDeviceBatch) and set(batch.x) == {"paper", "author"}
+    assert batch.x["author"].dtype == torch.float32  # float16 table, float32 model input
+    out = batch.forward(trainer.model)
+    assert out.shape[1] == typed_dataset.num_classes and out[batch.seed_index].shape[0] == 50
+    trainer.store.close()
+
+
+def test_fanouts_per_relation_reach_the_sampler(typed_dataset: Dataset) -> None:
+    config = TrainConfig(model="rgcn", fanouts=(4, 4), fanouts_per_relation="writes=1", hidden=8, epochs=1, **QUIET)
+    trainer = Trainer(typed_dataset, config)
+    seeds = np.asarray(typed_dataset.train_idx)[:40]
+    batch = trainer.train_sample(seeds, 0)
+    writes = ("author", "writes", "paper")
+    cites = ("paper", "cites", "paper")
+    assert max(int(blk.relations[writes].rowptr.diff().max()) for blk in batch.blocks) == 1  # 3 authors a paper
+    assert max(int(blk.relations[cites].rowptr.diff().max()) for blk in batch.blocks) > 1
+    trainer.store.close()
+
+
+def test_typed_model_on_a_homogeneous_dataset(tiny_dataset: Dataset) -> None:
+    result = train(tiny_dataset, model="hsage", fanouts=(5, 5), hidden=16, epochs=2, batch_size=64, **QUIET)
+    assert result.report["final"]["test_acc"] > 0.5
+
+
+@pytest.mark.parametrize(
+    ("options", "words"),
+    [
+        ({"model": "sage"}, ["sage", "rgcn, rgat, hsage or mlp"]),
+        ({"model": "rgcn", "task": "link"}, ["task", "link"]),
+        ({"model": "rgcn", "sampler": "shadow"}, ["sampler", "shadow", "typed model"]),
+        ({"model": "rgcn", "full_inference": True}, ["full_inference"]),
+        ({"model": "rgcn", "fanouts_per_relation": "nope=3"}, ["fanouts_per_relation", "nope"]),
+    ],
+)
+def test_typed_dataset_refusals_are_one_line(typed_dataset: Dataset, options: dict, words: list[str]) -> None:
+    config = TrainConfig(fanouts=(3, 3), **options, **QUIET)
+    with pytest.raises(OptionError) as info:
+        config.validate(typed_dataset)
+    message = str(info.value)
+    assert "\n" not in message and all(word in message for word in words), message
+
+
+def test_typed_options_with_a_homogeneous_model_are_refused(tiny_dataset: Dataset) -> None:
+    with pytest.raises(OptionError, match="fanouts_per_relation"):
+        TrainConfig(model="sage", fanouts=(3, 3), fanouts_per_relation="_E=2", **QUIET).validate(tiny_dataset)
+    with pytest.raises(OptionError, match="num_bases"):
+        TrainConfig(model="hsage", num_bases=2)
+
+
+def test_cli_trains_a_typed_model(typed_dataset: Dataset, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    report = tmp_path / "report.json"
+    code, out, err = run([
+        "train", str(typed_dataset.path), "--model", "rgcn", "--fanouts", "4,4", "--fanouts-per-relation",
+        "writes=3,cites=2/1", "--featureless", "onehot", "--num-bases", "2", "--hidden", "16", "--epochs", "1",
+        "--num-threads", "1", "--report", str(report), "--quiet",
+    ], capsys)  # fmt: skip
+    assert code == 0, err
+    config = json.loads(report.read_text())["config"]
+    assert config["fanouts_per_relation"] == "writes=3,cites=2/1" and config["featureless"] == "onehot"
+    assert config["num_bases"] == 2
+
+
+def test_cli_refuses_a_homogeneous_model_in_one_line(typed_dataset: Dataset, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(["train", str(typed_dataset.path), "--model", "gat", "--epochs", "1"], capsys)
+    assert code == 2 and err.count("\n") == 1 and "--model" in err and "rgcn" in err
