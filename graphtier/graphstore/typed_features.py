@@ -104,7 +104,9 @@ def split_placement_budgets(
         return device_free[0]
 
     gpu_auto = gpu_text is not None and parse_budget(gpu_text, "gpu_budget").auto
-    cache_pool = _pool_bytes(cache_text, total, lambda: int(AUTO_CACHE_SHARE * device_auto()) if gpu_auto else device_auto())
+    cache_pool = _pool_bytes(
+        cache_text, total, lambda: int(AUTO_CACHE_SHARE * device_auto()) if gpu_auto else device_auto()
+    )
     gpu_pool = _pool_bytes(gpu_text, total, lambda: max(0, device_auto() - (cache_pool or 0)))
 
     def ram_auto() -> int:

@@ -23,7 +23,6 @@ from graphtier.sampling.fanouts import MAX_FANOUT  # noqa: F401 - re-exported (t
 from graphtier.sampling.spec import SAMPLER_NAMES  # noqa: F401 - re-exported
 from graphtier.train.checkpoint import CHECKPOINT_FILE
 from graphtier.train.models import gat_training_bytes
-from graphtier.train.typed_run import check_typed_run
 from graphtier.train.spec import (  # noqa: F401 - GCN_DEGREES_OPTIONS and check_shares_sum re-exported
     GCN_DEGREES_OPTIONS,
     DistSpec,
@@ -34,6 +33,7 @@ from graphtier.train.spec import (  # noqa: F401 - GCN_DEGREES_OPTIONS and check
     check_device,
     check_shares_sum,
 )
+from graphtier.train.typed_run import check_typed_run
 
 # TrainConfig's parts: attribute name -> the spec that owns those options
 SPECS: dict[str, type] = {

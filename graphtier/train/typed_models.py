@@ -41,7 +41,6 @@ from graphtier.train.spec import FEATURELESS_MODES, TYPED_MODEL_NAMES, check_gat
 from graphtier.train.typed_layers import HeteroSAGELayer, RGATLayer, RGCNLayer, TypedLayer, type_key
 
 
-
 def needed_types(schema: Schema, num_layers: int) -> list[list[str]]:
     """Per layer boundary the node types whose rows matter, in schema order: entry ``num_layers`` is the target,
     entry ``i`` the types that layer ``i`` reads (those of entry ``i + 1`` and the sources of relations into them);

@@ -119,7 +119,9 @@ def as_typed_batch(batch: MiniBatch, schema: Schema) -> TypedMiniBatch:
     blocks = []
     for blk in batch.blocks:
         csr = block_csr(blk)
-        blocks.append(TypedBlock({name: blk.num_src}, {name: blk.num_dst}, {relation.type: RelationBlock(csr.rowptr, csr.col)}))
+        blocks.append(
+            TypedBlock({name: blk.num_src}, {name: blk.num_dst}, {relation.type: RelationBlock(csr.rowptr, csr.col)})
+        )
     return TypedMiniBatch({name: batch.n_id}, blocks, batch.seed_index, batch.seeds, name)
 
 

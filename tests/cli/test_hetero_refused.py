@@ -27,8 +27,10 @@ COMMANDS = [
     (["bench", "gather", "{d}"], "`graphtier bench gather`"),
     (["bench", "sample", "{d}"], "`graphtier bench sample`"),
     (["predict", "{d}", "--model", "{o}/m.pt"], "`graphtier predict`"),
-    (["train", "{d}", "--epochs", "1"], "`graphtier train --model sage`"),
-    (["train", "{d}", "--epochs", "1", "--model", "mlp"], "`graphtier train --model mlp`"),
+]
+TYPED_MODEL_REFUSALS = [
+    (["train", "{d}", "--epochs", "1"], "--model sage: a model of one node type and one relation"),
+    (["train", "{d}", "--epochs", "1", "--model", "gat"], "--model gat: a model of one node type and one relation"),
 ]
 
 
@@ -44,6 +46,16 @@ def test_refused_with_one_line(
     assert "is heterogeneous (3 node types, 6 relations)" in lines[0] and what in lines[0], lines[0]
     assert str(typed) in lines[0]
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(("argv", "what"), TYPED_MODEL_REFUSALS, ids=[c[0][-1] for c in TYPED_MODEL_REFUSALS])
+def test_homogeneous_models_refuse_a_typed_dataset(
+    typed: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], what: str
+) -> None:
+    code, _, err = run([a.format(d=typed, o=tmp_path) for a in argv], capsys)
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1, err
+    assert what in lines[0] and "node types paper, author, field" in lines[0], lines[0]
 
 
 def test_require_homogeneous_passes_a_homogeneous_dataset(tmp_path: Path) -> None:

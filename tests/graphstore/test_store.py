@@ -188,7 +188,9 @@ def test_open_leaves_room_for_prefetch_plus_two_batches_in_auto_gpu_budgets(
         store_module, "make_topology", lambda *a, **k: seen.setdefault("topology", k["in_flight_bytes"]) and None
     )
     monkeypatch.setattr(
-        features_module, "make_feature_store", lambda *a, **k: seen.setdefault("features", k["in_flight_bytes"]) and None
+        features_module,
+        "make_feature_store",
+        lambda *a, **k: seen.setdefault("features", k["in_flight_bytes"]) and None,
     )
     GraphStore.open(
         tiny_dataset, device="cuda", sample_on="gpu", batch_size=8, fanouts=(2, 2), ring_size=7, log=lambda _: None

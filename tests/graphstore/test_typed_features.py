@@ -10,7 +10,12 @@ import torch
 
 from graphtier.dataset import Dataset
 from graphtier.graphstore import GraphStore
-from graphtier.graphstore.typed_features import TypedFeatures, split_budget_rows, split_placement_budgets, typed_rows_bound
+from graphtier.graphstore.typed_features import (
+    TypedFeatures,
+    split_budget_rows,
+    split_placement_budgets,
+    typed_rows_bound,
+)
 from graphtier.memory import FEATURE_MODES, TIER_NAMES, PlacementSpec
 from tests.typed_data import write_typed_labelled_graph
 

@@ -33,7 +33,16 @@ def _gather(ids: torch.Tensor) -> torch.Tensor:
 def test_batches_arrive_in_order_with_labels() -> None:
     labels = np.arange(100, dtype=np.int64) * 2
     batches = [np.array([i, i + 1]) for i in range(0, 20, 2)]
-    got = list(BatchProducer(batches, _fake_sample, _gather, _labels_of(labels), depth=2, feature_bytes=lambda n_id: 4 * int(n_id.shape[0])))
+    got = list(
+        BatchProducer(
+            batches,
+            _fake_sample,
+            _gather,
+            _labels_of(labels),
+            depth=2,
+            feature_bytes=lambda n_id: 4 * int(n_id.shape[0]),
+        )
+    )
     assert [b.batch.seeds.tolist() for b in got] == [b.tolist() for b in batches]
     assert got[3].y.tolist() == [12, 14] and got[0].feature_bytes == 8
 

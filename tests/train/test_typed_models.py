@@ -149,7 +149,10 @@ def test_gradients_reach_every_parameter(kind: str, featureless: str) -> None:
     out = model(x, batch.blocks, batch.n_id)
     nn.functional.cross_entropy(out, torch.randint(0, 3, (24,))).backward()
     for name, param in model.named_parameters():
-        assert param.grad is not None and bool(param.grad.abs().sum() > 0), name
+        assert param.grad is not None, name
+        # a destination's term of GAT attention (lin_dst, att_dst) is the same on all its edges: the softmax cancels it where
+        # the LeakyReLU's slope differs between those edges, so its gradient may be exactly 0 on a small batch
+        assert name.endswith(("att_dst", "lin_dst.weight")) or bool(param.grad.abs().sum() > 0), name
     assert any("tables" in name for name, _ in model.named_parameters())
 
 

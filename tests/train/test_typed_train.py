@@ -122,6 +122,8 @@ def test_cli_trains_a_typed_model(typed_dataset: Dataset, tmp_path: Path, capsys
     assert config["num_bases"] == 2
 
 
-def test_cli_refuses_a_homogeneous_model_in_one_line(typed_dataset: Dataset, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_refuses_a_homogeneous_model_in_one_line(
+    typed_dataset: Dataset, capsys: pytest.CaptureFixture[str]
+) -> None:
     code, _, err = run(["train", str(typed_dataset.path), "--model", "gat", "--epochs", "1"], capsys)
     assert code == 2 and err.count("\n") == 1 and "--model" in err and "rgcn" in err
