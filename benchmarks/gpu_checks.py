@@ -73,6 +73,7 @@ STEPS: tuple[Step, ...] = (
     Step("hybrid", "hybrid CPU+GPU training", "gpu_steps:hybrid", 120),
     Step("topology", "tiered topology reads (issue 12)", "gpu_steps:topology", 90),
     Step("sampler", "GPU sampler vs CPU sampler (issue 12)", "gpu_steps:gpu_sampler", 120),
+    Step("typed", "typed GPU sampler vs TypedNeighborSampler (issue 26)", "gpu_steps:typed_sampler", 30),
     Step("epoch", "end-to-end epoch, whole data path on the GPU (issue 12)", "gpu_steps:epoch", 240),
     Step("link", "train --task link, GPU sampling + tiered vs CPU (issue 25)", "gpu_steps_train:link_training", 90),
 )
@@ -80,7 +81,7 @@ PLANS: dict[str, tuple[str, ...]] = {
     "1": ("pytest", "modes", "bigreg", "multigpu"),
     "2": ("train", "resume", "predict", "gat", "cachetrace", "cnr"),
     "3": ("gather", "rows", "alignment", "trace"),
-    "4": ("hybrid", "topology", "sampler"),
+    "4": ("hybrid", "topology", "sampler", "typed"),
     "5": ("epoch", "link"),
 }
 PLAN_LIMIT_S = 360

@@ -1,5 +1,6 @@
 """The GPU steps of ``benchmarks/gpu_checks.py`` that existed before issue 22: GPU tests, feature modes, the
-gather and row-size benchmarks (seed 003), the tiered trace, hybrid training, topology, samplers, the epoch.
+gather and row-size benchmarks (seed 003), the tiered trace, hybrid training, topology, samplers (typed too), the
+epoch.
 
 Each ``step(ctx)`` runs in its own subprocess and reports through ``ctx.check`` (pass/FAIL against a
 reference), ``ctx.measured`` (a figure) and ``ctx.save`` (data kept in the JSON). Every store is closed
@@ -278,6 +279,76 @@ def gpu_sampler(ctx: StepContext) -> None:
             ctx.check(f"{name}: identical batches to the CPU sampler", bool(run["identical_to_cpu"]), "")
             ctx.measured(name, f"{run['batches_per_s']:.1f} batch/s = {run['speedup_vs_cpu']:.2f}x CPU sampler "
                          f"({result['threads']} threads); gpu {tiers['gpu'] / 1e6:.1f} MB, host {tiers['host'] / 1e6:.1f} MB")  # fmt: skip
+
+
+def _typed_graph(papers: int, authors: int, fields: int, seed: int) -> tuple[np.ndarray, np.ndarray, Any]:
+    """A MAG-shaped typed graph (cites, writes, has and their reverses; power-law in-degrees) as the dataset
+    format's back-to-back CSC and its schema (target: paper)."""
+    from graphtier.dataset.schema import Schema
+    from graphtier.dataset.typed_graph import TypedEdges, build_typed_csc
+
+    rng = np.random.default_rng(seed)
+    counts = {"paper": papers, "author": authors, "field": fields}
+    plan = [(("paper", "cites", "paper"), 8), (("author", "writes", "paper"), 3), (("field", "has", "paper"), 1)]
+    edges = []
+    for (src, name, dst), per_node in plan:
+        n = counts[dst] * per_node
+        sources = (rng.pareto(1.2, n) * counts[src] / 50).astype(np.int64) % counts[src]
+        destinations = rng.integers(0, counts[dst], n)
+        edges.append(TypedEdges((src, name, dst), sources, destinations))
+        edges.append(TypedEdges((dst, f"rev_{name}", src), destinations, sources))
+    indptr, indices, edge_counts = build_typed_csc(counts, edges)
+    schema = Schema.build([(t, c, 0, "float32") for t, c in counts.items()],
+                          [(e.type, k) for e, k in zip(edges, edge_counts)], "paper")  # fmt: skip
+    return indptr, indices, schema
+
+
+def typed_sampler(ctx: StepContext) -> None:
+    """Issue 26: the device typed sampler (Triton picks, tiered back-to-back CSC) against TypedNeighborSampler."""
+    from graphtier.memory import make_topology
+    from graphtier.sampling.relation_fanouts import parse_relation_fanouts
+    from graphtier.sampling.typed_device import DeviceTypedNeighborSampler
+    from graphtier.sampling.typed_neighbor import TypedNeighborSampler
+
+    indptr, indices, schema = _typed_graph(500_000, 300_000, 1_000, 0)
+    # mixed fanouts in a hop (one pick launch per fanout); rev_has: ~500 papers per field, 512-wide pick tiles
+    fanouts = parse_relation_fanouts("writes=5/5/3,rev_has=300/2/2", schema, [15, 10, 5])
+    cpu = TypedNeighborSampler(indptr, indices, schema, fanouts, seed=4)
+    rng = np.random.default_rng(1)
+    batches = [rng.integers(0, schema.target_type.count, 1024) for _ in range(8)]
+    start = time.perf_counter()
+    expected = [cpu.sample(seeds, b) for b, seeds in enumerate(batches)]
+    cpu_ms = (time.perf_counter() - start) * 1e3 / len(batches)
+    for budget in ("0", "10%", "100%"):
+        topology = make_topology(indptr, indices, device=cuda(), topology_budget=budget, log=lambda _: None)
+        try:
+            sampler = DeviceTypedNeighborSampler(topology, schema, fanouts, seed=4)
+            sampler.sample(batches[0], 0)  # compile the pick kernels
+            torch.cuda.synchronize()
+            start = time.perf_counter()
+            got = [sampler.sample(torch.from_numpy(seeds).to(cuda()), b) for b, seeds in enumerate(batches)]
+            torch.cuda.synchronize()
+            ms = (time.perf_counter() - start) * 1e3 / len(batches)
+            identical = all(_same_typed_batch(g.to("cpu"), e) for g, e in zip(got, expected))
+        finally:
+            topology.close()
+        shape = f"{indices.shape[0] / 1e6:.0f}M edges, {len(schema.relations)} relations"
+        name = f"typed GPU sampler, topology {budget} on GPU ({shape})"
+        ctx.check(f"{name}: identical batches to TypedNeighborSampler", identical, "")
+        ctx.measured(name, f"{ms:.2f} ms/batch vs CPU typed sampler {cpu_ms:.2f} ms/batch")
+
+
+def _same_typed_batch(got: Any, expected: Any) -> bool:
+    """Every n_id, seed_index and relation CSR of two TypedMiniBatches equal (CPU tensors)."""
+    return (
+        all(torch.equal(got.n_id[t], ids) for t, ids in expected.n_id.items())
+        and torch.equal(got.seed_index, expected.seed_index)
+        and all(
+            torch.equal(g.relations[k].rowptr, rel.rowptr) and torch.equal(g.relations[k].col, rel.col)
+            for g, e in zip(got.blocks, expected.blocks)
+            for k, rel in e.relations.items()
+        )
+    )
 
 
 def epoch(ctx: StepContext) -> None:

@@ -1,7 +1,7 @@
 """The graph store's sampler parts: typed sampling, seed-only batches and the CPU samplers' topology tally.
 
 :meth:`GraphStore.sampler` hands a typed dataset's batches out as :class:`TypedMiniBatch` es (local ids per type)
-through :func:`build_typed_sampler`. The topology bytes of the CPU samplers are counted by
+through :func:`build_typed_sampler` (on the CPU, or on the device of the store's tiered topology). The topology bytes of the CPU samplers are counted by
 :class:`HostTopologyTally` (every sampled edge reads one ``indices`` entry, every destination row, per relation
 for a typed batch, two ``indptr`` entries, all from host memory).
 """
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -19,9 +20,11 @@ from graphtier.dataset.schema import RelationType, Schema
 from graphtier.memory import TierTraffic
 from graphtier.memory.topology import INDPTR_BYTES_PER_DESTINATION
 from graphtier.sampling.batch import MiniBatch
+from graphtier.sampling.device import Topology
 from graphtier.sampling.relation_fanouts import parse_relation_fanouts
 from graphtier.sampling.shadow import first_seen_unique
 from graphtier.sampling.typed_batch import TypedMiniBatch
+from graphtier.sampling.typed_device import DeviceTypedNeighborSampler
 from graphtier.sampling.typed_neighbor import TypedNeighborSampler
 
 TypedSampler = Callable[[np.ndarray, int], TypedMiniBatch]
@@ -42,8 +45,16 @@ def build_typed_sampler(
     fanouts_key: tuple[tuple[RelationType, tuple[int, ...]], ...],
     seed: int,
     num_threads: int | None,
-) -> TypedNeighborSampler:
-    """A :class:`TypedNeighborSampler` over the dataset's arrays with the fanouts of :func:`relation_fanouts_key`."""
+    *,
+    topology: Topology | None = None,
+    picks: str = "auto",
+    kernels: ModuleType | None = None,
+) -> TypedNeighborSampler | DeviceTypedNeighborSampler:
+    """The typed sampler with the fanouts of :func:`relation_fanouts_key`: a :class:`TypedNeighborSampler` over the
+    dataset's arrays, or with ``topology`` (the tiered back-to-back CSC) a :class:`DeviceTypedNeighborSampler` on
+    its device (``picks``/``kernels`` as there); both give the same batches."""
+    if topology is not None:
+        return DeviceTypedNeighborSampler(topology, schema, dict(fanouts_key), seed=seed, picks=picks, kernels=kernels)
     return TypedNeighborSampler(indptr, indices, schema, dict(fanouts_key), seed=seed, num_threads=num_threads)
 
 

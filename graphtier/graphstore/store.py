@@ -17,7 +17,8 @@ It is the one door to the data: the trainer, the PyG adapters and the benchmarks
 full-graph passes), features (``gather``) and labels and splits (``labels``, ``split``) through it.
 
 Sampling runs on the CPU (``sample_on="cpu"``: the numba :class:`NeighborSampler` over the dataset's
-arrays) or on the GPU (``"gpu"``: :class:`DeviceNeighborSampler` over a :class:`TieredTopology`). Both
+arrays) or on the GPU (``"gpu"``: :class:`DeviceNeighborSampler` over a :class:`TieredTopology`; a typed
+dataset's :class:`TypedNeighborSampler` / :class:`DeviceTypedNeighborSampler` over its back-to-back CSC). Both
 give identical batches for the same seed and batch id. The CPU sampler's topology bytes are counted too (an
 ``indices`` entry per sampled edge, two ``indptr`` entries per destination), so the two report comparable figures.
 A typed dataset's features are :class:`~graphtier.graphstore.typed_features.TypedFeatures` (dict gathers).
@@ -41,6 +42,7 @@ from graphtier.graphstore.samplers import (
     HostTopologyTally,
     build_typed_sampler,
     relation_fanouts_key,
+    sampled_topology_reads,
     seed_only_batch,
     typed_seed_only_batch,
 )
@@ -233,14 +235,12 @@ class GraphStore:
         """``sample(seeds, batch_id) -> TypedMiniBatch`` (seeds: local ids of the target type), any dataset (a
         homogeneous one is one type, one relation). ``fanouts`` apply to every relation, ``relation_fanouts``
         (``"writes=5,cites=10/5"`` or a mapping, :func:`parse_relation_fanouts`) override some; kinds "neighbor"
-        (CPU) and "seed-only"."""
+        (on the topology's device with ``sample_on="gpu"``, else the CPU) and "seed-only"."""
         if kind not in ("neighbor", "seed-only"):
             raise OptionError(f"{{kind={kind}}}: a typed sampler is 'neighbor' or 'seed-only'", options=("kind",))
         schema = self.dataset.schema
         if kind == "seed-only":
             return typed_seed_only_batch(schema)
-        if self.topology is not None:
-            raise OptionError("{sample_on=gpu}: typed sampling runs on the CPU for now", options=("sample_on",))
         key = (
             "typed",
             relation_fanouts_key(schema, fanouts, relation_fanouts),
@@ -251,7 +251,8 @@ class GraphStore:
                 raise OptionError("graph store is closed")
             sample = self._samplers.get(key)
             if sample is None:
-                inner = build_typed_sampler(self._indptr, self._indices, schema, key[1], key[2], self.num_threads)
+                inner = build_typed_sampler(self._indptr, self._indices, schema, key[1], key[2], self.num_threads,
+                                            topology=self.topology, picks=self._picks, kernels=self._kernels)  # fmt: skip
                 sample = self._samplers[key] = lambda seeds, batch_id: self._sample_with(inner, seeds, batch_id)
         return sample
 
@@ -277,7 +278,7 @@ class GraphStore:
             self._host_tally.add(batch)
         else:
             assert self.topology is not None
-            self.topology.count_indptr_reads(sum(block.num_dst for block in batch.blocks))
+            self.topology.count_indptr_reads(sampled_topology_reads(batch)[1])
         return batch
 
     def sample(

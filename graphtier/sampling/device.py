@@ -141,6 +141,47 @@ def seeds_on_device(seeds: np.ndarray | torch.Tensor, num_nodes: int, device: to
     return seeds
 
 
+def resolve_picks(picks: str, kernels: ModuleType | None, device: torch.device) -> tuple[str, ModuleType | None]:
+    """``(picks, kernels)`` of a device sampler: ``picks`` checked ("auto" = "triton" on CUDA, else "numba") and the
+    Triton kernel module to launch (``kernels`` if given, else the compiled one on CUDA; None for "numba")."""
+    if picks not in PICKS:
+        raise OptionError(f"picks: expected one of {', '.join(PICKS)}, found {picks!r}")
+    if picks == "auto":
+        picks = "triton" if device.type == "cuda" else "numba"
+    if picks == "triton" and kernels is None:
+        if device.type != "cuda":
+            raise OptionError(f"picks: 'triton' needs a CUDA topology (or kernels=...), found device {device}")
+        from graphtier.sampling import _device_kernels
+
+        kernels = _device_kernels
+    return picks, kernels if picks == "triton" else None
+
+
+def draw_picks(
+    kernels: ModuleType | None,
+    picked: torch.Tensor,
+    spans: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+    stream: int,
+    fanout: int,
+    positions: torch.Tensor,
+    max_degree: int,
+) -> None:
+    """Write ``fanout`` Floyd picks of every item of ``picked`` (int64 [M], items with fanout < degree) into
+    ``positions`` (int64 [E]) at its offset; ``spans`` = (starts, degrees int64 [D], offsets int64 [D + 1]), all on
+    one device. Item ``j`` draws with the key ``node_key(stream, j)``: the Triton kernel of ``kernels`` (fanouts up
+    to its ``MAX_FANOUT``) or the numba twin (``kernels`` None; device tensors copied to the CPU and back).
+    ``max_degree`` bounds the degrees (the edge count)."""
+    starts, degrees, offsets = spans
+    if kernels is not None and fanout <= kernels.MAX_FANOUT:
+        kernels.floyd_picks_triton(picked, starts, degrees, offsets, stream, fanout, positions, max_degree=max_degree)
+        return
+    host = [t.cpu().contiguous() for t in (picked, starts, degrees, offsets)]
+    out = positions.cpu() if positions.device.type != "cpu" else positions
+    cpu_kernels.floyd_picks(*(t.numpy() for t in host), np.uint64(stream), fanout, out.numpy())
+    if out is not positions:
+        positions.copy_(out)
+
+
 class DeviceNeighborSampler:
     """Uniform neighbour sampler on ``topology.device``, batch for batch identical to :class:`NeighborSampler`.
 
@@ -177,18 +218,7 @@ class DeviceNeighborSampler:
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
             raise OptionError(f"seed: expected an integer, found {seed!r}")
         self.seed = int(seed)
-        if picks not in PICKS:
-            raise OptionError(f"picks: expected one of {', '.join(PICKS)}, found {picks!r}")
-        if picks == "auto":
-            picks = "triton" if self.device.type == "cuda" else "numba"
-        if picks == "triton" and kernels is None:
-            if self.device.type != "cuda":
-                raise OptionError(f"picks: 'triton' needs a CUDA topology (or kernels=...), found device {self.device}")
-            from graphtier.sampling import _device_kernels
-
-            kernels = _device_kernels
-        self.picks = picks
-        self._kernels = kernels if picks == "triton" else None
+        self.picks, self._kernels = resolve_picks(picks, kernels, self.device)
         self._batch_counter = itertools.count()
 
     def sample(self, seeds: np.ndarray | torch.Tensor, batch_id: int | None = None) -> MiniBatch:
@@ -247,14 +277,7 @@ class DeviceNeighborSampler:
         fanout: int,
         positions: torch.Tensor,
     ) -> None:
-        """Write the Floyd picks of the destinations ``picked`` into ``positions`` (see floyd_picks)."""
-        if self._kernels is not None and fanout <= self._kernels.MAX_FANOUT:
-            self._kernels.floyd_picks_triton(
-                picked, starts, degrees, offsets, stream, fanout, positions, max_degree=self.topology.num_edges
-            )
-            return
-        host = [t.cpu().contiguous() for t in (picked, starts, degrees, offsets)]
-        out = positions.cpu() if positions.device.type != "cpu" else positions
-        cpu_kernels.floyd_picks(*(t.numpy() for t in host), np.uint64(stream), fanout, out.numpy())
-        if out is not positions:
-            positions.copy_(out)
+        """Write the Floyd picks of the destinations ``picked`` into ``positions`` (see :func:`draw_picks`)."""
+        draw_picks(
+            self._kernels, picked, (starts, degrees, offsets), stream, fanout, positions, self.topology.num_edges
+        )

@@ -11,6 +11,7 @@ import torch
 from graphtier.dataset import Dataset
 from graphtier.errors import OptionError
 from graphtier.graphstore import GraphStore
+from graphtier.memory import TIER_NAMES, make_topology
 from graphtier.memory.topology import INDPTR_BYTES_PER_DESTINATION
 from graphtier.sampling.relation_fanouts import parse_relation_fanouts
 from graphtier.sampling.typed_batch import TypedMiniBatch
@@ -68,3 +69,78 @@ def test_homogeneous_store_gives_typed_batches_on_request(tiny_dataset: Dataset)
         for a, b in zip(typed.blocks, plain.blocks):
             assert torch.equal(a.relations[("_N", "_E", "_N")].edge_index, b.edge_index)
         assert isinstance(store.sampler([4, 3], {"_E": 2})(np.arange(5), 0), TypedMiniBatch)
+
+
+@pytest.mark.parametrize(
+    ("budget", "ram", "interpreted"), [("0", None, False), ("30%", "40%", False), ("10%", None, True)]
+)
+def test_gpu_sampling_path_on_the_cpu_gives_the_cpu_batches_and_counts_its_tiers(
+    typed_dataset: Dataset, budget: str, ram: str | None, interpreted: bool
+) -> None:
+    """sample_on=gpu of a typed dataset: the device typed sampler over the tiered back-to-back CSC (its CPU twin,
+    or the interpreted Triton picks and tiered reads with a fake registered host tier) gives the CPU batches, and
+    the topology bytes (per relation row two indptr entries, per edge one indices entry) add up over the tiers."""
+    options = {}
+    picks = "numba"
+    if interpreted:
+        pytest.importorskip("triton")
+        from tests.interpreted import load_interpreted
+        from tests.memory.test_unified import FakeRegistrar
+
+        options = {"registrar": FakeRegistrar(), "kernels": load_interpreted("memory/_topology_kernels.py")}
+        picks = "triton"
+    topology = make_topology(typed_dataset.indptr, typed_dataset.indices, device=torch.device("cpu"),
+                             topology_budget=budget, ram_budget=ram, log=lambda _: None, **options)  # fmt: skip
+    kernels = load_interpreted("sampling/_device_kernels.py") if interpreted else None
+    store = GraphStore(typed_dataset, None, topology=topology, seed=6, picks=picks, kernels=kernels)
+    schema = typed_dataset.schema
+    fanouts = parse_relation_fanouts("writes=1,cites=2/-1", schema, [3, 2])
+    reference = TypedNeighborSampler(typed_dataset.indptr, typed_dataset.indices, schema, fanouts, seed=6)
+    sample = store.sampler([3, 2], "writes=1,cites=2/-1")
+    edges = rows = 0
+    for batch_id in range(3):
+        seeds = typed_dataset.train_idx[batch_id * 20 : batch_id * 20 + 20]
+        batch, expected = sample(seeds, batch_id), reference.sample(seeds, batch_id)
+        for t in schema.type_names:
+            assert torch.equal(batch.n_id[t], expected.n_id[t])
+        for got, want in zip(batch.blocks, expected.blocks):
+            assert got.num_src == want.num_src and got.num_dst == want.num_dst
+            for key, rel in want.relations.items():
+                assert torch.equal(got.relations[key].rowptr, rel.rowptr)
+                assert torch.equal(got.relations[key].col, rel.col)
+        edges += batch.num_sampled_edges
+        rows += sum(blk.num_dst[rel.dst] for blk in batch.blocks for rel in schema.relations)
+    traffic = store.traffic()["topology"].as_dict()
+    store.close()
+    itemsize = typed_dataset.indices.dtype.itemsize
+    assert traffic["requested"] == edges * itemsize + rows * INDPTR_BYTES_PER_DESTINATION
+    assert sum(traffic[t] for t in TIER_NAMES) == traffic["requested"]
+    if budget == "0":  # only indptr (whole on the device in the plan) is read from the gpu tier
+        assert traffic["gpu"] == rows * INDPTR_BYTES_PER_DESTINATION
+    else:
+        assert traffic["host"] > 0 and (traffic["disk"] > 0) == (ram is not None)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_sample_on_gpu_of_a_typed_dataset_on_cuda(typed_dataset: Dataset) -> None:
+    """GraphStore.open(sample_on="gpu") of a typed dataset: compiled picks and tiered reads, the CPU batches."""
+    device = torch.device("cuda", torch.cuda.current_device())
+    with GraphStore.open(typed_dataset, device=device, sample_on="gpu", topology_budget="20%", features_on="cpu-gather",
+                         seed=3, log=lambda _: None) as store:  # fmt: skip
+        assert store.sample_on == "gpu"
+        schema = typed_dataset.schema
+        reference = TypedNeighborSampler(
+            typed_dataset.indptr, typed_dataset.indices, schema, parse_relation_fanouts(None, schema, [4, 3]), seed=3
+        )
+        for batch_id in range(3):
+            seeds = typed_dataset.train_idx[batch_id * 20 : batch_id * 20 + 20]
+            batch = store.sampler([4, 3])(torch.from_numpy(seeds).to(device), batch_id)
+            assert all(ids.device == device for ids in batch.n_id.values())
+            expected, batch = reference.sample(seeds, batch_id), batch.to("cpu")
+            for t in schema.type_names:
+                assert torch.equal(batch.n_id[t], expected.n_id[t])
+            for got, want in zip(batch.blocks, expected.blocks):
+                assert all(torch.equal(got.relations[k].col, rel.col) for k, rel in want.relations.items())
+        traffic = store.traffic()["topology"].as_dict()
+        assert traffic["gpu"] > 0 and traffic["host"] > 0

@@ -1,0 +1,194 @@
+"""Device-side typed neighbour sampling: the batches of :class:`TypedNeighborSampler`, computed where the graph is.
+
+A :class:`DeviceTypedNeighborSampler` reads the back-to-back CSC of every relation (row ``r.row_offset + v`` for
+destination ``v`` of relation ``r``) through a :class:`~graphtier.sampling.device.Topology` and does each hop with
+torch ops on its device, over the CPU sampler's work items (:mod:`graphtier.sampling._typed_kernels`): relation-major,
+one item per (relation, frontier node of its destination type, in that type's batch order), item ``i`` with its
+relation's fanout. The picks are :func:`graphtier.sampling.device.draw_picks` (Triton on CUDA, the numba twin on
+the CPU), one call per distinct fanout of the hop, each item keyed by ``node_key(stream, i)`` as on the CPU; new
+nodes are numbered in first-seen order over the hop's edges (:func:`first_seen_relabel`). A batch is therefore
+identical, tensor for tensor, to ``TypedNeighborSampler(indptr, indices, schema, fanouts, seed=seed).sample(seeds,
+batch_id)``, on the topology's device.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+from collections.abc import Mapping, Sequence
+from types import ModuleType
+
+import numpy as np
+import torch
+
+from graphtier.dataset.schema import RelationType, Schema
+from graphtier.errors import OptionError
+from graphtier.sampling import _neighbor_kernels as cpu_kernels
+from graphtier.sampling.device import Topology, draw_picks, first_seen_relabel, resolve_picks, seeds_on_device
+from graphtier.sampling.fanouts import Fanouts
+from graphtier.sampling.typed_batch import RelationBlock, TypedBlock, TypedMiniBatch
+from graphtier.sampling.typed_neighbor import check_typed_fanouts
+
+
+class DeviceTypedNeighborSampler:
+    """Uniform per-relation neighbour sampler on ``topology.device``, identical to :class:`TypedNeighborSampler`.
+
+    Args:
+        topology: the back-to-back CSC (``topology.num_nodes == schema.num_rows``), e.g. the store's tiered one.
+        schema: the dataset's :class:`Schema` (:meth:`Schema.homogeneous` for a homogeneous graph).
+        fanouts: per relation type its fanouts (seed hop first, -1 = all), every relation the same number of hops.
+        seed: base of the counter-based random stream (the CPU sampler's).
+        picks, kernels: as for :class:`~graphtier.sampling.DeviceNeighborSampler`.
+    """
+
+    def __init__(
+        self,
+        topology: Topology,
+        schema: Schema,
+        fanouts: Mapping[RelationType, Sequence[int]],
+        *,
+        seed: int = 0,
+        picks: str = "auto",
+        kernels: ModuleType | None = None,
+    ) -> None:
+        if not isinstance(topology, Topology):
+            raise OptionError(
+                f"topology: expected an object with indptr, num_nodes, num_edges, device and gather_positions, "
+                f"found {type(topology).__name__}"
+            )
+        if topology.num_nodes != schema.num_rows:
+            raise OptionError(
+                f"topology: expected {schema.num_rows} rows (the schema's relation rows), found {topology.num_nodes}"
+            )
+        self.topology = topology
+        self.schema = schema
+        self.device = torch.device(topology.device)
+        self.fanout_table = check_typed_fanouts(fanouts, schema)  # int64 [H, R]
+        self.fanouts = {rel.type: Fanouts(self.fanout_table[:, r].tolist()) for r, rel in enumerate(schema.relations)}
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+            raise OptionError(f"seed: expected an integer, found {seed!r}")
+        self.seed = int(seed)
+        self.picks, self._kernels = resolve_picks(picks, kernels, self.device)
+        self.num_hops = int(self.fanout_table.shape[0])
+        types = schema.type_names
+        self._target = types.index(schema.target)
+        self._type_offsets = torch.from_numpy(schema.offsets()).to(self.device)
+        self._rel_dst_host = np.array([types.index(rel.dst) for rel in schema.relations], dtype=np.int64)
+        self._rel_dst = torch.from_numpy(self._rel_dst_host).to(self.device)
+        self._row_offset = torch.tensor([rel.row_offset for rel in schema.relations], dtype=torch.int64).to(self.device)
+        self._fanouts_on_device = torch.from_numpy(self.fanout_table).to(self.device)
+        self._batch_counter = itertools.count()
+
+    def sample(self, seeds: np.ndarray | torch.Tensor, batch_id: int | None = None) -> TypedMiniBatch:
+        """Sample a batch for ``seeds`` (int [B], LOCAL ids of the target type: numpy, CPU or device tensor).
+
+        ``batch_id`` selects the random stream (None: the next value of an internal counter). Returns a
+        :class:`TypedMiniBatch` of int64 tensors on ``topology.device``.
+        """
+        local_seeds = seeds_on_device(seeds, self.schema.target_type.count, self.device)
+        if batch_id is None:
+            batch_id = next(self._batch_counter)
+        elif isinstance(batch_id, bool) or not isinstance(batch_id, (int, np.integer)) or batch_id < 0:
+            raise OptionError(f"batch_id: expected a non-negative integer or None, found {batch_id!r}")
+        num_types = len(self.schema.node_types)
+        # Triton launches on the current CUDA device: make it the topology's (the caller may be any thread)
+        with torch.cuda.device(self.device) if self.device.type == "cuda" else contextlib.nullcontext():
+            global_seeds = local_seeds + int(self.schema.target_type.offset)
+            n_id, seed_index = first_seen_relabel(global_seeds[:0], global_seeds)
+            node_type, type_position, type_count = self._types(n_id, num_types)
+            layer_counts = [type_count]
+            hop_relations: list[dict[RelationType, RelationBlock]] = []
+            for hop in range(self.num_hops):
+                stream = cpu_kernels.stream_key(self.seed, int(batch_id), hop)
+                spans, sources = self._hop(hop, stream, n_id, node_type, type_position, type_count)
+                n_id, local_sources = first_seen_relabel(n_id, sources)
+                node_type, type_position, type_count = self._types(n_id, num_types)
+                columns = type_position[local_sources]  # each edge's source row among its type's sources
+                hop_relations.append({key: RelationBlock(rowptr, columns[low:high])
+                                      for key, (rowptr, low, high) in spans.items()})  # fmt: skip
+                layer_counts.append(type_count)
+        names = self.schema.type_names
+        local = n_id - self._type_offsets[node_type]
+        blocks = [
+            TypedBlock(
+                num_src={name: layer_counts[h + 1][t] for t, name in enumerate(names)},
+                num_dst={name: layer_counts[h][t] for t, name in enumerate(names)},
+                relations=hop_relations[h],
+            )
+            for h in reversed(range(self.num_hops))
+        ]
+        return TypedMiniBatch(
+            n_id={name: local[node_type == t] for t, name in enumerate(names)},
+            blocks=blocks,
+            seed_index=seed_index,
+            seeds=local_seeds,
+            target=self.schema.target,
+        )
+
+    def _types(self, n_id: torch.Tensor, num_types: int) -> tuple[torch.Tensor, torch.Tensor, list[int]]:
+        """``(node_type, type_position, type_count)`` of the batch's nodes ``n_id`` (global ids, first-seen order):
+        each node's type and its position among the batch's nodes of that type (int64 [N] on the device), and
+        the count per type (host ints)."""
+        node_type = torch.searchsorted(self._type_offsets, n_id, right=True) - 1
+        counts = torch.bincount(node_type, minlength=num_types)
+        type_start = torch.cumsum(counts, 0) - counts
+        by_type = torch.argsort(node_type, stable=True)
+        type_position = torch.empty_like(n_id)
+        type_position[by_type] = torch.arange(n_id.shape[0], device=self.device) - type_start[node_type[by_type]]
+        return node_type, type_position, counts.tolist()
+
+    def _hop(
+        self,
+        hop: int,
+        stream: int,
+        n_id: torch.Tensor,
+        node_type: torch.Tensor,
+        type_position: torch.Tensor,
+        type_count: list[int],
+    ) -> tuple[dict[RelationType, tuple[torch.Tensor, int, int]], torch.Tensor]:
+        """Draw hop ``hop`` for the batch's nodes: per relation ``(rowptr, first edge, stop edge)`` and the global
+        source id of every edge (int64 [E] on the device)."""
+        device = self.device
+        counts_by_type = torch.tensor(type_count, device=device)
+        type_start = torch.cumsum(counts_by_type, 0) - counts_by_type
+        # the frontier's local ids grouped by type, each type in its batch order
+        frontier_local = torch.empty_like(n_id)
+        frontier_local[type_start[node_type] + type_position] = n_id - self._type_offsets[node_type]
+        # relation-major items: relation r has one item per frontier node of its destination type
+        item_start_host = np.zeros(len(self.schema.relations) + 1, dtype=np.int64)
+        np.cumsum(np.asarray(type_count, dtype=np.int64)[self._rel_dst_host], out=item_start_host[1:])
+        num_items = int(item_start_host[-1])
+        item_start = torch.from_numpy(item_start_host).to(device)
+        item_relation = torch.repeat_interleave(
+            torch.arange(len(self.schema.relations), device=device),
+            item_start[1:] - item_start[:-1],
+            output_size=num_items,
+        )
+        within = torch.arange(num_items, device=device) - item_start[item_relation]
+        rows = self._row_offset[item_relation] + frontier_local[type_start[self._rel_dst][item_relation] + within]
+        indptr = self.topology.indptr
+        starts = indptr[rows]
+        degrees = indptr[rows + 1] - starts
+        item_fanout = self._fanouts_on_device[hop][item_relation]
+        counts = torch.where((item_fanout < 0) | (degrees <= item_fanout), degrees, item_fanout)
+        offsets = torch.zeros(num_items + 1, dtype=torch.int64, device=device)
+        torch.cumsum(counts, 0, out=offsets[1:])
+        num_edges = int(offsets[-1])
+        items = torch.repeat_interleave(torch.arange(num_items, device=device), counts, output_size=num_edges)
+        # every edge's position as if its item took its whole list; the picks overwrite the rest
+        positions = torch.arange(num_edges, device=device) + (starts - offsets[:-1])[items]
+        cut = counts < degrees
+        for fanout in sorted({int(f) for f in self.fanout_table[hop] if f > 0}):
+            picked = torch.nonzero(cut & (item_fanout == fanout)).flatten()
+            if picked.numel():
+                draw_picks(
+                    self._kernels, picked, (starts, degrees, offsets), stream, fanout, positions,
+                    self.topology.num_edges,
+                )  # fmt: skip
+        sources = self.topology.gather_positions(positions)
+        bounds = offsets[item_start].tolist()
+        spans = {}
+        for r, rel in enumerate(self.schema.relations):
+            first, stop = int(item_start_host[r]), int(item_start_host[r + 1])
+            spans[rel.type] = (offsets[first : stop + 1] - bounds[r], bounds[r], bounds[r + 1])
+        return spans, sources
