@@ -15,13 +15,12 @@ the hotness-sorted table, zero-copy host memory, the memory map) is the store's 
 It is the one door to the data: the trainer, the PyG adapters and the benchmarks reach topology
 (``sampler(fanouts, kind=...)`` for the neighbour, ShaDow and seed-only samplers, ``csc`` for
 full-graph passes), features (``gather``) and labels and splits (``labels``, ``split``) through it.
-
 Sampling runs on the CPU (``sample_on="cpu"``: the numba :class:`NeighborSampler` over the dataset's
 arrays) or on the GPU (``"gpu"``: :class:`DeviceNeighborSampler` over a :class:`TieredTopology`; a typed
 dataset's :class:`TypedNeighborSampler` / :class:`DeviceTypedNeighborSampler` over its back-to-back CSC). Both
 give identical batches for the same seed and batch id. The CPU sampler's topology bytes are counted too (an
-``indices`` entry per sampled edge, two ``indptr`` entries per destination), so the two report comparable figures.
-A typed dataset's features are :class:`~graphtier.graphstore.typed_features.TypedFeatures` (dict gathers).
+``indices`` entry per sampled edge, two ``indptr`` entries per destination), so the two report comparable figures;
+a typed dataset's features are :class:`~graphtier.graphstore.typed_features.TypedFeatures` (dict gathers).
 """
 
 from __future__ import annotations
