@@ -6,6 +6,11 @@ fanouts and batch size; the seeds are the training nodes or, with ``--task link`
 endpoints and negatives: :mod:`graphtier.tiering.seeds`) and to ``presample``, which runs the real training
 sampler for some epochs and counts feature reads (:mod:`graphtier.tiering.reads`: the measured
 ranking the others approximate). All scores are float64 [N] numpy arrays on the CPU; higher is hotter.
+
+On a typed dataset the scores are over the global ids of every node type (:mod:`graphtier.dataset.schema`):
+``degree`` counts the neighbour lists of every relation a node appears in, ``fwr`` / ``fwr-sum`` propagate the
+target type's training seeds through every relation (:mod:`graphtier.graph.typed_scores`); ``rpr`` and
+``wrpr`` (one damped walk over one node set) are refused there, as is ``--task link``.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from graphtier.graph.scores import (
     seeded_fanout_weighted_reads,
     weighted_reverse_pagerank,
 )
+from graphtier.graph.typed_scores import typed_fanout_weighted_reads
 from graphtier.sampling.neighbor import DEFAULT_FANOUTS
 from graphtier.tiering.reads import count_feature_reads
 from graphtier.tiering.seeds import NODE_SEEDS, EpochSeeds, SampleFn
@@ -37,6 +43,8 @@ from graphtier.tiering.seeds import NODE_SEEDS, EpochSeeds, SampleFn
 SCORE_METHODS = ("degree", "rpr", "wrpr", "fwr", "fwr-sum", "presample")
 """Every score name; ``fwr`` (fanout-weighted reads, per-batch dedup) is the default of score/reorder."""
 DEFAULT_SCORE = "fwr"
+TYPED_SCORE_METHODS = ("degree", "fwr", "fwr-sum")
+"""The scores defined on a typed dataset (see the module)."""
 
 
 @dataclass
@@ -111,10 +119,12 @@ def compute_scores(
             f"{{method}}: expected one of {', '.join(SCORE_METHODS)}, found {method!r}", options=("method",)
         )
     indptr, indices = np.asarray(dataset.indptr), dataset.indices
+    if dataset.is_hetero:
+        _check_typed(dataset, method, seeds)
     started = time.perf_counter()
     rounds, change = 0, None
     if method == "degree":
-        scores = degree_scores(indptr, indices)
+        scores = degree_scores(indptr, indices, num_nodes=dataset.num_nodes)
         params: dict[str, Any] = {}
     elif method == "rpr":
         cap = DEFAULT_RPR_ITERATIONS if iterations is None else iterations
@@ -134,7 +144,11 @@ def compute_scores(
         train = seeds.seed_ids(dataset, method)
         fanouts = list(fanouts or DEFAULT_FANOUTS)
         mode = "batch" if method == "fwr" else "sum"
-        if seeds.is_link:
+        if dataset.is_hetero:
+            scores = typed_fanout_weighted_reads(
+                indptr, indices, dataset.schema, train, fanouts, batch_size=batch_size, mode=mode
+            ).node_reads
+        elif seeds.is_link:
             weights = seeds.weights(dataset, batch_size, method)
             scores = seeded_fanout_weighted_reads(indptr, indices, weights, fanouts, mode=mode)
         else:
@@ -156,3 +170,15 @@ def compute_scores(
         params = {"fanouts": fanouts, "batch_size": batch_size, "epochs": epochs, "seed": seed, **seeds.describe()}
     seconds = time.perf_counter() - started
     return ScoreResult(method, scores, params, seconds, rounds, change)
+
+
+def _check_typed(dataset: Dataset, method: str, seeds: EpochSeeds) -> None:
+    """One-line OptionError for a score a typed dataset does not define (see the module)."""
+    if method not in TYPED_SCORE_METHODS:
+        raise OptionError(
+            f"{{method}}: {method!r} is not defined on the typed dataset {dataset.path} "
+            f"(node types {', '.join(dataset.schema.type_names)}); expected one of {', '.join(TYPED_SCORE_METHODS)}",
+            options=("method",),
+        )
+    if seeds.is_link:
+        raise OptionError(f"{{task}}: expected node on the typed dataset {dataset.path}, found link", options=("task",))
