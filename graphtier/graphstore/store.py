@@ -26,7 +26,7 @@ entries, all from host memory), so the two report comparable figures.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Self
 
@@ -37,6 +37,13 @@ from graphtier.dataset import Dataset
 from graphtier.dataset.format import SPLITS
 from graphtier.dataset.link_split import LinkPairs
 from graphtier.errors import OptionError
+from graphtier.graphstore.samplers import (
+    HostTopologyTally,
+    build_typed_sampler,
+    relation_fanouts_key,
+    seed_only_batch,
+    typed_seed_only_batch,
+)
 from graphtier.memory import (
     SAMPLE_ON,  # noqa: F401 - re-exported by graphtier.graphstore
     FeatureSource,
@@ -48,7 +55,6 @@ from graphtier.memory import (
     make_topology,
 )
 from graphtier.memory.arena import in_flight_bytes
-from graphtier.memory.topology import INDPTR_BYTES_PER_DESTINATION
 from graphtier.sampling import (
     DEFAULT_FANOUTS,
     DeviceNeighborSampler,
@@ -58,41 +64,10 @@ from graphtier.sampling import (
     check_fanouts,
 )
 from graphtier.sampling.link import LinkSampler, NegativeDestinations
-from graphtier.sampling.shadow import first_seen_unique
 from graphtier.sampling.spec import SAMPLER_KINDS
+from graphtier.sampling.typed_batch import TypedMiniBatch
 
-Sampler = Callable[[np.ndarray, int], MiniBatch]
-
-
-class _HostTopologyTally:
-    """Topology bytes read by the CPU sampler: all from host memory (the dataset's arrays or their memory map)."""
-
-    def __init__(self, index_bytes: int) -> None:
-        self.index_bytes = index_bytes
-        self._lock = threading.Lock()
-        self._host = 0
-
-    def add(self, batch: MiniBatch) -> None:
-        destinations = sum(block.num_dst for block in batch.blocks)
-        nbytes = batch.num_sampled_edges * self.index_bytes + destinations * INDPTR_BYTES_PER_DESTINATION
-        with self._lock:
-            self._host += nbytes
-
-    def traffic(self) -> TierTraffic:
-        with self._lock:
-            return TierTraffic.served_by("host", self._host)
-
-
-def seed_only_batch(seeds: np.ndarray | torch.Tensor, batch_id: int | None = None) -> MiniBatch:
-    """A batch of the unique ``seeds`` (first-seen order) and no blocks: no neighbour is read (MLP)."""
-    seed_array = np.array(seeds, dtype=np.int64)
-    n_id, seed_index = first_seen_unique(seed_array)
-    return MiniBatch(
-        n_id=torch.from_numpy(n_id),
-        blocks=[],
-        seed_index=torch.from_numpy(seed_index),
-        seeds=torch.from_numpy(seed_array),
-    )
+Sampler = Callable[[np.ndarray, int], MiniBatch | TypedMiniBatch]
 
 
 class GraphStore:
@@ -128,11 +103,11 @@ class GraphStore:
         self.sample_on = "cpu" if topology is None else ("gpu" if topology.device.type == "cuda" else "device-on-cpu")
         self._picks = picks
         self._kernels = kernels
-        self._samplers: dict[tuple[str, tuple[int, ...], int, int | None], Sampler] = {}
+        self._samplers: dict[tuple[Any, ...], Sampler] = {}
         self._indptr = np.asarray(dataset.indptr)
         self._indices = np.asarray(dataset.indices)
         self._labels = np.asarray(dataset.labels) if dataset.labels is not None else None
-        self._host_tally = _HostTopologyTally(self._indices.dtype.itemsize) if topology is None else None
+        self._host_tally = HostTopologyTally(self._indices.dtype.itemsize) if topology is None else None
         self._lock = threading.Lock()
         self._closed = False
 
@@ -219,17 +194,31 @@ class GraphStore:
         return cls(dataset, features, topology=topology, seed=seed, num_threads=num_threads)
 
     # ------------------------------------------------------------------ sampling
+    @property
+    def is_hetero(self) -> bool:
+        """True for a typed dataset: its samplers give :class:`TypedMiniBatch` es (local ids per type)."""
+        return self.dataset.is_hetero
+
     def sampler(
-        self, fanouts: Sequence[int], *, seed: int | None = None, kind: str = "neighbor", num_layers: int | None = None
+        self,
+        fanouts: Sequence[int],
+        relation_fanouts: str | Mapping[Any, Any] | None = None,
+        *,
+        seed: int | None = None,
+        kind: str = "neighbor",
+        num_layers: int | None = None,
     ) -> Sampler:
         """``sample(seeds, batch_id) -> MiniBatch`` of ``kind`` (:data:`SAMPLER_KINDS`), cached per arguments.
 
         ``"neighbor"``: ``fanouts`` (PyG order) on the topology's device (CPU for CPU sampling), its
         topology bytes counted in :meth:`traffic`. ``"shadow"``: ShaDow subgraphs of ``num_layers`` layers
         sampled on the CPU from the dataset's arrays. ``"seed-only"``: the seeds alone (``fanouts`` unused).
+        A typed dataset (:attr:`is_hetero`) gives :class:`TypedMiniBatch` es instead (:meth:`typed_sampler`).
         """
         if kind not in SAMPLER_KINDS:
             raise OptionError.invalid("kind", f"one of {', '.join(SAMPLER_KINDS)}", kind)
+        if self.is_hetero or relation_fanouts is not None:
+            return self.typed_sampler(fanouts, relation_fanouts, seed=seed, kind=kind)
         if kind == "seed-only":
             return seed_only_batch
         if kind == "shadow" and num_layers is None:
@@ -241,6 +230,39 @@ class GraphStore:
             sample = self._samplers.get(key)
             if sample is None:
                 sample = self._samplers[key] = self._build_sampler(kind, list(key[1]), key[2], num_layers)
+        return sample
+
+    def typed_sampler(
+        self,
+        fanouts: Sequence[int],
+        relation_fanouts: str | Mapping[Any, Any] | None = None,
+        *,
+        seed: int | None = None,
+        kind: str = "neighbor",
+    ) -> Sampler:
+        """``sample(seeds, batch_id) -> TypedMiniBatch`` (seeds: local ids of the target type), any dataset (a
+        homogeneous one is one type, one relation). ``fanouts`` apply to every relation, ``relation_fanouts``
+        (``"writes=5,cites=10/5"`` or a mapping, :func:`parse_relation_fanouts`) override some; kinds "neighbor"
+        (CPU) and "seed-only"."""
+        if kind not in ("neighbor", "seed-only"):
+            raise OptionError(f"{{kind={kind}}}: a typed sampler is 'neighbor' or 'seed-only'", options=("kind",))
+        schema = self.dataset.schema
+        if kind == "seed-only":
+            return typed_seed_only_batch(schema)
+        if self.topology is not None:
+            raise OptionError("{sample_on=gpu}: typed sampling runs on the CPU for now", options=("sample_on",))
+        key = (
+            "typed",
+            relation_fanouts_key(schema, fanouts, relation_fanouts),
+            self.seed if seed is None else int(seed),
+        )
+        with self._lock:
+            if self._closed:
+                raise OptionError("graph store is closed")
+            sample = self._samplers.get(key)
+            if sample is None:
+                inner = build_typed_sampler(self._indptr, self._indices, schema, key[1], key[2], self.num_threads)
+                sample = self._samplers[key] = lambda seeds, batch_id: self._sample_with(inner, seeds, batch_id)
         return sample
 
     def _build_sampler(self, kind: str, fanouts: list[int], seed: int, num_layers: int | None) -> Sampler:
@@ -258,8 +280,8 @@ class GraphStore:
         return lambda seeds, batch_id: self._sample_with(inner, seeds, batch_id)
 
     def _sample_with(
-        self, inner: NeighborSampler | DeviceNeighborSampler, seeds: np.ndarray | torch.Tensor, batch_id: int | None
-    ) -> MiniBatch:
+        self, inner: Any, seeds: np.ndarray | torch.Tensor, batch_id: int | None
+    ) -> MiniBatch | TypedMiniBatch:
         batch = inner.sample(seeds, batch_id)
         if self._host_tally is not None:
             self._host_tally.add(batch)

@@ -48,6 +48,8 @@ class GraphtierFeatureStore(FeatureStore):
 
     Attributes (group ``None``): ``x`` (float32 [N, D] on the store's feature device, gathered by
     graphtier and converted from float16 when stored so) and ``y`` (int64 [N] labels, -1 = unlabelled, CPU).
+    A typed dataset has groups named by node type, PyG's ``HeteroData`` layout: ``x`` (float32 [count, D_t]) per
+    type with features, indexed by local ids, and ``y`` on the target type.
     """
 
     def __init__(self, source: Dataset | GraphStore) -> None:
@@ -61,7 +63,34 @@ class GraphtierFeatureStore(FeatureStore):
     def _remove_tensor(self, attr: TensorAttr) -> bool:
         raise _ReadOnlyStoreError("GraphtierFeatureStore is read-only")
 
+    def _typed_rows(self, node_type: str, ids: np.ndarray) -> Tensor:
+        """float32 [len(ids), D_t] features of local ids of ``node_type``: through the store's typed gather when it
+        has one (``GraphStore.open``), else read from the dataset's host table (memory map)."""
+        if self.store.features is not None:
+            return self.store.gather({node_type: torch.from_numpy(ids)})[node_type].to(torch.float32, copy=True)
+        return torch.from_numpy(np.asarray(self.dataset.type_features[node_type][ids], dtype=np.float32))
+
+    def _typed_sizes(self) -> dict[tuple[str, str], tuple[int, ...]]:
+        """``{(type, attr): size}`` of a typed dataset's tensors: ``x`` per featured type, ``y`` of the target."""
+        schema = self.dataset.schema
+        sizes: dict[tuple[str, str], tuple[int, ...]] = {
+            (t.name, "x"): (t.count, t.feature_dim) for t in schema.node_types if t.name in self.dataset.type_features
+        }
+        if self.dataset.labels is not None:
+            sizes[(schema.target, "y")] = (schema.target_type.count,)
+        return sizes
+
     def _get_tensor(self, attr: TensorAttr) -> Tensor | None:
+        if self.dataset.is_hetero:
+            size = self._typed_sizes().get((attr.group_name, attr.attr_name))
+            if size is None:
+                return None
+            ids = _index_to_numpy(attr.index, size[0])
+            return (
+                self._typed_rows(attr.group_name, ids)
+                if attr.attr_name == "x"
+                else torch.from_numpy(self.store.labels(ids))
+            )
         if attr.attr_name == "x" and self.store.features is not None:
             ids = _index_to_numpy(attr.index, self.store.num_nodes)
             return self.store.gather(ids).to(torch.float32, copy=True)
@@ -71,6 +100,8 @@ class GraphtierFeatureStore(FeatureStore):
         return None
 
     def _get_tensor_size(self, attr: TensorAttr) -> tuple[int, ...] | None:
+        if self.dataset.is_hetero:
+            return self._typed_sizes().get((attr.group_name, attr.attr_name))
         if attr.attr_name == "x" and self.store.features is not None:
             return (self.store.features.num_rows, self.store.features.dim)
         if attr.attr_name == "y" and self.dataset.labels is not None:
@@ -78,6 +109,8 @@ class GraphtierFeatureStore(FeatureStore):
         return None
 
     def get_all_tensor_attrs(self) -> list[TensorAttr]:
+        if self.dataset.is_hetero:
+            return [TensorAttr(group_name=t, attr_name=name) for t, name in self._typed_sizes()]
         attrs = []
         if self.store.features is not None:
             attrs.append(TensorAttr(group_name=None, attr_name="x"))

@@ -15,13 +15,21 @@ from typing import Any
 
 import numpy as np
 import torch
-from torch_geometric.sampler import BaseSampler, EdgeSamplerInput, NegativeSampling, NodeSamplerInput, SamplerOutput
+from torch_geometric.sampler import (
+    BaseSampler,
+    EdgeSamplerInput,
+    HeteroSamplerOutput,
+    NegativeSampling,
+    NodeSamplerInput,
+    SamplerOutput,
+)
 
 from graphtier.dataset import Dataset
 from graphtier.errors import OptionError
 from graphtier.graphstore import GraphStore
 from graphtier.sampling import MiniBatch
 from graphtier.sampling.link import LinkSampler
+from graphtier.sampling.typed_batch import TypedMiniBatch
 
 
 def merged_output(batch: MiniBatch, num_seeds: int, metadata: Any) -> SamplerOutput:
@@ -39,6 +47,29 @@ def merged_output(batch: MiniBatch, num_seeds: int, metadata: Any) -> SamplerOut
         batch=None,
         num_sampled_nodes=[num_seeds] + [blk.num_src - blk.num_dst for blk in blocks],
         num_sampled_edges=[blk.num_edges for blk in blocks],
+        metadata=metadata,
+    )
+
+
+def typed_output(batch: TypedMiniBatch, metadata: Any) -> HeteroSamplerOutput:
+    """PyG's merged typed subgraph of ``batch``: per node type its local ids (``node[t]``, the seeds first), per edge
+    type ``(src, name, dst)`` the edges of every hop (hop 1 first) as rows of ``node[src]`` / ``node[dst]``."""
+    blocks = batch.blocks[::-1]  # hop 1 (from the seeds) first, as PyG orders them
+    row, col, num_edges = {}, {}, {}
+    for key in blocks[0].relations if blocks else ():
+        edge_index = torch.cat([blk.relations[key].edge_index for blk in blocks], dim=1)
+        row[key], col[key] = edge_index[0], edge_index[1]
+        num_edges[key] = [blk.relations[key].num_edges for blk in blocks]
+    seeds_of = blocks[0].num_dst if blocks else {t: int(ids.shape[0]) for t, ids in batch.n_id.items()}
+    num_nodes = {t: [seeds_of[t]] + [blk.num_src[t] - blk.num_dst[t] for blk in blocks] for t in batch.n_id}
+    return HeteroSamplerOutput(
+        node=dict(batch.n_id),
+        row=row,
+        col=col,
+        edge=None,
+        batch=None,
+        num_sampled_nodes=num_nodes,
+        num_sampled_edges=num_edges,
         metadata=metadata,
     )
 
@@ -67,6 +98,11 @@ class GraphtierNeighborSampler(BaseSampler):
         fanouts: neighbours per hop, the first hop from the seeds first (PyG's ``num_neighbors``);
             -1 = all neighbours.
         seed: sampling seed; batches are reproducible for a seed.
+        relation_fanouts: a typed dataset's per-relation overrides of ``fanouts`` (``"writes=5,cites=10/5"`` or a
+            mapping, :func:`graphtier.sampling.relation_fanouts.parse_relation_fanouts`).
+
+    A typed dataset's batches are ``HeteroSamplerOutput`` s: seeds are local ids of the target type (PyG's
+    ``input_nodes=(target, ids)``), and the loader builds a ``HeteroData`` with one node store per type.
         negative_sampling: how link batches draw negative destinations: "uniform" or "degree" (in-degree^0.75).
     """
 
@@ -78,21 +114,30 @@ class GraphtierNeighborSampler(BaseSampler):
         seed: int = 0,
         num_threads: int | None = None,
         negative_sampling: str = "uniform",
+        relation_fanouts: Any = None,
     ) -> None:
         store = source if isinstance(source, GraphStore) else GraphStore(source, None, num_threads=num_threads)
         self.store = store
         self.fanouts = list(fanouts)
         self.seed = seed
         self.negative_sampling = negative_sampling
-        self._sample = store.sampler(fanouts, seed=seed)
+        self._sample = store.sampler(fanouts, relation_fanouts, seed=seed)
         self.num_hops = len(fanouts)
         self._link_samplers: dict[int, LinkSampler] = {}
         self._batch_ids = itertools.count()
 
-    def sample_from_nodes(self, index: NodeSamplerInput, **kwargs: Any) -> SamplerOutput:
-        """Sample around ``index.node`` (distinct global seed ids) and return PyG's merged subgraph."""
+    def sample_from_nodes(self, index: NodeSamplerInput, **kwargs: Any) -> SamplerOutput | HeteroSamplerOutput:
+        """Sample around ``index.node`` (distinct seed ids: global, or local ids of the target type of a typed
+        dataset) and return PyG's merged subgraph (``HeteroSamplerOutput`` for a typed dataset)."""
         seeds = index.node.cpu().numpy().astype(np.int64, copy=False)
         batch = self._sample(seeds, None)
+        if isinstance(batch, TypedMiniBatch):
+            target = batch.target
+            if index.input_type not in (None, target):
+                raise OptionError.invalid("input_nodes", f"seeds of the target type {target!r}", index.input_type)
+            if int(batch.n_id[target].shape[0] if not batch.blocks else batch.blocks[-1].num_dst[target]) != len(seeds):
+                raise OptionError("GraphtierNeighborSampler expects distinct seed nodes in a batch")
+            return typed_output(batch, (index.input_id, index.time))
         if batch.num_nodes and int(batch.blocks[-1].num_dst if batch.blocks else batch.num_nodes) != seeds.shape[0]:
             raise OptionError("GraphtierNeighborSampler expects distinct seed nodes in a batch")
         return merged_output(batch, seeds.shape[0], (index.input_id, index.time))

@@ -1,0 +1,105 @@
+"""The graph store's sampler parts: typed sampling, seed-only batches and the CPU samplers' topology tally.
+
+:meth:`GraphStore.sampler` hands a typed dataset's batches out as :class:`TypedMiniBatch` es (local ids per type)
+through :func:`build_typed_sampler`. The topology bytes of the CPU samplers are counted by
+:class:`HostTopologyTally` (every sampled edge reads one ``indices`` entry, every destination row, per relation
+for a typed batch, two ``indptr`` entries, all from host memory).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from graphtier.dataset.schema import RelationType, Schema
+from graphtier.memory import TierTraffic
+from graphtier.memory.topology import INDPTR_BYTES_PER_DESTINATION
+from graphtier.sampling.batch import MiniBatch
+from graphtier.sampling.relation_fanouts import parse_relation_fanouts
+from graphtier.sampling.shadow import first_seen_unique
+from graphtier.sampling.typed_batch import TypedMiniBatch
+from graphtier.sampling.typed_neighbor import TypedNeighborSampler
+
+TypedSampler = Callable[[np.ndarray, int], TypedMiniBatch]
+
+
+def relation_fanouts_key(
+    schema: Schema, fanouts: Sequence[int], relation_fanouts: str | Mapping[Any, Any] | None
+) -> tuple[tuple[RelationType, tuple[int, ...]], ...]:
+    """The parsed fanouts of every relation (:func:`parse_relation_fanouts`) as a hashable cache key."""
+    parsed = parse_relation_fanouts(relation_fanouts, schema, fanouts)
+    return tuple((rel, tuple(hops)) for rel, hops in parsed.items())
+
+
+def build_typed_sampler(
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    schema: Schema,
+    fanouts_key: tuple[tuple[RelationType, tuple[int, ...]], ...],
+    seed: int,
+    num_threads: int | None,
+) -> TypedNeighborSampler:
+    """A :class:`TypedNeighborSampler` over the dataset's arrays with the fanouts of :func:`relation_fanouts_key`."""
+    return TypedNeighborSampler(indptr, indices, schema, dict(fanouts_key), seed=seed, num_threads=num_threads)
+
+
+def typed_seed_only_batch(schema: Schema) -> TypedSampler:
+    """``(seeds, batch_id) -> TypedMiniBatch`` of the unique seeds (local ids of the target type) and no blocks."""
+
+    def sample(seeds: np.ndarray | torch.Tensor, batch_id: int | None = None) -> TypedMiniBatch:
+        seed_array = np.array(seeds.cpu() if isinstance(seeds, torch.Tensor) else seeds, dtype=np.int64)
+        n_id, seed_index = first_seen_unique(seed_array)
+        empty = {t: torch.zeros(0, dtype=torch.int64) for t in schema.type_names}
+        return TypedMiniBatch(
+            n_id={**empty, schema.target: torch.from_numpy(n_id)},
+            blocks=[],
+            seed_index=torch.from_numpy(seed_index),
+            seeds=torch.from_numpy(seed_array),
+            target=schema.target,
+        )
+
+    return sample
+
+
+def sampled_topology_reads(batch: MiniBatch | TypedMiniBatch) -> tuple[int, int]:
+    """``(sampled edges, destination rows read)`` of a batch: a typed batch reads one ``indptr`` row per
+    (relation, destination), a homogeneous one per destination."""
+    if isinstance(batch, TypedMiniBatch):
+        rows = sum(rel.rowptr.shape[0] - 1 for blk in batch.blocks for rel in blk.relations.values())
+        return batch.num_sampled_edges, int(rows)
+    return batch.num_sampled_edges, sum(block.num_dst for block in batch.blocks)
+
+
+class HostTopologyTally:
+    """Topology bytes read by the CPU sampler: all from host memory (the dataset's arrays or their memory map)."""
+
+    def __init__(self, index_bytes: int) -> None:
+        self.index_bytes = index_bytes
+        self._lock = threading.Lock()
+        self._host = 0
+
+    def add(self, batch: MiniBatch | TypedMiniBatch) -> None:
+        edges, destinations = sampled_topology_reads(batch)
+        nbytes = edges * self.index_bytes + destinations * INDPTR_BYTES_PER_DESTINATION
+        with self._lock:
+            self._host += nbytes
+
+    def traffic(self) -> TierTraffic:
+        with self._lock:
+            return TierTraffic.served_by("host", self._host)
+
+
+def seed_only_batch(seeds: np.ndarray | torch.Tensor, batch_id: int | None = None) -> MiniBatch:
+    """A batch of the unique ``seeds`` (first-seen order) and no blocks: no neighbour is read (MLP)."""
+    seed_array = np.array(seeds, dtype=np.int64)
+    n_id, seed_index = first_seen_unique(seed_array)
+    return MiniBatch(
+        n_id=torch.from_numpy(n_id),
+        blocks=[],
+        seed_index=torch.from_numpy(seed_index),
+        seeds=torch.from_numpy(seed_array),
+    )
