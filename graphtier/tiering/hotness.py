@@ -9,7 +9,8 @@ ranking the others approximate). All scores are float64 [N] numpy arrays on the 
 
 On a typed dataset the scores are over the global ids of every node type (:mod:`graphtier.dataset.schema`):
 ``degree`` counts the neighbour lists of every relation a node appears in, ``fwr`` / ``fwr-sum`` propagate the
-target type's training seeds through every relation (:mod:`graphtier.graph.typed_scores`); ``rpr`` and
+target type's training seeds through every relation (:mod:`graphtier.graph.typed_scores`), ``presample``
+replays the typed sampler (:mod:`graphtier.tiering.typed_reads`); ``rpr`` and
 ``wrpr`` (one damped walk over one node set) are refused there, as is ``--task link``.
 """
 
@@ -39,11 +40,12 @@ from graphtier.graph.typed_scores import typed_fanout_weighted_reads
 from graphtier.sampling.neighbor import DEFAULT_FANOUTS
 from graphtier.tiering.reads import count_feature_reads
 from graphtier.tiering.seeds import NODE_SEEDS, EpochSeeds, SampleFn
+from graphtier.tiering.typed_reads import count_typed_reads
 
 SCORE_METHODS = ("degree", "rpr", "wrpr", "fwr", "fwr-sum", "presample")
 """Every score name; ``fwr`` (fanout-weighted reads, per-batch dedup) is the default of score/reorder."""
 DEFAULT_SCORE = "fwr"
-TYPED_SCORE_METHODS = ("degree", "fwr", "fwr-sum")
+TYPED_SCORE_METHODS = ("degree", "fwr", "fwr-sum", "presample")
 """The scores defined on a typed dataset (see the module)."""
 
 
@@ -164,9 +166,21 @@ def compute_scores(
         train = seeds.seed_ids(dataset, method)
         fanouts = list(fanouts or DEFAULT_FANOUTS)
         sample = seeds.sampler(dataset, fanouts, seed) if seeds.is_link else None
-        scores = presample_scores(
-            indptr, indices, train, fanouts=fanouts, batch_size=batch_size, epochs=epochs, seed=seed, sample=sample
-        )
+        if dataset.is_hetero:
+            scores = count_typed_reads(
+                indptr,
+                indices,
+                dataset.schema,
+                train,
+                fanouts=fanouts,
+                batch_size=batch_size,
+                epochs=epochs,
+                seed=seed,
+            ).features.astype(np.float64)
+        else:
+            scores = presample_scores(
+                indptr, indices, train, fanouts=fanouts, batch_size=batch_size, epochs=epochs, seed=seed, sample=sample
+            )
         params = {"fanouts": fanouts, "batch_size": batch_size, "epochs": epochs, "seed": seed, **seeds.describe()}
     seconds = time.perf_counter() - started
     return ScoreResult(method, scores, params, seconds, rounds, change)

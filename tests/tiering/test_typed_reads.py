@@ -9,6 +9,7 @@ import numpy as np
 from graphtier.dataset.schema import Schema
 from graphtier.dataset.typed_graph import TypedEdges, build_typed_csc
 from graphtier.graph.typed_scores import typed_fanout_weighted_reads
+from graphtier.tiering.hotness import compute_scores
 from graphtier.tiering.typed_reads import count_typed_reads
 from tests.typed_datasets import write_typed_dataset
 
@@ -72,3 +73,14 @@ def test_typed_fwr_is_close_to_the_sampled_reads_per_type(tmp_path: Path) -> Non
         assert abs(predicted.sum() - counted.sum()) <= 0.1 * counted.sum(), t.name
         assert np.corrcoef(predicted, counted)[0, 1] > 0.9, t.name
     assert abs(expected.list_entries.sum() - measured.list_entries.sum() / epochs) <= 0.1 * expected.list_entries.sum()
+
+
+def test_presample_and_degree_scores_of_a_typed_dataset(tmp_path: Path) -> None:
+    data = write_typed_dataset(tmp_path / "t")
+    result = compute_scores(data, "presample", fanouts=[3, 2], batch_size=16, epochs=2, seed=5)
+    counted = count_typed_reads(
+        data.indptr, data.indices, data.schema, data.train_idx, fanouts=[3, 2], batch_size=16, epochs=2, seed=5
+    )
+    np.testing.assert_array_equal(result.scores, counted.features)
+    degree = compute_scores(data, "degree").scores
+    np.testing.assert_array_equal(degree, np.bincount(np.asarray(data.indices), minlength=data.num_nodes))
