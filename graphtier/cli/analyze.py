@@ -17,7 +17,7 @@ from graphtier.tiering.access import (
     interpret_access,
     plot_access,
 )
-from graphtier.tiering.hotness import SCORE_METHODS
+from graphtier.tiering.hotness import SCORE_METHODS, TYPED_SCORE_METHODS
 
 
 def format_table(curves: dict[str, dict[str, float]]) -> str:
@@ -85,8 +85,10 @@ def command(
     num_negatives: int,
     negative_sampling: str,
 ) -> None:
-    """Measure how much of all feature reads a hot tier of the top x% nodes would serve, per score."""
+    """Measure how much of all feature reads a hot tier of the top x% nodes would serve, per score (a typed
+    dataset: in total and per node type)."""
     seeds = epoch_seeds(task, num_negatives, negative_sampling)
+    chosen = score_list is not None or scores_alias is not None
     score_list = merge_alias(score_list, scores_alias, "--score", "--scores", default=",".join(SCORE_METHODS))
     wrpr_iterations = merge_alias(iterations, iterations_alias, "--iterations", "--wrpr-iterations")
     methods = [m.strip() for m in score_list.split(",") if m.strip()]
@@ -96,6 +98,8 @@ def command(
     if unknown:
         raise OptionError(f"--score: expected names from {', '.join(SCORE_METHODS)}, found {', '.join(unknown)!r}")
     data = Dataset.open(dataset)
+    if data.is_hetero and not chosen:  # all the scores a typed dataset defines
+        methods = [m for m in methods if m in TYPED_SCORE_METHODS]
     for path, name in ((json_path, "--json"), (plot_path, "--plot")):
         if path is not None and not path.parent.is_dir():
             raise OptionError(f"{name}: directory {path.parent} does not exist")
@@ -120,6 +124,13 @@ def command(
         f"replay {analysis.seconds['replay']:.1f} s)"
     )
     click.echo(format_table(analysis.curves))
+    for name, curves in analysis.curves_by_type.items():
+        count = data.schema.node_type(name).count
+        share = analysis.reads_by_type[name] / max(1, analysis.total_reads)
+        click.echo(
+            f"{name}: {count:,} nodes, {analysis.reads_by_type[name]:,} reads ({100 * share:.1f}%), top x% of {name}"
+        )
+        click.echo(format_table(curves))
     if "presample" in analysis.scores:
         click.echo(
             f"presample ranking: seed {analysis.config['presample_seed']}, "

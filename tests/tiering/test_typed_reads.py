@@ -5,12 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from graphtier.dataset.schema import Schema
 from graphtier.dataset.typed_graph import TypedEdges, build_typed_csc
 from graphtier.graph.typed_scores import typed_fanout_weighted_reads
+from graphtier.tiering.access import analyze_access
 from graphtier.tiering.hotness import compute_scores
 from graphtier.tiering.typed_reads import count_typed_reads
+from tests.cli.helpers import run
 from tests.typed_datasets import write_typed_dataset
 
 
@@ -84,3 +87,14 @@ def test_presample_and_degree_scores_of_a_typed_dataset(tmp_path: Path) -> None:
     np.testing.assert_array_equal(result.scores, counted.features)
     degree = compute_scores(data, "degree").scores
     np.testing.assert_array_equal(degree, np.bincount(np.asarray(data.indices), minlength=data.num_nodes))
+
+
+def test_analyze_a_typed_dataset_in_total_and_per_type(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = write_typed_dataset(tmp_path / "t")
+    analysis = analyze_access(data, fanouts=[3, 2], batch_size=8, epochs=1, seed=0, methods=["fwr", "presample"])
+    assert set(analysis.curves_by_type) == {"paper", "author", "subject"}
+    assert sum(analysis.reads_by_type.values()) == analysis.total_reads
+    assert analysis.curves_by_type["author"]["ideal"]["50"] >= analysis.curves_by_type["author"]["fwr"]["50"]
+    code, out, err = run(["analyze", str(data.path), "--fanouts", "3,2", "--batch-size", "8"], capsys)
+    assert code == 0, err
+    assert "subject: 6 nodes" in out and "rpr" not in out
