@@ -7,7 +7,14 @@ from pathlib import Path
 
 import click
 
-from graphtier.cli.options import SEED, epoch_seeds, fanouts_option_type, merge_alias, task_options
+from graphtier.cli.options import (
+    SEED,
+    epoch_seeds,
+    fanouts_option_type,
+    merge_alias,
+    relation_fanouts_option,
+    task_options,
+)
 from graphtier.dataset.format import Dataset
 from graphtier.errors import OptionError
 from graphtier.sampling.neighbor import DEFAULT_FANOUTS, format_fanouts
@@ -39,6 +46,7 @@ def format_table(curves: dict[str, dict[str, float]]) -> str:
     type=fanouts_option_type(),
     help="Training fanouts, e.g. 10,10,10.",
 )
+@relation_fanouts_option()
 @click.option("--batch-size", type=int, default=1024, show_default=True, help="Seeds per mini-batch.")
 @click.option("--epochs", type=int, default=1, show_default=True, help="Epochs replayed.")
 @click.option("--seed", type=SEED, default=0, show_default=True, help="Sampling seed of the replay.")
@@ -69,6 +77,7 @@ def format_table(curves: dict[str, dict[str, float]]) -> str:
 def command(
     dataset: Path,
     fanouts: str,
+    fanouts_per_relation: str | None,
     batch_size: int,
     epochs: int,
     seed: int,
@@ -116,6 +125,7 @@ def command(
         damping=damping,
         wrpr_iterations=wrpr_iterations,
         seeds=seeds,
+        relation_fanouts=fanouts_per_relation,
     )
     nodes_read = int((analysis.counts > 0).sum())
     click.echo(

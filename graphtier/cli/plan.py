@@ -7,11 +7,12 @@ from pathlib import Path
 
 import click
 
-from graphtier.cli.options import SEED, epoch_seeds, fanouts_option_type, task_options
+from graphtier.cli.options import SEED, epoch_seeds, fanouts_option_type, relation_fanouts_option, task_options
 from graphtier.dataset.format import Dataset
 from graphtier.errors import OptionError
 from graphtier.memory.placement import format_bytes
 from graphtier.sampling.neighbor import DEFAULT_FANOUTS, format_fanouts
+from graphtier.tiering.hotness import check_relation_fanouts
 from graphtier.tiering.plan import (
     DEFAULT_BUDGETS,
     DEFAULT_DISK_GBPS,
@@ -42,6 +43,7 @@ from graphtier.tiering.plan_types import format_typed_plan, plan_typed
     type=fanouts_option_type(),
     help="Training fanouts, seed hop first.",
 )
+@relation_fanouts_option()
 @click.option("--batch-size", type=int, default=1024, show_default=True, help="Seeds per mini-batch.")
 @click.option("--epochs", type=int, default=1, show_default=True, help="Epochs of the sampling trace.")
 @click.option("--seed", type=SEED, default=0, show_default=True, help="Sampling seed (as train --seed).")
@@ -98,6 +100,7 @@ from graphtier.tiering.plan_types import format_typed_plan, plan_typed
 def command(
     dataset: Path,
     fanouts: str,
+    fanouts_per_relation: str | None,
     batch_size: int,
     epochs: int,
     seed: int,
@@ -132,12 +135,24 @@ def command(
             raise OptionError(f"{name}: directory {path.parent} does not exist")
     data = Dataset.open(dataset)
     budget_list = [b.strip() for b in budgets.split(",") if b.strip()]
+    check_relation_fanouts(data, fanouts_per_relation)
     if data.is_hetero:
         if topology is not None or plot_path is not None or seeds.is_link:
             raise OptionError(
                 f"{dataset}: --gpu-topology, --plot and --task link are not planned for a typed dataset; drop them"
             )
-        _plan_typed(data, device, budget_list, topology_budget, list(fanouts), batch_size, epochs, seed, json_path)
+        _plan_typed(
+            data,
+            device,
+            budget_list,
+            topology_budget,
+            list(fanouts),
+            fanouts_per_relation,
+            batch_size,
+            epochs,
+            seed,
+            json_path,
+        )
         return
     plan = plan_capacity(
         data,
@@ -183,6 +198,7 @@ def _plan_typed(
     budgets: list[str],
     topology_budget: str,
     fanouts: list[int],
+    fanouts_per_relation: str | None,
     batch_size: int,
     epochs: int,
     seed: int,
@@ -198,6 +214,7 @@ def _plan_typed(
         batch_size=batch_size,
         epochs=epochs,
         seed=seed,
+        relation_fanouts=fanouts_per_relation,
     )
     click.echo(
         f"{data.name}: {len(plan.table_rows)} node types, {len(plan.topology_rows)} relations; "

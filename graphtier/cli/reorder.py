@@ -39,6 +39,7 @@ def command(
     tol: float,
     iterations: int | None,
     fanouts: str,
+    fanouts_per_relation: str | None,
     batch_size: int,
     epochs: int,
     seed: int,
@@ -66,6 +67,7 @@ def command(
             epochs=epochs,
             seed=seed,
             seeds=seeds,
+            relation_fanouts=fanouts_per_relation,
         )
         scores, label, params = result.scores, score, result.params
         click.echo(f"scored {data.num_nodes:,} nodes by {score} in {result.seconds:.2f} s")

@@ -89,6 +89,7 @@ def command(
     tol: float,
     iterations: int | None,
     fanouts: str,
+    fanouts_per_relation: str | None,
     batch_size: int,
     epochs: int,
     seed: int,
@@ -117,6 +118,7 @@ def command(
         epochs=epochs,
         seed=seed,
         seeds=seeds,
+        relation_fanouts=fanouts_per_relation,
     )
     click.echo(describe(result))
     warning = result.convergence_warning(tol)

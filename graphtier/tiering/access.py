@@ -13,7 +13,7 @@ table and its own hot tier).
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,7 +24,7 @@ from graphtier.dataset.format import Dataset
 from graphtier.errors import OptionError
 from graphtier.graph.reorder import order_by_score
 from graphtier.sampling.neighbor import DEFAULT_FANOUTS, format_fanouts
-from graphtier.tiering.hotness import SCORE_METHODS, compute_scores
+from graphtier.tiering.hotness import SCORE_METHODS, check_relation_fanouts, compute_scores, typed_fanouts
 from graphtier.tiering.plotting import fit_title, load_pyplot
 from graphtier.tiering.reads import count_feature_reads
 from graphtier.tiering.seeds import NODE_SEEDS, EpochSeeds, training_seeds
@@ -171,6 +171,7 @@ def analyze_access(
     damping: float = 0.85,
     wrpr_iterations: int | None = None,
     seeds: EpochSeeds = NODE_SEEDS,
+    relation_fanouts: str | Mapping[Any, Any] | None = None,
 ) -> AccessAnalysis:
     """Replay the training sampler on ``dataset`` and measure how well each score predicts reads.
 
@@ -180,11 +181,13 @@ def analyze_access(
     ``wrpr_iterations``: rounds of ``wrpr`` (default 5, as in Algorithm 1). ``seeds``: what training samples
     from: the training nodes (default), or the training pairs of the edge split with their negatives (the link
     sampler is replayed, ``batch_size`` pairs per batch, and the seed-driven scores start from the link seeds).
+    ``relation_fanouts``: a typed dataset's per-relation overrides of ``fanouts`` (``--fanouts-per-relation``).
     """
     methods = list(dict.fromkeys(methods))
     for method in methods:
         if method not in SCORE_METHODS:
             raise OptionError(f"--scores: expected names from {', '.join(SCORE_METHODS)}, found {method!r}")
+    check_relation_fanouts(dataset, relation_fanouts)
     train = training_seeds(dataset, seeds)
     presample_seed = seed + 1 if presample_seed is None else presample_seed
     if presample_seed == seed and "presample" in methods:
@@ -198,7 +201,7 @@ def analyze_access(
             dataset.indices,
             dataset.schema,
             train,
-            fanouts=fanouts,
+            fanouts=typed_fanouts(dataset, fanouts, relation_fanouts),
             batch_size=batch_size,
             epochs=epochs,
             seed=seed,
@@ -227,6 +230,7 @@ def analyze_access(
             epochs=presample_epochs,
             seed=presample_seed,
             seeds=seeds,
+            relation_fanouts=relation_fanouts,
         )
         scores[method] = result.scores
         seconds[method] = result.seconds

@@ -17,12 +17,14 @@ replays the typed sampler (:mod:`graphtier.tiering.typed_reads`); ``rpr`` and
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from graphtier.dataset.format import Dataset
+from graphtier.dataset.schema import RelationType
 from graphtier.errors import OptionError
 from graphtier.graph.scores import (
     DEFAULT_DAMPING,
@@ -37,7 +39,9 @@ from graphtier.graph.scores import (
     weighted_reverse_pagerank,
 )
 from graphtier.graph.typed_scores import typed_fanout_weighted_reads
+from graphtier.sampling.fanouts import Fanouts
 from graphtier.sampling.neighbor import DEFAULT_FANOUTS
+from graphtier.sampling.relation_fanouts import parse_relation_fanouts
 from graphtier.tiering.reads import count_feature_reads
 from graphtier.tiering.seeds import NODE_SEEDS, EpochSeeds, SampleFn
 from graphtier.tiering.typed_reads import count_typed_reads
@@ -107,6 +111,7 @@ def compute_scores(
     epochs: int = 1,
     seed: int = 0,
     seeds: EpochSeeds = NODE_SEEDS,
+    relation_fanouts: str | Mapping[Any, Any] | None = None,
 ) -> ScoreResult:
     """Score every node of ``dataset`` with ``method`` (one of :data:`SCORE_METHODS`).
 
@@ -114,7 +119,8 @@ def compute_scores(
     ``batch_size`` are used by ``fwr``, ``fwr-sum`` and ``presample``; ``epochs`` and ``seed`` by
     ``presample`` only. ``seeds``: the training seeds ``wrpr``, ``fwr``, ``fwr-sum`` and ``presample`` start
     from (training nodes, or ``--task link``'s pairs with their negatives; batch size in pairs). Returns a
-    :class:`ScoreResult` whose ``scores`` are float64 [N] on the CPU.
+    :class:`ScoreResult` whose ``scores`` are float64 [N] on the CPU. ``relation_fanouts``: a typed dataset's
+    per-relation overrides of ``fanouts`` (``--fanouts-per-relation``, :func:`typed_fanouts`).
     """
     if method not in SCORE_METHODS:
         raise OptionError(
@@ -123,6 +129,7 @@ def compute_scores(
     indptr, indices = np.asarray(dataset.indptr), dataset.indices
     if dataset.is_hetero:
         _check_typed(dataset, method, seeds)
+    check_relation_fanouts(dataset, relation_fanouts)
     started = time.perf_counter()
     rounds, change = 0, None
     if method == "degree":
@@ -147,8 +154,9 @@ def compute_scores(
         fanouts = list(fanouts or DEFAULT_FANOUTS)
         mode = "batch" if method == "fwr" else "sum"
         if dataset.is_hetero:
+            per_relation = typed_fanouts(dataset, fanouts, relation_fanouts)
             scores = typed_fanout_weighted_reads(
-                indptr, indices, dataset.schema, train, fanouts, batch_size=batch_size, mode=mode
+                indptr, indices, dataset.schema, train, per_relation, batch_size=batch_size, mode=mode
             ).node_reads
         elif seeds.is_link:
             weights = seeds.weights(dataset, batch_size, method)
@@ -172,7 +180,7 @@ def compute_scores(
                 indices,
                 dataset.schema,
                 train,
-                fanouts=fanouts,
+                fanouts=typed_fanouts(dataset, fanouts, relation_fanouts),
                 batch_size=batch_size,
                 epochs=epochs,
                 seed=seed,
@@ -182,8 +190,28 @@ def compute_scores(
                 indptr, indices, train, fanouts=fanouts, batch_size=batch_size, epochs=epochs, seed=seed, sample=sample
             )
         params = {"fanouts": fanouts, "batch_size": batch_size, "epochs": epochs, "seed": seed, **seeds.describe()}
+    if dataset.is_hetero and relation_fanouts and "fanouts" in params:
+        per_relation = typed_fanouts(dataset, fanouts, relation_fanouts)
+        params["fanouts_per_relation"] = {"___".join(rel): list(f) for rel, f in per_relation.items()}
     seconds = time.perf_counter() - started
     return ScoreResult(method, scores, params, seconds, rounds, change)
+
+
+def typed_fanouts(
+    dataset: Dataset, fanouts: Sequence[int] | None, relation_fanouts: str | Mapping[Any, Any] | None
+) -> dict[RelationType, Fanouts]:
+    """Fanouts of every relation of the typed ``dataset``: ``fanouts`` (default :data:`DEFAULT_FANOUTS`) with the
+    overrides ``relation_fanouts`` (:func:`graphtier.sampling.relation_fanouts.parse_relation_fanouts`)."""
+    return parse_relation_fanouts(relation_fanouts, dataset.schema, list(fanouts or DEFAULT_FANOUTS))
+
+
+def check_relation_fanouts(dataset: Dataset, relation_fanouts: object) -> None:
+    """One-line OptionError when per-relation fanouts are given for a homogeneous dataset (one relation)."""
+    if relation_fanouts and not dataset.is_hetero:
+        raise OptionError(
+            f"{{fanouts_per_relation}}: {dataset.path} has one relation; use {{fanouts}} alone",
+            options=("fanouts_per_relation", "fanouts"),
+        )
 
 
 def _check_typed(dataset: Dataset, method: str, seeds: EpochSeeds) -> None:

@@ -11,8 +11,9 @@ usable bytes.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -20,6 +21,7 @@ from graphtier.dataset.format import Dataset
 from graphtier.dataset.schema import RelationType
 from graphtier.memory.placement import format_bytes, parse_budget
 from graphtier.memory.typed_budget import RelationTable, TypeTable, split_feature_budget, split_topology_budget
+from graphtier.tiering.hotness import typed_fanouts
 from graphtier.tiering.reads import SampledReads
 from graphtier.tiering.typed_reads import count_typed_reads
 
@@ -108,11 +110,13 @@ def plan_typed(
     epochs: int,
     seed: int,
     reads: SampledReads | None = None,
+    relation_fanouts: str | Mapping[Any, Any] | None = None,
 ) -> TypedPlan:
     """Plan ``dataset`` (typed) for each of ``budgets`` (``--budgets`` syntax) and ``topology_budget``.
 
     Reads per epoch come from ``reads`` (a :func:`count_typed_reads` replay of ``epochs`` epochs), replayed
-    here with ``fanouts`` / ``batch_size`` / ``seed`` when None. ``gpu_usable_bytes`` resolves ``auto``.
+    here with ``fanouts`` (overridden per relation by ``relation_fanouts``, ``--fanouts-per-relation``) /
+    ``batch_size`` / ``seed`` when None. ``gpu_usable_bytes`` resolves ``auto``.
     """
     schema = dataset.schema
     if reads is None:
@@ -121,7 +125,7 @@ def plan_typed(
             dataset.indices,
             schema,
             np.asarray(dataset.train_idx),
-            fanouts=fanouts,
+            fanouts=typed_fanouts(dataset, fanouts, relation_fanouts),
             batch_size=batch_size,
             epochs=epochs,
             seed=seed,

@@ -14,6 +14,7 @@ from graphtier.tiering.access import analyze_access
 from graphtier.tiering.hotness import compute_scores
 from graphtier.tiering.typed_reads import count_typed_reads
 from tests.cli.helpers import run
+from tests.conftest import write_labelled_graph
 from tests.typed_datasets import write_typed_dataset
 
 
@@ -98,3 +99,24 @@ def test_analyze_a_typed_dataset_in_total_and_per_type(tmp_path: Path, capsys: p
     code, out, err = run(["analyze", str(data.path), "--fanouts", "3,2", "--batch-size", "8"], capsys)
     assert code == 0, err
     assert "subject: 6 nodes" in out and "rpr" not in out
+
+
+def test_fanouts_per_relation_reach_every_tiering_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = write_typed_dataset(tmp_path / "t")
+    # authors are drawn only through writes: fewer draws there, fewer author reads
+    fewer_authors = compute_scores(data, "fwr", fanouts=[3, 2], batch_size=8, relation_fanouts="writes=1/1")
+    assert fewer_authors.params["fanouts_per_relation"]["author___writes___paper"] == [1, 1]
+    base = compute_scores(data, "fwr", fanouts=[3, 2], batch_size=8)
+    author = data.schema.node_type("author")
+    assert fewer_authors.scores[author.offset : author.stop].sum() < base.scores[author.offset : author.stop].sum()
+    for command in (["score"], ["analyze"], ["plan", "--gpu-memory", "8GiB", "--host-memory", "8GiB"]):
+        argv = [*command, str(data.path), "--fanouts", "3,2", "--fanouts-per-relation", "writes=1/1"]
+        code, out, err = run(argv, capsys)
+        assert code == 0, (command, err)
+        code, out, err = run([*argv[:-1], "nope=2"], capsys)
+        assert code == 2 and "--fanouts-per-relation" in err and "nope" in err, (command, err)
+    homogeneous = tmp_path / "h"
+
+    write_labelled_graph(homogeneous)
+    code, out, err = run(["score", str(homogeneous), "--fanouts-per-relation", "x=1"], capsys)
+    assert code == 2 and "one relation" in err
