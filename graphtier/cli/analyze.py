@@ -7,7 +7,14 @@ from pathlib import Path
 
 import click
 
-from graphtier.cli.options import SEED, epoch_seeds, fanouts_option_type, merge_alias, task_options
+from graphtier.cli.options import (
+    SEED,
+    epoch_seeds,
+    fanouts_option_type,
+    merge_alias,
+    relation_fanouts_option,
+    task_options,
+)
 from graphtier.dataset.format import Dataset
 from graphtier.errors import OptionError
 from graphtier.sampling.neighbor import DEFAULT_FANOUTS, format_fanouts
@@ -17,7 +24,7 @@ from graphtier.tiering.access import (
     interpret_access,
     plot_access,
 )
-from graphtier.tiering.hotness import SCORE_METHODS
+from graphtier.tiering.hotness import SCORE_METHODS, TYPED_SCORE_METHODS
 
 
 def format_table(curves: dict[str, dict[str, float]]) -> str:
@@ -39,6 +46,7 @@ def format_table(curves: dict[str, dict[str, float]]) -> str:
     type=fanouts_option_type(),
     help="Training fanouts, e.g. 10,10,10.",
 )
+@relation_fanouts_option()
 @click.option("--batch-size", type=int, default=1024, show_default=True, help="Seeds per mini-batch.")
 @click.option("--epochs", type=int, default=1, show_default=True, help="Epochs replayed.")
 @click.option("--seed", type=SEED, default=0, show_default=True, help="Sampling seed of the replay.")
@@ -69,6 +77,7 @@ def format_table(curves: dict[str, dict[str, float]]) -> str:
 def command(
     dataset: Path,
     fanouts: str,
+    fanouts_per_relation: str | None,
     batch_size: int,
     epochs: int,
     seed: int,
@@ -85,8 +94,10 @@ def command(
     num_negatives: int,
     negative_sampling: str,
 ) -> None:
-    """Measure how much of all feature reads a hot tier of the top x% nodes would serve, per score."""
+    """Measure how much of all feature reads a hot tier of the top x% nodes would serve, per score (a typed
+    dataset: in total and per node type)."""
     seeds = epoch_seeds(task, num_negatives, negative_sampling)
+    chosen = score_list is not None or scores_alias is not None
     score_list = merge_alias(score_list, scores_alias, "--score", "--scores", default=",".join(SCORE_METHODS))
     wrpr_iterations = merge_alias(iterations, iterations_alias, "--iterations", "--wrpr-iterations")
     methods = [m.strip() for m in score_list.split(",") if m.strip()]
@@ -96,7 +107,8 @@ def command(
     if unknown:
         raise OptionError(f"--score: expected names from {', '.join(SCORE_METHODS)}, found {', '.join(unknown)!r}")
     data = Dataset.open(dataset)
-    data.require_homogeneous("`graphtier analyze`")
+    if data.is_hetero and not chosen:  # all the scores a typed dataset defines
+        methods = [m for m in methods if m in TYPED_SCORE_METHODS]
     for path, name in ((json_path, "--json"), (plot_path, "--plot")):
         if path is not None and not path.parent.is_dir():
             raise OptionError(f"{name}: directory {path.parent} does not exist")
@@ -113,6 +125,7 @@ def command(
         damping=damping,
         wrpr_iterations=wrpr_iterations,
         seeds=seeds,
+        relation_fanouts=fanouts_per_relation,
     )
     nodes_read = int((analysis.counts > 0).sum())
     click.echo(
@@ -121,6 +134,13 @@ def command(
         f"replay {analysis.seconds['replay']:.1f} s)"
     )
     click.echo(format_table(analysis.curves))
+    for name, curves in analysis.curves_by_type.items():
+        count = data.schema.node_type(name).count
+        share = analysis.reads_by_type[name] / max(1, analysis.total_reads)
+        click.echo(
+            f"{name}: {count:,} nodes, {analysis.reads_by_type[name]:,} reads ({100 * share:.1f}%), top x% of {name}"
+        )
+        click.echo(format_table(curves))
     if "presample" in analysis.scores:
         click.echo(
             f"presample ranking: seed {analysis.config['presample_seed']}, "

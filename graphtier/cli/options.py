@@ -47,6 +47,18 @@ def merge_alias(value: Any, alias_value: Any, name: str, alias: str, default: An
     return alias_value
 
 
+def relation_fanouts_option() -> Any:
+    """``--fanouts-per-relation`` of the tiering commands (a typed dataset: ``writes=5,cites=10/5`` overrides
+    ``--fanouts`` per relation; parsed against the dataset's schema by
+    :func:`graphtier.sampling.relation_fanouts.parse_relation_fanouts`)."""
+    return click.option(
+        "--fanouts-per-relation",
+        "fanouts_per_relation",
+        default=None,
+        help="Typed datasets: per-relation fanouts overriding --fanouts, e.g. writes=5,cites=10/5.",
+    )
+
+
 def score_options(func: Any) -> Any:
     """The options every hotness score takes (``score`` and ``reorder``): damping, tol, iterations, fanouts,
     batch size, presample epochs and seed. Defaults are those of :mod:`graphtier.tiering.hotness`."""
@@ -75,6 +87,7 @@ def score_options(func: Any) -> Any:
             type=fanouts_option_type(),
             help="fwr/fwr-sum/presample: training fanouts, seed hop first.",
         ),
+        relation_fanouts_option(),
         click.option("--batch-size", type=int, default=1024, show_default=True, help="fwr/presample: seeds per batch."),
         click.option("--epochs", type=int, default=1, show_default=True, help="presample: epochs sampled."),
         click.option("--seed", type=SEED, default=0, show_default=True, help="presample: sampling seed."),

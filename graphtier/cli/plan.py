@@ -7,16 +7,18 @@ from pathlib import Path
 
 import click
 
-from graphtier.cli.options import SEED, epoch_seeds, fanouts_option_type, task_options
+from graphtier.cli.options import SEED, epoch_seeds, fanouts_option_type, relation_fanouts_option, task_options
 from graphtier.dataset.format import Dataset
 from graphtier.errors import OptionError
 from graphtier.memory.placement import format_bytes
 from graphtier.sampling.neighbor import DEFAULT_FANOUTS, format_fanouts
+from graphtier.tiering.hotness import check_relation_fanouts
 from graphtier.tiering.plan import (
     DEFAULT_BUDGETS,
     DEFAULT_DISK_GBPS,
     DEFAULT_GPU_GBPS,
     DEFAULT_PCIE_GBPS,
+    DeviceSpec,
     describe_device,
     format_plan,
     plan_capacity,
@@ -29,6 +31,7 @@ from graphtier.tiering.plan_placement import (
     gpu_topology_from_option,
 )
 from graphtier.tiering.plan_recommendation import recommend_budget
+from graphtier.tiering.plan_types import format_typed_plan, plan_typed
 
 
 @click.command("plan")
@@ -40,6 +43,7 @@ from graphtier.tiering.plan_recommendation import recommend_budget
     type=fanouts_option_type(),
     help="Training fanouts, seed hop first.",
 )
+@relation_fanouts_option()
 @click.option("--batch-size", type=int, default=1024, show_default=True, help="Seeds per mini-batch.")
 @click.option("--epochs", type=int, default=1, show_default=True, help="Epochs of the sampling trace.")
 @click.option("--seed", type=SEED, default=0, show_default=True, help="Sampling seed (as train --seed).")
@@ -96,6 +100,7 @@ from graphtier.tiering.plan_recommendation import recommend_budget
 def command(
     dataset: Path,
     fanouts: str,
+    fanouts_per_relation: str | None,
     batch_size: int,
     epochs: int,
     seed: int,
@@ -116,7 +121,8 @@ def command(
     negative_sampling: str,
 ) -> None:
     """Plan feature and graph tiers per GPU budget (sizes, read shares from a sampling trace, PCIe bytes, data time);
-    with --gpu-topology, place the features on the GPUs and print the bytes per link."""
+    with --gpu-topology, place the features on the GPUs and print the bytes per link. A typed dataset: each budget
+    split across the node types' tables by reads per byte, the topology budget across relations."""
     seeds = epoch_seeds(task, num_negatives, negative_sampling)
     topology = gpu_topology_from_option(gpu_topology, gpus) if gpu_topology is not None else None
     if gpus is None:
@@ -128,8 +134,26 @@ def command(
         if path is not None and not path.parent.is_dir():
             raise OptionError(f"{name}: directory {path.parent} does not exist")
     data = Dataset.open(dataset)
-    data.require_homogeneous("`graphtier plan`")
     budget_list = [b.strip() for b in budgets.split(",") if b.strip()]
+    check_relation_fanouts(data, fanouts_per_relation)
+    if data.is_hetero:
+        if topology is not None or plot_path is not None or seeds.is_link:
+            raise OptionError(
+                f"{dataset}: --gpu-topology, --plot and --task link are not planned for a typed dataset; drop them"
+            )
+        _plan_typed(
+            data,
+            device,
+            budget_list,
+            topology_budget,
+            list(fanouts),
+            fanouts_per_relation,
+            batch_size,
+            epochs,
+            seed,
+            json_path,
+        )
+        return
     plan = plan_capacity(
         data,
         device,
@@ -166,3 +190,38 @@ def command(
     if plot_path is not None:
         plot_plan(plan, plot_path)
         click.echo(f"wrote {plot_path}")
+
+
+def _plan_typed(
+    data: Dataset,
+    device: DeviceSpec,
+    budgets: list[str],
+    topology_budget: str,
+    fanouts: list[int],
+    fanouts_per_relation: str | None,
+    batch_size: int,
+    epochs: int,
+    seed: int,
+    json_path: Path | None,
+) -> None:
+    """Plan a typed dataset: one GPU budget split across node types, one topology budget across relations."""
+    plan = plan_typed(
+        data,
+        budgets=budgets,
+        topology_budget=topology_budget,
+        gpu_usable_bytes=device.gpu_usable_bytes,
+        fanouts=fanouts,
+        batch_size=batch_size,
+        epochs=epochs,
+        seed=seed,
+        relation_fanouts=fanouts_per_relation,
+    )
+    click.echo(
+        f"{data.name}: {len(plan.table_rows)} node types, {len(plan.topology_rows)} relations; "
+        f"fanouts {format_fanouts(fanouts)}, batch {batch_size}, {epochs} epoch(s) traced; "
+        f"GPU {format_bytes(device.gpu_usable_bytes)} usable"
+    )
+    click.echo(format_typed_plan(plan))
+    if json_path is not None:
+        write_plan_json(plan, json_path)  # type: ignore[arg-type]  # any plan with to_json()
+        click.echo(f"wrote {json_path}")

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from graphtier.cli.options import epoch_seeds, score_options, task_options
+from graphtier.cli.score import describe_types
 from graphtier.dataset.format import Dataset
 from graphtier.graph.reorder import load_score_file, reorder_dataset
 from graphtier.tiering.hotness import (
@@ -38,6 +39,7 @@ def command(
     tol: float,
     iterations: int | None,
     fanouts: str,
+    fanouts_per_relation: str | None,
     batch_size: int,
     epochs: int,
     seed: int,
@@ -48,11 +50,11 @@ def command(
 ) -> None:
     """Write DATASET to OUTPUT with nodes renumbered by descending score (ties by old id).
 
-    OUTPUT is a normal dataset; its perm.npy maps each new id to the original id.
+    OUTPUT is a normal dataset; its perm.npy maps each new id to the original id. A typed dataset is reordered
+    per node type (each type by its own scores, within its id range), its relations remapped.
     """
     seeds = epoch_seeds(task, num_negatives, negative_sampling)
     data = Dataset.open(dataset)
-    data.require_homogeneous("`graphtier reorder`")
     if score in SCORE_METHODS:
         result = compute_scores(
             data,
@@ -65,6 +67,7 @@ def command(
             epochs=epochs,
             seed=seed,
             seeds=seeds,
+            relation_fanouts=fanouts_per_relation,
         )
         scores, label, params = result.scores, score, result.params
         click.echo(f"scored {data.num_nodes:,} nodes by {score} in {result.seconds:.2f} s")
@@ -74,6 +77,8 @@ def command(
     else:
         scores = load_score_file(score, data.num_nodes)
         label, params = str(Path(score).resolve()), {}
+    for text in describe_types(data.schema, scores):
+        click.echo(text)
     reordered, timings = reorder_dataset(
         data, output, scores, score_label=label, score_params=params, overwrite=overwrite
     )

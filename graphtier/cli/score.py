@@ -10,13 +10,32 @@ import numpy as np
 from graphtier.cli.options import epoch_seeds, merge_alias, score_options, task_options
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.outputs import check_outputs, save_npy
+from graphtier.dataset.schema import Schema
 from graphtier.errors import OptionError
+from graphtier.graph.typed_scores import split_by_type
 from graphtier.tiering.hotness import (
     DEFAULT_SCORE,
     SCORE_METHODS,
     ScoreResult,
     compute_scores,
 )
+
+
+def describe_types(schema: Schema, scores: np.ndarray, top: int = 0) -> list[str]:
+    """One line per node type of a typed dataset: its nodes, its share of the total score and (``top`` > 0) its
+    top-scored LOCAL ids; nothing for a homogeneous one."""
+    if not schema.hetero:
+        return []
+    total = float(scores.sum())
+    lines = ["per type (local ids):"]
+    for name, values in split_by_type(scores, schema).items():
+        share = float(values.sum()) / total if total > 0 else 0.0
+        line = f"  {name}: {values.shape[0]:,} nodes, {100 * share:.1f}% of the total score"
+        if top > 0 and values.shape[0]:
+            order = np.argsort(-values, kind="stable")[:top]
+            line += "; top " + ", ".join(f"{int(v)} ({values[v]:.4g})" for v in order)
+        lines.append(line)
+    return lines
 
 
 def describe(result: ScoreResult) -> str:
@@ -70,6 +89,7 @@ def command(
     tol: float,
     iterations: int | None,
     fanouts: str,
+    fanouts_per_relation: str | None,
     batch_size: int,
     epochs: int,
     seed: int,
@@ -87,7 +107,6 @@ def command(
     if output is not None and output.suffix != ".npy":
         raise OptionError(f"--output: expected a file name ending in .npy, found {str(output)!r}")
     data = Dataset.open(dataset)
-    data.require_homogeneous("`graphtier score`")
     result = compute_scores(
         data,
         method,
@@ -99,11 +118,14 @@ def command(
         epochs=epochs,
         seed=seed,
         seeds=seeds,
+        relation_fanouts=fanouts_per_relation,
     )
     click.echo(describe(result))
     warning = result.convergence_warning(tol)
     if warning:
         click.echo(f"graphtier: warning: {warning}", err=True)
+    for line in describe_types(data.schema, result.scores, top):
+        click.echo(line)
     if top > 0 and data.num_nodes:
         order = np.argsort(-result.scores, kind="stable")[:top]
         click.echo("top nodes: " + ", ".join(f"{int(v)} ({result.scores[v]:.4g})" for v in order))

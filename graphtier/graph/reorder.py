@@ -7,6 +7,12 @@ file larger than RAM works; labels, splits, an importer's ``node_ids`` and the l
 files are permuted. The output is a normal dataset written atomically by :class:`DatasetWriter`; it
 stores ``perm.npy`` (int64 [N], new id -> original id) and ``meta.json`` records the order under
 ``"reorder"``.
+
+A typed dataset (:mod:`graphtier.dataset.schema`) is reordered per node type: each type's nodes by their own
+scores, within the type's global id range (:func:`order_by_type`), so ``perm.npy`` is still one global
+permutation. Each relation's CSC rows follow its destination type's order (:func:`relation_row_perm`), its
+sources are renumbered and re-sorted, each type's feature table is permuted, and labels and splits (local
+ids of the target type) follow the target type's order. A homogeneous dataset is the one-type case.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ import numpy as np
 
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.link_split import LINK_META_KEY, LinkPairs, LinkSplit
+from graphtier.dataset.schema import Schema
 from graphtier.dataset.writer import DatasetWriter
 from graphtier.errors import DatasetError
 from graphtier.graph import _reorder_kernels as kernels
@@ -49,6 +56,29 @@ def order_by_score(scores: np.ndarray) -> np.ndarray:
     scores = np.asarray(scores)
     keys = -scores.astype(np.float64) if scores.dtype.kind == "f" else -scores.astype(np.int64)
     return np.argsort(keys, kind="stable").astype(np.int64)
+
+
+def order_by_type(scores: np.ndarray, schema: Schema) -> np.ndarray:
+    """int64 [N] global ``perm`` (new id -> old id): each node type's ids by descending ``scores`` (float [N],
+    global ids), ties by old id, within the type's range (a homogeneous schema: :func:`order_by_score`)."""
+    if not schema.hetero:
+        return order_by_score(scores)
+    perm = np.empty(schema.num_nodes, dtype=np.int64)
+    for t in schema.node_types:
+        perm[t.offset : t.stop] = order_by_score(np.asarray(scores)[t.offset : t.stop]) + t.offset
+    return perm
+
+
+def relation_row_perm(perm: np.ndarray, schema: Schema) -> np.ndarray:
+    """int64 [num_rows] new CSC row -> old CSC row: each relation's rows in its destination type's new order
+    (``perm`` from :func:`order_by_type`; a homogeneous schema's rows are its nodes: ``perm`` itself)."""
+    if not schema.hetero:
+        return perm
+    rows = np.empty(schema.num_rows, dtype=np.int64)
+    for rel in schema.relations:
+        dst = schema.node_type(rel.dst)
+        rows[rel.row_offset : rel.row_offset + dst.count] = perm[dst.offset : dst.stop] - dst.offset + rel.row_offset
+    return rows
 
 
 def load_score_file(path: str | os.PathLike[str], num_nodes: int) -> np.ndarray:
@@ -81,7 +111,8 @@ def reorder_topology(
     """Relabel and relocate a CSC graph by ``perm``.
 
     ``indptr`` int64 [N + 1], ``indices`` int32/int64 [E] (may be memory maps), ``perm`` int64 [N]
-    new -> old. ``out`` (optional, [E] of ``indices``' dtype, e.g. a writable memory map) receives the
+    new -> old. A typed CSC passes its row order as ``perm`` (int64 [num_rows], :func:`relation_row_perm`)
+    and the node order's ``inverse`` (int64 [N], old id -> new id) to renumber the sources. ``out`` (optional, [E] of ``indices``' dtype, e.g. a writable memory map) receives the
     new indices; it is filled in blocks of about ``edge_chunk`` edges. Returns (new int64 [N + 1]
     indptr, new indices) with every list sorted ascending.
     """
@@ -153,7 +184,8 @@ def reorder_dataset(
     score_params: dict[str, Any] | None = None,
     overwrite: bool = False,
 ) -> tuple[Dataset, ReorderTimings]:
-    """Write ``source`` reordered by descending ``scores`` (float64 [N]) to ``output``.
+    """Write ``source`` reordered by descending ``scores`` (float64 [N]) to ``output`` (a typed dataset: each
+    type by its own scores, see the module).
 
     ``score_label`` is the score method name or file recorded in ``meta.json``. Returns the new
     dataset (opened, validated) and the stage timings. ``perm.npy`` maps new ids to the ids of the
@@ -170,34 +202,42 @@ def reorder_dataset(
         )
     timings = ReorderTimings(num_edges=source.num_edges)
     started = time.perf_counter()
-    perm = order_by_score(scores)
+    schema = source.schema
+    perm = order_by_type(scores, schema)
     inverse = kernels.inverse_permutation(perm)
+    row_perm = relation_row_perm(perm, schema)
+    target = schema.target_type
+    target_perm = perm[target.offset : target.stop] - target.offset
+    target_inverse = inverse[target.offset : target.stop] - target.offset
     timings.sort_seconds = time.perf_counter() - started
     with DatasetWriter(output, overwrite=overwrite) as writer:
         started = time.perf_counter()
         indices_out = writer.open_memmap("indices", (source.num_edges,), source.indices.dtype)
-        new_indptr, _ = reorder_topology(source.indptr, source.indices, perm, out=indices_out, inverse=inverse)
+        new_indptr, _ = reorder_topology(source.indptr, source.indices, row_perm, out=indices_out, inverse=inverse)
         indices_out.flush()
         del indices_out
         writer.save("indptr", new_indptr)
         timings.topology_seconds = time.perf_counter() - started
 
         started = time.perf_counter()
-        if source.features is not None:
-            features_out = writer.open_memmap("features", source.features.shape, source.features.dtype)
-            permute_rows(source.features, perm, features_out)
+        for t in schema.node_types:
+            table = source.type_features.get(t.name)
+            if table is None:
+                continue
+            features_out = writer.open_memmap(schema.feature_file(t.name), table.shape, table.dtype)
+            permute_rows(table, perm[t.offset : t.stop] - t.offset, features_out)
             features_out.flush()
-            timings.feature_bytes = int(features_out.nbytes)
+            timings.feature_bytes += int(features_out.nbytes)
             del features_out
         timings.feature_seconds = time.perf_counter() - started
 
         started = time.perf_counter()
         if source.labels is not None:
-            writer.save("labels", np.asarray(source.labels)[perm])
+            writer.save("labels", np.asarray(source.labels)[target_perm])
         for name in ("train", "valid", "test"):
             split = source.split(name)
             if split is not None:
-                writer.save(f"{name}_idx", np.sort(inverse[np.asarray(split, dtype=np.int64)]))
+                writer.save(f"{name}_idx", np.sort(target_inverse[np.asarray(split, dtype=np.int64)]))
         link_meta = permute_link_split(source.link, inverse).save(writer) if source.link is not None else None
         original_perm = perm
         for name, array in source.extra.items():

@@ -42,12 +42,14 @@ DEFAULT_WRPR_ITERATIONS = 5
 FWR_MODES = ("batch", "sum")
 
 
-def degree_scores(indptr: np.ndarray, indices: np.ndarray) -> np.ndarray:
+def degree_scores(indptr: np.ndarray, indices: np.ndarray, *, num_nodes: int | None = None) -> np.ndarray:
     """float64 [N]: how many neighbour lists each node appears in.
 
-    ``indptr`` int64 [N + 1], ``indices`` int32/int64 [E] (CSC, may be memory maps).
+    ``indptr`` int64 [N + 1], ``indices`` int32/int64 [E] (CSC, may be memory maps). ``num_nodes``: the size
+    of the id space when it differs from the rows (a typed CSC: one row per relation and destination).
     """
-    num_nodes = int(np.asarray(indptr).shape[0]) - 1
+    if num_nodes is None:
+        num_nodes = int(np.asarray(indptr).shape[0]) - 1
     if num_nodes == 0:
         return np.zeros(0, dtype=np.float64)
     counts = kernels.count_occurrences(np.asarray(indices), num_nodes, numba.get_num_threads())

@@ -154,3 +154,17 @@ class FeatureSource(ABC):
     @abstractmethod
     def _close(self) -> None:
         """Release what the source owns; called once by :meth:`close`."""
+
+
+def bytes_by_tier_by_type(
+    before: Mapping[str, TierTraffic], after: Mapping[str, TierTraffic]
+) -> tuple[dict[str, int], dict[str, dict[str, int]]]:
+    """The bytes each tier served between two readings of per-type traffic (typed datasets: one feature source
+    per node type, ``{type: source.traffic()}``): ``(total {tier: bytes}, {type: {tier: bytes}})``.
+
+    The total is the report's ``feature_bytes_by_tier``, the per-type split its ``feature_bytes_by_tier_by_type``.
+    A type in ``after`` but not ``before`` counts from zero.
+    """
+    by_type = {name: (traffic - before.get(name, TierTraffic())).by_tier() for name, traffic in after.items()}
+    total = {tier: sum(part[tier] for part in by_type.values()) for tier in TIER_NAMES}
+    return total, by_type

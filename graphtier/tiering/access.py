@@ -4,12 +4,16 @@ Replays the real training sampler over the training nodes, counts every feature 
 mini-batch reads (every entry of ``MiniBatch.n_id``), and reports for each hotness score the share
 of all reads that fall into the top x% of nodes by that score: the hit ratio a hot tier holding
 those nodes would get. The ranking by the measured counts themselves (``ideal``) is the upper bound.
+
+A typed dataset replays the typed sampler (:mod:`graphtier.tiering.typed_reads`); its curves are over every
+node of every type (in total) and, in ``curves_by_type``, over each type's own nodes (each type has its own
+table and its own hot tier).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,10 +24,11 @@ from graphtier.dataset.format import Dataset
 from graphtier.errors import OptionError
 from graphtier.graph.reorder import order_by_score
 from graphtier.sampling.neighbor import DEFAULT_FANOUTS, format_fanouts
-from graphtier.tiering.hotness import SCORE_METHODS, compute_scores
+from graphtier.tiering.hotness import SCORE_METHODS, check_relation_fanouts, compute_scores, typed_fanouts
 from graphtier.tiering.plotting import fit_title, load_pyplot
 from graphtier.tiering.reads import count_feature_reads
 from graphtier.tiering.seeds import NODE_SEEDS, EpochSeeds, training_seeds
+from graphtier.tiering.typed_reads import count_typed_reads
 
 HIT_PERCENTS = (1, 2, 5, 10, 20, 25, 50)
 PLOT_POINTS = 1000
@@ -86,6 +91,8 @@ class AccessAnalysis:
 
     ``counts``: int64 [N] measured reads of the replay; ``scores``: float64 [N] per method;
     ``curves``: per method and ``ideal``, ``{x: share}``; ``seconds``: wall time per stage.
+    ``curves_by_type``: a typed dataset's curves per node type (``{type: {method: {x: share}}}``, each over that
+    type's nodes), with ``reads_by_type`` its measured reads; empty for a homogeneous dataset.
     """
 
     counts: np.ndarray
@@ -93,6 +100,8 @@ class AccessAnalysis:
     curves: dict[str, dict[str, float]]
     config: dict[str, Any]
     seconds: dict[str, float] = field(default_factory=dict)
+    curves_by_type: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
+    reads_by_type: dict[str, int] = field(default_factory=dict)
 
     @property
     def total_reads(self) -> int:
@@ -108,6 +117,11 @@ class AccessAnalysis:
             "nodes_read": int(np.count_nonzero(self.counts)),
             "config": self.config,
             "seconds": {k: round(v, 4) for k, v in self.seconds.items()},
+            **(
+                {"curves_by_type": self.curves_by_type, "reads_by_type": self.reads_by_type}
+                if self.curves_by_type
+                else {}
+            ),
         }
 
 
@@ -157,6 +171,7 @@ def analyze_access(
     damping: float = 0.85,
     wrpr_iterations: int | None = None,
     seeds: EpochSeeds = NODE_SEEDS,
+    relation_fanouts: str | Mapping[Any, Any] | None = None,
 ) -> AccessAnalysis:
     """Replay the training sampler on ``dataset`` and measure how well each score predicts reads.
 
@@ -166,11 +181,13 @@ def analyze_access(
     ``wrpr_iterations``: rounds of ``wrpr`` (default 5, as in Algorithm 1). ``seeds``: what training samples
     from: the training nodes (default), or the training pairs of the edge split with their negatives (the link
     sampler is replayed, ``batch_size`` pairs per batch, and the seed-driven scores start from the link seeds).
+    ``relation_fanouts``: a typed dataset's per-relation overrides of ``fanouts`` (``--fanouts-per-relation``).
     """
     methods = list(dict.fromkeys(methods))
     for method in methods:
         if method not in SCORE_METHODS:
             raise OptionError(f"--scores: expected names from {', '.join(SCORE_METHODS)}, found {method!r}")
+    check_relation_fanouts(dataset, relation_fanouts)
     train = training_seeds(dataset, seeds)
     presample_seed = seed + 1 if presample_seed is None else presample_seed
     if presample_seed == seed and "presample" in methods:
@@ -178,16 +195,28 @@ def analyze_access(
     presample_epochs = epochs if presample_epochs is None else presample_epochs
     seconds: dict[str, float] = {}
     started = time.perf_counter()
-    counts = count_feature_reads(
-        dataset.indptr,
-        dataset.indices,
-        train,
-        fanouts=fanouts,
-        batch_size=batch_size,
-        epochs=epochs,
-        seed=seed,
-        sample=seeds.sampler(dataset, list(fanouts), seed) if seeds.is_link else None,
-    )
+    if dataset.is_hetero:
+        counts = count_typed_reads(
+            dataset.indptr,
+            dataset.indices,
+            dataset.schema,
+            train,
+            fanouts=typed_fanouts(dataset, fanouts, relation_fanouts),
+            batch_size=batch_size,
+            epochs=epochs,
+            seed=seed,
+        ).features
+    else:
+        counts = count_feature_reads(
+            dataset.indptr,
+            dataset.indices,
+            train,
+            fanouts=fanouts,
+            batch_size=batch_size,
+            epochs=epochs,
+            seed=seed,
+            sample=seeds.sampler(dataset, list(fanouts), seed) if seeds.is_link else None,
+        )
     seconds["replay"] = time.perf_counter() - started
     scores: dict[str, np.ndarray] = {}
     for method in methods:
@@ -201,6 +230,7 @@ def analyze_access(
             epochs=presample_epochs,
             seed=presample_seed,
             seeds=seeds,
+            relation_fanouts=relation_fanouts,
         )
         scores[method] = result.scores
         seconds[method] = result.seconds
@@ -222,7 +252,17 @@ def analyze_access(
         "scores": methods,
         **seeds.describe(),
     }
-    return AccessAnalysis(counts, scores, curves, config, seconds)
+    analysis = AccessAnalysis(counts, scores, curves, config, seconds)
+    if dataset.is_hetero:
+        for t in dataset.schema.node_types:
+            part = counts[t.offset : t.stop]
+            rankings = {method: values[t.offset : t.stop] for method, values in scores.items()}
+            rankings["ideal"] = part
+            analysis.curves_by_type[t.name] = {
+                name: hit_ratio_curve(values, part, percents) for name, values in rankings.items()
+            }
+            analysis.reads_by_type[t.name] = int(part.sum())
+    return analysis
 
 
 def plot_access(analysis: AccessAnalysis, path: str | Path) -> None:

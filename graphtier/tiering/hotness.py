@@ -6,17 +6,25 @@ fanouts and batch size; the seeds are the training nodes or, with ``--task link`
 endpoints and negatives: :mod:`graphtier.tiering.seeds`) and to ``presample``, which runs the real training
 sampler for some epochs and counts feature reads (:mod:`graphtier.tiering.reads`: the measured
 ranking the others approximate). All scores are float64 [N] numpy arrays on the CPU; higher is hotter.
+
+On a typed dataset the scores are over the global ids of every node type (:mod:`graphtier.dataset.schema`):
+``degree`` counts the neighbour lists of every relation a node appears in, ``fwr`` / ``fwr-sum`` propagate the
+target type's training seeds through every relation (:mod:`graphtier.graph.typed_scores`), ``presample``
+replays the typed sampler (:mod:`graphtier.tiering.typed_reads`); ``rpr`` and
+``wrpr`` (one damped walk over one node set) are refused there, as is ``--task link``.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from graphtier.dataset.format import Dataset
+from graphtier.dataset.schema import RelationType
 from graphtier.errors import OptionError
 from graphtier.graph.scores import (
     DEFAULT_DAMPING,
@@ -30,13 +38,19 @@ from graphtier.graph.scores import (
     seeded_fanout_weighted_reads,
     weighted_reverse_pagerank,
 )
+from graphtier.graph.typed_scores import typed_fanout_weighted_reads
+from graphtier.sampling.fanouts import Fanouts
 from graphtier.sampling.neighbor import DEFAULT_FANOUTS
+from graphtier.sampling.relation_fanouts import parse_relation_fanouts
 from graphtier.tiering.reads import count_feature_reads
 from graphtier.tiering.seeds import NODE_SEEDS, EpochSeeds, SampleFn
+from graphtier.tiering.typed_reads import count_typed_reads
 
 SCORE_METHODS = ("degree", "rpr", "wrpr", "fwr", "fwr-sum", "presample")
 """Every score name; ``fwr`` (fanout-weighted reads, per-batch dedup) is the default of score/reorder."""
 DEFAULT_SCORE = "fwr"
+TYPED_SCORE_METHODS = ("degree", "fwr", "fwr-sum", "presample")
+"""The scores defined on a typed dataset (see the module)."""
 
 
 @dataclass
@@ -97,6 +111,7 @@ def compute_scores(
     epochs: int = 1,
     seed: int = 0,
     seeds: EpochSeeds = NODE_SEEDS,
+    relation_fanouts: str | Mapping[Any, Any] | None = None,
 ) -> ScoreResult:
     """Score every node of ``dataset`` with ``method`` (one of :data:`SCORE_METHODS`).
 
@@ -104,17 +119,21 @@ def compute_scores(
     ``batch_size`` are used by ``fwr``, ``fwr-sum`` and ``presample``; ``epochs`` and ``seed`` by
     ``presample`` only. ``seeds``: the training seeds ``wrpr``, ``fwr``, ``fwr-sum`` and ``presample`` start
     from (training nodes, or ``--task link``'s pairs with their negatives; batch size in pairs). Returns a
-    :class:`ScoreResult` whose ``scores`` are float64 [N] on the CPU.
+    :class:`ScoreResult` whose ``scores`` are float64 [N] on the CPU. ``relation_fanouts``: a typed dataset's
+    per-relation overrides of ``fanouts`` (``--fanouts-per-relation``, :func:`typed_fanouts`).
     """
     if method not in SCORE_METHODS:
         raise OptionError(
             f"{{method}}: expected one of {', '.join(SCORE_METHODS)}, found {method!r}", options=("method",)
         )
     indptr, indices = np.asarray(dataset.indptr), dataset.indices
+    if dataset.is_hetero:
+        _check_typed(dataset, method, seeds)
+    check_relation_fanouts(dataset, relation_fanouts)
     started = time.perf_counter()
     rounds, change = 0, None
     if method == "degree":
-        scores = degree_scores(indptr, indices)
+        scores = degree_scores(indptr, indices, num_nodes=dataset.num_nodes)
         params: dict[str, Any] = {}
     elif method == "rpr":
         cap = DEFAULT_RPR_ITERATIONS if iterations is None else iterations
@@ -134,7 +153,12 @@ def compute_scores(
         train = seeds.seed_ids(dataset, method)
         fanouts = list(fanouts or DEFAULT_FANOUTS)
         mode = "batch" if method == "fwr" else "sum"
-        if seeds.is_link:
+        if dataset.is_hetero:
+            per_relation = typed_fanouts(dataset, fanouts, relation_fanouts)
+            scores = typed_fanout_weighted_reads(
+                indptr, indices, dataset.schema, train, per_relation, batch_size=batch_size, mode=mode
+            ).node_reads
+        elif seeds.is_link:
             weights = seeds.weights(dataset, batch_size, method)
             scores = seeded_fanout_weighted_reads(indptr, indices, weights, fanouts, mode=mode)
         else:
@@ -150,9 +174,53 @@ def compute_scores(
         train = seeds.seed_ids(dataset, method)
         fanouts = list(fanouts or DEFAULT_FANOUTS)
         sample = seeds.sampler(dataset, fanouts, seed) if seeds.is_link else None
-        scores = presample_scores(
-            indptr, indices, train, fanouts=fanouts, batch_size=batch_size, epochs=epochs, seed=seed, sample=sample
-        )
+        if dataset.is_hetero:
+            scores = count_typed_reads(
+                indptr,
+                indices,
+                dataset.schema,
+                train,
+                fanouts=typed_fanouts(dataset, fanouts, relation_fanouts),
+                batch_size=batch_size,
+                epochs=epochs,
+                seed=seed,
+            ).features.astype(np.float64)
+        else:
+            scores = presample_scores(
+                indptr, indices, train, fanouts=fanouts, batch_size=batch_size, epochs=epochs, seed=seed, sample=sample
+            )
         params = {"fanouts": fanouts, "batch_size": batch_size, "epochs": epochs, "seed": seed, **seeds.describe()}
+    if dataset.is_hetero and relation_fanouts and "fanouts" in params:
+        per_relation = typed_fanouts(dataset, fanouts, relation_fanouts)
+        params["fanouts_per_relation"] = {"___".join(rel): list(f) for rel, f in per_relation.items()}
     seconds = time.perf_counter() - started
     return ScoreResult(method, scores, params, seconds, rounds, change)
+
+
+def typed_fanouts(
+    dataset: Dataset, fanouts: Sequence[int] | None, relation_fanouts: str | Mapping[Any, Any] | None
+) -> dict[RelationType, Fanouts]:
+    """Fanouts of every relation of the typed ``dataset``: ``fanouts`` (default :data:`DEFAULT_FANOUTS`) with the
+    overrides ``relation_fanouts`` (:func:`graphtier.sampling.relation_fanouts.parse_relation_fanouts`)."""
+    return parse_relation_fanouts(relation_fanouts, dataset.schema, list(fanouts or DEFAULT_FANOUTS))
+
+
+def check_relation_fanouts(dataset: Dataset, relation_fanouts: object) -> None:
+    """One-line OptionError when per-relation fanouts are given for a homogeneous dataset (one relation)."""
+    if relation_fanouts and not dataset.is_hetero:
+        raise OptionError(
+            f"{{fanouts_per_relation}}: {dataset.path} has one relation; use {{fanouts}} alone",
+            options=("fanouts_per_relation", "fanouts"),
+        )
+
+
+def _check_typed(dataset: Dataset, method: str, seeds: EpochSeeds) -> None:
+    """One-line OptionError for a score a typed dataset does not define (see the module)."""
+    if method not in TYPED_SCORE_METHODS:
+        raise OptionError(
+            f"{{method}}: {method!r} is not defined on the typed dataset {dataset.path} "
+            f"(node types {', '.join(dataset.schema.type_names)}); expected one of {', '.join(TYPED_SCORE_METHODS)}",
+            options=("method",),
+        )
+    if seeds.is_link:
+        raise OptionError(f"{{task}}: expected node on the typed dataset {dataset.path}, found link", options=("task",))

@@ -20,10 +20,6 @@ def typed(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 COMMANDS = [
-    (["score", "{d}", "--output", "{o}/s.npy"], "`graphtier score`"),
-    (["reorder", "{d}", "{o}/r"], "`graphtier reorder`"),
-    (["analyze", "{d}"], "`graphtier analyze`"),
-    (["plan", "{d}", "--gpu-memory", "80GiB"], "`graphtier plan`"),
     (["bench", "gather", "{d}"], "`graphtier bench gather`"),
     (["bench", "sample", "{d}"], "`graphtier bench sample`"),
     (["predict", "{d}", "--model", "{o}/m.pt"], "`graphtier predict`"),

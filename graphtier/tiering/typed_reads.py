@@ -1,0 +1,65 @@
+"""Measured reads of a typed dataset: replay the typed sampler and count feature and list reads per node / row.
+
+The typed twin of :func:`graphtier.tiering.reads.count_sampled_reads` (the same epoch numbering and shuffle):
+the ground truth that the analytic typed ``fwr`` (:mod:`graphtier.graph.typed_scores`) predicts, and the
+``presample`` ranking of a typed dataset. Counts are over GLOBAL node ids (every type) and CSC rows (every
+relation, destination); :func:`graphtier.graph.typed_scores.split_by_type` / ``split_by_relation`` slice them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from graphtier.dataset.schema import RelationType, Schema
+from graphtier.errors import OptionError
+from graphtier.graph._score_kernels import accumulate_counts
+from graphtier.graph.typed_scores import relation_fanouts
+from graphtier.sampling.seeds import iter_seed_batches
+from graphtier.sampling.typed_neighbor import TypedNeighborSampler
+from graphtier.tiering.reads import SampledReads
+
+
+def count_typed_reads(
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    schema: Schema,
+    train_idx: np.ndarray,
+    *,
+    fanouts: Sequence[int] | Mapping[RelationType, Sequence[int]],
+    batch_size: int,
+    epochs: int,
+    seed: int,
+    first_epoch: int = 0,
+) -> SampledReads:
+    """Replay :class:`~graphtier.sampling.typed_neighbor.TypedNeighborSampler` for ``epochs`` epochs over
+    ``train_idx`` (int64 [T], LOCAL ids of the target type) shuffled into batches of ``batch_size``, as
+    :func:`graphtier.tiering.reads.count_sampled_reads` does.
+
+    Returns a :class:`SampledReads` whose ``features`` is int64 [N] (batches that read each global node) and
+    ``list_entries`` int64 [num_rows] (``indices`` entries read from each CSC row: one per sampled edge);
+    ``destinations`` counts (relation, destination) visits (two ``indptr`` entries each).
+    """
+    if isinstance(epochs, bool) or epochs < 1:
+        raise OptionError(f"--epochs: expected a positive integer, found {epochs!r}")
+    sampler = TypedNeighborSampler(indptr, indices, schema, relation_fanouts(schema, fanouts), seed=seed)
+    offsets = {t.name: t.offset for t in schema.node_types}
+    rows = {r.type: r.row_offset for r in schema.relations}
+    features = np.zeros(schema.num_nodes, dtype=np.int64)
+    entries = np.zeros(np.asarray(indptr).shape[0] - 1, dtype=np.int64)
+    destinations = 0
+    batch_id = 0
+    for epoch in range(first_epoch, first_epoch + epochs):
+        for seeds in iter_seed_batches(train_idx, batch_size, shuffle=True, seed=seed, epoch=epoch):
+            batch = sampler.sample(seeds, batch_id)
+            n_id = {name: ids.numpy() for name, ids in batch.n_id.items()}
+            for name, ids in n_id.items():
+                accumulate_counts(features, ids + offsets[name])
+            for block in batch.blocks:
+                for rel, part in block.relations.items():
+                    counts = np.diff(part.rowptr.numpy())
+                    entries[rows[rel] + n_id[rel[2]][: counts.shape[0]]] += counts  # distinct rows
+                destinations += sum(block.num_dst[r.dst] for r in schema.relations)
+            batch_id += 1
+    return SampledReads(features=features, list_entries=entries, destinations=destinations, batches=batch_id)
