@@ -3,9 +3,10 @@
 Imports ../shared/data/heco-acm through a manifest (``graphtier prepare manifest``, with reverse relations), trains
 R-GCN, R-GAT, HeteroSAGE and the MLP on the paper features with the splits ``train_20`` / ``val_20`` / ``test_20``,
 and prints test accuracy (mean ± std over the seeds) of the best-validation epoch; writes
-benchmarks/results/acm_accuracy.json.
+benchmarks/results/acm_accuracy.json. Authors read ``a_feat.npz`` unless ``--no-author-features``; subjects are
+featureless (``--featureless onehot``). All neighbours are sampled (fanouts -1,-1: ACM is small), layer norm.
 
-    python benchmarks/acm_accuracy.py [--seeds 5] [--models rgcn,rgat,hsage,mlp] [--acm ../shared/data/heco-acm]
+    python benchmarks/acm_accuracy.py [--seeds 5] [--models rgcn,rgat,hsage,mlp] [--no-author-features]
 """
 
 from __future__ import annotations
@@ -23,24 +24,28 @@ from graphtier.train import train
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMON: dict[str, Any] = dict(
-    fanouts=(10, 10), batch_size=32, epochs=100, eval_every=5, lr=0.01, weight_decay=1e-3, hidden=64, dropout=0.5,
-    featureless="zeros", eval_batch_size=1024, quiet=True,
+    fanouts=(-1, -1), batch_size=64, epochs=100, eval_every=5, lr=0.01, weight_decay=1e-3, hidden=128, dropout=0.5,
+    featureless="onehot", norm="layer", eval_batch_size=1024, quiet=True,
 )  # fmt: skip
 OPTIONS: dict[str, dict[str, Any]] = {
     "rgcn": {},
     "rgat": {"heads": 4},
     "hsage": {},
-    "mlp": {"fanouts": (10,)},
+    "mlp": {"fanouts": (-1,)},
 }
 
 
-def acm_manifest(root: Path) -> dict[str, Any]:
-    """The manifest of heco-acm (paper features and labels; authors and subjects featureless)."""
+def acm_manifest(root: Path, *, author_features: bool = True) -> dict[str, Any]:
+    """The manifest of heco-acm: paper features and labels, author features (``a_feat.npz``) unless
+    ``author_features`` is False (the issue's example manifest); subjects featureless."""
+    author: dict[str, Any] = {"count": 7167}
+    if author_features:
+        author["features"] = str(root / "a_feat.npz")
     return {
         "name": "acm",
         "nodes": {
             "paper": {"count": 4019, "features": str(root / "p_feat.npz"), "labels": str(root / "labels.npy")},
-            "author": {"count": 7167},
+            "author": author,
             "subject": {"count": 60},
         },
         "edges": [
@@ -59,6 +64,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--models", default="rgcn,rgat,hsage,mlp")
     parser.add_argument("--acm", type=Path, default=ROOT / ".." / "shared" / "data" / "heco-acm")
     parser.add_argument("--epochs", type=int, default=COMMON["epochs"])
+    parser.add_argument(
+        "--no-author-features", dest="author_features", action="store_false",
+        help="leave the authors featureless (the manifest of the issue); default: read a_feat.npz",
+    )  # fmt: skip
     parser.add_argument("--json", type=Path, default=ROOT / "benchmarks" / "results" / "acm_accuracy.json")
     return parser
 
@@ -66,9 +75,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main() -> None:
     args = build_parser().parse_args()
     results: dict[str, Any] = {"options": {k: list(v) if isinstance(v, tuple) else v for k, v in COMMON.items()}}
+    results["author_features"] = args.author_features
     with tempfile.TemporaryDirectory() as tmp:
         manifest = Path(tmp) / "acm.json"
-        manifest.write_text(json.dumps(acm_manifest(args.acm.resolve())))
+        manifest.write_text(json.dumps(acm_manifest(args.acm.resolve(), author_features=args.author_features)))
         acm = import_manifest(manifest, Path(tmp) / "acm", add_reverse=True)
         for model in args.models.split(","):
             accs, seconds = [], []
