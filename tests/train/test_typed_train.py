@@ -48,6 +48,11 @@ def test_every_feature_mode_trains_a_typed_model(typed_dataset: Dataset, mode: s
                    features_on=mode, **budgets.get(mode, {}), **QUIET)  # fmt: skip
     epoch = result.report["epochs"][0]
     assert sum(epoch["feature_bytes_by_tier"].values()) == epoch["feature_bytes"]
+    by_type = epoch["feature_bytes_by_tier_by_type"]
+    assert set(by_type) == {"paper", "author"}  # subject is featureless
+    for tier, total in epoch["feature_bytes_by_tier"].items():
+        assert sum(tiers[tier] for tiers in by_type.values()) == total
+    assert all(sum(tiers.values()) > 0 for tiers in by_type.values())
     if mode == "tiered":
         assert epoch["feature_bytes_by_tier"]["gpu"] > 0
 
