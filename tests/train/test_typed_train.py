@@ -95,7 +95,6 @@ def test_typed_model_on_a_homogeneous_dataset(tiny_dataset: Dataset) -> None:
         ({"model": "sage"}, ["sage", "rgcn, rgat, hsage or mlp"]),
         ({"model": "rgcn", "task": "link"}, ["task", "link"]),
         ({"model": "rgcn", "sampler": "shadow"}, ["sampler", "shadow", "typed model"]),
-        ({"model": "rgcn", "full_inference": True}, ["full_inference"]),
         ({"model": "rgcn", "fanouts_per_relation": "nope=3"}, ["fanouts_per_relation", "nope"]),
     ],
 )
