@@ -18,8 +18,8 @@ import torch
 from torch import nn
 
 from graphtier.dataset import Dataset
-from graphtier.dataset.schema import Schema
 from graphtier.dataset.resources import available_memory, human_bytes
+from graphtier.dataset.schema import Schema
 from graphtier.errors import DatasetError, OptionError, ResourceError
 from graphtier.train.fingerprint import dataset_fingerprint, fingerprint_mismatch
 from graphtier.train.link_model import LinkModel, build_task_model
