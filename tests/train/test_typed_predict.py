@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from graphtier.dataset import Dataset
+from graphtier.errors import OptionError
 from graphtier.train import train
 from graphtier.train.predict import predict
 from graphtier.train.saved import load_model
@@ -83,3 +84,15 @@ def test_predict_cli_writes_the_target_types_predictions(
     table = np.load(probabilities)
     assert table.dtype == np.float32 and table.shape == (300, 3)
     assert np.array_equal(table.argmax(axis=1), written)
+
+
+def test_a_typed_dataset_with_other_features_of_a_type_is_refused(tmp_path: Path) -> None:
+    dataset = write_typed_labelled_graph(tmp_path / "typed", papers=30, authors=10)
+    path = tmp_path / "m.pt"
+    train(dataset, model="rgcn", fanouts=(2,), hidden=4, epochs=1, batch_size=16, save_model=str(path), **QUIET)
+    authors = np.load(dataset.path / "features_author.npy", mmap_mode="r+")
+    authors[0] += 1  # the graph, labels, splits and paper features unchanged
+    authors.flush()
+    del authors
+    with pytest.raises(OptionError, match="trained on another dataset"):
+        predict(path, Dataset.open(dataset.path))
