@@ -56,7 +56,9 @@ def command(
 ) -> None:  # fmt: skip
     """Predict every node of DATASET with a saved model (exact layer-wise inference, all neighbours).
 
-    Rows follow the dataset's node order (node i of DATASET is row i). The model must have been
+    Rows follow the dataset's node order (node i of DATASET is row i); a typed model (rgcn, rgat, hsage, or any
+    model trained on a typed dataset) predicts the target type's nodes, row i its node of local id i (the ids of
+    labels.npy and the splits). The model must have been
     trained on this dataset: a model from another graph, node order or feature table is refused.
     A link model (--task link) scores --pairs, writes --embeddings, or recommends with --top-k K
     --for-nodes IDS: each node's K best-scoring destinations that are not itself or already its neighbours.
@@ -78,7 +80,6 @@ def command(
         dataset=dataset,
     )
     data = Dataset.open(dataset)
-    data.require_homogeneous("`graphtier predict`")
     saved = load_model(model_path)
     if task is not None and task != saved.task:
         raise OptionError(f"--task {task}: --model {model_path} was trained with --task {saved.task}")
@@ -103,11 +104,13 @@ def command(
         save_npy(embeddings, result.embeddings.astype(np.float32, copy=False), "embeddings")
     if not quiet:
         what = "class probabilities" if probabilities else "predicted classes"
+        nodes = f"{data.schema.target} nodes" if saved.schema is not None else "nodes"
         click.echo(
-            f"predicted {data.num_nodes:,} nodes with {saved.config['model']} ({saved.config['num_layers']} layers) "
+            f"predicted {result.logits.shape[0]:,} {nodes} with {saved.config['model']} "
+            f"({saved.config['num_layers']} layers) "
             f"in {seconds:.2f}s: {what} written to {output}"
             + (
-                f", embeddings [{data.num_nodes:,} x {result.embeddings.shape[1]}] to {embeddings}"
+                f", embeddings [{result.logits.shape[0]:,} x {result.embeddings.shape[1]}] to {embeddings}"
                 if embeddings is not None and result.embeddings is not None
                 else ""
             )

@@ -134,6 +134,16 @@ class Dataset:
         return bool(self.meta["directed"])
 
     @property
+    def node_order(self) -> str:
+        """How the rows are ordered: ``"hottest-first (reordered by SCORE)"`` after ``graphtier reorder``, else
+        ``"original"`` (as imported: a GPU prefix of a table is then not its hottest rows)."""
+        reorder = self.meta.get("reorder")
+        if self.meta.get("node_order") == "reordered" or reorder:
+            score = reorder.get("score") if isinstance(reorder, dict) else None
+            return f"hottest-first (reordered by {score})" if score else "hottest-first (reordered)"
+        return "original"
+
+    @property
     def is_hetero(self) -> bool:
         """True when the dataset has several node types or relations (a ``hetero`` entry in ``meta.json``)."""
         return self.schema.hetero

@@ -127,6 +127,8 @@ class GraphStore:
         fanouts: Sequence[int] = DEFAULT_FANOUTS,
         ring_size: int = 6,
         prefetch: int | None = None,
+        train_seeds: np.ndarray | None = None,
+        relation_fanouts: str | Mapping[Any, Any] | None = None,
         log: Callable[[str], None] = print,
         **placement_options: Any,
     ) -> GraphStore:
@@ -143,7 +145,9 @@ class GraphStore:
 
         ``device``: the compute device. ``batch_size``/``fanouts`` size the staging buffers and, with
         ``prefetch`` (default ``ring_size - 3``, the trainer's ring), the room "auto" GPU budgets leave for
-        the batches in flight (:func:`graphtier.memory.arena.in_flight_bytes`).
+        the batches in flight (:func:`graphtier.memory.arena.in_flight_bytes`). A typed dataset's GPU budget is
+        split across its types by the expected reads of training from ``train_seeds`` (LOCAL ids of the target
+        type) with ``fanouts`` / ``relation_fanouts`` (uniform when None; :meth:`TypedFeatures.open`).
         """
         if placement is None:
             options = {"features_on": "tiered", **placement_options}
@@ -176,7 +180,8 @@ class GraphStore:
         try:
             features = open_features(
                 dataset, placement, device=device, batch_size=batch_size, fanouts=fanouts, ring_size=ring_size,
-                prefetch=batches, rows_bound=rows_bound, in_flight=reserve, log=log,
+                prefetch=batches, rows_bound=rows_bound, in_flight=reserve, train_seeds=train_seeds,
+                relation_fanouts=relation_fanouts, log=log,
             )  # fmt: skip
         except BaseException:
             if topology is not None:
@@ -309,14 +314,8 @@ class GraphStore:
         the neighbour sampler of ``fanouts`` (:meth:`sampler`), on the CPU or the GPU; with GPU sampling the
         exclusion runs with torch ops on the topology's device and every tensor of the batch stays there.
         """
-        return self.make_link_sampler(
-            fanouts,
-            pairs,
-            labels=labels,
-            num_negatives=num_negatives,
-            negative_sampling=negative_sampling,
-            seed=seed,
-        ).sample
+        return self.make_link_sampler(fanouts, pairs, labels=labels, num_negatives=num_negatives,
+                                      negative_sampling=negative_sampling, seed=seed).sample  # fmt: skip
 
     def make_link_sampler(
         self,
@@ -412,14 +411,13 @@ class GraphStore:
         return self._indptr, self._indices
 
     # ------------------------------------------------------------------ reporting
-    def traffic(self) -> dict[str, TierTraffic]:
-        """Cumulative bytes per tier: ``{"features": TierTraffic, "topology": TierTraffic}``."""
+    def traffic(self) -> dict[str, Any]:
+        """Cumulative bytes per tier: ``{"features": TierTraffic, "topology": TierTraffic}``; a typed dataset adds
+        ``"features_by_type": {type: TierTraffic}`` (they sum to ``"features"``)."""
         features = self.features.traffic() if self.features is not None else TierTraffic()
-        if self._host_tally is not None:
-            topology = self._host_tally.traffic()
-        else:
-            assert self.topology is not None
-            topology = self.topology.traffic()
+        topology = self._host_tally.traffic() if self._host_tally is not None else self.topology.traffic()  # type: ignore[union-attr]
+        if isinstance(self.features, TypedFeatures):
+            return {"features": features, "topology": topology, "features_by_type": self.features.traffic_by_type()}
         return {"features": features, "topology": topology}
 
     def describe(self) -> str:

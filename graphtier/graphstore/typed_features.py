@@ -3,8 +3,12 @@
 :class:`TypedFeatures` is what :class:`graphtier.graphstore.GraphStore` holds instead of one feature source
 when the dataset has several node types. Every featured type's table is placed by the same ``--features-on``
 mode (:func:`graphtier.memory.make_feature_store`); the budgets of the placement (GPU, cache, RAM) are one
-pool shared by all tables and split across the types by :func:`split_budget_rows` (in proportion to each
-table's bytes for now), then handed to each table as bytes. Gathering takes and returns one entry per type::
+pool shared by all tables, split across the types and handed to each table as bytes. The GPU pool is filled by
+expected reads per byte (:func:`graphtier.memory.typed_budget.split_feature_budget`, the reads of
+:func:`expected_reads_by_type` from the run's training seeds; uniform without seeds), each type's GPU rows a
+prefix of its table: its hottest rows only after ``graphtier reorder`` (:meth:`TypedFeatures.describe` says
+the node order). The cache and RAM pools go in proportion to each table's bytes (:func:`split_budget_rows`).
+Gathering takes and returns one entry per type::
 
     x = store.gather(batch.n_id)      # {type: [len(n_id[type]), dim(type)]} for every featured type
 
@@ -15,12 +19,14 @@ the result. Traffic is counted per type and summed (:meth:`TypedFeatures.traffic
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import torch
 
 from graphtier.dataset import Dataset
 from graphtier.dataset.schema import Schema
+from graphtier.graph.typed_scores import split_by_type, typed_fanout_weighted_reads
 from graphtier.memory import (
     FEATURE_MODE_REGISTRY,
     FeatureSource,
@@ -32,9 +38,13 @@ from graphtier.memory import (
 )
 from graphtier.memory.arena import in_flight_bytes
 from graphtier.memory.placement import AUTO_CACHE_SHARE, auto_device_bytes, auto_ram_bytes, format_bytes
+from graphtier.memory.typed_budget import TypeTable, split_feature_budget
+from graphtier.sampling.relation_fanouts import parse_relation_fanouts
 
 TypeTables = Mapping[str, tuple[int, int]]
 """Per node type ``(rows, row_bytes)`` of its feature table."""
+TypeReads = Mapping[str, np.ndarray]
+"""Per node type float [rows]: expected reads per epoch of each row of its table (local ids)."""
 
 
 def typed_rows_bound(schema: Schema, batch_size: int, fanouts: Sequence[int]) -> dict[str, int]:
@@ -46,6 +56,39 @@ def typed_rows_bound(schema: Schema, batch_size: int, fanouts: Sequence[int]) ->
     per_hop = [f * len(schema.relations) if f >= 0 else -1 for f in fanouts]
     bound = batch_rows_bound(batch_size, per_hop, schema.num_nodes)
     return {t.name: min(bound, t.count) for t in schema.node_types}
+
+
+def expected_reads_by_type(
+    dataset: Dataset,
+    train_seeds: np.ndarray,
+    fanouts: Sequence[int],
+    relation_fanouts: str | Mapping[Any, Any] | None = None,
+    *,
+    batch_size: int = 1024,
+) -> dict[str, np.ndarray]:
+    """Expected reads per epoch of every row of every type's table: the fanout-weighted reads
+    (:func:`typed_fanout_weighted_reads`) of training from ``train_seeds`` (int [T], LOCAL ids of the target
+    type) with ``fanouts`` overridden by ``relation_fanouts`` (:func:`parse_relation_fanouts`) and
+    ``batch_size`` seeds a batch. Returns ``{type: float64 [count]}`` (CPU numpy)."""
+    schema = dataset.schema
+    per_relation = parse_relation_fanouts(relation_fanouts, schema, tuple(fanouts))
+    reads = typed_fanout_weighted_reads(
+        np.asarray(dataset.indptr), np.asarray(dataset.indices), schema, np.asarray(train_seeds, dtype=np.int64),
+        {rel: list(hops) for rel, hops in per_relation.items()}, batch_size=batch_size,
+    )  # fmt: skip
+    return split_by_type(reads.node_reads, schema)
+
+
+def split_gpu_rows(tables: TypeTables, budget_bytes: int, reads: TypeReads | None) -> dict[str, int]:
+    """GPU rows of each type's table out of one ``budget_bytes``: filled by expected reads per byte
+    (:func:`split_feature_budget`, each type a prefix of its rows); ``reads`` None: every row read once."""
+    return split_feature_budget(
+        {
+            name: TypeTable(row_bytes, rows, None if reads is None else np.asarray(reads[name], dtype=np.float64))
+            for name, (rows, row_bytes) in tables.items()
+        },
+        max(0, int(budget_bytes)),
+    )
 
 
 def split_budget_rows(tables: TypeTables, budget_bytes: int) -> dict[str, int]:
@@ -80,14 +123,17 @@ def split_placement_budgets(
     device: torch.device,
     *,
     reserve_bytes: int = 0,
+    reads: Callable[[], TypeReads | None] = lambda: None,
     log: Callable[[str], None] = print,
 ) -> dict[str, dict[str, str | None]]:
     """Per type the ``gpu_budget`` / ``cache_budget`` / ``ram_budget`` to build its table's source with.
 
     The placement's budgets are pools shared by all tables: each is resolved to bytes once (``auto`` from the
     device's free memory less ``reserve_bytes``, or the available RAM; a fraction of all tables' bytes), split
-    across the types by :func:`split_budget_rows` and given to each table as bytes. Options the mode does not
-    take stay None; ``gpu_budget`` / ``cache_budget`` not given mean ``auto`` where the mode takes them.
+    across the types and given to each table as bytes: the GPU pool by expected reads per byte
+    (:func:`split_gpu_rows` with ``reads()``, called only when the pool does not hold every table), the cache
+    and RAM pools by :func:`split_budget_rows`. Options the mode does not take stay None; ``gpu_budget`` /
+    ``cache_budget`` not given mean ``auto`` where the mode takes them.
     """
     takes = FEATURE_MODE_REGISTRY[placement.features_on].takes
     total = sum(rows * row_bytes for rows, row_bytes in tables.values())
@@ -117,7 +163,12 @@ def split_placement_budgets(
     ram_pool = _pool_bytes(placement.ram_budget, total, ram_auto)
     out: dict[str, dict[str, str | None]] = {name: {} for name in tables}
     for option, pool in (("gpu_budget", gpu_pool), ("cache_budget", cache_pool), ("ram_budget", ram_pool)):
-        rows = split_budget_rows(tables, pool) if pool is not None else {}
+        if pool is None:
+            rows = {}
+        elif option == "gpu_budget" and pool < total:
+            rows = split_gpu_rows(tables, pool, reads())
+        else:
+            rows = split_budget_rows(tables, pool)
         for name, (_, row_bytes) in tables.items():
             out[name][option] = f"{rows[name] * row_bytes}B" if pool is not None else None
     return out
@@ -130,8 +181,9 @@ class TypedFeatures:
         sources: per featured type its :class:`FeatureSource` (local ids of that type are its rows).
     """
 
-    def __init__(self, sources: Mapping[str, FeatureSource]) -> None:
+    def __init__(self, sources: Mapping[str, FeatureSource], *, node_order: str | None = None) -> None:
         self.sources = dict(sources)
+        self.node_order = node_order
 
     @classmethod
     def open(
@@ -144,18 +196,28 @@ class TypedFeatures:
         fanouts: Sequence[int],
         ring_size: int,
         prefetch: int,
+        train_seeds: np.ndarray | None = None,
+        relation_fanouts: str | Mapping[Any, Any] | None = None,
         log: Callable[[str], None] = print,
     ) -> TypedFeatures:
         """Every featured type's table of ``dataset`` placed by ``placement`` on the compute ``device``, the
-        budgets split across the types (:func:`split_placement_budgets`); ``batch_size``, ``fanouts``,
-        ``ring_size`` and ``prefetch`` size the staging buffers and the room left for batches in flight."""
+        budgets split across the types (:func:`split_placement_budgets`; the GPU pool by the expected reads of
+        training from ``train_seeds`` with ``fanouts`` / ``relation_fanouts``, uniform when None);
+        ``batch_size``, ``fanouts``, ``ring_size`` and ``prefetch`` size the staging buffers and the room left
+        for batches in flight."""
         tables = {name: table for name, table in dataset.type_features.items() if table is not None}
         shapes = {name: (int(t.shape[0]), int(t.shape[1]) * t.dtype.itemsize) for name, t in tables.items()}
         bounds = typed_rows_bound(dataset.schema, batch_size, fanouts)
         reserve = 0
         if device.type == "cuda":
             reserve = sum(in_flight_bytes(bounds[name], row_bytes, prefetch) for name, (_, row_bytes) in shapes.items())
-        budgets = split_placement_budgets(shapes, placement, device, reserve_bytes=reserve, log=log)
+
+        def reads() -> TypeReads | None:
+            if train_seeds is None or len(train_seeds) == 0:
+                return None
+            return expected_reads_by_type(dataset, train_seeds, fanouts, relation_fanouts, batch_size=batch_size)
+
+        budgets = split_placement_budgets(shapes, placement, device, reserve_bytes=reserve, reads=reads, log=log)
         sources: dict[str, FeatureSource] = {}
         try:
             for name, table in tables.items():
@@ -173,7 +235,7 @@ class TypedFeatures:
             for source in sources.values():
                 source.close()
             raise
-        return cls(sources)
+        return cls(sources, node_order=dataset.node_order)
 
     def gather(self, n_id: Mapping[str, torch.Tensor | np.ndarray]) -> dict[str, torch.Tensor]:
         """Rows of each featured type: ``n_id[t]`` int [B_t] local ids -> ``{t: [B_t, dim_t]}`` on the output
@@ -225,10 +287,12 @@ class TypedFeatures:
         return hits / lookups if lookups else 0.0
 
     def describe(self) -> str:
-        """One line per featured type: where its rows live."""
+        """One line: where the rows of each featured type live, and the node order (a GPU prefix holds the
+        hottest rows only when it is hottest-first, after ``graphtier reorder``)."""
         if not self.sources:
             return "no node type has features"
-        return "; ".join(f"{name}: {source.describe()}" for name, source in self.sources.items())
+        order = f" (node order {self.node_order})" if self.node_order is not None else ""
+        return "; ".join(f"{name}: {source.describe()}" for name, source in self.sources.items()) + order
 
     def close(self) -> None:
         """Close every type's source (idempotent)."""
@@ -247,15 +311,18 @@ def open_features(
     prefetch: int,
     rows_bound: int,
     in_flight: int,
+    train_seeds: np.ndarray | None = None,
+    relation_fanouts: str | Mapping[Any, Any] | None = None,
     log: Callable[[str], None] = print,
 ) -> FeatureSource | TypedFeatures | None:
-    """The features of ``dataset`` placed by ``placement``: :class:`TypedFeatures` for a typed dataset, one
+    """The features of ``dataset`` placed by ``placement``: :class:`TypedFeatures` for a typed dataset (its GPU
+    budget split by the expected reads of training from ``train_seeds``, :meth:`TypedFeatures.open`), one
     :class:`FeatureSource` of ``features.npy`` otherwise (``rows_bound`` rows per batch at most, ``in_flight``
     bytes left free of an auto GPU budget), None without features."""
     if dataset.is_hetero:
         return TypedFeatures.open(
             dataset, placement, device=device, batch_size=batch_size, fanouts=fanouts, ring_size=ring_size,
-            prefetch=prefetch, log=log,
+            prefetch=prefetch, train_seeds=train_seeds, relation_fanouts=relation_fanouts, log=log,
         )  # fmt: skip
     if dataset.features is None:
         return None

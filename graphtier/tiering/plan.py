@@ -259,11 +259,7 @@ class CapacityPlan:
 
 def node_order_of(dataset: Dataset) -> str:
     """How the dataset's rows are ordered: hottest-first after ``graphtier reorder``, else as imported."""
-    reorder = dataset.meta.get("reorder")
-    if dataset.meta.get("node_order") == "reordered" or reorder:
-        score = reorder.get("score") if isinstance(reorder, dict) else None
-        return f"hottest-first (reordered by {score})" if score else "hottest-first (reordered)"
-    return "original"
+    return dataset.node_order
 
 
 def _budget_row(

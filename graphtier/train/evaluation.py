@@ -16,6 +16,8 @@ from graphtier.train.feed import BatchFeed, DeviceBatch, SampleFn
 from graphtier.train.inference import layerwise_inference
 from graphtier.train.link_model import LinkModel, encoder_of, score_pairs
 from graphtier.train.task import LinkTask, NodeTask, Task, eval_pairs, evaluate_link_scores
+from graphtier.train.typed_inference import typed_layerwise_outputs
+from graphtier.train.typed_models import TypedGNN, TypedMLP
 
 LinkSamplerFactory = Callable[[np.ndarray, np.ndarray], SampleFn]
 """``(pairs int64 [P, 2], labels float32 [P]) -> sample(pair_ids, batch_id)``: the evaluation link sampler."""
@@ -162,9 +164,15 @@ class Evaluator:
     @torch.no_grad()
     def full_graph_logits(self, model: nn.Module) -> torch.Tensor:
         """float32 [N, C] logits (a link model: [N, hidden] embeddings) from exact layer-wise full-neighbour
-        inference (CPU tensor)."""
+        inference (CPU tensor); a typed model: the logits of every node of the target type [count(target), C]."""
         tick = self.progress("inference", 1) if self.progress else None
         indptr, indices = self.store.csc
+        if isinstance(model, (TypedGNN, TypedMLP)):
+            return typed_layerwise_outputs(
+                model, lambda node_type, ids: self.store.gather({node_type: ids})[node_type], indptr, indices,
+                self.store.dataset.schema, device=self.feed.device, chunk_size=self.batch_size,
+                progress=(lambda done, total: tick(done, {})) if tick else None,
+            )[0]  # fmt: skip
         return layerwise_inference(
             encoder_of(model),
             self.store.gather,  # each gathered block is used before the ring slot comes round again

@@ -1,8 +1,8 @@
 """The fingerprint of a dataset: what a saved model or a checkpoint records to refuse another dataset.
 
 Sizes, node order and a hash of a bounded sample of every array: ``indptr``, ``indices``, ``features``
-(rows and columns), ``labels`` and the splits. A renumbered (reordered) copy, other features or other
-labels with the same counts get another hash.
+(rows and columns; a typed dataset: every type's), ``labels`` and the splits. A renumbered (reordered) copy,
+other features or other labels with the same counts get another hash.
 """
 
 from __future__ import annotations
@@ -84,6 +84,8 @@ def _hash(dataset: Dataset, version: int) -> str:
         "valid_idx": dataset.valid_idx,
         "test_idx": dataset.test_idx,
     }
+    if dataset.is_hetero:  # every type's features (a homogeneous dataset's hash is unchanged)
+        arrays.update({f"features_{name}": table for name, table in dataset.type_features.items()})
     for name, array in arrays.items():
         digest.update(name.encode())
         if array is None:

@@ -14,11 +14,13 @@ from graphtier.memory import make_feature_store
 from graphtier.train.inference import full_in_degree, layerwise_outputs
 from graphtier.train.link_model import encoder_of
 from graphtier.train.saved import SavedModel, check_fingerprint, load_model
+from graphtier.train.typed_inference import typed_layerwise_outputs
 
 
 @dataclass
 class Predictions:
-    """The output of :func:`predict`, all on the CPU, one row per node in the dataset's node order.
+    """The output of :func:`predict`, all on the CPU, one row per node in the dataset's node order (a typed
+    model: per node of the target type, by local id).
 
     Attributes:
         logits: float32 [N, C]; for a link model (``--task link``) the node embeddings [N, hidden].
@@ -54,18 +56,21 @@ def predict(
     nodes, one chunk of ``chunk_size`` destination nodes at a time (the result does not depend on it);
     ``device`` runs the model. A GCN is normalised by full-graph in-degrees whichever ``--gcn-degrees``
     it was trained with (see :mod:`graphtier.train.inference`). A link model's output is its encoder's:
-    the embeddings of all nodes, in ``logits``.
+    the embeddings of all nodes, in ``logits``. A typed model (``saved.schema``) predicts every node of the
+    target type (:func:`typed_layerwise_outputs`; rows are the target's local ids).
     """
     saved = model if isinstance(model, SavedModel) else load_model(model)
     data = dataset if isinstance(dataset, Dataset) else Dataset.open(dataset)
     check_fingerprint(saved, data)
-    if data.features is None:
-        raise OptionError(f"{data.path}: dataset has no features (feature_dim 0); the model needs them")
     if chunk_size < 1:
         raise OptionError(f"--chunk-size expected a positive integer, found {chunk_size}")
     target = torch.device(device)
     if target.type == "cuda" and not torch.cuda.is_available():
         raise OptionError(f"--device {device}: CUDA is not available on this machine (use --device cpu)")
+    if saved.schema is not None:
+        return _typed_predict(saved, data, target, chunk_size, embeddings)
+    if data.features is None:
+        raise OptionError(f"{data.path}: dataset has no features (feature_dim 0); the model needs them")
     net = saved.model.to(target)
     indptr = np.asarray(data.indptr)
     # GCN: full-graph in-degrees with either --gcn-degrees (saved.gcn_degrees): exact inference sees the
@@ -79,5 +84,26 @@ def predict(
         )  # fmt: skip
     finally:
         store.close()
+        saved.model.to("cpu")
+    return Predictions(logits=logits.numpy(), embeddings=hidden.numpy() if hidden is not None else None)
+
+
+def _typed_predict(
+    saved: SavedModel, data: Dataset, target: torch.device, chunk_size: int, embeddings: bool
+) -> Predictions:
+    """:func:`predict` of a typed model on ``target``: exact layer-wise logits of every node of the target type."""
+    stores = {
+        name: make_feature_store(table, "cpu-gather", device=target, ring_size=3)
+        for name, table in data.type_features.items()
+        if table is not None
+    }
+    try:
+        logits, hidden = typed_layerwise_outputs(
+            saved.model.to(target), lambda node_type, ids: stores[node_type].gather(ids), np.asarray(data.indptr),
+            np.asarray(data.indices), data.schema, device=target, chunk_size=chunk_size, keep_embeddings=embeddings,
+        )  # fmt: skip
+    finally:
+        for store in stores.values():
+            store.close()
         saved.model.to("cpu")
     return Predictions(logits=logits.numpy(), embeddings=hidden.numpy() if hidden is not None else None)

@@ -3,6 +3,8 @@
 ``graphtier train --save-model model.pt`` writes one file with :func:`save_model`;
 :func:`load_model` rebuilds the model from it, and :func:`check_fingerprint` refuses a dataset
 other than the one the model was trained on (another graph, another node order, other features).
+A typed model (R-GCN, R-GAT, HeteroSAGE, or any model of a typed dataset) also saves the dataset's schema
+(``schema``: its ``meta.json`` ``hetero`` entry), which rebuilds it (:func:`build_typed_model`).
 """
 
 from __future__ import annotations
@@ -17,22 +19,26 @@ from torch import nn
 
 from graphtier.dataset import Dataset
 from graphtier.dataset.resources import available_memory, human_bytes
-from graphtier.errors import OptionError, ResourceError
+from graphtier.dataset.schema import Schema
+from graphtier.errors import DatasetError, OptionError, ResourceError
 from graphtier.train.fingerprint import dataset_fingerprint, fingerprint_mismatch
 from graphtier.train.link_model import LinkModel, build_task_model
 from graphtier.train.models import GCN_DEGREES
-from graphtier.train.spec import DECODER_NAMES, TASK_NAMES
+from graphtier.train.spec import DECODER_NAMES, TASK_NAMES, TYPED_MODEL_NAMES
 from graphtier.train.torch_file import load_torch_file, save_torch_file
+from graphtier.train.typed_models import build_typed_model
 
 SAVED_MODEL_FORMAT = "graphtier-model"
 SAVED_MODEL_VERSION = 1
 # The TrainConfig fields that rebuild the model (and the sampler it was trained with, for the record).
 MODEL_CONFIG_KEYS = (
     "task", "decoder", "model", "num_layers", "hidden", "heads", "norm", "gcn_degrees", "dropout", "sampler", "fanouts",
+    "featureless", "num_bases",
 )  # fmt: skip
 # What a key missing from an older file (saved model or checkpoint) meant: the behaviour before the option existed.
 OLD_FILE_DEFAULTS = {
     "gcn_degrees": "full", "task": "node", "decoder": "dot", "num_negatives": 1, "negative_sampling": "uniform",
+    "featureless": "embedding", "num_bases": 0,
 }  # fmt: skip
 
 
@@ -46,12 +52,14 @@ class SavedModel:
         config: the model configuration (``MODEL_CONFIG_KEYS``) it was trained with.
         fingerprint: :func:`dataset_fingerprint` of the training dataset.
         path: the file it was read from (None when built in memory).
+        schema: a typed model's schema (its input is a dict per node type), None for a homogeneous model.
     """
 
     model: nn.Module
     config: dict[str, Any]
     fingerprint: dict[str, Any]
     path: Path | None = None
+    schema: Schema | None = None
 
     @property
     def task(self) -> str:
@@ -72,7 +80,8 @@ def model_config(config: dict[str, Any]) -> dict[str, Any]:
 def save_model(path: str | os.PathLike[str], model: nn.Module, config: dict[str, Any], dataset: Dataset) -> Path:
     """Write ``model``'s weights (on the CPU), its configuration and ``dataset``'s fingerprint, atomically.
 
-    ``out_dim`` is the number of classes, or a link model's embedding width (``hidden``)."""
+    ``out_dim`` is the number of classes, or a link model's embedding width (``hidden``). A typed model (a typed
+    ``config["model"]`` or a typed dataset) also gets ``dataset``'s schema."""
     out_dim = int(config["hidden"]) if isinstance(model, LinkModel) else dataset.num_classes
     state = {
         "format": SAVED_MODEL_FORMAT,
@@ -83,6 +92,8 @@ def save_model(path: str | os.PathLike[str], model: nn.Module, config: dict[str,
         "fingerprint": dataset_fingerprint(dataset),
         "state_dict": {name: tensor.detach().cpu() for name, tensor in model.state_dict().items()},
     }
+    if dataset.is_hetero or config["model"] in TYPED_MODEL_NAMES:
+        state["schema"] = dataset.schema.to_meta()
     return save_torch_file(path, state)
 
 
@@ -101,15 +112,29 @@ def _field(source: Path, state: dict[str, Any], key: str, kind: type, where: str
     return value
 
 
-def _build_checked(source: Path, cfg: dict[str, Any], in_dim: int, out_dim: int, weights: dict[str, Any]) -> nn.Module:
-    """Build the model of ``cfg`` after checking, on the meta device (no memory), that ``weights`` fit it."""
+def _builder(cfg: dict[str, Any], in_dim: int, out_dim: int, schema: Schema | None) -> Any:
+    """A function building the model of ``cfg`` (typed with a ``schema``)."""
+    if schema is not None:
+        options = {"in_dims": {t.name: t.feature_dim for t in schema.node_types}, "hidden": int(cfg["hidden"]),
+                   "num_classes": out_dim, "num_layers": int(cfg["num_layers"]), "dropout": float(cfg["dropout"]),
+                   "featureless": str(cfg["featureless"]), "num_bases": int(cfg["num_bases"]),
+                   "heads": int(cfg["heads"]), "norm": cfg["norm"]}  # fmt: skip
+        return lambda: build_typed_model(str(cfg["model"]), schema, **options)
     args = (str(cfg["task"]), str(cfg["model"]), in_dim, int(cfg["hidden"]), out_dim, int(cfg["num_layers"]))
     options = {"dropout": float(cfg["dropout"]), "norm": cfg["norm"], "heads": int(cfg["heads"]),
                "decoder": str(cfg["decoder"])}  # fmt: skip
+    return lambda: build_task_model(*args, **options)
+
+
+def _build_checked(
+    source: Path, cfg: dict[str, Any], in_dim: int, out_dim: int, weights: dict[str, Any], schema: Schema | None
+) -> nn.Module:
+    """Build the model of ``cfg`` after checking, on the meta device (no memory), that ``weights`` fit it."""
     try:
+        build = _builder(cfg, in_dim, out_dim, schema)
         with torch.device("meta"):
-            skeleton = build_task_model(*args, **options)
-    except OptionError as exc:
+            skeleton = build()
+    except (OptionError, TypeError, ValueError) as exc:
         raise OptionError(f"--model {source}: field 'config': {exc}") from None
     shapes = {name: tuple(t.shape) for name, t in skeleton.state_dict().items()}
     need = sum(t.numel() * t.element_size() for t in skeleton.state_dict().values())
@@ -129,7 +154,7 @@ def _build_checked(source: Path, cfg: dict[str, Any], in_dim: int, out_dim: int,
         raise ResourceError(
             f"--model {source}: the model needs {human_bytes(need)}, {human_bytes(available_memory())} available"
         )
-    model = build_task_model(*args, **options)
+    model = build()
     model.load_state_dict(weights)
     return model
 
@@ -172,10 +197,17 @@ def load_model(path: str | os.PathLike[str]) -> SavedModel:
         )
     fingerprint = _field(source, state, "fingerprint", dict)
     weights = _field(source, state, "state_dict", dict)
-    in_dim, out_dim = _field(source, state, "in_dim", int), _field(source, state, "out_dim", int)
-    model = _build_checked(source, cfg, in_dim, out_dim, weights)
+    schema = None
+    if "schema" in state:
+        try:
+            schema = Schema.from_meta({"hetero": _field(source, state, "schema", dict)}, source)
+        except DatasetError as exc:
+            raise OptionError(f"--model {source}: field 'schema': {exc}") from None
+    in_dim = state.get("in_dim") if schema is not None else _field(source, state, "in_dim", int)
+    out_dim = _field(source, state, "out_dim", int)
+    model = _build_checked(source, cfg, in_dim, out_dim, weights, schema)
     model.eval()
-    return SavedModel(model=model, config=dict(cfg), fingerprint=dict(fingerprint), path=source)
+    return SavedModel(model=model, config=dict(cfg), fingerprint=dict(fingerprint), path=source, schema=schema)
 
 
 def check_fingerprint(saved: SavedModel, dataset: Dataset) -> None:

@@ -22,6 +22,7 @@ from graphtier._signals import interrupt_behind
 from graphtier.dataset import Dataset
 from graphtier.graphstore import GraphStore
 from graphtier.memory import TIER_NAMES
+from graphtier.memory.source import bytes_by_tier_by_type
 from graphtier.sampling import iter_seed_batches
 from graphtier.train.checkpoint import Checkpointer, RunProgress
 from graphtier.train.collective import (
@@ -94,6 +95,8 @@ class Trainer:
             fanouts=config.sampling.fanouts,
             ring_size=config.run.prefetch + 3,
             prefetch=config.run.prefetch,
+            train_seeds=dataset.split("train") if dataset.is_hetero else None,  # the GPU budget across the types
+            relation_fanouts=config.sampling.fanouts_per_relation,
             log=self._log,
         )
         self.task = make_task(config.objective, self.store)
@@ -250,12 +253,23 @@ class Trainer:
             self.store.close()
 
     def _epoch_traffic(self, before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
-        """Bytes per tier read during the epoch, summed over the ranks (like feature_bytes)."""
+        """Bytes per tier read during the epoch, summed over the ranks (like feature_bytes); a typed dataset's
+        feature bytes also per node type (``feature_bytes_by_tier_by_type``)."""
+        parts = {key: (after[part] - before[part]).by_tier() for key, part in
+                 (("feature_bytes_by_tier", "features"), ("topology_bytes_by_tier", "topology"))}  # fmt: skip
+        if "features_by_type" in after:
+            by_type = bytes_by_tier_by_type(before["features_by_type"], after["features_by_type"])[1]
+            parts.update({("feature_bytes_by_tier_by_type", name): tiers for name, tiers in by_type.items()})
+        keys = list(parts)
+        values = torch.tensor([float(parts[key][t]) for key in keys for t in TIER_NAMES], dtype=torch.float64)
+        summed = self.collective.sum(values).view(len(keys), len(TIER_NAMES)).tolist()
         record: dict[str, Any] = {}
-        for key, part in (("feature_bytes_by_tier", "features"), ("topology_bytes_by_tier", "topology")):
-            by_tier = (after[part] - before[part]).by_tier()
-            summed = self.collective.sum(torch.tensor([float(by_tier[t]) for t in TIER_NAMES], dtype=torch.float64))
-            record[key] = {t: int(v) for t, v in zip(TIER_NAMES, summed.tolist())}
+        for key, row in zip(keys, summed):
+            tiers = {t: int(v) for t, v in zip(TIER_NAMES, row)}
+            if isinstance(key, tuple):
+                record.setdefault(key[0], {})[key[1]] = tiers
+            else:
+                record[key] = tiers
         return record
 
     def _fit(self) -> dict[str, Any]:

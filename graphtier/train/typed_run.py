@@ -40,9 +40,9 @@ def _types_of(dataset: Dataset) -> str:
 def check_typed_run(config: TrainConfig, dataset: Dataset) -> None:
     """Raise :class:`OptionError` (one line naming the option) for a combination of ``config`` and the dataset's
     kind that cannot run: on a typed dataset a homogeneous GNN, link prediction, ShaDow, several processes,
-    exact inference, or an MLP without target features; with a typed model a homogeneous-only option; typed
+    or an MLP without target features; with a typed model a homogeneous-only option; typed
     options (``fanouts_per_relation``, ``num_bases``) with a homogeneous model."""
-    network, sampling, run = config.network, config.sampling, config.run
+    network, sampling = config.network, config.sampling
     model = network.model
     typed_run = dataset.is_hetero or network.typed
     if dataset.is_hetero:
@@ -67,13 +67,12 @@ def check_typed_run(config: TrainConfig, dataset: Dataset) -> None:
             ("sampler", sampling.sampler != "neighbor", f"{{sampler={sampling.sampler}}}"),
             ("gcn_degrees", network.gcn_degrees != "auto", f"{{gcn_degrees={network.gcn_degrees}}}"),
             ("devices", config.distributed.devices is not None and len(config.distributed.devices) > 1, "{devices}"),
-            ("full_inference", run.full_inference, "{full_inference}"),
         )
         for option, given, spelled in refused:
             if given:
                 raise OptionError(
                     f"{spelled}: not available with the typed model {{model={model}}} (typed runs sample with the "
-                    "neighbour sampler in one process and evaluate sampled)",
+                    "neighbour sampler in one process)",
                     options=(option, "model"),
                 )
     if not typed_run and sampling.fanouts_per_relation is not None:

@@ -12,11 +12,13 @@ from graphtier.dataset import Dataset
 from graphtier.graphstore import GraphStore
 from graphtier.graphstore.typed_features import (
     TypedFeatures,
+    expected_reads_by_type,
     split_budget_rows,
     split_placement_budgets,
     typed_rows_bound,
 )
 from graphtier.memory import FEATURE_MODES, TIER_NAMES, PlacementSpec
+from graphtier.memory.typed_budget import TypeTable, split_feature_budget
 from tests.typed_data import write_typed_labelled_graph
 
 MODE_OPTIONS = {
@@ -76,15 +78,20 @@ def test_labels_and_splits_are_local_ids_of_the_target_type(typed_dataset: Datas
         assert np.array_equal(store.labels(train), np.asarray(typed_dataset.labels)[train])
 
 
-def test_budgets_are_one_pool_split_by_table_bytes() -> None:
+def test_budgets_are_one_pool_gpu_by_reads_per_byte_ram_by_table_bytes() -> None:
     tables = {"paper": (1000, 512), "author": (2000, 64)}  # 512 000 + 128 000 bytes
     rows = split_budget_rows(tables, 320_000)  # half of the bytes: half of each table's rows
     assert rows == {"paper": 500, "author": 1000}
     assert split_budget_rows(tables, 10**9) == {"paper": 1000, "author": 2000}
     placement = PlacementSpec(features_on="tiered", gpu_budget="320000B", ram_budget="50%")
     budgets = split_placement_budgets(tables, placement, torch.device("cpu"), log=lambda _: None)
-    assert budgets["paper"] == {"gpu_budget": f"{500 * 512}B", "cache_budget": None, "ram_budget": f"{500 * 512}B"}
-    assert budgets["author"]["gpu_budget"] == f"{1000 * 64}B"
+    # GPU, uniform reads: an author row is read as often for an eighth of the bytes, so all authors go first
+    assert budgets["author"]["gpu_budget"] == f"{2000 * 64}B"
+    assert budgets["paper"] == {"gpu_budget": f"{375 * 512}B", "cache_budget": None, "ram_budget": f"{500 * 512}B"}
+    # reads: papers read 10 times each outweigh authors read once per byte (10/512 > 1/64)
+    reads = {"paper": np.full(1000, 10.0), "author": np.ones(2000)}
+    budgets = split_placement_budgets(tables, placement, torch.device("cpu"), reads=lambda: reads, log=lambda _: None)
+    assert budgets["paper"]["gpu_budget"] == f"{625 * 512}B" and budgets["author"]["gpu_budget"] == "0B"
     # a mode that takes no budget gets none (make_feature_store would refuse one)
     plain = split_placement_budgets(tables, PlacementSpec(), torch.device("cpu"), log=lambda _: None)
     assert plain["paper"] == {"gpu_budget": None, "cache_budget": None, "ram_budget": None}
@@ -93,8 +100,29 @@ def test_budgets_are_one_pool_split_by_table_bytes() -> None:
 def test_the_budget_split_holds_in_the_built_sources(typed_dataset: Dataset) -> None:
     placement = PlacementSpec(features_on="tiered", gpu_budget="50%", ram_budget="100%")
     with GraphStore.open(typed_dataset, placement, log=lambda _: None) as store:
-        sources = store.features.sources
-        assert sources["paper"].device_rows == 150 and sources["author"].device_rows == 60
+        sources = store.features.sources  # 50% of 300 * 32 + 120 * 8 bytes: every author row first (uniform reads)
+        assert sources["author"].device_rows == 120 and sources["paper"].device_rows == (5280 - 960) // 32
+
+
+def test_the_gpu_budget_follows_the_training_reads(typed_dataset: Dataset) -> None:
+    placement = PlacementSpec(features_on="tiered", gpu_budget=f"{20 * 32}B", ram_budget="100%")
+    seeds = np.asarray(typed_dataset.train_idx)[:2]  # two seeds: few authors read, many never
+    quiet = {"batch_size": 16, "fanouts": [3, 2], "log": lambda _: None}
+    reads = expected_reads_by_type(typed_dataset, seeds, [3, 2], batch_size=16)
+    assert reads["subject"].shape == (6,) and 0 < np.count_nonzero(reads["author"]) < 120
+    tables = {"paper": TypeTable(32, 300, reads["paper"]), "author": TypeTable(8, 120, reads["author"])}
+    expected = split_feature_budget(tables, 20 * 32)
+    uniform = split_feature_budget({name: TypeTable(t.row_bytes, t.rows) for name, t in tables.items()}, 20 * 32)
+    assert expected != uniform
+    with GraphStore.open(typed_dataset, placement, train_seeds=seeds, **quiet) as store:
+        assert {name: source.device_rows for name, source in store.features.sources.items()} == expected
+    with GraphStore.open(typed_dataset, placement, **quiet) as store:  # no seeds known: every row read alike
+        assert {name: source.device_rows for name, source in store.features.sources.items()} == uniform
+
+
+def test_describe_says_the_node_order(typed_dataset: Dataset) -> None:
+    with GraphStore.open(typed_dataset, features_on="tiered", gpu_budget="10%", log=lambda _: None) as store:
+        assert "node order original" in store.describe()
 
 
 def test_rows_bound_per_type_is_at_most_its_count(typed_dataset: Dataset) -> None:

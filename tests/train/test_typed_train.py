@@ -48,6 +48,11 @@ def test_every_feature_mode_trains_a_typed_model(typed_dataset: Dataset, mode: s
                    features_on=mode, **budgets.get(mode, {}), **QUIET)  # fmt: skip
     epoch = result.report["epochs"][0]
     assert sum(epoch["feature_bytes_by_tier"].values()) == epoch["feature_bytes"]
+    by_type = epoch["feature_bytes_by_tier_by_type"]
+    assert set(by_type) == {"paper", "author"}  # subject is featureless
+    for tier, total in epoch["feature_bytes_by_tier"].items():
+        assert sum(tiers[tier] for tiers in by_type.values()) == total
+    assert all(sum(tiers.values()) > 0 for tiers in by_type.values())
     if mode == "tiered":
         assert epoch["feature_bytes_by_tier"]["gpu"] > 0
 
@@ -90,7 +95,6 @@ def test_typed_model_on_a_homogeneous_dataset(tiny_dataset: Dataset) -> None:
         ({"model": "sage"}, ["sage", "rgcn, rgat, hsage or mlp"]),
         ({"model": "rgcn", "task": "link"}, ["task", "link"]),
         ({"model": "rgcn", "sampler": "shadow"}, ["sampler", "shadow", "typed model"]),
-        ({"model": "rgcn", "full_inference": True}, ["full_inference"]),
         ({"model": "rgcn", "fanouts_per_relation": "nope=3"}, ["fanouts_per_relation", "nope"]),
     ],
 )
@@ -127,3 +131,17 @@ def test_cli_refuses_a_homogeneous_model_in_one_line(
 ) -> None:
     code, _, err = run(["train", str(typed_dataset.path), "--model", "gat", "--epochs", "1"], capsys)
     assert code == 2 and err.count("\n") == 1 and "--model" in err and "rgcn" in err
+
+
+def test_typed_features_beyond_the_ram_budget_train_through_the_disk_tier(typed_dataset: Dataset) -> None:
+    options = {"model": "rgcn", "fanouts": (3, 3), "hidden": 16, "epochs": 2, "batch_size": 64, "seed": 4, **QUIET}
+    in_ram = train(typed_dataset, **options).report
+    # 300 * 32 + 120 * 8 = 10 560 feature bytes, 3 000 bytes of RAM, none on the GPU: most rows on disk
+    tiered = train(typed_dataset, features_on="tiered", gpu_budget="0%", ram_budget="3000B", **options).report
+    assert [e["loss"] for e in tiered["epochs"]] == [e["loss"] for e in in_ram["epochs"]]
+    for epoch in tiered["epochs"]:
+        by_type = epoch["feature_bytes_by_tier_by_type"]
+        assert by_type["paper"]["disk"] > 0 and by_type["author"]["disk"] > 0
+        for tier, total in epoch["feature_bytes_by_tier"].items():
+            assert sum(tiers[tier] for tiers in by_type.values()) == total
+        assert sum(sum(tiers.values()) for tiers in by_type.values()) == epoch["feature_bytes"]
