@@ -15,12 +15,12 @@ import click
 
 from graphtier.cli.info import typed_info, typed_lines
 from graphtier.cli.prepare_options import common_options, import_options
-from graphtier.dataset.finite import NON_FINITE_MODES
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import textio
 from graphtier.dataset.importers.mat import ADJACENCY_KEYS, FEATURE_KEYS, LABEL_KEYS
 from graphtier.dataset.importers.options import (
     EDGE_FORMAT_FIELDS,
+    MANIFEST_FIELDS,
     MOVIELENS_FIELDS,
     OGB_FIELDS,
     PLANETOID_FIELDS,
@@ -389,14 +389,10 @@ def movielens(
 @command.command(name="manifest")
 @common_options
 @ADD_REVERSE
-@click.option(
-    "--non-finite",
-    type=click.Choice(NON_FINITE_MODES),
-    default="error",
-    show_default=True,
-    help="NaN/Inf feature values: refuse the import (error) or replace them by 0 and say how many (replace).",
-)
-def manifest(source: Path, output: Path, name: str | None, overwrite: bool, add_reverse: bool, non_finite: str) -> None:
+@import_options(MANIFEST_FIELDS)
+def manifest(
+    source: Path, output: Path, name: str | None, overwrite: bool, add_reverse: bool, options: ImportOptions
+) -> None:
     """A heterogeneous graph described by a manifest (JSON, or YAML with a .yaml suffix): node types with
     counts, features and labels, one edge file per relation, the target type and its split files.
 
@@ -410,7 +406,5 @@ def manifest(source: Path, output: Path, name: str | None, overwrite: bool, add_
     from graphtier.dataset.importers.manifest import import_manifest
 
     started = time.perf_counter()
-    dataset = import_manifest(
-        source, output, name=name, overwrite=overwrite, add_reverse=add_reverse, non_finite=non_finite
-    )
+    dataset = import_manifest(source, output, name=name, overwrite=overwrite, add_reverse=add_reverse, options=options)
     _report(dataset, started)

@@ -18,9 +18,10 @@ import pytest
 
 from graphtier.cli.prepare import command as prepare
 from graphtier.cli.prepare_options import IMPORT_OPTION_DECLARATIONS
-from graphtier.dataset.importers import csr_npz, edgelist, mat, movielens, ogb, planetoid
+from graphtier.dataset.importers import csr_npz, edgelist, manifest, mat, movielens, ogb, planetoid
 from graphtier.dataset.importers.options import (
     EDGE_FORMAT_FIELDS,
+    MANIFEST_FIELDS,
     MOVIELENS_FIELDS,
     OGB_FIELDS,
     PLANETOID_FIELDS,
@@ -36,6 +37,7 @@ _FORMATS = {
     "ogb": (ogb, "import_ogb", OGB_FIELDS),
     "planetoid": (planetoid, "import_planetoid", PLANETOID_FIELDS),
     "movielens": (movielens, "import_movielens", MOVIELENS_FIELDS),
+    "manifest": (manifest, "import_manifest", MANIFEST_FIELDS),
 }
 _FIELDS = {f.name for f in dataclasses.fields(ImportOptions)}
 _OUTPUT_PARAMETERS = {"source", "output", "name", "overwrite"}

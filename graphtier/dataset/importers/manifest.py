@@ -29,6 +29,7 @@ from typing import Any
 
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import textio
+from graphtier.dataset.importers.options import MANIFEST_FIELDS, ImportOptions
 from graphtier.dataset.importers.typed_files import (
     SPLIT_NAMES,
     TypedImport,
@@ -193,7 +194,8 @@ def import_manifest(
     name: str | None = None,
     overwrite: bool = False,
     add_reverse: bool = False,
-    non_finite: str = "error",
+    options: ImportOptions | None = None,
+    **option_values: Any,
 ) -> Dataset:
     """Import the heterogeneous graph the manifest ``source`` describes into the dataset directory ``output``.
 
@@ -202,11 +204,15 @@ def import_manifest(
         output: dataset directory to create (replaced only with ``overwrite``).
         name: dataset name (default: the manifest's ``name``, else the output directory's name).
         add_reverse: add ``(dst, rev_<name>, src)`` for every relation.
-        non_finite: ``error`` or ``replace`` (by 0) NaN/Inf feature values.
+        options, option_values: the shared :class:`ImportOptions`; a manifest takes only ``non_finite``
+            (:data:`MANIFEST_FIELDS`: ``error`` refuses NaN/Inf feature values, ``replace`` sets them to 0).
 
     Returns:
         The written :class:`Dataset` (``dataset.schema`` lists the types and relations).
     """
+    options = ImportOptions.of(options, option_values)
+    options.check_accepted(MANIFEST_FIELDS, "manifest")
+    non_finite = options.non_finite
     manifest = read_manifest(source)
     with DatasetWriter(output, overwrite=overwrite) as writer:
         types: list[TypedNodes] = []

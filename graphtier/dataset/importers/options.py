@@ -216,4 +216,5 @@ EDGE_FORMAT_FIELDS = GRAPH_FIELDS + NODE_FILE_FIELDS + SYNTHETIC_FIELDS + ("non_
 OGB_FIELDS = GRAPH_FIELDS + SYNTHETIC_FIELDS + ("non_finite",) + LINK_FIELDS
 PLANETOID_FIELDS = ("non_finite",) + LINK_FIELDS + ("seed",)
 MOVIELENS_FIELDS = ("eval_negatives", "seed")
+MANIFEST_FIELDS = ("non_finite",)
 """MovieLens: its fold is the edge split; the negatives and the seed of the validation draw."""
