@@ -46,6 +46,7 @@ from graphtier.graphstore.samplers import (
     typed_seed_only_batch,
 )
 from graphtier.graphstore.typed_features import TypedFeatures, open_features
+from graphtier.graphstore.typed_topology import typed_gpu_ranges
 from graphtier.memory import (
     SAMPLE_ON,  # noqa: F401 - re-exported by graphtier.graphstore
     FeatureSource,
@@ -147,7 +148,8 @@ class GraphStore:
         ``prefetch`` (default ``ring_size - 3``, the trainer's ring), the room "auto" GPU budgets leave for
         the batches in flight (:func:`graphtier.memory.arena.in_flight_bytes`). A typed dataset's GPU budget is
         split across its types by the expected reads of training from ``train_seeds`` (LOCAL ids of the target
-        type) with ``fanouts`` / ``relation_fanouts`` (uniform when None; :meth:`TypedFeatures.open`).
+        type) with ``fanouts`` / ``relation_fanouts`` (uniform when None; :meth:`TypedFeatures.open`), and its
+        topology budget across its relations the same way (:mod:`graphtier.graphstore.typed_topology`).
         """
         if placement is None:
             options = {"features_on": "tiered", **placement_options}
@@ -168,15 +170,11 @@ class GraphStore:
         reserve = in_flight_bytes(rows_bound, row_bytes, batches) if device.type == "cuda" else 0
         topology = None
         if placement.sample_on == "gpu":
+            ranges = typed_gpu_ranges(dataset, train_seeds, fanouts, relation_fanouts, batch_size=batch_size, log=log)
             topology = make_topology(
-                dataset.indptr,
-                dataset.indices,
-                device=device,
-                topology_budget=placement.topology_budget,
-                ram_budget=placement.ram_budget,
-                log=log,
-                in_flight_bytes=reserve,
-            )
+                dataset.indptr, dataset.indices, device=device, topology_budget=placement.topology_budget,
+                ram_budget=placement.ram_budget, log=log, in_flight_bytes=reserve, gpu_ranges_for=ranges,
+            )  # fmt: skip
         try:
             features = open_features(
                 dataset, placement, device=device, batch_size=batch_size, fanouts=fanouts, ring_size=ring_size,

@@ -26,7 +26,7 @@ import torch
 
 from graphtier.dataset import Dataset
 from graphtier.dataset.schema import Schema
-from graphtier.graph.typed_scores import split_by_type, typed_fanout_weighted_reads
+from graphtier.graph.typed_scores import TypedReads, split_by_type, typed_fanout_weighted_reads
 from graphtier.memory import (
     FEATURE_MODE_REGISTRY,
     FeatureSource,
@@ -58,6 +58,25 @@ def typed_rows_bound(schema: Schema, batch_size: int, fanouts: Sequence[int]) ->
     return {t.name: min(bound, t.count) for t in schema.node_types}
 
 
+def expected_typed_reads(
+    dataset: Dataset,
+    train_seeds: np.ndarray,
+    fanouts: Sequence[int],
+    relation_fanouts: str | Mapping[Any, Any] | None = None,
+    *,
+    batch_size: int = 1024,
+) -> TypedReads:
+    """Expected reads per epoch of training from ``train_seeds`` (int [T], LOCAL ids of the target type) with
+    ``fanouts`` overridden by ``relation_fanouts`` (:func:`parse_relation_fanouts`) and ``batch_size`` seeds a
+    batch: :func:`typed_fanout_weighted_reads` (node reads float64 [N], list entries float64 [num_rows])."""
+    schema = dataset.schema
+    per_relation = parse_relation_fanouts(relation_fanouts, schema, tuple(fanouts))
+    return typed_fanout_weighted_reads(
+        np.asarray(dataset.indptr), np.asarray(dataset.indices), schema, np.asarray(train_seeds, dtype=np.int64),
+        {rel: list(hops) for rel, hops in per_relation.items()}, batch_size=batch_size,
+    )  # fmt: skip
+
+
 def expected_reads_by_type(
     dataset: Dataset,
     train_seeds: np.ndarray,
@@ -66,17 +85,10 @@ def expected_reads_by_type(
     *,
     batch_size: int = 1024,
 ) -> dict[str, np.ndarray]:
-    """Expected reads per epoch of every row of every type's table: the fanout-weighted reads
-    (:func:`typed_fanout_weighted_reads`) of training from ``train_seeds`` (int [T], LOCAL ids of the target
-    type) with ``fanouts`` overridden by ``relation_fanouts`` (:func:`parse_relation_fanouts`) and
-    ``batch_size`` seeds a batch. Returns ``{type: float64 [count]}`` (CPU numpy)."""
-    schema = dataset.schema
-    per_relation = parse_relation_fanouts(relation_fanouts, schema, tuple(fanouts))
-    reads = typed_fanout_weighted_reads(
-        np.asarray(dataset.indptr), np.asarray(dataset.indices), schema, np.asarray(train_seeds, dtype=np.int64),
-        {rel: list(hops) for rel, hops in per_relation.items()}, batch_size=batch_size,
-    )  # fmt: skip
-    return split_by_type(reads.node_reads, schema)
+    """Expected reads per epoch of every row of every type's table (:func:`expected_typed_reads`).
+    Returns ``{type: float64 [count]}`` (CPU numpy)."""
+    reads = expected_typed_reads(dataset, train_seeds, fanouts, relation_fanouts, batch_size=batch_size)
+    return split_by_type(reads.node_reads, dataset.schema)
 
 
 def split_gpu_rows(tables: TypeTables, budget_bytes: int, reads: TypeReads | None) -> dict[str, int]:

@@ -19,6 +19,11 @@ from the memory map and copied in. Passing ``kernels`` (e.g. the kernel module i
 ``registrar`` (tests pass a fake one). Without CUDA and without ``kernels`` the plan and the
 accounting are the same but every tier is RAM or the memory map, gathered with numpy indexing.
 
+A typed graph's GPU tier is a prefix of each relation's rows, several position ranges (``gpu_ranges``, a
+:class:`~graphtier.memory.position_ranges.GpuRanges`): the plan is then over the *tier order* (those ranges
+first, then every other position ascending), each position mapped to it before the tiers are chosen; the
+device tier holds the ranges back to back, the host tier the next positions of the tier order.
+
 Traffic (:meth:`TieredTopology.traffic`, a :class:`TierTraffic`) counts bytes per tier plus
 "requested": ``itemsize`` bytes of ``indices`` per gathered position in the tier that served it,
 and 16 bytes per destination reported with :meth:`TieredTopology.count_indptr_reads` (two int64
@@ -29,7 +34,7 @@ too, which keeps the plan's accounting). The tiers always add up to "requested".
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from types import ModuleType
 from typing import Self
@@ -45,9 +50,10 @@ from graphtier.memory.placement import (
     parse_budget,
     plan_tiers,
 )
+from graphtier.memory.position_ranges import GpuRanges
 from graphtier.memory.source import TierTraffic
 from graphtier.memory.tiered import torch_dtype_of, upload_rows
-from graphtier.memory.unified import HostRegistrar, UnifiedTensor
+from graphtier.memory.unified import HostRegistrar, UnifiedTensor, page_aligned_empty
 
 INDPTR_ENTRY_BYTES = 8
 # a sampler reads indptr[v] and indptr[v + 1] of every destination v
@@ -85,9 +91,11 @@ class TieredTopology:
             the CPU it runs the device path there (tests pass the interpreted module).
         sorted_reads: gather the positions in ascending order (sort, gather, scatter back), so the
             zero-copy and disk reads walk memory forward.
+        gpu_ranges: the positions of the "gpu" tier (``plan.local_rows`` entries in all); None: the prefix
+            ``[0, plan.local_rows)``. Several ranges make ``plan`` a plan over the tier order (module docstring).
 
     Attributes: ``indptr`` (torch int64 [N + 1] on ``device``), ``num_nodes``, ``num_edges``,
-    ``device``, ``plan``, ``indices_dtype``.
+    ``device``, ``plan``, ``indices_dtype``, ``gpu_ranges``.
     """
 
     def __init__(
@@ -101,12 +109,18 @@ class TieredTopology:
         log: Callable[[str], None] = print,
         kernels: ModuleType | None = None,
         sorted_reads: bool = False,
+        gpu_ranges: GpuRanges | None = None,
     ) -> None:
         check_topology_arrays(indptr, indices)
         if plan.num_rows != indices.shape[0] or plan.row_bytes != indices.dtype.itemsize:
             raise AssertionError("tier plan made for another indices array")
         if plan.peer_partitions != 1 or plan.cache_rows != 0:
             raise OptionError("topology tiers: expected a plan without peer partitions or cache")
+        if gpu_ranges is None:
+            gpu_ranges = GpuRanges.prefix(plan.local_rows, plan.num_rows)
+        if gpu_ranges.gpu_entries != plan.local_rows or gpu_ranges.num_positions != plan.num_rows:
+            raise AssertionError("gpu ranges made for another tier plan")
+        self.gpu_ranges = gpu_ranges
         self.num_nodes = int(indptr.shape[0]) - 1
         self.num_edges = int(indices.shape[0])
         self.plan = plan
@@ -148,8 +162,15 @@ class TieredTopology:
         plan = self.plan
         with torch.cuda.device(self.device) if self.device.type == "cuda" else nullcontext():
             self.indptr = upload_rows(indptr, self.device, np.dtype(np.int64))
-            self._local = upload_rows(indices[: plan.local_rows], self.device)
-            self._host = UnifiedTensor.from_rows(indices, plan.peer_end, plan.host_end, registrar=registrar)
+            ranges = self.gpu_ranges
+            if ranges.is_prefix:
+                self._local = upload_rows(indices[: plan.local_rows], self.device)
+                self._host = UnifiedTensor.from_rows(indices, plan.peer_end, plan.host_end, registrar=registrar)
+            else:  # the tiers in tier order: the GPU ranges back to back, then the host positions
+                self._local = upload_rows(ranges.copy_tier_order(indices, 0, plan.local_rows), self.device)
+                host = page_aligned_empty(plan.host_rows, None, self.indices_dtype)
+                ranges.copy_tier_order(indices, plan.peer_end, plan.host_end, out=host.numpy())
+                self._host = UnifiedTensor(host, registrar=registrar)
             # an empty host tier is passed as an empty device tensor: an unregistered host pointer is refused
             self._host_arg = (
                 self._host.tensor
@@ -163,7 +184,9 @@ class TieredTopology:
         reusable = indptr.dtype == np.int64 and not isinstance(indptr, np.memmap) and indptr.flags.writeable
         indptr_ram = np.ascontiguousarray(indptr) if reusable else np.array(indptr, dtype=np.int64)
         self.indptr = torch.from_numpy(indptr_ram)
-        if plan.disk_rows > 0 and isinstance(indices, np.memmap):
+        if not self.gpu_ranges.is_prefix:
+            self._ram = self.gpu_ranges.copy_tier_order(indices, 0, plan.host_end)  # RAM in tier order
+        elif plan.disk_rows > 0 and isinstance(indices, np.memmap):
             self._ram = np.array(indices[: plan.host_end])  # the "gpu" and "host" tiers copied into RAM
         else:
             self._ram = np.asarray(indices[: plan.host_end])
@@ -190,71 +213,77 @@ class TieredTopology:
         count = int(positions.shape[0])
         if count == 0:
             return torch.empty(0, dtype=torch.int64, device=self.device)
-        low, high, below_local, below_host = self._position_stats(positions)
+        order = self.gpu_ranges.to_tier_order(positions)  # positions themselves for a prefix
+        low, high, below_local, below_host = self._position_stats(positions, order)
         if low < 0 or high >= self.num_edges:
             raise IndexError(f"edge positions must be in [0, {self.num_edges}), found [{low}, {high}]")
         with self._lock:
             if self.sorted_reads:
-                out = self._gather_sorted(positions, count - below_host)
+                out = self._gather_sorted(positions, order, count - below_host)
             else:
-                out = self._gather(positions, count - below_host)
+                out = self._gather(positions, order, count - below_host)
             self._traffic = self._traffic + TierTraffic.of_rows(
                 self.itemsize, gpu=below_local, host=below_host - below_local, disk=count - below_host, requested=count
             )
         return out
 
-    def _position_stats(self, positions: torch.Tensor) -> tuple[int, int, int, int]:
-        """(min, max, count < local_rows, count < host_end) of non-empty positions; one synchronisation on CUDA."""
+    def _position_stats(self, positions: torch.Tensor, order: torch.Tensor) -> tuple[int, int, int, int]:
+        """(min, max of positions, count of tier order < local_rows, < host_end) of non-empty positions; one
+        synchronisation on CUDA."""
         plan = self.plan
         if positions.device.type == "cpu":  # numpy: no thread-pool start-up per call
-            values = positions.numpy()
-            below_local = int(np.count_nonzero(values < plan.local_rows))
-            below_host = int(np.count_nonzero(values < plan.host_end))
+            values, ordered = positions.numpy(), order.numpy()
+            below_local = int(np.count_nonzero(ordered < plan.local_rows))
+            below_host = int(np.count_nonzero(ordered < plan.host_end))
             return int(values.min()), int(values.max()), below_local, below_host
         stats = torch.stack(
-            [positions.min(), positions.max(), (positions < plan.local_rows).sum(), (positions < plan.host_end).sum()]
+            [positions.min(), positions.max(), (order < plan.local_rows).sum(), (order < plan.host_end).sum()]
         ).tolist()
         low, high, below_local, below_host = (int(v) for v in stats)
         return low, high, below_local, below_host
 
-    def _gather_sorted(self, positions: torch.Tensor, disk_count: int) -> torch.Tensor:
+    def _gather_sorted(self, positions: torch.Tensor, order: torch.Tensor, disk_count: int) -> torch.Tensor:
         """Gather in ascending position order, then put each value back at its caller's index."""
+        prefix = order is positions
         if positions.device.type == "cpu":
             values = positions.numpy()
-            order = np.argsort(values, kind="stable")
+            index = np.argsort(values, kind="stable")
             out = np.empty(values.shape[0], dtype=np.int64)
-            out[order] = self._gather(torch.from_numpy(values[order]), disk_count).numpy()
+            ordered = torch.from_numpy(values[index])
+            tiered = ordered if prefix else torch.from_numpy(order.numpy()[index])
+            out[index] = self._gather(ordered, tiered, disk_count).numpy()
             return torch.from_numpy(out)
-        ordered, order = torch.sort(positions)
+        ordered, index = torch.sort(positions)
         out = torch.empty_like(positions)
-        out[order] = self._gather(ordered, disk_count)
+        out[index] = self._gather(ordered, ordered if prefix else order[index], disk_count)
         return out
 
-    def _gather(self, positions: torch.Tensor, disk_count: int) -> torch.Tensor:
+    def _gather(self, positions: torch.Tensor, order: torch.Tensor, disk_count: int) -> torch.Tensor:
+        """Values at ``positions`` (int64 [M]) whose tier order is ``order`` (int64 [M], same device)."""
         if not self.on_device:
-            return self._gather_cpu(positions)
+            return self._gather_cpu(positions, order)
         out = torch.empty(positions.shape[0], dtype=torch.int64, device=self.device)
         with torch.cuda.device(self.device) if self.device.type == "cuda" else nullcontext():
             self._kernels.gather_positions_triton(
-                self._local, self._host_arg, positions, out, host_start=self.plan.peer_end
+                self._local, self._host_arg, order, out, host_start=self.plan.peer_end
             )
             if self.device.type == "cuda" and self._host is not None:  # unregistered only once this read is done
                 self._host.record_use(torch.cuda.current_stream(self.device))
             if disk_count:
-                on_disk = torch.nonzero(positions >= self.plan.host_end).flatten()
+                on_disk = torch.nonzero(order >= self.plan.host_end).flatten()
                 disk_positions = positions[on_disk].cpu().numpy()
                 values = torch.from_numpy(np.asarray(self._disk[disk_positions], dtype=np.int64))
                 out[on_disk] = values.to(self.device)
         return out
 
-    def _gather_cpu(self, positions: torch.Tensor) -> torch.Tensor:
-        positions_np = positions.numpy()
+    def _gather_cpu(self, positions: torch.Tensor, order: torch.Tensor) -> torch.Tensor:
+        positions_np, order_np = positions.numpy(), order.numpy()
         host_end = self.plan.host_end
-        if self.plan.disk_rows == 0 or int(positions_np.max()) < host_end:
-            return torch.from_numpy(np.asarray(self._ram[positions_np], dtype=np.int64))
+        if self.plan.disk_rows == 0 or int(order_np.max()) < host_end:
+            return torch.from_numpy(np.asarray(self._ram[order_np], dtype=np.int64))
         out = np.empty(positions_np.shape[0], dtype=np.int64)
-        in_ram = positions_np < host_end
-        out[in_ram] = self._ram[positions_np[in_ram]]
+        in_ram = order_np < host_end
+        out[in_ram] = self._ram[order_np[in_ram]]
         out[~in_ram] = np.asarray(self._disk[positions_np[~in_ram]])
         return torch.from_numpy(out)
 
@@ -281,10 +310,12 @@ class TieredTopology:
             share = 100.0 * entries / self.num_edges if self.num_edges else 0.0
             return f"{name} {format_bytes(entries * self.itemsize)} ({share:.1f}%)"
 
+        ranges = "" if self.gpu_ranges.is_prefix else f" in {self.gpu_ranges.describe()}"
+
         return (
             f"topology: {self.num_nodes:,} nodes, {self.num_edges:,} edges ({str(self.indices_dtype).removeprefix('torch.')}) "
             f"on {self.device}{' via kernels' if self.on_device else ''}; indptr {format_bytes(indptr_bytes)} in "
-            f"{self.indptr_tier}; indices: {part('gpu', plan.local_rows)}, {part('host', plan.host_rows)}, "
+            f"{self.indptr_tier}; indices: {part('gpu', plan.local_rows)}{ranges}, {part('host', plan.host_rows)}, "
             f"{part('disk', plan.disk_rows)}"
         )
 
@@ -334,6 +365,7 @@ def make_topology(
     kernels: ModuleType | None = None,
     sorted_reads: bool = False,
     in_flight_bytes: int = 0,
+    gpu_ranges_for: Callable[[int], Sequence[tuple[int, int]]] | None = None,
 ) -> TieredTopology:
     """Plan the tiers of ``indices`` and build a :class:`TieredTopology` (arrays as there).
 
@@ -343,6 +375,10 @@ def make_topology(
     On CUDA, auto is the device's free memory minus the reserve and minus ``indptr``, which is
     placed whole on the device, and minus ``in_flight_bytes`` (room for the batches in flight,
     :func:`graphtier.memory.arena.in_flight_bytes`); without CUDA auto is 0.
+
+    ``gpu_ranges_for`` (a typed graph's split, :func:`graphtier.memory.typed_budget.relation_gpu_ranges`) turns
+    the GPU budget in bytes into the position ranges the "gpu" tier holds (at most that many bytes); None: the
+    prefix of ``indices`` the budget covers. The host tier keeps the entries ``ram_budget`` gives it.
     """
     check_topology_arrays(indptr, indices)
     device = torch.device(device)
@@ -360,6 +396,15 @@ def make_topology(
         ram_budget=ram_budget,
         log=log,
     )
+    ranges = None
+    if gpu_ranges_for is not None:
+        ranges = GpuRanges(gpu_ranges_for(plan.local_rows * plan.row_bytes), plan.num_rows)
+        if ranges.gpu_entries > plan.local_rows:
+            raise AssertionError("gpu ranges over the topology budget")
+        local = ranges.gpu_entries  # the host tier: all the rest, or as many entries as the RAM budget gave
+        host_end = plan.num_rows if plan.disk_rows == 0 else local + plan.host_rows
+        plan = TierPlan(plan.num_rows, plan.row_bytes, local_rows=local, peer_end=local, host_end=host_end)
     return TieredTopology(
-        indptr, indices, plan, device=device, registrar=registrar, log=log, kernels=kernels, sorted_reads=sorted_reads
-    )
+        indptr, indices, plan, device=device, registrar=registrar, log=log, kernels=kernels, sorted_reads=sorted_reads,
+        gpu_ranges=ranges,
+    )  # fmt: skip

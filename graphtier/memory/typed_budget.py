@@ -11,6 +11,9 @@ Rows of equal value across tables share what is left of the budget in proportion
 * :func:`split_feature_budget`: ``{type: TypeTable(row_bytes, rows, reads_per_row)}`` -> GPU rows per type.
 * :func:`split_topology_budget`: ``{relation: RelationTable(indptr, itemsize, reads_per_row)}`` -> GPU rows
   (destination lists) per relation.
+* :func:`split_relation_rows` does it for a typed dataset's back-to-back CSC (``plan`` and the store's
+  topology both call it, so they agree) and :func:`relation_gpu_ranges` turns the rows into the positions
+  of ``indices`` the GPU tier holds.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from graphtier.dataset.schema import RelationType, Schema
 from graphtier.errors import OptionError
 from graphtier.memory._budget_kernels import prefix_hull_density
 
@@ -179,3 +183,35 @@ def split_topology_budget(relations: Mapping[tuple[str, str, str], RelationTable
     if prefixes:
         out.update(_fill(prefixes, budget))
     return out
+
+
+def relation_tables(
+    indptr: np.ndarray, schema: Schema, itemsize: int, list_entries: np.ndarray | None
+) -> dict[RelationType, RelationTable]:
+    """Each relation's :class:`RelationTable` of a typed dataset's back-to-back CSC: ``indptr`` int64
+    [num_rows + 1] (the dataset's), ``list_entries`` float [num_rows] expected ``indices`` entries read per
+    epoch of each CSC row (``TypedReads.list_entries``), None: every list read equally often."""
+    indptr = np.asarray(indptr)
+    tables = {}
+    for rel in schema.relations:
+        lo, hi = rel.row_offset, rel.row_offset + schema.node_type(rel.dst).count
+        reads = None if list_entries is None else np.asarray(list_entries[lo:hi], dtype=np.float64)
+        tables[rel.type] = RelationTable(indptr[lo : hi + 1], int(itemsize), reads)
+    return tables
+
+
+def split_relation_rows(
+    indptr: np.ndarray, schema: Schema, itemsize: int, list_entries: np.ndarray | None, budget_bytes: int
+) -> dict[RelationType, int]:
+    """GPU rows per relation of a typed dataset's CSC out of ``budget_bytes`` of ``indices`` entries
+    (:func:`split_topology_budget` over :func:`relation_tables`), in schema order."""
+    return split_topology_budget(relation_tables(indptr, schema, itemsize, list_entries), budget_bytes)
+
+
+def relation_gpu_ranges(indptr: np.ndarray, schema: Schema, rows: dict[RelationType, int]) -> list[tuple[int, int]]:
+    """Positions of ``indices`` held by the first ``rows[relation]`` CSC rows of every relation: one range
+    ``[indptr[row_offset], indptr[row_offset + rows])`` per relation, ascending (relations lie in schema order)."""
+    indptr = np.asarray(indptr)
+    return [
+        (int(indptr[rel.row_offset]), int(indptr[rel.row_offset + rows.get(rel.type, 0)])) for rel in schema.relations
+    ]

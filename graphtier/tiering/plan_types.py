@@ -20,7 +20,7 @@ import numpy as np
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.schema import RelationType
 from graphtier.memory.placement import format_bytes, parse_budget
-from graphtier.memory.typed_budget import RelationTable, TypeTable, split_feature_budget, split_topology_budget
+from graphtier.memory.typed_budget import TypeTable, relation_tables, split_feature_budget, split_relation_rows
 from graphtier.tiering.hotness import typed_fanouts
 from graphtier.tiering.reads import SampledReads
 from graphtier.tiering.typed_reads import count_typed_reads
@@ -158,17 +158,14 @@ def plan_typed(
     )
     indptr = np.asarray(dataset.indptr)
     itemsize = int(dataset.indices.dtype.itemsize)
-    relations: dict[RelationType, RelationTable] = {}
-    entry_sums: dict[RelationType, np.ndarray] = {}
-    for rel in schema.relations:
-        lo, hi = rel.row_offset, rel.row_offset + schema.node_type(rel.dst).count
-        entries = reads.list_entries[lo:hi].astype(np.float64) / epochs
-        relations[rel.type] = RelationTable(indptr[lo : hi + 1], itemsize, entries)
-        entry_sums[rel.type] = np.concatenate([[0.0], np.cumsum(entries)])
+    list_entries = reads.list_entries.astype(np.float64) / epochs
+    relations = relation_tables(indptr, schema, itemsize, list_entries)
+    entry_sums = {rel: np.concatenate([[0.0], np.cumsum(t.reads_per_row)]) for rel, t in relations.items()}
     topo_total = int(indptr[-1]) * itemsize
-    topo_rows = split_topology_budget(
-        relations, _budget_bytes(topology_budget, "topology_budget", topo_total, gpu_usable_bytes)
-    )
+    topo_rows = split_relation_rows(
+        indptr, schema, itemsize, list_entries,
+        _budget_bytes(topology_budget, "topology_budget", topo_total, gpu_usable_bytes),
+    )  # fmt: skip
     for rel, count in topo_rows.items():
         ptr = relations[rel].indptr
         plan.topology_rows[rel] = count

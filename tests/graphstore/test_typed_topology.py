@@ -1,0 +1,117 @@
+"""A typed dataset's topology budget is split across relations (a prefix of each relation's rows on the GPU) by
+the run's expected entry reads, as ``plan`` splits it; the device typed sampler over it gives the CPU batches."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from graphtier.dataset import Dataset
+from graphtier.graphstore import GraphStore
+from graphtier.graphstore.typed_features import expected_typed_reads
+from graphtier.graphstore.typed_topology import topology_gpu_rows, typed_gpu_ranges
+from graphtier.memory import TIER_NAMES, make_topology
+from graphtier.memory.topology import INDPTR_BYTES_PER_DESTINATION
+from graphtier.memory.typed_budget import RelationTable, split_topology_budget
+from graphtier.sampling.relation_fanouts import parse_relation_fanouts
+from graphtier.sampling.typed_neighbor import TypedNeighborSampler
+from graphtier.tiering.plan_types import plan_typed
+from graphtier.tiering.reads import SampledReads
+from tests.typed_graphs import open_tiny_typed_dataset
+
+FANOUTS, PER_RELATION = [3, 2], "writes=1,cites=2/-1"
+
+
+@pytest.fixture
+def typed_dataset(tmp_path: Path) -> Dataset:
+    return open_tiny_typed_dataset(tmp_path)
+
+
+def test_gpu_rows_per_relation_are_split_topology_budgets_and_plans(typed_dataset: Dataset) -> None:
+    seeds = typed_dataset.train_idx
+    reads = expected_typed_reads(typed_dataset, seeds, FANOUTS, PER_RELATION, batch_size=16)
+    indptr, schema, itemsize = typed_dataset.indptr, typed_dataset.schema, typed_dataset.indices.dtype.itemsize
+    budget = 4 * itemsize * 100
+    rows = topology_gpu_rows(typed_dataset, budget, seeds, FANOUTS, PER_RELATION, batch_size=16)
+    tables = {}
+    for rel in schema.relations:
+        lo, hi = rel.row_offset, rel.row_offset + schema.node_type(rel.dst).count
+        tables[rel.type] = RelationTable(indptr[lo : hi + 1], itemsize, reads.list_entries[lo:hi])
+    assert rows == split_topology_budget(tables, budget)
+    assert sum(1 for count in rows.values() if count) >= 2  # the budget is shared, not the first relation's
+    # plan over the same reads (one epoch) prints the same lists per relation
+    sampled = SampledReads(reads.node_reads, reads.list_entries, destinations=0, batches=1)
+    plan = plan_typed(typed_dataset, budgets=["0"], topology_budget=f"{budget}B", gpu_usable_bytes=0,
+                      fanouts=FANOUTS, batch_size=16, epochs=1, seed=0, reads=sampled)  # fmt: skip
+    assert plan.topology_rows == rows
+    # no seeds: every list read equally often
+    uniform = {rel: RelationTable(t.indptr, itemsize) for rel, t in tables.items()}
+    assert topology_gpu_rows(typed_dataset, budget, None, FANOUTS) == split_topology_budget(uniform, budget)
+
+
+def test_store_opens_the_typed_topology_with_the_relation_split(
+    typed_dataset: Dataset, tiny_dataset: Dataset, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import graphtier.graphstore.store as store_module
+
+    seen = {}
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(store_module, "make_topology", lambda *a, **k: seen.update(k) or None)
+    seeds = typed_dataset.train_idx[:40]
+    GraphStore.open(typed_dataset, device="cuda", sample_on="gpu", features_on="cpu-gather", fanouts=FANOUTS,
+                    relation_fanouts=PER_RELATION, train_seeds=seeds, batch_size=16, log=lambda _: None)  # fmt: skip
+    rows = topology_gpu_rows(typed_dataset, 800, seeds, FANOUTS, PER_RELATION, batch_size=16)
+    indptr = typed_dataset.indptr
+    expected = [
+        (int(indptr[r.row_offset]), int(indptr[r.row_offset + rows[r.type]])) for r in typed_dataset.schema.relations
+    ]
+    assert seen["gpu_ranges_for"](800) == expected
+    assert typed_gpu_ranges(tiny_dataset, None, FANOUTS) is None  # homogeneous: the single prefix
+
+
+@pytest.mark.parametrize(("budget", "ram", "interpreted"), [("25%", None, True), ("40%", "30%", False)])
+def test_device_typed_sampler_over_per_relation_ranges_gives_the_cpu_batches(
+    typed_dataset: Dataset, budget: str, ram: str | None, interpreted: bool
+) -> None:
+    options: dict[str, object] = {}
+    picks, kernels = "numba", None
+    if interpreted:
+        pytest.importorskip("triton")
+        from tests.interpreted import load_interpreted
+        from tests.memory.test_unified import FakeRegistrar
+
+        options = {"registrar": FakeRegistrar(), "kernels": load_interpreted("memory/_topology_kernels.py")}
+        picks, kernels = "triton", load_interpreted("sampling/_device_kernels.py")
+    seeds = typed_dataset.train_idx
+    ranges_for = typed_gpu_ranges(typed_dataset, seeds, FANOUTS, PER_RELATION, batch_size=20, log=lambda _: None)
+    topology = make_topology(typed_dataset.indptr, typed_dataset.indices, device=torch.device("cpu"),
+                             topology_budget=budget, ram_budget=ram, log=lambda _: None, gpu_ranges_for=ranges_for,
+                             **options)  # fmt: skip
+    assert len(topology.gpu_ranges.ranges) >= 2
+    store = GraphStore(typed_dataset, None, topology=topology, seed=6, picks=picks, kernels=kernels)
+    schema = typed_dataset.schema
+    reference = TypedNeighborSampler(typed_dataset.indptr, typed_dataset.indices, schema,
+                                     parse_relation_fanouts(PER_RELATION, schema, FANOUTS), seed=6)  # fmt: skip
+    sample = store.sampler(FANOUTS, PER_RELATION)
+    edges = rows = 0
+    for batch_id in range(3):
+        batch_seeds = seeds[batch_id * 20 : batch_id * 20 + 20]
+        batch, expected = sample(batch_seeds, batch_id), reference.sample(batch_seeds, batch_id)
+        for t in schema.type_names:
+            assert torch.equal(batch.n_id[t], expected.n_id[t])
+        for got, want in zip(batch.blocks, expected.blocks):
+            assert got.num_src == want.num_src and got.num_dst == want.num_dst
+            for key, rel in want.relations.items():
+                assert torch.equal(got.relations[key].rowptr, rel.rowptr)
+                assert torch.equal(got.relations[key].col, rel.col)
+        edges += batch.num_sampled_edges
+        rows += sum(blk.num_dst[rel.dst] for blk in batch.blocks for rel in schema.relations)
+    traffic = store.traffic()["topology"].as_dict()
+    store.close()
+    itemsize = typed_dataset.indices.dtype.itemsize
+    assert traffic["requested"] == edges * itemsize + rows * INDPTR_BYTES_PER_DESTINATION
+    assert sum(traffic[t] for t in TIER_NAMES) == traffic["requested"]
+    assert traffic["gpu"] > rows * INDPTR_BYTES_PER_DESTINATION and traffic["host"] > 0
+    assert (traffic["disk"] > 0) == (ram is not None)
