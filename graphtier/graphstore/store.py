@@ -130,6 +130,7 @@ class GraphStore:
         train_seeds: np.ndarray | None = None,
         relation_fanouts: str | Mapping[Any, Any] | None = None,
         log: Callable[[str], None] = print,
+        learnable: Mapping[str, int] | None = None,
         **placement_options: Any,
     ) -> GraphStore:
         """Open ``dataset`` (a Dataset or a path) with its features and topology placed by ``placement``.
@@ -147,7 +148,8 @@ class GraphStore:
         ``prefetch`` (default ``ring_size - 3``, the trainer's ring), the room "auto" GPU budgets leave for
         the batches in flight (:func:`graphtier.memory.arena.in_flight_bytes`). A typed dataset's GPU budget is
         split across its types by the expected reads of training from ``train_seeds`` (LOCAL ids of the target
-        type) with ``fanouts`` / ``relation_fanouts`` (uniform when None; :meth:`TypedFeatures.open`).
+        type) with ``fanouts`` / ``relation_fanouts`` (uniform when None; :meth:`TypedFeatures.open`), with the
+        hot rows of the ``learnable`` tables (device bytes per row per featureless type) among them.
         """
         if placement is None:
             options = {"features_on": "tiered", **placement_options}
@@ -169,19 +171,14 @@ class GraphStore:
         topology = None
         if placement.sample_on == "gpu":
             topology = make_topology(
-                dataset.indptr,
-                dataset.indices,
-                device=device,
-                topology_budget=placement.topology_budget,
-                ram_budget=placement.ram_budget,
-                log=log,
-                in_flight_bytes=reserve,
-            )
+                dataset.indptr, dataset.indices, device=device, topology_budget=placement.topology_budget,
+                ram_budget=placement.ram_budget, log=log, in_flight_bytes=reserve,
+            )  # fmt: skip
         try:
             features = open_features(
                 dataset, placement, device=device, batch_size=batch_size, fanouts=fanouts, ring_size=ring_size,
                 prefetch=batches, rows_bound=rows_bound, in_flight=reserve, train_seeds=train_seeds,
-                relation_fanouts=relation_fanouts, log=log,
+                relation_fanouts=relation_fanouts, log=log, learnable=learnable,
             )  # fmt: skip
         except BaseException:
             if topology is not None:
