@@ -131,6 +131,7 @@ class GraphStore:
         train_seeds: np.ndarray | None = None,
         relation_fanouts: str | Mapping[Any, Any] | None = None,
         log: Callable[[str], None] = print,
+        learnable: Mapping[str, int] | None = None,
         **placement_options: Any,
     ) -> GraphStore:
         """Open ``dataset`` (a Dataset or a path) with its features and topology placed by ``placement``.
@@ -148,7 +149,8 @@ class GraphStore:
         ``prefetch`` (default ``ring_size - 3``, the trainer's ring), the room "auto" GPU budgets leave for
         the batches in flight (:func:`graphtier.memory.arena.in_flight_bytes`). A typed dataset's GPU budget is
         split across its types by the expected reads of training from ``train_seeds`` (LOCAL ids of the target
-        type) with ``fanouts`` / ``relation_fanouts`` (uniform when None; :meth:`TypedFeatures.open`), and its
+        type) with ``fanouts`` / ``relation_fanouts`` (uniform when None; :meth:`TypedFeatures.open`), with the
+        hot rows of the ``learnable`` tables (device bytes per row per featureless type) among them, and its
         topology budget across its relations the same way (:mod:`graphtier.graphstore.typed_topology`).
         """
         if placement is None:
@@ -179,7 +181,7 @@ class GraphStore:
             features = open_features(
                 dataset, placement, device=device, batch_size=batch_size, fanouts=fanouts, ring_size=ring_size,
                 prefetch=batches, rows_bound=rows_bound, in_flight=reserve, train_seeds=train_seeds,
-                relation_fanouts=relation_fanouts, log=log,
+                relation_fanouts=relation_fanouts, log=log, learnable=learnable,
             )  # fmt: skip
         except BaseException:
             if topology is not None:

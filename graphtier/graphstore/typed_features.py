@@ -137,6 +137,7 @@ def split_placement_budgets(
     reserve_bytes: int = 0,
     reads: Callable[[], TypeReads | None] = lambda: None,
     log: Callable[[str], None] = print,
+    learnable: TypeTables | None = None,
 ) -> dict[str, dict[str, str | None]]:
     """Per type the ``gpu_budget`` / ``cache_budget`` / ``ram_budget`` to build its table's source with.
 
@@ -146,9 +147,17 @@ def split_placement_budgets(
     (:func:`split_gpu_rows` with ``reads()``, called only when the pool does not hold every table), the cache
     and RAM pools by :func:`split_budget_rows`. Options the mode does not take stay None; ``gpu_budget`` /
     ``cache_budget`` not given mean ``auto`` where the mode takes them.
+
+    ``learnable``: per featureless type ``(rows, row_bytes)`` of its learnable table with its optimizer state
+    (:func:`graphtier.train.tiered_embedding.learnable_row_bytes`): they take part in the GPU pool only (the same
+    split by reads per byte; a fraction budget is of all tables' bytes), and get a ``gpu_budget`` entry (bytes of
+    their hot prefix; all of it when the pool is not given or the compute device is the CPU).
     """
     takes = FEATURE_MODE_REGISTRY[placement.features_on].takes
+    learnable = dict(learnable or {})
     total = sum(rows * row_bytes for rows, row_bytes in tables.values())
+    gpu_tables = {**tables, **learnable}
+    gpu_total = total + sum(rows * row_bytes for rows, row_bytes in learnable.values())
     gpu_text = placement.gpu_budget if "gpu_budget" not in takes else placement.gpu_budget or "auto"
     cache_text = placement.cache_budget if "cache_budget" not in takes else placement.cache_budget or "auto"
     device_free: list[int] = []
@@ -165,7 +174,7 @@ def split_placement_budgets(
     cache_pool = _pool_bytes(
         cache_text, total, lambda: int(AUTO_CACHE_SHARE * device_auto()) if gpu_auto else device_auto()
     )
-    gpu_pool = _pool_bytes(gpu_text, total, lambda: max(0, device_auto() - (cache_pool or 0)))
+    gpu_pool = _pool_bytes(gpu_text, gpu_total, lambda: max(0, device_auto() - (cache_pool or 0)))
 
     def ram_auto() -> int:
         usable, why = auto_ram_bytes()
@@ -173,16 +182,20 @@ def split_placement_budgets(
         return usable
 
     ram_pool = _pool_bytes(placement.ram_budget, total, ram_auto)
-    out: dict[str, dict[str, str | None]] = {name: {} for name in tables}
+    out: dict[str, dict[str, str | None]] = {name: {} for name in gpu_tables}
+    learnable_rows = {name: count for name, (count, _) in learnable.items()}  # all hot unless the GPU pool is split
     for option, pool in (("gpu_budget", gpu_pool), ("cache_budget", cache_pool), ("ram_budget", ram_pool)):
         if pool is None:
             rows = {}
-        elif option == "gpu_budget" and pool < total:
-            rows = split_gpu_rows(tables, pool, reads())
+        elif option == "gpu_budget" and pool < gpu_total:
+            rows = split_gpu_rows(gpu_tables, pool, reads())
+            learnable_rows = {name: rows[name] for name in learnable}
         else:
             rows = split_budget_rows(tables, pool)
         for name, (_, row_bytes) in tables.items():
             out[name][option] = f"{rows[name] * row_bytes}B" if pool is not None else None
+    for name, (_, row_bytes) in learnable.items():
+        out[name] = {"gpu_budget": f"{learnable_rows[name] * row_bytes}B"}
     return out
 
 
@@ -193,9 +206,17 @@ class TypedFeatures:
         sources: per featured type its :class:`FeatureSource` (local ids of that type are its rows).
     """
 
-    def __init__(self, sources: Mapping[str, FeatureSource], *, node_order: str | None = None) -> None:
+    def __init__(
+        self,
+        sources: Mapping[str, FeatureSource],
+        *,
+        node_order: str | None = None,
+        learnable_rows: Mapping[str, int] | None = None,
+    ) -> None:
         self.sources = dict(sources)
         self.node_order = node_order
+        self.learnable_rows = dict(learnable_rows or {})
+        """Per featureless type given to :meth:`open` (``learnable``): rows of its learnable table's hot prefix."""
 
     @classmethod
     def open(
@@ -211,12 +232,14 @@ class TypedFeatures:
         train_seeds: np.ndarray | None = None,
         relation_fanouts: str | Mapping[Any, Any] | None = None,
         log: Callable[[str], None] = print,
+        learnable: Mapping[str, int] | None = None,
     ) -> TypedFeatures:
         """Every featured type's table of ``dataset`` placed by ``placement`` on the compute ``device``, the
         budgets split across the types (:func:`split_placement_budgets`; the GPU pool by the expected reads of
         training from ``train_seeds`` with ``fanouts`` / ``relation_fanouts``, uniform when None);
         ``batch_size``, ``fanouts``, ``ring_size`` and ``prefetch`` size the staging buffers and the room left
-        for batches in flight."""
+        for batches in flight. ``learnable``: per featureless type the device bytes of a row of its learnable
+        table (with optimizer state): the GPU pool covers them too, their hot rows in :attr:`learnable_rows`."""
         tables = {name: table for name, table in dataset.type_features.items() if table is not None}
         shapes = {name: (int(t.shape[0]), int(t.shape[1]) * t.dtype.itemsize) for name, t in tables.items()}
         bounds = typed_rows_bound(dataset.schema, batch_size, fanouts)
@@ -229,7 +252,15 @@ class TypedFeatures:
                 return None
             return expected_reads_by_type(dataset, train_seeds, fanouts, relation_fanouts, batch_size=batch_size)
 
-        budgets = split_placement_budgets(shapes, placement, device, reserve_bytes=reserve, reads=reads, log=log)
+        counts = {t.name: t.count for t in dataset.schema.node_types}
+        learnable_shapes = {name: (counts[name], int(row_bytes)) for name, row_bytes in (learnable or {}).items()}
+        budgets = split_placement_budgets(
+            shapes, placement, device, reserve_bytes=reserve, reads=reads, log=log, learnable=learnable_shapes
+        )
+        learnable_rows = {
+            name: int(parse_budget(str(budgets[name]["gpu_budget"]), "gpu_budget").num_bytes or 0) // row_bytes
+            for name, (_, row_bytes) in learnable_shapes.items()
+        }
         sources: dict[str, FeatureSource] = {}
         try:
             for name, table in tables.items():
@@ -247,7 +278,7 @@ class TypedFeatures:
             for source in sources.values():
                 source.close()
             raise
-        return cls(sources, node_order=dataset.node_order)
+        return cls(sources, node_order=dataset.node_order, learnable_rows=learnable_rows)
 
     def gather(self, n_id: Mapping[str, torch.Tensor | np.ndarray]) -> dict[str, torch.Tensor]:
         """Rows of each featured type: ``n_id[t]`` int [B_t] local ids -> ``{t: [B_t, dim_t]}`` on the output
@@ -326,15 +357,17 @@ def open_features(
     train_seeds: np.ndarray | None = None,
     relation_fanouts: str | Mapping[Any, Any] | None = None,
     log: Callable[[str], None] = print,
+    learnable: Mapping[str, int] | None = None,
 ) -> FeatureSource | TypedFeatures | None:
     """The features of ``dataset`` placed by ``placement``: :class:`TypedFeatures` for a typed dataset (its GPU
     budget split by the expected reads of training from ``train_seeds``, :meth:`TypedFeatures.open`), one
     :class:`FeatureSource` of ``features.npy`` otherwise (``rows_bound`` rows per batch at most, ``in_flight``
-    bytes left free of an auto GPU budget), None without features."""
+    bytes left free of an auto GPU budget), None without features. ``learnable``: see :meth:`TypedFeatures.open`."""
     if dataset.is_hetero:
         return TypedFeatures.open(
             dataset, placement, device=device, batch_size=batch_size, fanouts=fanouts, ring_size=ring_size,
             prefetch=prefetch, train_seeds=train_seeds, relation_fanouts=relation_fanouts, log=log,
+            learnable=learnable,
         )  # fmt: skip
     if dataset.features is None:
         return None

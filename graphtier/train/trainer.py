@@ -47,7 +47,13 @@ from graphtier.train.result import TrainResult
 from graphtier.train.saved import save_model
 from graphtier.train.tally import EpochTally
 from graphtier.train.task import LinkTask, make_task
-from graphtier.train.typed_run import build_run_model
+from graphtier.train.tiered_embedding import attach_sparse_adam
+from graphtier.train.typed_run import (
+    build_run_model,
+    learnable_bytes_read,
+    learnable_tables,
+    place_learnable_tables,
+)
 
 EpochCallback = Callable[[dict[str, Any]], None]
 
@@ -98,6 +104,7 @@ class Trainer:
             train_seeds=dataset.split("train") if dataset.is_hetero else None,  # the GPU budget across the types
             relation_fanouts=config.sampling.fanouts_per_relation,
             log=self._log,
+            learnable=learnable_tables(config, dataset),  # featureless types' tables share the GPU budget
         )
         self.task = make_task(config.objective, self.store)
         self.train_idx = self.task.train_seeds(self.store)  # node ids, or rows of link_train.npy
@@ -105,12 +112,16 @@ class Trainer:
         # sampled blocks with "full"; "block" normalises a sampled block by its own degrees (None).
         degree = full_in_degree(self.store.csc[0], self.device) if config.network.model == "gcn" else None
         self.typed = dataset.is_hetero or config.network.typed  # typed batches (TypedMiniBatch), a typed model
-        self.model = build_run_model(config, dataset).to(self.device)
+        self.model = build_run_model(config, dataset)
+        hot_rows = getattr(self.store.features, "learnable_rows", {})
+        place_learnable_tables(self.model, dataset.schema, hot_rows, self._log)  # before .to: only the hot rows move
+        self.model.to(self.device)
         # fused Adam: one kernel over all parameters instead of a dozen foreach passes (~0.4 ms a step on the CPU)
         fused = True if self.device.type in ("cpu", "cuda") else None
         self.optimizer = torch.optim.Adam(
             self.model.parameters(), lr=config.optim.lr, weight_decay=config.optim.weight_decay, fused=fused
         )
+        attach_sparse_adam(self.optimizer, self.model)  # the learnable tables: row-wise Adam on the touched rows
         self.train_sample = self.task.train_sampler(
             self.store, self._make_sampler, config.sampling.fanouts, config.run.seed
         )
@@ -282,8 +293,15 @@ class Trainer:
         for epoch in range(self.start_epoch, cfg.optim.epochs + 1):
             record: dict[str, Any] = {"epoch": epoch}
             traffic_before = self.store.traffic()
+            learnable_before = learnable_bytes_read(self.model, self.dataset.schema)
             record.update(self.train_epoch(epoch))
             record.update(self._epoch_traffic(traffic_before, self.store.traffic()))
+            learnable_after = learnable_bytes_read(self.model, self.dataset.schema)
+            if learnable_after:  # rows the featureless types' learnable tables gathered, per tier
+                record["embedding_bytes_by_tier_by_type"] = {
+                    t: {tier: n - learnable_before[t][tier] for tier, n in tiers.items()}
+                    for t, tiers in learnable_after.items()
+                }
             hit_ratio = self.store.cache_hit_ratio
             if hit_ratio is not None:
                 record["cache_hit_ratio"] = float(hit_ratio)

@@ -22,6 +22,11 @@ Featureless types (``featureless``):
   type is the identity;
 * ``zeros``: a constant zero input of width 1 (only the structure, through the biases, reaches the output).
 
+The learnable tables of ``embedding`` and ``onehot`` are :class:`~graphtier.train.tiered_embedding.TieredEmbedding`:
+a hot prefix of rows on the compute device, the rest in host memory, trained by a sparse row-wise Adam (not by the
+model's optimizer; :func:`~graphtier.train.tiered_embedding.attach_sparse_adam`). :func:`learnable_widths` gives
+their widths before the model is built.
+
 ``mlp`` is the features-only baseline on a typed dataset: an MLP on the target type's features of the seeds.
 """
 
@@ -38,6 +43,7 @@ from graphtier.sampling.typed_batch import TypedBlock
 from graphtier.train.dropout import ReLUDropout
 from graphtier.train.models import MLP, norm_layer
 from graphtier.train.spec import FEATURELESS_MODES, TYPED_MODEL_NAMES, check_gat_heads
+from graphtier.train.tiered_embedding import TieredEmbedding
 from graphtier.train.typed_layers import HeteroSAGELayer, RGATLayer, RGCNLayer, TypedLayer, type_key
 
 
@@ -50,6 +56,17 @@ def needed_types(schema: Schema, num_layers: int) -> list[list[str]]:
         wanted = set(needed[0]) | {r.src for r in schema.relations if r.dst in needed[0]}
         needed.insert(0, [t for t in schema.type_names if t in wanted])
     return needed
+
+
+def learnable_widths(
+    schema: Schema, in_dims: Mapping[str, int], featureless: str, hidden: int, num_classes: int, num_layers: int
+) -> dict[str, int]:
+    """Width of the learnable table of every featureless type the first layer reads (``embedding``: ``hidden``;
+    ``onehot``: the first layer's output width); empty for ``zeros``."""
+    if featureless not in ("embedding", "onehot"):
+        return {}
+    width = hidden if featureless == "embedding" or num_layers > 1 else num_classes
+    return {t: width for t in needed_types(schema, num_layers)[0] if int(in_dims[t]) == 0}
 
 
 class TypedInputs(nn.Module):
@@ -84,12 +101,10 @@ class TypedInputs(nn.Module):
                 continue
             count = schema.node_type(t).count
             if featureless == "embedding":
-                self.tables[type_key(schema, t)] = nn.Embedding(count, hidden)
+                self.tables[type_key(schema, t)] = TieredEmbedding(count, hidden)
                 self.dims[t] = hidden
             elif featureless == "onehot":
-                table = nn.Embedding(count, first_out)
-                nn.init.xavier_uniform_(table.weight)
-                self.tables[type_key(schema, t)] = table
+                self.tables[type_key(schema, t)] = TieredEmbedding(count, first_out, init=nn.init.xavier_uniform_)
                 self.dims[t] = first_out
                 projected.add(t)
             else:

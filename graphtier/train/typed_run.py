@@ -5,13 +5,16 @@
 * :func:`relation_fanouts`: ``--fanouts`` and ``--fanouts-per-relation`` resolved against the dataset's relations;
 * :func:`build_run_model`: the model of the run (:func:`~graphtier.train.typed_models.build_typed_model` for a typed
   dataset or a typed model, :func:`~graphtier.train.link_model.build_task_model` otherwise);
+* :func:`learnable_tables` / :func:`place_learnable_tables` / :func:`learnable_bytes_read`: the featureless types'
+  learnable tables (:class:`~graphtier.train.tiered_embedding.TieredEmbedding`): their device bytes per row for the
+  GPU budget split, their hot prefix once split, their rows read per tier for the run report;
 * :func:`as_typed_batch`: a homogeneous :class:`MiniBatch` seen as the one-type, one-relation
   :class:`TypedMiniBatch` (typed models on a homogeneous dataset).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -27,7 +30,9 @@ from graphtier.sampling.typed_batch import RelationBlock, TypedBlock, TypedMiniB
 from graphtier.train.aggregate import block_csr
 from graphtier.train.link_model import build_task_model
 from graphtier.train.spec import HOMOGENEOUS_MODEL_NAMES, TYPED_MODEL_NAMES
-from graphtier.train.typed_models import build_typed_model
+from graphtier.train.tiered_embedding import learnable_row_bytes
+from graphtier.train.typed_layers import type_key
+from graphtier.train.typed_models import build_typed_model, learnable_widths
 
 if TYPE_CHECKING:
     from graphtier.train.config import TrainConfig
@@ -107,6 +112,47 @@ def build_run_model(config: TrainConfig, dataset: Dataset) -> nn.Module:
         config.num_layers, decoder=config.objective.decoder, dropout=network.dropout, norm=network.norm,
         heads=network.heads,
     )  # fmt: skip
+
+
+def learnable_tables(config: TrainConfig, dataset: Dataset) -> dict[str, int]:
+    """Device bytes of a row (with its Adam state) of the learnable table of every featureless type the run's
+    model reads (``--featureless embedding`` / ``onehot`` of a typed model); empty otherwise."""
+    network = config.network
+    if not (dataset.is_hetero or network.typed) or network.model == "mlp":
+        return {}
+    schema = dataset.schema
+    widths = learnable_widths(schema, {t.name: t.feature_dim for t in schema.node_types}, network.featureless,
+                              network.hidden, dataset.num_classes, config.num_layers)  # fmt: skip
+    return {name: learnable_row_bytes(width) for name, width in widths.items()}
+
+
+def place_learnable_tables(
+    model: nn.Module, schema: Schema, hot_rows: dict[str, int], log: Callable[[str], None]
+) -> None:
+    """Split every learnable table of ``model`` (before ``model.to(device)``): ``hot_rows[type]`` rows on the
+    compute device, the rest in host memory; one log line per table."""
+    tables = getattr(getattr(model, "inputs", None), "tables", {})
+    for name, rows in hot_rows.items():
+        key = type_key(schema, name)
+        if key in tables:
+            table = tables[key]
+            table.place(rows)
+            tiers = table.tier_bytes()
+            log(f"learnable table of {name}: {table.hot_rows} of {table.count} rows on the device "
+                f"({tiers['device']} B with Adam state), {tiers['host']} B in host memory")  # fmt: skip
+
+
+def learnable_bytes_read(model: nn.Module, schema: Schema) -> dict[str, dict[str, int]]:
+    """Cumulative bytes of rows the learnable tables of ``model`` gathered, per featureless type and tier
+    (``device``: the hot prefix, ``host``: the rest)."""
+    tables = getattr(getattr(model, "inputs", None), "tables", {})
+    out = {}
+    for t in schema.type_names:
+        table = tables[type_key(schema, t)] if type_key(schema, t) in tables else None
+        if table is not None:
+            row = table.dim * table.hot["weight"].element_size()
+            out[t] = {tier: rows * row for tier, rows in table.rows_read.items()}
+    return out
 
 
 def as_typed_batch(batch: MiniBatch, schema: Schema) -> TypedMiniBatch:

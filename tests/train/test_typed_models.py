@@ -48,7 +48,7 @@ def reference(model: TypedGNN, graph: TypedGraph) -> Tensor:
     for t in model.inputs.dims:
         key = f"t{schema.type_names.index(t)}"
         if key in model.inputs.tables:
-            h[t] = model.inputs.tables[key].weight
+            h[t] = model.inputs.tables[key].full("weight")
         elif t in model.inputs.zeros:
             h[t] = torch.zeros(schema.node_type(t).count, 1, dtype=torch.float64)
         else:
@@ -153,7 +153,11 @@ def test_gradients_reach_every_parameter(kind: str, featureless: str) -> None:
         # a destination's term of GAT attention (lin_dst, att_dst) is the same on all its edges: the softmax cancels it where
         # the LeakyReLU's slope differs between those edges, so its gradient may be exactly 0 on a small batch
         assert name.endswith(("att_dst", "lin_dst.weight")) or bool(param.grad.abs().sum() > 0), name
-    assert any("tables" in name for name, _ in model.named_parameters())
+    # the learnable tables are not parameters (the sparse row-wise Adam updates them): their rows get a gradient
+    assert not any("tables" in name for name, _ in model.named_parameters())
+    for table in model.inputs.tables.values():
+        ids, grad = table.pending_gradient()
+        assert ids.numel() and bool(grad.abs().sum() > 0)
 
 
 def test_only_what_reaches_the_target_is_built() -> None:

@@ -1,0 +1,150 @@
+"""TieredEmbedding: lookup from both tiers, the sparse row-wise Adam, state, and training with a split table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from graphtier.dataset import Dataset
+from graphtier.train import TrainConfig, Trainer, train
+from graphtier.train.tiered_embedding import STATE_KEY, TieredEmbedding, attach_sparse_adam, learnable_row_bytes
+from tests.typed_data import write_typed_labelled_graph
+
+QUIET = {"quiet": True, "num_threads": 1, "prefetch": 1}
+TYPED = {"model": "rgcn", "fanouts": (4, 4), "hidden": 16, "batch_size": 32, "lr": 0.02, "dropout": 0.0, **QUIET}
+
+
+def _table(hot_rows: int) -> TieredEmbedding:
+    torch.manual_seed(0)
+    return TieredEmbedding(10, 3, hot_rows=hot_rows)
+
+
+def _reference_adam(weight, m, v, steps, ids, grad, lr=0.1, betas=(0.9, 0.999), eps=1e-8):  # type: ignore[no-untyped-def]
+    """Adam row by row with a step count per row (plain loops)."""
+    for i, row in enumerate(ids.tolist()):
+        steps[row] += 1
+        m[row] = betas[0] * m[row] + (1 - betas[0]) * grad[i]
+        v[row] = betas[1] * v[row] + (1 - betas[1]) * grad[i] ** 2
+        m_hat = m[row] / (1 - betas[0] ** steps[row])
+        v_hat = v[row] / (1 - betas[1] ** steps[row])
+        weight[row] = weight[row] - lr * m_hat / (v_hat.sqrt() + eps)
+
+
+@pytest.mark.parametrize("hot_rows", [0, 4, 10])
+def test_forward_is_a_plain_lookup_from_both_tiers(hot_rows: int) -> None:
+    table = _table(hot_rows)
+    plain = torch.nn.Embedding.from_pretrained(table.full("weight"))
+    ids = torch.tensor([9, 0, 4, 3, 7, 0])
+    torch.testing.assert_close(table(ids), plain(ids), rtol=0, atol=0)
+    assert table.rows_read == {"device": int((ids < hot_rows).sum()), "host": int((ids >= hot_rows).sum())}
+    assert table.tier_bytes() == {"device": hot_rows * 40, "host": (10 - hot_rows) * 40}  # 3 floats x 3 + int32
+
+
+@pytest.mark.parametrize("hot_rows", [0, 5, 10])
+def test_sparse_step_is_row_wise_adam_on_the_touched_rows_only(hot_rows: int) -> None:
+    table = _table(hot_rows)
+    dense = torch.optim.Adam([torch.nn.Parameter(torch.zeros(1))], lr=0.1)
+    attach_sparse_adam(dense, torch.nn.ModuleDict({"t": table}))
+    weight = table.full("weight").double()
+    m, v = torch.zeros_like(weight), torch.zeros_like(weight)
+    steps = [0] * 10
+    for ids in (torch.tensor([1, 6, 8, 6]), torch.tensor([6, 2, 9])):  # 6 twice in a batch: gradients summed
+        dense.zero_grad()
+        out = table(ids)
+        (out * torch.arange(1.0, 4.0)).pow(2).sum().backward()
+        grad = torch.zeros(10, 3, dtype=torch.float64).index_add_(0, ids, out.grad.double())
+        touched = torch.unique(ids)
+        _reference_adam(weight, m, v, steps, touched, grad[touched])
+        dense.step()
+        torch.testing.assert_close(table.full("weight").double(), weight, rtol=1e-6, atol=1e-7)
+    untouched = [0, 3, 4, 5, 7]
+    torch.testing.assert_close(table.full("weight")[untouched], _table(hot_rows).full("weight")[untouched], rtol=0,
+                               atol=0)  # fmt: skip
+    assert table.full("steps").tolist() == steps
+
+
+def test_every_row_touched_equals_torch_adam() -> None:
+    table = _table(4)
+    param = torch.nn.Parameter(table.full("weight").clone())
+    reference = torch.optim.Adam([param], lr=0.05, weight_decay=0.01)
+    dense = torch.optim.Adam([torch.nn.Parameter(torch.zeros(1))], lr=0.05, weight_decay=0.01)
+    attach_sparse_adam(dense, table)
+    ids = torch.arange(10)
+    for k in range(3):
+        reference.zero_grad()
+        dense.zero_grad()
+        (param[ids] ** 3).sum().mul(k + 1).backward()
+        (table(ids) ** 3).sum().mul(k + 1).backward()
+        reference.step()
+        dense.step()
+    torch.testing.assert_close(table.full("weight"), param.detach(), rtol=1e-5, atol=1e-6)
+
+
+def test_state_is_the_logical_table_whatever_the_split() -> None:
+    source = _table(3)
+    dense = torch.optim.Adam([torch.nn.Parameter(torch.zeros(1))], lr=0.1)
+    holder = torch.nn.ModuleDict({"t": source})
+    attach_sparse_adam(dense, holder)
+    source(torch.tensor([1, 7])).sum().backward()
+    dense.step()
+    state, optimizer_state = holder.state_dict(), dense.state_dict()
+    assert list(state) == ["t.weight"] and state["t.weight"].shape == (10, 3)
+    target = TieredEmbedding(10, 3, hot_rows=8)
+    other = torch.optim.Adam([torch.nn.Parameter(torch.zeros(1))], lr=0.1)
+    target_holder = torch.nn.ModuleDict({"t": target})
+    attach_sparse_adam(other, target_holder)
+    target_holder.load_state_dict(state)
+    other.load_state_dict(optimizer_state)
+    for key in ("weight", "exp_avg", "exp_avg_sq", "steps"):
+        torch.testing.assert_close(target.full(key), source.full(key), rtol=0, atol=0)
+    with pytest.raises(RuntimeError, match="t.weight"):
+        target_holder.load_state_dict({"t.weight": torch.zeros(9, 3)})
+    with pytest.raises(ValueError, match=STATE_KEY):
+        other.load_state_dict({k: v for k, v in optimizer_state.items() if k != STATE_KEY})
+
+
+@pytest.fixture(scope="module")
+def typed_dataset(tmp_path_factory: pytest.TempPathFactory) -> Dataset:
+    return write_typed_labelled_graph(tmp_path_factory.mktemp("typed") / "typed")
+
+
+def _losses(report: dict) -> list[float]:
+    return [epoch["loss"] for epoch in report["epochs"]]
+
+
+@pytest.mark.parametrize("featureless", ["embedding", "onehot"])
+def test_hot_or_cold_table_gives_the_same_losses(typed_dataset: Dataset, featureless: str) -> None:
+    runs = {budget: train(typed_dataset, epochs=2, featureless=featureless, features_on="tiered", gpu_budget=budget,
+                          **TYPED).report for budget in ("0", "100%")}  # fmt: skip
+    assert _losses(runs["0"]) == _losses(runs["100%"])
+    cold = runs["0"]["epochs"][0]["embedding_bytes_by_tier_by_type"]["subject"]
+    hot = runs["100%"]["epochs"][0]["embedding_bytes_by_tier_by_type"]["subject"]
+    assert cold["device"] == 0 and cold["host"] > 0
+    assert hot["host"] == 0 and hot["device"] == cold["host"]
+
+
+def test_the_gpu_budget_covers_the_learnable_tables(typed_dataset: Dataset) -> None:
+    row = learnable_row_bytes(16)
+    features = 300 * 8 * 4 + 120 * 4 * 2  # paper float32 [300, 8], author float16 [120, 4]
+    for budget, subjects in ((features + 6 * row, 6), (0, 0)):
+        config = TrainConfig(epochs=1, features_on="tiered", gpu_budget=f"{budget}B", **TYPED)
+        trainer = Trainer(typed_dataset, config)
+        (table,) = trainer.model.inputs.tables.values()
+        assert table.hot_rows == subjects
+        assert trainer.store.features.learnable_rows == {"subject": subjects}
+        trainer.store.close()
+    config = TrainConfig(epochs=1, features_on="tiered", gpu_budget=f"{features // 2}B", **TYPED)
+    trainer = Trainer(typed_dataset, config)  # one budget for all tables: the split fits in it
+    assert trainer.model.inputs.tables["t2"].hot_rows * row <= features // 2
+    trainer.store.close()
+
+
+def test_resumed_run_repeats_the_uninterrupted_one(typed_dataset: Dataset, tmp_path: Path) -> None:
+    options = {"featureless": "embedding", "features_on": "tiered", "gpu_budget": "40%", **TYPED}
+    whole = train(typed_dataset, epochs=3, **options).report
+    train(typed_dataset, epochs=2, checkpoint=str(tmp_path / "ckpt"), **options)
+    resumed = train(typed_dataset, epochs=3, checkpoint=str(tmp_path / "ckpt"), **options).report
+    assert resumed["resumed_from"]["epoch"] == 2
+    assert _losses(resumed) == _losses(whole)
