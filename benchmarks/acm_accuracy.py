@@ -24,7 +24,7 @@ from graphtier.train import train
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMON: dict[str, Any] = dict(
-    fanouts=(-1, -1), batch_size=64, epochs=100, eval_every=5, lr=0.01, weight_decay=1e-3, hidden=128, dropout=0.5,
+    fanouts=(-1, -1), batch_size=64, epochs=100, eval_every=5, lr=0.01, weight_decay=0.0, hidden=128, dropout=0.5,
     featureless="onehot", norm="layer", eval_batch_size=1024, quiet=True,
 )  # fmt: skip
 OPTIONS: dict[str, dict[str, Any]] = {
