@@ -37,6 +37,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_epoch import run_json  # noqa: E402
 from pairs import (  # noqa: E402
+    add_run_options,
+    check_run_options,
     dgl_python,
     epoch_medians,
     number,
@@ -70,20 +72,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--lr", type=float, default=0.01)
     parser.add_argument("--dropout", type=float, default=0.0)
     parser.add_argument("--epochs", type=int, default=3, help="epochs per run; the first is left out of the mean")
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--pairs", type=int, default=1, help="repetitions of (graphtier, DGL) in this run")
-    parser.add_argument("--json", type=Path, default=ROOT / "benchmarks" / "results" / "hetero.json")
-    parser.add_argument(
-        "--dgl-wait-policy",
-        choices=("PASSIVE", "ACTIVE"),
-        default=None,
-        help="run DGL with this OMP_WAIT_POLICY (default: the environment as it is; graphtier sets PASSIVE for itself)",
-    )
+    add_run_options(parser, ROOT / "benchmarks" / "results" / "hetero.json")
     args = parser.parse_args(argv)
-    if args.epochs < 2:
-        parser.error(f"--epochs: expected at least 2 (the first is left out of the mean), found {args.epochs}")
-    if args.pairs < 1:
-        parser.error(f"--pairs: expected at least 1, found {args.pairs}")
+    check_run_options(parser, args)
     fractions = args.splits.split(",")
     if len(fractions) != 3:
         parser.error(f"--splits: expected TRAIN,VALID,TEST, found {args.splits!r}")
@@ -103,8 +94,18 @@ def generate_command(dataset: Path, args: argparse.Namespace) -> list[str]:
     ]  # fmt: skip
 
 
-def _relation_option(flag: str, args: argparse.Namespace) -> list[str]:
-    return [flag, args.fanouts_per_relation] if args.fanouts_per_relation else []
+def training_flags(args: argparse.Namespace) -> list[str]:
+    """The training flags both sides get with the same value (the threads excepted: their flags differ)."""
+    relation = ["--fanouts-per-relation", args.fanouts_per_relation] if args.fanouts_per_relation else []
+    return [
+        "--fanouts", args.fanouts,
+        *relation,
+        "--batch-size", str(args.batch_size),
+        "--hidden", str(args.hidden),
+        "--lr", str(args.lr),
+        "--dropout", str(args.dropout),
+        "--epochs", str(args.epochs),
+    ]  # fmt: skip
 
 
 def graphtier_command(dataset: Path, args: argparse.Namespace, report: Path) -> list[str]:
@@ -113,13 +114,7 @@ def graphtier_command(dataset: Path, args: argparse.Namespace, report: Path) -> 
         sys.executable, "-m", "graphtier", "train", str(dataset),
         "--model", "rgcn",
         "--featureless", "embedding",
-        "--fanouts", args.fanouts,
-        *_relation_option("--fanouts-per-relation", args),
-        "--batch-size", str(args.batch_size),
-        "--hidden", str(args.hidden),
-        "--lr", str(args.lr),
-        "--dropout", str(args.dropout),
-        "--epochs", str(args.epochs),
+        *training_flags(args),
         "--eval-every", str(args.epochs),
         "--num-threads", str(args.threads),
         "--report", str(report),
@@ -131,13 +126,7 @@ def dgl_command(python: Path, dataset: Path, args: argparse.Namespace) -> list[s
     """``benchmarks/dgl_hetero.py`` in DGL's venv with the shared training options."""
     return [
         str(python), str(ROOT / "benchmarks" / "dgl_hetero.py"), str(dataset),
-        "--fanouts", args.fanouts,
-        *_relation_option("--fanouts-per-relation", args),
-        "--batch-size", str(args.batch_size),
-        "--hidden", str(args.hidden),
-        "--lr", str(args.lr),
-        "--dropout", str(args.dropout),
-        "--epochs", str(args.epochs),
+        *training_flags(args),
         "--threads", str(args.threads),
     ]  # fmt: skip
 

@@ -40,6 +40,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_epoch import run_json  # noqa: E402
 from pairs import (  # noqa: E402
+    add_run_options,
+    check_run_options,
     dgl_python,
     epoch_medians,
     number,
@@ -73,20 +75,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--lr", type=float, default=0.003)
     parser.add_argument("--dropout", type=float, default=0.0)
     parser.add_argument("--epochs", type=int, default=2, help="epochs per run; the first is left out of the mean")
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--pairs", type=int, default=1, help="repetitions of (graphtier, DGL) in this run")
-    parser.add_argument("--json", type=Path, default=ROOT / "benchmarks" / "results" / "link.json")
-    parser.add_argument(
-        "--dgl-wait-policy",
-        choices=("PASSIVE", "ACTIVE"),
-        default=None,
-        help="run DGL with this OMP_WAIT_POLICY (default: the environment as it is; graphtier sets PASSIVE for itself)",
-    )
+    add_run_options(parser, ROOT / "benchmarks" / "results" / "link.json")
     args = parser.parse_args(argv)
-    if args.epochs < 2:
-        parser.error(f"--epochs: expected at least 2 (the first is left out of the mean), found {args.epochs}")
-    if args.pairs < 1:
-        parser.error(f"--pairs: expected at least 1, found {args.pairs}")
+    check_run_options(parser, args)
     return args
 
 

@@ -7,6 +7,7 @@ mean epoch seconds after the first epoch and their ratio DGL / graphtier; the re
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
@@ -20,6 +21,28 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_epoch import run_json, thread_env  # noqa: E402
+
+
+def add_run_options(parser: argparse.ArgumentParser, json_path: Path) -> None:
+    """The options of the run itself: ``--threads`` (both sides), ``--pairs``, ``--json`` (default ``json_path``)
+    and ``--dgl-wait-policy``."""
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--pairs", type=int, default=1, help="repetitions of (graphtier, DGL) in this run")
+    parser.add_argument("--json", type=Path, default=json_path)
+    parser.add_argument(
+        "--dgl-wait-policy",
+        choices=("PASSIVE", "ACTIVE"),
+        default=None,
+        help="run DGL with this OMP_WAIT_POLICY (default: the environment as it is; graphtier sets PASSIVE for itself)",
+    )
+
+
+def check_run_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Exit through ``parser`` unless ``--epochs`` >= 2 (the first is left out of the mean) and ``--pairs`` >= 1."""
+    if args.epochs < 2:
+        parser.error(f"--epochs: expected at least 2 (the first is left out of the mean), found {args.epochs}")
+    if args.pairs < 1:
+        parser.error(f"--pairs: expected at least 1, found {args.pairs}")
 
 
 def report_result(report: dict[str, Any], final: dict[str, Any]) -> dict[str, Any]:
