@@ -32,16 +32,25 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
-import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_epoch import run_json, thread_env  # noqa: E402
+from bench_epoch import run_json  # noqa: E402
+from pairs import (  # noqa: E402
+    add_run_options,
+    check_run_options,
+    dgl_python,
+    epoch_medians,
+    number,
+    report_result,
+    run_dgl,
+    run_graphtier,
+    run_pairs,
+    save_results,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 TRAINING_OPTIONS = ("fanouts", "batch_size", "num_negatives", "hidden", "lr", "dropout", "epochs", "threads")
@@ -66,20 +75,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--lr", type=float, default=0.003)
     parser.add_argument("--dropout", type=float, default=0.0)
     parser.add_argument("--epochs", type=int, default=2, help="epochs per run; the first is left out of the mean")
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--pairs", type=int, default=1, help="repetitions of (graphtier, DGL) in this run")
-    parser.add_argument("--json", type=Path, default=ROOT / "benchmarks" / "results" / "link.json")
-    parser.add_argument(
-        "--dgl-wait-policy",
-        choices=("PASSIVE", "ACTIVE"),
-        default=None,
-        help="run DGL with this OMP_WAIT_POLICY (default: the environment as it is; graphtier sets PASSIVE for itself)",
-    )
+    add_run_options(parser, ROOT / "benchmarks" / "results" / "link.json")
     args = parser.parse_args(argv)
-    if args.epochs < 2:
-        parser.error(f"--epochs: expected at least 2 (the first is left out of the mean), found {args.epochs}")
-    if args.pairs < 1:
-        parser.error(f"--pairs: expected at least 1, found {args.pairs}")
+    check_run_options(parser, args)
     return args
 
 
@@ -137,57 +135,9 @@ def dgl_command(python: Path, dataset: Path, args: argparse.Namespace) -> list[s
 
 def graphtier_result(report: dict[str, Any]) -> dict[str, Any]:
     """The numbers of a ``graphtier train --task link`` report (docs/report-format.md) that the table shows."""
-    epochs = report["epochs"]
-    stages = {
-        stage: statistics.mean(e["stage_seconds"][stage] for e in epochs[1:]) for stage in epochs[0]["stage_seconds"]
-    }
     final = report["final"]
-    return {
-        "epoch_seconds": [e["stage_seconds"]["total"] for e in epochs],
-        "epoch_losses": [e.get("loss") for e in epochs],
-        "batches": [e.get("batches") for e in epochs],
-        "test_auc": final.get("test_auc"),
-        "test_ap": final.get("test_ap"),
-        "test_popularity_auc": final.get("test_popularity_auc"),
-        "final_method": final.get("method"),
-        "stage_seconds": stages,
-    }
-
-
-def run_graphtier(dataset: Path, args: argparse.Namespace) -> dict[str, Any]:
-    """Train with graphtier; the numbers of its report and the command's ``wall_seconds``."""
-    with tempfile.TemporaryDirectory() as tmp:
-        report = Path(tmp) / "report.json"
-        start = time.perf_counter()
-        run_json(graphtier_command(dataset, args, report), thread_env(args.threads))
-        wall = time.perf_counter() - start
-        return dict(graphtier_result(json.loads(report.read_text())), wall_seconds=wall)
-
-
-def run_dgl(python: Path, dataset: Path, args: argparse.Namespace) -> dict[str, Any]:
-    """Train with DGL; the JSON line ``dgl_link.py`` prints and the command's ``wall_seconds``."""
-    env = thread_env(args.threads)
-    # graphtier sets OMP_WAIT_POLICY=PASSIVE for itself; DGL runs as its users run it unless asked
-    if args.dgl_wait_policy is not None:
-        env["OMP_WAIT_POLICY"] = args.dgl_wait_policy
-    start = time.perf_counter()
-    output = run_json(dgl_command(python, dataset, args), env)
-    return dict(json.loads(output.strip().splitlines()[-1]), wall_seconds=time.perf_counter() - start)
-
-
-def make_row(repetition: int, ours: dict[str, Any], peer: dict[str, Any]) -> dict[str, Any]:
-    """One repetition's row: both results, the mean epoch seconds after the first, their ratio DGL / graphtier."""
-    ours_s = statistics.mean(ours["epoch_seconds"][1:])
-    peer_s = statistics.mean(peer["epoch_seconds"][1:])
-    return {
-        "repetition": repetition,
-        "first": "graphtier" if repetition % 2 == 0 else "dgl",
-        "graphtier": ours,
-        "dgl": peer,
-        "graphtier_epoch_s": ours_s,
-        "dgl_epoch_s": peer_s,
-        "ratio_dgl_over_graphtier": peer_s / ours_s,
-    }
+    numbers = {name: final.get(name) for name in ("test_auc", "test_ap", "test_popularity_auc")}
+    return report_result(report, {**numbers, "final_method": final.get("method")})
 
 
 TABLE_HEADER = (
@@ -196,28 +146,18 @@ TABLE_HEADER = (
 )
 
 
-def _number(value: float | None, width: int) -> str:
-    return f"{value:{width}.3f}" if value is not None else f"{'-':>{width}s}"
-
-
 def format_row(row: dict[str, Any]) -> str:
     """One table line of :func:`make_row`'s row (matches :data:`TABLE_HEADER`)."""
     ours, peer = row["graphtier"], row["dgl"]
     batches = f"{ours['batches'][-1]}/{peer['batches'][-1]}"
     return (
         f"{row['repetition']:3d} {row['first']:9s} {row['graphtier_epoch_s']:11.2f} {row['dgl_epoch_s']:8.2f} "
-        f"{row['ratio_dgl_over_graphtier']:6.2f} {_number(ours['test_auc'], 6)} {_number(peer['test_auc'], 7)} "
-        f"{_number(ours.get('test_popularity_auc'), 7)} {batches:>14s}"
+        f"{row['ratio_dgl_over_graphtier']:6.2f} {number(ours['test_auc'], 6)} {number(peer['test_auc'], 7)} "
+        f"{number(ours.get('test_popularity_auc'), 7)} {batches:>14s}"
     )
 
 
-def summary(rows: list[dict[str, Any]]) -> dict[str, float]:
-    """Medians over the repetitions: epoch seconds of both, the ratio DGL / graphtier."""
-    return {
-        "graphtier_epoch_s": statistics.median(r["graphtier_epoch_s"] for r in rows),
-        "dgl_epoch_s": statistics.median(r["dgl_epoch_s"] for r in rows),
-        "ratio_dgl_over_graphtier": statistics.median(r["ratio_dgl_over_graphtier"] for r in rows),
-    }
+summary = epoch_medians  # medians over the repetitions: epoch seconds of both, the ratio DGL / graphtier
 
 
 def prepare_dataset(args: argparse.Namespace) -> Path:
@@ -239,11 +179,7 @@ def prepare_dataset(args: argparse.Namespace) -> Path:
 
 def main() -> None:
     args = parse_args()
-    dgl_python = args.dgl_venv / "bin" / "python"
-    if not dgl_python.exists():
-        raise SystemExit(
-            f"{dgl_python}: no DGL venv; build it with bash ../shared/baselines/make-dgl-venv.sh {args.dgl_venv}"
-        )
+    python = dgl_python(args.dgl_venv)
     args.json.parent.mkdir(parents=True, exist_ok=True)
     dataset = prepare_dataset(args)
     meta = json.loads((dataset / "meta.json").read_text())
@@ -254,43 +190,22 @@ def main() -> None:
         + ", ".join(f"{name} {getattr(args, name)}" for name in TRAINING_OPTIONS),
         flush=True,
     )
-    print(TABLE_HEADER, flush=True)
-    rows = []
-    for repetition in range(args.pairs):
-        if repetition % 2 == 0:
-            ours = run_graphtier(dataset, args)
-            peer = run_dgl(dgl_python, dataset, args)
-        else:
-            peer = run_dgl(dgl_python, dataset, args)
-            ours = run_graphtier(dataset, args)
-        rows.append(make_row(repetition, ours, peer))
-        print(format_row(rows[-1]), flush=True)
+    rows = run_pairs(
+        args.pairs,
+        lambda: run_graphtier(lambda report: graphtier_command(dataset, args, report), args.threads, graphtier_result),
+        lambda: run_dgl(dgl_command(python, dataset, args), args.threads, args.dgl_wait_policy),
+        TABLE_HEADER,
+        format_row,
+    )
     medians = summary(rows)
     print(
         f"median of {len(rows)}: graphtier {medians['graphtier_epoch_s']:.2f} s, DGL {medians['dgl_epoch_s']:.2f} s, "
         f"DGL / graphtier {medians['ratio_dgl_over_graphtier']:.2f}x",
         flush=True,
     )
-    args.json.write_text(
-        json.dumps(
-            {
-                "date": time.strftime("%Y-%m-%d %H:%M"),
-                "machine": f"{platform.node()} {os.cpu_count()} cores",
-                "command": " ".join(sys.argv),
-                "dataset": str(dataset),
-                "num_nodes": meta["num_nodes"],
-                "num_edges": meta["num_edges"],
-                "link": link,
-                "options": {name: getattr(args, name) for name in TRAINING_OPTIONS},
-                "rows": rows,
-                "median": medians,
-                "load_average": os.getloadavg(),
-                "dgl_wait_policy": args.dgl_wait_policy or os.environ.get("OMP_WAIT_POLICY"),
-            },
-            indent=2,
-        )
-    )
-    print(f"saved {args.json}")
+    graph = {"num_nodes": meta["num_nodes"], "num_edges": meta["num_edges"], "link": link}
+    options = {name: getattr(args, name) for name in TRAINING_OPTIONS}
+    save_results(args.json, dataset, graph, options, rows, medians, args.dgl_wait_policy)
 
 
 if __name__ == "__main__":

@@ -20,16 +20,15 @@ sys.path.insert(0, str(BENCHMARKS))
 from bench_hetero import (  # noqa: E402
     TABLE_HEADER,
     dgl_command,
-    dgl_result,
     format_row,
     generate_command,
     graphtier_command,
     graphtier_result,
-    make_row,
     parse_args,
     prepare_dataset,
     summary,
 )
+from pairs import last_json_line, make_row  # noqa: E402
 
 DGL_PYTHON = Path(os.environ.get("GRAPHTIER_DGL_VENV", "/tmp/dglvenv")) / "bin" / "python"
 
@@ -76,7 +75,7 @@ def test_results_of_both_sides() -> None:
     assert result["epoch_seconds"] == [5.0, 3.0, 3.0] and result["epoch_losses"] == [2.0, 1.0, 1.0]
     assert result["stage_seconds"] == {"total": 3.0, "sample": 2.0} and result["test_acc"] == 0.8
     stdout = 'UserWarning: deprecated\n{"epoch_seconds": [1.0, 2.0], "test_acc": 0.7, "batches": [3, 3]}\n'
-    assert dgl_result(stdout)["test_acc"] == 0.7
+    assert last_json_line(stdout)["test_acc"] == 0.7
 
 
 def test_rows_ratio_table_and_medians() -> None:
@@ -109,6 +108,6 @@ def test_dgl_script_trains_a_tiny_mag_graph(tmp_path: Path) -> None:
                        "--batch-size", "100", "--hidden", "8", "--threads", "1", "--epochs", "2"])  # fmt: skip
     done = subprocess.run(dgl_command(DGL_PYTHON, dataset.path, args), capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
-    result = dgl_result(done.stdout)
+    result = last_json_line(done.stdout)
     assert len(result["epoch_seconds"]) == 2 and result["batches"] == [3, 3]
     assert 0.0 <= result["test_acc"] <= 1.0 and all(math.isfinite(loss) for loss in result["epoch_losses"])

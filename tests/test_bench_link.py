@@ -23,11 +23,11 @@ from bench_link import (  # noqa: E402
     generate_command,
     graphtier_command,
     graphtier_result,
-    make_row,
     parse_args,
     prepare_dataset,
     summary,
 )
+from pairs import last_json_line, make_row  # noqa: E402
 
 DGL_PYTHON = Path(os.environ.get("GRAPHTIER_DGL_VENV", "/tmp/dglvenv")) / "bin" / "python"
 
@@ -127,7 +127,7 @@ def test_dgl_script_trains_and_scores_a_tiny_split(tmp_path: Path) -> None:
     args = parse_args(["--fanouts", "3,2", "--batch-size", "8", "--hidden", "8", "--threads", "1", "--epochs", "2"])
     done = subprocess.run(dgl_command(DGL_PYTHON, dataset, args), capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
-    result = json.loads(done.stdout.strip().splitlines()[-1])
+    result = last_json_line(done.stdout)
     assert len(result["epoch_seconds"]) == 2 and result["batches"] == [math.ceil(train_pairs / 8)] * 2
     assert 0.0 <= result["test_auc"] <= 1.0 and 0.0 < result["test_ap"] <= 1.0
     assert all(math.isfinite(loss) for loss in result["epoch_losses"])

@@ -27,7 +27,7 @@ import torch
 from graphtier.errors import OptionError
 from graphtier.sampling import _neighbor_kernels as cpu_kernels
 from graphtier.sampling.batch import Block, MiniBatch
-from graphtier.sampling.neighbor import check_fanouts, check_graph
+from graphtier.sampling.neighbor import check_fanouts, check_graph, check_seed, next_batch_id
 from graphtier.sampling.seeds import as_seed_array
 
 PICKS = ("auto", "triton", "numba")
@@ -141,6 +141,15 @@ def seeds_on_device(seeds: np.ndarray | torch.Tensor, num_nodes: int, device: to
     return seeds
 
 
+def check_topology(topology: Topology) -> None:
+    """OptionError unless ``topology`` is a :class:`Topology` (a device sampler's graph)."""
+    if not isinstance(topology, Topology):
+        raise OptionError(
+            f"topology: expected an object with indptr, num_nodes, num_edges, device and gather_positions, "
+            f"found {type(topology).__name__}"
+        )
+
+
 def resolve_picks(picks: str, kernels: ModuleType | None, device: torch.device) -> tuple[str, ModuleType | None]:
     """``(picks, kernels)`` of a device sampler: ``picks`` checked ("auto" = "triton" on CUDA, else "numba") and the
     Triton kernel module to launch (``kernels`` if given, else the compiled one on CUDA; None for "numba")."""
@@ -207,17 +216,11 @@ class DeviceNeighborSampler:
         picks: str = "auto",
         kernels: ModuleType | None = None,
     ) -> None:
-        if not isinstance(topology, Topology):
-            raise OptionError(
-                f"topology: expected an object with indptr, num_nodes, num_edges, device and gather_positions, "
-                f"found {type(topology).__name__}"
-            )
+        check_topology(topology)
         self.topology = topology
         self.device = torch.device(topology.device)
         self.fanouts = check_fanouts(fanouts)
-        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-            raise OptionError(f"seed: expected an integer, found {seed!r}")
-        self.seed = int(seed)
+        self.seed = check_seed(seed)
         self.picks, self._kernels = resolve_picks(picks, kernels, self.device)
         self._batch_counter = itertools.count()
 
@@ -228,10 +231,7 @@ class DeviceNeighborSampler:
         Returns a :class:`MiniBatch` of int64 tensors on ``topology.device`` with ``len(fanouts)`` blocks.
         """
         seed_tensor = seeds_on_device(seeds, self.topology.num_nodes, self.device)
-        if batch_id is None:
-            batch_id = next(self._batch_counter)
-        elif isinstance(batch_id, bool) or not isinstance(batch_id, (int, np.integer)) or batch_id < 0:
-            raise OptionError(f"batch_id: expected a non-negative integer or None, found {batch_id!r}")
+        batch_id = next_batch_id(batch_id, self._batch_counter)
         # Triton launches on the current CUDA device: make it the topology's (the caller may be any thread)
         with torch.cuda.device(self.device) if self.device.type == "cuda" else contextlib.nullcontext():
             n_id, seed_index = first_seen_relabel(seed_tensor[:0], seed_tensor)

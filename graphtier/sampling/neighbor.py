@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import numba
 import numpy as np
@@ -43,6 +43,31 @@ def check_num_threads(num_threads: int | None) -> int:
     if not 1 <= num_threads <= limit:
         raise OptionError(f"num_threads: expected an integer in [1, {limit}], found {num_threads}")
     return int(num_threads)
+
+
+def run_split(team: ThreadTeam | None, work: Callable[[int, int], None], count: int) -> None:
+    """``work(first, stop)`` over ``[0, count)``: one call without a ``team``, else split between its threads."""
+    if team is None:
+        work(0, count)
+    else:
+        team.run(work, count)
+
+
+def check_seed(seed: int) -> int:
+    """A sampler's ``seed`` as an int; OptionError unless an integer (a bool is not)."""
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise OptionError(f"seed: expected an integer, found {seed!r}")
+    return int(seed)
+
+
+def next_batch_id(batch_id: int | None, counter: Iterator[int]) -> int:
+    """``batch_id`` as an int, or the next value of the sampler's ``counter`` when None; OptionError unless a
+    non-negative integer or None."""
+    if batch_id is None:
+        return next(counter)
+    if isinstance(batch_id, bool) or not isinstance(batch_id, (int, np.integer)) or batch_id < 0:
+        raise OptionError(f"batch_id: expected a non-negative integer or None, found {batch_id!r}")
+    return int(batch_id)
 
 
 def check_graph(indptr: np.ndarray, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -111,10 +136,7 @@ def hop_spans(
     def work(first: int, stop: int) -> None:
         kernels.list_spans(indptr, dst_nodes, fanout, starts, degrees, counts, first, stop)
 
-    if team is None:
-        work(0, d)
-    else:
-        team.run(work, d)
+    run_split(team, work, d)
     offsets[0] = 0
     np.cumsum(counts, out=offsets[1:])
     return offsets, starts, degrees
@@ -240,9 +262,7 @@ class NeighborSampler:
         self.indptr, self.indices = check_graph(indptr, indices)
         self.num_nodes = self.indptr.shape[0] - 1
         self.fanouts = check_fanouts(fanouts)
-        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-            raise OptionError(f"seed: expected an integer, found {seed!r}")
-        self.seed = int(seed)
+        self.seed = check_seed(seed)
         self.num_threads = check_num_threads(num_threads)
         self._workspaces = WorkspacePool(self.num_nodes)
         self._outputs = OutputRing()
@@ -258,10 +278,7 @@ class NeighborSampler:
         Returns a :class:`MiniBatch` of CPU int64 tensors with ``len(fanouts)`` blocks.
         """
         seed_array = as_seed_array(seeds, self.num_nodes)
-        if batch_id is None:
-            batch_id = next(self._batch_counter)
-        elif isinstance(batch_id, bool) or not isinstance(batch_id, (int, np.integer)) or batch_id < 0:
-            raise OptionError(f"batch_id: expected a non-negative integer or None, found {batch_id!r}")
+        batch_id = next_batch_id(batch_id, self._batch_counter)
         workspace = self._workspaces.take()
         carver = Carver(self._outputs.take())
         # a failed batch may leave ids in the scratch: its workspace is dropped, not given back

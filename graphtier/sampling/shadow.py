@@ -29,8 +29,10 @@ from graphtier.sampling.neighbor import (
     check_fanouts,
     check_graph,
     check_num_threads,
+    check_seed,
     hop_sources,
     hop_spans,
+    next_batch_id,
     numba_threads,
     threads_for,
 )
@@ -80,9 +82,7 @@ class ShadowSampler:
         if isinstance(num_layers, bool) or not isinstance(num_layers, (int, np.integer)) or num_layers < 1:
             raise OptionError(f"num_layers: expected a positive integer, found {num_layers!r}")
         self.num_layers = int(num_layers)
-        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-            raise OptionError(f"seed: expected an integer, found {seed!r}")
-        self.seed = int(seed)
+        self.seed = check_seed(seed)
         self.num_threads = check_num_threads(num_threads)
         self._batch_counter = itertools.count()
 
@@ -93,10 +93,7 @@ class ShadowSampler:
         one Block with ``num_src == num_dst == M``, ``seed_index`` [B] (each root's row), ``subgraph`` [M].
         """
         seed_array = as_seed_array(seeds, self.num_nodes)
-        if batch_id is None:
-            batch_id = next(self._batch_counter)
-        elif isinstance(batch_id, bool) or not isinstance(batch_id, (int, np.integer)) or batch_id < 0:
-            raise OptionError(f"batch_id: expected a non-negative integer or None, found {batch_id!r}")
+        batch_id = next_batch_id(batch_id, self._batch_counter)
         with numba_threads(threads_for(int(seed_array.shape[0]) * 8, self.num_threads)):
             n_id, edge_index, seed_index, subgraph = self._sample(seed_array, int(batch_id))
         total = int(n_id.shape[0])

@@ -24,8 +24,16 @@ import torch
 from graphtier.dataset.schema import RelationType, Schema
 from graphtier.errors import OptionError
 from graphtier.sampling import _neighbor_kernels as cpu_kernels
-from graphtier.sampling.device import Topology, draw_picks, first_seen_relabel, resolve_picks, seeds_on_device
+from graphtier.sampling.device import (
+    Topology,
+    check_topology,
+    draw_picks,
+    first_seen_relabel,
+    resolve_picks,
+    seeds_on_device,
+)
 from graphtier.sampling.fanouts import Fanouts
+from graphtier.sampling.neighbor import check_seed, next_batch_id
 from graphtier.sampling.typed_batch import RelationBlock, TypedBlock, TypedMiniBatch
 from graphtier.sampling.typed_neighbor import check_typed_fanouts
 
@@ -51,11 +59,7 @@ class DeviceTypedNeighborSampler:
         picks: str = "auto",
         kernels: ModuleType | None = None,
     ) -> None:
-        if not isinstance(topology, Topology):
-            raise OptionError(
-                f"topology: expected an object with indptr, num_nodes, num_edges, device and gather_positions, "
-                f"found {type(topology).__name__}"
-            )
+        check_topology(topology)
         if topology.num_nodes != schema.num_rows:
             raise OptionError(
                 f"topology: expected {schema.num_rows} rows (the schema's relation rows), found {topology.num_nodes}"
@@ -65,9 +69,7 @@ class DeviceTypedNeighborSampler:
         self.device = torch.device(topology.device)
         self.fanout_table = check_typed_fanouts(fanouts, schema)  # int64 [H, R]
         self.fanouts = {rel.type: Fanouts(self.fanout_table[:, r].tolist()) for r, rel in enumerate(schema.relations)}
-        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-            raise OptionError(f"seed: expected an integer, found {seed!r}")
-        self.seed = int(seed)
+        self.seed = check_seed(seed)
         self.picks, self._kernels = resolve_picks(picks, kernels, self.device)
         self.num_hops = int(self.fanout_table.shape[0])
         types = schema.type_names
@@ -86,10 +88,7 @@ class DeviceTypedNeighborSampler:
         :class:`TypedMiniBatch` of int64 tensors on ``topology.device``.
         """
         local_seeds = seeds_on_device(seeds, self.schema.target_type.count, self.device)
-        if batch_id is None:
-            batch_id = next(self._batch_counter)
-        elif isinstance(batch_id, bool) or not isinstance(batch_id, (int, np.integer)) or batch_id < 0:
-            raise OptionError(f"batch_id: expected a non-negative integer or None, found {batch_id!r}")
+        batch_id = next_batch_id(batch_id, self._batch_counter)
         num_types = len(self.schema.node_types)
         # Triton launches on the current CUDA device: make it the topology's (the caller may be any thread)
         with torch.cuda.device(self.device) if self.device.type == "cuda" else contextlib.nullcontext():

@@ -28,7 +28,15 @@ from graphtier.sampling import _neighbor_kernels as kernels
 from graphtier.sampling import _typed_kernels as typed_kernels
 from graphtier.sampling.buffers import Workspace, WorkspacePool
 from graphtier.sampling.fanouts import Fanouts
-from graphtier.sampling.neighbor import PARALLEL_MIN_ITEMS, check_graph, check_num_threads, hop_sources
+from graphtier.sampling.neighbor import (
+    PARALLEL_MIN_ITEMS,
+    check_graph,
+    check_num_threads,
+    check_seed,
+    hop_sources,
+    next_batch_id,
+    run_split,
+)
 from graphtier.sampling.seeds import as_seed_array
 from graphtier.sampling.typed_batch import RelationBlock, TypedBlock, TypedMiniBatch
 
@@ -87,9 +95,7 @@ class TypedNeighborSampler:
         self.schema = schema
         self.fanout_table = check_typed_fanouts(fanouts, schema)  # int64 [H, R]
         self.fanouts = {rel.type: Fanouts(self.fanout_table[:, r].tolist()) for r, rel in enumerate(schema.relations)}
-        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-            raise OptionError(f"seed: expected an integer, found {seed!r}")
-        self.seed = int(seed)
+        self.seed = check_seed(seed)
         self.num_threads = check_num_threads(num_threads)
         self.num_hops = int(self.fanout_table.shape[0])
         types = schema.type_names
@@ -109,10 +115,7 @@ class TypedNeighborSampler:
         """
         target = self.schema.target_type
         local_seeds = as_seed_array(seeds, target.count)
-        if batch_id is None:
-            batch_id = next(self._batch_counter)
-        elif isinstance(batch_id, bool) or not isinstance(batch_id, (int, np.integer)) or batch_id < 0:
-            raise OptionError(f"batch_id: expected a non-negative integer or None, found {batch_id!r}")
+        batch_id = next_batch_id(batch_id, self._batch_counter)
         workspace = self._workspaces.take()
         # a failed batch may leave ids in the scratch: its workspace is dropped, not given back
         batch = self._sample(local_seeds, int(batch_id), workspace)
@@ -201,10 +204,7 @@ class TypedNeighborSampler:
                 starts, degrees, counts, first, stop,
             )  # fmt: skip
 
-        if team is None:
-            spans(0, num_items)
-        else:
-            team.run(spans, num_items)
+        run_split(team, spans, num_items)
         offsets[0] = 0
         np.cumsum(counts, out=offsets[1:])
         num_edges = int(offsets[-1])

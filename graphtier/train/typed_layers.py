@@ -100,6 +100,24 @@ class TypedLayer(nn.Module):
             return None
         return rel, relation_csr(sampled, block.num_src[rel.src])
 
+    def neighbour_mean(self, block: TypedBlock, index: int, x: Mapping[str, Tensor]) -> Tensor | None:
+        """float [block.num_dst[dst], in_dims[src]]: the mean of relation ``index``'s sampled in-neighbours
+        in ``block`` per destination, or None when it has no destination or no edge there."""
+        found = self.edges(block, index, x)
+        if found is None:
+            return None
+        rel, csr = found
+        source = x[rel.src]
+        return aggregate(source, csr, mean_weights(csr, source.dtype))
+
+    def type_linears(self, types: Sequence[str]) -> nn.ModuleDict:
+        """Per type of ``types`` (keyed by :func:`type_key`) a linear map of its input to ``out_dim`` (the
+        identity for a projected type)."""
+        return nn.ModuleDict(
+            {type_key(self.schema, t): _linear_or_identity(self.in_dims[t], self.out_dim, t in self.projected)
+             for t in types}
+        )  # fmt: skip
+
     def forward(self, x: Mapping[str, Tensor], block: TypedBlock) -> dict[str, Tensor]:
         """``x[t]`` float [>= block.num_src[t], in_dims[t]] -> ``{t: [block.num_dst[t], out_dim]}`` per output type."""
         out: dict[str, Tensor] = {}
@@ -130,9 +148,7 @@ class RGCNLayer(TypedLayer):
     ) -> None:
         super().__init__(schema, in_dims, out_dim, projected, out_types)
         self.num_bases = num_bases
-        self.self_weight = nn.ModuleDict(
-            {type_key(schema, t): _linear_or_identity(in_dims[t], out_dim, t in projected) for t in self.out_types}
-        )
+        self.self_weight = self.type_linears(self.out_types)
         self.weight = nn.ParameterDict()  # full [out, in] weight per relation (no bases)
         self.bases = nn.ParameterDict()  # [num_bases, out, width] per source width
         self.coefficients = nn.ParameterDict()  # [num_bases] per relation
@@ -167,12 +183,9 @@ class RGCNLayer(TypedLayer):
         count = block.num_dst[t]
         out = self.self_weight[type_key(self.schema, t)](x[t][:count])
         for index in self.incoming[t]:
-            found = self.edges(block, index, x)
-            if found is None:
+            agg = self.neighbour_mean(block, index, x)
+            if agg is None:
                 continue
-            rel, csr = found
-            source = x[rel.src]
-            agg = aggregate(source, csr, mean_weights(csr, source.dtype))
             weight = self.relation_weight(index)
             out = out + (agg if weight is None else agg @ weight.t())
         return out
@@ -201,13 +214,7 @@ class HeteroSAGELayer(TypedLayer):
                 source = _BiasOnly(out_dim)
             self.lin_l[key] = source
             self.lin_r[key] = _linear_or_identity(in_dims[rel.dst], out_dim, rel.dst in projected, bias=False)
-        self.self_weight = nn.ModuleDict(
-            {
-                type_key(schema, t): _linear_or_identity(in_dims[t], out_dim, t in projected)
-                for t in self.out_types
-                if not self.incoming[t]
-            }
-        )
+        self.self_weight = self.type_linears([t for t in self.out_types if not self.incoming[t]])
 
     def type_output(self, x: Mapping[str, Tensor], block: TypedBlock, t: str) -> Tensor:
         count = block.num_dst[t]
@@ -217,14 +224,11 @@ class HeteroSAGELayer(TypedLayer):
         out: Tensor | None = None
         for index in self.incoming[t]:
             key = relation_key(index)
-            found = self.edges(block, index, x)
+            mean = self.neighbour_mean(block, index, x)
             term = self.lin_r[key](root)
-            if found is None:  # no sampled neighbour: the mean is 0, lin_l gives its bias
-                term = term + self.lin_l[key](root.new_zeros((count, self.in_dims[self.schema.relations[index].src])))
-            else:
-                rel, csr = found
-                source = x[rel.src]
-                term = term + self.lin_l[key](aggregate(source, csr, mean_weights(csr, source.dtype)))
+            if mean is None:  # no sampled neighbour: the mean is 0, lin_l gives its bias
+                mean = root.new_zeros((count, self.in_dims[self.schema.relations[index].src]))
+            term = term + self.lin_l[key](mean)
             out = term if out is None else out + term
         assert out is not None
         return out
@@ -323,9 +327,7 @@ class RGATLayer(TypedLayer):
                 if rel.dst in self.incoming
             }
         )
-        self.skip = nn.ModuleDict(
-            {type_key(schema, t): _linear_or_identity(in_dims[t], out_dim, t in projected) for t in self.out_types}
-        )
+        self.skip = self.type_linears(self.out_types)
 
     def type_output(self, x: Mapping[str, Tensor], block: TypedBlock, t: str) -> Tensor:
         count = block.num_dst[t]

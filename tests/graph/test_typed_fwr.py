@@ -11,7 +11,7 @@ from graphtier.errors import OptionError
 from graphtier.graph.scores import fanout_weighted_reads
 from graphtier.graph.typed_scores import split_by_relation, split_by_type, typed_fanout_weighted_reads
 from tests.conftest import write_labelled_graph
-from tests.typed_datasets import write_typed_dataset
+from tests.typed_data import write_typed_dataset
 
 
 def _reference(data, fanouts: dict, batch_size: int, mode: str) -> tuple[np.ndarray, np.ndarray]:

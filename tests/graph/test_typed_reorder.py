@@ -12,7 +12,7 @@ from graphtier.graph.reorder import order_by_type, relation_row_perm, reorder_da
 from graphtier.graph.typed_scores import typed_fanout_weighted_reads
 from graphtier.tiering.hotness import compute_scores
 from tests.cli.helpers import run
-from tests.typed_datasets import write_typed_dataset
+from tests.typed_data import write_typed_dataset
 
 
 def _edges(data: Dataset, rel) -> set[tuple[int, int]]:

@@ -16,7 +16,38 @@ from graphtier.memory.topology import INDPTR_BYTES_PER_DESTINATION
 from graphtier.sampling.relation_fanouts import parse_relation_fanouts
 from graphtier.sampling.typed_batch import TypedMiniBatch
 from graphtier.sampling.typed_neighbor import TypedNeighborSampler
-from tests.typed_graphs import open_tiny_typed_dataset
+from tests.typed_data import open_tiny_typed_dataset
+
+FANOUTS, PER_RELATION = [3, 2], "writes=1,cites=2/-1"
+
+
+def assert_samples_like_the_cpu(store: GraphStore, dataset: Dataset, seeds: np.ndarray) -> tuple[dict[str, int], int]:
+    """Three batches of 20 of ``seeds`` from ``store`` (fanouts FANOUTS and PER_RELATION, sampler seed 6) equal the
+    CPU typed sampler's; closes ``store``, checks its topology tally against the batches and returns (the topology
+    traffic by tier, the destination rows sampled)."""
+    schema = dataset.schema
+    fanouts = parse_relation_fanouts(PER_RELATION, schema, FANOUTS)
+    reference = TypedNeighborSampler(dataset.indptr, dataset.indices, schema, fanouts, seed=6)
+    sample = store.sampler(FANOUTS, PER_RELATION)
+    edges = rows = 0
+    for batch_id in range(3):
+        batch_seeds = seeds[batch_id * 20 : batch_id * 20 + 20]
+        batch, expected = sample(batch_seeds, batch_id), reference.sample(batch_seeds, batch_id)
+        for t in schema.type_names:
+            assert torch.equal(batch.n_id[t], expected.n_id[t])
+        for got, want in zip(batch.blocks, expected.blocks):
+            assert got.num_src == want.num_src and got.num_dst == want.num_dst
+            for key, rel in want.relations.items():
+                assert torch.equal(got.relations[key].rowptr, rel.rowptr)
+                assert torch.equal(got.relations[key].col, rel.col)
+        edges += batch.num_sampled_edges
+        rows += sum(blk.num_dst[rel.dst] for blk in batch.blocks for rel in schema.relations)
+    traffic = store.traffic()["topology"].as_dict()
+    store.close()
+    itemsize = dataset.indices.dtype.itemsize
+    assert traffic["requested"] == edges * itemsize + rows * INDPTR_BYTES_PER_DESTINATION
+    assert sum(traffic[t] for t in TIER_NAMES) == traffic["requested"]
+    return traffic, rows
 
 
 @pytest.fixture
@@ -93,28 +124,7 @@ def test_gpu_sampling_path_on_the_cpu_gives_the_cpu_batches_and_counts_its_tiers
                              topology_budget=budget, ram_budget=ram, log=lambda _: None, **options)  # fmt: skip
     kernels = load_interpreted("sampling/_device_kernels.py") if interpreted else None
     store = GraphStore(typed_dataset, None, topology=topology, seed=6, picks=picks, kernels=kernels)
-    schema = typed_dataset.schema
-    fanouts = parse_relation_fanouts("writes=1,cites=2/-1", schema, [3, 2])
-    reference = TypedNeighborSampler(typed_dataset.indptr, typed_dataset.indices, schema, fanouts, seed=6)
-    sample = store.sampler([3, 2], "writes=1,cites=2/-1")
-    edges = rows = 0
-    for batch_id in range(3):
-        seeds = typed_dataset.train_idx[batch_id * 20 : batch_id * 20 + 20]
-        batch, expected = sample(seeds, batch_id), reference.sample(seeds, batch_id)
-        for t in schema.type_names:
-            assert torch.equal(batch.n_id[t], expected.n_id[t])
-        for got, want in zip(batch.blocks, expected.blocks):
-            assert got.num_src == want.num_src and got.num_dst == want.num_dst
-            for key, rel in want.relations.items():
-                assert torch.equal(got.relations[key].rowptr, rel.rowptr)
-                assert torch.equal(got.relations[key].col, rel.col)
-        edges += batch.num_sampled_edges
-        rows += sum(blk.num_dst[rel.dst] for blk in batch.blocks for rel in schema.relations)
-    traffic = store.traffic()["topology"].as_dict()
-    store.close()
-    itemsize = typed_dataset.indices.dtype.itemsize
-    assert traffic["requested"] == edges * itemsize + rows * INDPTR_BYTES_PER_DESTINATION
-    assert sum(traffic[t] for t in TIER_NAMES) == traffic["requested"]
+    traffic, rows = assert_samples_like_the_cpu(store, typed_dataset, typed_dataset.train_idx)
     if budget == "0":  # only indptr (whole on the device in the plan) is read from the gpu tier
         assert traffic["gpu"] == rows * INDPTR_BYTES_PER_DESTINATION
     else:

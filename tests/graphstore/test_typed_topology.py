@@ -12,16 +12,13 @@ from graphtier.dataset import Dataset
 from graphtier.graphstore import GraphStore
 from graphtier.graphstore.typed_features import expected_typed_reads
 from graphtier.graphstore.typed_topology import topology_gpu_rows, typed_gpu_ranges
-from graphtier.memory import TIER_NAMES, make_topology
+from graphtier.memory import make_topology
 from graphtier.memory.topology import INDPTR_BYTES_PER_DESTINATION
 from graphtier.memory.typed_budget import RelationTable, split_topology_budget
-from graphtier.sampling.relation_fanouts import parse_relation_fanouts
-from graphtier.sampling.typed_neighbor import TypedNeighborSampler
 from graphtier.tiering.plan_types import plan_typed
 from graphtier.tiering.reads import SampledReads
-from tests.typed_graphs import open_tiny_typed_dataset
-
-FANOUTS, PER_RELATION = [3, 2], "writes=1,cites=2/-1"
+from tests.graphstore.test_typed_store import FANOUTS, PER_RELATION, assert_samples_like_the_cpu
+from tests.typed_data import open_tiny_typed_dataset
 
 
 @pytest.fixture
@@ -91,27 +88,6 @@ def test_device_typed_sampler_over_per_relation_ranges_gives_the_cpu_batches(
                              **options)  # fmt: skip
     assert len(topology.gpu_ranges.ranges) >= 2
     store = GraphStore(typed_dataset, None, topology=topology, seed=6, picks=picks, kernels=kernels)
-    schema = typed_dataset.schema
-    reference = TypedNeighborSampler(typed_dataset.indptr, typed_dataset.indices, schema,
-                                     parse_relation_fanouts(PER_RELATION, schema, FANOUTS), seed=6)  # fmt: skip
-    sample = store.sampler(FANOUTS, PER_RELATION)
-    edges = rows = 0
-    for batch_id in range(3):
-        batch_seeds = seeds[batch_id * 20 : batch_id * 20 + 20]
-        batch, expected = sample(batch_seeds, batch_id), reference.sample(batch_seeds, batch_id)
-        for t in schema.type_names:
-            assert torch.equal(batch.n_id[t], expected.n_id[t])
-        for got, want in zip(batch.blocks, expected.blocks):
-            assert got.num_src == want.num_src and got.num_dst == want.num_dst
-            for key, rel in want.relations.items():
-                assert torch.equal(got.relations[key].rowptr, rel.rowptr)
-                assert torch.equal(got.relations[key].col, rel.col)
-        edges += batch.num_sampled_edges
-        rows += sum(blk.num_dst[rel.dst] for blk in batch.blocks for rel in schema.relations)
-    traffic = store.traffic()["topology"].as_dict()
-    store.close()
-    itemsize = typed_dataset.indices.dtype.itemsize
-    assert traffic["requested"] == edges * itemsize + rows * INDPTR_BYTES_PER_DESTINATION
-    assert sum(traffic[t] for t in TIER_NAMES) == traffic["requested"]
+    traffic, rows = assert_samples_like_the_cpu(store, typed_dataset, seeds)
     assert traffic["gpu"] > rows * INDPTR_BYTES_PER_DESTINATION and traffic["host"] > 0
     assert (traffic["disk"] > 0) == (ram is not None)

@@ -15,7 +15,7 @@ from torch_geometric.sampler import HeteroSamplerOutput, NodeSamplerInput
 
 from graphtier.dataset import Dataset
 from graphtier.pyg import GraphtierFeatureStore, GraphtierGraphStore, GraphtierNeighborSampler
-from tests.typed_graphs import open_tiny_typed_dataset
+from tests.typed_data import open_tiny_typed_dataset
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from graphtier.sampling.typed_device import DeviceTypedNeighborSampler
 from graphtier.sampling.typed_neighbor import TypedNeighborSampler
 from tests.interpreted import HAS_TRITON, load_interpreted
 from tests.sampling.graphs import random_csc
-from tests.sampling.test_typed_neighbor import RELATIONS, assert_well_formed, fanout_lists, random_typed_graph
+from tests.sampling.test_typed_neighbor import TYPED_CASES, assert_well_formed, random_typed_graph, typed_case
 
 interpreted = load_interpreted("sampling/_device_kernels.py") if HAS_TRITON else None
 PICKS = ["triton", "numba"] if HAS_TRITON else ["numba"]
@@ -48,26 +48,13 @@ def assert_identical_typed(mb: TypedMiniBatch, expected: TypedMiniBatch) -> None
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    papers=st.integers(1, 40),
-    authors=st.integers(0, 30),
-    fields=st.integers(0, 5),
-    degree=st.integers(0, 6),
-    hops=st.integers(1, 3),
-    per_relation=st.lists(fanout_lists, min_size=len(RELATIONS), max_size=len(RELATIONS)),
-    graph_seed=st.integers(0, 2**16),
-    batch=st.integers(0, 12),
-    seed=st.integers(-(2**40), 2**40),
-    batch_id=st.integers(0, 2**40),
-    picks=st.sampled_from(PICKS),
-)
+@given(**TYPED_CASES, picks=st.sampled_from(PICKS))
 def test_identical_to_the_cpu_typed_sampler(
     papers, authors, fields, degree, hops, per_relation, graph_seed, batch, seed, batch_id, picks
 ):
-    counts = {"paper": papers, "author": authors, "field": fields}
-    indptr, indices, schema = random_typed_graph(counts, degree, graph_seed)
-    fanouts = {rel: (hop_fanouts * 2)[:hops] for rel, hop_fanouts in zip(RELATIONS, per_relation)}
-    seeds = np.random.default_rng(graph_seed).integers(0, papers, batch)  # repeats allowed, may be empty
+    indptr, indices, schema, fanouts, seeds = typed_case(
+        papers, authors, fields, degree, hops, per_relation, graph_seed, batch
+    )
     expected = TypedNeighborSampler(indptr, indices, schema, fanouts, seed=seed, num_threads=1).sample(seeds, batch_id)
     mb = device_sampler(DenseTopology(indptr, indices), schema, fanouts, seed, picks).sample(seeds, batch_id)
     assert_identical_typed(mb, expected)

@@ -89,28 +89,40 @@ def assert_well_formed(mb: TypedMiniBatch, indptr, indices, schema, fanouts):
 
 
 fanout_lists = st.lists(st.sampled_from([-1, 1, 2, 3, 40]), min_size=2, max_size=2)
+TYPED_CASES = {  # random typed graphs, fanouts, seed batches and sampler seeds (see ``typed_case``)
+    "papers": st.integers(1, 40),
+    "authors": st.integers(0, 30),
+    "fields": st.integers(0, 5),
+    "degree": st.integers(0, 6),
+    "hops": st.integers(1, 3),
+    "per_relation": st.lists(fanout_lists, min_size=len(RELATIONS), max_size=len(RELATIONS)),
+    "graph_seed": st.integers(0, 2**16),
+    "batch": st.integers(0, 12),
+    "seed": st.integers(-(2**40), 2**40),
+    "batch_id": st.integers(0, 2**40),
+}
+
+
+def typed_case(
+    papers: int, authors: int, fields: int, degree: int, hops: int, per_relation, graph_seed: int, batch: int
+):
+    """(indptr, indices, schema, fanouts, seeds) of one TYPED_CASES draw; seeds may repeat and may be empty."""
+    indptr, indices, schema = random_typed_graph(
+        {"paper": papers, "author": authors, "field": fields}, degree, graph_seed
+    )
+    fanouts = {rel: (hop_fanouts * 2)[:hops] for rel, hop_fanouts in zip(RELATIONS, per_relation)}
+    seeds = np.random.default_rng(graph_seed).integers(0, papers, batch)
+    return indptr, indices, schema, fanouts, seeds
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    papers=st.integers(1, 40),
-    authors=st.integers(0, 30),
-    fields=st.integers(0, 5),
-    degree=st.integers(0, 6),
-    hops=st.integers(1, 3),
-    per_relation=st.lists(fanout_lists, min_size=len(RELATIONS), max_size=len(RELATIONS)),
-    graph_seed=st.integers(0, 2**16),
-    batch=st.integers(0, 12),
-    seed=st.integers(-(2**40), 2**40),
-    batch_id=st.integers(0, 2**40),
-)
+@given(**TYPED_CASES)
 def test_matches_reference_and_invariants(
     papers, authors, fields, degree, hops, per_relation, graph_seed, batch, seed, batch_id
 ):
-    counts = {"paper": papers, "author": authors, "field": fields}
-    indptr, indices, schema = random_typed_graph(counts, degree, graph_seed)
-    fanouts = {rel: (hop_fanouts * 2)[:hops] for rel, hop_fanouts in zip(RELATIONS, per_relation)}
-    seeds = np.random.default_rng(graph_seed).integers(0, papers, batch)  # repeats allowed
+    indptr, indices, schema, fanouts, seeds = typed_case(
+        papers, authors, fields, degree, hops, per_relation, graph_seed, batch
+    )
     sampler = TypedNeighborSampler(indptr, indices, schema, fanouts, seed=seed, num_threads=1)
     mb = sampler.sample(seeds, batch_id=batch_id)
     assert_matches_reference(mb, indptr, indices, schema, fanouts, seeds, seed, batch_id)

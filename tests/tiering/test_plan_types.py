@@ -10,7 +10,7 @@ import pytest
 from graphtier.tiering.plan_types import plan_typed
 from graphtier.tiering.typed_reads import count_typed_reads
 from tests.cli.helpers import run
-from tests.typed_datasets import write_typed_dataset
+from tests.typed_data import write_typed_dataset
 
 
 def test_budget_rows_split_across_types_within_budget(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from graphtier.tiering.hotness import compute_scores
 from graphtier.tiering.typed_reads import count_typed_reads
 from tests.cli.helpers import run
 from tests.conftest import write_labelled_graph
-from tests.typed_datasets import write_typed_dataset
+from tests.typed_data import write_typed_dataset
 
 
 def typed_tree(seed: int) -> tuple[np.ndarray, np.ndarray, Schema]:

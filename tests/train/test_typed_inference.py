@@ -18,8 +18,7 @@ MODELS = ("rgcn", "rgat", "hsage")
 def test_layerwise_equals_full_neighbour_batches(kind: str, featureless: str) -> None:
     torch.manual_seed(0)
     graph = mag_like()
-    in_dims = {t.name: t.feature_dim for t in graph.schema.node_types}
-    model = build_typed_model(kind, graph.schema, in_dims=in_dims, hidden=8, num_classes=3, num_layers=2,
+    model = build_typed_model(kind, graph.schema, in_dims=graph.in_dims, hidden=8, num_classes=3, num_layers=2,
                               featureless=featureless, heads=2, norm="batch").double().eval()  # fmt: skip
     batch = full_batch(graph, np.arange(24), 2)
     expected = model(batch_inputs(graph, batch), batch.blocks, batch.n_id).float()
@@ -53,8 +52,7 @@ def test_full_neighbour_block_keeps_destinations_first() -> None:
 
 def test_layerwise_mlp() -> None:
     graph = mag_like()
-    in_dims = {t.name: t.feature_dim for t in graph.schema.node_types}
-    model = build_typed_model("mlp", graph.schema, in_dims=in_dims, hidden=8, num_classes=3, num_layers=2)
+    model = build_typed_model("mlp", graph.schema, in_dims=graph.in_dims, hidden=8, num_classes=3, num_layers=2)
 
     def gather(t: str, ids: torch.Tensor) -> torch.Tensor:
         return graph.features[t][ids].float()

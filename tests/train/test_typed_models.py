@@ -94,8 +94,7 @@ def reference(model: TypedGNN, graph: TypedGraph) -> Tensor:
 def test_matches_the_dense_full_graph_reference(kind: str, featureless: str) -> None:
     torch.manual_seed(0)
     graph = mag_like()
-    in_dims = {t.name: t.feature_dim for t in graph.schema.node_types}
-    model = build_typed_model(kind, graph.schema, in_dims=in_dims, hidden=8, num_classes=3, num_layers=2,
+    model = build_typed_model(kind, graph.schema, in_dims=graph.in_dims, hidden=8, num_classes=3, num_layers=2,
                               dropout=0.5, featureless=featureless, heads=2).double().eval()  # fmt: skip
     seeds = np.array([3, 0, 17, 9, 22, 5])
     batch = full_batch(graph, seeds, 2)
@@ -108,8 +107,7 @@ def test_matches_the_dense_full_graph_reference(kind: str, featureless: str) -> 
 def test_rgcn_bases_match_the_reference_and_share_weights_per_width() -> None:
     torch.manual_seed(0)
     graph = mag_like()
-    in_dims = {t.name: t.feature_dim for t in graph.schema.node_types}
-    model = build_typed_model("rgcn", graph.schema, in_dims=in_dims, hidden=8, num_classes=3, num_layers=2,
+    model = build_typed_model("rgcn", graph.schema, in_dims=graph.in_dims, hidden=8, num_classes=3, num_layers=2,
                               dropout=0.0, num_bases=2).double().eval()  # fmt: skip
     first, second = model.layers
     # first layer: one set of bases per source width (paper 5, author 3, subject embedding 8, venue 2)
@@ -123,7 +121,7 @@ def test_rgcn_bases_match_the_reference_and_share_weights_per_width() -> None:
 
 def test_one_layer_and_three_layers() -> None:
     graph = mag_like()
-    in_dims = {t.name: t.feature_dim for t in graph.schema.node_types}
+    in_dims = graph.in_dims
     for layers in (1, 3):
         for kind in MODELS:
             torch.manual_seed(layers)
@@ -140,8 +138,7 @@ def test_one_layer_and_three_layers() -> None:
 def test_gradients_reach_every_parameter(kind: str, featureless: str) -> None:
     torch.manual_seed(0)
     graph = mag_like(with_empty=False)
-    in_dims = {t.name: t.feature_dim for t in graph.schema.node_types}
-    model = build_typed_model(kind, graph.schema, in_dims=in_dims, hidden=8, num_classes=3, num_layers=2,
+    model = build_typed_model(kind, graph.schema, in_dims=graph.in_dims, hidden=8, num_classes=3, num_layers=2,
                               dropout=0.2, featureless=featureless, num_bases=2 if kind == "rgcn" else 0,
                               heads=2, norm="batch")  # fmt: skip
     batch = full_batch(graph, np.arange(24), 2)
@@ -209,20 +206,21 @@ class _Homogeneous:
 
 def test_mlp_reads_the_target_features_only() -> None:
     graph = mag_like()
-    in_dims = {t.name: t.feature_dim for t in graph.schema.node_types}
-    model = build_typed_model("mlp", graph.schema, in_dims=in_dims, hidden=8, num_classes=3, num_layers=2).eval()
+    model = build_typed_model("mlp", graph.schema, in_dims=graph.in_dims, hidden=8, num_classes=3, num_layers=2).eval()
     batch = full_batch(graph, np.array([5, 2]), 2)
     x = {t: v.float() for t, v in batch_inputs(graph, batch).items()}
     out = model(x, batch.blocks, batch.n_id)
     torch.testing.assert_close(out, model.mlp.net(graph.features["paper"][[5, 2]].float()))
     with pytest.raises(OptionError, match="model"):
-        build_typed_model("mlp", graph.schema, in_dims={**in_dims, "paper": 0}, hidden=8, num_classes=3, num_layers=2)
+        build_typed_model(
+            "mlp", graph.schema, in_dims={**graph.in_dims, "paper": 0}, hidden=8, num_classes=3, num_layers=2
+        )
 
 
 def test_bad_options_name_the_option() -> None:
     graph = mag_like()
-    in_dims = {t.name: t.feature_dim for t in graph.schema.node_types}
-    common = dict(in_dims=in_dims, hidden=8, num_classes=3, num_layers=2)
+
+    common = dict(in_dims=graph.in_dims, hidden=8, num_classes=3, num_layers=2)
     with pytest.raises(OptionError, match="model"):
         build_typed_model("sage", graph.schema, **common)
     with pytest.raises(OptionError, match="featureless"):

@@ -27,6 +27,11 @@ class TypedGraph:
                     matrix[v, int(u) - offsets[rel.src]] = 1.0
             self.dense[rel.type] = matrix
 
+    @property
+    def in_dims(self) -> dict[str, int]:
+        """Input feature width per node type (0: featureless), as ``build_typed_model`` takes it."""
+        return {t.name: t.feature_dim for t in self.schema.node_types}
+
     def neighbours(self, rel_index: int, v: int) -> list[int]:
         rel = self.schema.relations[rel_index]
         offset = int(self.schema.node_type(rel.src).offset)
