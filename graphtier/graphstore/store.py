@@ -45,7 +45,7 @@ from graphtier.graphstore.samplers import (
     seed_only_batch,
     typed_seed_only_batch,
 )
-from graphtier.graphstore.typed_features import TypedFeatures, open_features
+from graphtier.graphstore.typed_features import ExpectedReads, TypedFeatures, open_features
 from graphtier.graphstore.typed_topology import typed_gpu_ranges
 from graphtier.memory import (
     SAMPLE_ON,  # noqa: F401 - re-exported by graphtier.graphstore
@@ -171,8 +171,9 @@ class GraphStore:
         batches = prefetch if prefetch is not None else max(0, ring_size - 3)
         reserve = in_flight_bytes(rows_bound, row_bytes, batches) if device.type == "cuda" else 0
         topology = None
+        expected = ExpectedReads(dataset, train_seeds, fanouts, relation_fanouts, batch_size=batch_size)
         if placement.sample_on == "gpu":
-            ranges = typed_gpu_ranges(dataset, train_seeds, fanouts, relation_fanouts, batch_size=batch_size, log=log)
+            ranges = typed_gpu_ranges(dataset, expected, log=log)
             topology = make_topology(
                 dataset.indptr, dataset.indices, device=device, topology_budget=placement.topology_budget,
                 ram_budget=placement.ram_budget, log=log, in_flight_bytes=reserve, gpu_ranges_for=ranges,
@@ -180,8 +181,8 @@ class GraphStore:
         try:
             features = open_features(
                 dataset, placement, device=device, batch_size=batch_size, fanouts=fanouts, ring_size=ring_size,
-                prefetch=batches, rows_bound=rows_bound, in_flight=reserve, train_seeds=train_seeds,
-                relation_fanouts=relation_fanouts, log=log, learnable=learnable,
+                prefetch=batches, rows_bound=rows_bound, in_flight=reserve, expected=expected, log=log,
+                learnable=learnable,
             )  # fmt: skip
         except BaseException:
             if topology is not None:

@@ -5,7 +5,7 @@ when the dataset has several node types. Every featured type's table is placed b
 mode (:func:`graphtier.memory.make_feature_store`); the budgets of the placement (GPU, cache, RAM) are one
 pool shared by all tables, split across the types and handed to each table as bytes. The GPU pool is filled by
 expected reads per byte (:func:`graphtier.memory.typed_budget.split_feature_budget`, the reads of
-:func:`expected_reads_by_type` from the run's training seeds; uniform without seeds), each type's GPU rows a
+:class:`ExpectedReads` of the run's training seeds; uniform without seeds), each type's GPU rows a
 prefix of its table: its hottest rows only after ``graphtier reorder`` (:meth:`TypedFeatures.describe` says
 the node order). The cache and RAM pools go in proportion to each table's bytes (:func:`split_budget_rows`).
 Gathering takes and returns one entry per type::
@@ -77,18 +77,41 @@ def expected_typed_reads(
     )  # fmt: skip
 
 
-def expected_reads_by_type(
-    dataset: Dataset,
-    train_seeds: np.ndarray,
-    fanouts: Sequence[int],
-    relation_fanouts: str | Mapping[Any, Any] | None = None,
-    *,
-    batch_size: int = 1024,
-) -> dict[str, np.ndarray]:
-    """Expected reads per epoch of every row of every type's table (:func:`expected_typed_reads`).
-    Returns ``{type: float64 [count]}`` (CPU numpy)."""
-    reads = expected_typed_reads(dataset, train_seeds, fanouts, relation_fanouts, batch_size=batch_size)
-    return split_by_type(reads.node_reads, dataset.schema)
+class ExpectedReads:
+    """The expected reads of one store's training (:func:`expected_typed_reads`), computed on first use and kept:
+    the feature budget (per type) and the topology budget (per relation) of a store share one pass over the graph.
+    Without ``train_seeds`` (None or empty) there are none: both budgets split uniformly."""
+
+    def __init__(
+        self,
+        dataset: Dataset,
+        train_seeds: np.ndarray | None,
+        fanouts: Sequence[int],
+        relation_fanouts: str | Mapping[Any, Any] | None = None,
+        *,
+        batch_size: int = 1024,
+    ) -> None:
+        self.dataset = dataset
+        self.train_seeds = None if train_seeds is None or len(train_seeds) == 0 else train_seeds
+        self.fanouts = fanouts
+        self.relation_fanouts = relation_fanouts
+        self.batch_size = batch_size
+        self._reads: TypedReads | None = None
+
+    def typed(self) -> TypedReads | None:
+        """Node reads float64 [N] and list entries float64 [num_rows], or None without seeds."""
+        if self.train_seeds is None:
+            return None
+        if self._reads is None:
+            self._reads = expected_typed_reads(
+                self.dataset, self.train_seeds, self.fanouts, self.relation_fanouts, batch_size=self.batch_size
+            )
+        return self._reads
+
+    def by_type(self) -> TypeReads | None:
+        """``{type: float64 [count]}`` expected reads of every row of every type's table, or None without seeds."""
+        reads = self.typed()
+        return None if reads is None else split_by_type(reads.node_reads, self.dataset.schema)
 
 
 def split_gpu_rows(tables: TypeTables, budget_bytes: int, reads: TypeReads | None) -> dict[str, int]:
@@ -104,10 +127,9 @@ def split_gpu_rows(tables: TypeTables, budget_bytes: int, reads: TypeReads | Non
 
 
 def split_budget_rows(tables: TypeTables, budget_bytes: int) -> dict[str, int]:
-    """Rows of each type's table that get a share of ``budget_bytes`` shared by all tables.
-
-    For now in proportion to each table's bytes (every type gets the same fraction of its rows); this is the
-    one place the split is decided, to be replaced by a split by expected reads per byte.
+    """Rows of each type's table that get a share of ``budget_bytes`` shared by all tables: in proportion to each
+    table's bytes (every type gets the same fraction of its rows). The cache and RAM pools are split this way;
+    the GPU pool by expected reads per byte (:func:`split_gpu_rows`).
     """
     total = sum(rows * row_bytes for rows, row_bytes in tables.values())
     if total == 0:
@@ -229,14 +251,13 @@ class TypedFeatures:
         fanouts: Sequence[int],
         ring_size: int,
         prefetch: int,
-        train_seeds: np.ndarray | None = None,
-        relation_fanouts: str | Mapping[Any, Any] | None = None,
+        expected: ExpectedReads | None = None,
         log: Callable[[str], None] = print,
         learnable: Mapping[str, int] | None = None,
     ) -> TypedFeatures:
         """Every featured type's table of ``dataset`` placed by ``placement`` on the compute ``device``, the
-        budgets split across the types (:func:`split_placement_budgets`; the GPU pool by the expected reads of
-        training from ``train_seeds`` with ``fanouts`` / ``relation_fanouts``, uniform when None);
+        budgets split across the types (:func:`split_placement_budgets`; the GPU pool by ``expected`` reads of
+        training, uniform when None or without seeds);
         ``batch_size``, ``fanouts``, ``ring_size`` and ``prefetch`` size the staging buffers and the room left
         for batches in flight. ``learnable``: per featureless type the device bytes of a row of its learnable
         table (with optimizer state): the GPU pool covers them too, their hot rows in :attr:`learnable_rows`."""
@@ -246,11 +267,7 @@ class TypedFeatures:
         reserve = 0
         if device.type == "cuda":
             reserve = sum(in_flight_bytes(bounds[name], row_bytes, prefetch) for name, (_, row_bytes) in shapes.items())
-
-        def reads() -> TypeReads | None:
-            if train_seeds is None or len(train_seeds) == 0:
-                return None
-            return expected_reads_by_type(dataset, train_seeds, fanouts, relation_fanouts, batch_size=batch_size)
+        reads = expected.by_type if expected is not None else lambda: None
 
         counts = {t.name: t.count for t in dataset.schema.node_types}
         learnable_shapes = {name: (counts[name], int(row_bytes)) for name, row_bytes in (learnable or {}).items()}
@@ -354,20 +371,18 @@ def open_features(
     prefetch: int,
     rows_bound: int,
     in_flight: int,
-    train_seeds: np.ndarray | None = None,
-    relation_fanouts: str | Mapping[Any, Any] | None = None,
+    expected: ExpectedReads | None = None,
     log: Callable[[str], None] = print,
     learnable: Mapping[str, int] | None = None,
 ) -> FeatureSource | TypedFeatures | None:
     """The features of ``dataset`` placed by ``placement``: :class:`TypedFeatures` for a typed dataset (its GPU
-    budget split by the expected reads of training from ``train_seeds``, :meth:`TypedFeatures.open`), one
+    budget split by the ``expected`` reads of training, :meth:`TypedFeatures.open`), one
     :class:`FeatureSource` of ``features.npy`` otherwise (``rows_bound`` rows per batch at most, ``in_flight``
     bytes left free of an auto GPU budget), None without features. ``learnable``: see :meth:`TypedFeatures.open`."""
     if dataset.is_hetero:
         return TypedFeatures.open(
             dataset, placement, device=device, batch_size=batch_size, fanouts=fanouts, ring_size=ring_size,
-            prefetch=prefetch, train_seeds=train_seeds, relation_fanouts=relation_fanouts, log=log,
-            learnable=learnable,
+            prefetch=prefetch, expected=expected, log=log, learnable=learnable,
         )  # fmt: skip
     if dataset.features is None:
         return None

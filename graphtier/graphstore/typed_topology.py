@@ -4,52 +4,34 @@ A typed dataset's ``indices`` holds every relation's CSC back to back (:mod:`gra
 relation's rows hottest first after ``graphtier reorder``. With ``sample_on="gpu"`` the store's
 :class:`~graphtier.memory.topology.TieredTopology` gets one GPU budget, split across the relations by expected
 ``indices`` entries read per byte (:func:`graphtier.memory.typed_budget.split_relation_rows`, the same split
-``graphtier plan`` prints): the run's training seeds give the entries (:func:`expected_typed_reads`), and
+``graphtier plan`` prints): the run's training seeds give the entries (:class:`ExpectedReads`, shared with the feature budget), and
 without seeds every list counts as read equally often. The GPU tier then holds one position range per
 relation (:func:`~graphtier.memory.typed_budget.relation_gpu_ranges`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
-
-import numpy as np
+from collections.abc import Callable
 
 from graphtier.dataset import Dataset
 from graphtier.dataset.schema import RelationType
-from graphtier.graphstore.typed_features import expected_typed_reads
+from graphtier.graphstore.typed_features import ExpectedReads
 from graphtier.memory.typed_budget import relation_gpu_ranges, split_relation_rows
 
 
-def topology_gpu_rows(
-    dataset: Dataset,
-    budget_bytes: int,
-    train_seeds: np.ndarray | None,
-    fanouts: Sequence[int],
-    relation_fanouts: str | Mapping[Any, Any] | None = None,
-    *,
-    batch_size: int = 1024,
-) -> dict[RelationType, int]:
+def topology_gpu_rows(dataset: Dataset, budget_bytes: int, expected: ExpectedReads | None) -> dict[RelationType, int]:
     """GPU rows (destination lists, a prefix of each relation's rows) per relation out of ``budget_bytes`` of
-    ``indices`` entries, by the expected entry reads of training from ``train_seeds`` (LOCAL ids of the
-    target type; None or empty: uniform) with ``fanouts`` / ``relation_fanouts``."""
+    ``indices`` entries, by the ``expected`` entry reads of training (None, or no seeds: uniform)."""
     entries = None
-    if budget_bytes > 0 and train_seeds is not None and len(train_seeds) > 0:
-        reads = expected_typed_reads(dataset, train_seeds, fanouts, relation_fanouts, batch_size=batch_size)
-        entries = reads.list_entries
+    if budget_bytes > 0 and expected is not None:
+        reads = expected.typed()
+        entries = None if reads is None else reads.list_entries
     itemsize = int(dataset.indices.dtype.itemsize)
     return split_relation_rows(dataset.indptr, dataset.schema, itemsize, entries, max(0, int(budget_bytes)))
 
 
 def typed_gpu_ranges(
-    dataset: Dataset,
-    train_seeds: np.ndarray | None,
-    fanouts: Sequence[int],
-    relation_fanouts: str | Mapping[Any, Any] | None = None,
-    *,
-    batch_size: int = 1024,
-    log: Callable[[str], None] = print,
+    dataset: Dataset, expected: ExpectedReads | None, *, log: Callable[[str], None] = print
 ) -> Callable[[int], list[tuple[int, int]]] | None:
     """For a typed dataset, the ``gpu_ranges_for`` of :func:`graphtier.memory.make_topology`: GPU budget bytes
     -> the position ranges of ``indices`` (one per relation) of :func:`topology_gpu_rows`. None for a
@@ -58,7 +40,7 @@ def typed_gpu_ranges(
         return None
 
     def ranges(budget_bytes: int) -> list[tuple[int, int]]:
-        rows = topology_gpu_rows(dataset, budget_bytes, train_seeds, fanouts, relation_fanouts, batch_size=batch_size)
+        rows = topology_gpu_rows(dataset, budget_bytes, expected)
         log("topology GPU lists per relation: " + ", ".join(f"{rel[1]} {count:,}" for rel, count in rows.items()))
         return relation_gpu_ranges(dataset.indptr, dataset.schema, rows)
 

@@ -11,8 +11,8 @@ import torch
 from graphtier.dataset import Dataset
 from graphtier.graphstore import GraphStore
 from graphtier.graphstore.typed_features import (
+    ExpectedReads,
     TypedFeatures,
-    expected_reads_by_type,
     split_budget_rows,
     split_placement_budgets,
     typed_rows_bound,
@@ -108,7 +108,8 @@ def test_the_gpu_budget_follows_the_training_reads(typed_dataset: Dataset) -> No
     placement = PlacementSpec(features_on="tiered", gpu_budget=f"{20 * 32}B", ram_budget="100%")
     seeds = np.asarray(typed_dataset.train_idx)[:2]  # two seeds: few authors read, many never
     quiet = {"batch_size": 16, "fanouts": [3, 2], "log": lambda _: None}
-    reads = expected_reads_by_type(typed_dataset, seeds, [3, 2], batch_size=16)
+    reads = ExpectedReads(typed_dataset, seeds, [3, 2], batch_size=16).by_type()
+    assert reads is not None
     assert reads["subject"].shape == (6,) and 0 < np.count_nonzero(reads["author"]) < 120
     tables = {"paper": TypeTable(32, 300, reads["paper"]), "author": TypeTable(8, 120, reads["author"])}
     expected = split_feature_budget(tables, 20 * 32)

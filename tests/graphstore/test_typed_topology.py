@@ -10,7 +10,7 @@ import torch
 
 from graphtier.dataset import Dataset
 from graphtier.graphstore import GraphStore
-from graphtier.graphstore.typed_features import expected_typed_reads
+from graphtier.graphstore.typed_features import ExpectedReads, expected_typed_reads
 from graphtier.graphstore.typed_topology import topology_gpu_rows, typed_gpu_ranges
 from graphtier.memory import make_topology
 from graphtier.memory.topology import INDPTR_BYTES_PER_DESTINATION
@@ -31,7 +31,9 @@ def test_gpu_rows_per_relation_are_split_topology_budgets_and_plans(typed_datase
     reads = expected_typed_reads(typed_dataset, seeds, FANOUTS, PER_RELATION, batch_size=16)
     indptr, schema, itemsize = typed_dataset.indptr, typed_dataset.schema, typed_dataset.indices.dtype.itemsize
     budget = 4 * itemsize * 100
-    rows = topology_gpu_rows(typed_dataset, budget, seeds, FANOUTS, PER_RELATION, batch_size=16)
+    rows = topology_gpu_rows(
+        typed_dataset, budget, ExpectedReads(typed_dataset, seeds, FANOUTS, PER_RELATION, batch_size=16)
+    )
     tables = {}
     for rel in schema.relations:
         lo, hi = rel.row_offset, rel.row_offset + schema.node_type(rel.dst).count
@@ -45,7 +47,9 @@ def test_gpu_rows_per_relation_are_split_topology_budgets_and_plans(typed_datase
     assert plan.topology_rows == rows
     # no seeds: every list read equally often
     uniform = {rel: RelationTable(t.indptr, itemsize) for rel, t in tables.items()}
-    assert topology_gpu_rows(typed_dataset, budget, None, FANOUTS) == split_topology_budget(uniform, budget)
+    assert topology_gpu_rows(typed_dataset, budget, None) == split_topology_budget(uniform, budget)
+    no_seeds = ExpectedReads(typed_dataset, None, FANOUTS)
+    assert topology_gpu_rows(typed_dataset, budget, no_seeds) == split_topology_budget(uniform, budget)
 
 
 def test_store_opens_the_typed_topology_with_the_relation_split(
@@ -59,13 +63,15 @@ def test_store_opens_the_typed_topology_with_the_relation_split(
     seeds = typed_dataset.train_idx[:40]
     GraphStore.open(typed_dataset, device="cuda", sample_on="gpu", features_on="cpu-gather", fanouts=FANOUTS,
                     relation_fanouts=PER_RELATION, train_seeds=seeds, batch_size=16, log=lambda _: None)  # fmt: skip
-    rows = topology_gpu_rows(typed_dataset, 800, seeds, FANOUTS, PER_RELATION, batch_size=16)
+    rows = topology_gpu_rows(
+        typed_dataset, 800, ExpectedReads(typed_dataset, seeds, FANOUTS, PER_RELATION, batch_size=16)
+    )
     indptr = typed_dataset.indptr
     expected = [
         (int(indptr[r.row_offset]), int(indptr[r.row_offset + rows[r.type]])) for r in typed_dataset.schema.relations
     ]
     assert seen["gpu_ranges_for"](800) == expected
-    assert typed_gpu_ranges(tiny_dataset, None, FANOUTS) is None  # homogeneous: the single prefix
+    assert typed_gpu_ranges(tiny_dataset, None) is None  # homogeneous: the single prefix
 
 
 @pytest.mark.parametrize(("budget", "ram", "interpreted"), [("25%", None, True), ("40%", "30%", False)])
@@ -82,7 +88,8 @@ def test_device_typed_sampler_over_per_relation_ranges_gives_the_cpu_batches(
         options = {"registrar": FakeRegistrar(), "kernels": load_interpreted("memory/_topology_kernels.py")}
         picks, kernels = "triton", load_interpreted("sampling/_device_kernels.py")
     seeds = typed_dataset.train_idx
-    ranges_for = typed_gpu_ranges(typed_dataset, seeds, FANOUTS, PER_RELATION, batch_size=20, log=lambda _: None)
+    expected = ExpectedReads(typed_dataset, seeds, FANOUTS, PER_RELATION, batch_size=20)
+    ranges_for = typed_gpu_ranges(typed_dataset, expected, log=lambda _: None)
     topology = make_topology(typed_dataset.indptr, typed_dataset.indices, device=torch.device("cpu"),
                              topology_budget=budget, ram_budget=ram, log=lambda _: None, gpu_ranges_for=ranges_for,
                              **options)  # fmt: skip
@@ -91,3 +98,25 @@ def test_device_typed_sampler_over_per_relation_ranges_gives_the_cpu_batches(
     traffic, rows = assert_samples_like_the_cpu(store, typed_dataset, seeds)
     assert traffic["gpu"] > rows * INDPTR_BYTES_PER_DESTINATION and traffic["host"] > 0
     assert (traffic["disk"] > 0) == (ram is not None)
+
+
+def test_one_store_computes_the_expected_reads_once(typed_dataset: Dataset, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The feature budget and the topology budget of one store share one pass of the expected reads."""
+    import graphtier.graphstore.store as store_module
+    import graphtier.graphstore.typed_features as typed_features
+
+    calls = []
+    compute = typed_features.typed_fanout_weighted_reads
+    monkeypatch.setattr(
+        typed_features, "typed_fanout_weighted_reads", lambda *a, **k: calls.append(1) or compute(*a, **k)
+    )
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(store_module, "make_topology", lambda *a, **k: k["gpu_ranges_for"](800) and None)
+    budgets = {}
+    monkeypatch.setattr(
+        typed_features, "make_feature_store", lambda table, mode, **k: budgets.setdefault(len(budgets), k)
+    )
+    GraphStore.open(typed_dataset, device="cuda", sample_on="gpu", features_on="tiered", gpu_budget="640B",
+                    train_seeds=typed_dataset.train_idx, fanouts=FANOUTS, batch_size=16, log=lambda _: None)  # fmt: skip
+    assert len(budgets) == 2  # both featured types were placed, their GPU split by the reads
+    assert calls == [1]
