@@ -18,7 +18,7 @@ import pytest
 import scipy.io
 import scipy.sparse as sp
 
-from graphtier.dataset.importers.sparse import MAX_DIMENSION, checked_sparse
+from graphtier.dataset.importers.sparse import MAX_DIMENSION, checked_sparse, load_sparse_npz
 from graphtier.errors import DatasetError
 
 from .helpers import assert_user_error, run_cli_process, write_planetoid
@@ -126,3 +126,19 @@ def test_layout_is_taken_from_the_class_not_the_pickled_state() -> None:
     vars(matrix)["indices"] = np.full(8, 50, np.int32)
     with pytest.raises(DatasetError, match="'indices': expected ids in \\[0, 4\\)"):
         checked_sparse(matrix, "f")
+
+
+def test_a_crafted_sparse_npz_is_one_line_never_unpickled_or_out_of_bounds(tmp_path: Path) -> None:
+    """``load_sparse_npz`` (manifest features): a pickled member is refused without running it, and ids beyond the
+    shape are a DatasetError naming the file, not an out-of-bounds densify."""
+
+    good = sp.random(5, 4, density=0.5, format="csr", random_state=0)
+    sp.save_npz(tmp_path / "good.npz", good)
+    assert (load_sparse_npz(tmp_path / "good.npz").toarray() == good.toarray()).all()
+    arrays = {"format": np.array(b"csr"), "shape": np.array([5, 4]), "indptr": good.indptr, "data": good.data}
+    np.savez(tmp_path / "pickled.npz", indices=np.array([object()], dtype=object), **arrays)
+    with pytest.raises(DatasetError, match="pickled.npz: not a readable .npz archive"):
+        load_sparse_npz(tmp_path / "pickled.npz")
+    np.savez(tmp_path / "beyond.npz", indices=np.full(good.nnz, 99, dtype=np.int32), **arrays)
+    with pytest.raises(DatasetError, match="beyond.npz"):
+        load_sparse_npz(tmp_path / "beyond.npz")
