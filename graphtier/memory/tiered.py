@@ -10,10 +10,10 @@ devices (partition 0 on the compute device), the "host" tier is a :class:`Unifie
 zero-copy by the Triton kernel (128-byte aligned, PyTorch-Direct §4.5), the "disk" tier is gathered
 on the CPU from the memory map and copied.
 
-Without CUDA the same plan and accounting are kept: every tier lives in host memory (the "gpu"
-and "gpu-peer" tiers as RAM copies, the peers interleaved exactly as on the devices), the "host"
-tier is RAM (a RAM copy of a memory-mapped table when there is a disk tier, else the table as
-given) and the "disk" tier is read from the memory map on demand; the gather is a numba kernel.
+Without CUDA the same plan and accounting are kept: the "gpu", "gpu-peer" and "host" tiers are all host
+memory, so they are one RAM array of rows [0, host_end) (the table as given, or a RAM copy of that prefix of a
+memory-mapped table when there is a disk tier) and only the per-tier counts tell them apart; the "disk" tier
+is read from the memory map on demand; the gather is a numba kernel with the plain gather's copy loop.
 
 Each path owns its buffers in one object (:class:`_CpuTiers`, :class:`_CudaTiers`) that closes what it
 holds. The row cache of ``tiered+cache`` is not here: it wraps the store (:class:`graphtier.memory.cached.CachedFeatures`).
@@ -29,10 +29,7 @@ import torch
 
 from graphtier.errors import OptionError
 from graphtier.memory._gather_kernels import as_raw_bits, gather_rows_checked
-from graphtier.memory._tiered_kernels import (
-    interleave_partitions,
-    tiered_gather_rows_in_order,
-)
+from graphtier.memory._tiered_kernels import tiered_gather_rows
 from graphtier.memory.arena import StagingArena
 from graphtier.memory.host import raise_out_of_range, row_ids
 from graphtier.memory.placement import TIER_NAMES, TierPlan
@@ -80,19 +77,18 @@ def check_ids(ids: torch.Tensor | np.ndarray, num_rows: int) -> np.ndarray:
 
 
 class _CpuTiers:
-    """The CPU path: every tier in host memory (GPU tiers as RAM copies, peers interleaved as on the devices)."""
+    """The CPU path: every tier in host memory; the "gpu", "gpu-peer" and "host" tiers are one RAM array."""
 
     def __init__(
         self, table: np.ndarray, plan: TierPlan, dtype: torch.dtype, ring_size: int, max_rows: int | None
     ) -> None:
         self.plan = plan
-        self.local_np = ram_copy(table, 0, plan.local_rows)
-        self.peers_np = interleave_partitions(ram_copy(table, plan.local_rows, plan.peer_end), plan.peer_partitions)
+        # rows [0, host_end) in RAM: the table itself, or a RAM copy of that prefix of a memory map with a disk tier
         if plan.disk_rows > 0 and isinstance(table, np.memmap):
-            self.host_np = ram_copy(table, plan.peer_end, plan.host_end)
+            self.ram_np = ram_copy(table, 0, plan.host_end)
         else:
-            self.host_np = np.asarray(table[plan.peer_end : plan.host_end])
-        self.bits = tuple(as_raw_bits(a) for a in (self.local_np, self.peers_np, self.host_np, np.asarray(table)))
+            self.ram_np = np.asarray(table)
+        self.bits = (as_raw_bits(self.ram_np), as_raw_bits(np.asarray(table)))
         self.arena = StagingArena(int(table.shape[1]), dtype, ring_size=ring_size, max_rows=max_rows)
         self.team = GatherTeam(plan.row_bytes)
 
@@ -102,13 +98,13 @@ class _CpuTiers:
         out = self.arena.take(ids_np.shape[0])
         if ids_np.shape[0] == 0:
             return out, TierTraffic()
-        local, peers, host, disk = self.bits
+        ram, disk = self.bits
         out_bits = as_raw_bits(out.numpy())
-        bounds = (plan.local_rows, plan.peer_end, plan.host_end)
+        bounds = (plan.local_rows, plan.peer_end, plan.peer_partitions, plan.host_end)
         counts: list[tuple[int, int, int, int, int]] = []
 
         def work(first: int, stop: int) -> None:
-            counts.append(tiered_gather_rows_in_order(local, peers, host, disk, *bounds, ids_np, out_bits, first, stop))
+            counts.append(tiered_gather_rows(ram, disk, *bounds, ids_np, out_bits, first, stop))
 
         self.team.run(work, ids_np.shape[0])
         gpu, gpu_peer, host_rows, disk_rows, out_of_range = (sum(column) for column in zip(*counts))
@@ -123,7 +119,7 @@ class _CpuTiers:
         """Drop the RAM copies and the staging buffers."""
         self.arena.release()
         self.bits = ()
-        self.local_np = self.peers_np = self.host_np = np.empty((0, 0), np.float32)
+        self.ram_np = np.empty((0, 0), np.float32)
 
 
 class _CudaTiers:

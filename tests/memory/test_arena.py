@@ -24,12 +24,7 @@ from graphtier.memory._gather_kernels import (
     gather_rows_checked,
     gather_rows_checked_reference,
 )
-from graphtier.memory._tiered_kernels import (
-    interleave_partitions,
-    tiered_counts_reference,
-    tiered_gather_rows,
-    tiered_gather_rows_in_order,
-)
+from graphtier.memory._tiered_kernels import tiered_counts_reference, tiered_gather_rows
 from graphtier.memory.threads import GatherTeam
 from graphtier.memory.tiered import _CpuTiers
 
@@ -235,30 +230,23 @@ def test_tiered_kernels_count_tiers_like_the_reference(
 ) -> None:
     local_rows, peer_end, host_end = sorted(min(c, rows) for c in cuts)
     table = np.random.default_rng(rows).normal(size=(rows, 3)).astype(np.float32)
-    local = np.ascontiguousarray(table[:local_rows])
-    peers = interleave_partitions(table[local_rows:peer_end], partitions)
-    host = np.ascontiguousarray(table[peer_end:host_end])
+    ram = np.ascontiguousarray(table[:host_end])  # the CPU tiers' RAM rows
+    disk = table.copy()
+    disk[:host_end] = np.nan  # rows below host_end must come from the RAM array
     ids_np = np.array(ids, dtype=np.int64)
     expected = tiered_counts_reference(ids_np, rows, local_rows, peer_end, host_end, partitions)
-    bits = [as_raw_bits(a) for a in (local, peers, host, table)]
+    bits = [as_raw_bits(a) for a in (ram, disk)]
+    bounds = (local_rows, peer_end, partitions, host_end)
     out = np.zeros((ids_np.shape[0], 3), dtype=np.float32)
-    counts = tiered_gather_rows_in_order(*bits, local_rows, peer_end, host_end, ids_np, as_raw_bits(out), 0, len(ids))
+    counts = tiered_gather_rows(*bits, *bounds, ids_np, as_raw_bits(out), 0, len(ids))
     assert tuple(counts) == expected
     split = len(ids) // 2  # two threads' shares add up to the whole
     halves = [
-        tiered_gather_rows_in_order(*bits, local_rows, peer_end, host_end, ids_np, as_raw_bits(out), a, b)
-        for a, b in ((0, split), (split, len(ids)))
+        tiered_gather_rows(*bits, *bounds, ids_np, as_raw_bits(out), a, b) for a, b in ((0, split), (split, len(ids)))
     ]
     assert tuple(int(x) + int(y) for x, y in zip(*halves)) == expected
     valid = (ids_np >= 0) & (ids_np < rows)
     np.testing.assert_array_equal(out[valid], table[ids_np[valid]])
-    positions = np.arange(ids_np.shape[0], dtype=np.int64)[::-1].copy()
-    out2 = np.zeros_like(out)
-    counts2 = tiered_gather_rows(
-        *bits, local_rows, peer_end, host_end, ids_np, positions, as_raw_bits(out2), 0, len(ids)
-    )
-    assert tuple(counts2) == expected
-    np.testing.assert_array_equal(out2[positions[valid]], table[ids_np[valid]])
 
 
 @pytest.mark.gpu

@@ -20,12 +20,7 @@ from graphtier.memory import (
     make_feature_store,
 )
 from graphtier.memory._gather_kernels import as_raw_bits
-from graphtier.memory._tiered_kernels import (
-    interleave_partitions,
-    tiered_gather_reference,
-    tiered_gather_rows,
-    tiered_gather_rows_in_order,
-)
+from graphtier.memory._tiered_kernels import tiered_gather_reference, tiered_gather_rows
 from graphtier.memory.placement import TierPlan
 from graphtier.memory.tiered import torch_dtype_of
 
@@ -92,8 +87,8 @@ def test_tiered_gather_equals_indexing(
             requested += ids.shape[0] * plan.row_bytes
         for ids, got in outputs:  # the ring keeps every batch of this round alive
             np.testing.assert_array_equal(got.numpy(), table[ids])
-        if use_memmap and plan.disk_rows > 0:  # the host tier is a RAM copy, not a view of the memory map
-            assert not np.shares_memory(tiered._tiers.host_np, table)
+        if use_memmap and plan.disk_rows > 0:  # the RAM tiers are a copy, not a view of the memory map
+            assert not np.shares_memory(tiered._tiers.ram_np, table)
         traffic = store.traffic()
         assert set(traffic) == set(TIER_NAMES) | {"requested"}
         assert traffic["requested"] == requested == sum(traffic[name] for name in TIER_NAMES)
@@ -122,9 +117,6 @@ def test_peer_partitions_interleave_and_account() -> None:
     traffic = store.traffic()
     assert traffic["gpu"] == 3 * 12  # ids 0, 3, 6 are partition 0, on the compute device
     assert traffic["gpu-peer"] == 4 * 12 and traffic["host"] == 12
-    parts = interleave_partitions(table[:7], 3)
-    assert parts.shape == (3, 3, 3)
-    np.testing.assert_array_equal(parts[1, 1], table[4])
 
 
 def test_cache_hits_repeat_requests_and_reports_hit_ratio() -> None:
@@ -165,23 +157,15 @@ def test_tiered_kernel_equals_reference(rows: int, dim: int, ids: list[int]) -> 
     table = np.random.default_rng(rows).normal(size=(rows, dim)).astype(np.float32)
     ids_np = np.array([i % rows for i in ids], dtype=np.int64)
     local_rows, peer_end, host_end, partitions = rows // 4, rows // 2, (3 * rows) // 4, 3
-    local = np.ascontiguousarray(table[:local_rows])
-    peers = interleave_partitions(table[local_rows:peer_end], partitions)
-    host = np.ascontiguousarray(table[peer_end:host_end])
-    positions = np.random.default_rng(dim).permutation(ids_np.shape[0]).astype(np.int64)
+    ram = np.ascontiguousarray(table[:host_end])
+    disk = table.copy()
+    disk[:host_end] = np.nan  # rows below host_end come from the RAM array, the rest from the disk tier
     out = np.full((ids_np.shape[0], dim), np.nan, dtype=np.float32)
     tiered_gather_rows(
-        *(as_raw_bits(a) for a in (local, peers, host, table)), local_rows, peer_end, host_end, ids_np, positions,
+        *(as_raw_bits(a) for a in (ram, disk)), local_rows, peer_end, partitions, host_end, ids_np,
         as_raw_bits(out), 0, len(ids_np),
     )  # fmt: skip
-    expected = tiered_gather_reference(table, ids_np, positions, np.full_like(out, np.nan))
-    np.testing.assert_array_equal(out, expected)
-    in_order = np.full_like(out, np.nan)
-    tiered_gather_rows_in_order(
-        *(as_raw_bits(a) for a in (local, peers, host, table)), local_rows, peer_end, host_end, ids_np,
-        as_raw_bits(in_order), 0, len(ids_np),
-    )  # fmt: skip
-    np.testing.assert_array_equal(in_order, table[ids_np])
+    np.testing.assert_array_equal(out, tiered_gather_reference(table, ids_np))
 
 
 def test_out_of_range_and_bad_ids_raise() -> None:
