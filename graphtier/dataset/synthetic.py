@@ -387,9 +387,7 @@ def generate(
             },
         }
         meta = split_written_graph(writer, meta, opts["edge_split"], seed=seed, eval_negatives=opts["eval_negatives"])
-        with progress.stage("generate: validate and rename into place", total=num_edges, unit="edges") as bar:
-            dataset = writer.finish(meta)
-            bar.advance(num_edges)
+        dataset = writer.finish(meta, progress=progress)
         return dataset
 
 

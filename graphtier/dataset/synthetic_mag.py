@@ -233,9 +233,7 @@ def generate_mag(
                 "labels": {"kind": "synthetic", "generated": True},
             },
         }
-        with progress.stage("generate: validate and rename into place", schema.num_edges, "edges") as bar:
-            dataset = writer.finish(meta)
-            bar.advance(schema.num_edges)
+        dataset = writer.finish(meta, progress=progress)
         return dataset
 
 
