@@ -44,7 +44,14 @@ def test_without_a_total_there_is_a_rate_but_no_eta() -> None:
 
 
 def test_counts_and_durations_are_spelled_short() -> None:
-    assert [count_text(v) for v in (0, 0.5, 950, 12_000, 1_900_000, 3.2e9)] == ["0", "0.50", "950", "12.0K", "1.9M", "3.2G"]
+    assert [count_text(v) for v in (0, 0.5, 950, 12_000, 1_900_000, 3.2e9)] == [
+        "0",
+        "0.50",
+        "950",
+        "12.0K",
+        "1.9M",
+        "3.2G",
+    ]
     assert [duration_text(s) for s in (0, 15.4, 61, 3723)] == ["0:00:00", "0:00:15", "0:01:01", "1:02:03"]
 
 
