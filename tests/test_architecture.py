@@ -26,6 +26,7 @@ LAYERS: dict[str, int] = {
     "graphtier._signals": 0,
     "graphtier._threads": 0,
     "graphtier._fanouts": 0,
+    "graphtier._progress": 0,
     "graphtier.dataset": 1,
     "graphtier.graph": 2,
     "graphtier.sampling": 3,

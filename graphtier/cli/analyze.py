@@ -15,6 +15,7 @@ from graphtier.cli.options import (
     relation_fanouts_option,
     task_options,
 )
+from graphtier.cli.progress import cli_progress
 from graphtier.dataset.format import Dataset
 from graphtier.errors import OptionError
 from graphtier.sampling.neighbor import DEFAULT_FANOUTS, format_fanouts
@@ -126,6 +127,7 @@ def command(
         wrpr_iterations=wrpr_iterations,
         seeds=seeds,
         relation_fanouts=fanouts_per_relation,
+        progress=cli_progress(),
     )
     nodes_read = int((analysis.counts > 0).sum())
     click.echo(

@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from graphtier.cli.options import SEED
+from graphtier.cli.progress import cli_progress
 from graphtier.dataset import synthetic, synthetic_mag
 from graphtier.dataset.format import FEATURE_DTYPES
 from graphtier.errors import OptionError
@@ -155,7 +156,7 @@ def command(output: str, quiet: bool, **options: Any) -> None:
     reverse of every relation unless --no-reverse.
     """
     started = time.perf_counter()
-    progress = None if quiet else (lambda message: click.echo(f"  {message}", err=True))
+    progress = cli_progress(quiet)
     hetero, degrees, add_reverse = options.pop("hetero"), options.pop("relation_degrees"), options.pop("add_reverse")
     if hetero is None:
         for flag, value in (("--relation-degrees", degrees), ("--add-reverse/--no-reverse", add_reverse)):

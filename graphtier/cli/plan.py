@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from graphtier.cli.options import SEED, epoch_seeds, fanouts_option_type, relation_fanouts_option, task_options
+from graphtier.cli.progress import cli_progress
 from graphtier.dataset.format import Dataset
 from graphtier.errors import OptionError
 from graphtier.memory.placement import format_bytes
@@ -166,6 +167,7 @@ def command(
         gpu_topology=topology,
         placement_groups=placement_groups,
         seeds=seeds,
+        progress=cli_progress(),
     )
     click.echo(
         f"{data.name}: {plan.num_rows:,} feature rows x {format_bytes(plan.row_bytes)} "

@@ -9,6 +9,7 @@ from typing import Any
 import click
 import numpy as np
 
+from graphtier.cli.progress import cli_progress
 from graphtier.errors import OptionError
 
 
@@ -97,7 +98,14 @@ def command(
     if output is None:
         raise OptionError("--output: required (the .npy the predictions are written to)")
     start = time.perf_counter()
-    result = predict(saved, data, device=device, chunk_size=chunk_size, embeddings=embeddings is not None)
+    result = predict(
+        saved,
+        data,
+        device=device,
+        chunk_size=chunk_size,
+        embeddings=embeddings is not None,
+        progress=cli_progress(quiet),
+    )
     seconds = time.perf_counter() - start
     save_npy(output, result.probabilities if probabilities else result.classes, "output")
     if embeddings is not None and result.embeddings is not None:
@@ -157,7 +165,9 @@ def link_command(
     node_pairs = read_node_pairs(pairs, data.num_nodes) if pairs is not None else None
     nodes = read_node_ids(for_nodes, data.num_nodes) if for_nodes is not None else None
     start = time.perf_counter()
-    table = predict(saved, data, device=device, chunk_size=chunk_size).logits  # [N, hidden] embeddings
+    table = predict(
+        saved, data, device=device, chunk_size=chunk_size, progress=cli_progress(quiet)
+    ).logits  # [N, hidden] embeddings
     lines = [f"embedded {data.num_nodes:,} nodes with {saved.config['model']} + {saved.config['decoder']} decoder"]
     if node_pairs is not None and output is not None:
         save_npy(output, pair_scores(model, table, node_pairs), "output")

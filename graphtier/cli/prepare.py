@@ -15,6 +15,7 @@ import click
 
 from graphtier.cli.info import typed_info, typed_lines
 from graphtier.cli.prepare_options import common_options, import_options
+from graphtier.cli.progress import cli_progress
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import textio
 from graphtier.dataset.importers.mat import ADJACENCY_KEYS, FEATURE_KEYS, LABEL_KEYS
@@ -194,6 +195,7 @@ def edgelist(
         header=header,
         ids=ids,
         num_nodes=num_nodes,
+        progress=cli_progress(),
     )
     _report(dataset, started)
 

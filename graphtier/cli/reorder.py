@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from graphtier.cli.options import epoch_seeds, score_options, task_options
+from graphtier.cli.progress import cli_progress
 from graphtier.cli.score import describe_types
 from graphtier.dataset.format import Dataset
 from graphtier.graph.reorder import load_score_file, reorder_dataset
@@ -55,6 +56,7 @@ def command(
     """
     seeds = epoch_seeds(task, num_negatives, negative_sampling)
     data = Dataset.open(dataset)
+    progress = cli_progress()
     if score in SCORE_METHODS:
         result = compute_scores(
             data,
@@ -68,6 +70,7 @@ def command(
             seed=seed,
             seeds=seeds,
             relation_fanouts=fanouts_per_relation,
+            progress=progress,
         )
         scores, label, params = result.scores, score, result.params
         click.echo(f"scored {data.num_nodes:,} nodes by {score} in {result.seconds:.2f} s")
@@ -80,7 +83,7 @@ def command(
     for text in describe_types(data.schema, scores):
         click.echo(text)
     reordered, timings = reorder_dataset(
-        data, output, scores, score_label=label, score_params=params, overwrite=overwrite
+        data, output, scores, score_label=label, score_params=params, overwrite=overwrite, progress=progress
     )
     edges_per_s = timings.num_edges / timings.topology_seconds if timings.topology_seconds > 0 else float("inf")
     line = (

@@ -8,6 +8,7 @@ import click
 import numpy as np
 
 from graphtier.cli.options import epoch_seeds, merge_alias, score_options, task_options
+from graphtier.cli.progress import cli_progress
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.outputs import check_outputs, save_npy
 from graphtier.dataset.schema import Schema
@@ -119,6 +120,7 @@ def command(
         seed=seed,
         seeds=seeds,
         relation_fanouts=fanouts_per_relation,
+        progress=cli_progress(),
     )
     click.echo(describe(result))
     warning = result.convergence_warning(tol)

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import time
-from typing import Any, Callable
+from typing import Any
 
 import click
 
@@ -25,42 +24,6 @@ NEGATIVE_SAMPLING_CHOICES = ("uniform", "degree")
 # The default --fanouts, graphtier.sampling.DEFAULT_FANOUTS (the one default of every command), spelled here for
 # the same reason (tests/cli/test_train_cli.py checks they agree).
 FANOUTS_DEFAULT = "25,10"
-
-
-def _progress_factory(console: Any) -> Callable[[str, int], Callable[[int, dict[str, Any]], None]]:
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-    )
-
-    def factory(label: str, total: int) -> Callable[[int, dict[str, Any]], None]:
-        progress = Progress(
-            TextColumn("{task.description:>9}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("{task.fields[rate]}"),
-            TextColumn("{task.fields[loss]}"),
-            TimeElapsedColumn(),
-            console=console,
-            transient=True,
-        )
-        task = progress.add_task(label, total=total, rate="", loss="")
-        progress.start()
-        started = time.perf_counter()
-
-        def tick(done: int, info: dict[str, Any]) -> None:
-            elapsed = max(time.perf_counter() - started, 1e-9)
-            loss = f"loss {info['loss']:.4f}" if "loss" in info else ""
-            progress.update(task, completed=done, rate=f"{done / elapsed:.1f} batch/s", loss=loss)
-            if done >= total:
-                progress.stop()
-
-        return tick
-
-    return factory
 
 
 @click.command("train")
@@ -246,9 +209,8 @@ def command(dataset: str, **options: Any) -> None:
     transfer, train, total) and the final test accuracy of the best-validation model. With --task link:
     validation AUC/AP/Hits@K per epoch and the final test metrics from exact layer-wise embeddings.
     """
-    from rich.console import Console
-
     from graphtier._process import configure_process
+    from graphtier.cli.progress import cli_progress
     from graphtier.dataset import Dataset
     from graphtier.train import TrainConfig, Trainer
     from graphtier.train.launch import launch, under_torchrun
@@ -277,7 +239,6 @@ def command(dataset: str, **options: Any) -> None:
         return
     if devices is not None:
         config = config.with_options(device=devices[0])
-    console = Console(stderr=True)
     quiet = config.run.quiet
 
     def on_epoch(record: dict[str, Any]) -> None:
@@ -289,7 +250,7 @@ def command(dataset: str, **options: Any) -> None:
         data,
         config,
         on_epoch=on_epoch,
-        progress=None if quiet or not console.is_terminal else _progress_factory(console),
+        progress=cli_progress(quiet),
     )
     if not quiet:
         layers = config.num_layers

@@ -28,7 +28,6 @@ from __future__ import annotations
 import math
 import os
 import time
-from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -36,6 +35,7 @@ from typing import Any
 import numba
 import numpy as np
 
+from graphtier._progress import NO_PROGRESS, Progress
 from graphtier.dataset import _synthetic_csc_kernels as csc_kernels
 from graphtier.dataset import _synthetic_kernels as kernels
 from graphtier.dataset import resources
@@ -67,8 +67,6 @@ _STREAM_EDGES = 2
 _STREAM_SPLITS = 3
 _STREAM_CENTROIDS = 4
 _STREAM_FEATURES = 5
-
-Progress = Callable[[str], None]
 
 
 # ---------------------------------------------------------------------------------------------- weights
@@ -279,7 +277,7 @@ def generate(
     overwrite: bool = False,
     chunk_edges: int = DEFAULT_CHUNK_EDGES,
     max_degree: float | None = None,
-    progress: Progress | None = None,
+    progress: Progress = NO_PROGRESS,
     edge_split: str | tuple[float, float, float] | None = None,
     eval_negatives: int = 0,
 ) -> Dataset:
@@ -300,7 +298,7 @@ def generate(
             buffer is ``4 * chunk_edges`` bytes); the output does not depend on it.
         max_degree: the largest expected degree (hub size, before duplicates are dropped); default
             ``min(nodes - 1, 4 * sqrt(nodes * avg_degree))``.
-        progress: called with a one-line message after every stage.
+        progress: reports each stage (``generate: draw edges``, ``generate: write features``, ...).
         edge_split, eval_negatives: the link-prediction edge split (``"0.85,0.05,0.1"``) and its negatives, as
             ``graphtier prepare --edge-split`` (:func:`~graphtier.dataset.importers.holdout.split_written_graph`).
 
@@ -330,44 +328,40 @@ def generate(
     nodes, seed, chunk_edges = int(nodes), int(seed), int(chunk_edges)
     avg_degree = float(avg_degree)
     _require_resources(output, nodes, avg_degree, bool(undirected), feature_dim, feature_dtype)
-    report = progress or (lambda message: None)
     started = time.perf_counter()
-    stage_started = [started]
-
-    def stage(message: str) -> None:
-        now = time.perf_counter()
-        report(f"{message} ({now - stage_started[0]:.1f}s)")
-        stage_started[0] = now
 
     with DatasetWriter(output, overwrite=overwrite) as writer:
-        labels = node_classes(seed, nodes, num_classes)
-        if max_degree is None:
-            max_degree = min(nodes - 1.0, HUB_FACTOR * math.sqrt(avg_degree * nodes))
-        cap = weight_cap(degree_exponent, max_degree / avg_degree if avg_degree > 0 else 1.0)
-        weights = degree_weights(seed, nodes, degree_exponent, cap)
-        stage(f"classes and degree weights for {nodes:,} nodes (weight cap {cap:,.1f})")
+        with progress.stage("generate: classes and degree weights", total=nodes, unit="nodes") as bar:
+            labels = node_classes(seed, nodes, num_classes)
+            if max_degree is None:
+                max_degree = min(nodes - 1.0, HUB_FACTOR * math.sqrt(avg_degree * nodes))
+            cap = weight_cap(degree_exponent, max_degree / avg_degree if avg_degree > 0 else 1.0)
+            weights = degree_weights(seed, nodes, degree_exponent, cap)
+            bar.advance(nodes)
 
         indptr, indices, pairs = _build_graph(
-            labels, weights, num_classes, avg_degree, homophily, bool(undirected), seed, chunk_edges, stage
+            labels, weights, num_classes, avg_degree, homophily, bool(undirected), seed, chunk_edges, progress
         )
         del weights
         num_edges = int(indptr[-1])
-        writer.save("indptr", indptr)
-        writer.save("indices", indices[:num_edges])
-        del indices
-        stage(f"wrote {num_edges:,} edges")
+        with progress.stage("generate: write edges", total=num_edges, unit="edges") as bar:
+            writer.save("indptr", indptr)
+            writer.save("indices", indices[:num_edges])
+            del indices
+            bar.advance(num_edges)
 
-        writer.save("labels", labels)
-        train, valid, test = split_nodes(seed, nodes, (train_fraction, valid_fraction, test_fraction))
-        for name, ids in (("train_idx", train), ("valid_idx", valid), ("test_idx", test)):
-            writer.save(name, ids)
-        stage(f"wrote labels and splits ({train.size:,} / {valid.size:,} / {test.size:,})")
+        with progress.stage("generate: labels and splits", total=nodes, unit="nodes") as bar:
+            writer.save("labels", labels)
+            train, valid, test = split_nodes(seed, nodes, (train_fraction, valid_fraction, test_fraction))
+            for name, ids in (("train_idx", train), ("valid_idx", valid), ("test_idx", test)):
+                writer.save(name, ids)
+            bar.advance(nodes)
 
         if feature_dim > 0:
             write_features(
-                writer, "features", labels, num_classes, feature_dim, feature_noise, feature_dtype, seed, chunk_edges
-            )
-            stage(f"wrote features [{nodes:,}, {feature_dim}] {feature_dtype}")
+                writer, "features", labels, num_classes, feature_dim, feature_noise, feature_dtype, seed, chunk_edges,
+                progress,
+            )  # fmt: skip
 
         meta = {
             "name": Path(output).name,
@@ -393,8 +387,7 @@ def generate(
             },
         }
         meta = split_written_graph(writer, meta, opts["edge_split"], seed=seed, eval_negatives=opts["eval_negatives"])
-        dataset = writer.finish(meta)
-        stage("validated and renamed into place")
+        dataset = writer.finish(meta, progress=progress)
         return dataset
 
 
@@ -425,7 +418,7 @@ def _build_graph(
     undirected: bool,
     seed: int,
     chunk_edges: int,
-    stage: Progress,
+    progress: Progress,
 ) -> tuple[np.ndarray, np.ndarray, int]:
     """Draw the edges (int32 pairs, 8 bytes each) and build deduplicated CSC from them.
 
@@ -434,44 +427,48 @@ def _build_graph(
     """
     nodes = labels.shape[0]
     node_dtype = index_dtype(nodes)
-    class_cum, class_mass, offsets, slots = class_tables(labels, weights, num_classes)
-    stage("alias tables")
+    with progress.stage("generate: alias tables", total=nodes, unit="nodes") as bar:
+        class_cum, class_mass, offsets, slots = class_tables(labels, weights, num_classes)
+        bar.advance(nodes)
 
     pairs = int(round(nodes * avg_degree / 2)) if undirected else int(round(nodes * avg_degree))
     key = np.uint64(kernels.stream_key(seed, _STREAM_EDGES))
     src = np.empty(pairs, dtype=node_dtype)
     dst = np.empty(pairs, dtype=node_dtype)
-    for first in range(0, pairs, chunk_edges):
-        stop = min(pairs, first + chunk_edges)
-        kernels.sample_edges(
-            key,
-            np.int64(first),
-            class_cum,
-            class_mass,
-            offsets,
-            slots,
-            float(homophily),
-            src[first:stop],
-            dst[first:stop],
-        )
+    with progress.stage(f"generate: draw {'pairs' if undirected else 'edges'}", total=pairs, unit="edges") as bar:
+        for first in range(0, pairs, chunk_edges):
+            stop = min(pairs, first + chunk_edges)
+            kernels.sample_edges(
+                key,
+                np.int64(first),
+                class_cum,
+                class_mass,
+                offsets,
+                slots,
+                float(homophily),
+                src[first:stop],
+                dst[first:stop],
+            )
+            bar.advance(stop - first)
     del slots
-    stage(f"drew {pairs:,} {'pairs' if undirected else 'edges'}")
 
-    parts = np.int64(numba.get_num_threads())
-    counts = np.zeros(nodes, dtype=np.int64)
-    csc_kernels.count_endpoints(src, dst, counts, undirected, parts)
-    indptr = np.zeros(nodes + 1, dtype=np.int64)
-    np.cumsum(counts, out=indptr[1:])
-    del counts
-    indices = np.empty(int(indptr[-1]), dtype=node_dtype)
-    cursor = indptr[:-1].copy()
-    csc_kernels.scatter_endpoints(src, dst, cursor, indices, undirected, parts)
-    del cursor, src, dst
-    stage(f"grouped {indices.size:,} edges by destination")
+    with progress.stage("generate: group edges by destination", total=pairs, unit="edges") as bar:
+        parts = np.int64(numba.get_num_threads())
+        counts = np.zeros(nodes, dtype=np.int64)
+        csc_kernels.count_endpoints(src, dst, counts, undirected, parts)
+        indptr = np.zeros(nodes + 1, dtype=np.int64)
+        np.cumsum(counts, out=indptr[1:])
+        del counts
+        indices = np.empty(int(indptr[-1]), dtype=node_dtype)
+        cursor = indptr[:-1].copy()
+        csc_kernels.scatter_endpoints(src, dst, cursor, indices, undirected, parts)
+        del cursor, src, dst
+        bar.advance(pairs)
 
-    csc_kernels.sort_and_count_unique(indptr, indices)
-    csc_kernels.compact_lists(indptr, indices)
-    stage("sorted lists, dropped duplicates and self-loops")
+    with progress.stage("generate: sort lists, drop duplicates and self-loops", total=nodes, unit="nodes") as bar:
+        csc_kernels.sort_and_count_unique(indptr, indices)
+        csc_kernels.compact_lists(indptr, indices)
+        bar.advance(nodes)
     return indptr, indices, pairs
 
 
@@ -485,9 +482,10 @@ def write_features(
     feature_dtype: str,
     seed: int,
     chunk_edges: int,
+    progress: Progress = NO_PROGRESS,
 ) -> None:
     """Write ``<name>.npy`` [N, D]: class centroid of ``labels`` + noise, chunk by chunk through a file handle
-    (bounded RSS; ``chunk_edges`` feature values per block)."""
+    (bounded RSS; ``chunk_edges`` feature values per block), reported as the stage ``generate: write features``."""
     nodes = labels.shape[0]
     centroids = class_centroids(seed, num_classes, feature_dim)
     key = np.uint64(kernels.stream_key(seed, _STREAM_FEATURES))
@@ -497,7 +495,8 @@ def write_features(
     rows_per_chunk = max(1, min(nodes, chunk_edges // feature_dim))
     # double buffering: numba fills one block (GIL released) while a thread writes the other
     blocks = [np.empty((rows_per_chunk, feature_dim), dtype=np.float32) for _ in range(2)]
-    with open(writer.path(name), "r+b") as handle, ThreadPoolExecutor(max_workers=1) as pool:
+    stage = progress.stage(f"generate: write {name}", total=nodes, unit="rows")
+    with open(writer.path(name), "r+b") as handle, ThreadPoolExecutor(max_workers=1) as pool, stage as bar:
         handle.seek(offset)
         pending: Future[int] | None = None
         for number, start in enumerate(range(0, nodes, rows_per_chunk)):
@@ -508,5 +507,6 @@ def write_features(
                 pending.result()  # the other block is free again; also re-raises write errors
             out = rows if feature_dtype == "float32" else rows.astype(feature_dtype)
             pending = pool.submit(handle.write, out.data)
+            bar.advance(stop - start)
         if pending is not None:
             pending.result()

@@ -42,6 +42,7 @@ from typing import Any
 
 import numpy as np
 
+from graphtier._progress import NO_PROGRESS, Progress
 from graphtier.dataset import _synthetic_kernels as kernels
 from graphtier.dataset import resources, synthetic
 from graphtier.dataset.format import Dataset, index_dtype
@@ -145,7 +146,7 @@ def generate_mag(
     overwrite: bool = False,
     chunk_edges: int = synthetic.DEFAULT_CHUNK_EDGES,
     max_degree: float | None = None,
-    progress: synthetic.Progress | None = None,
+    progress: Progress = NO_PROGRESS,
     **homogeneous_only: Any,
 ) -> Dataset:
     """Generate the MAG-like typed dataset of the module docstring at ``output`` and open it.
@@ -176,34 +177,40 @@ def generate_mag(
     counts = type_counts(nodes)
     drawn = {rel[1]: int(round(counts[per] * relation_degrees[rel[1]])) for rel, per, _ in RELATIONS}
     _require_resources(output, counts, drawn, feature_dim, feature_dtype)
-    report = progress or (lambda message: None)
     started = time.perf_counter()
+    total_nodes, total_drawn = sum(counts.values()), sum(drawn.values())
 
     with DatasetWriter(output, overwrite=overwrite) as writer:
-        communities, tables = _node_tables(counts, drawn, num_classes, degree_exponent, max_degree, seed)
-        report(f"communities and degree weights of {sum(counts.values()):,} nodes of {len(counts)} types")
-        relations = [
-            _draw_relation(rel, drawn[rel[1]], tables, homophily, seed, index, chunk_edges, counts)
-            for index, (rel, _, _) in enumerate(RELATIONS)
-        ]
+        with progress.stage("generate: communities and degree weights", total=total_nodes, unit="nodes") as bar:
+            communities, tables = _node_tables(counts, drawn, num_classes, degree_exponent, max_degree, seed)
+            bar.advance(total_nodes)
+        with progress.stage(f"generate: draw edges of {len(RELATIONS)} relations", total_drawn, "edges") as bar:
+            relations = []
+            for index, (rel, _, _) in enumerate(RELATIONS):
+                relations.append(
+                    _draw_relation(rel, drawn[rel[1]], tables, homophily, seed, index, chunk_edges, counts)
+                )
+                bar.advance(drawn[rel[1]])
         del tables
-        report(f"drew {sum(drawn.values()):,} edges of {len(relations)} relations")
-        types = [TypedNodes(name, count) for name, count in counts.items()]
-        schema = write_typed_graph(writer, types, relations, target=TARGET, add_reverse=add_reverse)
-        del relations
-        report(f"wrote {schema.num_edges:,} edges of {len(schema.relations)} relations")
+        with progress.stage("generate: write edges", total=total_drawn, unit="edges") as bar:
+            types = [TypedNodes(name, count) for name, count in counts.items()]
+            schema = write_typed_graph(writer, types, relations, target=TARGET, add_reverse=add_reverse)
+            del relations
+            bar.advance(total_drawn)
         labels = communities[TARGET]
         if feature_dim > 0:
             name = schema.feature_file(TARGET)
             synthetic.write_features(
-                writer, name, labels, num_classes, feature_dim, feature_noise, feature_dtype, seed, chunk_edges
-            )
+                writer, name, labels, num_classes, feature_dim, feature_noise, feature_dtype, seed, chunk_edges,
+                progress,
+            )  # fmt: skip
             schema = _with_features(schema, TARGET, feature_dim, feature_dtype)
-        writer.save("labels", labels)
-        splits = synthetic.split_nodes(seed, nodes, (train_fraction, valid_fraction, test_fraction))
-        for split, ids in zip(("train_idx", "valid_idx", "test_idx"), splits, strict=True):
-            writer.save(split, ids)
-        report(f"wrote paper features, labels and splits ({' / '.join(f'{s.size:,}' for s in splits)})")
+        with progress.stage("generate: labels and splits", total=nodes, unit="nodes") as bar:
+            writer.save("labels", labels)
+            splits = synthetic.split_nodes(seed, nodes, (train_fraction, valid_fraction, test_fraction))
+            for split, ids in zip(("train_idx", "valid_idx", "test_idx"), splits, strict=True):
+                writer.save(split, ids)
+            bar.advance(nodes)
         meta = {
             "name": Path(output).name,
             "num_nodes": schema.num_nodes,
@@ -226,8 +233,7 @@ def generate_mag(
                 "labels": {"kind": "synthetic", "generated": True},
             },
         }
-        dataset = writer.finish(meta)
-        report("validated and renamed into place")
+        dataset = writer.finish(meta, progress=progress)
         return dataset
 
 

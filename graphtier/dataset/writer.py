@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from graphtier._progress import NO_PROGRESS, Progress
 from graphtier.dataset import resources, swap
 from graphtier.dataset.format import FORMAT_VERSION, META_FILE, Dataset
 from graphtier.errors import DatasetError, ResourceError
@@ -174,11 +175,12 @@ class DatasetWriter:
         except OSError as exc:
             raise self._write_error(exc, name, len(data)) from None
 
-    def finish(self, meta: dict[str, Any], *, validate: bool = True) -> Dataset:
+    def finish(self, meta: dict[str, Any], *, validate: bool = True, progress: Progress = NO_PROGRESS) -> Dataset:
         """Write ``meta.json``, validate the directory and rename it to the output path.
 
         ``meta`` gets ``format_version`` and, if missing, ``node_order = "original"`` and
-        ``source.created`` (UTC, ISO 8601). Returns the dataset opened at its final path.
+        ``source.created`` (UTC, ISO 8601). Returns the dataset opened at its final path. ``progress`` reports
+        the stage ``validate the new dataset`` (edges: the validation reads every edge).
         """
         meta = dict(meta)
         meta.setdefault("format_version", FORMAT_VERSION)
@@ -191,7 +193,10 @@ class DatasetWriter:
         ordered.update(meta)
         self.write_text(META_FILE, json.dumps(ordered, indent=2, default=json_default) + "\n")
         if validate:
-            Dataset.open(self.tmp)  # raises DatasetError naming the bad file
+            edges = int(ordered.get("num_edges") or 0)
+            with progress.stage("validate the new dataset", total=edges, unit="edges") as bar:
+                Dataset.open(self.tmp)  # raises DatasetError naming the bad file
+                bar.advance(edges)
         try:
             self.check_output(recorded_inputs(ordered), finishing=True)
             self._move_into_place()

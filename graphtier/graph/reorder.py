@@ -26,6 +26,7 @@ from typing import Any
 import numba
 import numpy as np
 
+from graphtier._progress import NO_PROGRESS, Progress
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.link_split import LINK_META_KEY, LinkPairs, LinkSplit
 from graphtier.dataset.schema import Schema
@@ -107,6 +108,7 @@ def reorder_topology(
     out: np.ndarray | None = None,
     edge_chunk: int = EDGE_CHUNK,
     inverse: np.ndarray | None = None,
+    progress: Progress = NO_PROGRESS,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Relabel and relocate a CSC graph by ``perm``.
 
@@ -128,24 +130,33 @@ def reorder_topology(
     out_view = np.asarray(out)
     parts = numba.get_num_threads()
     first = 0
-    while first < num_nodes:
-        target = new_indptr[first] + edge_chunk
-        last = int(np.searchsorted(new_indptr, target, side="right")) - 1
-        last = min(num_nodes, max(last, first + 1))
-        block = new_indptr[first : last + 1] - new_indptr[first]
-        bounds = edge_balanced_bounds(block, parts) + first
-        lo, hi = int(new_indptr[first]), int(new_indptr[last])
-        kernels.relocate_lists(indptr, indices_view, perm, inverse, new_indptr, bounds, out_view[lo:hi])
-        first = last
+    with progress.stage("reorder: relocate edges", total=int(new_indptr[-1]), unit="edges") as bar:
+        while first < num_nodes:
+            target = new_indptr[first] + edge_chunk
+            last = int(np.searchsorted(new_indptr, target, side="right")) - 1
+            last = min(num_nodes, max(last, first + 1))
+            block = new_indptr[first : last + 1] - new_indptr[first]
+            bounds = edge_balanced_bounds(block, parts) + first
+            lo, hi = int(new_indptr[first]), int(new_indptr[last])
+            kernels.relocate_lists(indptr, indices_view, perm, inverse, new_indptr, bounds, out_view[lo:hi])
+            bar.advance(hi - lo)
+            first = last
     return new_indptr, out
 
 
 def permute_rows(
-    source: np.ndarray, perm: np.ndarray, out: np.ndarray, *, chunk_bytes: int = FEATURE_CHUNK_BYTES
+    source: np.ndarray,
+    perm: np.ndarray,
+    out: np.ndarray,
+    *,
+    chunk_bytes: int = FEATURE_CHUNK_BYTES,
+    progress: Progress = NO_PROGRESS,
+    description: str = "reorder: permute features",
 ) -> None:
     """``out[i] = source[perm[i]]`` for a [N, D] array, in blocks of about ``chunk_bytes``.
 
     ``source`` and ``out`` [N, D] float32/float16 (either may be a memory map), ``perm`` int64 [N].
+    ``progress`` reports the stage ``description`` block by block (rows).
     """
     num_rows = perm.shape[0]
     if num_rows == 0 or source.shape[1] == 0:
@@ -156,9 +167,11 @@ def permute_rows(
     if raw_dtype is not None:
         src, dst = src.view(raw_dtype), dst.view(raw_dtype)
     rows_per_chunk = max(1, chunk_bytes // max(1, source.shape[1] * source.dtype.itemsize))
-    for start in range(0, num_rows, rows_per_chunk):
-        stop = min(num_rows, start + rows_per_chunk)
-        kernels.gather_rows(src, perm[start:stop], dst[start:stop])
+    with progress.stage(description, total=num_rows, unit="rows") as bar:
+        for start in range(0, num_rows, rows_per_chunk):
+            stop = min(num_rows, start + rows_per_chunk)
+            kernels.gather_rows(src, perm[start:stop], dst[start:stop])
+            bar.advance(stop - start)
 
 
 def permute_link_split(split: LinkSplit, inverse: np.ndarray) -> LinkSplit:
@@ -183,6 +196,7 @@ def reorder_dataset(
     score_label: str,
     score_params: dict[str, Any] | None = None,
     overwrite: bool = False,
+    progress: Progress = NO_PROGRESS,
 ) -> tuple[Dataset, ReorderTimings]:
     """Write ``source`` reordered by descending ``scores`` (float64 [N]) to ``output`` (a typed dataset: each
     type by its own scores, see the module).
@@ -190,6 +204,7 @@ def reorder_dataset(
     ``score_label`` is the score method name or file recorded in ``meta.json``. Returns the new
     dataset (opened, validated) and the stage timings. ``perm.npy`` maps new ids to the ids of the
     original dataset (composed with the source's own ``perm`` when the source was reordered before).
+    ``progress`` reports the stages (``reorder: relocate edges``, ``reorder: permute features``, ...).
     """
     num_nodes = source.num_nodes
     scores = np.asarray(scores)
@@ -203,9 +218,11 @@ def reorder_dataset(
     timings = ReorderTimings(num_edges=source.num_edges)
     started = time.perf_counter()
     schema = source.schema
-    perm = order_by_type(scores, schema)
-    inverse = kernels.inverse_permutation(perm)
-    row_perm = relation_row_perm(perm, schema)
+    with progress.stage("reorder: sort by score", total=num_nodes, unit="nodes") as bar:
+        perm = order_by_type(scores, schema)
+        inverse = kernels.inverse_permutation(perm)
+        row_perm = relation_row_perm(perm, schema)
+        bar.advance(num_nodes)
     target = schema.target_type
     target_perm = perm[target.offset : target.stop] - target.offset
     target_inverse = inverse[target.offset : target.stop] - target.offset
@@ -213,7 +230,9 @@ def reorder_dataset(
     with DatasetWriter(output, overwrite=overwrite) as writer:
         started = time.perf_counter()
         indices_out = writer.open_memmap("indices", (source.num_edges,), source.indices.dtype)
-        new_indptr, _ = reorder_topology(source.indptr, source.indices, row_perm, out=indices_out, inverse=inverse)
+        new_indptr, _ = reorder_topology(
+            source.indptr, source.indices, row_perm, out=indices_out, inverse=inverse, progress=progress
+        )
         indices_out.flush()
         del indices_out
         writer.save("indptr", new_indptr)
@@ -225,7 +244,9 @@ def reorder_dataset(
             if table is None:
                 continue
             features_out = writer.open_memmap(schema.feature_file(t.name), table.shape, table.dtype)
-            permute_rows(table, perm[t.offset : t.stop] - t.offset, features_out)
+            what = f"{t.name} features" if len(schema.node_types) > 1 else "features"
+            permute_rows(table, perm[t.offset : t.stop] - t.offset, features_out, progress=progress,
+                         description=f"reorder: permute {what}")  # fmt: skip
             features_out.flush()
             timings.feature_bytes += int(features_out.nbytes)
             del features_out
@@ -266,5 +287,5 @@ def reorder_dataset(
             "perm": "perm.npy maps new id -> original id",
             "dropped_arrays": timings.dropped_arrays,
         }
-        result = writer.finish(meta)
+        result = writer.finish(meta, progress=progress)
     return result, timings

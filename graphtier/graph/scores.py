@@ -30,6 +30,7 @@ import numpy as np
 import scipy.sparse
 
 from graphtier._fanouts import check_fanouts
+from graphtier._progress import NO_PROGRESS, Progress
 from graphtier.errors import OptionError
 from graphtier.graph import _reads_kernels as reads_kernels
 from graphtier.graph import _score_kernels as kernels
@@ -77,8 +78,10 @@ def _pagerank_rounds(
     tol: float,
     max_iterations: int,
     stop_on_tol: bool,
+    progress: Progress = NO_PROGRESS,
 ) -> tuple[np.ndarray, int, float]:
-    """Run damped reverse-PageRank rounds from ``initial`` (float64 [N]).
+    """Run damped reverse-PageRank rounds from ``initial`` (float64 [N]), reported as the stage
+    ``score: PageRank rounds`` (its total the cap: ``rpr`` may stop before).
 
     Returns (float64 [N] scores, rounds run, L1 change of the last round).
     """
@@ -93,15 +96,17 @@ def _pagerank_rounds(
     shares = np.empty_like(current)
     change = float("inf")
     rounds = 0
-    while rounds < max_iterations:
-        dangling = kernels.share_per_neighbour(indptr, current, shares)
-        kernels.scatter_to_neighbours(indptr, indices, shares, bounds, partials)
-        teleport = (1.0 - damping) / num_nodes + damping * dangling / num_nodes
-        change = kernels.damped_update(partials, teleport, damping, current, following)
-        current, following = following, current
-        rounds += 1
-        if stop_on_tol and change < tol:
-            break
+    with progress.stage("score: PageRank rounds", total=max_iterations, unit="rounds") as bar:
+        while rounds < max_iterations:
+            dangling = kernels.share_per_neighbour(indptr, current, shares)
+            kernels.scatter_to_neighbours(indptr, indices, shares, bounds, partials)
+            teleport = (1.0 - damping) / num_nodes + damping * dangling / num_nodes
+            change = kernels.damped_update(partials, teleport, damping, current, following)
+            current, following = following, current
+            rounds += 1
+            bar.advance()
+            if stop_on_tol and change < tol:
+                break
     return current, rounds, change
 
 
@@ -112,6 +117,7 @@ def reverse_pagerank(
     damping: float = DEFAULT_DAMPING,
     tol: float = DEFAULT_RPR_TOL,
     max_iterations: int = DEFAULT_RPR_ITERATIONS,
+    progress: Progress = NO_PROGRESS,
 ) -> tuple[np.ndarray, int, float]:
     """Reverse PageRank from the uniform start ``1 / N`` until the L1 change < ``tol``.
 
@@ -125,8 +131,9 @@ def reverse_pagerank(
         return np.zeros(0, dtype=np.float64), 0, 0.0
     initial = np.full(num_nodes, 1.0 / num_nodes, dtype=np.float64)
     return _pagerank_rounds(
-        indptr, indices, initial, damping=damping, tol=tol, max_iterations=max_iterations, stop_on_tol=True
-    )
+        indptr, indices, initial, damping=damping, tol=tol, max_iterations=max_iterations, stop_on_tol=True,
+        progress=progress,
+    )  # fmt: skip
 
 
 def weighted_initial_scores(num_nodes: int, train_idx: np.ndarray) -> np.ndarray:
@@ -160,6 +167,7 @@ def weighted_reverse_pagerank(
     iterations: int = DEFAULT_WRPR_ITERATIONS,
     with_change: bool = False,
     seed_counts: np.ndarray | None = None,
+    progress: Progress = NO_PROGRESS,
 ) -> Any:
     """Weighted reverse PageRank (Data Tiering, Algorithm 1): exactly ``iterations`` rounds.
 
@@ -182,8 +190,9 @@ def weighted_reverse_pagerank(
             raise OptionError("wrpr: expected a non-empty training split, found 0 training nodes")
         initial = weighted_initial_scores(num_nodes, train_idx)
     scores, _, change = _pagerank_rounds(
-        indptr, indices, initial, damping=damping, tol=0.0, max_iterations=iterations, stop_on_tol=False
-    )
+        indptr, indices, initial, damping=damping, tol=0.0, max_iterations=iterations, stop_on_tol=False,
+        progress=progress,
+    )  # fmt: skip
     return (scores, change) if with_change else scores
 
 
@@ -249,6 +258,7 @@ def fanout_weighted_reads(
     *,
     batch_size: int = 1024,
     mode: str = "batch",
+    progress: Progress = NO_PROGRESS,
 ) -> np.ndarray:
     """Fanout-weighted reads (``fwr``) of node-classification training: expected feature reads of each node in
     one epoch. float64 [N].
@@ -262,7 +272,7 @@ def fanout_weighted_reads(
     if np.asarray(indptr).shape[0] - 1 == 0:
         return np.zeros(0, dtype=np.float64)
     weights = _node_weights(indptr, train_idx, batch_size)
-    return seeded_fanout_weighted_reads(indptr, indices, weights, fanouts, mode=mode)
+    return seeded_fanout_weighted_reads(indptr, indices, weights, fanouts, mode=mode, progress=progress)
 
 
 def seeded_fanout_weighted_reads(
@@ -272,6 +282,7 @@ def seeded_fanout_weighted_reads(
     fanouts,
     *,
     mode: str = "batch",
+    progress: Progress = NO_PROGRESS,
 ) -> np.ndarray:
     """Fanout-weighted reads from per-node seed weights (node or link seeds: :mod:`graphtier.graph.seed_weights`).
 
@@ -285,6 +296,8 @@ def seeded_fanout_weighted_reads(
       independent), and the score is ``seeds.num_batches * q_L(u)``: expected batches that read ``u``.
     * ``mode="sum"``: expected draws with no dedup, ``r_0 = seeds.epoch_count``,
       ``r_{k+1}(u) = sum_{v: u in N(v)} r_k(v) p_k(v)``, score ``sum_{k=0..L} r_k``.
+
+    ``progress`` reports the stage ``score: fanout-weighted hops`` (one pass over the edges per hop).
     """
     fanouts = _check_fwr_arguments(fanouts, 1, mode)
     indptr = np.asarray(indptr)
@@ -301,17 +314,20 @@ def seeded_fanout_weighted_reads(
     following = np.empty_like(current)
     total = current.copy()
     reads_kernels.draw_values(indptr, current, fanouts[0], survival, values)
-    for hop, fanout in enumerate(fanouts):
-        kernels.scatter_to_neighbours(indptr, indices, values, bounds, partials)
-        if hop + 1 < len(fanouts):
-            reads_kernels.combine_and_draw(partials, current, indptr, fanouts[hop + 1], survival, following, values)
-        elif survival:
-            reads_kernels.combine_survival(partials, current, following)
-        else:
-            reads_kernels.combine_sums(partials, following)
-        if not survival:
-            total += following
-        current, following = following, current
+    edges = int(indices.shape[0])
+    with progress.stage("score: fanout-weighted hops", total=edges * len(fanouts), unit="edges") as bar:
+        for hop, fanout in enumerate(fanouts):
+            kernels.scatter_to_neighbours(indptr, indices, values, bounds, partials)
+            if hop + 1 < len(fanouts):
+                reads_kernels.combine_and_draw(partials, current, indptr, fanouts[hop + 1], survival, following, values)
+            elif survival:
+                reads_kernels.combine_survival(partials, current, following)
+            else:
+                reads_kernels.combine_sums(partials, following)
+            if not survival:
+                total += following
+            current, following = following, current
+            bar.advance(edges)
     if survival:
         return current * float(seeds.num_batches)
     return total

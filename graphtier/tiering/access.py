@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from graphtier._progress import NO_PROGRESS, Progress
 from graphtier.dataset.format import Dataset
 from graphtier.errors import OptionError
 from graphtier.graph.reorder import order_by_score
@@ -172,6 +173,7 @@ def analyze_access(
     wrpr_iterations: int | None = None,
     seeds: EpochSeeds = NODE_SEEDS,
     relation_fanouts: str | Mapping[Any, Any] | None = None,
+    progress: Progress = NO_PROGRESS,
 ) -> AccessAnalysis:
     """Replay the training sampler on ``dataset`` and measure how well each score predicts reads.
 
@@ -182,6 +184,7 @@ def analyze_access(
     from: the training nodes (default), or the training pairs of the edge split with their negatives (the link
     sampler is replayed, ``batch_size`` pairs per batch, and the seed-driven scores start from the link seeds).
     ``relation_fanouts``: a typed dataset's per-relation overrides of ``fanouts`` (``--fanouts-per-relation``).
+    ``progress`` reports the replay and the score passes.
     """
     methods = list(dict.fromkeys(methods))
     for method in methods:
@@ -216,6 +219,7 @@ def analyze_access(
             epochs=epochs,
             seed=seed,
             sample=seeds.sampler(dataset, list(fanouts), seed) if seeds.is_link else None,
+            progress=progress,
         )
     seconds["replay"] = time.perf_counter() - started
     scores: dict[str, np.ndarray] = {}
@@ -231,6 +235,7 @@ def analyze_access(
             seed=presample_seed,
             seeds=seeds,
             relation_fanouts=relation_fanouts,
+            progress=progress,
         )
         scores[method] = result.scores
         seconds[method] = result.seconds

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from graphtier._progress import NO_PROGRESS, Progress
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.schema import RelationType
 from graphtier.errors import OptionError
@@ -87,6 +88,7 @@ def presample_scores(
     epochs: int,
     seed: int,
     sample: SampleFn | None = None,
+    progress: Progress = NO_PROGRESS,
 ) -> np.ndarray:
     """float64 [N]: feature reads per node counted over ``epochs`` epochs of the real sampler.
 
@@ -94,8 +96,9 @@ def presample_scores(
     link sampler, ``train_idx`` then pair ids).
     """
     counts = count_feature_reads(
-        indptr, indices, train_idx, fanouts=fanouts, batch_size=batch_size, epochs=epochs, seed=seed, sample=sample
-    )
+        indptr, indices, train_idx, fanouts=fanouts, batch_size=batch_size, epochs=epochs, seed=seed, sample=sample,
+        progress=progress,
+    )  # fmt: skip
     return counts.astype(np.float64)
 
 
@@ -112,6 +115,7 @@ def compute_scores(
     seed: int = 0,
     seeds: EpochSeeds = NODE_SEEDS,
     relation_fanouts: str | Mapping[Any, Any] | None = None,
+    progress: Progress = NO_PROGRESS,
 ) -> ScoreResult:
     """Score every node of ``dataset`` with ``method`` (one of :data:`SCORE_METHODS`).
 
@@ -120,7 +124,8 @@ def compute_scores(
     ``presample`` only. ``seeds``: the training seeds ``wrpr``, ``fwr``, ``fwr-sum`` and ``presample`` start
     from (training nodes, or ``--task link``'s pairs with their negatives; batch size in pairs). Returns a
     :class:`ScoreResult` whose ``scores`` are float64 [N] on the CPU. ``relation_fanouts``: a typed dataset's
-    per-relation overrides of ``fanouts`` (``--fanouts-per-relation``, :func:`typed_fanouts`).
+    per-relation overrides of ``fanouts`` (``--fanouts-per-relation``, :func:`typed_fanouts`). ``progress``
+    reports the long passes (PageRank rounds, fwr hops, the presample replay).
     """
     if method not in SCORE_METHODS:
         raise OptionError(
@@ -138,7 +143,9 @@ def compute_scores(
     elif method == "rpr":
         cap = DEFAULT_RPR_ITERATIONS if iterations is None else iterations
         check_iterations(cap)  # named as this function's argument, not reverse_pagerank's max_iterations
-        scores, rounds, change = reverse_pagerank(indptr, indices, damping=damping, tol=tol, max_iterations=cap)
+        scores, rounds, change = reverse_pagerank(
+            indptr, indices, damping=damping, tol=tol, max_iterations=cap, progress=progress
+        )
         params = {"damping": damping, "tol": tol, "max_iterations": cap}
     elif method == "wrpr":
         train = seeds.seed_ids(dataset, method)
@@ -146,8 +153,9 @@ def compute_scores(
         check_iterations(rounds)
         counts = seeds.weights(dataset, 1, method).epoch_count if seeds.is_link else None
         scores, change = weighted_reverse_pagerank(
-            indptr, indices, train, damping=damping, iterations=rounds, with_change=True, seed_counts=counts
-        )
+            indptr, indices, train, damping=damping, iterations=rounds, with_change=True, seed_counts=counts,
+            progress=progress,
+        )  # fmt: skip
         params = {"damping": damping, "iterations": rounds, "num_train": int(train.size), **seeds.describe()}
     elif method in ("fwr", "fwr-sum"):
         train = seeds.seed_ids(dataset, method)
@@ -160,9 +168,11 @@ def compute_scores(
             ).node_reads
         elif seeds.is_link:
             weights = seeds.weights(dataset, batch_size, method)
-            scores = seeded_fanout_weighted_reads(indptr, indices, weights, fanouts, mode=mode)
+            scores = seeded_fanout_weighted_reads(indptr, indices, weights, fanouts, mode=mode, progress=progress)
         else:
-            scores = fanout_weighted_reads(indptr, indices, train, fanouts, batch_size=batch_size, mode=mode)
+            scores = fanout_weighted_reads(
+                indptr, indices, train, fanouts, batch_size=batch_size, mode=mode, progress=progress
+            )
         params = {
             "fanouts": fanouts,
             "batch_size": batch_size,
@@ -187,8 +197,9 @@ def compute_scores(
             ).features.astype(np.float64)
         else:
             scores = presample_scores(
-                indptr, indices, train, fanouts=fanouts, batch_size=batch_size, epochs=epochs, seed=seed, sample=sample
-            )
+                indptr, indices, train, fanouts=fanouts, batch_size=batch_size, epochs=epochs, seed=seed, sample=sample,
+                progress=progress,
+            )  # fmt: skip
         params = {"fanouts": fanouts, "batch_size": batch_size, "epochs": epochs, "seed": seed, **seeds.describe()}
     if dataset.is_hetero and relation_fanouts and "fanouts" in params:
         per_relation = typed_fanouts(dataset, fanouts, relation_fanouts)

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from graphtier._progress import NO_PROGRESS, Progress
 from graphtier.dataset.format import Dataset
 from graphtier.errors import DatasetError, OptionError
 from graphtier.memory.gpu_topology import GpuTopology
@@ -332,6 +333,7 @@ def plan_capacity(
     gpu_topology: GpuTopology | None = None,
     placement_groups: int = DEFAULT_PLACEMENT_GROUPS,
     seeds: EpochSeeds = NODE_SEEDS,
+    progress: Progress = NO_PROGRESS,
 ) -> CapacityPlan:
     """Plan the feature and topology tiers of ``dataset`` on ``device`` for each GPU budget in ``budgets``.
 
@@ -341,6 +343,7 @@ def plan_capacity(
     fraction of the edges or auto). ``gpu_topology``: also place the features on its GPUs (must have
     ``device.gpus`` GPUs) in ``placement_groups`` row groups. ``seeds``: the training nodes (default) or, for
     ``--task link``, the training pairs replayed through the link sampler (``batch_size`` pairs per batch).
+    ``progress`` reports the replay.
     """
     if dataset.features is None:
         raise DatasetError(f"{dataset.path}: no features.npy; plan sizes the feature tiers, so it needs features")
@@ -368,6 +371,7 @@ def plan_capacity(
         seed=seed,
         first_epoch=1,
         sample=seeds.sampler(dataset, list(fanouts), seed) if seeds.is_link else None,
+        progress=progress,
     )
     replay = time.perf_counter() - started
     counts = reads.features

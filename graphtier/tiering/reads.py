@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from graphtier._progress import NO_PROGRESS, Progress
 from graphtier.errors import OptionError
 from graphtier.graph._score_kernels import accumulate_counts
 from graphtier.sampling.batch import MiniBatch
@@ -50,6 +51,7 @@ def count_sampled_reads(
     first_epoch: int = 0,
     topology: bool = True,
     sample: Callable[[np.ndarray, int], MiniBatch] | None = None,
+    progress: Progress = NO_PROGRESS,
 ) -> SampledReads:
     """Replay the sampler and count feature reads and (``topology=True``) neighbour-list reads per node.
 
@@ -65,6 +67,7 @@ def count_sampled_reads(
     ``sample``: another training sampler ``(seed_ids, batch_id) -> MiniBatch`` replayed instead (the link
     sampler of :meth:`graphtier.tiering.seeds.EpochSeeds.sampler`, whose ``train_idx`` are pair ids); its
     blocks are counted as they come (a link batch's excluded target edges were read but are not counted).
+    ``progress`` reports the stage ``replay the sampler`` batch by batch.
     """
     if isinstance(epochs, bool) or epochs < 1:
         raise OptionError(f"--epochs: expected a positive integer, found {epochs!r}")
@@ -75,16 +78,19 @@ def count_sampled_reads(
     entries = np.zeros(num_nodes, dtype=np.int64)
     destinations = 0
     batch_id = 0
-    for epoch in range(first_epoch, first_epoch + epochs):
-        for seeds in iter_seed_batches(train_idx, batch_size, shuffle=True, seed=seed, epoch=epoch):
-            batch = sample(seeds, batch_id)
-            n_id = batch.n_id.numpy()
-            accumulate_counts(features, n_id)
-            if topology:
-                for block in batch.blocks:
-                    accumulate_counts(entries, n_id[block.edge_index[1].numpy()])
-                    destinations += block.num_dst
-            batch_id += 1
+    batches = epochs * -(-int(np.asarray(train_idx).shape[0]) // batch_size)
+    with progress.stage(f"replay the sampler ({epochs} epochs)", total=batches, unit="batches") as bar:
+        for epoch in range(first_epoch, first_epoch + epochs):
+            for seeds in iter_seed_batches(train_idx, batch_size, shuffle=True, seed=seed, epoch=epoch):
+                batch = sample(seeds, batch_id)
+                n_id = batch.n_id.numpy()
+                accumulate_counts(features, n_id)
+                if topology:
+                    for block in batch.blocks:
+                        accumulate_counts(entries, n_id[block.edge_index[1].numpy()])
+                        destinations += block.num_dst
+                batch_id += 1
+                bar.advance()
     return SampledReads(features=features, list_entries=entries, destinations=destinations, batches=batch_id)
 
 
@@ -99,6 +105,7 @@ def count_feature_reads(
     seed: int,
     first_epoch: int = 0,
     sample: Callable[[np.ndarray, int], MiniBatch] | None = None,
+    progress: Progress = NO_PROGRESS,
 ) -> np.ndarray:
     """int64 [N]: how many mini-batches read each node's feature row (see :func:`count_sampled_reads`)."""
     return count_sampled_reads(
@@ -112,4 +119,5 @@ def count_feature_reads(
         first_epoch=first_epoch,
         topology=False,
         sample=sample,
+        progress=progress,
     ).features

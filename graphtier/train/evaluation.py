@@ -4,12 +4,13 @@ exact layer-wise full-graph outputs (logits, or a link model's embeddings, then 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, Callable
+from typing import Callable
 
 import numpy as np
 import torch
 from torch import nn
 
+from graphtier._progress import NO_PROGRESS, Progress
 from graphtier.graphstore import GraphStore
 from graphtier.train.collective import Collective
 from graphtier.train.feed import BatchFeed, DeviceBatch, SampleFn
@@ -21,9 +22,6 @@ from graphtier.train.typed_models import TypedGNN, TypedMLP
 
 LinkSamplerFactory = Callable[[np.ndarray, np.ndarray], SampleFn]
 """``(pairs int64 [P, 2], labels float32 [P]) -> sample(pair_ids, batch_id)``: the evaluation link sampler."""
-
-ProgressFactory = Callable[[str, int], Callable[[int, dict[str, Any]], None]]
-"""``(label, total steps) -> tick(done, fields)``: a progress display per phase (train, valid, test, ...)."""
 
 
 def majority_class_accuracy(train_labels: np.ndarray, eval_labels: np.ndarray) -> tuple[int | None, float | None]:
@@ -56,7 +54,7 @@ class Evaluator:
         collective: shares the nodes out over ranks and sums the counts (does nothing in one process).
         batch_size: seeds per evaluation mini-batch and nodes per chunk of layer-wise inference.
         degree: float [N] full-graph in-degrees on the device for layer-wise GCN inference, else None.
-        progress: makes a progress display per phase, or None.
+        progress: reports each evaluation pass as a stage (``valid``, ``test``, ``inference: layer-wise``).
         task: the run's task (:class:`NodeTask` when not given).
         link_sampler: builds the evaluation sampler of a link split's pairs (link task), or None.
     """
@@ -70,7 +68,7 @@ class Evaluator:
         *,
         batch_size: int,
         degree: torch.Tensor | None,
-        progress: ProgressFactory | None = None,
+        progress: Progress = NO_PROGRESS,
         task: Task | None = None,
         link_sampler: LinkSamplerFactory | None = None,
     ) -> None:
@@ -107,11 +105,10 @@ class Evaluator:
 
     def _sampled_batches(self, seed_batches: list[np.ndarray], sample: SampleFn, label: str) -> Iterator[DeviceBatch]:
         """The device batches of ``seed_batches`` drawn by ``sample`` (eval fanouts), with the progress of ``label``."""
-        tick = self.progress(label, len(seed_batches)) if self.progress else None
-        for step, item in enumerate(self.feed.producer(seed_batches, sample, 0, training=False)):
-            yield self.feed.to_device(item)
-            if tick:
-                tick(step + 1, {})
+        with self.progress.stage(label, total=len(seed_batches), unit="batches") as bar:
+            for item in self.feed.producer(seed_batches, sample, 0, training=False):
+                yield self.feed.to_device(item)
+                bar.advance()
 
     @torch.no_grad()
     def link_scores_sampled(self, model: nn.Module, split: str) -> np.ndarray:
@@ -165,13 +162,12 @@ class Evaluator:
     def full_graph_logits(self, model: nn.Module) -> torch.Tensor:
         """float32 [N, C] logits (a link model: [N, hidden] embeddings) from exact layer-wise full-neighbour
         inference (CPU tensor); a typed model: the logits of every node of the target type [count(target), C]."""
-        tick = self.progress("inference", 1) if self.progress else None
         indptr, indices = self.store.csc
         if isinstance(model, (TypedGNN, TypedMLP)):
             return typed_layerwise_outputs(
                 model, lambda node_type, ids: self.store.gather({node_type: ids})[node_type], indptr, indices,
                 self.store.dataset.schema, device=self.feed.device, chunk_size=self.batch_size,
-                progress=(lambda done, total: tick(done, {})) if tick else None,
+                progress=self.progress,
             )[0]  # fmt: skip
         return layerwise_inference(
             encoder_of(model),
@@ -182,7 +178,7 @@ class Evaluator:
             device=self.feed.device,
             degree=self.degree,
             chunk_size=self.batch_size,
-            progress=(lambda done, total: tick(done, {})) if tick else None,
+            progress=self.progress,
         )
 
     def full_accuracy(self, model: nn.Module) -> dict[str, float | None]:

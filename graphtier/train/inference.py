@@ -20,6 +20,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from graphtier._progress import NO_PROGRESS, Progress
 from graphtier.sampling import NeighborSampler
 from graphtier.train.models import MLP, BlockGNN
 
@@ -35,7 +36,7 @@ def layerwise_inference(
     device: torch.device,
     degree: torch.Tensor | None = None,
     chunk_size: int = 4096,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Progress = NO_PROGRESS,
 ) -> torch.Tensor:
     """Logits of every node: float32 [N, C] on the CPU (see :func:`layerwise_outputs` for the arguments)."""
     logits, _ = layerwise_outputs(
@@ -56,7 +57,7 @@ def layerwise_outputs(
     device: torch.device,
     degree: torch.Tensor | None = None,
     chunk_size: int = 4096,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Progress = NO_PROGRESS,
     keep_embeddings: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Logits of every node, float32 [N, C] on the CPU, and with ``keep_embeddings`` the node embeddings.
@@ -74,51 +75,48 @@ def layerwise_outputs(
             The same for ``--gcn-degrees full`` and ``block`` (see the module docstring); the output
             does not depend on ``chunk_size``.
         chunk_size: destination nodes per step.
-        progress: called with (steps done, total steps).
+        progress: reports the stage ``inference: layer-wise`` (nodes done over all layers).
     """
     model.eval()
     chunks = [torch.arange(s, min(num_nodes, s + chunk_size)) for s in range(0, num_nodes, chunk_size)]
     if isinstance(model, MLP):
         outputs, hidden = [], []
-        for step, chunk in enumerate(chunks):
-            x = gather(chunk).to(device).float()
-            if keep_embeddings:
-                h = model.net[:-1](x)
-                hidden.append(h.cpu())
-                outputs.append(model.net[-1](h).cpu())
-            else:
-                outputs.append(model(x).cpu())
-            if progress:
-                progress(step + 1, len(chunks))
+        with progress.stage("inference: layer-wise", total=num_nodes, unit="nodes") as bar:
+            for chunk in chunks:
+                x = gather(chunk).to(device).float()
+                if keep_embeddings:
+                    h = model.net[:-1](x)
+                    hidden.append(h.cpu())
+                    outputs.append(model.net[-1](h).cpu())
+                else:
+                    outputs.append(model(x).cpu())
+                bar.advance(int(chunk.shape[0]))
         logits = torch.cat(outputs) if outputs else torch.empty(0)
         return logits, (torch.cat(hidden) if hidden else torch.empty(0)) if keep_embeddings else None
     assert isinstance(model, BlockGNN)
     if degree is None and model.kind == "gcn":
         degree = full_in_degree(indptr, device)
     one_hop = NeighborSampler(indptr, indices, [-1], seed=0)
-    total_steps = len(chunks) * model.num_layers
-    step = 0
     previous: torch.Tensor | None = None
     embeddings: torch.Tensor | None = None
-    for layer in range(model.num_layers):
-        if keep_embeddings and layer == model.num_layers - 1:
-            embeddings = previous if previous is not None else _all_rows(gather, chunks)
-        out: torch.Tensor | None = None
-        for chunk in chunks:
-            batch = one_hop.sample(chunk.numpy(), batch_id=0)
-            block = batch.blocks[0].to(device)
-            n_id = batch.n_id
-            x = gather(n_id) if previous is None else previous[n_id]
-            x = x.to(device).float()
-            deg = degree[n_id.to(device)] if degree is not None else None
-            h = model.layer(layer, x, block, deg)[: chunk.shape[0]].cpu()
-            if out is None:
-                out = torch.empty((num_nodes, h.shape[1]), dtype=torch.float32)
-            out[chunk] = h
-            step += 1
-            if progress:
-                progress(step, total_steps)
-        previous = out
+    with progress.stage("inference: layer-wise", total=num_nodes * model.num_layers, unit="nodes") as bar:
+        for layer in range(model.num_layers):
+            if keep_embeddings and layer == model.num_layers - 1:
+                embeddings = previous if previous is not None else _all_rows(gather, chunks)
+            out: torch.Tensor | None = None
+            for chunk in chunks:
+                batch = one_hop.sample(chunk.numpy(), batch_id=0)
+                block = batch.blocks[0].to(device)
+                n_id = batch.n_id
+                x = gather(n_id) if previous is None else previous[n_id]
+                x = x.to(device).float()
+                deg = degree[n_id.to(device)] if degree is not None else None
+                h = model.layer(layer, x, block, deg)[: chunk.shape[0]].cpu()
+                if out is None:
+                    out = torch.empty((num_nodes, h.shape[1]), dtype=torch.float32)
+                out[chunk] = h
+                bar.advance(int(chunk.shape[0]))
+            previous = out
     assert previous is not None
     return previous, embeddings
 

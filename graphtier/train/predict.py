@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from graphtier._progress import NO_PROGRESS, Progress
 from graphtier.dataset import Dataset
 from graphtier.errors import OptionError
 from graphtier.memory import make_feature_store
@@ -48,6 +49,7 @@ def predict(
     device: str = "cpu",
     chunk_size: int = 4096,
     embeddings: bool = False,
+    progress: Progress = NO_PROGRESS,
 ) -> Predictions:
     """Run a saved model (a :class:`SavedModel` or the path of a ``--save-model`` file) on every node.
 
@@ -57,7 +59,8 @@ def predict(
     ``device`` runs the model. A GCN is normalised by full-graph in-degrees whichever ``--gcn-degrees``
     it was trained with (see :mod:`graphtier.train.inference`). A link model's output is its encoder's:
     the embeddings of all nodes, in ``logits``. A typed model (``saved.schema``) predicts every node of the
-    target type (:func:`typed_layerwise_outputs`; rows are the target's local ids).
+    target type (:func:`typed_layerwise_outputs`; rows are the target's local ids). ``progress`` reports the
+    stage ``inference: layer-wise``.
     """
     saved = model if isinstance(model, SavedModel) else load_model(model)
     data = dataset if isinstance(dataset, Dataset) else Dataset.open(dataset)
@@ -68,7 +71,7 @@ def predict(
     if target.type == "cuda" and not torch.cuda.is_available():
         raise OptionError(f"--device {device}: CUDA is not available on this machine (use --device cpu)")
     if saved.schema is not None:
-        return _typed_predict(saved, data, target, chunk_size, embeddings)
+        return _typed_predict(saved, data, target, chunk_size, embeddings, progress)
     if data.features is None:
         raise OptionError(f"{data.path}: dataset has no features (feature_dim 0); the model needs them")
     net = saved.model.to(target)
@@ -80,7 +83,7 @@ def predict(
     try:
         logits, hidden = layerwise_outputs(
             encoder_of(net), store.gather, indptr, np.asarray(data.indices), num_nodes=data.num_nodes, device=target,
-            degree=degree, chunk_size=chunk_size, keep_embeddings=embeddings,
+            degree=degree, chunk_size=chunk_size, keep_embeddings=embeddings, progress=progress,
         )  # fmt: skip
     finally:
         store.close()
@@ -89,7 +92,7 @@ def predict(
 
 
 def _typed_predict(
-    saved: SavedModel, data: Dataset, target: torch.device, chunk_size: int, embeddings: bool
+    saved: SavedModel, data: Dataset, target: torch.device, chunk_size: int, embeddings: bool, progress: Progress
 ) -> Predictions:
     """:func:`predict` of a typed model on ``target``: exact layer-wise logits of every node of the target type."""
     stores = {
@@ -101,6 +104,7 @@ def _typed_predict(
         logits, hidden = typed_layerwise_outputs(
             saved.model.to(target), lambda node_type, ids: stores[node_type].gather(ids), np.asarray(data.indptr),
             np.asarray(data.indices), data.schema, device=target, chunk_size=chunk_size, keep_embeddings=embeddings,
+            progress=progress,
         )  # fmt: skip
     finally:
         for store in stores.values():

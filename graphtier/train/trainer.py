@@ -18,6 +18,7 @@ from typing import Any, Callable
 import torch
 
 from graphtier._process import configure_process
+from graphtier._progress import NO_PROGRESS, Progress
 from graphtier._signals import interrupt_behind
 from graphtier.dataset import Dataset
 from graphtier.graphstore import GraphStore
@@ -35,11 +36,7 @@ from graphtier.train.collective import (
 )
 from graphtier.train.comm import DistContext
 from graphtier.train.config import TrainConfig
-from graphtier.train.evaluation import (
-    Evaluator,
-    ProgressFactory,
-    majority_class_accuracy,
-)
+from graphtier.train.evaluation import Evaluator, majority_class_accuracy
 from graphtier.train.feed import BatchFeed, SampleFn
 from graphtier.train.inference import full_in_degree
 from graphtier.train.report import RunReport, environment_info
@@ -64,7 +61,7 @@ class Trainer:
     """Train one model on one dataset as described by a :class:`TrainConfig`.
 
     ``fit()`` runs the epochs and returns the run report (a dict, also written to ``config.run.report``).
-    ``on_epoch`` is called with each epoch's record; ``progress`` makes a per-epoch progress callback.
+    ``on_epoch`` is called with each epoch's record; ``progress`` reports each epoch's passes as stages.
     ``dist`` makes this process one rank of a process group (:mod:`graphtier.train.launch` starts them);
     ``step_seconds`` and ``step_hook`` are for tests of that case (:class:`~graphtier.train.collective.RankGroup`).
     The trainer seeds torch's default generator with ``config.run.seed``: the initial weights and the dropout
@@ -77,7 +74,7 @@ class Trainer:
         config: TrainConfig,
         *,
         on_epoch: EpochCallback | None = None,
-        progress: ProgressFactory | None = None,
+        progress: Progress = NO_PROGRESS,
         dist: DistContext | None = None,
         step_seconds: StepSeconds | None = None,
         step_hook: StepHook | None = None,
@@ -217,32 +214,31 @@ class Trainer:
         )
         tally = EpochTally()
         steps = self.collective.epoch(epoch, global_batches, self.train_sample, tally, epoch == self.start_epoch)
-        tick = self.progress("train", len(global_batches)) if self.progress else None
         start = time.perf_counter()
         producer = self.feed.producer(steps.seed_batches, steps.sample, (epoch - 1) * len(global_batches))
         waiting_since = time.perf_counter()
-        try:
-            for index, item in enumerate(producer):
-                t0 = time.perf_counter()
-                batch = self.feed.to_device(item)
-                t1 = time.perf_counter()
-                self.optimizer.zero_grad(set_to_none=True)
-                local = int(batch.y.shape[0])
-                loss = None
-                if local:  # a rank's share of a global batch may be empty
-                    out = self.task.outputs(self.model, batch.forward(self.model), batch)
-                    loss = steps.loss(out, batch.y, index)
-                    loss.backward()
-                    tally.correct += self.task.correct(out.detach(), batch.y)
-                t2, fields = steps.step(self.optimizer, loss, index, item, waiting_since)
-                tally.add(item, t0 - waiting_since, t1 - t0, t2 - t1)
-                tally.seen += local
-                if tick:
-                    tick(index + 1, fields)
-                waiting_since = time.perf_counter()
-        finally:
-            steps.close()
-            producer.close()
+        with self.progress.stage(f"train epoch {epoch}", total=len(global_batches), unit="batches") as bar:
+            try:
+                for index, item in enumerate(producer):
+                    t0 = time.perf_counter()
+                    batch = self.feed.to_device(item)
+                    t1 = time.perf_counter()
+                    self.optimizer.zero_grad(set_to_none=True)
+                    local = int(batch.y.shape[0])
+                    loss = None
+                    if local:  # a rank's share of a global batch may be empty
+                        out = self.task.outputs(self.model, batch.forward(self.model), batch)
+                        loss = steps.loss(out, batch.y, index)
+                        loss.backward()
+                        tally.correct += self.task.correct(out.detach(), batch.y)
+                    t2, fields = steps.step(self.optimizer, loss, index, item, waiting_since)
+                    tally.add(item, t0 - waiting_since, t1 - t0, t2 - t1)
+                    tally.seen += local
+                    bar.advance(1, **fields)
+                    waiting_since = time.perf_counter()
+            finally:
+                steps.close()
+                producer.close()
         return steps.finish(time.perf_counter() - start)
 
     # ------------------------------------------------------------------ main loop

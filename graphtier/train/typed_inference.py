@@ -14,6 +14,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from graphtier._progress import NO_PROGRESS, Progress, Stage
 from graphtier.dataset.schema import Schema
 from graphtier.sampling.typed_batch import RelationBlock, TypedBlock
 from graphtier.train.typed_models import TypedGNN, TypedMLP
@@ -88,7 +89,7 @@ def typed_layerwise_outputs(
     *,
     device: torch.device | str = "cpu",
     chunk_size: int = 4096,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Progress = NO_PROGRESS,
     keep_embeddings: bool = False,
 ) -> tuple[Tensor, Tensor | None]:
     """Logits of every node of the target type, float32 [count(target), C] on the CPU, and with
@@ -100,7 +101,7 @@ def typed_layerwise_outputs(
             model's own inputs.
         indptr, indices, schema: the dataset's typed CSC and schema.
         chunk_size: destination nodes per step; the output does not depend on it.
-        progress: called with (steps done, total steps).
+        progress: reports the stage ``inference: layer-wise`` (nodes done over all layers and types).
     """
     model.eval()
     target = schema.target
@@ -109,10 +110,20 @@ def typed_layerwise_outputs(
         return _mlp_outputs(model, gather, target, count, device, chunk_size, progress, keep_embeddings)
     if not isinstance(model, TypedGNN):
         raise TypeError(f"typed_layerwise_outputs: expected a TypedGNN or TypedMLP, found {type(model).__name__}")
-    dtype = next(model.parameters()).dtype
     plan = [(layer, t) for layer in range(model.num_layers) for t in model.layers[layer].out_types]
-    total = sum(-(-schema.node_type(t).count // chunk_size) for _, t in plan)
-    step = 0
+    total = sum(schema.node_type(t).count for _, t in plan)
+    with progress.stage("inference: layer-wise", total=total, unit="nodes") as bar:
+        return _gnn_outputs(model, gather, indptr, indices, schema, device, chunk_size, bar, keep_embeddings)
+
+
+def _gnn_outputs(
+    model: TypedGNN, gather: TypedGather, indptr: np.ndarray, indices: np.ndarray, schema: Schema,
+    device: torch.device | str, chunk_size: int, bar: Stage, keep_embeddings: bool,
+) -> tuple[Tensor, Tensor | None]:  # fmt: skip
+    """:func:`typed_layerwise_outputs` of a :class:`TypedGNN`, advancing ``bar`` by each chunk's nodes."""
+    target = schema.target
+    count = schema.node_type(target).count
+    dtype = next(model.parameters()).dtype
     previous: dict[str, Tensor] | None = None
     embeddings: Tensor | None = None
     for layer in range(model.num_layers):
@@ -135,9 +146,7 @@ def typed_layerwise_outputs(
                 if table is None:
                     table = torch.empty((rows, h.shape[1]), dtype=torch.float32)
                 table[start : start + chunk.shape[0]] = h
-                step += 1
-                if progress:
-                    progress(step, total)
+                bar.advance(int(chunk.shape[0]))
             out[t] = table if table is not None else torch.empty((0, model.layers[layer].out_dim))
         previous = out
     assert previous is not None
@@ -164,20 +173,19 @@ def _mlp_outputs(
     count: int,
     device: torch.device | str,
     chunk_size: int,
-    progress: Callable[[int, int], None] | None,
+    progress: Progress,
     keep_embeddings: bool,
 ) -> tuple[Tensor, Tensor | None]:
     logits, hidden = [], []
-    chunks = range(0, count, chunk_size)
-    for step, start in enumerate(chunks):
-        x = {target: gather(target, torch.arange(start, min(count, start + chunk_size))).to(device)}
-        if keep_embeddings:
-            h = model.mlp.net[:-1](x[target].to(model.mlp.net[0].weight.dtype))
-            hidden.append(h.float().cpu())
-            logits.append(model.mlp.net[-1](h).float().cpu())
-        else:
-            logits.append(model(x).float().cpu())
-        if progress:
-            progress(step + 1, len(chunks))
+    with progress.stage("inference: layer-wise", total=count, unit="nodes") as bar:
+        for start in range(0, count, chunk_size):
+            x = {target: gather(target, torch.arange(start, min(count, start + chunk_size))).to(device)}
+            if keep_embeddings:
+                h = model.mlp.net[:-1](x[target].to(model.mlp.net[0].weight.dtype))
+                hidden.append(h.float().cpu())
+                logits.append(model.mlp.net[-1](h).float().cpu())
+            else:
+                logits.append(model(x).float().cpu())
+            bar.advance(min(count, start + chunk_size) - start)
     out = torch.cat(logits) if logits else torch.empty(0)
     return out, (torch.cat(hidden) if hidden else torch.empty(0)) if keep_embeddings else None

@@ -33,7 +33,7 @@ def dataset_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _start(dataset: Path, *options: str) -> subprocess.Popen[str]:
-    env = dict(os.environ, PYTHONPATH=str(REPO), GRAPHTIER_DIST_TIMEOUT="60")
+    env = dict(os.environ, PYTHONPATH=str(REPO), GRAPHTIER_DIST_TIMEOUT="60", GRAPHTIER_PROGRESS_INTERVAL="off")
     return subprocess.Popen(
         [
             sys.executable,

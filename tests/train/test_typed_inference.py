@@ -8,6 +8,7 @@ import torch
 
 from graphtier.train.typed_inference import full_neighbour_block, typed_layerwise_outputs
 from graphtier.train.typed_models import build_typed_model
+from tests.recording_progress import RecordingProgress
 from tests.train.typed_graphs import batch_inputs, full_batch, mag_like
 
 MODELS = ("rgcn", "rgat", "hsage")
@@ -22,7 +23,7 @@ def test_layerwise_equals_full_neighbour_batches(kind: str, featureless: str) ->
                               featureless=featureless, heads=2, norm="batch").double().eval()  # fmt: skip
     batch = full_batch(graph, np.arange(24), 2)
     expected = model(batch_inputs(graph, batch), batch.blocks, batch.n_id).float()
-    calls = []
+    progress = RecordingProgress()
 
     def gather(t: str, ids: torch.Tensor) -> torch.Tensor:
         return graph.features[t][ids].float()
@@ -30,11 +31,11 @@ def test_layerwise_equals_full_neighbour_batches(kind: str, featureless: str) ->
     for chunk_size in (5, 1000):
         logits, embeddings = typed_layerwise_outputs(
             model, gather, graph.indptr, graph.indices, graph.schema, chunk_size=chunk_size, keep_embeddings=True,
-            progress=lambda done, total: calls.append((done, total)),
+            progress=progress,
         )  # fmt: skip
         torch.testing.assert_close(logits, expected, rtol=1e-5, atol=1e-5)
         assert embeddings is not None and embeddings.shape == (24, 8)
-    assert calls[-1][0] == calls[-1][1]
+    assert progress.finished_stages and all(stage.done == stage.total for stage in progress.finished_stages)
 
 
 def test_full_neighbour_block_keeps_destinations_first() -> None:

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from graphtier._progress import NO_PROGRESS, Progress
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import (
     edges,
@@ -52,6 +53,7 @@ def import_edgelist(
     ids: str = "auto",
     num_nodes: int | None = None,
     chunk_bytes: int = textio.CHUNK_BYTES,
+    progress: Progress = NO_PROGRESS,
     **option_values: Any,
 ) -> Dataset:
     """Import the edge list ``source`` into the dataset directory ``output``.
@@ -69,6 +71,7 @@ def import_edgelist(
         ids: ``auto`` (integer unless the first edge has a non-integer id), ``int`` or ``string``.
         num_nodes: keep integer ids as they are, in ``[0, num_nodes)`` (adds isolated nodes).
         chunk_bytes: bytes of text parsed per chunk.
+        progress: reports reading the edges and building the CSC (:func:`edges.build_csc`).
 
     Returns:
         The written :class:`Dataset` (memory-mapped).
@@ -134,15 +137,17 @@ def import_edgelist(
                 )
             idmap = edges.IdMap(num_nodes=len(names), nodes_only_in_node_data=len(names) - in_edges)
         else:
-            for block in textio.iter_int_rows(
-                path,
-                2,
-                allow_extra_columns=True,
-                skip_header=skip_header,
-                expected="two integer node ids 'src dst'",
-                chunk_bytes=chunk_bytes,
-            ):
-                spill.append(block[:, 0], block[:, 1])
+            with progress.stage("prepare: read edges", unit="edges") as bar:
+                for block in textio.iter_int_rows(
+                    path,
+                    2,
+                    allow_extra_columns=True,
+                    skip_header=skip_header,
+                    expected="two integer node ids 'src dst'",
+                    chunk_bytes=chunk_bytes,
+                ):
+                    spill.append(block[:, 0], block[:, 1])
+                    bar.advance(int(block.shape[0]))
             raw_labels = (
                 node_data.read_raw_labels(
                     labels, options.labels_layout, header, column=labels_column, unlabelled=options.unlabelled_value
@@ -168,6 +173,7 @@ def import_edgelist(
             undirected=options.undirected,
             keep_duplicates=options.keep_duplicates,
             drop_self_loops=options.drop_self_loops,
+            progress=progress,
         )
         spill.remove()
         writer.save("indptr", built.indptr)

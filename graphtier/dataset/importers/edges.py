@@ -15,6 +15,7 @@ from typing import IO, Any
 
 import numpy as np
 
+from graphtier._progress import NO_PROGRESS, Progress
 from graphtier.dataset import resources
 from graphtier.dataset.csc import merge_list_halves, reciprocity, sort_list_halves
 from graphtier.dataset.format import index_dtype
@@ -265,6 +266,7 @@ def build_csc(
     undirected: bool = False,
     keep_duplicates: bool = False,
     drop_self_loops: bool = False,
+    progress: Progress = NO_PROGRESS,
 ) -> BuiltCsc:
     """Build the CSC arrays from edge chunks in two passes (count, then scatter).
 
@@ -277,6 +279,7 @@ def build_csc(
         keep_duplicates: keep repeated edges (by default one copy is kept and the repeats are
             counted). With ``undirected`` an edge is then stored ``max(m(u, v), m(v, u))`` times.
         drop_self_loops: drop ``v -> v``.
+        progress: reports the two passes (``prepare: count edges``, ``prepare: place edges``) chunk by chunk.
 
     Returns:
         :class:`BuiltCsc`: ``indptr`` int64 [N + 1], ``indices`` int32 (N < 2^31) or int64 [E'],
@@ -295,12 +298,14 @@ def build_csc(
     input_edges = 0
     forward = np.zeros(num_nodes, dtype=np.int64)
     backward = np.zeros(num_nodes if undirected else 0, dtype=np.int64)
-    for src, dst in chunks():
-        input_edges += int(src.shape[0])
-        src, dst, loops = loop_free(src, dst)
-        kernels.count_destinations(dst, forward)
-        if undirected:
-            kernels.count_destinations(src[~loops] if loops.size else src, backward)
+    with progress.stage("prepare: count edges", unit="edges") as bar:
+        for src, dst in chunks():
+            input_edges += int(src.shape[0])
+            bar.advance(int(src.shape[0]))
+            src, dst, loops = loop_free(src, dst)
+            kernels.count_destinations(dst, forward)
+            if undirected:
+                kernels.count_destinations(src[~loops] if loops.size else src, backward)
     kept_input = int(forward.sum())
     loops_dropped = input_edges - kept_input
     indptr = np.zeros(num_nodes + 1, dtype=np.int64)
@@ -315,13 +320,15 @@ def build_csc(
     indices = np.empty(num_edges, dtype=dtype)
     cursor = indptr[:-1].copy()
     back_cursor = middle.copy() if undirected else cursor
-    for src, dst in chunks():
-        src, dst, loops = loop_free(src, dst)
-        kernels.scatter_sources(src.astype(dtype, copy=False), dst, cursor, indices)
-        if undirected:
-            if loops.size:
-                src, dst = src[~loops], dst[~loops]
-            kernels.scatter_sources(dst.astype(dtype, copy=False), src, back_cursor, indices)
+    with progress.stage("prepare: place edges", total=input_edges, unit="edges") as bar:
+        for src, dst in chunks():
+            bar.advance(int(src.shape[0]))
+            src, dst, loops = loop_free(src, dst)
+            kernels.scatter_sources(src.astype(dtype, copy=False), dst, cursor, indices)
+            if undirected:
+                if loops.size:
+                    src, dst = src[~loops], dst[~loops]
+                kernels.scatter_sources(dst.astype(dtype, copy=False), src, back_cursor, indices)
     if not (np.array_equal(cursor, middle) and (not undirected or np.array_equal(back_cursor, indptr[1:]))):
         raise DatasetError("edge chunks changed between the two passes (input modified while importing?)")
     del cursor, back_cursor
