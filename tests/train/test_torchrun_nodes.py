@@ -50,24 +50,39 @@ def _start_node(rank: int, port: int, train: list[str], *, nodes: int = 2, per_n
     )  # fmt: skip
 
 
-def test_two_torchrun_nodes_train_like_two_local_ranks(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "per_node", [1, pytest.param(2, marks=pytest.mark.slow)], ids=["1-rank-per-node", "2-ranks-per-node"]
+)
+def test_two_torchrun_nodes_train_like_local_ranks(tmp_path: Path, per_node: int) -> None:
+    """2 nodes x ``per_node`` CPU ranks (the multi-node path of ``--devices cuda:0,cuda:1`` with NCCL, over gloo)
+    give the losses of ``2 * per_node`` local ranks."""
     dataset = write_labelled_graph(tmp_path / "g", num_nodes=600).path
     train = ["-m", "graphtier", "train", str(dataset), "--epochs", "2", "--balance", "off", "--seed", "3"]
+    node_devices = ",".join(["cpu"] * per_node)
     port = _free_port()
     nodes = [
-        _start_node(rank, port, [*train, "--devices", "cpu", "--report", str(tmp_path / f"node{rank}.json")])
+        _start_node(
+            rank,
+            port,
+            [*train, "--devices", node_devices, "--report", str(tmp_path / f"node{rank}.json")],
+            per_node=per_node,
+        )  # fmt: skip
         for rank in (0, 1)
     ]
     outputs = [node.communicate(timeout=240)[0] for node in nodes]
     assert [node.returncode for node in nodes] == [0, 0], outputs
+    local_devices = ",".join(["cpu"] * 2 * per_node)
     local = subprocess.run(
-        [sys.executable, *train, "--devices", "cpu,cpu", "--report", str(tmp_path / "local.json")],
+        [sys.executable, *train, "--devices", local_devices, "--report", str(tmp_path / "local.json")],
         env=_env(), capture_output=True, text=True, timeout=240,
     )  # fmt: skip
     assert local.returncode == 0, local.stderr
     two_nodes = _losses(tmp_path / "node0.json")
     assert len(two_nodes) == 2
     assert two_nodes == _losses(tmp_path / "local.json")
+    assert [rank["device"] for rank in json.loads((tmp_path / "node0.json").read_text())["ranks"]] == ["cpu"] * (
+        2 * per_node
+    )
 
 
 def _signal_machine(node: subprocess.Popen[str], signum: int) -> None:
