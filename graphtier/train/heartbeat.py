@@ -84,9 +84,9 @@ class Heartbeat:
         self._store: dist.Store | None = None
         self._thread = threading.Thread(target=self._run, name="graphtier-heartbeat", daemon=True)
 
-    def start(self) -> None:
-        """Connect to torchrun's store (``MASTER_ADDR:MASTER_PORT``) and start beating and watching."""
-        self._store = rendezvous_store(timedelta(seconds=STORE_TIMEOUT_SECONDS))
+    def start(self, store: dist.Store | None = None) -> None:
+        """Start beating and watching in ``store`` (default: a connection to torchrun's, ``MASTER_ADDR:MASTER_PORT``)."""
+        self._store = store if store is not None else rendezvous_store(timedelta(seconds=STORE_TIMEOUT_SECONDS))
         self._thread.start()
 
     def finish(self) -> None:
