@@ -83,5 +83,10 @@ def render_error(error: GraphtierError, *, cli: bool) -> str:
     return error.render(cli=cli)
 
 
+def error_line(message: str) -> str:
+    """``graphtier: error: message`` on one line: how the CLI (and a rank that ends its process) reports an error."""
+    return "graphtier: error: " + " ".join(str(message).split())
+
+
 class ResourceError(GraphtierError):
     """Not enough memory or disk for what was asked, or the output cannot be written (read-only, busy)."""

@@ -20,7 +20,7 @@ import click
 
 from graphtier._openmp import prefer_passive_wait
 from graphtier._signals import interrupt_behind, terminate_as_interrupt
-from graphtier.errors import GraphtierError, render_error
+from graphtier.errors import GraphtierError, error_line, render_error
 
 # Every subcommand: its module (exposing ``command``, a click.Command or click.Group) and the one-line
 # summary `graphtier --help` shows. A module is imported only when its command runs (or shows its
@@ -103,8 +103,7 @@ def cli() -> None:
 
 def fail(message: str) -> "NoReturn":  # type: ignore[name-defined]  # noqa: F821
     """Print ``graphtier: error: message`` (one line) on stderr and exit with code 2."""
-    one_line = " ".join(str(message).split())
-    click.echo(f"graphtier: error: {one_line}", err=True)
+    click.echo(error_line(message), err=True)
     sys.exit(EXIT_USER_ERROR)
 
 

@@ -35,11 +35,13 @@ import torch.multiprocessing as mp
 from graphtier._process import configure_process
 from graphtier._signals import Terminated
 from graphtier.dataset import Dataset
-from graphtier.errors import GraphtierError, OptionError
+from graphtier.errors import GraphtierError
 from graphtier.train.collective import StepHook, StepSeconds, rank_threads
 from graphtier.train.comm import DistContext, RankFailed, backend_for
+from graphtier.train.heartbeat import Heartbeat, lost_message
 from graphtier.train.report import epoch_summary
 from graphtier.train.spec import parse_devices, parse_shares  # noqa: F401 - re-exported
+from graphtier.train.torchrun import exchange_devices, rendezvous_store, torchrun_rank
 from graphtier.train.trainer import Trainer
 
 STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
@@ -60,6 +62,7 @@ def _run_rank(
     config: Any,
     step_seconds: StepSeconds | None = None,
     step_hook: StepHook | None = None,
+    progress: _RunProgress | None = None,
 ) -> dict[str, Any] | None:
     threads = rank_threads(config, ctx.world)
     # the cores split between the ranks; the wait policy is the launching process's (inherited environment)
@@ -73,14 +76,20 @@ def _run_rank(
     dataset = Dataset.open(dataset_path)
 
     def on_epoch(record: dict[str, Any]) -> None:
+        if progress is not None:
+            progress.epoch = int(record["epoch"]) + 1
+        if not show:
+            return
         shares = ", ".join(f"{d} {s:.3f}" for d, s in zip(ctx.devices, record["shares"]))
         print(f"{epoch_summary(record, config.optim.epochs)}  shares {shares}", flush=True)
 
     show = ctx.is_main and not config.run.quiet
     trainer = Trainer(
-        dataset, rank_config, dist=ctx, on_epoch=on_epoch if show else None, step_seconds=step_seconds,
-        step_hook=step_hook,
+        dataset, rank_config, dist=ctx, on_epoch=on_epoch if show or progress is not None else None,
+        step_seconds=step_seconds, step_hook=step_hook,
     )  # fmt: skip
+    if progress is not None:
+        progress.epoch = trainer.start_epoch
     report = trainer.fit()
     return report if ctx.is_main else None
 
@@ -199,20 +208,7 @@ def launch(
     """
     devices = tuple(config.distributed.devices)
     if under_torchrun():
-        rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-        local_world = int(os.environ.get("LOCAL_WORLD_SIZE", len(devices)))
-        if local_world != len(devices):
-            raise OptionError(
-                f"--devices lists {len(devices)} device(s) but torchrun started {local_world} process(es) per "
-                f"node (use --nproc-per-node {len(devices)})"
-            )
-        per_rank = tuple(devices[r % len(devices)] for r in range(world))
-        ctx = DistContext(rank=rank, world=world, devices=per_rank, backend=backend_for(per_rank))
-        dist.init_process_group(ctx.backend, rank=rank, world_size=world, timeout=_timeout())
-        try:
-            return _run_rank(ctx, dataset_path, config, step_seconds, step_hook)
-        finally:
-            dist.destroy_process_group()
+        return _run_torchrun_rank(devices, dataset_path, config, step_seconds, step_hook)
     world = len(devices)
     with tempfile.TemporaryDirectory(prefix="graphtier-ranks-") as error_dir:
         report_path = config.run.report or str(Path(error_dir) / "report.json")
@@ -228,6 +224,54 @@ def launch(
                 raise RankFailed(f"rank {rank} ({devices[rank]}) failed: {first.read_text()}")
             raise RankFailed(f"a trainer rank stopped: rank {failed[0]} ({devices[failed[0]]}) exit code {failed[1]}")
         return json.loads(Path(report_path).read_text())
+
+
+def _run_torchrun_rank(
+    devices: tuple[str, ...],
+    dataset_path: str,
+    config: Any,
+    step_seconds: StepSeconds | None,
+    step_hook: StepHook | None,
+) -> dict[str, Any] | None:
+    """This process is one rank of a ``torchrun`` launch (:mod:`graphtier.train.torchrun`), watched by a heartbeat.
+
+    A collective that fails because another rank was lost (:mod:`graphtier.train.heartbeat`) becomes a
+    :class:`RankFailed` naming that rank; a rank that hangs instead ends this process from the heartbeat.
+    """
+    place = torchrun_rank(os.environ, devices)
+    all_devices = exchange_devices(rendezvous_store(_timeout()), place)
+    ctx = DistContext(rank=place.rank, world=place.world, devices=all_devices, backend=backend_for(all_devices))
+    progress = _RunProgress(config.optim.epochs)
+    heartbeat = Heartbeat(place.rank, place.world, place.store_ranks, progress.where)
+    dist.init_process_group(ctx.backend, rank=ctx.rank, world_size=ctx.world, timeout=_timeout())
+    try:
+        heartbeat.start()
+        report = _run_rank(ctx, dataset_path, config, step_seconds, step_hook, progress)
+        heartbeat.finish()
+        return report
+    except RuntimeError as error:  # gloo and NCCL raise RuntimeError (DistBackendError, ...) for a lost peer
+        lost = heartbeat.lost_ranks()
+        if not lost or not heartbeat.claim_report():
+            raise
+        heartbeat.stop()
+        raise RankFailed(lost_message(lost, progress.where())) from error
+    finally:
+        heartbeat.stop()
+        dist.destroy_process_group()
+
+
+class _RunProgress:
+    """Where a rank's run is (the epoch it trains), for the message about a lost rank."""
+
+    def __init__(self, epochs: int) -> None:
+        self.epochs = epochs
+        self.epoch: int | None = None  # None: the run has not started training
+
+    def where(self) -> str:
+        """``during epoch 3``, ``while the run started`` or ``after the last epoch``."""
+        if self.epoch is None:
+            return "while the run started"
+        return f"during epoch {self.epoch}" if self.epoch <= self.epochs else "after the last epoch"
 
 
 def _run_spawned(world: int, args: tuple[Any, ...]) -> tuple[int, int] | None:
