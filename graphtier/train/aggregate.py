@@ -94,6 +94,11 @@ def build_csr(edge_index: Tensor, num_src: int, num_dst: int) -> BlockCSR:
     """The CSR of a block with int64 ``edge_index`` [2, E]; edges already grouped by destination keep their order."""
     src, dst = edge_index[0], edge_index[1]
     num_edges = int(dst.shape[0])
+    if edge_index.device.type == "cpu" and dst.dtype == torch.int64:
+        # the samplers' blocks: destinations already grouped; one sequential pass checks and counts them
+        rowptr = torch.empty(num_dst + 1, dtype=torch.int64)
+        if kernels.grouped_rowptr(dst.contiguous().numpy(), int(num_dst), rowptr.numpy()):
+            return BlockCSR(rowptr, src.contiguous(), dst.contiguous(), None, int(num_src), int(num_dst))
     edge_order = None
     if num_edges > 1 and not bool((dst[1:] >= dst[:-1]).all()):
         edge_order = torch.argsort(dst, stable=True)

@@ -325,3 +325,38 @@ def test_block_gcn_layer_equals_the_dense_reference() -> None:
         with torch.no_grad():
             out = model(x, [block], None)
         torch.testing.assert_close(out, expected, rtol=1e-10, atol=1e-10)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    num_dst=st.integers(0, 30),
+    max_degree=st.integers(0, 5),
+    grouped=st.booleans(),
+    bad_id=st.sampled_from([None, -1, "num_dst"]),
+)
+def test_grouped_rowptr_equals_a_counting_reference(
+    seed: int, num_dst: int, max_degree: int, grouped: bool, bad_id: object
+) -> None:
+    rng = np.random.default_rng(seed)
+    dst = random_block(rng, num_dst, 3, max_degree, grouped).edge_index[1].numpy().copy()
+    if bad_id is not None and dst.shape[0]:
+        dst[rng.integers(0, dst.shape[0])] = -1 if bad_id == -1 else num_dst
+    rowptr = np.full(num_dst + 1, -7, dtype=np.int64)
+    valid = bool(np.all((dst >= 0) & (dst < num_dst)))
+    in_order = bool(np.all(np.diff(dst) >= 0)) if dst.shape[0] else True
+    assert kernels.grouped_rowptr(dst, num_dst, rowptr) == (valid and in_order)
+    if valid and in_order:
+        expected = np.concatenate([[0], np.cumsum(np.bincount(dst, minlength=num_dst))])
+        np.testing.assert_array_equal(rowptr, expected)
+
+
+@pytest.mark.parametrize("grouped", [True, False])
+def test_build_csr_is_the_same_through_the_grouped_pass_and_the_sort(grouped: bool) -> None:
+    block = random_block(np.random.default_rng(5), 50, 20, 6, grouped)
+    csr = build_csr(block.edge_index, block.num_src, block.num_dst)
+    order = torch.argsort(block.edge_index[1], stable=True)
+    src, dst = block.edge_index[0][order], block.edge_index[1][order]
+    expected_rowptr = torch.cat([torch.zeros(1, dtype=torch.int64), torch.cumsum(torch.bincount(dst, minlength=50), 0)])
+    assert torch.equal(csr.rowptr, expected_rowptr) and torch.equal(csr.col, src) and torch.equal(csr.row, dst)
+    assert (csr.edge_order is None) == grouped
