@@ -12,6 +12,7 @@ import torch
 
 from graphtier.errors import OptionError
 from graphtier.memory._gather_kernels import as_raw_bits, gather_rows_checked
+from graphtier.memory._mean_kernels import gather_mean_rows
 from graphtier.memory.arena import StagingArena
 from graphtier.memory.source import FeatureSource, TierTraffic
 from graphtier.memory.threads import GatherTeam
@@ -70,6 +71,17 @@ class HostFeatureStore(FeatureSource):
         self.bytes_gathered += int(ids_np.shape[0]) * self.row_bytes
         return out
 
+    def _gather_mean(
+        self, ids: torch.Tensor, rowptr: torch.Tensor, col: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor] | None:
+        if self.table.dtype != np.float32:
+            return None
+        ids_np = row_ids(ids)
+        pair = gather_mean(self._team, self.arena, self.table, self.table, self.num_rows, ids_np, rowptr, col)
+        self.rows_gathered += int(ids_np.shape[0])
+        self.bytes_gathered += int(ids_np.shape[0]) * self.row_bytes
+        return pair
+
     def traffic(self) -> TierTraffic:
         """Cumulative bytes served: every row comes from the table as given (RAM or its memory map, the OS
         page cache decides), counted as the "host" tier."""
@@ -102,6 +114,36 @@ def row_ids(ids: torch.Tensor | np.ndarray) -> np.ndarray:
     if ids_np.dtype.itemsize < 4 or ids_np.dtype == np.uint64:
         ids_np = ids_np.astype(np.int64)
     return ids_np
+
+
+def gather_mean(
+    team: GatherTeam,
+    arena: StagingArena,
+    ram: np.ndarray,
+    disk: np.ndarray,
+    host_end: int,
+    ids_np: np.ndarray,
+    rowptr: torch.Tensor,
+    col: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(agg, root)`` float32 [R, D] arena views of a first layer's inputs (see ``FeatureSource.gather_mean``),
+    rows [0, host_end) read from ``ram`` and the rest from ``disk`` [N, D]; the destinations split between the
+    team's threads. IndexError for ids out of range."""
+    num_dst = int(rowptr.shape[0]) - 1
+    agg, root = arena.take(num_dst), arena.take(num_dst)
+    agg_np, root_np = agg.numpy(), root.numpy()
+    rowptr_np, col_np = rowptr.numpy(), col.numpy()
+    bad: list[int] = []
+
+    def work(first: int, stop: int) -> None:
+        bad.append(gather_mean_rows(ram, disk, host_end, ids_np, rowptr_np, col_np, agg_np, root_np, first, stop))
+
+    team.run(work, num_dst)
+    if any(bad):
+        if ids_np.size and (int(ids_np.min()) < 0 or int(ids_np.max()) >= disk.shape[0]):
+            raise_out_of_range(ids_np, int(disk.shape[0]))
+        raise IndexError(f"block sources must be in [0, {ids_np.shape[0]}), found a column outside")
+    return agg, root
 
 
 def raise_out_of_range(ids_np: np.ndarray, num_rows: int) -> None:

@@ -110,6 +110,27 @@ class FeatureSource(ABC):
             raise OptionError(f"{type(self).__name__}: the feature store is closed")
         return self._gather(ids)
 
+    def gather_mean(
+        self, ids: torch.Tensor, rowptr: torch.Tensor, col: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """A GraphSAGE first layer's inputs read straight from the table, or None where this source cannot.
+
+        ``ids`` int64 [S] (CPU) the input block's source nodes, destinations first; ``rowptr`` int64 [R + 1] and
+        ``col`` int64 [E] (CPU) its CSR over the R destinations. Returns ``(agg, root)``, float32 [R, D] each on
+        the CPU: ``root = table[ids[:R]]`` and ``agg[r]`` the mean of ``table[ids[col[e]]]`` over ``r``'s edges
+        (the floats of gathering ``table[ids]`` and averaging its rows), without the [S, D] gather. The traffic
+        counts the rows of ``ids``, as :meth:`gather` does. IndexError for ids out of range.
+        """
+        if self._closed:
+            raise OptionError(f"{type(self).__name__}: the feature store is closed")
+        return self._gather_mean(ids, rowptr, col)
+
+    def _gather_mean(
+        self, ids: torch.Tensor, rowptr: torch.Tensor, col: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """The sources that read float32 rows in host memory implement this (see :meth:`gather_mean`)."""
+        return None
+
     def close(self) -> None:
         """Release what this source owns (buffers, registrations, device memory); idempotent."""
         if self._closed:

@@ -31,7 +31,7 @@ from graphtier.errors import OptionError
 from graphtier.memory._gather_kernels import as_raw_bits, gather_rows_checked
 from graphtier.memory._tiered_kernels import tiered_gather_rows
 from graphtier.memory.arena import StagingArena
-from graphtier.memory.host import raise_out_of_range, row_ids
+from graphtier.memory.host import gather_mean, raise_out_of_range, row_ids
 from graphtier.memory.placement import TIER_NAMES, TierPlan
 from graphtier.memory.source import FeatureSource, TierTraffic
 from graphtier.memory.threads import GatherTeam
@@ -88,7 +88,8 @@ class _CpuTiers:
             self.ram_np = ram_copy(table, 0, plan.host_end)
         else:
             self.ram_np = np.asarray(table)
-        self.bits = (as_raw_bits(self.ram_np), as_raw_bits(np.asarray(table)))
+        self.table = np.asarray(table)
+        self.bits = (as_raw_bits(self.ram_np), as_raw_bits(self.table))
         self.arena = StagingArena(int(table.shape[1]), dtype, ring_size=ring_size, max_rows=max_rows)
         self.team = GatherTeam(plan.row_bytes)
 
@@ -115,11 +116,27 @@ class _CpuTiers:
         )
         return out, traffic
 
+    def gather_mean(
+        self, ids_np: np.ndarray, rowptr: torch.Tensor, col: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, TierTraffic] | None:
+        """``(agg, root, bytes per tier of the rows of ids)`` of a first layer (float32 tables), else None."""
+        ram, disk = self.ram_np, self.table
+        if ram.dtype != np.float32:
+            return None
+        plan = self.plan
+        agg, root = gather_mean(self.team, self.arena, ram, disk, plan.host_end, ids_np, rowptr, col)
+        rows = dict(zip(TIER_NAMES, (int(count) for count in plan.tier_counts(ids_np))))
+        traffic = TierTraffic.of_rows(
+            plan.row_bytes, gpu=rows["gpu"], gpu_peer=rows["gpu-peer"], host=rows["host"], disk=rows["disk"],
+            requested=ids_np.shape[0],
+        )  # fmt: skip
+        return agg, root, traffic
+
     def close(self) -> None:
         """Drop the RAM copies and the staging buffers."""
         self.arena.release()
         self.bits = ()
-        self.ram_np = np.empty((0, 0), np.float32)
+        self.ram_np = self.table = np.empty((0, 0), np.float32)
 
 
 class _CudaTiers:
@@ -306,6 +323,20 @@ class TieredFeatureStore(FeatureSource):
             out, traffic = self._tiers.gather(ids_np)
             self._traffic = self._traffic + traffic
         return out
+
+    def _gather_mean(
+        self, ids: torch.Tensor, rowptr: torch.Tensor, col: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor] | None:
+        if not isinstance(self._tiers, _CpuTiers):
+            return None
+        ids_np = row_ids(ids)
+        with self._lock:
+            result = self._tiers.gather_mean(ids_np, rowptr, col)
+            if result is None:
+                return None
+            agg, root, traffic = result
+            self._traffic = self._traffic + traffic
+        return agg, root
 
     def traffic(self) -> TierTraffic:
         """Cumulative bytes served per tier; the tiers add up to ``requested``."""

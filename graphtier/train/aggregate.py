@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 import torch
@@ -88,6 +88,18 @@ class BlockCSR:
                 torch.cumsum(torch.bincount(self.col, minlength=self.num_src), 0, out=colptr[1:])
                 self._transposed = (colptr, self.row[order], order)
         return self._transposed
+
+
+class FirstLayerInput(NamedTuple):
+    """A GraphSAGE first layer's inputs computed by the producer straight from the feature table.
+
+    ``agg`` float32 [num_dst, D]: the mean of each destination's sampled neighbours' rows (the floats
+    :func:`aggregate_with_root` gives on the gathered rows with :func:`mean_weights`); ``root`` float32
+    [num_dst, D]: the destinations' own rows. The input block's [num_src, D] rows are never gathered.
+    """
+
+    agg: Tensor
+    root: Tensor
 
 
 def build_csr(edge_index: Tensor, num_src: int, num_dst: int) -> BlockCSR:

@@ -14,9 +14,11 @@ import torch
 from torch import nn
 
 from graphtier.graphstore import GraphStore
+from graphtier.memory import FeatureSource
 from graphtier.sampling import MiniBatch
 from graphtier.sampling.link import LinkMiniBatch
 from graphtier.sampling.typed_batch import TypedMiniBatch
+from graphtier.train.aggregate import FirstLayerInput, block_csr
 from graphtier.train.pipeline import BatchProducer, PreparedBatch
 
 SampleFn = Callable[[np.ndarray, int], MiniBatch]
@@ -28,7 +30,7 @@ class DeviceBatch:
     """One mini-batch's model inputs on the device.
 
     Attributes:
-        x: float32 [len(n_id), D] input features.
+        x: float32 [len(n_id), D] input features, or the first layer's :class:`FirstLayerInput` (CPU GraphSAGE).
         blocks: the sampled blocks, input layer first.
         y: the targets: int64 [B] labels of the seeds, or float32 [M] pair labels of a link batch.
         seed_index: int64 [B] rows of the model output that belong to the seeds.
@@ -72,6 +74,9 @@ class BatchFeed:
         prefetch: how many prepared batches may wait (0: prepare each in the consumer's thread).
         num_threads: threads of the producer's sampler and gather (None: the store's default).
         block_csr: build each block's CSR in the producer (CPU SAGE/GCN kernels).
+        first_layer_mean: GraphSAGE on the CPU: the producer reads the first layer's neighbour means and root
+            rows straight from the feature table (:meth:`FeatureSource.gather_mean`) instead of gathering every
+            source row of the input block; a store that cannot (not float32, not in host memory) gathers.
         block_degree: float [N] full-graph in-degrees on ``device`` handed to the model per batch, or None.
         targets: ``targets(seeds, batch) -> tensor``, the task's targets of a batch (:meth:`Task.targets`).
     """
@@ -86,7 +91,9 @@ class BatchFeed:
         block_csr: bool,
         block_degree: torch.Tensor | None,
         targets: Callable[[np.ndarray, MiniBatch], torch.Tensor],
+        first_layer_mean: bool = False,
     ) -> None:
+        self.first_layer_mean = first_layer_mean and block_csr and isinstance(store.features, FeatureSource)
         self.targets = targets
         self.store = store
         self.device = device
@@ -110,7 +117,18 @@ class BatchFeed:
             num_threads=self.num_threads,
             block_csr=self.block_csr,
             block_transpose=self.block_csr and training,
+            inputs=self._first_layer if self.first_layer_mean else None,
         )
+
+    def _first_layer(self, batch: MiniBatch) -> FirstLayerInput | None:
+        """The first layer's mean and root rows of ``batch`` read from the table, or None (gather instead)."""
+        if isinstance(batch, TypedMiniBatch) or not batch.blocks:
+            return None
+        features = self.store.features
+        assert isinstance(features, FeatureSource)
+        csr = block_csr(batch.blocks[0])
+        pair = features.gather_mean(batch.n_id, csr.rowptr, csr.col)
+        return None if pair is None else FirstLayerInput(*pair)
 
     def to_device(self, item: PreparedBatch) -> DeviceBatch:
         """``item``'s tensors on the device (features as float32); waits for the copies on CUDA. A typed
@@ -119,7 +137,9 @@ class BatchFeed:
         batch = item.batch
         if isinstance(batch, TypedMiniBatch):
             return self._typed_to_device(item, batch, non_blocking)
-        x = item.x.to(self.device, non_blocking=non_blocking).float()
+        x: Any = item.x  # a FirstLayerInput: CPU float32 rows, used where they are (CPU only)
+        if not isinstance(x, FirstLayerInput):
+            x = item.x.to(self.device, non_blocking=non_blocking).float()
         blocks = [blk.to(self.device, non_blocking=non_blocking) for blk in batch.blocks]
         y = item.y.to(self.device, non_blocking=non_blocking)
         seed_index = batch.seed_index.to(self.device, non_blocking=non_blocking)

@@ -22,6 +22,7 @@ from torch_geometric.nn import GATConv, GCNConv, SAGEConv
 
 from graphtier.errors import OptionError
 from graphtier.train.aggregate import (
+    FirstLayerInput,
     aggregate,
     aggregate_with_root,
     block_csr,
@@ -215,7 +216,7 @@ class BlockGNN(nn.Module):
     def _layer(
         self,
         index: int,
-        x: Tensor,
+        x: Tensor | FirstLayerInput,
         block: BlockLike,
         degree: Tensor | None,
         gate_scale: float | None,
@@ -230,10 +231,13 @@ class BlockGNN(nn.Module):
         if self.kind == "gcn":
             out = conv(x, block, degree, gate_scale) if self.use_csr else conv.forward_edges(x, block, degree)
         elif self.kind == "sage" and self.use_csr:
-            csr = block_csr(block)
             # SAGEConv(aggr="mean"): lin_l(mean of the sampled neighbours) + lin_r(the destination itself);
             # the second product accumulates into the first's output (no separate addition pass)
-            agg, root = aggregate_with_root(x, csr, mean_weights(csr, x.dtype), gate_scale)
+            if isinstance(x, FirstLayerInput):  # the producer read both from the feature table
+                agg, root = x
+            else:
+                csr = block_csr(block)
+                agg, root = aggregate_with_root(x, csr, mean_weights(csr, x.dtype), gate_scale)
             out = _linear(agg, conv.lin_l.weight, conv.lin_l.bias).addmm_(root, conv.lin_r.weight.t())
         else:
             out = conv((x, x[: block.num_dst]), block.edge_index)
@@ -244,9 +248,10 @@ class BlockGNN(nn.Module):
             return relu_dropout_gated(out, self.activation.p, self.training)
         return self.activation(out), None
 
-    def forward(self, x: Tensor, blocks: Sequence[BlockLike], degree: Tensor | None = None) -> Tensor:
+    def forward(self, x: Tensor | FirstLayerInput, blocks: Sequence[BlockLike], degree: Tensor | None = None) -> Tensor:
         """``x`` float [blocks[0].num_src, in_dim] -> logits [blocks[-1].num_dst, out_dim].
 
+        GraphSAGE also takes a :class:`FirstLayerInput` as ``x`` (the first layer's mean and root rows).
         ``degree``: float [blocks[0].num_src] full-graph in-degrees of the batch's nodes (GCN only;
         None: every block's own in-degrees, ``--gcn-degrees block``).
         SAGE and GCN on the CSR path hand each hidden activation's backward pass to the next layer's

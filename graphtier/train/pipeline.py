@@ -21,7 +21,7 @@ import torch
 
 from graphtier.sampling import MiniBatch
 from graphtier.sampling.typed_batch import TypedMiniBatch
-from graphtier.train.aggregate import block_csr
+from graphtier.train.aggregate import FirstLayerInput, block_csr
 
 
 @dataclass
@@ -31,14 +31,15 @@ class PreparedBatch:
     Attributes:
         batch: the sampled mini-batch (a :class:`TypedMiniBatch` on a typed dataset).
         x: [len(batch.n_id), D] features of ``batch.n_id`` (the feature table's dtype); on a typed dataset
-            ``{type: [len(batch.n_id[type]), D_type]}`` for every featured type.
+            ``{type: [len(batch.n_id[type]), D_type]}`` for every featured type; a GraphSAGE first layer's
+            inputs read straight from the table: a :class:`~graphtier.train.aggregate.FirstLayerInput`.
         feature_bytes: bytes of feature rows gathered (summed over the types).
         y: the batch's targets: int64 [B] labels of the seeds (node task), float32 [M] pair labels (link task).
         sample_seconds, extract_seconds: time the producer spent sampling and gathering.
     """
 
     batch: MiniBatch | TypedMiniBatch
-    x: torch.Tensor | dict[str, torch.Tensor]
+    x: torch.Tensor | dict[str, torch.Tensor] | FirstLayerInput
     y: torch.Tensor
     sample_seconds: float
     extract_seconds: float
@@ -73,6 +74,9 @@ class BatchProducer:
             (:mod:`graphtier.train.aggregate`; for models that run on the CPU); the time counts as sampling.
         block_transpose: with ``block_csr``, also the transposed CSR of the blocks whose input needs
             a gradient (every block but the input layer's): for training, not for evaluation.
+        inputs: ``inputs(batch) -> model input or None``: the batch's model input other than its gathered rows
+            (the first layer's :class:`~graphtier.train.aggregate.FirstLayerInput`); None from it, or no
+            ``inputs``, gathers ``batch.n_id``. Its time counts as gathering.
     """
 
     def __init__(
@@ -88,7 +92,9 @@ class BatchProducer:
         num_threads: int | None = None,
         block_csr: bool = False,
         block_transpose: bool = False,
+        inputs: Callable[[Any], Any] | None = None,
     ) -> None:
+        self._inputs = inputs
         self._seed_batches = seed_batches
         self._targets = targets
         self._block_csr = block_csr
@@ -123,7 +129,9 @@ class BatchProducer:
                 if self._block_transpose and index > 0:  # the input features need no gradient
                     csr.transposed()
         sampled = time.perf_counter()
-        x = self._gather(batch.n_id)
+        x = self._inputs(batch) if self._inputs is not None else None
+        if x is None:
+            x = self._gather(batch.n_id)
         y = self._targets(np.asarray(seeds), batch)
         done = time.perf_counter()
         return PreparedBatch(

@@ -134,6 +134,7 @@ class Trainer:
             block_csr=csr,
             block_degree=degree if config.gcn_degrees_used == "full" else None,
             targets=lambda seeds, batch: self.task.targets(self.store, seeds, batch),
+            first_layer_mean=csr and getattr(self.model, "kind", None) == "sage" and not self.typed,
         )
         self.collective: Collective = (
             SingleProcess(config, self.task)
