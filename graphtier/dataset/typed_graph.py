@@ -69,7 +69,7 @@ def build_typed_csc(
     ``counts``: nodes per type, in global-id order. Returns int64 [sum over relations of count(dst) + 1],
     int32/int64 [E] GLOBAL source ids (sorted within each row), and each relation's edge count after
     ``dedup`` (repeated edges kept once). Raises :class:`DatasetError` naming the relation and its origin
-    when an id exceeds its type's count. ``progress`` reports the stage ``prepare: build the typed CSC``
+    when an id exceeds its type's count. ``progress`` reports the stage ``build the typed CSC``
     relation by relation (input edges).
     """
     offsets: dict[str, int] = {}
@@ -82,7 +82,7 @@ def build_typed_csc(
     index_parts: list[np.ndarray] = []
     edge_counts: list[int] = []
     edge_base = 0
-    with progress.stage("prepare: build the typed CSC", total=sum(len(r.src) for r in relations), unit="edges") as bar:
+    with progress.stage("build the typed CSC", total=sum(len(r.src) for r in relations), unit="edges") as bar:
         for rel in relations:
             src_type, _, dst_type = rel.type
             for end, ids in ((src_type, rel.src), (dst_type, rel.dst)):

@@ -108,7 +108,7 @@ def test_a_typed_import_reports_reading_the_edge_files_and_the_typed_csc(tmp_pat
     manifest.import_manifest(_tiny(tmp_path), tmp_path / "out", add_reverse=True, progress=recorder)
     assert recorder.descriptions() == [
         "prepare: read edges buys",  # the text file; likes.npy is one read
-        "prepare: build the typed CSC",
+        "build the typed CSC",
         "validate the new dataset",
     ]
-    assert _stage(recorder, "prepare: build the typed CSC") == (12, 12)  # (4 + 2) edges, and their reverses
+    assert _stage(recorder, "build the typed CSC") == (12, 12)  # (4 + 2) edges, and their reverses
