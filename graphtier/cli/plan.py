@@ -217,6 +217,7 @@ def _plan_typed(
         epochs=epochs,
         seed=seed,
         relation_fanouts=fanouts_per_relation,
+        progress=cli_progress(),
     )
     click.echo(
         f"{data.name}: {len(plan.table_rows)} node types, {len(plan.topology_rows)} relations; "

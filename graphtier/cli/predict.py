@@ -165,15 +165,14 @@ def link_command(
     node_pairs = read_node_pairs(pairs, data.num_nodes) if pairs is not None else None
     nodes = read_node_ids(for_nodes, data.num_nodes) if for_nodes is not None else None
     start = time.perf_counter()
-    table = predict(
-        saved, data, device=device, chunk_size=chunk_size, progress=cli_progress(quiet)
-    ).logits  # [N, hidden] embeddings
+    progress = cli_progress(quiet)
+    table = predict(saved, data, device=device, chunk_size=chunk_size, progress=progress).logits  # [N, H] embeddings
     lines = [f"embedded {data.num_nodes:,} nodes with {saved.config['model']} + {saved.config['decoder']} decoder"]
     if node_pairs is not None and output is not None:
         save_npy(output, pair_scores(model, table, node_pairs), "output")
         lines.append(f"scores (logits) of {node_pairs.shape[0]:,} pairs written to {output}")
     if nodes is not None and output is not None and top_k is not None:
-        ids, scores = recommend(model, table, data, nodes, top_k)
+        ids, scores = recommend(model, table, data, nodes, top_k, progress=progress)
         save_npy(output, ids, "output")
         if scores_path is not None:
             save_npy(scores_path, scores, "scores")

@@ -13,9 +13,9 @@ from typing import Any
 
 import click
 
+from graphtier._progress import Progress
 from graphtier.cli.info import typed_info, typed_lines
 from graphtier.cli.prepare_options import common_options, import_options
-from graphtier.cli.progress import cli_progress
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import textio
 from graphtier.dataset.importers.mat import ADJACENCY_KEYS, FEATURE_KEYS, LABEL_KEYS
@@ -136,13 +136,24 @@ def command() -> None:
 @click.option("--dataset", default=None, help="The <name> in ind.<name>.* (default: detected).")
 @import_options(PLANETOID_FIELDS)
 def planetoid(
-    source: Path, output: Path, name: str | None, overwrite: bool, dataset: str | None, options: ImportOptions
+    source: Path,
+    output: Path,
+    name: str | None,
+    overwrite: bool,
+    dataset: str | None,
+    options: ImportOptions,
+    progress: Progress,
 ) -> None:
     """Planetoid pickles ind.<name>.{x,y,tx,ty,allx,ally,graph,test.index} in SOURCE (a folder)."""
     from graphtier.dataset.importers.planetoid import import_planetoid
 
     started = time.perf_counter()
-    _report(import_planetoid(source, output, name=name, overwrite=overwrite, dataset=dataset, options=options), started)
+    _report(
+        import_planetoid(
+            source, output, name=name, overwrite=overwrite, dataset=dataset, options=options, progress=progress
+        ),
+        started,
+    )
 
 
 @command.command(name="edgelist")
@@ -177,6 +188,7 @@ def edgelist(
     ids: str,
     num_nodes: int | None,
     options: ImportOptions,
+    progress: Progress,
 ) -> None:
     """A text edge list 'src dst' per line (blank, tab or comma separated; gzip; # and % comments).
 
@@ -195,7 +207,7 @@ def edgelist(
         header=header,
         ids=ids,
         num_nodes=num_nodes,
-        progress=cli_progress(),
+        progress=progress,
     )
     _report(dataset, started)
 
@@ -218,6 +230,7 @@ def csr_npz(
     overwrite: bool,
     layout: str,
     options: ImportOptions,
+    progress: Progress,
 ) -> None:
     """An .npz with 'indptr' and 'indices' of a square sparse adjacency (scipy save_npz works)."""
     from graphtier.dataset.importers.csr_npz import import_csr_npz
@@ -230,6 +243,7 @@ def csr_npz(
         overwrite=overwrite,
         layout=layout,
         options=options,
+        progress=progress,
     )
     _report(dataset, started)
 
@@ -255,6 +269,7 @@ def ogb(
     scheme: str | None,
     add_reverse: bool,
     options: ImportOptions,
+    progress: Progress,
 ) -> None:
     """An OGB node-property dataset folder (raw/edge.csv.gz, raw/num-node-list.csv.gz, ...).
 
@@ -274,6 +289,7 @@ def ogb(
         scheme=scheme,
         options=options,
         add_reverse=add_reverse,
+        progress=progress,
     )
     _report(dataset, started)
 
@@ -310,6 +326,7 @@ def mat(
     features_key: str | None,
     labels_key: str | None,
     options: ImportOptions,
+    progress: Progress,
 ) -> None:
     """A MATLAB .mat file (v7.2 or older) with an adjacency matrix, features and labels (scipy.io.loadmat).
 
@@ -329,6 +346,7 @@ def mat(
         features_key=features_key,
         labels_key=labels_key,
         options=options,
+        progress=progress,
     )
     chosen = dataset.meta["source"]["options"]
 
@@ -369,6 +387,7 @@ def movielens(
     fold: str,
     valid_fraction: float,
     options: ImportOptions,
+    progress: Progress,
 ) -> None:
     """MovieLens-100k (the ml-100k folder) as a link-prediction dataset: users then items, every rating an
     undirected user-item edge (implicit feedback), user/item side features, the fold's base/test files as the
@@ -384,6 +403,7 @@ def movielens(
         fold=fold,
         valid_fraction=valid_fraction,
         options=options,
+        progress=progress,
     )
     _report(dataset, started)
 
@@ -393,7 +413,13 @@ def movielens(
 @ADD_REVERSE
 @import_options(MANIFEST_FIELDS)
 def manifest(
-    source: Path, output: Path, name: str | None, overwrite: bool, add_reverse: bool, options: ImportOptions
+    source: Path,
+    output: Path,
+    name: str | None,
+    overwrite: bool,
+    add_reverse: bool,
+    options: ImportOptions,
+    progress: Progress,
 ) -> None:
     """A heterogeneous graph described by a manifest (JSON, or YAML with a .yaml suffix): node types with
     counts, features and labels, one edge file per relation, the target type and its split files.
@@ -408,5 +434,7 @@ def manifest(
     from graphtier.dataset.importers.manifest import import_manifest
 
     started = time.perf_counter()
-    dataset = import_manifest(source, output, name=name, overwrite=overwrite, add_reverse=add_reverse, options=options)
+    dataset = import_manifest(
+        source, output, name=name, overwrite=overwrite, add_reverse=add_reverse, options=options, progress=progress
+    )
     _report(dataset, started)

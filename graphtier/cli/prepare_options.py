@@ -3,7 +3,8 @@
 :func:`common_options` declares SOURCE, OUTPUT, ``--name`` and ``--overwrite``; :func:`import_options` declares
 the click option of each :class:`~graphtier.dataset.importers.options.ImportOptions` field a format accepts
 (one definition per option, in :data:`IMPORT_OPTION_DECLARATIONS`) and hands the command one built
-``options: ImportOptions`` instead of the separate values.
+``options: ImportOptions`` instead of the separate values, and next to it the command's ``progress`` display
+(:func:`graphtier.cli.progress.cli_progress`), which the command passes on to its importer.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 import click
 
 from graphtier.cli.options import SEED
+from graphtier.cli.progress import cli_progress
 from graphtier.dataset.finite import NON_FINITE_MODES
 from graphtier.dataset.importers.node_data import LABEL_LAYOUTS
 from graphtier.dataset.importers.options import ImportOptions
@@ -178,13 +180,14 @@ IMPORT_OPTION_DECLARATIONS: dict[str, Decorator] = {
 
 def import_options(accepted: Sequence[str]) -> Decorator:
     """Declare the click options of the ``accepted`` :class:`ImportOptions` fields and pass the command
-    ``options=ImportOptions(...)`` built from them (validated there; errors name the CLI flags)."""
+    ``options=ImportOptions(...)`` built from them (validated there; errors name the CLI flags) and
+    ``progress=``, the stage display its importer reports to (:func:`cli_progress`)."""
 
     def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(func)
         def command(**values: Any) -> Any:
             built = ImportOptions(**{field: values.pop(field) for field in accepted})
-            return func(options=built, **values)
+            return func(options=built, progress=cli_progress(), **values)
 
         for field in reversed(accepted):
             command = IMPORT_OPTION_DECLARATIONS[field](command)

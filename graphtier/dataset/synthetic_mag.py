@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from graphtier._progress import NO_PROGRESS, Progress
+from graphtier._progress import NO_PROGRESS, Progress, Stage
 from graphtier.dataset import _synthetic_kernels as kernels
 from graphtier.dataset import resources, synthetic
 from graphtier.dataset.format import Dataset, index_dtype
@@ -188,15 +188,12 @@ def generate_mag(
             relations = []
             for index, (rel, _, _) in enumerate(RELATIONS):
                 relations.append(
-                    _draw_relation(rel, drawn[rel[1]], tables, homophily, seed, index, chunk_edges, counts)
+                    _draw_relation(rel, drawn[rel[1]], tables, homophily, seed, index, chunk_edges, counts, bar)
                 )
-                bar.advance(drawn[rel[1]])
         del tables
-        with progress.stage("generate: write edges", total=total_drawn, unit="edges") as bar:
-            types = [TypedNodes(name, count) for name, count in counts.items()]
-            schema = write_typed_graph(writer, types, relations, target=TARGET, add_reverse=add_reverse)
-            del relations
-            bar.advance(total_drawn)
+        types = [TypedNodes(name, count) for name, count in counts.items()]
+        schema = write_typed_graph(writer, types, relations, target=TARGET, add_reverse=add_reverse, progress=progress)
+        del relations
         labels = communities[TARGET]
         if feature_dim > 0:
             name = schema.feature_file(TARGET)
@@ -275,9 +272,10 @@ def _draw_relation(
     index: int,
     chunk_edges: int,
     counts: dict[str, int],
+    bar: Stage,
 ) -> TypedEdges:
     """Draw ``edges`` edges of relation ``rel`` in chunks of ``chunk_edges`` (local ids; self-loops of a
-    relation within one type dropped)."""
+    relation within one type dropped), advancing ``bar`` by each chunk's edges."""
     src_type, name, dst_type = rel
     dtype = index_dtype(max(counts[src_type], counts[dst_type]))
     src = np.empty(edges, dtype=dtype)
@@ -294,6 +292,7 @@ def _draw_relation(
             src[first:stop],
             dst[first:stop],
         )
+        bar.advance(stop - first)
     if src_type == dst_type:
         keep = src != dst
         src, dst = src[keep], dst[keep]

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from graphtier._progress import NO_PROGRESS, Progress
 from graphtier.dataset.csc import edges_to_csc
 from graphtier.dataset.format import index_dtype
 from graphtier.dataset.schema import RelationType, Schema, reverse_name
@@ -57,14 +58,19 @@ def with_reverse(relations: Sequence[TypedEdges]) -> list[TypedEdges]:
 
 
 def build_typed_csc(
-    counts: dict[str, int], relations: Sequence[TypedEdges], *, dedup: bool = True
+    counts: dict[str, int],
+    relations: Sequence[TypedEdges],
+    *,
+    dedup: bool = True,
+    progress: Progress = NO_PROGRESS,
 ) -> tuple[np.ndarray, np.ndarray, list[int]]:
     """The format's ``(indptr, indices, edges per relation)`` of typed edges.
 
     ``counts``: nodes per type, in global-id order. Returns int64 [sum over relations of count(dst) + 1],
     int32/int64 [E] GLOBAL source ids (sorted within each row), and each relation's edge count after
     ``dedup`` (repeated edges kept once). Raises :class:`DatasetError` naming the relation and its origin
-    when an id exceeds its type's count.
+    when an id exceeds its type's count. ``progress`` reports the stage ``build the typed CSC``
+    relation by relation (input edges).
     """
     offsets: dict[str, int] = {}
     total = 0
@@ -76,24 +82,26 @@ def build_typed_csc(
     index_parts: list[np.ndarray] = []
     edge_counts: list[int] = []
     edge_base = 0
-    for rel in relations:
-        src_type, _, dst_type = rel.type
-        for end, ids in ((src_type, rel.src), (dst_type, rel.dst)):
-            if end not in counts:
-                raise DatasetError(f"{rel.where or rel.type}: relation {rel.type}: unknown node type {end!r}")
-            ids = np.asarray(ids)
-            if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= counts[end]):
-                raise DatasetError(
-                    f"{rel.where or rel.type}: relation {rel.type}: expected {end} ids in [0, {counts[end]}), "
-                    f"found values in [{int(ids.min())}, {int(ids.max())}]"
-                )
-        indptr, indices = edges_to_csc(
-            np.asarray(rel.src, dtype=np.int64), np.asarray(rel.dst, dtype=np.int64), counts[dst_type], dedup=dedup
-        )
-        indptr_parts.append(indptr[1:] + edge_base)
-        index_parts.append(indices.astype(out_dtype) + out_dtype.type(offsets[src_type]))
-        edge_counts.append(int(indices.size))
-        edge_base += int(indices.size)
+    with progress.stage("build the typed CSC", total=sum(len(r.src) for r in relations), unit="edges") as bar:
+        for rel in relations:
+            src_type, _, dst_type = rel.type
+            for end, ids in ((src_type, rel.src), (dst_type, rel.dst)):
+                if end not in counts:
+                    raise DatasetError(f"{rel.where or rel.type}: relation {rel.type}: unknown node type {end!r}")
+                ids = np.asarray(ids)
+                if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= counts[end]):
+                    raise DatasetError(
+                        f"{rel.where or rel.type}: relation {rel.type}: expected {end} ids in [0, {counts[end]}), "
+                        f"found values in [{int(ids.min())}, {int(ids.max())}]"
+                    )
+            indptr, indices = edges_to_csc(
+                np.asarray(rel.src, dtype=np.int64), np.asarray(rel.dst, dtype=np.int64), counts[dst_type], dedup=dedup
+            )
+            indptr_parts.append(indptr[1:] + edge_base)
+            index_parts.append(indices.astype(out_dtype) + out_dtype.type(offsets[src_type]))
+            edge_counts.append(int(indices.size))
+            edge_base += int(indices.size)
+            bar.advance(len(rel.src))
     indices = np.concatenate(index_parts) if index_parts else np.zeros(0, dtype=out_dtype)
     return np.concatenate(indptr_parts), indices.astype(out_dtype, copy=False), edge_counts
 
@@ -105,19 +113,20 @@ def write_typed_graph(
     *,
     target: str,
     add_reverse: bool = False,
+    progress: Progress = NO_PROGRESS,
 ) -> Schema:
     """Write ``indptr.npy``, ``indices.npy`` and ``features_<type>.npy`` of a typed graph; return its schema.
 
     The caller writes labels and splits (local ids of ``target``) and puts ``schema.to_meta()`` under
     ``meta["hetero"]`` with ``num_nodes = schema.num_nodes``, ``num_edges = schema.num_edges`` and
-    ``feature_dim = 0``.
+    ``feature_dim = 0``. ``progress`` reports building the CSC (:func:`build_typed_csc`).
     """
     if add_reverse:
         relations = with_reverse(relations)
     counts = {t.name: int(t.count) for t in types}
     if len(counts) != len(types):
         raise DatasetError(f"{writer.output}: node types must be distinct, found {[t.name for t in types]}")
-    indptr, indices, edge_counts = build_typed_csc(counts, relations)
+    indptr, indices, edge_counts = build_typed_csc(counts, relations, progress=progress)
     schema = Schema.build(
         [
             (

@@ -23,6 +23,7 @@ import numba
 import numpy as np
 
 from graphtier._fanouts import Fanouts
+from graphtier._progress import NO_PROGRESS, Progress
 from graphtier.dataset.schema import RelationType, Schema
 from graphtier.errors import OptionError
 from graphtier.graph import _reads_kernels as reads_kernels
@@ -84,13 +85,15 @@ def typed_fanout_weighted_reads(
     *,
     batch_size: int = 1024,
     mode: str = "batch",
+    progress: Progress = NO_PROGRESS,
 ) -> TypedReads:
     """Expected reads of node classification on a typed graph from ``train_idx`` (int64 [T], LOCAL ids of
     ``schema.target``) with ``fanouts`` (one list for every relation, or per relation; seed hop first).
 
     ``indptr`` int64 [num_rows + 1], ``indices`` int32/int64 [E] (global ids), as in the dataset. ``mode``
     as in :func:`graphtier.graph.scores.seeded_fanout_weighted_reads` (``batch``: expected batches that read
-    each node; ``sum``: expected draws without dedup). Returns a :class:`TypedReads` (CPU numpy).
+    each node; ``sum``: expected draws without dedup). Returns a :class:`TypedReads` (CPU numpy). ``progress``
+    reports the stage ``score: fanout-weighted hops`` (one pass over the edges per hop).
     """
     if mode not in FWR_MODES:
         raise OptionError(f"{{mode}}: expected one of {', '.join(FWR_MODES)}, found {mode!r}", options=("mode",))
@@ -118,19 +121,22 @@ def typed_fanout_weighted_reads(
         (r.type, r.row_offset, r.row_offset + schema.node_type(r.dst).count, schema.node_type(r.dst).offset)
         for r in schema.relations
     ]
-    for hop in range(hops):
-        for rel, lo, hi, offset in spans:
-            fanout = per_relation[rel][hop]
-            weights = current[offset : offset + hi - lo]
-            reads_kernels.draw_values(indptr[lo : hi + 1], weights, fanout, survival, values[lo:hi])
-            entries[lo:hi] += weights * _list_draws(indptr[lo : hi + 1], fanout)
-        kernels.scatter_to_neighbours(indptr, indices, values, bounds, partials)
-        if survival:
-            reads_kernels.combine_survival(partials, current, following)
-        else:
-            reads_kernels.combine_sums(partials, following)
-            total += following
-        current, following = following, current
+    edges = int(indices.shape[0])
+    with progress.stage("score: fanout-weighted hops", total=edges * hops, unit="edges") as bar:
+        for hop in range(hops):
+            for rel, lo, hi, offset in spans:
+                fanout = per_relation[rel][hop]
+                weights = current[offset : offset + hi - lo]
+                reads_kernels.draw_values(indptr[lo : hi + 1], weights, fanout, survival, values[lo:hi])
+                entries[lo:hi] += weights * _list_draws(indptr[lo : hi + 1], fanout)
+            kernels.scatter_to_neighbours(indptr, indices, values, bounds, partials)
+            if survival:
+                reads_kernels.combine_survival(partials, current, following)
+            else:
+                reads_kernels.combine_sums(partials, following)
+                total += following
+            current, following = following, current
+            bar.advance(edges)
     if survival:
         scale = float(seeds.num_batches)
         return TypedReads(current * scale, entries * scale)

@@ -208,6 +208,7 @@ def analyze_access(
             batch_size=batch_size,
             epochs=epochs,
             seed=seed,
+            progress=progress,
         ).features
     else:
         counts = count_feature_reads(

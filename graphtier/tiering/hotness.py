@@ -164,8 +164,9 @@ def compute_scores(
         if dataset.is_hetero:
             per_relation = typed_fanouts(dataset, fanouts, relation_fanouts)
             scores = typed_fanout_weighted_reads(
-                indptr, indices, dataset.schema, train, per_relation, batch_size=batch_size, mode=mode
-            ).node_reads
+                indptr, indices, dataset.schema, train, per_relation, batch_size=batch_size, mode=mode,
+                progress=progress,
+            ).node_reads  # fmt: skip
         elif seeds.is_link:
             weights = seeds.weights(dataset, batch_size, method)
             scores = seeded_fanout_weighted_reads(indptr, indices, weights, fanouts, mode=mode, progress=progress)
@@ -194,6 +195,7 @@ def compute_scores(
                 batch_size=batch_size,
                 epochs=epochs,
                 seed=seed,
+                progress=progress,
             ).features.astype(np.float64)
         else:
             scores = presample_scores(

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from graphtier._progress import NO_PROGRESS, Progress
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.schema import RelationType
 from graphtier.memory.placement import format_bytes, parse_budget
@@ -111,12 +112,13 @@ def plan_typed(
     seed: int,
     reads: SampledReads | None = None,
     relation_fanouts: str | Mapping[Any, Any] | None = None,
+    progress: Progress = NO_PROGRESS,
 ) -> TypedPlan:
     """Plan ``dataset`` (typed) for each of ``budgets`` (``--budgets`` syntax) and ``topology_budget``.
 
     Reads per epoch come from ``reads`` (a :func:`count_typed_reads` replay of ``epochs`` epochs), replayed
     here with ``fanouts`` (overridden per relation by ``relation_fanouts``, ``--fanouts-per-relation``) /
-    ``batch_size`` / ``seed`` when None. ``gpu_usable_bytes`` resolves ``auto``.
+    ``batch_size`` / ``seed`` when None. ``gpu_usable_bytes`` resolves ``auto``. ``progress`` reports the replay.
     """
     schema = dataset.schema
     if reads is None:
@@ -129,6 +131,7 @@ def plan_typed(
             batch_size=batch_size,
             epochs=epochs,
             seed=seed,
+            progress=progress,
         )
     tables: dict[str, TypeTable] = {}
     cumulative: dict[str, np.ndarray] = {}

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from graphtier._progress import NO_PROGRESS, Progress
+from graphtier._progress import NO_PROGRESS, Progress, Stage
 from graphtier.errors import OptionError
 from graphtier.graph._score_kernels import accumulate_counts
 from graphtier.sampling.batch import MiniBatch
@@ -78,8 +78,7 @@ def count_sampled_reads(
     entries = np.zeros(num_nodes, dtype=np.int64)
     destinations = 0
     batch_id = 0
-    batches = epochs * -(-int(np.asarray(train_idx).shape[0]) // batch_size)
-    with progress.stage(f"replay the sampler ({epochs} epochs)", total=batches, unit="batches") as bar:
+    with replay_stage(progress, epochs, train_idx, batch_size) as bar:
         for epoch in range(first_epoch, first_epoch + epochs):
             for seeds in iter_seed_batches(train_idx, batch_size, shuffle=True, seed=seed, epoch=epoch):
                 batch = sample(seeds, batch_id)
@@ -92,6 +91,13 @@ def count_sampled_reads(
                 batch_id += 1
                 bar.advance()
     return SampledReads(features=features, list_entries=entries, destinations=destinations, batches=batch_id)
+
+
+def replay_stage(progress: Progress, epochs: int, train_idx: np.ndarray, batch_size: int) -> Stage:
+    """The stage ``replay the sampler (E epochs)`` of a replay of ``epochs`` epochs over ``train_idx`` [T] in
+    batches of ``batch_size`` (its total: the batches, ``epochs * ceil(T / batch_size)``)."""
+    batches = epochs * -(-int(np.asarray(train_idx).shape[0]) // batch_size)
+    return progress.stage(f"replay the sampler ({epochs} epochs)", total=batches, unit="batches")
 
 
 def count_feature_reads(

@@ -12,13 +12,14 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from graphtier._progress import NO_PROGRESS, Progress
 from graphtier.dataset.schema import RelationType, Schema
 from graphtier.errors import OptionError
 from graphtier.graph._score_kernels import accumulate_counts
 from graphtier.graph.typed_scores import relation_fanouts
 from graphtier.sampling.seeds import iter_seed_batches
 from graphtier.sampling.typed_neighbor import TypedNeighborSampler
-from graphtier.tiering.reads import SampledReads
+from graphtier.tiering.reads import SampledReads, replay_stage
 
 
 def count_typed_reads(
@@ -32,6 +33,7 @@ def count_typed_reads(
     epochs: int,
     seed: int,
     first_epoch: int = 0,
+    progress: Progress = NO_PROGRESS,
 ) -> SampledReads:
     """Replay :class:`~graphtier.sampling.typed_neighbor.TypedNeighborSampler` for ``epochs`` epochs over
     ``train_idx`` (int64 [T], LOCAL ids of the target type) shuffled into batches of ``batch_size``, as
@@ -39,7 +41,8 @@ def count_typed_reads(
 
     Returns a :class:`SampledReads` whose ``features`` is int64 [N] (batches that read each global node) and
     ``list_entries`` int64 [num_rows] (``indices`` entries read from each CSC row: one per sampled edge);
-    ``destinations`` counts (relation, destination) visits (two ``indptr`` entries each).
+    ``destinations`` counts (relation, destination) visits (two ``indptr`` entries each). ``progress`` reports
+    the stage ``replay the sampler`` batch by batch.
     """
     if isinstance(epochs, bool) or epochs < 1:
         raise OptionError(f"--epochs: expected a positive integer, found {epochs!r}")
@@ -50,16 +53,18 @@ def count_typed_reads(
     entries = np.zeros(np.asarray(indptr).shape[0] - 1, dtype=np.int64)
     destinations = 0
     batch_id = 0
-    for epoch in range(first_epoch, first_epoch + epochs):
-        for seeds in iter_seed_batches(train_idx, batch_size, shuffle=True, seed=seed, epoch=epoch):
-            batch = sampler.sample(seeds, batch_id)
-            n_id = {name: ids.numpy() for name, ids in batch.n_id.items()}
-            for name, ids in n_id.items():
-                accumulate_counts(features, ids + offsets[name])
-            for block in batch.blocks:
-                for rel, part in block.relations.items():
-                    counts = np.diff(part.rowptr.numpy())
-                    entries[rows[rel] + n_id[rel[2]][: counts.shape[0]]] += counts  # distinct rows
-                destinations += sum(block.num_dst[r.dst] for r in schema.relations)
-            batch_id += 1
+    with replay_stage(progress, epochs, train_idx, batch_size) as bar:
+        for epoch in range(first_epoch, first_epoch + epochs):
+            for seeds in iter_seed_batches(train_idx, batch_size, shuffle=True, seed=seed, epoch=epoch):
+                batch = sampler.sample(seeds, batch_id)
+                n_id = {name: ids.numpy() for name, ids in batch.n_id.items()}
+                for name, ids in n_id.items():
+                    accumulate_counts(features, ids + offsets[name])
+                for block in batch.blocks:
+                    for rel, part in block.relations.items():
+                        counts = np.diff(part.rowptr.numpy())
+                        entries[rows[rel] + n_id[rel[2]][: counts.shape[0]]] += counts  # distinct rows
+                    destinations += sum(block.num_dst[r.dst] for r in schema.relations)
+                batch_id += 1
+                bar.advance()
     return SampledReads(features=features, list_entries=entries, destinations=destinations, batches=batch_id)

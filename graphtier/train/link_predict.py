@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from graphtier._progress import NO_PROGRESS, Progress
 from graphtier.dataset import Dataset
 from graphtier.errors import OptionError
 from graphtier.graphstore import GraphStore
@@ -115,13 +116,15 @@ def top_k(
     *,
     dst_range: tuple[int, int] | None = None,
     undirected: bool | None = None,
+    progress: Progress = NO_PROGRESS,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Each query node's ``k`` best-scoring destinations that are neither itself nor an existing neighbour.
 
     ``embeddings`` float32 [N, H]; ``nodes`` int64 [n]; ``dst_range`` ``[lo, hi)`` of the candidates (default:
     the edge split's, else all nodes). Returns int64 [n, k] ids, best first, and float32 [n, k] their logits;
     -1 and -inf fill the places of a node with fewer than ``k`` candidates. Memory: about
-    :data:`SCORE_BUDGET` scores at a time plus the output.
+    :data:`SCORE_BUDGET` scores at a time plus the output. ``progress`` reports the stage ``predict: top-k``
+    a chunk of query nodes at a time.
     """
     if k < 1:
         raise OptionError(f"--top-k expected a positive integer, found {k}")
@@ -138,28 +141,30 @@ def top_k(
     candidates = max(1, SCORE_BUDGET // (queries * per_pair))
     ids = np.full((nodes.shape[0], k), -1, np.int64)
     scores = np.full((nodes.shape[0], k), -np.inf, np.float32)
-    for q0 in range(0, nodes.shape[0], queries):
-        chunk = nodes[q0 : q0 + queries]
-        h_query = table[chunk].float()
-        excluded = _out_neighbours(csc, chunk, undirected)
-        best_score = torch.full((chunk.shape[0], k), -torch.inf)
-        best_id = torch.full((chunk.shape[0], k), -1, dtype=torch.int64)
-        for c0 in range(lo, hi, candidates):
-            c1 = min(hi, c0 + candidates)
-            h_cand = table[c0:c1].float()
-            if model.decoder == "dot":
-                block = h_query @ h_cand.t()
-            else:
-                block = model.score(h_query[:, None, :], h_cand[None, :, :])
-            for row, (node, neighbours) in enumerate(zip(chunk, excluded)):
-                drop = np.append(neighbours, node)
-                drop = drop[(drop >= c0) & (drop < c1)] - c0
-                block[row, torch.from_numpy(drop)] = -torch.inf
-            merged_score = torch.cat([best_score, block], dim=1)
-            merged_id = torch.cat([best_id, torch.arange(c0, c1).expand(chunk.shape[0], -1)], dim=1)
-            best_score, order = torch.topk(merged_score, k, dim=1)
-            best_id = torch.gather(merged_id, 1, order)
-        best_id[torch.isinf(best_score)] = -1
-        ids[q0 : q0 + chunk.shape[0]] = best_id.numpy()
-        scores[q0 : q0 + chunk.shape[0]] = best_score.numpy()
+    with progress.stage(f"predict: top-{k}", total=int(nodes.shape[0]), unit="nodes") as bar:
+        for q0 in range(0, nodes.shape[0], queries):
+            chunk = nodes[q0 : q0 + queries]
+            h_query = table[chunk].float()
+            excluded = _out_neighbours(csc, chunk, undirected)
+            best_score = torch.full((chunk.shape[0], k), -torch.inf)
+            best_id = torch.full((chunk.shape[0], k), -1, dtype=torch.int64)
+            for c0 in range(lo, hi, candidates):
+                c1 = min(hi, c0 + candidates)
+                h_cand = table[c0:c1].float()
+                if model.decoder == "dot":
+                    block = h_query @ h_cand.t()
+                else:
+                    block = model.score(h_query[:, None, :], h_cand[None, :, :])
+                for row, (node, neighbours) in enumerate(zip(chunk, excluded)):
+                    drop = np.append(neighbours, node)
+                    drop = drop[(drop >= c0) & (drop < c1)] - c0
+                    block[row, torch.from_numpy(drop)] = -torch.inf
+                merged_score = torch.cat([best_score, block], dim=1)
+                merged_id = torch.cat([best_id, torch.arange(c0, c1).expand(chunk.shape[0], -1)], dim=1)
+                best_score, order = torch.topk(merged_score, k, dim=1)
+                best_id = torch.gather(merged_id, 1, order)
+            best_id[torch.isinf(best_score)] = -1
+            ids[q0 : q0 + chunk.shape[0]] = best_id.numpy()
+            scores[q0 : q0 + chunk.shape[0]] = best_score.numpy()
+            bar.advance(int(chunk.shape[0]))
     return ids, scores

@@ -92,3 +92,33 @@ def test_generate_reorder_train_predict_print_progress_lines(tmp_path: Path, mon
     assert result.exit_code == 0 and result.stderr == "", result.stderr
     result = runner.invoke(cli, ["generate", str(tmp_path / "q"), *GENERATE, "--quiet"])
     assert result.exit_code == 0 and result.stderr == "", result.stderr
+
+
+@pytest.mark.parametrize("hetero", [False, True], ids=["plain", "typed"])
+def test_score_analyze_plan_print_progress_lines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hetero: bool) -> None:
+    monkeypatch.setenv("GRAPHTIER_PROGRESS_INTERVAL", "0")
+    runner = CliRunner()
+    generate = ["--hetero", "mag", "--nodes", "2k", "--feature-dim", "4", "--seed", "1"] if hetero else GENERATE
+    result = runner.invoke(cli, ["generate", str(tmp_path / "g"), *generate], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    if hetero:  # the typed generator draws its edges chunk by chunk and builds the typed CSC as a stage
+        assert any(line.startswith("graphtier: build the typed CSC ") and ", ETA " in line
+                   for line in _progress_lines(result.stderr)), result.stderr  # fmt: skip
+    sampling = ["--fanouts", "3,2", "--batch-size", "256"]
+    expected = {
+        "score": ("score: fanout-weighted hops",),
+        "analyze": ("replay the sampler (1 epochs)", "score: fanout-weighted hops"),
+        "plan": ("replay the sampler (1 epochs)",),
+    }
+    extra = {"score": ["--score", "fwr"], "analyze": ["--score", "degree,fwr"],
+             "plan": ["--gpu-memory", "1GiB", "--host-memory", "4GiB"]}  # fmt: skip
+    for command, stages in expected.items():
+        result = runner.invoke(cli, [command, str(tmp_path / "g"), *sampling, *extra[command]])
+        assert result.exit_code == 0, (command, result.output)
+        lines = _progress_lines(result.stderr)
+        for stage in stages:
+            assert any(line.startswith(f"graphtier: {stage} ") and ", ETA " in line for line in lines), (
+                command,
+                stage,
+                lines,
+            )

@@ -16,6 +16,7 @@ from graphtier.train.link_model import LinkModel, build_task_model
 from graphtier.train.link_predict import read_node_ids, read_node_pairs, top_k
 from graphtier.train.predict import predict
 from graphtier.train.saved import load_model
+from tests.recording_progress import RecordingProgress
 
 SMALL = dict(task="link", batch_size=128, hidden=16, fanouts=(5, 5), eval_batch_size=256, lr=0.01, quiet=True)
 
@@ -82,7 +83,10 @@ def test_top_k_in_small_chunks_equals_brute_force(tiny_link_dataset: Dataset, de
     table = np.random.default_rng(0).normal(size=(n, 8)).astype(np.float32)
     nodes = np.array([0, 1, 2, 399, 17], np.int64)
     monkeypatch.setattr(link_predict, "SCORE_BUDGET", 8 * 37)  # many query and candidate chunks
-    ids, scores = top_k(model, table, tiny_link_dataset, nodes, 5)
+    recorder = RecordingProgress()
+    ids, scores = top_k(model, table, tiny_link_dataset, nodes, 5, progress=recorder)
+    assert recorder.descriptions() == ["predict: top-5"]  # one advance per chunk of query nodes
+    assert [done for _, done in recorder.advances] == [1, 2, 3, 4, 5]
     indptr, indices = np.asarray(tiny_link_dataset.indptr), np.asarray(tiny_link_dataset.indices)
     with torch.no_grad():
         for row, node in enumerate(nodes):

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from graphtier._progress import NO_PROGRESS, Progress
 from graphtier.dataset.checks import index_range, is_non_decreasing
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import edges, finish, node_data, textio
@@ -139,6 +140,7 @@ def import_csr_npz(
     overwrite: bool = False,
     layout: str = "auto",
     options: ImportOptions | None = None,
+    progress: Progress = NO_PROGRESS,
     **option_values: Any,
 ) -> Dataset:
     """Import the adjacency in the ``.npz`` ``source`` into ``output``.
@@ -148,7 +150,8 @@ def import_csr_npz(
     ``csr`` (rows = sources) or ``csc`` (columns = destinations). Node ids are the row numbers,
     so labels/features rows are indexed by them; when features or labels cover more rows than the
     adjacency, the extra rows become nodes without edges (meta ``nodes_only_in_node_data``).
-    ``indptr``/``indices`` may have any integer dtype and byte order.
+    ``indptr``/``indices`` may have any integer dtype and byte order. ``progress`` reports building the CSC,
+    copying the features and validating.
 
     Returns:
         The written :class:`Dataset`.
@@ -176,6 +179,8 @@ def import_csr_npz(
         undirected=options.undirected,
         keep_duplicates=options.keep_duplicates,
         drop_self_loops=options.drop_self_loops,
+        progress=progress,
+        num_input_edges=int(indices_in.shape[0]),
     )
     del indptr_in, indices_in
     indptr, indices, edge_counts = built.indptr, built.indices, built.counts
@@ -208,4 +213,5 @@ def import_csr_npz(
             features=feature_matrix,
             options=options,
             format_options={"layout": layout},
+            progress=progress,
         )

@@ -129,7 +129,7 @@ def import_edgelist(
         parsed_labels: Labels | None = None
         feature_matrix: np.ndarray | None = None
         if string_ids:
-            names = _spill_string_edges(path, spill, skip_header)
+            names = _spill_string_edges(path, spill, skip_header, progress)
             in_edges = len(names)
             if labels is not None:
                 parsed_labels = _read_string_labels(
@@ -137,17 +137,17 @@ def import_edgelist(
                 )
             idmap = edges.IdMap(num_nodes=len(names), nodes_only_in_node_data=len(names) - in_edges)
         else:
-            with progress.stage("prepare: read edges", unit="edges") as bar:
-                for block in textio.iter_int_rows(
+            spill.extend(
+                textio.iter_int_rows(
                     path,
                     2,
                     allow_extra_columns=True,
                     skip_header=skip_header,
                     expected="two integer node ids 'src dst'",
                     chunk_bytes=chunk_bytes,
-                ):
-                    spill.append(block[:, 0], block[:, 1])
-                    bar.advance(int(block.shape[0]))
+                ),
+                progress,
+            )
             raw_labels = (
                 node_data.read_raw_labels(
                     labels, options.labels_layout, header, column=labels_column, unlabelled=options.unlabelled_value
@@ -174,6 +174,7 @@ def import_edgelist(
             keep_duplicates=options.keep_duplicates,
             drop_self_loops=options.drop_self_loops,
             progress=progress,
+            num_input_edges=spill.num_edges,
         )
         spill.remove()
         writer.save("indptr", built.indptr)
@@ -200,30 +201,37 @@ def import_edgelist(
             features=feature_matrix,
             options=options,
             format_options=format_options,
+            progress=progress,
         )
 
 
-def _spill_string_edges(path: Path, spill: edges.EdgeSpill, skip_header: bool) -> dict[str, int]:
-    """Parse an edge list with non-integer ids (Python path); ids numbered by first appearance."""
+def _spill_string_edges(
+    path: Path, spill: edges.EdgeSpill, skip_header: bool, progress: Progress = NO_PROGRESS
+) -> dict[str, int]:
+    """Parse an edge list with non-integer ids (Python path); ids numbered by first appearance. ``progress``
+    reports the stage ``prepare: read edges`` every :data:`_STRING_FLUSH` edges."""
     names: dict[str, int] = {}
     src: list[int] = []
     dst: list[int] = []
     first = True
-    for number, line in textio.enumerate_data_lines(path):
-        if first:
-            first = False
-            if skip_header:
-                continue
-        tokens = _SEPARATOR.split(line)
-        if len(tokens) < 2 or not tokens[0] or not tokens[1]:
-            raise DatasetError(f"{path}: line {number}: expected two node ids 'src dst', found {line!r}")
-        src.append(names.setdefault(tokens[0], len(names)))
-        dst.append(names.setdefault(tokens[1], len(names)))
-        if len(src) >= _STRING_FLUSH:
-            spill.append(np.array(src, dtype=np.int64), np.array(dst, dtype=np.int64))
-            src.clear()
-            dst.clear()
-    spill.append(np.array(src, dtype=np.int64), np.array(dst, dtype=np.int64))
+    with progress.stage("prepare: read edges", unit="edges") as bar:
+        for number, line in textio.enumerate_data_lines(path):
+            if first:
+                first = False
+                if skip_header:
+                    continue
+            tokens = _SEPARATOR.split(line)
+            if len(tokens) < 2 or not tokens[0] or not tokens[1]:
+                raise DatasetError(f"{path}: line {number}: expected two node ids 'src dst', found {line!r}")
+            src.append(names.setdefault(tokens[0], len(names)))
+            dst.append(names.setdefault(tokens[1], len(names)))
+            if len(src) >= _STRING_FLUSH:
+                spill.append(np.array(src, dtype=np.int64), np.array(dst, dtype=np.int64))
+                bar.advance(len(src))
+                src.clear()
+                dst.clear()
+        spill.append(np.array(src, dtype=np.int64), np.array(dst, dtype=np.int64))
+        bar.advance(len(src))
     return names
 
 

@@ -71,6 +71,14 @@ class EdgeSpill:
         self._offset += 2 * src.shape[0] * dtype.itemsize
         self.num_edges += src.shape[0]
 
+    def extend(self, blocks: Iterable[np.ndarray], progress: Progress = NO_PROGRESS) -> None:
+        """Store every integer block [K, >= 2] of ``blocks`` (column 0 the sources, column 1 the destinations),
+        reported as the stage ``prepare: read edges`` block by block."""
+        with progress.stage("prepare: read edges", unit="edges") as bar:
+            for block in blocks:
+                self.append(block[:, 0], block[:, 1])
+                bar.advance(int(block.shape[0]))
+
     def __iter__(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """Yield the stored chunks as ``(src, dst)`` arrays (int32 or int64 [K])."""
         assert self._file is not None
@@ -267,6 +275,7 @@ def build_csc(
     keep_duplicates: bool = False,
     drop_self_loops: bool = False,
     progress: Progress = NO_PROGRESS,
+    num_input_edges: int | None = None,
 ) -> BuiltCsc:
     """Build the CSC arrays from edge chunks in two passes (count, then scatter).
 
@@ -280,6 +289,7 @@ def build_csc(
             counted). With ``undirected`` an edge is then stored ``max(m(u, v), m(v, u))`` times.
         drop_self_loops: drop ``v -> v``.
         progress: reports the two passes (``prepare: count edges``, ``prepare: place edges``) chunk by chunk.
+        num_input_edges: the number of edges ``chunks`` yields, when known: the first pass's total (its ETA).
 
     Returns:
         :class:`BuiltCsc`: ``indptr`` int64 [N + 1], ``indices`` int32 (N < 2^31) or int64 [E'],
@@ -298,7 +308,7 @@ def build_csc(
     input_edges = 0
     forward = np.zeros(num_nodes, dtype=np.int64)
     backward = np.zeros(num_nodes if undirected else 0, dtype=np.int64)
-    with progress.stage("prepare: count edges", unit="edges") as bar:
+    with progress.stage("prepare: count edges", total=num_input_edges, unit="edges") as bar:
         for src, dst in chunks():
             input_edges += int(src.shape[0])
             bar.advance(int(src.shape[0]))

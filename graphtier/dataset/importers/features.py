@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from graphtier._progress import NO_PROGRESS, Progress
 from graphtier.dataset import resources
 from graphtier.dataset.finite import NonFiniteGuard
 from graphtier.dataset.importers import node_data
@@ -30,6 +31,7 @@ def synthetic_features(
     num_nodes: int | None = None,
     out: np.ndarray | None = None,
     signal: float = 0.0,
+    progress: Progress = NO_PROGRESS,
 ) -> np.ndarray:
     """Deterministic random features; they carry label information only when ``signal > 0``.
 
@@ -47,6 +49,7 @@ def synthetic_features(
         num_nodes: N when ``labels`` is None.
         out: optional float32/float16 [N, D] array (e.g. a memory map) to fill.
         signal: scale of the class centroids added to labelled rows (0: no label information).
+        progress: reports the stage ``prepare: synthetic features`` block by block (rows).
 
     Returns:
         float32 [N, D] (or ``out``), on the CPU.
@@ -72,14 +75,16 @@ def synthetic_features(
             (num_classes, dim), dtype=np.float32
         )
         centroids *= np.float32(signal)
-    for block, start in enumerate(range(0, n, FEATURE_BLOCK_ROWS)):
-        stop = min(n, start + FEATURE_BLOCK_ROWS)
-        rows = np.random.default_rng([seed, block]).standard_normal((stop - start, dim), dtype=np.float32)
-        if centroids is not None:
-            block_labels = np.asarray(labels[start:stop])  # type: ignore[index]
-            labelled = block_labels >= 0
-            rows[labelled] += centroids[block_labels[labelled]]
-        out[start:stop] = rows
+    with progress.stage("prepare: synthetic features", total=n, unit="rows") as bar:
+        for block, start in enumerate(range(0, n, FEATURE_BLOCK_ROWS)):
+            stop = min(n, start + FEATURE_BLOCK_ROWS)
+            rows = np.random.default_rng([seed, block]).standard_normal((stop - start, dim), dtype=np.float32)
+            if centroids is not None:
+                block_labels = np.asarray(labels[start:stop])  # type: ignore[index]
+                labelled = block_labels >= 0
+                rows[labelled] += centroids[block_labels[labelled]]
+            out[start:stop] = rows
+            bar.advance(stop - start)
     return out
 
 
@@ -131,6 +136,7 @@ def write_feature_file(
     writer: DatasetWriter,
     source: str | os.PathLike[str] | None = None,
     non_finite: str = "error",
+    progress: Progress = NO_PROGRESS,
 ) -> tuple[int, str]:
     """Copy the rows of the feature matrix ``path`` into ``features.npy`` of ``writer``.
 
@@ -139,6 +145,7 @@ def write_feature_file(
     ids the rows of the nodes in the graph are gathered in new-id order. float16/float32 are
     kept, other numeric dtypes become float32. NaN/±Inf values are refused or, with ``non_finite="replace"``,
     replaced by 0 (see :class:`~graphtier.dataset.finite.NonFiniteGuard`). Returns ``(feature_dim, feature_dtype)``.
+    ``progress`` reports the stage ``prepare: copy features`` block by block (rows).
     """
 
     if not isinstance(path, (str, os.PathLike)):
@@ -156,10 +163,12 @@ def write_feature_file(
     dim = int(feats.shape[1])
     out = writer.open_memmap("features", (idmap.num_nodes, dim), out_dtype)
     step = max(1, (64 << 20) // max(1, dim * out_dtype.itemsize))
-    for start in range(0, idmap.num_nodes, step):
-        stop = min(idmap.num_nodes, start + step)
-        block = feats[start:stop] if rows is None else feats[rows[start:stop]]
-        out[start:stop] = guard.apply(np.asarray(block).astype(out_dtype, copy=False), start)
+    with progress.stage("prepare: copy features", total=idmap.num_nodes, unit="rows") as bar:
+        for start in range(0, idmap.num_nodes, step):
+            stop = min(idmap.num_nodes, start + step)
+            block = feats[start:stop] if rows is None else feats[rows[start:stop]]
+            out[start:stop] = guard.apply(np.asarray(block).astype(out_dtype, copy=False), start)
+            bar.advance(stop - start)
     out.flush()
     del out, feats
     (writer.tmp / "features.scratch").unlink(missing_ok=True)

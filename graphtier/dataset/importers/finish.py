@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from graphtier._progress import NO_PROGRESS, Progress
 from graphtier.dataset import provenance as prov
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import node_data
@@ -109,13 +110,15 @@ def finish_edge_import(
     format_options: dict[str, Any],
     features: np.ndarray | Any | None = None,
     edge_counts: EdgeCounts | None = None,
+    progress: Progress = NO_PROGRESS,
 ) -> Dataset:
     """The common end of the edge-list-like importers: node data, ``meta.json``, validate and rename.
 
     ``features``: the feature rows already read (from ``options.features`` or the input itself), or
-    None; ``format_options``: the ``meta.json`` ``source.options`` entries of the format's own options.
+    None; ``format_options``: the ``meta.json`` ``source.options`` entries of the format's own options;
+    ``progress``: reports copying the features and validating (:func:`write_node_data`, :func:`finish_dataset`).
     """
-    written = write_node_data(writer, idmap, labels=labels, features=features, options=options)
+    written = write_node_data(writer, idmap, labels=labels, features=features, options=options, progress=progress)
     meta = dataset_meta(
         name=name or default_name(writer.output),
         num_nodes=idmap.num_nodes,
@@ -131,17 +134,22 @@ def finish_edge_import(
         nodes_only_in_node_data=idmap.nodes_only_in_node_data,
         edge_counts=edge_counts,
     )
-    return finish_dataset(writer, meta, options, lookup=None if idmap.is_identity else idmap.lookup)
+    return finish_dataset(writer, meta, options, lookup=None if idmap.is_identity else idmap.lookup, progress=progress)
 
 
 def finish_dataset(
-    writer: DatasetWriter, meta: dict[str, Any], options: ImportOptions, *, lookup: IdLookup | None = None
+    writer: DatasetWriter,
+    meta: dict[str, Any],
+    options: ImportOptions,
+    *,
+    lookup: IdLookup | None = None,
+    progress: Progress = NO_PROGRESS,
 ) -> Dataset:
     """The last step of every importer: the edge split of ``options.edge_split`` (if any) on the graph
     ``writer`` wrote (:func:`~graphtier.dataset.importers.holdout.split_written_graph`), or of
     ``options.edge_split_files`` read through the id map ``lookup`` (None: ids are node ids;
     :func:`~graphtier.dataset.importers.link_files.split_written_graph_from_files`), then
-    ``writer.finish(meta)`` (validate and rename)."""
+    ``writer.finish(meta)`` (validate and rename; ``progress`` reports the validation)."""
     meta = split_written_graph(
         writer, meta, options.edge_split, seed=options.seed, eval_negatives=options.eval_negatives
     )
@@ -153,7 +161,7 @@ def finish_dataset(
         eval_negatives=options.eval_negatives,
         seed=options.seed,
     )
-    return writer.finish(meta)
+    return writer.finish(meta, progress=progress)
 
 
 def write_node_data(
@@ -163,6 +171,7 @@ def write_node_data(
     labels: Labels | None,
     features: np.ndarray | Any | None,
     options: ImportOptions,
+    progress: Progress = NO_PROGRESS,
 ) -> NodeData:
     """Write labels, features (the rows read from a file or the input, else synthetic) and a random split
     for ``idmap.num_nodes`` nodes, as ``options`` say.
@@ -170,6 +179,7 @@ def write_node_data(
     ``options.synthetic_labels`` K > 0 generates uniformly random labels for an unlabelled graph;
     synthetic features (``options.synthetic_features`` D > 0) are pure noise unless
     ``options.synthetic_feature_signal`` > 0.
+    ``progress`` reports copying or generating the features (rows).
     Returns the :class:`NodeData` for ``meta.json`` (dims, class count, provenance).
     """
     n = idmap.num_nodes
@@ -196,7 +206,9 @@ def write_node_data(
     feature_dim, feature_dtype = 0, "float32"
     features_prov = prov.no_data()
     if features is not None:
-        feature_dim, feature_dtype = write_feature_file(features, idmap, writer, options.features, options.non_finite)
+        feature_dim, feature_dtype = write_feature_file(
+            features, idmap, writer, options.features, options.non_finite, progress=progress
+        )
         features_prov = prov.input_data()
     elif synthetic_dim:
         if synthetic_signal > 0 and label_values is None:
@@ -205,7 +217,9 @@ def write_node_data(
                 options=("synthetic_feature_signal", "labels", "synthetic_labels"),
             )
         out = writer.open_memmap("features", (n, synthetic_dim), np.float32)
-        synthetic_features(label_values, synthetic_dim, seed, num_nodes=n, out=out, signal=synthetic_signal)
+        synthetic_features(
+            label_values, synthetic_dim, seed, num_nodes=n, out=out, signal=synthetic_signal, progress=progress
+        )
         out.flush()
         del out
         feature_dim = synthetic_dim

@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from graphtier._progress import NO_PROGRESS, Progress
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import textio
 from graphtier.dataset.importers.options import MANIFEST_FIELDS, ImportOptions
@@ -195,6 +196,7 @@ def import_manifest(
     overwrite: bool = False,
     add_reverse: bool = False,
     options: ImportOptions | None = None,
+    progress: Progress = NO_PROGRESS,
     **option_values: Any,
 ) -> Dataset:
     """Import the heterogeneous graph the manifest ``source`` describes into the dataset directory ``output``.
@@ -206,6 +208,7 @@ def import_manifest(
         add_reverse: add ``(dst, rev_<name>, src)`` for every relation.
         options, option_values: the shared :class:`ImportOptions`; a manifest takes only ``non_finite``
             (:data:`MANIFEST_FIELDS`: ``error`` refuses NaN/Inf feature values, ``replace`` sets them to 0).
+        progress: reports reading the edge files, building the CSC and validating.
 
     Returns:
         The written :class:`Dataset` (``dataset.schema`` lists the types and relations).
@@ -235,7 +238,9 @@ def import_manifest(
             split: read_local_ids(path, target_count, f"split.{split}", manifest.target)
             for split, path in manifest.splits.items()
         }
-        relations = [read_relation_edges(path, rel, f"edges[{i}]") for i, (rel, path) in enumerate(manifest.relations)]
+        relations = [
+            read_relation_edges(path, rel, f"edges[{i}]", progress) for i, (rel, path) in enumerate(manifest.relations)
+        ]
         data = TypedImport(types, relations, manifest.target, labels, splits, manifest.inputs())
         return finish_typed_import(
             writer,
@@ -245,4 +250,5 @@ def import_manifest(
             add_reverse=add_reverse,
             options={"manifest": str(manifest.path.resolve()), "non_finite": non_finite},
             guards=guards,
+            progress=progress,
         )

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from graphtier._progress import NO_PROGRESS, Progress
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import edges, finish, node_data, textio
 from graphtier.dataset.importers.csr_npz import compressed_edge_chunks
@@ -231,6 +232,7 @@ def import_mat(
     features_key: str | None = None,
     labels_key: str | None = None,
     options: ImportOptions | None = None,
+    progress: Progress = NO_PROGRESS,
     **option_values: Any,
 ) -> Dataset:
     """Import the graph in the MATLAB file ``source`` into the dataset directory ``output``.
@@ -245,6 +247,7 @@ def import_mat(
             ``labels_column`` takes a column of a 2-d labels variable or file, ``unlabelled_value`` is the
             class id that means "no label" (Facebook100 uses 0); synthetic features or labels need the
             file to have none (``features_key``/``labels_key`` ``"none"``).
+        progress: reports building the CSC, copying the features and validating.
 
     Returns:
         The written :class:`Dataset` (``meta.source.options`` names the variables used,
@@ -300,6 +303,8 @@ def import_mat(
         undirected=options.undirected,
         keep_duplicates=options.keep_duplicates,
         drop_self_loops=options.drop_self_loops,
+        progress=progress,
+        num_input_edges=int(indptr_in[-1]),
     )
     del indptr_in, indices_in
     indptr, indices, edge_counts = built.indptr, built.indices, built.counts
@@ -326,4 +331,5 @@ def import_mat(
             features=feature_source,
             options=options,
             format_options=format_options,
+            progress=progress,
         )

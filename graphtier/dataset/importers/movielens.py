@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from graphtier._progress import NO_PROGRESS, Progress
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import edges, finish, textio
 from graphtier.dataset.importers.link_files import GivenPairs, save_split_graph, split_from_pairs
@@ -110,6 +111,7 @@ def import_movielens(
     fold: str = "u1",
     valid_fraction: float = 0.05,
     options: ImportOptions | None = None,
+    progress: Progress = NO_PROGRESS,
     **option_values: Any,
 ) -> Dataset:
     """Import the MovieLens-100k folder ``source`` with the edge split of ``fold`` into ``output``.
@@ -122,6 +124,7 @@ def import_movielens(
             ``eval_negatives`` K negative items per validation/test rating (0: one negative user-item pair per
             rating; 100 gives the NCF protocol, Hits@10 among 101 candidates), ``seed`` of the validation draw
             and of the negatives.
+        progress: reports building the CSC and validating.
 
     Returns:
         The written :class:`Dataset` (``meta["link"]`` holds the split).
@@ -151,7 +154,13 @@ def import_movielens(
     )
 
     with DatasetWriter(output, overwrite=overwrite) as writer:
-        built = edges.build_csc(edges.array_edge_chunks(every[:, 0], every[:, 1]), n, undirected=True)
+        built = edges.build_csc(
+            edges.array_edge_chunks(every[:, 0], every[:, 1]),
+            n,
+            undirected=True,
+            progress=progress,
+            num_input_edges=int(every.shape[0]),
+        )
         split = split_from_pairs(
             given,
             built.indptr,
@@ -183,4 +192,4 @@ def import_movielens(
             edge_counts=built.counts,
         )
         meta["num_users"], meta["num_items"] = num_users, num_items
-        return writer.finish(save_split_graph(writer, meta, split))
+        return writer.finish(save_split_graph(writer, meta, split), progress=progress)

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from graphtier._progress import NO_PROGRESS, Progress
 from graphtier.dataset.finite import NonFiniteGuard
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import edges, finish, splits, textio
@@ -50,10 +51,13 @@ def read_id_list(path: Path, num_nodes: int) -> np.ndarray:
     return ids
 
 
-def write_ogb_features(path: Path, num_nodes: int, writer: DatasetWriter, non_finite: str = "error") -> int:
+def write_ogb_features(
+    path: Path, num_nodes: int, writer: DatasetWriter, non_finite: str = "error", progress: Progress = NO_PROGRESS
+) -> int:
     """Parse ``node-feat`` (N lines of D floats) into ``features.npy`` float32 [N, D]; returns D.
 
-    NaN/±Inf values are refused, or replaced by 0 with ``non_finite="replace"``.
+    NaN/±Inf values are refused, or replaced by 0 with ``non_finite="replace"``. ``progress`` reports the stage
+    ``prepare: read features`` block by block (rows).
     """
     guard = NonFiniteGuard(path, non_finite)
     first = textio.first_data_lines(path, 1)
@@ -62,11 +66,13 @@ def write_ogb_features(path: Path, num_nodes: int, writer: DatasetWriter, non_fi
     dim = textio.count_columns(first[0])
     out = writer.open_memmap("features", (num_nodes, dim), np.float32)
     row = 0
-    for block in textio.iter_float_rows(path, dim, expected=f"{dim} comma-separated floats"):
-        if row + block.shape[0] > num_nodes:
-            raise DatasetError(f"{path}: expected {num_nodes} feature rows (one per node), found more")
-        out[row : row + block.shape[0]] = guard.apply(block, row)
-        row += block.shape[0]
+    with progress.stage("prepare: read features", total=num_nodes, unit="rows") as bar:
+        for block in textio.iter_float_rows(path, dim, expected=f"{dim} comma-separated floats"):
+            if row + block.shape[0] > num_nodes:
+                raise DatasetError(f"{path}: expected {num_nodes} feature rows (one per node), found more")
+            out[row : row + block.shape[0]] = guard.apply(block, row)
+            row += block.shape[0]
+            bar.advance(int(block.shape[0]))
     if row != num_nodes:
         raise DatasetError(f"{path}: expected {num_nodes} feature rows (one per node), found {row}")
     out.flush()
@@ -100,6 +106,7 @@ def import_ogb(
     chunk_bytes: int = textio.CHUNK_BYTES,
     options: ImportOptions | None = None,
     add_reverse: bool = False,
+    progress: Progress = NO_PROGRESS,
     **option_values: Any,
 ) -> Dataset:
     """Import the OGB node-property dataset folder ``source`` into ``output``.
@@ -117,6 +124,7 @@ def import_ogb(
             ``synthetic_features``/``synthetic_labels`` generate node data the folder lacks; ``split``
             draws random fractions instead of the OGB split; ``non_finite`` refuses or replaces NaN/±Inf
             in ``node-feat``.
+        progress: reports reading the edges, building the CSC, reading the features and validating.
 
     Returns:
         The written :class:`Dataset`.
@@ -139,6 +147,7 @@ def import_ogb(
             scheme=scheme,
             add_reverse=add_reverse,
             non_finite=options.non_finite,
+            progress=progress,
         )
     if add_reverse:
         raise OptionError(
@@ -171,15 +180,17 @@ def import_ogb(
     inputs: list[Path] = [p for p in (edge_path, num_nodes_path, num_edges_path, feat_path, label_path) if p]
 
     with DatasetWriter(output, overwrite=overwrite) as writer, edges.EdgeSpill(writer.tmp) as spill:
-        for block in textio.iter_int_rows(
-            edge_path,
-            2,
-            allow_extra_columns=False,
-            skip_header=False,
-            expected="two integer node ids 'src,dst'",
-            chunk_bytes=chunk_bytes,
-        ):
-            spill.append(block[:, 0], block[:, 1])
+        spill.extend(
+            textio.iter_int_rows(
+                edge_path,
+                2,
+                allow_extra_columns=False,
+                skip_header=False,
+                expected="two integer node ids 'src,dst'",
+                chunk_bytes=chunk_bytes,
+            ),
+            progress,
+        )
         if spill.num_edges and (spill.min_id < 0 or spill.max_id >= n):  # type: ignore[operator]
             raise DatasetError(
                 f"{edge_path}: expected node ids in [0, {n}) ({num_nodes_path.name}), "
@@ -201,6 +212,8 @@ def import_ogb(
             undirected=options.undirected,
             keep_duplicates=options.keep_duplicates,
             drop_self_loops=options.drop_self_loops,
+            progress=progress,
+            num_input_edges=spill.num_edges,
         )
         spill.remove()
         writer.save("indptr", built.indptr)
@@ -211,11 +224,14 @@ def import_ogb(
 
         labels = read_ogb_labels(label_path, n) if label_path is not None else None
         written = finish.write_node_data(
-            writer, edges.IdMap(num_nodes=n), labels=labels, features=None, options=options
+            writer, edges.IdMap(num_nodes=n), labels=labels, features=None, options=options, progress=progress
         )
         feature_dim, feature_dtype, num_classes = written.feature_dim, written.feature_dtype, written.num_classes
         if feat_path is not None:
-            feature_dim, feature_dtype = write_ogb_features(feat_path, n, writer, options.non_finite), "float32"
+            feature_dim, feature_dtype = (
+                write_ogb_features(feat_path, n, writer, options.non_finite, progress),
+                "float32",
+            )
             written.provenance["features"] = {"kind": "input"}
         if scheme_dir is not None and not link_scheme:
             split_paths = [find_raw(scheme_dir, part, required=True) for part in ("train", "valid", "test")]
@@ -240,4 +256,4 @@ def import_ogb(
             inputs += [scheme_dir / f"{part}.pt" for part in LINK_PARTS]
             meta["source"]["inputs"] = [str(p.resolve()) for p in inputs]
             meta = split_written_graph_from_ogb(writer, meta, scheme_dir, options.eval_negatives, options.seed)
-        return finish.finish_dataset(writer, meta, options)
+        return finish.finish_dataset(writer, meta, options, progress=progress)

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from graphtier._progress import NO_PROGRESS, Progress
 from graphtier.dataset.finite import NonFiniteGuard
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import textio
@@ -105,11 +106,13 @@ def import_ogb_hetero(
     scheme: str | None = None,
     add_reverse: bool = False,
     non_finite: str = "error",
+    progress: Progress = NO_PROGRESS,
 ) -> Dataset:
     """Import the OGB heterogeneous dataset folder ``source`` (see the module) into ``output``.
 
     ``scheme``: the split folder under ``split/`` (default: the only one); ``add_reverse`` adds
-    ``(dst, rev_<name>, src)`` per relation; ``non_finite``: ``error`` or ``replace`` NaN/Inf features.
+    ``(dst, rev_<name>, src)`` per relation; ``non_finite``: ``error`` or ``replace`` NaN/Inf features;
+    ``progress`` reports reading the edges, building the CSC and validating.
     """
     root = Path(source)
     raw = root / "raw"
@@ -148,7 +151,7 @@ def import_ogb_hetero(
         for rel, folder in relation_dirs:
             edge_path = find_raw(folder, "edge", required=True)
             assert edge_path is not None
-            edges = read_relation_edges(edge_path, rel, folder.name)
+            edges = read_relation_edges(edge_path, rel, folder.name, progress)
             count_file = find_raw(folder, "num-edge-list", required=False)
             if count_file is not None:
                 expected = read_single_int(count_file)
@@ -176,4 +179,5 @@ def import_ogb_hetero(
             add_reverse=add_reverse,
             options={"scheme": scheme_dir.name if scheme_dir is not None else None, "non_finite": non_finite},
             guards=guards,
+            progress=progress,
         )

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from graphtier._progress import NO_PROGRESS, Progress
 from graphtier.dataset import resources
 from graphtier.dataset.finite import NonFiniteGuard
 from graphtier.dataset.format import Dataset
@@ -155,6 +156,7 @@ def import_planetoid(
     overwrite: bool = False,
     dataset: str | None = None,
     options: ImportOptions | None = None,
+    progress: Progress = NO_PROGRESS,
     **option_values: Any,
 ) -> Dataset:
     """Import the Planetoid files in directory ``source`` into ``output``.
@@ -168,6 +170,7 @@ def import_planetoid(
             (:data:`PLANETOID_FIELDS`: ``error`` refuses NaN/±Inf features, ``replace`` sets them to 0,
             counted in ``meta.json`` ``source.non_finite_replaced``) and the edge split (``edge_split``,
             ``eval_negatives``, ``seed``); its graph and node split are fixed.
+        progress: reports building the CSC and validating.
 
     Returns:
         The written :class:`Dataset`: float32 features [N, D], int64 labels, undirected CSC graph,
@@ -239,7 +242,14 @@ def import_planetoid(
     num_classes = int(onehot.shape[1])
 
     src, dst = graph_edges(paths["graph"], graph, num_nodes)
-    built = edges.build_csc(edges.array_edge_chunks(src, dst), num_nodes, undirected=True, drop_self_loops=True)
+    built = edges.build_csc(
+        edges.array_edge_chunks(src, dst),
+        num_nodes,
+        undirected=True,
+        drop_self_loops=True,
+        progress=progress,
+        num_input_edges=int(src.shape[0]),
+    )
     indptr, indices = built.indptr, built.indices
 
     train_idx = np.arange(y.shape[0], dtype=np.int64)
@@ -266,4 +276,4 @@ def import_planetoid(
             options={"dataset": dataset, **options.to_meta(PLANETOID_FIELDS)},
             edge_counts=built.counts,
         )
-        return finish.finish_dataset(writer, meta, options)
+        return finish.finish_dataset(writer, meta, options, progress=progress)

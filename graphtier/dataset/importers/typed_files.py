@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from graphtier._progress import NO_PROGRESS, Progress
 from graphtier.dataset import provenance as prov
 from graphtier.dataset import resources
 from graphtier.dataset.finite import NonFiniteGuard
@@ -141,9 +142,12 @@ def read_local_ids(path: Path, count: int, what: str, type_name: str) -> np.ndar
     return ids
 
 
-def read_relation_edges(path: Path, relation: tuple[str, str, str], where: str) -> TypedEdges:
+def read_relation_edges(
+    path: Path, relation: tuple[str, str, str], where: str, progress: Progress = NO_PROGRESS
+) -> TypedEdges:
     """The edges of ``relation`` in ``path``: ``src dst`` lines (text/csv/gzip, optional header, extra
-    columns ignored) or an integer ``.npy`` [E, 2] / [2, E]; local ids of the source and destination types."""
+    columns ignored) or an integer ``.npy`` [E, 2] / [2, E]; local ids of the source and destination types.
+    ``progress`` reports reading a text file as the stage ``prepare: read edges <relation name>``."""
     what = f"{where} relation {relation}"
     kind, description = node_data.sniff(path)
     if kind == "npy":
@@ -160,11 +164,13 @@ def read_relation_edges(path: Path, relation: tuple[str, str, str], where: str) 
         raise DatasetError(f"{path}: {what}: expected a text edge list ('src dst' per line) or .npy, got {description}")
     skip = textio.has_header(path, "auto", 2, allow_extra_columns=True)
     src_parts, dst_parts = [], []
-    for block in textio.iter_int_rows(
-        path, 2, allow_extra_columns=True, skip_header=skip, expected="two integer ids 'src dst'"
-    ):
-        src_parts.append(block[:, 0].copy())
-        dst_parts.append(block[:, 1].copy())
+    with progress.stage(f"prepare: read edges {relation[1]}", unit="edges") as bar:
+        for block in textio.iter_int_rows(
+            path, 2, allow_extra_columns=True, skip_header=skip, expected="two integer ids 'src dst'"
+        ):
+            src_parts.append(block[:, 0].copy())
+            dst_parts.append(block[:, 1].copy())
+            bar.advance(int(block.shape[0]))
     src = np.concatenate(src_parts) if src_parts else np.empty(0, np.int64)
     dst = np.concatenate(dst_parts) if dst_parts else np.empty(0, np.int64)
     return TypedEdges(relation, src, dst, str(path))
@@ -192,10 +198,14 @@ def finish_typed_import(
     add_reverse: bool,
     options: dict[str, Any],
     guards: Sequence[NonFiniteGuard] = (),
+    progress: Progress = NO_PROGRESS,
 ) -> Dataset:
     """Write ``data`` into ``writer`` (graph, per-type features, labels, splits, ``meta.json`` with ``hetero``),
-    validate and move it into place; returns the opened :class:`Dataset`."""
-    schema = write_typed_graph(writer, data.types, data.relations, target=data.target, add_reverse=add_reverse)
+    validate and move it into place; returns the opened :class:`Dataset`. ``progress`` reports building the
+    CSC and validating."""
+    schema = write_typed_graph(
+        writer, data.types, data.relations, target=data.target, add_reverse=add_reverse, progress=progress
+    )
     num_classes = 0
     if data.labels is not None:
         writer.save("labels", data.labels.values)
@@ -221,4 +231,4 @@ def finish_typed_import(
         },
     )
     meta["hetero"] = schema.to_meta()
-    return writer.finish(meta)
+    return writer.finish(meta, progress=progress)
