@@ -1,7 +1,7 @@
 """The DGL side of ``bench_epoch.py``: mini-batch training epochs with DGL 2.1 on a graphtier dataset.
 
 Runs only inside the DGL baseline venv (``../shared/baselines/make-dgl-venv.sh VENV``); graphtier never
-imports DGL. It mirrors graphtier's models so the two sides do the same work: GraphSAGE (mean) or GCN
+imports DGL. It mirrors graphtier's models so the two sides do the same work: GraphSAGE (mean), GCN or GAT
 layers, ReLU and dropout on hidden activations, Adam, cross-entropy, the classic
 ``dgl.dataloading.DataLoader`` with ``NeighborSampler`` (fanouts given seeds first, as graphtier's, and
 reversed for DGL, which lists the layer next to the input first).
@@ -26,11 +26,21 @@ import torch.nn.functional as F
 
 
 class Net(nn.Module):
-    def __init__(self, model: str, in_dim: int, hidden: int, out_dim: int, layers: int, dropout: float) -> None:
+    def __init__(
+        self, model: str, in_dim: int, hidden: int, out_dim: int, layers: int, dropout: float, heads: int = 4
+    ) -> None:
         super().__init__()
         dims = [in_dim] + [hidden] * (layers - 1) + [out_dim]
+        self.model = model
         if model == "sage":
             convs = [dglnn.SAGEConv(a, b, "mean") for a, b in zip(dims[:-1], dims[1:])]
+        elif model == "gat":
+            # graphtier's (PyG's) GAT: hidden layers concatenate `heads` heads of hidden // heads, the last has one;
+            # attention dropout = dropout; self-loops are in the graph (main() adds them, as DGL's GAT examples do)
+            convs = [
+                dglnn.GATConv(a, b // heads, heads, attn_drop=dropout, allow_zero_in_degree=True)
+                for a, b in zip(dims[:-2], dims[1:-1])
+            ] + [dglnn.GATConv(dims[-2], dims[-1], 1, attn_drop=dropout, allow_zero_in_degree=True)]
         else:
             convs = [dglnn.GraphConv(a, b, norm="both", allow_zero_in_degree=True) for a, b in zip(dims[:-1], dims[1:])]
         self.layers = nn.ModuleList(convs)
@@ -39,6 +49,8 @@ class Net(nn.Module):
     def forward(self, blocks, x):
         for k, (layer, block) in enumerate(zip(self.layers, blocks)):
             x = layer(block, x)
+            if self.model == "gat":
+                x = x.flatten(1) if k < len(self.layers) - 1 else x.mean(1)  # [N, heads, d] -> concat / average
             if k < len(self.layers) - 1:
                 x = self.dropout(F.relu(x))
         return x
@@ -47,7 +59,7 @@ class Net(nn.Module):
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("dataset")
-    parser.add_argument("--model", choices=("sage", "gcn"), default="sage")
+    parser.add_argument("--model", choices=("sage", "gcn", "gat"), default="sage")
     parser.add_argument("--fanouts", default="15,10,5")
     parser.add_argument("--batch-size", type=int, default=1024)
     parser.add_argument("--hidden", type=int, default=128)
@@ -64,6 +76,8 @@ def main() -> None:
     indptr = torch.from_numpy(np.load(f"{d}/indptr.npy").astype(np.int64))
     indices = torch.from_numpy(np.load(f"{d}/indices.npy").astype(np.int64))
     graph = dgl.graph(("csc", (indptr, indices, torch.tensor([], dtype=torch.int64))))
+    if args.model == "gat":  # PyG's GATConv attends to each node itself too; a DGL user adds the self-loops
+        graph = dgl.add_self_loop(dgl.remove_self_loop(graph))
     features = torch.from_numpy(np.load(f"{d}/features.npy"))
     labels = torch.from_numpy(np.load(f"{d}/labels.npy").astype(np.int64))
     train_idx = torch.from_numpy(np.load(f"{d}/train_idx.npy").astype(np.int64))
