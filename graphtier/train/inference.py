@@ -14,12 +14,14 @@ used for the degrees.
 
 from __future__ import annotations
 
+import os
 from typing import Callable
 
 import numpy as np
 import torch
 from torch import nn
 
+from graphtier.dataset.scratch import scratch_array
 from graphtier.sampling import NeighborSampler
 from graphtier.train.models import MLP, BlockGNN
 
@@ -58,6 +60,7 @@ def layerwise_outputs(
     chunk_size: int = 4096,
     progress: Callable[[int, int], None] | None = None,
     keep_embeddings: bool = False,
+    scratch_dir: str | os.PathLike[str] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Logits of every node, float32 [N, C] on the CPU, and with ``keep_embeddings`` the node embeddings.
 
@@ -75,6 +78,10 @@ def layerwise_outputs(
             does not depend on ``chunk_size``.
         chunk_size: destination nodes per step.
         progress: called with (steps done, total steps).
+        scratch_dir: None keeps every layer's output [N, H] in RAM; a directory holds them in unlinked
+            memory-mapped files there instead (:func:`~graphtier.dataset.scratch.scratch_array`: page cache,
+            not anonymous memory; at most two layers' outputs exist at once), so N x H may exceed RAM.
+            The returned tensors are then views of such maps. The values are the same either way.
     """
     model.eval()
     chunks = [torch.arange(s, min(num_nodes, s + chunk_size)) for s in range(0, num_nodes, chunk_size)]
@@ -102,7 +109,7 @@ def layerwise_outputs(
     embeddings: torch.Tensor | None = None
     for layer in range(model.num_layers):
         if keep_embeddings and layer == model.num_layers - 1:
-            embeddings = previous if previous is not None else _all_rows(gather, chunks)
+            embeddings = previous if previous is not None else _all_rows(gather, chunks, num_nodes, scratch_dir)
         out: torch.Tensor | None = None
         for chunk in chunks:
             batch = one_hop.sample(chunk.numpy(), batch_id=0)
@@ -113,7 +120,7 @@ def layerwise_outputs(
             deg = degree[n_id.to(device)] if degree is not None else None
             h = model.layer(layer, x, block, deg)[: chunk.shape[0]].cpu()
             if out is None:
-                out = torch.empty((num_nodes, h.shape[1]), dtype=torch.float32)
+                out = _layer_output(num_nodes, h.shape[1], layer, scratch_dir)
             out[chunk] = h
             step += 1
             if progress:
@@ -128,6 +135,28 @@ def full_in_degree(indptr: np.ndarray, device: torch.device | str = "cpu") -> to
     return torch.from_numpy(np.diff(np.asarray(indptr)).astype(np.float32)).to(device)
 
 
-def _all_rows(gather: Callable[[torch.Tensor], torch.Tensor], chunks: list[torch.Tensor]) -> torch.Tensor:
-    """The input features of every node, float32 [N, D] on the CPU (a one-layer model's embeddings)."""
-    return torch.cat([gather(chunk).cpu().float() for chunk in chunks])
+def _layer_output(
+    num_nodes: int, width: int, layer: int, scratch_dir: str | os.PathLike[str] | None
+) -> torch.Tensor:
+    """float32 [num_nodes, width] for layer ``layer``'s output: in RAM, or a memory map in ``scratch_dir``."""
+    if scratch_dir is None:
+        return torch.empty((num_nodes, width), dtype=torch.float32)
+    what = f"layer {layer + 1} outputs [{num_nodes:,}, {width}] float32 of layer-wise inference"
+    return torch.from_numpy(scratch_array(scratch_dir, (num_nodes, width), np.float32, what))
+
+
+def _all_rows(
+    gather: Callable[[torch.Tensor], torch.Tensor],
+    chunks: list[torch.Tensor],
+    num_nodes: int,
+    scratch_dir: str | os.PathLike[str] | None,
+) -> torch.Tensor:
+    """The input features of every node, float32 [N, D] on the CPU (a one-layer model's embeddings): in RAM,
+    or a memory map in ``scratch_dir``, filled chunk by chunk."""
+    out: torch.Tensor | None = None
+    for chunk in chunks:
+        rows = gather(chunk).cpu().float()
+        if out is None:
+            out = _layer_output(num_nodes, rows.shape[1], -1, scratch_dir)
+        out[chunk] = rows
+    return out if out is not None else torch.empty(0)
