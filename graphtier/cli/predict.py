@@ -98,7 +98,9 @@ def command(
         raise OptionError("--output: required (the .npy the predictions are written to)")
     start = time.perf_counter()
     # every layer's outputs [N, H] go to unlinked scratch files next to --output, not to RAM (N x H may exceed it)
-    scratch = next(folder for folder in (output.parent.absolute(), *output.parent.absolute().parents) if folder.is_dir())
+    scratch = next(
+        folder for folder in (output.parent.absolute(), *output.parent.absolute().parents) if folder.is_dir()
+    )
     result = predict(
         saved, data, device=device, chunk_size=chunk_size, embeddings=embeddings is not None, scratch_dir=scratch
     )

@@ -135,9 +135,7 @@ def full_in_degree(indptr: np.ndarray, device: torch.device | str = "cpu") -> to
     return torch.from_numpy(np.diff(np.asarray(indptr)).astype(np.float32)).to(device)
 
 
-def _layer_output(
-    num_nodes: int, width: int, layer: int, scratch_dir: str | os.PathLike[str] | None
-) -> torch.Tensor:
+def _layer_output(num_nodes: int, width: int, layer: int, scratch_dir: str | os.PathLike[str] | None) -> torch.Tensor:
     """float32 [num_nodes, width] for layer ``layer``'s output: in RAM, or a memory map in ``scratch_dir``."""
     if scratch_dir is None:
         return torch.empty((num_nodes, width), dtype=torch.float32)

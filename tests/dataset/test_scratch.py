@@ -28,6 +28,8 @@ def test_scratch_array_of_zero_rows_needs_no_file(tmp_path: Path) -> None:
 
 def test_scratch_array_refuses_what_the_disk_cannot_hold(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(resources, "free_disk", lambda path: 100)
-    with pytest.raises(ResourceError, match=r"layer 1 outputs: needs .* \(4,000 bytes\) of disk space, only 100 B free"):
+    with pytest.raises(
+        ResourceError, match=r"layer 1 outputs: needs .* \(4,000 bytes\) of disk space, only 100 B free"
+    ):
         scratch_array(tmp_path, (1000,), np.float32, "layer 1 outputs")
     assert list(tmp_path.iterdir()) == []

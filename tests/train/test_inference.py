@@ -69,7 +69,9 @@ def test_full_in_degree() -> None:
 
 
 @pytest.mark.parametrize("layers", [1, 3])
-def test_outputs_on_scratch_files_equal_those_in_ram(layers: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_outputs_on_scratch_files_equal_those_in_ram(
+    layers: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     indptr, indices = _graph(5)
     n = indptr.shape[0] - 1
     torch.manual_seed(2)
