@@ -124,6 +124,8 @@ class Poller(threading.Thread):
         self.peak_processes = 1
         self.io = {key: 0 for key in IO_KEYS}
         self.samples = 0
+        self.timeline: list[tuple[float, int, int]] = []  # (seconds, RssAnon, RssFile) of every sample
+        self._started = time.perf_counter()
         self.free_at_start = free_bytes(disk_path) if disk_path is not None else 0
         self.min_free = self.free_at_start
         self._done = threading.Event()
@@ -138,6 +140,7 @@ class Poller(threading.Thread):
                 totals[key] = max(totals[key], value) if key == "VmHWM" else totals[key] + value
         for key in STATUS_KEYS:
             self.peaks[key] = max(self.peaks[key], totals[key])
+        self.timeline.append((round(time.perf_counter() - self._started, 2), totals["RssAnon"], totals["RssFile"]))
         self.peak_processes = max(self.peak_processes, len(pids))
         io = read_io(self.pid)
         for key in IO_KEYS:
@@ -204,6 +207,7 @@ def run(command: list[str], args: argparse.Namespace) -> dict[str, Any]:
         "interval_seconds": args.interval,
         "load_average_before": [round(x, 2) for x in load_before],
         "load_average_after": [round(x, 2) for x in os.getloadavg()],
+        "timeline": poller.timeline if args.timeline else None,
     }
 
 
@@ -229,6 +233,9 @@ def main() -> None:
     parser.add_argument("--du", action="append", default=[], help="a path whose disk use to record (repeatable)")
     parser.add_argument("--interval", type=float, default=0.2, help="seconds between samples")
     parser.add_argument("--header", action="store_true", help="print the markdown table header first")
+    parser.add_argument(
+        "--timeline", action="store_true", help="keep every sample (seconds, RssAnon, RssFile bytes) in the JSON record"
+    )
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND ARGS...")
     args = parser.parse_args()
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
