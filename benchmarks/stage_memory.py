@@ -125,7 +125,7 @@ class Poller(threading.Thread):
         self.io = {key: 0 for key in IO_KEYS}
         self.samples = 0
         self.timeline: list[tuple[float, int, int]] = []  # (seconds, RssAnon, RssFile) of every sample
-        self._started = time.perf_counter()
+        self._clock_start = time.perf_counter()
         self.free_at_start = free_bytes(disk_path) if disk_path is not None else 0
         self.min_free = self.free_at_start
         self._done = threading.Event()
@@ -140,7 +140,7 @@ class Poller(threading.Thread):
                 totals[key] = max(totals[key], value) if key == "VmHWM" else totals[key] + value
         for key in STATUS_KEYS:
             self.peaks[key] = max(self.peaks[key], totals[key])
-        self.timeline.append((round(time.perf_counter() - self._started, 2), totals["RssAnon"], totals["RssFile"]))
+        self.timeline.append((round(time.perf_counter() - self._clock_start, 2), totals["RssAnon"], totals["RssFile"]))
         self.peak_processes = max(self.peak_processes, len(pids))
         io = read_io(self.pid)
         for key in IO_KEYS:

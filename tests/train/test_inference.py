@@ -10,7 +10,7 @@ import torch
 
 from graphtier.dataset.scratch import scratch_array
 from graphtier.train import inference
-from graphtier.train.inference import full_in_degree, layerwise_inference, layerwise_outputs
+from graphtier.train.inference import chunk_bounds, full_in_degree, layerwise_inference, layerwise_outputs
 from graphtier.train.models import BlockGNN
 
 
@@ -100,3 +100,29 @@ def test_outputs_on_scratch_files_equal_those_in_ram(
     # every layer's output on disk, and a one-layer model's embeddings (its input rows) too
     assert len(maps) == 3 * (layers + (1 if layers == 1 else 0))
     assert list(tmp_path.iterdir()) == []
+
+
+def test_chunk_bounds_cap_the_nodes_and_the_edges_of_a_step() -> None:
+    indptr = np.cumsum([0, 1, 9, 2, 2, 30, 1, 1, 1])  # degrees 1, 9, 2, 2, 30, 1, 1, 1
+    assert chunk_bounds(indptr, 8, 4).tolist() == [0, 4, 8]
+    assert chunk_bounds(indptr, 8, 4, max_chunk_edges=10).tolist() == [0, 2, 4, 5, 8]  # node 4 alone: 30 edges
+    assert chunk_bounds(indptr, 8, 100, max_chunk_edges=4).tolist() == [0, 1, 2, 4, 5, 8]
+    assert chunk_bounds(indptr[:1], 0, 4).tolist() == [0]
+
+
+@pytest.mark.parametrize("kind", ["sage", "gcn"])
+def test_steps_split_by_edges_give_the_same_outputs(kind: str) -> None:
+    indptr, indices = _graph(7)
+    n = indptr.shape[0] - 1
+    torch.manual_seed(3)
+    model = BlockGNN(kind, 6, 10, 4, 2, dropout=0.0)
+    x = torch.randn(n, 6)
+    cpu = torch.device("cpu")
+    whole, split = (
+        layerwise_outputs(
+            model, x.__getitem__, indptr, indices, num_nodes=n, device=cpu, chunk_size=64, max_chunk_edges=cap
+        )[0]
+        for cap in (10**9, 9)
+    )
+    assert len(chunk_bounds(indptr, n, 64, 9)) > 2 * len(chunk_bounds(indptr, n, 64))
+    torch.testing.assert_close(split, whole, rtol=1e-5, atol=1e-6)  # (the last bits may differ)
