@@ -98,6 +98,10 @@ def command(
     if output is None:
         raise OptionError("--output: required (the .npy the predictions are written to)")
     start = time.perf_counter()
+    # every layer's outputs [N, H] go to unlinked scratch files next to --output, not to RAM (N x H may exceed it)
+    scratch = next(
+        folder for folder in (output.parent.absolute(), *output.parent.absolute().parents) if folder.is_dir()
+    )
     result = predict(
         saved,
         data,
@@ -105,6 +109,7 @@ def command(
         chunk_size=chunk_size,
         embeddings=embeddings is not None,
         progress=cli_progress(quiet),
+        scratch_dir=scratch,
     )
     seconds = time.perf_counter() - start
     save_npy(output, result.probabilities if probabilities else result.classes, "output")

@@ -18,9 +18,12 @@ Node ids are in random order with respect to class and degree (``node_order = "o
 
 The output is a pure function of the seed and the options: randomness is counter based (see
 :mod:`graphtier.dataset._synthetic_kernels`), so it does not depend on ``chunk_edges`` or the number of
-threads. Peak memory (N < 2^31): 8 bytes per drawn pair (int32 src + dst) + 4 bytes per stored
-edge direction (int32 ``indices``) + about 70 bytes per node; 10M nodes / 200M edges need about
-2.5 GB. Features are written to disk chunk by chunk and never held whole in RAM.
+threads. Peak memory (N < 2^31): 4 bytes per stored edge direction (int32 ``indices``) + about 70 bytes
+per node, + 8 bytes per drawn pair (int32 src + dst) when the pairs take at most a quarter of the
+available memory (:func:`keep_drawn_pairs`); larger graphs draw their pairs twice, chunk by chunk (once
+to count the neighbour lists' lengths, once to fill them: the same pairs, about 30% more time) instead
+of holding them. 10M nodes / 200M edges need about 2.5 GB; 40M nodes / 1B directed edges about 6.8 GB.
+Features are written to disk chunk by chunk and never held whole in RAM.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from __future__ import annotations
 import math
 import os
 import time
+from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -56,6 +60,8 @@ DEFAULT_TRAIN_FRACTION = 0.01
 DEFAULT_VALID_FRACTION = 0.01
 DEFAULT_TEST_FRACTION = 0.02
 DEFAULT_CHUNK_EDGES = 1 << 22
+KEEP_PAIRS_MEMORY_FRACTION = 0.25
+"""The drawn pairs are kept in memory (not drawn twice) when they take at most this share of the available memory."""
 # Default hub size: expected max degree = HUB_FACTOR * sqrt(nodes * avg_degree), i.e. a few times the
 # structural cutoff (real graphs: soc-Slashdot0902 3.7x, cnr-2000 in-degree 10x, ogbn-products 1.5x).
 HUB_FACTOR = 4.0
@@ -247,12 +253,14 @@ def _require_resources(
 ) -> None:
     """Refuse (one-line ResourceError) a graph whose build cannot fit in memory or whose features cannot fit on disk.
 
-    Memory as in the module docstring: 2 ids per drawn pair + 1 id per stored edge direction + ~70 bytes/node.
+    Memory as in the module docstring: 1 id per stored edge direction + ~70 bytes/node, + 2 ids per drawn pair when
+    the pairs are kept (:func:`keep_drawn_pairs`).
     """
     id_bytes = 4 if nodes < 2**31 else 8
     directions = nodes * avg_degree
-    pairs = directions / 2 if undirected else directions
-    needed = int(2 * id_bytes * pairs + id_bytes * directions + 70 * nodes)
+    pairs = drawn_pairs(nodes, avg_degree, undirected)
+    kept = 2 * id_bytes * pairs if keep_drawn_pairs(pairs, id_bytes) else 0
+    needed = int(kept + id_bytes * directions + 70 * nodes)
     resources.require_memory(needed, f"{output}: generating {nodes:,} nodes with average degree {avg_degree:g}")
     feature_bytes = nodes * feature_dim * np.dtype(feature_dtype).itemsize
     resources.require_disk(Path(output).resolve().parent, feature_bytes, f"{output}: writing features.npy")
@@ -419,57 +427,88 @@ def _build_graph(
     seed: int,
     chunk_edges: int,
     progress: Progress,
+    keep_pairs: bool | None = None,
 ) -> tuple[np.ndarray, np.ndarray, int]:
-    """Draw the edges (int32 pairs, 8 bytes each) and build deduplicated CSC from them.
+    """Draw the edges and build deduplicated CSC from them.
 
-    Returns int64 indptr [N + 1], indices [>= E] (the first ``indptr[-1]`` entries are the graph)
-    and the number of drawn pairs.
+    With ``keep_pairs`` (default: :func:`keep_drawn_pairs`) the drawn pairs are kept in memory (int32 src + dst,
+    8 bytes each) between counting the endpoints and scattering them; without, only one chunk of pairs is held
+    and the pairs are drawn twice (the output is the same). Returns int64 indptr [N + 1], indices [>= E] (the
+    first ``indptr[-1]`` entries are the graph) and the number of drawn pairs.
     """
     nodes = labels.shape[0]
     node_dtype = index_dtype(nodes)
     with progress.stage("generate: alias tables", total=nodes, unit="nodes") as bar:
-        class_cum, class_mass, offsets, slots = class_tables(labels, weights, num_classes)
+        tables = class_tables(labels, weights, num_classes)
         bar.advance(nodes)
 
-    pairs = int(round(nodes * avg_degree / 2)) if undirected else int(round(nodes * avg_degree))
+    pairs = drawn_pairs(nodes, avg_degree, undirected)
     key = np.uint64(kernels.stream_key(seed, _STREAM_EDGES))
-    src = np.empty(pairs, dtype=node_dtype)
-    dst = np.empty(pairs, dtype=node_dtype)
-    with progress.stage(f"generate: draw {'pairs' if undirected else 'edges'}", total=pairs, unit="edges") as bar:
-        for first in range(0, pairs, chunk_edges):
-            stop = min(pairs, first + chunk_edges)
-            kernels.sample_edges(
-                key,
-                np.int64(first),
-                class_cum,
-                class_mass,
-                offsets,
-                slots,
-                float(homophily),
-                src[first:stop],
-                dst[first:stop],
-            )
+    keep = keep_drawn_pairs(pairs, node_dtype.itemsize) if keep_pairs is None else keep_pairs
+    src = np.empty(pairs if keep else min(pairs, chunk_edges), dtype=node_dtype)
+    dst = np.empty_like(src)
+    parts = np.int64(numba.get_num_threads())
+    counts = np.zeros(nodes, dtype=np.int64)
+    drawn = f"generate: draw {'pairs' if undirected else 'edges'}" + ("" if keep else " (counted, not kept)")
+    with progress.stage(drawn, total=pairs, unit="edges") as bar:
+        for first, stop, chunk_src, chunk_dst in _draw_chunks(key, pairs, chunk_edges, tables, homophily, src, dst):
+            csc_kernels.count_endpoints(chunk_src, chunk_dst, counts, undirected, parts)
             bar.advance(stop - first)
-    del slots
 
     with progress.stage("generate: group edges by destination", total=pairs, unit="edges") as bar:
-        parts = np.int64(numba.get_num_threads())
-        counts = np.zeros(nodes, dtype=np.int64)
-        csc_kernels.count_endpoints(src, dst, counts, undirected, parts)
         indptr = np.zeros(nodes + 1, dtype=np.int64)
         np.cumsum(counts, out=indptr[1:])
         del counts
         indices = np.empty(int(indptr[-1]), dtype=node_dtype)
         cursor = indptr[:-1].copy()
-        csc_kernels.scatter_endpoints(src, dst, cursor, indices, undirected, parts)
-        del cursor, src, dst
-        bar.advance(pairs)
+        if keep:  # the pairs are all in memory: scatter them at once
+            csc_kernels.scatter_endpoints(src, dst, cursor, indices, undirected, parts)
+            bar.advance(pairs)
+        else:  # draw the same pairs again (counter-based randomness), chunk by chunk, in the same order
+            for first, stop, chunk_src, chunk_dst in _draw_chunks(key, pairs, chunk_edges, tables, homophily, src, dst):
+                csc_kernels.scatter_endpoints(chunk_src, chunk_dst, cursor, indices, undirected, parts)
+                bar.advance(stop - first)
+        del cursor, src, dst, tables
 
     with progress.stage("generate: sort lists, drop duplicates and self-loops", total=nodes, unit="nodes") as bar:
         csc_kernels.sort_and_count_unique(indptr, indices)
         csc_kernels.compact_lists(indptr, indices)
         bar.advance(nodes)
     return indptr, indices, pairs
+
+
+def drawn_pairs(nodes: int, avg_degree: float, undirected: bool) -> int:
+    """The number of pairs the generator draws: ``nodes * avg_degree`` edge directions (half as many pairs when
+    each is stored both ways)."""
+    return int(round(nodes * avg_degree / 2)) if undirected else int(round(nodes * avg_degree))
+
+
+def keep_drawn_pairs(pairs: int, id_bytes: int) -> bool:
+    """Whether the drawn pairs (``2 * id_bytes`` each) are kept in memory between the two passes over them: when
+    they take at most :data:`KEEP_PAIRS_MEMORY_FRACTION` of the available memory, else they are drawn twice."""
+    return 2 * id_bytes * pairs <= KEEP_PAIRS_MEMORY_FRACTION * resources.available_memory()
+
+
+def _draw_chunks(
+    key: np.uint64,
+    pairs: int,
+    chunk_edges: int,
+    tables: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    homophily: float,
+    src: np.ndarray,
+    dst: np.ndarray,
+) -> Iterator[tuple[int, int, np.ndarray, np.ndarray]]:
+    """Draw pairs ``[first, stop)`` chunk by chunk and yield ``(first, stop, src chunk, dst chunk)``: into
+    ``src[first:stop]`` / ``dst[first:stop]`` when those hold all pairs, else into their first ``stop - first``
+    entries (a buffer reused by every chunk)."""
+    class_cum, class_mass, offsets, slots = tables
+    for first in range(0, pairs, chunk_edges):
+        stop = min(pairs, first + chunk_edges)
+        window = slice(first, stop) if src.shape[0] == pairs else slice(0, stop - first)
+        kernels.sample_edges(
+            key, np.int64(first), class_cum, class_mass, offsets, slots, float(homophily), src[window], dst[window]
+        )
+        yield first, stop, src[window], dst[window]
 
 
 def write_features(

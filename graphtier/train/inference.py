@@ -14,6 +14,8 @@ used for the degrees.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
 from typing import Callable
 
 import numpy as np
@@ -21,8 +23,12 @@ import torch
 from torch import nn
 
 from graphtier._progress import NO_PROGRESS, Progress
+from graphtier.dataset.scratch import scratch_array
 from graphtier.sampling import NeighborSampler
 from graphtier.train.models import MLP, BlockGNN
+
+MAX_CHUNK_EDGES = 1 << 20
+"""In-edges of one step of layer-wise inference at most (a node with more: a step of its own)."""
 
 
 @torch.no_grad()
@@ -59,6 +65,8 @@ def layerwise_outputs(
     chunk_size: int = 4096,
     progress: Progress = NO_PROGRESS,
     keep_embeddings: bool = False,
+    scratch_dir: str | os.PathLike[str] | None = None,
+    max_chunk_edges: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Logits of every node, float32 [N, C] on the CPU, and with ``keep_embeddings`` the node embeddings.
 
@@ -75,10 +83,18 @@ def layerwise_outputs(
             The same for ``--gcn-degrees full`` and ``block`` (see the module docstring); the output
             does not depend on ``chunk_size``.
         chunk_size: destination nodes per step.
+        max_chunk_edges: in-edges per step (default :data:`MAX_CHUNK_EDGES`): a chunk of ``chunk_size`` nodes with
+            more edges is split (a node with more is a step of its own), which bounds a step's memory (its
+            distinct sources' rows and its block) however the degrees are skewed: the hottest nodes of a
+            reordered power-law graph come first, and 4096 of them can hold a fifth of the edges.
         progress: reports the stage ``inference: layer-wise`` (nodes done over all layers).
+        scratch_dir: None keeps every layer's output [N, H] in RAM; a directory holds them in unlinked
+            memory-mapped files there instead (:func:`~graphtier.dataset.scratch.scratch_array`: page cache,
+            not anonymous memory; at most two layers' outputs exist at once), so N x H may exceed RAM.
+            The returned tensors are then views of such maps. The values are the same either way.
     """
     model.eval()
-    chunks = [torch.arange(s, min(num_nodes, s + chunk_size)) for s in range(0, num_nodes, chunk_size)]
+    chunks = NodeChunks(chunk_bounds(indptr, num_nodes, chunk_size, max_chunk_edges))
     if isinstance(model, MLP):
         outputs, hidden = [], []
         with progress.stage("inference: layer-wise", total=num_nodes, unit="nodes") as bar:
@@ -102,7 +118,7 @@ def layerwise_outputs(
     with progress.stage("inference: layer-wise", total=num_nodes * model.num_layers, unit="nodes") as bar:
         for layer in range(model.num_layers):
             if keep_embeddings and layer == model.num_layers - 1:
-                embeddings = previous if previous is not None else _all_rows(gather, chunks)
+                embeddings = previous if previous is not None else _all_rows(gather, chunks, num_nodes, scratch_dir)
             out: torch.Tensor | None = None
             for chunk in chunks:
                 batch = one_hop.sample(chunk.numpy(), batch_id=0)
@@ -113,7 +129,7 @@ def layerwise_outputs(
                 deg = degree[n_id.to(device)] if degree is not None else None
                 h = model.layer(layer, x, block, deg)[: chunk.shape[0]].cpu()
                 if out is None:
-                    out = torch.empty((num_nodes, h.shape[1]), dtype=torch.float32)
+                    out = _layer_output(num_nodes, h.shape[1], layer, scratch_dir)
                 out[chunk] = h
                 bar.advance(int(chunk.shape[0]))
             previous = out
@@ -121,11 +137,67 @@ def layerwise_outputs(
     return previous, embeddings
 
 
+def chunk_bounds(indptr: np.ndarray, num_nodes: int, chunk_size: int, max_chunk_edges: int | None = None) -> np.ndarray:
+    """int64 [steps + 1] first node of every step of layer-wise inference, then ``num_nodes``: consecutive runs
+    of at most ``chunk_size`` nodes and at most ``max_chunk_edges`` in-edges (``indptr`` int64 [N + 1]; default
+    :data:`MAX_CHUNK_EDGES`), except a node with more in-edges alone."""
+    if chunk_size < 1:
+        raise ValueError(f"chunk_size must be positive, got {chunk_size}")
+    max_edges = MAX_CHUNK_EDGES if max_chunk_edges is None else max_chunk_edges
+    indptr = np.asarray(indptr)
+    bounds = [0]
+    start = 0
+    while start < num_nodes:
+        stop = min(num_nodes, start + chunk_size)
+        if int(indptr[stop]) - int(indptr[start]) > max_edges:
+            # the last node whose list ends within the budget, and at least one node
+            fits = int(np.searchsorted(indptr[start + 1 : stop + 1], int(indptr[start]) + max_edges, side="right"))
+            stop = start + max(1, fits)
+        bounds.append(stop)
+        start = stop
+    return np.asarray(bounds, dtype=np.int64)
+
+
+class NodeChunks:
+    """The steps of layer-wise inference: ``len()`` of them, iterated as int64 CPU tensors of consecutive node ids
+    (made one at a time, not held)."""
+
+    def __init__(self, bounds: np.ndarray) -> None:
+        self.bounds = bounds
+
+    def __len__(self) -> int:
+        return int(self.bounds.shape[0]) - 1
+
+    def __iter__(self) -> Iterator[torch.Tensor]:
+        for start, stop in zip(self.bounds[:-1].tolist(), self.bounds[1:].tolist()):
+            yield torch.arange(start, stop)
+
+
 def full_in_degree(indptr: np.ndarray, device: torch.device | str = "cpu") -> torch.Tensor:
     """float32 [N] in-degree of every node of the CSC graph ``indptr`` [N + 1], on ``device``."""
     return torch.from_numpy(np.diff(np.asarray(indptr)).astype(np.float32)).to(device)
 
 
-def _all_rows(gather: Callable[[torch.Tensor], torch.Tensor], chunks: list[torch.Tensor]) -> torch.Tensor:
-    """The input features of every node, float32 [N, D] on the CPU (a one-layer model's embeddings)."""
-    return torch.cat([gather(chunk).cpu().float() for chunk in chunks])
+def _layer_output(num_nodes: int, width: int, layer: int, scratch_dir: str | os.PathLike[str] | None) -> torch.Tensor:
+    """float32 [num_nodes, width] for layer ``layer``'s output: in RAM, or a memory map in ``scratch_dir``."""
+    if scratch_dir is None:
+        return torch.empty((num_nodes, width), dtype=torch.float32)
+    what = f"layer {layer + 1} outputs [{num_nodes:,}, {width}] float32 of layer-wise inference"
+    return torch.from_numpy(scratch_array(scratch_dir, (num_nodes, width), np.float32, what))
+
+
+def _all_rows(
+    gather: Callable[[torch.Tensor], torch.Tensor],
+    chunks: NodeChunks,
+    num_nodes: int,
+    scratch_dir: str | os.PathLike[str] | None,
+) -> torch.Tensor:
+    """The input features of every node, float32 [N, D] on the CPU (a one-layer model's embeddings): in RAM,
+    or a memory map in ``scratch_dir``, filled chunk by chunk."""
+    out: torch.Tensor | None = None
+    for chunk in chunks:
+        rows = gather(chunk).cpu().float()
+        if out is None:
+            out = _layer_output(num_nodes, rows.shape[1], -1, scratch_dir)
+        out[chunk] = rows
+    return out if out is not None else torch.empty(0)

@@ -17,6 +17,9 @@ from graphtier.train.link_model import encoder_of
 from graphtier.train.saved import SavedModel, check_fingerprint, load_model
 from graphtier.train.typed_inference import typed_layerwise_outputs
 
+ROWS_PER_BLOCK = 1 << 20
+"""Rows of the logits turned into classes or probabilities at a time (a module constant: tests shrink it)."""
+
 
 @dataclass
 class Predictions:
@@ -33,13 +36,21 @@ class Predictions:
 
     @property
     def classes(self) -> np.ndarray:
-        """int64 [N]: the predicted class of every node."""
-        return self.logits.argmax(axis=1).astype(np.int64)
+        """int64 [N]: the predicted class of every node (computed in row blocks: ``logits`` may be a memory map)."""
+        classes = np.empty(self.logits.shape[0], dtype=np.int64)
+        for start in range(0, self.logits.shape[0], ROWS_PER_BLOCK):
+            stop = start + ROWS_PER_BLOCK
+            classes[start:stop] = np.asarray(self.logits[start:stop]).argmax(axis=1)
+        return classes
 
     @property
     def probabilities(self) -> np.ndarray:
-        """float32 [N, C]: softmax of the logits (rows sum to 1)."""
-        return torch.softmax(torch.from_numpy(self.logits), dim=1).numpy()
+        """float32 [N, C]: softmax of the logits (rows sum to 1), computed in row blocks."""
+        probabilities = np.empty(self.logits.shape, dtype=np.float32)
+        for start in range(0, self.logits.shape[0], ROWS_PER_BLOCK):
+            stop = start + ROWS_PER_BLOCK
+            probabilities[start:stop] = torch.softmax(torch.from_numpy(np.array(self.logits[start:stop])), dim=1)
+        return probabilities
 
 
 def predict(
@@ -50,6 +61,7 @@ def predict(
     chunk_size: int = 4096,
     embeddings: bool = False,
     progress: Progress = NO_PROGRESS,
+    scratch_dir: str | os.PathLike[str] | None = None,
 ) -> Predictions:
     """Run a saved model (a :class:`SavedModel` or the path of a ``--save-model`` file) on every node.
 
@@ -61,6 +73,10 @@ def predict(
     the embeddings of all nodes, in ``logits``. A typed model (``saved.schema``) predicts every node of the
     target type (:func:`typed_layerwise_outputs`; rows are the target's local ids). ``progress`` reports the
     stage ``inference: layer-wise``.
+
+    ``scratch_dir`` (a directory; homogeneous models): every layer's outputs [N, H] go to unlinked memory-mapped
+    files there instead of RAM (see :func:`~graphtier.train.inference.layerwise_outputs`), so the returned
+    ``logits`` and ``embeddings`` are memory maps; two layers' outputs (2 x N x H x 4 bytes) must fit on its disk.
     """
     saved = model if isinstance(model, SavedModel) else load_model(model)
     data = dataset if isinstance(dataset, Dataset) else Dataset.open(dataset)
@@ -84,6 +100,7 @@ def predict(
         logits, hidden = layerwise_outputs(
             encoder_of(net), store.gather, indptr, np.asarray(data.indices), num_nodes=data.num_nodes, device=target,
             degree=degree, chunk_size=chunk_size, keep_embeddings=embeddings, progress=progress,
+            scratch_dir=scratch_dir,
         )  # fmt: skip
     finally:
         store.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import tracemalloc
 from pathlib import Path
 
 import numba
@@ -299,6 +300,28 @@ def test_deterministic_for_seed_chunk_size_and_threads(small: Dataset, tmp_path:
     assert _array_bytes(chunked) == _array_bytes(small)
     other = _generate(tmp_path / "other", seed=4)
     assert (other.path / "indices.npy").read_bytes() != (small.path / "indices.npy").read_bytes()
+
+
+def test_pairs_drawn_twice_give_the_same_dataset_with_one_chunk_in_memory(
+    small: Dataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(synthetic, "KEEP_PAIRS_MEMORY_FRACTION", 0.0)  # never keep the drawn pairs
+    twice = _generate(tmp_path / "twice", chunk_edges=999)
+    assert _array_bytes(twice) == _array_bytes(small)
+    # a directed graph of 400k edges: the pairs (int32 src + dst: 3.2 MB) are never all in memory at once,
+    # only the CSC (int32 indices: 1.6 MB) and one chunk of pairs
+    options = dict(nodes=2000, avg_degree=200, undirected=False, feature_dim=0, chunk_edges=10_000)
+    tracemalloc.start()
+    try:
+        streamed = _generate(tmp_path / "streamed", **options)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 2_600_000
+    monkeypatch.setattr(synthetic, "KEEP_PAIRS_MEMORY_FRACTION", 1.0)
+    kept = _generate(tmp_path / "kept", **options)
+    for name in ("indptr", "indices"):
+        assert (kept.path / f"{name}.npy").read_bytes() == (streamed.path / f"{name}.npy").read_bytes()
 
 
 def test_float16_features(tmp_path: Path) -> None:

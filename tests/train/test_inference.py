@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
 
-from graphtier.train.inference import full_in_degree, layerwise_inference
+from graphtier.dataset.scratch import scratch_array
+from graphtier.train import inference
+from graphtier.train.inference import chunk_bounds, full_in_degree, layerwise_inference, layerwise_outputs
 from graphtier.train.models import BlockGNN
 
 
@@ -62,3 +66,63 @@ def test_full_in_degree() -> None:
     indptr = np.array([0, 2, 2, 5])
     degree = full_in_degree(indptr)
     assert degree.dtype == torch.float32 and degree.tolist() == [2.0, 0.0, 3.0]
+
+
+@pytest.mark.parametrize("layers", [1, 3])
+def test_outputs_on_scratch_files_equal_those_in_ram(
+    layers: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    indptr, indices = _graph(5)
+    n = indptr.shape[0] - 1
+    torch.manual_seed(2)
+    model = BlockGNN("sage", 6, 10, 4, layers, dropout=0.0)
+    x = torch.randn(n, 6)
+    cpu = torch.device("cpu")
+    maps: list[np.ndarray] = []
+
+    def recording_scratch(*args: object, **kwargs: object) -> np.ndarray:
+        array = scratch_array(*args, **kwargs)  # type: ignore[arg-type]
+        maps.append(array)
+        return array
+
+    for chunk_size in (1, 7, 1000):  # (the chunk size may change the last bits: compare at one chunk size)
+        expected, expected_embeddings = layerwise_outputs(
+            model, x.__getitem__, indptr, indices, num_nodes=n, device=cpu, chunk_size=chunk_size, keep_embeddings=True
+        )
+        with monkeypatch.context() as patch:
+            patch.setattr(inference, "scratch_array", recording_scratch)
+            logits, embeddings = layerwise_outputs(
+                model, x.__getitem__, indptr, indices, num_nodes=n, device=cpu, chunk_size=chunk_size,
+                keep_embeddings=True, scratch_dir=tmp_path,
+            )  # fmt: skip
+        assert torch.equal(logits, expected) and embeddings is not None and torch.equal(embeddings, expected_embeddings)
+        assert np.shares_memory(logits.numpy(), maps[-1])  # the last layer's output is a map, not a RAM copy
+    # every layer's output on disk, and a one-layer model's embeddings (its input rows) too
+    assert len(maps) == 3 * (layers + (1 if layers == 1 else 0))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_chunk_bounds_cap_the_nodes_and_the_edges_of_a_step() -> None:
+    indptr = np.cumsum([0, 1, 9, 2, 2, 30, 1, 1, 1])  # degrees 1, 9, 2, 2, 30, 1, 1, 1
+    assert chunk_bounds(indptr, 8, 4).tolist() == [0, 4, 8]
+    assert chunk_bounds(indptr, 8, 4, max_chunk_edges=10).tolist() == [0, 2, 4, 5, 8]  # node 4 alone: 30 edges
+    assert chunk_bounds(indptr, 8, 100, max_chunk_edges=4).tolist() == [0, 1, 2, 4, 5, 8]
+    assert chunk_bounds(indptr[:1], 0, 4).tolist() == [0]
+
+
+@pytest.mark.parametrize("kind", ["sage", "gcn"])
+def test_steps_split_by_edges_give_the_same_outputs(kind: str) -> None:
+    indptr, indices = _graph(7)
+    n = indptr.shape[0] - 1
+    torch.manual_seed(3)
+    model = BlockGNN(kind, 6, 10, 4, 2, dropout=0.0)
+    x = torch.randn(n, 6)
+    cpu = torch.device("cpu")
+    whole, split = (
+        layerwise_outputs(
+            model, x.__getitem__, indptr, indices, num_nodes=n, device=cpu, chunk_size=64, max_chunk_edges=cap
+        )[0]
+        for cap in (10**9, 9)
+    )
+    assert len(chunk_bounds(indptr, n, 64, 9)) > 2 * len(chunk_bounds(indptr, n, 64))
+    torch.testing.assert_close(split, whole, rtol=1e-5, atol=1e-6)  # (the last bits may differ)

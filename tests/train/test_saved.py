@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -10,9 +12,12 @@ import torch
 
 import graphtier
 from graphtier import Dataset, OptionError
+from graphtier.dataset.scratch import scratch_array
 from graphtier.train import load_model, predict, train
 from graphtier.train.saved import check_fingerprint, dataset_fingerprint
 from tests.conftest import write_labelled_graph
+
+predict_module = importlib.import_module("graphtier.train.predict")  # the package exports predict() by that name
 
 SMALL = dict(batch_size=50, hidden=16, fanouts=(5, 5), eval_batch_size=100, lr=0.01)
 
@@ -120,3 +125,33 @@ def test_saved_model_without_gcn_degrees_means_full(tiny_dataset: Dataset, tmp_p
     ) as info:
         load_model(path)
     assert "\n" not in str(info.value)
+
+
+def test_predictions_on_scratch_files_and_in_row_blocks_equal_one_block_in_ram(
+    tiny_dataset: Dataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "model.pt"
+    train(tiny_dataset, model="sage", epochs=1, save_model=str(path), **SMALL)
+    saved = load_model(path)
+    in_ram = predict(saved, tiny_dataset, chunk_size=64, embeddings=True)
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    maps: list[np.ndarray] = []
+
+    def recording_scratch(*args: Any, **kwargs: Any) -> np.ndarray:
+        maps.append(scratch_array(*args, **kwargs))
+        return maps[-1]
+
+    with monkeypatch.context() as patch:
+        patch.setattr(graphtier.train.inference, "scratch_array", recording_scratch)
+        on_disk = predict(saved, tiny_dataset, chunk_size=64, embeddings=True, scratch_dir=scratch)
+    assert (
+        len(maps) == 2 and np.shares_memory(on_disk.logits, maps[1]) and np.shares_memory(on_disk.embeddings, maps[0])
+    )
+    assert list(scratch.iterdir()) == []
+    np.testing.assert_array_equal(on_disk.logits, in_ram.logits)
+    np.testing.assert_array_equal(on_disk.embeddings, in_ram.embeddings)
+    classes, probabilities = in_ram.classes, in_ram.probabilities
+    monkeypatch.setattr(predict_module, "ROWS_PER_BLOCK", 7)
+    np.testing.assert_array_equal(on_disk.classes, classes)
+    np.testing.assert_array_equal(on_disk.probabilities, probabilities)
