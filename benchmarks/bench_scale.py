@@ -1,0 +1,169 @@
+"""The user's whole path on one graph larger than this machine's RAM, stage by stage (issue 27 item 1).
+
+``generate`` -> ``reorder`` (fwr) -> ``plan`` -> ``train`` (one GraphSAGE epoch at 15,10,5 on the 1% training
+split) -> ``predict`` (exact layer-wise inference of every node), each under ``benchmarks/stage_memory.py``:
+wall time, peak anonymous memory (RssAnon: what must fit in RAM), peak page-cache pages of memory maps
+(RssFile), bytes read and written, and disk use. The generated dataset is deleted once the reordered copy is
+complete (both at once would need twice the disk), and the run stops before a stage whose output would not fit
+on the disk. The limits the stages compare with are measured first, in the same run: sequential disk write
+and read bandwidth (``dd`` with direct I/O) and memory copy bandwidth.
+
+    python benchmarks/bench_scale.py --work /data/scale --nodes 40M --avg-degree 25 --feature-dim 160 \\
+        --hidden 64 --json benchmarks/results/scale_1b.json
+
+At 40M nodes / 25 drawn in-edges / 160 float32 features (about 1 billion stored edges, 25.6 GB of features,
+more than this 24 GiB machine's RAM) the dataset is about 30 GB on disk, and predict's two layers of scratch
+outputs 2 x N x H x 4 bytes (20.5 GB at ``--hidden 64``). Prints a markdown table; the JSON has every record.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+GB = 1e9
+
+
+def _count(text: str) -> int:
+    """``40M`` / ``2k`` / ``1000`` -> an int."""
+    scale = {"k": 10**3, "m": 10**6, "g": 10**9, "b": 10**9}
+    text = text.strip().lower()
+    return int(float(text[:-1]) * scale[text[-1]]) if text[-1] in scale else int(text)
+
+
+def disk_bandwidth(folder: Path, gigabytes: float) -> dict[str, float]:
+    """Sequential write and read GB/s of a ``gigabytes`` file in ``folder`` with direct I/O (``dd``, 4 MiB blocks)."""
+    path = folder / "dd.bin"
+    count = max(1, int(gigabytes * GB / (4 << 20)))
+    result: dict[str, float] = {}
+    try:
+        for name, args in (
+            ("write", ["if=/dev/zero", f"of={path}", "oflag=direct", "conv=fsync"]),
+            ("read", [f"if={path}", "of=/dev/null", "iflag=direct"]),
+        ):
+            started = time.perf_counter()
+            subprocess.run(["dd", *args, "bs=4M", f"count={count}", "status=none"], check=True)
+            result[f"disk_{name}_gb_per_s"] = count * (4 << 20) / (time.perf_counter() - started) / GB
+    finally:
+        path.unlink(missing_ok=True)
+    return result
+
+
+def memory_bandwidth(gigabytes: float = 1.0) -> dict[str, float]:
+    """Copy GB/s of a ``gigabytes`` float32 array (best of 3; one thread): the RAM bandwidth a stage can reach."""
+    source = np.ones(int(gigabytes * GB / 4), dtype=np.float32)
+    target = np.empty_like(source)
+    best = float("inf")
+    for _ in range(3):
+        started = time.perf_counter()
+        np.copyto(target, source)
+        best = min(best, time.perf_counter() - started)
+    return {"memory_copy_gb_per_s": source.nbytes / best / GB}
+
+
+def _stage(label: str, command: list[str], records: Path, du: list[Path]) -> dict[str, Any]:
+    wrapper = [sys.executable, str(ROOT / "benchmarks" / "stage_memory.py"), "--label", label, "--json", str(records)]
+    for path in du:
+        wrapper += ["--du", str(path)]
+    done = subprocess.run([*wrapper, "--", *command], cwd=ROOT)
+    if done.returncode != 0:
+        raise SystemExit(f"bench_scale: stage {label} failed with exit status {done.returncode}")
+    return json.loads(records.read_text())[-1]
+
+
+def _need_disk(folder: Path, nbytes: float, what: str) -> None:
+    free = shutil.disk_usage(folder).free
+    if free < nbytes:
+        raise SystemExit(
+            f"bench_scale: {what} needs about {nbytes / GB:.1f} GB on {folder}, found {free / GB:.1f} GB free"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--work", type=Path, required=True, help="folder for the datasets (emptied stage by stage)")
+    parser.add_argument("--nodes", default="40M")
+    parser.add_argument("--avg-degree", type=float, default=25.0)
+    parser.add_argument("--feature-dim", type=int, default=160)
+    parser.add_argument("--hidden", type=int, default=64)
+    parser.add_argument("--fanouts", default="15,10,5")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--dd-gb", type=float, default=4.0, help="size of the dd test file")
+    parser.add_argument("--json", type=Path, default=ROOT / "benchmarks" / "results" / "scale.json")
+    args = parser.parse_args()
+    nodes = _count(args.nodes)
+    work = args.work
+    work.mkdir(parents=True, exist_ok=True)
+    records = work / "stages.json"
+    records.unlink(missing_ok=True)
+    generated, reordered, model = work / "generated", work / "reordered", work / "model.pt"
+    feature_bytes = nodes * args.feature_dim * 4
+    edge_bytes = nodes * args.avg_degree * 4  # int32 indices of a graph under 2^31 nodes
+    dataset_bytes = feature_bytes + edge_bytes + nodes * 8
+
+    limits = {**disk_bandwidth(work, args.dd_gb), **memory_bandwidth()}
+    print(
+        f"limits: disk write {limits['disk_write_gb_per_s']:.2f} GB/s, read {limits['disk_read_gb_per_s']:.2f} GB/s "
+        f"(dd, direct I/O); memory copy {limits['memory_copy_gb_per_s']:.1f} GB/s (one thread)"
+    )
+    graphtier = [sys.executable, "-m", "graphtier"]
+    _need_disk(work, dataset_bytes * 1.05, "generate")
+    stages = [
+        _stage(
+            "generate",
+            [*graphtier, "generate", str(generated), "--nodes", str(nodes), "--avg-degree", str(args.avg_degree),
+             "--feature-dim", str(args.feature_dim), "--seed", str(args.seed), "--directed", "--train-fraction", "0.01"],
+            records, [generated],
+        )
+    ]  # fmt: skip
+    _need_disk(work, dataset_bytes * 1.05, "reorder (a second copy of the dataset)")
+    stages.append(
+        _stage(
+            "reorder fwr",
+            [*graphtier, "reorder", str(generated), str(reordered), "--score", "fwr", "--fanouts", args.fanouts],
+            records, [reordered],
+        )
+    )  # fmt: skip
+    shutil.rmtree(generated)  # the reordered copy is complete: the generated one is no longer needed
+    stages.append(
+        _stage(
+            "plan",
+            [*graphtier, "plan", str(reordered), "--fanouts", args.fanouts, "--gpu-memory", "80GiB"],
+            records,
+            [],
+        )
+    )
+    stages.append(
+        _stage(
+            "train (1 epoch)",
+            [*graphtier, "train", str(reordered), "--model", "sage", "--fanouts", args.fanouts, "--epochs", "1",
+             "--hidden", str(args.hidden), "--save-model", str(model)],
+            records, [],
+        )
+    )  # fmt: skip
+    _need_disk(work, 2 * nodes * args.hidden * 4 * 1.05 + nodes * 8, "predict's layer outputs (scratch maps)")
+    stages.append(
+        _stage(
+            "predict (layer-wise)",
+            [*graphtier, "predict", str(reordered), "--model", str(model), "--output", str(work / "classes.npy")],
+            records, [work / "classes.npy"],
+        )
+    )  # fmt: skip
+    result = {"nodes": nodes, "avg_degree": args.avg_degree, "feature_dim": args.feature_dim, "hidden": args.hidden,
+              "fanouts": args.fanouts, "limits": limits, "stages": stages}  # fmt: skip
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"saved {args.json}")
+
+
+if __name__ == "__main__":
+    main()
