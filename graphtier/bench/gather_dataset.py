@@ -41,7 +41,8 @@ def run_dataset_gather(
 
     The trace is ``batches`` mini-batches (default: one whole epoch of the training split, further
     epochs when ``batches`` asks for more); it is replayed whole, pass after pass, until at least
-    ``min_seconds`` of gathering were timed, so the figure does not rest on a handful of calls.
+    ``min_seconds`` of gathering were timed, so the figure does not rest on a handful of calls. Each pass
+    through the store is followed by one through the baseline, so both see the machine alike.
 
     ``ids_from="sampler"`` replays the neighbour sampler over training batches (the skewed access trace
     the tiers are built for); ``"uniform"`` draws the same number of ids uniformly. The baseline is
@@ -101,34 +102,39 @@ def _measure(
     trace_rows = sum(trace.shape[0] for trace in traces)
     sync = (lambda: torch.cuda.synchronize(device)) if device.type == "cuda" else (lambda: None)
     trace_tensors = [torch.from_numpy(trace) for trace in traces]
-    for ids in trace_tensors:  # warm-up pass: JIT, page faults of memory-mapped rows, cache fill
-        store.gather(ids)
-    sync()
-    before = store.traffic()["features"]
-    passes = 0
-    start = time.perf_counter()
-    while passes == 0 or time.perf_counter() - start < min_seconds:
-        for ids in trace_tensors:
-            store.gather(ids)
-        sync()
-        passes += 1
-    seconds = time.perf_counter() - start
-    features_read = store.traffic()["features"] - before
-    hit_ratio = store.cache_hit_ratio
     with warnings.catch_warnings():  # read-only memory map: index_select only reads it
         warnings.simplefilter("ignore", UserWarning)
         table = torch.from_numpy(np.asarray(dataset.features))
     out = torch.empty((max(t.shape[0] for t in traces), table.shape[1]), dtype=table.dtype)
-    for ids in trace_tensors:  # the same warm-up pass for the baseline
-        torch.index_select(table, 0, ids, out=out[: ids.shape[0]])
-    start = time.perf_counter()
-    for _ in range(passes):  # as many passes as the store made
+
+    def store_pass() -> None:
+        for ids in trace_tensors:
+            store.gather(ids)
+        sync()
+
+    def baseline_pass() -> None:
         for ids in trace_tensors:
             gathered = torch.index_select(table, 0, ids, out=out[: ids.shape[0]])
             if device.type == "cuda":
                 gathered.to(device)
-    sync()
-    baseline_seconds = time.perf_counter() - start
+        sync()
+
+    store_pass()  # warm-up passes: JIT, page faults of memory-mapped rows, cache fill
+    baseline_pass()
+    before = store.traffic()["features"]
+    # the passes alternate (store, baseline, store, ...): a drift of the machine during the run reaches both alike
+    passes = 0
+    seconds = baseline_seconds = 0.0
+    while passes == 0 or seconds < min_seconds:
+        started = time.perf_counter()
+        store_pass()
+        seconds += time.perf_counter() - started
+        started = time.perf_counter()
+        baseline_pass()
+        baseline_seconds += time.perf_counter() - started
+        passes += 1
+    features_read = store.traffic()["features"] - before
+    hit_ratio = store.cache_hit_ratio
     row_bytes = int(table.shape[1]) * table.element_size()
     rows = trace_rows * passes
     total_bytes = rows * row_bytes
