@@ -29,21 +29,16 @@ import time
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from stage_memory import read_proc  # noqa: E402
+
 GIB = 2**30
 
 
 def read_status(pid: int) -> dict[str, int]:
     """VmHWM, VmRSS, RssAnon, RssFile of a process in bytes ({} once it has exited)."""
-    values: dict[str, int] = {}
-    try:
-        with open(f"/proc/{pid}/status") as status:
-            for line in status:
-                key, _, rest = line.partition(":")
-                if key in ("VmHWM", "VmRSS", "RssAnon", "RssFile"):
-                    values[key] = int(rest.split()[0]) * 1024
-    except OSError:
-        return {}
-    return values
+    return read_proc(f"/proc/{pid}/status", ("VmHWM", "VmRSS", "RssAnon", "RssFile"), 1024)
 
 
 def drop_page_cache() -> bool:

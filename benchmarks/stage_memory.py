@@ -41,32 +41,29 @@ STATUS_KEYS = ("VmRSS", "VmHWM", "RssAnon", "RssFile", "RssShmem")
 IO_KEYS = ("rchar", "wchar", "read_bytes", "write_bytes")
 
 
-def read_status(pid: int) -> dict[str, int]:
-    """The ``STATUS_KEYS`` of ``/proc/PID/status`` in bytes ({} once the process is gone)."""
+def read_proc(path: str, keys: tuple[str, ...], unit: int) -> dict[str, int]:
+    """``key: value`` lines of a /proc file whose key is in ``keys``: the first number times ``unit`` ({} when
+    unreadable, e.g. once the process is gone)."""
     values: dict[str, int] = {}
     try:
-        with open(f"/proc/{pid}/status") as status:
-            for line in status:
+        with open(path) as lines:
+            for line in lines:
                 key, _, rest = line.partition(":")
-                if key in STATUS_KEYS:
-                    values[key] = int(rest.split()[0]) * 1024
+                if key in keys:
+                    values[key] = int(rest.split()[0]) * unit
     except (OSError, ValueError, IndexError):
         return {}
     return values
 
 
+def read_status(pid: int) -> dict[str, int]:
+    """The ``STATUS_KEYS`` of ``/proc/PID/status`` in bytes ({} once the process is gone)."""
+    return read_proc(f"/proc/{pid}/status", STATUS_KEYS, 1024)
+
+
 def read_io(pid: int) -> dict[str, int]:
     """The ``IO_KEYS`` of ``/proc/PID/io`` ({} when unreadable)."""
-    values: dict[str, int] = {}
-    try:
-        with open(f"/proc/{pid}/io") as io:
-            for line in io:
-                key, _, rest = line.partition(":")
-                if key in IO_KEYS:
-                    values[key] = int(rest)
-    except (OSError, ValueError):
-        return {}
-    return values
+    return read_proc(f"/proc/{pid}/io", IO_KEYS, 1)
 
 
 def descendants(pid: int) -> list[int]:

@@ -213,13 +213,8 @@ def _spill_string_edges(
     names: dict[str, int] = {}
     src: list[int] = []
     dst: list[int] = []
-    first = True
     with progress.stage("prepare: read edges", unit="edges") as bar:
-        for number, line in textio.enumerate_data_lines(path):
-            if first:
-                first = False
-                if skip_header:
-                    continue
+        for number, line in textio.enumerate_data_lines(path, skip_header):
             tokens = _SEPARATOR.split(line)
             if len(tokens) < 2 or not tokens[0] or not tokens[1]:
                 raise DatasetError(f"{path}: line {number}: expected two node ids 'src dst', found {line!r}")
@@ -245,12 +240,7 @@ def _read_string_labels(path: Path, names: dict[str, int], header: str, unlabell
     skip = textio.has_header(path, header, 2, allow_extra_columns=False)
     ids: list[int] = []
     raw_labels: list[str] = []
-    first = True
-    for number, line in textio.enumerate_data_lines(path):
-        if first:
-            first = False
-            if skip:
-                continue
+    for number, line in textio.enumerate_data_lines(path, skip):
         tokens = _SEPARATOR.split(line)
         if len(tokens) != 2 or not tokens[1]:
             raise DatasetError(f"{path}: line {number}: expected two columns 'node_id,label', found {line!r}")

@@ -288,12 +288,7 @@ def _read_label_lines(path: Path, header: str) -> RawLabels:
         classes = np.concatenate(parts) if parts else np.empty(0, np.int64)
         return RawLabels(classes=classes, layout="lines")
     names: list[str] = []
-    first = True
-    for number, line in textio.enumerate_data_lines(path):
-        if first and skip:
-            first = False
-            continue
-        first = False
+    for number, line in textio.enumerate_data_lines(path, skip):
         if len(re.split(r"[ \t]*,[ \t]*|[ \t]+", line)) != 1:
             raise DatasetError(f"{path}: line {number}: expected one label per line (line k = node k), found {line!r}")
         names.append(line)
@@ -308,12 +303,7 @@ def _read_label_pairs(path: Path, header: str) -> RawLabels:
     if data_lines and textio.line_parses_as_ints(data_lines[0], 2, False) == kernels.PARSE_BAD_TOKEN:
         ids: list[int] = []
         names: list[str] = []
-        first = True
-        for number, line in textio.enumerate_data_lines(path):
-            if first and skip:
-                first = False
-                continue
-            first = False
+        for number, line in textio.enumerate_data_lines(path, skip):
             tokens = re.split(r"[ \t]*,[ \t]*|[ \t]+", line)
             if len(tokens) != 2 or not tokens[1]:
                 raise DatasetError(f"{path}: line {number}: expected two columns 'node_id,label', found {line!r}")

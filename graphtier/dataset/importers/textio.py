@@ -194,8 +194,16 @@ def count_columns(line: str) -> int:
     return len(re.split(r"[ \t]*,[ \t]*|[ \t]+", line.strip(" \t\r")))
 
 
-def enumerate_data_lines(path: Path) -> Iterator[tuple[int, str]]:
-    """``(line number, stripped line)`` of every non-blank, non-comment line, decoded as UTF-8."""
+def enumerate_data_lines(path: Path, skip_header: bool = False) -> Iterator[tuple[int, str]]:
+    """``(line number, stripped line)`` of every non-blank, non-comment line, decoded as UTF-8; with
+    ``skip_header`` all but the first such line (the header)."""
+    lines = _data_lines(path)
+    if skip_header:
+        next(lines, None)
+    yield from lines
+
+
+def _data_lines(path: Path) -> Iterator[tuple[int, str]]:
     for buf, lines_before in iter_line_chunks(path):
         text = bytes(buf).decode("utf-8", errors="replace")
         for k, raw in enumerate(text.split("\n")):
