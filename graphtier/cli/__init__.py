@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import functools
 import importlib
+import signal
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
@@ -143,11 +144,38 @@ def _note_shadowing() -> None:
     )
 
 
+def _interrupted() -> NoReturn:
+    """End an interrupted run: remove the dataset temporaries still there, one line, exit code 130."""
+    swap = sys.modules.get("graphtier.dataset.swap")  # loaded only if a command wrote a dataset
+    if swap is not None:
+        swap.remove_tracked()
+    click.echo("graphtier: interrupted", err=True)
+    sys.exit(130)
+
+
+def _ignore_late_signals() -> None:
+    """Ignore SIGINT and SIGTERM from now on: the command has finished (its outputs are complete or removed), and an
+    interrupt during the interpreter's shutdown would only print a traceback from joining threads."""
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        try:
+            signal.signal(signum, signal.SIG_IGN)
+        except (ValueError, OSError):  # not the main thread
+            pass
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the console script and of ``python -m graphtier``."""
     terminate_as_interrupt()  # SIGTERM runs the same clean-up as Ctrl-C (graphtier._signals)
     prefer_passive_wait()  # before any command imports torch or numba (graphtier._openmp)
     _note_shadowing()
+    try:
+        _run(argv)
+    finally:
+        if argv is None:  # the process's own command line: the run is over, a late signal must not print a traceback
+            _ignore_late_signals()
+
+
+def _run(argv: list[str] | None) -> None:
     exit_code: Any = 0
     try:
         exit_code = _invoke(sys.argv[1:] if argv is None else list(argv))
@@ -161,16 +189,13 @@ def main(argv: list[str] | None = None) -> None:
     except click.ClickException as exc:
         fail(exc.format_message())
     except click.exceptions.Abort:
-        click.echo("graphtier: interrupted", err=True)  # click turns Ctrl-C into Abort
-        sys.exit(130)
+        _interrupted()  # click turns Ctrl-C into Abort
     except KeyboardInterrupt:
-        click.echo("graphtier: interrupted", err=True)
-        sys.exit(130)
+        _interrupted()
     except SystemError as exc:  # Ctrl-C or SIGTERM that arrived inside a numba kernel
         if interrupt_behind(exc) is None:
             raise
-        click.echo("graphtier: interrupted", err=True)
-        sys.exit(130)
+        _interrupted()
     except BrokenPipeError:
         sys.exit(0)
     except MemoryError as exc:  # last resort: an allocation no estimate caught

@@ -13,6 +13,10 @@ random hex digits) and then either
 
 :func:`remove_stale` (run by the next writer of ``NAME``) deletes the temporary siblings of writers whose
 process no longer exists, after :func:`recover` has put back a dataset such a writer had moved aside.
+
+A writer also :func:`track` s its temporary while it lives; :func:`remove_tracked` (the command line calls it
+when an interrupt ends the run) deletes the ones still there, so an interrupt that arrives before the writer's
+``with`` block is set up (or while it removes a swapped-out old dataset) leaves nothing behind either.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ RENAME_NOREPLACE = 1
 RENAME_EXCHANGE = 2
 _AT_FDCWD = -100
 _UNSUPPORTED = (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSUP)
+_TRACKED: set[Path] = set()
 _TEMP_NAME = re.compile(r"^\.(?P<name>.+)\.tmp-(?P<pid>\d+)-[0-9a-f]{8}(?P<aside>\.old)?$")
 
 
@@ -169,6 +174,23 @@ def remove_stale(target: Path) -> list[Path]:
         remove_tree(path)
         removed.append(path)
     return removed
+
+
+def track(temp: Path) -> None:
+    """Record ``temp`` as this process's live temporary (before it is created) until :func:`untrack`."""
+    _TRACKED.add(temp)
+
+
+def untrack(temp: Path) -> None:
+    """Forget ``temp`` (removed, or moved into place)."""
+    _TRACKED.discard(temp)
+
+
+def remove_tracked() -> None:
+    """Delete every temporary this process still tracks (called when an interrupt ends the run)."""
+    for temp in sorted(_TRACKED):
+        remove_tree(temp)
+        untrack(temp)
 
 
 def remove_tree(path: Path) -> None:

@@ -58,9 +58,11 @@ class DatasetWriter:
         swap.remove_stale(self.target)
         self.check_output()
         self.tmp = swap.temp_name(self.target)
+        swap.track(self.tmp)  # an interrupt before the with block is set up still removes it (the CLI's handler)
         try:
             self.tmp.mkdir()
         except OSError as exc:
+            swap.untrack(self.tmp)
             raise ResourceError(f"{self.output}: cannot write the dataset in {parent} ({exc.strerror})") from None
         self.finished: Dataset | None = None
         self.source_notes: dict[str, Any] = {}
@@ -229,6 +231,7 @@ class DatasetWriter:
     def abort(self) -> None:
         """Remove the temporary directory (idempotent)."""
         swap.remove_tree(self.tmp)
+        swap.untrack(self.tmp)
 
 
 SIDE_FILES = ("label_names.json", "node_ids.json")
