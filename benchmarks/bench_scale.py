@@ -29,15 +29,10 @@ from typing import Any
 
 import numpy as np
 
+from graphtier.cli.generate import COUNT  # the parser of `generate --nodes` (1M, 40M, 2_000_000)
+
 ROOT = Path(__file__).resolve().parent.parent
 GB = 1e9
-
-
-def _count(text: str) -> int:
-    """``40M`` / ``2k`` / ``1000`` -> an int."""
-    scale = {"k": 10**3, "m": 10**6, "g": 10**9, "b": 10**9}
-    text = text.strip().lower()
-    return int(float(text[:-1]) * scale[text[-1]]) if text[-1] in scale else int(text)
 
 
 def disk_bandwidth(folder: Path, gigabytes: float) -> dict[str, float]:
@@ -100,7 +95,7 @@ def main() -> None:
     parser.add_argument("--dd-gb", type=float, default=4.0, help="size of the dd test file")
     parser.add_argument("--json", type=Path, default=ROOT / "benchmarks" / "results" / "scale.json")
     args = parser.parse_args()
-    nodes = _count(args.nodes)
+    nodes = COUNT.convert(args.nodes, None, None)
     work = args.work
     work.mkdir(parents=True, exist_ok=True)
     records = work / "stages.json"

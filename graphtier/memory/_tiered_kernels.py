@@ -1,4 +1,4 @@
-"""CPU tiered row gather (numba) and its plain numpy reference.
+"""CPU tiered row gather (numba) and the plain numpy reference of its tier counts (its rows: ``gather_rows_reference``).
 
 ``tiered_gather_rows`` copies each requested row of positions [first, stop) to ``out[i]``, choosing the source
 by comparing the id with the tier boundaries (Data Tiering Listing 1):
@@ -65,11 +65,6 @@ def tiered_gather_rows(
                 copy_row(out, i, disk, row)
                 on_disk += 1
     return below_peer - other_partition, other_partition, copied - below_peer, on_disk, stop - first - copied - on_disk
-
-
-def tiered_gather_reference(table: np.ndarray, ids: np.ndarray) -> np.ndarray:
-    """Plain numpy reference of the rows: ``table[ids]`` (the tiers only change where rows live)."""
-    return np.asarray(table)[np.asarray(ids)]
 
 
 def tiered_counts_reference(

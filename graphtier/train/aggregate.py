@@ -109,8 +109,9 @@ def build_csr(edge_index: Tensor, num_src: int, num_dst: int) -> BlockCSR:
     if edge_index.device.type == "cpu" and dst.dtype == torch.int64:
         # the samplers' blocks: destinations already grouped; one sequential pass checks and counts them
         rowptr = torch.empty(num_dst + 1, dtype=torch.int64)
-        if kernels.grouped_rowptr(dst.contiguous().numpy(), int(num_dst), rowptr.numpy()):
-            return BlockCSR(rowptr, src.contiguous(), dst.contiguous(), None, int(num_src), int(num_dst))
+        dst = dst.contiguous()
+        if kernels.grouped_rowptr(dst.numpy(), int(num_dst), rowptr.numpy()):
+            return BlockCSR(rowptr, src.contiguous(), dst, None, int(num_src), int(num_dst))
     edge_order = None
     if num_edges > 1 and not bool((dst[1:] >= dst[:-1]).all()):
         edge_order = torch.argsort(dst, stable=True)
