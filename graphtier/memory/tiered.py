@@ -123,14 +123,8 @@ class _CpuTiers:
         ram, disk = self.ram_np, self.table
         if ram.dtype != np.float32:
             return None
-        plan = self.plan
-        agg, root = gather_mean(self.team, self.arena, ram, disk, plan.host_end, ids_np, rowptr, col)
-        rows = dict(zip(TIER_NAMES, (int(count) for count in plan.tier_counts(ids_np))))
-        traffic = TierTraffic.of_rows(
-            plan.row_bytes, gpu=rows["gpu"], gpu_peer=rows["gpu-peer"], host=rows["host"], disk=rows["disk"],
-            requested=ids_np.shape[0],
-        )  # fmt: skip
-        return agg, root, traffic
+        agg, root = gather_mean(self.team, self.arena, ram, disk, self.plan.host_end, ids_np, rowptr, col)
+        return agg, root, traffic_of(self.plan, ids_np)
 
     def close(self) -> None:
         """Drop the RAM copies and the staging buffers."""
@@ -207,12 +201,7 @@ class _CudaTiers:
                 self._gather_peers(ids_np, positions_np, out)
             if plan.disk_rows > 0:
                 self._gather_disk(ids_np, positions_np, out)
-        rows = dict(zip(TIER_NAMES, (int(count) for count in plan.tier_counts(ids_np))))
-        traffic = TierTraffic.of_rows(
-            plan.row_bytes, gpu=rows["gpu"], gpu_peer=rows["gpu-peer"], host=rows["host"], disk=rows["disk"],
-            requested=ids_np.shape[0],
-        )  # fmt: skip
-        return out, traffic
+        return out, traffic_of(plan, ids_np)
 
     def _gather_peers(self, ids_np: np.ndarray, positions_np: np.ndarray, out: torch.Tensor) -> None:
         plan = self.plan
@@ -350,6 +339,15 @@ class TieredFeatureStore(FeatureSource):
     def _close(self) -> None:
         with self._lock:
             self._tiers.close()
+
+
+def traffic_of(plan: TierPlan, ids_np: np.ndarray) -> TierTraffic:
+    """Bytes per tier of reading the rows ``ids_np`` (int [B], in range) once each under ``plan``."""
+    rows = dict(zip(TIER_NAMES, (int(count) for count in plan.tier_counts(ids_np))))
+    return TierTraffic.of_rows(
+        plan.row_bytes, gpu=rows["gpu"], gpu_peer=rows["gpu-peer"], host=rows["host"], disk=rows["disk"],
+        requested=ids_np.shape[0],
+    )  # fmt: skip
 
 
 def ram_copy(table: np.ndarray, start: int, stop: int) -> np.ndarray:
