@@ -33,6 +33,7 @@ from graphtier.cli.generate import COUNT  # the parser of `generate --nodes` (1M
 
 ROOT = Path(__file__).resolve().parent.parent
 GB = 1e9
+STAGES = ("generate", "reorder", "plan", "train", "predict")
 
 
 def disk_bandwidth(folder: Path, gigabytes: float) -> dict[str, float]:
@@ -94,70 +95,84 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--dd-gb", type=float, default=4.0, help="size of the dd test file")
     parser.add_argument("--json", type=Path, default=ROOT / "benchmarks" / "results" / "scale.json")
+    parser.add_argument(
+        "--stages", default=",".join(STAGES),
+        help=f"the stages to run, in order (default all: {','.join(STAGES)}); a later stage resumes a run in --work "
+             "whose earlier stages are recorded in its stages.json",
+    )  # fmt: skip
     args = parser.parse_args()
+    selected = args.stages.split(",")
+    unknown = [name for name in selected if name not in STAGES]
+    if unknown:
+        parser.error(f"--stages: expected names among {','.join(STAGES)}, found {','.join(unknown)}")
     nodes = COUNT.convert(args.nodes, None, None)
     work = args.work
     work.mkdir(parents=True, exist_ok=True)
     records = work / "stages.json"
-    records.unlink(missing_ok=True)
+    if selected[0] == STAGES[0]:
+        records.unlink(missing_ok=True)
+    elif not records.exists():
+        parser.error(f"--stages {args.stages}: {records} holds no earlier stages to resume from")
     generated, reordered, model = work / "generated", work / "reordered", work / "model.pt"
     feature_bytes = nodes * args.feature_dim * 4
     edge_bytes = nodes * args.avg_degree * 4  # int32 indices of a graph under 2^31 nodes
     dataset_bytes = feature_bytes + edge_bytes + nodes * 8
 
-    limits = {**disk_bandwidth(work, args.dd_gb), **memory_bandwidth()}
+    limits_file = work / "limits.json"
+    if selected[0] == STAGES[0] or not limits_file.exists():
+        limits = {**disk_bandwidth(work, args.dd_gb), **memory_bandwidth()}
+        limits_file.write_text(json.dumps(limits))
+    limits = json.loads(limits_file.read_text())
     print(
         f"limits: disk write {limits['disk_write_gb_per_s']:.2f} GB/s, read {limits['disk_read_gb_per_s']:.2f} GB/s "
         f"(dd, direct I/O); memory copy {limits['memory_copy_gb_per_s']:.1f} GB/s (one thread)"
     )
     graphtier = [sys.executable, "-m", "graphtier"]
-    _need_disk(work, dataset_bytes * 1.05, "generate")
-    stages = [
-        _stage(
-            "generate",
-            [*graphtier, "generate", str(generated), "--nodes", str(nodes), "--avg-degree", str(args.avg_degree),
-             "--feature-dim", str(args.feature_dim), "--seed", str(args.seed), "--directed", "--train-fraction", "0.01"],
-            records, [generated],
-        )
-    ]  # fmt: skip
-    _need_disk(work, dataset_bytes * 1.05, "reorder (a second copy of the dataset)")
-    stages.append(
-        _stage(
-            "reorder fwr",
-            [*graphtier, "reorder", str(generated), str(reordered), "--score", "fwr", "--fanouts", args.fanouts],
-            records, [reordered],
-        )
-    )  # fmt: skip
-    shutil.rmtree(generated)  # the reordered copy is complete: the generated one is no longer needed
-    stages.append(
-        _stage(
-            "plan",
-            [*graphtier, "plan", str(reordered), "--fanouts", args.fanouts, "--gpu-memory", "80GiB"],
-            records,
-            [],
-        )
-    )
-    stages.append(
-        _stage(
-            "train (1 epoch)",
-            [*graphtier, "train", str(reordered), "--model", "sage", "--fanouts", args.fanouts, "--epochs", "1",
-             "--hidden", str(args.hidden), "--save-model", str(model)],
-            records, [],
-        )
-    )  # fmt: skip
-    _need_disk(work, 2 * nodes * args.hidden * 4 * 1.05 + nodes * 8, "predict's layer outputs (scratch maps)")
-    stages.append(
-        _stage(
-            "predict (layer-wise)",
-            [*graphtier, "predict", str(reordered), "--model", str(model), "--output", str(work / "classes.npy")],
-            records, [work / "classes.npy"],
-        )
-    )  # fmt: skip
+    for name in selected:
+        if name == "generate":
+            _need_disk(work, dataset_bytes * 1.05, "generate")
+            _stage(
+                "generate",
+                [*graphtier, "generate", str(generated), "--nodes", str(nodes), "--avg-degree", str(args.avg_degree),
+                 "--feature-dim", str(args.feature_dim), "--seed", str(args.seed), "--directed",
+                 "--train-fraction", "0.01"],
+                records, [generated],
+            )  # fmt: skip
+        elif name == "reorder":
+            _need_disk(work, dataset_bytes * 1.05, "reorder (a second copy of the dataset)")
+            _stage(
+                "reorder fwr",
+                [*graphtier, "reorder", str(generated), str(reordered), "--score", "fwr", "--fanouts", args.fanouts],
+                records, [reordered],
+            )  # fmt: skip
+            shutil.rmtree(generated)  # the reordered copy is complete: the generated one is no longer needed
+        elif name == "plan":
+            _stage("plan", [*graphtier, "plan", str(reordered), "--fanouts", args.fanouts, "--gpu-memory", "80GiB"],
+                   records, [])  # fmt: skip
+        elif name == "train":
+            _stage(
+                "train (1 epoch)",
+                [*graphtier, "train", str(reordered), "--model", "sage", "--fanouts", args.fanouts, "--epochs", "1",
+                 "--hidden", str(args.hidden), "--save-model", str(model)],
+                records, [],
+            )  # fmt: skip
+        else:
+            _need_disk(work, 2 * nodes * args.hidden * 4 * 1.05 + nodes * 8, "predict's layer outputs (scratch maps)")
+            _stage(
+                "predict (layer-wise)",
+                [*graphtier, "predict", str(reordered), "--model", str(model), "--output", str(work / "classes.npy")],
+                records, [work / "classes.npy"],
+            )  # fmt: skip
+        _save(args, nodes, limits, json.loads(records.read_text()))
+    print(f"saved {args.json}")
+
+
+def _save(args: argparse.Namespace, nodes: int, limits: dict[str, float], stages: list[dict[str, Any]]) -> None:
+    """Write the run so far (``--json``): the options, the limits and every stage recorded."""
     result = {"nodes": nodes, "avg_degree": args.avg_degree, "feature_dim": args.feature_dim, "hidden": args.hidden,
               "fanouts": args.fanouts, "limits": limits, "stages": stages}  # fmt: skip
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"saved {args.json}")
 
 
 if __name__ == "__main__":
