@@ -105,17 +105,30 @@ def reorder_topology_reference(
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
-def gather_rows(source: np.ndarray, rows: np.ndarray, out: np.ndarray) -> None:
-    """``out[i, :] = source[rows[i], :]`` in parallel over i.
+def scatter_rows_into_window(
+    source: np.ndarray, targets: np.ndarray, first: int, stop: int, window: np.ndarray
+) -> None:
+    """``window[targets[i] - first, :] = source[i, :]`` for every i with ``first <= targets[i] < stop``, in parallel.
 
-    ``source`` [N, D] and ``out`` [K, D] of one dtype (pass float16 data viewed as uint16),
-    ``rows`` int64 [K]. Reference: ``source[rows]``.
+    ``source`` [K, D] (a block of consecutive source rows) and ``window`` [stop - first, D] of one dtype (pass
+    float16 data viewed as uint16); ``targets`` int64 [K], the new position of each source row (distinct).
+    Rows whose target lies outside the window are skipped. Reference: :func:`scatter_rows_into_window_reference`.
     """
     width = source.shape[1]
-    for i in numba.prange(rows.shape[0]):
-        row = rows[i]
-        for j in range(width):
-            out[i, j] = source[row, j]
+    for i in numba.prange(source.shape[0]):
+        target = targets[i]
+        if first <= target < stop:
+            row = target - first
+            for j in range(width):
+                window[row, j] = source[i, j]
+
+
+def scatter_rows_into_window_reference(
+    source: np.ndarray, targets: np.ndarray, first: int, stop: int, window: np.ndarray
+) -> None:
+    """numpy reference of :func:`scatter_rows_into_window`."""
+    inside = (targets >= first) & (targets < stop)
+    window[targets[inside] - first] = source[inside]
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)

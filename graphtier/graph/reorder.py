@@ -2,8 +2,9 @@
 
 New ids follow descending score, ties broken by the old id. The topology is rebuilt in blocks of
 new nodes (new ``indptr`` by a prefix sum over the permuted degrees; each list relocated,
-relabelled and sorted), the feature rows are gathered in chunks between memory maps, so a feature
-file larger than RAM works; labels, splits, an importer's ``node_ids`` and the link-prediction pair
+relabelled and sorted), the feature rows are streamed from the source file into windows of the
+output that fit in the page cache (:func:`permute_rows`), so a feature file larger than RAM is read
+sequentially a few times instead of seeking for every row; labels, splits, an importer's ``node_ids`` and the link-prediction pair
 files are permuted. The output is a normal dataset written atomically by :class:`DatasetWriter`; it
 stores ``perm.npy`` (int64 [N], new id -> original id) and ``meta.json`` records the order under
 ``"reorder"``.
@@ -29,6 +30,7 @@ import numpy as np
 from graphtier._progress import NO_PROGRESS, Progress
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.link_split import LINK_META_KEY, LinkPairs, LinkSplit
+from graphtier.dataset.resources import available_memory
 from graphtier.dataset.schema import Schema
 from graphtier.dataset.writer import DatasetWriter
 from graphtier.errors import DatasetError
@@ -150,13 +152,19 @@ def permute_rows(
     out: np.ndarray,
     *,
     chunk_bytes: int = FEATURE_CHUNK_BYTES,
+    window_bytes: int | None = None,
     progress: Progress = NO_PROGRESS,
     description: str = "reorder: permute features",
 ) -> None:
-    """``out[i] = source[perm[i]]`` for a [N, D] array, in blocks of about ``chunk_bytes``.
+    """``out[i] = source[perm[i]]`` for a [N, D] array, reading ``source`` only sequentially.
 
     ``source`` and ``out`` [N, D] float32/float16 (either may be a memory map), ``perm`` int64 [N].
-    ``progress`` reports the stage ``description`` block by block (rows).
+    A table larger than RAM cannot be gathered row by row: every random row read would be a disk seek. So
+    ``out`` is filled one window of about ``window_bytes`` at a time (default: a quarter of the available
+    memory, so the window's pages stay in the page cache), and for each window ``source`` is streamed in
+    blocks of about ``chunk_bytes``, every row landing in the window scattered to its place. A table that
+    fits in one window takes one pass; a larger one ceil(size / window) sequential passes over ``source``.
+    ``progress`` reports the stage ``description`` (rows streamed, over all passes).
     """
     num_rows = perm.shape[0]
     if num_rows == 0 or source.shape[1] == 0:
@@ -166,12 +174,21 @@ def permute_rows(
     dst = np.asarray(out)
     if raw_dtype is not None:
         src, dst = src.view(raw_dtype), dst.view(raw_dtype)
-    rows_per_chunk = max(1, chunk_bytes // max(1, source.shape[1] * source.dtype.itemsize))
-    with progress.stage(description, total=num_rows, unit="rows") as bar:
-        for start in range(0, num_rows, rows_per_chunk):
-            stop = min(num_rows, start + rows_per_chunk)
-            kernels.gather_rows(src, perm[start:stop], dst[start:stop])
-            bar.advance(stop - start)
+    row_bytes = max(1, source.shape[1] * source.dtype.itemsize)
+    if window_bytes is None:
+        window_bytes = max(chunk_bytes, available_memory() // 4)
+    rows_per_chunk = max(1, chunk_bytes // row_bytes)
+    rows_per_window = max(1, window_bytes // row_bytes)
+    windows = range(0, num_rows, rows_per_window)
+    targets = kernels.inverse_permutation(perm)
+    with progress.stage(description, total=num_rows * len(windows), unit="rows") as bar:
+        for first in windows:
+            stop = min(num_rows, first + rows_per_window)
+            window = dst[first:stop]
+            for start in range(0, num_rows, rows_per_chunk):
+                end = min(num_rows, start + rows_per_chunk)
+                kernels.scatter_rows_into_window(src[start:end], targets[start:end], first, stop, window)
+                bar.advance(end - start)
 
 
 def permute_link_split(split: LinkSplit, inverse: np.ndarray) -> LinkSplit:

@@ -137,15 +137,40 @@ def test_long_lists_are_sorted() -> None:
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
-def test_permute_rows_in_small_chunks_through_memmaps(tmp_path: Path, dtype: str) -> None:
+@pytest.mark.parametrize("window_bytes", [None, 50, 999, 4000])
+def test_permute_rows_in_small_chunks_and_windows_through_memmaps(
+    tmp_path: Path, dtype: str, window_bytes: int | None
+) -> None:
+    # a window smaller than the table: several sequential passes over the source, each filling one window
     rng = np.random.default_rng(1)
     source = rng.standard_normal((1000, 5)).astype(dtype)
     np.save(tmp_path / "src.npy", source)
     mapped = np.load(tmp_path / "src.npy", mmap_mode="r")
     out = np.lib.format.open_memmap(tmp_path / "out.npy", mode="w+", dtype=dtype, shape=(1000, 5))
     perm = rng.permutation(1000).astype(np.int64)
-    permute_rows(mapped, perm, out, chunk_bytes=64)
+    permute_rows(mapped, perm, out, chunk_bytes=64, window_bytes=window_bytes)
     np.testing.assert_array_equal(np.asarray(out), source[perm])
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    num_rows=st.integers(1, 60),
+    width=st.integers(1, 4),
+    first=st.integers(0, 70),
+    span=st.integers(0, 70),
+    seed=st.integers(0, 2**31 - 1),
+)
+def test_scatter_rows_into_window_matches_reference(
+    num_rows: int, width: int, first: int, span: int, seed: int
+) -> None:
+    rng = np.random.default_rng(seed)
+    source = rng.integers(0, 1 << 30, size=(num_rows, width)).astype(np.uint32)
+    targets = rng.permutation(num_rows + 10)[:num_rows].astype(np.int64)  # distinct, some beyond the window
+    stop = first + span
+    window, expected = (np.zeros((span, width), dtype=np.uint32) for _ in range(2))
+    kernels.scatter_rows_into_window(source, targets, first, stop, window)
+    kernels.scatter_rows_into_window_reference(source, targets, first, stop, expected)
+    np.testing.assert_array_equal(window, expected)
 
 
 def test_order_by_score_breaks_ties_by_old_id() -> None:
