@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from graphtier.dataset.advice import advise_access
 from graphtier.errors import OptionError
 from graphtier.memory.cached import CachedFeatures
 from graphtier.memory.host import HostFeatureStore
@@ -179,9 +180,15 @@ def make_feature_store(
     max_batch_rows: int | None = None,
     in_flight_bytes: int = 0,
     log: Callable[[str], None] = print,
+    random_access: bool = True,
 ) -> FeatureSource:
     """Build the feature source of ``mode`` (a name of :data:`FEATURE_MODES`) over ``features``
     (float32/float16 [N, D], RAM or memory map).
+
+    ``random_access`` (default): the rows will be gathered at random (mini-batches), so a memory-mapped
+    ``features`` is advised ``random`` once the source is built (:func:`graphtier.dataset.advice.advise_access`:
+    a page fault then reads its own page, not megabytes of read-ahead). False leaves the map's advice as it is,
+    for a reader that goes through the rows in order.
 
     ``device`` is the compute device. Budgets (see :mod:`graphtier.memory.placement`): bytes
     ("512MB", "2GiB"), a fraction of rows ("0.1", "10%") or "auto". ``gpu_budget`` (per device,
@@ -209,4 +216,7 @@ def make_feature_store(
     refuse_untaken(
         mode, gpu_budget=gpu_budget, cache_budget=cache_budget, peer_partitions=peer_partitions, ram_budget=ram_budget
     )
-    return chosen.build(features, options)
+    source = chosen.build(features, options)
+    if random_access:
+        advise_access(features, "random")
+    return source

@@ -25,7 +25,8 @@ from torch import nn
 from graphtier._progress import NO_PROGRESS, Progress
 from graphtier.dataset.scratch import scratch_array
 from graphtier.sampling import NeighborSampler
-from graphtier.train.models import MLP, BlockGNN
+from graphtier.train._inference_kernels import neighbour_mean_rows
+from graphtier.train.models import MLP, BlockGNN, _linear
 
 MAX_CHUNK_EDGES = 1 << 20
 """In-edges of one step of layer-wise inference at most (a node with more: a step of its own)."""
@@ -115,10 +116,19 @@ def layerwise_outputs(
     one_hop = NeighborSampler(indptr, indices, [-1], seed=0)
     previous: torch.Tensor | None = None
     embeddings: torch.Tensor | None = None
+    graph = np.asarray(indices)
     with progress.stage("inference: layer-wise", total=num_nodes * model.num_layers, unit="nodes") as bar:
         for layer in range(model.num_layers):
             if keep_embeddings and layer == model.num_layers - 1:
                 embeddings = previous if previous is not None else _all_rows(gather, chunks, num_nodes, scratch_dir)
+            if model.kind == "sage" and model.use_csr and device.type == "cpu":
+                projects = _sage_projects_first(model, layer)
+                if previous is not None or projects:
+                    previous = _sage_layer(
+                        model, layer, gather, previous, projects, indptr, graph, chunks, num_nodes, scratch_dir
+                    )
+                    bar.advance(num_nodes)
+                    continue
             out: torch.Tensor | None = None
             for chunk in chunks:
                 batch = one_hop.sample(chunk.numpy(), batch_id=0)
@@ -129,12 +139,88 @@ def layerwise_outputs(
                 deg = degree[n_id.to(device)] if degree is not None else None
                 h = model.layer(layer, x, block, deg)[: chunk.shape[0]].cpu()
                 if out is None:
-                    out = _layer_output(num_nodes, h.shape[1], layer, scratch_dir)
+                    out = _layer_output(num_nodes, h.shape[1], f"layer {layer + 1} outputs", scratch_dir)
                 out[chunk] = h
                 bar.advance(int(chunk.shape[0]))
             previous = out
     assert previous is not None
     return previous, embeddings
+
+
+ROW_BLOCK = 1 << 16
+"""Consecutive rows projected per step of a layer that projects before aggregating."""
+
+
+def reads_features_in_order(model: nn.Module, device: torch.device) -> bool:
+    """Whether :func:`layerwise_outputs` of ``model`` on ``device`` reads the feature table in row order (an MLP,
+    or a GraphSAGE whose first layer projects first on the CPU) rather than a random row per edge."""
+    if isinstance(model, MLP):
+        return True
+    return (
+        isinstance(model, BlockGNN) and model.kind == "sage" and model.use_csr and device.type == "cpu"
+        and _sage_projects_first(model, 0)
+    )  # fmt: skip
+
+
+def _sage_projects_first(model: BlockGNN, layer: int) -> bool:
+    """Whether GraphSAGE layer ``layer`` is cheaper projected first: its output narrower than its input."""
+    weight = model.convs[layer].lin_l.weight
+    return int(weight.shape[0]) < int(weight.shape[1])
+
+
+def _sage_layer(
+    model: BlockGNN,
+    layer: int,
+    gather: Callable[[torch.Tensor], torch.Tensor],
+    previous: torch.Tensor | None,
+    projects: bool,
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    chunks: NodeChunks,
+    num_nodes: int,
+    scratch_dir: str | os.PathLike[str] | None,
+) -> torch.Tensor:
+    """GraphSAGE layer ``layer`` (mean) of every node on the CPU, float32 [N, d'], from its input rows.
+
+    The layer's input is ``previous`` (float32 [N, d], the previous layer's output) or, for the first layer,
+    which must then project, the feature table read through ``gather(ids)``. Each neighbour mean is read straight from a table by the neighbours' global ids
+    (:func:`neighbour_mean_rows`): no block is built. With ``projects`` (d' < d) the layer is linear before its
+    activation, so ``lin_l(mean x) = mean(lin_l x)``: every node's input is first read in order, in blocks of
+    :data:`ROW_BLOCK` rows, and projected (``p = x W_l^T``, and the root part ``x W_r^T + b`` into the output);
+    the means are then taken over the narrower ``p``. On a feature table larger than RAM this reads the table
+    once, sequentially, where the means would read a random row per edge; the floats differ by rounding only.
+    """
+    conv = model.convs[layer]
+    weight_l, bias_l, weight_r = conv.lin_l.weight, conv.lin_l.bias, conv.lin_r.weight
+    width = int(weight_l.shape[0])
+    if projects:
+        table = _layer_output(num_nodes, width, f"layer {layer + 1} projected inputs", scratch_dir)
+    out = _layer_output(num_nodes, width, f"layer {layer + 1} outputs", scratch_dir)
+    if projects:
+        for start in range(0, num_nodes, ROW_BLOCK):
+            stop = min(num_nodes, start + ROW_BLOCK)
+            x = gather(torch.arange(start, stop)) if previous is None else previous[start:stop]
+            x = x.float()
+            torch.matmul(x, weight_l.t(), out=table[start:stop])
+            out[start:stop] = _linear(x, weight_r, bias_l)
+    else:
+        assert previous is not None, "the first layer reads the feature table only to project it"
+        table = previous
+    table_np = table.numpy()
+    for chunk in chunks:
+        first, stop = int(chunk[0]), int(chunk[-1]) + 1
+        agg = torch.empty((stop - first, table_np.shape[1]), dtype=torch.float32)
+        bad = neighbour_mean_rows(table_np, indptr, indices, first, stop, agg.numpy())
+        if bad:
+            raise IndexError(
+                f"the graph has {bad} in-edges of nodes [{first}, {stop}) from ids outside [0, {num_nodes})"
+            )
+        if projects:
+            h = out[first:stop] + agg
+        else:
+            h = _linear(agg, weight_l, bias_l).addmm_(table[first:stop], weight_r.t())
+        out[first:stop] = model.finish_layer(layer, h)
+    return out
 
 
 def chunk_bounds(indptr: np.ndarray, num_nodes: int, chunk_size: int, max_chunk_edges: int | None = None) -> np.ndarray:
@@ -178,11 +264,12 @@ def full_in_degree(indptr: np.ndarray, device: torch.device | str = "cpu") -> to
     return torch.from_numpy(np.diff(np.asarray(indptr)).astype(np.float32)).to(device)
 
 
-def _layer_output(num_nodes: int, width: int, layer: int, scratch_dir: str | os.PathLike[str] | None) -> torch.Tensor:
-    """float32 [num_nodes, width] for layer ``layer``'s output: in RAM, or a memory map in ``scratch_dir``."""
+def _layer_output(num_nodes: int, width: int, name: str, scratch_dir: str | os.PathLike[str] | None) -> torch.Tensor:
+    """float32 [num_nodes, width] for the rows ``name`` (e.g. ``layer 2 outputs``): in RAM, or a memory map in
+    ``scratch_dir``."""
     if scratch_dir is None:
         return torch.empty((num_nodes, width), dtype=torch.float32)
-    what = f"layer {layer + 1} outputs [{num_nodes:,}, {width}] float32 of layer-wise inference"
+    what = f"{name} [{num_nodes:,}, {width}] float32 of layer-wise inference"
     return torch.from_numpy(scratch_array(scratch_dir, (num_nodes, width), np.float32, what))
 
 
@@ -198,6 +285,6 @@ def _all_rows(
     for chunk in chunks:
         rows = gather(chunk).cpu().float()
         if out is None:
-            out = _layer_output(num_nodes, rows.shape[1], -1, scratch_dir)
+            out = _layer_output(num_nodes, rows.shape[1], "input features", scratch_dir)
         out[chunk] = rows
     return out if out is not None else torch.empty(0)

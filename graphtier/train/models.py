@@ -241,12 +241,16 @@ class BlockGNN(nn.Module):
             out = _linear(agg, conv.lin_l.weight, conv.lin_l.bias).addmm_(root, conv.lin_r.weight.t())
         else:
             out = conv((x, x[: block.num_dst]), block.edge_index)
+        if fuse and index < self.num_layers - 1:
+            return relu_dropout_gated(self.norms[index](out), self.activation.p, self.training)
+        return self.finish_layer(index, out), None
+
+    def finish_layer(self, index: int, out: Tensor) -> Tensor:
+        """Layer ``index``'s output [n, d'] after its message passing: a hidden layer's norm and activation
+        applied (ReLU, and dropout in training mode), the last layer's logits unchanged."""
         if index == self.num_layers - 1:
-            return out, None
-        out = self.norms[index](out)
-        if fuse:
-            return relu_dropout_gated(out, self.activation.p, self.training)
-        return self.activation(out), None
+            return out
+        return self.activation(self.norms[index](out))
 
     def forward(self, x: Tensor | FirstLayerInput, blocks: Sequence[BlockLike], degree: Tensor | None = None) -> Tensor:
         """``x`` float [blocks[0].num_src, in_dim] -> logits [blocks[-1].num_dst, out_dim].

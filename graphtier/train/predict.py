@@ -12,7 +12,7 @@ from graphtier._progress import NO_PROGRESS, Progress
 from graphtier.dataset import Dataset
 from graphtier.errors import OptionError
 from graphtier.memory import make_feature_store
-from graphtier.train.inference import full_in_degree, layerwise_outputs
+from graphtier.train.inference import full_in_degree, layerwise_outputs, reads_features_in_order
 from graphtier.train.link_model import encoder_of
 from graphtier.train.saved import SavedModel, check_fingerprint, load_model
 from graphtier.train.typed_inference import typed_layerwise_outputs
@@ -95,10 +95,17 @@ def predict(
     # GCN: full-graph in-degrees with either --gcn-degrees (saved.gcn_degrees): exact inference sees the
     # whole graph, where a node's block in-degree is its full in-degree (graphtier.train.inference)
     degree = full_in_degree(indptr, target) if saved.config["model"] == "gcn" else None
-    store = make_feature_store(data.features, "cpu-gather", device=target, ring_size=3)
+    encoder = encoder_of(net)
+    store = make_feature_store(
+        data.features,
+        "cpu-gather",
+        device=target,
+        ring_size=3,
+        random_access=not reads_features_in_order(encoder, target),
+    )
     try:
         logits, hidden = layerwise_outputs(
-            encoder_of(net), store.gather, indptr, np.asarray(data.indices), num_nodes=data.num_nodes, device=target,
+            encoder, store.gather, indptr, np.asarray(data.indices), num_nodes=data.num_nodes, device=target,
             degree=degree, chunk_size=chunk_size, keep_embeddings=embeddings, progress=progress,
             scratch_dir=scratch_dir,
         )  # fmt: skip
