@@ -336,8 +336,13 @@ class Trainer:
             final["method"] = "full"
             final.update(self.evaluator.full_accuracy(self.model))
         else:
-            final["valid_acc"] = self.evaluator.accuracy(self.model, "valid")
-            final["test_acc"] = self.evaluator.accuracy(self.model, "test")
+            # the best model was evaluated at its epoch, by the same sampled procedure: reuse those figures (a
+            # second pass over valid + test would cost more than the epoch itself with a 1% training split)
+            evaluated = next((r for r in self.report.epochs if r.get("epoch") == best.best_epoch), {})
+            for split in ("valid", "test"):
+                key = f"{split}_acc"
+                reuse = best.best_state is not None and evaluated.get(key) is not None
+                final[key] = evaluated[key] if reuse else self.evaluator.accuracy(self.model, split)
         final["majority_class"], final["test_majority_acc"] = majority_class_accuracy(
             self.store.labels(self.train_idx), self.store.labels(self.evaluator.split("test"))
         )

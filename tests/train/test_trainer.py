@@ -335,3 +335,22 @@ def test_a_trainer_leaves_process_settings_alone_and_train_sets_the_threads(tiny
         assert torch.get_num_threads() == other
     finally:
         torch.set_num_threads(threads)
+
+
+def test_final_sampled_accuracy_is_the_best_epochs_without_a_second_pass(
+    tiny_dataset: Dataset, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from graphtier.train.evaluation import Evaluator
+
+    calls: list[str] = []
+    original = Evaluator.accuracy
+
+    def counting(self: Evaluator, model: object, split: str) -> float | None:
+        calls.append(split)
+        return original(self, model, split)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Evaluator, "accuracy", counting)
+    report = train(tiny_dataset, epochs=3, **SMALL)
+    best = next(e for e in report["epochs"] if e["epoch"] == report["final"]["epoch"])
+    assert (report["final"]["valid_acc"], report["final"]["test_acc"]) == (best["valid_acc"], best["test_acc"])
+    assert calls == ["valid", "test"] * 3  # once per split and epoch; the final figures are the best epoch's
