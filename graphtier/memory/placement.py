@@ -35,6 +35,7 @@ from typing import Callable
 import numpy as np
 import torch
 
+from graphtier.dataset import resources
 from graphtier.errors import OptionError
 
 TIER_NAMES = ("gpu", "gpu-peer", "cache", "host", "disk")
@@ -129,23 +130,9 @@ def parse_budget(text: str, option: str) -> Budget:
     raise OptionError(f"{{{option}}}: expected {expected}, found {raw!r}", options=(option,))
 
 
-def available_ram_bytes() -> int:
-    """Bytes of RAM the kernel reports as available (``MemAvailable``); total RAM where that is unknown."""
-    try:
-        with open("/proc/meminfo") as meminfo:
-            for line in meminfo:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    import os
-
-    return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
-
-
 def auto_ram_bytes() -> tuple[int, str]:
     """``auto`` for the RAM budget: available RAM minus max(10 %, 2 GiB); returns (bytes, explanation)."""
-    available = available_ram_bytes()
+    available = resources.available_memory()
     reserve = max(int(RAM_RESERVE_FRACTION * available), RAM_RESERVE_MIN_BYTES)
     usable = max(0, available - reserve)
     return usable, f"{format_bytes(available)} RAM available minus a {format_bytes(reserve)} reserve"

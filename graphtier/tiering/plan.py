@@ -30,6 +30,7 @@ import numpy as np
 import torch
 
 from graphtier._progress import NO_PROGRESS, Progress
+from graphtier.dataset import resources
 from graphtier.dataset.format import Dataset
 from graphtier.errors import DatasetError, OptionError
 from graphtier.memory.gpu_topology import GpuTopology
@@ -39,7 +40,6 @@ from graphtier.memory.placement import (
     RAM_RESERVE_FRACTION,
     RAM_RESERVE_MIN_BYTES,
     TierPlan,
-    available_ram_bytes,
     format_bytes,
     parse_budget,
     plan_tiers,
@@ -154,7 +154,7 @@ def describe_device(
         sources["gpu_memory"] = "given"
     host_bytes = parse_memory(host_memory, "host_memory")
     if host_bytes is None:
-        host_bytes = available_ram_bytes()
+        host_bytes = resources.available_memory()
         sources["host_memory"] = "available RAM (/proc/meminfo)"
     else:
         sources["host_memory"] = "given"
