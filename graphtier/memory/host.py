@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from graphtier.dataset.advice import outgrows_page_cache
 from graphtier.errors import OptionError
 from graphtier.memory._gather_kernels import as_raw_bits, gather_rows_checked
 from graphtier.memory._mean_kernels import gather_mean_rows
@@ -46,7 +47,7 @@ class HostFeatureStore(FeatureSource):
         )
         self.pin = pin
         self.arena = StagingArena(self.dim, self.dtype, ring_size=ring_size, pin=pin, max_rows=max_batch_rows)
-        self._team = GatherTeam(self.row_bytes)
+        self._team = GatherTeam(self.row_bytes, io_bound=outgrows_page_cache(self.table))
         self.rows_gathered = 0
         self.bytes_gathered = 0
 

@@ -27,6 +27,7 @@ from typing import Callable
 import numpy as np
 import torch
 
+from graphtier.dataset.advice import outgrows_page_cache
 from graphtier.errors import OptionError
 from graphtier.memory._gather_kernels import as_raw_bits, gather_rows_checked
 from graphtier.memory._tiered_kernels import tiered_gather_rows
@@ -91,7 +92,7 @@ class _CpuTiers:
         self.table = np.asarray(table)
         self.bits = (as_raw_bits(self.ram_np), as_raw_bits(self.table))
         self.arena = StagingArena(int(table.shape[1]), dtype, ring_size=ring_size, max_rows=max_rows)
-        self.team = GatherTeam(plan.row_bytes)
+        self.team = GatherTeam(plan.row_bytes, io_bound=plan.disk_rows > 0 and outgrows_page_cache(self.table))
 
     def gather(self, ids_np: np.ndarray) -> tuple[torch.Tensor, TierTraffic]:
         """(rows [B, D] in an arena buffer, bytes per tier) of row ids int [B]; IndexError out of range."""
@@ -183,7 +184,7 @@ class _CudaTiers:
         self.disk_bits = as_raw_bits(np.asarray(table))
         # pinned staging of disk rows, allocated on the first call that reads the disk tier
         self.disk_arena: StagingArena | None = None
-        self.team = GatherTeam(plan.row_bytes)
+        self.team = GatherTeam(plan.row_bytes, io_bound=plan.disk_rows > 0 and outgrows_page_cache(table))
 
     def gather(self, ids_np: np.ndarray) -> tuple[torch.Tensor, TierTraffic]:
         """(new device tensor [B, D], bytes per tier) of checked row ids int64 [B], on the device's current stream."""
