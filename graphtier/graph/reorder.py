@@ -160,10 +160,12 @@ def permute_rows(
 
     ``source`` and ``out`` [N, D] float32/float16 (either may be a memory map), ``perm`` int64 [N].
     A table larger than RAM cannot be gathered row by row: every random row read would be a disk seek. So
-    ``out`` is filled one window of about ``window_bytes`` at a time (default: a quarter of the available
-    memory, so the window's pages stay in the page cache), and for each window ``source`` is streamed in
-    blocks of about ``chunk_bytes``, every row landing in the window scattered to its place. A table that
-    fits in one window takes one pass; a larger one ceil(size / window) sequential passes over ``source``.
+    ``out`` is filled one window of about ``window_bytes`` at a time (default: a third of the available
+    memory), and for each window ``source`` is streamed in blocks of about ``chunk_bytes``, every row landing
+    in the window scattered to its place. A table that fits in one window takes one pass, scattered straight
+    into ``out``; a larger one takes ceil(size / window) sequential passes over ``source``, each window filled
+    in a RAM buffer and then written once, in order (scattered into a memory map over a whole pass, its pages
+    would be written back and dirtied again: 104 GB written for a 26 GB table).
     ``progress`` reports the stage ``description`` (rows streamed, over all passes).
     """
     num_rows = perm.shape[0]
@@ -176,19 +178,22 @@ def permute_rows(
         src, dst = src.view(raw_dtype), dst.view(raw_dtype)
     row_bytes = max(1, source.shape[1] * source.dtype.itemsize)
     if window_bytes is None:
-        window_bytes = max(chunk_bytes, available_memory() // 4)
+        window_bytes = max(chunk_bytes, available_memory() // 3)
     rows_per_chunk = max(1, chunk_bytes // row_bytes)
-    rows_per_window = max(1, window_bytes // row_bytes)
+    rows_per_window = min(num_rows, max(1, window_bytes // row_bytes))
     windows = range(0, num_rows, rows_per_window)
     targets = kernels.inverse_permutation(perm)
+    buffer = np.empty((rows_per_window, dst.shape[1]), dtype=dst.dtype) if len(windows) > 1 else None
     with progress.stage(description, total=num_rows * len(windows), unit="rows") as bar:
         for first in windows:
             stop = min(num_rows, first + rows_per_window)
-            window = dst[first:stop]
+            window = dst[first:stop] if buffer is None else buffer[: stop - first]
             for start in range(0, num_rows, rows_per_chunk):
                 end = min(num_rows, start + rows_per_chunk)
                 kernels.scatter_rows_into_window(src[start:end], targets[start:end], first, stop, window)
                 bar.advance(end - start)
+            if buffer is not None:
+                dst[first:stop] = window
 
 
 def permute_link_split(split: LinkSplit, inverse: np.ndarray) -> LinkSplit:
