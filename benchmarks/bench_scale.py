@@ -20,9 +20,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import mmap
+import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -37,7 +40,8 @@ STAGES = ("generate", "reorder", "plan", "train", "predict")
 
 
 def disk_bandwidth(folder: Path, gigabytes: float) -> dict[str, float]:
-    """Sequential write and read GB/s of a ``gigabytes`` file in ``folder`` with direct I/O (``dd``, 4 MiB blocks)."""
+    """Sequential write and read GB/s of a ``gigabytes`` file in ``folder`` with direct I/O (``dd``, 4 MiB blocks),
+    then random 4 KiB reads per second of that file at 1 and 16 threads (what a row gather from disk can reach)."""
     path = folder / "dd.bin"
     count = max(1, int(gigabytes * GB / (4 << 20)))
     result: dict[str, float] = {}
@@ -49,9 +53,33 @@ def disk_bandwidth(folder: Path, gigabytes: float) -> dict[str, float]:
             started = time.perf_counter()
             subprocess.run(["dd", *args, "bs=4M", f"count={count}", "status=none"], check=True)
             result[f"disk_{name}_gb_per_s"] = count * (4 << 20) / (time.perf_counter() - started) / GB
+        for threads in (1, 16):
+            result[f"disk_random_4k_reads_per_s_{threads}_threads"] = random_reads_per_second(path, threads)
     finally:
         path.unlink(missing_ok=True)
     return result
+
+
+def random_reads_per_second(path: Path, threads: int, reads_per_thread: int = 2000) -> float:
+    """Random 4 KiB reads per second of ``path`` with direct I/O (no page cache), from ``threads`` threads."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECT", 0))
+    try:
+        pages = os.fstat(fd).st_size // 4096
+
+        def work(seed: int) -> None:
+            buffer = mmap.mmap(-1, 4096)  # page-aligned, as direct I/O needs
+            for page in np.random.default_rng(seed).integers(0, pages, reads_per_thread):
+                os.preadv(fd, [buffer], int(page) * 4096)
+
+        workers = [threading.Thread(target=work, args=(seed,)) for seed in range(threads)]
+        started = time.perf_counter()
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+        return threads * reads_per_thread / (time.perf_counter() - started)
+    finally:
+        os.close(fd)
 
 
 def memory_bandwidth(gigabytes: float = 1.0) -> dict[str, float]:
@@ -125,7 +153,9 @@ def main() -> None:
     limits = json.loads(limits_file.read_text())
     print(
         f"limits: disk write {limits['disk_write_gb_per_s']:.2f} GB/s, read {limits['disk_read_gb_per_s']:.2f} GB/s "
-        f"(dd, direct I/O); memory copy {limits['memory_copy_gb_per_s']:.1f} GB/s (one thread)"
+        f"(dd, direct I/O); random 4 KiB reads {limits['disk_random_4k_reads_per_s_1_threads']:,.0f}/s on 1 thread, "
+        f"{limits['disk_random_4k_reads_per_s_16_threads']:,.0f}/s on 16; memory copy "
+        f"{limits['memory_copy_gb_per_s']:.1f} GB/s (one thread)"
     )
     graphtier = [sys.executable, "-m", "graphtier"]
     for name in selected:
