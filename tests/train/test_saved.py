@@ -145,9 +145,11 @@ def test_predictions_on_scratch_files_and_in_row_blocks_equal_one_block_in_ram(
     with monkeypatch.context() as patch:
         patch.setattr(graphtier.train.inference, "scratch_array", recording_scratch)
         on_disk = predict(saved, tiny_dataset, chunk_size=64, embeddings=True, scratch_dir=scratch)
-    assert (
-        len(maps) == 2 and np.shares_memory(on_disk.logits, maps[1]) and np.shares_memory(on_disk.embeddings, maps[0])
-    )
+    # one map per layer output, plus the projected inputs of each layer narrower than its input (projected first)
+    narrowing = sum(int(conv.lin_l.weight.shape[0] < conv.lin_l.weight.shape[1]) for conv in saved.model.convs)
+    assert narrowing >= 1  # the last layer (hidden -> classes) at least
+    assert len(maps) == 2 + narrowing
+    assert np.shares_memory(on_disk.logits, maps[-1]) and np.shares_memory(on_disk.embeddings, maps[0])
     assert list(scratch.iterdir()) == []
     np.testing.assert_array_equal(on_disk.logits, in_ram.logits)
     np.testing.assert_array_equal(on_disk.embeddings, in_ram.embeddings)
