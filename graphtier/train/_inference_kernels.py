@@ -1,11 +1,12 @@
-"""CPU kernel (numba) of layer-wise inference's neighbour mean over the whole graph, and its reference.
+"""CPU kernel (numba) of layer-wise inference's neighbour sum or mean over the whole graph, and its reference.
 
-Layer-wise inference computes every node's layer output from all its in-neighbours. For a mean aggregation
-there is no need to build a relabelled block per step (dedupe the sources, copy their rows, aggregate):
-``neighbour_mean_rows`` reads each neighbour's row straight from the previous layer's table by its global id
-(the CSC's ``indices``) and writes only the destinations' means. The arithmetic is that of the training
-kernel (:func:`graphtier.train._aggregate_kernels.csr_spmm_rows` with the mean's weights: ``1 / max(degree, 1)``
-in float32, accumulated in edge order), so the result matches the block path to float rounding.
+Layer-wise inference computes every node's layer output from all its in-neighbours. For a sum or mean there is
+no need to build a relabelled block per step (dedupe the sources, copy their rows, aggregate):
+``neighbour_rows`` reads each neighbour's row straight from a table by its global id (the CSC's ``indices``)
+and writes only the destinations' sums or means. The mean's arithmetic is that of the training kernel
+(:func:`graphtier.train._aggregate_kernels.csr_spmm_rows` with the mean's weights: ``1 / max(degree, 1)`` in
+float32, accumulated in edge order), so the result matches the block path to float rounding. GCN sums rows
+that were scaled by their node's normalisation beforehand.
 """
 
 from __future__ import annotations
@@ -15,11 +16,11 @@ import numpy as np
 
 
 @numba.njit(parallel=True, cache=True, nogil=True, fastmath=True)
-def neighbour_mean_rows(
-    table: np.ndarray, indptr: np.ndarray, indices: np.ndarray, first: int, stop: int, out: np.ndarray
+def neighbour_rows(
+    table: np.ndarray, indptr: np.ndarray, indices: np.ndarray, first: int, stop: int, out: np.ndarray, mean: bool
 ) -> int:
-    """``out[v - first] = mean of table[indices[e]]`` over ``indptr[v] <= e < indptr[v + 1]``, for
-    ``first <= v < stop`` (a row of zeros for a node without in-edges), in parallel over the nodes.
+    """``out[v - first] = sum (or with ``mean`` the mean) of table[indices[e]]`` over ``indptr[v] <= e <
+    indptr[v + 1]``, for ``first <= v < stop`` (zeros for a node without in-edges), in parallel over the nodes.
 
     ``table`` float32 [N, D] (the previous layer's output, possibly a memory map), ``indptr`` int64 [N + 1],
     ``indices`` int32/int64 [E] global source ids, ``out`` float32 [stop - first, D]. Returns how many
@@ -34,7 +35,7 @@ def neighbour_mean_rows(
         acc = out[i]
         for k in range(dim):
             acc[k] = 0.0
-        weight = np.float32(1.0) / np.float32(max(end - start, 1))
+        weight = np.float32(1.0) / np.float32(max(end - start, 1)) if mean else np.float32(1.0)
         for e in range(start, end):
             source = indices[e]
             if source < 0 or source >= num_rows:
@@ -46,14 +47,14 @@ def neighbour_mean_rows(
     return bad
 
 
-def neighbour_mean_rows_reference(
-    table: np.ndarray, indptr: np.ndarray, indices: np.ndarray, first: int, stop: int
+def neighbour_rows_reference(
+    table: np.ndarray, indptr: np.ndarray, indices: np.ndarray, first: int, stop: int, mean: bool
 ) -> np.ndarray:
-    """Plain numpy reference of :func:`neighbour_mean_rows` (float64 accumulation): float32 [stop - first, D]."""
+    """Plain numpy reference of :func:`neighbour_rows` (float64 accumulation): float32 [stop - first, D]."""
     table = np.asarray(table, dtype=np.float64)
     out = np.zeros((stop - first, table.shape[1]), dtype=np.float64)
     for i, node in enumerate(range(first, stop)):
         neighbours = np.asarray(indices[indptr[node] : indptr[node + 1]], dtype=np.int64)
         if neighbours.size:
-            out[i] = table[neighbours].mean(axis=0)
+            out[i] = table[neighbours].mean(axis=0) if mean else table[neighbours].sum(axis=0)
     return out.astype(np.float32)

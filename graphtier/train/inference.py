@@ -10,6 +10,11 @@ the block of a layer-wise pass is: the whole graph, every node a destination wit
 so every node's block in-degree is its full in-degree. Per-chunk blocks would instead give the
 sources outside a chunk in-degree 0 and make the output depend on the chunk size; they are never
 used for the degrees.
+
+On the CPU, GraphSAGE and GCN layers build no blocks: each reads its neighbours' rows straight from a table by
+global id (the previous layer's output; GCN first scales every row by its normalisation), and a layer whose
+output is narrower than its input projects first, so a feature table larger than RAM is read once, in order,
+instead of a random row per edge. GAT, and every model on CUDA, take one-hop blocks per step.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from torch import nn
 from graphtier._progress import NO_PROGRESS, Progress
 from graphtier.dataset.scratch import scratch_array
 from graphtier.sampling import NeighborSampler
-from graphtier.train._inference_kernels import neighbour_mean_rows
+from graphtier.train._inference_kernels import neighbour_rows
 from graphtier.train.models import MLP, BlockGNN, _linear
 
 MAX_CHUNK_EDGES = 1 << 20
@@ -91,7 +96,8 @@ def layerwise_outputs(
         progress: reports the stage ``inference: layer-wise`` (nodes done over all layers).
         scratch_dir: None keeps every layer's output [N, H] in RAM; a directory holds them in unlinked
             memory-mapped files there instead (:func:`~graphtier.dataset.scratch.scratch_array`: page cache,
-            not anonymous memory; at most two layers' outputs exist at once), so N x H may exceed RAM.
+            not anonymous memory; at most three [N, H] tables exist at once: a layer's input, its output and a GCN
+            layer's scaled inputs or a narrowing layer's projected ones), so N x H may exceed RAM.
             The returned tensors are then views of such maps. The values are the same either way.
     """
     model.eval()
@@ -121,6 +127,11 @@ def layerwise_outputs(
         for layer in range(model.num_layers):
             if keep_embeddings and layer == model.num_layers - 1:
                 embeddings = previous if previous is not None else _all_rows(gather, chunks, num_nodes, scratch_dir)
+            if model.kind == "gcn" and model.use_csr and device.type == "cpu":
+                assert degree is not None
+                previous = _gcn_layer(model, layer, gather, previous, degree, indptr, graph, chunks, scratch_dir)
+                bar.advance(num_nodes)
+                continue
             if model.kind == "sage" and model.use_csr and device.type == "cpu":
                 projects = _sage_projects_first(model, layer)
                 if previous is not None or projects:
@@ -152,14 +163,13 @@ ROW_BLOCK = 1 << 16
 
 
 def reads_features_in_order(model: nn.Module, device: torch.device) -> bool:
-    """Whether :func:`layerwise_outputs` of ``model`` on ``device`` reads the feature table in row order (an MLP,
-    or a GraphSAGE whose first layer projects first on the CPU) rather than a random row per edge."""
+    """Whether :func:`layerwise_outputs` of ``model`` on ``device`` reads the feature table in row order (an MLP; on
+    the CPU a GCN, or a GraphSAGE whose first layer projects first) rather than a random row per edge."""
     if isinstance(model, MLP):
         return True
-    return (
-        isinstance(model, BlockGNN) and model.kind == "sage" and model.use_csr and device.type == "cpu"
-        and _sage_projects_first(model, 0)
-    )  # fmt: skip
+    if not isinstance(model, BlockGNN) or not model.use_csr or device.type != "cpu":
+        return False
+    return model.kind == "gcn" or (model.kind == "sage" and _sage_projects_first(model, 0))
 
 
 def _sage_projects_first(model: BlockGNN, layer: int) -> bool:
@@ -183,8 +193,8 @@ def _sage_layer(
     """GraphSAGE layer ``layer`` (mean) of every node on the CPU, float32 [N, d'], from its input rows.
 
     The layer's input is ``previous`` (float32 [N, d], the previous layer's output) or, for the first layer,
-    which must then project, the feature table read through ``gather(ids)``. Each neighbour mean is read straight from a table by the neighbours' global ids
-    (:func:`neighbour_mean_rows`): no block is built. With ``projects`` (d' < d) the layer is linear before its
+    which must then project, the feature table read through ``gather(ids)``. Each neighbour mean is read straight
+    from a table by the neighbours' global ids (:func:`neighbour_rows`): no block is built. With ``projects`` (d' < d) the layer is linear before its
     activation, so ``lin_l(mean x) = mean(lin_l x)``: every node's input is first read in order, in blocks of
     :data:`ROW_BLOCK` rows, and projected (``p = x W_l^T``, and the root part ``x W_r^T + b`` into the output);
     the means are then taken over the narrower ``p``. On a feature table larger than RAM this reads the table
@@ -206,21 +216,74 @@ def _sage_layer(
     else:
         assert previous is not None, "the first layer reads the feature table only to project it"
         table = previous
-    table_np = table.numpy()
     for chunk in chunks:
         first, stop = int(chunk[0]), int(chunk[-1]) + 1
-        agg = torch.empty((stop - first, table_np.shape[1]), dtype=torch.float32)
-        bad = neighbour_mean_rows(table_np, indptr, indices, first, stop, agg.numpy())
-        if bad:
-            raise IndexError(
-                f"the graph has {bad} in-edges of nodes [{first}, {stop}) from ids outside [0, {num_nodes})"
-            )
+        agg = _neighbours(table, indptr, indices, first, stop, mean=True)
         if projects:
             h = out[first:stop] + agg
         else:
             h = _linear(agg, weight_l, bias_l).addmm_(table[first:stop], weight_r.t())
         out[first:stop] = model.finish_layer(layer, h)
     return out
+
+
+def _gcn_layer(
+    model: BlockGNN,
+    layer: int,
+    gather: Callable[[torch.Tensor], torch.Tensor],
+    previous: torch.Tensor | None,
+    degree: torch.Tensor,
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    chunks: NodeChunks,
+    scratch_dir: str | os.PathLike[str] | None,
+) -> torch.Tensor:
+    """GCN layer ``layer`` of every node on the CPU, float32 [N, d'], without building blocks.
+
+    With every neighbour, node i's output is ``s_i (sum_j s_j x_j + s_i x_i) W^T + b`` where ``s = (degree +
+    1)^-1/2`` (``degree`` float32 [N] full-graph in-degrees; see :class:`~graphtier.train.models.BlockGCNConv`).
+    So every node's input (``previous`` [N, d], or for the first layer the feature table through
+    ``gather(ids)``) is read once, in order, in blocks of :data:`ROW_BLOCK` rows, projected first when the
+    layer narrows (d' < d: ``W`` commutes with the sum), and scaled by ``s``; the sums are then read straight
+    from that table by the neighbours' global ids (:func:`neighbour_rows`). Equal to the block path up to
+    float rounding.
+    """
+    conv = model.convs[layer].conv
+    weight, bias = conv.lin.weight, conv.bias
+    num_nodes = int(degree.shape[0])
+    projects = int(weight.shape[0]) < int(weight.shape[1])
+    scale = (degree.float().cpu() + 1.0).rsqrt().unsqueeze(1)
+    width = int(weight.shape[0]) if projects else int(weight.shape[1])
+    table = _layer_output(num_nodes, width, f"layer {layer + 1} scaled inputs", scratch_dir)
+    for start in range(0, num_nodes, ROW_BLOCK):
+        stop = min(num_nodes, start + ROW_BLOCK)
+        x = (gather(torch.arange(start, stop)) if previous is None else previous[start:stop]).float()
+        table[start:stop] = (x @ weight.t() if projects else x) * scale[start:stop]
+    out = _layer_output(num_nodes, int(weight.shape[0]), f"layer {layer + 1} outputs", scratch_dir)
+    for chunk in chunks:
+        first, stop = int(chunk[0]), int(chunk[-1]) + 1
+        summed = _neighbours(table, indptr, indices, first, stop, mean=False).add_(table[first:stop])
+        summed.mul_(scale[first:stop])
+        h = summed if projects else summed @ weight.t()
+        if bias is not None:
+            h = h + bias
+        out[first:stop] = model.finish_layer(layer, h)
+    return out
+
+
+def _neighbours(
+    table: torch.Tensor, indptr: np.ndarray, indices: np.ndarray, first: int, stop: int, *, mean: bool
+) -> torch.Tensor:
+    """float32 [stop - first, d]: the sum (``mean``: the mean) of each node's in-neighbours' rows of ``table``
+    [N, d] for the nodes [first, stop); IndexError for a neighbour id outside the table."""
+    table_np = table.numpy()
+    agg = torch.empty((stop - first, table_np.shape[1]), dtype=torch.float32)
+    bad = neighbour_rows(table_np, indptr, indices, first, stop, agg.numpy(), mean)
+    if bad:
+        raise IndexError(
+            f"the graph has {bad} in-edges of nodes [{first}, {stop}) from ids outside [0, {table_np.shape[0]})"
+        )
+    return agg
 
 
 def chunk_bounds(indptr: np.ndarray, num_nodes: int, chunk_size: int, max_chunk_edges: int | None = None) -> np.ndarray:

@@ -76,7 +76,8 @@ def predict(
 
     ``scratch_dir`` (a directory; homogeneous models): every layer's outputs [N, H] go to unlinked memory-mapped
     files there instead of RAM (see :func:`~graphtier.train.inference.layerwise_outputs`), so the returned
-    ``logits`` and ``embeddings`` are memory maps; two layers' outputs (2 x N x H x 4 bytes) must fit on its disk.
+    ``logits`` and ``embeddings`` are memory maps; up to three [N, H] float32 tables (3 x N x H x 4 bytes: a layer's
+    input and output, and a GCN layer's scaled inputs or a narrowing layer's projected ones) must fit on its disk.
     """
     saved = model if isinstance(model, SavedModel) else load_model(model)
     data = dataset if isinstance(dataset, Dataset) else Dataset.open(dataset)

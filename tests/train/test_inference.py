@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from graphtier.dataset.scratch import scratch_array
 from graphtier.train import inference
-from graphtier.train._inference_kernels import neighbour_mean_rows, neighbour_mean_rows_reference
+from graphtier.train._inference_kernels import neighbour_rows, neighbour_rows_reference
 from graphtier.train.inference import chunk_bounds, full_in_degree, layerwise_inference, layerwise_outputs
 from graphtier.train.models import BlockGNN
 
@@ -132,23 +132,25 @@ def test_steps_split_by_edges_give_the_same_outputs(kind: str) -> None:
     torch.testing.assert_close(split, whole, rtol=1e-5, atol=1e-6)  # (the last bits may differ)
 
 
+@pytest.mark.parametrize("kind", ["sage", "gcn"])
 @pytest.mark.parametrize(("in_dim", "hidden", "layers"), [(12, 5, 3), (6, 10, 3), (12, 5, 1), (3, 8, 2)])
 @pytest.mark.parametrize("chunk_size", [1, 9, 1000])
-def test_sage_layers_from_the_tables_equal_the_block_path(
-    in_dim: int, hidden: int, layers: int, chunk_size: int
+def test_layers_from_the_tables_equal_the_block_path(
+    kind: str, in_dim: int, hidden: int, layers: int, chunk_size: int
 ) -> None:
-    # the CPU GraphSAGE path reads neighbour means straight from each layer's table, projecting first where a
-    # layer narrows (12 -> 5, 5 -> 4, 8 -> 4): the same outputs as sampled one-hop blocks through PyG's SAGEConv
+    # the CPU GraphSAGE and GCN paths read neighbour means / sums straight from each layer's table, projecting
+    # first where a layer narrows (12 -> 5, 5 -> 4, 8 -> 4): the same outputs as one-hop blocks through PyG's
+    # per-edge SAGEConv / GCNConv
     indptr, indices = _graph(11)
     n = indptr.shape[0] - 1
     torch.manual_seed(4)
-    model = BlockGNN("sage", in_dim, hidden, 4, layers, dropout=0.0)
+    model = BlockGNN(kind, in_dim, hidden, 4, layers, dropout=0.0)
     x = torch.randn(n, in_dim)
     cpu = torch.device("cpu")
     fast, fast_embeddings = layerwise_outputs(
         model, x.__getitem__, indptr, indices, num_nodes=n, device=cpu, chunk_size=chunk_size, keep_embeddings=True
     )
-    model.use_csr = False  # PyG's per-edge SAGEConv over a block per step: the reference
+    model.use_csr = False  # PyG's per-edge layer over a block per step: the reference
     expected, expected_embeddings = layerwise_outputs(
         model, x.__getitem__, indptr, indices, num_nodes=n, device=cpu, chunk_size=chunk_size, keep_embeddings=True
     )
@@ -157,24 +159,31 @@ def test_sage_layers_from_the_tables_equal_the_block_path(
     torch.testing.assert_close(fast_embeddings, expected_embeddings, rtol=1e-5, atol=1e-5)
 
 
-def test_sage_layer_from_a_table_rejects_neighbours_outside_it() -> None:
+@pytest.mark.parametrize("kind", ["sage", "gcn"])
+def test_layer_from_a_table_rejects_neighbours_outside_it(kind: str) -> None:
     indptr, indices = _graph(12, num_nodes=30, num_edges=100)
     indices = indices.copy()
     indices[5] = 30
-    model = BlockGNN("sage", 6, 3, 2, 1, dropout=0.0)  # one layer that projects (6 -> 2)
+    model = BlockGNN(kind, 6, 3, 2, 1, dropout=0.0)  # one layer that projects (6 -> 2)
     x = torch.randn(30, 6)
     with pytest.raises(IndexError, match=r"1 in-edges .* outside \[0, 30\)"):
         layerwise_outputs(model, x.__getitem__, indptr, indices, num_nodes=30, device=torch.device("cpu"))
 
 
 @settings(max_examples=30, deadline=None)
-@given(seed=st.integers(0, 2**31 - 1), width=st.integers(1, 5), first=st.integers(0, 40), span=st.integers(0, 40))
-def test_neighbour_mean_rows_matches_reference(seed: int, width: int, first: int, span: int) -> None:
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    width=st.integers(1, 5),
+    first=st.integers(0, 40),
+    span=st.integers(0, 40),
+    mean=st.booleans(),
+)
+def test_neighbour_rows_matches_reference(seed: int, width: int, first: int, span: int, mean: bool) -> None:
     indptr, indices = _graph(seed % 1000, num_nodes=80, num_edges=300)
     stop = min(80, first + span)
     table = np.random.default_rng(seed).standard_normal((80, width)).astype(np.float32)
     out = np.full((stop - first, width), np.nan, dtype=np.float32)
     for graph in (indices, indices.astype(np.int32)):
-        assert neighbour_mean_rows(table, indptr, graph, first, stop, out) == 0
-        expected = neighbour_mean_rows_reference(table, indptr, graph, first, stop)
+        assert neighbour_rows(table, indptr, graph, first, stop, out, mean) == 0
+        expected = neighbour_rows_reference(table, indptr, graph, first, stop, mean)
         np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-6)
