@@ -12,6 +12,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from graphtier._prefetch import PREFETCH_DISTANCE, prefetch_row
+
 # Rows at least this long are copied as one slice (a memcpy); shorter rows by an explicit element loop,
 # which measured up to 2x faster for 128-512 B rows on 2 threads (docs/benchmarks.md).
 SLICE_COPY_BYTES = 2048
@@ -33,11 +35,14 @@ def gather_rows_checked(table: np.ndarray, ids: np.ndarray, out: np.ndarray, fir
     """``out[i, :] = table[ids[i], :]`` for i in [first, stop) where 0 <= ids[i] < N; returns the other ids' count.
 
     One thread's share of a gather (the store splits [0, B) between threads, see ``graphtier.memory.host``);
-    releases the GIL.
+    releases the GIL. Row ``ids[i + PREFETCH_DISTANCE]`` is prefetched while row ``ids[i]`` is copied
+    (:mod:`graphtier._prefetch`).
     """
     num_rows = table.shape[0]
     bad = 0
     for i in range(first, stop):
+        if i + PREFETCH_DISTANCE < stop:
+            prefetch_row(table, ids[i + PREFETCH_DISTANCE])
         row = ids[i]
         if row < 0 or row >= num_rows:
             bad += 1

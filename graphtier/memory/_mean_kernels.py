@@ -16,6 +16,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from graphtier._prefetch import PREFETCH_DISTANCE, prefetch_row
+
 
 @numba.njit(cache=True, nogil=True, fastmath=True)
 def gather_mean_rows(
@@ -36,12 +38,14 @@ def gather_mean_rows(
     ``ids`` int64 [S] the block's source nodes (global ids, destinations first), ``rowptr`` int64 [R + 1] and
     ``col`` int64 [E] the block's CSR over its destinations (local source ids), ``agg``/``root`` float32 [R, D].
     Returns how many ids were outside [0, N) or local ids outside [0, S) (their rows are left unwritten or
-    skipped). One thread's share (the store splits [0, R) between threads); releases the GIL.
+    skipped). One thread's share (the store splits [0, R) between threads); releases the GIL. The source row
+    ``PREFETCH_DISTANCE`` edges ahead is prefetched from where it will be read (:mod:`graphtier._prefetch`).
     """
     dim = agg.shape[1]
     num_rows = disk.shape[0]
     num_src = ids.shape[0]
     bad = 0
+    end = rowptr[stop]
     for r in range(first, stop):
         node = ids[r]
         if node < 0 or node >= num_rows:
@@ -57,6 +61,14 @@ def gather_mean_rows(
         count = rowptr[r + 1] - rowptr[r]
         weight = np.float32(1.0) / np.float32(max(count, 1))
         for e in range(rowptr[r], rowptr[r + 1]):
+            if e + PREFETCH_DISTANCE < end:
+                ahead = col[e + PREFETCH_DISTANCE]
+                if ahead >= 0 and ahead < num_src:
+                    source = ids[ahead]
+                    if source < host_end:
+                        prefetch_row(ram, source)
+                    else:
+                        prefetch_row(disk, source)
             local = col[e]
             if local < 0 or local >= num_src:
                 bad += 1

@@ -16,6 +16,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from graphtier._prefetch import PREFETCH_DISTANCE, prefetch_row
+
 
 @numba.njit(cache=True, nogil=True, fastmath=True)
 def csr_spmm_rows(
@@ -37,11 +39,13 @@ def csr_spmm_rows(
     adds its rows to the first O rows of the output (O = 0: none); out float [R, d]. ``gate`` [R, d]
     (or [0, d]: none) then sets ``out[r, k] = out[r, k] * gate_scale if gate[r, k] > 0 else 0``: the
     backward pass of a ReLU (+ dropout) whose output is ``gate``, applied while the row is in cache.
+    The source row ``PREFETCH_DISTANCE`` edges ahead is prefetched (:mod:`graphtier._prefetch`).
     """
     dim = x.shape[1]
     num_diag = diag.shape[0]
     num_own = own.shape[0]
     gated = gate.shape[0] > 0
+    end = rowptr[stop]
     for r in range(first, stop):
         acc = out[r]
         if r < num_diag:
@@ -57,6 +61,8 @@ def csr_spmm_rows(
             for k in range(dim):
                 acc[k] += extra[k]
         for e in range(rowptr[r], rowptr[r + 1]):
+            if e + PREFETCH_DISTANCE < end:
+                prefetch_row(x, col[e + PREFETCH_DISTANCE])
             w = weight[e]
             src = x[col[e]]
             for k in range(dim):
