@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from graphtier.train import _dropout_kernels as kernels
-from graphtier.train.dropout import ReLUDropout, dropout_threshold, relu_dropout
+from graphtier.train.dropout import ReLUDropout, dropout_threshold, relu_dropout, relu_dropout_, relu_dropout_gated
 
 
 @settings(max_examples=40, deadline=None)
@@ -81,3 +81,37 @@ def test_same_mask_for_any_thread_count() -> None:
     finally:
         torch.set_num_threads(before)
     assert torch.equal(one, two)
+
+
+@pytest.mark.parametrize("p", [0.0, 0.4])
+@pytest.mark.parametrize("layout", ["contiguous", "transposed"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16])
+def test_in_place_equals_out_of_place_with_the_same_key_drawn(p: float, layout: str, dtype: torch.dtype) -> None:
+    base = torch.randn(257, 65).to(dtype)
+    x = base if layout == "contiguous" else base.t()
+    torch.manual_seed(5)
+    expected = relu_dropout(x, p, True)
+    written = x.clone()
+    torch.manual_seed(5)
+    result = relu_dropout_(written, p, True)
+    assert result is written  # written in place
+    assert torch.equal(written, expected)
+    assert torch.equal(torch.rand(3), (torch.manual_seed(5), relu_dropout(x, p, True), torch.rand(3))[2])
+
+
+def test_gated_activation_writes_its_input_and_autograd_checks_readers() -> None:
+    torch.manual_seed(0)
+    weight = torch.randn(16, 8, requires_grad=True)
+    x = torch.randn(40, 8)
+    out = x @ weight.t()  # mm saves its inputs, not its output: the output may be overwritten
+    activated, scale = relu_dropout_gated(out, 0.0, True)
+    assert activated.data_ptr() == out.data_ptr() and scale == 1.0
+    assert torch.equal(activated, torch.relu(x @ weight.detach().t()))
+    activated.sum().backward()  # the gate's backward is the identity: d(sum)/d(weight) = ones^T x
+    torch.testing.assert_close(weight.grad, torch.ones(40, 16).t() @ x)
+    # an output that its producer's backward reads cannot be overwritten unnoticed
+    source = torch.randn(40, 8, requires_grad=True)
+    exp = source.exp()  # exp saves its output for its backward
+    activated, _ = relu_dropout_gated(exp, 0.0, True)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        activated.sum().backward()
