@@ -25,6 +25,7 @@ LAYERS: dict[str, int] = {
     "graphtier._process": 0,
     "graphtier._signals": 0,
     "graphtier._threads": 0,
+    "graphtier._prefetch": 0,
     "graphtier._fanouts": 0,
     "graphtier._progress": 0,
     "graphtier.dataset": 1,
