@@ -27,21 +27,25 @@ def dropout_threshold(p: float) -> int:
     return int(round(p * 65536.0))
 
 
+def _relu_dropout_into(src: Tensor, out: Tensor, p: float, key: int) -> float:
+    """``out = dropout(relu(src), p)`` with mask key ``key`` (CPU, contiguous, same shape; ``out`` may be ``src``:
+    the kernel is elementwise); returns the kept elements' scale ``1 / (1 - p)``."""
+    flat_src, flat_out = src.view(-1).numpy(), out.view(-1).numpy()
+    scale, threshold, u_key = 1.0 / (1.0 - p), dropout_threshold(p), np.uint64(key)
+
+    def work(first: int, stop: int) -> None:
+        kernels.relu_dropout_rows(flat_src, flat_out, u_key, threshold, scale, first, stop)
+
+    run_split(work, flat_src.shape[0], 1 << 16)
+    return scale
+
+
 class _ReLUDropoutCPU(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, x: Tensor, p: float, key: int) -> Tensor:  # type: ignore[override]
         src = x.detach().contiguous()
         out = torch.empty_like(src)
-        flat_x, flat_out = src.view(-1).numpy(), out.view(-1).numpy()
-        scale = 1.0 / (1.0 - p)
-        threshold = dropout_threshold(p)
-        u_key = np.uint64(key)
-
-        def work(first: int, stop: int) -> None:
-            kernels.relu_dropout_rows(flat_x, flat_out, u_key, threshold, scale, first, stop)
-
-        run_split(work, flat_x.shape[0], 1 << 16)
-        ctx.scale = scale
+        ctx.scale = _relu_dropout_into(src, out, p, key)
         ctx.save_for_backward(out)
         return out
 
@@ -95,14 +99,10 @@ def relu_dropout_(x: Tensor, p: float, training: bool, key: int | None = None) -
     if key is None:
         key = int(torch.randint(0, 1 << _KEY_BITS, (1,)).item())
     if not x.is_contiguous():
-        return x.copy_(_ReLUDropoutCPU.apply(x, p, key))
-    flat = x.view(-1).numpy()
-    scale, threshold, u_key = 1.0 / (1.0 - p), dropout_threshold(p), np.uint64(key)
-
-    def work(first: int, stop: int) -> None:
-        kernels.relu_dropout_rows(flat, flat, u_key, threshold, scale, first, stop)  # elementwise: in place is safe
-
-    run_split(work, flat.shape[0], 1 << 16)
+        src = x.contiguous()
+        _relu_dropout_into(src, src, p, key)
+        return x.copy_(src)
+    _relu_dropout_into(x, x, p, key)
     return x
 
 
