@@ -31,8 +31,8 @@ rows = [int(r) for r in sys.argv[2].split(",")]
 print(json.dumps({"applied": applied, "faults": [step(r) for r in rows]}))
 """
 BELOW_32MIB = "40000,50000,60000,30000,60000,45000,60000"
-ABOVE_32MIB = "200000,150000,200000,120000,200000,180000,200000"  # [rows, 128] float32: 61-102 MB
-PASSES = 3  # the step sizes run as three "epochs"; the first warms the heap up
+ABOVE_32MIB = "100000,75000,100000,70000,100000,90000,100000"  # [rows, 128] float32: 36-51 MB
+PASSES = 2  # the step sizes run as two "epochs"; the first warms the heap up
 
 
 def _run(mode: str, rows: str = BELOW_32MIB) -> dict:
@@ -67,13 +67,14 @@ def test_steady_state_steps_do_not_fault() -> None:
 
 @glibc_only
 def test_blocks_above_the_largest_mmap_threshold_are_reused_too() -> None:
-    # glibc mmaps blocks above 32 MiB whatever the threshold says, and faults them in every step
-    # (measured: ~85% of the pages touched); with mmap off they come from the heap
+    # glibc mmaps blocks above 32 MiB whatever the threshold says, and faults them in every step (measured:
+    # 46-62% of the pages touched, the [rows, 128] blocks; the [rows / 2, 128] ones fit below); with mmap off
+    # they come from the heap
     kept, plain = _run("keep", ABOVE_32MIB), _run("plain", ABOVE_32MIB)
     assert kept["applied"] is True
     kept_faults, touched = _after_first_pass(kept, ABOVE_32MIB)
     plain_faults, _ = _after_first_pass(plain, ABOVE_32MIB)
-    assert plain_faults > 0.5 * touched, plain["faults"]
+    assert plain_faults > 0.25 * touched, plain["faults"]
     assert kept_faults < 0.05 * touched, kept["faults"]
 
 
