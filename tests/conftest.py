@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import signal
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -154,3 +158,34 @@ def tiny_link_dataset(tmp_path: Path) -> Dataset:
 def tiny_dataset(tmp_path: Path) -> Dataset:
     """A 400-node, 4-class labelled dataset with a train/valid/test split."""
     return write_labelled_graph(tmp_path / "tiny")
+
+
+# Runs graphtier's command-line entry point once per argv in one interpreter (one start-up of torch and PyG, ~5 s,
+# instead of one per case): each run's exit code and what it wrote on stderr, with the traceback of anything that
+# escaped the entry point. For tests of one-line errors; a test of signals or of a whole run uses its own process.
+_CLI_RUNS = r"""
+import contextlib, io, json, sys, traceback
+from graphtier.cli import main
+results = []
+for argv in json.loads(sys.argv[1]):
+    err, code = io.StringIO(), 0
+    try:
+        with contextlib.redirect_stderr(err):
+            main(argv)
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    except BaseException:
+        code = 1
+        err.write(traceback.format_exc())
+    results.append({"code": code, "stderr": err.getvalue()})
+print(json.dumps(results))
+"""
+
+
+def run_cli_in_one_process(argvs: list[list[str]]) -> list[dict[str, Any]]:
+    """``graphtier ARGV`` for each of ``argvs``, in one subprocess: ``{"code": int, "stderr": str}`` each."""
+    done = subprocess.run(
+        [sys.executable, "-c", _CLI_RUNS, json.dumps(argvs)], capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])

@@ -38,31 +38,41 @@ def test_train_prints_epochs_and_writes_report(tiny_dataset: Dataset, tmp_path: 
     assert data["epochs"][1]["feature_bytes_by_tier"]["gpu"] > 0
 
 
-@pytest.mark.parametrize(
-    ("args", "fragment"),
-    [
-        (["--fanouts", "10,x"], "--fanouts"),
-        (["--model", "transformer"], "--model"),
-        (["--device", "cuda"], "CUDA"),
-        (["--features-on", "ssd"], "--features-on"),
-        (["--devices", "cpu,tpu"], "--devices"),
-        (["--balance", "maybe", "--devices", "cpu,cpu"], "--balance"),
-        (["--devices", "cpu,cpu", "--shares", "0.3,0.3"], "summing to 1"),
-        (["--sample-on", "gpu"], "--sample-on gpu: needs a CUDA device"),
-        (["--topology-budget", "10%"], "--topology-budget: applies to --sample-on gpu only"),
-        (["--model", "gcn", "--gcn-degrees", "sampled"], "--gcn-degrees"),
-    ],
-)
-def test_bad_options_are_one_line_errors(tiny_dataset: Dataset, args: list[str], fragment: str) -> None:
+BAD_OPTIONS: list[tuple[list[str], str]] = [
+    (["--fanouts", "10,x"], "--fanouts"),
+    (["--model", "transformer"], "--model"),
+    (["--device", "cuda"], "CUDA"),
+    (["--features-on", "ssd"], "--features-on"),
+    (["--devices", "cpu,tpu"], "--devices"),
+    (["--balance", "maybe", "--devices", "cpu,cpu"], "--balance"),
+    (["--devices", "cpu,cpu", "--shares", "0.3,0.3"], "summing to 1"),
+    (["--sample-on", "gpu"], "--sample-on gpu: needs a CUDA device"),
+    (["--topology-budget", "10%"], "--topology-budget: applies to --sample-on gpu only"),
+    (["--model", "gcn", "--gcn-degrees", "sampled"], "--gcn-degrees"),
+]
+
+
+@pytest.fixture(scope="module")
+def bad_option_runs(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
+    """``graphtier train TINY ARGS`` for every case of BAD_OPTIONS: ``{"code", "stderr"}`` each."""
+    from tests.conftest import run_cli_in_one_process, write_labelled_graph
+
+    dataset = write_labelled_graph(tmp_path_factory.mktemp("bad_options") / "tiny").path
+    return run_cli_in_one_process([["train", str(dataset), *args] for args, _ in BAD_OPTIONS])
+
+
+@pytest.mark.parametrize("case", range(len(BAD_OPTIONS)), ids=[" ".join(args) for args, _ in BAD_OPTIONS])
+def test_bad_options_are_one_line_errors(bad_option_runs: list[dict], case: int) -> None:
     import torch
 
+    args, fragment = BAD_OPTIONS[case]
     if ("cuda" in args or "gpu" in args) and torch.cuda.is_available():
         pytest.skip("CUDA present")
-    result = _run("train", str(tiny_dataset.path), *args)
-    assert result.returncode == 2
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("graphtier: error:") and fragment in lines[0], result.stderr
-    assert "Traceback" not in result.stderr
+    run = bad_option_runs[case]
+    assert run["code"] == 2, run
+    lines = run["stderr"].strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("graphtier: error:") and fragment in lines[0], run["stderr"]
+    assert "Traceback" not in run["stderr"]
 
 
 def test_missing_dataset_is_one_line(tmp_path: Path) -> None:

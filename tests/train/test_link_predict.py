@@ -16,6 +16,7 @@ from graphtier.train.link_model import LinkModel, build_task_model
 from graphtier.train.link_predict import read_node_ids, read_node_pairs, top_k
 from graphtier.train.predict import predict
 from graphtier.train.saved import load_model
+from tests.conftest import run_cli_in_one_process
 from tests.recording_progress import RecordingProgress
 
 SMALL = dict(task="link", batch_size=128, hidden=16, fanouts=(5, 5), eval_batch_size=256, lr=0.01, quiet=True)
@@ -114,12 +115,14 @@ def test_bad_link_predict_input_is_one_line(tiny_link_dataset: Dataset, link_mod
     with pytest.raises(OptionError, match=r"\[0, 400\)"):
         read_node_pairs(far, 400)
     ds, model = str(tiny_link_dataset.path), str(link_model_file)
-    for args, fragment in (
+    cases = (
         (["--task", "node", "--output", str(tmp_path / "o.npy")], "--task link"),
         (["--top-k", "3", "--output", str(tmp_path / "o.npy")], "--for-nodes"),
         (["--pairs", str(bad), "--output", str(tmp_path / "o.npy")], "--pairs"),
         ([], "nothing to do"),
-    ):
-        result = _cli("predict", ds, "--model", model, *args)
-        assert result.returncode == 2 and fragment in result.stderr, (args, result.stderr)
-        assert len(result.stderr.strip().splitlines()) == 1 and not (tmp_path / "o.npy").exists()
+    )
+    runs = run_cli_in_one_process([["predict", ds, "--model", model, *args] for args, _ in cases])
+    for (args, fragment), run in zip(cases, runs):
+        assert run["code"] == 2 and fragment in run["stderr"], (args, run)
+        assert len(run["stderr"].strip().splitlines()) == 1 and "Traceback" not in run["stderr"], (args, run)
+    assert not (tmp_path / "o.npy").exists()
