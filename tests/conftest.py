@@ -7,7 +7,6 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
@@ -15,6 +14,7 @@ import pytest
 from graphtier.dataset import Dataset, DatasetWriter
 from graphtier.dataset.csc import edges_to_csc
 from graphtier.dataset.link_split import LinkPairs, LinkSplit
+from tests.dataset.importers.helpers import REPO_ROOT, CliResult
 
 SHARED_DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 
@@ -161,31 +161,21 @@ def tiny_dataset(tmp_path: Path) -> Dataset:
 
 
 # Runs graphtier's command-line entry point once per argv in one interpreter (one start-up of torch and PyG, ~5 s,
-# instead of one per case): each run's exit code and what it wrote on stderr, with the traceback of anything that
-# escaped the entry point. For tests of one-line errors; a test of signals or of a whole run uses its own process.
+# instead of one per case), through the importer tests' in-process runner; anything that escapes the entry point
+# ends the interpreter with its traceback. For tests of one-line errors; a test of signals or of a whole run
+# uses its own process.
 _CLI_RUNS = r"""
-import contextlib, io, json, sys, traceback
-from graphtier.cli import main
-results = []
-for argv in json.loads(sys.argv[1]):
-    err, code = io.StringIO(), 0
-    try:
-        with contextlib.redirect_stderr(err):
-            main(argv)
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    except BaseException:
-        code = 1
-        err.write(traceback.format_exc())
-    results.append({"code": code, "stderr": err.getvalue()})
-print(json.dumps(results))
+import json, sys
+from dataclasses import asdict
+from tests.dataset.importers.helpers import run_cli
+print(json.dumps([asdict(run_cli(*argv)) for argv in json.loads(sys.argv[1])]))
 """
 
 
-def run_cli_in_one_process(argvs: list[list[str]]) -> list[dict[str, Any]]:
-    """``graphtier ARGV`` for each of ``argvs``, in one subprocess: ``{"code": int, "stderr": str}`` each."""
+def run_cli_in_one_process(argvs: list[list[str]]) -> list[CliResult]:
+    """``graphtier ARGV`` for each of ``argvs``, in one subprocess: exit code, stdout and stderr of each."""
     done = subprocess.run(
-        [sys.executable, "-c", _CLI_RUNS, json.dumps(argvs)], capture_output=True, text=True, timeout=600
+        [sys.executable, "-c", _CLI_RUNS, json.dumps(argvs)], capture_output=True, text=True, timeout=600, cwd=REPO_ROOT
     )
     assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return [CliResult(**result) for result in json.loads(done.stdout.strip().splitlines()[-1])]

@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 
 from graphtier import Dataset
+from tests.conftest import run_cli_in_one_process, write_labelled_graph
+from tests.dataset.importers.helpers import CliResult
 
 
 def _run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -53,26 +55,24 @@ BAD_OPTIONS: list[tuple[list[str], str]] = [
 
 
 @pytest.fixture(scope="module")
-def bad_option_runs(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
-    """``graphtier train TINY ARGS`` for every case of BAD_OPTIONS: ``{"code", "stderr"}`` each."""
-    from tests.conftest import run_cli_in_one_process, write_labelled_graph
-
+def bad_option_runs(tmp_path_factory: pytest.TempPathFactory) -> list[CliResult]:
+    """``graphtier train TINY ARGS`` for every case of BAD_OPTIONS."""
     dataset = write_labelled_graph(tmp_path_factory.mktemp("bad_options") / "tiny").path
     return run_cli_in_one_process([["train", str(dataset), *args] for args, _ in BAD_OPTIONS])
 
 
 @pytest.mark.parametrize("case", range(len(BAD_OPTIONS)), ids=[" ".join(args) for args, _ in BAD_OPTIONS])
-def test_bad_options_are_one_line_errors(bad_option_runs: list[dict], case: int) -> None:
+def test_bad_options_are_one_line_errors(bad_option_runs: list[CliResult], case: int) -> None:
     import torch
 
     args, fragment = BAD_OPTIONS[case]
     if ("cuda" in args or "gpu" in args) and torch.cuda.is_available():
         pytest.skip("CUDA present")
-    run = bad_option_runs[case]
-    assert run["code"] == 2, run
-    lines = run["stderr"].strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("graphtier: error:") and fragment in lines[0], run["stderr"]
-    assert "Traceback" not in run["stderr"]
+    result = bad_option_runs[case]
+    assert result.returncode == 2, result
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("graphtier: error:") and fragment in lines[0], result.stderr
+    assert "Traceback" not in result.stderr
 
 
 def test_missing_dataset_is_one_line(tmp_path: Path) -> None:

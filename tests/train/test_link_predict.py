@@ -122,7 +122,7 @@ def test_bad_link_predict_input_is_one_line(tiny_link_dataset: Dataset, link_mod
         ([], "nothing to do"),
     )
     runs = run_cli_in_one_process([["predict", ds, "--model", model, *args] for args, _ in cases])
-    for (args, fragment), run in zip(cases, runs):
-        assert run["code"] == 2 and fragment in run["stderr"], (args, run)
-        assert len(run["stderr"].strip().splitlines()) == 1 and "Traceback" not in run["stderr"], (args, run)
+    for (args, fragment), result in zip(cases, runs):
+        assert result.returncode == 2 and fragment in result.stderr, (args, result)
+        assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr, (args, result)
     assert not (tmp_path / "o.npy").exists()
