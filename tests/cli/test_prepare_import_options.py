@@ -28,6 +28,7 @@ from graphtier.dataset.importers.options import (
     ImportOptions,
 )
 from graphtier.errors import OptionError
+from tests.cli.helpers import defaults_as_received
 from tests.dataset.importers.helpers import assert_user_error, run_cli
 
 _FORMATS = {
@@ -71,7 +72,7 @@ def test_every_import_option_has_one_click_declaration_with_its_name() -> None:
         probe = declare(probe)
     exposed = [p for p in probe.params if p.expose_value]
     assert sorted(p.name for p in exposed) == sorted(_FIELDS)
-    defaults = {p.name: p.default for p in exposed}
+    defaults = defaults_as_received(probe, [])
     for field in dataclasses.fields(ImportOptions):  # the CLI default is the Python default
         assert defaults[field.name] == field.default, field.name
 

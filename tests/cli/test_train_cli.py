@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from graphtier import Dataset
+from tests.cli.helpers import defaults_as_received
 from tests.conftest import run_cli_in_one_process, write_labelled_graph
 from tests.dataset.importers.helpers import CliResult
 
@@ -150,8 +151,9 @@ def test_every_train_option_is_a_field_of_one_spec_with_the_same_default() -> No
     python_only = {"workload_samples"}  # a tuning knob of the balancer, not a flag
     assert set(options) == set(OPTION_OWNER) - python_only
     defaults = TrainConfig().to_dict() | {"gcn_degrees": "auto"}
-    for name, param in options.items():
-        default = Fanouts.parse(param.default) if name == "fanouts" else param.default
+    received = defaults_as_received(train_cli.command, ["dataset"])
+    for name in options:
+        default = Fanouts.parse(received[name]) if name == "fanouts" else received[name]
         expected = tuple(defaults[name]) if isinstance(defaults[name], list) else defaults[name]
         assert default == expected, name
     assert sum(len(fields(spec)) for spec in SPECS.values()) == len(OPTION_OWNER)  # no name in two specs
