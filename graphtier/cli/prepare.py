@@ -93,6 +93,9 @@ def _report(dataset: Dataset, started: float) -> None:
         click.echo(f"  {field}: {value}")
     for note in edge_notes(dataset.meta) + describe(dataset.meta) + edge_split_notes(dataset.meta):
         click.echo(f"note: {note}")
+    split_note = dataset.meta.get("source", {}).get("split")
+    if split_note:
+        click.echo(f"note: split: {split_note}")
     if dataset.train_idx is None and dataset.link is None:
         click.echo(
             "note: no train/valid/test split was made, and `graphtier train` needs one: "

@@ -34,12 +34,14 @@ class TypedNodes:
 @dataclass
 class TypedEdges:
     """One relation's edges in LOCAL ids: ``src`` [E] of type ``type[0]``, ``dst`` [E] of type ``type[2]``;
-    ``where`` names their origin (a file) in errors."""
+    ``where`` names their origin (a file) in errors; ``shape``: ``(source count, destination count)`` when they
+    came from an adjacency matrix (checked against the node types' counts), else None."""
 
     type: RelationType
     src: np.ndarray
     dst: np.ndarray
     where: str = ""
+    shape: tuple[int, int] | None = None
 
 
 def with_reverse(relations: Sequence[TypedEdges]) -> list[TypedEdges]:
@@ -126,6 +128,13 @@ def write_typed_graph(
     counts = {t.name: int(t.count) for t in types}
     if len(counts) != len(types):
         raise DatasetError(f"{writer.output}: node types must be distinct, found {[t.name for t in types]}")
+    for rel in relations:
+        expected = (counts.get(rel.type[0]), counts.get(rel.type[2]))
+        if rel.shape is not None and tuple(rel.shape) != expected:
+            raise DatasetError(
+                f"{rel.where}: relation {rel.type}: expected an adjacency of shape {expected} "
+                f"({rel.type[0]} x {rel.type[2]} nodes), found {tuple(rel.shape)}"
+            )
     indptr, indices, edge_counts = build_typed_csc(counts, relations, progress=progress)
     schema = Schema.build(
         [

@@ -30,6 +30,13 @@ from typing import Any
 from graphtier._progress import NO_PROGRESS, Progress
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import textio
+from graphtier.dataset.importers.global_adjacency import (
+    ADJACENCY_KEYS,
+    AdjacencySpec,
+    read_global_types,
+    split_adjacency,
+)
+from graphtier.dataset.importers.members import file_or_member
 from graphtier.dataset.importers.options import MANIFEST_FIELDS, ImportOptions
 from graphtier.dataset.importers.typed_files import (
     SPLIT_NAMES,
@@ -44,7 +51,7 @@ from graphtier.dataset.typed_graph import TypedNodes
 from graphtier.dataset.writer import DatasetWriter
 from graphtier.errors import DatasetError
 
-TOP_KEYS = ("name", "nodes", "edges", "target", "split")
+TOP_KEYS = ("name", "nodes", "edges", "adjacency", "target", "split")
 NODE_KEYS = ("count", "features", "labels")
 EDGE_KEYS = ("type", "path")
 YAML_SUFFIXES = (".yaml", ".yml")
@@ -64,14 +71,17 @@ class Manifest:
             self.fail("", "an object with 'nodes' and 'edges'", type(raw).__name__)
         self._keys(raw, TOP_KEYS, "")
         self.name: str | None = None if raw.get("name") is None else str(raw["name"])
-        nodes = raw.get("nodes")
-        if not isinstance(nodes, dict) or not nodes:
+        self.adjacency = None if raw.get("adjacency") is None else self._adjacency(raw["adjacency"])
+        nodes = raw.get("nodes", {} if self.adjacency is not None else None)
+        if not isinstance(nodes, dict) or not (nodes or self.adjacency):
             self.fail("nodes", "an object of node types {name: {count, features, labels}}", _kind(nodes))
-        self.counts: dict[str, int | None] = {}
+        self.counts: dict[str, int | None] = dict.fromkeys(self.adjacency.type_names) if self.adjacency else {}
         self.features: dict[str, list[Path]] = {}
         self.labels: dict[str, Path] = {}
         for type_name, entry in nodes.items():
             key = f"nodes.{type_name}"
+            if self.adjacency is not None and type_name not in self.counts:
+                self.fail(key, f"a type of adjacency.type_names ({', '.join(self.counts)})", repr(type_name))
             if not isinstance(entry, dict):
                 self.fail(key, "an object {count, features, labels}", _kind(entry))
             self._keys(entry, NODE_KEYS, key)
@@ -83,13 +93,13 @@ class Manifest:
                 if not files:
                     self.fail(f"{key}.features", "a file or a non-empty list of files", "[]")
                 self.features[type_name] = [self.file(f"{key}.features", f) for f in files]
-            elif count is None:
+            elif count is None and self.adjacency is None:
                 self.fail(f"{key}.count", "a node count (or 'features' to count the rows)", "neither")
             if "labels" in entry:
                 self.labels[type_name] = self.file(f"{key}.labels", entry["labels"])
             self.counts[type_name] = count
-        edges = raw.get("edges")
-        if not isinstance(edges, list) or not edges:
+        edges = raw.get("edges", [] if self.adjacency is not None else None)
+        if not isinstance(edges, list) or not (edges or self.adjacency):
             self.fail("edges", "a list of relations [{type: [src, name, dst], path}]", _kind(edges))
         self.relations: list[tuple[tuple[str, str, str], Path]] = []
         for i, entry in enumerate(edges):
@@ -107,6 +117,7 @@ class Manifest:
                 self.fail(f"{key}.path", "the relation's edge file", "none")
             self.relations.append(((rel[0], rel[1], rel[2]), self.file(f"{key}.path", entry["path"])))
         self.target = self._target(raw.get("target"))
+        self.global_split_ids = False
         self.splits = self._splits(raw.get("split"))
 
     def _target(self, value: Any) -> str:
@@ -132,10 +143,41 @@ class Manifest:
             return {}
         if not isinstance(value, dict):
             self.fail("split", "an object {train, valid, test} of files", _kind(value))
-        self._keys(value, SPLIT_NAMES, "split")
+        self._keys(value, SPLIT_NAMES + ("ids",), "split")
         if self.target not in self.labels:
             self.fail("split", f"labels on the target type {self.target!r} (nodes.{self.target}.labels)", "none")
-        return {name: self.file(f"split.{name}", path) for name, path in value.items()}
+        ids = value.get("ids", "global" if self.adjacency is not None else "local")
+        if ids not in ("global", "local") or (ids == "global" and self.adjacency is None):
+            allowed = "'global' or 'local'" if self.adjacency is not None else "'local' (no adjacency)"
+            self.fail("split.ids", allowed, repr(ids))
+        self.global_split_ids = ids == "global"
+        return {name: self.file(f"split.{name}", path) for name, path in value.items() if name != "ids"}
+
+    def _adjacency(self, value: Any) -> AdjacencySpec:
+        if not isinstance(value, dict):
+            self.fail("adjacency", "an object {path, node_types, type_names}", _kind(value))
+        self._keys(value, ADJACENCY_KEYS, "adjacency")
+        names = value.get("type_names")
+        if not isinstance(names, list) or not names or not all(isinstance(n, str) and n for n in names):
+            self.fail("adjacency.type_names", "the node type names in type-id order", repr(names))
+        if len(set(names)) != len(names):
+            self.fail("adjacency.type_names", "distinct names", repr(names))
+        for key in ("path", "node_types"):
+            if key not in value:
+                self.fail(f"adjacency.{key}", "a file", "none")
+        relation_names: dict[tuple[str, str], str] = {}
+        for i, rel in enumerate(value.get("relations") or []):
+            if not isinstance(rel, list) or len(rel) != 3 or not all(isinstance(x, str) for x in rel):
+                self.fail(f"adjacency.relations[{i}]", "[src_type, relation, dst_type]", repr(rel))
+            if rel[0] not in names or rel[2] not in names:
+                self.fail(f"adjacency.relations[{i}]", f"types of type_names ({', '.join(names)})", repr(rel))
+            relation_names[(rel[0], rel[2])] = rel[1]
+        return AdjacencySpec(
+            self.file("adjacency.path", value["path"]),
+            self.file("adjacency.node_types", value["node_types"]),
+            list(names),
+            relation_names,
+        )
 
     def _keys(self, entry: dict[str, Any], allowed: Sequence[str], key: str) -> None:
         unknown = [k for k in entry if k not in allowed]
@@ -145,10 +187,11 @@ class Manifest:
             )
 
     def file(self, key: str, value: Any) -> Path:
-        """The existing file ``value`` names (relative to the manifest's folder)."""
+        """The existing file ``value`` names (relative to the manifest's folder); ``PATH:KEY`` names a member
+        of an ``.npz`` or a ``.mat`` (:func:`~graphtier.dataset.importers.members.file_or_member`)."""
         if not isinstance(value, str) or not value:
             self.fail(key, "a file path", repr(value))
-        path = Path(value) if os.path.isabs(value) else self.base / value
+        path = file_or_member(value if os.path.isabs(value) else self.base / value)
         if not path.is_file():
             self.fail(key, "an existing file", f"{path} (not found)" if not path.exists() else f"{path} (not a file)")
         return path
@@ -159,6 +202,8 @@ class Manifest:
     def inputs(self) -> list[Path]:
         """Every file the manifest names, the manifest first."""
         files = [self.path] + [f for paths in self.features.values() for f in paths] + list(self.labels.values())
+        if self.adjacency is not None:
+            files += [self.adjacency.path, self.adjacency.node_types]
         return files + [p for _, p in self.relations] + list(self.splits.values())
 
 
@@ -217,6 +262,13 @@ def import_manifest(
     options.check_accepted(MANIFEST_FIELDS, "manifest")
     non_finite = options.non_finite
     manifest = read_manifest(source)
+    nodes = None
+    if manifest.adjacency is not None:
+        nodes = read_global_types(manifest.adjacency, "adjacency.node_types")
+        for (type_name, count), found in zip(manifest.counts.items(), nodes.counts, strict=True):
+            if count is not None and count != found:
+                manifest.fail(f"nodes.{type_name}.count", f"{found} (the {type_name} nodes of node_types)", count)
+            manifest.counts[type_name] = found
     with DatasetWriter(output, overwrite=overwrite) as writer:
         types: list[TypedNodes] = []
         guards = []
@@ -236,9 +288,18 @@ def import_manifest(
             labels = read_type_labels(manifest.labels[manifest.target], target_count, f"nodes.{manifest.target}.labels")
         splits = {
             split: read_local_ids(path, target_count, f"split.{split}", manifest.target)
+            if nodes is None or not manifest.global_split_ids
+            else nodes.to_local(
+                read_local_ids(path, nodes.types.size, f"split.{split}", "global"), manifest.target, f"{path}: split"
+            )
             for split, path in manifest.splits.items()
         }
-        relations = [
+        if splits and manifest.global_split_ids:
+            writer.source_notes["split"] = (
+                f"the split files hold global ids of the adjacency, converted to {manifest.target}'s local ids"
+            )
+        relations = [] if nodes is None else split_adjacency(manifest.adjacency, nodes, "adjacency")  # type: ignore[arg-type]
+        relations += [
             read_relation_edges(path, rel, f"edges[{i}]", progress) for i, (rel, path) in enumerate(manifest.relations)
         ]
         data = TypedImport(types, relations, manifest.target, labels, splits, manifest.inputs())

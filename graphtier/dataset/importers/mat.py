@@ -32,7 +32,7 @@ from graphtier.dataset.importers.labels import (
     renumber_codes,
 )
 from graphtier.dataset.importers.options import ImportOptions
-from graphtier.dataset.importers.sparse import checked_sparse
+from graphtier.dataset.importers.sparse import DenseRows, checked_sparse
 from graphtier.dataset.writer import DatasetWriter
 from graphtier.errors import DatasetError, OptionError
 
@@ -120,23 +120,7 @@ def read_adjacency(value: Any, path: Path, key: str) -> tuple[np.ndarray, np.nda
     return csr.indptr.astype(np.int64), csr.indices, int(csr.shape[0])
 
 
-class _DenseRows:
-    """Row blocks of a sparse or dense feature matrix as float32 dense arrays (for the writer)."""
-
-    def __init__(self, matrix: Any) -> None:
-        self.matrix = matrix
-        self.shape = tuple(matrix.shape)
-        self.ndim = 2
-        dtype = np.dtype(matrix.dtype)
-        self.dtype = dtype if dtype in (np.float16, np.float32) else np.dtype(np.float32)
-
-    def __getitem__(self, rows: Any) -> np.ndarray:
-        block = self.matrix[rows]
-        block = block.toarray() if hasattr(block, "toarray") else np.asarray(block)
-        return block.astype(self.dtype, copy=False)
-
-
-def read_features(value: Any, path: Path, key: str, num_nodes: int) -> _DenseRows:
+def read_features(value: Any, path: Path, key: str, num_nodes: int) -> DenseRows:
     """The feature matrix ``value`` [N, D] (sparse or dense), checked against the adjacency."""
     matrix = _numeric_matrix(value, path, key)
     if matrix.shape[0] != num_nodes:
@@ -149,7 +133,7 @@ def read_features(value: Any, path: Path, key: str, num_nodes: int) -> _DenseRow
         raise DatasetError(
             f"{path}: variable {key!r}: expected at least one feature column, found shape {matrix.shape}"
         )
-    return _DenseRows(matrix)
+    return DenseRows(matrix)
 
 
 def read_mat_labels(

@@ -31,6 +31,8 @@ from graphtier.dataset.importers.labels import (
     mark_unlabelled,
     renumber_codes,
 )
+from graphtier.dataset.importers.members import MemberPath, load_dense_member, load_member
+from graphtier.dataset.importers.sparse import DenseRows, load_sparse_npz
 from graphtier.errors import DatasetError, OptionError
 
 # Random streams of generated node data, drawn as np.random.default_rng([seed, stream]): feature row block k
@@ -53,7 +55,11 @@ _MAGICS = (
 
 
 def sniff(path: Path) -> tuple[str, str]:
-    """``(kind, description)`` of the content of ``path``: npy, npz, gzip, mat, hdf5, pickle, text or binary."""
+    """``(kind, description)`` of the content of ``path``: npy, npz, gzip, mat, hdf5, pickle, text or binary.
+
+    A :class:`~graphtier.dataset.importers.members.MemberPath` (``PATH:KEY``) is an array: ``npy``."""
+    if isinstance(path, MemberPath):
+        return "npy", f"an array ({path})"
     try:
         with open(path, "rb") as stream:
             head = stream.read(4096)
@@ -76,8 +82,11 @@ def load_npy(path: Path, option: str) -> np.ndarray:
     """The ``.npy`` ``path`` given to ``option``, memory-mapped read-only; an error naming the format found otherwise.
 
     Memory-mapping checks the file's length against its header before anything is allocated, so a
-    small damaged file that claims a huge shape is refused instead of allocating that shape.
+    small damaged file that claims a huge shape is refused instead of allocating that shape. A ``PATH:KEY``
+    (:class:`~graphtier.dataset.importers.members.MemberPath`) is read into memory instead.
     """
+    if isinstance(path, MemberPath):
+        return load_dense_member(path, option)
     kind, description = sniff(path)
     if kind != "npy":
         raise DatasetError(f"{path}: {option}: expected a .npy file (numpy.save), got {description}")
@@ -101,20 +110,29 @@ def load_npy(path: Path, option: str) -> np.ndarray:
 
 
 def read_feature_matrix(path: str | os.PathLike[str], scratch: Path) -> np.ndarray:
-    """The ``--features`` matrix [rows, D] of ``path``: a ``.npy`` (memory-mapped) or a text matrix.
+    """The ``--features`` matrix [rows, D] of ``path``: a ``.npy`` (memory-mapped), a text matrix, a
+    ``scipy.sparse.save_npz`` archive or a sparse ``PATH:KEY`` member (both as :class:`DenseRows`: densified
+    block by block as the rows are copied, never whole), or a dense ``PATH:KEY`` member (in memory).
 
     A text matrix is parsed chunk by chunk into the raw float32 file ``scratch`` (removed by the
     caller's writer) and returned memory-mapped, so it never exists as Python objects.
     """
     p = textio.require_file(path, "--features file")
     kind, description = sniff(p)
-    if p.suffix == ".npy" or kind == "npy":
+    if isinstance(p, MemberPath) or (kind == "npz" and p.suffix != ".npy"):
+        try:
+            member = load_member(p) if isinstance(p, MemberPath) else load_sparse_npz(p)
+        except DatasetError as exc:
+            raise DatasetError(f"{exc} (--features)") from None
+        feats = member if isinstance(member, np.ndarray) else DenseRows(member)
+    elif p.suffix == ".npy" or kind == "npy":
         feats = load_npy(p, "--features")
     elif kind in ("text", "gzip"):
         feats = _read_text_matrix(p, scratch)
     else:
         raise DatasetError(
-            f"{p}: --features: expected a .npy array or a text matrix (one row per node), got {description}"
+            f"{p}: --features: expected a .npy array, a scipy.sparse .npz, PATH:KEY of an .npz or .mat, or a "
+            f"text matrix (one row per node), got {description}"
         )
     if feats.ndim != 2:
         raise DatasetError(f"{p}: --features: expected a 2-d array [nodes, dim], found shape {tuple(feats.shape)}")

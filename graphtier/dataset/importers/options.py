@@ -25,6 +25,7 @@ import numpy as np
 from graphtier.dataset.finite import NON_FINITE_MODES
 from graphtier.dataset.importers.holdout import check_eval_negatives, parse_edge_split
 from graphtier.dataset.importers.labels import MAX_CLASSES
+from graphtier.dataset.importers.members import file_or_member
 from graphtier.dataset.importers.node_data import LABEL_LAYOUTS
 from graphtier.dataset.importers.pair_files import EdgeSplitFiles
 from graphtier.dataset.importers.splits import check_fractions, parse_fractions
@@ -72,8 +73,8 @@ class ImportOptions:
         """Normalise (paths, split text) and reject malformed or conflicting values."""
         for path_field in ("labels", "features"):
             value = getattr(self, path_field)
-            if value is not None and not isinstance(value, Path):
-                object.__setattr__(self, path_field, Path(value))
+            if value is not None:  # PATH:KEY is a member of an .npz or .mat (members.file_or_member)
+                object.__setattr__(self, path_field, file_or_member(value))
         if isinstance(self.split, str):
             object.__setattr__(self, "split", parse_fractions(self.split))
         elif self.split is not None:

@@ -1,8 +1,8 @@
 """Node-pair files of an edge split given as files: ``--edge-split-files train=FILE,valid=FILE,test=FILE``.
 
 A pair file is plain text, ``src dst`` per line as ``prepare edgelist`` reads it (blank, tab or comma
-separated, gzip, ``#``/``%`` comments, an optional header, extra columns ignored), or a ``.npy`` integer
-array [P, 2]. Negatives (``valid_neg``, ``test_neg``) are [Q, 2] pairs, or with ``--eval-negatives K``
+separated, gzip, ``#``/``%`` comments, an optional header, extra columns ignored), a ``.npy`` integer
+array [P, 2], or ``PATH:KEY``, such an array inside an ``.npz`` or ``.mat`` (GAE's ``val_edges``). Negatives (``valid_neg``, ``test_neg``) are [Q, 2] pairs, or with ``--eval-negatives K``
 [P, K] destinations (line / row i: the K negative destinations of positive i, whose source they share).
 
 Ids are the input's node ids: when the importer renumbered them (an edge list with gaps), they go through
@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from graphtier.dataset.importers import node_data, textio
+from graphtier.dataset.importers.members import file_or_member
 from graphtier.errors import DatasetError, OptionError
 
 POSITIVE_KEYS = ("train", "valid", "test")
@@ -65,7 +66,7 @@ class EdgeSplitFiles:
             raise OptionError(
                 f"{{{OPTION}}} expected valid=FILE and test=FILE, found no {missing[0]}=", options=(OPTION,)
             )
-        return cls(tuple((key, Path(mapping[key])) for key in SPLIT_FILE_KEYS if key in mapping))
+        return cls(tuple((key, file_or_member(mapping[key])) for key in SPLIT_FILE_KEYS if key in mapping))
 
     def get(self, key: str) -> Path | None:
         """The path given for ``key`` (None when not given)."""

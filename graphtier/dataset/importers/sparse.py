@@ -198,7 +198,12 @@ def load_sparse_npz(path: Path) -> sp.spmatrix:
             raise DatasetError(f"{where}: not a readable .npz archive ({exc})") from None
     raw_format = arrays.get("format")
     if raw_format is None or raw_format.ndim != 0 or raw_format.dtype.kind not in "SU":
-        raise _fail(where, "format", "'csr', 'csc' or 'coo' (scipy.sparse.save_npz)", f"{sorted(arrays)}")
+        raise _fail(
+            where,
+            "format",
+            "'csr', 'csc' or 'coo' (scipy.sparse.save_npz; PATH:KEY takes one array of any .npz)",
+            f"{sorted(arrays)}",
+        )
     layout = raw_format.item()
     layout = layout.decode("latin-1") if isinstance(layout, bytes) else str(layout)
     shape = arrays.get("shape")
@@ -217,3 +222,21 @@ def load_sparse_npz(path: Path) -> sp.spmatrix:
     except (TypeError, ValueError, OverflowError) as exc:
         raise DatasetError(f"{where}: not a valid sparse matrix ({type(exc).__name__}: {exc})") from None
     return matrix
+
+
+class DenseRows:
+    """Row blocks of a sparse (or dense) feature matrix [N, D] as dense arrays, for the block-wise copy of
+    :func:`~graphtier.dataset.importers.features.write_feature_file`: ``rows[a:b]`` or ``rows[ids]`` is a dense
+    float32 (float16 kept) array, so the whole matrix is never densified at once."""
+
+    def __init__(self, matrix: Any) -> None:
+        self.matrix = matrix
+        self.shape = tuple(int(d) for d in matrix.shape)
+        self.ndim = 2
+        dtype = np.dtype(matrix.dtype)
+        self.dtype = dtype if dtype in (np.float16, np.float32) else np.dtype(np.float32)
+
+    def __getitem__(self, rows: Any) -> np.ndarray:
+        block = self.matrix[rows]
+        block = block.toarray() if hasattr(block, "toarray") else np.asarray(block)
+        return block.astype(self.dtype, copy=False)

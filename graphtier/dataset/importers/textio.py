@@ -15,6 +15,7 @@ from typing import IO
 import numpy as np
 
 from graphtier.dataset.importers import kernels
+from graphtier.dataset.importers.members import file_or_member
 from graphtier.errors import DatasetError, OptionError
 
 CHUNK_BYTES = 64 << 20
@@ -29,8 +30,9 @@ _GZIP_MAGIC = b"\x1f\x8b"
 
 
 def require_file(path: str | os.PathLike[str], what: str = "input file") -> Path:
-    """``Path(path)`` if it is an existing file, else :class:`DatasetError` naming it."""
-    p = Path(path)
+    """``Path(path)`` if it is an existing file, else :class:`DatasetError` naming it; ``PATH:KEY`` (a member of an
+    ``.npz`` or ``.mat``, :func:`~graphtier.dataset.importers.members.file_or_member`) gives a ``MemberPath``."""
+    p = file_or_member(path)
     if not p.exists():
         raise DatasetError(f"{p}: {what} not found")
     if not p.is_file():

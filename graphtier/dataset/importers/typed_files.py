@@ -7,8 +7,12 @@ The manifest importer (:mod:`~graphtier.dataset.importers.manifest`) and OGB's h
   a type's features may be split by rows over several files (stacked in order, same width);
 * labels: ``.npy`` or text, one class id per node (integral floats accepted; NaN / negative = unlabelled);
 * split files: ``.npy`` or text, one local id per line;
-* edges: one file per relation, ``src dst`` per line (text, csv, gzip, as ``prepare edgelist`` reads) or an
-  integer ``.npy`` [E, 2] (or [2, E]).
+* edges: one file per relation, ``src dst`` per line (text, csv, gzip, as ``prepare edgelist`` reads), an
+  integer ``.npy`` [E, 2] (or [2, E]), or a sparse adjacency [source count, destination count] (a
+  ``scipy.sparse`` ``.npz``, or a sparse ``.mat`` variable ``PATH:KEY``: entry ``[u, v] != 0`` is ``u -> v``).
+
+Any of these files may be ``PATH:KEY``, an array inside an ``.npz`` or a ``.mat``
+(:mod:`~graphtier.dataset.importers.members`).
 
 Every error is one line naming the file, the node type or relation, the expected and the found value.
 :func:`finish_typed_import` writes the graph (:func:`~graphtier.dataset.typed_graph.write_typed_graph`),
@@ -33,7 +37,8 @@ from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import finish, node_data, textio
 from graphtier.dataset.importers.features import note_replaced
 from graphtier.dataset.importers.labels import Labels, labels_from_values
-from graphtier.dataset.importers.sparse import load_sparse_npz
+from graphtier.dataset.importers.members import MemberPath, load_member
+from graphtier.dataset.importers.sparse import DenseRows, load_sparse_npz
 from graphtier.dataset.importers.splits import save_splits
 from graphtier.dataset.typed_graph import TypedEdges, TypedNodes, write_typed_graph
 from graphtier.dataset.writer import DatasetWriter
@@ -43,18 +48,17 @@ SPLIT_NAMES = ("train", "valid", "test")
 
 
 def _matrix(path: Path, what: str, scratch: Path) -> np.ndarray:
-    """One feature file as [rows, D]: ``.npy``/text through :func:`node_data.read_feature_matrix`, or a
-    ``scipy.sparse`` ``.npz`` densified to float32."""
-    kind, _ = node_data.sniff(path)
-    if kind != "npz":
-        try:
-            return node_data.read_feature_matrix(path, scratch)
-        except DatasetError as exc:
-            raise DatasetError(f"{exc} ({what})") from None
-    matrix = load_sparse_npz(path)
+    """One feature file as [rows, D] through :func:`node_data.read_feature_matrix`; a sparse one (a
+    ``scipy.sparse`` ``.npz`` or a sparse ``PATH:KEY``) is densified to float32 after the memory check."""
+    try:
+        matrix = node_data.read_feature_matrix(path, scratch)
+    except DatasetError as exc:
+        raise DatasetError(f"{exc} ({what})") from None
+    if not isinstance(matrix, DenseRows):
+        return matrix
     rows, cols = matrix.shape
     resources.require_memory(rows * cols * 4, f"{path}: densifying the sparse features of {what} ({rows} x {cols})")
-    return np.asarray(matrix.toarray(), dtype=np.float32)
+    return matrix[:rows]
 
 
 def read_type_features(
@@ -150,6 +154,13 @@ def read_relation_edges(
     ``progress`` reports reading a text file as the stage ``prepare: read edges <relation name>``."""
     what = f"{where} relation {relation}"
     kind, description = node_data.sniff(path)
+    sparse = load_member(path) if isinstance(path, MemberPath) else load_sparse_npz(path) if kind == "npz" else None
+    if sparse is not None and not isinstance(sparse, np.ndarray):  # an adjacency: entry [u, v] != 0 is u -> v
+        coo = sparse.tocoo()
+        nonzero = coo.data != 0
+        return TypedEdges(
+            relation, coo.row[nonzero].astype(np.int64), coo.col[nonzero].astype(np.int64), str(path), coo.shape
+        )
     if kind == "npy":
         pairs = np.asarray(node_data.load_npy(path, what))
         if pairs.ndim == 2 and pairs.shape[1] != 2 and pairs.shape[0] == 2:

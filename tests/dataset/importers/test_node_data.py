@@ -170,8 +170,10 @@ def test_object_npy_and_npz_features(tmp_path: Path) -> None:
     with pytest.raises(DatasetError, match="expected a numeric .npy array, found an object"):
         import_edgelist(edges, tmp_path / "o", features=tmp_path / "obj.npy")
     np.savez(tmp_path / "f.npz", x=np.ones((2, 2)))
-    with pytest.raises(DatasetError, match=r"expected a .npy array or a text matrix .*got a zip archive"):
+    with pytest.raises(DatasetError, match=r"f.npz: .*PATH:KEY takes one array of any .npz.*\['x'\] \(--features\)"):
         import_edgelist(edges, tmp_path / "o", features=tmp_path / "f.npz")
+    ds = import_edgelist(edges, tmp_path / "o", features=f"{tmp_path / 'f.npz'}:x")  # PATH:KEY: one member
+    assert np.array_equal(ds.features, np.ones((2, 2), np.float32))
 
 
 def test_sniff() -> None:
