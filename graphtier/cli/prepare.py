@@ -301,9 +301,18 @@ def ogb(
 @common_options
 @click.option(
     "--adjacency-key",
-    default=None,
+    multiple=True,
     metavar="NAME",
-    help=f"Variable holding the square adjacency (default: the first of {', '.join(ADJACENCY_KEYS)}).",
+    help=f"Variable holding the square adjacency (default: the first of {', '.join(ADJACENCY_KEYS)}). Repeat it "
+    "for several graphs over the same nodes (HAN's PAP and PLP): a typed dataset, one relation per variable.",
+)
+@click.option(
+    "--split-keys",
+    default=None,
+    metavar="TRAIN,VALID,TEST",
+    help="Variables holding the file's own split (node id vectors; 0- or 1-based detected). Default: "
+    "train_idx,val_idx,test_idx (or idx_train, ...) when the file has them and no --split is given; "
+    "'none' ignores them.",
 )
 @click.option(
     "--features-key",
@@ -325,7 +334,8 @@ def mat(
     output: Path,
     name: str | None,
     overwrite: bool,
-    adjacency_key: str | None,
+    adjacency_key: tuple[str, ...],
+    split_keys: str | None,
     features_key: str | None,
     labels_key: str | None,
     options: ImportOptions,
@@ -334,7 +344,9 @@ def mat(
     """A MATLAB .mat file (v7.2 or older) with an adjacency matrix, features and labels (scipy.io.loadmat).
 
     Entry [u, v] != 0 of the adjacency is an edge u -> v; sparse or dense matrices both work. The
-    variables not used are listed with their shapes. Facebook100: --labels-key local_info
+    variables not used are listed with their shapes. The file's own split (train_idx, val_idx, test_idx)
+    is used unless --split replaces it (said in the output). HAN's ACM3025: --adjacency-key PAP
+    --adjacency-key PLP (one node type, one relation per graph). Facebook100: --labels-key local_info
     --labels-column 1 --unlabelled-value 0 (gender; 0 = missing).
     """
     from graphtier.dataset.importers.mat import import_mat
@@ -345,9 +357,10 @@ def mat(
         output,
         name=name,
         overwrite=overwrite,
-        adjacency_key=adjacency_key,
+        adjacency_key=adjacency_key or None,
         features_key=features_key,
         labels_key=labels_key,
+        split_keys=split_keys,
         options=options,
         progress=progress,
     )
@@ -356,8 +369,10 @@ def mat(
     def origin(key: str, file_option: str) -> str:
         return f"{chosen[file_option]} (--{file_option})" if chosen.get(file_option) else repr(chosen[key])
 
+    adjacency = chosen["adjacency_key"]
+    adjacency = ", ".join(map(repr, adjacency)) if isinstance(adjacency, list) else repr(adjacency)
     click.echo(
-        f"variables: adjacency {chosen['adjacency_key']!r}, features {origin('features_key', 'features')}, "
+        f"variables: adjacency {adjacency}, features {origin('features_key', 'features')}, "
         f"labels {origin('labels_key', 'labels')}"
         + (f" column {chosen['labels_column']}" if chosen.get("labels_column") is not None else "")
     )
@@ -366,7 +381,7 @@ def mat(
         click.echo(
             "not used: "
             + ", ".join(f"{name} [{shape}]" for name, shape in unused.items())
-            + " (--features-key / --labels-key NAME [--labels-column C] use one)"
+            + " (--features-key / --labels-key NAME [--labels-column C] / --split-keys use one)"
         )
     _report(dataset, started)
 

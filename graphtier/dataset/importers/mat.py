@@ -33,6 +33,7 @@ from graphtier.dataset.importers.labels import (
 )
 from graphtier.dataset.importers.options import ImportOptions
 from graphtier.dataset.importers.sparse import DenseRows, checked_sparse
+from graphtier.dataset.importers.splits import save_splits
 from graphtier.dataset.writer import DatasetWriter
 from graphtier.errors import DatasetError, OptionError
 
@@ -69,9 +70,11 @@ def load_mat(path: Path) -> dict[str, Any]:
     return {k: v for k, v in variables.items() if not k.startswith("__")}
 
 
-def _pick(
+def pick_variable(
     variables: dict[str, Any], path: Path, key: str | None, defaults: Sequence[str], option: str, required: bool
 ) -> str | None:
+    """The variable ``key`` (checked to exist), else the first of ``defaults`` present; ``"none"`` or nothing
+    found (when not ``required``) gives None."""
     if key is not None:
         if key == NONE:
             if required:
@@ -193,6 +196,99 @@ def read_mat_labels(
     return Labels(values, int(shape[1]))
 
 
+SPLIT_GUESSES = (
+    ("train_idx", "idx_train", "train_index", "train"),
+    ("val_idx", "valid_idx", "idx_val", "val_index", "valid_index", "val", "valid"),
+    ("test_idx", "idx_test", "test_index", "test"),
+)
+"""Names of a file's own split variables, tried in this order (HAN's ACM3025: train_idx, val_idx, test_idx)."""
+
+
+def split_like_keys(variables: dict[str, Any]) -> list[str]:
+    """The variables whose names look like a split (``train*``, ``val*``, ``test*``, ``idx_*``), sorted."""
+    prefixes = ("train", "val", "test", "idx_")
+    return sorted(k for k in variables if k.lower().startswith(prefixes))
+
+
+def guess_split_keys(variables: dict[str, Any]) -> tuple[str, str, str] | None:
+    """The file's own ``(train, valid, test)`` variables when each of :data:`SPLIT_GUESSES` finds one, else None."""
+    found = [next((k for k in names if k in variables), None) for names in SPLIT_GUESSES]
+    return None if None in found else (found[0], found[1], found[2])  # type: ignore[return-value]
+
+
+def parse_split_keys(text: str | Sequence[str]) -> tuple[str, str, str] | None:
+    """``"train_idx,val_idx,test_idx"`` (or three names) -> the names; ``"none"`` -> None (no file split)."""
+    names = [k.strip() for k in text.split(",")] if isinstance(text, str) else [str(k) for k in text]
+    if names == [NONE]:
+        return None
+    if len(names) != 3 or not all(names):
+        raise OptionError(f"--split-keys: expected three variable names TRAIN,VALID,TEST (or none), found {text!r}")
+    return names[0], names[1], names[2]
+
+
+def read_split_variables(
+    variables: dict[str, Any], path: Path, keys: Sequence[str], num_nodes: int
+) -> tuple[list[np.ndarray], str]:
+    """The split the file holds: the index vectors ``keys`` (train, valid, test; any shape with one non-trivial
+    axis, HAN's are [1, K]) as 0-based int64 node ids, and a sentence saying what was read. 0- or 1-based is
+    detected: 1-based (MATLAB) when no id is 0 and the largest equals ``num_nodes``, else 0-based."""
+    import scipy.sparse as sp
+
+    raw = []
+    for key in keys:
+        if key not in variables:
+            raise DatasetError(f"{path}: --split-keys {key!r}: no such variable; the file has {sorted(variables)}")
+        value = variables[key]
+        array = np.asarray(value.toarray() if sp.issparse(value) else value)
+        if array.dtype.kind not in "iuf" or sum(d > 1 for d in array.shape) > 1:
+            raise DatasetError(
+                f"{path}: --split-keys {key!r}: expected a vector of node ids, found {array.dtype} {array.shape}"
+            )
+        ids = array.reshape(-1)
+        if ids.size and (not np.all(np.isfinite(ids)) or np.any(ids != np.round(ids))):
+            raise DatasetError(f"{path}: --split-keys {key!r}: expected integer node ids, found fractional values")
+        raw.append(ids.astype(np.int64))
+    every = np.concatenate(raw)
+    low, high = (int(every.min()), int(every.max())) if every.size else (0, 0)
+    one_based = every.size > 0 and low >= 1 and high == num_nodes
+    base = "1-based (no id is 0 and the largest is N): shifted to 0-based" if one_based else "0-based"
+    splits = [ids - 1 for ids in raw] if one_based else raw
+    for key, ids in zip(keys, splits, strict=True):
+        if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= num_nodes):
+            raise DatasetError(
+                f"{path}: --split-keys {key!r}: expected node ids in [0, {num_nodes}) (or 1-based [1, {num_nodes}]), "
+                f"found values in [{int(ids.min()) + one_based}, {int(ids.max()) + one_based}]"
+            )
+    sizes = ", ".join(f"{key} {ids.size:,}" for key, ids in zip(keys, splits, strict=True))
+    return splits, f"the file's own split ({sizes} ids, {base})"
+
+
+def choose_split_keys(
+    variables: dict[str, Any], split_keys: str | Sequence[str] | None, random_split: Any
+) -> tuple[tuple[str, str, str] | None, str | None]:
+    """Which split variables to read (None: none) and what to say about the file's split: ``split_keys``
+    (``--split-keys``; ``"none"`` reads none) wins; without it the file's own split (:func:`guess_split_keys`)
+    is used unless ``random_split`` (``--split``) replaces it, which is said, as are split-like variables
+    that are not used."""
+    like = split_like_keys(variables)
+    if split_keys is not None:
+        keys = parse_split_keys(split_keys)
+        if keys is not None and random_split is not None:
+            raise OptionError(f"--split-keys and --split: expected at most one, found both ({','.join(keys)})")
+        return keys, None
+    if random_split is not None:
+        return None, (f"the random --split replaces the split the file holds ({', '.join(like)})" if like else None)
+    guessed = guess_split_keys(variables)
+    if guessed is not None:
+        return guessed, None
+    if like:
+        return None, (
+            f"the file holds split-like variables ({', '.join(like)}), not used: "
+            "pass --split-keys TRAIN,VALID,TEST to use them"
+        )
+    return None, None
+
+
 def unused_variables(variables: dict[str, Any], used: Sequence[str | None]) -> dict[str, str]:
     """``{name: "shape dtype"}`` of the variables of a ``.mat`` the import does not use (printed by ``prepare``)."""
     out = {}
@@ -212,9 +308,10 @@ def import_mat(
     *,
     name: str | None = None,
     overwrite: bool = False,
-    adjacency_key: str | None = None,
+    adjacency_key: str | Sequence[str] | None = None,
     features_key: str | None = None,
     labels_key: str | None = None,
+    split_keys: str | Sequence[str] | None = None,
     options: ImportOptions | None = None,
     progress: Progress = NO_PROGRESS,
     **option_values: Any,
@@ -225,7 +322,12 @@ def import_mat(
         source: a ``.mat`` (v4 to v7.2) file.
         adjacency_key, features_key, labels_key: variable names (default: the first present of
             :data:`ADJACENCY_KEYS`, :data:`FEATURE_KEYS`, :data:`LABEL_KEYS`); ``"none"`` skips
-            features or labels.
+            features or labels. Several adjacency keys (HAN's ``["PAP", "PLP"]``) make a typed dataset: one
+            node type, one relation per key (:func:`~graphtier.dataset.importers.mat_typed.import_mat_relations`).
+        split_keys: the file's own split, ``"train_idx,val_idx,test_idx"`` or three names (0- or 1-based
+            detected, see :func:`read_split_variables`); ``"none"``: not read. Default: the variables of
+            :data:`SPLIT_GUESSES` when all three are present and no random ``split`` is asked for; what
+            happened to a split the file holds is said in ``meta.json`` (``source.split``).
         options, option_values: the shared :class:`ImportOptions`, as for the edge-list importer;
             ``labels``/``features`` files replace the variables (row k = node k of the adjacency),
             ``labels_column`` takes a column of a 2-d labels variable or file, ``unlabelled_value`` is the
@@ -247,14 +349,36 @@ def import_mat(
             f"--features and --features-key: expected at most one, found both ({features}, {features_key!r})"
         )
     variables = load_mat(path)
-    adj_key = _pick(variables, path, adjacency_key, ADJACENCY_KEYS, "--adjacency-key", required=True)
+    adjacency_keys = [adjacency_key] if adjacency_key is None or isinstance(adjacency_key, str) else list(adjacency_key)
+    if len(adjacency_keys) > 1:
+        from graphtier.dataset.importers.mat_typed import import_mat_relations
+
+        return import_mat_relations(
+            path,
+            variables,
+            output,
+            name=name,
+            overwrite=overwrite,
+            adjacency_keys=adjacency_keys,
+            features_key=features_key,
+            labels_key=labels_key,
+            split_keys=split_keys,
+            options=options,
+            progress=progress,
+        )
+    split_vars, split_note = choose_split_keys(variables, split_keys, options.split)
+    adj_key = pick_variable(
+        variables, path, adjacency_keys[0] if adjacency_keys else None, ADJACENCY_KEYS, "--adjacency-key", required=True
+    )
     feat_key = (
         None
         if features is not None
-        else _pick(variables, path, features_key, FEATURE_KEYS, "--features-key", required=False)
+        else pick_variable(variables, path, features_key, FEATURE_KEYS, "--features-key", required=False)
     )
     lab_key = (
-        None if labels is not None else _pick(variables, path, labels_key, LABEL_KEYS, "--labels-key", required=False)
+        None
+        if labels is not None
+        else pick_variable(variables, path, labels_key, LABEL_KEYS, "--labels-key", required=False)
     )
     assert adj_key is not None
     if feat_key is not None and options.synthetic_features:
@@ -279,7 +403,10 @@ def import_mat(
         ).to_labels(labels, idmap)
     else:
         parsed_labels = None
-    unused = unused_variables(variables, (adj_key, feat_key, lab_key))
+    splits = None
+    if split_vars is not None:
+        splits, split_note = read_split_variables(variables, path, split_vars, n)
+    unused = unused_variables(variables, (adj_key, feat_key, lab_key, *(split_vars or ())))
     del variables
     built = edges.build_csc(
         compressed_edge_chunks(indptr_in, indices_in, "csr"),
@@ -293,9 +420,18 @@ def import_mat(
     del indptr_in, indices_in
     indptr, indices, edge_counts = built.indptr, built.indices, built.counts
     del built
-    format_options = {"adjacency_key": adj_key, "features_key": feat_key, "labels_key": lab_key}
+    format_options = {
+        "adjacency_key": adj_key,
+        "features_key": feat_key,
+        "labels_key": lab_key,
+        "split_keys": list(split_vars) if split_vars else None,
+    }
     with DatasetWriter(output, overwrite=overwrite) as writer:
         writer.source_notes["unused_variables"] = unused
+        if split_note:
+            writer.source_notes["split"] = split_note
+        if splits is not None:
+            save_splits(writer, splits)
         feature_source: Any = feature_rows
         if features is not None:
             feature_source = node_data.read_feature_matrix(features, writer.tmp / "features.scratch")

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import scipy.io
 import scipy.sparse as sp
 
 from graphtier.dataset import Dataset
@@ -167,3 +168,144 @@ def test_global_adjacency_mistakes_are_one_line(tmp_path: Path, change: dict[str
     assert result.returncode == 2, result.stdout
     assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
     assert not (tmp_path / "imdb").exists()
+
+
+def acm3025_file(path: Path, *, one_based: bool = False) -> dict[str, Any]:
+    """HAN's ACM3025.mat shape, tiny: 8 papers, two metapath graphs (PAP sparse, PLP dense), sparse features,
+    one-hot labels and the split as 1-row index arrays."""
+    pap = sp.csc_matrix(
+        (np.ones(6), ([0, 1, 2, 3, 4, 5], [1, 0, 3, 2, 5, 4])), shape=(8, 8)
+    )  # sparse, as loadmat returns it
+    plp = np.zeros((8, 8))
+    plp[0, 7] = plp[7, 0] = plp[6, 6] = 1.0
+    classes = np.array([0, 1, 2, 0, 1, 2, 0, 1])
+    shift = 1 if one_based else 0
+    variables = {
+        "PAP": pap,
+        "PLP": plp,
+        "feature": sp.csr_matrix(np.arange(24, dtype=np.float64).reshape(8, 3)),
+        "label": np.eye(3)[classes],
+        "train_idx": np.array([[0, 1, 2]]) + shift,
+        "val_idx": np.array([[3, 4]]) + shift,
+        "test_idx": np.array([[5, 6, 7]]) + shift,
+    }
+    scipy.io.savemat(path, variables)
+    return {"classes": classes}
+
+
+@pytest.mark.parametrize("one_based", [False, True])
+def test_han_acm3025_several_adjacency_keys_and_the_files_split(tmp_path: Path, one_based: bool) -> None:
+    ref = acm3025_file(tmp_path / "ACM3025.mat", one_based=one_based)
+    result = run_cli(
+        "prepare", "mat", str(tmp_path / "ACM3025.mat"), str(tmp_path / "acm"), "--adjacency-key", "PAP",
+        "--adjacency-key", "PLP",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "variables: adjacency 'PAP', 'PLP', features 'feature', labels 'label'" in result.stdout
+    base = "1-based (no id is 0 and the largest is N): shifted to 0-based" if one_based else "0-based"
+    assert f"note: split: the file's own split (train_idx 3, val_idx 2, test_idx 3 ids, {base})" in result.stdout
+    ds = Dataset.open(tmp_path / "acm")
+    assert ds.is_hetero and [(t.name, t.count, t.feature_dim) for t in ds.schema.node_types] == [("node", 8, 3)]
+    assert relation_pairs(ds, "PAP") == {(0, 1), (1, 0), (2, 3), (3, 2), (4, 5), (5, 4)}
+    assert relation_pairs(ds, "PLP") == {(0, 7), (7, 0), (6, 6)}
+    assert ds.train_idx.tolist() == [0, 1, 2] and ds.valid_idx.tolist() == [3, 4] and ds.test_idx.tolist() == [5, 6, 7]
+    assert ds.labels.tolist() == ref["classes"].tolist()
+    assert np.array_equal(ds.type_features["node"], np.arange(24, dtype=np.float32).reshape(8, 3))
+
+
+def test_mat_split_in_the_file_is_never_replaced_silently(tmp_path: Path) -> None:
+    path = tmp_path / "ACM3025.mat"
+    acm3025_file(path)
+    one = run_cli("prepare", "mat", str(path), str(tmp_path / "a"), "--adjacency-key", "PAP")
+    assert one.returncode == 0, one.stderr
+    assert "note: split: the file's own split (train_idx 3, val_idx 2, test_idx 3 ids, 0-based)" in one.stdout
+    assert Dataset.open(tmp_path / "a").valid_idx.tolist() == [3, 4]
+    random = run_cli(
+        "prepare", "mat", str(path), str(tmp_path / "b"), "--adjacency-key", "PAP", "--split", "0.5,0.25,0.25"
+    )
+    assert random.returncode == 0, random.stderr
+    assert "the random --split replaces the split the file holds (test_idx, train_idx, val_idx)" in random.stdout
+    # names the defaults do not guess: said, not used
+    scipy.io.savemat(
+        tmp_path / "odd.mat",
+        {"A": np.eye(4), "train_nodes": np.array([[0, 1]]), "test_nodes": np.array([[2]]), "valnodes": np.array([[3]])},
+    )
+    odd = run_cli("prepare", "mat", str(tmp_path / "odd.mat"), str(tmp_path / "c"))
+    assert odd.returncode == 0, odd.stderr
+    assert "split-like variables (test_nodes, train_nodes, valnodes), not used: pass --split-keys" in odd.stdout
+    keyed = run_cli(
+        "prepare",
+        "mat",
+        str(tmp_path / "odd.mat"),
+        str(tmp_path / "d"),
+        "--split-keys",
+        "train_nodes,valnodes,test_nodes",
+    )
+    assert keyed.returncode == 0, keyed.stderr
+    assert Dataset.open(tmp_path / "d").test_idx.tolist() == [2]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--split-keys", "train_idx,nope,test_idx"), "--split-keys 'nope': no such variable; the file has"),
+        (("--split-keys", "train_idx,val_idx"), "--split-keys: expected three variable names"),
+        (("--split-keys", "train_idx,val_idx,test_idx", "--split", "0.5,0.2,0.2"), "expected at most one"),
+        (("--split-keys", "train_idx,val_idx,PAP"), "--split-keys 'PAP': expected a vector of node ids"),
+        (("--adjacency-key", "PLP", "--adjacency-key", "nope"), "--adjacency-key 'nope': no such variable"),
+        (("--adjacency-key", "PLP", "--adjacency-key", "PAP", "--undirected"), "--undirected: expected no value"),
+    ],
+)
+def test_mat_split_and_key_mistakes_are_one_line(tmp_path: Path, args: tuple[str, ...], message: str) -> None:
+    acm3025_file(tmp_path / "ACM3025.mat")
+    args = ("--adjacency-key", "PAP", *args) if "--adjacency-key" not in args else args
+    result = run_cli("prepare", "mat", str(tmp_path / "ACM3025.mat"), str(tmp_path / "o"), *args)
+    assert result.returncode == 2, result.stdout
+    assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert not (tmp_path / "o").exists()
+
+
+def test_gae_link_split_with_sparse_features_and_split_npz(tmp_path: Path) -> None:
+    """GAE's Cora/CiteSeer link files: a sparse adjacency, sparse CSR features, the edge split in one .npz."""
+    n = 10
+    ring = [(i, (i + 1) % n) for i in range(n)] + [(0, 5), (2, 7)]
+    rows, cols = zip(*ring, strict=True)
+    adj = sp.csr_matrix((np.ones(len(ring)), (rows, cols)), shape=(n, n))
+    sp.save_npz(tmp_path / "adj.npz", adj + adj.T)
+    features = sp.random(n, 6, density=0.4, format="csr", random_state=1, dtype=np.float32)
+    sp.save_npz(tmp_path / "features.npz", features)
+    np.savez(
+        tmp_path / "split.npz",
+        val_edges=np.array([[0, 5]]),
+        val_edges_false=np.array([[0, 3]]),
+        test_edges=np.array([[2, 7], [4, 5]]),
+        test_edges_false=np.array([[1, 8], [3, 9]]),
+    )
+    s = tmp_path / "split.npz"
+    result = run_cli(
+        "prepare", "csr-npz", str(tmp_path / "adj.npz"), str(tmp_path / "cora"), "--features",
+        str(tmp_path / "features.npz"), "--edge-split-files",
+        f"valid={s}:val_edges,valid_neg={s}:val_edges_false,test={s}:test_edges,test_neg={s}:test_edges_false",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    ds = Dataset.open(tmp_path / "cora")
+    assert np.array_equal(ds.features, features.toarray())
+    assert ds.link is not None
+    assert ds.num_edges == 2 * len(ring) - 2 * 3  # the held-out pairs left the graph, both directions
+    bad = run_cli(
+        "prepare", "csr-npz", str(tmp_path / "adj.npz"), str(tmp_path / "x"), "--edge-split-files",
+        f"valid={s}:val,test={s}:test_edges",
+    )  # fmt: skip
+    assert bad.returncode == 2 and "no member 'val' in" in bad.stderr and "'test_edges'" in bad.stderr, bad.stderr
+
+
+def test_path_with_a_colon_that_exists_is_a_file(tmp_path: Path) -> None:
+    """The whole text is tried as a path first: a file named 'f.npz:x' is that file, not member x of f.npz."""
+    np.savez(tmp_path / "f.npz", x=np.zeros((3, 2), np.float32))
+    colon = tmp_path / "f.npz:x"
+    np.save(colon.with_suffix(".tmp.npy"), np.ones((3, 2), np.float32))
+    colon.with_suffix(".tmp.npy").rename(colon)
+    (tmp_path / "e.txt").write_text("0 1\n1 2\n")
+    result = run_cli("prepare", "edgelist", str(tmp_path / "e.txt"), str(tmp_path / "o"), "--features", str(colon))
+    assert result.returncode == 0, result.stderr
+    assert np.array_equal(Dataset.open(tmp_path / "o").features, np.ones((3, 2), np.float32))
