@@ -15,7 +15,11 @@ Node types are numbered in the order listed. ``count`` may be left out when the 
 rows). ``features`` is one file or a list of files stacked by rows (see
 :mod:`~graphtier.dataset.importers.typed_files` for the formats). ``labels`` and ``split`` belong to the
 ``target`` type (default: the one type with labels). An edge file lists ``src dst`` pairs in LOCAL ids of the
-relation's source and destination types. Paths are absolute or relative to the manifest. Unknown keys, unknown
+relation's source and destination types. Instead of (or beside) ``edges``, ``adjacency`` gives one adjacency
+over global ids with a type id per node (MAGNN's IMDB shape; :mod:`~graphtier.dataset.importers.global_adjacency`):
+``nodes`` then needs no ``count``, and the split files hold global ids unless ``"ids": "local"`` is in
+``split``. Paths are absolute or relative to the manifest, and may be ``PATH:KEY`` (a member of an ``.npz`` or
+a variable of a ``.mat``). Unknown keys, unknown
 types and missing files are one-line errors naming the manifest and the key.
 """
 

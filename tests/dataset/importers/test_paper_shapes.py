@@ -276,6 +276,7 @@ def test_gae_link_split_with_sparse_features_and_split_npz(tmp_path: Path) -> No
     sp.save_npz(tmp_path / "features.npz", features)
     np.savez(
         tmp_path / "split.npz",
+        train_edges=np.array([[0, 1], [1, 2], [3, 4]]),
         val_edges=np.array([[0, 5]]),
         val_edges_false=np.array([[0, 3]]),
         test_edges=np.array([[2, 7], [4, 5]]),
@@ -285,9 +286,11 @@ def test_gae_link_split_with_sparse_features_and_split_npz(tmp_path: Path) -> No
     result = run_cli(
         "prepare", "csr-npz", str(tmp_path / "adj.npz"), str(tmp_path / "cora"), "--features",
         str(tmp_path / "features.npz"), "--edge-split-files",
-        f"valid={s}:val_edges,valid_neg={s}:val_edges_false,test={s}:test_edges,test_neg={s}:test_edges_false",
+        f"train={s}:train_edges,valid={s}:val_edges,valid_neg={s}:val_edges_false,test={s}:test_edges,"
+        f"test_neg={s}:test_edges_false",
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
+    assert "edge split" in result.stdout or "link" in result.stdout, result.stdout
     ds = Dataset.open(tmp_path / "cora")
     assert np.array_equal(ds.features, features.toarray())
     assert ds.link is not None
