@@ -312,3 +312,19 @@ def test_path_with_a_colon_that_exists_is_a_file(tmp_path: Path) -> None:
     result = run_cli("prepare", "edgelist", str(tmp_path / "e.txt"), str(tmp_path / "o"), "--features", str(colon))
     assert result.returncode == 0, result.stderr
     assert np.array_equal(Dataset.open(tmp_path / "o").features, np.ones((3, 2), np.float32))
+
+
+def test_member_of_object_arrays_is_refused_and_a_sparse_mat_variable_is_features(tmp_path: Path) -> None:
+    (tmp_path / "e.txt").write_text("0 1\n1 2\n")
+    np.savez(tmp_path / "obj.npz", x=np.array([{"a": 1}, None], dtype=object), allow_pickle=True)
+    bad = run_cli(
+        "prepare", "edgelist", str(tmp_path / "e.txt"), str(tmp_path / "o"), "--features", f"{tmp_path}/obj.npz:x"
+    )
+    assert bad.returncode == 2 and "obj.npz:x: expected a numeric array, found an object" in bad.stderr, bad.stderr
+    feats = sp.csr_matrix(np.array([[0, 1.5], [2, 0], [0, 0]]))
+    scipy.io.savemat(tmp_path / "g.mat", {"X": feats})
+    good = run_cli(
+        "prepare", "edgelist", str(tmp_path / "e.txt"), str(tmp_path / "o"), "--features", f"{tmp_path}/g.mat:X"
+    )
+    assert good.returncode == 0, good.stderr
+    assert np.array_equal(Dataset.open(tmp_path / "o").features, feats.toarray().astype(np.float32))
