@@ -25,14 +25,13 @@ from graphtier.dataset.importers.edges import IdMap
 from graphtier.dataset.importers.mat import (
     FEATURE_KEYS,
     LABEL_KEYS,
-    choose_split_keys,
     pick_variable,
     read_adjacency,
     read_features,
     read_mat_labels,
-    read_split_variables,
     unused_variables,
 )
+from graphtier.dataset.importers.mat_splits import choose_split_keys, read_split_variables
 from graphtier.dataset.importers.options import ImportOptions
 from graphtier.dataset.importers.splits import random_split
 from graphtier.dataset.importers.typed_files import TypedImport, finish_typed_import
