@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from graphtier.dataset.resources import require_memory
 from graphtier.errors import DatasetError
 
 CONTAINER_KINDS = ("npz", "mat")
@@ -71,6 +72,19 @@ def file_or_member(value: str | os.PathLike[str]) -> Path:
     return member_path(container, key)
 
 
+def npz_member_bytes(path: MemberPath) -> int | None:
+    """Bytes the ``.npz`` member ``path`` takes once loaded, read from its ``.npy`` header without loading it
+    (``None`` where the header cannot be read: the load then reports the damage)."""
+    try:
+        with zipfile.ZipFile(path.container) as archive, archive.open(f"{path.key}.npy") as member:
+            version = np.lib.format.read_magic(member)
+            reader = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+            shape, _, dtype = reader(member)
+    except (KeyError, ValueError, OSError, zipfile.BadZipFile, EOFError):
+        return None
+    return int(np.prod(shape, dtype=object)) * dtype.itemsize
+
+
 def _npz_member(path: MemberPath) -> np.ndarray:
     try:
         archive = np.load(path.container, allow_pickle=False)
@@ -81,6 +95,9 @@ def _npz_member(path: MemberPath) -> np.ndarray:
     with archive:
         if path.key not in archive.files:
             raise DatasetError(f"{path}: no member {path.key!r} in {path.container}; it has {sorted(archive.files)}")
+        needed = npz_member_bytes(path)
+        if needed is not None:  # checked before the member is inflated: a compressed member can be any size
+            require_memory(needed, f"reading {path}")
         try:
             return archive[path.key]
         except ValueError as exc:

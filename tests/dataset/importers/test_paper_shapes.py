@@ -328,3 +328,20 @@ def test_member_of_object_arrays_is_refused_and_a_sparse_mat_variable_is_feature
     )
     assert good.returncode == 0, good.stderr
     assert np.array_equal(Dataset.open(tmp_path / "o").features, feats.toarray().astype(np.float32))
+
+
+def test_an_npz_member_too_large_for_memory_is_refused_before_it_is_inflated(tmp_path: Path) -> None:
+    """The member's .npy header is read first: a (compressed) member that would not fit is refused by its size."""
+    import zipfile
+
+    from graphtier.dataset.importers.members import file_or_member, load_member
+    from graphtier.errors import GraphtierError
+
+    header = np.lib.format.header_data_from_array_1_0(np.zeros(1, dtype=np.float64))
+    header["shape"] = (10**12,)
+    with zipfile.ZipFile(tmp_path / "big.npz", "w") as archive, archive.open("x.npy", "w") as member:
+        np.lib.format.write_array_header_1_0(member, header)
+        member.write(b"\0" * 64)  # the data is cut short: only the header can say how big the array is
+    path = file_or_member(f"{tmp_path / 'big.npz'}:x")
+    with pytest.raises(GraphtierError, match=r"big\.npz:x: needs about 7\.276 TiB"):
+        load_member(path)
