@@ -30,23 +30,6 @@ def cuda() -> torch.device:
     return torch.device("cuda", torch.cuda.current_device())
 
 
-def pytest_gpu(ctx: StepContext) -> None:
-    """The project's GPU-marked tests (a check: they pass or not)."""
-    started = time.perf_counter()
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-m", "gpu", "-q", "-p", "no:cacheprovider", "tests"],
-        cwd=ROOT, capture_output=True, text=True, check=False,
-    )  # fmt: skip
-    lines = [line for line in proc.stdout.splitlines() if line.strip()]
-    summary = f"{lines[-1] if lines else proc.stderr.strip()[-200:]} ({time.perf_counter() - started:.0f} s)"
-    if proc.returncode == 5:
-        ctx.emit("pytest -m gpu tests", "skipped", f"no GPU test collected: {summary}")
-        return
-    if proc.returncode != 0:
-        print(proc.stdout[-4000:])
-    ctx.check("pytest -m gpu tests", proc.returncode == 0, summary)
-
-
 def feature_modes(ctx: StepContext) -> None:
     """Every feature mode on CUDA equals plain indexing and its traffic adds up (checks)."""
     from graphtier.memory import FEATURE_MODES, TIER_NAMES, make_feature_store
@@ -112,17 +95,21 @@ def gather(ctx: StepContext) -> None:
     _gather_rows(ctx, result, None, "gather ")
 
 
-def _ideal_bandwidth(device: torch.device) -> float:
-    """Host-to-device GB/s of one large pinned copy (the PCIe ideal)."""
-    size = 1 << 30
-    host = torch.empty(size, dtype=torch.uint8, pin_memory=True)
+def sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _ideal_bandwidth(device: torch.device, size: int = 1 << 30) -> float:
+    """Host-to-device GB/s of one pinned ``copy_`` of ``size`` bytes (the PCIe ideal; a plain copy on the CPU)."""
+    host = torch.empty(size, dtype=torch.uint8, pin_memory=device.type == "cuda")
     dev = torch.empty(size, dtype=torch.uint8, device=device)
     dev.copy_(host, non_blocking=True)
-    torch.cuda.synchronize(device)
+    sync(device)
     start = time.perf_counter()
     for _ in range(5):
         dev.copy_(host, non_blocking=True)
-    torch.cuda.synchronize(device)
+    sync(device)
     return 5 * size / (time.perf_counter() - start) / 1e9
 
 
@@ -352,17 +339,18 @@ def _same_typed_batch(got: Any, expected: Any) -> bool:
 
 
 def epoch(ctx: StepContext) -> None:
-    """Issue 12: one epoch with the whole data path on the GPU against CPU sampling + cpu-gather."""
+    """Issue 12: one epoch with the whole data path on the GPU against CPU sampling + cpu-gather, and the share
+    of feature bytes the hot (GPU) tier served. The CPU twin samples on the CPU."""
     from graphtier.train import train
 
-    nodes = int(ctx.options["epoch_nodes"])
+    nodes = ctx.sized(int(ctx.options["epoch_nodes"]), 2000)
     reordered = reordered_graph(ctx, nodes, 128, "fwr")
     configs = {
         "cpu sampling + cpu-gather": {"sample_on": "cpu", "features_on": "cpu-gather"},
-        "gpu sampling + tiered": {"sample_on": "gpu", "features_on": "tiered"},
-    }
+        f"{'gpu' if ctx.on_gpu else 'cpu'} sampling + tiered": {"sample_on": "gpu" if ctx.on_gpu else "cpu", "features_on": "tiered"},
+    }  # fmt: skip
     for name, options in configs.items():
-        result = train(reordered, model="sage", fanouts=(15, 10, 5), batch_size=1024, epochs=1, device=str(cuda()),
+        result = train(reordered, model="sage", fanouts=(15, 10, 5), batch_size=1024, epochs=1, device=str(ctx.device),
                        quiet=True, **options)  # fmt: skip
         record = result.report["epochs"][0]
         ctx.save(name, record)
@@ -372,3 +360,9 @@ def epoch(ctx: StepContext) -> None:
                      f"{stages['total']:.1f} s (sample {stages['sample']:.1f}, extract {stages['extract']:.1f}, "
                      f"train {stages['train']:.1f}, wait {stages['wait']:.1f}); valid {record['valid_acc']:.3f}; "
                      f"topology gpu/host {topo['gpu'] / 1e9:.2f}/{topo['host'] / 1e9:.2f} GB")  # fmt: skip
+        tiers = record["feature_bytes_by_tier"]
+        if options["features_on"] == "tiered":
+            total = sum(tiers.values())
+            ctx.measured(f"epoch {nodes:,} nodes: hot-tier share of feature bytes",
+                         f"{tiers['gpu'] / max(total, 1):.3f} of {total / 1e9:.2f} GB from the GPU tier "
+                         f"(host {tiers['host'] / 1e9:.2f} GB, disk {tiers['disk'] / 1e9:.2f} GB)")  # fmt: skip

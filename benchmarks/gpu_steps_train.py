@@ -33,7 +33,8 @@ def _losses(report: dict[str, Any]) -> list[float]:
 def _small_graph(ctx: StepContext) -> Any:
     from graphtier.dataset.synthetic import generate
 
-    return generate(ctx.tmpdir() / "g200k", nodes=200_000, avg_degree=15, feature_dim=128, seed=0)
+    nodes = ctx.sized(200_000, 2000)
+    return generate(ctx.tmpdir() / f"g{nodes}", nodes=nodes, avg_degree=15, feature_dim=128, seed=0)
 
 
 def big_registration(ctx: StepContext) -> None:
@@ -60,24 +61,29 @@ def big_registration(ctx: StepContext) -> None:
 
 
 def tiered_training(ctx: StepContext) -> None:
-    """``train --features-on tiered --gpu-budget 10%`` reads host rows and gives cpu-gather's losses (same seed)."""
+    """``train --features-on tiered --gpu-budget 10% --sample-on gpu`` reads host rows and gives the losses of
+    ``--features-on cpu-gather`` with CPU sampling (same seed: the same batches). The CPU twin samples on the CPU."""
     from graphtier.train import train
 
     graph = _small_graph(ctx)
     common: dict[str, Any] = {"model": "sage", "fanouts": (10, 5), "batch_size": 1024, "epochs": 2, "dropout": 0.0, "seed": 0,
-                                  "device": str(cuda()), "quiet": True, "eval_every": 2}  # fmt: skip
-    reference = train(graph, features_on="cpu-gather", **common).report
-    tiered = train(graph, features_on="tiered", gpu_budget="10%", **common).report
+                              "device": str(ctx.device), "quiet": True, "eval_every": 2}  # fmt: skip
+    sample_on = "gpu" if ctx.on_gpu else "cpu"
+    reference = train(graph, features_on="cpu-gather", sample_on="cpu", **common).report
+    tiered = train(graph, features_on="tiered", gpu_budget="10%", sample_on=sample_on, **common).report
     ctx.save("cpu-gather", reference["epochs"])
     ctx.save("tiered", tiered["epochs"])
     host = sum(e["feature_bytes_by_tier"]["host"] for e in tiered["epochs"])
     gpu = sum(e["feature_bytes_by_tier"]["gpu"] for e in tiered["epochs"])
-    ctx.check("tiered 10%: host rows read during training", host > 0 and gpu > 0, f"host {host:,} B, gpu {gpu:,} B")
+    ctx.check("tiered 10%: host rows read during training" + ("" if ctx.on_gpu else " (CPU: no GPU tier)"),
+              host > 0 and (gpu > 0 or not ctx.on_gpu), f"host {host:,} B, gpu {gpu:,} B")  # fmt: skip
     ok, diff = _close(_losses(tiered), _losses(reference), LOSS_RTOL)
-    ctx.check("tiered 10% losses equal cpu-gather's (seed 0)", ok,
+    ctx.check(f"tiered 10%, {sample_on} sampling: losses equal cpu-gather's, cpu sampling (seed 0)", ok,
               f"{_losses(tiered)} vs {_losses(reference)}, max relative difference {diff:.2e} (<= {LOSS_RTOL})")  # fmt: skip
-    for name, report in (("cpu-gather", reference), ("tiered 10%", tiered)):
-        ctx.measured(f"train epoch on CUDA, {name}", f"{report['epochs'][-1]['stage_seconds']['total']:.2f} s")
+    for name, report in (("cpu-gather", reference), (f"tiered 10% + {sample_on} sampling", tiered)):
+        ctx.measured(
+            f"train epoch on {ctx.device.type}, {name}", f"{report['epochs'][-1]['stage_seconds']['total']:.2f} s"
+        )
 
 
 def resume(ctx: StepContext) -> None:
@@ -109,15 +115,19 @@ def predict_cuda(ctx: StepContext) -> None:
 
     graph = _small_graph(ctx)
     model_path = ctx.tmpdir() / "model.gtm"
-    report = train(graph, fanouts=(10, 5), epochs=1, seed=0, device=str(cuda()), quiet=True, full_inference=True,
+    report = train(graph, fanouts=(10, 5), epochs=1, seed=0, device=str(ctx.device), quiet=True, full_inference=True,
                    save_model=str(model_path)).report  # fmt: skip
     final = report["final"]
-    ctx.check("--full-inference on CUDA", final["method"] == "full" and final["valid_acc"] is not None,
+    ctx.check(f"--full-inference on {ctx.device.type}", final["method"] == "full" and final["valid_acc"] is not None,
               f"method {final['method']}, valid {final['valid_acc']}")  # fmt: skip
-    on_gpu = predict(model_path, graph, device=str(cuda())).logits
+    on_gpu = predict(model_path, graph, device=str(ctx.device)).logits
     on_cpu = predict(model_path, graph, device="cpu").logits
     diff = float(np.abs(on_gpu - on_cpu).max())
-    ctx.check("predict on CUDA equals predict on the CPU", diff <= 1e-3, f"max |logit difference| {diff:.2e} (<= 1e-3)")
+    ctx.check(
+        f"predict on {ctx.device.type} equals predict on the CPU",
+        diff <= 1e-3,
+        f"max |logit difference| {diff:.2e} (<= 1e-3)",
+    )
 
 
 def gat_cuda(ctx: StepContext) -> None:

@@ -1,10 +1,12 @@
 """The GPU check harness itself (benchmarks/gpu_checks.py), on the CPU: steps in subprocesses, the JSON
-rewritten after every step (a hung or killed step keeps the rows before it), skipped steps, plans, options."""
+rewritten after every step (a hung or killed step keeps the rows before it), skipped steps, the plans (first
+within its budget, rerun from a previous JSON), the README's command lines, and the steps' CPU twins."""
 
 from __future__ import annotations
 
 import importlib
 import json
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -14,7 +16,12 @@ import pytest
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))
 import gpu_checks  # noqa: E402
-from gpu_checks import PLAN_LIMIT_S, PLANS, STEPS, Step, parse_count, run_plan  # noqa: E402
+import gpu_plan  # noqa: E402
+from gpu_checks import STEPS, Step, parse_count, run_plan  # noqa: E402
+from gpu_plan import FIRST, FIRST_COMMAND, RERUN_COMMAND, VALUE_ORDER, resolve_estimates, select_rerun  # noqa: E402
+from gpu_steps_first import declared_dependencies, gpu_test_files  # noqa: E402
+
+README = Path(__file__).resolve().parents[1] / "README.md"
 
 
 def _stub(name: str, function: str, estimate_s: int = 1, min_gpus: int = 1) -> Step:
@@ -28,14 +35,102 @@ def _run(tmp_path: Path, steps: list[Step], gpus: int = 1, budget: float | None 
     return code, json.loads(output.read_text())
 
 
-def test_plans_cover_every_step_once_within_the_time_limit() -> None:
-    planned = [name for names in PLANS.values() for name in names]
-    assert sorted(planned) == sorted(step.name for step in STEPS)
-    by_name = {step.name: step for step in STEPS}
-    for plan, names in PLANS.items():
-        assert sum(by_name[n].estimate_s for n in names) <= PLAN_LIMIT_S, plan
-    for plan in PLANS:
-        assert f"--plan {plan}:" in gpu_checks.__doc__
+def _estimates() -> dict[str, dict[str, Any]]:
+    twins = json.loads(gpu_plan.ESTIMATES.read_text()) if gpu_plan.ESTIMATES.exists() else None
+    return resolve_estimates({s.name: s.estimate_s for s in STEPS}, None, twins)
+
+
+def test_value_order_lists_every_step_once_and_plan_first_fits_its_budget(capsys: pytest.CaptureFixture[str]) -> None:
+    assert sorted(VALUE_ORDER) == sorted(step.name for step in STEPS)
+    assert FIRST == ("env", "pytest", "train", "predict", "headline", "epoch")  # correctness before speed
+    estimates = _estimates()
+    assert sum(estimates[name]["seconds"] for name in FIRST) <= gpu_plan.FIRST_BUDGET_S
+    assert gpu_checks.main(["--plan", "first", "--dry-run", "--output", "/nonexistent/x.json"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in lines[:-1]] == list(FIRST)
+    total = int(lines[-1].split("~")[1].split()[0])
+    assert total == sum(estimates[name]["seconds"] for name in FIRST) <= 400
+
+
+def test_estimates_come_from_a_gpu_run_then_the_cpu_twin_then_the_guess() -> None:
+    twins = {
+        "factor": 2.0,
+        "steps": {"train": {"twin_s": 10.0, "scale": 0.25}, "epoch": {"twin_s": 30.0, "scale": 0.05}},
+    }
+    previous = {"devices": ["NVIDIA H200"], "steps": {"epoch": {"status": "done", "seconds": 71.2},
+                                                      "predict": {"status": "skipped", "seconds": 0.0}}}  # fmt: skip
+    got = resolve_estimates({"train": 90, "epoch": 240, "predict": 45}, previous, twins)
+    assert got["epoch"] == {"seconds": 72, "source": "gpu"}
+    assert got["train"]["seconds"] == 20 and got["train"]["source"] == "cpu twin"
+    assert got["predict"] == {"seconds": 45, "source": "guess"}
+    cpu_only = resolve_estimates({"epoch": 240}, {**previous, "devices": []}, twins)  # a CPU run measures nothing
+    assert cpu_only["epoch"]["source"] == "cpu twin"
+
+
+def _previous_first_call() -> dict[str, Any]:
+    """What a first call on one GPU could leave: pytest failed, headline stopped, epoch not started."""
+    rows = [("env", "pass"), ("pytest", "FAIL"), ("train", "pass"), ("predict", "pass"), ("headline", "measured"),
+            ("headline", "FAIL"), ("epoch", "skipped")]  # fmt: skip
+    status = {"env": "done", "pytest": "exited with code 1", "train": "done", "predict": "done",
+              "headline": "stopped after 40 s (--budget)", "epoch": "skipped"}  # fmt: skip
+    return {
+        "devices": ["NVIDIA H200"],
+        "checks": [{"step": name, "check": "c", "status": st, "detail": ""} for name, st in rows],
+        "steps": {name: {"status": st, "seconds": 0.0 if st == "skipped" else 30.0} for name, st in status.items()},
+    }
+
+
+def test_rerun_takes_what_failed_or_was_skipped_then_the_rest_by_value_within_the_budget() -> None:
+    previous = _previous_first_call()
+    estimates = resolve_estimates({s.name: s.estimate_s for s in STEPS}, previous, None)
+    gpus = {s.name: s.min_gpus for s in STEPS}
+    chosen, later = select_rerun(previous, estimates, 230, gpus)
+    assert chosen[:2] == ["pytest", "headline"]  # failed or skipped, in value order
+    assert "epoch" in later  # skipped too, but its guess (240 s) does not fit in what the two leave of 230 s
+    assert "env" not in chosen and "train" not in chosen and "predict" not in chosen  # passed: not again
+    assert "multigpu" not in chosen + later  # needs two GPUs, the machine had one
+    assert chosen[2:] == [n for n in VALUE_ORDER if n in chosen[2:]]  # then never run, by value
+    assert sum(estimates[n]["seconds"] for n in chosen) <= 230
+    assert later and all(n not in previous["steps"] or n in ("pytest", "headline", "epoch") for n in later)
+
+
+def test_rerun_reads_the_previous_json_named_on_the_command_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "gpu_checks.json"
+    path.write_text(json.dumps(_previous_first_call()))
+    assert gpu_checks.main(["--plan", "rerun", "--previous", str(path), "--dry-run"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in out[:2]] == ["pytest", "headline"]
+    assert "pytest      ~  30 s (gpu" in out[0]  # the GPU run's seconds replace the estimate
+    assert "left for a later call" in out[-1]
+    with pytest.raises(SystemExit, match="--plan rerun needs --previous"):
+        gpu_checks.main(["--plan", "rerun", "--dry-run"])
+    path.write_text("{not json")
+    with pytest.raises(SystemExit, match="not JSON"):
+        gpu_checks.main(["--plan", "rerun", "--previous", str(path), "--dry-run"])
+
+
+def test_the_readme_gives_the_command_lines_verbatim_and_the_script_takes_them() -> None:
+    readme = README.read_text()
+    section = readme[readme.index("### GPU checks") : readme.index("## Development")]
+    for command in (FIRST_COMMAND, RERUN_COMMAND):
+        assert len(command) < 2000
+        assert f"```bash\n{command}\n```" in section
+        words = shlex.split(command.replace("${OUT:-/tmp/gpu}", "/tmp/gpu"))
+        script = words.index("benchmarks/gpu_checks.py")
+        assert words[script - 1] == "python3" and "PYTHONPATH=." in words[:script]
+        args = gpu_checks.build_parser().parse_args(words[script + 1 :])
+        assert args.budget <= (400 if args.plan == "first" else 240)
+        assert int(words[words.index("timeout") + 1]) > args.budget  # the script stops itself before the kill
+    assert "runs first" in section and "docs/benchmarks.md" in section
+
+
+def test_the_gpu_tests_step_runs_every_gpu_marked_test_file_and_env_checks_the_declared_dependencies() -> None:
+    files = gpu_test_files()
+    assert "tests/memory/test_unified.py" in files and "tests/sampling/test_device_sampler.py" in files
+    assert "tests/test_gpu_checks.py" not in files
+    assert declared_dependencies() == ["torch", "numpy", "numba", "scipy", "torch_geometric", "click", "rich"]
 
 
 def test_every_step_target_names_a_function() -> None:
@@ -91,12 +186,34 @@ def test_missing_input_and_missing_gpus_are_skipped_not_failed(tmp_path: Path) -
     assert rows["two"]["status"] == "skipped" and "needs 2 GPUs, found 1" in rows["two"]["detail"]
 
 
-def test_without_a_gpu_every_step_reports_skipped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_a_gpu_every_step_reports_skipped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setattr(gpu_checks, "detect_gpus", lambda: (0, [], "cpu"))
     output = tmp_path / "out-dir"
     output.mkdir()
-    assert gpu_checks.main(["--plan", "2", "--output", str(output), "--epoch-nodes", "500000"]) == 0
+    assert gpu_checks.main(["--plan", "first", "--output", str(output), "--epoch-nodes", "500000"]) == 0
     report = json.loads((output / "gpu_checks.json").read_text())
-    assert report["options"]["epoch_nodes"] == 500_000
-    assert [row["step"] for row in report["checks"]] == list(PLANS["2"])
+    assert report["options"]["epoch_nodes"] == 500_000 and report["complete"]
+    assert [row["step"] for row in report["checks"]] == list(FIRST)
     assert all(row["status"] == "skipped" and "no CUDA device" in row["detail"] for row in report["checks"])
+    table = (output / "gpu_checks.md").read_text()
+    assert table.count("| skipped | no CUDA device on this machine |") == len(FIRST)
+    assert capsys.readouterr().out.rstrip().endswith(table.rstrip())  # the table is printed last
+
+
+@pytest.mark.slow
+def test_the_cpu_twins_run_every_step_of_plan_first(tmp_path: Path) -> None:
+    """Each step of --plan first runs its own code on the CPU (small scale): every check passes there."""
+    kept = gpu_plan.ESTIMATES.read_text() if gpu_plan.ESTIMATES.exists() else None
+    code = gpu_checks.main(["--plan", "first", "--time-twins", "--scale", "0.02", "--output", str(tmp_path) + "/"])
+    report = json.loads((tmp_path / "gpu_checks.json").read_text())
+    assert code == 0 and report["complete"], report["checks"]
+    assert set(report["steps"]) == set(FIRST)
+    for name in FIRST:
+        assert report["steps"][name]["status"] == "done", name
+        rows = [row for row in report["checks"] if row["step"] == name]
+        assert rows and all(row["status"] != "FAIL" for row in rows), rows
+        if name != "pytest":  # the GPU tests themselves skip without CUDA
+            assert any(row["status"] in ("pass", "measured") for row in rows), name
+    assert (gpu_plan.ESTIMATES.read_text() if gpu_plan.ESTIMATES.exists() else None) == kept  # a scaled run keeps them
