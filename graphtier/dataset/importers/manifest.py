@@ -166,6 +166,23 @@ def _kind(value: Any) -> str:
     return "nothing" if value is None else type(value).__name__
 
 
+def _load_yaml(path: Path, text: str) -> Any:
+    """The plain data of the YAML manifest ``text`` (of ``path``), read with ``yaml.safe_load`` only: a tag that
+    would build a Python object (``!!python/object/apply:...``) is refused, never run. PyYAML is imported here,
+    not with graphtier, so only a YAML manifest needs it."""
+    try:
+        import yaml
+    except ImportError:
+        raise DatasetError(
+            f"{path}: reading a YAML manifest needs PyYAML, which is not installed (pip install pyyaml), "
+            "or write the manifest as JSON"
+        ) from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise DatasetError(f"{path}: not valid YAML ({' '.join(str(exc).split())})") from None
+
+
 def read_manifest(path: str | os.PathLike[str]) -> Manifest:
     """Parse and check the manifest ``path`` (JSON, or YAML by suffix); nothing is read from its files yet."""
     p = textio.require_file(path, "manifest")
@@ -174,12 +191,7 @@ def read_manifest(path: str | os.PathLike[str]) -> Manifest:
     except (OSError, UnicodeDecodeError) as exc:
         raise DatasetError(f"{p}: cannot read the manifest ({exc})") from None
     if p.suffix.lower() in YAML_SUFFIXES:
-        import yaml  # PyYAML; safe_load builds plain data only
-
-        try:
-            raw = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise DatasetError(f"{p}: not valid YAML ({' '.join(str(exc).split())})") from None
+        raw = _load_yaml(p, text)
     else:
         try:
             raw = json.loads(text)

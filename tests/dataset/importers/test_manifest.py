@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -133,6 +135,33 @@ def test_yaml_manifest(tmp_path: Path) -> None:
     yaml_path.write_text(yaml.safe_dump(json.loads(json_path.read_text())))
     ds = import_manifest(yaml_path, tmp_path / "out")
     assert ds.schema.num_edges == 6
+
+
+def test_yaml_manifest_without_pyyaml_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """PyYAML is imported only to read a YAML manifest; where it is missing that is one line saying so."""
+    yaml_path = tmp_path / "graph.yaml"
+    yaml_path.write_text("nodes: {user: {count: 3}}\n")
+    monkeypatch.setitem(sys.modules, "yaml", None)  # `import yaml` raises ImportError
+    with pytest.raises(DatasetError) as info:
+        import_manifest(yaml_path, tmp_path / "out")
+    assert str(info.value).startswith(f"{yaml_path}: reading a YAML manifest needs PyYAML")
+    assert "pip install pyyaml" in str(info.value) and "\n" not in str(info.value)
+    assert not (tmp_path / "out").exists()
+
+
+def test_graphtier_and_json_manifests_work_without_pyyaml(tmp_path: Path) -> None:
+    """With ``import yaml`` failing (a machine without PyYAML; numba imports it only when present), graphtier,
+    its CLI and a JSON manifest import work."""
+    manifest = _tiny(tmp_path)
+    code = (
+        "import sys; sys.modules['yaml'] = None\n"
+        "import graphtier, graphtier.cli\n"
+        "from graphtier.dataset.importers.manifest import import_manifest\n"
+        f"print(import_manifest({str(manifest)!r}, {str(tmp_path / 'out')!r}).schema.num_edges)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "6"
 
 
 @pytest.mark.parametrize(
