@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from graphtier._progress import NO_PROGRESS, Progress
+from graphtier.dataset import resources
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import textio
 from graphtier.dataset.importers.options import MANIFEST_FIELDS, ImportOptions
@@ -88,6 +89,12 @@ class Manifest:
             if "labels" in entry:
                 self.labels[type_name] = self.file(f"{key}.labels", entry["labels"])
             self.counts[type_name] = count
+        known = {t: c for t, c in self.counts.items() if c is not None}
+        if known:
+            largest = max(known, key=lambda t: known[t])
+            resources.require_node_capacity(
+                sum(known.values()), f"{self.path}: nodes.{largest}.count {known[largest]:,}"
+            )
         edges = raw.get("edges")
         if not isinstance(edges, list) or not edges:
             self.fail("edges", "a list of relations [{type: [src, name, dst], path}]", _kind(edges))
