@@ -35,6 +35,7 @@ from graphtier.dataset.importers.options import MANIFEST_FIELDS, ImportOptions
 from graphtier.dataset.importers.typed_files import (
     SPLIT_NAMES,
     TypedImport,
+    check_split_ids,
     finish_typed_import,
     read_local_ids,
     read_relation_edges,
@@ -257,6 +258,7 @@ def import_manifest(
             split: read_local_ids(path, target_count, f"split.{split}", manifest.target)
             for split, path in manifest.splits.items()
         }
+        check_split_ids(splits, manifest.splits)
         relations = [
             read_relation_edges(path, rel, f"edges[{i}]", progress) for i, (rel, path) in enumerate(manifest.relations)
         ]

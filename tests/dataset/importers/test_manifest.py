@@ -185,6 +185,15 @@ def test_graphtier_and_json_manifests_work_without_pyyaml(tmp_path: Path) -> Non
         ({"nodes/item/labels": "short.npy"}, ["short.npy", "nodes.item.labels", "5 labels", "(4,)"]),
         ({"nodes/item/labels": "fraction.npy"}, ["fraction.npy", "fractional value 0.5 in row 1"]),
         ({"split/valid": "far.txt"}, ["far.txt", "split.valid", "item ids in [0, 5)", "[7, 7]"]),
+        ({"split/valid": "uint.npy"}, ["uint.npy", "split.valid", "[18446744073709551615, 18446744073709551615]"]),
+        (
+            {"split/valid": "overlap.txt"},
+            [
+                "overlap.txt: split.valid: expected ids disjoint from split.train",
+                "train.npy), found 1 in both (first 1)",
+            ],
+        ),
+        ({"split/valid": "twice.txt"}, ["twice.txt: split.valid: expected distinct ids, found 1 repeated"]),
     ],
 )
 def test_bad_manifest_one_line(tmp_path: Path, changes: dict[str, Any], fragments: list[str]) -> None:
@@ -192,6 +201,9 @@ def test_bad_manifest_one_line(tmp_path: Path, changes: dict[str, Any], fragment
     np.save(tmp_path / "short.npy", np.zeros(4, np.int64))
     np.save(tmp_path / "fraction.npy", np.array([0, 0.5, 1, 1, 0]))
     (tmp_path / "far.txt").write_text("7\n")
+    np.save(tmp_path / "uint.npy", np.array([2**64 - 1], np.uint64))
+    (tmp_path / "twice.txt").write_text("3\n3\n")
+    (tmp_path / "overlap.txt").write_text("1\n3\n")
     manifest = _tiny(tmp_path, **changes)
     with pytest.raises(DatasetError) as info:
         import_manifest(manifest, tmp_path / "out")
