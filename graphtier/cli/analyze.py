@@ -128,6 +128,7 @@ def command(
         seeds=seeds,
         relation_fanouts=fanouts_per_relation,
         progress=cli_progress(),
+        option="score",
     )
     nodes_read = int((analysis.counts > 0).sum())
     click.echo(

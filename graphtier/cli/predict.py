@@ -148,7 +148,14 @@ def link_command(
     import time
 
     from graphtier.dataset.outputs import save_npy
-    from graphtier.train.link_predict import link_model_of, pair_scores, read_node_ids, read_node_pairs
+    from graphtier.train.link_predict import (
+        candidate_range,
+        check_top_k,
+        link_model_of,
+        pair_scores,
+        read_node_ids,
+        read_node_pairs,
+    )
     from graphtier.train.link_predict import top_k as recommend
     from graphtier.train.predict import predict
 
@@ -157,8 +164,6 @@ def link_command(
         raise OptionError("--pairs and --top-k: give one of them (each writes --output)")
     if (top_k is None) != (for_nodes is None):
         raise OptionError("--top-k and --for-nodes: give both (K, and the nodes to recommend for)")
-    if top_k is not None and top_k < 1:
-        raise OptionError(f"--top-k expected a positive integer, found {top_k}")
     if scores_path is not None and top_k is None:
         raise OptionError("--scores: only with --top-k (--pairs writes its scores to --output)")
     if output is None and (pairs is not None or top_k is not None):
@@ -169,6 +174,8 @@ def link_command(
         raise OptionError("--task link: nothing to do; give --pairs, --top-k with --for-nodes, or --embeddings")
     node_pairs = read_node_pairs(pairs, data.num_nodes) if pairs is not None else None
     nodes = read_node_ids(for_nodes, data.num_nodes) if for_nodes is not None else None
+    if nodes is not None and top_k is not None:
+        check_top_k(top_k, int(nodes.shape[0]), *candidate_range(data))
     start = time.perf_counter()
     progress = cli_progress(quiet)
     table = predict(saved, data, device=device, chunk_size=chunk_size, progress=progress).logits  # [N, H] embeddings

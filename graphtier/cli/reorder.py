@@ -71,6 +71,7 @@ def command(
             seeds=seeds,
             relation_fanouts=fanouts_per_relation,
             progress=progress,
+            option="score",
         )
         scores, label, params = result.scores, score, result.params
         click.echo(f"scored {data.num_nodes:,} nodes by {score} in {result.seconds:.2f} s")

@@ -121,6 +121,7 @@ def command(
         seeds=seeds,
         relation_fanouts=fanouts_per_relation,
         progress=cli_progress(),
+        option="score",
     )
     click.echo(describe(result))
     warning = result.convergence_warning(tol)

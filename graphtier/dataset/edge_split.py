@@ -209,6 +209,8 @@ def _negative_pairs(
     option: str,
 ) -> np.ndarray:
     n = indptr.shape[0] - 1
+    if count == 0:  # an empty split (a zero fraction of --edge-split) has no negatives
+        return np.empty((0, 2), np.int64)
     rng = np.random.default_rng(seed)
     chosen_src: list[np.ndarray] = []
     chosen_dst: list[np.ndarray] = []

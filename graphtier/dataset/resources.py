@@ -15,7 +15,7 @@ import os
 import shutil
 from pathlib import Path
 
-from graphtier.errors import ResourceError
+from graphtier.errors import DatasetError, ResourceError
 
 RESOURCE_ERRNOS = frozenset(
     code
@@ -62,6 +62,37 @@ def available_memory() -> int:
         return int(os.sysconf("SC_AVPHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
     except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
         return 1 << 62
+
+
+def physical_memory() -> int:
+    """Bytes of physical memory of this machine (``MemTotal``): what it has at all, busy or not."""
+    try:
+        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
+        return 1 << 62
+
+
+MAX_NODES = 2**63 - 1
+"""The most nodes a dataset may have: its ids (and ``indptr`` offsets) are int64."""
+
+NODE_BYTES = 8
+"""Host bytes a node costs any command that uses a typed dataset, at the least: one int64 per node (``info``'s
+degree counts, the sampler's id map; a learnable table of a featureless type is more)."""
+
+
+def require_node_capacity(num_nodes: int, what: str) -> None:
+    """Refuse a node count no command could use on this machine, before anything of that size is allocated:
+    ids beyond int64 (:class:`~graphtier.errors.DatasetError`), or more nodes than :data:`NODE_BYTES` each of the
+    machine's physical memory (:class:`ResourceError`). ``what`` names the count (``'graph.json: nodes.user.count
+    1,000'``); a typed count is backed by no file (a featureless type has none), so this is its size check."""
+    if num_nodes > MAX_NODES:
+        raise DatasetError(f"{what}: expected at most {MAX_NODES:,} nodes in all (int64 ids), found {num_nodes:,}")
+    needed, total = NODE_BYTES * num_nodes, physical_memory()
+    if needed > total:
+        raise ResourceError(
+            f"{what}: {num_nodes:,} nodes in all need at least {human_bytes(needed)} of memory ({NODE_BYTES} bytes a node "
+            f"for the per-node arrays of info and train), this machine has {human_bytes(total)}"
+        )
 
 
 def require_memory(needed: int, what: str, *, options: tuple[str, ...] = ()) -> None:

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from graphtier.dataset import resources
 from graphtier.errors import DatasetError
 
 HOMOGENEOUS_TYPE = "_N"
@@ -195,6 +196,11 @@ class Schema:
             seen.add(rel.type)
         if not self.relations:
             raise DatasetError(f"{path}: expected at least one relation, found none")
+        if self.hetero:  # a homogeneous count is backed by indptr.npy's length, a typed one is not
+            largest = max(self.node_types, key=lambda t: t.count)
+            resources.require_node_capacity(
+                self.num_nodes, f"{path}: hetero.node_types ({largest.name} count {largest.count:,})"
+            )
 
     # ------------------------------------------------------------------ queries
     @property

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from graphtier._progress import NO_PROGRESS, Progress
+from graphtier.dataset import resources
 from graphtier.dataset.csc import edges_to_csc
 from graphtier.dataset.format import index_dtype
 from graphtier.dataset.schema import RelationType, Schema, reverse_name
@@ -126,6 +127,10 @@ def write_typed_graph(
     if add_reverse:
         relations = with_reverse(relations)
     counts = {t.name: int(t.count) for t in types}
+    largest = max(types, key=lambda t: t.count)
+    resources.require_node_capacity(
+        sum(counts.values()), f"{writer.output}: node types ({largest.name} count {largest.count:,})"
+    )
     if len(counts) != len(types):
         raise DatasetError(f"{writer.output}: node types must be distinct, found {[t.name for t in types]}")
     for rel in relations:

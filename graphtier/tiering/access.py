@@ -174,6 +174,7 @@ def analyze_access(
     seeds: EpochSeeds = NODE_SEEDS,
     relation_fanouts: str | Mapping[Any, Any] | None = None,
     progress: Progress = NO_PROGRESS,
+    option: str = "methods",
 ) -> AccessAnalysis:
     """Replay the training sampler on ``dataset`` and measure how well each score predicts reads.
 
@@ -184,12 +185,15 @@ def analyze_access(
     from: the training nodes (default), or the training pairs of the edge split with their negatives (the link
     sampler is replayed, ``batch_size`` pairs per batch, and the seed-driven scores start from the link seeds).
     ``relation_fanouts``: a typed dataset's per-relation overrides of ``fanouts`` (``--fanouts-per-relation``).
-    ``progress`` reports the replay and the score passes.
+    ``progress`` reports the replay and the score passes. ``option``: how errors name ``methods`` (``--score`` for
+    ``graphtier analyze``).
     """
     methods = list(dict.fromkeys(methods))
     for method in methods:
         if method not in SCORE_METHODS:
-            raise OptionError(f"--scores: expected names from {', '.join(SCORE_METHODS)}, found {method!r}")
+            raise OptionError(
+                f"{{{option}}}: expected names from {', '.join(SCORE_METHODS)}, found {method!r}", options=(option,)
+            )
     check_relation_fanouts(dataset, relation_fanouts)
     train = training_seeds(dataset, seeds)
     presample_seed = seed + 1 if presample_seed is None else presample_seed
@@ -237,6 +241,7 @@ def analyze_access(
             seeds=seeds,
             relation_fanouts=relation_fanouts,
             progress=progress,
+            option=option,
         )
         scores[method] = result.scores
         seconds[method] = result.seconds

@@ -116,8 +116,10 @@ def compute_scores(
     seeds: EpochSeeds = NODE_SEEDS,
     relation_fanouts: str | Mapping[Any, Any] | None = None,
     progress: Progress = NO_PROGRESS,
+    option: str = "method",
 ) -> ScoreResult:
-    """Score every node of ``dataset`` with ``method`` (one of :data:`SCORE_METHODS`).
+    """Score every node of ``dataset`` with ``method`` (one of :data:`SCORE_METHODS`; errors name it as
+    ``option``: ``method=`` by default, ``--score`` for the commands that call it ``score``).
 
     ``iterations`` defaults to 100 (the cap) for ``rpr`` and 5 for ``wrpr``. ``fanouts`` and
     ``batch_size`` are used by ``fwr``, ``fwr-sum`` and ``presample``; ``epochs`` and ``seed`` by
@@ -129,11 +131,11 @@ def compute_scores(
     """
     if method not in SCORE_METHODS:
         raise OptionError(
-            f"{{method}}: expected one of {', '.join(SCORE_METHODS)}, found {method!r}", options=("method",)
+            f"{{{option}}}: expected one of {', '.join(SCORE_METHODS)}, found {method!r}", options=(option,)
         )
     indptr, indices = np.asarray(dataset.indptr), dataset.indices
     if dataset.is_hetero:
-        _check_typed(dataset, method, seeds)
+        _check_typed(dataset, method, seeds, option)
     check_relation_fanouts(dataset, relation_fanouts)
     started = time.perf_counter()
     rounds, change = 0, None
@@ -227,13 +229,14 @@ def check_relation_fanouts(dataset: Dataset, relation_fanouts: object) -> None:
         )
 
 
-def _check_typed(dataset: Dataset, method: str, seeds: EpochSeeds) -> None:
-    """One-line OptionError for a score a typed dataset does not define (see the module)."""
+def _check_typed(dataset: Dataset, method: str, seeds: EpochSeeds, option: str = "method") -> None:
+    """One-line OptionError (naming the caller's ``option``) for a score a typed dataset does not define (see the
+    module)."""
     if method not in TYPED_SCORE_METHODS:
         raise OptionError(
-            f"{{method}}: {method!r} is not defined on the typed dataset {dataset.path} "
+            f"{{{option}}}: {method!r} is not defined on the typed dataset {dataset.path} "
             f"(node types {', '.join(dataset.schema.type_names)}); expected one of {', '.join(TYPED_SCORE_METHODS)}",
-            options=("method",),
+            options=(option,),
         )
     if seeds.is_link:
         raise OptionError(f"{{task}}: expected node on the typed dataset {dataset.path}, found link", options=("task",))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +19,7 @@ import torch
 
 from graphtier._progress import NO_PROGRESS, Progress
 from graphtier.dataset import Dataset
+from graphtier.dataset.resources import require_memory
 from graphtier.errors import OptionError
 from graphtier.graphstore import GraphStore
 from graphtier.train.link_model import LinkModel, score_pairs
@@ -42,18 +44,36 @@ def read_node_pairs(path: str | os.PathLike[str], num_nodes: int, option: str = 
 
 def read_node_ids(path: str | os.PathLike[str], num_nodes: int, option: str = "--for-nodes") -> np.ndarray:
     """int64 [n] node ids from a text file (one per line), a ``.npy`` [n] integer array, or, when no such file
-    exists, the ids themselves as comma-separated text (``"0,1,2"``); checked like pairs."""
+    exists and the text has a comma or is one integer, the ids themselves as comma-separated text (``"0,1,2"``, any
+    length); checked like pairs: OptionError (one line) for a part that is not an integer, an id outside
+    ``[0, num_nodes)``, a missing or empty file."""
     text = str(path)
-    if not Path(text).exists() and re.fullmatch(r"\s*\d+(\s*,\s*\d+)*\s*", text):
-        ids = np.array([int(part) for part in text.split(",")], dtype=np.int64)
-        if ids.max() >= num_nodes:
-            raise OptionError(f"{option} {text}: expected node ids in [0, {num_nodes}), found {int(ids.max())}")
-        return ids
-    return _read_ids(Path(path), num_nodes, option, columns=1)
+    if os.path.isfile(text) or ("," not in text and not re.fullmatch(r"\s*[+-]?\d+\s*", text)):
+        return _read_ids(Path(path), num_nodes, option, columns=1)
+    parts = [part.strip() for part in text.split(",")]
+    bad = next((part for part in parts if not re.fullmatch(r"[+-]?\d+", part)), None)
+    if bad is not None:
+        raise OptionError(
+            f"{option} {_shown(text)}: expected node ids as integers separated by commas (like 0,1,2) or a file "
+            f"of ids, found {bad!r} (and no file of that name)"
+        )
+    values = [int(part) for part in parts]
+    low, high = min(values), max(values)
+    if low < 0 or high >= num_nodes:
+        raise OptionError(
+            f"{option} {_shown(text)}: expected node ids in [0, {num_nodes}), found {low if low < 0 else high}"
+        )
+    return np.array(values, dtype=np.int64)
+
+
+def _shown(text: str, limit: int = 60) -> str:
+    """``text`` as an error line shows it: cut to ``limit`` characters (an inline id list may be long)."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
 
 
 def _read_ids(path: Path, num_nodes: int, option: str, columns: int) -> np.ndarray:
     shape = "[P, 2]" if columns == 2 else "[n]"
+    what = "node pairs" if columns == 2 else "node ids"
     if not path.is_file():
         raise OptionError(f"{option} {path}: file not found")
     if path.suffix == ".npy":
@@ -65,22 +85,25 @@ def _read_ids(path: Path, num_nodes: int, option: str, columns: int) -> np.ndarr
             raise OptionError(f"{option} {path}: expected integer node ids, found dtype {array.dtype}")
     else:
         try:
-            array = np.loadtxt(path, dtype=np.int64, comments="#", ndmin=2)
-        except ValueError as error:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)  # "input contained no data": refused below
+                array = np.loadtxt(path, dtype=np.int64, comments="#", ndmin=2)
+        except (ValueError, OverflowError) as error:
             raise OptionError(f"{option} {path}: expected integer node ids, {columns} per line ({error})") from None
         if columns == 1 and array.ndim == 2 and array.shape[1] == 1:
             array = array[:, 0]
-        elif columns == 1 and array.size == 0:
-            array = array.reshape(0)
+        elif array.size == 0:
+            array = array.reshape((0, columns) if columns == 2 else 0)
     wanted = array.ndim == 2 and array.shape[1] == 2 if columns == 2 else array.ndim == 1
     if not wanted:
         raise OptionError(f"{option} {path}: expected shape {shape}, found {list(array.shape)}")
-    array = array.astype(np.int64, copy=False)
-    if array.size and (array.min() < 0 or array.max() >= num_nodes):
-        raise OptionError(
-            f"{option} {path}: expected node ids in [0, {num_nodes}), found values in [{array.min()}, {array.max()}]"
-        )
-    return array
+    if array.size == 0:
+        empty = "an empty array" if path.suffix == ".npy" else "an empty file"
+        raise OptionError(f"{option} {path}: expected at least one of the {what}, found none ({empty})")
+    low, high = int(array.min()), int(array.max())  # before any cast: a uint64 2^64-1 is not -1
+    if low < 0 or high >= num_nodes:
+        raise OptionError(f"{option} {path}: expected node ids in [0, {num_nodes}), found values in [{low}, {high}]")
+    return array.astype(np.int64, copy=False)
 
 
 def pair_scores(model: LinkModel, embeddings: np.ndarray, pairs: np.ndarray) -> np.ndarray:
@@ -106,6 +129,27 @@ def _out_neighbours(csc: tuple[np.ndarray, np.ndarray], nodes: np.ndarray, undir
     return [np.concatenate(parts) if parts else np.empty(0, np.int64) for parts in found]
 
 
+def candidate_range(dataset: Dataset, dst_range: tuple[int, int] | None = None) -> tuple[int, int]:
+    """``[lo, hi)`` of the destinations :func:`top_k` recommends: ``dst_range``, else the edge split's, else all."""
+    if dst_range is not None:
+        return int(dst_range[0]), int(dst_range[1])
+    link = dataset.link
+    return (int(link.dst_range[0]), int(link.dst_range[1])) if link is not None else (0, dataset.num_nodes)
+
+
+def check_top_k(k: int, num_queries: int, lo: int, hi: int) -> None:
+    """Raise :class:`OptionError` (naming ``top_k``) unless ``1 <= k <= hi - lo`` (the candidate destinations),
+    and :class:`~graphtier.errors.ResourceError` when the int64 ids and float32 scores [num_queries, k] of the
+    result do not fit in the available memory; checked before any embedding is computed."""
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise OptionError.invalid("top_k", "a positive integer", k)
+    if k > hi - lo:
+        raise OptionError.invalid("top_k", f"at most {hi - lo:,} (the candidate destinations, ids [{lo}, {hi}))", k)
+    require_memory(
+        num_queries * int(k) * 12, f"{{top_k={k}}} for {num_queries:,} nodes (ids and scores)", options=("top_k",)
+    )
+
+
 @torch.no_grad()
 def top_k(
     model: LinkModel,
@@ -126,10 +170,9 @@ def top_k(
     :data:`SCORE_BUDGET` scores at a time plus the output. ``progress`` reports the stage ``predict: top-k``
     a chunk of query nodes at a time.
     """
-    if k < 1:
-        raise OptionError(f"--top-k expected a positive integer, found {k}")
+    lo, hi = candidate_range(dataset, dst_range)
+    check_top_k(k, int(nodes.shape[0]), lo, hi)
     link = dataset.link
-    lo, hi = dst_range if dst_range is not None else (link.dst_range if link is not None else (0, dataset.num_nodes))
     if undirected is None:
         undirected = link.undirected if link is not None else not dataset.directed
     model.eval()

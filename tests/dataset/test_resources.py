@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from graphtier.dataset import resources
-from graphtier.errors import ResourceError
+from graphtier.errors import DatasetError, ResourceError
 
 
 def test_human_bytes() -> None:
@@ -44,3 +44,13 @@ def test_is_resource_error() -> None:
     assert not resources.is_resource_error(OSError(errno.EBADF, "Bad file descriptor"))
     assert not resources.is_resource_error(OSError(errno.ENOENT, "No such file"))
     assert not resources.is_resource_error(ValueError("x"))
+
+
+def test_require_node_capacity(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert resources.physical_memory() > 0
+    monkeypatch.setattr(resources, "physical_memory", lambda: 8 << 20)  # an 8 MiB machine: 1,048,576 nodes
+    resources.require_node_capacity(1 << 20, "fits")
+    with pytest.raises(ResourceError, match=r"^big: 1,048,577 nodes in all need at least 8 MiB of memory .* has 8 MiB"):
+        resources.require_node_capacity((1 << 20) + 1, "big")
+    with pytest.raises(DatasetError, match=r"^ids: expected at most 9,223,372,036,854,775,807 nodes in all \(int64"):
+        resources.require_node_capacity(2**63, "ids")

@@ -9,6 +9,7 @@ import pytest
 
 from graphtier.dataset.schema import Schema
 from graphtier.dataset.typed_graph import TypedEdges, build_typed_csc
+from graphtier.errors import OptionError
 from graphtier.graph.typed_scores import typed_fanout_weighted_reads
 from graphtier.tiering.access import analyze_access
 from graphtier.tiering.hotness import compute_scores
@@ -120,3 +121,25 @@ def test_fanouts_per_relation_reach_every_tiering_command(tmp_path: Path, capsys
     write_labelled_graph(homogeneous)
     code, out, err = run(["score", str(homogeneous), "--fanouts-per-relation", "x=1"], capsys)
     assert code == 2 and "one relation" in err
+
+
+def test_a_score_a_typed_dataset_lacks_is_named_as_the_caller_spelled_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 34: ``analyze --score rpr`` on a typed dataset named ``--method`` (score's old alias); every command
+    names its own option ``--score``, a Python caller the argument it passed."""
+    data = write_typed_dataset(tmp_path / "t")
+    for argv in (
+        ["analyze", str(data.path)],
+        ["score", str(data.path)],
+        ["reorder", str(data.path), str(tmp_path / "r")],
+    ):
+        code, out, err = run([*argv, "--score", "rpr"], capsys)
+        assert code == 2 and err.startswith("graphtier: error: --score: 'rpr' is not defined on the typed"), (argv, err)
+        assert "--method" not in err and len(err.strip().splitlines()) == 1, err
+    with pytest.raises(OptionError, match=r"^methods=: 'rpr' is not defined"):
+        analyze_access(data, fanouts=[3, 2], batch_size=8, methods=["rpr"])
+    with pytest.raises(OptionError, match=r"^methods=: expected names from"):
+        analyze_access(data, fanouts=[3, 2], batch_size=8, methods=["nope"])
+    with pytest.raises(OptionError, match=r"^method=: 'rpr' is not defined"):
+        compute_scores(data, "rpr")

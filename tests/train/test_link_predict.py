@@ -126,3 +126,47 @@ def test_bad_link_predict_input_is_one_line(tiny_link_dataset: Dataset, link_mod
         assert result.returncode == 2 and fragment in result.stderr, (args, result)
         assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr, (args, result)
     assert not (tmp_path / "o.npy").exists()
+
+
+def test_top_k_and_for_nodes_mistakes_are_one_line(
+    tiny_link_dataset: Dataset, link_model_file: Path, tmp_path: Path
+) -> None:
+    """Issue 34: a huge --top-k, --for-nodes naming an empty file or ids that are not integers, a uint64 id past
+    2^63, an empty --pairs file: one line each (no numpy warning, no traceback); a long inline id list (past the
+    255-byte file-name limit) is ids, the same query as a file holding them."""
+    (tmp_path / "empty.txt").write_text("")
+    np.save(tmp_path / "huge.npy", np.array([1, 2**64 - 1], np.uint64))
+    many = ",".join(str(i) for i in range(400))  # 1,489 characters
+    (tmp_path / "many.txt").write_text(many.replace(",", "\n") + "\n")
+    ds, model, out = str(tiny_link_dataset.path), str(link_model_file), str(tmp_path / "o.npy")
+    cases = (
+        (["--top-k", str(2**62), "--for-nodes", "0,1"], "--top-k expected at most 400 (the candidate destinations"),
+        (["--top-k", "3", "--for-nodes", str(tmp_path / "empty.txt")], "empty.txt: expected at least one of the node"),
+        (["--top-k", "3", "--for-nodes", "a,b"], "--for-nodes a,b: expected node ids as integers separated by commas"),
+        (["--top-k", "3", "--for-nodes", str(tmp_path / "huge.npy")], "found values in [1, 18446744073709551615]"),
+        (["--top-k", "3", "--for-nodes", "0," + "9" * 30], f"expected node ids in [0, 400), found {'9' * 30}"),
+        (["--pairs", str(tmp_path / "empty.txt")], "--pairs"),
+    )
+    good = [["--top-k", "3", "--for-nodes", many, "--output", str(tmp_path / "inline.npy")]]
+    good.append(["--top-k", "3", "--for-nodes", str(tmp_path / "many.txt"), "--output", str(tmp_path / "file.npy")])
+    runs = run_cli_in_one_process([["predict", ds, "--model", model, *a, "--output", out] for a, _ in cases])
+    for (args, fragment), result in zip(cases, runs):
+        assert result.returncode == 2, (args, result)
+        assert result.stderr.count("\n") == 1 and result.stderr.startswith("graphtier: error: "), (args, result)
+        assert fragment in result.stderr, (args, fragment, result.stderr)
+    assert not (tmp_path / "o.npy").exists()
+    for result in run_cli_in_one_process([["predict", ds, "--model", model, *args] for args in good]):
+        assert result.returncode == 0, result.stderr
+    inline = np.load(tmp_path / "inline.npy")
+    assert inline.shape == (400, 3)
+    np.testing.assert_array_equal(inline, np.load(tmp_path / "file.npy"))
+
+
+def test_top_k_refuses_more_than_the_candidates(tiny_link_dataset: Dataset) -> None:
+    model = build_task_model("link", "sage", tiny_link_dataset.feature_dim, 8, 0, 2)
+    assert isinstance(model, LinkModel)
+    table = np.zeros((tiny_link_dataset.num_nodes, 8), np.float32)
+    with pytest.raises(OptionError, match=r"^top_k= expected at most 400 \(the candidate destinations"):
+        top_k(model, table, tiny_link_dataset, np.array([0]), 401)
+    with pytest.raises(OptionError, match=r"^top_k= expected at most 10 .* ids \[5, 15\)\), found 11"):
+        top_k(model, table, tiny_link_dataset, np.array([0]), 11, dst_range=(5, 15))

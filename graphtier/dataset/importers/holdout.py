@@ -26,14 +26,21 @@ Fractions = tuple[float, float, float]
 
 
 def parse_edge_split(value: str | Fractions | list[float] | None) -> Fractions | None:
-    """``"0.85,0.05,0.1"`` (or three numbers) -> the train/valid/test fractions of the edges, which must sum to 1;
-    None stays None. :class:`OptionError` names ``edge_split``."""
+    """``"0.85,0.05,0.1"`` (or three numbers) -> the train/valid/test fractions of the edges, which must sum to 1
+    with a training share > 0 (valid or test may be 0: ``1,0,0`` trains on every edge); None stays None. :class:`OptionError` names ``edge_split``."""
     if value is None:
         return None
     if isinstance(value, str):
-        return parse_fractions(value, "edge_split", exact=True)
-    fractions = tuple(float(f) for f in value)
-    check_fractions(fractions, "edge_split", exact=True)
+        fractions = parse_fractions(value, "edge_split", exact=True)
+    else:
+        fractions = tuple(float(f) for f in value)
+        check_fractions(fractions, "edge_split", exact=True)
+    if not fractions[0] > 0:
+        raise OptionError(
+            f"{{edge_split}}: expected a training share > 0 (the pairs a link model learns from), "
+            f"found {tuple(fractions)}",
+            options=("edge_split",),
+        )
     return fractions  # type: ignore[return-value]
 
 

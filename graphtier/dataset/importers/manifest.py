@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from graphtier._progress import NO_PROGRESS, Progress
+from graphtier.dataset import resources
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import textio
 from graphtier.dataset.importers.global_adjacency import (
@@ -45,6 +46,7 @@ from graphtier.dataset.importers.options import MANIFEST_FIELDS, ImportOptions
 from graphtier.dataset.importers.typed_files import (
     SPLIT_NAMES,
     TypedImport,
+    check_split_ids,
     finish_typed_import,
     read_local_ids,
     read_relation_edges,
@@ -102,6 +104,12 @@ class Manifest:
             if "labels" in entry:
                 self.labels[type_name] = self.file(f"{key}.labels", entry["labels"])
             self.counts[type_name] = count
+        known = {t: c for t, c in self.counts.items() if c is not None}
+        if known:
+            largest = max(known, key=lambda t: known[t])
+            resources.require_node_capacity(
+                sum(known.values()), f"{self.path}: nodes.{largest}.count {known[largest]:,}"
+            )
         edges = raw.get("edges", [] if self.adjacency is not None else None)
         if not isinstance(edges, list) or not (edges or self.adjacency):
             self.fail("edges", "a list of relations [{type: [src, name, dst], path}]", _kind(edges))
@@ -215,6 +223,23 @@ def _kind(value: Any) -> str:
     return "nothing" if value is None else type(value).__name__
 
 
+def _load_yaml(path: Path, text: str) -> Any:
+    """The plain data of the YAML manifest ``text`` (of ``path``), read with ``yaml.safe_load`` only: a tag that
+    would build a Python object (``!!python/object/apply:...``) is refused, never run. PyYAML is imported here,
+    not with graphtier, so only a YAML manifest needs it."""
+    try:
+        import yaml
+    except ImportError:
+        raise DatasetError(
+            f"{path}: reading a YAML manifest needs PyYAML, which is not installed (pip install pyyaml), "
+            "or write the manifest as JSON"
+        ) from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise DatasetError(f"{path}: not valid YAML ({' '.join(str(exc).split())})") from None
+
+
 def read_manifest(path: str | os.PathLike[str]) -> Manifest:
     """Parse and check the manifest ``path`` (JSON, or YAML by suffix); nothing is read from its files yet."""
     p = textio.require_file(path, "manifest")
@@ -223,12 +248,7 @@ def read_manifest(path: str | os.PathLike[str]) -> Manifest:
     except (OSError, UnicodeDecodeError) as exc:
         raise DatasetError(f"{p}: cannot read the manifest ({exc})") from None
     if p.suffix.lower() in YAML_SUFFIXES:
-        import yaml  # PyYAML; safe_load builds plain data only
-
-        try:
-            raw = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise DatasetError(f"{p}: not valid YAML ({' '.join(str(exc).split())})") from None
+        raw = _load_yaml(p, text)
     else:
         try:
             raw = json.loads(text)
@@ -302,6 +322,7 @@ def import_manifest(
             writer.source_notes["split"] = (
                 f"the split files hold global ids of the adjacency, converted to {manifest.target}'s local ids"
             )
+        check_split_ids(splits, manifest.splits)
         relations = [] if nodes is None else split_adjacency(manifest.adjacency, nodes, "adjacency")  # type: ignore[arg-type]
         relations += [
             read_relation_edges(path, rel, f"edges[{i}]", progress) for i, (rel, path) in enumerate(manifest.relations)

@@ -29,6 +29,7 @@ from graphtier.dataset.importers.ogb_files import choose_scheme, find_raw, read_
 from graphtier.dataset.importers.typed_files import (
     SPLIT_NAMES,
     TypedImport,
+    check_split_ids,
     finish_typed_import,
     read_local_ids,
     read_relation_edges,
@@ -169,6 +170,7 @@ def import_ogb_hetero(
         splits: dict[str, np.ndarray] = {
             split: read_local_ids(path, counts[target], f"split {split}", target) for split, path in split_paths.items()
         }
+        check_split_ids(splits, split_paths)
         inputs += list(split_paths.values())
         data = TypedImport(types, relations, target, labels, splits, inputs)
         return finish_typed_import(

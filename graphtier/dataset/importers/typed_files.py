@@ -128,7 +128,6 @@ def read_local_ids(path: Path, count: int, what: str, type_name: str) -> np.ndar
             ids = ids.reshape(-1)
         if ids.ndim != 1 or not np.issubdtype(ids.dtype, np.integer):
             raise DatasetError(f"{path}: {what}: expected a 1-d integer array, found {ids.dtype} {tuple(ids.shape)}")
-        ids = ids.astype(np.int64)
     elif kind in ("text", "gzip"):
         blocks = [
             b[:, 0].copy()
@@ -139,11 +138,34 @@ def read_local_ids(path: Path, count: int, what: str, type_name: str) -> np.ndar
         ids = np.concatenate(blocks) if blocks else np.empty(0, np.int64)
     else:
         raise DatasetError(f"{path}: {what}: expected a .npy array or text (one id per line), got {description}")
-    if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= count):
+    if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= count):  # before the cast: uint64 2^64-1 is not -1
         raise DatasetError(
             f"{path}: {what}: expected {type_name} ids in [0, {count}), found values in [{int(ids.min())}, {int(ids.max())}]"
         )
-    return ids
+    return ids.astype(np.int64, copy=False)
+
+
+def check_split_ids(splits: dict[str, np.ndarray], paths: dict[str, Path], key: str = "split") -> None:
+    """Raise :class:`DatasetError` naming the input file (``paths[name]``) and its ``key.name`` when a split
+    (int64 local ids, from :func:`read_local_ids`) repeats an id or shares one with an earlier split: checked on
+    the inputs, so the error names the user's file rather than the dataset being written."""
+    seen: dict[str, np.ndarray] = {}
+    for name in SPLIT_NAMES:
+        ids = splits.get(name)
+        if ids is None:
+            continue
+        unique = np.unique(ids)
+        where = f"{paths[name]}: {key}.{name}"
+        if unique.size != ids.size:
+            raise DatasetError(f"{where}: expected distinct ids, found {ids.size - unique.size:,} repeated")
+        for earlier, other in seen.items():
+            shared = np.intersect1d(unique, other, assume_unique=True)
+            if shared.size:
+                raise DatasetError(
+                    f"{where}: expected ids disjoint from {key}.{earlier} ({paths[earlier]}), found {shared.size:,} "
+                    f"in both (first {int(shared[0])})"
+                )
+        seen[name] = unique
 
 
 def read_relation_edges(

@@ -108,6 +108,35 @@ def test_options_are_checked_before_any_work() -> None:
     assert ImportOptions(edge_split="0.8,0.1,0.1").edge_split == (0.8, 0.1, 0.1)
 
 
+@pytest.mark.parametrize(
+    ("fractions", "held"), [((1.0, 0.0, 0.0), (0, 0)), ((0.9, 0.1, 0.0), (1, 0)), ((0.9, 0.0, 0.1), (0, 1))]
+)
+def test_a_zero_valid_or_test_share_is_an_empty_split(tmp_path: Path, fractions: tuple, held: tuple) -> None:
+    """``--edge-split 1,0,0`` (train on every edge) and a zero valid or test share: empty pair files, no error."""
+    indptr, indices = random_graph(100, 600, 1, symmetric=True)
+    split = hold_out_edges(indptr, indices, fractions, seed=0).split
+    for name, nonempty in zip(("valid", "test"), held):
+        pairs = split.pairs(name)
+        assert (pairs.positives.shape[0] > 0) == bool(nonempty) and pairs.negatives.shape[0] == pairs.positives.shape[0]
+    assert split.pairs("train").positives.shape[0] > 0
+    dataset = generate(tmp_path / "g", nodes=200, avg_degree=4, feature_dim=4, edge_split=",".join(map(str, fractions)))
+    assert Dataset.open(dataset.path).link is not None
+
+
+def test_a_zero_training_share_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(OptionError, match=r"^edge_split=: expected a training share > 0 .* found \(0.0, 0.5, 0.5\)"):
+        ImportOptions(edge_split=(0, 0.5, 0.5))
+    (tmp_path / "g.txt").write_text("0 1\n1 2\n2 0\n")
+    code, out, err = run(
+        ["prepare", "edgelist", str(tmp_path / "g.txt"), str(tmp_path / "o"), "--edge-split", "0,0.5,0.5"], capsys
+    )
+    assert code == 2 and err.strip() == (
+        "graphtier: error: --edge-split: expected a training share > 0 (the pairs a link model learns from), "
+        "found (0.0, 0.5, 0.5)"
+    )
+    assert not (tmp_path / "o").exists()
+
+
 def test_edgelist_import_with_edge_split_keeps_the_node_split(tmp_path: Path) -> None:
     rng = np.random.default_rng(0)
     edges = rng.integers(0, 300, (1200, 2))

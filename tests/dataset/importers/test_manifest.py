@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -135,6 +137,33 @@ def test_yaml_manifest(tmp_path: Path) -> None:
     assert ds.schema.num_edges == 6
 
 
+def test_yaml_manifest_without_pyyaml_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """PyYAML is imported only to read a YAML manifest; where it is missing that is one line saying so."""
+    yaml_path = tmp_path / "graph.yaml"
+    yaml_path.write_text("nodes: {user: {count: 3}}\n")
+    monkeypatch.setitem(sys.modules, "yaml", None)  # `import yaml` raises ImportError
+    with pytest.raises(DatasetError) as info:
+        import_manifest(yaml_path, tmp_path / "out")
+    assert str(info.value).startswith(f"{yaml_path}: reading a YAML manifest needs PyYAML")
+    assert "pip install pyyaml" in str(info.value) and "\n" not in str(info.value)
+    assert not (tmp_path / "out").exists()
+
+
+def test_graphtier_and_json_manifests_work_without_pyyaml(tmp_path: Path) -> None:
+    """With ``import yaml`` failing (a machine without PyYAML; numba imports it only when present), graphtier,
+    its CLI and a JSON manifest import work."""
+    manifest = _tiny(tmp_path)
+    code = (
+        "import sys; sys.modules['yaml'] = None\n"
+        "import graphtier, graphtier.cli\n"
+        "from graphtier.dataset.importers.manifest import import_manifest\n"
+        f"print(import_manifest({str(manifest)!r}, {str(tmp_path / 'out')!r}).schema.num_edges)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "6"
+
+
 @pytest.mark.parametrize(
     ("changes", "fragments"),
     [
@@ -156,6 +185,15 @@ def test_yaml_manifest(tmp_path: Path) -> None:
         ({"nodes/item/labels": "short.npy"}, ["short.npy", "nodes.item.labels", "5 labels", "(4,)"]),
         ({"nodes/item/labels": "fraction.npy"}, ["fraction.npy", "fractional value 0.5 in row 1"]),
         ({"split/valid": "far.txt"}, ["far.txt", "split.valid", "item ids in [0, 5)", "[7, 7]"]),
+        ({"split/valid": "uint.npy"}, ["uint.npy", "split.valid", "[18446744073709551615, 18446744073709551615]"]),
+        (
+            {"split/valid": "overlap.txt"},
+            [
+                "overlap.txt: split.valid: expected ids disjoint from split.train",
+                "train.npy), found 1 in both (first 1)",
+            ],
+        ),
+        ({"split/valid": "twice.txt"}, ["twice.txt: split.valid: expected distinct ids, found 1 repeated"]),
     ],
 )
 def test_bad_manifest_one_line(tmp_path: Path, changes: dict[str, Any], fragments: list[str]) -> None:
@@ -163,6 +201,9 @@ def test_bad_manifest_one_line(tmp_path: Path, changes: dict[str, Any], fragment
     np.save(tmp_path / "short.npy", np.zeros(4, np.int64))
     np.save(tmp_path / "fraction.npy", np.array([0, 0.5, 1, 1, 0]))
     (tmp_path / "far.txt").write_text("7\n")
+    np.save(tmp_path / "uint.npy", np.array([2**64 - 1], np.uint64))
+    (tmp_path / "twice.txt").write_text("3\n3\n")
+    (tmp_path / "overlap.txt").write_text("1\n3\n")
     manifest = _tiny(tmp_path, **changes)
     with pytest.raises(DatasetError) as info:
         import_manifest(manifest, tmp_path / "out")

@@ -202,3 +202,31 @@ def test_edgelist_named_pickle(tmp_path: Path) -> None:
     path.write_bytes(pickle.dumps(_payload(marker, "posix.system")))
     assert_user_error(run_cli("prepare", "edgelist", str(path), str(tmp_path / "out")), "edges.pkl")
     assert not marker.exists()
+
+
+def _yaml_payloads(marker: Path) -> dict[str, str]:
+    """YAML documents whose Python tags create ``marker`` when a full (unsafe) loader builds them."""
+    return {
+        "object/apply": f"!!python/object/apply:os.system ['touch {marker}']\n",
+        "object/new": f"nodes: !!python/object/new:subprocess.getoutput ['touch {marker}']\n",
+        "in a value": f"nodes:\n  user: {{count: !!python/object/apply:os.system ['touch {marker}']}}\n",
+    }
+
+
+@pytest.mark.parametrize("kind", ["object/apply", "object/new", "in a value"])
+def test_yaml_payloads_do_run_when_loaded_unsafely(tmp_path: Path, kind: str) -> None:
+    yaml = pytest.importorskip("yaml")
+    marker = tmp_path / "marker"
+    yaml.unsafe_load(_yaml_payloads(marker)[kind])
+    assert marker.exists()
+
+
+@pytest.mark.parametrize("kind", ["object/apply", "object/new", "in a value"])
+def test_yaml_manifest_python_tag_is_refused(tmp_path: Path, kind: str) -> None:
+    pytest.importorskip("yaml")
+    marker = tmp_path / "marker"
+    manifest = tmp_path / "graph.yaml"
+    manifest.write_text(_yaml_payloads(marker)[kind])
+    result = run_cli("prepare", "manifest", str(manifest), str(tmp_path / "out"))
+    assert_user_error(result, "graph.yaml: not valid YAML", "python/object")
+    assert not marker.exists() and not (tmp_path / "out").exists()
