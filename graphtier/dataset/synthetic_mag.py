@@ -26,9 +26,11 @@ papers, 30% train, defaults: a linear model reaches 0.22 test accuracy on a pape
 means of its cited/citing papers' and its fields'/authors' papers' features).
 
 The output is a pure function of the seed and the options (counter-based randomness: it does not depend on
-``chunk_edges`` or the thread count). Peak memory is linear in the edges: about 40 bytes per drawn edge (the
-int32 endpoints, their int64 copies and the CSC being built), plus 70 bytes per node; the paper features are
-written chunk by chunk.
+``chunk_edges`` or the thread count). The drawn edges are spilled chunk by chunk to a scratch file (8 bytes per
+edge on disk), and each relation's CSC is built from there as the importers build theirs
+(:func:`~graphtier.dataset.importers.typed_graph.write_typed_graph`): peak memory is about 4 bytes per stored edge
+(8 beyond 2^31 nodes; the reverse relations count too) plus 70 bytes per node and one chunk; the paper features
+are written chunk by chunk.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from __future__ import annotations
 import math
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -46,8 +48,14 @@ from graphtier._progress import NO_PROGRESS, Progress, Stage
 from graphtier.dataset import _synthetic_kernels as kernels
 from graphtier.dataset import resources, synthetic
 from graphtier.dataset.format import Dataset, index_dtype
-from graphtier.dataset.schema import Schema
-from graphtier.dataset.typed_graph import TypedEdges, TypedNodes, write_typed_graph
+from graphtier.dataset.importers.typed_graph import (
+    TypedEdges,
+    TypedNodes,
+    require_typed_csc_memory,
+    spill_relation,
+    write_typed_graph,
+)
+from graphtier.dataset.schema import Schema, reverse_name
 from graphtier.dataset.writer import DatasetWriter
 from graphtier.errors import OptionError
 
@@ -176,7 +184,7 @@ def generate_mag(
     nodes, seed, chunk_edges = int(nodes), int(seed), int(chunk_edges)
     counts = type_counts(nodes)
     drawn = {rel[1]: int(round(counts[per] * relation_degrees[rel[1]])) for rel, per, _ in RELATIONS}
-    _require_resources(output, counts, drawn, feature_dim, feature_dtype)
+    _require_resources(output, counts, drawn, feature_dim, feature_dtype, add_reverse, chunk_edges)
     started = time.perf_counter()
     total_nodes, total_drawn = sum(counts.values()), sum(drawn.values())
 
@@ -188,7 +196,9 @@ def generate_mag(
             relations = []
             for index, (rel, _, _) in enumerate(RELATIONS):
                 relations.append(
-                    _draw_relation(rel, drawn[rel[1]], tables, homophily, seed, index, chunk_edges, counts, bar)
+                    _draw_relation(
+                        rel, drawn[rel[1]], tables, homophily, seed, index, chunk_edges, counts, bar, writer.tmp
+                    )
                 )
         del tables
         types = [TypedNodes(name, count) for name, count in counts.items()]
@@ -273,30 +283,31 @@ def _draw_relation(
     chunk_edges: int,
     counts: dict[str, int],
     bar: Stage,
+    scratch: Path,
 ) -> TypedEdges:
     """Draw ``edges`` edges of relation ``rel`` in chunks of ``chunk_edges`` (local ids; self-loops of a
-    relation within one type dropped), advancing ``bar`` by each chunk's edges."""
+    relation within one type dropped), spilled to a scratch file in the folder ``scratch`` chunk by chunk
+    (:func:`~graphtier.dataset.importers.typed_graph.spill_relation`), advancing ``bar`` by each chunk's edges."""
     src_type, name, dst_type = rel
     dtype = index_dtype(max(counts[src_type], counts[dst_type]))
-    src = np.empty(edges, dtype=dtype)
-    dst = np.empty(edges, dtype=dtype)
     key = np.uint64(kernels.stream_key(seed, _EDGE_STREAM_BASE + index))
-    for first in range(0, edges, chunk_edges):
-        stop = min(edges, first + chunk_edges)
-        kernels.sample_bipartite_edges(
-            key,
-            np.int64(first),
-            *tables[dst_type],
-            *tables[src_type],
-            float(homophily),
-            src[first:stop],
-            dst[first:stop],
-        )
-        bar.advance(stop - first)
-    if src_type == dst_type:
-        keep = src != dst
-        src, dst = src[keep], dst[keep]
-    return TypedEdges(rel, src, dst, f"generate --hetero {KIND}: {name}")
+
+    def chunks() -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        src = np.empty(min(edges, chunk_edges), dtype=dtype)
+        dst = np.empty_like(src)
+        for first in range(0, edges, chunk_edges):
+            size = min(edges, first + chunk_edges) - first
+            kernels.sample_bipartite_edges(
+                key, np.int64(first), *tables[dst_type], *tables[src_type], float(homophily), src[:size], dst[:size]
+            )
+            bar.advance(size)
+            if src_type == dst_type:
+                keep = src[:size] != dst[:size]
+                yield src[:size][keep], dst[:size][keep]
+            else:
+                yield src[:size], dst[:size]
+
+    return spill_relation(rel, chunks(), scratch, f"generate --hetero {KIND}: {name}")
 
 
 def _with_features(schema: Schema, name: str, dim: int, dtype: str) -> Schema:
@@ -312,12 +323,20 @@ def _with_features(schema: Schema, name: str, dim: int, dtype: str) -> Schema:
 
 
 def _require_resources(
-    output: str | os.PathLike[str], counts: dict[str, int], drawn: dict[str, int], feature_dim: int, dtype: str
+    output: str | os.PathLike[str],
+    counts: dict[str, int],
+    drawn: dict[str, int],
+    feature_dim: int,
+    dtype: str,
+    add_reverse: bool,
+    chunk_edges: int,
 ) -> None:
     """Refuse (one-line ResourceError) a graph whose build cannot fit in memory or whose features cannot fit on disk
-    (memory as in the module docstring)."""
-    edges, nodes = sum(drawn.values()), sum(counts.values())
-    needed = 40 * edges + 70 * nodes
-    resources.require_memory(needed, f"{output}: generating {nodes:,} nodes and {edges:,} typed edges")
+    (memory as in the module docstring: the typed CSC of the drawn edges, the node tables, one chunk)."""
+    relations = [(rel, drawn[rel[1]], f"generate --hetero {KIND}: {rel[1]}") for rel, _, _ in RELATIONS]
+    relations += [((r[2], reverse_name(r[1]), r[0]), e, where) for r, e, where in relations] if add_reverse else []
+    chunk = 16 * min(chunk_edges, max(drawn.values(), default=0))
+    extra = 70 * sum(counts.values()) + chunk
+    require_typed_csc_memory(counts, relations, f"{output}: generating", extra)
     feature_bytes = counts[TARGET] * feature_dim * np.dtype(dtype).itemsize
     resources.require_disk(Path(output).resolve().parent, feature_bytes, f"{output}: writing features_paper.npy")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -136,6 +136,24 @@ class DatasetWriter:
             np.save(path, data, allow_pickle=False)
         except OSError as exc:
             raise self._write_error(exc, path.name, int(data.nbytes)) from None
+
+    def save_parts(self, name: str, parts: Sequence[np.ndarray]) -> None:
+        """Write the concatenation of the 1-d ``parts`` (one dtype) as ``name.npy``, the same bytes as
+        :meth:`save` of ``np.concatenate(parts)``, without making that copy in memory."""
+        dtype = np.dtype(parts[0].dtype) if parts else np.dtype(np.int64)
+        if any(p.ndim != 1 or p.dtype != dtype for p in parts):
+            raise ValueError(f"save_parts({name!r}): expected 1-d parts of one dtype")
+        length = sum(int(p.shape[0]) for p in parts)
+        path = self.path(name)
+        self.require_disk(path.name, length * dtype.itemsize + NPY_HEADER_BYTES)
+        header = {"descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False, "shape": (length,)}
+        try:
+            with open(path, "wb") as f:
+                np.lib.format.write_array_header_1_0(f, header)
+                for part in parts:
+                    f.write(memoryview(np.ascontiguousarray(part)).cast("B"))
+        except OSError as exc:
+            raise self._write_error(exc, path.name, length * dtype.itemsize) from None
 
     def open_memmap(self, name: str, shape: tuple[int, ...], dtype: Any) -> np.memmap:
         """Create ``name.npy`` of ``shape``/``dtype`` as a writable memory map, to fill in chunks.

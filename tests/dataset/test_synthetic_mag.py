@@ -193,9 +193,10 @@ def test_bad_options_raise_one_line_errors(tmp_path: Path, options: dict[str, ob
 
 def test_size_check_refuses_before_writing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Memory is checked against the drawn edges (linear) before anything is written."""
-    monkeypatch.setattr(resources, "available_memory", lambda: 40 * 22_000)
-    with pytest.raises(ResourceError, match="typed edges"):
-        _generate(tmp_path / "big", nodes=1000)  # 22,000 drawn edges need more than 40 bytes each
+    monkeypatch.setattr(resources, "available_memory", lambda: 4 * 22_000)
+    with pytest.raises(ResourceError, match="typed edges") as error:
+        _generate(tmp_path / "big", nodes=1000)  # 22,000 drawn edges and their reverses need 4 bytes each at least
+    assert "\n" not in str(error.value) and "available" in str(error.value)
     assert list(tmp_path.iterdir()) == []
 
 

@@ -32,7 +32,8 @@ EDGE_CHUNK = 1 << 23
 class EdgeSpill:
     """Edge chunks (int64 ids, any range) stored in a scratch file, read back chunk by chunk.
 
-    Each chunk is stored as int32 when its ids fit, else int64. Tracks the id range and count.
+    Each chunk is stored as int32 when its ids fit, else int64. Tracks the count, the id range of both ends
+    (``min_id``/``max_id``) and of each (``src_range``/``dst_range``, None while empty).
     """
 
     def __init__(self, directory: Path, name: str = "edges.spill") -> None:
@@ -43,14 +44,18 @@ class EdgeSpill:
         self.num_edges = 0
         self.min_id: int | None = None
         self.max_id: int | None = None
+        self.src_range: tuple[int, int] | None = None
+        self.dst_range: tuple[int, int] | None = None
 
     def append(self, src: np.ndarray, dst: np.ndarray) -> None:
         """Store one chunk of edges ``src[i] -> dst[i]`` (integer arrays [K])."""
         if src.shape[0] == 0:
             return
         assert self._file is not None
-        low = int(min(src.min(), dst.min()))
-        high = int(max(src.max(), dst.max()))
+        src_low, src_high, dst_low, dst_high = int(src.min()), int(src.max()), int(dst.min()), int(dst.max())
+        self.src_range = _widen(self.src_range, src_low, src_high)
+        self.dst_range = _widen(self.dst_range, dst_low, dst_high)
+        low, high = min(src_low, dst_low), max(src_high, dst_high)
         self.min_id = low if self.min_id is None else min(self.min_id, low)
         self.max_id = high if self.max_id is None else max(self.max_id, high)
         dtype = np.dtype(np.int32) if low >= -(2**31) and high < 2**31 else np.dtype(np.int64)
@@ -100,6 +105,10 @@ class EdgeSpill:
 
     def __exit__(self, *exc: object) -> None:
         self.remove()
+
+
+def _widen(bounds: tuple[int, int] | None, low: int, high: int) -> tuple[int, int]:
+    return (low, high) if bounds is None else (min(bounds[0], low), max(bounds[1], high))
 
 
 # ---------------------------------------------------------------------------- id maps
@@ -276,6 +285,8 @@ def build_csc(
     drop_self_loops: bool = False,
     progress: Progress = NO_PROGRESS,
     num_input_edges: int | None = None,
+    num_sources: int | None = None,
+    what: str = "",
 ) -> BuiltCsc:
     """Build the CSC arrays from edge chunks in two passes (count, then scatter).
 
@@ -290,13 +301,22 @@ def build_csc(
         drop_self_loops: drop ``v -> v``.
         progress: reports the two passes (``prepare: count edges``, ``prepare: place edges``) chunk by chunk.
         num_input_edges: the number of edges ``chunks`` yields, when known: the first pass's total (its ETA).
+        num_sources: sources are other nodes than the destinations (a relation of a typed graph, its sources as
+            global ids), with ids in ``[0, num_sources)``: they set the dtype of ``indices``, and the
+            reciprocity of ``counts`` is not computed (0, not symmetric). Not with ``undirected``.
+        what: names the graph in the memory checks' errors (a typed relation and its file); default: none.
 
     Returns:
-        :class:`BuiltCsc`: ``indptr`` int64 [N + 1], ``indices`` int32 (N < 2^31) or int64 [E'],
-        lists sorted, and the :class:`EdgeCounts`.
+        :class:`BuiltCsc`: ``indptr`` int64 [N + 1], ``indices`` int32 (N, or ``num_sources``, < 2^31) or
+        int64 [E'], lists sorted, and the :class:`EdgeCounts`.
     """
-    dtype = index_dtype(num_nodes)
-    resources.require_memory(5 * 8 * (num_nodes + 1), f"building the CSC of {num_nodes:,} nodes (degree counts)")
+    if num_sources is not None and undirected:
+        raise ValueError("build_csc: undirected needs sources and destinations of one node set (num_sources=None)")
+    dtype = index_dtype(num_nodes if num_sources is None else num_sources)
+    prefix = f"{what}: " if what else ""
+    resources.require_memory(
+        5 * 8 * (num_nodes + 1), f"{prefix}building the CSC of {num_nodes:,} nodes (degree counts)"
+    )
 
     def loop_free(src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         loops = src == dst
@@ -325,7 +345,7 @@ def build_csc(
     num_edges = int(indptr[-1])
     resources.require_memory(
         num_edges * dtype.itemsize + 8 * (num_nodes + 1),
-        f"building the CSC of {num_nodes:,} nodes and {num_edges:,} edges",
+        f"{prefix}building the CSC of {num_nodes:,} nodes and {num_edges:,} edges",
     )
     indices = np.empty(num_edges, dtype=dtype)
     cursor = indptr[:-1].copy()
@@ -353,7 +373,7 @@ def build_csc(
         kernels.sort_neighbour_lists(indptr, indices)
         if not keep_duplicates:
             indptr, indices, duplicates, _ = merge_list_halves(indptr, indptr[1:], indices)
-        reciprocal, _, symmetric = reciprocity(indptr, indices)
+        reciprocal, _, symmetric = reciprocity(indptr, indices) if num_sources is None else (0, 0, False)
     added = int(indices.shape[0]) - (kept_input - duplicates) if undirected else 0
     counts = EdgeCounts(input_edges, loops_dropped, duplicates, reciprocal, added, symmetric)
     return BuiltCsc(indptr, indices, counts)

@@ -11,23 +11,24 @@ a dense ``.npz`` member); entry ``[u, v] != 0`` is an edge ``u -> v`` between GL
 integer vector [N], the type of each node (``type_names[t]`` names type ``t``). A node's local id is its rank
 among the nodes of its type in global order. Every (source type, destination type) pair that has an edge is a
 relation, named ``SRC_to_DST`` unless ``relations`` names it. :func:`split_adjacency` reads the matrix by
-blocks of rows into per-relation local-id edge arrays, which go on through the same typed CSC build as edge
-files (:func:`~graphtier.dataset.typed_graph.write_typed_graph`).
+blocks of rows into per-relation local-id edge spills, which go on through the same typed CSC build as edge
+files (:func:`~graphtier.dataset.importers.typed_graph.write_typed_graph`).
 """
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from graphtier.dataset import resources
 from graphtier.dataset.importers import node_data
+from graphtier.dataset.importers.edges import EdgeSpill
 from graphtier.dataset.importers.members import MemberPath, load_member
 from graphtier.dataset.importers.sparse import load_sparse_npz
-from graphtier.dataset.typed_graph import TypedEdges
+from graphtier.dataset.importers.typed_graph import TypedEdges
 from graphtier.errors import DatasetError
 
 ADJACENCY_KEYS = ("path", "node_types", "type_names", "relations")
@@ -116,48 +117,52 @@ def _matrix(path: Path, what: str, num_nodes: int) -> Any:
     return matrix.tocsr() if sp.issparse(matrix) else sp.csr_matrix(np.asarray(matrix))
 
 
-def split_adjacency(spec: AdjacencySpec, nodes: GlobalTypes, what: str) -> list[TypedEdges]:
+def split_adjacency(spec: AdjacencySpec, nodes: GlobalTypes, what: str, scratch: Path) -> list[TypedEdges]:
     """The relations of the adjacency ``spec.path``: one :class:`TypedEdges` (local ids) per (source type,
     destination type) pair with at least one edge, in (source, destination) type-id order; a pair named in
-    ``spec.names`` that has no edge is an error."""
+    ``spec.names`` that has no edge is an error. Each relation's edges are spilled block by block to a scratch
+    file in the folder ``scratch`` (:class:`~graphtier.dataset.importers.edges.EdgeSpill`)."""
     n = int(nodes.types.size)
     csr = _matrix(spec.path, f"{what}.path", n)
     csr.sum_duplicates()
     num_types = len(nodes.names)
-    resources.require_memory(int(csr.nnz) * 16, f"{spec.path}: {what}: edges of the adjacency ({csr.nnz:,})")
-    src_parts: dict[int, list[np.ndarray]] = {}
-    dst_parts: dict[int, list[np.ndarray]] = {}
-    for start in range(0, n, ROW_BLOCK):
-        block = csr[start : start + ROW_BLOCK].tocoo()
-        keep = block.data != 0
-        src = block.row[keep].astype(np.int64) + start
-        dst = block.col[keep].astype(np.int64)
-        pair = nodes.types[src] * num_types + nodes.types[dst]
-        order = np.argsort(pair, kind="stable")
-        pair, src, dst = pair[order], src[order], dst[order]
-        keys, firsts = np.unique(pair, return_index=True)
-        bounds = list(firsts[1:]) + [pair.size]
-        for key, lo, hi in zip(keys.tolist(), firsts.tolist(), bounds, strict=True):
-            src_parts.setdefault(key, []).append(nodes.local[src[lo:hi]])
-            dst_parts.setdefault(key, []).append(nodes.local[dst[lo:hi]])
-    del csr
-    named = {(nodes.names.index(s), nodes.names.index(d)): name for (s, d), name in spec.names.items()}
-    for (s, d), name in named.items():
-        if s * num_types + d not in src_parts:
-            raise DatasetError(
-                f"{spec.path}: {what}.relations: relation {name!r} expected edges from {nodes.names[s]} to "
-                f"{nodes.names[d]} nodes, found none"
-            )
+    spills: dict[int, EdgeSpill] = {}
+    try:
+        for start in range(0, n, ROW_BLOCK):
+            block = csr[start : start + ROW_BLOCK].tocoo()
+            keep = block.data != 0
+            src = block.row[keep].astype(np.int64) + start
+            dst = block.col[keep].astype(np.int64)
+            pair = nodes.types[src] * num_types + nodes.types[dst]
+            order = np.argsort(pair, kind="stable")
+            pair, src, dst = pair[order], src[order], dst[order]
+            keys, firsts = np.unique(pair, return_index=True)
+            bounds = list(firsts[1:]) + [pair.size]
+            for key, lo, hi in zip(keys.tolist(), firsts.tolist(), bounds, strict=True):
+                if key not in spills:
+                    spills[key] = EdgeSpill(scratch, f"adjacency-{key}-{uuid.uuid4().hex}.spill")
+                spills[key].append(nodes.local[src[lo:hi]], nodes.local[dst[lo:hi]])
+        del csr
+        named = {(nodes.names.index(s), nodes.names.index(d)): name for (s, d), name in spec.names.items()}
+        for (s, d), name in named.items():
+            if s * num_types + d not in spills:
+                raise DatasetError(
+                    f"{spec.path}: {what}.relations: relation {name!r} expected edges from {nodes.names[s]} to "
+                    f"{nodes.names[d]} nodes, found none"
+                )
+    except BaseException:
+        for spill in spills.values():
+            spill.remove()
+        raise
     relations = []
-    for key in sorted(src_parts):
+    for key in sorted(spills):
         s, d = divmod(key, num_types)
         name = named.get((s, d), f"{nodes.names[s]}_to_{nodes.names[d]}")
         relations.append(
             TypedEdges(
                 (nodes.names[s], name, nodes.names[d]),
-                np.concatenate(src_parts.pop(key)),
-                np.concatenate(dst_parts.pop(key)),
-                f"{spec.path} ({nodes.names[s]} -> {nodes.names[d]} entries)",
+                where=f"{spec.path} ({nodes.names[s]} -> {nodes.names[d]} entries)",
+                spill=spills[key],
             )
         )
     return relations

@@ -53,7 +53,7 @@ from graphtier.dataset.importers.typed_files import (
     read_type_features,
     read_type_labels,
 )
-from graphtier.dataset.typed_graph import TypedNodes
+from graphtier.dataset.importers.typed_graph import TypedNodes
 from graphtier.dataset.writer import DatasetWriter
 from graphtier.errors import DatasetError
 
@@ -323,9 +323,12 @@ def import_manifest(
                 f"the split files hold global ids of the adjacency, converted to {manifest.target}'s local ids"
             )
         check_split_ids(splits, manifest.splits)
-        relations = [] if nodes is None else split_adjacency(manifest.adjacency, nodes, "adjacency")  # type: ignore[arg-type]
+        relations = (
+            [] if nodes is None else split_adjacency(manifest.adjacency, nodes, "adjacency", writer.tmp)  # type: ignore[arg-type]
+        )
         relations += [
-            read_relation_edges(path, rel, f"edges[{i}]", progress) for i, (rel, path) in enumerate(manifest.relations)
+            read_relation_edges(path, rel, f"edges[{i}]", writer.tmp, progress)
+            for i, (rel, path) in enumerate(manifest.relations)
         ]
         data = TypedImport(types, relations, manifest.target, labels, splits, manifest.inputs())
         return finish_typed_import(

@@ -35,7 +35,7 @@ from graphtier.dataset.importers.mat_splits import choose_split_keys, read_split
 from graphtier.dataset.importers.options import ImportOptions
 from graphtier.dataset.importers.splits import random_split
 from graphtier.dataset.importers.typed_files import TypedImport, finish_typed_import
-from graphtier.dataset.typed_graph import TypedEdges, TypedNodes
+from graphtier.dataset.importers.typed_graph import TypedEdges, TypedNodes
 from graphtier.dataset.writer import DatasetWriter
 from graphtier.errors import DatasetError, OptionError
 

@@ -36,7 +36,7 @@ from graphtier.dataset.importers.typed_files import (
     read_type_features,
     read_type_labels,
 )
-from graphtier.dataset.typed_graph import TypedNodes
+from graphtier.dataset.importers.typed_graph import TypedNodes
 from graphtier.dataset.writer import DatasetWriter
 from graphtier.errors import DatasetError
 
@@ -152,14 +152,14 @@ def import_ogb_hetero(
         for rel, folder in relation_dirs:
             edge_path = find_raw(folder, "edge", required=True)
             assert edge_path is not None
-            edges = read_relation_edges(edge_path, rel, folder.name, progress)
+            edges = read_relation_edges(edge_path, rel, folder.name, writer.tmp, progress)
             count_file = find_raw(folder, "num-edge-list", required=False)
             if count_file is not None:
                 expected = read_single_int(count_file)
-                if expected != edges.src.shape[0]:
+                if expected != edges.num_edges:
                     raise DatasetError(
                         f"{edge_path}: relation {rel}: expected {expected} edges ({count_file.name}), "
-                        f"found {edges.src.shape[0]}"
+                        f"found {edges.num_edges}"
                     )
             inputs.append(edge_path)
             relations.append(edges)

@@ -15,14 +15,14 @@ Any of these files may be ``PATH:KEY``, an array inside an ``.npz`` or a ``.mat`
 (:mod:`~graphtier.dataset.importers.members`).
 
 Every error is one line naming the file, the node type or relation, the expected and the found value.
-:func:`finish_typed_import` writes the graph (:func:`~graphtier.dataset.typed_graph.write_typed_graph`),
+:func:`finish_typed_import` writes the graph (:func:`~graphtier.dataset.importers.typed_graph.write_typed_graph`),
 labels, splits and ``meta.json`` (with its ``hetero`` entry).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,12 +35,13 @@ from graphtier.dataset import resources
 from graphtier.dataset.finite import NonFiniteGuard
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import finish, node_data, textio
+from graphtier.dataset.importers.edges import EDGE_CHUNK
 from graphtier.dataset.importers.features import note_replaced
 from graphtier.dataset.importers.labels import Labels, labels_from_values
 from graphtier.dataset.importers.members import MemberPath, load_member
 from graphtier.dataset.importers.sparse import DenseRows, load_sparse_npz
 from graphtier.dataset.importers.splits import save_splits
-from graphtier.dataset.typed_graph import TypedEdges, TypedNodes, write_typed_graph
+from graphtier.dataset.importers.typed_graph import TypedEdges, TypedNodes, spill_relation, write_typed_graph
 from graphtier.dataset.writer import DatasetWriter
 from graphtier.errors import DatasetError
 
@@ -169,10 +170,12 @@ def check_split_ids(splits: dict[str, np.ndarray], paths: dict[str, Path], key: 
 
 
 def read_relation_edges(
-    path: Path, relation: tuple[str, str, str], where: str, progress: Progress = NO_PROGRESS
+    path: Path, relation: tuple[str, str, str], where: str, scratch: Path, progress: Progress = NO_PROGRESS
 ) -> TypedEdges:
     """The edges of ``relation`` in ``path``: ``src dst`` lines (text/csv/gzip, optional header, extra
     columns ignored) or an integer ``.npy`` [E, 2] / [2, E]; local ids of the source and destination types.
+    They are spilled chunk by chunk to a scratch file in the folder ``scratch``
+    (:func:`~graphtier.dataset.importers.typed_graph.spill_relation`), never held in memory whole.
     ``progress`` reports reading a text file as the stage ``prepare: read edges <relation name>``."""
     what = f"{where} relation {relation}"
     kind, description = node_data.sniff(path)
@@ -180,9 +183,11 @@ def read_relation_edges(
     if sparse is not None and not isinstance(sparse, np.ndarray):  # an adjacency: entry [u, v] != 0 is u -> v
         coo = sparse.tocoo()
         nonzero = coo.data != 0
-        return TypedEdges(
-            relation, coo.row[nonzero].astype(np.int64), coo.col[nonzero].astype(np.int64), str(path), coo.shape
-        )
+        rows, cols, shape = coo.row[nonzero], coo.col[nonzero], (int(coo.shape[0]), int(coo.shape[1]))
+        del coo, sparse
+        edges = spill_relation(relation, _blocks(rows, cols), scratch, str(path))
+        edges.shape = shape
+        return edges
     if kind == "npy":
         pairs = np.asarray(node_data.load_npy(path, what))
         if pairs.ndim == 2 and pairs.shape[1] != 2 and pairs.shape[0] == 2:
@@ -192,21 +197,27 @@ def read_relation_edges(
                 f"{path}: {what}: expected an integer array [edges, 2] of (src, dst), "
                 f"found {pairs.dtype} {tuple(pairs.shape)}"
             )
-        return TypedEdges(relation, pairs[:, 0].astype(np.int64), pairs[:, 1].astype(np.int64), str(path))
+        return spill_relation(relation, _blocks(pairs[:, 0], pairs[:, 1]), scratch, str(path))
     if kind not in ("text", "gzip"):
         raise DatasetError(f"{path}: {what}: expected a text edge list ('src dst' per line) or .npy, got {description}")
     skip = textio.has_header(path, "auto", 2, allow_extra_columns=True)
-    src_parts, dst_parts = [], []
-    with progress.stage(f"prepare: read edges {relation[1]}", unit="edges") as bar:
-        for block in textio.iter_int_rows(
-            path, 2, allow_extra_columns=True, skip_header=skip, expected="two integer ids 'src dst'"
-        ):
-            src_parts.append(block[:, 0].copy())
-            dst_parts.append(block[:, 1].copy())
-            bar.advance(int(block.shape[0]))
-    src = np.concatenate(src_parts) if src_parts else np.empty(0, np.int64)
-    dst = np.concatenate(dst_parts) if dst_parts else np.empty(0, np.int64)
-    return TypedEdges(relation, src, dst, str(path))
+
+    def text_blocks() -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        with progress.stage(f"prepare: read edges {relation[1]}", unit="edges") as bar:
+            for block in textio.iter_int_rows(
+                path, 2, allow_extra_columns=True, skip_header=skip, expected="two integer ids 'src dst'"
+            ):
+                yield block[:, 0], block[:, 1]
+                bar.advance(int(block.shape[0]))
+
+    return spill_relation(relation, text_blocks(), scratch, str(path))
+
+
+def _blocks(src: np.ndarray, dst: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """``(src, dst)`` in blocks of :data:`~graphtier.dataset.importers.edges.EDGE_CHUNK` edges, read into memory
+    one block at a time (the arrays may be memory maps)."""
+    for start in range(0, int(src.shape[0]), EDGE_CHUNK):
+        yield np.asarray(src[start : start + EDGE_CHUNK]), np.asarray(dst[start : start + EDGE_CHUNK])
 
 
 @dataclass
