@@ -18,7 +18,7 @@ from graphtier.cli.info import typed_info, typed_lines
 from graphtier.cli.prepare_options import common_options, import_options
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import textio
-from graphtier.dataset.importers.mat import ADJACENCY_KEYS, FEATURE_KEYS, LABEL_KEYS
+from graphtier.dataset.importers.mat_variables import ADJACENCY_KEYS, FEATURE_KEYS, LABEL_KEYS
 from graphtier.dataset.importers.options import (
     EDGE_FORMAT_FIELDS,
     MANIFEST_FIELDS,

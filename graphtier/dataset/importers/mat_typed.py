@@ -22,7 +22,8 @@ from graphtier.dataset.finite import NonFiniteGuard
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import node_data
 from graphtier.dataset.importers.edges import IdMap
-from graphtier.dataset.importers.mat import (
+from graphtier.dataset.importers.mat_splits import choose_split_keys, read_split_variables
+from graphtier.dataset.importers.mat_variables import (
     FEATURE_KEYS,
     LABEL_KEYS,
     pick_variable,
@@ -31,7 +32,6 @@ from graphtier.dataset.importers.mat import (
     read_mat_labels,
     unused_variables,
 )
-from graphtier.dataset.importers.mat_splits import choose_split_keys, read_split_variables
 from graphtier.dataset.importers.options import ImportOptions
 from graphtier.dataset.importers.splits import random_split
 from graphtier.dataset.importers.typed_files import TypedImport, finish_typed_import

@@ -5,7 +5,7 @@ the variables of a MATLAB ``.mat`` (``ACM3025.mat:PAP``). :func:`file_or_member`
 :class:`MemberPath` (a ``Path`` whose text is ``PATH:KEY``, so messages name it as the user wrote it); the
 whole text is tried as a path first, so a file whose name holds ``:`` still works. :func:`load_member` reads
 the member: a numeric ``numpy`` array, or, for a sparse ``.mat`` variable, a checked scipy sparse matrix.
-Readers see a member as an array (:func:`~graphtier.dataset.importers.node_data.sniff` calls it ``npy``).
+Readers see a member as an array (:func:`sniff` calls it ``npy``).
 Nothing is unpickled (``allow_pickle=False``; ``loadmat`` builds plain arrays). A missing key is a one-line
 error listing the keys present.
 """
@@ -18,7 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 
+from graphtier.dataset.importers.filekind import sniff_file
+from graphtier.dataset.importers.mat_variables import load_mat
+from graphtier.dataset.importers.sparse import checked_sparse
 from graphtier.dataset.resources import require_memory
 from graphtier.errors import DatasetError
 
@@ -65,9 +69,7 @@ def file_or_member(value: str | os.PathLike[str]) -> Path:
     container = Path(prefix)
     if not container.is_file():
         return path
-    from graphtier.dataset.importers.node_data import sniff
-
-    if sniff(container)[0] not in CONTAINER_KINDS:
+    if sniff_file(container)[0] not in CONTAINER_KINDS:
         return path
     return member_path(container, key)
 
@@ -83,6 +85,15 @@ def npz_member_bytes(path: MemberPath) -> int | None:
     except (KeyError, ValueError, OSError, zipfile.BadZipFile, EOFError):
         return None
     return int(np.prod(shape, dtype=object)) * dtype.itemsize
+
+
+def sniff(path: Path) -> tuple[str, str]:
+    """``(kind, description)`` of the content of ``path``
+    (:func:`~graphtier.dataset.importers.filekind.sniff_file`); a :class:`MemberPath` (``PATH:KEY``) is an
+    array: ``npy``."""
+    if isinstance(path, MemberPath):
+        return "npy", f"an array ({path})"
+    return sniff_file(path)
 
 
 def _npz_member(path: MemberPath) -> np.ndarray:
@@ -111,16 +122,10 @@ def _npz_member(path: MemberPath) -> np.ndarray:
 def load_member(path: MemberPath) -> Any:
     """The member ``path`` names: a numeric ``numpy`` array, or (a sparse ``.mat`` variable) a checked scipy
     CSR/CSC matrix (:func:`~graphtier.dataset.importers.sparse.checked_sparse`)."""
-    import scipy.sparse as sp
-
-    from graphtier.dataset.importers.node_data import sniff
-
-    kind, description = sniff(path.container)
+    kind, description = sniff_file(path.container)
     if kind == "npz":
         value: Any = _npz_member(path)
     elif kind == "mat":
-        from graphtier.dataset.importers.mat import load_mat
-
         variables = load_mat(path.container)
         if path.key not in variables:
             raise DatasetError(f"{path}: no variable {path.key!r} in {path.container}; it has {sorted(variables)}")
@@ -128,8 +133,6 @@ def load_member(path: MemberPath) -> Any:
     else:
         raise DatasetError(f"{path}: expected PATH:KEY of an .npz or a .mat file, found {description}")
     if sp.issparse(value):
-        from graphtier.dataset.importers.sparse import checked_sparse
-
         return checked_sparse(value, path)
     array = np.asarray(value)
     if array.dtype == object or not (np.issubdtype(array.dtype, np.number) or array.dtype == np.bool_):
@@ -140,8 +143,6 @@ def load_member(path: MemberPath) -> Any:
 def load_dense_member(path: MemberPath, what: str) -> np.ndarray:
     """:func:`load_member` for a reader of dense arrays (ids, labels, pairs): a sparse member is densified when
     it is a vector (one row or one column), else refused."""
-    import scipy.sparse as sp
-
     value = load_member(path)
     if sp.issparse(value):
         if 1 not in value.shape:

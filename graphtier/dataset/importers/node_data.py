@@ -31,7 +31,7 @@ from graphtier.dataset.importers.labels import (
     mark_unlabelled,
     renumber_codes,
 )
-from graphtier.dataset.importers.members import MemberPath, load_dense_member, load_member
+from graphtier.dataset.importers.members import MemberPath, load_dense_member, load_member, sniff
 from graphtier.dataset.importers.sparse import DenseRows, load_sparse_npz
 from graphtier.errors import DatasetError, OptionError
 
@@ -41,41 +41,6 @@ CENTROIDS_STREAM = 2**32 - 1
 SYNTHETIC_LABELS_STREAM = 2**32 - 2
 
 LABEL_LAYOUTS = ("auto", "pairs", "lines")
-
-NPY_MAGIC = b"\x93NUMPY"
-_MAGICS = (
-    (NPY_MAGIC, "npy", "a .npy array"),
-    (b"PK\x03\x04", "npz", "a zip archive (.npz?)"),
-    (b"PK\x05\x06", "npz", "an empty zip archive"),
-    (b"\x1f\x8b", "gzip", "gzip data"),
-    (b"MATLAB", "mat", "a MATLAB .mat file"),
-    (b"\x89HDF", "hdf5", "an HDF5 file (MATLAB v7.3?)"),
-    (b"\x80", "pickle", "a Python pickle"),
-)
-
-
-def sniff(path: Path) -> tuple[str, str]:
-    """``(kind, description)`` of the content of ``path``: npy, npz, gzip, mat, hdf5, pickle, text or binary.
-
-    A :class:`~graphtier.dataset.importers.members.MemberPath` (``PATH:KEY``) is an array: ``npy``."""
-    if isinstance(path, MemberPath):
-        return "npy", f"an array ({path})"
-    try:
-        with open(path, "rb") as stream:
-            head = stream.read(4096)
-    except OSError as exc:
-        raise DatasetError(f"{path}: cannot open ({exc.strerror})") from None
-    for magic, kind, description in _MAGICS:
-        if head.startswith(magic):
-            return kind, description
-    if b"\x00" in head:
-        return "binary", "binary data"
-    try:
-        head.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        if exc.start < len(head) - 4:  # not just a character cut at the end of the probe
-            return "binary", "binary data"
-    return "text", "text"
 
 
 def load_npy(path: Path, option: str) -> np.ndarray:
