@@ -18,7 +18,13 @@ import numpy as np
 from graphtier.dataset import swap
 from graphtier.dataset.checks import index_range, is_non_decreasing
 from graphtier.dataset.finite import SAMPLE_BLOCK_BYTES, SAMPLE_BLOCKS, find_non_finite
-from graphtier.dataset.link_split import LINK_FILE_STEMS, LinkSplit, read_link_split, validate_link_split
+from graphtier.dataset.link_split import (
+    LINK_FILE_STEMS,
+    LinkSplit,
+    check_held_out,
+    read_link_split,
+    validate_link_split,
+)
 from graphtier.dataset.schema import Relation, Schema
 from graphtier.errors import DatasetError
 
@@ -284,6 +290,8 @@ class Dataset:
                     )
         if self.link is not None:
             validate_link_split(root, self.link, n)
+            if not schema.hetero:
+                check_held_out(root, self.link, self.indptr, self.indices)
         if "perm" in self.extra:
             self._validate_perm(root / "perm.npy", self.extra["perm"])
         seen = np.zeros(n_labelled, dtype=np.bool_) if any(self.split(s) is not None for s in SPLITS) else None
