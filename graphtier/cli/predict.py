@@ -143,7 +143,15 @@ def command(
             majority, baseline = majority_class_accuracy(labels[np.asarray(data.train_idx)], labels[test]) if (
                 data.train_idx is not None) else (None, None)  # fmt: skip
             if baseline is not None:
-                line += f"  majority-class test_acc {baseline:.4f} (class {majority}, the train split's most common)"
+                names = data.class_names
+                named = (
+                    f" {names[majority]}"
+                    if names is not None and majority is not None and 0 <= majority < len(names)
+                    else ""
+                )
+                line += (
+                    f"  majority-class test_acc {baseline:.4f} (class {majority}{named}, the train split's most common)"
+                )
             click.echo(line)
 
 

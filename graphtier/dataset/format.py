@@ -136,6 +136,21 @@ class Dataset:
         return int(self.meta["num_classes"])
 
     @property
+    def class_names(self) -> list[str] | None:
+        """The name of each class id (``label_names.json``: labels imported as names or codes), or None."""
+        path = self.path / "label_names.json"
+        if not path.is_file():
+            return None
+        try:
+            names = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            raise DatasetError(f"{path}: not readable JSON ({exc})") from None
+        if not (isinstance(names, list) and all(isinstance(n, str) for n in names)) or len(names) != self.num_classes:
+            found = f"{len(names)} entries" if isinstance(names, list) else type(names).__name__
+            raise DatasetError(f"{path}: expected a list of {self.num_classes} class names (strings), found {found}")
+        return names
+
+    @property
     def directed(self) -> bool:
         return bool(self.meta["directed"])
 
