@@ -82,3 +82,36 @@ def interrupt_behind(error: BaseException) -> KeyboardInterrupt | None:
         if isinstance(cause, KeyboardInterrupt):
             return cause
     return None
+
+
+class deferred_interrupts:  # noqa: N801 - used as a context manager, like contextlib's
+    """Hold SIGINT and SIGTERM back inside the ``with`` block; a signal that arrived is re-sent on exit.
+
+    For a few steps that must all happen or none (renaming a set of outputs into place): Ctrl-C or SIGTERM
+    inside the block takes effect right after it, through the handler that was in place. Outside the main
+    thread (where handlers cannot be set) the block runs unprotected.
+    """
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self) -> None:
+        self.previous: dict[int, object] = {}
+        self.arrived: list[int] = []
+
+    def _hold(self, signum: int, frame: FrameType | None) -> None:
+        self.arrived.append(signum)
+
+    def __enter__(self) -> "deferred_interrupts":
+        if threading.current_thread() is threading.main_thread():
+            for signum in self.SIGNALS:
+                self.previous[signum] = signal.signal(signum, self._hold)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for signum, handler in self.previous.items():
+            if handler is not None:  # None: a handler set outside Python, which cannot be put back from here
+                signal.signal(signum, handler)  # type: ignore[arg-type]
+        self.previous.clear()
+        for signum in dict.fromkeys(self.arrived):
+            signal.raise_signal(signum)
+        self.arrived.clear()

@@ -251,3 +251,88 @@ def test_signals_leave_old_or_complete_new_output(case: Case, inputs: Path, tmp_
             if signum == signal.SIGKILL:
                 case.next_run(output)
             assert _temporaries(output.parent) == [], f"{what}: left {_temporaries(output.parent)}"
+
+
+# ---------------------------------------------------------------- predict --task link: three outputs, one result
+LINK_OUTPUTS = ("ids.npy", "scores.npy", "emb.npy")
+LINK_SIGNALS = (signal.SIGINT, signal.SIGKILL)
+LINK_TRIALS_PER_SIGNAL = 4
+
+
+def _link_predict_args(dataset: Path, model: Path, nodes: Path, folder: Path) -> list[str]:
+    ids, scores, emb = (folder / name for name in LINK_OUTPUTS)
+    return ["predict", str(dataset), "--model", str(model), "--top-k", "20", "--for-nodes", str(nodes),
+            "--output", str(ids), "--scores", str(scores), "--embeddings", str(emb), "--quiet"]  # fmt: skip
+
+
+def _link_outputs_fingerprint(folder: Path) -> str:
+    digest = hashlib.sha256()
+    for name in LINK_OUTPUTS:
+        digest.update(np.ascontiguousarray(np.load(folder / name)).tobytes())
+    return digest.hexdigest()
+
+
+def _first_temporary_after(process: subprocess.Popen, folder: Path, started: float) -> float:
+    """Poll ``folder`` until ``process`` ends; the time from ``started`` at which a temporary first appeared."""
+    seen = None
+    while process.poll() is None:
+        if seen is None and any(".tmp-" in name for name in os.listdir(folder)):
+            seen = time.perf_counter() - started
+        time.sleep(0.002)
+    return seen if seen is not None else time.perf_counter() - started
+
+
+def test_link_predict_outputs_are_all_old_or_all_new_after_signals(tmp_path: Path) -> None:
+    """SIGINT and SIGKILL at random moments of ``predict --task link --output --scores --embeddings`` over the old
+    outputs of another model: afterwards the three files are all the old ones or all the new ones (after SIGKILL:
+    once the next write into the folder has run), and no temporary or journal is left."""
+    from graphtier.train import train
+    from tests.conftest import write_labelled_graph, write_link_dataset
+
+    dataset = write_link_dataset(tmp_path / "link", write_labelled_graph(tmp_path / "graph", num_nodes=6000))
+    options = dict(task="link", epochs=1, batch_size=512, hidden=64, fanouts=(5, 5), quiet=True)
+    for seed, name in ((1, "old.pt"), (0, "new.pt")):
+        train(dataset, seed=seed, save_model=str(tmp_path / name), **options)
+    nodes = tmp_path / "nodes.txt"
+    nodes.write_text("\n".join(map(str, range(dataset.num_nodes))))
+    old, new, work = tmp_path / "old", tmp_path / "new", tmp_path / "work"
+    for folder, model in ((old, "old.pt"), (new, "new.pt")):
+        folder.mkdir()
+        result = _run(_link_predict_args(dataset.path, tmp_path / model, nodes, folder))
+        assert result.returncode == 0, result.stderr
+    expected = {_link_outputs_fingerprint(old): "old", _link_outputs_fingerprint(new): "new"}
+    assert len(expected) == 2
+    argv = _link_predict_args(dataset.path, tmp_path / "new.pt", nodes, work)
+    shutil.copytree(old, work)
+    started = time.perf_counter()  # timed: when the outputs start being written, when the run ends
+    process = subprocess.Popen([sys.executable, "-m", "graphtier", *argv], env=_env(), stderr=subprocess.DEVNULL)
+    writing = _first_temporary_after(process, work, started)
+    duration = time.perf_counter() - started
+    assert process.returncode == 0
+    rng = np.random.default_rng(SEED)
+    seen = []
+    for signum in LINK_SIGNALS:
+        for trial in range(LINK_TRIALS_PER_SIGNAL):
+            shutil.rmtree(work)
+            shutil.copytree(old, work)
+            # half of the trials anywhere in the run, half while its outputs are written and renamed
+            lo = 0.0 if trial % 2 == 0 else max(0.0, writing - 0.05)
+            delay = float(rng.uniform(lo, duration * 1.05))
+            process = subprocess.Popen(
+                [sys.executable, "-m", "graphtier", *argv], env=_env(), stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint,
+            )  # fmt: skip
+            time.sleep(delay)
+            process.send_signal(signum)
+            _, stderr = process.communicate(timeout=300)
+            what = f"{signal.Signals(signum).name} after {delay:.2f}s (exit {process.returncode})"
+            if signum == signal.SIGKILL:
+                for name in LINK_OUTPUTS:
+                    remove_stale_temporaries(work / name)  # what the next run's writes do first
+            else:
+                assert process.returncode in (0, 130, -signum) and "Traceback" not in stderr, f"{what}: {stderr}"
+            found = expected.get(_link_outputs_fingerprint(work))
+            assert found is not None, f"{what}: the three outputs are neither all old nor all new"
+            assert sorted(p.name for p in work.iterdir()) == sorted(LINK_OUTPUTS), f"{what}: left temporaries"
+            seen.append(found)
+    assert "old" in seen  # the trials interrupted runs, not only finished ones

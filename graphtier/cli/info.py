@@ -39,12 +39,19 @@ def class_counts(labels: np.ndarray, num_classes: int) -> tuple[np.ndarray, int]
 LARGEST_CLASSES_SHOWN = 3
 
 
-def describe_classes(counts: list[int], unlabelled: int, shown: int = LARGEST_CLASSES_SHOWN) -> str:
+def describe_classes(
+    counts: list[int], unlabelled: int, shown: int = LARGEST_CLASSES_SHOWN, names: list[str] | None = None
+) -> str:
     """``"largest 3: 818 (30.2%), 4: 426 (15.7%), 2: 418 (15.4%) of 7 classes; 0 unlabelled"``: the ``shown``
-    largest classes (id, nodes, share of the labelled nodes), the number of classes and the unlabelled nodes."""
+    largest classes (id, nodes, share of the labelled nodes), the number of classes and the unlabelled nodes.
+    With ``names`` (the dataset's class names) each id is followed by its name: ``3 (cat): 818 (30.2%)``."""
     labelled = sum(counts)
     order = sorted(range(len(counts)), key=lambda c: (-counts[c], c))[:shown]
-    largest = ", ".join(f"{c}: {counts[c]:,} ({100 * counts[c] / labelled:.1f}%)" for c in order if counts[c])
+
+    def label(c: int) -> str:
+        return f"{c} ({names[c]})" if names is not None and c < len(names) else str(c)
+
+    largest = ", ".join(f"{label(c)}: {counts[c]:,} ({100 * counts[c] / labelled:.1f}%)" for c in order if counts[c])
     return f"largest {largest or '-'} of {len(counts)} classes; {unlabelled:,} unlabelled"
 
 
@@ -196,7 +203,7 @@ def dataset_info(dataset: Dataset) -> dict[str, Any]:
     ``node_order``, ``in_degree`` (``min``, ``mean``, ``median``, ``p99``, ``max``,
     ``zero_in_degree_nodes``, ``top1pct_edge_share``, ``top10pct_edge_share``), ``features``
     (``shape``, ``dtype``, ``bytes``; null without features), ``labels`` (``num_classes``,
-    ``labelled``, ``unlabelled``, ``class_counts``: nodes per class id; null without labels), ``splits`` (``train``/``valid``/``test`` sizes, null when
+    ``labelled``, ``unlabelled``, ``class_counts``: nodes per class id, ``class_names``: the name of each class id or null; null without labels), ``splits`` (``train``/``valid``/``test`` sizes, null when
     absent), ``arrays`` (per ``.npy`` stem: ``shape``, ``dtype``, ``bytes`` on disk), ``total_bytes``
     (every file of the directory), ``source`` (``meta.json``'s ``source``), ``provenance``
     (``features``/``labels``: input, synthetic or none; see :mod:`graphtier.dataset.provenance`),
@@ -230,6 +237,7 @@ def dataset_info(dataset: Dataset) -> dict[str, Any]:
             "labelled": int(counts.sum()),
             "unlabelled": unlabelled,
             "class_counts": counts.tolist(),
+            "class_names": dataset.class_names,
         }
     splits: dict[str, int | None] = {}
     for name in SPLITS:
@@ -345,7 +353,7 @@ def _render_table(info: dict[str, Any]) -> None:
         else f"{lab['num_classes']} classes, {lab['labelled']:,} labelled nodes{origin('labels')}",
     )
     if lab is not None:
-        table.add_row("classes", describe_classes(lab["class_counts"], lab["unlabelled"]))
+        table.add_row("classes", describe_classes(lab["class_counts"], lab["unlabelled"], names=lab.get("class_names")))
     for note in info.get("notes") or []:
         table.add_row("note", note)
     s = info["splits"]

@@ -67,7 +67,7 @@ def command(
     import time
 
     from graphtier.dataset import Dataset
-    from graphtier.dataset.outputs import check_outputs, save_npy
+    from graphtier.dataset.outputs import OutputSet, check_outputs
     from graphtier.train.evaluation import majority_class_accuracy
     from graphtier.train.predict import predict
     from graphtier.train.saved import load_model
@@ -85,6 +85,11 @@ def command(
     if task is not None and task != saved.task:
         raise OptionError(f"--task {task}: --model {model_path} was trained with --task {saved.task}")
     if saved.task == "link":
+        if probabilities:
+            raise OptionError(
+                f"--probabilities: only with a node classifier; --model {model_path} is a link model (--task link), "
+                "whose --pairs scores are logits (sigmoid gives a probability)"
+            )
         link_command(saved, data, output, pairs, top_k, for_nodes, scores_path, embeddings, device, chunk_size, quiet)
         return
     for option, given in (
@@ -112,9 +117,11 @@ def command(
         scratch_dir=scratch,
     )
     seconds = time.perf_counter() - start
-    save_npy(output, result.probabilities if probabilities else result.classes, "output")
-    if embeddings is not None and result.embeddings is not None:
-        save_npy(embeddings, result.embeddings.astype(np.float32, copy=False), "embeddings")
+    with OutputSet() as outputs:  # --output and --embeddings replaced together (all new or all old)
+        outputs.save_npy(output, result.probabilities if probabilities else result.classes, "output")
+        if embeddings is not None and result.embeddings is not None:
+            outputs.save_npy(embeddings, result.embeddings.astype(np.float32, copy=False), "embeddings")
+        outputs.commit()
     if not quiet:
         what = "class probabilities" if probabilities else "predicted classes"
         nodes = f"{data.schema.target} nodes" if saved.schema is not None else "nodes"
@@ -136,7 +143,15 @@ def command(
             majority, baseline = majority_class_accuracy(labels[np.asarray(data.train_idx)], labels[test]) if (
                 data.train_idx is not None) else (None, None)  # fmt: skip
             if baseline is not None:
-                line += f"  majority-class test_acc {baseline:.4f} (class {majority}, the train split's most common)"
+                names = data.class_names
+                named = (
+                    f" {names[majority]}"
+                    if names is not None and majority is not None and 0 <= majority < len(names)
+                    else ""
+                )
+                line += (
+                    f"  majority-class test_acc {baseline:.4f} (class {majority}{named}, the train split's most common)"
+                )
             click.echo(line)
 
 
@@ -147,7 +162,7 @@ def link_command(
     """``predict --task link``: --pairs scores, --top-k recommendations, --embeddings (all checked before work)."""
     import time
 
-    from graphtier.dataset.outputs import save_npy
+    from graphtier.dataset.outputs import OutputSet
     from graphtier.train.link_predict import (
         candidate_range,
         check_top_k,
@@ -180,17 +195,19 @@ def link_command(
     progress = cli_progress(quiet)
     table = predict(saved, data, device=device, chunk_size=chunk_size, progress=progress).logits  # [N, H] embeddings
     lines = [f"embedded {data.num_nodes:,} nodes with {saved.config['model']} + {saved.config['decoder']} decoder"]
-    if node_pairs is not None and output is not None:
-        save_npy(output, pair_scores(model, table, node_pairs), "output")
-        lines.append(f"scores (logits) of {node_pairs.shape[0]:,} pairs written to {output}")
-    if nodes is not None and output is not None and top_k is not None:
-        ids, scores = recommend(model, table, data, nodes, top_k, progress=progress)
-        save_npy(output, ids, "output")
-        if scores_path is not None:
-            save_npy(scores_path, scores, "scores")
-        lines.append(f"top-{top_k} new destinations of {nodes.shape[0]:,} nodes written to {output}")
-    if embeddings is not None:
-        save_npy(embeddings, table.astype(np.float32, copy=False), "embeddings")
-        lines.append(f"embeddings [{data.num_nodes:,} x {table.shape[1]}] written to {embeddings}")
+    with OutputSet() as outputs:  # --output, --scores and --embeddings replaced together (all new or all old)
+        if node_pairs is not None and output is not None:
+            outputs.save_npy(output, pair_scores(model, table, node_pairs), "output")
+            lines.append(f"scores (logits) of {node_pairs.shape[0]:,} pairs written to {output}")
+        if nodes is not None and output is not None and top_k is not None:
+            ids, scores = recommend(model, table, data, nodes, top_k, progress=progress)
+            outputs.save_npy(output, ids, "output")
+            if scores_path is not None:
+                outputs.save_npy(scores_path, scores, "scores")
+            lines.append(f"top-{top_k} new destinations of {nodes.shape[0]:,} nodes written to {output}")
+        if embeddings is not None:
+            outputs.save_npy(embeddings, table.astype(np.float32, copy=False), "embeddings")
+            lines.append(f"embeddings [{data.num_nodes:,} x {table.shape[1]}] written to {embeddings}")
+        outputs.commit()
     if not quiet:
         click.echo("; ".join(lines) + f" ({time.perf_counter() - start:.2f}s, exact layer-wise inference)")

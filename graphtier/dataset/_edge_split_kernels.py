@@ -92,6 +92,36 @@ def pairs_excluded(
     return out
 
 
+@numba.njit(parallel=True, cache=True, nogil=True)
+def edge_pairs(
+    indptr: np.ndarray, indices: np.ndarray, src: np.ndarray, dst: np.ndarray, undirected: bool
+) -> np.ndarray:
+    """bool [P]: whether each ``(src[i], dst[i])`` is an edge of the CSC graph (a binary search of column
+    ``dst[i]``), or, when ``undirected``, ``(dst[i], src[i])`` is. Self-loops count only when stored."""
+    out = np.empty(src.shape[0], np.bool_)
+    for i in numba.prange(src.shape[0]):
+        s, d = np.int64(src[i]), np.int64(dst[i])
+        hit = _in_sorted(indices, indptr[d], indptr[d + 1], s)
+        if not hit and undirected:
+            hit = _in_sorted(indices, indptr[s], indptr[s + 1], d)
+        out[i] = hit
+    return out
+
+
+def edge_pairs_reference(
+    indptr: np.ndarray, indices: np.ndarray, src: np.ndarray, dst: np.ndarray, undirected: bool
+) -> np.ndarray:
+    """numpy :func:`edge_pairs` (a lookup of keys ``dst * N + src``)."""
+    n = indptr.shape[0] - 1
+    dst_of_edge = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr))
+    keys = dst_of_edge * n + np.asarray(indices, np.int64)
+    src, dst = np.asarray(src, np.int64), np.asarray(dst, np.int64)
+    out = np.isin(dst * n + src, keys)
+    if undirected:
+        out |= np.isin(src * n + dst, keys)
+    return out
+
+
 def pairs_excluded_reference(
     indptr: np.ndarray, indices: np.ndarray, forbidden: np.ndarray, src: np.ndarray, dst: np.ndarray, undirected: bool
 ) -> np.ndarray:

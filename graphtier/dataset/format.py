@@ -18,7 +18,13 @@ import numpy as np
 from graphtier.dataset import swap
 from graphtier.dataset.checks import index_range, is_non_decreasing
 from graphtier.dataset.finite import SAMPLE_BLOCK_BYTES, SAMPLE_BLOCKS, find_non_finite
-from graphtier.dataset.link_split import LINK_FILE_STEMS, LinkSplit, read_link_split, validate_link_split
+from graphtier.dataset.link_split import (
+    LINK_FILE_STEMS,
+    LinkSplit,
+    check_held_out,
+    read_link_split,
+    validate_link_split,
+)
 from graphtier.dataset.schema import Relation, Schema
 from graphtier.errors import DatasetError
 
@@ -128,6 +134,21 @@ class Dataset:
     @property
     def num_classes(self) -> int:
         return int(self.meta["num_classes"])
+
+    @property
+    def class_names(self) -> list[str] | None:
+        """The name of each class id (``label_names.json``: labels imported as names or codes), or None."""
+        path = self.path / "label_names.json"
+        if not path.is_file():
+            return None
+        try:
+            names = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            raise DatasetError(f"{path}: not readable JSON ({exc})") from None
+        if not (isinstance(names, list) and all(isinstance(n, str) for n in names)) or len(names) != self.num_classes:
+            found = f"{len(names)} entries" if isinstance(names, list) else type(names).__name__
+            raise DatasetError(f"{path}: expected a list of {self.num_classes} class names (strings), found {found}")
+        return names
 
     @property
     def directed(self) -> bool:
@@ -284,6 +305,8 @@ class Dataset:
                     )
         if self.link is not None:
             validate_link_split(root, self.link, n)
+            if not schema.hetero:
+                check_held_out(root, self.link, self.indptr, self.indices)
         if "perm" in self.extra:
             self._validate_perm(root / "perm.npy", self.extra["perm"])
         seen = np.zeros(n_labelled, dtype=np.bool_) if any(self.split(s) is not None for s in SPLITS) else None

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from graphtier.dataset._edge_split_kernels import edge_pairs
 from graphtier.dataset.checks import index_range
 from graphtier.errors import DatasetError
 
@@ -42,6 +43,9 @@ def negatives_file(split: str) -> str:
     """File stem of the negatives of evaluation ``split``: ``link_valid_neg``, ``link_test_neg``."""
     return f"link_{split}_neg"
 
+
+HELD_OUT_CHUNK = 1 << 22
+"""Held-out pairs tested against the graph per kernel call (bounds the copies of a memory-mapped file)."""
 
 LINK_FILE_STEMS = frozenset([positives_file(s) for s in LINK_SPLITS] + [negatives_file(s) for s in EVAL_SPLITS])
 """Every file stem of an edge split (not listed in ``Dataset.extra``)."""
@@ -174,6 +178,30 @@ def validate_link_split(root: Path, split: LinkSplit, num_nodes: int) -> None:
             _check_ids(path, pairs.negatives, (pairs.num_positives, k), num_nodes)
         else:
             _check_ids(path, pairs.negatives, (None, 2), num_nodes)
+
+
+def check_held_out(root: Path, split: LinkSplit, indptr: np.ndarray, indices: np.ndarray) -> None:
+    """:class:`DatasetError` naming the file and the pair when a held-out positive (``link_valid.npy``,
+    ``link_test.npy``) is an edge of the message-passing graph ``indptr``/``indices`` (or, on an undirected
+    split, its reverse is): a leak of the evaluation edges into training. Ids must be in range
+    (:func:`validate_link_split` first). One binary search per pair in the destination's sorted neighbour list
+    (:func:`~graphtier.dataset._edge_split_kernels.edge_pairs`), in chunks of :data:`HELD_OUT_CHUNK` pairs."""
+    for name in EVAL_SPLITS:
+        pairs = split.splits.get(name)
+        if pairs is None or pairs.num_positives == 0:
+            continue
+        for start in range(0, pairs.num_positives, HELD_OUT_CHUNK):
+            chunk = np.asarray(pairs.positives[start : start + HELD_OUT_CHUNK])
+            hits = np.flatnonzero(edge_pairs(indptr, indices, chunk[:, 0], chunk[:, 1], split.undirected))
+            if hits.size:
+                row = start + int(hits[0])
+                src, dst = (int(v) for v in chunk[hits[0]])
+                reverse = " (or its reverse: the split is undirected)" if split.undirected else ""
+                raise DatasetError(
+                    f"{root / (positives_file(name) + '.npy')}: row {row}, pair ({src}, {dst}) is an edge of the "
+                    f"message-passing graph{reverse}; held-out pairs must be removed from indptr.npy/indices.npy "
+                    "(docs/dataset-format.md, Edge split)"
+                )
 
 
 def _check_ids(path: Path, array: np.ndarray, shape: tuple[int | None, int], num_nodes: int) -> None:

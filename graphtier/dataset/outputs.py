@@ -14,17 +14,30 @@ Every output file is written by :func:`atomic_write`: a temporary sibling ``.NAM
 the target, so a reader (or an interrupt, SIGTERM included) sees the old file or the complete new one; the
 temporary file is removed in a ``finally``, and temporaries left by dead processes are removed by the next
 write of the same file.
+
+A command with several outputs (``predict --output --scores --embeddings``) writes them as one
+:class:`OutputSet`: every file goes to its temporary first, then the set is committed, so a reader sees
+all of the old files or all of the new ones, never a mix of two runs. The commit writes a journal
+``.graphtier-commit-PID-TAG.json`` into each target's directory (the temporaries and targets of the set)
+before the renames, with SIGINT and SIGTERM held back until it is done; a run killed (SIGKILL) during the
+renames leaves the journal, and the next write into that directory (:func:`recover_commits`, called by
+:func:`remove_stale_temporaries`) finishes the renames: the set is rolled forward. A run killed before
+the journal leaves only temporaries, removed by the next write: the old set stays.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
+import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Literal
 
 import numpy as np
 
+from graphtier._signals import deferred_interrupts
 from graphtier.dataset import resources
 from graphtier.dataset.format import META_FILE, SPLITS
 from graphtier.dataset.swap import pid_alive
@@ -180,7 +193,11 @@ def temporary_path(target: Path) -> Path:
 
 
 def remove_stale_temporaries(target: Path) -> list[Path]:
-    """Remove ``.NAME.tmp-PID`` siblings of ``target`` whose process is dead; returns the removed paths."""
+    """Remove ``.NAME.tmp-PID`` siblings of ``target`` whose process is dead; returns the removed paths.
+
+    An interrupted :class:`OutputSet` commit in the directory is finished first (:func:`recover_commits`):
+    its temporaries are the new outputs, not leftovers."""
+    recover_commits(target.parent)
     removed = []
     prefix = f".{target.name}.tmp-"
     try:
@@ -213,12 +230,8 @@ def atomic_write(target: str | os.PathLike[str], write: Callable[[Path], None]) 
     return path
 
 
-def save_npy(path: str | os.PathLike[str], array: np.ndarray, option: str) -> Path:
-    """Write ``array`` to the ``.npy`` file ``path`` (the value of ``option``) atomically; returns the path.
-
-    Missing parent directories are created; the free disk space is checked first; the array goes to a
-    temporary sibling file renamed into place, so an interrupt or a full disk leaves no half-written file.
-    """
+def _npy_target(path: str | os.PathLike[str], array: np.ndarray, option: str) -> Path:
+    """``path`` checked as the ``.npy`` output of ``option`` with room for ``array``; its directory created."""
     target = Path(path)
     if target.suffix != ".npy":
         raise OptionError(f"{{{option}}}: expected a file name ending in .npy, found {str(path)!r}", options=(option,))
@@ -226,10 +239,143 @@ def save_npy(path: str | os.PathLike[str], array: np.ndarray, option: str) -> Pa
     resources.require_disk(
         target.parent, int(array.nbytes) + NPY_HEADER_BYTES, _given(option, target), options=(option,)
     )
-
-    def write(tmp: Path) -> None:
-        with open(tmp, "wb") as handle:  # a file object: np.save appends no ".npy" to the temporary name
-            np.save(handle, array, allow_pickle=False)
-
-    atomic_write(target, write)
     return target
+
+
+def _write_npy(tmp: Path, array: np.ndarray) -> None:
+    with open(tmp, "wb") as handle:  # a file object: np.save appends no ".npy" to the temporary name
+        np.save(handle, array, allow_pickle=False)
+
+
+def save_npy(path: str | os.PathLike[str], array: np.ndarray, option: str) -> Path:
+    """Write ``array`` to the ``.npy`` file ``path`` (the value of ``option``) atomically; returns the path.
+
+    Missing parent directories are created; the free disk space is checked first; the array goes to a
+    temporary sibling file renamed into place, so an interrupt or a full disk leaves no half-written file.
+    """
+    target = _npy_target(path, array, option)
+    atomic_write(target, lambda tmp: _write_npy(tmp, array))
+    return target
+
+
+JOURNAL_PREFIX = ".graphtier-commit-"
+_JOURNAL = re.compile(r"^\.graphtier-commit-(?P<pid>\d+)-(?P<tag>[0-9a-f]{8})\.json(?P<partial>\.tmp)?$")
+
+
+class OutputSet:
+    """Output files of one command, committed together: all of them new, or (interrupted) all of them old.
+
+    ``with OutputSet() as outputs: outputs.save_npy(...); ...; outputs.commit()``. Each file is written to its
+    temporary ``.NAME.tmp-PID`` beside the target; :meth:`commit` renames them into place as one (see the module
+    docstring); leaving the block without a commit (an error, an interrupt) removes the temporaries.
+    """
+
+    def __init__(self) -> None:
+        self.staged: list[tuple[Path, Path]] = []  # (temporary, target)
+        self.committed = False  # a journal is in place: the temporaries are the outputs now
+
+    def __enter__(self) -> "OutputSet":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if not self.committed:  # after the commit point an unfinished rename is left to recover_commits
+            for tmp, _ in self.staged:
+                tmp.unlink(missing_ok=True)
+        self.staged.clear()
+
+    def save_npy(self, path: str | os.PathLike[str], array: np.ndarray, option: str) -> Path:
+        """Write ``array`` (any dtype but object) to the temporary of the ``.npy`` output ``path`` (the value of
+        ``option``), checked as :func:`save_npy` checks it; the target changes at :meth:`commit`."""
+        target = _npy_target(path, array, option)
+        remove_stale_temporaries(target)
+        tmp = temporary_path(target)
+        self.staged.append((tmp, target))
+        _write_npy(tmp, array)
+        return target
+
+    def commit(self) -> list[Path]:
+        """Rename every staged file into place as one step (journal first, signals held); returns the targets."""
+        if not self.staged:
+            return []
+        tag = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        directories = sorted({target.parent.absolute() for _, target in self.staged})
+        journals = [directory / f"{JOURNAL_PREFIX}{tag}.json" for directory in directories]
+        record = {
+            "renames": [[str(tmp.absolute()), str(target.absolute())] for tmp, target in self.staged],
+            "journals": [str(j) for j in journals],
+        }
+        partials = [_partial(journal) for journal in journals]
+        with deferred_interrupts():
+            try:  # every journal is written whole before the first one is renamed into place
+                for partial in partials:
+                    partial.write_text(json.dumps(record))
+            except OSError:
+                for partial in partials:
+                    partial.unlink(missing_ok=True)
+                raise
+            for partial, journal in zip(partials, journals):
+                os.replace(partial, journal)  # from the first of these on, the set is committed
+                self.committed = True
+            for tmp, target in self.staged:
+                os.replace(tmp, target)
+            for journal in journals:
+                journal.unlink(missing_ok=True)
+        done = [target for _, target in self.staged]
+        self.staged.clear()
+        return done
+
+
+def _partial(journal: Path) -> Path:
+    return journal.with_name(journal.name + ".tmp")
+
+
+def _read_journal(journal: Path) -> tuple[list[tuple[Path, Path]], list[Path]]:
+    """(renames, journal copies) of a journal; nothing for a damaged one."""
+    try:
+        record = json.loads(journal.read_text())
+        pairs = [(Path(tmp), Path(target)) for tmp, target in record["renames"]]
+        copies = [Path(j) for j in record["journals"]]
+    except (OSError, ValueError, TypeError, KeyError):
+        return [], []
+    return pairs, copies
+
+
+def _replay(journal: Path, pid: str) -> None:
+    """Finish the renames of a dead run's journal (see :func:`recover_commits`) and remove its copies; entries
+    that are not a ``.NAME.tmp-PID`` sibling of their target (a damaged or crafted journal) are skipped."""
+    pairs, copies = _read_journal(journal)
+    for tmp, target in pairs:
+        if tmp.parent == target.parent and tmp.name == f".{target.name}.tmp-{pid}" and os.path.lexists(tmp):
+            os.replace(tmp, target)
+    for copy in copies:
+        if copy.name == journal.name:
+            copy.unlink(missing_ok=True)
+    journal.unlink(missing_ok=True)
+
+
+def recover_commits(directory: Path) -> int:
+    """Roll forward every :class:`OutputSet` commit with a journal in ``directory`` whose process died during it:
+    the staged files are renamed into place. A journal still being written (``.json.tmp``, all written before any
+    is renamed) means the commit began only if one of its copies in another directory is complete: that copy is
+    replayed; the temporary is removed either way. Returns how many commits were rolled forward."""
+    try:
+        names = sorted(os.listdir(directory))
+    except OSError:
+        return 0
+    replayed = 0
+    for name in names:
+        match = _JOURNAL.match(name)
+        if not match or int(match["pid"]) == os.getpid() or pid_alive(int(match["pid"])):
+            continue
+        path = directory / name
+        if match["partial"]:
+            _, copies = _read_journal(path)
+            complete = [c for c in copies if c.name == name.removesuffix(".tmp") and c.is_file()]
+            for copy in complete[:1]:
+                _replay(copy, match["pid"])
+                replayed += 1
+            path.unlink(missing_ok=True)
+        elif path.is_file():
+            _replay(path, match["pid"])
+            replayed += 1
+    return replayed

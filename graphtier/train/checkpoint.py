@@ -17,6 +17,7 @@ from torch import nn
 
 from graphtier.dataset import Dataset
 from graphtier.errors import OptionError
+from graphtier.sampling.relation_fanouts import parse_relation_fanouts, relation_label
 from graphtier.train.fingerprint import dataset_fingerprint, fingerprint_mismatch
 from graphtier.train.output_files import DirectoryLock
 from graphtier.train.saved import OLD_FILE_DEFAULTS
@@ -193,6 +194,29 @@ class Checkpointer:
         elif {key: recorded.get(key) for key in counts} != counts:  # older checkpoints: the counts only
             raise OptionError(f"{path}: checkpoint was made on another dataset ({recorded})")
 
+    def _check_relation_fanouts(self, saved: dict[str, Any], config: dict[str, Any]) -> None:
+        """OptionError unless every relation samples the same fanouts in the checkpoint and in this run
+        (``fanouts`` resolved with ``fanouts_per_relation`` against the dataset's relations, so the order of
+        the entries and ``5`` for ``5/5`` do not matter); a typed dataset only."""
+        if not self.dataset.is_hetero:
+            return
+        schema = self.dataset.schema
+        try:
+            before = parse_relation_fanouts(saved.get("fanouts_per_relation"), schema, saved["fanouts"])
+        except OptionError:
+            before = None  # names another dataset's relations: the dataset check reports it
+        after = parse_relation_fanouts(config.get("fanouts_per_relation"), schema, config["fanouts"])
+        if before is None or before == after:
+            return
+        differ = [rel for rel in after if before.get(rel) != after[rel]]
+        rel = next(r for r in schema.relations if r.type == differ[0])
+        label = relation_label(schema, rel)
+        raise OptionError(
+            f"{self.path}: field 'fanouts_per_relation' gives relation {label!r} fanouts "
+            f"{'/'.join(map(str, before[rel.type]))} in the checkpoint but {'/'.join(map(str, after[rel.type]))} "
+            "in this run (use another --checkpoint directory)"
+        )
+
     def resume(self, config: dict[str, Any], model: nn.Module, optimizer: torch.optim.Optimizer) -> RunProgress | None:
         """Load ``checkpoint.pt`` into ``model`` and ``optimizer`` and restore the RNG states.
 
@@ -218,6 +242,7 @@ class Checkpointer:
                     f"{path}: field {key!r} is {saved.get(key)!r} in the checkpoint but {config.get(key)!r} in "
                     "this run (use another --checkpoint directory)"
                 )
+        self._check_relation_fanouts(saved, config)
         self._check_dataset(state["dataset"])
         try:
             model.load_state_dict(state["model"])

@@ -90,6 +90,7 @@ def test_info_json_fields(generated: Path, capsys: pytest.CaptureFixture[str]) -
         "labelled": 3000,
         "unlabelled": 0,
         "class_counts": np.bincount(labels, minlength=5).tolist(),
+        "class_names": None,
     }
     assert info["splits"] == {"train": 30, "valid": 30, "test": 60}
     assert set(info["arrays"]) == {"indptr", "indices", "features", "labels", "train_idx", "valid_idx", "test_idx"}

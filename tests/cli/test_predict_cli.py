@@ -67,3 +67,30 @@ def test_predict_bad_model_file_is_one_line(tiny_dataset: Dataset, tmp_path: Pat
     result = _run("predict", str(tiny_dataset.path), "--model", str(bogus), "--output", str(tmp_path / "p.npy"))
     assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
     assert "not a graphtier saved model" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_class_names_of_an_edge_list_reach_info_and_predict(tmp_path: Path) -> None:
+    """Labels given as class names (prepare edgelist --labels): ids in sorted name order, names in info and predict."""
+    source = write_labelled_graph(tmp_path / "source")
+    names = np.array(["wolf", "cat", "dog", "bee"])  # class c of the source is names[c]; ids follow sorted names
+    dst = np.repeat(np.arange(source.num_nodes), np.diff(source.indptr))
+    edges, labels = tmp_path / "edges.txt", tmp_path / "labels.txt"
+    np.savetxt(edges, np.stack([np.asarray(source.indices), dst], axis=1), fmt="%d")
+    labels.write_text("".join(f"{node} {names[c]}\n" for node, c in enumerate(np.asarray(source.labels))))
+    data = tmp_path / "named"
+    result = _run("prepare", "edgelist", str(edges), str(data), "--labels", str(labels), "--synthetic-features", "8",
+                  "--split", "0.6,0.2,0.2")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    dataset = Dataset.open(data)
+    assert dataset.class_names == ["bee", "cat", "dog", "wolf"]
+    mapped = np.searchsorted(dataset.class_names, names)  # source class -> id of its name
+    np.testing.assert_array_equal(np.asarray(dataset.labels), mapped[np.asarray(source.labels)])
+    result = _run("info", str(data))
+    assert result.returncode == 0 and "(wolf)" in result.stdout, result.stdout
+    model = tmp_path / "model.pt"
+    _train(dataset, model)
+    result = _run("predict", str(data), "--model", str(model), "--output", str(tmp_path / "p.npy"))
+    assert result.returncode == 0, result.stderr
+    train_labels = np.asarray(dataset.labels)[np.asarray(dataset.train_idx)]
+    majority = int(np.bincount(train_labels[train_labels >= 0]).argmax())
+    assert f"(class {majority} {dataset.class_names[majority]}, the train split's most common)" in result.stdout

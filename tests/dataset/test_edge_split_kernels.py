@@ -66,6 +66,19 @@ def test_pairs_excluded_matches_reference() -> None:
         )
 
 
+def test_edge_pairs_matches_reference() -> None:
+    rng = np.random.default_rng(1)
+    indptr, indices = edges_to_csc(rng.integers(0, 50, 300), rng.integers(0, 50, 300), 50, dedup=True)  # loops kept
+    src, dst = rng.integers(0, 50, 3000), rng.integers(0, 50, 3000)
+    for undirected in (False, True):
+        got = kernels.edge_pairs(indptr, indices, src, dst, undirected)
+        assert got.any() and not got.all()
+        np.testing.assert_array_equal(got, kernels.edge_pairs_reference(indptr, indices, src, dst, undirected))
+    edges = edge_set(indptr, indices)
+    want = np.array([(s, d) in edges for s, d in zip(src.tolist(), dst.tolist())])
+    np.testing.assert_array_equal(kernels.edge_pairs(indptr, indices, src, dst, False), want)
+
+
 def test_draw_destinations_matches_reference() -> None:
     indptr, indices = random_graph(40, 300, 4, symmetric=True)
     forbidden = pair_keys(np.array([[0, 5], [3, 7]]), 40, undirected=False)

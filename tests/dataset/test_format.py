@@ -130,3 +130,25 @@ def test_splits_must_be_disjoint_and_in_range(dataset_dir: Path) -> None:
     _expect_error(dataset_dir, "valid_idx.npy", "[0, 50)")
     np.save(dataset_dir / "valid_idx.npy", np.array([0], dtype=np.int32))
     _expect_error(dataset_dir, "valid_idx.npy", "dtype", "int64")
+
+
+def test_held_out_pair_still_in_the_graph_is_refused(tmp_path: Path) -> None:
+    """A hand-edited link_test.npy / link_valid.npy holding an edge of the message-passing graph is a leak."""
+    from tests.conftest import write_link_dataset
+
+    dataset = write_link_dataset(tmp_path / "link", write_labelled_graph(tmp_path / "tiny"))
+    root = dataset.path
+    train = np.load(root / "link_train.npy")
+    test = np.load(root / "link_test.npy")
+    Dataset.open(root)  # the written split holds no leak
+    for name in ("link_test", "link_valid"):
+        original = np.load(root / f"{name}.npy")
+        leaked = original.copy()
+        leaked[3] = train[5]
+        np.save(root / f"{name}.npy", leaked)
+        _expect_error(root, f"{name}.npy", "row 3", f"pair ({train[5][0]}, {train[5][1]})", "message-passing graph")
+        leaked[3] = train[5][::-1]  # the reverse of an edge: a leak too on an undirected split
+        np.save(root / f"{name}.npy", leaked)
+        _expect_error(root, f"{name}.npy", "row 3", "reverse")
+        np.save(root / f"{name}.npy", original)
+    assert Dataset.open(root).link.pairs("test").num_positives == test.shape[0]

@@ -120,6 +120,7 @@ def test_bad_link_predict_input_is_one_line(tiny_link_dataset: Dataset, link_mod
         (["--top-k", "3", "--output", str(tmp_path / "o.npy")], "--for-nodes"),
         (["--pairs", str(bad), "--output", str(tmp_path / "o.npy")], "--pairs"),
         ([], "nothing to do"),
+        (["--probabilities", "--embeddings", str(tmp_path / "o.npy")], "--probabilities: only with a node classifier"),
     )
     runs = run_cli_in_one_process([["predict", ds, "--model", model, *args] for args, _ in cases])
     for (args, fragment), result in zip(cases, runs):

@@ -86,6 +86,23 @@ def test_fanouts_per_relation_reach_the_sampler(typed_dataset: Dataset) -> None:
     trainer.store.close()
 
 
+def test_resume_with_other_fanouts_per_relation_is_refused(typed_dataset: Dataset, tmp_path: Path) -> None:
+    """A typed checkpoint records per-relation fanouts: another --fanouts-per-relation is refused, an equal
+    spelling (entries in another order, ``1`` for ``1/1``) resumes."""
+    options = {"model": "rgcn", "fanouts": (4, 4), "hidden": 8, "checkpoint": str(tmp_path / "ckpt"), **QUIET}
+    train(typed_dataset, TrainConfig(epochs=1, fanouts_per_relation="writes=1,cites=3/2", **options))
+    with pytest.raises(OptionError) as info:
+        Trainer(typed_dataset, TrainConfig(epochs=2, fanouts_per_relation="writes=2,cites=3/2", **options))
+    message = str(info.value)
+    assert "\n" not in message
+    assert "'fanouts_per_relation'" in message and "'writes' fanouts 1/1 in the checkpoint but 2/2" in message
+    with pytest.raises(OptionError, match="'cites' fanouts 3/2 in the checkpoint but 4/4"):
+        Trainer(typed_dataset, TrainConfig(epochs=2, fanouts_per_relation="writes=1", **options))
+    trainer = Trainer(typed_dataset, TrainConfig(epochs=2, fanouts_per_relation="cites=3/2,writes=1/1", **options))
+    assert trainer.report.resumed_from["epoch"] == 1
+    trainer.store.close()
+
+
 def test_typed_model_on_a_homogeneous_dataset(tiny_dataset: Dataset) -> None:
     result = train(tiny_dataset, model="hsage", fanouts=(5, 5), hidden=16, epochs=2, batch_size=64, **QUIET)
     assert result.report["final"]["test_acc"] > 0.5

@@ -200,8 +200,7 @@ def write_node_data(
     elif labels is not None and labels.num_classes > 0:
         label_values, num_classes = labels.values, labels.num_classes
         writer.save("labels", label_values)
-        if labels.class_names is not None:
-            writer.write_text("label_names.json", json.dumps(labels.class_names) + "\n")
+        write_label_names(writer, labels)
         labels_prov = prov.input_data()
     feature_dim, feature_dtype = 0, "float32"
     features_prov = prov.no_data()
@@ -228,3 +227,13 @@ def write_node_data(
         mask = label_values >= 0 if label_values is not None else None
         save_splits(writer, random_split(n, split, seed, mask))
     return NodeData(feature_dim, feature_dtype, num_classes, {"features": features_prov, "labels": labels_prov})
+
+
+LABEL_NAMES_FILE = "label_names.json"
+"""The class names of a dataset whose labels were names (or codes): a JSON list, class id i = entry i."""
+
+
+def write_label_names(writer: DatasetWriter, labels: Labels) -> None:
+    """Write ``label_names.json`` when ``labels`` carries class names (ids follow the sorted names)."""
+    if labels.class_names is not None:
+        writer.write_text(LABEL_NAMES_FILE, json.dumps(labels.class_names) + "\n")

@@ -5,7 +5,8 @@ The manifest importer (:mod:`~graphtier.dataset.importers.manifest`) and OGB's h
 
 * features: ``.npy`` [rows, D], a dense text matrix, or a ``scipy.sparse`` ``.npz`` (densified to float32);
   a type's features may be split by rows over several files (stacked in order, same width);
-* labels: ``.npy`` or text, one class id per node (integral floats accepted; NaN / negative = unlabelled);
+* labels: ``.npy`` or text, one class id per node (integral floats accepted; NaN / negative = unlabelled), or
+  text of class names (``cat``, ``dog``: ids in sorted name order, the names kept in ``label_names.json``);
 * split files: ``.npy`` or text, one local id per line;
 * edges: one file per relation, ``src dst`` per line (text, csv, gzip, as ``prepare edgelist`` reads), an
   integer ``.npy`` [E, 2] (or [2, E]), or a sparse adjacency [source count, destination count] (a
@@ -111,6 +112,18 @@ def read_type_labels(path: Path, count: int, what: str) -> Labels:
         if raw.ndim == 2 and raw.shape[1] == 1:
             raw = raw[:, 0]
     elif kind in ("text", "gzip"):
+        first = textio.first_data_lines(path, 1)
+        if first and not _is_number(first[0]):  # class names (cat, dog): ids in sorted name order, names kept
+            named = node_data.read_raw_labels(path, "lines", header="no")
+            if named.class_names is None:
+                raise DatasetError(f"{path}: {what}: expected one label per line, found {first[0]!r} on the first line")
+            if named.classes.shape[0] != count:
+                raise DatasetError(
+                    f"{path}: {what}: expected {count} labels (one per node), found {named.classes.shape[0]}"
+                )
+            labels = labels_from_values(f"{path}: {what}", named.classes)
+            labels.class_names, labels.num_classes = named.class_names, len(named.class_names)
+            return labels
         blocks = [b[:, 0].copy() for b in textio.iter_float_rows(path, 1, expected="one label per line")]
         raw = np.concatenate(blocks) if blocks else np.empty(0, np.float32)
     else:
@@ -118,6 +131,14 @@ def read_type_labels(path: Path, count: int, what: str) -> Labels:
     if raw.ndim != 1 or raw.shape[0] != count:
         raise DatasetError(f"{path}: {what}: expected {count} labels (one per node), found shape {tuple(raw.shape)}")
     return labels_from_values(f"{path}: {what}", raw)
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text.strip())
+    except ValueError:
+        return False
+    return True
 
 
 def read_local_ids(path: Path, count: int, what: str, type_name: str) -> np.ndarray:
@@ -253,6 +274,7 @@ def finish_typed_import(
     num_classes = 0
     if data.labels is not None:
         writer.save("labels", data.labels.values)
+        finish.write_label_names(writer, data.labels)
         num_classes = data.labels.num_classes
     save_splits(writer, [data.splits.get(s) for s in SPLIT_NAMES])
     for guard in guards:

@@ -128,6 +128,23 @@ def test_tiny_manifest_add_reverse_and_labels(tmp_path: Path) -> None:
     assert sources[local[2] : local[3]].tolist() == [3 + 0, 3 + 4]
 
 
+def test_manifest_labels_that_are_class_names(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Text labels naming classes get ids in sorted name order; the names are kept and shown by info."""
+    (tmp_path / "names.txt").write_text("dog\ncat\nbird\ncat\ndog\n")
+    ds = import_manifest(_tiny(tmp_path, **{"nodes/item/labels": "names.txt"}), tmp_path / "out")
+    assert ds.labels.tolist() == [2, 1, 0, 1, 2] and ds.num_classes == 3
+    assert json.loads((ds.path / "label_names.json").read_text()) == ["bird", "cat", "dog"]
+    assert Dataset.open(ds.path).class_names == ["bird", "cat", "dog"]
+    code, out, err = run(["info", str(ds.path)], capsys)
+    assert code == 0, err
+    assert "bird" in out and "dog" in out, out
+    (tmp_path / "short.txt").write_text("dog\ncat\n")
+    with pytest.raises(
+        DatasetError, match=r"short.txt: nodes.item.labels: expected 5 labels \(one per node\), found 2"
+    ):
+        import_manifest(_tiny(tmp_path, **{"nodes/item/labels": "short.txt"}), tmp_path / "short")
+
+
 def test_yaml_manifest(tmp_path: Path) -> None:
     yaml = pytest.importorskip("yaml")
     json_path = _tiny(tmp_path)
