@@ -106,6 +106,19 @@ def _out_neighbours(csc: tuple[np.ndarray, np.ndarray], nodes: np.ndarray, undir
     return [np.concatenate(parts) if parts else np.empty(0, np.int64) for parts in found]
 
 
+def _candidates(
+    dataset: Dataset, k: int, dst_range: tuple[int, int] | None, undirected: bool | None
+) -> tuple[int, int, bool]:
+    """``[lo, hi)`` of the candidate destinations and whether the graph is undirected (the defaults of top-K)."""
+    if k < 1:
+        raise OptionError(f"--top-k expected a positive integer, found {k}")
+    link = dataset.link
+    lo, hi = dst_range if dst_range is not None else (link.dst_range if link is not None else (0, dataset.num_nodes))
+    if undirected is None:
+        undirected = link.undirected if link is not None else not dataset.directed
+    return lo, hi, undirected
+
+
 @torch.no_grad()
 def top_k(
     model: LinkModel,
@@ -126,12 +139,7 @@ def top_k(
     :data:`SCORE_BUDGET` scores at a time plus the output. ``progress`` reports the stage ``predict: top-k``
     a chunk of query nodes at a time.
     """
-    if k < 1:
-        raise OptionError(f"--top-k expected a positive integer, found {k}")
-    link = dataset.link
-    lo, hi = dst_range if dst_range is not None else (link.dst_range if link is not None else (0, dataset.num_nodes))
-    if undirected is None:
-        undirected = link.undirected if link is not None else not dataset.directed
+    lo, hi, undirected = _candidates(dataset, k, dst_range, undirected)
     model.eval()
     csc = GraphStore(dataset, None).csc  # the topology through the one door (host arrays, nothing placed)
     table = torch.from_numpy(embeddings)
@@ -168,3 +176,85 @@ def top_k(
             scores[q0 : q0 + chunk.shape[0]] = best_score.numpy()
             bar.advance(int(chunk.shape[0]))
     return ids, scores
+
+
+def popular_top_k(
+    dataset: Dataset,
+    nodes: np.ndarray,
+    k: int,
+    *,
+    dst_range: tuple[int, int] | None = None,
+    undirected: bool | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The popularity baseline of :func:`top_k`: each query node's ``k`` candidates of highest in-degree.
+
+    The same candidates as :func:`top_k` (``dst_range``, not the node itself nor an existing neighbour); the score
+    is the candidate's in-degree in the dataset's graph (the message-passing graph: held-out edges excluded), the
+    popularity baseline of ``train --task link``; ties go to the lower id. ``nodes`` int64 [n]. Returns int64
+    [n, k] ids, most popular first, and int64 [n, k] their in-degrees; -1 fills the places of a node with fewer
+    than ``k`` candidates. Memory: O(n x k + the largest excluded set + hi - lo).
+    """
+    lo, hi, undirected = _candidates(dataset, k, dst_range, undirected)
+    csc = GraphStore(dataset, None).csc
+    degree = np.diff(np.asarray(csc[0][lo : hi + 1], dtype=np.int64))
+    excluded = _out_neighbours(csc, nodes, undirected)
+    need = min(hi - lo, k + 1 + max((len(e) for e in excluded), default=0))
+    top = np.argpartition(-degree, need - 1)[:need] if 0 < need < hi - lo else np.arange(hi - lo)
+    order = top[np.lexsort((top, -degree[top]))] + lo  # by degree descending, then id ascending
+    ids = np.full((nodes.shape[0], k), -1, np.int64)
+    degrees = np.full((nodes.shape[0], k), -1, np.int64)
+    for row, (node, neighbours) in enumerate(zip(nodes, excluded)):
+        kept = order[~np.isin(order, np.append(neighbours, node))][:k]
+        ids[row, : kept.size] = kept
+        degrees[row, : kept.size] = degree[kept - lo]
+    return ids, degrees
+
+
+RECOMMENDATION_COLUMNS = ("node", "node_id", "rank", "id", "score", "popular_id", "popular_degree")
+"""The columns of :func:`write_recommendations`' CSV."""
+
+
+def write_recommendations(
+    path: str | os.PathLike[str],
+    dataset: Dataset,
+    nodes: np.ndarray,
+    ids: np.ndarray,
+    scores: np.ndarray,
+    popular: np.ndarray,
+    popular_degrees: np.ndarray,
+) -> Path:
+    """Write top-K recommendations in the user's ids as CSV, the popularity top-K beside them (atomically).
+
+    One line per query node and rank (:data:`RECOMMENDATION_COLUMNS`): ``node`` the query's dataset id (as given),
+    ``node_id`` its id in the input (:func:`graphtier.dataset.original_ids.original_ids`), ``rank`` 1..K, ``id``
+    the recommended node's input id and ``score`` its logit, ``popular_id`` and ``popular_degree`` the rank-th
+    most popular candidate (:func:`popular_top_k`). Empty fields where a node has fewer than K candidates.
+    ``nodes`` int64 [n]; ``ids``, ``popular``, ``popular_degrees`` int64 [n, K]; ``scores`` float32 [n, K].
+    """
+    import csv
+
+    from graphtier.dataset.original_ids import original_ids
+    from graphtier.dataset.outputs import atomic_write
+
+    def names(array: np.ndarray) -> np.ndarray:
+        flat = array.reshape(-1)
+        out = np.full(flat.shape, "", dtype=object)
+        known = flat >= 0
+        out[known] = original_ids(dataset, flat[known]).astype(str)
+        return out.reshape(array.shape)
+
+    query_names, id_names, popular_names = names(nodes), names(ids), names(popular)
+
+    def write(tmp: Path) -> None:
+        with open(tmp, "w", newline="") as handle:
+            out = csv.writer(handle)
+            out.writerow(RECOMMENDATION_COLUMNS)
+            for row in range(nodes.shape[0]):
+                for rank in range(ids.shape[1]):
+                    out.writerow((
+                        int(nodes[row]), query_names[row], rank + 1,
+                        id_names[row, rank], f"{scores[row, rank]:.6g}" if ids[row, rank] >= 0 else "",
+                        popular_names[row, rank], int(popular_degrees[row, rank]) if popular[row, rank] >= 0 else "",
+                    ))  # fmt: skip
+
+    return atomic_write(path, write)
