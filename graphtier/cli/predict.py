@@ -63,7 +63,8 @@ def command(
     labels.npy and the splits). The model must have been
     trained on this dataset: a model from another graph, node order or feature table is refused.
     A link model (--task link) scores --pairs, writes --embeddings, or recommends with --top-k K
-    --for-nodes IDS: each node's K best-scoring destinations that are not itself or already its neighbours.
+    --for-nodes IDS: each node's K best-scoring destinations that are not itself or already its neighbours
+    (--output FILE.csv: in the input's own ids, the K most popular candidates beside them).
     """
     import time
 
