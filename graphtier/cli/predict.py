@@ -22,7 +22,8 @@ from graphtier.errors import OptionError
 @click.option(
     "--output", default=None, type=click.Path(dir_okay=False, path_type=Path),
     help="Predictions .npy: int64 [N] predicted classes, or float32 [N, C] with --probabilities; --task link: "
-    "float32 [P] logits of --pairs, or int64 [n, K] node ids of --top-k.",
+    "float32 [P] logits of --pairs, or int64 [n, K] node ids of --top-k; a .csv with --top-k: the "
+    "recommendations in the input's ids, the popularity top-K beside them.",
 )  # fmt: skip
 @click.option(
     "--task", type=click.Choice(("node", "link")), default=None,
@@ -62,7 +63,8 @@ def command(
     labels.npy and the splits). The model must have been
     trained on this dataset: a model from another graph, node order or feature table is refused.
     A link model (--task link) scores --pairs, writes --embeddings, or recommends with --top-k K
-    --for-nodes IDS: each node's K best-scoring destinations that are not itself or already its neighbours.
+    --for-nodes IDS: each node's K best-scoring destinations that are not itself or already its neighbours
+    (--output FILE.csv: in the input's own ids, the K most popular candidates beside them).
     """
     import time
 
@@ -73,8 +75,16 @@ def command(
     from graphtier.train.saved import load_model
 
     for option, path in (("--output", output), ("--embeddings", embeddings), ("--scores", scores_path)):
-        if path is not None and path.suffix != ".npy":
-            raise click.BadParameter(f"expected a path ending in .npy, found {str(path)!r}", param_hint=option)
+        if path is not None and path.suffix != ".npy" and not (option == "--output" and path.suffix == ".csv"):
+            expected = (
+                "a path ending in .npy (or .csv for --top-k)" if option == "--output" else "a path ending in .npy"
+            )
+            raise click.BadParameter(f"expected {expected}, found {str(path)!r}", param_hint=option)
+        if option == "--output" and path is not None and path.suffix == ".csv" and top_k is None:
+            raise click.BadParameter(
+                f"a .csv output holds --top-k recommendations; expected a path ending in .npy, found {str(path)!r}",
+                param_hint=option,
+            )
     check_outputs(
         [("output", output, "file"), ("embeddings", embeddings, "file"), ("scores", scores_path, "file")],
         inputs=[("model", model_path)] + [(name, p) for name, p in (("pairs", pairs), ("for_nodes", for_nodes)) if p],
@@ -168,8 +178,10 @@ def link_command(
         check_top_k,
         link_model_of,
         pair_scores,
+        popular_top_k,
         read_node_ids,
         read_node_pairs,
+        write_recommendations,
     )
     from graphtier.train.link_predict import top_k as recommend
     from graphtier.train.predict import predict
@@ -201,10 +213,15 @@ def link_command(
             lines.append(f"scores (logits) of {node_pairs.shape[0]:,} pairs written to {output}")
         if nodes is not None and output is not None and top_k is not None:
             ids, scores = recommend(model, table, data, nodes, top_k, progress=progress)
-            outputs.save_npy(output, ids, "output")
+            if output.suffix == ".csv":
+                popular = popular_top_k(data, nodes, top_k)
+                write_recommendations(output, data, nodes, ids, scores, *popular, write_file=outputs.stage)
+            else:
+                outputs.save_npy(output, ids, "output")
             if scores_path is not None:
                 outputs.save_npy(scores_path, scores, "scores")
-            lines.append(f"top-{top_k} new destinations of {nodes.shape[0]:,} nodes written to {output}")
+            what = " (input ids, popularity top-K beside them)" if output.suffix == ".csv" else ""
+            lines.append(f"top-{top_k} new destinations of {nodes.shape[0]:,} nodes written to {output}{what}")
         if embeddings is not None:
             outputs.save_npy(embeddings, table.astype(np.float32, copy=False), "embeddings")
             lines.append(f"embeddings [{data.num_nodes:,} x {table.shape[1]}] written to {embeddings}")

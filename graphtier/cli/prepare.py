@@ -396,6 +396,8 @@ def mat(
     show_default=True,
     help="Fraction of FOLD.base held out (seeded) as the validation split.",
 )
+@click.option("--id-features", is_flag=True, help="Append a one-hot node id to the features: a learned row per "
+              "user and item (collaborative filtering; features [N, 45 + N]).")  # fmt: skip
 @import_options(MOVIELENS_FIELDS)
 def movielens(
     source: Path,
@@ -404,6 +406,7 @@ def movielens(
     overwrite: bool,
     fold: str,
     valid_fraction: float,
+    id_features: bool,
     options: ImportOptions,
     progress: Progress,
 ) -> None:
@@ -420,6 +423,7 @@ def movielens(
         overwrite=overwrite,
         fold=fold,
         valid_fraction=valid_fraction,
+        id_features=id_features,
         options=options,
         progress=progress,
     )

@@ -286,12 +286,18 @@ class OutputSet:
     def save_npy(self, path: str | os.PathLike[str], array: np.ndarray, option: str) -> Path:
         """Write ``array`` (any dtype but object) to the temporary of the ``.npy`` output ``path`` (the value of
         ``option``), checked as :func:`save_npy` checks it; the target changes at :meth:`commit`."""
-        target = _npy_target(path, array, option)
-        remove_stale_temporaries(target)
-        tmp = temporary_path(target)
-        self.staged.append((tmp, target))
-        _write_npy(tmp, array)
-        return target
+        return self.stage(_npy_target(path, array, option), lambda tmp: _write_npy(tmp, array))
+
+    def stage(self, target: str | os.PathLike[str], write: Callable[[Path], None]) -> Path:
+        """Call ``write(tmp)`` to write the temporary of ``target`` (any format, as :func:`atomic_write` does);
+        the target changes at :meth:`commit`. Returns ``target``."""
+        path = Path(target)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        remove_stale_temporaries(path)
+        tmp = temporary_path(path)
+        self.staged.append((tmp, path))
+        write(tmp)
+        return path
 
     def commit(self) -> list[Path]:
         """Rename every staged file into place as one step (journal first, signals held); returns the targets."""

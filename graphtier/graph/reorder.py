@@ -18,6 +18,7 @@ ids of the target type) follow the target type's order. A homogeneous dataset is
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ import numpy as np
 from graphtier._progress import NO_PROGRESS, Progress
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.link_split import LINK_META_KEY, LinkPairs, LinkSplit
+from graphtier.dataset.original_ids import NODE_IDS_JSON, json_node_ids
 from graphtier.dataset.resources import available_memory
 from graphtier.dataset.schema import Schema
 from graphtier.dataset.writer import DatasetWriter
@@ -291,6 +293,9 @@ def reorder_dataset(
             else:
                 timings.dropped_arrays.append(name)
         writer.save("perm", original_perm)
+        names = json_node_ids(source)  # text ids (prepare edgelist): node_ids.json follows the nodes too
+        if names is not None and "node_ids" not in source.extra:
+            writer.write_text(NODE_IDS_JSON, json.dumps(names[perm].tolist()) + "\n")
         timings.other_seconds = time.perf_counter() - started
 
         meta = dict(source.meta)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +20,8 @@ import torch
 
 from graphtier._progress import NO_PROGRESS, Progress
 from graphtier.dataset import Dataset
+from graphtier.dataset.original_ids import original_ids
+from graphtier.dataset.outputs import atomic_write
 from graphtier.dataset.resources import require_memory
 from graphtier.errors import OptionError
 from graphtier.graphstore import GraphStore
@@ -137,6 +140,14 @@ def candidate_range(dataset: Dataset, dst_range: tuple[int, int] | None = None) 
     return (int(link.dst_range[0]), int(link.dst_range[1])) if link is not None else (0, dataset.num_nodes)
 
 
+def _undirected(dataset: Dataset, undirected: bool | None) -> bool:
+    """``undirected``, else whether the dataset's edge split (or graph) is undirected: the default of top-K."""
+    if undirected is not None:
+        return undirected
+    link = dataset.link
+    return link.undirected if link is not None else not dataset.directed
+
+
 def check_top_k(k: int, num_queries: int, lo: int, hi: int) -> None:
     """Raise :class:`OptionError` (naming ``top_k``) unless ``1 <= k <= hi - lo`` (the candidate destinations),
     and :class:`~graphtier.errors.ResourceError` when the int64 ids and float32 scores [num_queries, k] of the
@@ -172,9 +183,7 @@ def top_k(
     """
     lo, hi = candidate_range(dataset, dst_range)
     check_top_k(k, int(nodes.shape[0]), lo, hi)
-    link = dataset.link
-    if undirected is None:
-        undirected = link.undirected if link is not None else not dataset.directed
+    undirected = _undirected(dataset, undirected)
     model.eval()
     csc = GraphStore(dataset, None).csc  # the topology through the one door (host arrays, nothing placed)
     table = torch.from_numpy(embeddings)
@@ -211,3 +220,87 @@ def top_k(
             scores[q0 : q0 + chunk.shape[0]] = best_score.numpy()
             bar.advance(int(chunk.shape[0]))
     return ids, scores
+
+
+def popular_top_k(
+    dataset: Dataset,
+    nodes: np.ndarray,
+    k: int,
+    *,
+    dst_range: tuple[int, int] | None = None,
+    undirected: bool | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The popularity baseline of :func:`top_k`: each query node's ``k`` candidates of highest in-degree.
+
+    The same candidates as :func:`top_k` (``dst_range``, not the node itself nor an existing neighbour); the score
+    is the candidate's in-degree in the dataset's graph (the message-passing graph: held-out edges excluded), the
+    popularity baseline of ``train --task link``; ties go to the lower id. ``nodes`` int64 [n]. Returns int64
+    [n, k] ids, most popular first, and int64 [n, k] their in-degrees; -1 fills the places of a node with fewer
+    than ``k`` candidates. Memory: O(n x k + the largest excluded set + hi - lo).
+    """
+    lo, hi = candidate_range(dataset, dst_range)
+    check_top_k(k, int(nodes.shape[0]), lo, hi)
+    undirected = _undirected(dataset, undirected)
+    csc = GraphStore(dataset, None).csc
+    degree = np.diff(np.asarray(csc[0][lo : hi + 1], dtype=np.int64))
+    excluded = _out_neighbours(csc, nodes, undirected)
+    need = min(hi - lo, k + 1 + max((len(e) for e in excluded), default=0))
+    top = np.argpartition(-degree, need - 1)[:need] if 0 < need < hi - lo else np.arange(hi - lo)
+    order = top[np.lexsort((top, -degree[top]))] + lo  # by degree descending, then id ascending
+    ids = np.full((nodes.shape[0], k), -1, np.int64)
+    degrees = np.full((nodes.shape[0], k), -1, np.int64)
+    for row, (node, neighbours) in enumerate(zip(nodes, excluded)):
+        kept = order[~np.isin(order, np.append(neighbours, node))][:k]
+        ids[row, : kept.size] = kept
+        degrees[row, : kept.size] = degree[kept - lo]
+    return ids, degrees
+
+
+RECOMMENDATION_COLUMNS = ("node", "node_id", "rank", "id", "score", "popular_id", "popular_degree")
+"""The columns of :func:`write_recommendations`' CSV."""
+
+
+def write_recommendations(
+    path: str | os.PathLike[str],
+    dataset: Dataset,
+    nodes: np.ndarray,
+    ids: np.ndarray,
+    scores: np.ndarray,
+    popular: np.ndarray,
+    popular_degrees: np.ndarray,
+    write_file: Callable[[Path, Callable[[Path], None]], Path] | None = None,
+) -> Path:
+    """Write top-K recommendations in the user's ids as CSV, the popularity top-K beside them (atomically).
+
+    One line per query node and rank (:data:`RECOMMENDATION_COLUMNS`): ``node`` the query's dataset id (as given),
+    ``node_id`` its id in the input (:func:`graphtier.dataset.original_ids.original_ids`), ``rank`` 1..K, ``id``
+    the recommended node's input id and ``score`` its logit, ``popular_id`` and ``popular_degree`` the rank-th
+    most popular candidate (:func:`popular_top_k`). Empty fields where a node has fewer than K candidates.
+    ``nodes`` int64 [n]; ``ids``, ``popular``, ``popular_degrees`` int64 [n, K]; ``scores`` float32 [n, K].
+    ``write_file(path, write)`` writes the file (default :func:`~graphtier.dataset.outputs.atomic_write`; a
+    command with several outputs passes :meth:`~graphtier.dataset.outputs.OutputSet.stage`).
+    """
+    import csv
+
+    def names(array: np.ndarray) -> np.ndarray:
+        flat = array.reshape(-1)
+        out = np.full(flat.shape, "", dtype=object)
+        known = flat >= 0
+        out[known] = original_ids(dataset, flat[known]).astype(str)
+        return out.reshape(array.shape)
+
+    query_names, id_names, popular_names = names(nodes), names(ids), names(popular)
+
+    def write(tmp: Path) -> None:
+        with open(tmp, "w", newline="") as handle:
+            out = csv.writer(handle)
+            out.writerow(RECOMMENDATION_COLUMNS)
+            for row in range(nodes.shape[0]):
+                for rank in range(ids.shape[1]):
+                    out.writerow((
+                        int(nodes[row]), query_names[row], rank + 1,
+                        id_names[row, rank], f"{scores[row, rank]:.6g}" if ids[row, rank] >= 0 else "",
+                        popular_names[row, rank], int(popular_degrees[row, rank]) if popular[row, rank] >= 0 else "",
+                    ))  # fmt: skip
+
+    return (write_file or atomic_write)(Path(path), write)

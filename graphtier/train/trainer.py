@@ -47,6 +47,7 @@ from graphtier.train.task import LinkTask, make_task
 from graphtier.train.tiered_embedding import attach_sparse_adam
 from graphtier.train.typed_run import (
     build_run_model,
+    dense_relation_notes,
     learnable_bytes_read,
     learnable_tables,
     place_learnable_tables,
@@ -103,6 +104,9 @@ class Trainer:
             log=self._log,
             learnable=learnable_tables(config, dataset),  # featureless types' tables share the GPU budget
         )
+        if dataset.is_hetero and config.network.model != "mlp":
+            for note in dense_relation_notes(config, dataset.schema):
+                self._log(note)
         self.task = make_task(config.objective, self.store)
         self.train_idx = self.task.train_seeds(self.store)  # node ids, or rows of link_train.npy
         # GCN: full-graph in-degrees, used by exact layer-wise inference with either --gcn-degrees and by

@@ -25,7 +25,7 @@ from graphtier.dataset.schema import RelationType, Schema
 from graphtier.errors import OptionError
 from graphtier.sampling import MiniBatch
 from graphtier.sampling.fanouts import Fanouts
-from graphtier.sampling.relation_fanouts import parse_relation_fanouts
+from graphtier.sampling.relation_fanouts import parse_relation_fanouts, relation_label
 from graphtier.sampling.typed_batch import RelationBlock, TypedBlock, TypedMiniBatch
 from graphtier.train.aggregate import block_csr
 from graphtier.train.link_model import build_task_model
@@ -93,6 +93,29 @@ def check_typed_run(config: TrainConfig, dataset: Dataset) -> None:
 def relation_fanouts(config: TrainConfig, schema: Schema, fanouts: Sequence[int]) -> dict[RelationType, Fanouts]:
     """Fanouts of every relation of ``schema``: ``fanouts`` overridden by the run's ``fanouts_per_relation``."""
     return parse_relation_fanouts(config.sampling.fanouts_per_relation, schema, tuple(fanouts))
+
+
+DENSE_RELATION_DEGREE = 100
+"""Mean in-degree above which ``-1`` (every neighbour) on a relation gets a note at the start of training."""
+
+
+def dense_relation_notes(config: TrainConfig, schema: Schema) -> list[str]:
+    """One note per relation whose fanout is ``-1`` at some hop while its destinations have more than
+    :data:`DENSE_RELATION_DEGREE` in-neighbours on average (a metapath graph such as ACM's PSP, 1,079 per paper):
+    every seed then pulls them all, hop after hop; the note names the ``--fanouts-per-relation`` that caps it."""
+    notes = []
+    for rel_type, fanouts in relation_fanouts(config, schema, config.sampling.fanouts).items():
+        rel = next(r for r in schema.relations if r.type == rel_type)
+        mean = rel.num_edges / max(1, schema.node_type(rel.dst).count)
+        if -1 in tuple(fanouts) and mean > DENSE_RELATION_DEGREE:
+            label = relation_label(schema, rel)
+            capped = "/".join(str(f) for f in (10, 5, 5, 5, 5)[: len(tuple(fanouts))])
+            notes.append(
+                f"note: relation {label} has {mean:,.1f} in-neighbours per {rel.dst} on average and fanout -1 takes "
+                f"them all at every hop (an epoch grows with their product); --fanouts-per-relation {label}={capped} "
+                "caps it (README, Heterogeneous datasets)"
+            )
+    return notes
 
 
 def build_run_model(config: TrainConfig, dataset: Dataset) -> nn.Module:

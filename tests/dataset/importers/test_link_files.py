@@ -16,6 +16,7 @@ from graphtier.dataset.importers.movielens import import_movielens
 from graphtier.dataset.importers.ogb import import_ogb
 from graphtier.dataset.importers.options import ImportOptions
 from graphtier.dataset.importers.pair_files import EdgeSplitFiles
+from graphtier.dataset.original_ids import original_ids
 from graphtier.errors import DatasetError, OptionError
 from tests.conftest import shared_data
 
@@ -215,6 +216,32 @@ def test_movielens_u1(tmp_path: Path) -> None:
     features = np.asarray(d.features)
     assert features[:users, -2].all() and not features[users:, -2].any() and features[users:, -1].all()
     assert np.allclose(features[:users, 1:3].sum(1), 1) and not features[users:, : 43 - 19].any()
+    # the user's ids: user u of u.data is node u - 1, item i node 943 + i - 1
+    assert original_ids(d, np.array([0, 942, 943, 2624])).tolist() == [1, 943, 1, 1682]
+
+
+def _tiny_movielens(folder: Path) -> Path:
+    """3 users, 4 items in the ml-100k layout."""
+    folder.mkdir()
+    (folder / "u.occupation").write_text("artist\nwriter\n")
+    (folder / "u.user").write_text("1|20|M|artist|0\n2|30|F|writer|0\n3|40|M|writer|0\n")
+    genres = ["|".join("1" if g == i % 19 else "0" for g in range(19)) for i in range(4)]
+    (folder / "u.item").write_text("".join(f"{i + 1}|Film {i}|01-Jan-1995||http://x|{genres[i]}\n" for i in range(4)))
+    (folder / "u1.base").write_text("1\t1\t5\t0\n1\t2\t3\t0\n2\t2\t4\t0\n2\t3\t1\t0\n3\t4\t2\t0\n3\t1\t2\t0\n")
+    (folder / "u1.test").write_text("1\t3\t5\t0\n2\t4\t4\t0\n")
+    return folder
+
+
+def test_movielens_id_features_append_a_one_hot_node_id(tmp_path: Path) -> None:
+    folder = _tiny_movielens(tmp_path / "ml")
+    plain = import_movielens(folder, tmp_path / "plain", valid_fraction=0.2)
+    with_ids = import_movielens(folder, tmp_path / "ids", valid_fraction=0.2, id_features=True)
+    side = plain.feature_dim
+    assert with_ids.feature_dim == side + 7 and with_ids.meta["source"]["options"]["id_features"] is True
+    features = np.asarray(with_ids.features)
+    np.testing.assert_array_equal(features[:, :side], np.asarray(plain.features))
+    np.testing.assert_array_equal(features[:, side:], np.eye(7, dtype=np.float32))
+    assert original_ids(with_ids, np.arange(7)).tolist() == [1, 2, 3, 1, 2, 3, 4]
 
 
 def test_edge_split_and_edge_split_files_exclude_each_other() -> None:
