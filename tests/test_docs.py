@@ -125,8 +125,14 @@ def test_the_docs_run_as_written(
 
 
 def _all_options(command: click.Command, ctx: click.Context) -> list[tuple[str, str]]:
-    """(command path, option) for every option of ``command`` and its subcommands."""
-    found = [(ctx.command_path, opt) for p in command.get_params(ctx) for opt in p.opts if opt.startswith("-")]
+    """(command path, option) for every option of ``command`` and its subcommands (hidden ones aside)."""
+    found = [
+        (ctx.command_path, opt)
+        for param in command.get_params(ctx)
+        if not getattr(param, "hidden", False)
+        for opt in param.opts
+        if opt.startswith("-")
+    ]
     if isinstance(command, click.Group):
         for name in command.list_commands(ctx):
             sub = command.get_command(ctx, name)
@@ -164,3 +170,32 @@ def test_the_site_builds_strict_with_every_name_and_option(tmp_path: Path) -> No
     bench_index = (site / "benchmarks" / "index.html").read_text()
     assert "Epoch time" in bench_index and "dated log" in bench_index
     assert (site / "benchmarks" / "epoch" / "index.html").read_text().count("date:") >= 1
+
+
+def test_benchmark_pages_show_the_current_result_with_date_machine_and_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    from tools import docgen_bench
+
+    old = {"date": "2026-01-02", "machine": "m1", "command": "python b.py", "rows": [{"x": 1, "seconds": 9.5}]}
+    new = {"date": "2026-02-03", "machine": "m2", "command": "python b.py --n 2", "rows": [{"x": 2, "seconds": 1.25}]}
+    (tmp_path / "thing-old.json").write_text(json.dumps(old))
+    (tmp_path / "thing.json").write_text(json.dumps(new))
+    monkeypatch.setattr(docgen_bench, "RESULTS", tmp_path)
+    monkeypatch.setattr(docgen_bench, "AREAS", {"a": ("Area", (docgen_bench.Series("S", "thing*.json", "b.py"),))})
+    page = docgen_bench.benchmark_pages()["benchmarks/a.md"]
+    current = page[: page.index("Earlier results")]
+    assert "thing.json" in current and "date: 2026-02-03" in current and "machine: m2" in current
+    assert "`python b.py --n 2`" in current and "| 2 | 1.25 |" in current and "9.5" not in current
+    assert "- `thing-old.json`: 2026-01-02" in page
+
+
+def test_the_api_reference_refuses_a_public_name_it_cannot_place(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tools import docgen_api
+
+    assert set(docgen_api.defining_modules()) == set(graphtier.__all__)
+    monkeypatch.setattr(graphtier, "__all__", [*graphtier.__all__, "Nowhere"])
+    with pytest.raises(ValueError, match="graphtier.Nowhere"):
+        docgen_api.defining_modules()

@@ -17,7 +17,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 MAX_ROWS = 30
-MAX_COLUMNS = 10
+MAX_COLUMNS = 12
 
 
 @dataclass(frozen=True)
@@ -105,6 +105,9 @@ def _tables(data: Any, path: str = "") -> list[tuple[str, list[dict[str, Any]]]]
     """Every record list of ``data`` (breadth first, not inside another record list), with its dotted path."""
     found = _records(data)
     if found is not None:
+        nested = [next((v for v in record.values() if _is_record_list(v)), None) for record in found]
+        if all(inner is not None for inner in nested):  # runs of rows: the rows are the figures
+            return [(f"{path}[].rows", [row for inner in nested for row in inner])]  # type: ignore[union-attr]
         return [(path, found)]
     tables: list[tuple[str, list[dict[str, Any]]]] = []
     if isinstance(data, dict):
@@ -192,6 +195,7 @@ def _table(records: list[dict[str, Any]]) -> list[str]:
     columns: list[str] = []
     for row in rows:
         columns += [column for column in row if column not in columns]
+    columns.sort(key=lambda column: column.count("."))  # the shallow figures first, stage breakdowns last
     dropped = len(columns) - MAX_COLUMNS
     columns = columns[:MAX_COLUMNS]
     lines = ["| " + " | ".join(_cell(c) for c in columns) + " |", "|" + "---|" * len(columns)]
@@ -229,7 +233,12 @@ def _series_lines(series: Series) -> list[str]:
     if isinstance(note, str):
         lines += [_cell(note), ""]
     tables = _tables(data)
-    scalars = {k: v for k, v in data.items() if not isinstance(v, (dict, list))} if isinstance(data, dict) else {}
+    shown = ("date", "machine", "command", "note")
+    scalars = (
+        {k: v for k, v in data.items() if not isinstance(v, (dict, list)) and k not in shown}
+        if isinstance(data, dict)
+        else {}
+    )
     if scalars:
         lines += [", ".join(f"{_cell(k)} {_cell(_number(v))}" for k, v in scalars.items()), ""]
     for path, records in tables[:4]:
