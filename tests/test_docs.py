@@ -199,3 +199,10 @@ def test_the_api_reference_refuses_a_public_name_it_cannot_place(monkeypatch: py
     monkeypatch.setattr(graphtier, "__all__", [*graphtier.__all__, "Nowhere"])
     with pytest.raises(ValueError, match="graphtier.Nowhere"):
         docgen_api.defining_modules()
+
+
+def test_sphinx_roles_of_the_docstrings_become_code_names() -> None:
+    from tools.mkdocs_hooks import on_page_content
+
+    html = "a :class:<code>~graphtier.x.Name</code>, :func:<code>graphtier.f()</code>, :data:<code>K</code>"
+    assert on_page_content(html, None, None, None) == "a <code>Name</code>, <code>graphtier.f()</code>, <code>K</code>"  # type: ignore[arg-type]

@@ -4,11 +4,14 @@
 - ``reference/cli.md``: every command and option from the click definitions (tools/docgen_cli.py);
 - ``benchmarks/index.md`` and one page per area from ``benchmarks/results/*.json`` (tools/docgen_bench.py).
 
-They are made in memory at every build, never written into docs/, so they cannot go stale.
+They are made in memory at every build, never written into docs/, so they cannot go stale. The docstrings
+use Sphinx roles (``:class:`~graphtier.x.Name` ``), which Markdown leaves as text: they are shown as the code
+name alone (the last part after a ``~``), as Sphinx would.
 """
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -46,3 +49,16 @@ def on_files(files: Files, config: Any) -> Files:
             files.remove(existing)
         files.append(File.generated(config, path, content=markdown))
     return files
+
+
+ROLE = re.compile(r":(?:class|func|meth|data|attr|mod|exc|obj):<code>(~?)([\w.]+)(\(\))?</code>")
+
+
+def _role(match: re.Match[str]) -> str:
+    name = match.group(2).rsplit(".", 1)[-1] if match.group(1) else match.group(2)
+    return f"<code>{name}{match.group(3) or ''}</code>"
+
+
+def on_page_content(html: str, page: Any, config: Any, files: Files) -> str:
+    """Sphinx roles of the docstrings, ``:class:`~a.b.C` ``, as ``C`` in code type."""
+    return ROLE.sub(_role, html)
