@@ -160,7 +160,7 @@ def test_the_site_builds_strict_with_every_name_and_option(tmp_path: Path) -> No
     missing = [name for name in graphtier.__all__ if not any(a.rsplit(".", 1)[-1] == name for a in anchors)]
     assert not missing, f"names of graphtier.__all__ missing from the API reference: {missing}"
     cli_page = (site / "reference" / "cli" / "index.html").read_text()
-    root = click.Context(cli, info_name="graphtier")
+    root = click.Context(cli, info_name="graphtier", **cli.context_settings)
     for name in COMMANDS:
         command = cli.get_command(root, name)
         assert command is not None

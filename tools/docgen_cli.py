@@ -106,7 +106,7 @@ def _command_lines(command: click.Command, ctx: click.Context, level: int) -> li
 
 def cli_reference() -> str:
     """The markdown of the command-line reference: every command, subcommand, argument and option."""
-    root = click.Context(cli, info_name="graphtier")
+    root = click.Context(cli, info_name="graphtier", **cli.context_settings)
     lines = [
         "# Command line",
         "",
