@@ -1,4 +1,5 @@
-"""The code blocks of README.md, and the graphtier commands in its shell blocks (tests/test_readme.py).
+"""The code blocks of README.md and of the documentation pages, and the graphtier commands in their shell blocks
+(tests/test_readme.py, tests/test_docs.py).
 
 A fenced block may be preceded (blank lines allowed) by one marker that says what the README test does
 with it; without one, a ``python`` block is executed and a ``bash`` block is only checked (every
@@ -34,13 +35,15 @@ class Block:
     line: int
     action: str | None = None
     reason: str | None = None
+    source: str = "README.md"
 
     def where(self) -> str:
-        return f"README.md:{self.line} ({self.lang or 'text'} block)"
+        return f"{self.source}:{self.line} ({self.lang or 'text'} block)"
 
 
-def read_blocks(text: str) -> list[Block]:
-    """Every fenced block of the markdown ``text`` in order; ValueError on a bad or dangling marker or fence."""
+def read_blocks(text: str, source: str = "README.md") -> list[Block]:
+    """Every fenced block of the markdown ``text`` (the file ``source``, for messages) in order; ValueError on a
+    bad or dangling marker or fence."""
     blocks: list[Block] = []
     lines = text.splitlines()
     marker: tuple[str, str | None, int] | None = None
@@ -49,29 +52,29 @@ def read_blocks(text: str) -> list[Block]:
         line = lines[index].strip()
         found = MARKER.match(line)
         if line.startswith("<!--") and "readme-test" in line and found is None:
-            raise ValueError(f"README.md:{index + 1}: unreadable readme-test marker {line!r}")
+            raise ValueError(f"{source}:{index + 1}: unreadable readme-test marker {line!r}")
         if found is not None:
             action, reason = found["action"], found["reason"]
             if action not in ACTIONS:
-                raise ValueError(f"README.md:{index + 1}: readme-test action {action!r} is not one of {ACTIONS}")
+                raise ValueError(f"{source}:{index + 1}: readme-test action {action!r} is not one of {ACTIONS}")
             if action == "skip" and not reason:
-                raise ValueError(f"README.md:{index + 1}: 'readme-test: skip' needs a (reason)")
+                raise ValueError(f"{source}:{index + 1}: 'readme-test: skip' needs a (reason)")
             marker = (action, reason, index + 1)
             index += 1
             continue
         fence = FENCE.match(line)
         if fence is None:
             if line and marker is not None:
-                raise ValueError(f"README.md:{marker[2]}: readme-test marker not followed by a code block")
+                raise ValueError(f"{source}:{marker[2]}: readme-test marker not followed by a code block")
             index += 1
             continue
         end = index + 1
         while end < len(lines) and lines[end].strip() != "```":
             end += 1
         if end == len(lines):
-            raise ValueError(f"README.md:{index + 1}: code block never closed")
+            raise ValueError(f"{source}:{index + 1}: code block never closed")
         action, reason = (marker[0], marker[1]) if marker else (None, None)
-        blocks.append(Block(fence["lang"], "\n".join(lines[index + 1 : end]), index + 2, action, reason))
+        blocks.append(Block(fence["lang"], "\n".join(lines[index + 1 : end]), index + 2, action, reason, source))
         marker = None
         index = end + 1
     return blocks

@@ -299,7 +299,7 @@ def generate(
         degree_exponent: gamma of the degree weights (> 1; real graphs 2..3).
         homophily: probability that an edge stays inside its destination's class.
         feature_noise: per-dimension std of the Gaussian noise around unit-norm class centroids.
-        train_fraction, valid_fraction, test_fraction: split sizes as fractions of N.
+        train_fraction: split size as a fraction of N, as are ``valid_fraction`` and ``test_fraction``.
         undirected: store each pair both ways (default) or keep drawn edges directed.
         seed: the output is a pure function of the seed and the options.
         chunk_edges: edges drawn per kernel call and feature values per written block (the feature
@@ -307,7 +307,7 @@ def generate(
         max_degree: the largest expected degree (hub size, before duplicates are dropped); default
             ``min(nodes - 1, 4 * sqrt(nodes * avg_degree))``.
         progress: reports each stage (``generate: draw edges``, ``generate: write features``, ...).
-        edge_split, eval_negatives: the link-prediction edge split (``"0.85,0.05,0.1"``) and its negatives, as
+        edge_split: the link-prediction edge split (``"0.85,0.05,0.1"``) and ``eval_negatives`` its negatives, as
             ``graphtier prepare --edge-split`` (:func:`~graphtier.dataset.importers.holdout.split_written_graph`).
 
     Returns:

@@ -58,7 +58,7 @@ class ShadowSampler:
         indptr: int64 [N + 1] CSC column pointers; indices: int32/int64 [E] in-neighbours, sorted per node.
         fanouts: neighbours drawn per node at each sampling hop (-1 = all); the depth is ``len(fanouts)``.
         num_layers: model layers; the batch holds that many references to one square block.
-        seed, num_threads: as for :class:`~graphtier.sampling.NeighborSampler`.
+        seed: as for :class:`~graphtier.sampling.NeighborSampler`, as is ``num_threads``.
 
     Batch layout: ``n_id`` starts with the distinct roots (first-seen order), then each root's other
     nodes, root after root, by ascending global id; ``subgraph`` gives each node's root index. The
