@@ -97,14 +97,24 @@ def final_summary(final: dict[str, Any], config: dict[str, Any]) -> str:
         return line + (f"  popularity test {popularity} (score = destination degree)" if popularity else "")
     line = (
         f"final (best epoch {final['epoch']}): valid_acc {format_accuracy(final['valid_acc'])}  "
-        f"test_acc {format_accuracy(final['test_acc'])} ({inference_summary(final, config)})"
+        f"test_acc {format_accuracy(final['test_acc'])}{f1_text(final, 'test')} ({inference_summary(final, config)})"
     )
     if final.get("test_majority_acc") is not None:
         line += (
-            f"  majority-class test_acc {format_accuracy(final['test_majority_acc'])} "
-            f"(class {final['majority_class']}, the train split's most common)"
+            f"  majority-class test_acc {format_accuracy(final['test_majority_acc'])}"
+            f"{f1_text(final, 'test_majority')} (class {final['majority_class']}, the train split's most common)"
         )
     return line
+
+
+def f1_text(values: dict[str, Any], prefix: str) -> str:
+    """``"  macro-F1 0.6123  micro-F1 0.7012"`` from ``{prefix}_macro_f1`` / ``_micro_f1`` ("" when absent)."""
+    if f"{prefix}_macro_f1" not in values:
+        return ""
+    return (
+        f"  macro-F1 {format_accuracy(values[f'{prefix}_macro_f1'])}"
+        f"  micro-F1 {format_accuracy(values[f'{prefix}_micro_f1'])}"
+    )
 
 
 def epoch_summary(record: dict[str, Any], epochs: int) -> str:

@@ -15,6 +15,7 @@ import os
 import time
 from typing import Any, Callable
 
+import numpy as np
 import torch
 
 from graphtier._process import configure_process
@@ -36,7 +37,7 @@ from graphtier.train.collective import (
 )
 from graphtier.train.comm import DistContext
 from graphtier.train.config import TrainConfig
-from graphtier.train.evaluation import Evaluator, majority_class_accuracy
+from graphtier.train.evaluation import Evaluator, majority_class_accuracy, split_scores
 from graphtier.train.feed import BatchFeed, SampleFn
 from graphtier.train.inference import full_in_degree
 from graphtier.train.report import RunReport, environment_info
@@ -340,12 +341,20 @@ class Trainer:
             # second pass over valid + test would cost more than the epoch itself with a 1% training split)
             evaluated = next((r for r in self.report.epochs if r.get("epoch") == best.best_epoch), {})
             for split in ("valid", "test"):
-                key = f"{split}_acc"
-                reuse = best.best_state is not None and evaluated.get(key) is not None
-                final[key] = evaluated[key] if reuse else self.evaluator.accuracy(self.model, split)
+                keys = [f"{split}_{name}" for name in ("acc", "macro_f1", "micro_f1")]
+                reuse = best.best_state is not None and all(evaluated.get(key) is not None for key in keys)
+                final.update(
+                    {key: evaluated[key] for key in keys} if reuse else self.evaluator.class_scores(self.model, split)
+                )
+        test_labels = self.store.labels(self.evaluator.split("test"))
         final["majority_class"], final["test_majority_acc"] = majority_class_accuracy(
-            self.store.labels(self.train_idx), self.store.labels(self.evaluator.split("test"))
+            self.store.labels(self.train_idx), test_labels
         )
+        if final["test_majority_acc"] is not None:
+            constant = np.full(test_labels.shape, final["majority_class"], dtype=np.int64)
+            baseline = split_scores(constant, test_labels, int(self.dataset.num_classes), "test")
+            final["test_majority_macro_f1"] = baseline["test_macro_f1"]
+            final["test_majority_micro_f1"] = baseline["test_micro_f1"]
         self._finish_report(final, wall_start)
         return self.report.to_dict()
 
