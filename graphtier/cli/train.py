@@ -255,10 +255,18 @@ def command(dataset: str, **options: Any) -> None:
     if not quiet:
         layers = config.num_layers
         seeds = f"{len(trainer.train_idx):,} train {'pairs' if config.objective.task == 'link' else 'nodes'}"
+        fanouts = f"fanouts {config.sampling.fanouts}"
+        if data.is_hetero:
+            from graphtier.sampling.relation_fanouts import differing_fanouts_text
+
+            differing = differing_fanouts_text(
+                config.sampling.fanouts_per_relation, data.schema, config.sampling.fanouts
+            )
+            fanouts += f" (per relation: {differing})" if differing else ""
         click.echo(
             f"training {config.network.model} ({layers} layers, hidden {config.network.hidden}) on {data.name}: "
             f"{data.num_nodes:,} nodes, {data.num_edges:,} edges, {seeds}, "
-            f"sampler {config.sampling.sampler} fanouts {config.sampling.fanouts} on {config.placement.sample_on}, "
+            f"sampler {config.sampling.sampler} {fanouts} on {config.placement.sample_on}, "
             f"device {config.run.device}"
         )
         from graphtier.dataset.provenance import describe

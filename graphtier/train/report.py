@@ -14,6 +14,7 @@ import numba
 import numpy as np
 import torch
 
+from graphtier._compile_notice import compile_text
 from graphtier._version import __version__
 from graphtier.dataset import Dataset
 from graphtier.dataset.outputs import atomic_write
@@ -65,10 +66,10 @@ def inference_summary(final: dict[str, Any], config: dict[str, Any]) -> str:
     ``final``: the report's ``final`` (``method`` ``full`` or ``sampled``); ``config``: its ``config``. Sampled
     inference draws neighbours at random (the eval fanouts), so it differs from exact inference (``predict``).
     """
+    if config.get("model") == "mlp":  # no neighbours, so no layer-wise pass whatever the method
+        return "features only, no neighbours"
     if final.get("method") == "full":
         return "exact layer-wise inference, all neighbours"
-    if config.get("model") == "mlp":
-        return "features only, no neighbours"
     fanouts = format_fanouts(config.get("eval_fanouts") or config["fanouts"])
     if config.get("sampler") == "shadow":
         return f"sampled inference, ShaDow subgraphs, fanouts {fanouts}"
@@ -125,10 +126,12 @@ def epoch_summary(record: dict[str, Any], epochs: int) -> str:
         scores = f"valid {format_accuracy(record['valid_acc'])}  test {format_accuracy(record['test_acc'])}"
     else:
         scores = f"valid {link_metrics_text(record, 'valid')}"
+    compiled = compile_text(record.get("compile_seconds") or 0.0)
     return (
         f"epoch {record['epoch']}/{epochs}  loss {record['loss']:.4f}  train {record['train_acc']:.4f}  "
         f"{scores}  |  "
-        f"{record['batches_per_s']:.1f} batch/s  {times}  features {format_bytes(record['feature_bytes'])}"
+        f"{record['batches_per_s']:.1f} batch/s{f' ({compiled})' if compiled else ''}  {times}  "
+        f"features {format_bytes(record['feature_bytes'])}"
         + (
             f"  topology {format_bytes(sum(record['topology_bytes_by_tier'].values()))}"
             if sum((record.get("topology_bytes_by_tier") or {}).values())

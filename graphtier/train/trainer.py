@@ -18,6 +18,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
+from graphtier._compile_notice import compile_seconds, track_compile_time
 from graphtier._process import configure_process
 from graphtier._progress import NO_PROGRESS, Progress
 from graphtier._signals import interrupt_behind
@@ -84,6 +85,7 @@ class Trainer:
         self.dist = dist
         self.dataset = dataset
         self.config = config
+        track_compile_time()  # a first run's epoch line says how much of its time was kernel compilation
         self.on_epoch = on_epoch
         self.progress = progress
         self.device = torch.device(config.run.device)
@@ -292,7 +294,11 @@ class Trainer:
             record: dict[str, Any] = {"epoch": epoch}
             traffic_before = self.store.traffic()
             learnable_before = learnable_bytes_read(self.model, self.dataset.schema)
+            compiled = compile_seconds()
             record.update(self.train_epoch(epoch))
+            compiled = compile_seconds() - compiled
+            if compiled >= 0.05:  # the epoch's time and batch/s include a first run's kernel compilation
+                record["compile_seconds"] = compiled
             record.update(self._epoch_traffic(traffic_before, self.store.traffic()))
             learnable_after = learnable_bytes_read(self.model, self.dataset.schema)
             if learnable_after:  # rows the featureless types' learnable tables gathered, per tier
