@@ -129,7 +129,8 @@ FANOUTS_DEFAULT = "25,10"
     "--full-inference/--sampled-inference",
     default=False,
     show_default=True,
-    help="Final valid/test accuracy by exact layer-wise full-neighbour inference (neighbour sampler).",
+    help="Final valid/test accuracy by exact layer-wise full-neighbour inference (neighbour sampler); "
+    "--task link: every epoch's validation too (it picks the best epoch).",
 )
 @click.option("--num-threads", type=int, default=None, help="CPU threads for sampling and compute.")
 @click.option(

@@ -141,10 +141,17 @@ class Evaluator:
             return self.store.link_split(name).num_positives > 0
         return self.split(name).size > 0
 
-    def evaluate(self, model: nn.Module, split: str) -> dict[str, float | None]:
-        """The task's sampled metrics of ``split``: ``{split}_acc``, or the link metrics (:meth:`LinkTask.metrics`)."""
+    def evaluate(self, model: nn.Module, split: str, exact_links: bool = False) -> dict[str, float | None]:
+        """The task's sampled metrics of ``split``: ``{split}_acc`` (with F1), or the link metrics
+        (:meth:`LinkTask.metrics`); ``exact_links``: the link metrics of exact layer-wise embeddings instead."""
         if isinstance(self.task, LinkTask):
             pairs = self.store.link_split(split)
+            if exact_links:
+                assert isinstance(model, LinkModel)
+                every, _ = eval_pairs(pairs)
+                embeddings = self.full_graph_logits(model)
+                scores = score_pairs(model, embeddings, torch.from_numpy(every), chunk_size=max(self.batch_size, 65536))
+                return evaluate_link_scores(self.task, split, pairs, scores.numpy())
             return evaluate_link_scores(self.task, split, pairs, self.link_scores_sampled(model, split))
         return self.class_scores(model, split)
 

@@ -90,8 +90,9 @@ def final_summary(final: dict[str, Any], config: dict[str, Any]) -> str:
     """The final line of ``graphtier train``: accuracies (link metrics), how they were measured, and the baseline
     (majority class; popularity for links)."""
     if config.get("task") == "link":
+        picked = f" by {final['best_epoch_by'].replace('_', ' ')}" if final.get("best_epoch_by") else ""
         line = (
-            f"final (best epoch {final['epoch']}): test {link_metrics_text(final, 'test')}  "
+            f"final (best epoch {final['epoch']}{picked}): test {link_metrics_text(final, 'test')}  "
             f"valid {link_metrics_text(final, 'valid')} (exact layer-wise embeddings, all neighbours)"
         )
         popularity = link_metrics_text(final, "test_popularity")

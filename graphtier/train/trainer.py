@@ -290,6 +290,8 @@ class Trainer:
         has_valid = self.evaluator.has_split("valid")
         task = self.task
         epoch_splits = ("valid",) if isinstance(task, LinkTask) else ("valid", "test")
+        # links with --full-inference: every epoch's validation (which picks the best epoch) from exact embeddings
+        exact_links = isinstance(task, LinkTask) and cfg.run.full_inference
         for epoch in range(self.start_epoch, cfg.optim.epochs + 1):
             record: dict[str, Any] = {"epoch": epoch}
             traffic_before = self.store.traffic()
@@ -313,7 +315,7 @@ class Trainer:
             if epoch % cfg.run.eval_every == 0 or epoch == cfg.optim.epochs:
                 eval_start = time.perf_counter()
                 for split in epoch_splits:
-                    record.update(self.evaluator.evaluate(self.model, split))
+                    record.update(self.evaluator.evaluate(self.model, split, exact_links))
                 record["eval_seconds"] = time.perf_counter() - eval_start
                 score = record[task.score_key] if has_valid else -record["loss"]
                 if score is not None and score > best.best_valid:
@@ -335,6 +337,7 @@ class Trainer:
         final: dict[str, Any] = {"epoch": best.best_epoch, "method": "sampled"}
         if isinstance(task, LinkTask):  # exact layer-wise embeddings of all nodes, always
             final["method"] = "full"
+            final["best_epoch_by"] = f"{'exact' if exact_links else 'sampled'} {task.score_key}"
             if is_main:
                 final.update(self.evaluator.full_link_metrics(self.model))  # type: ignore[arg-type]
             self._finish_report(final, wall_start)

@@ -6,6 +6,7 @@ import pytest
 
 from graphtier.dataset import Dataset
 from graphtier.sampling.relation_fanouts import differing_fanouts_text
+from graphtier.train import train
 from graphtier.train.report import epoch_summary, final_summary
 from tests.cli.helpers import run
 from tests.typed_data import write_typed_labelled_graph
@@ -47,3 +48,18 @@ def test_an_epoch_that_compiled_kernels_says_its_rate_includes_it() -> None:
     assert "0.1 batch/s  sample" in epoch_summary(record, 2)
     record["compile_seconds"] = 16.04
     assert "0.1 batch/s (including 16.0 s of first-run kernel compilation)  sample" in epoch_summary(record, 2)
+
+
+def test_link_training_picks_its_best_epoch_on_exact_validation_with_full_inference(tiny_link_dataset: Dataset) -> None:
+    options = dict(task="link", batch_size=128, hidden=16, fanouts=(5, 5), eval_batch_size=256, lr=0.01, epochs=3,
+                   quiet=True, num_threads=1, prefetch=1)  # fmt: skip
+    exact = train(tiny_link_dataset, full_inference=True, **options).report
+    final = exact["final"]
+    best = next(e for e in exact["epochs"] if e["epoch"] == final["epoch"])
+    assert best["valid_auc"] == final["valid_auc"]  # the epoch's validation is the final, exact one
+    assert final["valid_auc"] == max(e["valid_auc"] for e in exact["epochs"])
+    assert final["best_epoch_by"] == "exact valid_auc"
+    assert f"final (best epoch {final['epoch']} by exact valid auc): test auc" in final_summary(final, exact["config"])
+    sampled = train(tiny_link_dataset, **options).report
+    assert sampled["final"]["best_epoch_by"] == "sampled valid_auc"
+    assert "by sampled valid auc)" in final_summary(sampled["final"], sampled["config"])
