@@ -77,7 +77,6 @@ def install_compile_notice(stream: Any = None) -> None:
     track_compile_time()
     if _installed:
         return
-    out = stream if stream is not None else sys.stderr
     from numba.core import event
 
     class _Notice(event.Listener):
@@ -85,7 +84,10 @@ def install_compile_notice(stream: Any = None) -> None:
             global _shown
             if not _shown and _is_ours(ev):
                 _shown = True
-                print(NOTICE, file=out, flush=True)
+                try:  # stderr as it is now (a caller may have replaced it since); a notice never fails a compile
+                    print(NOTICE, file=stream if stream is not None else sys.stderr, flush=True)
+                except (OSError, ValueError):  # a closed or broken stream
+                    pass
 
         def on_end(self, ev: Any) -> None:
             pass

@@ -123,3 +123,17 @@ def test_a_stage_that_compiled_says_its_time_includes_it(monkeypatch) -> None:
     with progress.stage("valid", total=20, unit="batches") as bar:
         bar.advance(20)
     assert bar.final_line() == "valid 20 batches in 0:00:10 (2 batches/s)"
+
+
+def test_a_closed_stream_never_fails_a_compile(monkeypatch) -> None:
+    monkeypatch.setattr(_compile_notice, "_installed", False)
+    monkeypatch.setattr(_compile_notice, "_shown", False)
+    closed = io.StringIO()
+    _compile_notice.install_compile_notice(closed)
+    closed.close()  # e.g. a test's captured stderr, gone when a later kernel compiles
+
+    def add_five(x):
+        return x + 5
+
+    add_five.__module__ = "graphtier.fake_kernels"
+    assert numba.njit(add_five)(np.int64(1)) == 6
