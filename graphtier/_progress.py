@@ -19,6 +19,8 @@ import time
 from types import TracebackType
 from typing import Any, Callable
 
+from graphtier._compile_notice import compile_seconds, compile_text
+
 Clock = Callable[[], float]
 """Seconds from an arbitrary origin (``time.monotonic``; tests pass a fake clock)."""
 
@@ -29,7 +31,7 @@ class Stage:
     Use it as a context manager (``with progress.stage(...) as bar``); :meth:`advance` adds done work.
     ``fields`` holds extra text a renderer shows after the rate (e.g. ``loss``)."""
 
-    __slots__ = ("description", "total", "unit", "done", "fields", "started_at", "_progress")
+    __slots__ = ("description", "total", "unit", "done", "fields", "started_at", "compiled_at_start", "_progress")
 
     def __init__(self, progress: Progress, description: str, total: int | None, unit: str) -> None:
         self._progress = progress
@@ -39,9 +41,11 @@ class Stage:
         self.done = 0
         self.fields: dict[str, Any] = {}
         self.started_at = progress.clock()
+        self.compiled_at_start = compile_seconds()
 
     def __enter__(self) -> Stage:
         self.started_at = self._progress.clock()
+        self.compiled_at_start = compile_seconds()
         self._progress.started(self)
         return self
 
@@ -86,9 +90,12 @@ class Stage:
         return f"{self.description} {count} {self.rate_text()}, ETA {duration_text(eta) if eta is not None else '?'}"
 
     def final_line(self) -> str:
-        """The finished stage in one line: ``reorder: permute features 40.0M rows in 0:00:21 (1.9M rows/s)``."""
+        """The finished stage in one line: ``reorder: permute features 40.0M rows in 0:00:21 (1.9M rows/s)``; the
+        time and rate of a stage that compiled kernels say so (``..., including 17.2 s of first-run kernel
+        compilation``)."""
+        compiled = compile_text(compile_seconds() - self.compiled_at_start)
         return f"{self.description} {count_text(self.done)} {self.unit} in {duration_text(self.elapsed())} " \
-            f"({self.rate_text()})"  # fmt: skip
+            f"({self.rate_text()}{', ' + compiled if compiled else ''})"  # fmt: skip
 
     def rate_text(self) -> str:
         """The rate with its unit, ``1.9M rows/s`` (``? rows/s`` before any work is done)."""

@@ -129,7 +129,8 @@ FANOUTS_DEFAULT = "25,10"
     "--full-inference/--sampled-inference",
     default=False,
     show_default=True,
-    help="Final valid/test accuracy by exact layer-wise full-neighbour inference (neighbour sampler).",
+    help="Final valid/test accuracy by exact layer-wise full-neighbour inference (neighbour sampler); "
+    "--task link: every epoch's validation too (it picks the best epoch).",
 )
 @click.option("--num-threads", type=int, default=None, help="CPU threads for sampling and compute.")
 @click.option(
@@ -255,10 +256,18 @@ def command(dataset: str, **options: Any) -> None:
     if not quiet:
         layers = config.num_layers
         seeds = f"{len(trainer.train_idx):,} train {'pairs' if config.objective.task == 'link' else 'nodes'}"
+        fanouts = f"fanouts {config.sampling.fanouts}"
+        if data.is_hetero:
+            from graphtier.sampling.relation_fanouts import differing_fanouts_text
+
+            differing = differing_fanouts_text(
+                config.sampling.fanouts_per_relation, data.schema, config.sampling.fanouts
+            )
+            fanouts += f" (per relation: {differing})" if differing else ""
         click.echo(
             f"training {config.network.model} ({layers} layers, hidden {config.network.hidden}) on {data.name}: "
             f"{data.num_nodes:,} nodes, {data.num_edges:,} edges, {seeds}, "
-            f"sampler {config.sampling.sampler} fanouts {config.sampling.fanouts} on {config.placement.sample_on}, "
+            f"sampler {config.sampling.sampler} {fanouts} on {config.placement.sample_on}, "
             f"device {config.run.device}"
         )
         from graphtier.dataset.provenance import describe

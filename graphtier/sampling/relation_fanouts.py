@@ -14,7 +14,7 @@ from typing import Any
 
 from graphtier.dataset.schema import Relation, RelationType, Schema
 from graphtier.errors import OptionError
-from graphtier.sampling.fanouts import Fanouts
+from graphtier.sampling.fanouts import Fanouts, format_fanouts
 
 OPTION = "fanouts_per_relation"
 TYPE_SEPARATOR = "___"
@@ -122,3 +122,15 @@ def parse_relation_fanouts(
         given[rel.type] = hops
         result[rel.type] = _hop_fanouts(hops, len(base), relation_label(schema, rel), option)
     return result
+
+
+def differing_fanouts_text(value: str | Mapping[Any, Any] | None, schema: Schema, fanouts: Sequence[int] | str) -> str:
+    """The relations whose fanouts :func:`parse_relation_fanouts` sets apart from ``fanouts``, as the start line
+    shows them: ``"writes 1,1; cites 10,5"`` ("" when every relation samples ``fanouts``)."""
+    base = Fanouts.parse(fanouts, "fanouts")
+    parsed = parse_relation_fanouts(value, schema, base)
+    return "; ".join(
+        f"{relation_label(schema, rel)} {format_fanouts(parsed[rel.type])}"
+        for rel in schema.relations
+        if parsed[rel.type] != base
+    )

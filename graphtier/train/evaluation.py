@@ -44,6 +44,51 @@ def majority_class_accuracy(train_labels: np.ndarray, eval_labels: np.ndarray) -
     return majority, float((eval_labels == majority).mean())
 
 
+def class_counts(predicted: np.ndarray, labels: np.ndarray, num_classes: int) -> np.ndarray:
+    """float64 [3, num_classes]: per class the true positives, the predictions and the labels of it.
+
+    ``predicted``, ``labels``: int [B] classes of the same nodes; a label outside ``[0, num_classes)`` (-1:
+    unlabelled) counts nowhere. Counts add up over batches and ranks; :func:`f1_scores` reads them.
+    """
+    predicted = np.asarray(predicted).astype(np.int64, copy=False)
+    labels = np.asarray(labels).astype(np.int64, copy=False)
+    keep = (labels >= 0) & (labels < num_classes)
+    predicted, labels = predicted[keep], labels[keep]
+    counts = np.zeros((3, num_classes), dtype=np.float64)
+    counts[0] = np.bincount(labels[predicted == labels], minlength=num_classes)[:num_classes]
+    counts[1] = np.bincount(predicted.clip(0, num_classes - 1), minlength=num_classes)[:num_classes]
+    counts[2] = np.bincount(labels, minlength=num_classes)[:num_classes]
+    return counts
+
+
+def f1_scores(counts: np.ndarray) -> dict[str, float | None]:
+    """``{"macro_f1", "micro_f1"}`` of :func:`class_counts` [3, C] (None for no labelled node).
+
+    F1 of a class = 2 TP / (predicted + actual); macro-F1 is their mean over the classes that were predicted or
+    present (as scikit-learn's ``f1_score(average="macro")``, 0 for a present class never predicted);
+    micro-F1 pools the counts (for one label per node it equals the accuracy).
+    """
+    true_positive, predicted, actual = counts
+    present = (predicted + actual) > 0
+    if not present.any():
+        return {"macro_f1": None, "micro_f1": None}
+    per_class = 2.0 * true_positive[present] / (predicted[present] + actual[present])
+    micro = 2.0 * true_positive.sum() / (predicted.sum() + actual.sum())
+    return {"macro_f1": float(per_class.mean()), "micro_f1": float(micro)}
+
+
+def split_scores(predicted: np.ndarray, labels: np.ndarray, num_classes: int, split: str) -> dict[str, float | None]:
+    """``{split}_acc``, ``{split}_macro_f1``, ``{split}_micro_f1`` of int [B] predictions against labels (None when
+    empty)."""
+    if np.asarray(labels).size == 0:
+        return {f"{split}_acc": None, f"{split}_macro_f1": None, f"{split}_micro_f1": None}
+    scores = f1_scores(class_counts(predicted, labels, num_classes))
+    return {
+        f"{split}_acc": float((np.asarray(predicted) == np.asarray(labels)).mean()),
+        **{f"{split}_{name}": value for name, value in scores.items()},
+    }
+
+
 class Evaluator:
     """Accuracy of a model on the store's splits, with the sampler and batch size of evaluation.
 
@@ -96,12 +141,19 @@ class Evaluator:
             return self.store.link_split(name).num_positives > 0
         return self.split(name).size > 0
 
-    def evaluate(self, model: nn.Module, split: str) -> dict[str, float | None]:
-        """The task's sampled metrics of ``split``: ``{split}_acc``, or the link metrics (:meth:`LinkTask.metrics`)."""
+    def evaluate(self, model: nn.Module, split: str, exact_links: bool = False) -> dict[str, float | None]:
+        """The task's sampled metrics of ``split``: ``{split}_acc`` (with F1), or the link metrics
+        (:meth:`LinkTask.metrics`); ``exact_links``: the link metrics of exact layer-wise embeddings instead."""
         if isinstance(self.task, LinkTask):
             pairs = self.store.link_split(split)
+            if exact_links:
+                assert isinstance(model, LinkModel)
+                every, _ = eval_pairs(pairs)
+                embeddings = self.full_graph_logits(model)
+                scores = score_pairs(model, embeddings, torch.from_numpy(every), chunk_size=max(self.batch_size, 65536))
+                return evaluate_link_scores(self.task, split, pairs, scores.numpy())
             return evaluate_link_scores(self.task, split, pairs, self.link_scores_sampled(model, split))
-        return {f"{split}_acc": self.accuracy(model, split)}
+        return self.class_scores(model, split)
 
     def _sampled_batches(self, seed_batches: list[np.ndarray], sample: SampleFn, label: str) -> Iterator[DeviceBatch]:
         """The device batches of ``seed_batches`` drawn by ``sample`` (eval fanouts), with the progress of ``label``."""
@@ -143,20 +195,31 @@ class Evaluator:
         return torch.cat(predictions)
 
     def accuracy(self, model: nn.Module, split: str) -> float | None:
-        """Sampled-inference accuracy on the store's ``split`` (train, valid, test); None when it is empty.
+        """Sampled-inference accuracy on the store's ``split`` (train, valid, test); None when it is empty."""
+        return self.class_scores(model, split)[f"{split}_acc"]
 
-        Each rank predicts its share of the nodes; the counts are summed over the ranks."""
+    def class_scores(self, model: nn.Module, split: str) -> dict[str, float | None]:
+        """Sampled inference on the store's ``split``: ``{split}_acc``, ``{split}_macro_f1``, ``{split}_micro_f1``
+        (None when the split is empty).
+
+        Each rank predicts its share of the nodes; the per-class counts are summed over the ranks."""
         node_ids = self.split(split)
+        keys = (f"{split}_acc", f"{split}_macro_f1", f"{split}_micro_f1")
         if node_ids.size == 0:
-            return None
+            return dict.fromkeys(keys)
+        num_classes = int(self.store.dataset.num_classes)
         mine = self.collective.shard(node_ids)
-        correct = (
-            float((self.predict_sampled(model, mine, split).numpy() == self.store.labels(mine)).sum())
-            if mine.size
-            else 0.0
-        )
-        total = self.collective.sum(torch.tensor([correct, float(mine.size)], dtype=torch.float64))
-        return float(total[0] / total[1])
+        counts = np.zeros((3, num_classes), dtype=np.float64)
+        correct = 0.0
+        if mine.size:
+            predicted, labels = self.predict_sampled(model, mine, split).numpy(), self.store.labels(mine)
+            correct = float((predicted == labels).sum())
+            counts = class_counts(predicted, labels, num_classes)
+        local = torch.from_numpy(np.concatenate([[correct, float(mine.size)], counts.ravel()]))
+        total = self.collective.sum(local).numpy()
+        return {keys[0]: float(total[0] / total[1]), **{
+            f"{split}_{name}": value for name, value in f1_scores(total[2:].reshape(3, num_classes)).items()
+        }}  # fmt: skip
 
     @torch.no_grad()
     def full_graph_logits(self, model: nn.Module) -> torch.Tensor:
@@ -182,14 +245,15 @@ class Evaluator:
         )
 
     def full_accuracy(self, model: nn.Module) -> dict[str, float | None]:
-        """``{"valid_acc", "test_acc"}`` of exact layer-wise inference (None for an empty split)."""
+        """``valid_``/``test_`` ``acc``, ``macro_f1``, ``micro_f1`` of exact layer-wise inference (None for an
+        empty split)."""
         predicted = self.full_graph_logits(model).argmax(dim=1).numpy()
-        accuracy: dict[str, float | None] = {}
+        scores: dict[str, float | None] = {}
         for split in ("valid", "test"):
             node_ids = self.split(split)
-            hits = predicted[node_ids] == self.store.labels(node_ids)
-            accuracy[f"{split}_acc"] = float(hits.mean()) if node_ids.size else None
-        return accuracy
+            labels = self.store.labels(node_ids)
+            scores.update(split_scores(predicted[node_ids], labels, int(self.store.dataset.num_classes), split))
+        return scores
 
     def full_link_metrics(self, model: LinkModel) -> dict[str, float | None]:
         """Valid and test link metrics from exact layer-wise embeddings of all nodes, and the popularity

@@ -14,6 +14,7 @@ import numba
 import numpy as np
 import torch
 
+from graphtier._compile_notice import compile_text
 from graphtier._version import __version__
 from graphtier.dataset import Dataset
 from graphtier.dataset.outputs import atomic_write
@@ -65,10 +66,10 @@ def inference_summary(final: dict[str, Any], config: dict[str, Any]) -> str:
     ``final``: the report's ``final`` (``method`` ``full`` or ``sampled``); ``config``: its ``config``. Sampled
     inference draws neighbours at random (the eval fanouts), so it differs from exact inference (``predict``).
     """
+    if config.get("model") == "mlp":  # no neighbours, so no layer-wise pass whatever the method
+        return "features only, no neighbours"
     if final.get("method") == "full":
         return "exact layer-wise inference, all neighbours"
-    if config.get("model") == "mlp":
-        return "features only, no neighbours"
     fanouts = format_fanouts(config.get("eval_fanouts") or config["fanouts"])
     if config.get("sampler") == "shadow":
         return f"sampled inference, ShaDow subgraphs, fanouts {fanouts}"
@@ -89,22 +90,33 @@ def final_summary(final: dict[str, Any], config: dict[str, Any]) -> str:
     """The final line of ``graphtier train``: accuracies (link metrics), how they were measured, and the baseline
     (majority class; popularity for links)."""
     if config.get("task") == "link":
+        picked = f" by {final['best_epoch_by'].replace('_', ' ')}" if final.get("best_epoch_by") else ""
         line = (
-            f"final (best epoch {final['epoch']}): test {link_metrics_text(final, 'test')}  "
+            f"final (best epoch {final['epoch']}{picked}): test {link_metrics_text(final, 'test')}  "
             f"valid {link_metrics_text(final, 'valid')} (exact layer-wise embeddings, all neighbours)"
         )
         popularity = link_metrics_text(final, "test_popularity")
         return line + (f"  popularity test {popularity} (score = destination degree)" if popularity else "")
     line = (
         f"final (best epoch {final['epoch']}): valid_acc {format_accuracy(final['valid_acc'])}  "
-        f"test_acc {format_accuracy(final['test_acc'])} ({inference_summary(final, config)})"
+        f"test_acc {format_accuracy(final['test_acc'])}{f1_text(final, 'test')} ({inference_summary(final, config)})"
     )
     if final.get("test_majority_acc") is not None:
         line += (
-            f"  majority-class test_acc {format_accuracy(final['test_majority_acc'])} "
-            f"(class {final['majority_class']}, the train split's most common)"
+            f"  majority-class test_acc {format_accuracy(final['test_majority_acc'])}"
+            f"{f1_text(final, 'test_majority')} (class {final['majority_class']}, the train split's most common)"
         )
     return line
+
+
+def f1_text(values: dict[str, Any], prefix: str) -> str:
+    """``"  macro-F1 0.6123  micro-F1 0.7012"`` from ``{prefix}_macro_f1`` / ``_micro_f1`` ("" when absent)."""
+    if f"{prefix}_macro_f1" not in values:
+        return ""
+    return (
+        f"  macro-F1 {format_accuracy(values[f'{prefix}_macro_f1'])}"
+        f"  micro-F1 {format_accuracy(values[f'{prefix}_micro_f1'])}"
+    )
 
 
 def epoch_summary(record: dict[str, Any], epochs: int) -> str:
@@ -115,10 +127,12 @@ def epoch_summary(record: dict[str, Any], epochs: int) -> str:
         scores = f"valid {format_accuracy(record['valid_acc'])}  test {format_accuracy(record['test_acc'])}"
     else:
         scores = f"valid {link_metrics_text(record, 'valid')}"
+    compiled = compile_text(record.get("compile_seconds") or 0.0)
     return (
         f"epoch {record['epoch']}/{epochs}  loss {record['loss']:.4f}  train {record['train_acc']:.4f}  "
         f"{scores}  |  "
-        f"{record['batches_per_s']:.1f} batch/s  {times}  features {format_bytes(record['feature_bytes'])}"
+        f"{record['batches_per_s']:.1f} batch/s{f' ({compiled})' if compiled else ''}  {times}  "
+        f"features {format_bytes(record['feature_bytes'])}"
         + (
             f"  topology {format_bytes(sum(record['topology_bytes_by_tier'].values()))}"
             if sum((record.get("topology_bytes_by_tier") or {}).values())

@@ -73,7 +73,7 @@ class Task:
 
     def epoch_keys(self) -> list[str]:
         """Report keys of the per-epoch evaluation (None when an epoch is not evaluated)."""
-        return ["valid_acc", "test_acc"]
+        return [f"{split}_{name}" for split in ("valid", "test") for name in ("acc", "macro_f1", "micro_f1")]
 
 
 class NodeTask(Task):

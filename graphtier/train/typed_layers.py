@@ -14,7 +14,8 @@ as a sum over the relations into each type plus a term of the destination itself
 
 R-GCN and HeteroSAGE aggregate with the CSR kernels of :mod:`graphtier.train.aggregate` (the mean over each
 relation's sampled in-neighbours first, at the input width, then the linear map on the destinations only). The
-attention weights of R-GAT depend on the parameters, so its aggregation is edge-wise torch in CSR order.
+attention weights of R-GAT depend on the parameters, so its aggregation is edge-wise in CSR order
+(:mod:`graphtier.train.edge_ops`: every sum in a fixed order, so a seeded run repeats with any thread count).
 
 ``out_types``: the types the layer computes (None: all); the last layer of a model computes only the target type,
 and an earlier one only the types that the next layer reads, so that every parameter is used.
@@ -33,11 +34,11 @@ from collections.abc import Mapping, Sequence
 
 import torch
 from torch import Tensor, nn
-from torch_geometric.utils import softmax
 
 from graphtier.dataset.schema import Relation, Schema
 from graphtier.sampling.typed_batch import RelationBlock, TypedBlock
 from graphtier.train.aggregate import BlockCSR, aggregate, csr_from_rowptr, mean_weights
+from graphtier.train.edge_ops import edge_softmax, gather_destinations, gather_sources, sum_by_destination
 
 _CACHE_ATTR = "_graphtier_csr"
 
@@ -283,11 +284,12 @@ class RelationGAT(nn.Module):
         h_dst = self.lin_dst(x_dst).view(-1, heads, channels)
         score_src = (h_src * self.att_src).sum(-1)
         score_dst = (h_dst * self.att_dst).sum(-1)
-        alpha = nn.functional.leaky_relu(score_src[csr.col] + score_dst[csr.row], 0.2)
-        alpha = softmax(alpha, csr.row, num_nodes=csr.num_dst)
+        # every edge-wise gather and per-destination sum in a fixed order: a seeded run repeats (edge_ops)
+        alpha = nn.functional.leaky_relu(gather_sources(score_src, csr) + gather_destinations(score_dst, csr), 0.2)
+        alpha = edge_softmax(alpha, csr)
         alpha = nn.functional.dropout(alpha, self.dropout, training=self.training)
-        messages = h_src[csr.col] * alpha.unsqueeze(-1)
-        out = h_src.new_zeros((csr.num_dst, heads, channels)).index_add_(0, csr.row, messages)
+        messages = gather_sources(h_src, csr) * alpha.unsqueeze(-1)
+        out = sum_by_destination(messages, csr)
         return out.reshape(csr.num_dst, heads * channels) if self.concat else out.mean(dim=1)
 
 

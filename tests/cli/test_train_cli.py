@@ -32,9 +32,11 @@ def test_train_prints_epochs_and_writes_report(tiny_dataset: Dataset, tmp_path: 
     data = json.loads(report.read_text())
     final = data["final"]
     assert result.stdout.strip().splitlines()[-2] == (  # then "report written to ..."
-        f"final (best epoch {final['epoch']}): valid_acc {final['valid_acc']:.4f}  test_acc {final['test_acc']:.4f} "
+        f"final (best epoch {final['epoch']}): valid_acc {final['valid_acc']:.4f}  test_acc {final['test_acc']:.4f}  "
+        f"macro-F1 {final['test_macro_f1']:.4f}  micro-F1 {final['test_micro_f1']:.4f} "
         "(sampled inference, fanouts 5,5; exact: --full-inference)  "
-        f"majority-class test_acc {final['test_majority_acc']:.4f} (class {final['majority_class']}, "
+        f"majority-class test_acc {final['test_majority_acc']:.4f}  macro-F1 {final['test_majority_macro_f1']:.4f}  "
+        f"micro-F1 {final['test_majority_micro_f1']:.4f} (class {final['majority_class']}, "
         "the train split's most common)"
     )
     assert data["config"]["features_on"] == "tiered"

@@ -343,13 +343,13 @@ def test_final_sampled_accuracy_is_the_best_epochs_without_a_second_pass(
     from graphtier.train.evaluation import Evaluator
 
     calls: list[str] = []
-    original = Evaluator.accuracy
+    original = Evaluator.class_scores
 
-    def counting(self: Evaluator, model: object, split: str) -> float | None:
+    def counting(self: Evaluator, model: object, split: str) -> dict[str, float | None]:
         calls.append(split)
         return original(self, model, split)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(Evaluator, "accuracy", counting)
+    monkeypatch.setattr(Evaluator, "class_scores", counting)
     report = train(tiny_dataset, epochs=3, **SMALL)
     best = next(e for e in report["epochs"] if e["epoch"] == report["final"]["epoch"])
     assert (report["final"]["valid_acc"], report["final"]["test_acc"]) == (best["valid_acc"], best["test_acc"])
