@@ -18,6 +18,8 @@ NOTICE = "graphtier: compiling kernels, first run only (about 20 s)..."
 
 _installed = False
 _shown = False
+_stream: Any = None  # where the notice goes (None: sys.stderr as it is when the notice is printed)
+_notice_registered = False  # numba holds one notice listener per process, whatever install calls follow
 _timing = False
 _lock = threading.Lock()
 _depth = 0  # nested compile events (a kernel compiling the njit functions it calls) count once
@@ -73,9 +75,13 @@ def install_compile_notice(stream: Any = None) -> None:
 
     Kernels loaded from numba's on-disk cache do not trigger it. Idempotent.
     """
-    global _installed
+    global _installed, _stream, _notice_registered
     track_compile_time()
     if _installed:
+        return
+    _stream = stream
+    _installed = True
+    if _notice_registered:
         return
     from numba.core import event
 
@@ -85,7 +91,7 @@ def install_compile_notice(stream: Any = None) -> None:
             if not _shown and _is_ours(ev):
                 _shown = True
                 try:  # stderr as it is now (a caller may have replaced it since); a notice never fails a compile
-                    print(NOTICE, file=stream if stream is not None else sys.stderr, flush=True)
+                    print(NOTICE, file=_stream if _stream is not None else sys.stderr, flush=True)
                 except (OSError, ValueError):  # a closed or broken stream
                     pass
 
@@ -93,7 +99,7 @@ def install_compile_notice(stream: Any = None) -> None:
             pass
 
     event.register("numba:compile", _Notice())
-    _installed = True
+    _notice_registered = True
 
 
 def compile_text(seconds: float) -> str:
