@@ -18,11 +18,10 @@ from torch import nn
 from graphtier.dataset import Dataset
 from graphtier.errors import OptionError
 from graphtier.train.fingerprint import dataset_fingerprint, fingerprint_mismatch
-from graphtier.train.output_files import DirectoryLock
+from graphtier.train.output_files import CHECKPOINT_FILE, DirectoryLock
 from graphtier.train.saved import OLD_FILE_DEFAULTS
 from graphtier.train.torch_file import load_torch_file, save_torch_file
 
-CHECKPOINT_FILE = "checkpoint.pt"
 # Options that must match for a checkpoint to be resumed.
 CHECKPOINT_KEYS = (
     "task",
