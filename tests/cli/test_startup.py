@@ -146,7 +146,33 @@ def test_predict_with_a_missing_model_fails_before_importing_the_models(tiny_dat
     assert "torch_geometric" not in imported and "graphtier.train.models" not in imported, imported
 
 
-@pytest.mark.parametrize("argv", [["--help"], ["train", "--help"], ["predict", "--help"]], ids=" ".join)
+@pytest.mark.parametrize(
+    "argv", [["--help"], *([name, "--help"] for name in COMMANDS), ["bench", "gather", "--help"]], ids=" ".join
+)
 def test_help_imports_no_torch(argv: list[str]) -> None:
     code, imported, _ = _imported_after(argv)
     assert code == 0 and "torch" not in imported, imported
+
+
+def test_values_spelled_for_help_agree_with_their_modules() -> None:
+    """The choices and defaults the commands spell so that --help does not import torch are the library's."""
+    from graphtier.bench.gather import DTYPES
+    from graphtier.cli import bench_gather, options, plan, score
+    from graphtier.sampling import link
+    from graphtier.tiering import hotness, plan_placement
+    from graphtier.tiering import plan as tiering_plan
+
+    assert (options.TASK_NAMES, options.NEGATIVE_SAMPLING) == (link.TASK_NAMES, link.NEGATIVE_SAMPLING)
+    assert (options.DEFAULT_NUM_NEGATIVES, options.DEFAULT_NEGATIVE_SAMPLING) == (
+        link.DEFAULT_NUM_NEGATIVES,
+        link.DEFAULT_NEGATIVE_SAMPLING,
+    )
+    assert (score.SCORE_METHODS, score.DEFAULT_SCORE) == (hotness.SCORE_METHODS, hotness.DEFAULT_SCORE)
+    assert plan.DEFAULT_BUDGETS == tiering_plan.DEFAULT_BUDGETS
+    assert (plan.DEFAULT_PCIE_GBPS, plan.DEFAULT_GPU_GBPS, plan.DEFAULT_DISK_GBPS) == (
+        tiering_plan.DEFAULT_PCIE_GBPS,
+        tiering_plan.DEFAULT_GPU_GBPS,
+        tiering_plan.DEFAULT_DISK_GBPS,
+    )
+    assert plan.DEFAULT_PLACEMENT_GROUPS == plan_placement.DEFAULT_PLACEMENT_GROUPS
+    assert bench_gather.DTYPE_CHOICES == tuple(sorted(DTYPES))
