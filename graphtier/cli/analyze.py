@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from graphtier._fanouts import DEFAULT_FANOUTS, format_fanouts
 from graphtier.cli.options import (
     SEED,
     epoch_seeds,
@@ -16,16 +17,9 @@ from graphtier.cli.options import (
     task_options,
 )
 from graphtier.cli.progress import cli_progress
+from graphtier.cli.score import SCORE_METHODS
 from graphtier.dataset.format import Dataset
 from graphtier.errors import OptionError
-from graphtier.sampling.neighbor import DEFAULT_FANOUTS, format_fanouts
-from graphtier.tiering.access import (
-    HIT_PERCENTS,
-    analyze_access,
-    interpret_access,
-    plot_access,
-)
-from graphtier.tiering.hotness import SCORE_METHODS, TYPED_SCORE_METHODS
 
 
 def format_table(curves: dict[str, dict[str, float]]) -> str:
@@ -108,6 +102,9 @@ def command(
     if unknown:
         raise OptionError(f"--score: expected names from {', '.join(SCORE_METHODS)}, found {', '.join(unknown)!r}")
     data = Dataset.open(dataset)
+    from graphtier.tiering.access import HIT_PERCENTS, analyze_access, interpret_access, plot_access
+    from graphtier.tiering.hotness import TYPED_SCORE_METHODS
+
     if data.is_hetero and not chosen:  # all the scores a typed dataset defines
         methods = [m for m in methods if m in TYPED_SCORE_METHODS]
     for path, name in ((json_path, "--json"), (plot_path, "--plot")):

@@ -8,11 +8,10 @@ from pathlib import Path
 
 import click
 
-from graphtier.bench.sample import run_sample_benchmark
+from graphtier._fanouts import DEFAULT_FANOUTS, format_fanouts
 from graphtier.cli.options import SEED, fanouts_option_type
 from graphtier.dataset.format import Dataset
 from graphtier.errors import OptionError
-from graphtier.sampling.neighbor import DEFAULT_FANOUTS, format_fanouts
 
 
 @click.group(name="bench")
@@ -89,6 +88,8 @@ def sample_command(
         )
     ds = Dataset.open(dataset, validate=False)
     ds.require_homogeneous("`graphtier bench sample`")
+    from graphtier.bench.sample import run_sample_benchmark
+
     results = run_sample_benchmark(
         ds,
         fanout_list,

@@ -9,18 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import click
-import torch
 
-from graphtier.bench.gather import (
-    DTYPES,
-    format_gather_table,
-    parse_int_list,
-    run_gather_benchmark,
-)
-from graphtier.bench.gather_dataset import run_dataset_gather
+from graphtier._fanouts import DEFAULT_FANOUTS, format_fanouts
 from graphtier.cli.options import SEED, fanouts_option_type
 from graphtier.errors import OptionError
-from graphtier.sampling.neighbor import DEFAULT_FANOUTS, format_fanouts
+
+# The table dtypes of graphtier.bench.gather (DTYPES), spelled here so that `graphtier bench --help` does not import
+# torch (tests/cli/test_startup.py checks they agree).
+DTYPE_CHOICES = ("float16", "float32")
 
 
 @click.command(name="gather")
@@ -57,7 +53,7 @@ from graphtier.sampling.neighbor import DEFAULT_FANOUTS, format_fanouts
 @click.option("--batch-rows", type=click.IntRange(min=1), default=65536, show_default=True, help="Rows per gather.")
 @click.option("--threads", default=None, help="CPU thread counts to measure, e.g. 1,2 [default: 1 and all cores].")
 @click.option("--repeats", type=click.IntRange(min=1), default=5, show_default=True, help="Timed gathers per method.")
-@click.option("--dtype", type=click.Choice(sorted(DTYPES)), default="float32", show_default=True)
+@click.option("--dtype", type=click.Choice(DTYPE_CHOICES), default="float32", show_default=True)
 @click.option(
     "--device", default=None, help="Also measure the GPU paths on this CUDA device [default: cuda if available]."
 )
@@ -90,7 +86,10 @@ def command(
     Without: random tables of --row-bytes rows, every CPU method (and the GPU paths with CUDA).
     """
     import numba
+    import torch
 
+    from graphtier.bench.gather import format_gather_table, parse_int_list, run_gather_benchmark
+    from graphtier.bench.gather_dataset import run_dataset_gather
     from graphtier.memory.placement import parse_budget
 
     if dataset is not None:

@@ -6,6 +6,13 @@ from typing import Any
 
 import click
 
+# The names and defaults of the link-prediction options (graphtier.sampling.link), spelled here so that a command's
+# --help does not import torch (tests/cli/test_startup.py checks they agree).
+TASK_NAMES = ("node", "link")
+NEGATIVE_SAMPLING = ("uniform", "degree")
+DEFAULT_NUM_NEGATIVES = 1
+DEFAULT_NEGATIVE_SAMPLING = "uniform"
+
 
 class FanoutsType(click.ParamType):
     """``25,10`` -> ``(25, 10)``: positive integers or -1, first hop from the seeds first (PyG order)."""
@@ -16,7 +23,7 @@ class FanoutsType(click.ParamType):
         self.option = option
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> tuple[int, ...]:
-        from graphtier.sampling.fanouts import Fanouts
+        from graphtier._fanouts import Fanouts  # not graphtier.sampling, which imports torch
 
         return Fanouts.parse(value, self.option)
 
@@ -62,8 +69,8 @@ def relation_fanouts_option() -> Any:
 def score_options(func: Any) -> Any:
     """The options every hotness score takes (``score`` and ``reorder``): damping, tol, iterations, fanouts,
     batch size, presample epochs and seed. Defaults are those of :mod:`graphtier.tiering.hotness`."""
+    from graphtier._fanouts import DEFAULT_FANOUTS, format_fanouts
     from graphtier.graph.scores import DEFAULT_DAMPING, DEFAULT_RPR_TOL
-    from graphtier.sampling.neighbor import DEFAULT_FANOUTS, format_fanouts
 
     options = [
         click.option("--damping", type=float, default=DEFAULT_DAMPING, show_default=True, help="rpr/wrpr damping."),
@@ -100,8 +107,6 @@ def score_options(func: Any) -> Any:
 def task_options(func: Any) -> Any:
     """``--task``, ``--num-negatives`` and ``--negative-sampling`` (the names and defaults of ``graphtier train``):
     the training seeds the scores and replays model (``analyze``, ``plan``, ``score``, ``reorder``)."""
-    from graphtier.sampling.link import DEFAULT_NEGATIVE_SAMPLING, DEFAULT_NUM_NEGATIVES, NEGATIVE_SAMPLING, TASK_NAMES
-
     options = [
         click.option(
             "--task",

@@ -4,35 +4,26 @@ with ``--gpu-topology``, place the features on the GPUs of a multi-GPU machine."
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
+from graphtier._fanouts import DEFAULT_FANOUTS, format_fanouts
 from graphtier.cli.options import SEED, epoch_seeds, fanouts_option_type, relation_fanouts_option, task_options
 from graphtier.cli.progress import cli_progress
 from graphtier.dataset.format import Dataset
 from graphtier.errors import OptionError
-from graphtier.memory.placement import format_bytes
-from graphtier.sampling.neighbor import DEFAULT_FANOUTS, format_fanouts
-from graphtier.tiering.hotness import check_relation_fanouts
-from graphtier.tiering.plan import (
-    DEFAULT_BUDGETS,
-    DEFAULT_DISK_GBPS,
-    DEFAULT_GPU_GBPS,
-    DEFAULT_PCIE_GBPS,
-    DeviceSpec,
-    describe_device,
-    format_plan,
-    plan_capacity,
-    plot_plan,
-    write_plan_json,
-)
-from graphtier.tiering.plan_placement import (
-    DEFAULT_PLACEMENT_GROUPS,
-    format_placement,
-    gpu_topology_from_option,
-)
-from graphtier.tiering.plan_recommendation import recommend_budget
-from graphtier.tiering.plan_types import format_typed_plan, plan_typed
+
+if TYPE_CHECKING:
+    from graphtier.tiering.plan import DeviceSpec
+
+# The defaults of graphtier.tiering.plan and plan_placement, spelled here so that `graphtier plan --help` does not
+# import torch (tests/cli/test_startup.py checks they agree).
+DEFAULT_BUDGETS: tuple[str, ...] = ("0%", "1%", "5%", "10%", "25%", "50%", "100%")
+DEFAULT_PCIE_GBPS = 25.0
+DEFAULT_GPU_GBPS = 1500.0
+DEFAULT_DISK_GBPS = 3.0
+DEFAULT_PLACEMENT_GROUPS = 16
 
 
 @click.command("plan")
@@ -124,6 +115,12 @@ def command(
     """Plan feature and graph tiers per GPU budget (sizes, read shares from a sampling trace, PCIe bytes, data time);
     with --gpu-topology, place the features on the GPUs and print the bytes per link. A typed dataset: each budget
     split across the node types' tables by reads per byte, the topology budget across relations."""
+    from graphtier.memory.placement import format_bytes
+    from graphtier.tiering.hotness import check_relation_fanouts
+    from graphtier.tiering.plan import describe_device, format_plan, plan_capacity, plot_plan, write_plan_json
+    from graphtier.tiering.plan_placement import format_placement, gpu_topology_from_option
+    from graphtier.tiering.plan_recommendation import recommend_budget
+
     seeds = epoch_seeds(task, num_negatives, negative_sampling)
     topology = gpu_topology_from_option(gpu_topology, gpus) if gpu_topology is not None else None
     if gpus is None:
@@ -207,6 +204,10 @@ def _plan_typed(
     json_path: Path | None,
 ) -> None:
     """Plan a typed dataset: one GPU budget split across node types, one topology budget across relations."""
+    from graphtier.memory.placement import format_bytes
+    from graphtier.tiering.plan import write_plan_json
+    from graphtier.tiering.plan_types import format_typed_plan, plan_typed
+
     plan = plan_typed(
         data,
         budgets=budgets,

@@ -70,9 +70,7 @@ def command(
 
     from graphtier.dataset import Dataset
     from graphtier.dataset.outputs import OutputSet, check_outputs
-    from graphtier.train.evaluation import majority_class_accuracy
-    from graphtier.train.predict import predict
-    from graphtier.train.saved import load_model
+    from graphtier.train.torch_file import model_file
 
     for option, path in (("--output", output), ("--embeddings", embeddings), ("--scores", scores_path)):
         if path is not None and path.suffix != ".npy" and not (option == "--output" and path.suffix == ".csv"):
@@ -91,6 +89,11 @@ def command(
         dataset=dataset,
     )
     data = Dataset.open(dataset)
+    model_file(model_path)  # a missing --model is reported before the models and PyG are imported
+    from graphtier.train.evaluation import majority_class_accuracy
+    from graphtier.train.predict import predict
+    from graphtier.train.saved import load_model
+
     saved = load_model(model_path)
     if task is not None and task != saved.task:
         raise OptionError(f"--task {task}: --model {model_path} was trained with --task {saved.task}")

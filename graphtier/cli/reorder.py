@@ -8,14 +8,9 @@ import click
 
 from graphtier.cli.options import epoch_seeds, score_options, task_options
 from graphtier.cli.progress import cli_progress
-from graphtier.cli.score import describe_types
+from graphtier.cli.score import DEFAULT_SCORE, SCORE_METHODS, describe_types
 from graphtier.dataset.format import Dataset
 from graphtier.graph.reorder import load_score_file, reorder_dataset
-from graphtier.tiering.hotness import (
-    DEFAULT_SCORE,
-    SCORE_METHODS,
-    compute_scores,
-)
 
 
 @click.command("reorder")
@@ -58,6 +53,8 @@ def command(
     data = Dataset.open(dataset)
     progress = cli_progress()
     if score in SCORE_METHODS:
+        from graphtier.tiering.hotness import compute_scores
+
         result = compute_scores(
             data,
             score,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 import numpy as np
@@ -14,12 +15,14 @@ from graphtier.dataset.outputs import check_outputs, save_npy
 from graphtier.dataset.schema import Schema
 from graphtier.errors import OptionError
 from graphtier.graph.typed_scores import split_by_type
-from graphtier.tiering.hotness import (
-    DEFAULT_SCORE,
-    SCORE_METHODS,
-    ScoreResult,
-    compute_scores,
-)
+
+if TYPE_CHECKING:
+    from graphtier.tiering.hotness import ScoreResult
+
+# The score names and the default score of graphtier.tiering.hotness, spelled here so that `graphtier score --help`
+# does not import torch (tests/cli/test_startup.py checks they agree).
+SCORE_METHODS = ("degree", "rpr", "wrpr", "fwr", "fwr-sum", "presample")
+DEFAULT_SCORE = "fwr"
 
 
 def describe_types(schema: Schema, scores: np.ndarray, top: int = 0) -> list[str]:
@@ -108,6 +111,8 @@ def command(
     if output is not None and output.suffix != ".npy":
         raise OptionError(f"--output: expected a file name ending in .npy, found {str(output)!r}")
     data = Dataset.open(dataset)
+    from graphtier.tiering.hotness import compute_scores
+
     result = compute_scores(
         data,
         method,

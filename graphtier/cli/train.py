@@ -210,16 +210,19 @@ def command(dataset: str, **options: Any) -> None:
     transfer, train, total) and the final test accuracy of the best-validation model. With --task link:
     validation AUC/AP/Hits@K per epoch and the final test metrics from exact layer-wise embeddings.
     """
-    from graphtier._process import configure_process
-    from graphtier.cli.progress import cli_progress
     from graphtier.dataset import Dataset
-    from graphtier.train import TrainConfig, Trainer
-    from graphtier.train.launch import launch, under_torchrun
-    from graphtier.train.report import epoch_summary, final_summary
+    from graphtier.train.config import TrainConfig
 
     # every option goes to the spec with a field of its name, which parses and checks it (TrainConfig)
     config = TrainConfig(**options)
     data = Dataset.open(dataset)
+    # the models and PyG only now: a mistyped option or dataset path is reported without waiting for them
+    from graphtier._process import configure_process
+    from graphtier.cli.progress import cli_progress
+    from graphtier.train.launch import launch, under_torchrun
+    from graphtier.train.report import epoch_summary, final_summary
+    from graphtier.train.trainer import Trainer
+
     devices = config.distributed.devices
     if devices is not None and (len(devices) > 1 or under_torchrun()):
         config.validate(data)

@@ -19,11 +19,10 @@ from graphtier.dataset import Dataset
 from graphtier.errors import OptionError
 from graphtier.sampling.relation_fanouts import parse_relation_fanouts, relation_label
 from graphtier.train.fingerprint import dataset_fingerprint, fingerprint_mismatch
-from graphtier.train.output_files import DirectoryLock
+from graphtier.train.output_files import CHECKPOINT_FILE, DirectoryLock
 from graphtier.train.saved import OLD_FILE_DEFAULTS
 from graphtier.train.torch_file import load_torch_file, save_torch_file
 
-CHECKPOINT_FILE = "checkpoint.pt"
 # Options that must match for a checkpoint to be resumed.
 CHECKPOINT_KEYS = (
     "task",

@@ -21,8 +21,8 @@ from graphtier.memory import PlacementSpec
 from graphtier.sampling import Fanouts, SamplerSpec
 from graphtier.sampling.fanouts import MAX_FANOUT  # noqa: F401 - re-exported (tests, older callers)
 from graphtier.sampling.spec import SAMPLER_NAMES  # noqa: F401 - re-exported
-from graphtier.train.checkpoint import CHECKPOINT_FILE
-from graphtier.train.models import gat_training_bytes
+from graphtier.train.gat_memory import gat_training_bytes
+from graphtier.train.output_files import CHECKPOINT_FILE
 from graphtier.train.spec import (  # noqa: F401 - GCN_DEGREES_OPTIONS and check_shares_sum re-exported
     GCN_DEGREES_OPTIONS,
     DistSpec,
@@ -33,7 +33,7 @@ from graphtier.train.spec import (  # noqa: F401 - GCN_DEGREES_OPTIONS and check
     check_device,
     check_shares_sum,
 )
-from graphtier.train.typed_run import check_typed_run
+from graphtier.train.typed_checks import check_typed_run
 
 # TrainConfig's parts: attribute name -> the spec that owns those options
 SPECS: dict[str, type] = {

@@ -12,6 +12,8 @@ from pathlib import Path
 from graphtier.dataset.swap import pid_alive
 from graphtier.errors import ResourceError
 
+# the files of a --checkpoint directory: the checkpoint, and the lock of the run writing it
+CHECKPOINT_FILE = "checkpoint.pt"
 LOCK_FILE = "checkpoint.lock"
 
 

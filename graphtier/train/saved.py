@@ -25,7 +25,7 @@ from graphtier.train.fingerprint import dataset_fingerprint, fingerprint_mismatc
 from graphtier.train.link_model import LinkModel, build_task_model
 from graphtier.train.models import GCN_DEGREES
 from graphtier.train.spec import DECODER_NAMES, TASK_NAMES, TYPED_MODEL_NAMES
-from graphtier.train.torch_file import load_torch_file, save_torch_file
+from graphtier.train.torch_file import load_torch_file, model_file, save_torch_file
 from graphtier.train.typed_models import build_typed_model
 
 SAVED_MODEL_FORMAT = "graphtier-model"
@@ -165,9 +165,7 @@ def load_model(path: str | os.PathLike[str]) -> SavedModel:
     The file is read without executing code, its CRCs are checked, and its fields and weight shapes
     are checked against each other before the model is built (so a hand-edited size is refused).
     """
-    source = Path(path)
-    if not source.is_file():
-        raise OptionError(f"--model {source}: file not found")
+    source = model_file(path)
     state = load_torch_file(source, f"--model {source}", "graphtier saved model")
     if not isinstance(state, dict) or state.get("format") != SAVED_MODEL_FORMAT:
         raise OptionError(f"--model {source}: not a graphtier saved model (written by 'graphtier train --save-model')")

@@ -47,9 +47,9 @@ from graphtier.train.saved import save_model
 from graphtier.train.tally import EpochTally
 from graphtier.train.task import LinkTask, make_task
 from graphtier.train.tiered_embedding import attach_sparse_adam
+from graphtier.train.typed_checks import dense_relation_notes
 from graphtier.train.typed_run import (
     build_run_model,
-    dense_relation_notes,
     learnable_bytes_read,
     learnable_tables,
     place_learnable_tables,

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import ast
 import io
+import json
 import subprocess
 import sys
 from pathlib import Path
 
 import numba
 import numpy as np
+import pytest
 
 import graphtier
 from graphtier import _compile_notice
@@ -137,3 +139,83 @@ def test_a_closed_stream_never_fails_a_compile(monkeypatch) -> None:
 
     add_five.__module__ = "graphtier.fake_kernels"
     assert numba.njit(add_five)(np.int64(1)) == 6
+
+
+# Runs the command line in-process, then reports the heavy modules it had imported (and its exit code).
+_IMPORTED_AFTER = r"""
+import json, sys
+from graphtier.cli import main
+try:
+    main(json.loads(sys.argv[1]))
+    code = 0
+except SystemExit as exc:
+    code = exc.code
+heavy = ("torch", "torch_geometric", "torch._dynamo", "graphtier.train.models")
+print("RESULT", json.dumps({"code": code, "imported": [m for m in heavy if m in sys.modules]}))
+"""
+
+
+def _imported_after(argv: list[str]) -> tuple[int, list[str], str]:
+    """Exit code, the heavy modules imported, and stderr of ``graphtier ARGV`` run in a fresh interpreter."""
+    done = subprocess.run(
+        [sys.executable, "-c", _IMPORTED_AFTER, json.dumps(argv)], capture_output=True, text=True, timeout=300
+    )
+    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    assert lines, done.stderr
+    result = json.loads(lines[-1][len("RESULT ") :])
+    return result["code"], result["imported"], done.stderr
+
+
+def test_train_with_a_missing_dataset_fails_before_importing_the_models(tmp_path: Path) -> None:
+    code, imported, stderr = _imported_after(["train", str(tmp_path / "does-not-exist"), "--epochs", "1"])
+    assert code == 2
+    assert stderr.strip() == f"graphtier: error: {tmp_path / 'does-not-exist'}: dataset directory not found"
+    assert "torch_geometric" not in imported and "graphtier.train.models" not in imported, imported
+
+
+def test_train_with_a_bad_option_value_fails_before_importing_the_models(tmp_path: Path) -> None:
+    code, imported, stderr = _imported_after(["train", str(tmp_path), "--hidden", "0"])
+    assert code == 2 and stderr.startswith("graphtier: error: --hidden") and len(stderr.strip().splitlines()) == 1
+    assert "torch_geometric" not in imported and "graphtier.train.models" not in imported, imported
+
+
+def test_predict_with_a_missing_model_fails_before_importing_the_models(tiny_dataset, tmp_path: Path) -> None:
+    missing = tmp_path / "missing.pt"
+    code, imported, stderr = _imported_after(
+        ["predict", str(tiny_dataset.path), "--model", str(missing), "--output", str(tmp_path / "p.npy")]
+    )
+    assert code == 2
+    assert stderr.strip() == f"graphtier: error: --model {missing}: file not found"
+    assert "torch_geometric" not in imported and "graphtier.train.models" not in imported, imported
+
+
+@pytest.mark.parametrize(
+    "argv", [["--help"], *([name, "--help"] for name in COMMANDS), ["bench", "gather", "--help"]], ids=" ".join
+)
+def test_help_imports_no_torch(argv: list[str]) -> None:
+    code, imported, _ = _imported_after(argv)
+    assert code == 0 and "torch" not in imported, imported
+
+
+def test_values_spelled_for_help_agree_with_their_modules() -> None:
+    """The choices and defaults the commands spell so that --help does not import torch are the library's."""
+    from graphtier.bench.gather import DTYPES
+    from graphtier.cli import bench_gather, options, plan, score
+    from graphtier.sampling import link
+    from graphtier.tiering import hotness, plan_placement
+    from graphtier.tiering import plan as tiering_plan
+
+    assert (options.TASK_NAMES, options.NEGATIVE_SAMPLING) == (link.TASK_NAMES, link.NEGATIVE_SAMPLING)
+    assert (options.DEFAULT_NUM_NEGATIVES, options.DEFAULT_NEGATIVE_SAMPLING) == (
+        link.DEFAULT_NUM_NEGATIVES,
+        link.DEFAULT_NEGATIVE_SAMPLING,
+    )
+    assert (score.SCORE_METHODS, score.DEFAULT_SCORE) == (hotness.SCORE_METHODS, hotness.DEFAULT_SCORE)
+    assert plan.DEFAULT_BUDGETS == tiering_plan.DEFAULT_BUDGETS
+    assert (plan.DEFAULT_PCIE_GBPS, plan.DEFAULT_GPU_GBPS, plan.DEFAULT_DISK_GBPS) == (
+        tiering_plan.DEFAULT_PCIE_GBPS,
+        tiering_plan.DEFAULT_GPU_GBPS,
+        tiering_plan.DEFAULT_DISK_GBPS,
+    )
+    assert plan.DEFAULT_PLACEMENT_GROUPS == plan_placement.DEFAULT_PLACEMENT_GROUPS
+    assert bench_gather.DTYPE_CHOICES == tuple(sorted(DTYPES))

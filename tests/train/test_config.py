@@ -85,7 +85,7 @@ def test_gat_refused_when_its_attention_tensors_cannot_fit(
 ) -> None:
     from graphtier.dataset import resources
     from graphtier.errors import ResourceError
-    from graphtier.train.models import gat_training_bytes
+    from graphtier.train.gat_memory import gat_training_bytes
 
     needed = gat_training_bytes(1024, (-1, -1), tiny_dataset.in_degrees(), 256, 4, tiny_dataset.num_classes)
     monkeypatch.setattr(resources, "available_memory", lambda: needed - 1)

@@ -145,7 +145,7 @@ def test_norm_batch_trains_with_a_last_batch_of_one_seed(tmp_path, model: str) -
 
 
 def test_block_size_bounds_hold_for_sampled_blocks() -> None:
-    from graphtier.train.models import block_size_bounds
+    from graphtier.train.gat_memory import block_size_bounds
 
     indptr, indices = _graph(n=200, e=2000, seed=3)
     degrees = np.diff(indptr)
@@ -160,7 +160,7 @@ def test_block_size_bounds_hold_for_sampled_blocks() -> None:
 
 
 def test_gat_training_bytes_grows_with_fanouts_heads_and_hidden() -> None:
-    from graphtier.train.models import gat_training_bytes
+    from graphtier.train.gat_memory import gat_training_bytes
 
     degrees = np.full(10_000, 100)
     small = gat_training_bytes(64, (5, 5), degrees, 64, 4, 10)

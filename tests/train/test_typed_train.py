@@ -186,20 +186,20 @@ def test_heco_acm_rgcn_beats_the_paper_features_alone(tmp_path: Path) -> None:
 
 
 def test_a_dense_relation_with_every_neighbour_gets_a_note(typed_dataset: Dataset, monkeypatch, capsys) -> None:
-    import graphtier.train.typed_run as typed_run
+    import graphtier.train.typed_checks as typed_checks
 
     schema = typed_dataset.schema  # 'about': 300 papers into 6 subjects, 50 in-neighbours per subject
-    notes = typed_run.dense_relation_notes(TrainConfig(model="rgcn", fanouts=(-1, -1), **QUIET), schema)
+    notes = typed_checks.dense_relation_notes(TrainConfig(model="rgcn", fanouts=(-1, -1), **QUIET), schema)
     assert notes == []  # every other relation: at most 7.4 per node; 'about' 50 <= DENSE_RELATION_DEGREE
-    monkeypatch.setattr(typed_run, "DENSE_RELATION_DEGREE", 10)
-    notes = typed_run.dense_relation_notes(TrainConfig(model="rgcn", fanouts=(-1, 5), **QUIET), schema)
+    monkeypatch.setattr(typed_checks, "DENSE_RELATION_DEGREE", 10)
+    notes = typed_checks.dense_relation_notes(TrainConfig(model="rgcn", fanouts=(-1, 5), **QUIET), schema)
     assert notes == [
         "note: relation about has 50.0 in-neighbours per subject on average and fanout -1 takes them all at every "
         "hop (an epoch grows with their product); --fanouts-per-relation about=10/5 caps it (README, Heterogeneous "
         "datasets)"
     ]
     capped = TrainConfig(model="rgcn", fanouts=(-1, -1), fanouts_per_relation="about=10/5", **QUIET)
-    assert typed_run.dense_relation_notes(capped, schema) == []
-    assert typed_run.dense_relation_notes(TrainConfig(model="rgcn", fanouts=(5, 5), **QUIET), schema) == []
+    assert typed_checks.dense_relation_notes(capped, schema) == []
+    assert typed_checks.dense_relation_notes(TrainConfig(model="rgcn", fanouts=(5, 5), **QUIET), schema) == []
     train(typed_dataset, model="rgcn", fanouts=(-1, 3), hidden=8, epochs=1, batch_size=64, **{**QUIET, "quiet": False})
     assert "note: relation about has 50.0 in-neighbours per subject" in capsys.readouterr().out

@@ -1,0 +1,105 @@
+"""The options a training run cannot take on a typed (heterogeneous) dataset or with a typed model, refused with one
+line each before the run (:meth:`graphtier.train.TrainConfig.validate`).
+
+* :func:`check_typed_run`: a homogeneous GNN on a typed dataset, a typed model with an option of the homogeneous
+  path only, ...;
+* :func:`relation_fanouts`: ``--fanouts`` and ``--fanouts-per-relation`` resolved against the dataset's relations;
+* :func:`dense_relation_notes`: a note for each dense relation taken whole (``-1``).
+
+Apart from :mod:`graphtier.train.typed_run`, which builds the models (and so imports PyG).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from graphtier.dataset import Dataset
+from graphtier.dataset.schema import RelationType, Schema
+from graphtier.errors import OptionError
+from graphtier.sampling.fanouts import Fanouts
+from graphtier.sampling.relation_fanouts import parse_relation_fanouts, relation_label
+from graphtier.train.spec import HOMOGENEOUS_MODEL_NAMES, TYPED_MODEL_NAMES
+
+if TYPE_CHECKING:
+    from graphtier.train.config import TrainConfig
+
+
+def _types_of(dataset: Dataset) -> str:
+    return ", ".join(dataset.schema.type_names)
+
+
+def check_typed_run(config: TrainConfig, dataset: Dataset) -> None:
+    """Raise :class:`OptionError` (one line naming the option) for a combination of ``config`` and the dataset's
+    kind that cannot run: on a typed dataset a homogeneous GNN, link prediction, ShaDow, several processes,
+    or an MLP without target features; with a typed model a homogeneous-only option; typed
+    options (``fanouts_per_relation``, ``num_bases``) with a homogeneous model."""
+    network, sampling = config.network, config.sampling
+    model = network.model
+    typed_run = dataset.is_hetero or network.typed
+    if dataset.is_hetero:
+        where = f"{dataset.path} has node types {_types_of(dataset)}"
+        if model in HOMOGENEOUS_MODEL_NAMES:
+            raise OptionError(
+                f"{{model={model}}}: a model of one node type and one relation, and {where}; "
+                f"use {', '.join(TYPED_MODEL_NAMES)} or mlp",
+                options=("model",),
+            )
+        if config.objective.task != "node":
+            raise OptionError(f"{{task={config.objective.task}}}: not available yet on a typed dataset ({where})",
+                              options=("task",))  # fmt: skip
+        if model == "mlp" and dataset.schema.target_type.feature_dim == 0:
+            raise OptionError(
+                f"{{model=mlp}}: reads the features of the target type {dataset.schema.target!r}, which has none "
+                f"({dataset.path})",
+                options=("model",),
+            )
+    if typed_run and model != "mlp":
+        refused = (
+            ("sampler", sampling.sampler != "neighbor", f"{{sampler={sampling.sampler}}}"),
+            ("gcn_degrees", network.gcn_degrees != "auto", f"{{gcn_degrees={network.gcn_degrees}}}"),
+            ("devices", config.distributed.devices is not None and len(config.distributed.devices) > 1, "{devices}"),
+        )
+        for option, given, spelled in refused:
+            if given:
+                raise OptionError(
+                    f"{spelled}: not available with the typed model {{model={model}}} (typed runs sample with the "
+                    "neighbour sampler in one process)",
+                    options=(option, "model"),
+                )
+    if not typed_run and sampling.fanouts_per_relation is not None:
+        raise OptionError(
+            f"{{fanouts_per_relation}}: applies to typed datasets and typed models ({', '.join(TYPED_MODEL_NAMES)}), "
+            f"found {{model={model}}} on {dataset.path} (one relation)",
+            options=("fanouts_per_relation", "model"),
+        )
+    if typed_run:
+        relation_fanouts(config, dataset.schema, sampling.fanouts)  # a bad relation name fails before training
+
+
+def relation_fanouts(config: TrainConfig, schema: Schema, fanouts: Sequence[int]) -> dict[RelationType, Fanouts]:
+    """Fanouts of every relation of ``schema``: ``fanouts`` overridden by the run's ``fanouts_per_relation``."""
+    return parse_relation_fanouts(config.sampling.fanouts_per_relation, schema, tuple(fanouts))
+
+
+DENSE_RELATION_DEGREE = 100
+"""Mean in-degree above which ``-1`` (every neighbour) on a relation gets a note at the start of training."""
+
+
+def dense_relation_notes(config: TrainConfig, schema: Schema) -> list[str]:
+    """One note per relation whose fanout is ``-1`` at some hop while its destinations have more than
+    :data:`DENSE_RELATION_DEGREE` in-neighbours on average (a metapath graph such as ACM's PSP, 1,079 per paper):
+    every seed then pulls them all, hop after hop; the note names the ``--fanouts-per-relation`` that caps it."""
+    notes = []
+    for rel_type, fanouts in relation_fanouts(config, schema, config.sampling.fanouts).items():
+        rel = next(r for r in schema.relations if r.type == rel_type)
+        mean = rel.num_edges / max(1, schema.node_type(rel.dst).count)
+        if -1 in tuple(fanouts) and mean > DENSE_RELATION_DEGREE:
+            label = relation_label(schema, rel)
+            capped = "/".join(str(f) for f in (10, 5, 5, 5, 5)[: len(tuple(fanouts))])
+            notes.append(
+                f"note: relation {label} has {mean:,.1f} in-neighbours per {rel.dst} on average and fanout -1 takes "
+                f"them all at every hop (an epoch grows with their product); --fanouts-per-relation {label}={capped} "
+                "caps it (README, Heterogeneous datasets)"
+            )
+    return notes
