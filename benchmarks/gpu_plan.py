@@ -31,7 +31,7 @@ VALUE_ORDER: tuple[str, ...] = (
     "rows", "gather", "alignment", "trace", "hybrid", "multigpu",
 )  # fmt: skip
 FIRST: tuple[str, ...] = VALUE_ORDER[:6]
-# one command for each call, run from the checkout's root on the GPU machine; the README quotes them verbatim
+# one command for each call, run from the checkout's root on the GPU machine; docs/development.md (GPU checks) quotes them verbatim
 FIRST_COMMAND = 'PYTHONPATH=. PYTHONUNBUFFERED=1 timeout 440 python3 benchmarks/gpu_checks.py --plan first --budget 400 --output "${OUT:-/tmp/gpu}/"'
 RERUN_COMMAND = (
     "PYTHONPATH=. PYTHONUNBUFFERED=1 timeout 270 python3 benchmarks/gpu_checks.py --plan rerun --budget 230 "

@@ -34,10 +34,16 @@ OPTIONAL = {
 }
 
 
+# distributions whose import name is not their name
+IMPORT_NAMES = {"pyyaml": "yaml"}
+
+
 def declared_dependencies() -> list[str]:
-    """Import names of pyproject.toml's ``dependencies`` (``torch_geometric>=2.5`` -> ``torch_geometric``)."""
+    """Import names of pyproject.toml's ``dependencies`` (``torch_geometric>=2.5`` -> ``torch_geometric``,
+    ``pyyaml>=6`` -> ``yaml``)."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    return [re.split(r"[<>=!~\[; ]", spec, maxsplit=1)[0].replace("-", "_") for spec in project["dependencies"]]
+    names = [re.split(r"[<>=!~\[; ]", spec, maxsplit=1)[0].replace("-", "_") for spec in project["dependencies"]]
+    return [IMPORT_NAMES.get(name.lower(), name) for name in names]
 
 
 def environment(ctx: StepContext) -> None:

@@ -1,10 +1,11 @@
 """The GPU check harness itself (benchmarks/gpu_checks.py), on the CPU: steps in subprocesses, the JSON
 rewritten after every step (a hung or killed step keeps the rows before it), skipped steps, the plans (first
-within its budget, rerun from a previous JSON), the README's command lines, and the steps' CPU twins."""
+within its budget, rerun from a previous JSON), the command lines of docs/development.md and the README, and the steps' CPU twins."""
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
 import shlex
 import sys
@@ -21,7 +22,9 @@ from gpu_checks import STEPS, Step, parse_count, run_plan  # noqa: E402
 from gpu_plan import FIRST, FIRST_COMMAND, RERUN_COMMAND, VALUE_ORDER, resolve_estimates, select_rerun  # noqa: E402
 from gpu_steps_first import declared_dependencies, gpu_test_files  # noqa: E402
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+DEV_PAGE = ROOT / "docs" / "development.md"  # the site page with the GPU checks section
+README = ROOT / "README.md"
 
 
 def _stub(name: str, function: str, estimate_s: int = 1, min_gpus: int = 1) -> Step:
@@ -111,9 +114,11 @@ def test_rerun_reads_the_previous_json_named_on_the_command_line(
         gpu_checks.main(["--plan", "rerun", "--previous", str(path), "--dry-run"])
 
 
-def test_the_readme_gives_the_command_lines_verbatim_and_the_script_takes_them() -> None:
-    readme = README.read_text()
-    section = readme[readme.index("### GPU checks") : readme.index("## Development")]
+def test_the_docs_give_the_command_lines_verbatim_and_the_script_takes_them() -> None:
+    page = DEV_PAGE.read_text()
+    start = page.index("## GPU checks")
+    end = page.find("\n## ", start + 1)
+    section = page[start : end if end >= 0 else len(page)]
     for command in (FIRST_COMMAND, RERUN_COMMAND):
         assert len(command) < 2000
         assert f"```bash\n{command}\n```" in section
@@ -124,13 +129,17 @@ def test_the_readme_gives_the_command_lines_verbatim_and_the_script_takes_them()
         assert args.budget <= (400 if args.plan == "first" else 240)
         assert int(words[words.index("timeout") + 1]) > args.budget  # the script stops itself before the kill
     assert "runs first" in section and "docs/benchmarks.md" in section
+    readme = README.read_text()  # the front page names the first command and links to the section
+    assert f"```bash\n{FIRST_COMMAND}\n```" in readme and "docs/development.md#gpu-checks" in readme
 
 
 def test_the_gpu_tests_step_runs_every_gpu_marked_test_file_and_env_checks_the_declared_dependencies() -> None:
     files = gpu_test_files()
     assert "tests/memory/test_unified.py" in files and "tests/sampling/test_device_sampler.py" in files
     assert "tests/test_gpu_checks.py" not in files
-    assert declared_dependencies() == ["torch", "numpy", "numba", "scipy", "torch_geometric", "click", "rich"]
+    declared = declared_dependencies()
+    assert declared == ["torch", "numpy", "numba", "scipy", "torch_geometric", "click", "rich", "yaml"]
+    assert all(importlib.util.find_spec(name) is not None for name in declared)  # import names, as env looks them up
 
 
 def test_every_step_target_names_a_function() -> None:

@@ -100,6 +100,6 @@ def dense_relation_notes(config: TrainConfig, schema: Schema) -> list[str]:
             notes.append(
                 f"note: relation {label} has {mean:,.1f} in-neighbours per {rel.dst} on average and fanout -1 takes "
                 f"them all at every hop (an epoch grows with their product); --fanouts-per-relation {label}={capped} "
-                "caps it (README, Heterogeneous datasets)"
+                "caps it (docs/guide/heterogeneous.md)"
             )
     return notes

@@ -100,7 +100,7 @@ def test_bad_sample_on_and_topology_budget_without_gpu_sampling_are_refused(tiny
 
 
 def test_auto_topology_budget_with_cpu_sampling_means_zero(tiny_dataset: Dataset) -> None:
-    """The README's GraphStore call on a machine without a GPU: sample_on="cpu" with topology_budget="auto"."""
+    """The GPU data path guide's GraphStore call on a machine without a GPU: sample_on="cpu" with topology_budget="auto"."""
     with GraphStore.open(
         tiny_dataset,
         device="cpu",

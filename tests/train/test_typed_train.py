@@ -195,8 +195,7 @@ def test_a_dense_relation_with_every_neighbour_gets_a_note(typed_dataset: Datase
     notes = typed_checks.dense_relation_notes(TrainConfig(model="rgcn", fanouts=(-1, 5), **QUIET), schema)
     assert notes == [
         "note: relation about has 50.0 in-neighbours per subject on average and fanout -1 takes them all at every "
-        "hop (an epoch grows with their product); --fanouts-per-relation about=10/5 caps it (README, Heterogeneous "
-        "datasets)"
+        "hop (an epoch grows with their product); --fanouts-per-relation about=10/5 caps it (docs/guide/heterogeneous.md)"
     ]
     capped = TrainConfig(model="rgcn", fanouts=(-1, -1), fanouts_per_relation="about=10/5", **QUIET)
     assert typed_checks.dense_relation_notes(capped, schema) == []
