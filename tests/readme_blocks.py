@@ -17,6 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import click
+import pytest
+
+from tests.cli.helpers import run
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
@@ -119,3 +122,19 @@ def resolve(
         assert sub_name is not None and sub_command is not None
         return resolve(sub_command, rest, sub_name, ctx)
     return ctx
+
+
+def run_block(block: Block, namespace: dict[str, object], capsys: pytest.CaptureFixture[str]) -> None:
+    """Run one block as a reader would: a python block in ``namespace``, a run block's graphtier commands
+    in-process (each must exit 0)."""
+    if block.lang == "python":
+        try:
+            exec(compile(block.text, block.where(), "exec"), namespace)  # noqa: S102
+        finally:
+            capsys.readouterr()
+    elif block.action == "run":
+        for command in shell_commands(block.text):
+            arguments = graphtier_arguments(command)
+            assert arguments is not None
+            code, _, err = run(arguments, capsys)
+            assert code == 0, f"{block.where()}: graphtier {' '.join(arguments)} exited {code}: {err}"

@@ -26,8 +26,7 @@ import yaml
 
 import graphtier
 from graphtier.cli import COMMANDS, cli
-from tests.cli.helpers import run
-from tests.readme_blocks import Block, graphtier_arguments, read_blocks, shell_commands
+from tests.readme_blocks import graphtier_arguments, read_blocks, run_block, shell_commands
 from tests.test_readme import _provide_what_the_readme_fetches, command_problems
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -91,20 +90,6 @@ def test_every_shell_command_in_the_docs_exists() -> None:
     assert not problems, "\n".join(problems)
 
 
-def _run_block(block: Block, namespace: dict[str, object], capsys: pytest.CaptureFixture[str]) -> None:
-    if block.lang == "python":
-        try:
-            exec(compile(block.text, block.where(), "exec"), namespace)  # noqa: S102
-        finally:
-            capsys.readouterr()
-    elif block.action == "run":
-        for command in shell_commands(block.text):
-            arguments = graphtier_arguments(command)
-            assert arguments is not None
-            code, _, err = run(arguments, capsys)
-            assert code == 0, f"{block.where()}: graphtier {' '.join(arguments)} exited {code}: {err}"
-
-
 @pytest.mark.slow
 def test_the_docs_run_as_written(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
@@ -118,7 +103,7 @@ def test_the_docs_run_as_written(
             namespace: dict[str, object] = {"__name__": f"__docs_{page.stem}__"}
             for block in blocks:
                 if block.action != "skip" and (block.lang == "python" or block.action == "run"):
-                    _run_block(block, namespace, capsys)
+                    run_block(block, namespace, capsys)
                     ran += 1
     assert ran >= 10
     assert (tmp_path / "runs" / "cora-preds.npy").is_file() and (tmp_path / "runs" / "recommended.npy").is_file()

@@ -29,7 +29,7 @@ import pytest
 from graphtier.cli import cli
 from tests.cli.helpers import run
 from tests.conftest import shared_data
-from tests.readme_blocks import README, Block, graphtier_arguments, read_blocks, resolve, shell_commands
+from tests.readme_blocks import README, Block, graphtier_arguments, read_blocks, resolve, run_block, shell_commands
 
 ROOT = README.parent
 BLOCKS = read_blocks(README.read_text())
@@ -177,17 +177,7 @@ def test_the_readme_runs_as_written(
         for block in BLOCKS:
             if block.action == "skip":
                 continue
-            if block.lang == "python":
-                try:
-                    exec(compile(block.text, f"README.md:{block.line}", "exec"), namespace)  # noqa: S102
-                finally:
-                    capsys.readouterr()
-            elif block.action == "run":
-                for command in shell_commands(block.text):
-                    arguments = graphtier_arguments(command)
-                    assert arguments is not None
-                    code, _, err = run(arguments, capsys)
-                    assert code == 0, f"{block.where()}: graphtier {' '.join(arguments)} exited {code}: {err}"
+            run_block(block, namespace, capsys)
     # the python block ran to its end, and the run blocks wrote what they say
     out = namespace["out"]
     assert out.classes.shape == (2708,) and out.embeddings.shape == (2708, 64)  # type: ignore[attr-defined]
