@@ -186,7 +186,7 @@ def test_analyze_access_rejects_bad_input(tmp_path: Path) -> None:
     data = power_law_dataset(tmp_path / "g", num_nodes=200)
     with pytest.raises(OptionError, match="presample-seed"):
         analyze_access(data, seed=1, presample_seed=1)
-    with pytest.raises(OptionError, match="--scores"):
+    with pytest.raises(OptionError, match="methods="):
         analyze_access(data, methods=["degree", "bogus"])
     no_train = power_law_dataset(tmp_path / "h", num_nodes=200, with_train=False)
     with pytest.raises(DatasetError, match="train_idx.npy"):
