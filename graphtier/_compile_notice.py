@@ -19,7 +19,6 @@ NOTICE = "graphtier: compiling kernels, first run only (about 20 s)..."
 _installed = False
 _shown = False
 _stream: Any = None  # where the notice goes (None: sys.stderr as it is when the notice is printed)
-_notice_registered = False  # numba holds one notice listener per process, whatever install calls follow
 _timing = False
 _lock = threading.Lock()
 _depth = 0  # nested compile events (a kernel compiling the njit functions it calls) count once
@@ -41,20 +40,30 @@ def compile_seconds() -> float:
 
 
 def track_compile_time() -> None:
-    """Count the time of graphtier kernel compilations from now on (:func:`compile_seconds`). Idempotent."""
+    """Count the time of graphtier kernel compilations from now on (:func:`compile_seconds`). Idempotent.
+
+    One numba listener per process does both jobs: it times graphtier's compilations and, once
+    :func:`install_compile_notice` was called, prints :data:`NOTICE` at the first of them."""
     global _timing
     if _timing:
         return
     from numba.core import event
 
-    class _Timer(event.Listener):
+    class _Listener(event.Listener):
         def on_start(self, ev: Any) -> None:
-            global _depth, _started
-            if _is_ours(ev):
-                with _lock:
-                    if _depth == 0:
-                        _started = time.perf_counter()
-                    _depth += 1
+            global _depth, _started, _shown
+            if not _is_ours(ev):
+                return
+            with _lock:
+                if _depth == 0:
+                    _started = time.perf_counter()
+                _depth += 1
+            if _installed and not _shown:
+                _shown = True
+                try:  # stderr as it is now (a caller may have replaced it since); a notice never fails a compile
+                    print(NOTICE, file=_stream if _stream is not None else sys.stderr, flush=True)
+                except (OSError, ValueError):  # a closed or broken stream
+                    pass
 
         def on_end(self, ev: Any) -> None:
             global _depth, _seconds
@@ -64,7 +73,7 @@ def track_compile_time() -> None:
                     if _depth == 0:
                         _seconds += time.perf_counter() - _started
 
-    event.register("numba:compile", _Timer())
+    event.register("numba:compile", _Listener())
     _timing = True
 
 
@@ -75,31 +84,12 @@ def install_compile_notice(stream: Any = None) -> None:
 
     Kernels loaded from numba's on-disk cache do not trigger it. Idempotent.
     """
-    global _installed, _stream, _notice_registered
+    global _installed, _stream
     track_compile_time()
     if _installed:
         return
     _stream = stream
     _installed = True
-    if _notice_registered:
-        return
-    from numba.core import event
-
-    class _Notice(event.Listener):
-        def on_start(self, ev: Any) -> None:
-            global _shown
-            if not _shown and _is_ours(ev):
-                _shown = True
-                try:  # stderr as it is now (a caller may have replaced it since); a notice never fails a compile
-                    print(NOTICE, file=_stream if _stream is not None else sys.stderr, flush=True)
-                except (OSError, ValueError):  # a closed or broken stream
-                    pass
-
-        def on_end(self, ev: Any) -> None:
-            pass
-
-    event.register("numba:compile", _Notice())
-    _notice_registered = True
 
 
 def compile_text(seconds: float) -> str:

@@ -71,10 +71,15 @@ def _hop_fanouts(value: Any, num_hops: int, where: str, option: str) -> Fanouts:
     if len(parsed) != num_hops:
         raise OptionError(
             f"{{{option}}} {where}: expected 1 or {num_hops} fanouts (one per hop, as fanouts has), "
-            f"found {len(parsed)} ({'/'.join(str(f) for f in parsed)})",
+            f"found {len(parsed)} ({hop_text(parsed)})",
             options=(option,),
         )
     return parsed
+
+
+def hop_text(fanouts: Sequence[int]) -> str:
+    """``"10/5"``: one relation's fanouts per hop as ``--fanouts-per-relation`` spells them."""
+    return "/".join(str(f) for f in fanouts)
 
 
 def _entries(value: str | Mapping[Any, Any], option: str) -> list[tuple[Any, Any]]:

@@ -17,7 +17,7 @@ from torch import nn
 
 from graphtier.dataset import Dataset
 from graphtier.errors import OptionError
-from graphtier.sampling.relation_fanouts import parse_relation_fanouts, relation_label
+from graphtier.sampling.relation_fanouts import hop_text, parse_relation_fanouts, relation_label
 from graphtier.train.fingerprint import dataset_fingerprint, fingerprint_mismatch
 from graphtier.train.output_files import CHECKPOINT_FILE, DirectoryLock
 from graphtier.train.saved import OLD_FILE_DEFAULTS
@@ -207,12 +207,10 @@ class Checkpointer:
         after = parse_relation_fanouts(config.get("fanouts_per_relation"), schema, config["fanouts"])
         if before is None or before == after:
             return
-        differ = [rel for rel in after if before.get(rel) != after[rel]]
-        rel = next(r for r in schema.relations if r.type == differ[0])
-        label = relation_label(schema, rel)
+        rel = schema.relation(next(rel_type for rel_type in after if before.get(rel_type) != after[rel_type]))
         raise OptionError(
-            f"{self.path}: field 'fanouts_per_relation' gives relation {label!r} fanouts "
-            f"{'/'.join(map(str, before[rel.type]))} in the checkpoint but {'/'.join(map(str, after[rel.type]))} "
+            f"{self.path}: field 'fanouts_per_relation' gives relation {relation_label(schema, rel)!r} fanouts "
+            f"{hop_text(before[rel.type])} in the checkpoint but {hop_text(after[rel.type])} "
             "in this run (use another --checkpoint directory)"
         )
 

@@ -11,12 +11,13 @@ import torch
 from torch import nn
 
 from graphtier._progress import NO_PROGRESS, Progress
+from graphtier.dataset.link_split import LinkPairs
 from graphtier.graphstore import GraphStore
 from graphtier.train.collective import Collective
 from graphtier.train.feed import BatchFeed, DeviceBatch, SampleFn
 from graphtier.train.inference import layerwise_inference
 from graphtier.train.link_model import LinkModel, encoder_of, score_pairs
-from graphtier.train.task import LinkTask, NodeTask, Task, eval_pairs, evaluate_link_scores
+from graphtier.train.task import LinkTask, NodeTask, Task, class_metric_keys, eval_pairs, evaluate_link_scores
 from graphtier.train.typed_inference import typed_layerwise_outputs
 from graphtier.train.typed_models import TypedGNN, TypedMLP
 
@@ -81,12 +82,15 @@ def split_scores(predicted: np.ndarray, labels: np.ndarray, num_classes: int, sp
     """``{split}_acc``, ``{split}_macro_f1``, ``{split}_micro_f1`` of int [B] predictions against labels (None when
     empty)."""
     if np.asarray(labels).size == 0:
-        return {f"{split}_acc": None, f"{split}_macro_f1": None, f"{split}_micro_f1": None}
-    scores = f1_scores(class_counts(predicted, labels, num_classes))
-    return {
-        f"{split}_acc": float((np.asarray(predicted) == np.asarray(labels)).mean()),
-        **{f"{split}_{name}": value for name, value in scores.items()},
-    }
+        return dict.fromkeys(class_metric_keys(split))
+    accuracy = float((np.asarray(predicted) == np.asarray(labels)).mean())
+    return _class_scores(split, accuracy, class_counts(predicted, labels, num_classes))
+
+
+def _class_scores(split: str, accuracy: float, counts: np.ndarray) -> dict[str, float | None]:
+    """The report entries of :data:`~graphtier.train.task.CLASS_METRICS` from the accuracy and the
+    :func:`class_counts` [3, C] of ``split``."""
+    return {f"{split}_acc": accuracy, **{f"{split}_{name}": value for name, value in f1_scores(counts).items()}}
 
 
 class Evaluator:
@@ -148,10 +152,7 @@ class Evaluator:
             pairs = self.store.link_split(split)
             if exact_links:
                 assert isinstance(model, LinkModel)
-                every, _ = eval_pairs(pairs)
-                embeddings = self.full_graph_logits(model)
-                scores = score_pairs(model, embeddings, torch.from_numpy(every), chunk_size=max(self.batch_size, 65536))
-                return evaluate_link_scores(self.task, split, pairs, scores.numpy())
+                return self._exact_link_metrics(model, split, self.full_graph_logits(model))[0]
             return evaluate_link_scores(self.task, split, pairs, self.link_scores_sampled(model, split))
         return self.class_scores(model, split)
 
@@ -194,19 +195,14 @@ class Evaluator:
         ]
         return torch.cat(predictions)
 
-    def accuracy(self, model: nn.Module, split: str) -> float | None:
-        """Sampled-inference accuracy on the store's ``split`` (train, valid, test); None when it is empty."""
-        return self.class_scores(model, split)[f"{split}_acc"]
-
     def class_scores(self, model: nn.Module, split: str) -> dict[str, float | None]:
         """Sampled inference on the store's ``split``: ``{split}_acc``, ``{split}_macro_f1``, ``{split}_micro_f1``
         (None when the split is empty).
 
         Each rank predicts its share of the nodes; the per-class counts are summed over the ranks."""
         node_ids = self.split(split)
-        keys = (f"{split}_acc", f"{split}_macro_f1", f"{split}_micro_f1")
         if node_ids.size == 0:
-            return dict.fromkeys(keys)
+            return dict.fromkeys(class_metric_keys(split))
         num_classes = int(self.store.dataset.num_classes)
         mine = self.collective.shard(node_ids)
         counts = np.zeros((3, num_classes), dtype=np.float64)
@@ -217,9 +213,7 @@ class Evaluator:
             counts = class_counts(predicted, labels, num_classes)
         local = torch.from_numpy(np.concatenate([[correct, float(mine.size)], counts.ravel()]))
         total = self.collective.sum(local).numpy()
-        return {keys[0]: float(total[0] / total[1]), **{
-            f"{split}_{name}": value for name, value in f1_scores(total[2:].reshape(3, num_classes)).items()
-        }}  # fmt: skip
+        return _class_scores(split, float(total[0] / total[1]), total[2:].reshape(3, num_classes))
 
     @torch.no_grad()
     def full_graph_logits(self, model: nn.Module) -> torch.Tensor:
@@ -255,6 +249,17 @@ class Evaluator:
             scores.update(split_scores(predicted[node_ids], labels, int(self.store.dataset.num_classes), split))
         return scores
 
+    def _exact_link_metrics(
+        self, model: LinkModel, split: str, embeddings: torch.Tensor
+    ) -> tuple[dict[str, float | None], LinkPairs, np.ndarray]:
+        """The link metrics of ``split`` scored by the decoder on exact ``embeddings`` [N, hidden]; also the split's
+        pairs and its int64 [P, 2] evaluated pairs (positives then negatives)."""
+        assert isinstance(self.task, LinkTask)
+        pairs = self.store.link_split(split)
+        every, _ = eval_pairs(pairs)
+        scores = score_pairs(model, embeddings, torch.from_numpy(every), chunk_size=max(self.batch_size, 65536))
+        return evaluate_link_scores(self.task, split, pairs, scores.numpy()), pairs, every
+
     def full_link_metrics(self, model: LinkModel) -> dict[str, float | None]:
         """Valid and test link metrics from exact layer-wise embeddings of all nodes, and the popularity
         baseline on the test pairs (score = the destination's in-degree in the training graph):
@@ -264,10 +269,8 @@ class Evaluator:
         degree = np.diff(np.asarray(self.store.csc[0])).astype(np.float32)
         out: dict[str, float | None] = {}
         for split in ("valid", "test"):
-            pairs = self.store.link_split(split)
-            every, _ = eval_pairs(pairs)
-            scores = score_pairs(model, embeddings, torch.from_numpy(every), chunk_size=max(self.batch_size, 65536))
-            out.update(evaluate_link_scores(self.task, split, pairs, scores.numpy()))
+            metrics, pairs, every = self._exact_link_metrics(model, split, embeddings)
+            out.update(metrics)
             if split == "test":
                 popularity = evaluate_link_scores(self.task, "test", pairs, degree[every[:, 1]])
                 out.update({key.replace("test_", "test_popularity_", 1): value for key, value in popularity.items()})

@@ -30,6 +30,15 @@ from graphtier.train.link_metrics import auc, average_precision, hits_at_k, mrr
 from graphtier.train.link_model import LinkModel
 from graphtier.train.spec import TaskSpec
 
+CLASS_METRICS = ("acc", "macro_f1", "micro_f1")
+"""The node-classification metrics of a split, reported as ``{split}_{metric}``."""
+
+
+def class_metric_keys(split: str) -> list[str]:
+    """``[f"{split}_acc", f"{split}_macro_f1", f"{split}_micro_f1"]``: the report keys of :data:`CLASS_METRICS`."""
+    return [f"{split}_{name}" for name in CLASS_METRICS]
+
+
 NodeSamplerFactory = Callable[[tuple[int, ...], int], SampleFn]
 """``(fanouts, seed) -> sample``: the run's node sampler (its kind, its depth)."""
 
@@ -73,7 +82,7 @@ class Task:
 
     def epoch_keys(self) -> list[str]:
         """Report keys of the per-epoch evaluation (None when an epoch is not evaluated)."""
-        return [f"{split}_{name}" for split in ("valid", "test") for name in ("acc", "macro_f1", "micro_f1")]
+        return [key for split in ("valid", "test") for key in class_metric_keys(split)]
 
 
 class NodeTask(Task):

@@ -45,7 +45,7 @@ from graphtier.train.report import RunReport, environment_info
 from graphtier.train.result import TrainResult
 from graphtier.train.saved import save_model
 from graphtier.train.tally import EpochTally
-from graphtier.train.task import LinkTask, make_task
+from graphtier.train.task import LinkTask, class_metric_keys, make_task
 from graphtier.train.tiered_embedding import attach_sparse_adam
 from graphtier.train.typed_checks import dense_relation_notes
 from graphtier.train.typed_run import (
@@ -354,7 +354,7 @@ class Trainer:
             # second pass over valid + test would cost more than the epoch itself with a 1% training split)
             evaluated = next((r for r in self.report.epochs if r.get("epoch") == best.best_epoch), {})
             for split in ("valid", "test"):
-                keys = [f"{split}_{name}" for name in ("acc", "macro_f1", "micro_f1")]
+                keys = class_metric_keys(split)
                 reuse = best.best_state is not None and all(evaluated.get(key) is not None for key in keys)
                 final.update(
                     {key: evaluated[key] for key in keys} if reuse else self.evaluator.class_scores(self.model, split)

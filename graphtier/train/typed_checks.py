@@ -18,7 +18,7 @@ from graphtier.dataset import Dataset
 from graphtier.dataset.schema import RelationType, Schema
 from graphtier.errors import OptionError
 from graphtier.sampling.fanouts import Fanouts
-from graphtier.sampling.relation_fanouts import parse_relation_fanouts, relation_label
+from graphtier.sampling.relation_fanouts import hop_text, parse_relation_fanouts, relation_label
 from graphtier.train.spec import HOMOGENEOUS_MODEL_NAMES, TYPED_MODEL_NAMES
 
 if TYPE_CHECKING:
@@ -92,11 +92,11 @@ def dense_relation_notes(config: TrainConfig, schema: Schema) -> list[str]:
     every seed then pulls them all, hop after hop; the note names the ``--fanouts-per-relation`` that caps it."""
     notes = []
     for rel_type, fanouts in relation_fanouts(config, schema, config.sampling.fanouts).items():
-        rel = next(r for r in schema.relations if r.type == rel_type)
+        rel = schema.relation(rel_type)
         mean = rel.num_edges / max(1, schema.node_type(rel.dst).count)
         if -1 in tuple(fanouts) and mean > DENSE_RELATION_DEGREE:
             label = relation_label(schema, rel)
-            capped = "/".join(str(f) for f in (10, 5, 5, 5, 5)[: len(tuple(fanouts))])
+            capped = hop_text((10, 5, 5, 5, 5)[: len(tuple(fanouts))])
             notes.append(
                 f"note: relation {label} has {mean:,.1f} in-neighbours per {rel.dst} on average and fanout -1 takes "
                 f"them all at every hop (an epoch grows with their product); --fanouts-per-relation {label}={capped} "
