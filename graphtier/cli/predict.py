@@ -181,9 +181,9 @@ def link_command(
         check_top_k,
         link_model_of,
         pair_scores,
-        popular_top_k,
         read_node_ids,
         read_node_pairs,
+        top_k_with_popular,
         write_recommendations,
     )
     from graphtier.train.link_predict import top_k as recommend
@@ -215,11 +215,11 @@ def link_command(
             outputs.save_npy(output, pair_scores(model, table, node_pairs), "output")
             lines.append(f"scores (logits) of {node_pairs.shape[0]:,} pairs written to {output}")
         if nodes is not None and output is not None and top_k is not None:
-            ids, scores = recommend(model, table, data, nodes, top_k, progress=progress)
-            if output.suffix == ".csv":
-                popular = popular_top_k(data, nodes, top_k)
+            if output.suffix == ".csv":  # the popularity top-K beside the model's, from the same pass
+                ids, scores, *popular = top_k_with_popular(model, table, data, nodes, top_k, progress=progress)
                 write_recommendations(output, data, nodes, ids, scores, *popular, write_file=outputs.stage)
             else:
+                ids, scores = recommend(model, table, data, nodes, top_k, progress=progress)
                 outputs.save_npy(output, ids, "output")
             if scores_path is not None:
                 outputs.save_npy(scores_path, scores, "scores")

@@ -13,6 +13,7 @@ import os
 import re
 import warnings
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -181,45 +182,27 @@ def top_k(
     :data:`SCORE_BUDGET` scores at a time plus the output. ``progress`` reports the stage ``predict: top-k``
     a chunk of query nodes at a time.
     """
-    lo, hi = candidate_range(dataset, dst_range)
-    check_top_k(k, int(nodes.shape[0]), lo, hi)
-    undirected = _undirected(dataset, undirected)
-    model.eval()
-    csc = GraphStore(dataset, None).csc  # the topology through the one door (host arrays, nothing placed)
-    table = torch.from_numpy(embeddings)
-    hidden = int(table.shape[1]) if table.ndim == 2 else 1
-    per_pair = hidden if model.decoder == "mlp" else 1
-    queries = max(1, min(1024, SCORE_BUDGET // max(1, (hi - lo) * per_pair)))
-    candidates = max(1, SCORE_BUDGET // (queries * per_pair))
-    ids = np.full((nodes.shape[0], k), -1, np.int64)
-    scores = np.full((nodes.shape[0], k), -np.inf, np.float32)
-    with progress.stage(f"predict: top-{k}", total=int(nodes.shape[0]), unit="nodes") as bar:
-        for q0 in range(0, nodes.shape[0], queries):
-            chunk = nodes[q0 : q0 + queries]
-            h_query = table[chunk].float()
-            excluded = _out_neighbours(csc, chunk, undirected)
-            best_score = torch.full((chunk.shape[0], k), -torch.inf)
-            best_id = torch.full((chunk.shape[0], k), -1, dtype=torch.int64)
-            for c0 in range(lo, hi, candidates):
-                c1 = min(hi, c0 + candidates)
-                h_cand = table[c0:c1].float()
-                if model.decoder == "dot":
-                    block = h_query @ h_cand.t()
-                else:
-                    block = model.score(h_query[:, None, :], h_cand[None, :, :])
-                for row, (node, neighbours) in enumerate(zip(chunk, excluded)):
-                    drop = np.append(neighbours, node)
-                    drop = drop[(drop >= c0) & (drop < c1)] - c0
-                    block[row, torch.from_numpy(drop)] = -torch.inf
-                merged_score = torch.cat([best_score, block], dim=1)
-                merged_id = torch.cat([best_id, torch.arange(c0, c1).expand(chunk.shape[0], -1)], dim=1)
-                best_score, order = torch.topk(merged_score, k, dim=1)
-                best_id = torch.gather(merged_id, 1, order)
-            best_id[torch.isinf(best_score)] = -1
-            ids[q0 : q0 + chunk.shape[0]] = best_id.numpy()
-            scores[q0 : q0 + chunk.shape[0]] = best_score.numpy()
-            bar.advance(int(chunk.shape[0]))
-    return ids, scores
+    ranked = _rank(dataset, nodes, k, dst_range, undirected, progress, model=model, embeddings=embeddings)
+    return ranked.ids, ranked.scores  # type: ignore[return-value]
+
+
+@torch.no_grad()
+def top_k_with_popular(
+    model: LinkModel,
+    embeddings: np.ndarray,
+    dataset: Dataset,
+    nodes: np.ndarray,
+    k: int,
+    *,
+    dst_range: tuple[int, int] | None = None,
+    undirected: bool | None = None,
+    progress: Progress = NO_PROGRESS,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`top_k` and :func:`popular_top_k` of the same query nodes in one pass (the graph opened and each
+    node's neighbours found once): int64 [n, k] ids, float32 [n, k] logits, int64 [n, k] popular ids and
+    int64 [n, k] their in-degrees."""
+    ranked = _rank(dataset, nodes, k, dst_range, undirected, progress, model=model, embeddings=embeddings, popular=True)
+    return ranked.ids, ranked.scores, ranked.popular_ids, ranked.popular_degrees  # type: ignore[return-value]
 
 
 def popular_top_k(
@@ -236,20 +219,124 @@ def popular_top_k(
     is the candidate's in-degree in the dataset's graph (the message-passing graph: held-out edges excluded), the
     popularity baseline of ``train --task link``; ties go to the lower id. ``nodes`` int64 [n]. Returns int64
     [n, k] ids, most popular first, and int64 [n, k] their in-degrees; -1 fills the places of a node with fewer
-    than ``k`` candidates. Memory: O(n x k + the largest excluded set + hi - lo).
+    than ``k`` candidates. Memory: O(n x k + hi - lo) and the excluded sets of 1,024 query nodes at a time.
     """
+    ranked = _rank(dataset, nodes, k, dst_range, undirected, NO_PROGRESS, popular=True)
+    return ranked.popular_ids, ranked.popular_degrees  # type: ignore[return-value]
+
+
+@dataclass
+class _Ranked:
+    ids: np.ndarray | None = None  # int64 [n, k] best-scoring destinations
+    scores: np.ndarray | None = None  # float32 [n, k] their logits
+    popular_ids: np.ndarray | None = None  # int64 [n, k] most popular candidates
+    popular_degrees: np.ndarray | None = None  # int64 [n, k] their in-degrees
+
+
+def _rank(
+    dataset: Dataset,
+    nodes: np.ndarray,
+    k: int,
+    dst_range: tuple[int, int] | None,
+    undirected: bool | None,
+    progress: Progress,
+    *,
+    model: LinkModel | None = None,
+    embeddings: np.ndarray | None = None,
+    popular: bool = False,
+) -> _Ranked:
+    """The one loop of :func:`top_k`, :func:`popular_top_k` and :func:`top_k_with_popular`: query nodes a chunk
+    at a time, each chunk's existing neighbours found once and used by the model's ranking (``model``) and the
+    popularity ranking (``popular``)."""
     lo, hi = candidate_range(dataset, dst_range)
-    check_top_k(k, int(nodes.shape[0]), lo, hi)
+    num_queries = int(nodes.shape[0])
+    check_top_k(k, num_queries, lo, hi)
     undirected = _undirected(dataset, undirected)
-    csc = GraphStore(dataset, None).csc
-    degree = np.diff(np.asarray(csc[0][lo : hi + 1], dtype=np.int64))
-    excluded = _out_neighbours(csc, nodes, undirected)
-    need = min(hi - lo, k + 1 + max((len(e) for e in excluded), default=0))
-    top = np.argpartition(-degree, need - 1)[:need] if 0 < need < hi - lo else np.arange(hi - lo)
+    csc = GraphStore(dataset, None).csc  # the topology through the one door (host arrays, nothing placed)
+    ranked = _Ranked()
+    queries = 1024
+    if model is not None:
+        assert embeddings is not None
+        model.eval()
+        table = torch.from_numpy(embeddings)
+        hidden = int(table.shape[1]) if table.ndim == 2 else 1
+        per_pair = hidden if model.decoder == "mlp" else 1
+        queries = max(1, min(1024, SCORE_BUDGET // max(1, (hi - lo) * per_pair)))
+        candidates = max(1, SCORE_BUDGET // (queries * per_pair))
+        ranked.ids = np.full((num_queries, k), -1, np.int64)
+        ranked.scores = np.full((num_queries, k), -np.inf, np.float32)
+    if popular:
+        degree = np.diff(np.asarray(csc[0][lo : hi + 1], dtype=np.int64))
+        ranked.popular_ids = np.full((num_queries, k), -1, np.int64)
+        ranked.popular_degrees = np.full((num_queries, k), -1, np.int64)
+    with progress.stage(f"predict: top-{k}", total=num_queries, unit="nodes") as bar:
+        for q0 in range(0, num_queries, queries):
+            chunk = nodes[q0 : q0 + queries]
+            rows = slice(q0, q0 + chunk.shape[0])
+            excluded = _out_neighbours(csc, chunk, undirected)
+            if model is not None:
+                ranked.ids[rows], ranked.scores[rows] = _best_scoring(  # type: ignore[index]
+                    model, table, chunk, excluded, k, lo, hi, candidates
+                )
+            if popular:
+                ranked.popular_ids[rows], ranked.popular_degrees[rows] = _most_popular(  # type: ignore[index]
+                    degree, lo, chunk, excluded, k
+                )
+            bar.advance(int(chunk.shape[0]))
+    return ranked
+
+
+def _best_scoring(
+    model: LinkModel,
+    table: torch.Tensor,
+    chunk: np.ndarray,
+    excluded: list[np.ndarray],
+    k: int,
+    lo: int,
+    hi: int,
+    candidates: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The running top-``k`` of the query nodes ``chunk`` over the candidates ``[lo, hi)``, ``candidates`` at a
+    time, each node's ``excluded`` destinations and itself left out: int64 [c, k] ids and float32 [c, k] logits."""
+    h_query = table[chunk].float()
+    best_score = torch.full((chunk.shape[0], k), -torch.inf)
+    best_id = torch.full((chunk.shape[0], k), -1, dtype=torch.int64)
+    for c0 in range(lo, hi, candidates):
+        c1 = min(hi, c0 + candidates)
+        h_cand = table[c0:c1].float()
+        if model.decoder == "dot":
+            block = h_query @ h_cand.t()
+        else:
+            block = model.score(h_query[:, None, :], h_cand[None, :, :])
+        for row, (node, neighbours) in enumerate(zip(chunk, excluded)):
+            drop = np.append(neighbours, node)
+            drop = drop[(drop >= c0) & (drop < c1)] - c0
+            block[row, torch.from_numpy(drop)] = -torch.inf
+        merged_score = torch.cat([best_score, block], dim=1)
+        merged_id = torch.cat([best_id, torch.arange(c0, c1).expand(chunk.shape[0], -1)], dim=1)
+        best_score, order = torch.topk(merged_score, k, dim=1)
+        best_id = torch.gather(merged_id, 1, order)
+    best_id[torch.isinf(best_score)] = -1
+    return best_id.numpy(), best_score.numpy()
+
+
+def _most_popular(
+    degree: np.ndarray, lo: int, chunk: np.ndarray, excluded: list[np.ndarray], k: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The ``k`` candidates of highest in-degree (``degree`` int64 [hi - lo] of the candidates ``[lo, hi)``; ties
+    to the lower id) of each query node of ``chunk``, its ``excluded`` destinations and itself left out: int64
+    [c, k] ids and int64 [c, k] degrees, -1 where a node has fewer than ``k`` candidates."""
+    span = degree.shape[0]
+    need = min(span, k + 1 + max((len(e) for e in excluded), default=0))
+    if 0 < need < span:  # every candidate at least as popular as the need-th: ties at that degree all kept
+        threshold = np.partition(degree, span - need)[span - need]
+        top = np.flatnonzero(degree >= threshold)
+    else:
+        top = np.arange(span)
     order = top[np.lexsort((top, -degree[top]))] + lo  # by degree descending, then id ascending
-    ids = np.full((nodes.shape[0], k), -1, np.int64)
-    degrees = np.full((nodes.shape[0], k), -1, np.int64)
-    for row, (node, neighbours) in enumerate(zip(nodes, excluded)):
+    ids = np.full((chunk.shape[0], k), -1, np.int64)
+    degrees = np.full((chunk.shape[0], k), -1, np.int64)
+    for row, (node, neighbours) in enumerate(zip(chunk, excluded)):
         kept = order[~np.isin(order, np.append(neighbours, node))][:k]
         ids[row, : kept.size] = kept
         degrees[row, : kept.size] = degree[kept - lo]
@@ -275,7 +362,7 @@ def write_recommendations(
     One line per query node and rank (:data:`RECOMMENDATION_COLUMNS`): ``node`` the query's dataset id (as given),
     ``node_id`` its id in the input (:func:`graphtier.dataset.original_ids.original_ids`), ``rank`` 1..K, ``id``
     the recommended node's input id and ``score`` its logit, ``popular_id`` and ``popular_degree`` the rank-th
-    most popular candidate (:func:`popular_top_k`). Empty fields where a node has fewer than K candidates.
+    most popular candidate (:func:`popular_top_k`, or both from :func:`top_k_with_popular`). Empty fields where a node has fewer than K candidates.
     ``nodes`` int64 [n]; ``ids``, ``popular``, ``popular_degrees`` int64 [n, K]; ``scores`` float32 [n, K].
     ``write_file(path, write)`` writes the file (default :func:`~graphtier.dataset.outputs.atomic_write`; a
     command with several outputs passes :meth:`~graphtier.dataset.outputs.OutputSet.stage`).

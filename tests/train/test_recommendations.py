@@ -112,3 +112,21 @@ def test_a_bad_node_ids_json_is_one_line(tiny_dataset: Dataset) -> None:
     names.write_text("{")
     with pytest.raises(DatasetError, match="node_ids.json: expected a JSON list of node ids"):
         original_ids(tiny_dataset, np.array([0]))
+
+
+def test_most_popular_breaks_ties_by_the_lower_id_at_any_degree() -> None:
+    """Many candidates share a degree, also at the boundary of the k+1+|excluded| most popular: the lower id wins."""
+    from graphtier.train.link_predict import _most_popular
+
+    rng = np.random.default_rng(5)
+    lo, k = 10, 6
+    for _ in range(20):
+        degree = rng.integers(0, 3, size=300).astype(np.int64)
+        chunk = rng.choice(np.arange(lo, lo + 300), size=4, replace=False)
+        excluded = [rng.choice(np.arange(lo, lo + 300), size=int(rng.integers(0, 9)), replace=False) for _ in chunk]
+        ids, degrees = _most_popular(degree, lo, chunk, excluded, k)
+        for row, (node, drop) in enumerate(zip(chunk, excluded)):
+            allowed = [c for c in range(lo, lo + 300) if c != node and c not in set(drop.tolist())]
+            expected = sorted(allowed, key=lambda c: (-degree[c - lo], c))[:k]
+            assert ids[row].tolist() == expected
+            assert degrees[row].tolist() == [int(degree[c - lo]) for c in expected]
