@@ -212,16 +212,21 @@ def remove_stale_temporaries(target: Path) -> list[Path]:
     return removed
 
 
+def _begin(target: str | os.PathLike[str]) -> tuple[Path, Path]:
+    """``(target, its temporary)`` of a new output: the folder made, stale temporaries of dead processes removed."""
+    path = Path(target)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temporaries(path)
+    return path, temporary_path(path)
+
+
 def atomic_write(target: str | os.PathLike[str], write: Callable[[Path], None]) -> Path:
     """Call ``write(tmp)`` to write a temporary sibling of ``target``, then rename it over ``target``.
 
     The temporary file never outlives the call (removed in ``finally`` on any error or interrupt);
     stale temporaries of dead processes next to ``target`` are removed first. Returns ``target``.
     """
-    path = Path(target)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    remove_stale_temporaries(path)
-    tmp = temporary_path(path)
+    path, tmp = _begin(target)
     try:
         write(tmp)
         os.replace(tmp, path)
@@ -291,10 +296,7 @@ class OutputSet:
     def stage(self, target: str | os.PathLike[str], write: Callable[[Path], None]) -> Path:
         """Call ``write(tmp)`` to write the temporary of ``target`` (any format, as :func:`atomic_write` does);
         the target changes at :meth:`commit`. Returns ``target``."""
-        path = Path(target)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        remove_stale_temporaries(path)
-        tmp = temporary_path(path)
+        path, tmp = _begin(target)
         self.staged.append((tmp, path))
         write(tmp)
         return path

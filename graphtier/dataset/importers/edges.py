@@ -42,10 +42,18 @@ class EdgeSpill:
         self._chunks: list[tuple[int, int, np.dtype]] = []
         self._offset = 0
         self.num_edges = 0
-        self.min_id: int | None = None
-        self.max_id: int | None = None
         self.src_range: tuple[int, int] | None = None
         self.dst_range: tuple[int, int] | None = None
+
+    @property
+    def min_id(self) -> int | None:
+        """The smallest id at either end (None while empty)."""
+        return None if self.src_range is None or self.dst_range is None else min(self.src_range[0], self.dst_range[0])
+
+    @property
+    def max_id(self) -> int | None:
+        """The largest id at either end (None while empty)."""
+        return None if self.src_range is None or self.dst_range is None else max(self.src_range[1], self.dst_range[1])
 
     def append(self, src: np.ndarray, dst: np.ndarray) -> None:
         """Store one chunk of edges ``src[i] -> dst[i]`` (integer arrays [K])."""
@@ -56,8 +64,6 @@ class EdgeSpill:
         self.src_range = _widen(self.src_range, src_low, src_high)
         self.dst_range = _widen(self.dst_range, dst_low, dst_high)
         low, high = min(src_low, dst_low), max(src_high, dst_high)
-        self.min_id = low if self.min_id is None else min(self.min_id, low)
-        self.max_id = high if self.max_id is None else max(self.max_id, high)
         dtype = np.dtype(np.int32) if low >= -(2**31) and high < 2**31 else np.dtype(np.int64)
         nbytes = 2 * src.shape[0] * dtype.itemsize
         resources.require_disk(self.path.parent, nbytes, f"{self.path}: spilling parsed edges")

@@ -35,8 +35,9 @@ LABEL_KEYS = ("labels", "label", "Label", "group", "gnd", "class", "y", "Y")
 """Default label keys, tried in this order (none present: no labels)."""
 
 
-def load_mat(path: Path) -> dict[str, Any]:
-    """The variables of the ``.mat`` file ``path`` (``__header__`` and friends removed)."""
+def load_mat(path: Path, variable_names: Sequence[str] | None = None) -> dict[str, Any]:
+    """The variables of the ``.mat`` file ``path`` (``__header__`` and friends removed); only those of
+    ``variable_names`` (the others' data is skipped, not read) when given."""
     import scipy.io
 
     kind, description = sniff_file(path)
@@ -48,7 +49,7 @@ def load_mat(path: Path) -> dict[str, Any]:
     if kind not in ("mat", "binary"):
         raise DatasetError(f"{path}: expected a MATLAB .mat file (scipy.io.loadmat), got {description}")
     try:
-        variables = scipy.io.loadmat(str(path))
+        variables = scipy.io.loadmat(str(path), variable_names=variable_names)
     except NotImplementedError as exc:  # v7.3
         raise DatasetError(f"{path}: cannot read this .mat version ({exc})") from None
     except Exception as exc:  # scipy raises ValueError/MatReadError/TypeError on damaged files

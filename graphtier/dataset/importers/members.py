@@ -126,9 +126,10 @@ def load_member(path: MemberPath) -> Any:
     if kind == "npz":
         value: Any = _npz_member(path)
     elif kind == "mat":
-        variables = load_mat(path.container)
+        variables = load_mat(path.container, [path.key])  # one variable read, not the whole file
         if path.key not in variables:
-            raise DatasetError(f"{path}: no variable {path.key!r} in {path.container}; it has {sorted(variables)}")
+            present = sorted(load_mat(path.container))
+            raise DatasetError(f"{path}: no variable {path.key!r} in {path.container}; it has {present}")
         value = variables[path.key]
     else:
         raise DatasetError(f"{path}: expected PATH:KEY of an .npz or a .mat file, found {description}")

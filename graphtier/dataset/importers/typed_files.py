@@ -36,7 +36,7 @@ from graphtier.dataset import resources
 from graphtier.dataset.finite import NonFiniteGuard
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import finish, node_data, textio
-from graphtier.dataset.importers.edges import EDGE_CHUNK
+from graphtier.dataset.importers.edges import array_edge_chunks
 from graphtier.dataset.importers.features import note_replaced
 from graphtier.dataset.importers.labels import Labels, labels_from_values
 from graphtier.dataset.importers.members import MemberPath, load_member
@@ -206,11 +206,11 @@ def read_relation_edges(
         nonzero = coo.data != 0
         rows, cols, shape = coo.row[nonzero], coo.col[nonzero], (int(coo.shape[0]), int(coo.shape[1]))
         del coo, sparse
-        edges = spill_relation(relation, _blocks(rows, cols), scratch, str(path))
+        edges = spill_relation(relation, array_edge_chunks(rows, cols)(), scratch, str(path))
         edges.shape = shape
         return edges
-    if kind == "npy":
-        pairs = np.asarray(node_data.load_npy(path, what))
+    if kind == "npy":  # a PATH:KEY member was read above: its array, not a second read of the container
+        pairs = sparse if isinstance(sparse, np.ndarray) else np.asarray(node_data.load_npy(path, what))
         if pairs.ndim == 2 and pairs.shape[1] != 2 and pairs.shape[0] == 2:
             pairs = pairs.T
         if pairs.ndim != 2 or pairs.shape[1] != 2 or not np.issubdtype(pairs.dtype, np.integer):
@@ -218,7 +218,7 @@ def read_relation_edges(
                 f"{path}: {what}: expected an integer array [edges, 2] of (src, dst), "
                 f"found {pairs.dtype} {tuple(pairs.shape)}"
             )
-        return spill_relation(relation, _blocks(pairs[:, 0], pairs[:, 1]), scratch, str(path))
+        return spill_relation(relation, array_edge_chunks(pairs[:, 0], pairs[:, 1])(), scratch, str(path))
     if kind not in ("text", "gzip"):
         raise DatasetError(f"{path}: {what}: expected a text edge list ('src dst' per line) or .npy, got {description}")
     skip = textio.has_header(path, "auto", 2, allow_extra_columns=True)
@@ -232,13 +232,6 @@ def read_relation_edges(
                 bar.advance(int(block.shape[0]))
 
     return spill_relation(relation, text_blocks(), scratch, str(path))
-
-
-def _blocks(src: np.ndarray, dst: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """``(src, dst)`` in blocks of :data:`~graphtier.dataset.importers.edges.EDGE_CHUNK` edges, read into memory
-    one block at a time (the arrays may be memory maps)."""
-    for start in range(0, int(src.shape[0]), EDGE_CHUNK):
-        yield np.asarray(src[start : start + EDGE_CHUNK]), np.asarray(dst[start : start + EDGE_CHUNK])
 
 
 @dataclass
