@@ -29,10 +29,9 @@ import os
 import platform
 from pathlib import Path
 
+from graphtier._choices import DEFAULT_NEGATIVE_SAMPLING, DEFAULT_NUM_NEGATIVES, SCORE_METHODS, TASK_NAMES
 from graphtier.dataset.format import Dataset
-from graphtier.sampling.link import DEFAULT_NEGATIVE_SAMPLING, DEFAULT_NUM_NEGATIVES, TASK_NAMES
 from graphtier.tiering.access import analyze_access
-from graphtier.tiering.hotness import SCORE_METHODS
 from graphtier.tiering.seeds import EpochSeeds
 
 

@@ -27,6 +27,7 @@ LAYERS: dict[str, int] = {
     "graphtier._threads": 0,
     "graphtier._prefetch": 0,
     "graphtier._fanouts": 0,
+    "graphtier._choices": 0,
     "graphtier._progress": 0,
     "graphtier.dataset": 1,
     "graphtier.graph": 2,

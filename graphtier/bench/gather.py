@@ -30,6 +30,7 @@ import numba
 import numpy as np
 import torch
 
+from graphtier._choices import GATHER_DTYPES
 from graphtier.errors import OptionError
 from graphtier.memory import HostFeatureStore, TieredFeatureStore
 from graphtier.memory.placement import plan_tiers
@@ -37,7 +38,7 @@ from graphtier.memory.unified import UnifiedTensor
 
 CPU_METHODS = ("index_select", "cpu-gather", "tiered", "copy")
 GPU_METHODS = ("cpu-gather+h2d", "zero-copy-naive", "zero-copy-aligned", "tiered-gpu", "device-index")
-DTYPES = {"float32": np.float32, "float16": np.float16}
+DTYPES = {name: getattr(np, name) for name in GATHER_DTYPES}
 
 
 def median_seconds(action: Callable[[], Any], repeats: int, synchronize: Callable[[], None] | None = None) -> float:

@@ -10,13 +10,10 @@ from typing import Any
 
 import click
 
+from graphtier._choices import GATHER_DTYPES
 from graphtier._fanouts import DEFAULT_FANOUTS, format_fanouts
 from graphtier.cli.options import SEED, fanouts_option_type
 from graphtier.errors import OptionError
-
-# The table dtypes of graphtier.bench.gather (DTYPES), spelled here so that `graphtier bench --help` does not import
-# torch (tests/cli/test_startup.py checks they agree).
-DTYPE_CHOICES = ("float16", "float32")
 
 
 @click.command(name="gather")
@@ -53,7 +50,7 @@ DTYPE_CHOICES = ("float16", "float32")
 @click.option("--batch-rows", type=click.IntRange(min=1), default=65536, show_default=True, help="Rows per gather.")
 @click.option("--threads", default=None, help="CPU thread counts to measure, e.g. 1,2 [default: 1 and all cores].")
 @click.option("--repeats", type=click.IntRange(min=1), default=5, show_default=True, help="Timed gathers per method.")
-@click.option("--dtype", type=click.Choice(DTYPE_CHOICES), default="float32", show_default=True)
+@click.option("--dtype", type=click.Choice(sorted(GATHER_DTYPES)), default="float32", show_default=True)
 @click.option(
     "--device", default=None, help="Also measure the GPU paths on this CUDA device [default: cuda if available]."
 )

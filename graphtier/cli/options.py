@@ -6,12 +6,7 @@ from typing import Any
 
 import click
 
-# The names and defaults of the link-prediction options (graphtier.sampling.link), spelled here so that a command's
-# --help does not import torch (tests/cli/test_startup.py checks they agree).
-TASK_NAMES = ("node", "link")
-NEGATIVE_SAMPLING = ("uniform", "degree")
-DEFAULT_NUM_NEGATIVES = 1
-DEFAULT_NEGATIVE_SAMPLING = "uniform"
+from graphtier._choices import DEFAULT_NEGATIVE_SAMPLING, DEFAULT_NUM_NEGATIVES, NEGATIVE_SAMPLING, TASK_NAMES
 
 
 class FanoutsType(click.ParamType):

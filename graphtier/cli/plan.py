@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from graphtier._choices import DEFAULT_BUDGETS, DEFAULT_DISK_GBPS, DEFAULT_GPU_GBPS, DEFAULT_PCIE_GBPS, PAIR_MOVE_GROUPS
 from graphtier._fanouts import DEFAULT_FANOUTS, format_fanouts
 from graphtier.cli.options import SEED, epoch_seeds, fanouts_option_type, relation_fanouts_option, task_options
 from graphtier.cli.progress import cli_progress
@@ -16,14 +17,6 @@ from graphtier.errors import OptionError
 
 if TYPE_CHECKING:
     from graphtier.tiering.plan import DeviceSpec
-
-# The defaults of graphtier.tiering.plan and plan_placement, spelled here so that `graphtier plan --help` does not
-# import torch (tests/cli/test_startup.py checks they agree).
-DEFAULT_BUDGETS: tuple[str, ...] = ("0%", "1%", "5%", "10%", "25%", "50%", "100%")
-DEFAULT_PCIE_GBPS = 25.0
-DEFAULT_GPU_GBPS = 1500.0
-DEFAULT_DISK_GBPS = 3.0
-DEFAULT_PLACEMENT_GROUPS = 16
 
 
 @click.command("plan")
@@ -67,7 +60,7 @@ DEFAULT_PLACEMENT_GROUPS = 16
 @click.option(
     "--placement-groups",
     type=int,
-    default=DEFAULT_PLACEMENT_GROUPS,
+    default=PAIR_MOVE_GROUPS,
     show_default=True,
     help="Row groups the placement solver places.",
 )

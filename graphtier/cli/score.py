@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import click
 import numpy as np
 
+from graphtier._choices import DEFAULT_SCORE, SCORE_METHODS
 from graphtier.cli.options import epoch_seeds, merge_alias, score_options, task_options
 from graphtier.cli.progress import cli_progress
 from graphtier.dataset.format import Dataset
@@ -18,11 +19,6 @@ from graphtier.graph.typed_scores import split_by_type
 
 if TYPE_CHECKING:
     from graphtier.tiering.hotness import ScoreResult
-
-# The score names and the default score of graphtier.tiering.hotness, spelled here so that `graphtier score --help`
-# does not import torch (tests/cli/test_startup.py checks they agree).
-SCORE_METHODS = ("degree", "rpr", "wrpr", "fwr", "fwr-sum", "presample")
-DEFAULT_SCORE = "fwr"
 
 
 def describe_types(schema: Schema, scores: np.ndarray, top: int = 0) -> list[str]:

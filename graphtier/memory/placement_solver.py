@@ -32,13 +32,13 @@ from typing import Sequence
 
 import numpy as np
 
+from graphtier._choices import PAIR_MOVE_GROUPS
 from graphtier.errors import OptionError
 from graphtier.memory.gpu_topology import GpuTopology
 
 REL_EPS = 1e-12
 MAX_SEARCH_PASSES = 200
 SEARCH_STARTS = 3
-PAIR_MOVE_GROUPS = 16
 RANDOM_RESTARTS = 12
 RESTART_SEED = 0
 

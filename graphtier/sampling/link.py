@@ -23,18 +23,11 @@ from typing import Callable
 import numpy as np
 import torch
 
+from graphtier._choices import NEGATIVE_SAMPLING
 from graphtier.errors import OptionError
 from graphtier.sampling._link_kernels import compact_non_targets, target_key_set
 from graphtier.sampling.batch import Block, MiniBatch
 
-NEGATIVE_SAMPLING = ("uniform", "degree")
-"""How training negatives' destinations are drawn (``--negative-sampling``)."""
-DEFAULT_NEGATIVE_SAMPLING = "uniform"
-DEFAULT_NUM_NEGATIVES = 1
-"""Negatives drawn per training positive (``--num-negatives``), as DGL's ``negative_sampler.Uniform(1)``."""
-TASK_NAMES = ("node", "link")
-"""What a run trains (``--task``): node classification (seeds: node ids) or link prediction (seeds: rows of the
-edge split's training pairs); the trainer and the tiering tools take the same names."""
 DEGREE_EXPONENT = 0.75
 
 NodeSampler = Callable[[np.ndarray, int], MiniBatch]

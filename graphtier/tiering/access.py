@@ -20,12 +20,13 @@ from typing import Any
 
 import numpy as np
 
+from graphtier._choices import SCORE_METHODS
 from graphtier._progress import NO_PROGRESS, Progress
 from graphtier.dataset.format import Dataset
 from graphtier.errors import OptionError
 from graphtier.graph.reorder import order_by_score
 from graphtier.sampling.neighbor import DEFAULT_FANOUTS, format_fanouts
-from graphtier.tiering.hotness import SCORE_METHODS, check_relation_fanouts, compute_scores, typed_fanouts
+from graphtier.tiering.hotness import check_relation_fanouts, compute_scores, typed_fanouts
 from graphtier.tiering.plotting import fit_title, load_pyplot
 from graphtier.tiering.reads import count_feature_reads
 from graphtier.tiering.seeds import NODE_SEEDS, EpochSeeds, training_seeds

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from graphtier._choices import SCORE_METHODS
 from graphtier._progress import NO_PROGRESS, Progress
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.schema import RelationType
@@ -47,9 +48,6 @@ from graphtier.tiering.reads import count_feature_reads
 from graphtier.tiering.seeds import NODE_SEEDS, EpochSeeds, SampleFn
 from graphtier.tiering.typed_reads import count_typed_reads
 
-SCORE_METHODS = ("degree", "rpr", "wrpr", "fwr", "fwr-sum", "presample")
-"""Every score name; ``fwr`` (fanout-weighted reads, per-batch dedup) is the default of score/reorder."""
-DEFAULT_SCORE = "fwr"
 TYPED_SCORE_METHODS = ("degree", "fwr", "fwr-sum", "presample")
 """The scores defined on a typed dataset (see the module)."""
 

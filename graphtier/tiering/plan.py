@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from graphtier._choices import DEFAULT_BUDGETS, DEFAULT_DISK_GBPS, DEFAULT_GPU_GBPS, DEFAULT_PCIE_GBPS
 from graphtier._progress import NO_PROGRESS, Progress
 from graphtier.dataset import resources
 from graphtier.dataset.format import Dataset
@@ -56,10 +57,6 @@ from graphtier.tiering.plotting import fit_title, load_pyplot
 from graphtier.tiering.reads import count_sampled_reads
 from graphtier.tiering.seeds import NODE_SEEDS, EpochSeeds, training_seeds
 
-DEFAULT_BUDGETS: tuple[str, ...] = ("0%", "1%", "5%", "10%", "25%", "50%", "100%")
-DEFAULT_PCIE_GBPS = 25.0
-DEFAULT_GPU_GBPS = 1500.0
-DEFAULT_DISK_GBPS = 3.0
 PLAN_TIERS: tuple[str, ...] = ("gpu", "gpu-peer", "host", "disk")
 TOPOLOGY_NOTE = (
     "topology: the plan samples on the GPU from a tiered graph (indptr and the --topology-budget "

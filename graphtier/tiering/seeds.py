@@ -15,18 +15,13 @@ from typing import Any, Callable
 
 import numpy as np
 
+from graphtier._choices import DEFAULT_NEGATIVE_SAMPLING, DEFAULT_NUM_NEGATIVES, NEGATIVE_SAMPLING, TASK_NAMES
 from graphtier.dataset.format import Dataset
 from graphtier.errors import DatasetError, OptionError
 from graphtier.graph.seed_weights import SeedWeights, link_seed_weights, node_seed_weights
 from graphtier.graphstore.store import GraphStore
 from graphtier.sampling.batch import MiniBatch
-from graphtier.sampling.link import (
-    DEFAULT_NEGATIVE_SAMPLING,
-    DEFAULT_NUM_NEGATIVES,
-    NEGATIVE_SAMPLING,
-    TASK_NAMES,
-    NegativeDestinations,
-)
+from graphtier.sampling.link import NegativeDestinations
 from graphtier.sampling.neighbor import NeighborSampler
 
 SampleFn = Callable[[np.ndarray, int], MiniBatch]

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 import torch
 
 from graphtier._checks import check_choice, check_int, check_optional_int
+from graphtier._choices import DEFAULT_NEGATIVE_SAMPLING, DEFAULT_NUM_NEGATIVES, TASK_NAMES
+from graphtier._choices import NEGATIVE_SAMPLING as NEGATIVE_SAMPLING_NAMES
 from graphtier.errors import OptionError
-from graphtier.sampling.link import DEFAULT_NEGATIVE_SAMPLING, DEFAULT_NUM_NEGATIVES, TASK_NAMES
-from graphtier.sampling.link import NEGATIVE_SAMPLING as NEGATIVE_SAMPLING_NAMES
 
 HOMOGENEOUS_MODEL_NAMES = ("sage", "gcn", "gat")
 """The GNNs of one node type and one relation (:func:`graphtier.train.build_model`); refused on a typed dataset."""

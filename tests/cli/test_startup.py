@@ -197,25 +197,30 @@ def test_help_imports_no_torch(argv: list[str]) -> None:
     assert code == 0 and "torch" not in imported, imported
 
 
-def test_values_spelled_for_help_agree_with_their_modules() -> None:
-    """The choices and defaults the commands spell so that --help does not import torch are the library's."""
+def test_values_shown_by_help_are_the_librarys() -> None:
+    """The choices and defaults that --help shows without importing torch are the very values the library checks
+    and uses: one definition each, in graphtier._choices."""
+    from graphtier import _choices
     from graphtier.bench.gather import DTYPES
     from graphtier.cli import bench_gather, options, plan, score
-    from graphtier.sampling import link
-    from graphtier.tiering import hotness, plan_placement
+    from graphtier.memory import placement_solver
+    from graphtier.tiering import hotness, plan_placement, seeds
     from graphtier.tiering import plan as tiering_plan
+    from graphtier.train import spec
 
-    assert (options.TASK_NAMES, options.NEGATIVE_SAMPLING) == (link.TASK_NAMES, link.NEGATIVE_SAMPLING)
+    assert options.TASK_NAMES is spec.TASK_NAMES is seeds.TASK_NAMES is _choices.TASK_NAMES
+    assert options.NEGATIVE_SAMPLING is spec.NEGATIVE_SAMPLING_NAMES is seeds.NEGATIVE_SAMPLING
     assert (options.DEFAULT_NUM_NEGATIVES, options.DEFAULT_NEGATIVE_SAMPLING) == (
-        link.DEFAULT_NUM_NEGATIVES,
-        link.DEFAULT_NEGATIVE_SAMPLING,
+        spec.DEFAULT_NUM_NEGATIVES,
+        spec.DEFAULT_NEGATIVE_SAMPLING,
     )
-    assert (score.SCORE_METHODS, score.DEFAULT_SCORE) == (hotness.SCORE_METHODS, hotness.DEFAULT_SCORE)
-    assert plan.DEFAULT_BUDGETS == tiering_plan.DEFAULT_BUDGETS
+    assert score.SCORE_METHODS is hotness.SCORE_METHODS is _choices.SCORE_METHODS
+    assert score.DEFAULT_SCORE is _choices.DEFAULT_SCORE
+    assert plan.DEFAULT_BUDGETS is tiering_plan.DEFAULT_BUDGETS
     assert (plan.DEFAULT_PCIE_GBPS, plan.DEFAULT_GPU_GBPS, plan.DEFAULT_DISK_GBPS) == (
         tiering_plan.DEFAULT_PCIE_GBPS,
         tiering_plan.DEFAULT_GPU_GBPS,
         tiering_plan.DEFAULT_DISK_GBPS,
     )
-    assert plan.DEFAULT_PLACEMENT_GROUPS == plan_placement.DEFAULT_PLACEMENT_GROUPS
-    assert bench_gather.DTYPE_CHOICES == tuple(sorted(DTYPES))
+    assert plan.PAIR_MOVE_GROUPS == plan_placement.DEFAULT_PLACEMENT_GROUPS == placement_solver.PAIR_MOVE_GROUPS
+    assert tuple(sorted(bench_gather.GATHER_DTYPES)) == tuple(sorted(DTYPES))

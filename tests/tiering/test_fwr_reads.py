@@ -7,10 +7,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from graphtier._choices import DEFAULT_SCORE, SCORE_METHODS
 from graphtier.dataset.csc import edges_to_csc
 from graphtier.graph.scores import fanout_weighted_reads
 from graphtier.tiering.access import analyze_access
-from graphtier.tiering.hotness import DEFAULT_SCORE, SCORE_METHODS, compute_scores
+from graphtier.tiering.hotness import compute_scores
 from graphtier.tiering.reads import count_feature_reads
 from tests.tiering.test_access import power_law_dataset
 
