@@ -353,7 +353,8 @@ def _skipped(step: Step, why: str) -> dict[str, Any]:
 def _record(report: dict[str, Any], step: Step, result: dict[str, Any], estimate: dict[str, Any]) -> None:
     report["checks"].extend({"step": step.name, **row} for row in result["rows"])
     report["steps"][step.name] = {
-        "status": result["status"], "seconds": result.get("seconds"), "estimate_s": estimate["seconds"],
+        "date": report.get("date"), "status": result["status"], "seconds": result.get("seconds"),
+        "estimate_s": estimate["seconds"],
         "estimate_source": estimate["source"], "data": result.get("data", {}),
     }  # fmt: skip
 
@@ -422,6 +423,9 @@ def main(argv: list[str] | None = None) -> int:
         "devices": [] if args.time_twins else names, "torch": torch_version, "plan": args.plan,
         "budget_s": args.budget, "options": options, "left_for_later": later, "complete": False,
     }  # fmt: skip
+    if args.plan == "rerun":  # the output is the record of every call: the previous one's other steps stay
+        report.update(gpu_plan.carried_over(load_json(Path(args.previous)), [s.name for s in steps]))
+    report.setdefault("calls", []).append({"date": report["date"], "plan": args.plan, "steps": [s.name for s in steps]})
     code = run_plan(steps, options, output, report, args.budget, gpus, estimates=estimates)
     if args.time_twins and args.scale == 1.0 and code == 0:
         measured = {n: {"twin_s": s["seconds"], "scale": BY_NAME[n].twin_scale} for n, s in report["steps"].items()

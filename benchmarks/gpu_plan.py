@@ -108,6 +108,23 @@ def select_rerun(
     return chosen, [name for name in wanted if name not in chosen]
 
 
+def carried_over(previous: dict[str, Any], rerun: list[str]) -> dict[str, Any]:
+    """What a ``--plan rerun`` output starts from, so that it is the record of every call so far: the steps and
+    rows of ``previous`` that this call does not run again (each step with the date of the call that ran it),
+    and the list of earlier calls. A later rerun then reads one file for what failed and what never ran."""
+    date = previous.get("date")
+    calls = previous.get("calls") or [
+        {"date": date, "plan": previous.get("plan"), "steps": list(previous.get("steps", {}))}
+    ]
+    return {
+        "steps": {
+            name: {"date": date, **step} for name, step in previous.get("steps", {}).items() if name not in rerun
+        },
+        "checks": [row for row in previous.get("checks", []) if row.get("step") not in rerun],
+        "calls": list(calls),
+    }
+
+
 def markdown_table(report: dict[str, Any]) -> str:
     """The report as a markdown table (one line per row; a step's seconds and estimate on its first row)."""
     devices = ", ".join(report.get("devices") or []) or "no CUDA device"

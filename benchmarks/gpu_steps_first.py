@@ -5,6 +5,7 @@ and the headline gather figure. Each runs on the CPU too (its CPU twin), as far 
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import importlib.util
 import re
 import subprocess
@@ -61,15 +62,25 @@ def environment(ctx: StepContext) -> None:
     versions = {}
     for name in [*declared_dependencies(), *OPTIONAL]:
         if importlib.util.find_spec(name) is not None:
-            versions[name] = str(getattr(importlib.import_module(name), "__version__", "?"))
+            versions[name] = package_version(name)
     ctx.save("versions", {"python": sys.version.split()[0], **versions})
-    ctx.measured("packages", ", ".join(f"{k} {v}" for k, v in versions.items()))
+    ctx.measured("packages", ", ".join(f"{k} {v}" for k, v in {"python": sys.version.split()[0], **versions}.items()))
     absent = [f"{name} ({use})" for name, use in OPTIONAL.items() if name not in versions]
     ctx.measured("optional packages missing here", "; ".join(absent) or "none")
     if ctx.on_gpu:
         props = torch.cuda.get_device_properties(ctx.device)
         ctx.measured("device", f"{props.name}, {props.total_memory / 2**30:.0f} GiB, sm_{props.major}{props.minor}, "
                      f"CUDA {torch.version.cuda}")  # fmt: skip
+
+
+def package_version(module: str) -> str:
+    """The version of the package that provides ``module``: its ``__version__``, else its distribution's metadata
+    (rich has no ``__version__``), else "?"."""
+    version = getattr(importlib.import_module(module), "__version__", None)
+    if version is None:
+        distributions = importlib.metadata.packages_distributions().get(module, [])
+        version = importlib.metadata.version(distributions[0]) if distributions else "?"
+    return str(version)
 
 
 def gpu_test_files() -> list[str]:

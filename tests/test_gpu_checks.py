@@ -39,8 +39,11 @@ def _run(tmp_path: Path, steps: list[Step], gpus: int = 1, budget: float | None 
 
 
 def _estimates() -> dict[str, dict[str, Any]]:
+    """The estimates the script uses without --previous: a GPU run's seconds from the recorded results when they
+    exist (benchmarks/results/gpu_checks.json), else the CPU twins'."""
     twins = json.loads(gpu_plan.ESTIMATES.read_text()) if gpu_plan.ESTIMATES.exists() else None
-    return resolve_estimates({s.name: s.estimate_s for s in STEPS}, None, twins)
+    previous = json.loads(gpu_checks.RESULTS.read_text()) if gpu_checks.RESULTS.exists() else None
+    return resolve_estimates({s.name: s.estimate_s for s in STEPS}, previous, twins)
 
 
 def test_value_order_lists_every_step_once_and_plan_first_fits_its_budget(capsys: pytest.CaptureFixture[str]) -> None:
@@ -112,6 +115,30 @@ def test_rerun_reads_the_previous_json_named_on_the_command_line(
     path.write_text("{not json")
     with pytest.raises(SystemExit, match="not JSON"):
         gpu_checks.main(["--plan", "rerun", "--previous", str(path), "--dry-run"])
+
+
+def test_a_rerun_writes_the_record_of_every_call(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rerun's output keeps the previous call's steps it did not run (with that call's date), replaces the
+    rows of those it ran, and lists both calls: the next rerun reads one file."""
+    monkeypatch.setattr(gpu_checks, "detect_gpus", lambda: (0, [], "cpu"))
+    previous = {**_previous_first_call(), "date": "2026-11-28T17:59:37+00:00", "plan": "first"}
+    path = tmp_path / "previous.json"
+    path.write_text(json.dumps(previous))
+    output = tmp_path / "rerun.json"
+    gpu_checks.main(["--plan", "rerun", "--previous", str(path), "--budget", "100", "--output", str(output)])
+    report = json.loads(output.read_text())
+    rerun = report["calls"][1]["steps"]
+    assert report["calls"][0] == {"date": previous["date"], "plan": "first", "steps": list(previous["steps"])}
+    assert rerun[0] == "pytest" and report["calls"][1]["plan"] == "rerun"
+    for name in ("env", "train", "predict"):  # passed before, not run again: carried over with their date
+        assert report["steps"][name]["date"] == previous["date"] and name not in rerun
+        assert [r["status"] for r in report["checks"] if r["step"] == name] == ["pass"]
+    for name in rerun:  # run again (skipped here, no GPU): only this call's rows
+        assert report["steps"][name]["date"] == report["date"]
+        assert [r["status"] for r in report["checks"] if r["step"] == name] == ["skipped"]
+    chosen, _ = select_rerun(report, resolve_estimates({s.name: s.estimate_s for s in STEPS}, report, None), 1e6,
+                             {s.name: s.min_gpus for s in STEPS})  # fmt: skip
+    assert "env" not in chosen and "pytest" in chosen
 
 
 def test_the_docs_give_the_command_lines_verbatim_and_the_script_takes_them() -> None:

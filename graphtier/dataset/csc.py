@@ -263,31 +263,55 @@ def merge_list_halves(
     return new_indptr, indices[: int(new_indptr[-1])], int(duplicates), int(reciprocal)
 
 
+def edge_balanced_bounds(indptr: np.ndarray, parts: int) -> np.ndarray:
+    """int64 [parts + 1] node boundaries splitting nodes into ``parts`` ranges of about equal edge count.
+
+    ``indptr``: int64 [N + 1] CSC pointers. The ranges are ``bounds[p]:bounds[p + 1]``; they cover
+    ``0..N`` and are non-decreasing.
+    """
+    indptr = np.asarray(indptr)
+    num_nodes = indptr.shape[0] - 1
+    targets = np.linspace(0, int(indptr[-1]), parts + 1)
+    bounds = np.searchsorted(indptr, targets, side="left").astype(np.int64)
+    bounds = np.minimum(bounds, num_nodes)
+    bounds[0] = 0
+    bounds[-1] = num_nodes
+    return np.maximum.accumulate(bounds)
+
+
+_RECIPROCITY_RANGES = 256  # vertex ranges of about equal edge count, counted in parallel
+
+
 @numba.njit(parallel=True, cache=True, nogil=True)
-def _reciprocity(indptr: np.ndarray, indices: np.ndarray) -> tuple[int, int, int]:
-    reciprocal = 0
-    duplicates = 0
-    asymmetric = 0
-    for v in numba.prange(indptr.shape[0] - 1):
-        i = indptr[v]
-        stop = indptr[v + 1]
-        while i < stop:
-            u = indices[i]
-            a = 0
-            while i < stop and indices[i] == u:
-                a += 1
-                i += 1
-            duplicates += a - 1
-            if u == v:
-                continue
-            other = indices[indptr[u] : indptr[u + 1]]
-            lo = np.searchsorted(other, v, side="left")
-            hi = np.searchsorted(other, v, side="right")
-            b = hi - lo
-            reciprocal += min(a, b)
-            if a != b:
-                asymmetric += 1
-    return reciprocal, duplicates, asymmetric
+def _reciprocity(indptr: np.ndarray, indices: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+    # one row of counts (reciprocal, duplicates, asymmetric) per range of vertices bounds[c]:bounds[c + 1],
+    # summed by the caller: no scalar reductions over prange (numba 0.68 on Python 3.12 fails to compile
+    # those out of this loop nest: "unexpected cycle in lookup()")
+    counts = np.zeros((bounds.shape[0] - 1, 3), np.int64)
+    for c in numba.prange(bounds.shape[0] - 1):
+        reciprocal = 0
+        duplicates = 0
+        asymmetric = 0
+        for v in range(bounds[c], bounds[c + 1]):
+            i = indptr[v]
+            stop = indptr[v + 1]
+            while i < stop:
+                u = indices[i]
+                a = 0
+                while i < stop and indices[i] == u:
+                    a += 1
+                    i += 1
+                duplicates += a - 1
+                if u != v:
+                    other = indices[indptr[u] : indptr[u + 1]]
+                    b = np.searchsorted(other, v, side="right") - np.searchsorted(other, v, side="left")
+                    reciprocal += min(a, b)
+                    if a != b:
+                        asymmetric += 1
+        counts[c, 0] = reciprocal
+        counts[c, 1] = duplicates
+        counts[c, 2] = asymmetric
+    return counts
 
 
 def reciprocity(indptr: np.ndarray, indices: np.ndarray) -> tuple[int, int, bool]:
@@ -297,8 +321,10 @@ def reciprocity(indptr: np.ndarray, indices: np.ndarray) -> tuple[int, int, bool
     repeats, ``min`` of the two multiplicities); ``duplicates``: stored repeats of an edge;
     ``symmetric``: every edge ``u -> v`` is stored as often as ``v -> u``. O(E log degree).
     """
-    reciprocal, duplicates, asymmetric = _reciprocity(np.asarray(indptr), np.asarray(indices))
-    return int(reciprocal), int(duplicates), asymmetric == 0
+    indptr = np.asarray(indptr)
+    bounds = edge_balanced_bounds(indptr, _RECIPROCITY_RANGES)
+    reciprocal, duplicates, asymmetric = _reciprocity(indptr, np.asarray(indices), bounds).sum(axis=0)
+    return int(reciprocal), int(duplicates), bool(asymmetric == 0)
 
 
 def reciprocity_reference(indptr: np.ndarray, indices: np.ndarray) -> tuple[int, int, bool]:

@@ -14,22 +14,6 @@ import numba
 import numpy as np
 
 
-def edge_balanced_bounds(indptr: np.ndarray, parts: int) -> np.ndarray:
-    """int64 [parts + 1] node boundaries splitting nodes into ``parts`` ranges of about equal edge count.
-
-    ``indptr``: int64 [N + 1] CSC pointers. The ranges are ``bounds[p]:bounds[p + 1]``; they cover
-    ``0..N`` and are non-decreasing.
-    """
-    indptr = np.asarray(indptr)
-    num_nodes = indptr.shape[0] - 1
-    targets = np.linspace(0, int(indptr[-1]), parts + 1)
-    bounds = np.searchsorted(indptr, targets, side="left").astype(np.int64)
-    bounds = np.minimum(bounds, num_nodes)
-    bounds[0] = 0
-    bounds[-1] = num_nodes
-    return np.maximum.accumulate(bounds)
-
-
 @numba.njit(parallel=True, cache=True, nogil=True)
 def count_occurrences(indices: np.ndarray, num_nodes: int, parts: int) -> np.ndarray:
     """int64 [N]: how many times each node id occurs in ``indices`` (int32/int64 [E]).

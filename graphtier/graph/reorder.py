@@ -29,6 +29,7 @@ import numba
 import numpy as np
 
 from graphtier._progress import NO_PROGRESS, Progress
+from graphtier.dataset.csc import edge_balanced_bounds
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.link_split import LINK_META_KEY, LinkPairs, LinkSplit
 from graphtier.dataset.original_ids import NODE_IDS_JSON, json_node_ids
@@ -37,7 +38,6 @@ from graphtier.dataset.schema import Schema
 from graphtier.dataset.writer import DatasetWriter
 from graphtier.errors import DatasetError
 from graphtier.graph import _reorder_kernels as kernels
-from graphtier.graph._score_kernels import edge_balanced_bounds
 
 EDGE_CHUNK = 1 << 26  # new edges relocated per block (256 MiB of int32 output)
 FEATURE_CHUNK_BYTES = 1 << 28  # feature bytes gathered per block

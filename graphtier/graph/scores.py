@@ -31,6 +31,7 @@ import scipy.sparse
 
 from graphtier._fanouts import check_fanouts
 from graphtier._progress import NO_PROGRESS, Progress
+from graphtier.dataset.csc import edge_balanced_bounds
 from graphtier.errors import OptionError
 from graphtier.graph import _reads_kernels as reads_kernels
 from graphtier.graph import _score_kernels as kernels
@@ -89,7 +90,7 @@ def _pagerank_rounds(
     indices = np.asarray(indices)
     num_nodes = indptr.shape[0] - 1
     parts = numba.get_num_threads()
-    bounds = kernels.edge_balanced_bounds(indptr, parts)
+    bounds = edge_balanced_bounds(indptr, parts)
     partials = np.zeros((parts, num_nodes), dtype=np.float64)
     current = np.array(initial, dtype=np.float64, copy=True)
     following = np.empty_like(current)
@@ -306,7 +307,7 @@ def seeded_fanout_weighted_reads(
     if num_nodes == 0:
         return np.zeros(0, dtype=np.float64)
     parts = numba.get_num_threads()
-    bounds = kernels.edge_balanced_bounds(indptr, parts)
+    bounds = edge_balanced_bounds(indptr, parts)
     partials = np.zeros((parts, num_nodes), dtype=np.float64)
     values = np.empty(num_nodes, dtype=np.float64)
     survival = mode == "batch"

@@ -24,6 +24,7 @@ import numpy as np
 
 from graphtier._fanouts import Fanouts
 from graphtier._progress import NO_PROGRESS, Progress
+from graphtier.dataset.csc import edge_balanced_bounds
 from graphtier.dataset.schema import RelationType, Schema
 from graphtier.errors import OptionError
 from graphtier.graph import _reads_kernels as reads_kernels
@@ -114,7 +115,7 @@ def typed_fanout_weighted_reads(
     if num_nodes == 0 or num_rows == 0:
         return TypedReads(total if not survival else current * float(seeds.num_batches), entries)
     parts = numba.get_num_threads()
-    bounds = kernels.edge_balanced_bounds(indptr, parts)
+    bounds = edge_balanced_bounds(indptr, parts)
     partials = np.zeros((parts, num_nodes), dtype=np.float64)
     values = np.empty(num_rows, dtype=np.float64)
     spans = [

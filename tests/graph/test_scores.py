@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from graphtier.dataset.csc import edges_to_csc
+from graphtier.dataset.csc import edge_balanced_bounds, edges_to_csc
 from graphtier.errors import OptionError
 from graphtier.graph import _score_kernels as kernels
 from graphtier.graph.scores import (
@@ -55,7 +55,7 @@ def test_scatter_and_share_match_references(spec: tuple[int, int, int], parts: i
     ref_shares, ref_dangling = kernels.share_per_neighbour_reference(indptr, scores)
     np.testing.assert_allclose(shares, ref_shares, rtol=1e-14)
     assert dangling == pytest.approx(ref_dangling, rel=1e-12, abs=1e-15)
-    bounds = kernels.edge_balanced_bounds(indptr, parts)
+    bounds = edge_balanced_bounds(indptr, parts)
     assert bounds[0] == 0 and bounds[-1] == n and np.all(np.diff(bounds) >= 0)
     partials = np.zeros((parts, n))
     kernels.scatter_to_neighbours(indptr, indices, shares, bounds, partials)

@@ -200,6 +200,10 @@ def test_reciprocity_matches_reference() -> None:
         e = int(rng.integers(0, 40))
         indptr, indices = edges_to_csc_reference(rng.integers(0, n, e), rng.integers(0, n, e), n)
         assert reciprocity(indptr, indices) == reciprocity_reference(indptr, indices)
+    # more vertices than the kernel's vertex ranges, with repeats and self-loops
+    src, dst = rng.integers(0, 3000, 20_000), rng.integers(0, 3000, 20_000)
+    indptr, indices = edges_to_csc_reference(np.concatenate([src, dst[:9000]]), np.concatenate([dst, src[:9000]]), 3000)
+    assert reciprocity(indptr, indices) == reciprocity_reference(indptr, indices)
 
 
 @settings(max_examples=60, deadline=None)
