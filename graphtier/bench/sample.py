@@ -36,7 +36,7 @@ def run_sample_benchmark(
     baseline_seconds: float = 0.0,
     device: str = "cpu",
     topology_budgets: tuple[str, ...] = ("0", "10%", "100%"),
-    sorted_reads: bool = False,
+    sorted_reads: bool | None = None,
 ) -> dict[str, Any]:
     """Sample ``warmup + batches`` mini-batches of ``ds`` and time the last ``batches``; returns a JSON-able dict.
 

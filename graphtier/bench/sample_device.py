@@ -44,7 +44,7 @@ def time_device_sampler(
     device: torch.device,
     topology_budget: str,
     seed: int = 0,
-    sorted_reads: bool = False,
+    sorted_reads: bool | None = None,
     picks: str = "auto",
     kernels: Any = None,
 ) -> dict[str, Any]:

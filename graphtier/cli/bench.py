@@ -55,7 +55,12 @@ def command() -> None:
     show_default=True,
     help="--device cuda: share of the edge lists in GPU memory, one GPU run per value.",
 )
-@click.option("--sorted-reads", is_flag=True, help="--device cuda: read edge lists in ascending order (GraphBolt).")
+@click.option(
+    "--sorted-reads/--unsorted-reads",
+    default=None,
+    help="--device cuda: read edge lists in ascending order (GraphBolt) or not; default: sorted when more than "
+    "1 in 50 of a hop's positions is read off the GPU.",
+)
 @click.option("--json", "json_path", type=click.Path(path_type=Path), default=None, help="Also save results here.")
 def sample_command(
     dataset: Path,
@@ -71,7 +76,7 @@ def sample_command(
     baseline_seconds: float,
     device: str,
     topology_budgets: str,
-    sorted_reads: bool,
+    sorted_reads: bool | None,
     json_path: Path | None,
 ) -> None:
     """Time the mini-batch sampler on DATASET: sampled edges/s, mini-batches/s, unique nodes per batch.

@@ -56,6 +56,10 @@ from graphtier.memory.tiered import torch_dtype_of, upload_rows
 from graphtier.memory.unified import HostRegistrar, UnifiedTensor, page_aligned_empty
 
 INDPTR_ENTRY_BYTES = 8
+# sorted reads pay when more than this share of a call's positions is read off the GPU: on an H200
+# (docs/benchmarks.md, 2026-11-28) sorting costs ~0.14 ns a position and saves ~9 ns a zero-copy read
+# (97 -> 691 M positions/s all on the host; 12,816 -> 4,507 M/s all on the GPU); break-even near 1.6%
+SORT_ABOVE_OFF_GPU_SHARE = 1 / 50
 # a sampler reads indptr[v] and indptr[v + 1] of every destination v
 INDPTR_BYTES_PER_DESTINATION = 2 * INDPTR_ENTRY_BYTES
 
@@ -90,7 +94,8 @@ class TieredTopology:
         kernels: the kernel module (default :mod:`graphtier.memory._topology_kernels` on CUDA); given on
             the CPU it runs the device path there (tests pass the interpreted module).
         sorted_reads: gather the positions in ascending order (sort, gather, scatter back), so the
-            zero-copy and disk reads walk memory forward.
+            zero-copy and disk reads walk memory forward. None (the default): per call, sort when more than
+            :data:`SORT_ABOVE_OFF_GPU_SHARE` of the positions are read from host RAM or disk.
         gpu_ranges: the positions of the "gpu" tier (``plan.local_rows`` entries in all); None: the prefix
             ``[0, plan.local_rows)``. Several ranges make ``plan`` a plan over the tier order (module docstring).
 
@@ -108,7 +113,7 @@ class TieredTopology:
         registrar: HostRegistrar | None = None,
         log: Callable[[str], None] = print,
         kernels: ModuleType | None = None,
-        sorted_reads: bool = False,
+        sorted_reads: bool | None = None,
         gpu_ranges: GpuRanges | None = None,
     ) -> None:
         check_topology_arrays(indptr, indices)
@@ -218,7 +223,7 @@ class TieredTopology:
         if low < 0 or high >= self.num_edges:
             raise IndexError(f"edge positions must be in [0, {self.num_edges}), found [{low}, {high}]")
         with self._lock:
-            if self.sorted_reads:
+            if self._sorts(count, below_local):
                 out = self._gather_sorted(positions, order, count - below_host)
             else:
                 out = self._gather(positions, order, count - below_host)
@@ -226,6 +231,12 @@ class TieredTopology:
                 self.itemsize, gpu=below_local, host=below_host - below_local, disk=count - below_host, requested=count
             )
         return out
+
+    def _sorts(self, count: int, below_local: int) -> bool:
+        """Whether a call of ``count`` positions, ``below_local`` of them in the GPU tier, gathers sorted."""
+        if self.sorted_reads is not None:
+            return self.sorted_reads
+        return (count - below_local) > SORT_ABOVE_OFF_GPU_SHARE * count
 
     def _position_stats(self, positions: torch.Tensor, order: torch.Tensor) -> tuple[int, int, int, int]:
         """(min, max of positions, count of tier order < local_rows, < host_end) of non-empty positions; one
@@ -363,7 +374,7 @@ def make_topology(
     registrar: HostRegistrar | None = None,
     log: Callable[[str], None] = print,
     kernels: ModuleType | None = None,
-    sorted_reads: bool = False,
+    sorted_reads: bool | None = None,
     in_flight_bytes: int = 0,
     gpu_ranges_for: Callable[[int], Sequence[tuple[int, int]]] | None = None,
 ) -> TieredTopology:

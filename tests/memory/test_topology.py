@@ -120,6 +120,27 @@ def test_sorted_reads_give_the_same_result_and_traffic(path: str) -> None:
     assert torch.equal(results[0][0], torch.from_numpy(indices[positions.numpy()].astype(np.int64)))
 
 
+@pytest.mark.parametrize(("budget", "sorts"), [("100%", False), ("0", True), ("20%", True)])
+def test_default_reads_sort_when_over_one_in_fifty_positions_are_off_the_gpu(
+    budget: str, sorts: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    indptr, indices = random_graph(2000, np.int32, seed=3)
+    sorted_calls = []
+    original = TieredTopology._gather_sorted
+    monkeypatch.setattr(TieredTopology, "_gather_sorted", lambda self, *a: sorted_calls.append(1) or original(self, *a))
+    with build(indptr, indices, budget, None, "kernels", registrar=FakeRegistrar()) as topology:
+        assert topology.sorted_reads is None
+        positions = torch.from_numpy(np.random.default_rng(5).integers(0, indices.shape[0], 3000))
+        got = topology.gather_positions(positions)
+        assert torch.equal(got, torch.from_numpy(indices[positions.numpy()].astype(np.int64)))
+        assert bool(sorted_calls) == sorts
+        sorted_calls.clear()
+        gpu_only = positions[positions < topology.plan.local_rows][:100]
+        if gpu_only.numel():  # a call that reads only the GPU tier is not sorted
+            topology.gather_positions(gpu_only)
+            assert not sorted_calls
+
+
 @settings(max_examples=25, deadline=None)
 @given(
     num_edges=st.integers(1, 400),
