@@ -58,6 +58,7 @@ _EXPORTS: dict[str, str] = {
     # training
     "TrainConfig": "graphtier.train",
     "Trainer": "graphtier.train",
+    "Loader": "graphtier.train",
     "train": "graphtier.train",
     "TrainResult": "graphtier.train",
     "build_model": "graphtier.train",
@@ -127,6 +128,7 @@ if TYPE_CHECKING:  # static analysers see the real names
     from graphtier.tiering.seeds import EpochSeeds
     from graphtier.train import (
         DistSpec,
+        Loader,
         ModelSpec,
         OptimSpec,
         Predictions,

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 # public name -> module that defines it
 _EXPORTS: dict[str, str] = {
     "DistSpec": "graphtier.train.spec",
+    "Loader": "graphtier.train.loader",
     "ModelSpec": "graphtier.train.spec",
     "OptimSpec": "graphtier.train.spec",
     "Predictions": "graphtier.train.predict",
@@ -34,6 +35,7 @@ __all__ = [*_EXPORTS]
 
 if TYPE_CHECKING:  # static analysers see the real names
     from graphtier.train.config import TrainConfig, parse_fanouts
+    from graphtier.train.loader import Loader
     from graphtier.train.models import build_model
     from graphtier.train.predict import Predictions, predict
     from graphtier.train.result import TrainResult

@@ -181,12 +181,7 @@ class TrainConfig:
     def validate_link(self, dataset: Dataset) -> None:
         """Link prediction needs features, the edge split's training pairs and the neighbour sampler."""
         path = dataset.path
-        if dataset.link is None or dataset.link.pairs("train").num_positives == 0:
-            raise OptionError(
-                f"{path}: {{task=link}} needs a dataset with an edge split (link_train.npy), found none; "
-                "prepare it with --edge-split TRAIN,VALID,TEST",
-                options=("task",),
-            )
+        require_link_split(dataset)
         if dataset.features is None:
             raise OptionError(
                 f"{path}: dataset has no features (feature_dim 0); re-import it with {{synthetic_features=DIM}}",
@@ -257,4 +252,14 @@ class TrainConfig:
                 ("save_model", run.save_model, "file"),
             ],
             dataset=dataset.path,
+        )
+
+
+def require_link_split(dataset: Dataset) -> None:
+    """Raise :class:`OptionError` (naming ``task``) unless ``dataset`` has an edge split with training pairs."""
+    if dataset.link is None or dataset.link.pairs("train").num_positives == 0:
+        raise OptionError(
+            f"{dataset.path}: {{task=link}} needs a dataset with an edge split (link_train.npy), found none; "
+            "prepare it with --edge-split TRAIN,VALID,TEST",
+            options=("task",),
         )

@@ -36,6 +36,7 @@ class DeviceBatch:
         seed_index: int64 [B] rows of the model output that belong to the seeds.
         degree: float [len(n_id)] full-graph in-degrees of the batch's nodes (GCN with full degrees), else None.
         src_index, dst_index: int64 [M] output rows of each pair's source and destination (link batches), else None.
+        n_id: int64 [len(n_id)] global ids of the batch's nodes, seeds first (a typed batch: ``{type: local ids}``).
     """
 
     x: Any  # torch.Tensor; TypedDeviceBatch: dict[str, torch.Tensor]
@@ -45,6 +46,7 @@ class DeviceBatch:
     degree: torch.Tensor | None
     src_index: torch.Tensor | None = None
     dst_index: torch.Tensor | None = None
+    n_id: Any = None
 
     def forward(self, model: nn.Module) -> torch.Tensor:
         """The model's output rows of this batch: ``model(x, blocks, degree)``."""
@@ -57,8 +59,6 @@ class TypedDeviceBatch(DeviceBatch):
     (featured types only), ``blocks`` the :class:`~graphtier.sampling.typed_batch.TypedBlock` list and ``n_id``
     ``{type: int64 local ids}`` (for the learnable tables of featureless types); ``seed_index`` indexes the
     target type's output rows."""
-
-    n_id: dict[str, torch.Tensor] | None = None
 
     def forward(self, model: nn.Module) -> torch.Tensor:
         """The target type's output rows: ``model(x, blocks, n_id)`` (a typed model)."""
@@ -143,16 +143,15 @@ class BatchFeed:
         blocks = [blk.to(self.device, non_blocking=non_blocking) for blk in batch.blocks]
         y = item.y.to(self.device, non_blocking=non_blocking)
         seed_index = batch.seed_index.to(self.device, non_blocking=non_blocking)
-        degree = None
-        if self.block_degree is not None:
-            degree = self.block_degree[batch.n_id.to(self.device, non_blocking=non_blocking)]
+        n_id = batch.n_id.to(self.device, non_blocking=non_blocking)
+        degree = None if self.block_degree is None else self.block_degree[n_id]
         src_index = dst_index = None
         if isinstance(batch, LinkMiniBatch):
             src_index = batch.src_index.to(self.device, non_blocking=non_blocking)
             dst_index = batch.dst_index.to(self.device, non_blocking=non_blocking)
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
-        return DeviceBatch(x, blocks, y, seed_index, degree, src_index, dst_index)
+        return DeviceBatch(x, blocks, y, seed_index, degree, src_index, dst_index, n_id)
 
     def _typed_to_device(self, item: PreparedBatch, batch: TypedMiniBatch, non_blocking: bool) -> TypedDeviceBatch:
         assert isinstance(item.x, dict)
