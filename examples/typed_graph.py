@@ -17,7 +17,6 @@ import graphtier
 
 graphtier.configure_threads()
 
-from graphtier.dataset.synthetic_mag import generate_mag  # noqa: E402  (graphtier generate --hetero mag)
 from graphtier.train import train  # noqa: E402  (imports torch)
 
 
@@ -31,7 +30,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run(nodes: int, epochs: int, work: Path) -> float:
     """Train HeteroSAGE on a generated MAG-like graph; returns the exact test accuracy of ``predict``."""
-    ds = generate_mag(work / "mag", nodes=nodes, feature_dim=32, train_fraction=0.3, test_fraction=0.2, overwrite=True)
+    ds = graphtier.generate_mag(
+        work / "mag", nodes=nodes, feature_dim=32, train_fraction=0.3, test_fraction=0.2, overwrite=True
+    )
     for node_type in ds.schema.node_types:
         print(f"  {node_type.name}: {node_type.count:,} nodes, {node_type.feature_dim} features")
     for relation in ds.schema.relations:

@@ -28,6 +28,7 @@ _EXPORTS: dict[str, str] = {
     "Dataset": "graphtier.dataset",
     "DatasetWriter": "graphtier.dataset",
     "generate": "graphtier.dataset.synthetic",
+    "generate_mag": "graphtier.dataset.synthetic_mag",
     # samplers
     "NeighborSampler": "graphtier.sampling",
     "DeviceNeighborSampler": "graphtier.sampling",
@@ -92,6 +93,7 @@ __all__ = [
 if TYPE_CHECKING:  # static analysers see the real names
     from graphtier.dataset import Dataset, DatasetWriter
     from graphtier.dataset.synthetic import generate
+    from graphtier.dataset.synthetic_mag import generate_mag
     from graphtier.graph.reorder import reorder_dataset
     from graphtier.graphstore import GraphStore
     from graphtier.memory import (

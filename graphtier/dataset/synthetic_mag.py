@@ -159,14 +159,16 @@ def generate_mag(
 ) -> Dataset:
     """Generate the MAG-like typed dataset of the module docstring at ``output`` and open it.
 
+    ``num_classes``, ``feature_dim``, ``degree_exponent``, ``homophily``, ``feature_noise``, the train, valid and
+    test fractions, ``feature_dtype``, ``seed``, ``chunk_edges``, ``max_degree`` and ``progress`` are as
+    :func:`graphtier.dataset.synthetic.generate`'s (fractions of the papers; ``max_degree`` caps every type's
+    expected degree).
+
     Args:
         output: dataset directory to create (atomically; an existing one needs ``overwrite``).
         nodes: the number of papers (the other types scale with it, :func:`type_counts`).
         degrees: per-relation degrees (:func:`parse_degrees`: ``"cites=8,writes=3"`` or a mapping).
         add_reverse: also store ``(dst, rev_<name>, src)`` for every relation (default True).
-        num_classes, feature_dim, degree_exponent, homophily, feature_noise, train/valid/test_fraction,
-            feature_dtype, seed, chunk_edges, max_degree, progress: as :func:`graphtier.dataset.synthetic.generate`
-            (fractions of the papers; ``max_degree`` caps every type's expected degree).
         homogeneous_only: ``edge_split``, ``eval_negatives``, ``undirected`` (refused unless unset).
 
     Returns:
