@@ -13,6 +13,7 @@ from __future__ import annotations
 import errno
 import os
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 
 from graphtier.errors import DatasetError, ResourceError
@@ -93,6 +94,14 @@ def require_node_capacity(num_nodes: int, what: str) -> None:
             f"{what}: {num_nodes:,} nodes in all need at least {human_bytes(needed)} of memory ({NODE_BYTES} bytes a node "
             f"for the per-node arrays of info and train), this machine has {human_bytes(total)}"
         )
+
+
+def require_type_capacity(counts: Mapping[str, int], where: str) -> None:
+    """:func:`require_node_capacity` of the node types ``counts`` (name -> count) together, the message naming
+    ``where`` and the largest type (``'graph.json: nodes (user count 1,000)'``)."""
+    if counts:
+        largest = max(counts, key=lambda name: counts[name])
+        require_node_capacity(sum(counts.values()), f"{where} ({largest} count {counts[largest]:,})")
 
 
 def require_memory(needed: int, what: str, *, options: tuple[str, ...] = ()) -> None:

@@ -197,10 +197,7 @@ class Schema:
         if not self.relations:
             raise DatasetError(f"{path}: expected at least one relation, found none")
         if self.hetero:  # a homogeneous count is backed by indptr.npy's length, a typed one is not
-            largest = max(self.node_types, key=lambda t: t.count)
-            resources.require_node_capacity(
-                self.num_nodes, f"{path}: hetero.node_types ({largest.name} count {largest.count:,})"
-            )
+            resources.require_type_capacity({t.name: t.count for t in self.node_types}, f"{path}: hetero.node_types")
 
     # ------------------------------------------------------------------ queries
     @property

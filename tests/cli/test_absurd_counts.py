@@ -33,7 +33,7 @@ def test_absurd_counts_refused_at_prepare_and_open(tmp_path: Path) -> None:
         folder.mkdir()
         manifest = _tiny(folder, **{"nodes/user/count": count})
         runs.append(["prepare", "manifest", str(manifest), str(folder / "out")])
-        expected.append([f"{manifest}: nodes.user.count {count:,}", *fragments])
+        expected.append([f"{manifest}: nodes (user count {count:,})", *fragments])
         edited = folder / "edited"
         _edit_count(dataset.path, edited, count)
         for command in (["info"], ["train", "--featureless", "embedding"], ["train", "--featureless", "onehot"]):

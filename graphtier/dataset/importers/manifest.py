@@ -105,11 +105,7 @@ class Manifest:
                 self.labels[type_name] = self.file(f"{key}.labels", entry["labels"])
             self.counts[type_name] = count
         known = {t: c for t, c in self.counts.items() if c is not None}
-        if known:
-            largest = max(known, key=lambda t: known[t])
-            resources.require_node_capacity(
-                sum(known.values()), f"{self.path}: nodes.{largest}.count {known[largest]:,}"
-            )
+        resources.require_type_capacity(known, f"{self.path}: nodes")
         edges = raw.get("edges", [] if self.adjacency is not None else None)
         if not isinstance(edges, list) or not (edges or self.adjacency):
             self.fail("edges", "a list of relations [{type: [src, name, dst], path}]", _kind(edges))

@@ -234,10 +234,7 @@ def write_typed_graph(
     if add_reverse:
         relations = with_reverse(relations)
     counts = {t.name: int(t.count) for t in types}
-    largest = max(types, key=lambda t: t.count)
-    resources.require_node_capacity(
-        sum(counts.values()), f"{writer.output}: node types ({largest.name} count {largest.count:,})"
-    )
+    resources.require_type_capacity(counts, f"{writer.output}: node types")
     if len(counts) != len(types):
         raise DatasetError(f"{writer.output}: node types must be distinct, found {[t.name for t in types]}")
     for rel in relations:
