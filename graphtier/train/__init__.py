@@ -58,7 +58,8 @@ def __dir__() -> list[str]:
 
 
 class _Package(types.ModuleType):
-    """This package: a public name stays the function when the submodule of the same name is imported.
+    """This package: a public name stays the function when the submodule of the same name is imported, and the
+    package called is :func:`train`.
 
     Importing ``graphtier.train.predict`` (the module) binds it to the package's attribute ``predict``, which names
     the function :func:`~graphtier.train.predict.predict`; that binding is skipped, so ``graphtier.train.predict``
@@ -68,6 +69,11 @@ class _Package(types.ModuleType):
         if name in _EXPORTS and isinstance(value, types.ModuleType):
             return
         super().__setattr__(name, value)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """``graphtier.train(...)`` is :func:`~graphtier.train.trainer.train` also when this package was imported
+        first (the import binds the package, not the function, to the name ``train`` of :mod:`graphtier`)."""
+        return self.train(*args, **kwargs)
 
 
 sys.modules[__name__].__class__ = _Package

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -119,3 +122,17 @@ def test_bad_arguments_are_one_line_errors(tiny_dataset: Dataset, kwargs: dict, 
 def test_placement_options_with_an_open_store_are_refused(tiny_dataset: Dataset) -> None:
     with GraphStore.open(tiny_dataset) as store, pytest.raises(OptionError, match="features_on"):
         Loader(store, features_on="tiered")
+
+
+def test_graphtier_train_is_callable_whichever_is_imported_first(tiny_dataset: Dataset) -> None:
+    """``import graphtier.train`` binds the package to ``graphtier.train``; calling it still trains."""
+    code = (
+        "import sys, graphtier.train, graphtier\n"
+        "assert callable(graphtier.train) and graphtier.train.predict.__module__ == 'graphtier.train.predict'\n"
+        "result = graphtier.train(sys.argv[1], epochs=1, fanouts=(3,), hidden=8, quiet=True)\n"
+        "print(type(result).__name__, 'test_acc' in result['final'])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code, str(tiny_dataset.path)], capture_output=True, text=True,
+                          env=dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2])))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["TrainResult", "True"]
