@@ -143,7 +143,9 @@ class LinkTask(Task):
     def outputs(self, model: nn.Module, out: torch.Tensor, batch: DeviceBatch) -> torch.Tensor:
         """Logits float [M]: the decoder's score of each pair's source and destination embeddings."""
         assert isinstance(model, LinkModel) and batch.src_index is not None and batch.dst_index is not None
-        return model.score(out[batch.src_index], out[batch.dst_index])
+        # index_select, not out[index]: the backward of indexing adds the rows of a node in several pairs in a
+        # thread-dependent order on the CPU (the same seed gave other losses run to run); index_add_ does not
+        return model.score(out.index_select(0, batch.src_index), out.index_select(0, batch.dst_index))
 
     def loss(self, outputs: torch.Tensor, y: torch.Tensor, reduction: str = "mean") -> torch.Tensor:
         return F.binary_cross_entropy_with_logits(outputs, y, reduction=reduction)

@@ -10,9 +10,12 @@ import torch
 
 from graphtier import Dataset, OptionError
 from graphtier.train import TrainConfig, Trainer, train
+from graphtier.train.feed import DeviceBatch
 from graphtier.train.link_model import LinkModel, build_task_model, score_pairs
 from graphtier.train.report import epoch_summary, final_summary
 from graphtier.train.saved import load_model
+from graphtier.train.spec import TaskSpec
+from graphtier.train.task import LinkTask
 from tests.conftest import write_labelled_graph, write_link_dataset
 
 SMALL = dict(task="link", batch_size=128, hidden=16, fanouts=(5, 5), eval_batch_size=256, lr=0.01)
@@ -162,3 +165,27 @@ def test_link_trains_on_two_cpu_ranks(tiny_link_dataset: Dataset, tmp_path: Path
     pairs = int(tiny_link_dataset.link.pairs("train").num_positives)
     assert sum(rank["seeds"] for rank in report["ranks"]) == pairs * 2  # a positive and a negative per pair
     assert report["final"]["test_auc"] is not None and report["epochs"][0]["valid_auc"] is not None
+
+
+def test_pair_outputs_have_the_same_gradient_bits_on_every_run_with_two_threads() -> None:
+    # the rows of a node in several pairs were summed by indexing's backward in a thread-dependent order: two
+    # link runs with the same seed gave losses 1e-6 apart on 2 threads (bit-equal on 1)
+    previous = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        torch.manual_seed(0)
+        model = build_task_model("link", "sage", 8, 16, 2, 1, decoder="mlp", dropout=0.0)
+        out = torch.randn(20_000, 16, requires_grad=True)
+        index = torch.randint(0, 2_000, (2, 200_000))
+        batch = DeviceBatch(None, [], torch.zeros(200_000), torch.arange(1), None, index[0], index[1])
+        task = LinkTask(TaskSpec(task="link"))
+
+        def run() -> torch.Tensor:
+            out.grad = None
+            task.outputs(model, out, batch).sum().backward()
+            return out.grad.clone()
+
+        first = run()
+        assert all(torch.equal(first, run()) for _ in range(4))
+    finally:
+        torch.set_num_threads(previous)
