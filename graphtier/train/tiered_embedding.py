@@ -26,8 +26,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+import numpy as np
 import torch
 from torch import Tensor, nn
+
+from graphtier.train._adam_kernels import adam_rows, sum_by_id
 
 ADAM_STATE_FLOATS = 2
 """Floats of optimizer state per table float (Adam's two moments)."""
@@ -66,6 +69,7 @@ class TieredEmbedding(nn.Module):
         self.cold = {key: value[hot:] for key, value in full.items()}
         self.rows_read = {"device": 0, "host": 0}  # rows gathered from each tier, cumulative
         self._pending: list[tuple[Tensor, Tensor]] = []
+        self._slot: np.ndarray | None = None
 
     @property
     def hot_rows(self) -> int:
@@ -125,9 +129,12 @@ class TieredEmbedding(nn.Module):
         ids = ids.long()
         out_device = ids.device
         if self.hot_rows == self.count:
-            rows = self.hot["weight"][ids.to(self.device)]
+            rows = self.hot["weight"].index_select(0, ids.to(self.device))
             self.rows_read["device"] += int(ids.shape[0])
             return rows.to(out_device)
+        if self.hot_rows == 0 and out_device.type == "cpu":  # every row in host memory, read where it is
+            self.rows_read["host"] += int(ids.shape[0])
+            return self.cold["weight"].index_select(0, ids)
         hot_at, hot_ids, cold_at, cold_ids = self._split(ids)
         out = torch.empty((ids.shape[0], self.dim), dtype=self.hot["weight"].dtype, device=out_device)
         out[hot_at] = self.hot["weight"][hot_ids.to(self.device)].to(out_device)
@@ -155,10 +162,12 @@ class TieredEmbedding(nn.Module):
             return None
         ids = torch.cat([ids for ids, _ in pairs])
         grads = torch.cat([grad for _, grad in pairs])
-        unique, inverse = torch.unique(ids, return_inverse=True)
-        summed = torch.zeros((unique.shape[0], self.dim), dtype=grads.dtype, device=grads.device)
-        summed.index_add_(0, inverse, grads)
-        return unique, summed
+        if ids.device.type != "cpu":
+            return sum_by_id_reference(ids, grads)
+        if self._slot is None:  # the kernel's scratch: one int32 per row, -1 between steps
+            self._slot = np.full(self.count, -1, dtype=np.int32)
+        unique, summed = sum_by_id(ids.numpy(), grads.contiguous().numpy(), self._slot)
+        return torch.from_numpy(unique), torch.from_numpy(summed)
 
     def adam_step(self, lr: float, betas: tuple[float, float], eps: float, weight_decay: float) -> None:
         """Row-wise Adam on the rows touched since the last step, each in its tier (see the module)."""
@@ -211,7 +220,30 @@ class TieredEmbedding(nn.Module):
 
 def _adam_rows(tier: dict[str, Tensor], rows: Tensor, grad: Tensor, lr: float, betas: tuple[float, float],
                eps: float, weight_decay: float) -> None:  # fmt: skip
-    """Adam (``torch.optim.Adam``'s formula, a step count per row) on ``rows`` of one tier, in place."""
+    """Adam (``torch.optim.Adam``'s formula, a step count per row) on ``rows`` (distinct) of one tier, in place:
+    the numba kernel where the tier is in host memory (:mod:`graphtier.train._adam_kernels`), torch ops on a
+    device (:func:`adam_rows_reference`)."""
+    weight = tier["weight"]
+    if weight.device.type != "cpu" or weight.dtype not in (torch.float32, torch.float64):
+        adam_rows_reference(tier, rows, grad, lr, betas, eps, weight_decay)
+        return
+    arrays = [tier[key].numpy() for key in _FIELDS]
+    adam_rows(*arrays, rows.numpy(), grad.to(weight.dtype).contiguous().numpy(), float(lr), float(betas[0]),
+              float(betas[1]), float(eps), float(weight_decay))  # fmt: skip
+
+
+def sum_by_id_reference(ids: Tensor, grads: Tensor) -> tuple[Tensor, Tensor]:
+    """(sorted distinct ids int64 [k], float [k, D] each id's rows of ``grads`` [n, D] summed) with torch ops, on
+    ``ids``' device: the reference of :func:`graphtier.train._adam_kernels.sum_by_id`."""
+    unique, inverse = torch.unique(ids, return_inverse=True)
+    summed = torch.zeros((unique.shape[0], grads.shape[1]), dtype=grads.dtype, device=grads.device)
+    summed.index_add_(0, inverse, grads)
+    return unique, summed
+
+
+def adam_rows_reference(tier: dict[str, Tensor], rows: Tensor, grad: Tensor, lr: float, betas: tuple[float, float],
+                        eps: float, weight_decay: float) -> None:  # fmt: skip
+    """Adam on ``rows`` of one tier with torch ops (gather, update, scatter back), in place, on any device."""
     weight = tier["weight"][rows]
     if weight_decay:
         grad = grad + weight_decay * weight
