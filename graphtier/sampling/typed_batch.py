@@ -46,6 +46,9 @@ class RelationBlock:
         return torch.stack([self.col, dst])
 
     def to(self, device: torch.device | str, non_blocking: bool = False) -> RelationBlock:
+        """On ``device``: this block itself when it is there already (with whatever was cached on it), else a copy."""
+        if self.rowptr.device == torch.device(device) and self.col.device == self.rowptr.device:
+            return self
         return RelationBlock(
             self.rowptr.to(device, non_blocking=non_blocking), self.col.to(device, non_blocking=non_blocking)
         )

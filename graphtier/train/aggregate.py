@@ -26,6 +26,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from graphtier.sampling.typed_batch import RelationBlock, TypedMiniBatch
 from graphtier.train import _aggregate_kernels as kernels
 from graphtier.train.kernel_threads import run_split
 
@@ -135,6 +136,29 @@ def csr_from_rowptr(rowptr: Tensor, col: Tensor, num_src: int) -> BlockCSR:
     num_dst = int(counts.shape[0])
     row = torch.repeat_interleave(torch.arange(num_dst, device=rowptr.device), counts)
     return BlockCSR(rowptr.contiguous(), col.contiguous(), row, None, int(num_src), num_dst)
+
+
+def relation_csr(rel: RelationBlock, num_src: int) -> BlockCSR:
+    """The :class:`BlockCSR` [num_dst, num_src] of one relation's block of a typed batch (built once, cached on
+    ``rel`` as :func:`block_csr` caches a block's)."""
+    csr = getattr(rel, _CACHE_ATTR, None)
+    if csr is None or csr.num_src != num_src or csr.rowptr.device != rel.rowptr.device:
+        csr = csr_from_rowptr(rel.rowptr, rel.col, num_src)
+        setattr(rel, _CACHE_ATTR, csr)
+    return csr
+
+
+def prepare_typed_csrs(batch: TypedMiniBatch, *, transpose: bool, dtype: torch.dtype = torch.float32) -> None:
+    """Build (and cache) every relation CSR of ``batch``'s blocks with its mean weights in ``dtype`` (and, for
+    training, its ``transpose``), as the producer does for homogeneous blocks: off the training loop, which then
+    finds them."""
+    for blk in batch.blocks:
+        for (src, _, dst), rel in blk.relations.items():
+            if rel.num_edges and blk.num_dst[dst]:
+                csr = relation_csr(rel, blk.num_src[src])
+                mean_weights(csr, dtype)
+                if transpose:  # a learnable table's rows need the input gradient of the first layer too
+                    csr.transposed()
 
 
 def block_csr(block: EdgeBlock) -> BlockCSR:

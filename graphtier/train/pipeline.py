@@ -21,7 +21,7 @@ import torch
 
 from graphtier.sampling import MiniBatch
 from graphtier.sampling.typed_batch import TypedMiniBatch
-from graphtier.train.aggregate import FirstLayerInput, block_csr
+from graphtier.train.aggregate import FirstLayerInput, block_csr, prepare_typed_csrs
 
 
 @dataclass
@@ -123,7 +123,9 @@ class BatchProducer:
     def _prepare(self, offset: int, seeds: np.ndarray) -> PreparedBatch:
         start = time.perf_counter()
         batch = self._sample(seeds, self._first_batch_id + offset)
-        if self._block_csr:
+        if self._block_csr and isinstance(batch, TypedMiniBatch):
+            prepare_typed_csrs(batch, transpose=self._block_transpose)
+        elif self._block_csr:
             for index, blk in enumerate(batch.blocks):
                 csr = block_csr(blk)
                 if self._block_transpose and index > 0:  # the input features need no gradient

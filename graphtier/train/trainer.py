@@ -132,7 +132,8 @@ class Trainer:
         eval_fanouts = config.sampling.eval_fanouts or config.sampling.fanouts
         eval_sample = self._make_sampler(eval_fanouts, config.run.seed + EVAL_SEED_OFFSET)
         self.report = RunReport(config=config.to_dict(), dataset=dataset, environment=environment_info(self.device))
-        csr = self.device.type == "cpu" and getattr(self.model, "kind", None) in ("sage", "gcn")
+        # CSRs built by the producer, off the training loop: CPU SAGE/GCN blocks, and every typed batch's relations
+        csr = self.device.type == "cpu" and (self.typed or getattr(self.model, "kind", None) in ("sage", "gcn"))
         self.feed = BatchFeed(
             self.store,
             self.device,

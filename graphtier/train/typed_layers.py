@@ -36,20 +36,9 @@ import torch
 from torch import Tensor, nn
 
 from graphtier.dataset.schema import Relation, Schema
-from graphtier.sampling.typed_batch import RelationBlock, TypedBlock
-from graphtier.train.aggregate import BlockCSR, aggregate, csr_from_rowptr, mean_weights
+from graphtier.sampling.typed_batch import TypedBlock
+from graphtier.train.aggregate import BlockCSR, aggregate, mean_weights, relation_csr
 from graphtier.train.edge_ops import edge_softmax, gather_destinations, gather_sources, sum_by_destination
-
-_CACHE_ATTR = "_graphtier_csr"
-
-
-def relation_csr(rel: RelationBlock, num_src: int) -> BlockCSR:
-    """The :class:`BlockCSR` [num_dst, num_src] of one relation's block (built once, cached on ``rel``)."""
-    csr = getattr(rel, _CACHE_ATTR, None)
-    if csr is None or csr.num_src != num_src or csr.rowptr.device != rel.rowptr.device:
-        csr = csr_from_rowptr(rel.rowptr, rel.col, num_src)
-        setattr(rel, _CACHE_ATTR, csr)
-    return csr
 
 
 def type_key(schema: Schema, name: str) -> str:
