@@ -46,6 +46,8 @@ def negatives_file(split: str) -> str:
 
 HELD_OUT_CHUNK = 1 << 22
 """Held-out pairs tested against the graph per kernel call (bounds the copies of a memory-mapped file)."""
+HELD_OUT_SAMPLE = 1 << 18
+"""Held-out pairs of each split :func:`check_held_out` looks up when a dataset is opened (evenly spaced rows)."""
 
 LINK_FILE_STEMS = frozenset([positives_file(s) for s in LINK_SPLITS] + [negatives_file(s) for s in EVAL_SPLITS])
 """Every file stem of an edge split (not listed in ``Dataset.extra``)."""
@@ -180,21 +182,33 @@ def validate_link_split(root: Path, split: LinkSplit, num_nodes: int) -> None:
             _check_ids(path, pairs.negatives, (None, 2), num_nodes)
 
 
-def check_held_out(root: Path, split: LinkSplit, indptr: np.ndarray, indices: np.ndarray) -> None:
+def check_held_out(
+    root: Path, split: LinkSplit, indptr: np.ndarray, indices: np.ndarray, *, limit: int | None = HELD_OUT_SAMPLE
+) -> None:
     """:class:`DatasetError` naming the file and the pair when a held-out positive (``link_valid.npy``,
     ``link_test.npy``) is an edge of the message-passing graph ``indptr``/``indices`` (or, on an undirected
     split, its reverse is): a leak of the evaluation edges into training. Ids must be in range
     (:func:`validate_link_split` first). One binary search per pair in the destination's sorted neighbour list
-    (:func:`~graphtier.dataset._edge_split_kernels.edge_pairs`), in chunks of :data:`HELD_OUT_CHUNK` pairs."""
+    (:func:`~graphtier.dataset._edge_split_kernels.edge_pairs`), in chunks of :data:`HELD_OUT_CHUNK` pairs.
+
+    ``limit``: at most this many pairs of each split, evenly spaced over its rows (``Dataset.open`` checks
+    :data:`HELD_OUT_SAMPLE`: a split whose held-out edges were left in the graph is caught at once, and opening
+    a graph with tens of millions of held-out pairs stays fast; graphtier's own splits hold none by
+    construction); None checks every pair."""
     for name in EVAL_SPLITS:
         pairs = split.splits.get(name)
         if pairs is None or pairs.num_positives == 0:
             continue
-        for start in range(0, pairs.num_positives, HELD_OUT_CHUNK):
-            chunk = np.asarray(pairs.positives[start : start + HELD_OUT_CHUNK])
+        rows = None
+        if limit is not None and pairs.num_positives > limit:
+            rows = np.unique(np.linspace(0, pairs.num_positives - 1, limit).astype(np.int64))
+        total = pairs.num_positives if rows is None else int(rows.shape[0])
+        for start in range(0, total, HELD_OUT_CHUNK):
+            at = None if rows is None else rows[start : start + HELD_OUT_CHUNK]
+            chunk = np.asarray(pairs.positives[start : start + HELD_OUT_CHUNK] if at is None else pairs.positives[at])
             hits = np.flatnonzero(edge_pairs(indptr, indices, chunk[:, 0], chunk[:, 1], split.undirected))
             if hits.size:
-                row = start + int(hits[0])
+                row = start + int(hits[0]) if at is None else int(at[hits[0]])
                 src, dst = (int(v) for v in chunk[hits[0]])
                 reverse = " (or its reverse: the split is undirected)" if split.undirected else ""
                 raise DatasetError(

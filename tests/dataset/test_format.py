@@ -152,3 +152,28 @@ def test_held_out_pair_still_in_the_graph_is_refused(tmp_path: Path) -> None:
         _expect_error(root, f"{name}.npy", "row 3", "reverse")
         np.save(root / f"{name}.npy", original)
     assert Dataset.open(root).link.pairs("test").num_positives == test.shape[0]
+
+
+def test_open_checks_evenly_spaced_held_out_pairs_and_a_full_check_finds_any(tmp_path: Path) -> None:
+    from graphtier.dataset import link_split
+    from graphtier.errors import DatasetError
+    from tests.conftest import write_link_dataset
+
+    dataset = write_link_dataset(tmp_path / "link", write_labelled_graph(tmp_path / "tiny"))
+    root, split = dataset.path, dataset.link
+    train = np.load(root / "link_train.npy")
+    test = np.load(root / "link_test.npy")
+    assert test.shape[0] > 8
+    sampled = np.unique(np.linspace(0, test.shape[0] - 1, 4).astype(np.int64))
+    skipped = next(row for row in range(test.shape[0]) if row not in sampled)
+    for row, found_with_a_limit in ((int(sampled[1]), True), (skipped, False)):
+        leaked = test.copy()
+        leaked[row] = train[0]
+        split.splits["test"] = link_split.LinkPairs(leaked, None, per_positive=False)
+        if found_with_a_limit:
+            with pytest.raises(DatasetError, match=f"row {row}, pair"):
+                link_split.check_held_out(root, split, dataset.indptr, dataset.indices, limit=4)
+        else:
+            link_split.check_held_out(root, split, dataset.indptr, dataset.indices, limit=4)
+        with pytest.raises(DatasetError, match=f"row {row}, pair"):
+            link_split.check_held_out(root, split, dataset.indptr, dataset.indices, limit=None)
