@@ -6,7 +6,6 @@ Read from the source with ``ast`` (nothing is imported), so a violation is named
 from __future__ import annotations
 
 import ast
-import warnings
 from pathlib import Path
 
 import pytest
@@ -51,6 +50,10 @@ OPTIONAL_DEPENDENCY_IMPORTS = {
     ("graphtier.sampling.device", "graphtier.sampling._device_kernels"),
 }
 MAX_LINES = 450
+# modules still over MAX_LINES -> why they wait (each must be split; the test fails once one is short enough)
+OVER_LIMIT: dict[str, str] = {
+    "graphtier/cli/prepare.py": "issue 36's typed link import (--split-relation) is being added to it in parallel",
+}
 
 
 def module_name(path: Path) -> str:
@@ -201,12 +204,14 @@ def test_every_allowed_name_is_a_real_module() -> None:
     assert not unknown, f"names in tests/test_architecture.py that are no module of graphtier: {unknown}"
 
 
-def test_long_modules_are_reported() -> None:
-    """A warning, not a failure: a module over MAX_LINES is a hint to look for a second concern in it, but a
-    file is not split when one concept belongs together."""
+def test_every_module_is_at_most_max_lines() -> None:
+    """No module of graphtier/ over MAX_LINES lines (split it along a seam: one concept per module), apart from
+    those in OVER_LIMIT, each with the reason it waits; a module of OVER_LIMIT back under the limit must leave it."""
     long = {path: count for path, count in LINES.items() if count > MAX_LINES}
-    if long:
-        warnings.warn(f"modules over {MAX_LINES} lines (look for a second concern): {long}", stacklevel=1)
+    unexplained = {path: count for path, count in long.items() if path not in OVER_LIMIT}
+    assert not unexplained, f"modules over {MAX_LINES} lines (split each along a seam): {unexplained}"
+    stale = sorted(path for path in OVER_LIMIT if path not in long)
+    assert not stale, f"OVER_LIMIT names modules at most {MAX_LINES} lines long now (remove them): {stale}"
 
 
 def test_public_api_names_resolve() -> None:
