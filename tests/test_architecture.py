@@ -6,7 +6,6 @@ Read from the source with ``ast`` (nothing is imported), so a violation is named
 from __future__ import annotations
 
 import ast
-import warnings
 from pathlib import Path
 
 import pytest
@@ -51,6 +50,10 @@ OPTIONAL_DEPENDENCY_IMPORTS = {
     ("graphtier.sampling.device", "graphtier.sampling._device_kernels"),
 }
 MAX_LINES = 450
+# modules still over MAX_LINES -> why they wait (each must be split; the test fails once one is short enough)
+OVER_LIMIT: dict[str, str] = {
+    "graphtier/cli/prepare.py": "issue 36's typed link import (--split-relation) is being added to it in parallel",
+}
 
 
 def module_name(path: Path) -> str:
@@ -89,9 +92,21 @@ def resolve(imported: ast.ImportFrom | ast.Import, current: str, is_package: boo
     return names
 
 
-def collect() -> tuple[dict[str, set[str]], list[str], dict[str, int]]:
-    """(module -> modules it imports at module level, function-local import findings, line counts)."""
+def is_type_checking_block(node: ast.stmt) -> bool:
+    """``if TYPE_CHECKING:`` (or ``if typing.TYPE_CHECKING:``) at module level."""
+    if not isinstance(node, ast.If):
+        return False
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def collect() -> tuple[dict[str, set[str]], dict[str, set[str]], list[str], dict[str, int]]:
+    """(module -> modules it imports at module level, module -> modules it imports under ``if TYPE_CHECKING:``,
+    function-local import findings, line counts)."""
     graph: dict[str, set[str]] = {}
+    typing_only: dict[str, set[str]] = {}
     local: list[str] = []
     lines: dict[str, int] = {}
     for path in sorted(PACKAGE.rglob("*.py")):
@@ -101,8 +116,12 @@ def collect() -> tuple[dict[str, set[str]], list[str], dict[str, int]]:
         tree = ast.parse(source)
         is_package = path.name == "__init__.py"
         graph[name] = set()
+        typing_only[name] = set()
         for node in tree.body:
-            if isinstance(node, ast.If):  # `if TYPE_CHECKING:` blocks are not run
+            if is_type_checking_block(node):  # not run, but a reader still follows the arrow: a cycle counts
+                for sub in ast.walk(node):
+                    if isinstance(sub, (ast.Import, ast.ImportFrom)):
+                        typing_only[name].update(resolve(sub, name, is_package))
                 continue
             for sub in ast.walk(node):
                 if isinstance(sub, (ast.Import, ast.ImportFrom)):
@@ -120,10 +139,10 @@ def collect() -> tuple[dict[str, set[str]], list[str], dict[str, int]]:
                             )
                         else:
                             graph[name].add(target)
-    return graph, local, lines
+    return graph, typing_only, local, lines
 
 
-GRAPH, LOCAL, LINES = collect()
+GRAPH, TYPING_ONLY, LOCAL, LINES = collect()
 
 
 def test_every_import_points_down_the_layers() -> None:
@@ -145,10 +164,16 @@ def test_no_function_local_import_dodges_a_cycle() -> None:
 
 
 def test_module_import_graph_has_no_cycle() -> None:
+    """No cycle among module-level imports, ``if TYPE_CHECKING:`` imports included (a type-only arrow is still
+    an arrow a reader follows; the type belongs in a lower module, or the value is passed as an argument)."""
     # a package's __init__ re-exporting its submodules is not a cycle: edges into a package's own
     # submodules from its __init__ are dropped, edges from a submodule to its package point at the module.
     edges = {
-        module: {t for t in targets if t != module and not (t.startswith(module + ".") and module != "graphtier")}
+        module: {
+            t
+            for t in targets | TYPING_ONLY.get(module, set())
+            if t != module and not (t.startswith(module + ".") and module != "graphtier")
+        }
         for module, targets in GRAPH.items()
     }
     state: dict[str, int] = {}
@@ -179,12 +204,14 @@ def test_every_allowed_name_is_a_real_module() -> None:
     assert not unknown, f"names in tests/test_architecture.py that are no module of graphtier: {unknown}"
 
 
-def test_long_modules_are_reported() -> None:
-    """A warning, not a failure: a module over MAX_LINES is a hint to look for a second concern in it, but a
-    file is not split when one concept belongs together."""
+def test_every_module_is_at_most_max_lines() -> None:
+    """No module of graphtier/ over MAX_LINES lines (split it along a seam: one concept per module), apart from
+    those in OVER_LIMIT, each with the reason it waits; a module of OVER_LIMIT back under the limit must leave it."""
     long = {path: count for path, count in LINES.items() if count > MAX_LINES}
-    if long:
-        warnings.warn(f"modules over {MAX_LINES} lines (look for a second concern): {long}", stacklevel=1)
+    unexplained = {path: count for path, count in long.items() if path not in OVER_LIMIT}
+    assert not unexplained, f"modules over {MAX_LINES} lines (split each along a seam): {unexplained}"
+    stale = sorted(path for path in OVER_LIMIT if path not in long)
+    assert not stale, f"OVER_LIMIT names modules at most {MAX_LINES} lines long now (remove them): {stale}"
 
 
 def test_public_api_names_resolve() -> None:

@@ -110,9 +110,10 @@ def command(
     split across the node types' tables by reads per byte, the topology budget across relations."""
     from graphtier.memory.placement import format_bytes
     from graphtier.tiering.hotness import check_relation_fanouts
-    from graphtier.tiering.plan import describe_device, format_plan, plan_capacity, plot_plan, write_plan_json
+    from graphtier.tiering.plan import describe_device, plan_capacity
     from graphtier.tiering.plan_placement import format_placement, gpu_topology_from_option
     from graphtier.tiering.plan_recommendation import recommend_budget
+    from graphtier.tiering.plan_report import format_plan, plot_plan, write_plan_json
 
     seeds = epoch_seeds(task, num_negatives, negative_sampling)
     topology = gpu_topology_from_option(gpu_topology, gpus) if gpu_topology is not None else None
@@ -198,7 +199,7 @@ def _plan_typed(
 ) -> None:
     """Plan a typed dataset: one GPU budget split across node types, one topology budget across relations."""
     from graphtier.memory.placement import format_bytes
-    from graphtier.tiering.plan import write_plan_json
+    from graphtier.tiering.plan_report import write_plan_json
     from graphtier.tiering.plan_types import format_typed_plan, plan_typed
 
     plan = plan_typed(

@@ -43,203 +43,40 @@ from graphtier._progress import NO_PROGRESS, Progress
 from graphtier.dataset import _synthetic_csc_kernels as csc_kernels
 from graphtier.dataset import _synthetic_kernels as kernels
 from graphtier.dataset import resources
-from graphtier.dataset.format import FEATURE_DTYPES, Dataset, index_dtype
+from graphtier.dataset.format import Dataset, index_dtype
 from graphtier.dataset.importers.holdout import link_options, split_written_graph
+from graphtier.dataset.synthetic_draws import (  # noqa: F401 - the model's draws, read by tests and benchmarks too
+    STREAM_EDGES,
+    STREAM_FEATURES,
+    class_centroids,
+    degree_weights,
+    node_classes,
+    split_nodes,
+    truncated_pareto_mean,
+    weight_cap,
+)
+from graphtier.dataset.synthetic_options import (
+    DEFAULT_CHUNK_EDGES,
+    DEFAULT_DEGREE_EXPONENT,
+    DEFAULT_FEATURE_DIM,
+    DEFAULT_FEATURE_NOISE,
+    DEFAULT_HOMOPHILY,
+    DEFAULT_NUM_CLASSES,
+    DEFAULT_TEST_FRACTION,
+    DEFAULT_TRAIN_FRACTION,
+    DEFAULT_VALID_FRACTION,
+    validate_options,
+)
 from graphtier.dataset.writer import DatasetWriter
-from graphtier.errors import OptionError
 
 GENERATOR_NAME = "graphtier.dataset.synthetic"
 GENERATOR_VERSION = 1
 
-DEFAULT_NUM_CLASSES = 16
-DEFAULT_FEATURE_DIM = 128
-DEFAULT_DEGREE_EXPONENT = 2.1
-DEFAULT_HOMOPHILY = 0.8
-DEFAULT_FEATURE_NOISE = 1.0
-DEFAULT_TRAIN_FRACTION = 0.01
-DEFAULT_VALID_FRACTION = 0.01
-DEFAULT_TEST_FRACTION = 0.02
-DEFAULT_CHUNK_EDGES = 1 << 22
 KEEP_PAIRS_MEMORY_FRACTION = 0.25
 """The drawn pairs are kept in memory (not drawn twice) when they take at most this share of the available memory."""
 # Default hub size: expected max degree = HUB_FACTOR * sqrt(nodes * avg_degree), i.e. a few times the
 # structural cutoff (real graphs: soc-Slashdot0902 3.7x, cnr-2000 in-degree 10x, ogbn-products 1.5x).
 HUB_FACTOR = 4.0
-
-# Independent random streams (see kernels.stream_key).
-_STREAM_LABELS = 0
-_STREAM_WEIGHTS = 1
-_STREAM_EDGES = 2
-_STREAM_SPLITS = 3
-_STREAM_CENTROIDS = 4
-_STREAM_FEATURES = 5
-
-
-# ---------------------------------------------------------------------------------------------- weights
-def truncated_pareto_mean(exponent: float, cap: float) -> float:
-    """Mean of the Pareto law with density ~ w^-exponent on [1, cap] (exponent > 1, cap >= 1)."""
-    if cap <= 1.0:
-        return 1.0
-    alpha = exponent - 1.0
-    if abs(alpha - 1.0) < 1e-9:
-        return math.log(cap) / (1.0 - 1.0 / cap)
-    return alpha / (1.0 - cap**-alpha) * (cap ** (1.0 - alpha) - 1.0) / (1.0 - alpha)
-
-
-def weight_cap(exponent: float, max_to_mean: float) -> float:
-    """The truncation point H >= 1 with ``H / mean(H) == max_to_mean`` (1 when max_to_mean <= 1)."""
-    if max_to_mean <= 1.0:
-        return 1.0
-
-    def ratio(log_cap: float) -> float:
-        cap = math.exp(log_cap)
-        return cap / truncated_pareto_mean(exponent, cap)
-
-    low, high = 0.0, 1.0
-    while ratio(high) < max_to_mean and high < 700.0:
-        high *= 2.0
-    for _ in range(100):
-        mid = 0.5 * (low + high)
-        if ratio(mid) < max_to_mean:
-            low = mid
-        else:
-            high = mid
-    return math.exp(0.5 * (low + high))
-
-
-def degree_weights(seed: int, num_nodes: int, exponent: float, cap: float) -> np.ndarray:
-    """float64 [N]: truncated-Pareto degree weights in [1, cap], a pure function of the seed."""
-    bits = kernels.random_bits(np.uint64(kernels.stream_key(seed, _STREAM_WEIGHTS)), 0, num_nodes)
-    u = (bits >> np.uint64(11)).astype(np.float64) * (1.0 / 9007199254740992.0)
-    del bits
-    alpha = exponent - 1.0
-    span = 1.0 - cap**-alpha
-    return (1.0 - u * span) ** (-1.0 / alpha)
-
-
-def node_classes(seed: int, num_nodes: int, num_classes: int) -> np.ndarray:
-    """int64 [N]: the class of every node, uniform over ``num_classes``."""
-    bits = kernels.random_bits(np.uint64(kernels.stream_key(seed, _STREAM_LABELS)), 0, num_nodes)
-    return (bits % np.uint64(num_classes)).astype(np.int64)
-
-
-def class_centroids(seed: int, num_classes: int, feature_dim: int) -> np.ndarray:
-    """float64 [C, D]: random unit-norm class centroids."""
-    pairs = (feature_dim + 1) // 2
-    counters = np.arange(num_classes * pairs, dtype=np.int64)
-    z0, z1 = kernels.standard_normals_reference(kernels.stream_key(seed, _STREAM_CENTROIDS), counters)
-    z = np.empty((num_classes, 2 * pairs), dtype=np.float64)
-    z[:, 0::2] = z0.reshape(num_classes, pairs)
-    z[:, 1::2] = z1.reshape(num_classes, pairs)
-    z = z[:, :feature_dim]
-    norms = np.linalg.norm(z, axis=1, keepdims=True)
-    return z / np.where(norms > 0, norms, 1.0)
-
-
-def split_nodes(
-    seed: int, num_nodes: int, fractions: tuple[float, float, float]
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Disjoint sorted int64 (train, valid, test) node ids, ``round(fraction * N)`` of each."""
-    sizes = [int(round(f * num_nodes)) for f in fractions]
-    bounds = np.cumsum([0] + sizes)
-    if bounds[-1] > num_nodes:  # rounding up of three fractions summing to 1
-        sizes[-1] -= int(bounds[-1] - num_nodes)
-        bounds = np.cumsum([0] + sizes)
-    # nodes ordered by a random hash (distinct with overwhelming probability; ties broken by id):
-    # only the first sum(sizes) are needed, so partition first and sort just those
-    bits = kernels.random_bits(np.uint64(kernels.stream_key(seed, _STREAM_SPLITS)), 0, num_nodes)
-    chosen = int(bounds[-1])
-    if 0 < chosen < num_nodes:
-        candidates = np.argpartition(bits, chosen - 1)[:chosen]
-    else:
-        candidates = np.arange(num_nodes if chosen else 0, dtype=np.int64)
-    candidates = np.sort(candidates)  # by id first, so that the stable sort below breaks ties by id
-    order = candidates[np.argsort(bits[candidates], kind="stable")]
-    del bits
-    train, valid, test = (np.sort(order[bounds[i] : bounds[i + 1]]).astype(np.int64) for i in range(3))
-    return train, valid, test
-
-
-# ---------------------------------------------------------------------------------------------- options
-def _check(condition: bool, option: str, expected: str, found: Any) -> None:
-    if not condition:
-        raise OptionError(f"generate: option {option} expected {expected}, found {found!r}")
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
-
-
-def validate_options(opts: dict[str, Any]) -> None:
-    """Raise a one-line :class:`OptionError` naming the CLI flag of the first bad option in ``opts``."""
-    _check(_is_int(opts["nodes"]) and opts["nodes"] >= 1, "--nodes", "an integer >= 1", opts["nodes"])
-    _check(opts["nodes"] < 2**62, "--nodes", "fewer than 2^62 nodes", opts["nodes"])
-    degree = opts["avg_degree"]
-    _check(
-        isinstance(degree, (int, float)) and not isinstance(degree, bool) and math.isfinite(degree) and degree >= 0,
-        "--avg-degree",
-        "a finite number >= 0",
-        degree,
-    )
-    _check(
-        degree <= max(opts["nodes"] - 1, 0) or degree == 0,
-        "--avg-degree",
-        f"at most nodes - 1 = {opts['nodes'] - 1}",
-        degree,
-    )
-    _check(
-        _is_int(opts["num_classes"]) and 1 <= opts["num_classes"] <= min(opts["nodes"], 32767),
-        "--num-classes",
-        f"an integer in [1, {min(opts['nodes'], 32767)}]",
-        opts["num_classes"],
-    )
-    _check(
-        _is_int(opts["feature_dim"]) and opts["feature_dim"] >= 0,
-        "--feature-dim",
-        "an integer >= 0",
-        opts["feature_dim"],
-    )
-    gamma = opts["degree_exponent"]
-    _check(
-        isinstance(gamma, (int, float)) and math.isfinite(gamma) and 1.05 <= gamma <= 100,
-        "--degree-exponent",
-        "a number in [1.05, 100]",
-        gamma,
-    )
-    h = opts["homophily"]
-    _check(isinstance(h, (int, float)) and 0.0 <= h <= 1.0, "--homophily", "a number in [0, 1]", h)
-    noise = opts["feature_noise"]
-    _check(
-        isinstance(noise, (int, float)) and math.isfinite(noise) and noise >= 0,
-        "--feature-noise",
-        "a finite number >= 0",
-        noise,
-    )
-    for name in ("train_fraction", "valid_fraction", "test_fraction"):
-        f = opts[name]
-        _check(isinstance(f, (int, float)) and 0.0 <= f <= 1.0, "--" + name.replace("_", "-"), "a number in [0, 1]", f)
-    total = opts["train_fraction"] + opts["valid_fraction"] + opts["test_fraction"]
-    _check(total <= 1.0 + 1e-9, "--train/valid/test-fraction", "fractions summing to at most 1", round(total, 6))
-    _check(
-        opts["feature_dtype"] in FEATURE_DTYPES,
-        "--feature-dtype",
-        f"one of {', '.join(FEATURE_DTYPES)}",
-        opts["feature_dtype"],
-    )
-    _check(_is_int(opts["seed"]) and 0 <= opts["seed"] < 2**63, "--seed", "an integer in [0, 2^63)", opts["seed"])
-    hub = opts["max_degree"]
-    _check(
-        hub is None or (isinstance(hub, (int, float)) and not isinstance(hub, bool) and math.isfinite(hub) and hub > 0),
-        "--max-degree",
-        "a finite number > 0",
-        hub,
-    )
-    _check(
-        _is_int(opts["chunk_edges"]) and opts["chunk_edges"] >= 1,
-        "--chunk-edges",
-        "an integer >= 1",
-        opts["chunk_edges"],
-    )
 
 
 # ---------------------------------------------------------------------------------------------- generate
@@ -443,7 +280,7 @@ def _build_graph(
         bar.advance(nodes)
 
     pairs = drawn_pairs(nodes, avg_degree, undirected)
-    key = np.uint64(kernels.stream_key(seed, _STREAM_EDGES))
+    key = np.uint64(kernels.stream_key(seed, STREAM_EDGES))
     keep = keep_drawn_pairs(pairs, node_dtype.itemsize) if keep_pairs is None else keep_pairs
     src = np.empty(pairs if keep else min(pairs, chunk_edges), dtype=node_dtype)
     dst = np.empty_like(src)
@@ -527,7 +364,7 @@ def write_features(
     (bounded RSS; ``chunk_edges`` feature values per block), reported as the stage ``generate: write features``."""
     nodes = labels.shape[0]
     centroids = class_centroids(seed, num_classes, feature_dim)
-    key = np.uint64(kernels.stream_key(seed, _STREAM_FEATURES))
+    key = np.uint64(kernels.stream_key(seed, STREAM_FEATURES))
     header = writer.open_memmap(name, (nodes, feature_dim), feature_dtype)
     offset = header.offset
     del header

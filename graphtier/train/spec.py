@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import torch
 
@@ -23,6 +24,7 @@ from graphtier._checks import check_choice, check_int, check_optional_int
 from graphtier._choices import DEFAULT_NEGATIVE_SAMPLING, DEFAULT_NUM_NEGATIVES, TASK_NAMES
 from graphtier._choices import NEGATIVE_SAMPLING as NEGATIVE_SAMPLING_NAMES
 from graphtier.errors import OptionError
+from graphtier.sampling.spec import SamplerSpec
 
 HOMOGENEOUS_MODEL_NAMES = ("sage", "gcn", "gat")
 """The GNNs of one node type and one relation (:func:`graphtier.train.build_model`); refused on a typed dataset."""
@@ -241,3 +243,20 @@ class RunSpec:
         check_int("eval_every", self.eval_every)
         check_optional_int("num_threads", self.num_threads)
         check_int("prefetch", self.prefetch, minimum=0)
+
+
+class RunParts(Protocol):
+    """The parts of a run's options a check reads before the run: what :class:`graphtier.train.TrainConfig` holds,
+    named here (below it) so that the checks it calls need not import it back."""
+
+    @property
+    def objective(self) -> TaskSpec: ...
+
+    @property
+    def network(self) -> ModelSpec: ...
+
+    @property
+    def sampling(self) -> SamplerSpec: ...
+
+    @property
+    def distributed(self) -> DistSpec: ...

@@ -12,24 +12,20 @@ Apart from :mod:`graphtier.train.typed_run`, which builds the models (and so imp
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from graphtier.dataset import Dataset
 from graphtier.dataset.schema import RelationType, Schema
 from graphtier.errors import OptionError
 from graphtier.sampling.fanouts import Fanouts
 from graphtier.sampling.relation_fanouts import hop_text, parse_relation_fanouts, relation_label
-from graphtier.train.spec import HOMOGENEOUS_MODEL_NAMES, TYPED_MODEL_NAMES
-
-if TYPE_CHECKING:
-    from graphtier.train.config import TrainConfig
+from graphtier.train.spec import HOMOGENEOUS_MODEL_NAMES, TYPED_MODEL_NAMES, RunParts
 
 
 def _types_of(dataset: Dataset) -> str:
     return ", ".join(dataset.schema.type_names)
 
 
-def check_typed_run(config: TrainConfig, dataset: Dataset) -> None:
+def check_typed_run(config: RunParts, dataset: Dataset) -> None:
     """Raise :class:`OptionError` (one line naming the option) for a combination of ``config`` and the dataset's
     kind that cannot run: on a typed dataset a homogeneous GNN, link prediction, ShaDow, several processes,
     or an MLP without target features; with a typed model a homogeneous-only option; typed
@@ -77,7 +73,7 @@ def check_typed_run(config: TrainConfig, dataset: Dataset) -> None:
         relation_fanouts(config, dataset.schema, sampling.fanouts)  # a bad relation name fails before training
 
 
-def relation_fanouts(config: TrainConfig, schema: Schema, fanouts: Sequence[int]) -> dict[RelationType, Fanouts]:
+def relation_fanouts(config: RunParts, schema: Schema, fanouts: Sequence[int]) -> dict[RelationType, Fanouts]:
     """Fanouts of every relation of ``schema``: ``fanouts`` overridden by the run's ``fanouts_per_relation``."""
     return parse_relation_fanouts(config.sampling.fanouts_per_relation, schema, tuple(fanouts))
 
@@ -86,7 +82,7 @@ DENSE_RELATION_DEGREE = 100
 """Mean in-degree above which ``-1`` (every neighbour) on a relation gets a note at the start of training."""
 
 
-def dense_relation_notes(config: TrainConfig, schema: Schema) -> list[str]:
+def dense_relation_notes(config: RunParts, schema: Schema) -> list[str]:
     """One note per relation whose fanout is ``-1`` at some hop while its destinations have more than
     :data:`DENSE_RELATION_DEGREE` in-neighbours on average (a metapath graph such as ACM's PSP, 1,079 per paper):
     every seed then pulls them all, hop after hop; the note names the ``--fanouts-per-relation`` that caps it."""

@@ -6,24 +6,18 @@
   dataset or a typed model, :func:`~graphtier.train.link_model.build_task_model` otherwise);
 * :func:`learnable_tables` / :func:`place_learnable_tables` / :func:`learnable_bytes_read`: the featureless types'
   learnable tables (:class:`~graphtier.train.tiered_embedding.TieredEmbedding`): their device bytes per row for the
-  GPU budget split, their hot prefix once split, their rows read per tier for the run report;
-* :func:`as_typed_batch`: a homogeneous :class:`MiniBatch` seen as the one-type, one-relation
-  :class:`TypedMiniBatch` (typed models on a homogeneous dataset).
+  GPU budget split, their hot prefix once split, their rows read per tier for the run report.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-import torch
 from torch import nn
 
 from graphtier.dataset import Dataset
 from graphtier.dataset.schema import Schema
-from graphtier.sampling import MiniBatch
-from graphtier.sampling.typed_batch import RelationBlock, TypedBlock, TypedMiniBatch
-from graphtier.train.aggregate import block_csr
 from graphtier.train.link_model import build_task_model
 from graphtier.train.tiered_embedding import learnable_row_bytes
 from graphtier.train.typed_layers import type_key
@@ -91,23 +85,3 @@ def learnable_bytes_read(model: nn.Module, schema: Schema) -> dict[str, dict[str
             row = table.dim * table.hot["weight"].element_size()
             out[t] = {tier: rows * row for tier, rows in table.rows_read.items()}
     return out
-
-
-def as_typed_batch(batch: MiniBatch, schema: Schema) -> TypedMiniBatch:
-    """``batch`` of a homogeneous dataset as the :class:`TypedMiniBatch` of its one type and one relation (the
-    blocks' CSR of :func:`graphtier.train.aggregate.block_csr`; the same tensors' devices)."""
-    (node_type,) = schema.node_types
-    (relation,) = schema.relations
-    name = node_type.name
-    blocks = []
-    for blk in batch.blocks:
-        csr = block_csr(blk)
-        blocks.append(
-            TypedBlock({name: blk.num_src}, {name: blk.num_dst}, {relation.type: RelationBlock(csr.rowptr, csr.col)})
-        )
-    return TypedMiniBatch({name: batch.n_id}, blocks, batch.seed_index, batch.seeds, name)
-
-
-def typed_inputs(x: Any, schema: Schema) -> dict[str, torch.Tensor]:
-    """Gathered features as a dict per type: a homogeneous dataset's [N, D] tensor becomes ``{type: x}``."""
-    return x if isinstance(x, dict) else {schema.target: x}

@@ -10,7 +10,8 @@ import pytest
 
 from graphtier.dataset.format import Dataset
 from graphtier.tiering.access import analyze_access, plot_access
-from graphtier.tiering.plan import describe_device, plan_capacity, plot_plan
+from graphtier.tiering.plan import describe_device, plan_capacity
+from graphtier.tiering.plan_report import plot_plan
 from graphtier.tiering.plotting import install_hint
 from tests.conftest import write_labelled_graph
 
