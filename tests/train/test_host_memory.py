@@ -32,7 +32,7 @@ print(json.dumps({"applied": applied, "faults": [step(r) for r in rows]}))
 """
 BELOW_32MIB = "40000,50000,60000,30000,60000,45000,60000"
 ABOVE_32MIB = "100000,75000,100000,70000,100000,90000,100000"  # [rows, 128] float32: 36-51 MB
-PASSES = 2  # the step sizes run as two "epochs"; the first warms the heap up
+PASSES = 3  # the step sizes run as three "epochs"; the first ones warm the heap up (first fit can take two)
 
 
 def _run(mode: str, rows: str = BELOW_32MIB) -> dict:
@@ -48,20 +48,25 @@ def _run(mode: str, rows: str = BELOW_32MIB) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def _after_first_pass(run: dict, rows: str) -> tuple[int, int]:
-    """(minor faults, 4 KiB pages touched) over the passes after the first."""
+def _last_pass(run: dict, rows: str) -> tuple[int, int]:
+    """(minor faults, 4 KiB pages touched) in the last pass, once the heap has its steady layout.
+
+    Where the blocks land depends on Python's own small blocks between them (first fit): measured on
+    the 2-core VM, the second pass still faulted in one 5-25 MB block in 5 runs of 8, or more under load;
+    the third faulted in none.
+    """
     steps = len(rows.split(","))
-    touched_per_pass = sum(int(r) + int(r) // 2 for r in rows.split(",")) * 128 * 4 // 4096
-    return sum(run["faults"][steps:]), touched_per_pass * (PASSES - 1)
+    touched = sum(int(r) + int(r) // 2 for r in rows.split(",")) * 128 * 4 // 4096
+    return sum(run["faults"][-steps:]), touched
 
 
 @glibc_only
 def test_steady_state_steps_do_not_fault() -> None:
-    # which step of the first pass grows the heap depends on where Python's own small blocks land
-    # (first fit), so only the passes after it are checked: they reuse the heap and touch no new page
+    # which steps of the first passes grow the heap depends on where Python's own small blocks land
+    # (first fit), so only the last pass is checked: it reuses the heap and touches no new page
     kept = _run("keep")
     assert kept["applied"] is True
-    faults, touched = _after_first_pass(kept, BELOW_32MIB)
+    faults, touched = _last_pass(kept, BELOW_32MIB)
     assert faults < 0.05 * touched, kept["faults"]
 
 
@@ -72,8 +77,8 @@ def test_blocks_above_the_largest_mmap_threshold_are_reused_too() -> None:
     # they come from the heap
     kept, plain = _run("keep", ABOVE_32MIB), _run("plain", ABOVE_32MIB)
     assert kept["applied"] is True
-    kept_faults, touched = _after_first_pass(kept, ABOVE_32MIB)
-    plain_faults, _ = _after_first_pass(plain, ABOVE_32MIB)
+    kept_faults, touched = _last_pass(kept, ABOVE_32MIB)
+    plain_faults, _ = _last_pass(plain, ABOVE_32MIB)
     assert plain_faults > 0.25 * touched, plain["faults"]
     assert kept_faults < 0.05 * touched, kept["faults"]
 
