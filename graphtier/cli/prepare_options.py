@@ -165,6 +165,13 @@ IMPORT_OPTION_DECLARATIONS: dict[str, Decorator] = {
         "valid_neg= and test_neg= negatives ([Q, 2] pairs, or [P, K] destinations with --eval-negatives K; "
         "default: drawn).",
     ),
+    "split_relation": click.option(
+        "--split-relation",
+        default=None,
+        metavar="SRC,REL,DST",
+        help="Link prediction on a typed graph: the relation whose edges --edge-split holds out (its reverse "
+        "relation of --add-reverse loses them too); negatives are drawn from DST.",
+    ),
     "eval_negatives": click.option(
         "--eval-negatives",
         type=int,

@@ -23,6 +23,7 @@ from graphtier.dataset.link_split import (
     LinkSplit,
     check_held_out,
     read_link_split,
+    validate_typed_link_split,
     validate_link_split,
 )
 from graphtier.dataset.schema import Relation, Schema
@@ -307,6 +308,8 @@ class Dataset:
             validate_link_split(root, self.link, n)
             if not schema.hetero:
                 check_held_out(root, self.link, self.indptr, self.indices)
+            else:
+                validate_typed_link_split(root, self.link, schema, self.indptr, self.indices)
         if "perm" in self.extra:
             self._validate_perm(root / "perm.npy", self.extra["perm"])
         seen = np.zeros(n_labelled, dtype=np.bool_) if any(self.split(s) is not None for s in SPLITS) else None

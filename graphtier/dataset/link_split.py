@@ -27,6 +27,7 @@ import numpy as np
 
 from graphtier.dataset._edge_split_kernels import edge_pairs
 from graphtier.dataset.checks import index_range
+from graphtier.dataset.schema import Relation, Schema
 from graphtier.errors import DatasetError
 
 LINK_META_KEY = "link"
@@ -228,3 +229,56 @@ def _check_ids(path: Path, array: np.ndarray, shape: tuple[int | None, int], num
         lo, hi = index_range(np.asarray(array).reshape(-1))
         if lo < 0 or hi >= num_nodes:
             raise DatasetError(f"{path}: expected node ids in [0, {num_nodes}), found values in [{lo}, {hi}]")
+
+
+def relation_csc(schema: Schema, indptr: np.ndarray, indices: np.ndarray, rel: Relation) -> tuple[np.ndarray, np.ndarray]:
+    """``(indptr int64 [count(dst) + 1] from 0, indices int64 [E_r] LOCAL source ids)``: one relation's CSC."""
+    rows = schema.node_type(rel.dst).count
+    ptr = np.asarray(indptr[rel.row_offset : rel.row_offset + rows + 1], dtype=np.int64)
+    local = np.asarray(indices[ptr[0] : ptr[-1]], dtype=np.int64) - schema.node_type(rel.src).offset
+    return ptr - ptr[0], local
+
+
+def pair_space_shift(schema: Schema, rel: Relation) -> int:
+    """The id shift of the destinations in the relation's pair space (0 when SRC == DST)."""
+    return 0 if rel.src == rel.dst else schema.node_type(rel.src).count
+
+
+def space_csc(schema: Schema, ptr: np.ndarray, src: np.ndarray, shift: int) -> tuple[np.ndarray, np.ndarray]:
+    """The relation's CSC over the pair space (``shift`` empty columns of the sources first)."""
+    return np.concatenate([np.zeros(shift, np.int64), ptr]), src
+
+
+def validate_typed_link_split(root: Path, split: LinkSplit, schema: Schema, indptr: np.ndarray, indices: np.ndarray) -> None:
+    """Check a typed dataset's edge split: its relation is one of the schema, ids are local ids of their types
+    (sources of SRC, destinations of DST), held-out positives are no edges of the relation. :class:`DatasetError`
+    names the file."""
+    where = root / "meta.json"
+    named = split.meta.get("relation")
+    try:
+        rel = schema.relation(tuple(named))  # type: ignore[arg-type]
+    except (KeyError, TypeError):
+        raise DatasetError(f"{where}: field 'link.relation' expected a relation [src, name, dst] of the schema, "
+                           f"found {named!r}") from None  # fmt: skip
+    count_src, count_dst = schema.node_type(rel.src).count, schema.node_type(rel.dst).count
+    if tuple(split.dst_range) != (0, count_dst):
+        raise DatasetError(f"{where}: field 'link.dst_range' expected [0, {count_dst}], found {list(split.dst_range)}")
+    for name, pairs in split.splits.items():
+        columns = [(f"link_{name}", np.asarray(pairs.positives)[:, 0], count_src, rel.src),
+                   (f"link_{name}", np.asarray(pairs.positives)[:, 1], count_dst, rel.dst)]  # fmt: skip
+        if pairs.negatives is not None:
+            neg = np.asarray(pairs.negatives)
+            columns.append((f"link_{name}_neg", neg if pairs.per_positive else neg[:, 1], count_dst, rel.dst))
+            if not pairs.per_positive:
+                columns.append((f"link_{name}_neg", neg[:, 0], count_src, rel.src))
+        for stem, ids, count, type_name in columns:
+            if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= count):
+                raise DatasetError(
+                    f"{root / (stem + '.npy')}: expected local ids of {type_name} in [0, {count}), found values in "
+                    f"[{int(ids.min())}, {int(ids.max())}]"
+                )
+    shift = pair_space_shift(schema, rel)
+    ptr, src = relation_csc(schema, indptr, indices, rel)
+    space_ptr, space_idx = space_csc(schema, ptr, src, shift)
+    shifted = {name: LinkPairs(np.asarray(p.positives) + np.array([0, shift])) for name, p in split.splits.items()}
+    check_held_out(root, LinkSplit(split.meta, shifted), space_ptr, space_idx)

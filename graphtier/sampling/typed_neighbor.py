@@ -118,14 +118,30 @@ class TypedNeighborSampler:
         batch_id = next_batch_id(batch_id, self._batch_counter)
         workspace = self._workspaces.take()
         # a failed batch may leave ids in the scratch: its workspace is dropped, not given back
-        batch = self._sample(local_seeds, int(batch_id), workspace)
+        global_seeds = local_seeds + self._type_offsets[self._target]
+        batch, _ = self._sample(global_seeds, local_seeds, int(batch_id), workspace, typed_rows=False)
         self._workspaces.give_back(workspace)
         return batch
 
-    def _sample(self, local_seeds: np.ndarray, batch_id: int, workspace: Workspace) -> TypedMiniBatch:
+    def sample_global(self, global_seeds: np.ndarray, batch_id: int) -> tuple[TypedMiniBatch, np.ndarray]:
+        """Sample a batch for seeds of any types: ``global_seeds`` int64 [B] (type offsets added, as
+        :meth:`Schema.offsets`). Returns the batch (its ``seeds`` the global ids, ``seed_index`` their rows in
+        first-seen order over all types) and int64 [B] each seed's output row among the rows of its own type
+        (``rows[i]`` indexes the model's output of ``schema.type_of(global_seeds[i])``): link prediction's pairs."""
+        global_seeds = np.ascontiguousarray(global_seeds, dtype=np.int64)
+        if global_seeds.size and (int(global_seeds.min()) < 0 or int(global_seeds.max()) >= self.schema.num_nodes):
+            raise OptionError.invalid("seeds", f"global ids in [0, {self.schema.num_nodes})", "out of range ids")
+        workspace = self._workspaces.take()
+        batch, rows = self._sample(global_seeds, global_seeds, int(batch_id), workspace, typed_rows=True)
+        self._workspaces.give_back(workspace)
+        return batch, rows
+
+    def _sample(
+        self, global_seeds: np.ndarray, seeds: np.ndarray, batch_id: int, workspace: Workspace, *, typed_rows: bool
+    ) -> tuple[TypedMiniBatch, np.ndarray]:
         num_types = len(self.schema.node_types)
         local_id = workspace.local_id
-        batch_size = local_seeds.shape[0]
+        batch_size = global_seeds.shape[0]
         n_id = workspace.array("n_id", batch_size)  # global ids, first-seen order
         node_type = workspace.array("node_type", batch_size)
         type_position = workspace.array("type_position", batch_size)
@@ -135,9 +151,9 @@ class TypedNeighborSampler:
         hop_relations: list[dict[RelationType, RelationBlock]] = []
         count = 0
         try:
-            global_seeds = local_seeds + self._type_offsets[self._target]
             count = int(kernels.unique_seeds(global_seeds, local_id, n_id, seed_index))
             typed_kernels.assign_types(n_id, 0, count, self._type_offsets, node_type, type_position, type_count)
+            rows = type_position[seed_index] if typed_rows else seed_index  # per type (seeds of one type: the same)
             layer_counts.append(type_count.copy())
             for hop in range(self.num_hops):
                 relations, sources, num_edges = self._hop(hop, batch_id, workspace, count, type_count)
@@ -167,13 +183,14 @@ class TypedNeighborSampler:
             )
             for h in reversed(range(self.num_hops))
         ]
-        return TypedMiniBatch(
+        batch = TypedMiniBatch(
             n_id=n_id_out,
             blocks=blocks,
             seed_index=torch.from_numpy(seed_index),
-            seeds=torch.from_numpy(local_seeds.copy()),
+            seeds=torch.from_numpy(seeds.copy()),
             target=self.schema.target,
         )
+        return batch, rows
 
     def _hop(
         self, hop: int, batch_id: int, workspace: Workspace, count: int, type_count: np.ndarray

@@ -182,7 +182,7 @@ class TrainConfig:
         """Link prediction needs features, the edge split's training pairs and the neighbour sampler."""
         path = dataset.path
         require_link_split(dataset)
-        if dataset.features is None:
+        if dataset.features is None and not dataset.is_hetero:  # typed: featureless types have learnable tables
             raise OptionError(
                 f"{path}: dataset has no features (feature_dim 0); re-import it with {{synthetic_features=DIM}}",
                 options=("synthetic_features",),

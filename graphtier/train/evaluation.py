@@ -17,7 +17,15 @@ from graphtier.train.collective import Collective
 from graphtier.train.feed import BatchFeed, DeviceBatch, SampleFn
 from graphtier.train.inference import layerwise_inference
 from graphtier.train.link_model import LinkModel, encoder_of, score_pairs
-from graphtier.train.task import LinkTask, NodeTask, Task, class_metric_keys, eval_pairs, evaluate_link_scores
+from graphtier.train.task import (
+    LinkTask,
+    NodeTask,
+    Task,
+    TypedLinkTask,
+    class_metric_keys,
+    eval_pairs,
+    evaluate_link_scores,
+)
 from graphtier.train.typed_inference import typed_layerwise_outputs
 from graphtier.train.typed_models import TypedGNN, TypedMLP
 
@@ -269,9 +277,29 @@ class Evaluator:
         degree = np.diff(np.asarray(self.store.csc[0])).astype(np.float32)
         out: dict[str, float | None] = {}
         for split in ("valid", "test"):
-            metrics, pairs, every = self._exact_link_metrics(model, split, embeddings)
-            out.update(metrics)
-            if split == "test":
-                popularity = evaluate_link_scores(self.task, "test", pairs, degree[every[:, 1]])
-                out.update({key.replace("test_", "test_popularity_", 1): value for key, value in popularity.items()})
+            out.update(self._exact_link_metrics(model, split, embeddings)[0])
+        out.update(self._popularity(degree))
+        return out
+
+    def _popularity(self, degree: np.ndarray) -> dict[str, float | None]:
+        """The popularity baseline's test metrics (``test_popularity_*``): each test pair scored by ``degree``
+        float32 [destinations] of its destination."""
+        assert isinstance(self.task, LinkTask)
+        pairs = self.store.link_split("test")
+        every, _ = eval_pairs(pairs)
+        popularity = evaluate_link_scores(self.task, "test", pairs, degree[every[:, 1]])
+        return {key.replace("test_", "test_popularity_", 1): value for key, value in popularity.items()}
+
+    def sampled_link_metrics(self, model: nn.Module) -> dict[str, float | None]:
+        """Valid and test link metrics of sampled neighbourhoods (eval fanouts) and the popularity baseline, whose
+        degree is the in-degree in the split relation of the training graph (a typed dataset's link task)."""
+        assert isinstance(self.task, TypedLinkTask)
+        schema = self.store.dataset.schema
+        rel = schema.relation(self.task.relation)
+        indptr = np.asarray(self.store.csc[0][rel.row_offset : rel.row_offset + schema.node_type(rel.dst).count + 1])
+        out: dict[str, float | None] = {}
+        for split in ("valid", "test"):
+            pairs = self.store.link_split(split)
+            out.update(evaluate_link_scores(self.task, split, pairs, self.link_scores_sampled(model, split)))
+        out.update(self._popularity(np.diff(indptr).astype(np.float32)))
         return out

@@ -18,6 +18,7 @@ from graphtier.memory import FeatureSource
 from graphtier.sampling import MiniBatch
 from graphtier.sampling.link import LinkMiniBatch
 from graphtier.sampling.typed_batch import TypedMiniBatch
+from graphtier.sampling.typed_link import TypedLinkMiniBatch
 from graphtier.train.aggregate import FirstLayerInput, block_csr
 from graphtier.train.pipeline import BatchProducer, PreparedBatch
 
@@ -61,7 +62,8 @@ class TypedDeviceBatch(DeviceBatch):
     target type's output rows."""
 
     def forward(self, model: nn.Module) -> torch.Tensor:
-        """The target type's output rows: ``model(x, blocks, n_id)`` (a typed model)."""
+        """The target type's output rows: ``model(x, blocks, n_id)`` (a typed model; a typed link model: its
+        embeddings per endpoint type, a dict)."""
         return model(self.x, self.blocks, self.n_id)
 
 
@@ -160,4 +162,5 @@ class BatchFeed:
         y = item.y.to(self.device, non_blocking=non_blocking)
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
-        return TypedDeviceBatch(x, list(moved.blocks), y, moved.seed_index, None, n_id=moved.n_id)
+        pairs = (moved.src_index, moved.dst_index) if isinstance(moved, TypedLinkMiniBatch) else (None, None)
+        return TypedDeviceBatch(x, list(moved.blocks), y, moved.seed_index, None, *pairs, n_id=moved.n_id)

@@ -24,7 +24,9 @@ from torch import nn
 from graphtier.dataset.link_split import LinkPairs
 from graphtier.graphstore import GraphStore
 from graphtier.sampling import MiniBatch
+from graphtier.graphstore.typed_link import typed_link_sampler
 from graphtier.sampling.link import LinkMiniBatch
+from graphtier.sampling.typed_link import TypedLinkMiniBatch
 from graphtier.train.feed import DeviceBatch, SampleFn
 from graphtier.train.link_metrics import auc, average_precision, hits_at_k, mrr
 from graphtier.train.link_model import LinkModel
@@ -135,9 +137,16 @@ class LinkTask(Task):
             negative_sampling=self.spec.negative_sampling, seed=seed,
         )  # fmt: skip
 
+    def pair_sampler(
+        self, store: GraphStore, fanouts: tuple[int, ...], pairs: np.ndarray, labels: np.ndarray, seed: int,
+        relation_fanouts: Any = None,
+    ) -> SampleFn:  # fmt: skip
+        """The evaluation sampler of ``pairs`` (int64 [P, 2]) with ``labels`` (float32 [P]): nothing excluded."""
+        return store.link_sampler(fanouts, pairs, labels=labels, seed=seed)
+
     def targets(self, store: GraphStore, seeds: np.ndarray, batch: MiniBatch) -> torch.Tensor:
         """float32 [M] pair labels (1 positive, 0 negative)."""
-        assert isinstance(batch, LinkMiniBatch)
+        assert isinstance(batch, (LinkMiniBatch, TypedLinkMiniBatch))
         return batch.label
 
     def outputs(self, model: nn.Module, out: torch.Tensor, batch: DeviceBatch) -> torch.Tensor:
@@ -177,6 +186,41 @@ class LinkTask(Task):
         return out
 
 
+class TypedLinkTask(LinkTask):
+    """Link prediction on the edge split of one relation ``(SRC, REL, DST)`` of a typed dataset: the pairs' local
+    ids; batches from :func:`~graphtier.graphstore.typed_link.typed_link_sampler`; the model's output a dict of
+    embeddings per type, scored ``SRC`` row against ``DST`` row. ``relation_fanouts``: the run's
+    ``fanouts_per_relation`` of the training sampler."""
+
+    def __init__(
+        self, spec: TaskSpec, relation: tuple[str, str, str], per_positive: bool = False, relation_fanouts: Any = None
+    ) -> None:
+        super().__init__(spec, per_positive)
+        self.relation = relation
+        self.relation_fanouts = relation_fanouts
+
+    def train_sampler(
+        self, store: GraphStore, make_sampler: NodeSamplerFactory, fanouts: tuple[int, ...], seed: int
+    ) -> SampleFn:
+        return typed_link_sampler(
+            store, fanouts, np.asarray(store.link_split("train").positives), relation_fanouts=self.relation_fanouts,
+            num_negatives=self.spec.num_negatives, negative_sampling=self.spec.negative_sampling, seed=seed,
+        ).sample  # fmt: skip
+
+    def pair_sampler(
+        self, store: GraphStore, fanouts: tuple[int, ...], pairs: np.ndarray, labels: np.ndarray, seed: int,
+        relation_fanouts: Any = None,
+    ) -> SampleFn:  # fmt: skip
+        return typed_link_sampler(store, fanouts, pairs, relation_fanouts=relation_fanouts, labels=labels,
+                                  seed=seed).sample  # fmt: skip
+
+    def outputs(self, model: nn.Module, out: Any, batch: DeviceBatch) -> torch.Tensor:
+        """Logits float [M]: the decoder's score of each pair's SRC and DST embeddings (``out``: a dict per type)."""
+        assert isinstance(model, LinkModel) and batch.src_index is not None and batch.dst_index is not None
+        src, _, dst = self.relation
+        return model.score(out[src][batch.src_index], out[dst][batch.dst_index])
+
+
 def eval_pairs(pairs: LinkPairs) -> tuple[np.ndarray, np.ndarray]:
     """int64 [P + Q, 2] the positives then the negative pairs of an evaluation split, and float32 labels (1/0)."""
     positives = np.asarray(pairs.positives, dtype=np.int64)
@@ -194,12 +238,17 @@ def split_scores(pairs: LinkPairs, scores: np.ndarray) -> tuple[np.ndarray, np.n
     return positive, negative
 
 
-def make_task(spec: TaskSpec, store: GraphStore) -> Task:
-    """The :class:`Task` of ``spec`` for the dataset of ``store``."""
+def make_task(spec: TaskSpec, store: GraphStore, relation_fanouts: Any = None) -> Task:
+    """The :class:`Task` of ``spec`` for the dataset of ``store`` (a typed dataset's link task: the relation of
+    its edge split, ``relation_fanouts`` for its training sampler)."""
     if spec.task == "node":
         return NodeTask()
     link = store.dataset.link
-    return LinkTask(spec, per_positive=bool(link is not None and link.eval_negatives > 0))
+    per_positive = bool(link is not None and link.eval_negatives > 0)
+    if not store.is_hetero:
+        return LinkTask(spec, per_positive=per_positive)
+    relation = tuple(link.meta["relation"]) if link is not None and "relation" in link.meta else ("", "", "")
+    return TypedLinkTask(spec, relation, per_positive, relation_fanouts)  # type: ignore[arg-type]
 
 
 def evaluate_link_scores(task: LinkTask, split: str, pairs: LinkPairs, scores: np.ndarray) -> dict[str, Any]:

@@ -45,7 +45,7 @@ from graphtier.train.report import RunReport, environment_info
 from graphtier.train.result import TrainResult
 from graphtier.train.saved import save_model
 from graphtier.train.tally import EpochTally
-from graphtier.train.task import LinkTask, class_metric_keys, make_task
+from graphtier.train.task import LinkTask, TypedLinkTask, class_metric_keys, make_task
 from graphtier.train.tiered_embedding import attach_sparse_adam
 from graphtier.train.typed_checks import dense_relation_notes
 from graphtier.train.typed_run import (
@@ -110,7 +110,7 @@ class Trainer:
         if dataset.is_hetero and config.network.model != "mlp":
             for note in dense_relation_notes(config, dataset.schema):
                 self._log(note)
-        self.task = make_task(config.objective, self.store)
+        self.task = make_task(config.objective, self.store, config.sampling.fanouts_per_relation)
         self.train_idx = self.task.train_seeds(self.store)  # node ids, or rows of link_train.npy
         # GCN: full-graph in-degrees, used by exact layer-wise inference with either --gcn-degrees and by
         # sampled blocks with "full"; "block" normalises a sampled block by its own degrees (None).
@@ -156,7 +156,9 @@ class Trainer:
         self.evaluator = Evaluator(
             self.store, self.feed, eval_sample, self.collective,
             batch_size=config.sampling.eval_batch_size, degree=degree, progress=progress, task=self.task,
-            link_sampler=lambda pairs, labels: self.store.link_sampler(eval_fanouts, pairs, labels=labels, seed=seed),
+            link_sampler=lambda pairs, labels: self.task.pair_sampler(  # type: ignore[attr-defined]
+                self.store, eval_fanouts, pairs, labels, seed, self._relation_fanouts(eval_fanouts)
+            ),
         )  # fmt: skip
         self.progress_so_far = RunProgress()
         self.checkpointer: Checkpointer | None = None
@@ -179,12 +181,17 @@ class Trainer:
     def _make_sampler(self, fanouts: tuple[int, ...], seed: int) -> SampleFn:
         cfg = self.config
         kind = "seed-only" if cfg.network.model == "mlp" else cfg.sampling.sampler
-        if self.typed:  # per-relation fanouts apply to training, and to evaluation unless --eval-fanouts is given
-            per_relation = cfg.sampling.fanouts_per_relation
-            if cfg.sampling.eval_fanouts is not None and tuple(fanouts) == tuple(cfg.sampling.eval_fanouts):
-                per_relation = None
-            return self.store.typed_sampler(fanouts, per_relation, seed=seed, kind=kind)
+        if self.typed:
+            return self.store.typed_sampler(fanouts, self._relation_fanouts(fanouts), seed=seed, kind=kind)
         return self.store.sampler(fanouts, seed=seed, kind=kind, num_layers=cfg.num_layers)
+
+    def _relation_fanouts(self, fanouts: tuple[int, ...]) -> Any:
+        """The per-relation fanouts of a sampler of ``fanouts``: they apply to training, and to evaluation unless
+        --eval-fanouts is given."""
+        sampling = self.config.sampling
+        if sampling.eval_fanouts is not None and tuple(fanouts) == tuple(sampling.eval_fanouts):
+            return None
+        return sampling.fanouts_per_relation
 
     # ------------------------------------------------------------------ checkpoints
     def resume(self) -> bool:
@@ -343,8 +350,11 @@ class Trainer:
         if isinstance(task, LinkTask):  # exact layer-wise embeddings of all nodes, always
             final["method"] = "full"
             final["best_epoch_by"] = f"{'exact' if exact_links else 'sampled'} {task.score_key}"
+            if isinstance(task, TypedLinkTask):  # a typed graph's pairs: sampled embeddings (eval fanouts)
+                final["method"] = "sampled"
             if is_main:
-                final.update(self.evaluator.full_link_metrics(self.model))  # type: ignore[arg-type]
+                metrics = self.evaluator.sampled_link_metrics if isinstance(task, TypedLinkTask) else None
+                final.update((metrics or self.evaluator.full_link_metrics)(self.model))  # type: ignore[arg-type]
             self._finish_report(final, wall_start)
             return self.report.to_dict()
         if cfg.run.full_inference and cfg.sampling.sampler == "neighbor" and is_main:

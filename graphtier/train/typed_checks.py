@@ -27,8 +27,8 @@ def _types_of(dataset: Dataset) -> str:
 
 def check_typed_run(config: RunParts, dataset: Dataset) -> None:
     """Raise :class:`OptionError` (one line naming the option) for a combination of ``config`` and the dataset's
-    kind that cannot run: on a typed dataset a homogeneous GNN, link prediction, ShaDow, several processes,
-    or an MLP without target features; with a typed model a homogeneous-only option; typed
+    kind that cannot run: on a typed dataset a homogeneous GNN, link prediction without a relation's edge split
+    (:func:`check_typed_link`), ShaDow, several processes, or an MLP without target features; with a typed model a homogeneous-only option; typed
     options (``fanouts_per_relation``, ``num_bases``) with a homogeneous model."""
     network, sampling = config.network, config.sampling
     model = network.model
@@ -41,9 +41,8 @@ def check_typed_run(config: RunParts, dataset: Dataset) -> None:
                 f"use {', '.join(TYPED_MODEL_NAMES)} or mlp",
                 options=("model",),
             )
-        if config.objective.task != "node":
-            raise OptionError(f"{{task={config.objective.task}}}: not available yet on a typed dataset ({where})",
-                              options=("task",))  # fmt: skip
+        if config.objective.task == "link":
+            check_typed_link(config, dataset)
         if model == "mlp" and dataset.schema.target_type.feature_dim == 0:
             raise OptionError(
                 f"{{model=mlp}}: reads the features of the target type {dataset.schema.target!r}, which has none "
@@ -71,6 +70,29 @@ def check_typed_run(config: RunParts, dataset: Dataset) -> None:
         )
     if typed_run:
         relation_fanouts(config, dataset.schema, sampling.fanouts)  # a bad relation name fails before training
+
+
+def check_typed_link(config: RunParts, dataset: Dataset) -> None:
+    """Raise :class:`OptionError` when link prediction cannot run on the typed ``dataset``: no edge split of a
+    relation, the features-only ``mlp``, or exact inference (``full_inference``; typed link runs evaluate sampled)."""
+    link = dataset.link
+    if link is None or "relation" not in link.meta:
+        raise OptionError(
+            f"{{task=link}}: expected an edge split of one relation in {dataset.path} (graphtier prepare manifest "
+            "... --edge-split 0.85,0.05,0.1 --split-relation SRC,REL,DST), found none",
+            options=("task",),
+        )
+    if config.network.model == "mlp":
+        raise OptionError(
+            f"{{model=mlp}}: link prediction on a typed dataset needs a typed encoder ({', '.join(TYPED_MODEL_NAMES)})",
+            options=("model", "task"),
+        )
+    if config.run.full_inference:
+        raise OptionError(
+            "{full_inference}: not available for link prediction on a typed dataset (its valid and test pairs are "
+            "scored from sampled neighbourhoods, --eval-fanouts)",
+            options=("full_inference", "task"),
+        )
 
 
 def relation_fanouts(config: RunParts, schema: Schema, fanouts: Sequence[int]) -> dict[RelationType, Fanouts]:

@@ -47,11 +47,11 @@ from graphtier.train.tiered_embedding import TieredEmbedding
 from graphtier.train.typed_layers import HeteroSAGELayer, RGATLayer, RGCNLayer, TypedLayer, type_key
 
 
-def needed_types(schema: Schema, num_layers: int) -> list[list[str]]:
-    """Per layer boundary the node types whose rows matter, in schema order: entry ``num_layers`` is the target,
-    entry ``i`` the types that layer ``i`` reads (those of entry ``i + 1`` and the sources of relations into them);
-    entry 0 is the input."""
-    needed = [[schema.target]]
+def needed_types(schema: Schema, num_layers: int, outputs: Sequence[str] | None = None) -> list[list[str]]:
+    """Per layer boundary the node types whose rows matter, in schema order: entry ``num_layers`` is the target
+    (or the types ``outputs``), entry ``i`` the types that layer ``i`` reads (those of entry ``i + 1`` and the
+    sources of relations into them); entry 0 is the input."""
+    needed = [[schema.target] if outputs is None else [t for t in schema.type_names if t in outputs]]
     for _ in range(num_layers):
         wanted = set(needed[0]) | {r.src for r in schema.relations if r.dst in needed[0]}
         needed.insert(0, [t for t in schema.type_names if t in wanted])
@@ -165,14 +165,16 @@ class TypedGNN(nn.Module):
         num_bases: int = 0,
         heads: int = 4,
         norm: str = "none",
+        outputs: Sequence[str] | None = None,
     ) -> None:
         super().__init__()
         self.kind = kind
+        self.outputs = None if outputs is None else tuple(outputs)
         self.schema = schema
         self.target = schema.target
         self.num_layers = num_layers
         widths = [hidden] * (num_layers - 1) + [num_classes]
-        needed = needed_types(schema, num_layers)
+        needed = needed_types(schema, num_layers, outputs)
         self.inputs = TypedInputs(schema, in_dims, featureless, hidden, widths[0], needed[0])
         self.activation = ReLUDropout(dropout)
         self.layers = nn.ModuleList()
@@ -223,14 +225,17 @@ class TypedGNN(nn.Module):
         norms = self.norms[index]
         return {t: self.activation(norms[type_key(self.schema, t)](h)) for t, h in out.items()}
 
-    def forward(self, x: Mapping[str, Tensor], blocks: Sequence[TypedBlock], n_id: Mapping[str, Tensor]) -> Tensor:
-        """Logits float [blocks[-1].num_dst[target], num_classes] (see the module)."""
+    def forward(
+        self, x: Mapping[str, Tensor], blocks: Sequence[TypedBlock], n_id: Mapping[str, Tensor]
+    ) -> Tensor | dict[str, Tensor]:
+        """Logits float [blocks[-1].num_dst[target], num_classes] (see the module); built with ``outputs`` (a link
+        encoder): ``{t: float [blocks[-1].num_dst[t], num_classes]}`` for each type of ``outputs``."""
         if len(blocks) != self.num_layers:
             raise OptionError(f"model has {self.num_layers} layers but the mini-batch has {len(blocks)} blocks")
         h = self.inputs(x, n_id, blocks[0].num_src, next(self.parameters()).dtype)
         for index, block in enumerate(blocks):
             h = self.layer(index, h, block)
-        return h[self.target]
+        return h[self.target] if self.outputs is None else {t: h[t] for t in self.outputs}
 
 
 class TypedMLP(nn.Module):
@@ -267,6 +272,7 @@ def build_typed_model(
     num_bases: int = 0,
     heads: int = 4,
     norm: str = "none",
+    outputs: Sequence[str] | None = None,
 ) -> nn.Module:
     """Build typed model ``name`` (:data:`TYPED_MODEL_NAMES` or ``mlp``) for ``schema``.
 
@@ -279,6 +285,8 @@ def build_typed_model(
         num_bases: R-GCN basis decomposition (0: a full weight per relation).
         heads: R-GAT attention heads of the hidden layers (``hidden`` must be a multiple).
         norm: ``none``, ``batch`` or ``layer`` between layers.
+        outputs: the node types whose last-layer rows the model returns, as a dict (a link encoder: a relation's
+            endpoint types; ``num_classes`` is then the embedding width); None: the target's logits.
 
     Raises OptionError naming the option on a bad value.
     """
@@ -316,4 +324,5 @@ def build_typed_model(
         num_bases=num_bases,
         heads=heads,
         norm=norm,
+        outputs=outputs,
     )

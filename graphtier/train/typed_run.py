@@ -18,7 +18,7 @@ from torch import nn
 
 from graphtier.dataset import Dataset
 from graphtier.dataset.schema import Schema
-from graphtier.train.link_model import build_task_model
+from graphtier.train.link_model import LinkModel, build_task_model, encoder_of
 from graphtier.train.tiered_embedding import learnable_row_bytes
 from graphtier.train.typed_layers import type_key
 from graphtier.train.typed_models import build_typed_model, learnable_widths
@@ -30,15 +30,23 @@ if TYPE_CHECKING:
 def build_run_model(config: TrainConfig, dataset: Dataset) -> nn.Module:
     """The run's model (not yet on its device): a typed model for a typed dataset or a typed ``model``, called
     ``model(x: dict, blocks: list[TypedBlock], n_id: dict)``; else the homogeneous one, ``model(x, blocks,
-    degree)``."""
+    degree)``. Link prediction on a typed dataset: a :class:`LinkModel` whose encoder is the typed model returning
+    ``hidden``-wide embeddings of the split relation's two endpoint types."""
     network = config.network
     if dataset.is_hetero or network.typed:
         schema = dataset.schema
-        return build_typed_model(
+        link = config.objective.task == "link"
+        outputs = None
+        if link and dataset.link is not None and "relation" in dataset.link.meta:
+            src, _, dst = dataset.link.meta["relation"]
+            outputs = (src, dst)
+        typed = build_typed_model(
             network.model, schema, in_dims={t.name: t.feature_dim for t in schema.node_types}, hidden=network.hidden,
-            num_classes=dataset.num_classes, num_layers=config.num_layers, dropout=network.dropout,
-            featureless=network.featureless, num_bases=network.num_bases, heads=network.heads, norm=network.norm,
+            num_classes=network.hidden if link else dataset.num_classes, num_layers=config.num_layers,
+            dropout=network.dropout, featureless=network.featureless, num_bases=network.num_bases,
+            heads=network.heads, norm=network.norm, outputs=outputs,
         )  # fmt: skip
+        return LinkModel(typed, config.objective.decoder, network.hidden) if link else typed
     return build_task_model(
         config.objective.task, network.model, dataset.feature_dim, network.hidden, dataset.num_classes,
         config.num_layers, decoder=config.objective.decoder, dropout=network.dropout, norm=network.norm,
@@ -63,7 +71,7 @@ def place_learnable_tables(
 ) -> None:
     """Split every learnable table of ``model`` (before ``model.to(device)``): ``hot_rows[type]`` rows on the
     compute device, the rest in host memory; one log line per table."""
-    tables = getattr(getattr(model, "inputs", None), "tables", {})
+    tables = getattr(getattr(encoder_of(model), "inputs", None), "tables", {})
     for name, rows in hot_rows.items():
         key = type_key(schema, name)
         if key in tables:
@@ -77,7 +85,7 @@ def place_learnable_tables(
 def learnable_bytes_read(model: nn.Module, schema: Schema) -> dict[str, dict[str, int]]:
     """Cumulative bytes of rows the learnable tables of ``model`` gathered, per featureless type and tier
     (``device``: the hot prefix, ``host``: the rest)."""
-    tables = getattr(getattr(model, "inputs", None), "tables", {})
+    tables = getattr(getattr(encoder_of(model), "inputs", None), "tables", {})
     out = {}
     for t in schema.type_names:
         table = tables[type_key(schema, t)] if type_key(schema, t) in tables else None

@@ -271,8 +271,10 @@ def import_manifest(
         output: dataset directory to create (replaced only with ``overwrite``).
         name: dataset name (default: the manifest's ``name``, else the output directory's name).
         add_reverse: add ``(dst, rev_<name>, src)`` for every relation.
-        options, option_values: the shared :class:`ImportOptions`; a manifest takes only ``non_finite``
-            (:data:`MANIFEST_FIELDS`: ``error`` refuses NaN/Inf feature values, ``replace`` sets them to 0).
+        options, option_values: the shared :class:`ImportOptions`; a manifest takes :data:`MANIFEST_FIELDS`:
+            ``non_finite`` (``error`` refuses NaN/Inf feature values, ``replace`` sets them to 0) and the link split
+            of one relation (``edge_split``, ``split_relation``, ``eval_negatives``, ``seed``;
+            :mod:`graphtier.dataset.typed_link_split`).
         progress: reports reading the edge files, building the CSC and validating.
 
     Returns:
@@ -333,7 +335,8 @@ def import_manifest(
             name=name or manifest.name,
             importer="manifest",
             add_reverse=add_reverse,
-            options={"manifest": str(manifest.path.resolve()), "non_finite": non_finite},
+            options={"manifest": str(manifest.path.resolve()), **options.to_meta(MANIFEST_FIELDS)},
             guards=guards,
             progress=progress,
+            link=options,
         )

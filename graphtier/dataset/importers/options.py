@@ -48,7 +48,9 @@ class ImportOptions:
     NaN/Inf feature values. Link prediction: ``edge_split`` ``(train, valid, test)`` edge fractions summing to 1
     (or ``"0.85,0.05,0.1"``; :mod:`~graphtier.dataset.importers.holdout`), ``eval_negatives`` K (0: negative
     pairs, K > 0: K negative destinations per evaluation positive), seeded by ``seed``. ``edge_split_files``: the edge split as files instead
-    (:class:`EdgeSplitFiles`, or its text ``"train=FILE,valid=FILE,test=FILE"``).
+    (:class:`EdgeSplitFiles`, or its text ``"train=FILE,valid=FILE,test=FILE"``). ``split_relation``: on a typed
+    graph, the relation ``"SRC,REL,DST"`` (or ``"REL"``) whose edges ``edge_split`` splits
+    (:mod:`~graphtier.dataset.typed_link_split`).
     """
 
     undirected: bool = False
@@ -68,6 +70,7 @@ class ImportOptions:
     edge_split: tuple[float, float, float] | None = None
     edge_split_files: EdgeSplitFiles | None = None
     eval_negatives: int = 0
+    split_relation: str | None = None
 
     def __post_init__(self) -> None:
         """Normalise (paths, split text) and reject malformed or conflicting values."""
@@ -119,6 +122,11 @@ class ImportOptions:
             raise OptionError(
                 "{edge_split} and {edge_split_files}: expected at most one, found both",
                 options=("edge_split", "edge_split_files"),
+            )
+        if self.split_relation is not None and self.edge_split is None:
+            raise OptionError(
+                "{split_relation}: expected {edge_split} as well (the fractions of the relation's edges), found none",
+                options=("split_relation", "edge_split"),
             )
         if self.non_finite not in NON_FINITE_MODES:
             raise OptionError.invalid("non_finite", f"one of {', '.join(NON_FINITE_MODES)}", self.non_finite)
@@ -217,5 +225,5 @@ EDGE_FORMAT_FIELDS = GRAPH_FIELDS + NODE_FILE_FIELDS + SYNTHETIC_FIELDS + ("non_
 OGB_FIELDS = GRAPH_FIELDS + SYNTHETIC_FIELDS + ("non_finite",) + LINK_FIELDS
 PLANETOID_FIELDS = ("non_finite",) + LINK_FIELDS + ("seed",)
 MOVIELENS_FIELDS = ("eval_negatives", "seed")
-MANIFEST_FIELDS = ("non_finite",)
+MANIFEST_FIELDS = ("non_finite", "edge_split", "split_relation", "eval_negatives", "seed")
 """MovieLens: its fold is the edge split; the negatives and the seed of the validation draw."""

@@ -1,0 +1,190 @@
+"""The edge split of one relation of a typed (heterogeneous) graph: ``--edge-split F --split-relation SRC,REL,DST``.
+
+The pair files are those of a homogeneous split (:mod:`graphtier.dataset.link_split`), in LOCAL ids: column 0 a
+node of type SRC, column 1 (and every negative destination) a node of type DST. ``meta.json`` ``"link"`` adds
+``"relation": [SRC, REL, DST]`` and ``"reverse"`` (the name of the relation ``(DST, rev_REL, SRC)`` of
+``--add-reverse`` when the schema has it, else None); ``dst_range`` is ``[0, count(DST)]``.
+
+The split reuses the homogeneous pieces (:func:`~graphtier.dataset.edge_split.graph_pairs`,
+:func:`~graphtier.dataset.importers.splits.random_split`, :func:`~graphtier.dataset.edge_split.draw_eval_negatives`,
+:func:`~graphtier.dataset.edge_split.remove_pairs`) on the relation's CSC in a pair space of its own: ids
+``[0, count(SRC))`` for the sources and ``count(SRC) + j`` for destination ``j`` when SRC != DST (so a source and
+a destination of equal local id are no self-loop), the type's local ids when SRC == DST. A held-out edge leaves the
+relation's rows and, reversed, the reverse relation's rows.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from graphtier.dataset.edge_split import draw_eval_negatives, graph_pairs, remove_pairs
+from graphtier.dataset.link_split import (
+    EVAL_SPLITS,
+    LINK_META_KEY,
+    LINK_SPLITS,
+    LinkPairs,
+    LinkSplit,
+    pair_space_shift,
+    relation_csc,
+    space_csc,
+)
+from graphtier.dataset.schema import Relation, Schema, reverse_name
+from graphtier.errors import OptionError
+
+Fractions = tuple[float, float, float]
+
+
+def parse_split_relation(value: str | tuple[str, str, str] | list[str], schema: Schema) -> Relation:
+    """The relation ``value`` names: ``"SRC,REL,DST"`` (or a 3-tuple), or ``"REL"`` when that name is unique.
+    :class:`OptionError` naming ``split_relation`` and listing the schema's relations otherwise."""
+    parts = tuple(p.strip() for p in value.split(",")) if isinstance(value, str) else tuple(value)
+    try:
+        if len(parts) == 1:
+            return schema.relation(parts[0])
+        if len(parts) == 3:
+            return schema.relation(parts)  # type: ignore[arg-type]
+    except KeyError:
+        pass
+    known = ", ".join(",".join(r.type) for r in schema.relations)
+    raise OptionError(
+        f"{{split_relation}}: expected a relation of the schema (one of {known}), found {','.join(parts)!r}",
+        options=("split_relation",),
+    )
+
+
+def reverse_relation(schema: Schema, rel: Relation) -> Relation | None:
+    """The relation ``(dst, rev_<name>, src)`` of ``rel`` (``--add-reverse``), None when the schema has none."""
+    wanted = (rel.dst, reverse_name(rel.name), rel.src)
+    return next((r for r in schema.relations if r.type == wanted), None)
+
+
+def split_relation_edges(
+    schema: Schema,
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    rel: Relation,
+    fractions: Fractions,
+    *,
+    seed: int,
+    eval_negatives: int = 0,
+) -> tuple[np.ndarray, np.ndarray, LinkSplit]:
+    """A random edge split of relation ``rel`` of the typed graph ``(indptr, indices)`` (back-to-back CSCs, global
+    source ids): the message-passing graph without the held-out edges (both relations' rows), its new relation
+    edge counts in ``split.meta["num_edges"]``, and the :class:`LinkSplit` in local ids.
+
+    Raises:
+        OptionError: a split with a nonzero fraction gets no edge; too few non-edges for the negatives.
+    """
+    from graphtier.dataset.importers.holdout import _derived_seed
+    from graphtier.dataset.importers.splits import random_split
+
+    shift = pair_space_shift(schema, rel)
+    ptr, src = relation_csc(schema, indptr, indices, rel)
+    space_ptr, space_idx = space_csc(schema, ptr, src, shift)
+    candidates = graph_pairs(space_ptr, space_idx, undirected=False)
+    parts = random_split(candidates.shape[0], fractions, seed)
+    for name, ids, fraction in zip(LINK_SPLITS, parts, fractions):
+        if fraction > 0 and ids.shape[0] == 0:
+            raise OptionError(
+                f"{{edge_split}}: expected at least one {name} edge of {rel} for the fraction {fraction:g}, found "
+                f"none: the relation has {candidates.shape[0]} edges to split",
+                options=("edge_split",),
+            )
+    count_src, count_dst = schema.node_type(rel.src).count, schema.node_type(rel.dst).count
+    local = np.array([0, shift], np.int64)  # pair space -> local ids
+    splits = {"train": LinkPairs(candidates[parts[0]] - local)}
+    k = int(eval_negatives)
+    for stream, (name, ids) in enumerate(zip(EVAL_SPLITS, parts[1:]), start=1):
+        positives = candidates[ids]
+        negatives = draw_eval_negatives(
+            space_ptr, space_idx, positives, k=k, dst_range=(shift, shift + count_dst), src_range=(0, count_src),
+            seed=_derived_seed(seed, stream), undirected=False,
+        )  # fmt: skip
+        negatives = negatives - (shift if k else local)
+        splits[name] = LinkPairs(positives - local, negatives, per_positive=k > 0)
+    held = np.concatenate([candidates[parts[1]], candidates[parts[2]]]) - local  # local ids
+    new = {rel.type: _without(schema, indptr, indices, rel, held)}
+    reverse = reverse_relation(schema, rel)
+    if reverse is not None and reverse.type != rel.type:
+        new[reverse.type] = _without(schema, indptr, indices, reverse, held[:, ::-1])
+    new_indptr, new_indices, counts = _reassemble(schema, indptr, indices, new)
+    meta = {
+        "method": "random",
+        "fractions": [float(f) for f in fractions],
+        "seed": int(seed),
+        "eval_negatives": k,
+        "dst_range": [0, count_dst],
+        "undirected": False,
+        "held_out_edges": int(np.asarray(indptr)[-1] - new_indptr[-1]),
+        "relation": list(rel.type),
+        "reverse": None if reverse is None else reverse.name,
+        "num_edges": counts,
+    }
+    return new_indptr, new_indices, LinkSplit(meta, splits)
+
+
+def _without(schema: Schema, indptr: np.ndarray, indices: np.ndarray, rel: Relation, pairs: np.ndarray) -> np.ndarray:
+    """The relation's CSC (local sources, pair space of :func:`_pair_space`) without ``pairs`` (local ids)."""
+    shift = pair_space_shift(schema, rel)
+    ptr, src = relation_csc(schema, indptr, indices, rel)
+    space_ptr, space_idx = space_csc(schema, ptr, src, shift)
+    new_ptr, new_idx, _ = remove_pairs(space_ptr, space_idx, pairs + np.array([0, shift]), undirected=False)
+    return (new_ptr[shift:], new_idx)  # type: ignore[return-value]
+
+
+def _reassemble(
+    schema: Schema, indptr: np.ndarray, indices: np.ndarray, new: dict[Any, tuple[np.ndarray, np.ndarray]]
+) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    """The back-to-back CSC with the relations of ``new`` (local CSCs) replaced; edge count per relation."""
+    ptr_parts, idx_parts, counts = [np.zeros(1, np.int64)], [], []
+    end = 0
+    for rel in schema.relations:
+        if rel.type in new:
+            ptr, local = new[rel.type]
+            idx = (local + schema.node_type(rel.src).offset).astype(indices.dtype)
+        else:
+            ptr, idx = relation_csc(schema, indptr, indices, rel)
+            idx = (idx + schema.node_type(rel.src).offset).astype(indices.dtype)
+        ptr_parts.append(ptr[1:] + end)
+        idx_parts.append(idx)
+        end += int(ptr[-1])
+        counts.append(int(ptr[-1]))
+    return np.concatenate(ptr_parts), np.concatenate(idx_parts) if idx_parts else indices[:0], counts
+
+
+def split_written_typed_graph(
+    writer: Any, meta: dict[str, Any], fractions: Fractions | None, split_relation: str | None, *, seed: int,
+    eval_negatives: int = 0,
+) -> dict[str, Any]:  # fmt: skip
+    """Apply ``--edge-split`` / ``--split-relation`` to the typed dataset ``writer`` is writing (before
+    ``writer.finish``): the graph it wrote becomes the message-passing graph, the pair files are written, and the
+    returned copy of ``meta`` has the new edge counts and ``"link"``. ``fractions`` None returns ``meta``."""
+    if fractions is None:
+        return meta
+    schema = Schema.from_meta(meta, Path("meta.json"))
+    if split_relation is None:
+        known = ", ".join(",".join(r.type) for r in schema.relations)
+        raise OptionError(
+            f"{{edge_split}}: a typed graph needs {{split_relation}} (one of {known}), found none",
+            options=("edge_split", "split_relation"),
+        )
+    rel = parse_split_relation(split_relation, schema)
+    indptr = np.load(writer.path("indptr"), allow_pickle=False)
+    indices = np.load(writer.path("indices"), allow_pickle=False)
+    new_indptr, new_indices, split = split_relation_edges(
+        schema, indptr, indices, rel, fractions, seed=seed, eval_negatives=eval_negatives
+    )
+    del indptr, indices
+    writer.save("indptr", new_indptr)
+    writer.save("indices", new_indices)
+    counts = split.meta.pop("num_edges")
+    updated = dict(meta)
+    updated["num_edges"] = int(new_indptr[-1])
+    hetero = dict(meta["hetero"])
+    hetero["relations"] = [{**entry, "num_edges": n} for entry, n in zip(hetero["relations"], counts)]
+    updated["hetero"] = hetero
+    updated[LINK_META_KEY] = split.save(writer)
+    return updated

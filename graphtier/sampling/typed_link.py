@@ -1,0 +1,174 @@
+"""Link-prediction mini-batches of a typed graph: pairs of one relation ``(SRC, REL, DST)``.
+
+The typed twin of :class:`graphtier.sampling.link.LinkSampler`, with its pieces: negatives are destinations of
+type DST drawn by :class:`~graphtier.sampling.link.NegativeDestinations` (local ids ``[0, count(DST))``; ``degree``:
+by in-degree in REL), from the same random stream per (seed, batch id); the neighbourhoods of the sources (type SRC)
+and of the destinations and negatives (type DST) come from one call of
+:meth:`~graphtier.sampling.typed_neighbor.TypedNeighborSampler.sample_global`; in training the batch's positive
+edges leave REL's blocks and, turned around, the blocks of its reverse relation (``--add-reverse``).
+
+``src_index[i]`` is a row of the model's output of type SRC, ``dst_index[i]`` a row of type DST.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from graphtier.dataset.schema import RelationType, Schema
+from graphtier.sampling.link import NegativeDestinations
+from graphtier.sampling.typed_batch import RelationBlock, TypedBlock, TypedMiniBatch
+
+SampleGlobal = Callable[[np.ndarray, int], tuple[TypedMiniBatch, np.ndarray]]
+"""``(global seeds, batch id) -> (batch, rows per type)``: :meth:`TypedNeighborSampler.sample_global`."""
+
+
+@dataclass
+class TypedLinkMiniBatch(TypedMiniBatch):
+    """A :class:`TypedMiniBatch` of pairs of one relation (``seeds``: the endpoints' global ids).
+
+    Attributes (besides :class:`TypedMiniBatch`'s):
+        src_index: int64 [M], each pair's source row among the output rows of type ``src_type``.
+        dst_index: int64 [M], each pair's destination row among the output rows of type ``dst_type``.
+        label: float32 [M], 1.0 for a positive pair, 0.0 for a negative.
+        pair_ids: int64 [B], the requested rows of the pair table.
+        src_type, dst_type: the relation's endpoint types.
+        excluded_edges: sampled edges removed because they were target edges (or their reverse).
+    """
+
+    src_index: torch.Tensor = field(default_factory=lambda: torch.empty(0, dtype=torch.int64))
+    dst_index: torch.Tensor = field(default_factory=lambda: torch.empty(0, dtype=torch.int64))
+    label: torch.Tensor = field(default_factory=lambda: torch.empty(0, dtype=torch.float32))
+    pair_ids: torch.Tensor = field(default_factory=lambda: torch.empty(0, dtype=torch.int64))
+    src_type: str = ""
+    dst_type: str = ""
+    excluded_edges: int = 0
+
+    def to(self, device: torch.device | str, non_blocking: bool = False) -> TypedLinkMiniBatch:
+        """A copy with every tensor on ``device``."""
+        moved = TypedMiniBatch.to(self, device, non_blocking)
+        return TypedLinkMiniBatch(
+            moved.n_id, moved.blocks, moved.seed_index, moved.seeds, moved.target,
+            src_index=self.src_index.to(device, non_blocking=non_blocking),
+            dst_index=self.dst_index.to(device, non_blocking=non_blocking),
+            label=self.label.to(device, non_blocking=non_blocking),
+            pair_ids=self.pair_ids.to(device, non_blocking=non_blocking),
+            src_type=self.src_type, dst_type=self.dst_type, excluded_edges=self.excluded_edges,
+        )  # fmt: skip
+
+
+def without_pairs(rel: RelationBlock, dst_rows: torch.Tensor, src_rows: torch.Tensor, num_rows: int) -> RelationBlock:
+    """``rel`` without its edges ``src_rows[i] -> dst_rows[i]`` (int64 [T] rows; both < ``num_rows``, the seeds'
+    rows, which are the first rows of every layer)."""
+    counts = rel.rowptr[1:] - rel.rowptr[:-1]
+    dst = torch.repeat_interleave(torch.arange(counts.shape[0], device=rel.col.device), counts)
+    candidates = torch.nonzero((dst < num_rows) & (rel.col < num_rows)).flatten()
+    hits = torch.isin(dst[candidates] * num_rows + rel.col[candidates], dst_rows * num_rows + src_rows)
+    if not bool(hits.any()):
+        return rel
+    keep = torch.ones(rel.col.shape[0], dtype=torch.bool, device=rel.col.device)
+    keep[candidates[hits]] = False
+    kept_counts = torch.bincount(dst[keep], minlength=counts.shape[0])
+    rowptr = torch.zeros_like(rel.rowptr)
+    torch.cumsum(kept_counts, 0, out=rowptr[1:])
+    return RelationBlock(rowptr, rel.col[keep])
+
+
+class TypedLinkSampler:
+    """Sample :class:`TypedLinkMiniBatch` es of rows of a pair table of relation ``relation`` (see the module).
+
+    Args:
+        sample_global: the typed neighbour sampler's
+            :meth:`~graphtier.sampling.typed_neighbor.TypedNeighborSampler.sample_global` (the run's fanouts).
+        schema: the dataset's schema.
+        relation: ``(SRC, REL, DST)``, the relation of the pairs.
+        pairs: int64 [P, 2] local ids ``(src of SRC, dst of DST)``.
+        labels: float [P] labels (evaluation), or None: positives, ``num_negatives`` negatives drawn per positive.
+        negatives: how their destinations are drawn (local ids of DST).
+        reverse: the reverse relation's type, whose blocks lose the targets turned around, or None.
+        seed: base seed of the negatives.
+    """
+
+    def __init__(
+        self,
+        sample_global: SampleGlobal,
+        schema: Schema,
+        relation: RelationType,
+        pairs: np.ndarray,
+        *,
+        labels: np.ndarray | None = None,
+        num_negatives: int = 1,
+        negatives: NegativeDestinations | None = None,
+        reverse: RelationType | None = None,
+        seed: int = 0,
+    ) -> None:
+        self.sample_global = sample_global
+        self.relation = tuple(relation)
+        self.src_type, _, self.dst_type = self.relation
+        self.reverse = None if reverse is None else tuple(reverse)
+        offsets = schema.offsets()
+        names = schema.type_names
+        self.src_offset = int(offsets[names.index(self.src_type)])
+        self.dst_offset = int(offsets[names.index(self.dst_type)])
+        self.pairs = np.asarray(pairs)
+        self.labels = None if labels is None else np.asarray(labels, dtype=np.float32)
+        self.num_negatives = int(num_negatives) if labels is None else 0
+        if self.num_negatives and negatives is None:
+            negatives = NegativeDestinations("uniform", (0, schema.node_type(self.dst_type).count))
+        self.negatives = negatives
+        self.exclude = labels is None
+        self.seed = int(seed)
+
+    def sample(self, pair_ids: np.ndarray | torch.Tensor, batch_id: int) -> TypedLinkMiniBatch:
+        """The batch of pair rows ``pair_ids`` (int [B]); ``batch_id`` picks the random streams."""
+        ids = np.asarray(pair_ids.cpu() if isinstance(pair_ids, torch.Tensor) else pair_ids, dtype=np.int64)
+        chosen = self.pairs[ids]
+        src, dst = chosen[:, 0].astype(np.int64), chosen[:, 1].astype(np.int64)
+        b, k = ids.shape[0], self.num_negatives
+        negative_dst = np.empty(0, np.int64)
+        if k:
+            assert self.negatives is not None
+            rng = np.random.default_rng([self.seed, int(batch_id), 0x4E45])  # LinkSampler's stream
+            negative_dst = self.negatives.draw(rng, b * k)
+        seeds = np.concatenate([src + self.src_offset, dst + self.dst_offset, negative_dst + self.dst_offset])
+        batch, rows_np = self.sample_global(seeds, batch_id)
+        rows = torch.from_numpy(rows_np)
+        src_rows, dst_rows = rows[:b], rows[b : 2 * b]
+        if k:
+            src_index = torch.cat([src_rows, src_rows.repeat_interleave(k)])
+            dst_index = torch.cat([dst_rows, rows[2 * b :]])
+            label = torch.cat([torch.ones(b), torch.zeros(b * k)])
+        else:
+            src_index, dst_index = src_rows, dst_rows
+            label = torch.ones(b) if self.labels is None else torch.from_numpy(self.labels[ids])
+        blocks, removed = batch.blocks, 0
+        if self.exclude and b and blocks:
+            blocks, removed = self._without_targets(blocks, src_rows, dst_rows)
+        return TypedLinkMiniBatch(
+            batch.n_id, blocks, batch.seed_index, batch.seeds, batch.target,
+            src_index=src_index, dst_index=dst_index, label=label.to(torch.float32),
+            pair_ids=torch.from_numpy(ids.copy()), src_type=self.src_type, dst_type=self.dst_type,
+            excluded_edges=removed,
+        )  # fmt: skip
+
+    def _without_targets(
+        self, blocks: list[TypedBlock], src_rows: torch.Tensor, dst_rows: torch.Tensor
+    ) -> tuple[list[TypedBlock], int]:
+        """The blocks without the target edges (REL: ``src -> dst``; its reverse: ``dst -> src``) and how many
+        edges left. Seeds are the first rows of their type in every layer: rows below the last block's num_dst."""
+        last = blocks[-1].num_dst
+        num_rows = max(last.get(self.src_type, 0), last.get(self.dst_type, 0))
+        kept, removed = [], 0
+        for block in blocks:
+            relations = dict(block.relations)
+            for key, dst, src in ((self.relation, dst_rows, src_rows), (self.reverse, src_rows, dst_rows)):
+                if key is None or key not in relations:
+                    continue
+                before = relations[key]
+                relations[key] = without_pairs(before, dst, src, num_rows)
+                removed += before.num_edges - relations[key].num_edges
+            kept.append(TypedBlock(block.num_src, block.num_dst, relations))
+        return kept, removed

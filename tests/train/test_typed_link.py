@@ -1,0 +1,159 @@
+"""Link prediction on a typed dataset: the edge split of one relation (``--split-relation``), the typed link
+sampler, training with rgcn/rgat/hsage from Python and the CLI, and the refusals as one line each."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from graphtier.dataset import Dataset
+from graphtier.dataset.importers.manifest import import_manifest
+from graphtier.graphstore.typed_link import typed_link_sampler
+from graphtier.graphstore import GraphStore
+from graphtier.train import train
+from graphtier.errors import OptionError
+from tests.cli.helpers import run
+
+QUIET = {"quiet": True, "num_threads": 1, "prefetch": 1}
+RATES = ("user", "rates", "item")
+
+
+def write_recommendation_manifest(root: Path, users: int = 240, items: int = 160, per_user: int = 10) -> Path:
+    """A user/item graph with features on both sides: each user and item is in one of 4 taste groups (its
+    noisy one-hot features), and a user rates ``per_user`` items of its own group."""
+    root.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(0)
+    user_group, item_group = rng.integers(0, 4, users), rng.integers(0, 4, items)
+    for name, group in (("user", user_group), ("item", item_group)):
+        features = np.eye(4, dtype=np.float32)[group] + 0.5 * rng.standard_normal((group.size, 4)).astype(np.float32)
+        np.save(root / f"{name}.npy", features)
+    rated = [rng.choice(np.flatnonzero(item_group == g), per_user, replace=False) for g in user_group]
+    edges = np.stack([np.repeat(np.arange(users), per_user), np.concatenate(rated)], axis=1).astype(np.int64)
+    np.save(root / "rates.npy", edges)
+    manifest = {
+        "name": "tiny-rec",
+        "nodes": {"user": {"count": users, "features": str(root / "user.npy")},
+                  "item": {"count": items, "features": str(root / "item.npy")}},  # fmt: skip
+        "edges": [{"type": list(RATES), "path": str(root / "rates.npy")}],
+        "target": "user",
+    }
+    path = root / "manifest.json"
+    path.write_text(json.dumps(manifest))
+    return path
+
+
+@pytest.fixture(scope="module")
+def manifest(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_recommendation_manifest(tmp_path_factory.mktemp("rec-src"))
+
+
+@pytest.fixture(scope="module")
+def linked(manifest: Path, tmp_path_factory: pytest.TempPathFactory) -> Dataset:
+    return import_manifest(manifest, tmp_path_factory.mktemp("rec") / "ds", add_reverse=True,
+                           edge_split="0.8,0.1,0.1", split_relation="user,rates,item", eval_negatives=20)  # fmt: skip
+
+
+def _edges(ds: Dataset, relation: tuple[str, str, str]) -> set[tuple[int, int]]:
+    """The relation's edges as (local src, local dst)."""
+    rel = ds.schema.relation(relation)
+    indptr, sources = ds.relation_csc(rel)
+    counts = np.diff(np.asarray(indptr))
+    dst = np.repeat(np.arange(counts.size), counts)
+    return set(zip((np.asarray(sources) - ds.schema.node_type(rel.src).offset).tolist(), dst.tolist()))
+
+
+def test_split_relation_holds_out_both_directions(linked: Dataset, manifest: Path) -> None:
+    link = linked.link
+    assert link is not None and link.meta["relation"] == list(RATES) and link.meta["reverse"] == "rev_rates"
+    assert link.dst_range == (0, 160) and link.eval_negatives == 20
+    original = np.load(manifest.parent / "rates.npy")
+    forward, backward = _edges(linked, RATES), _edges(linked, ("item", "rev_rates", "user"))
+    held = np.concatenate([np.asarray(link.pairs(s).positives) for s in ("valid", "test")])
+    train_pairs = np.asarray(link.pairs("train").positives)
+    assert held.shape[0] + train_pairs.shape[0] == original.shape[0] == 2400
+    assert not any((u, i) in forward or (i, u) in backward for u, i in held.tolist())
+    assert all((u, i) in forward and (i, u) in backward for u, i in train_pairs.tolist())
+    assert len(forward) == len(backward) == train_pairs.shape[0]
+    assert [r.num_edges for r in linked.schema.relations] == [1920, 1920]
+    every = set(map(tuple, original.tolist()))
+    negatives = np.asarray(link.pairs("test").negatives)
+    sources = np.asarray(link.pairs("test").positives)[:, 0]
+    assert negatives.shape == (held.shape[0] // 2, 20) and negatives.max() < 160
+    assert not any((int(u), int(i)) in every for u, row in zip(sources, negatives) for i in row)
+
+
+def test_bad_split_relation_is_one_line(manifest: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(["prepare", "manifest", str(manifest), str(tmp_path / "out"), "--add-reverse",
+                        "--edge-split", "0.8,0.1,0.1", "--split-relation", "user,rated,item"], capsys)  # fmt: skip
+    assert code == 2 and not (tmp_path / "out").exists()
+    line = err.strip().splitlines()[-1]
+    assert line == (
+        "graphtier: error: --split-relation: expected a relation of the schema (one of user,rates,item, "
+        "item,rev_rates,user), found 'user,rated,item'"
+    )
+    code, _, err = run(["prepare", "manifest", str(manifest), str(tmp_path / "out"), "--edge-split", "0.8,0.1,0.1"],
+                       capsys)  # fmt: skip
+    assert code == 2 and "--split-relation" in err.strip().splitlines()[-1]
+
+
+def test_typed_link_batches_pair_the_right_rows(linked: Dataset) -> None:
+    link = linked.link
+    assert link is not None
+    pairs = np.array(link.pairs("train").positives)
+    with GraphStore.open(linked, num_threads=1) as store:
+        sampler = typed_link_sampler(store, (5, 5), pairs, num_negatives=3, seed=1)
+        batch = sampler.sample(np.arange(64), 7)
+    src_ids = batch.n_id["user"][batch.src_index]
+    dst_ids = batch.n_id["item"][batch.dst_index]
+    assert torch.equal(src_ids[:64], torch.from_numpy(pairs[:64, 0]))
+    assert torch.equal(dst_ids[:64], torch.from_numpy(pairs[:64, 1]))
+    assert torch.equal(src_ids[64:], torch.from_numpy(pairs[:64, 0]).repeat_interleave(3))
+    assert batch.label.tolist() == [1.0] * 64 + [0.0] * 192 and int(dst_ids.max()) < 160
+    assert batch.excluded_edges > 0
+    targets = set(zip(batch.src_index[:64].tolist(), batch.dst_index[:64].tolist()))
+    for block in batch.blocks:
+        for key, (src_col, dst_col) in ((RATES, (0, 1)), (("item", "rev_rates", "user"), (1, 0))):
+            edge_index = block.relations[key].edge_index  # rows: source row, destination row
+            edges = set(zip(edge_index[src_col].tolist(), edge_index[dst_col].tolist()))
+            assert not edges & targets  # neither direction of a target pair is a message edge
+    again = sampler.sample(np.arange(64), 7)
+    assert torch.equal(again.dst_index, batch.dst_index)  # (seed, batch id) fixes the negatives
+
+
+@pytest.mark.parametrize("model", ["rgcn", "rgat", "hsage"])
+def test_typed_encoders_beat_popularity(linked: Dataset, model: str) -> None:
+    result = train(linked, task="link", model=model, fanouts=(5, 5), hidden=32, heads=2, epochs=3, lr=0.01,
+                   batch_size=256, **QUIET)  # fmt: skip
+    final = result.report["final"]
+    assert final["method"] == "sampled" and final["epoch"] >= 1
+    assert final["test_auc"] > 0.8 and final["test_popularity_auc"] < 0.6
+    assert final["test_mrr"] > final["test_popularity_mrr"] + 0.2
+    assert final["test_hits@10"] > final["test_popularity_hits@10"]
+    assert all(e["valid_mrr"] is not None for e in result.report["epochs"])
+
+
+def test_cli_trains_typed_links(linked: Dataset, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(["train", str(linked.path), "--task", "link", "--model", "hsage", "--epochs", "1",
+                          "--fanouts", "4,4", "--hidden", "16", "--num-threads", "1", "--decoder", "mlp", "--quiet"],
+                         capsys)  # fmt: skip
+    assert code == 0, err
+    assert "embeddings of sampled neighbourhoods" in out and "popularity test" in out
+
+
+def test_refusals_are_one_line(
+    linked: Dataset, manifest: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(OptionError, match=r"model=.mlp.: link prediction on a typed dataset needs a typed encoder"):
+        train(linked, task="link", model="mlp", epochs=1, **QUIET)
+    with pytest.raises(OptionError, match=r"full_inference.*sampled"):
+        train(linked, task="link", model="rgcn", epochs=1, full_inference=True, **QUIET)
+    plain = import_manifest(manifest, tmp_path / "plain")
+    code, _, err = run(["train", str(plain.path), "--task", "link", "--model", "rgcn", "--epochs", "1"], capsys)
+    assert code == 2
+    assert err.strip().splitlines()[-1].startswith(
+        "graphtier: error: --task link: expected an edge split of one relation"
+    )
