@@ -23,8 +23,8 @@ from graphtier.dataset.link_split import (
     LinkSplit,
     check_held_out,
     read_link_split,
-    validate_typed_link_split,
     validate_link_split,
+    validate_typed_link_split,
 )
 from graphtier.dataset.schema import Relation, Schema
 from graphtier.errors import DatasetError

@@ -231,25 +231,23 @@ def _check_ids(path: Path, array: np.ndarray, shape: tuple[int | None, int], num
             raise DatasetError(f"{path}: expected node ids in [0, {num_nodes}), found values in [{lo}, {hi}]")
 
 
-def relation_csc(schema: Schema, indptr: np.ndarray, indices: np.ndarray, rel: Relation) -> tuple[np.ndarray, np.ndarray]:
-    """``(indptr int64 [count(dst) + 1] from 0, indices int64 [E_r] LOCAL source ids)``: one relation's CSC."""
+def relation_pair_csc(
+    schema: Schema, indptr: np.ndarray, indices: np.ndarray, rel: Relation
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """Relation ``rel`` of the typed graph ``(indptr, indices)`` (back-to-back CSCs, global source ids) as a CSC
+    over its pair space: ``(indptr int64 [shift + count(DST) + 1] from 0, indices int64 [E_r], shift)``, where the
+    sources keep their local ids ``[0, count(SRC))`` and destination ``j`` is ``shift + j`` (``shift``
+    ``count(SRC)``, or 0 when SRC == DST), so that a source and a destination of equal local id are no self-loop."""
     rows = schema.node_type(rel.dst).count
     ptr = np.asarray(indptr[rel.row_offset : rel.row_offset + rows + 1], dtype=np.int64)
     local = np.asarray(indices[ptr[0] : ptr[-1]], dtype=np.int64) - schema.node_type(rel.src).offset
-    return ptr - ptr[0], local
+    shift = 0 if rel.src == rel.dst else schema.node_type(rel.src).count
+    return np.concatenate([np.zeros(shift, np.int64), ptr - ptr[0]]), local, shift
 
 
-def pair_space_shift(schema: Schema, rel: Relation) -> int:
-    """The id shift of the destinations in the relation's pair space (0 when SRC == DST)."""
-    return 0 if rel.src == rel.dst else schema.node_type(rel.src).count
-
-
-def space_csc(schema: Schema, ptr: np.ndarray, src: np.ndarray, shift: int) -> tuple[np.ndarray, np.ndarray]:
-    """The relation's CSC over the pair space (``shift`` empty columns of the sources first)."""
-    return np.concatenate([np.zeros(shift, np.int64), ptr]), src
-
-
-def validate_typed_link_split(root: Path, split: LinkSplit, schema: Schema, indptr: np.ndarray, indices: np.ndarray) -> None:
+def validate_typed_link_split(
+    root: Path, split: LinkSplit, schema: Schema, indptr: np.ndarray, indices: np.ndarray
+) -> None:
     """Check a typed dataset's edge split: its relation is one of the schema, ids are local ids of their types
     (sources of SRC, destinations of DST), held-out positives are no edges of the relation. :class:`DatasetError`
     names the file."""
@@ -277,8 +275,6 @@ def validate_typed_link_split(root: Path, split: LinkSplit, schema: Schema, indp
                     f"{root / (stem + '.npy')}: expected local ids of {type_name} in [0, {count}), found values in "
                     f"[{int(ids.min())}, {int(ids.max())}]"
                 )
-    shift = pair_space_shift(schema, rel)
-    ptr, src = relation_csc(schema, indptr, indices, rel)
-    space_ptr, space_idx = space_csc(schema, ptr, src, shift)
+    space_ptr, space_idx, shift = relation_pair_csc(schema, indptr, indices, rel)
     shifted = {name: LinkPairs(np.asarray(p.positives) + np.array([0, shift])) for name, p in split.splits.items()}
     check_held_out(root, LinkSplit(split.meta, shifted), space_ptr, space_idx)

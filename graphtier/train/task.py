@@ -23,8 +23,8 @@ from torch import nn
 
 from graphtier.dataset.link_split import LinkPairs
 from graphtier.graphstore import GraphStore
-from graphtier.sampling import MiniBatch
 from graphtier.graphstore.typed_link import typed_link_sampler
+from graphtier.sampling import MiniBatch
 from graphtier.sampling.link import LinkMiniBatch
 from graphtier.sampling.typed_link import TypedLinkMiniBatch
 from graphtier.train.feed import DeviceBatch, SampleFn

@@ -12,10 +12,10 @@ import torch
 
 from graphtier.dataset import Dataset
 from graphtier.dataset.importers.manifest import import_manifest
-from graphtier.graphstore.typed_link import typed_link_sampler
-from graphtier.graphstore import GraphStore
-from graphtier.train import train
 from graphtier.errors import OptionError
+from graphtier.graphstore import GraphStore
+from graphtier.graphstore.typed_link import typed_link_sampler
+from graphtier.train import train
 from tests.cli.helpers import run
 
 QUIET = {"quiet": True, "num_threads": 1, "prefetch": 1}
@@ -36,8 +36,10 @@ def write_recommendation_manifest(root: Path, users: int = 240, items: int = 160
     np.save(root / "rates.npy", edges)
     manifest = {
         "name": "tiny-rec",
-        "nodes": {"user": {"count": users, "features": str(root / "user.npy")},
-                  "item": {"count": items, "features": str(root / "item.npy")}},  # fmt: skip
+        "nodes": {
+            "user": {"count": users, "features": str(root / "user.npy")},
+            "item": {"count": items, "features": str(root / "item.npy")},
+        },  # fmt: skip
         "edges": [{"type": list(RATES), "path": str(root / "rates.npy")}],
         "target": "user",
     }
@@ -154,6 +156,6 @@ def test_refusals_are_one_line(
     plain = import_manifest(manifest, tmp_path / "plain")
     code, _, err = run(["train", str(plain.path), "--task", "link", "--model", "rgcn", "--epochs", "1"], capsys)
     assert code == 2
-    assert err.strip().splitlines()[-1].startswith(
-        "graphtier: error: --task link: expected an edge split of one relation"
+    assert (
+        err.strip().splitlines()[-1].startswith("graphtier: error: --task link: expected an edge split of one relation")
     )

@@ -63,7 +63,8 @@ def link_options(edge_split: str | Fractions | list[float] | None, eval_negative
     return fractions, k
 
 
-def _derived_seed(seed: int, stream: int) -> int:
+def derived_seed(seed: int, stream: int) -> int:
+    """A seed of its own for random stream ``stream`` of a split seeded by ``seed`` (the valid and test negatives)."""
     return int(np.random.SeedSequence([seed, stream]).generate_state(1, np.uint64)[0] >> np.uint64(1))
 
 
@@ -76,6 +77,49 @@ class HeldOut:
     indices: np.ndarray
     split: LinkSplit
     removed: int
+
+
+def split_pairs(
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    fractions: Fractions,
+    *,
+    seed: int,
+    eval_negatives: int,
+    undirected: bool,
+    dst_range: tuple[int, int],
+    src_range: tuple[int, int] | None = None,
+    what: str = "",
+) -> tuple[dict[str, LinkPairs], np.ndarray]:
+    """The candidate edges of the CSC graph ``(indptr, indices)`` (each unordered pair ``u < v`` once when
+    ``undirected``, every directed edge otherwise; repeats once; no self-loops) split by ``fractions`` with
+    :func:`random_split` (seeded), with the evaluation negatives of :func:`draw_eval_negatives` (``k =
+    eval_negatives``; destinations in ``dst_range``, sources of negative pairs in ``src_range``). Returns the
+    :class:`LinkPairs` per split (graph ids) and int64 [H, 2] the held-out (valid and test) edges. ``what`` names
+    the edges in the error (``" of (user, rates, item)"``).
+
+    Raises:
+        OptionError: a split with a nonzero fraction gets no edge; too few non-edges for the negatives.
+    """
+    candidates = graph_pairs(indptr, indices, undirected=undirected)
+    parts = random_split(candidates.shape[0], fractions, seed)
+    for name, ids, fraction in zip(LINK_SPLITS, parts, fractions):
+        if fraction > 0 and ids.shape[0] == 0:
+            kind = "undirected edges (u < v)" if undirected else "edges"
+            raise OptionError(
+                f"{{edge_split}}: expected at least one {name} edge{what} for the fraction {fraction:g}, found none: "
+                f"the graph has {candidates.shape[0]} {kind} to split (self-loops are never held out)",
+                options=("edge_split",),
+            )
+    splits = {"train": LinkPairs(candidates[parts[0]])}
+    for stream, (name, ids) in enumerate(zip(EVAL_SPLITS, parts[1:]), start=1):
+        positives = candidates[ids]
+        negatives = draw_eval_negatives(
+            indptr, indices, positives, k=eval_negatives, dst_range=dst_range, src_range=src_range,
+            seed=derived_seed(seed, stream), undirected=undirected,
+        )  # fmt: skip
+        splits[name] = LinkPairs(positives, negatives, per_positive=eval_negatives > 0)
+    return splits, np.concatenate([candidates[parts[1]], candidates[parts[2]]])
 
 
 def hold_out_edges(
@@ -106,24 +150,9 @@ def hold_out_edges(
     k = check_eval_negatives(eval_negatives)
     if undirected is None:
         undirected = reciprocity(indptr, indices)[2]
-    candidates = graph_pairs(indptr, indices, undirected=undirected)
-    parts = random_split(candidates.shape[0], fractions, seed)
-    for name, ids, fraction in zip(LINK_SPLITS, parts, fractions):
-        if fraction > 0 and ids.shape[0] == 0:
-            kind = "undirected edges (u < v)" if undirected else "edges"
-            raise OptionError(
-                f"{{edge_split}}: expected at least one {name} edge for the fraction {fraction:g}, found none: the "
-                f"graph has {candidates.shape[0]} {kind} to split (self-loops are never held out)",
-                options=("edge_split",),
-            )
-    splits = {"train": LinkPairs(candidates[parts[0]])}
-    for stream, (name, ids) in enumerate(zip(EVAL_SPLITS, parts[1:]), start=1):
-        positives = candidates[ids]
-        negatives = draw_eval_negatives(
-            indptr, indices, positives, k=k, dst_range=(0, n), seed=_derived_seed(seed, stream), undirected=undirected
-        )
-        splits[name] = LinkPairs(positives, negatives, per_positive=k > 0)
-    held = np.concatenate([candidates[parts[1]], candidates[parts[2]]])
+    splits, held = split_pairs(
+        indptr, indices, fractions, seed=seed, eval_negatives=k, undirected=undirected, dst_range=(0, n)
+    )
     new_indptr, new_indices, removed = remove_pairs(indptr, indices, held, undirected=undirected)
     meta = {
         "method": "random",

@@ -274,7 +274,7 @@ def import_manifest(
         options, option_values: the shared :class:`ImportOptions`; a manifest takes :data:`MANIFEST_FIELDS`:
             ``non_finite`` (``error`` refuses NaN/Inf feature values, ``replace`` sets them to 0) and the link split
             of one relation (``edge_split``, ``split_relation``, ``eval_negatives``, ``seed``;
-            :mod:`graphtier.dataset.typed_link_split`).
+            :mod:`graphtier.dataset.importers.typed_holdout`).
         progress: reports reading the edge files, building the CSC and validating.
 
     Returns:

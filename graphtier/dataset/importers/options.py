@@ -50,7 +50,7 @@ class ImportOptions:
     pairs, K > 0: K negative destinations per evaluation positive), seeded by ``seed``. ``edge_split_files``: the edge split as files instead
     (:class:`EdgeSplitFiles`, or its text ``"train=FILE,valid=FILE,test=FILE"``). ``split_relation``: on a typed
     graph, the relation ``"SRC,REL,DST"`` (or ``"REL"``) whose edges ``edge_split`` splits
-    (:mod:`~graphtier.dataset.typed_link_split`).
+    (:mod:`~graphtier.dataset.importers.typed_holdout`).
     """
 
     undirected: bool = False

@@ -5,8 +5,7 @@ node of type SRC, column 1 (and every negative destination) a node of type DST. 
 ``"relation": [SRC, REL, DST]`` and ``"reverse"`` (the name of the relation ``(DST, rev_REL, SRC)`` of
 ``--add-reverse`` when the schema has it, else None); ``dst_range`` is ``[0, count(DST)]``.
 
-The split reuses the homogeneous pieces (:func:`~graphtier.dataset.edge_split.graph_pairs`,
-:func:`~graphtier.dataset.importers.splits.random_split`, :func:`~graphtier.dataset.edge_split.draw_eval_negatives`,
+The split reuses the homogeneous pieces (:func:`~graphtier.dataset.importers.holdout.split_pairs`,
 :func:`~graphtier.dataset.edge_split.remove_pairs`) on the relation's CSC in a pair space of its own: ids
 ``[0, count(SRC))`` for the sources and ``count(SRC) + j`` for destination ``j`` when SRC != DST (so a source and
 a destination of equal local id are no self-loop), the type's local ids when SRC == DST. A held-out edge leaves the
@@ -20,16 +19,13 @@ from typing import Any
 
 import numpy as np
 
-from graphtier.dataset.edge_split import draw_eval_negatives, graph_pairs, remove_pairs
+from graphtier.dataset.edge_split import remove_pairs
+from graphtier.dataset.importers.holdout import split_pairs
 from graphtier.dataset.link_split import (
-    EVAL_SPLITS,
     LINK_META_KEY,
-    LINK_SPLITS,
     LinkPairs,
     LinkSplit,
-    pair_space_shift,
-    relation_csc,
-    space_csc,
+    relation_pair_csc,
 )
 from graphtier.dataset.schema import Relation, Schema, reverse_name
 from graphtier.errors import OptionError
@@ -78,34 +74,21 @@ def split_relation_edges(
     Raises:
         OptionError: a split with a nonzero fraction gets no edge; too few non-edges for the negatives.
     """
-    from graphtier.dataset.importers.holdout import _derived_seed
-    from graphtier.dataset.importers.splits import random_split
-
-    shift = pair_space_shift(schema, rel)
-    ptr, src = relation_csc(schema, indptr, indices, rel)
-    space_ptr, space_idx = space_csc(schema, ptr, src, shift)
-    candidates = graph_pairs(space_ptr, space_idx, undirected=False)
-    parts = random_split(candidates.shape[0], fractions, seed)
-    for name, ids, fraction in zip(LINK_SPLITS, parts, fractions):
-        if fraction > 0 and ids.shape[0] == 0:
-            raise OptionError(
-                f"{{edge_split}}: expected at least one {name} edge of {rel} for the fraction {fraction:g}, found "
-                f"none: the relation has {candidates.shape[0]} edges to split",
-                options=("edge_split",),
-            )
+    space_ptr, space_idx, shift = relation_pair_csc(schema, indptr, indices, rel)
     count_src, count_dst = schema.node_type(rel.src).count, schema.node_type(rel.dst).count
-    local = np.array([0, shift], np.int64)  # pair space -> local ids
-    splits = {"train": LinkPairs(candidates[parts[0]] - local)}
     k = int(eval_negatives)
-    for stream, (name, ids) in enumerate(zip(EVAL_SPLITS, parts[1:]), start=1):
-        positives = candidates[ids]
-        negatives = draw_eval_negatives(
-            space_ptr, space_idx, positives, k=k, dst_range=(shift, shift + count_dst), src_range=(0, count_src),
-            seed=_derived_seed(seed, stream), undirected=False,
-        )  # fmt: skip
-        negatives = negatives - (shift if k else local)
-        splits[name] = LinkPairs(positives - local, negatives, per_positive=k > 0)
-    held = np.concatenate([candidates[parts[1]], candidates[parts[2]]]) - local  # local ids
+    space, held = split_pairs(
+        space_ptr, space_idx, fractions, seed=seed, eval_negatives=k, undirected=False,
+        dst_range=(shift, shift + count_dst), src_range=(0, count_src), what=f" of {','.join(rel.type)}",
+    )  # fmt: skip
+    local = np.array([0, shift], np.int64)  # pair space -> local ids
+    splits = {}
+    for name, pairs in space.items():
+        negatives = pairs.negatives
+        if negatives is not None:
+            negatives = np.asarray(negatives) - (shift if pairs.per_positive else local)
+        splits[name] = LinkPairs(np.asarray(pairs.positives) - local, negatives, per_positive=pairs.per_positive)
+    held = held - local  # local ids
     new = {rel.type: _without(schema, indptr, indices, rel, held)}
     reverse = reverse_relation(schema, rel)
     if reverse is not None and reverse.type != rel.type:
@@ -127,10 +110,8 @@ def split_relation_edges(
 
 
 def _without(schema: Schema, indptr: np.ndarray, indices: np.ndarray, rel: Relation, pairs: np.ndarray) -> np.ndarray:
-    """The relation's CSC (local sources, pair space of :func:`_pair_space`) without ``pairs`` (local ids)."""
-    shift = pair_space_shift(schema, rel)
-    ptr, src = relation_csc(schema, indptr, indices, rel)
-    space_ptr, space_idx = space_csc(schema, ptr, src, shift)
+    """The relation's CSC (local sources; ``pairs`` in local ids) without ``pairs`` (local ids)."""
+    space_ptr, space_idx, shift = relation_pair_csc(schema, indptr, indices, rel)
     new_ptr, new_idx, _ = remove_pairs(space_ptr, space_idx, pairs + np.array([0, shift]), undirected=False)
     return (new_ptr[shift:], new_idx)  # type: ignore[return-value]
 
@@ -145,9 +126,10 @@ def _reassemble(
         if rel.type in new:
             ptr, local = new[rel.type]
             idx = (local + schema.node_type(rel.src).offset).astype(indices.dtype)
-        else:
-            ptr, idx = relation_csc(schema, indptr, indices, rel)
-            idx = (idx + schema.node_type(rel.src).offset).astype(indices.dtype)
+        else:  # unchanged: the relation's slice (global source ids)
+            rows = schema.node_type(rel.dst).count
+            ptr = np.asarray(indptr[rel.row_offset : rel.row_offset + rows + 1], dtype=np.int64)
+            idx, ptr = indices[ptr[0] : ptr[-1]], ptr - ptr[0]
         ptr_parts.append(ptr[1:] + end)
         idx_parts.append(idx)
         end += int(ptr[-1])
