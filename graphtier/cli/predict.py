@@ -187,6 +187,7 @@ def link_command(
         write_recommendations,
     )
     from graphtier.train.link_predict import top_k as recommend
+    from graphtier.train.pair_space import pair_space
     from graphtier.train.predict import predict
 
     model = link_model_of(saved)
@@ -202,17 +203,18 @@ def link_command(
         raise OptionError("--output: a link model writes --pairs scores or --top-k ids there; give one of them")
     if output is None and embeddings is None:
         raise OptionError("--task link: nothing to do; give --pairs, --top-k with --for-nodes, or --embeddings")
-    node_pairs = read_node_pairs(pairs, data.num_nodes) if pairs is not None else None
-    nodes = read_node_ids(for_nodes, data.num_nodes) if for_nodes is not None else None
+    space = pair_space(data)  # typed: the split relation's local ids
+    node_pairs = read_node_pairs(pairs, data.num_nodes, space=space) if pairs is not None else None
+    nodes = read_node_ids(for_nodes, space.num_src) if for_nodes is not None else None
     if nodes is not None and top_k is not None:
         check_top_k(top_k, int(nodes.shape[0]), *candidate_range(data))
     start = time.perf_counter()
     progress = cli_progress(quiet)
     table = predict(saved, data, device=device, chunk_size=chunk_size, progress=progress).logits  # [N, H] embeddings
-    lines = [f"embedded {data.num_nodes:,} nodes with {saved.config['model']} + {saved.config['decoder']} decoder"]
+    lines = [f"embedded {table.shape[0]:,} nodes with {saved.config['model']} + {saved.config['decoder']} decoder"]
     with OutputSet() as outputs:  # --output, --scores and --embeddings replaced together (all new or all old)
         if node_pairs is not None and output is not None:
-            outputs.save_npy(output, pair_scores(model, table, node_pairs), "output")
+            outputs.save_npy(output, pair_scores(model, table, node_pairs, space), "output")
             lines.append(f"scores (logits) of {node_pairs.shape[0]:,} pairs written to {output}")
         if nodes is not None and output is not None and top_k is not None:
             if output.suffix == ".csv":  # the popularity top-K beside the model's, from the same pass
@@ -227,7 +229,7 @@ def link_command(
             lines.append(f"top-{top_k} new destinations of {nodes.shape[0]:,} nodes written to {output}{what}")
         if embeddings is not None:
             outputs.save_npy(embeddings, table.astype(np.float32, copy=False), "embeddings")
-            lines.append(f"embeddings [{data.num_nodes:,} x {table.shape[1]}] written to {embeddings}")
+            lines.append(f"embeddings [{table.shape[0]:,} x {table.shape[1]}] written to {embeddings}")
         outputs.commit()
     if not quiet:
         click.echo("; ".join(lines) + f" ({time.perf_counter() - start:.2f}s, exact layer-wise inference)")

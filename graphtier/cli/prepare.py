@@ -398,6 +398,8 @@ def mat(
 )
 @click.option("--id-features", is_flag=True, help="Append a one-hot node id to the features: a learned row per "
               "user and item (collaborative filtering; features [N, 45 + N]).")  # fmt: skip
+@click.option("--typed", is_flag=True, help="A typed dataset: node types user and item with their own side features, "
+              "relations (user, rates, item) and its reverse; train with a typed encoder (rgcn, rgat, hsage).")  # fmt: skip
 @import_options(MOVIELENS_FIELDS)
 def movielens(
     source: Path,
@@ -407,6 +409,7 @@ def movielens(
     fold: str,
     valid_fraction: float,
     id_features: bool,
+    typed: bool,
     options: ImportOptions,
     progress: Progress,
 ) -> None:
@@ -424,6 +427,7 @@ def movielens(
         fold=fold,
         valid_fraction=valid_fraction,
         id_features=id_features,
+        typed=typed,
         options=options,
         progress=progress,
     )

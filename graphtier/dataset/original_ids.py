@@ -8,7 +8,7 @@ A dataset numbers its nodes ``0..N-1``. How a node id maps back to the input's i
 - ``perm.npy`` (a reorder's new id -> id in the dataset it reordered, composed over repeated reorders): without
   ``node_ids``, the importer kept the input's ids, so ``perm[i]`` is the input id.
 - MovieLens (``prepare movielens``: users, then items): the user id (1-based, as in ``u.data``) of a user node,
-  the item id (1-based) of an item node.
+  the item id (1-based) of an item node; the same with ``--typed``.
 - Otherwise the node id is the input's id.
 
 A typed dataset's global id ``g`` of type ``t`` is the local id ``g - offset(t)`` (the ids of its files); its
@@ -60,7 +60,12 @@ def original_ids(dataset: Dataset, nodes: np.ndarray) -> np.ndarray:
         return named[nodes]
     ids = np.asarray(dataset.extra["perm"], dtype=np.int64)[nodes] if "perm" in dataset.extra else nodes.copy()
     meta = dataset.meta
-    if (meta.get("source") or {}).get("importer") == "movielens" and "num_users" in meta:
+    movielens = (meta.get("source") or {}).get("importer") == "movielens"
+    if dataset.is_hetero:  # local ids of each node's type (MovieLens: 1-based, as in its files)
+        offsets = dataset.schema.offsets()
+        ids = ids - offsets[np.searchsorted(offsets, ids, side="right") - 1]
+        return ids + 1 if movielens else ids
+    if movielens and "num_users" in meta:
         users = int(meta["num_users"])
         ids = np.where(ids < users, ids + 1, ids - users + 1)
     return ids

@@ -3,6 +3,7 @@ exact layer-wise full-graph outputs (logits, or a link model's embeddings, then 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from typing import Callable
 
@@ -17,6 +18,7 @@ from graphtier.train.collective import Collective
 from graphtier.train.feed import BatchFeed, DeviceBatch, SampleFn
 from graphtier.train.inference import layerwise_inference
 from graphtier.train.link_model import LinkModel, encoder_of, score_pairs
+from graphtier.train.pair_space import PairSpace, pair_space
 from graphtier.train.task import (
     LinkTask,
     NodeTask,
@@ -26,7 +28,7 @@ from graphtier.train.task import (
     eval_pairs,
     evaluate_link_scores,
 )
-from graphtier.train.typed_inference import typed_layerwise_outputs
+from graphtier.train.typed_inference import typed_layerwise_outputs, typed_output_tables
 from graphtier.train.typed_models import TypedGNN, TypedMLP
 
 LinkSamplerFactory = Callable[[np.ndarray, np.ndarray], SampleFn]
@@ -226,8 +228,18 @@ class Evaluator:
     @torch.no_grad()
     def full_graph_logits(self, model: nn.Module) -> torch.Tensor:
         """float32 [N, C] logits (a link model: [N, hidden] embeddings) from exact layer-wise full-neighbour
-        inference (CPU tensor); a typed model: the logits of every node of the target type [count(target), C]."""
+        inference (CPU tensor); a typed model: the logits of every node of the target type [count(target), C]; a
+        typed link model: the embeddings of its relation's pair space
+        (:class:`~graphtier.train.link_predict.PairSpace`)."""
         indptr, indices = self.store.csc
+        if isinstance(self.task, TypedLinkTask):  # the pair space's table: the SRC rows, then the DST rows
+            src, _, dst = self.task.relation
+            tables = typed_output_tables(
+                encoder_of(model), lambda node_type, ids: self.store.gather({node_type: ids})[node_type], indptr,
+                indices, self.store.dataset.schema, device=self.feed.device, chunk_size=self.batch_size,
+                progress=self.progress,
+            )  # fmt: skip
+            return tables[src] if src == dst else torch.cat([tables[src], tables[dst]])
         if isinstance(model, (TypedGNN, TypedMLP)):
             return typed_layerwise_outputs(
                 model, lambda node_type, ids: self.store.gather({node_type: ids})[node_type], indptr, indices,
@@ -265,7 +277,8 @@ class Evaluator:
         assert isinstance(self.task, LinkTask)
         pairs = self.store.link_split(split)
         every, _ = eval_pairs(pairs)
-        scores = score_pairs(model, embeddings, torch.from_numpy(every), chunk_size=max(self.batch_size, 65536))
+        in_space = every + np.array([0, self._space.shift], np.int64)
+        scores = score_pairs(model, embeddings, torch.from_numpy(in_space), chunk_size=max(self.batch_size, 65536))
         return evaluate_link_scores(self.task, split, pairs, scores.numpy()), pairs, every
 
     def full_link_metrics(self, model: LinkModel) -> dict[str, float | None]:
@@ -274,12 +287,21 @@ class Evaluator:
         ``test_popularity_auc``, ``_ap``, ``_hits@K`` (+ ``_mrr``)."""
         assert isinstance(self.task, LinkTask)
         embeddings = self.full_graph_logits(model)
-        degree = np.diff(np.asarray(self.store.csc[0])).astype(np.float32)
+        space = self._space  # typed: the in-degree in the split relation
+        degree = np.diff(np.asarray(space.csc[0])[space.shift :]).astype(np.float32)
         out: dict[str, float | None] = {}
         for split in ("valid", "test"):
             out.update(self._exact_link_metrics(model, split, embeddings)[0])
         out.update(self._popularity(degree))
         return out
+
+    @functools.cached_property
+    def _space(self) -> PairSpace:
+        """The link task's :class:`PairSpace` (a homogeneous dataset: the store's graph)."""
+        if isinstance(self.task, TypedLinkTask):
+            return pair_space(self.store.dataset)
+        n = self.store.num_nodes
+        return PairSpace(self.store.csc, (0, n), False, 0, n, n)
 
     def _popularity(self, degree: np.ndarray) -> dict[str, float | None]:
         """The popularity baseline's test metrics (``test_popularity_*``): each test pair scored by ``degree``
@@ -289,17 +311,3 @@ class Evaluator:
         every, _ = eval_pairs(pairs)
         popularity = evaluate_link_scores(self.task, "test", pairs, degree[every[:, 1]])
         return {key.replace("test_", "test_popularity_", 1): value for key, value in popularity.items()}
-
-    def sampled_link_metrics(self, model: nn.Module) -> dict[str, float | None]:
-        """Valid and test link metrics of sampled neighbourhoods (eval fanouts) and the popularity baseline, whose
-        degree is the in-degree in the split relation of the training graph (a typed dataset's link task)."""
-        assert isinstance(self.task, TypedLinkTask)
-        schema = self.store.dataset.schema
-        rel = schema.relation(self.task.relation)
-        indptr = np.asarray(self.store.csc[0][rel.row_offset : rel.row_offset + schema.node_type(rel.dst).count + 1])
-        out: dict[str, float | None] = {}
-        for split in ("valid", "test"):
-            pairs = self.store.link_split(split)
-            out.update(evaluate_link_scores(self.task, split, pairs, self.link_scores_sampled(model, split)))
-        out.update(self._popularity(np.diff(indptr).astype(np.float32)))
-        return out

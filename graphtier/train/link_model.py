@@ -9,13 +9,15 @@ DGL's link examples) or ``mlp`` (their Hadamard product through Linear-ReLU-Line
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 import torch
 from torch import Tensor, nn
 
+from graphtier.dataset.schema import Schema
 from graphtier.train.models import BlockLike, build_model
 from graphtier.train.spec import TASK_NAMES, TaskSpec
+from graphtier.train.typed_models import build_typed_model
 
 
 class LinkModel(nn.Module):
@@ -69,6 +71,19 @@ def build_task_model(
     if task == "node":
         return build_model(name, in_dim, hidden, out_dim, num_layers, **options)  # type: ignore[arg-type]
     encoder = build_model(name, in_dim, hidden, hidden, num_layers, **options)  # type: ignore[arg-type]
+    return LinkModel(encoder, decoder, hidden)
+
+
+def build_typed_link_model(
+    name: str, schema: Schema, relation: tuple[str, str, str], decoder: str, **options: Any
+) -> LinkModel:
+    """A typed link model of ``relation`` ``(SRC, REL, DST)``: a :class:`LinkModel` whose encoder is the typed
+    model ``name`` (:func:`~graphtier.train.typed_models.build_typed_model` with ``options``; its ``num_classes``
+    becomes ``hidden``) returning a dict of ``hidden``-wide embeddings of the types SRC and DST."""
+    hidden = int(options["hidden"])
+    encoder = build_typed_model(
+        name, schema, **{**options, "num_classes": hidden, "outputs": (relation[0], relation[2])}
+    )
     return LinkModel(encoder, decoder, hidden)
 
 

@@ -25,8 +25,8 @@ from graphtier.dataset.original_ids import original_ids
 from graphtier.dataset.outputs import atomic_write
 from graphtier.dataset.resources import require_memory
 from graphtier.errors import OptionError
-from graphtier.graphstore import GraphStore
 from graphtier.train.link_model import LinkModel, score_pairs
+from graphtier.train.pair_space import PairSpace, pair_space
 from graphtier.train.saved import SavedModel
 
 SCORE_BUDGET = 1 << 24
@@ -40,10 +40,22 @@ def link_model_of(saved: SavedModel, option: str = "--task link") -> LinkModel:
     return saved.model
 
 
-def read_node_pairs(path: str | os.PathLike[str], num_nodes: int, option: str = "--pairs") -> np.ndarray:
+def read_node_pairs(
+    path: str | os.PathLike[str], num_nodes: int, option: str = "--pairs", *, space: PairSpace | None = None
+) -> np.ndarray:
     """int64 [P, 2] node pairs from a text file (``src dst`` per line, ``#`` comments) or a ``.npy`` [P, 2]
-    integer array; OptionError (one line) for a bad file or an id outside ``[0, num_nodes)``."""
-    return _read_ids(Path(path), num_nodes, option, columns=2)
+    integer array; OptionError (one line) for a bad file or an id outside ``[0, num_nodes)`` (with a typed
+    ``space``: a source outside ``[0, num_src)`` or a destination outside ``[0, num_dst)``, local ids)."""
+    pairs = _read_ids(Path(path), num_nodes if space is None or not space.shift else 1 << 62, option, columns=2)
+    if space is not None and space.names != ("node", "node"):
+        for column, (count, name) in enumerate(zip((space.num_src, space.num_dst), space.names)):
+            low, high = int(pairs[:, column].min()), int(pairs[:, column].max())
+            if low < 0 or high >= count:
+                raise OptionError(
+                    f"{option} {path}: column {column + 1}: expected local ids of {name} in [0, {count}), found "
+                    f"values in [{low}, {high}]"
+                )
+    return pairs
 
 
 def read_node_ids(path: str | os.PathLike[str], num_nodes: int, option: str = "--for-nodes") -> np.ndarray:
@@ -110,8 +122,14 @@ def _read_ids(path: Path, num_nodes: int, option: str, columns: int) -> np.ndarr
     return array.astype(np.int64, copy=False)
 
 
-def pair_scores(model: LinkModel, embeddings: np.ndarray, pairs: np.ndarray) -> np.ndarray:
-    """float32 [P] logits of ``pairs`` (int64 [P, 2]) from all nodes' ``embeddings`` float32 [N, H]."""
+def pair_scores(
+    model: LinkModel, embeddings: np.ndarray, pairs: np.ndarray, space: PairSpace | None = None
+) -> np.ndarray:
+    """float32 [P] logits of ``pairs`` (int64 [P, 2]) from all nodes' ``embeddings`` float32 [N, H] (the table of
+    :func:`graphtier.train.predict.predict`). A typed link model's pairs are local ids of its relation's types:
+    pass ``space`` (:func:`~graphtier.train.pair_space.pair_space` of the dataset) to map them into its table."""
+    if space is not None:
+        pairs = space.to_space(pairs)
     return score_pairs(model, torch.from_numpy(embeddings), torch.from_numpy(pairs)).numpy()
 
 
@@ -134,19 +152,12 @@ def _out_neighbours(csc: tuple[np.ndarray, np.ndarray], nodes: np.ndarray, undir
 
 
 def candidate_range(dataset: Dataset, dst_range: tuple[int, int] | None = None) -> tuple[int, int]:
-    """``[lo, hi)`` of the destinations :func:`top_k` recommends: ``dst_range``, else the edge split's, else all."""
+    """``[lo, hi)`` of the destinations :func:`top_k` recommends: ``dst_range``, else the edge split's, else all
+    (typed: local ids of the split relation's destination type)."""
     if dst_range is not None:
         return int(dst_range[0]), int(dst_range[1])
     link = dataset.link
     return (int(link.dst_range[0]), int(link.dst_range[1])) if link is not None else (0, dataset.num_nodes)
-
-
-def _undirected(dataset: Dataset, undirected: bool | None) -> bool:
-    """``undirected``, else whether the dataset's edge split (or graph) is undirected: the default of top-K."""
-    if undirected is not None:
-        return undirected
-    link = dataset.link
-    return link.undirected if link is not None else not dataset.directed
 
 
 def check_top_k(k: int, num_queries: int, lo: int, hi: int) -> None:
@@ -248,11 +259,12 @@ def _rank(
     """The one loop of :func:`top_k`, :func:`popular_top_k` and :func:`top_k_with_popular`: query nodes a chunk
     at a time, each chunk's existing neighbours found once and used by the model's ranking (``model``) and the
     popularity ranking (``popular``)."""
-    lo, hi = candidate_range(dataset, dst_range)
+    space = pair_space(dataset)
+    lo, hi = space.dst_range if dst_range is None else (space.shift + dst_range[0], space.shift + dst_range[1])
     num_queries = int(nodes.shape[0])
     check_top_k(k, num_queries, lo, hi)
-    undirected = _undirected(dataset, undirected)
-    csc = GraphStore(dataset, None).csc  # the topology through the one door (host arrays, nothing placed)
+    undirected = space.undirected if undirected is None else undirected
+    csc = space.csc
     ranked = _Ranked()
     queries = 1024
     if model is not None:
@@ -283,6 +295,9 @@ def _rank(
                     degree, lo, chunk, excluded, k
                 )
             bar.advance(int(chunk.shape[0]))
+    for name in ("ids", "popular_ids"):
+        if getattr(ranked, name) is not None:
+            setattr(ranked, name, space.from_space(getattr(ranked, name)))
     return ranked
 
 
@@ -369,14 +384,20 @@ def write_recommendations(
     """
     import csv
 
-    def names(array: np.ndarray) -> np.ndarray:
+    src_offset = dst_offset = 0
+    if dataset.is_hetero and dataset.link is not None:  # local ids of the split relation's types -> global ids
+        src, _, dst = dataset.link.meta["relation"]
+        src_offset, dst_offset = dataset.schema.node_type(src).offset, dataset.schema.node_type(dst).offset
+
+    def names(array: np.ndarray, offset: int) -> np.ndarray:
         flat = array.reshape(-1)
         out = np.full(flat.shape, "", dtype=object)
         known = flat >= 0
-        out[known] = original_ids(dataset, flat[known]).astype(str)
+        out[known] = original_ids(dataset, flat[known] + offset).astype(str)
         return out.reshape(array.shape)
 
-    query_names, id_names, popular_names = names(nodes), names(ids), names(popular)
+    query_names = names(nodes, src_offset)
+    id_names, popular_names = names(ids, dst_offset), names(popular, dst_offset)
 
     def write(tmp: Path) -> None:
         with open(tmp, "w", newline="") as handle:

@@ -15,7 +15,7 @@ from graphtier.memory import make_feature_store
 from graphtier.train.inference import full_in_degree, layerwise_outputs, reads_features_in_order
 from graphtier.train.link_model import encoder_of
 from graphtier.train.saved import SavedModel, check_fingerprint, load_model
-from graphtier.train.typed_inference import typed_layerwise_outputs
+from graphtier.train.typed_inference import typed_layerwise_outputs, typed_output_tables
 
 ROWS_PER_BLOCK = 1 << 20
 """Rows of the logits turned into classes or probabilities at a time (a module constant: tests shrink it)."""
@@ -71,7 +71,9 @@ def predict(
     ``device`` runs the model. A GCN is normalised by full-graph in-degrees whichever ``--gcn-degrees``
     it was trained with (see :mod:`graphtier.train.inference`). A link model's output is its encoder's:
     the embeddings of all nodes, in ``logits``. A typed model (``saved.schema``) predicts every node of the
-    target type (:func:`typed_layerwise_outputs`; rows are the target's local ids). ``progress`` reports the
+    target type (:func:`typed_layerwise_outputs`; rows are the target's local ids); a typed link model embeds the
+    nodes of its relation's two types, the rows of the sources' type then those of the destinations' type (one
+    table when they are one type; :class:`~graphtier.train.link_predict.PairSpace`). ``progress`` reports the
     stage ``inference: layer-wise``.
 
     ``scratch_dir`` (a directory; homogeneous models): every layer's outputs [N, H] go to unlinked memory-mapped
@@ -126,6 +128,15 @@ def _typed_predict(
         if table is not None
     }
     try:
+        if saved.link_relation is not None:  # a link encoder: the pair space's table (PairSpace)
+            src, _, dst = saved.link_relation
+            tables = typed_output_tables(
+                encoder_of(saved.model.to(target)), lambda node_type, ids: stores[node_type].gather(ids),
+                np.asarray(data.indptr), np.asarray(data.indices), data.schema, device=target, chunk_size=chunk_size,
+                progress=progress,
+            )  # fmt: skip
+            table = tables[src] if src == dst else torch.cat([tables[src], tables[dst]])
+            return Predictions(logits=table.numpy(), embeddings=None)
         logits, hidden = typed_layerwise_outputs(
             saved.model.to(target), lambda node_type, ids: stores[node_type].gather(ids), np.asarray(data.indptr),
             np.asarray(data.indices), data.schema, device=target, chunk_size=chunk_size, keep_embeddings=embeddings,

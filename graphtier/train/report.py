@@ -86,13 +86,6 @@ def link_metrics_text(values: dict[str, Any], prefix: str) -> str:
     return "  ".join(f"{name} {format_accuracy(values[f'{prefix}_{name}'])}" for name in names)
 
 
-LINK_METHOD_TEXT = {
-    "full": "exact layer-wise embeddings, all neighbours",
-    "sampled": "embeddings of sampled neighbourhoods, eval fanouts",
-}
-"""How a link run's final figures were measured, by the report's ``final.method``."""
-
-
 def final_summary(final: dict[str, Any], config: dict[str, Any]) -> str:
     """The final line of ``graphtier train``: accuracies (link metrics), how they were measured, and the baseline
     (majority class; popularity for links)."""
@@ -100,7 +93,7 @@ def final_summary(final: dict[str, Any], config: dict[str, Any]) -> str:
         picked = f" by {final['best_epoch_by'].replace('_', ' ')}" if final.get("best_epoch_by") else ""
         line = (
             f"final (best epoch {final['epoch']}{picked}): test {link_metrics_text(final, 'test')}  "
-            f"valid {link_metrics_text(final, 'valid')} ({LINK_METHOD_TEXT[final.get('method', 'full')]})"
+            f"valid {link_metrics_text(final, 'valid')} (exact layer-wise embeddings, all neighbours)"
         )
         popularity = link_metrics_text(final, "test_popularity")
         return line + (f"  popularity test {popularity} (score = destination degree)" if popularity else "")

@@ -22,7 +22,7 @@ from graphtier.dataset.resources import available_memory, human_bytes
 from graphtier.dataset.schema import Schema
 from graphtier.errors import DatasetError, OptionError, ResourceError
 from graphtier.train.fingerprint import dataset_fingerprint, fingerprint_mismatch
-from graphtier.train.link_model import LinkModel, build_task_model
+from graphtier.train.link_model import LinkModel, build_task_model, build_typed_link_model
 from graphtier.train.models import GCN_DEGREES
 from graphtier.train.spec import DECODER_NAMES, TASK_NAMES, TYPED_MODEL_NAMES
 from graphtier.train.torch_file import load_torch_file, model_file, save_torch_file
@@ -53,6 +53,8 @@ class SavedModel:
         fingerprint: :func:`dataset_fingerprint` of the training dataset.
         path: the file it was read from (None when built in memory).
         schema: a typed model's schema (its input is a dict per node type), None for a homogeneous model.
+        link_relation: a typed link model's relation ``(SRC, REL, DST)``: its encoder returns the embeddings of
+            the types SRC and DST (None otherwise).
     """
 
     model: nn.Module
@@ -60,6 +62,7 @@ class SavedModel:
     fingerprint: dict[str, Any]
     path: Path | None = None
     schema: Schema | None = None
+    link_relation: tuple[str, str, str] | None = None
 
     @property
     def task(self) -> str:
@@ -94,6 +97,8 @@ def save_model(path: str | os.PathLike[str], model: nn.Module, config: dict[str,
     }
     if dataset.is_hetero or config["model"] in TYPED_MODEL_NAMES:
         state["schema"] = dataset.schema.to_meta()
+        if isinstance(model, LinkModel) and dataset.link is not None and "relation" in dataset.link.meta:
+            state["link_relation"] = [str(t) for t in dataset.link.meta["relation"]]
     return save_torch_file(path, state)
 
 
@@ -112,13 +117,17 @@ def _field(source: Path, state: dict[str, Any], key: str, kind: type, where: str
     return value
 
 
-def _builder(cfg: dict[str, Any], in_dim: int, out_dim: int, schema: Schema | None) -> Any:
-    """A function building the model of ``cfg`` (typed with a ``schema``)."""
+def _builder(
+    cfg: dict[str, Any], in_dim: int, out_dim: int, schema: Schema | None, relation: tuple[str, str, str] | None
+) -> Any:
+    """A function building the model of ``cfg`` (typed with a ``schema``; a typed link model of ``relation``)."""
     if schema is not None:
         options = {"in_dims": {t.name: t.feature_dim for t in schema.node_types}, "hidden": int(cfg["hidden"]),
                    "num_classes": out_dim, "num_layers": int(cfg["num_layers"]), "dropout": float(cfg["dropout"]),
                    "featureless": str(cfg["featureless"]), "num_bases": int(cfg["num_bases"]),
                    "heads": int(cfg["heads"]), "norm": cfg["norm"]}  # fmt: skip
+        if relation is not None:
+            return lambda: build_typed_link_model(str(cfg["model"]), schema, relation, str(cfg["decoder"]), **options)
         return lambda: build_typed_model(str(cfg["model"]), schema, **options)
     args = (str(cfg["task"]), str(cfg["model"]), in_dim, int(cfg["hidden"]), out_dim, int(cfg["num_layers"]))
     options = {"dropout": float(cfg["dropout"]), "norm": cfg["norm"], "heads": int(cfg["heads"]),
@@ -127,11 +136,12 @@ def _builder(cfg: dict[str, Any], in_dim: int, out_dim: int, schema: Schema | No
 
 
 def _build_checked(
-    source: Path, cfg: dict[str, Any], in_dim: int, out_dim: int, weights: dict[str, Any], schema: Schema | None
-) -> nn.Module:
+    source: Path, cfg: dict[str, Any], in_dim: int, out_dim: int, weights: dict[str, Any], schema: Schema | None,
+    relation: tuple[str, str, str] | None = None,
+) -> nn.Module:  # fmt: skip
     """Build the model of ``cfg`` after checking, on the meta device (no memory), that ``weights`` fit it."""
     try:
-        build = _builder(cfg, in_dim, out_dim, schema)
+        build = _builder(cfg, in_dim, out_dim, schema, relation)
         with torch.device("meta"):
             skeleton = build()
     except (OptionError, TypeError, ValueError) as exc:
@@ -201,11 +211,23 @@ def load_model(path: str | os.PathLike[str]) -> SavedModel:
             schema = Schema.from_meta({"hetero": _field(source, state, "schema", dict)}, source)
         except DatasetError as exc:
             raise OptionError(f"--model {source}: field 'schema': {exc}") from None
+    relation = None
+    if schema is not None and cfg["task"] == "link":
+        named = state.get("link_relation")
+        if not (isinstance(named, list) and tuple(named) in {r.type for r in schema.relations}):
+            raise OptionError(
+                f"--model {source}: field 'link_relation' expected a relation [src, name, dst] of the schema, "
+                f"found {named!r}"
+            )
+        relation = (str(named[0]), str(named[1]), str(named[2]))
     in_dim = state.get("in_dim") if schema is not None else _field(source, state, "in_dim", int)
     out_dim = _field(source, state, "out_dim", int)
-    model = _build_checked(source, cfg, in_dim, out_dim, weights, schema)
+    model = _build_checked(source, cfg, in_dim, out_dim, weights, schema, relation)
     model.eval()
-    return SavedModel(model=model, config=dict(cfg), fingerprint=dict(fingerprint), path=source, schema=schema)
+    return SavedModel(
+        model=model, config=dict(cfg), fingerprint=dict(fingerprint), path=source, schema=schema,
+        link_relation=relation,
+    )  # fmt: skip
 
 
 def check_fingerprint(saved: SavedModel, dataset: Dataset) -> None:

@@ -45,7 +45,7 @@ from graphtier.train.report import RunReport, environment_info
 from graphtier.train.result import TrainResult
 from graphtier.train.saved import save_model
 from graphtier.train.tally import EpochTally
-from graphtier.train.task import LinkTask, TypedLinkTask, class_metric_keys, make_task
+from graphtier.train.task import LinkTask, class_metric_keys, make_task
 from graphtier.train.tiered_embedding import attach_sparse_adam
 from graphtier.train.typed_checks import dense_relation_notes
 from graphtier.train.typed_run import (
@@ -350,11 +350,8 @@ class Trainer:
         if isinstance(task, LinkTask):  # exact layer-wise embeddings of all nodes, always
             final["method"] = "full"
             final["best_epoch_by"] = f"{'exact' if exact_links else 'sampled'} {task.score_key}"
-            if isinstance(task, TypedLinkTask):  # a typed graph's pairs: sampled embeddings (eval fanouts)
-                final["method"] = "sampled"
             if is_main:
-                metrics = self.evaluator.sampled_link_metrics if isinstance(task, TypedLinkTask) else None
-                final.update((metrics or self.evaluator.full_link_metrics)(self.model))  # type: ignore[arg-type]
+                final.update(self.evaluator.full_link_metrics(self.model))  # type: ignore[arg-type]
             self._finish_report(final, wall_start)
             return self.report.to_dict()
         if cfg.run.full_inference and cfg.sampling.sampler == "neighbor" and is_main:

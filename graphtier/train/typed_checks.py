@@ -74,7 +74,7 @@ def check_typed_run(config: RunParts, dataset: Dataset) -> None:
 
 def check_typed_link(config: RunParts, dataset: Dataset) -> None:
     """Raise :class:`OptionError` when link prediction cannot run on the typed ``dataset``: no edge split of a
-    relation, the features-only ``mlp``, or exact inference (``full_inference``; typed link runs evaluate sampled)."""
+    relation, or the features-only ``mlp``."""
     link = dataset.link
     if link is None or "relation" not in link.meta:
         raise OptionError(
@@ -86,12 +86,6 @@ def check_typed_link(config: RunParts, dataset: Dataset) -> None:
         raise OptionError(
             f"{{model=mlp}}: link prediction on a typed dataset needs a typed encoder ({', '.join(TYPED_MODEL_NAMES)})",
             options=("model", "task"),
-        )
-    if config.run.full_inference:
-        raise OptionError(
-            "{full_inference}: not available for link prediction on a typed dataset (its valid and test pairs are "
-            "scored from sampled neighbourhoods, --eval-fanouts)",
-            options=("full_inference", "task"),
         )
 
 

@@ -113,14 +113,41 @@ def typed_layerwise_outputs(
     plan = [(layer, t) for layer in range(model.num_layers) for t in model.layers[layer].out_types]
     total = sum(schema.node_type(t).count for _, t in plan)
     with progress.stage("inference: layer-wise", total=total, unit="nodes") as bar:
-        return _gnn_outputs(model, gather, indptr, indices, schema, device, chunk_size, bar, keep_embeddings)
+        tables, embeddings = _gnn_outputs(
+            model, gather, indptr, indices, schema, device, chunk_size, bar, keep_embeddings
+        )
+    return tables[target], embeddings
+
+
+@torch.no_grad()
+def typed_output_tables(
+    model: TypedGNN,
+    gather: TypedGather,
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    schema: Schema,
+    *,
+    device: torch.device | str = "cpu",
+    chunk_size: int = 4096,
+    progress: Progress = NO_PROGRESS,
+) -> dict[str, Tensor]:
+    """The last layer's output of every node of each type the model returns (a link encoder's ``outputs``: the
+    endpoint types of its relation; else the target): ``{type: float32 [count(type), width]}`` on the CPU. The
+    arguments are those of :func:`typed_layerwise_outputs`."""
+    model.eval()
+    plan = [(layer, t) for layer in range(model.num_layers) for t in model.layers[layer].out_types]
+    total = sum(schema.node_type(t).count for _, t in plan)
+    with progress.stage("inference: layer-wise", total=total, unit="nodes") as bar:
+        tables, _ = _gnn_outputs(model, gather, indptr, indices, schema, device, chunk_size, bar, False)
+    return {t: tables[t] for t in (model.outputs or (schema.target,))}
 
 
 def _gnn_outputs(
     model: TypedGNN, gather: TypedGather, indptr: np.ndarray, indices: np.ndarray, schema: Schema,
     device: torch.device | str, chunk_size: int, bar: Stage, keep_embeddings: bool,
-) -> tuple[Tensor, Tensor | None]:  # fmt: skip
-    """:func:`typed_layerwise_outputs` of a :class:`TypedGNN`, advancing ``bar`` by each chunk's nodes."""
+) -> tuple[dict[str, Tensor], Tensor | None]:  # fmt: skip
+    """The last layer's output tables of a :class:`TypedGNN` (each type it outputs) and the target's embeddings of
+    :func:`typed_layerwise_outputs`, advancing ``bar`` by each chunk's nodes."""
     target = schema.target
     count = schema.node_type(target).count
     dtype = next(model.parameters()).dtype
@@ -150,7 +177,7 @@ def _gnn_outputs(
             out[t] = table if table is not None else torch.empty((0, model.layers[layer].out_dim))
         previous = out
     assert previous is not None
-    return previous[target], embeddings
+    return previous, embeddings
 
 
 def _target_inputs(model: TypedGNN, gather: TypedGather, count: int, chunk_size: int) -> Tensor:

@@ -18,7 +18,7 @@ from torch import nn
 
 from graphtier.dataset import Dataset
 from graphtier.dataset.schema import Schema
-from graphtier.train.link_model import LinkModel, build_task_model, encoder_of
+from graphtier.train.link_model import build_task_model, build_typed_link_model, encoder_of
 from graphtier.train.tiered_embedding import learnable_row_bytes
 from graphtier.train.typed_layers import type_key
 from graphtier.train.typed_models import build_typed_model, learnable_widths
@@ -35,18 +35,16 @@ def build_run_model(config: TrainConfig, dataset: Dataset) -> nn.Module:
     network = config.network
     if dataset.is_hetero or network.typed:
         schema = dataset.schema
-        link = config.objective.task == "link"
-        outputs = None
-        if link and dataset.link is not None and "relation" in dataset.link.meta:
-            src, _, dst = dataset.link.meta["relation"]
-            outputs = (src, dst)
-        typed = build_typed_model(
-            network.model, schema, in_dims={t.name: t.feature_dim for t in schema.node_types}, hidden=network.hidden,
-            num_classes=network.hidden if link else dataset.num_classes, num_layers=config.num_layers,
-            dropout=network.dropout, featureless=network.featureless, num_bases=network.num_bases,
-            heads=network.heads, norm=network.norm, outputs=outputs,
-        )  # fmt: skip
-        return LinkModel(typed, config.objective.decoder, network.hidden) if link else typed
+        options = {
+            "in_dims": {t.name: t.feature_dim for t in schema.node_types}, "hidden": network.hidden,
+            "num_classes": dataset.num_classes, "num_layers": config.num_layers, "dropout": network.dropout,
+            "featureless": network.featureless, "num_bases": network.num_bases, "heads": network.heads,
+            "norm": network.norm,
+        }  # fmt: skip
+        if config.objective.task == "link" and dataset.link is not None and "relation" in dataset.link.meta:
+            relation = tuple(str(t) for t in dataset.link.meta["relation"])
+            return build_typed_link_model(network.model, schema, relation, config.objective.decoder, **options)  # type: ignore[arg-type]
+        return build_typed_model(network.model, schema, **options)
     return build_task_model(
         config.objective.task, network.model, dataset.feature_dim, network.hidden, dataset.num_classes,
         config.num_layers, decoder=config.objective.decoder, dropout=network.dropout, norm=network.norm,

@@ -16,6 +16,8 @@ from graphtier.errors import OptionError
 from graphtier.graphstore import GraphStore
 from graphtier.graphstore.typed_link import typed_link_sampler
 from graphtier.train import train
+from graphtier.train.predict import predict
+from graphtier.train.saved import load_model
 from tests.cli.helpers import run
 
 QUIET = {"quiet": True, "num_threads": 1, "prefetch": 1}
@@ -131,7 +133,7 @@ def test_typed_encoders_beat_popularity(linked: Dataset, model: str) -> None:
     result = train(linked, task="link", model=model, fanouts=(5, 5), hidden=32, heads=2, epochs=3, lr=0.01,
                    batch_size=256, **QUIET)  # fmt: skip
     final = result.report["final"]
-    assert final["method"] == "sampled" and final["epoch"] >= 1
+    assert final["method"] == "full" and final["epoch"] >= 1
     assert final["test_auc"] > 0.8 and final["test_popularity_auc"] < 0.6
     assert final["test_mrr"] > final["test_popularity_mrr"] + 0.2
     assert final["test_hits@10"] > final["test_popularity_hits@10"]
@@ -143,7 +145,7 @@ def test_cli_trains_typed_links(linked: Dataset, capsys: pytest.CaptureFixture[s
                           "--fanouts", "4,4", "--hidden", "16", "--num-threads", "1", "--decoder", "mlp", "--quiet"],
                          capsys)  # fmt: skip
     assert code == 0, err
-    assert "embeddings of sampled neighbourhoods" in out and "popularity test" in out
+    assert "exact layer-wise embeddings" in out and "popularity test" in out
 
 
 def test_refusals_are_one_line(
@@ -151,11 +153,108 @@ def test_refusals_are_one_line(
 ) -> None:
     with pytest.raises(OptionError, match=r"model=.mlp.: link prediction on a typed dataset needs a typed encoder"):
         train(linked, task="link", model="mlp", epochs=1, **QUIET)
-    with pytest.raises(OptionError, match=r"full_inference.*sampled"):
-        train(linked, task="link", model="rgcn", epochs=1, full_inference=True, **QUIET)
     plain = import_manifest(manifest, tmp_path / "plain")
     code, _, err = run(["train", str(plain.path), "--task", "link", "--model", "rgcn", "--epochs", "1"], capsys)
     assert code == 2
     assert (
         err.strip().splitlines()[-1].startswith("graphtier: error: --task link: expected an edge split of one relation")
     )
+
+
+@pytest.fixture(scope="module")
+def saved_link_model(linked: Dataset, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("typed-link-model") / "model.pt"
+    train(linked, task="link", model="rgcn", fanouts=(4, 4), hidden=16, epochs=1, save_model=path,
+          full_inference=True, **QUIET)  # fmt: skip
+    return path
+
+
+def test_predict_scores_typed_pairs_and_recommends_items(
+    linked: Dataset, saved_link_model: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    saved = load_model(saved_link_model)
+    assert saved.link_relation == RATES
+    table = predict(saved, linked).logits  # users [0, 240), then items [240, 400)
+    assert table.shape == (240 + 160, 16)
+    pairs = np.array([[0, 0], [3, 159], [239, 7]])
+    np.savetxt(tmp_path / "pairs.txt", pairs, fmt="%d")
+    code, _, err = run(["predict", str(linked.path), "--model", str(saved_link_model), "--pairs",
+                        str(tmp_path / "pairs.txt"), "--output", str(tmp_path / "scores.npy")], capsys)  # fmt: skip
+    assert code == 0, err
+    expected = (table[pairs[:, 0]] * table[240 + pairs[:, 1]]).sum(axis=1)  # the dot decoder
+    assert np.allclose(np.load(tmp_path / "scores.npy"), expected, atol=1e-5)
+    code, _, err = run(["predict", str(linked.path), "--model", str(saved_link_model), "--top-k", "5",
+                        "--for-nodes", "0,1,2", "--output", str(tmp_path / "top.npy")], capsys)  # fmt: skip
+    assert code == 0, err
+    top = np.load(tmp_path / "top.npy")
+    assert top.shape == (3, 5) and top.min() >= 0 and top.max() < 160
+    rated = _edges(linked, RATES)
+    assert not any((u, int(i)) in rated for u, row in enumerate(top) for i in row)  # new items only
+    scores = table[:3] @ table[240:].T
+    for u, row in enumerate(top):
+        unseen = [i for i in range(160) if (u, i) not in rated]
+        best = sorted(unseen, key=lambda i: -scores[u, i])[:5]
+        assert np.allclose(scores[u, row], scores[u, best], atol=1e-5)
+    np.savetxt(tmp_path / "bad.txt", np.array([[0, 160]]), fmt="%d")
+    code, _, err = run(["predict", str(linked.path), "--model", str(saved_link_model), "--pairs",
+                        str(tmp_path / "bad.txt"), "--output", str(tmp_path / "bad.npy")], capsys)  # fmt: skip
+    assert code == 2 and not (tmp_path / "bad.npy").exists()
+    assert (
+        err.strip()
+        .splitlines()[-1]
+        .endswith("column 2: expected local ids of item in [0, 160), found values in [160, 160]")
+    )
+
+
+def test_a_relation_within_one_type_splits_and_trains(tmp_path: Path) -> None:
+    rng = np.random.default_rng(1)
+    np.save(tmp_path / "paper.npy", rng.standard_normal((120, 8)).astype(np.float32))
+    np.save(tmp_path / "author.npy", rng.standard_normal((40, 8)).astype(np.float32))
+    cites = np.stack([rng.integers(0, 120, 900), rng.integers(0, 120, 900)], axis=1)
+    cites = np.unique(cites[cites[:, 0] != cites[:, 1]], axis=0)
+    np.save(tmp_path / "cites.npy", cites)
+    np.save(tmp_path / "writes.npy", np.stack([rng.integers(0, 40, 300), rng.integers(0, 120, 300)], axis=1))
+    manifest = {
+        "nodes": {
+            "paper": {"count": 120, "features": str(tmp_path / "paper.npy")},
+            "author": {"count": 40, "features": str(tmp_path / "author.npy")},
+        },  # fmt: skip
+        "edges": [
+            {"type": ["paper", "cites", "paper"], "path": str(tmp_path / "cites.npy")},
+            {"type": ["author", "writes", "paper"], "path": str(tmp_path / "writes.npy")},
+        ],  # fmt: skip
+        "target": "paper",
+    }
+    (tmp_path / "m.json").write_text(json.dumps(manifest))
+    ds = import_manifest(tmp_path / "m.json", tmp_path / "ds", add_reverse=True, edge_split="0.8,0.1,0.1",
+                         split_relation="cites", seed=3)  # fmt: skip
+    link = ds.link
+    assert link.meta["relation"] == ["paper", "cites", "paper"] and link.dst_range == (0, 120)
+    held = np.concatenate([np.asarray(link.pairs(s).positives) for s in ("valid", "test")])
+    assert held.shape[0] + link.pairs("train").num_positives == cites.shape[0]
+    remaining = _edges(ds, ("paper", "cites", "paper"))
+    assert not any((int(u), int(v)) in remaining for u, v in held)
+    negatives = np.asarray(link.pairs("test").negatives)  # pairs of papers, never an edge nor a self-loop
+    assert (negatives[:, 0] != negatives[:, 1]).all() and negatives.max() < 120
+    every = set(map(tuple, cites.tolist()))
+    assert not any(tuple(p) in every for p in negatives.tolist())
+    result = train(ds, task="link", model="rgcn", fanouts=(4, 4), hidden=16, epochs=1, **QUIET)
+    assert 0.0 <= result.report["final"]["test_auc"] <= 1.0
+
+
+def test_near_complete_relation_refuses_negatives_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    np.save(tmp_path / "u.npy", np.ones((4, 2), np.float32))
+    np.save(tmp_path / "i.npy", np.ones((5, 2), np.float32))
+    every = np.array([(u, i) for u in range(4) for i in range(5)])  # complete bipartite: no negative exists
+    np.save(tmp_path / "r.npy", every)
+    manifest = {"nodes": {"u": {"count": 4, "features": str(tmp_path / "u.npy")},
+                          "i": {"count": 5, "features": str(tmp_path / "i.npy")}},
+                "edges": [{"type": ["u", "r", "i"], "path": str(tmp_path / "r.npy")}], "target": "u"}  # fmt: skip
+    (tmp_path / "m.json").write_text(json.dumps(manifest))
+    code, _, err = run(["prepare", "manifest", str(tmp_path / "m.json"), str(tmp_path / "out"), "--edge-split",
+                        "0.5,0.25,0.25", "--split-relation", "r", "--eval-negatives", "3"], capsys)  # fmt: skip
+    assert code == 2 and not (tmp_path / "out").exists()
+    line = err.strip().splitlines()[-1]
+    assert line.startswith("graphtier: error: --eval-negatives") and len(err.strip().splitlines()) == 1, err

@@ -54,6 +54,7 @@ from graphtier.dataset.importers.typed_files import (
     read_type_labels,
 )
 from graphtier.dataset.importers.typed_graph import TypedNodes
+from graphtier.dataset.importers.typed_holdout import TypedSplit
 from graphtier.dataset.writer import DatasetWriter
 from graphtier.errors import DatasetError
 
@@ -338,5 +339,7 @@ def import_manifest(
             options={"manifest": str(manifest.path.resolve()), **options.to_meta(MANIFEST_FIELDS)},
             guards=guards,
             progress=progress,
-            link=options,
+            link=None
+            if options.edge_split is None
+            else TypedSplit(options.edge_split, options.split_relation, options.seed, options.eval_negatives),
         )

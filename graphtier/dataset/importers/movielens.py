@@ -13,6 +13,11 @@ fold's ``<fold>.base`` / ``<fold>.test`` rating files (``user item rating timest
   side features alone cannot tell apart; without it a model barely beats recommending the most popular items.
 - Edge split: ``<fold>.test`` is the test split; ``valid_fraction`` of ``<fold>.base`` (seeded) is the
   validation split and the rest the training split. Held-out ratings are not in the message-passing graph.
+- ``typed``: a typed dataset instead (:mod:`graphtier.dataset.schema`): node types ``user`` (the user features)
+  and ``item`` (the genre flags), relations ``(user, rates, item)`` and its reverse ``(item, rev_rates, user)``,
+  the split of ``rates`` in local ids (:mod:`~graphtier.dataset.importers.typed_holdout`); ``id_features`` appends
+  each type's own one-hot id ([U, 24 + U] and [I, 19 + I]). Train it with ``--task link`` and a typed encoder
+  (rgcn, rgat, hsage).
 - Negatives: items (``dst_range`` is the item range) the user never rated in the full data (base and test),
   ``eval_negatives`` K per positive (the ranking protocol: MRR, Hits@K; ``--eval-negatives 100`` is the NCF
   protocol, He et al. 2017), or one negative user-item pair per positive with K = 0 (the default of every
@@ -33,10 +38,15 @@ from graphtier.dataset.importers import edges, finish, textio
 from graphtier.dataset.importers.link_files import GivenPairs, save_split_graph, split_from_pairs
 from graphtier.dataset.importers.options import MOVIELENS_FIELDS, ImportOptions
 from graphtier.dataset.importers.pair_files import row_location
+from graphtier.dataset.importers.typed_files import TypedImport, finish_typed_import
+from graphtier.dataset.importers.typed_graph import TypedEdges, TypedNodes
+from graphtier.dataset.importers.typed_holdout import TypedSplit
 from graphtier.dataset.writer import DatasetWriter
 from graphtier.errors import DatasetError, OptionError
 
 NUM_GENRES = 19
+RATES = ("user", "rates", "item")
+"""The relation of a typed MovieLens dataset (``typed``), with its reverse ``(item, rev_rates, user)``."""
 
 
 def find_folder(source: Path) -> Path:
@@ -55,6 +65,13 @@ def _pipe_rows(path: Path, columns: int) -> list[list[str]]:
             raise DatasetError(f"{path}: line {number}: expected {columns} '|'-separated fields, found {len(fields)}")
         rows.append(fields)
     return rows
+
+
+def _with_ids(features: np.ndarray, id_features: bool) -> np.ndarray:
+    """``features`` float32 [n, d], with a one-hot block of the row's id appended when ``id_features``."""
+    if not id_features:
+        return features
+    return np.concatenate([features, np.eye(features.shape[0], dtype=np.float32)], axis=1)
 
 
 def user_features(folder: Path) -> np.ndarray:
@@ -114,6 +131,7 @@ def import_movielens(
     fold: str = "u1",
     valid_fraction: float = 0.05,
     id_features: bool = False,
+    typed: bool = False,
     options: ImportOptions | None = None,
     progress: Progress = NO_PROGRESS,
     **option_values: Any,
@@ -126,6 +144,7 @@ def import_movielens(
         valid_fraction: fraction of the base ratings held out for validation, in [0, 1).
         id_features: append a one-hot block of the node id to the features (float32 [N, 45 + N]: 27 MB for
             MovieLens-100k), so that the model learns a row per user and per item.
+        typed: write a typed user/item dataset (see the module).
         options, option_values: the shared :class:`ImportOptions` (:data:`MOVIELENS_FIELDS`):
             ``eval_negatives`` K negative items per validation/test rating (0: one negative user-item pair per
             rating; 100 gives the NCF protocol, Hits@10 among 101 candidates), ``seed`` of the validation draw
@@ -159,6 +178,27 @@ def import_movielens(
         sources={"train": str(base_path), "valid": str(base_path), "test": str(test_path)},
     )
 
+    provenance = {"method": "movielens", "fold": fold, "valid_fraction": valid_fraction}
+    options_meta = {"fold": fold, "valid_fraction": valid_fraction, "id_features": id_features, "typed": typed}
+    inputs = [folder / "u.user", folder / "u.item", folder / "u.occupation", base_path, test_path]
+    if typed:
+        with DatasetWriter(output, overwrite=overwrite) as writer:
+            data = TypedImport(
+                types=[
+                    TypedNodes("user", num_users, _with_ids(users, id_features)),
+                    TypedNodes("item", num_items, _with_ids(items, id_features)),
+                ],  # fmt: skip
+                relations=[TypedEdges(RATES, src=every[:, 0], dst=every[:, 1] - num_users, where=str(base_path))],
+                target="user",
+                inputs=inputs,
+            )
+            local = np.array([0, num_users], np.int64)
+            pairs = GivenPairs({k: v - local for k, v in given.positives.items()}, sources=given.sources)
+            split = TypedSplit(pairs, ",".join(RATES), seed, eval_negatives, provenance)
+            return finish_typed_import(
+                writer, data, name=name, importer="movielens", add_reverse=True, link=split,
+                options={**options_meta, **options.to_meta(MOVIELENS_FIELDS)}, progress=progress,
+            )  # fmt: skip
     with DatasetWriter(output, overwrite=overwrite) as writer:
         built = edges.build_csc(
             edges.array_edge_chunks(every[:, 0], every[:, 1]),
@@ -176,7 +216,7 @@ def import_movielens(
             dst_range=(num_users, n),
             src_range=(0, num_users),
             seed=seed,
-            meta={"method": "movielens", "fold": fold, "valid_fraction": valid_fraction},
+            meta=provenance,
         )
         side = users.shape[1] + items.shape[1] + 2
         features = np.zeros((n, side + (n if id_features else 0)), np.float32)
@@ -196,13 +236,8 @@ def import_movielens(
             feature_dtype="float32",
             num_classes=0,
             importer="movielens",
-            inputs=[folder / "u.user", folder / "u.item", folder / "u.occupation", base_path, test_path],
-            options={
-                "fold": fold,
-                "valid_fraction": valid_fraction,
-                "id_features": id_features,
-                **options.to_meta(MOVIELENS_FIELDS),
-            },
+            inputs=inputs,
+            options={**options_meta, **options.to_meta(MOVIELENS_FIELDS)},
             edge_counts=built.counts,
         )
         meta["num_users"], meta["num_items"] = num_users, num_items

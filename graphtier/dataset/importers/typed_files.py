@@ -40,11 +40,10 @@ from graphtier.dataset.importers.edges import array_edge_chunks
 from graphtier.dataset.importers.features import note_replaced
 from graphtier.dataset.importers.labels import Labels, labels_from_values
 from graphtier.dataset.importers.members import MemberPath, load_member
-from graphtier.dataset.importers.options import ImportOptions
 from graphtier.dataset.importers.sparse import DenseRows, load_sparse_npz
 from graphtier.dataset.importers.splits import save_splits
 from graphtier.dataset.importers.typed_graph import TypedEdges, TypedNodes, spill_relation, write_typed_graph
-from graphtier.dataset.importers.typed_holdout import split_written_typed_graph
+from graphtier.dataset.importers.typed_holdout import TypedSplit, split_written_typed_graph
 from graphtier.dataset.writer import DatasetWriter
 from graphtier.errors import DatasetError
 
@@ -259,12 +258,12 @@ def finish_typed_import(
     options: dict[str, Any],
     guards: Sequence[NonFiniteGuard] = (),
     progress: Progress = NO_PROGRESS,
-    link: ImportOptions | None = None,
+    link: TypedSplit | None = None,
 ) -> Dataset:
     """Write ``data`` into ``writer`` (graph, per-type features, labels, splits, ``meta.json`` with ``hetero``),
     validate and move it into place; returns the opened :class:`Dataset`. ``progress`` reports building the
-    CSC and validating. ``link``: options whose ``edge_split`` / ``split_relation`` / ``eval_negatives`` / ``seed``
-    split one relation's edges for link prediction (:mod:`graphtier.dataset.importers.typed_holdout`)."""
+    CSC and validating. ``link``: the edge split of one relation for link prediction
+    (:mod:`graphtier.dataset.importers.typed_holdout`), or None."""
     schema = write_typed_graph(
         writer, data.types, data.relations, target=data.target, add_reverse=add_reverse, progress=progress
     )
@@ -295,6 +294,5 @@ def finish_typed_import(
     )
     meta["hetero"] = schema.to_meta()
     if link is not None:
-        meta = split_written_typed_graph(writer, meta, link.edge_split, link.split_relation, seed=link.seed,
-                                         eval_negatives=link.eval_negatives)  # fmt: skip
+        meta = split_written_typed_graph(writer, meta, link)
     return writer.finish(meta, progress=progress)

@@ -14,6 +14,7 @@ relation's rows and, reversed, the reverse relation's rows.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,9 @@ import numpy as np
 
 from graphtier.dataset.edge_split import remove_pairs
 from graphtier.dataset.importers.holdout import split_pairs
+from graphtier.dataset.importers.link_files import GivenPairs, split_from_pairs
 from graphtier.dataset.link_split import (
+    EVAL_SPLITS,
     LINK_META_KEY,
     LinkPairs,
     LinkSplit,
@@ -62,26 +65,49 @@ def split_relation_edges(
     indptr: np.ndarray,
     indices: np.ndarray,
     rel: Relation,
-    fractions: Fractions,
+    split: Fractions | GivenPairs,
     *,
     seed: int,
     eval_negatives: int = 0,
+    given_meta: dict[str, Any] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, LinkSplit]:
-    """A random edge split of relation ``rel`` of the typed graph ``(indptr, indices)`` (back-to-back CSCs, global
-    source ids): the message-passing graph without the held-out edges (both relations' rows), its new relation
-    edge counts in ``split.meta["num_edges"]``, and the :class:`LinkSplit` in local ids.
+    """An edge split of relation ``rel`` of the typed graph ``(indptr, indices)`` (back-to-back CSCs, global source
+    ids): the message-passing graph without the held-out edges (both relations' rows), its new relation edge
+    counts in ``split.meta["num_edges"]``, and the :class:`LinkSplit` in local ids.
+
+    Args:
+        split: ``(train, valid, test)`` fractions (a random split,
+            :func:`~graphtier.dataset.importers.holdout.split_pairs`), or the pairs as given (LOCAL ids; checked and
+            completed by :func:`~graphtier.dataset.importers.link_files.split_from_pairs`, ``given_meta`` its
+            provenance).
+        seed: seed of the split and of the drawn negatives; eval_negatives: K per evaluation positive (0: pairs).
 
     Raises:
         OptionError: a split with a nonzero fraction gets no edge; too few non-edges for the negatives.
+        DatasetError: given pairs out of range, overlapping, or train pairs that are no edges.
     """
     space_ptr, space_idx, shift = relation_pair_csc(schema, indptr, indices, rel)
     count_src, count_dst = schema.node_type(rel.src).count, schema.node_type(rel.dst).count
     k = int(eval_negatives)
-    space, held = split_pairs(
-        space_ptr, space_idx, fractions, seed=seed, eval_negatives=k, undirected=False,
-        dst_range=(shift, shift + count_dst), src_range=(0, count_src), what=f" of {','.join(rel.type)}",
-    )  # fmt: skip
     local = np.array([0, shift], np.int64)  # pair space -> local ids
+    if isinstance(split, GivenPairs):
+        in_space = GivenPairs(
+            {name: np.asarray(p, np.int64) + local for name, p in split.positives.items()},
+            {name: np.asarray(p, np.int64) + (shift if k else local) for name, p in split.negatives.items()},
+            split.sources, split.locate,
+        )  # fmt: skip
+        done = split_from_pairs(
+            in_space, space_ptr, space_idx, undirected=False, eval_negatives=k, dst_range=(shift, shift + count_dst),
+            src_range=(0, count_src), seed=seed, meta=given_meta,
+        )  # fmt: skip
+        space, link_meta = done.split.splits, done.split.meta
+        held = np.concatenate([np.asarray(space[name].positives) for name in EVAL_SPLITS])
+    else:
+        space, held = split_pairs(
+            space_ptr, space_idx, split, seed=seed, eval_negatives=k, undirected=False,
+            dst_range=(shift, shift + count_dst), src_range=(0, count_src), what=f" of {','.join(rel.type)}",
+        )  # fmt: skip
+        link_meta = {"method": "random", "fractions": [float(f) for f in split], "seed": int(seed)}
     splits = {}
     for name, pairs in space.items():
         negatives = pairs.negatives
@@ -95,9 +121,7 @@ def split_relation_edges(
         new[reverse.type] = _without(schema, indptr, indices, reverse, held[:, ::-1])
     new_indptr, new_indices, counts = _reassemble(schema, indptr, indices, new)
     meta = {
-        "method": "random",
-        "fractions": [float(f) for f in fractions],
-        "seed": int(seed),
+        **link_meta,
         "eval_negatives": k,
         "dst_range": [0, count_dst],
         "undirected": False,
@@ -137,36 +161,51 @@ def _reassemble(
     return np.concatenate(ptr_parts), np.concatenate(idx_parts) if idx_parts else indices[:0], counts
 
 
-def split_written_typed_graph(
-    writer: Any, meta: dict[str, Any], fractions: Fractions | None, split_relation: str | None, *, seed: int,
-    eval_negatives: int = 0,
-) -> dict[str, Any]:  # fmt: skip
-    """Apply ``--edge-split`` / ``--split-relation`` to the typed dataset ``writer`` is writing (before
-    ``writer.finish``): the graph it wrote becomes the message-passing graph, the pair files are written, and the
-    returned copy of ``meta`` has the new edge counts and ``"link"``. ``fractions`` None returns ``meta``."""
-    if fractions is None:
-        return meta
+@dataclass(frozen=True)
+class TypedSplit:
+    """How to split one relation's edges for link prediction: ``how`` ``(train, valid, test)`` fractions or the
+    pairs as given (:class:`GivenPairs`, local ids; ``meta`` their provenance), ``relation`` ``"SRC,REL,DST"`` (or
+    ``"REL"``; None: refused, naming the schema's relations), ``eval_negatives`` K, ``seed``."""
+
+    how: Fractions | GivenPairs
+    relation: str | None
+    seed: int = 0
+    eval_negatives: int = 0
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+def split_written_typed_graph(writer: Any, meta: dict[str, Any], split: TypedSplit) -> dict[str, Any]:
+    """Apply ``split`` to the typed dataset ``writer`` is writing (before ``writer.finish``): the graph it wrote
+    becomes the message-passing graph, the pair files are written, and the returned copy of ``meta`` has the new
+    edge counts and ``"link"``."""
     schema = Schema.from_meta(meta, Path("meta.json"))
-    if split_relation is None:
+    if split.relation is None:
         known = ", ".join(",".join(r.type) for r in schema.relations)
         raise OptionError(
             f"{{edge_split}}: a typed graph needs {{split_relation}} (one of {known}), found none",
             options=("edge_split", "split_relation"),
         )
-    rel = parse_split_relation(split_relation, schema)
+    rel = parse_split_relation(split.relation, schema)
     indptr = np.load(writer.path("indptr"), allow_pickle=False)
     indices = np.load(writer.path("indices"), allow_pickle=False)
-    new_indptr, new_indices, split = split_relation_edges(
-        schema, indptr, indices, rel, fractions, seed=seed, eval_negatives=eval_negatives
+    new_indptr, new_indices, done = split_relation_edges(
+        schema,
+        indptr,
+        indices,
+        rel,
+        split.how,
+        seed=split.seed,
+        eval_negatives=split.eval_negatives,
+        given_meta=split.meta,
     )
     del indptr, indices
     writer.save("indptr", new_indptr)
     writer.save("indices", new_indices)
-    counts = split.meta.pop("num_edges")
+    counts = done.meta.pop("num_edges")
     updated = dict(meta)
     updated["num_edges"] = int(new_indptr[-1])
     hetero = dict(meta["hetero"])
     hetero["relations"] = [{**entry, "num_edges": n} for entry, n in zip(hetero["relations"], counts)]
     updated["hetero"] = hetero
-    updated[LINK_META_KEY] = split.save(writer)
+    updated[LINK_META_KEY] = done.save(writer)
     return updated

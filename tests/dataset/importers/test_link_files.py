@@ -260,3 +260,22 @@ def test_default_train_pairs_follow_the_random_split_rule() -> None:
     result = split_from_pairs(given, indptr, src[order].astype(np.int32), undirected=True, eval_negatives=0, seed=0)
     # each undirected edge once, no repeat and no self-loop: the pairs --edge-split would train on
     assert result.split.pairs("train").positives.tolist() == [[0, 1], [2, 3]]
+
+
+def test_typed_movielens_is_the_homogeneous_split_in_local_ids(tmp_path: Path) -> None:
+    folder = shared_data("movielens-100k/ml-100k")
+    plain = import_movielens(folder, tmp_path / "plain", eval_negatives=20)
+    typed = import_movielens(folder, tmp_path / "typed", eval_negatives=20, typed=True)
+    users = 943
+    assert typed.is_hetero and typed.schema.type_names == ["user", "item"]
+    assert [r.type for r in typed.schema.relations] == [("user", "rates", "item"), ("item", "rev_rates", "user")]
+    assert [r.num_edges for r in typed.schema.relations] == [76_000, 76_000]
+    assert typed.link.meta["relation"] == ["user", "rates", "item"] and typed.link.dst_range == (0, 1682)
+    assert typed.type_features["user"].shape == (users, 24) and typed.type_features["item"].shape == (1682, 19)
+    for split in ("train", "valid", "test"):  # the same pairs and the same drawn negatives, items counted from 0
+        a, b = plain.link.pairs(split), typed.link.pairs(split)
+        assert np.array_equal(np.asarray(a.positives) - [0, users], np.asarray(b.positives))
+        if split != "train":
+            assert np.array_equal(np.asarray(a.negatives) - users, np.asarray(b.negatives))
+    # local ids, 1-based as in the files
+    assert original_ids(typed, np.array([0, 942, 943, 2624])).tolist() == [1, 943, 1, 1682]
