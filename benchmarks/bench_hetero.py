@@ -16,6 +16,15 @@ graphtier is faster) and both test accuracies, then the medians. Results go to `
 
     bash ../shared/baselines/make-dgl-venv.sh /tmp/dglvenv          # once
     python benchmarks/bench_hetero.py --dgl-venv /tmp/dglvenv [--nodes 200000] [--pairs 3]
+    python benchmarks/bench_hetero.py --dgl-venv /tmp/dglvenv --task link [--split-relation writes]
+
+``--task link``: link prediction on one relation (``--split-relation``, default ``writes``: author -> paper) with
+an R-GCN encoder returning both endpoint types' embeddings and a dot decoder, ``--num-negatives`` uniform
+destinations per positive, each batch's target edges (and their reverses) left out of its blocks; graphtier runs
+``graphtier train --task link --model rgcn``, DGL ``benchmarks/dgl_hetero_link.py`` (``as_edge_prediction_sampler``
+on the same heterograph). The graph gets the edge split ``--edge-split`` (default 0.9,0.05,0.05) of that relation
+with one negative pair per test positive; each side reports test AUC from exact embeddings (every neighbour).
+Results go to ``benchmarks/results/hetero_link.json``.
 
 The graph is ``graphtier generate --hetero mag --nodes N --feature-dim 128 --seed 3`` with 10% / 5% / 10% of
 the papers in train / valid / test (papers, as many authors, N/50 institutions, N/100 fields; cites, writes,
@@ -72,8 +81,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--lr", type=float, default=0.01)
     parser.add_argument("--dropout", type=float, default=0.0)
     parser.add_argument("--epochs", type=int, default=3, help="epochs per run; the first is left out of the mean")
+    parser.add_argument("--task", choices=("node", "link"), default="node")
+    parser.add_argument("--split-relation", default="writes", help="--task link: the relation of the pairs")
+    parser.add_argument("--edge-split", default="0.9,0.05,0.05", help="--task link: the relation's edge split")
+    parser.add_argument("--num-negatives", type=int, default=1, help="--task link: negatives per positive")
     add_run_options(parser, ROOT / "benchmarks" / "results" / "hetero.json")
     args = parser.parse_args(argv)
+    if args.task == "link" and args.json == ROOT / "benchmarks" / "results" / "hetero.json":
+        args.json = ROOT / "benchmarks" / "results" / "hetero_link.json"
     check_run_options(parser, args)
     fractions = args.splits.split(",")
     if len(fractions) != 3:
@@ -90,6 +105,7 @@ def generate_command(dataset: Path, args: argparse.Namespace) -> list[str]:
         "--feature-dim", str(args.feature_dim),
         "--train-fraction", train, "--valid-fraction", valid, "--test-fraction", test,
         "--seed", "3",
+        *(["--edge-split", args.edge_split, "--split-relation", args.split_relation] if args.task == "link" else []),
         "--quiet",
     ]  # fmt: skip
 
@@ -105,6 +121,7 @@ def training_flags(args: argparse.Namespace) -> list[str]:
         "--lr", str(args.lr),
         "--dropout", str(args.dropout),
         "--epochs", str(args.epochs),
+        *(["--num-negatives", str(args.num_negatives)] if args.task == "link" else []),
     ]  # fmt: skip
 
 
@@ -113,6 +130,7 @@ def graphtier_command(dataset: Path, args: argparse.Namespace, report: Path) -> 
     return [
         sys.executable, "-m", "graphtier", "train", str(dataset),
         "--model", "rgcn",
+        "--task", args.task,
         "--featureless", "embedding",
         *training_flags(args),
         "--eval-every", str(args.epochs),
@@ -125,7 +143,8 @@ def graphtier_command(dataset: Path, args: argparse.Namespace, report: Path) -> 
 def dgl_command(python: Path, dataset: Path, args: argparse.Namespace) -> list[str]:
     """``benchmarks/dgl_hetero.py`` in DGL's venv with the shared training options."""
     return [
-        str(python), str(ROOT / "benchmarks" / "dgl_hetero.py"), str(dataset),
+        str(python), str(ROOT / "benchmarks" / ("dgl_hetero_link.py" if args.task == "link" else "dgl_hetero.py")),
+        str(dataset),
         *training_flags(args),
         "--threads", str(args.threads),
     ]  # fmt: skip
@@ -133,11 +152,17 @@ def dgl_command(python: Path, dataset: Path, args: argparse.Namespace) -> list[s
 
 def graphtier_result(report: dict[str, Any]) -> dict[str, Any]:
     """The numbers of a ``graphtier train`` report (docs/report-format.md) that the table shows."""
-    return report_result(report, {"test_acc": report["final"].get("test_acc")})
+    final = report["final"]
+    return report_result(report, {"test_acc": final.get("test_acc"), "test_auc": final.get("test_auc")})
+
+
+def test_figure(result: dict[str, Any]) -> float:
+    """A side's test figure: accuracy (node classification) or AUC (link prediction)."""
+    return result["test_acc"] if result.get("test_acc") is not None else result.get("test_auc")
 
 
 TABLE_HEADER = (
-    f"{'rep':>3s} {'first':9s} {'graphtier s':>11s} {'DGL s':>8s} {'DGL/gt':>6s} {'acc gt':>6s} {'acc DGL':>7s} "
+    f"{'rep':>3s} {'first':9s} {'graphtier s':>11s} {'DGL s':>8s} {'DGL/gt':>6s} {'test gt':>7s} {'test DGL':>8s} "
     f"{'batches gt/DGL':>14s}"
 )
 
@@ -148,17 +173,18 @@ def format_row(row: dict[str, Any]) -> str:
     batches = f"{ours['batches'][-1]}/{peer['batches'][-1]}"
     return (
         f"{row['repetition']:3d} {row['first']:9s} {row['graphtier_epoch_s']:11.2f} {row['dgl_epoch_s']:8.2f} "
-        f"{row['ratio_dgl_over_graphtier']:6.2f} {number(ours['test_acc'], 6)} {number(peer['test_acc'], 7)} "
+        f"{row['ratio_dgl_over_graphtier']:6.2f} {number(test_figure(ours), 7)} {number(test_figure(peer), 8)} "
         f"{batches:>14s}"
     )
 
 
 def summary(rows: list[dict[str, Any]]) -> dict[str, float]:
-    """Medians over the repetitions: epoch seconds of both, the ratio DGL / graphtier, both test accuracies."""
+    """Medians over the repetitions: epoch seconds of both, the ratio DGL / graphtier, both test figures
+    (accuracy, or AUC with ``--task link``)."""
     return {
         **epoch_medians(rows),
-        "graphtier_test_acc": statistics.median(r["graphtier"]["test_acc"] for r in rows),
-        "dgl_test_acc": statistics.median(r["dgl"]["test_acc"] for r in rows),
+        "graphtier_test": statistics.median(test_figure(r["graphtier"]) for r in rows),
+        "dgl_test": statistics.median(test_figure(r["dgl"]) for r in rows),
     }
 
 
@@ -167,7 +193,8 @@ def prepare_dataset(args: argparse.Namespace) -> Path:
     if args.dataset is not None:
         dataset = args.dataset
     else:
-        dataset = args.work / f"mag{args.nodes}-f{args.feature_dim}-s{args.splits}"
+        link = f"-link-{args.split_relation}-{args.edge_split}" if args.task == "link" else ""
+        dataset = args.work / f"mag{args.nodes}-f{args.feature_dim}-s{args.splits}{link}"
         if not dataset.exists():
             args.work.mkdir(parents=True, exist_ok=True)
             run_json(generate_command(dataset, args), dict(os.environ))
@@ -199,8 +226,8 @@ def main() -> None:
     medians = summary(rows)
     print(
         f"median of {len(rows)}: graphtier {medians['graphtier_epoch_s']:.2f} s, DGL {medians['dgl_epoch_s']:.2f} s, "
-        f"DGL / graphtier {medians['ratio_dgl_over_graphtier']:.2f}x; test accuracy graphtier "
-        f"{medians['graphtier_test_acc']:.3f}, DGL {medians['dgl_test_acc']:.3f}",
+        f"DGL / graphtier {medians['ratio_dgl_over_graphtier']:.2f}x; test {'AUC' if args.task == 'link' else 'accuracy'} graphtier "
+        f"{medians['graphtier_test']:.3f}, DGL {medians['dgl_test']:.3f}",
         flush=True,
     )
     graph = {"hetero": meta["hetero"], "num_nodes": meta["num_nodes"], "num_edges": meta["num_edges"]}

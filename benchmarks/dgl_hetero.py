@@ -84,7 +84,8 @@ def relation_fanouts(text: str, fanouts: list[int], relations: list[tuple[str, s
 
 
 class RGCN(nn.Module):
-    """R-GCN: per layer, sum over relations of mean(in-neighbours) W_r, plus h_v W_0 of the node's type."""
+    """R-GCN: per layer, sum over relations of mean(in-neighbours) W_r, plus h_v W_0 of the node's type; the output
+    of ``target``, or with ``target`` None a dict of every type's output (a link encoder)."""
 
     def __init__(self, graph, in_dims: dict, hidden: int, out_dim: int, layers: int, dropout: float, target: str):
         super().__init__()
@@ -127,7 +128,7 @@ class RGCN(nn.Module):
             if k < len(self.convs) - 1:
                 out = {t: self.dropout(F.relu(h)) for t, h in out.items()}
             x = out
-        return x[self.target]
+        return x if self.target is None else x[self.target]
 
 
 def main() -> None:

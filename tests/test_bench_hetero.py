@@ -89,7 +89,7 @@ def test_rows_ratio_table_and_medians() -> None:
     assert line.split() == ["0", "graphtier", "2.00", "4.00", "2.00", "0.900", "-", "10/10"]
     rows[0]["dgl"]["test_acc"] = 0.6
     assert summary(rows) == {"graphtier_epoch_s": 2.0, "dgl_epoch_s": 3.5, "ratio_dgl_over_graphtier": 1.75,
-                             "graphtier_test_acc": 0.9, "dgl_test_acc": 0.7}  # fmt: skip
+                             "graphtier_test": 0.9, "dgl_test": 0.7}  # fmt: skip
 
 
 def test_a_homogeneous_dataset_is_refused(tmp_path: Path) -> None:
@@ -111,3 +111,32 @@ def test_dgl_script_trains_a_tiny_mag_graph(tmp_path: Path) -> None:
     result = last_json_line(done.stdout)
     assert len(result["epoch_seconds"]) == 2 and result["batches"] == [3, 3]
     assert 0.0 <= result["test_acc"] <= 1.0 and all(math.isfinite(loss) for loss in result["epoch_losses"])
+
+
+def test_link_task_commands() -> None:
+    args = parse_args(["--task", "link", "--num-negatives", "3"])
+    assert args.json.name == "hetero_link.json"
+    generate = generate_command(Path("/work/g"), args)
+    assert _flag(generate, "--edge-split") == "0.9,0.05,0.05" and _flag(generate, "--split-relation") == "writes"
+    ours = graphtier_command(Path("/g"), args, Path("r.json"))
+    assert _flag(ours, "--task") == "link" and _flag(ours, "--num-negatives") == "3"
+    theirs = dgl_command(Path("p"), Path("/g"), args)
+    assert theirs[1].endswith("dgl_hetero_link.py") and _flag(theirs, "--num-negatives") == "3"
+    result = graphtier_result({"epochs": [{"stage_seconds": {"total": 1.0}, "loss": 1.0, "batches": 2}] * 2,
+                               "final": {"test_auc": 0.75}})  # fmt: skip
+    assert result["test_auc"] == 0.75 and result["test_acc"] is None
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not DGL_PYTHON.exists(), reason=f"no DGL venv at {DGL_PYTHON.parent.parent}")
+def test_dgl_link_script_trains_a_tiny_mag_graph(tmp_path: Path) -> None:
+    dataset = synthetic_mag.generate_mag(
+        tmp_path / "mag", nodes=600, feature_dim=8, seed=1, edge_split="0.8,0.1,0.1", split_relation="writes"
+    )
+    args = parse_args(["--task", "link", "--fanouts", "4,3", "--batch-size", "100", "--hidden", "8", "--threads", "1",
+                       "--epochs", "2"])  # fmt: skip
+    done = subprocess.run(dgl_command(DGL_PYTHON, dataset.path, args), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = last_json_line(done.stdout)
+    assert len(result["epoch_seconds"]) == 2 and all(math.isfinite(loss) for loss in result["epoch_losses"])
+    assert 0.0 <= result["test_auc"] <= 1.0 and 0.0 <= result["test_ap"] <= 1.0

@@ -126,6 +126,12 @@ COUNT = CountType()
     help="Link prediction: hold out random edges, fractions summing to 1 (as graphtier prepare --edge-split).",
 )
 @click.option(
+    "--split-relation",
+    default=None,
+    metavar="SRC,REL,DST",
+    help="--hetero: the relation whose edges --edge-split holds out (or its name alone, e.g. writes).",
+)
+@click.option(
     "--eval-negatives",
     type=int,
     default=0,
@@ -159,7 +165,12 @@ def command(output: str, quiet: bool, **options: Any) -> None:
     progress = cli_progress(quiet)
     hetero, degrees, add_reverse = options.pop("hetero"), options.pop("relation_degrees"), options.pop("add_reverse")
     if hetero is None:
-        for flag, value in (("--relation-degrees", degrees), ("--add-reverse/--no-reverse", add_reverse)):
+        split_relation = options.pop("split_relation")
+        for flag, value in (
+            ("--relation-degrees", degrees),
+            ("--add-reverse/--no-reverse", add_reverse),
+            ("--split-relation", split_relation),
+        ):
             if value is not None:
                 raise OptionError(f"generate: option {flag} applies to --hetero only, found {value!r}")
         if options["avg_degree"] is None:

@@ -48,6 +48,7 @@ from graphtier._progress import NO_PROGRESS, Progress, Stage
 from graphtier.dataset import _synthetic_kernels as kernels
 from graphtier.dataset import resources, synthetic
 from graphtier.dataset.format import Dataset, index_dtype
+from graphtier.dataset.importers.holdout import link_options
 from graphtier.dataset.importers.typed_graph import (
     TypedEdges,
     TypedNodes,
@@ -55,6 +56,7 @@ from graphtier.dataset.importers.typed_graph import (
     spill_relation,
     write_typed_graph,
 )
+from graphtier.dataset.importers.typed_holdout import TypedSplit, split_written_typed_graph
 from graphtier.dataset.schema import Schema, reverse_name
 from graphtier.dataset.writer import DatasetWriter
 from graphtier.errors import OptionError
@@ -126,10 +128,22 @@ def _type_seed(seed: int, index: int) -> int:
     return kernels.stream_key(seed, _TYPE_STREAM_BASE + index) % 2**63
 
 
+def _link_split(opts: dict[str, Any]) -> TypedSplit | None:
+    """The edge split of ``opts`` (``edge_split``, ``split_relation``, ``eval_negatives``, ``seed``), or None; the
+    relation is checked against the schema when the split is made."""
+    fractions, k = link_options(opts.get("edge_split"), opts.get("eval_negatives") or 0)
+    relation = opts.get("split_relation")
+    if relation is not None and fractions is None:
+        raise OptionError(
+            "{split_relation}: expected {edge_split} as well (the fractions of the relation's edges), found none",
+            options=("split_relation", "edge_split"),
+        )
+    return None if fractions is None else TypedSplit(fractions, relation, int(opts.get("seed", 0)), k)
+
+
 def _check_options(opts: dict[str, Any]) -> None:
-    for option in ("edge_split", "eval_negatives"):
-        if opts.pop(option, None):
-            raise OptionError(f"generate: option --{option.replace('_', '-')} applies to homogeneous graphs only")
+    for option in ("edge_split", "eval_negatives", "split_relation"):
+        opts.pop(option, None)
     if opts.pop("undirected", True) is not True:
         raise OptionError("generate: option --directed applies to homogeneous graphs only (use --no-reverse)")
     synthetic.validate_options(dict(opts, avg_degree=0.0))  # the shared options; the degrees are parsed already
@@ -169,13 +183,17 @@ def generate_mag(
         nodes: the number of papers (the other types scale with it, :func:`type_counts`).
         degrees: per-relation degrees (:func:`parse_degrees`: ``"cites=8,writes=3"`` or a mapping).
         add_reverse: also store ``(dst, rev_<name>, src)`` for every relation (default True).
-        homogeneous_only: ``edge_split``, ``eval_negatives``, ``undirected`` (refused unless unset).
+        homogeneous_only: ``edge_split`` with ``split_relation`` (``"writes"`` or ``"author,writes,paper"``) and
+            ``eval_negatives``: link prediction on that relation
+            (:mod:`~graphtier.dataset.importers.typed_holdout`; its reverse loses the held-out edges too);
+            ``undirected`` (refused unless unset).
 
     Returns:
         The written :class:`Dataset`: ``schema`` of 4 types and 4 (8 with reverse) relations, float32/float16
         ``type_features["paper"]`` [N, feature_dim], int64 labels [N] and split ids local to papers.
     """
     relation_degrees = parse_degrees(degrees)
+    link = _link_split(dict(homogeneous_only, seed=seed))
     opts: dict[str, Any] = dict(
         nodes=nodes, num_classes=num_classes, feature_dim=feature_dim, degree_exponent=degree_exponent,
         homophily=homophily, feature_noise=feature_noise, train_fraction=train_fraction,
@@ -242,6 +260,8 @@ def generate_mag(
                 "labels": {"kind": "synthetic", "generated": True},
             },
         }
+        if link is not None:
+            meta = split_written_typed_graph(writer, meta, link)
         dataset = writer.finish(meta, progress=progress)
         return dataset
 
