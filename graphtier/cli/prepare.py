@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
 
 import click
 
 from graphtier._progress import Progress
-from graphtier.cli.info import typed_info, typed_lines
 from graphtier.cli.prepare_options import common_options, import_options
-from graphtier.dataset.format import Dataset
+from graphtier.cli.prepare_report import report_import
 from graphtier.dataset.importers import textio
 from graphtier.dataset.importers.mat_variables import ADJACENCY_KEYS, FEATURE_KEYS, LABEL_KEYS
 from graphtier.dataset.importers.options import (
@@ -27,95 +25,6 @@ from graphtier.dataset.importers.options import (
     PLANETOID_FIELDS,
     ImportOptions,
 )
-
-
-def edge_notes(meta: dict[str, Any]) -> list[str]:
-    """One line per thing the import did to the edges (``meta.json`` ``source.edges``), or nothing for old metas."""
-    counts = (meta.get("source") or {}).get("edges")
-    if not isinstance(counts, dict):
-        return []
-    options = (meta.get("source") or {}).get("options") or {}
-    notes = []
-    if counts.get("self_loops_dropped"):
-        notes.append(f"dropped {counts['self_loops_dropped']:,} self-loops (--drop-self-loops)")
-    if counts.get("duplicates_dropped"):
-        notes.append(f"dropped {counts['duplicates_dropped']:,} duplicate edges (--keep-duplicates keeps them)")
-    if options.get("undirected"):
-        notes.append(
-            f"--undirected: {counts.get('reverse_present', 0):,} edges already had their reverse, "
-            f"added {counts.get('reverses_added', 0):,} reverse edges"
-        )
-    elif "symmetric" in meta:
-        kept = int(meta.get("num_edges", 0))
-        if meta["symmetric"]:
-            notes.append(f"every edge has its reverse (the graph is symmetric; {kept:,} directed edges)")
-        else:
-            notes.append(
-                f"directed: {counts.get('reverse_present', 0):,} of {kept:,} edges have their reverse "
-                "(--undirected adds the missing ones)"
-            )
-    return notes
-
-
-def edge_split_notes(meta: dict[str, Any]) -> list[str]:
-    """One sentence on the ``--edge-split`` of a dataset (none without one)."""
-    link = meta.get("link")
-    if not isinstance(link, dict) or link.get("method") != "random":
-        return []
-    k = int(link.get("eval_negatives", 0))
-    negatives = f"{k} negative destinations per positive" if k else "one negative pair per positive"
-    both = ", both directions" if link.get("undirected") else ""
-    return [
-        f"edge split: {link.get('train', 0):,} train, {link.get('valid', 0):,} valid, {link.get('test', 0):,} test "
-        f"pairs; {link.get('held_out_edges', 0):,} stored edges (the valid and test pairs{both}) left the graph; "
-        f"{negatives}"
-    ]
-
-
-def _report(dataset: Dataset, started: float) -> None:
-    from graphtier.dataset.provenance import describe
-
-    seconds = time.perf_counter() - started
-    rate = dataset.num_edges / seconds if seconds > 0 else float("inf")
-    schema = dataset.schema
-    shape = (
-        f"{len(schema.node_types)} node types, {len(schema.relations)} relations"
-        if dataset.is_hetero
-        else f"feature_dim {dataset.feature_dim}"
-    )
-    click.echo(
-        f"wrote {dataset.path}: {dataset.num_nodes:,} nodes, {dataset.num_edges:,} edges, "
-        f"{shape}, {dataset.num_classes} classes "
-        f"in {seconds:.1f} s ({rate:,.0f} edges/s)"
-    )
-    hetero = typed_info(dataset)
-    for field, value in typed_lines(hetero) if hetero is not None else ():
-        click.echo(f"  {field}: {value}")
-    for note in edge_notes(dataset.meta) + describe(dataset.meta) + edge_split_notes(dataset.meta):
-        click.echo(f"note: {note}")
-    split_note = dataset.meta.get("source", {}).get("split")
-    if split_note:
-        click.echo(f"note: split: {split_note}")
-    if dataset.train_idx is None and dataset.link is None:
-        click.echo(
-            "note: no train/valid/test split was made, and `graphtier train` needs one: "
-            "run this command again with --split TRAIN,VALID,TEST (e.g. --split 0.8,0.1,0.1)"
-        )
-    codes = dataset.meta.get("source", {}).get("category_code_columns") or []
-    if codes:
-        columns = ", ".join(str(c["column"]) for c in codes)
-        widest = max(codes, key=lambda c: c["distinct"])
-        click.echo(
-            f"graphtier: warning: feature column(s) {columns} (0-based) hold integer codes, not values (column "
-            f"{widest['column']}: {widest['distinct']:,} distinct integers up to {widest['max']:,}; years or ids?): "
-            "a model reads them as magnitudes; --labels-column C takes one as the labels",
-            err=True,
-        )
-    replaced = dataset.meta.get("source", {}).get("non_finite_replaced", 0)
-    if replaced:
-        click.echo(
-            f"graphtier: note: replaced {replaced:,} NaN/Inf feature values by 0 (--non-finite replace)", err=True
-        )
 
 
 @click.group(name="prepare")
@@ -151,7 +60,7 @@ def planetoid(
     from graphtier.dataset.importers.planetoid import import_planetoid
 
     started = time.perf_counter()
-    _report(
+    report_import(
         import_planetoid(
             source, output, name=name, overwrite=overwrite, dataset=dataset, options=options, progress=progress
         ),
@@ -212,7 +121,7 @@ def edgelist(
         num_nodes=num_nodes,
         progress=progress,
     )
-    _report(dataset, started)
+    report_import(dataset, started)
 
 
 @command.command(name="csr-npz")
@@ -248,7 +157,7 @@ def csr_npz(
         options=options,
         progress=progress,
     )
-    _report(dataset, started)
+    report_import(dataset, started)
 
 
 ADD_REVERSE = click.option(
@@ -294,7 +203,7 @@ def ogb(
         add_reverse=add_reverse,
         progress=progress,
     )
-    _report(dataset, started)
+    report_import(dataset, started)
 
 
 @command.command(name="mat")
@@ -383,7 +292,7 @@ def mat(
             + ", ".join(f"{name} [{shape}]" for name, shape in unused.items())
             + " (--features-key / --labels-key NAME [--labels-column C] / --split-keys use one)"
         )
-    _report(dataset, started)
+    report_import(dataset, started)
 
 
 @command.command(name="movielens")
@@ -431,7 +340,7 @@ def movielens(
         options=options,
         progress=progress,
     )
-    _report(dataset, started)
+    report_import(dataset, started)
 
 
 @command.command(name="manifest")
@@ -463,4 +372,4 @@ def manifest(
     dataset = import_manifest(
         source, output, name=name, overwrite=overwrite, add_reverse=add_reverse, options=options, progress=progress
     )
-    _report(dataset, started)
+    report_import(dataset, started)

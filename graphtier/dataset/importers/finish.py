@@ -22,7 +22,7 @@ from graphtier.dataset.importers.features import synthetic_features, write_featu
 from graphtier.dataset.importers.holdout import split_written_graph
 from graphtier.dataset.importers.labels import Labels
 from graphtier.dataset.importers.link_files import split_written_graph_from_files
-from graphtier.dataset.importers.options import ImportOptions
+from graphtier.dataset.importers.options import EDGE_FORMAT_FIELDS, ImportOptions
 from graphtier.dataset.importers.pair_files import IdLookup
 from graphtier.dataset.importers.splits import random_split, save_splits
 from graphtier.dataset.writer import DatasetWriter
@@ -129,7 +129,7 @@ def finish_edge_import(
         num_classes=written.num_classes,
         importer=importer,
         inputs=[p for p in (source, options.labels, options.features) if p is not None],
-        options={**format_options, **options.to_meta()},
+        options={**format_options, **options.to_meta(EDGE_FORMAT_FIELDS)},
         provenance=written.provenance,
         nodes_only_in_node_data=idmap.nodes_only_in_node_data,
         edge_counts=edge_counts,

@@ -221,7 +221,7 @@ SYNTHETIC_FIELDS = ("synthetic_features", "synthetic_feature_signal", "synthetic
 LINK_FIELDS = ("edge_split", "edge_split_files", "eval_negatives")
 """The edge split of link prediction (every format; seeded by ``seed``)."""
 EDGE_FORMAT_FIELDS = GRAPH_FIELDS + NODE_FILE_FIELDS + SYNTHETIC_FIELDS + ("non_finite",) + LINK_FIELDS
-"""What ``edgelist``, ``csr-npz`` and ``mat`` accept: every field."""
+"""What ``edgelist``, ``csr-npz`` and ``mat`` accept: every field but the typed ``split_relation``."""
 OGB_FIELDS = GRAPH_FIELDS + SYNTHETIC_FIELDS + ("non_finite",) + LINK_FIELDS
 PLANETOID_FIELDS = ("non_finite",) + LINK_FIELDS + ("seed",)
 MOVIELENS_FIELDS = ("eval_negatives", "seed")
