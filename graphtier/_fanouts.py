@@ -8,7 +8,7 @@ sequence of integers and returns a :class:`Fanouts` (a tuple of ints, so it comp
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Self
 
 import numpy as np
@@ -68,6 +68,77 @@ class Fanouts(tuple[int, ...]):
 
     def __str__(self) -> str:
         return format_fanouts(self)
+
+
+RELATION_TYPE_SEPARATOR = "___"
+"""``src___name___dst``: a relation named by its type (OGB's spelling), where its name alone is ambiguous."""
+
+
+class RelationFanouts(str):
+    """The ``--fanouts-per-relation`` value, parsed once where it enters (the CLI, :class:`SamplerSpec`).
+
+    Schema-free: each entry is ``NAME=F`` (``F`` at every hop) or ``NAME=F1/F2/...`` (one per hop, seed hop first),
+    ``NAME`` a relation name or ``src___name___dst``; :func:`graphtier.sampling.relation_fanouts.
+    parse_relation_fanouts` resolves the names against a dataset's schema once a run knows it. The value is also
+    its canonical text (``RelationFanouts.parse({"writes": 5, ("paper", "cites", "paper"): [10, 5]})`` is
+    ``"writes=5,paper___cites___paper=10/5"``), so it is stored and compared as the option's text; ``entries``
+    holds the parsed ``(name, Fanouts)`` pairs, in the order given.
+    """
+
+    entries: tuple[tuple[str, Fanouts], ...]
+
+    def __new__(cls, value: str | Mapping[Any, Any] = "") -> Self:
+        """``RelationFanouts(value)`` is :meth:`parse`."""
+        return cls.parse(value)
+
+    @classmethod
+    def parse(cls, value: Any, option: str = "fanouts_per_relation") -> Self:
+        """``value`` (the option's text ``"writes=5,cites=10/5"``, a mapping keyed by names or ``(src, name, dst)``
+        tuples whose values are an int, ``"F1/F2"`` text or a sequence of ints, or a RelationFanouts) parsed; a
+        one-line OptionError naming ``option`` for a malformed entry, a bad fanout or a name given twice."""
+        if isinstance(value, cls):
+            return value
+        entries: list[tuple[str, Fanouts]] = []
+        for key, hops in _relation_entries(value, option):
+            name = RELATION_TYPE_SEPARATOR.join(str(part) for part in key) if isinstance(key, (tuple, list)) else key
+            if not isinstance(name, str) or not name:
+                raise OptionError.invalid(option, "relation names or (src, name, dst) tuples as keys", key)
+            if any(name == seen for seen, _ in entries):
+                raise OptionError(f"{{{option}}} relation {name!r} given twice", options=(option,))
+            entries.append((name, _hop_fanouts(hops, name, option)))
+        text = ",".join(f"{name}={'/'.join(str(f) for f in hops)}" for name, hops in entries)
+        parsed = str.__new__(cls, text)
+        parsed.entries = tuple(entries)
+        return parsed
+
+
+def _relation_entries(value: Any, option: str) -> list[tuple[Any, Any]]:
+    """``(key, fanouts)`` pairs of the option's text or mapping, in the order given."""
+    if isinstance(value, Mapping):
+        return list(value.items())
+    if not isinstance(value, str):
+        raise OptionError.invalid(option, "text like writes=5,cites=10/5 or a mapping", value)
+    pairs = []
+    for entry in (part.strip() for part in value.split(",")):
+        if not entry:
+            continue
+        name, sep, hops = entry.partition("=")
+        if not sep or not name.strip() or not hops.strip():
+            raise OptionError.invalid(option, "entries NAME=F or NAME=F1/F2 separated by commas", entry)
+        pairs.append((name.strip(), hops.strip()))
+    return pairs
+
+
+def _hop_fanouts(value: Any, where: str, option: str) -> Fanouts:
+    """One relation's fanouts: an int, ``"F"`` / ``"F1/F2"`` text or a sequence of ints."""
+    if isinstance(value, str):
+        parts = [part.strip() for part in value.split("/")]
+        if not all(parts):
+            raise OptionError.invalid(option, f"{where}=F or {where}=F1/F2/... (one fanout per hop)", value)
+        return Fanouts.parse(",".join(parts), option)
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        return Fanouts.parse([int(value)], option)
+    return Fanouts.parse(value, option)
 
 
 def format_fanouts(fanouts: Sequence[int]) -> str:

@@ -98,7 +98,8 @@ def symmetric(dataset: Dataset) -> bool | None:
 def edge_split_info(dataset: Dataset) -> dict[str, Any] | None:
     """The link-prediction edge split of ``dataset`` (None without one): ``method``, pairs per split (``train``,
     ``valid``, ``test``), ``valid_negatives``/``test_negatives`` (rows), ``eval_negatives`` K, ``negatives``
-    (``"pairs"`` or ``"per_positive"``), ``undirected``, ``dst_range`` and the provenance (``fractions``, ``seed``)."""
+    (``"pairs"`` or ``"per_positive"``), ``undirected``, ``dst_range`` and the provenance (``fractions``, ``seed``); a typed dataset's ``relation``
+    ``[SRC, REL, DST]`` and ``reverse`` (the reverse relation's name, or None)."""
     link = dataset.link
     if link is None:
         return None
@@ -114,7 +115,7 @@ def edge_split_info(dataset: Dataset) -> dict[str, Any] | None:
         undirected=link.undirected,
         dst_range=list(link.dst_range),
     )
-    for key in ("fractions", "seed", "held_out_edges"):
+    for key in ("fractions", "seed", "held_out_edges", "relation", "reverse"):
         if key in link.meta:
             info[key] = link.meta[key]
     return info
@@ -128,6 +129,11 @@ def _describe_edge_split(link: dict[str, Any]) -> str:
     k = link["eval_negatives"]
     negatives = f"{k} negative destinations per positive" if k > 0 else "negative pairs, one per positive"
     kind = "undirected: held-out edges removed both ways" if link["undirected"] else "directed"
+    if link.get("relation"):  # a typed dataset: one relation's edges, local ids
+        src, name, dst = link["relation"]
+        kind = f"relation {name} ({src} -> {dst}), local ids" + (
+            f"; held-out edges left {link['reverse']} too" if link.get("reverse") else ""
+        )
     return f"{how}: {counts} pairs; {negatives}; {kind}".strip()
 
 

@@ -29,6 +29,22 @@ def fanouts_option_type(option: str = "fanouts") -> FanoutsType:
     return FanoutsType(option)
 
 
+class RelationFanoutsType(click.ParamType):
+    """``writes=5,cites=10/5`` -> :class:`graphtier._fanouts.RelationFanouts`: the per-relation fanouts, parsed
+    where they enter (the names meet the dataset's schema once a command opens it)."""
+
+    name = "fanouts_per_relation"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        from graphtier._fanouts import RelationFanouts  # not graphtier.sampling, which imports torch
+
+        return RelationFanouts.parse(value, "fanouts_per_relation")
+
+
+RELATION_FANOUTS = RelationFanoutsType()
+"""Click type of every ``--fanouts-per-relation`` option."""
+
+
 SEED = click.IntRange(0, 2**63 - 1)
 """Click type of every ``--seed`` option: an integer in [0, 2^63) (what numpy and the kernels accept)."""
 
@@ -56,6 +72,7 @@ def relation_fanouts_option() -> Any:
     return click.option(
         "--fanouts-per-relation",
         "fanouts_per_relation",
+        type=RELATION_FANOUTS,
         default=None,
         help="Typed datasets: per-relation fanouts overriding --fanouts, e.g. writes=5,cites=10/5.",
     )

@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from graphtier.cli.options import SEED, fanouts_option_type
+from graphtier.cli.options import RELATION_FANOUTS, SEED, fanouts_option_type
 
 # The fixed choices, spelled here so that `graphtier train --help` shows them without importing torch
 # (tests/cli/test_train_cli.py checks they equal MODEL_NAMES, SAMPLER_NAMES, NORM_NAMES, GCN_DEGREES_OPTIONS, FEATURE_MODES,
@@ -77,6 +77,7 @@ FANOUTS_DEFAULT = "25,10"
 )
 @click.option(
     "--fanouts-per-relation",
+    type=RELATION_FANOUTS,
     default=None,
     help="Typed datasets: override --fanouts for some relations, e.g. writes=5,cites=10/5 (NAME=F at every hop or "
     "NAME=F1/F2 per hop; NAME a relation name, or src___name___dst when the name is not unique).",

@@ -12,12 +12,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from graphtier._fanouts import RELATION_TYPE_SEPARATOR, RelationFanouts
 from graphtier.dataset.schema import Relation, RelationType, Schema
 from graphtier.errors import OptionError
 from graphtier.sampling.fanouts import Fanouts, format_fanouts
 
 OPTION = "fanouts_per_relation"
-TYPE_SEPARATOR = "___"
+TYPE_SEPARATOR = RELATION_TYPE_SEPARATOR
 
 
 def relation_label(schema: Schema, rel: Relation) -> str:
@@ -28,13 +29,8 @@ def relation_label(schema: Schema, rel: Relation) -> str:
 
 
 def _resolve(schema: Schema, key: Any, option: str) -> Relation:
-    """The relation named by ``key`` (a name, ``src___name___dst`` or a ``(src, name, dst)`` tuple)."""
+    """The relation named by ``key`` (a name or ``src___name___dst``)."""
     known = ", ".join(relation_label(schema, r) for r in schema.relations)
-    if isinstance(key, (tuple, list)) and len(key) == 3 and all(isinstance(part, str) for part in key):
-        for rel in schema.relations:
-            if rel.type == tuple(key):
-                return rel
-        raise OptionError(f"{{{option}}} unknown relation {tuple(key)} (relations: {known})", options=(option,))
     if not isinstance(key, str) or not key:
         raise OptionError.invalid(option, "relation names or (src, name, dst) tuples as keys", key)
     if TYPE_SEPARATOR in key:
@@ -55,17 +51,8 @@ def _resolve(schema: Schema, key: Any, option: str) -> Relation:
     return found[0]
 
 
-def _hop_fanouts(value: Any, num_hops: int, where: str, option: str) -> Fanouts:
-    """``value`` (an int, ``"F"``, ``"F1/F2"`` or a sequence) as Fanouts of ``num_hops`` hops (a single F repeats)."""
-    if isinstance(value, str):
-        parts = [part.strip() for part in value.split("/")]
-        if not all(parts):
-            raise OptionError.invalid(option, f"{where}=F or {where}=F1/F2/... (one fanout per hop)", value)
-        parsed = Fanouts.parse(",".join(parts), option)
-    elif isinstance(value, int) and not isinstance(value, bool):
-        parsed = Fanouts.parse([value], option)
-    else:
-        parsed = Fanouts.parse(value, option)
+def _per_hop(parsed: Fanouts, num_hops: int, where: str, option: str) -> Fanouts:
+    """One relation's parsed fanouts as ``num_hops`` hops (a single F repeats); OptionError for another count."""
     if len(parsed) == 1 and num_hops > 1:
         return Fanouts.parse(list(parsed) * num_hops, option)
     if len(parsed) != num_hops:
@@ -82,32 +69,16 @@ def hop_text(fanouts: Sequence[int]) -> str:
     return "/".join(str(f) for f in fanouts)
 
 
-def _entries(value: str | Mapping[Any, Any], option: str) -> list[tuple[Any, Any]]:
-    """``(key, fanouts)`` pairs of the option's text or mapping, in the order given."""
-    if isinstance(value, Mapping):
-        return list(value.items())
-    if not isinstance(value, str):
-        raise OptionError.invalid(option, "text like writes=5,cites=10/5 or a mapping", value)
-    pairs = []
-    for entry in (part.strip() for part in value.split(",")):
-        if not entry:
-            continue
-        name, sep, fanouts = entry.partition("=")
-        if not sep or not name.strip() or not fanouts.strip():
-            raise OptionError.invalid(option, "entries NAME=F or NAME=F1/F2 separated by commas", entry)
-        pairs.append((name.strip(), fanouts.strip()))
-    return pairs
-
-
 def parse_relation_fanouts(
-    value: str | Mapping[Any, Any] | None,
+    value: RelationFanouts | str | Mapping[Any, Any] | None,
     schema: Schema,
     fanouts: Sequence[int] | str,
     option: str = OPTION,
 ) -> dict[RelationType, Fanouts]:
     """Fanouts of every relation of ``schema``: ``fanouts`` (the ``--fanouts`` value), overridden by ``value``.
 
-    ``value``: the option's text (``"writes=5,cites=10/5"``), a mapping (see the module) or None (no override).
+    ``value``: a :class:`RelationFanouts` (the option parsed where it entered; its text or a mapping, see the
+    module, is parsed here) or None (no override); this is the one place its names meet a schema.
     Returns one :class:`Fanouts` per relation type, in schema order, all of ``len(fanouts)`` hops. Raises a
     one-line :class:`OptionError` naming ``option`` for an unknown or ambiguous relation name, a relation given
     twice, a wrong number of hops or a bad fanout.
@@ -116,16 +87,17 @@ def parse_relation_fanouts(
     result: dict[RelationType, Fanouts] = {rel.type: base for rel in schema.relations}
     if value is None:
         return result
-    given: dict[RelationType, Any] = {}
-    for key, hops in _entries(value, option):
+    given: dict[RelationType, str] = {}
+    for key, hops in RelationFanouts.parse(value, option).entries:
         rel = _resolve(schema, key, option)
         if rel.type in given:
             raise OptionError(
-                f"{{{option}}} relation {relation_label(schema, rel)!r} given twice ({given[rel.type]!r} and {hops!r})",
+                f"{{{option}}} relation {relation_label(schema, rel)!r} given twice ({given[rel.type]!r} and "
+                f"{hop_text(hops)!r})",
                 options=(option,),
             )
-        given[rel.type] = hops
-        result[rel.type] = _hop_fanouts(hops, len(base), relation_label(schema, rel), option)
+        given[rel.type] = hop_text(hops)
+        result[rel.type] = _per_hop(hops, len(base), relation_label(schema, rel), option)
     return result
 
 

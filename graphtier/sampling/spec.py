@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from graphtier._checks import check_choice, check_int
+from graphtier._fanouts import RelationFanouts
 from graphtier.errors import OptionError
 from graphtier.sampling.fanouts import DEFAULT_FANOUTS, Fanouts
 
@@ -25,8 +24,8 @@ class SamplerSpec:
     ``fanouts`` (seed hop first, :class:`Fanouts`; a string ``"25,10"`` or a sequence is parsed here)
     and ``eval_fanouts`` (None: ``fanouts``) are the neighbours per hop; with the neighbour sampler
     both have one entry per layer. ``fanouts_per_relation`` (typed datasets) overrides ``fanouts`` for some
-    relations: text ``"writes=5,cites=10/5"`` (a mapping keyed by names or ``(src, name, dst)`` is turned into
-    that text); it is resolved against the dataset's relations by
+    relations: a :class:`RelationFanouts`, parsed here from its text ``"writes=5,cites=10/5"`` or a mapping keyed
+    by names or ``(src, name, dst)``; it is resolved against the dataset's relations by
     :func:`graphtier.sampling.relation_fanouts.parse_relation_fanouts` once the dataset is known.
     """
 
@@ -35,11 +34,11 @@ class SamplerSpec:
     batch_size: int = 1024
     eval_fanouts: Fanouts | None = None
     eval_batch_size: int = 4096
-    fanouts_per_relation: str | None = None
+    fanouts_per_relation: RelationFanouts | None = None
 
     def __post_init__(self) -> None:
         if self.fanouts_per_relation is not None:
-            object.__setattr__(self, "fanouts_per_relation", relation_fanouts_text(self.fanouts_per_relation))
+            object.__setattr__(self, "fanouts_per_relation", RelationFanouts.parse(self.fanouts_per_relation))
         check_choice("sampler", self.sampler, SAMPLER_NAMES)
         object.__setattr__(self, "fanouts", Fanouts.parse(self.fanouts, "fanouts"))
         if self.eval_fanouts is not None:
@@ -56,18 +55,3 @@ class SamplerSpec:
     def evaluation_fanouts(self) -> Fanouts:
         """The fanouts of sampled evaluation: ``eval_fanouts``, or ``fanouts`` when not given."""
         return self.eval_fanouts if self.eval_fanouts is not None else self.fanouts
-
-
-def relation_fanouts_text(value: str | Mapping[Any, Any]) -> str:
-    """The ``fanouts_per_relation`` text of ``value``: text unchanged, a mapping as ``NAME=F1/F2,...`` (a key
-    ``(src, name, dst)`` spelled ``src___name___dst``; a value an int, ``F1/F2`` text or a sequence of ints)."""
-    if isinstance(value, str):
-        return value
-    if not isinstance(value, Mapping):
-        raise OptionError.invalid("fanouts_per_relation", "text like writes=5,cites=10/5 or a mapping", value)
-    entries = []
-    for key, hops in value.items():
-        name = "___".join(str(part) for part in key) if isinstance(key, tuple) else str(key)
-        text = "/".join(str(h) for h in hops) if isinstance(hops, Sequence) and not isinstance(hops, str) else str(hops)
-        entries.append(f"{name}={text}")
-    return ",".join(entries)

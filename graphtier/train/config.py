@@ -155,11 +155,13 @@ class TrainConfig:
 
     def to_dict(self) -> dict[str, Any]:
         """Every option under its flat name (the keys of the run report, the checkpoint and the saved model),
-        tuples as lists, ``gcn_degrees`` as used (never "auto") and ``num_layers``."""
+        tuples as lists, text as plain ``str`` (``fanouts_per_relation``), ``gcn_degrees`` as used (never "auto") and
+        ``num_layers``."""
         out: dict[str, Any] = {}
         for part in SPECS:
             for name, value in asdict(getattr(self, part)).items():
-                out[name] = list(value) if isinstance(value, tuple) else value
+                # plain types only: the checkpoint is read back without unpickling classes
+                out[name] = list(value) if isinstance(value, tuple) else str(value) if isinstance(value, str) else value
         out["gcn_degrees"] = self.gcn_degrees_used  # the record says what ran, never "auto"
         out["num_layers"] = self.num_layers
         return out

@@ -117,7 +117,7 @@ class Loader:
         try:
             if spec.task == "link":
                 require_link_split(self.store.dataset)
-            self.task: Task = make_task(spec, self.store)
+            self.task: Task = make_task(spec, self.store, relation_fanouts)
             self.seeds = self._resolve_seeds(seeds)
             self._sample = self._make_sampler(sampler, relation_fanouts)
         except BaseException:

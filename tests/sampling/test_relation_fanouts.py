@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from graphtier._fanouts import RelationFanouts
 from graphtier.dataset.schema import Schema
 from graphtier.errors import OptionError
 from graphtier.sampling.relation_fanouts import parse_relation_fanouts, relation_label
@@ -51,7 +52,8 @@ def test_labels_use_the_type_spelling_only_for_shared_names():
         ("cited=3", r"fanouts_per_relation= unknown relation 'cited' \(relations: cites, writes, paper___rev"),
         ("rev=3", r"relation name 'rev' is ambiguous: 2 relations share it; write paper___rev___author or inst"),
         ("paper___x___author=3", "unknown relation 'paper___x___author'"),
-        ({("a", "b", "c"): 1}, r"unknown relation \('a', 'b', 'c'\)"),
+        ({("a", "b", "c"): 1}, "unknown relation 'a___b___c'"),
+        ("writes=1,author___writes___paper=2", r"relation 'writes' given twice \('1' and '2'\)"),
         ("cites=1/2/3", r"cites: expected 1 or 2 fanouts \(one per hop, as fanouts has\), found 3 \(1/2/3\)"),
         ("cites=0", "fanouts_per_relation= expected integers in 1..2147483647 or -1"),
         ("cites=x", "fanouts_per_relation= expected integers in"),
@@ -67,6 +69,14 @@ def test_bad_values_are_one_line_errors_naming_the_option(value, match):
         parse_relation_fanouts(value, SCHEMA, [10, 5])
     assert "\n" not in str(info.value)
     assert "--fanouts-per-relation" in info.value.render(cli=True)
+
+
+def test_parsed_once_schema_free_then_resolved():
+    parsed = RelationFanouts.parse({"cites": "10/5", ("author", "writes", "paper"): 1})
+    assert parsed == "cites=10/5,author___writes___paper=1" and RelationFanouts.parse(parsed) is parsed
+    assert parsed.entries == (("cites", (10, 5)), ("author___writes___paper", (1,)))
+    resolved = parse_relation_fanouts(parsed, SCHEMA, [10, 5])
+    assert resolved[("author", "writes", "paper")] == (1, 1) and resolved[("paper", "cites", "paper")] == (10, 5)
 
 
 def test_bad_base_fanouts_name_fanouts():

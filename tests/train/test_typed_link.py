@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 
+import graphtier
 from graphtier.dataset import Dataset
 from graphtier.dataset.importers.manifest import import_manifest
 from graphtier.errors import OptionError
@@ -146,6 +147,9 @@ def test_cli_trains_typed_links(linked: Dataset, capsys: pytest.CaptureFixture[s
                          capsys)  # fmt: skip
     assert code == 0, err
     assert "exact layer-wise embeddings" in out and "popularity test" in out
+    code, out, _ = run(["info", str(linked.path), "--json"], capsys)
+    split = json.loads(out)["edge_split"]
+    assert code == 0 and split["relation"] == list(RATES) and split["reverse"] == "rev_rates"
 
 
 def test_refusals_are_one_line(
@@ -258,3 +262,15 @@ def test_near_complete_relation_refuses_negatives_in_one_line(
     assert code == 2 and not (tmp_path / "out").exists()
     line = err.strip().splitlines()[-1]
     assert line.startswith("graphtier: error: --eval-negatives") and len(err.strip().splitlines()) == 1, err
+
+
+def test_the_public_loader_gives_typed_link_batches(linked: Dataset) -> None:
+    loader = graphtier.Loader(linked, fanouts=(3, 3), batch_size=64, task="link", relation_fanouts="rates=1",
+                              num_threads=1, prefetch=0)  # fmt: skip
+    try:
+        batch = next(iter(loader))
+    finally:
+        loader.close()
+    assert batch.y.shape == (128,) and batch.src_index.shape == (128,) and batch.dst_index.shape == (128,)
+    rates = batch.blocks[-1].relations[RATES]  # the seed hop: at most one sampled rating per item (rates=1)
+    assert int((rates.rowptr[1:] - rates.rowptr[:-1]).max()) <= 1
