@@ -198,13 +198,33 @@ def permute_rows(
                 dst[first:stop] = window
 
 
-def permute_link_split(split: LinkSplit, inverse: np.ndarray) -> LinkSplit:
+def permute_link_split(split: LinkSplit, inverse: np.ndarray, schema: Schema | None = None) -> LinkSplit:
     """``split`` with every node id mapped through ``inverse`` (int64 [N], old id -> new id): positive pairs,
-    negative pairs and per-positive negative destinations alike (the ``dst_range`` must be all nodes)."""
+    negative pairs and per-positive negative destinations alike (the ``dst_range`` must be all nodes). A typed
+    dataset's split of one relation (``schema``; ``split.meta["relation"]``) holds local ids: sources are mapped
+    within the source type's range, destinations within the destination type's (each type keeps its range)."""
+    src_map = dst_map = inverse
+    if schema is not None and "relation" in split.meta:
+        src, _, dst = split.meta["relation"]
+
+        def local(name: str) -> np.ndarray:
+            node_type = schema.node_type(name)
+            return inverse[node_type.offset : node_type.offset + node_type.count] - node_type.offset
+
+        src_map, dst_map = local(src), local(dst)
+
+    def pairs_of(array: np.ndarray) -> np.ndarray:
+        array = np.asarray(array, dtype=np.int64)
+        return np.stack([src_map[array[:, 0]], dst_map[array[:, 1]]], axis=1) if array.size else array
+
     pairs = {
         name: LinkPairs(
-            inverse[np.asarray(p.positives, dtype=np.int64)],
-            None if p.negatives is None else inverse[np.asarray(p.negatives, dtype=np.int64)],
+            pairs_of(p.positives),
+            None
+            if p.negatives is None
+            else dst_map[np.asarray(p.negatives, dtype=np.int64)]
+            if p.per_positive
+            else pairs_of(p.negatives),
             per_positive=p.per_positive,
         )
         for name, p in split.splits.items()
@@ -234,7 +254,8 @@ def reorder_dataset(
     scores = np.asarray(scores)
     if scores.shape != (num_nodes,):
         raise DatasetError(f"scores: expected shape ({num_nodes},), found {scores.shape}")
-    if source.link is not None and source.link.dst_range != (0, num_nodes):
+    typed_split = source.link is not None and "relation" in source.link.meta  # local ids: each type keeps its range
+    if source.link is not None and not typed_split and source.link.dst_range != (0, num_nodes):
         raise DatasetError(
             f"{source.path}: the edge split draws negatives from the node range {list(source.link.dst_range)} "
             f"(meta.json 'link.dst_range'), which a new node order would scatter; expected [0, {num_nodes}] to reorder"
@@ -283,7 +304,10 @@ def reorder_dataset(
             split = source.split(name)
             if split is not None:
                 writer.save(f"{name}_idx", np.sort(target_inverse[np.asarray(split, dtype=np.int64)]))
-        link_meta = permute_link_split(source.link, inverse).save(writer) if source.link is not None else None
+        link = source.link
+        link_meta = (
+            None if link is None else permute_link_split(link, inverse, schema if typed_split else None).save(writer)
+        )
         original_perm = perm
         for name, array in source.extra.items():
             if name == "perm" and array.shape == (num_nodes,):

@@ -72,14 +72,28 @@ def format_bytes(num_bytes: float) -> str:
     raise AssertionError("unreachable")
 
 
-@dataclass(frozen=True)
-class Budget:
-    """A parsed budget: exactly one of ``num_bytes`` / ``fraction`` is set, or ``auto`` is True."""
+class Budget(str):
+    """A parsed budget: exactly one of ``num_bytes`` / ``fraction`` is set, or ``auto`` is True.
 
-    text: str
-    num_bytes: int | None = None
-    fraction: float | None = None
-    auto: bool = False
+    It is also its text (``"10%"``, ``"2GiB"``, ``"auto"``): made once where the option enters
+    (:class:`~graphtier.memory.spec.PlacementSpec`), stored and printed as the user wrote it, and passed down
+    unchanged (:func:`parse_budget` returns a Budget as it is)."""
+
+    num_bytes: int | None
+    fraction: float | None
+    auto: bool
+
+    def __new__(
+        cls, text: str, num_bytes: int | None = None, fraction: float | None = None, auto: bool = False
+    ) -> "Budget":
+        budget = str.__new__(cls, text)
+        budget.num_bytes, budget.fraction, budget.auto = num_bytes, fraction, auto
+        return budget
+
+    @property
+    def text(self) -> str:
+        """The budget as written."""
+        return str(self)
 
     def rows(self, num_rows: int, row_bytes: int, auto_bytes: int | None = None) -> int:
         """Rows of ``row_bytes`` bytes this budget holds, at most ``num_rows``; ``auto_bytes`` resolves ``auto``."""
@@ -94,11 +108,14 @@ class Budget:
 
 
 def parse_budget(text: str, option: str) -> Budget:
-    """Parse a budget string (bytes with a unit, a fraction, a percentage or ``auto``) for ``option``.
+    """Parse a budget string (bytes with a unit, a fraction, a percentage or ``auto``) for ``option``; a
+    :class:`Budget` (parsed already) is returned as it is.
 
     ``option`` is the Python argument name (``gpu_budget``); the OptionError raised names it, the
     accepted forms and the value found, and renders it as the flag (``--gpu-budget``) for the CLI.
     """
+    if isinstance(text, Budget):
+        return text
     raw = str(text)
     if raw.strip().lower() == "auto":
         return Budget(raw, auto=True)

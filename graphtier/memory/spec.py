@@ -13,6 +13,10 @@ import torch
 from graphtier._checks import check_choice, check_int
 from graphtier.errors import OptionError
 from graphtier.memory.modes import FEATURE_MODES, refuse_untaken
+from graphtier.memory.placement import Budget, parse_budget
+
+BUDGET_FIELDS = ("gpu_budget", "cache_budget", "ram_budget", "topology_budget")
+"""The budget options of a placement (bytes with a unit, a fraction of rows, a percentage or ``auto``)."""
 
 SAMPLE_ON = ("cpu", "gpu")
 """Where neighbours are sampled: the numba CPU sampler, or the Triton sampler on a CUDA device."""
@@ -26,18 +30,23 @@ class PlacementSpec:
     ``cache_budget`` (``tiered+cache``), ``ram_budget`` (rows kept in RAM; the tiered and zero-copy modes,
     and the host tier of a GPU-sampled topology) and ``peer_partitions`` (GPUs the hot tier is interleaved
     over) are refused by a mode that does not take them. ``sample_on``: "cpu" or "gpu"; ``topology_budget``
-    tiers the graph for gpu sampling (with cpu sampling only "auto", meaning 0, is accepted).
+    tiers the graph for gpu sampling (with cpu sampling only "auto", meaning 0, is accepted). The budgets are
+    parsed here into :class:`~graphtier.memory.placement.Budget` values (text as given, bytes or a fraction), once.
     """
 
     features_on: str = "cpu-gather"
-    gpu_budget: str | None = None
-    cache_budget: str | None = None
-    ram_budget: str | None = None
+    gpu_budget: Budget | None = None
+    cache_budget: Budget | None = None
+    ram_budget: Budget | None = None
     peer_partitions: int = 1
     sample_on: str = "cpu"
-    topology_budget: str | None = None
+    topology_budget: Budget | None = None
 
     def __post_init__(self) -> None:
+        for name in BUDGET_FIELDS:  # parsed once, here; passed down as Budget values
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, parse_budget(value, name))
         check_choice("features_on", self.features_on, FEATURE_MODES)
         check_choice("sample_on", self.sample_on, SAMPLE_ON)
         check_int("peer_partitions", self.peer_partitions)

@@ -184,7 +184,7 @@ def compute_scores(
     else:
         train = seeds.seed_ids(dataset, method)
         fanouts = list(fanouts or DEFAULT_FANOUTS)
-        sample = seeds.sampler(dataset, fanouts, seed) if seeds.is_link else None
+        sample = seeds.sampler(dataset, fanouts, seed, relation_fanouts) if seeds.is_link else None
         if dataset.is_hetero:
             scores = count_typed_reads(
                 indptr,
@@ -196,6 +196,7 @@ def compute_scores(
                 epochs=epochs,
                 seed=seed,
                 progress=progress,
+                sample=sample,
             ).features.astype(np.float64)
         else:
             scores = presample_scores(
@@ -236,5 +237,9 @@ def _check_typed(dataset: Dataset, method: str, seeds: EpochSeeds, option: str =
             f"(node types {', '.join(dataset.schema.type_names)}); expected one of {', '.join(TYPED_SCORE_METHODS)}",
             options=(option,),
         )
-    if seeds.is_link:
-        raise OptionError(f"{{task}}: expected node on the typed dataset {dataset.path}, found link", options=("task",))
+    if seeds.is_link and method != "presample":
+        raise OptionError(
+            f"{{{option}}}: {method!r} does not model link seeds on the typed dataset {dataset.path}; expected "
+            "presample (it replays the typed link sampler) with {task=link}",
+            options=(option, "task"),
+        )

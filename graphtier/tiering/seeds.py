@@ -20,6 +20,7 @@ from graphtier.dataset.format import Dataset
 from graphtier.errors import DatasetError, OptionError
 from graphtier.graph.seed_weights import SeedWeights, link_seed_weights, node_seed_weights
 from graphtier.graphstore.store import GraphStore
+from graphtier.graphstore.typed_link import typed_link_sampler
 from graphtier.sampling.batch import MiniBatch
 from graphtier.sampling.link import NegativeDestinations
 from graphtier.sampling.neighbor import NeighborSampler
@@ -119,12 +120,18 @@ class EpochSeeds:
             dataset.num_nodes, pairs, batch_size, num_negatives=self.num_negatives, negative_chance=chances
         )
 
-    def sampler(self, dataset: Dataset, fanouts: list[int], seed: int) -> SampleFn:
+    def sampler(self, dataset: Dataset, fanouts: list[int], seed: int, relation_fanouts: Any = None) -> SampleFn:
         """``sample(seed_ids, batch_id) -> MiniBatch``: the sampler training runs with sampling seed ``seed`` (the
-        neighbour sampler, or the link sampler with negatives and target-edge exclusion) on the CPU."""
+        neighbour sampler, or the link sampler with negatives and target-edge exclusion; on a typed dataset the
+        typed link sampler of its split relation, with ``relation_fanouts``) on the CPU."""
         if not self.is_link:
             return NeighborSampler(np.asarray(dataset.indptr), np.asarray(dataset.indices), fanouts, seed=seed).sample
         store = GraphStore(dataset, None, seed=seed)
+        if dataset.is_hetero:
+            return typed_link_sampler(
+                store, fanouts, self.train_pairs(dataset), relation_fanouts=relation_fanouts,
+                num_negatives=self.num_negatives, negative_sampling=self.negative_sampling, seed=seed,
+            ).sample  # fmt: skip
         return store.link_sampler(
             fanouts,
             self.train_pairs(dataset),

@@ -8,7 +8,7 @@ relation, destination); :func:`graphtier.graph.typed_scores.split_by_type` / ``s
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -18,6 +18,7 @@ from graphtier.errors import OptionError
 from graphtier.graph._score_kernels import accumulate_counts
 from graphtier.graph.typed_scores import relation_fanouts
 from graphtier.sampling.seeds import iter_seed_batches
+from graphtier.sampling.typed_batch import TypedMiniBatch
 from graphtier.sampling.typed_neighbor import TypedNeighborSampler
 from graphtier.tiering.reads import SampledReads, replay_stage
 
@@ -34,6 +35,7 @@ def count_typed_reads(
     seed: int,
     first_epoch: int = 0,
     progress: Progress = NO_PROGRESS,
+    sample: Callable[[np.ndarray, int], TypedMiniBatch] | None = None,
 ) -> SampledReads:
     """Replay :class:`~graphtier.sampling.typed_neighbor.TypedNeighborSampler` for ``epochs`` epochs over
     ``train_idx`` (int64 [T], LOCAL ids of the target type) shuffled into batches of ``batch_size``, as
@@ -42,11 +44,13 @@ def count_typed_reads(
     Returns a :class:`SampledReads` whose ``features`` is int64 [N] (batches that read each global node) and
     ``list_entries`` int64 [num_rows] (``indices`` entries read from each CSC row: one per sampled edge);
     ``destinations`` counts (relation, destination) visits (two ``indptr`` entries each). ``progress`` reports
-    the stage ``replay the sampler`` batch by batch.
+    the stage ``replay the sampler`` batch by batch. ``sample``: another sampler of the same batches (the typed
+    link sampler, whose ``train_idx`` are then rows of the training pair table), else the typed neighbour sampler.
     """
     if isinstance(epochs, bool) or epochs < 1:
         raise OptionError(f"--epochs: expected a positive integer, found {epochs!r}")
-    sampler = TypedNeighborSampler(indptr, indices, schema, relation_fanouts(schema, fanouts), seed=seed)
+    if sample is None:
+        sample = TypedNeighborSampler(indptr, indices, schema, relation_fanouts(schema, fanouts), seed=seed).sample
     offsets = {t.name: t.offset for t in schema.node_types}
     rows = {r.type: r.row_offset for r in schema.relations}
     features = np.zeros(schema.num_nodes, dtype=np.int64)
@@ -56,7 +60,7 @@ def count_typed_reads(
     with replay_stage(progress, epochs, train_idx, batch_size) as bar:
         for epoch in range(first_epoch, first_epoch + epochs):
             for seeds in iter_seed_batches(train_idx, batch_size, shuffle=True, seed=seed, epoch=epoch):
-                batch = sampler.sample(seeds, batch_id)
+                batch = sample(seeds, batch_id)
                 n_id = {name: ids.numpy() for name, ids in batch.n_id.items()}
                 for name, ids in n_id.items():
                     accumulate_counts(features, ids + offsets[name])

@@ -16,6 +16,7 @@ from graphtier.dataset.importers.manifest import import_manifest
 from graphtier.errors import OptionError
 from graphtier.graphstore import GraphStore
 from graphtier.graphstore.typed_link import typed_link_sampler
+from graphtier.tiering.seeds import EpochSeeds
 from graphtier.train import train
 from graphtier.train.predict import predict
 from graphtier.train.saved import load_model
@@ -274,3 +275,26 @@ def test_the_public_loader_gives_typed_link_batches(linked: Dataset) -> None:
     assert batch.y.shape == (128,) and batch.src_index.shape == (128,) and batch.dst_index.shape == (128,)
     rates = batch.blocks[-1].relations[RATES]  # the seed hop: at most one sampled rating per item (rates=1)
     assert int((rates.rowptr[1:] - rates.rowptr[:-1]).max()) <= 1
+
+
+def test_reorder_by_link_presample_keeps_every_pair(linked: Dataset, tmp_path: Path) -> None:
+    link_seeds = EpochSeeds(task="link")
+    scores = graphtier.compute_scores(linked, "presample", seeds=link_seeds, fanouts=[3, 3], epochs=1).scores
+    with pytest.raises(OptionError, match=r"'fwr' does not model link seeds on the typed dataset"):
+        graphtier.compute_scores(linked, "fwr", seeds=link_seeds)
+    reordered, _ = graphtier.reorder_dataset(linked, tmp_path / "r", scores, score_label="presample")
+    perm = np.asarray(reordered.extra["perm"])  # new global id -> old global id; each type in its range
+    users, items = linked.schema.node_type("user"), linked.schema.node_type("item")
+    to_old = {"user": perm[: users.count], "item": perm[items.offset : items.offset + items.count] - items.offset}
+    for split in ("train", "valid", "test"):
+        old, new = linked.link.pairs(split), reordered.link.pairs(split)
+        back = np.stack(
+            [to_old["user"][np.asarray(new.positives)[:, 0]], to_old["item"][np.asarray(new.positives)[:, 1]]], 1
+        )
+        assert np.array_equal(back, np.asarray(old.positives))
+        if split != "train":
+            assert np.array_equal(to_old["item"][np.asarray(new.negatives)], np.asarray(old.negatives))
+    assert _edges(reordered, RATES) == {
+        (int(np.flatnonzero(to_old["user"] == u)[0]), int(np.flatnonzero(to_old["item"] == i)[0]))
+        for u, i in _edges(linked, RATES)
+    }
