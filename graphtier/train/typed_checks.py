@@ -49,6 +49,13 @@ def check_typed_run(config: RunParts, dataset: Dataset) -> None:
                 f"({dataset.path})",
                 options=("model",),
             )
+    if typed_run and model != "mlp" and sampling.sampler == "shadow":
+        raise OptionError(
+            f"{{sampler=shadow}}: not available with the typed model {{model={model}}}: ShaDow extracts one induced "
+            "subgraph per seed from a graph with one list of neighbours per node, and a typed dataset keeps one per "
+            "relation (its per-relation induced subgraphs are not built); use {sampler=neighbor}",
+            options=("sampler", "model"),
+        )
     if typed_run and model != "mlp":
         refused = (
             ("sampler", sampling.sampler != "neighbor", f"{{sampler={sampling.sampler}}}"),

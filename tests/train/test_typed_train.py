@@ -113,7 +113,7 @@ def test_typed_model_on_a_homogeneous_dataset(tiny_dataset: Dataset) -> None:
     [
         ({"model": "sage"}, ["sage", "rgcn, rgat, hsage or mlp"]),
         ({"model": "rgcn", "task": "link"}, ["task", "link"]),
-        ({"model": "rgcn", "sampler": "shadow"}, ["sampler", "shadow", "typed model"]),
+        ({"model": "rgcn", "sampler": "shadow"}, ["sampler", "shadow", "typed model", "induced subgraph per seed"]),
         ({"model": "rgcn", "fanouts_per_relation": "nope=3"}, ["fanouts_per_relation", "nope"]),
     ],
 )
