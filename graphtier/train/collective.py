@@ -15,6 +15,7 @@ what happens between ``backward()`` and the end of the step, and how the epoch's
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import time
@@ -31,10 +32,12 @@ from graphtier.train.comm import (
     DistContext,
     ShareSchedule,
     all_gather_floats,
+    all_gather_rows,
     all_reduce_gradients,
     all_reduce_sum,
     barrier,
     broadcast_parameters,
+    broadcast_tensor,
 )
 from graphtier.train.config import TrainConfig
 from graphtier.train.feed import SampleFn
@@ -42,6 +45,7 @@ from graphtier.train.pipeline import PreparedBatch
 from graphtier.train.report import NonFiniteLossError, RunReport
 from graphtier.train.tally import EpochTally
 from graphtier.train.task import NodeTask, Task
+from graphtier.train.tiered_embedding import tiered_embeddings
 
 StepSeconds = Callable[[int, MiniBatch], float]
 """``(rank, mini-batch) -> seconds``: the compute time a rank's training step on its sub-batch is recorded as,
@@ -189,6 +193,9 @@ class RankGroup(Collective):
         self.step_hook = step_hook
         self.is_main = ctx.is_main
         broadcast_parameters(ctx, model)
+        for _, table in tiered_embeddings(model):  # learnable tables: rank 0's rows, then every rank's row updates
+            table.load_full("weight", broadcast_tensor(ctx, table.full("weight")))
+            table.gather_gradient = functools.partial(all_gather_rows, ctx)
         self.balancer = LoadBalancer(
             ctx.devices,
             config.distributed.balance,
@@ -196,7 +203,8 @@ class RankGroup(Collective):
             shares=config.distributed.shares,
         )
         self.workload: np.ndarray | None = None
-        if self.balancer.uses_workload and self.task.uses_workload:
+        # a typed dataset's batches are cut by seed count (the workload estimate models one relation)
+        if self.balancer.uses_workload and self.task.uses_workload and not store.is_hetero:
             self.workload = self._training_workload(store, train_idx, make_sampler)
         self._train_order = np.argsort(train_idx, kind="stable")
         self._sorted_train = train_idx[self._train_order]

@@ -82,6 +82,36 @@ def all_gather_floats(ctx: DistContext, values: Sequence[float]) -> torch.Tensor
     return torch.stack(gathered).cpu()
 
 
+def broadcast_tensor(ctx: DistContext, tensor: torch.Tensor) -> torch.Tensor:
+    """Rank 0's ``tensor`` on every rank (same shape and dtype on each), returned on ``tensor``'s device."""
+    moved = tensor.detach().to(collective_device(ctx)).contiguous()
+    dist.broadcast(moved, src=0)
+    return moved.to(tensor.device)
+
+
+def all_gather_rows(ctx: DistContext, ids: torch.Tensor, rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Every rank's ``ids`` (int64 [k_r]) and ``rows`` (float [k_r, D]) concatenated in rank order, on the CPU:
+    int64 [sum k_r] and float [sum k_r, D] (the ranks may hold different counts; padded for the collective)."""
+    device = collective_device(ctx)
+    count = torch.tensor([ids.shape[0]], dtype=torch.int64, device=device)
+    counts = [torch.empty_like(count) for _ in range(ctx.world)]
+    dist.all_gather(counts, count)
+    sizes = [int(c.item()) for c in counts]
+    most = max(sizes)
+    padded_ids = torch.zeros(most, dtype=torch.int64, device=device)
+    padded_rows = torch.zeros((most, rows.shape[1]), dtype=rows.dtype, device=device)
+    padded_ids[: ids.shape[0]] = ids.to(device)
+    padded_rows[: rows.shape[0]] = rows.to(device)
+    all_ids = [torch.empty_like(padded_ids) for _ in range(ctx.world)]
+    all_rows = [torch.empty_like(padded_rows) for _ in range(ctx.world)]
+    dist.all_gather(all_ids, padded_ids)
+    dist.all_gather(all_rows, padded_rows)
+    return (
+        torch.cat([part[:size].cpu() for part, size in zip(all_ids, sizes)]),
+        torch.cat([part[:size].cpu() for part, size in zip(all_rows, sizes)]),
+    )
+
+
 def all_reduce_gradients(ctx: DistContext, model: nn.Module) -> float:
     """Sum every parameter's gradient over the ranks in one flat all-reduce; returns seconds spent.
 

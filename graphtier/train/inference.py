@@ -150,7 +150,7 @@ def layerwise_outputs(
                 deg = degree[n_id.to(device)] if degree is not None else None
                 h = model.layer(layer, x, block, deg)[: chunk.shape[0]].cpu()
                 if out is None:
-                    out = _layer_output(num_nodes, h.shape[1], f"layer {layer + 1} outputs", scratch_dir)
+                    out = layer_output(num_nodes, h.shape[1], f"layer {layer + 1} outputs", scratch_dir)
                 out[chunk] = h
                 bar.advance(int(chunk.shape[0]))
             previous = out
@@ -204,8 +204,8 @@ def _sage_layer(
     weight_l, bias_l, weight_r = conv.lin_l.weight, conv.lin_l.bias, conv.lin_r.weight
     width = int(weight_l.shape[0])
     if projects:
-        table = _layer_output(num_nodes, width, f"layer {layer + 1} projected inputs", scratch_dir)
-    out = _layer_output(num_nodes, width, f"layer {layer + 1} outputs", scratch_dir)
+        table = layer_output(num_nodes, width, f"layer {layer + 1} projected inputs", scratch_dir)
+    out = layer_output(num_nodes, width, f"layer {layer + 1} outputs", scratch_dir)
     if projects:
         for start in range(0, num_nodes, ROW_BLOCK):
             stop = min(num_nodes, start + ROW_BLOCK)
@@ -254,12 +254,12 @@ def _gcn_layer(
     projects = int(weight.shape[0]) < int(weight.shape[1])
     scale = (degree.float().cpu() + 1.0).rsqrt().unsqueeze(1)
     width = int(weight.shape[0]) if projects else int(weight.shape[1])
-    table = _layer_output(num_nodes, width, f"layer {layer + 1} scaled inputs", scratch_dir)
+    table = layer_output(num_nodes, width, f"layer {layer + 1} scaled inputs", scratch_dir)
     for start in range(0, num_nodes, ROW_BLOCK):
         stop = min(num_nodes, start + ROW_BLOCK)
         x = (gather(torch.arange(start, stop)) if previous is None else previous[start:stop]).float()
         table[start:stop] = (x @ weight.t() if projects else x) * scale[start:stop]
-    out = _layer_output(num_nodes, int(weight.shape[0]), f"layer {layer + 1} outputs", scratch_dir)
+    out = layer_output(num_nodes, int(weight.shape[0]), f"layer {layer + 1} outputs", scratch_dir)
     for chunk in chunks:
         first, stop = int(chunk[0]), int(chunk[-1]) + 1
         summed = _neighbours(table, indptr, indices, first, stop, mean=False).add_(table[first:stop])
@@ -327,7 +327,7 @@ def full_in_degree(indptr: np.ndarray, device: torch.device | str = "cpu") -> to
     return torch.from_numpy(np.diff(np.asarray(indptr)).astype(np.float32)).to(device)
 
 
-def _layer_output(num_nodes: int, width: int, name: str, scratch_dir: str | os.PathLike[str] | None) -> torch.Tensor:
+def layer_output(num_nodes: int, width: int, name: str, scratch_dir: str | os.PathLike[str] | None) -> torch.Tensor:
     """float32 [num_nodes, width] for the rows ``name`` (e.g. ``layer 2 outputs``): in RAM, or a memory map in
     ``scratch_dir``."""
     if scratch_dir is None:
@@ -348,6 +348,6 @@ def _all_rows(
     for chunk in chunks:
         rows = gather(chunk).cpu().float()
         if out is None:
-            out = _layer_output(num_nodes, rows.shape[1], "input features", scratch_dir)
+            out = layer_output(num_nodes, rows.shape[1], "input features", scratch_dir)
         out[chunk] = rows
     return out if out is not None else torch.empty(0)

@@ -76,8 +76,8 @@ def predict(
     table when they are one type; :class:`~graphtier.train.link_predict.PairSpace`). ``progress`` reports the
     stage ``inference: layer-wise``.
 
-    ``scratch_dir`` (a directory; homogeneous models): every layer's outputs [N, H] go to unlinked memory-mapped
-    files there instead of RAM (see :func:`~graphtier.train.inference.layerwise_outputs`), so the returned
+    ``scratch_dir`` (a directory): every layer's outputs [N, H] (a typed model: every type's) go to unlinked
+    memory-mapped files there instead of RAM (see :func:`~graphtier.train.inference.layerwise_outputs`), so the returned
     ``logits`` and ``embeddings`` are memory maps; up to three [N, H] float32 tables (3 x N x H x 4 bytes: a layer's
     input and output, and a GCN layer's scaled inputs or a narrowing layer's projected ones) must fit on its disk.
     """
@@ -90,7 +90,7 @@ def predict(
     if target.type == "cuda" and not torch.cuda.is_available():
         raise OptionError(f"--device {device}: CUDA is not available on this machine (use --device cpu)")
     if saved.schema is not None:
-        return _typed_predict(saved, data, target, chunk_size, embeddings, progress)
+        return _typed_predict(saved, data, target, chunk_size, embeddings, progress, scratch_dir)
     if data.features is None:
         raise OptionError(f"{data.path}: dataset has no features (feature_dim 0); the model needs them")
     net = saved.model.to(target)
@@ -119,8 +119,9 @@ def predict(
 
 
 def _typed_predict(
-    saved: SavedModel, data: Dataset, target: torch.device, chunk_size: int, embeddings: bool, progress: Progress
-) -> Predictions:
+    saved: SavedModel, data: Dataset, target: torch.device, chunk_size: int, embeddings: bool, progress: Progress,
+    scratch_dir: str | os.PathLike[str] | None = None,
+) -> Predictions:  # fmt: skip
     """:func:`predict` of a typed model on ``target``: exact layer-wise logits of every node of the target type."""
     stores = {
         name: make_feature_store(table, "cpu-gather", device=target, ring_size=3)
@@ -133,14 +134,14 @@ def _typed_predict(
             tables = typed_output_tables(
                 encoder_of(saved.model.to(target)), lambda node_type, ids: stores[node_type].gather(ids),
                 np.asarray(data.indptr), np.asarray(data.indices), data.schema, device=target, chunk_size=chunk_size,
-                progress=progress,
+                progress=progress, scratch_dir=scratch_dir,
             )  # fmt: skip
             table = tables[src] if src == dst else torch.cat([tables[src], tables[dst]])
             return Predictions(logits=table.numpy(), embeddings=None)
         logits, hidden = typed_layerwise_outputs(
             saved.model.to(target), lambda node_type, ids: stores[node_type].gather(ids), np.asarray(data.indptr),
             np.asarray(data.indices), data.schema, device=target, chunk_size=chunk_size, keep_embeddings=embeddings,
-            progress=progress,
+            progress=progress, scratch_dir=scratch_dir,
         )  # fmt: skip
     finally:
         for store in stores.values():

@@ -45,6 +45,12 @@ def learnable_row_bytes(dim: int) -> int:
     return dim * 4 * (1 + ADAM_STATE_FLOATS) + 4
 
 
+GradientGather = Callable[[Tensor, Tensor], tuple[Tensor, Tensor]]
+"""``(ids int64 [k], grads [k, dim]) -> (every rank's ids, every rank's grads)`` on the CPU, in rank order:
+set on each table of a multi-process run (:func:`graphtier.train.comm.all_gather_rows`), so that every rank
+applies the same row updates."""
+
+
 class TieredEmbedding(nn.Module):
     """A learnable [count, dim] table (float32 unless converted), a hot prefix on the compute device and the rest in host memory.
 
@@ -70,6 +76,7 @@ class TieredEmbedding(nn.Module):
         self.rows_read = {"device": 0, "host": 0}  # rows gathered from each tier, cumulative
         self._pending: list[tuple[Tensor, Tensor]] = []
         self._slot: np.ndarray | None = None
+        self.gather_gradient: GradientGather | None = None
 
     @property
     def hot_rows(self) -> int:
@@ -164,7 +171,13 @@ class TieredEmbedding(nn.Module):
         grads = torch.cat([grad for _, grad in pairs])
         if ids.device.type != "cpu":
             return sum_by_id_reference(ids, grads)
-        if self._slot is None:  # the kernel's scratch: one int32 per row, -1 between steps
+        return self._sum_rows(ids, grads)  # the kernel's scratch: one int32 per row, -1 between steps
+
+    def _sum_rows(self, ids: Tensor, grads: Tensor) -> tuple[Tensor, Tensor] | None:
+        """(distinct ids, each id's rows summed) of CPU ``ids`` [n] / ``grads`` [n, dim]; None when empty."""
+        if ids.shape[0] == 0:
+            return None
+        if self._slot is None:
             self._slot = np.full(self.count, -1, dtype=np.int32)
         unique, summed = sum_by_id(ids.numpy(), grads.contiguous().numpy(), self._slot)
         return torch.from_numpy(unique), torch.from_numpy(summed)
@@ -172,6 +185,11 @@ class TieredEmbedding(nn.Module):
     def adam_step(self, lr: float, betas: tuple[float, float], eps: float, weight_decay: float) -> None:
         """Row-wise Adam on the rows touched since the last step, each in its tier (see the module)."""
         touched = self.pending_gradient()
+        if self.gather_gradient is not None:  # several processes: every rank's rows, summed, on every rank
+            ids, grad = (
+                touched if touched is not None else (torch.zeros(0, dtype=torch.int64), torch.zeros(0, self.dim))
+            )
+            touched = self._sum_rows(*self.gather_gradient(ids.cpu(), grad.cpu().to(self.hot["weight"].dtype)))
         if touched is None:
             return
         ids, grad = touched

@@ -28,7 +28,7 @@ def _types_of(dataset: Dataset) -> str:
 def check_typed_run(config: RunParts, dataset: Dataset) -> None:
     """Raise :class:`OptionError` (one line naming the option) for a combination of ``config`` and the dataset's
     kind that cannot run: on a typed dataset a homogeneous GNN, link prediction without a relation's edge split
-    (:func:`check_typed_link`), ShaDow, several processes, or an MLP without target features; with a typed model a homogeneous-only option; typed
+    (:func:`check_typed_link`), ShaDow, or an MLP without target features; with a typed model a homogeneous-only option; typed
     options (``fanouts_per_relation``, ``num_bases``) with a homogeneous model."""
     network, sampling = config.network, config.sampling
     model = network.model
@@ -60,13 +60,12 @@ def check_typed_run(config: RunParts, dataset: Dataset) -> None:
         refused = (
             ("sampler", sampling.sampler != "neighbor", f"{{sampler={sampling.sampler}}}"),
             ("gcn_degrees", network.gcn_degrees != "auto", f"{{gcn_degrees={network.gcn_degrees}}}"),
-            ("devices", config.distributed.devices is not None and len(config.distributed.devices) > 1, "{devices}"),
         )
         for option, given, spelled in refused:
             if given:
                 raise OptionError(
                     f"{spelled}: not available with the typed model {{model={model}}} (typed runs sample with the "
-                    "neighbour sampler in one process)",
+                    "neighbour sampler)",
                     options=(option, "model"),
                 )
     if not typed_run and sampling.fanouts_per_relation is not None:

@@ -8,6 +8,7 @@ pass over each relation's edges per layer; the last layer computes the target ty
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 
 import numpy as np
@@ -17,6 +18,7 @@ from torch import Tensor, nn
 from graphtier._progress import NO_PROGRESS, Progress, Stage
 from graphtier.dataset.schema import Schema
 from graphtier.sampling.typed_batch import RelationBlock, TypedBlock
+from graphtier.train.inference import chunk_bounds, layer_output
 from graphtier.train.typed_models import TypedGNN, TypedMLP
 
 TypedGather = Callable[[str, Tensor], Tensor]
@@ -91,6 +93,7 @@ def typed_layerwise_outputs(
     chunk_size: int = 4096,
     progress: Progress = NO_PROGRESS,
     keep_embeddings: bool = False,
+    scratch_dir: str | os.PathLike[str] | None = None,
 ) -> tuple[Tensor, Tensor | None]:
     """Logits of every node of the target type, float32 [count(target), C] on the CPU, and with
     ``keep_embeddings`` the target's input of the last layer, float32 [count(target), H] on the CPU (else None).
@@ -100,8 +103,12 @@ def typed_layerwise_outputs(
         gather: the input features of a featured type's nodes (:data:`TypedGather`); featureless types use the
             model's own inputs.
         indptr, indices, schema: the dataset's typed CSC and schema.
-        chunk_size: destination nodes per step; the output does not depend on it.
+        chunk_size: destination nodes per step, and at most :data:`~graphtier.train.inference.MAX_CHUNK_EDGES`
+            in-edges over all relations into them (a node with more alone); the output does not depend on it.
         progress: reports the stage ``inference: layer-wise`` (nodes done over all layers and types).
+        scratch_dir: None keeps every layer's output table of every type in RAM; a directory holds them in unlinked
+            memory-mapped files there (as :func:`~graphtier.train.inference.layerwise_outputs`), so the returned
+            tables are memory maps.
     """
     model.eval()
     target = schema.target
@@ -114,7 +121,7 @@ def typed_layerwise_outputs(
     total = sum(schema.node_type(t).count for _, t in plan)
     with progress.stage("inference: layer-wise", total=total, unit="nodes") as bar:
         tables, embeddings = _gnn_outputs(
-            model, gather, indptr, indices, schema, device, chunk_size, bar, keep_embeddings
+            model, gather, indptr, indices, schema, device, chunk_size, bar, keep_embeddings, scratch_dir
         )
     return tables[target], embeddings
 
@@ -130,6 +137,7 @@ def typed_output_tables(
     device: torch.device | str = "cpu",
     chunk_size: int = 4096,
     progress: Progress = NO_PROGRESS,
+    scratch_dir: str | os.PathLike[str] | None = None,
 ) -> dict[str, Tensor]:
     """The last layer's output of every node of each type the model returns (a link encoder's ``outputs``: the
     endpoint types of its relation; else the target): ``{type: float32 [count(type), width]}`` on the CPU. The
@@ -138,13 +146,14 @@ def typed_output_tables(
     plan = [(layer, t) for layer in range(model.num_layers) for t in model.layers[layer].out_types]
     total = sum(schema.node_type(t).count for _, t in plan)
     with progress.stage("inference: layer-wise", total=total, unit="nodes") as bar:
-        tables, _ = _gnn_outputs(model, gather, indptr, indices, schema, device, chunk_size, bar, False)
+        tables, _ = _gnn_outputs(model, gather, indptr, indices, schema, device, chunk_size, bar, False, scratch_dir)
     return {t: tables[t] for t in (model.outputs or (schema.target,))}
 
 
 def _gnn_outputs(
     model: TypedGNN, gather: TypedGather, indptr: np.ndarray, indices: np.ndarray, schema: Schema,
     device: torch.device | str, chunk_size: int, bar: Stage, keep_embeddings: bool,
+    scratch_dir: str | os.PathLike[str] | None = None,
 ) -> tuple[dict[str, Tensor], Tensor | None]:  # fmt: skip
     """The last layer's output tables of a :class:`TypedGNN` (each type it outputs) and the target's embeddings of
     :func:`typed_layerwise_outputs`, advancing ``bar`` by each chunk's nodes."""
@@ -160,8 +169,9 @@ def _gnn_outputs(
         for t in model.layers[layer].out_types:
             rows = schema.node_type(t).count
             table: Tensor | None = None
-            for start in range(0, rows, chunk_size):
-                chunk = np.arange(start, min(rows, start + chunk_size), dtype=np.int64)
+            bounds = chunk_bounds(type_in_edges_indptr(indptr, schema, t), rows, chunk_size)
+            for start, stop in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+                chunk = np.arange(start, stop, dtype=np.int64)
                 n_id, block = full_neighbour_block(indptr, indices, schema, t, chunk)
                 if previous is None:
                     features = {s: gather(s, n_id[s]).to(device) for s in model.inputs.featured}
@@ -171,13 +181,26 @@ def _gnn_outputs(
                     x = {s: previous[s][ids].to(device, dtype) for s, ids in n_id.items() if s in previous}
                 h = model.layer(layer, x, block.to(device))[t].float().cpu()
                 if table is None:
-                    table = torch.empty((rows, h.shape[1]), dtype=torch.float32)
+                    table = layer_output(rows, h.shape[1], f"layer {layer + 1} outputs of {t}", scratch_dir)
                 table[start : start + chunk.shape[0]] = h
                 bar.advance(int(chunk.shape[0]))
             out[t] = table if table is not None else torch.empty((0, model.layers[layer].out_dim))
         previous = out
     assert previous is not None
     return previous, embeddings
+
+
+def type_in_edges_indptr(indptr: np.ndarray, schema: Schema, node_type: str) -> np.ndarray:
+    """int64 [count(node_type) + 1]: a CSC pointer array of each node's in-edges summed over every relation into
+    ``node_type`` (the chunk bound of layer-wise inference)."""
+    count = schema.node_type(node_type).count
+    degree = np.zeros(count, dtype=np.int64)
+    for rel in schema.relations:
+        if rel.dst == node_type:
+            degree += np.diff(np.asarray(indptr[rel.row_offset : rel.row_offset + count + 1], dtype=np.int64))
+    out = np.zeros(count + 1, dtype=np.int64)
+    np.cumsum(degree, out=out[1:])
+    return out
 
 
 def _target_inputs(model: TypedGNN, gather: TypedGather, count: int, chunk_size: int) -> Tensor:

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
 
-from graphtier.train.typed_inference import full_neighbour_block, typed_layerwise_outputs
+import graphtier.train.inference as inference
+from graphtier.train.inference import chunk_bounds
+from graphtier.train.typed_inference import full_neighbour_block, type_in_edges_indptr, typed_layerwise_outputs
 from graphtier.train.typed_models import build_typed_model
 from tests.recording_progress import RecordingProgress
 from tests.train.typed_graphs import batch_inputs, full_batch, mag_like
@@ -63,3 +67,30 @@ def test_layerwise_mlp() -> None:
     )
     torch.testing.assert_close(logits, model.mlp.net(graph.features["paper"].float()))
     assert embeddings is not None and embeddings.shape == (24, 8)
+
+
+@pytest.mark.parametrize("kind", MODELS)
+def test_scratch_files_and_the_edge_bound_change_nothing(
+    kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Outputs in memory-mapped scratch files, chunks cut by the in-edge bound: the in-RAM result."""
+    torch.manual_seed(0)
+    graph = mag_like()
+    model = build_typed_model(kind, graph.schema, in_dims=graph.in_dims, hidden=8, num_classes=3, num_layers=2,
+                              heads=2).eval()  # fmt: skip
+
+    def gather(t: str, ids: torch.Tensor) -> torch.Tensor:
+        return graph.features[t][ids].float()
+
+    def run(**options: object) -> torch.Tensor:
+        return typed_layerwise_outputs(
+            model, gather, graph.indptr, graph.indices, graph.schema, chunk_size=1000, **options
+        )[0]  # fmt: skip
+
+    in_ram = run()
+    monkeypatch.setattr(inference, "MAX_CHUNK_EDGES", 3)  # a few in-edges per step: many chunks, hubs alone
+    bounded = run(scratch_dir=tmp_path)
+    torch.testing.assert_close(bounded, in_ram, rtol=1e-5, atol=1e-5)
+    indptr = type_in_edges_indptr(graph.indptr, graph.schema, graph.schema.target)
+    bounds = chunk_bounds(indptr, graph.schema.target_type.count, 1000, 3)
+    assert len(bounds) > 3 and all(b - a == 1 or indptr[b] - indptr[a] <= 3 for a, b in zip(bounds[:-1], bounds[1:]))
