@@ -56,6 +56,8 @@ _EXPORTS: dict[str, str] = {
     "compute_scores": "graphtier.tiering.hotness",
     "EpochSeeds": "graphtier.tiering.seeds",
     "reorder_dataset": "graphtier.graph.reorder",
+    "cache_policy_table": "graphtier.tiering.cache_sim",
+    "CachePolicyTable": "graphtier.tiering.cache_sim",
     # training
     "TrainConfig": "graphtier.train",
     "Trainer": "graphtier.train",
@@ -126,6 +128,7 @@ if TYPE_CHECKING:  # static analysers see the real names
         ShadowSampler,
         iter_seed_batches,
     )
+    from graphtier.tiering.cache_sim import CachePolicyTable, cache_policy_table
     from graphtier.tiering.hotness import compute_scores
     from graphtier.tiering.seeds import EpochSeeds
     from graphtier.train import (

@@ -28,7 +28,12 @@ SECTIONS: dict[str, tuple[str, ...]] = {
     "Samplers": ("graphtier.sampling",),
     "Feature and topology stores": ("graphtier.memory",),
     "The global store": ("graphtier.graphstore",),
-    "Tiering": ("graphtier.tiering.hotness", "graphtier.tiering.seeds", "graphtier.graph.reorder"),
+    "Tiering": (
+        "graphtier.tiering.hotness",
+        "graphtier.tiering.seeds",
+        "graphtier.graph.reorder",
+        "graphtier.tiering.cache_sim",
+    ),
     "Training, saved models and prediction": ("graphtier.train",),
     "PyG adapters": ("graphtier.pyg",),
     "Errors and process settings": ("graphtier.errors", "graphtier._process", "graphtier._version"),

@@ -68,6 +68,14 @@ def format_table(curves: dict[str, dict[str, float]]) -> str:
     default=None,
     help="Write a cumulative-access PNG (needs matplotlib).",
 )
+@click.option(
+    "--cache-budget",
+    "cache_budgets",
+    default=None,
+    metavar="B1,B2,...",
+    help="Also replay the trace against a RAM cache of each budget (fractions like 10%,25%,50%, or bytes) under "
+    "static (fwr), static+lru, LRU, CLOCK, SIEVE, S3-FIFO and Belady's optimum; one warm-up epoch first.",
+)
 @task_options
 def command(
     dataset: Path,
@@ -85,6 +93,7 @@ def command(
     iterations_alias: int | None,
     json_path: Path | None,
     plot_path: Path | None,
+    cache_budgets: str | None,
     task: str,
     num_negatives: int,
     negative_sampling: str,
@@ -103,6 +112,11 @@ def command(
         raise OptionError(f"--score: expected names from {', '.join(SCORE_METHODS)}, found {', '.join(unknown)!r}")
     data = Dataset.open(dataset)
     from graphtier.tiering.access import HIT_PERCENTS, analyze_access, interpret_access, plot_access
+    from graphtier.tiering.cache_sim import cache_budgets as check_cache_budgets
+    from graphtier.tiering.cache_sim import cache_policy_table
+
+    if cache_budgets is not None:
+        check_cache_budgets(data, cache_budgets)  # a bad budget fails before the replay
     from graphtier.tiering.hotness import TYPED_SCORE_METHODS
 
     if data.is_hetero and not chosen:  # all the scores a typed dataset defines
@@ -147,9 +161,21 @@ def command(
             f"{analysis.config['presample_epochs']} epoch(s), {analysis.seconds['presample']:.1f} s of sampling"
         )
     click.echo(interpret_access(analysis))
+    record = analysis.to_json()
+    if cache_budgets is not None:
+        table = cache_policy_table(
+            data, cache_budgets, fanouts=list(fanouts), batch_size=batch_size, epochs=epochs, seed=seed, seeds=seeds,
+            relation_fanouts=fanouts_per_relation, scores=analysis.scores.get("fwr"), progress=cli_progress(),
+        )  # fmt: skip
+        click.echo(
+            f"cache policies: {table.accesses:,} reads of {table.distinct:,} rows in {epochs} epoch(s) after one "
+            "warm-up epoch; static = the fwr-hottest rows fixed"
+        )
+        click.echo(table.format())
+        record["cache_policies"] = table.to_json()
     if json_path is not None:
         tmp = json_path.with_name(f".{json_path.name}.tmp")
-        tmp.write_text(json.dumps(analysis.to_json(), indent=2) + "\n")
+        tmp.write_text(json.dumps(record, indent=2) + "\n")
         tmp.replace(json_path)
         click.echo(f"wrote {json_path}")
     if plot_path is not None:

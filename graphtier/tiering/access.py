@@ -214,6 +214,7 @@ def analyze_access(
             epochs=epochs,
             seed=seed,
             progress=progress,
+            sample=seeds.sampler(dataset, list(fanouts), seed, relation_fanouts) if seeds.is_link else None,
         ).features
     else:
         counts = count_feature_reads(

@@ -52,6 +52,7 @@ def count_sampled_reads(
     topology: bool = True,
     sample: Callable[[np.ndarray, int], MiniBatch] | None = None,
     progress: Progress = NO_PROGRESS,
+    on_reads: Callable[[np.ndarray], None] | None = None,
 ) -> SampledReads:
     """Replay the sampler and count feature reads and (``topology=True``) neighbour-list reads per node.
 
@@ -67,7 +68,8 @@ def count_sampled_reads(
     ``sample``: another training sampler ``(seed_ids, batch_id) -> MiniBatch`` replayed instead (the link
     sampler of :meth:`graphtier.tiering.seeds.EpochSeeds.sampler`, whose ``train_idx`` are pair ids); its
     blocks are counted as they come (a link batch's excluded target edges were read but are not counted).
-    ``progress`` reports the stage ``replay the sampler`` batch by batch.
+    ``progress`` reports the stage ``replay the sampler`` batch by batch. ``on_reads``: called with each batch's
+    feature rows (int64 [M], the batch's ``n_id``), in replay order (the row-access trace of a cache replay).
     """
     if isinstance(epochs, bool) or epochs < 1:
         raise OptionError(f"--epochs: expected a positive integer, found {epochs!r}")
@@ -84,6 +86,8 @@ def count_sampled_reads(
                 batch = sample(seeds, batch_id)
                 n_id = batch.n_id.numpy()
                 accumulate_counts(features, n_id)
+                if on_reads is not None:
+                    on_reads(n_id)
                 if topology:
                     for block in batch.blocks:
                         accumulate_counts(entries, n_id[block.edge_index[1].numpy()])

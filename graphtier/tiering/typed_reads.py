@@ -36,6 +36,7 @@ def count_typed_reads(
     first_epoch: int = 0,
     progress: Progress = NO_PROGRESS,
     sample: Callable[[np.ndarray, int], TypedMiniBatch] | None = None,
+    on_reads: Callable[[np.ndarray], None] | None = None,
 ) -> SampledReads:
     """Replay :class:`~graphtier.sampling.typed_neighbor.TypedNeighborSampler` for ``epochs`` epochs over
     ``train_idx`` (int64 [T], LOCAL ids of the target type) shuffled into batches of ``batch_size``, as
@@ -46,6 +47,7 @@ def count_typed_reads(
     ``destinations`` counts (relation, destination) visits (two ``indptr`` entries each). ``progress`` reports
     the stage ``replay the sampler`` batch by batch. ``sample``: another sampler of the same batches (the typed
     link sampler, whose ``train_idx`` are then rows of the training pair table), else the typed neighbour sampler.
+    ``on_reads``: called with each batch's feature rows as GLOBAL ids (int64 [M], type after type), in replay order.
     """
     if isinstance(epochs, bool) or epochs < 1:
         raise OptionError(f"--epochs: expected a positive integer, found {epochs!r}")
@@ -62,8 +64,11 @@ def count_typed_reads(
             for seeds in iter_seed_batches(train_idx, batch_size, shuffle=True, seed=seed, epoch=epoch):
                 batch = sample(seeds, batch_id)
                 n_id = {name: ids.numpy() for name, ids in batch.n_id.items()}
-                for name, ids in n_id.items():
-                    accumulate_counts(features, ids + offsets[name])
+                read = [ids + offsets[name] for name, ids in n_id.items()]
+                for ids in read:
+                    accumulate_counts(features, ids)
+                if on_reads is not None:
+                    on_reads(np.concatenate(read) if read else np.zeros(0, dtype=np.int64))
                 for block in batch.blocks:
                     for rel, part in block.relations.items():
                         counts = np.diff(part.rowptr.numpy())
