@@ -13,10 +13,39 @@ NONE = -1
 
 
 @numba.njit(cache=True, nogil=True)
+def _unlink(before: np.ndarray, after: np.ndarray, row: int, first: int, last: int) -> tuple[int, int]:
+    """Take ``row`` out of a doubly linked list (``before[r]``: the neighbour towards ``first``); the new ends."""
+    b, a = before[row], after[row]
+    if b != NONE:
+        after[b] = a
+    else:
+        first = a
+    if a != NONE:
+        before[a] = b
+    else:
+        last = b
+    before[row] = NONE
+    after[row] = NONE
+    return first, last
+
+
+@numba.njit(cache=True, nogil=True)
+def _push_first(before: np.ndarray, after: np.ndarray, row: int, first: int, last: int) -> tuple[int, int]:
+    """Put ``row`` at the ``first`` end of the list; the new ends."""
+    before[row] = NONE
+    after[row] = first
+    if first != NONE:
+        before[first] = row
+    if last == NONE:
+        last = row
+    return row, last
+
+
+@numba.njit(cache=True, nogil=True)
 def lru_misses(trace: np.ndarray, capacity: int, num_rows: int, start: int = 0) -> int:
     """Least recently used: a hit moves the row to the front; a miss evicts the back row when full."""
-    prev = np.full(num_rows, NONE, dtype=np.int64)
-    nxt = np.full(num_rows, NONE, dtype=np.int64)
+    towards_head = np.full(num_rows, NONE, dtype=np.int64)
+    towards_tail = np.full(num_rows, NONE, dtype=np.int64)
     cached = np.zeros(num_rows, dtype=np.bool_)
     head = NONE  # most recent
     tail = NONE  # least recent
@@ -25,17 +54,9 @@ def lru_misses(trace: np.ndarray, capacity: int, num_rows: int, start: int = 0) 
     for i in range(trace.shape[0]):
         row = trace[i]
         if cached[row]:
-            if row != head:  # unlink, then push to the front
-                p, n = prev[row], nxt[row]
-                nxt[p] = n
-                if n != NONE:
-                    prev[n] = p
-                else:
-                    tail = p
-                prev[row] = NONE
-                nxt[row] = head
-                prev[head] = row
-                head = row
+            if row != head:
+                head, tail = _unlink(towards_head, towards_tail, row, head, tail)
+                head, tail = _push_first(towards_head, towards_tail, row, head, tail)
             continue
         if i >= start:
             misses += 1
@@ -43,22 +64,11 @@ def lru_misses(trace: np.ndarray, capacity: int, num_rows: int, start: int = 0) 
             continue
         if size == capacity:
             old = tail
-            tail = prev[old]
-            if tail != NONE:
-                nxt[tail] = NONE
-            else:
-                head = NONE
+            head, tail = _unlink(towards_head, towards_tail, old, head, tail)
             cached[old] = False
-            prev[old] = NONE
             size -= 1
         cached[row] = True
-        prev[row] = NONE
-        nxt[row] = head
-        if head != NONE:
-            prev[head] = row
-        head = row
-        if tail == NONE:
-            tail = row
+        head, tail = _push_first(towards_head, towards_tail, row, head, tail)
         size += 1
     return misses
 
@@ -104,8 +114,8 @@ def sieve_misses(trace: np.ndarray, capacity: int, num_rows: int, start: int = 0
     """SIEVE (Zhang et al., NSDI'24): a FIFO queue with a visited bit per row; a hit sets the bit; on a miss the
     hand walks from its place towards the head (the newest), clearing bits, and evicts the first row without one
     (it stays in place otherwise); new rows go to the head."""
-    prev = np.full(num_rows, NONE, dtype=np.int64)  # towards the tail (older)
-    nxt = np.full(num_rows, NONE, dtype=np.int64)  # towards the head (newer)
+    newer = np.full(num_rows, NONE, dtype=np.int64)  # towards the head
+    older = np.full(num_rows, NONE, dtype=np.int64)  # towards the tail
     cached = np.zeros(num_rows, dtype=np.bool_)
     visited = np.zeros(num_rows, dtype=np.bool_)
     head = NONE
@@ -126,30 +136,14 @@ def sieve_misses(trace: np.ndarray, capacity: int, num_rows: int, start: int = 0
             obj = hand if hand != NONE else tail
             while visited[obj]:
                 visited[obj] = False
-                obj = nxt[obj] if nxt[obj] != NONE else tail
-            hand = nxt[obj]  # the next older-to-newer row, or NONE: restart at the tail
-            p, n = prev[obj], nxt[obj]
-            if p != NONE:
-                nxt[p] = n
-            else:
-                tail = n
-            if n != NONE:
-                prev[n] = p
-            else:
-                head = p
+                obj = newer[obj] if newer[obj] != NONE else tail
+            hand = newer[obj]  # the next row towards the head, or NONE: restart at the tail
+            head, tail = _unlink(newer, older, obj, head, tail)
             cached[obj] = False
-            prev[obj] = NONE
-            nxt[obj] = NONE
             size -= 1
         cached[row] = True
         visited[row] = False
-        prev[row] = head
-        nxt[row] = NONE
-        if head != NONE:
-            nxt[head] = row
-        head = row
-        if tail == NONE:
-            tail = row
+        head, tail = _push_first(newer, older, row, head, tail)
         size += 1
     return misses
 
