@@ -30,7 +30,7 @@ from graphtier.errors import OptionError
 from graphtier.graph import _reads_kernels as reads_kernels
 from graphtier.graph import _score_kernels as kernels
 from graphtier.graph.scores import FWR_MODES
-from graphtier.graph.seed_weights import node_seed_weights
+from graphtier.graph.seed_weights import SeedWeights, node_seed_weights
 
 RelationFanouts = Mapping[RelationType, Sequence[int]]
 
@@ -87,9 +87,12 @@ def typed_fanout_weighted_reads(
     batch_size: int = 1024,
     mode: str = "batch",
     progress: Progress = NO_PROGRESS,
+    seeds: SeedWeights | None = None,
 ) -> TypedReads:
     """Expected reads of node classification on a typed graph from ``train_idx`` (int64 [T], LOCAL ids of
-    ``schema.target``) with ``fanouts`` (one list for every relation, or per relation; seed hop first).
+    ``schema.target``) with ``fanouts`` (one list for every relation, or per relation; seed hop first); ``seeds``:
+    the epoch's seed weights over GLOBAL node ids instead (link prediction: the pairs' endpoints and the negatives,
+    :meth:`graphtier.tiering.seeds.EpochSeeds.weights`), ``train_idx`` then unused.
 
     ``indptr`` int64 [num_rows + 1], ``indices`` int32/int64 [E] (global ids), as in the dataset. ``mode``
     as in :func:`graphtier.graph.scores.seeded_fanout_weighted_reads` (``batch``: expected batches that read
@@ -103,10 +106,11 @@ def typed_fanout_weighted_reads(
     indptr = np.asarray(indptr)
     indices = np.asarray(indices)
     num_nodes, num_rows = schema.num_nodes, indptr.shape[0] - 1
-    train_idx = np.asarray(train_idx, dtype=np.int64)
-    if train_idx.size == 0:
-        raise OptionError("fwr: expected a non-empty training split, found 0 training nodes")
-    seeds = node_seed_weights(num_nodes, train_idx + schema.target_type.offset, batch_size)
+    if seeds is None:
+        train_idx = np.asarray(train_idx, dtype=np.int64)
+        if train_idx.size == 0:
+            raise OptionError("fwr: expected a non-empty training split, found 0 training nodes")
+        seeds = node_seed_weights(num_nodes, train_idx + schema.target_type.offset, batch_size)
     survival = mode == "batch"
     current = np.array(seeds.batch_chance if survival else seeds.epoch_count, dtype=np.float64, copy=True)
     following = np.empty_like(current)

@@ -165,7 +165,7 @@ def compute_scores(
             per_relation = typed_fanouts(dataset, fanouts, relation_fanouts)
             scores = typed_fanout_weighted_reads(
                 indptr, indices, dataset.schema, train, per_relation, batch_size=batch_size, mode=mode,
-                progress=progress,
+                progress=progress, seeds=seeds.weights(dataset, batch_size, method) if seeds.is_link else None,
             ).node_reads  # fmt: skip
         elif seeds.is_link:
             weights = seeds.weights(dataset, batch_size, method)
@@ -236,10 +236,4 @@ def _check_typed(dataset: Dataset, method: str, seeds: EpochSeeds, option: str =
             f"{{{option}}}: {method!r} is not defined on the typed dataset {dataset.path} "
             f"(node types {', '.join(dataset.schema.type_names)}); expected one of {', '.join(TYPED_SCORE_METHODS)}",
             options=(option,),
-        )
-    if seeds.is_link and method != "presample":
-        raise OptionError(
-            f"{{{option}}}: {method!r} does not model link seeds on the typed dataset {dataset.path}; expected "
-            "presample (it replays the typed link sampler) with {task=link}",
-            options=(option, "task"),
         )

@@ -107,10 +107,13 @@ class EpochSeeds:
         return train
 
     def weights(self, dataset: Dataset, batch_size: int, method: str = "") -> SeedWeights:
-        """Per-node seed weights of an epoch of batches of ``batch_size`` seeds (training nodes or pairs)."""
+        """Per-node seed weights of an epoch of batches of ``batch_size`` seeds (training nodes or pairs; a typed
+        dataset's pairs of its split relation, over global node ids)."""
         if not self.is_link:
             return node_seed_weights(dataset.num_nodes, self.seed_ids(dataset, method), batch_size)
         pairs = self.train_pairs(dataset)
+        if dataset.is_hetero:
+            return self._typed_link_weights(dataset, pairs, batch_size)
         chances = None
         if self.num_negatives:
             assert dataset.link is not None
@@ -119,6 +122,24 @@ class EpochSeeds:
         return link_seed_weights(
             dataset.num_nodes, pairs, batch_size, num_negatives=self.num_negatives, negative_chance=chances
         )
+
+    def _typed_link_weights(self, dataset: Dataset, pairs: np.ndarray, batch_size: int) -> SeedWeights:
+        """:meth:`weights` of a typed dataset: the pairs' local ids moved to global ids, the negatives over the
+        destination type (uniform, or by in-degree in the relation), as the typed link sampler draws them."""
+        assert dataset.link is not None
+        schema = dataset.schema
+        rel = schema.relation(tuple(dataset.link.meta["relation"]))  # type: ignore[arg-type]
+        src, dst = schema.node_type(rel.src), schema.node_type(rel.dst)
+        chances = None
+        if self.num_negatives:
+            rows = np.asarray(dataset.indptr[rel.row_offset : rel.row_offset + dst.count + 1], dtype=np.int64)
+            local = NegativeDestinations(self.negative_sampling, (0, dst.count), np.diff(rows))
+            chances = np.zeros(dataset.num_nodes, dtype=np.float64)
+            chances[dst.offset : dst.offset + dst.count] = local.probabilities(dst.count)
+        return link_seed_weights(
+            dataset.num_nodes, pairs + np.array([src.offset, dst.offset], dtype=np.int64), batch_size,
+            num_negatives=self.num_negatives, negative_chance=chances,
+        )  # fmt: skip
 
     def sampler(self, dataset: Dataset, fanouts: list[int], seed: int, relation_fanouts: Any = None) -> SampleFn:
         """``sample(seed_ids, batch_id) -> MiniBatch``: the sampler training runs with sampling seed ``seed`` (the
