@@ -17,6 +17,7 @@ from graphtier.errors import OptionError
 
 if TYPE_CHECKING:
     from graphtier.tiering.plan import DeviceSpec
+    from graphtier.tiering.seeds import EpochSeeds
 
 
 @click.command("plan")
@@ -129,10 +130,8 @@ def command(
     budget_list = [b.strip() for b in budgets.split(",") if b.strip()]
     check_relation_fanouts(data, fanouts_per_relation)
     if data.is_hetero:
-        if topology is not None or plot_path is not None or seeds.is_link:
-            raise OptionError(
-                f"{dataset}: --gpu-topology, --plot and --task link are not planned for a typed dataset; drop them"
-            )
+        if topology is not None or plot_path is not None:
+            raise OptionError(f"{dataset}: --gpu-topology and --plot are not planned for a typed dataset; drop them")
         _plan_typed(
             data,
             device,
@@ -144,6 +143,7 @@ def command(
             epochs,
             seed,
             json_path,
+            seeds,
         )
         return
     plan = plan_capacity(
@@ -196,8 +196,10 @@ def _plan_typed(
     epochs: int,
     seed: int,
     json_path: Path | None,
+    seeds: EpochSeeds,
 ) -> None:
-    """Plan a typed dataset: one GPU budget split across node types, one topology budget across relations."""
+    """Plan a typed dataset: one GPU budget split across node types, one topology budget across relations, from the
+    reads of ``seeds``' epoch (training nodes, or link pairs)."""
     from graphtier.memory.placement import format_bytes
     from graphtier.tiering.plan_report import write_plan_json
     from graphtier.tiering.plan_types import format_typed_plan, plan_typed
@@ -213,6 +215,7 @@ def _plan_typed(
         seed=seed,
         relation_fanouts=fanouts_per_relation,
         progress=cli_progress(),
+        seeds=seeds,
     )
     click.echo(
         f"{data.name}: {len(plan.table_rows)} node types, {len(plan.topology_rows)} relations; "

@@ -24,6 +24,7 @@ from graphtier.memory.placement import format_bytes, parse_budget
 from graphtier.memory.typed_budget import TypeTable, relation_tables, split_feature_budget, split_relation_rows
 from graphtier.tiering.hotness import typed_fanouts
 from graphtier.tiering.reads import SampledReads
+from graphtier.tiering.seeds import NODE_SEEDS, EpochSeeds, training_seeds
 from graphtier.tiering.typed_reads import count_typed_reads
 
 
@@ -113,12 +114,14 @@ def plan_typed(
     reads: SampledReads | None = None,
     relation_fanouts: str | Mapping[Any, Any] | None = None,
     progress: Progress = NO_PROGRESS,
+    seeds: EpochSeeds = NODE_SEEDS,
 ) -> TypedPlan:
     """Plan ``dataset`` (typed) for each of ``budgets`` (``--budgets`` syntax) and ``topology_budget``.
 
     Reads per epoch come from ``reads`` (a :func:`count_typed_reads` replay of ``epochs`` epochs), replayed
     here with ``fanouts`` (overridden per relation by ``relation_fanouts``, ``--fanouts-per-relation``) /
-    ``batch_size`` / ``seed`` when None. ``gpu_usable_bytes`` resolves ``auto``. ``progress`` reports the replay.
+    ``batch_size`` / ``seed`` when None, from ``seeds`` (the training nodes, or with ``task="link"`` the typed link
+    sampler over the training pairs). ``gpu_usable_bytes`` resolves ``auto``. ``progress`` reports the replay.
     """
     schema = dataset.schema
     if reads is None:
@@ -126,12 +129,13 @@ def plan_typed(
             dataset.indptr,
             dataset.indices,
             schema,
-            np.asarray(dataset.train_idx),
+            training_seeds(dataset, seeds),
             fanouts=typed_fanouts(dataset, fanouts, relation_fanouts),
             batch_size=batch_size,
             epochs=epochs,
             seed=seed,
             progress=progress,
+            sample=seeds.sampler(dataset, list(fanouts), seed, relation_fanouts) if seeds.is_link else None,
         )
     tables: dict[str, TypeTable] = {}
     cumulative: dict[str, np.ndarray] = {}

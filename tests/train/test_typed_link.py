@@ -317,3 +317,10 @@ def test_fwr_from_link_seeds_predicts_the_typed_link_reads(tmp_path: Path) -> No
     measured, ideal = hit_ratio_curve(fwr, reads, [10, 25]), hit_ratio_curve(reads, reads, [10, 25])
     assert measured["10"] >= 0.97 * ideal["10"] and measured["25"] >= 0.97 * ideal["25"], (measured, ideal)
     assert measured["10"] > hit_ratio_curve(node_fwr, reads, [10])["10"] + 0.02
+
+
+def test_plan_from_link_seeds(linked: Dataset, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(["plan", str(linked.path), "--task", "link", "--fanouts", "3,3", "--gpu-memory", "80GiB",
+                          "--budgets", "10%"], capsys)  # fmt: skip
+    assert code == 0, err
+    assert "user" in out and "item" in out and "(user, rates, item)" in out
