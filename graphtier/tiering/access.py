@@ -26,11 +26,10 @@ from graphtier.dataset.format import Dataset
 from graphtier.errors import OptionError
 from graphtier.graph.reorder import order_by_score
 from graphtier.sampling.neighbor import DEFAULT_FANOUTS, format_fanouts
-from graphtier.tiering.hotness import check_relation_fanouts, compute_scores, typed_fanouts
+from graphtier.tiering.hotness import check_relation_fanouts, compute_scores
 from graphtier.tiering.plotting import fit_title, load_pyplot
-from graphtier.tiering.reads import count_feature_reads
+from graphtier.tiering.replay import replay_reads
 from graphtier.tiering.seeds import NODE_SEEDS, EpochSeeds, training_seeds
-from graphtier.tiering.typed_reads import count_typed_reads
 
 HIT_PERCENTS = (1, 2, 5, 10, 20, 25, 50)
 PLOT_POINTS = 1000
@@ -203,31 +202,10 @@ def analyze_access(
     presample_epochs = epochs if presample_epochs is None else presample_epochs
     seconds: dict[str, float] = {}
     started = time.perf_counter()
-    if dataset.is_hetero:
-        counts = count_typed_reads(
-            dataset.indptr,
-            dataset.indices,
-            dataset.schema,
-            train,
-            fanouts=typed_fanouts(dataset, fanouts, relation_fanouts),
-            batch_size=batch_size,
-            epochs=epochs,
-            seed=seed,
-            progress=progress,
-            sample=seeds.sampler(dataset, list(fanouts), seed, relation_fanouts) if seeds.is_link else None,
-        ).features
-    else:
-        counts = count_feature_reads(
-            dataset.indptr,
-            dataset.indices,
-            train,
-            fanouts=fanouts,
-            batch_size=batch_size,
-            epochs=epochs,
-            seed=seed,
-            sample=seeds.sampler(dataset, list(fanouts), seed) if seeds.is_link else None,
-            progress=progress,
-        )
+    counts = replay_reads(
+        dataset, seeds, fanouts=fanouts, batch_size=batch_size, epochs=epochs, seed=seed, train=train,
+        relation_fanouts=relation_fanouts, topology=False, progress=progress,
+    ).features  # fmt: skip
     seconds["replay"] = time.perf_counter() - started
     scores: dict[str, np.ndarray] = {}
     for method in methods:

@@ -34,10 +34,9 @@ from graphtier.dataset.format import Dataset
 from graphtier.errors import OptionError
 from graphtier.memory.placement import parse_budget
 from graphtier.tiering import _cache_kernels as kernels
-from graphtier.tiering.hotness import compute_scores, typed_fanouts
-from graphtier.tiering.reads import count_sampled_reads
-from graphtier.tiering.seeds import NODE_SEEDS, EpochSeeds, training_seeds
-from graphtier.tiering.typed_reads import count_typed_reads
+from graphtier.tiering.hotness import compute_scores
+from graphtier.tiering.replay import replay_reads
+from graphtier.tiering.seeds import NODE_SEEDS, EpochSeeds
 
 CACHE_POLICIES = ("static", "static+lru", "lru", "clock", "sieve", "s3fifo", "belady")
 """The policies :func:`cache_policy_table` replays (see the module)."""
@@ -60,24 +59,13 @@ def replay_trace(
 ) -> np.ndarray:
     """int64 [A]: the feature rows the training sampler reads over ``epochs`` epochs (numbered from
     ``first_epoch``: each epoch's own shuffle), batch after batch (global ids
-    of a typed dataset), from the replay of :func:`graphtier.tiering.reads.count_sampled_reads` (the same batches
+    of a typed dataset), from :func:`graphtier.tiering.replay.replay_reads` (the same batches
     as ``graphtier analyze`` with these options)."""
-    train = training_seeds(dataset, seeds)
     parts: list[np.ndarray] = []
-    sample = seeds.sampler(dataset, list(fanouts), seed, relation_fanouts) if seeds.is_link else None
-    options = dict(
-        batch_size=batch_size, epochs=epochs, seed=seed, progress=progress, on_reads=parts.append,
-        first_epoch=first_epoch,
+    replay_reads(
+        dataset, seeds, fanouts=fanouts, batch_size=batch_size, epochs=epochs, seed=seed, first_epoch=first_epoch,
+        relation_fanouts=relation_fanouts, topology=False, on_reads=parts.append, progress=progress,
     )  # fmt: skip
-    if dataset.is_hetero:
-        count_typed_reads(
-            dataset.indptr, dataset.indices, dataset.schema, train,
-            fanouts=typed_fanouts(dataset, fanouts, relation_fanouts), sample=sample, **options,
-        )  # fmt: skip
-    else:
-        count_sampled_reads(
-            dataset.indptr, dataset.indices, train, fanouts=list(fanouts), topology=False, sample=sample, **options
-        )  # fmt: skip
     return np.concatenate(parts).astype(np.int64, copy=False) if parts else np.zeros(0, dtype=np.int64)
 
 

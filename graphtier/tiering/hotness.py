@@ -44,9 +44,8 @@ from graphtier.graph.typed_scores import typed_fanout_weighted_reads
 from graphtier.sampling.fanouts import Fanouts
 from graphtier.sampling.neighbor import DEFAULT_FANOUTS
 from graphtier.sampling.relation_fanouts import parse_relation_fanouts
-from graphtier.tiering.reads import count_feature_reads
-from graphtier.tiering.seeds import NODE_SEEDS, EpochSeeds, SampleFn
-from graphtier.tiering.typed_reads import count_typed_reads
+from graphtier.tiering.replay import replay_reads
+from graphtier.tiering.seeds import NODE_SEEDS, EpochSeeds
 
 TYPED_SCORE_METHODS = ("degree", "fwr", "fwr-sum", "presample")
 """The scores defined on a typed dataset (see the module)."""
@@ -74,30 +73,6 @@ class ScoreResult:
             f"{self.method} stopped at its iteration cap ({self.iterations}) with the last L1 change "
             f"{self.last_change:.2e} above --tol {tol:.2e}: the scores have not converged (raise --iterations)"
         )
-
-
-def presample_scores(
-    indptr: np.ndarray,
-    indices: np.ndarray,
-    train_idx: np.ndarray,
-    *,
-    fanouts: list[int],
-    batch_size: int,
-    epochs: int,
-    seed: int,
-    sample: SampleFn | None = None,
-    progress: Progress = NO_PROGRESS,
-) -> np.ndarray:
-    """float64 [N]: feature reads per node counted over ``epochs`` epochs of the real sampler.
-
-    Runs :func:`graphtier.tiering.reads.count_feature_reads`; see there for the arguments (``sample``: the
-    link sampler, ``train_idx`` then pair ids).
-    """
-    counts = count_feature_reads(
-        indptr, indices, train_idx, fanouts=fanouts, batch_size=batch_size, epochs=epochs, seed=seed, sample=sample,
-        progress=progress,
-    )  # fmt: skip
-    return counts.astype(np.float64)
 
 
 def compute_scores(
@@ -184,25 +159,10 @@ def compute_scores(
     else:
         train = seeds.seed_ids(dataset, method)
         fanouts = list(fanouts or DEFAULT_FANOUTS)
-        sample = seeds.sampler(dataset, fanouts, seed, relation_fanouts) if seeds.is_link else None
-        if dataset.is_hetero:
-            scores = count_typed_reads(
-                indptr,
-                indices,
-                dataset.schema,
-                train,
-                fanouts=typed_fanouts(dataset, fanouts, relation_fanouts),
-                batch_size=batch_size,
-                epochs=epochs,
-                seed=seed,
-                progress=progress,
-                sample=sample,
-            ).features.astype(np.float64)
-        else:
-            scores = presample_scores(
-                indptr, indices, train, fanouts=fanouts, batch_size=batch_size, epochs=epochs, seed=seed, sample=sample,
-                progress=progress,
-            )  # fmt: skip
+        scores = replay_reads(
+            dataset, seeds, fanouts=fanouts, batch_size=batch_size, epochs=epochs, seed=seed, train=train,
+            relation_fanouts=relation_fanouts, topology=False, progress=progress,
+        ).features.astype(np.float64)  # fmt: skip
         params = {"fanouts": fanouts, "batch_size": batch_size, "epochs": epochs, "seed": seed, **seeds.describe()}
     if dataset.is_hetero and relation_fanouts and "fanouts" in params:
         per_relation = typed_fanouts(dataset, fanouts, relation_fanouts)

@@ -22,10 +22,9 @@ from graphtier.dataset.format import Dataset
 from graphtier.dataset.schema import RelationType
 from graphtier.memory.placement import format_bytes, parse_budget
 from graphtier.memory.typed_budget import TypeTable, relation_tables, split_feature_budget, split_relation_rows
-from graphtier.tiering.hotness import typed_fanouts
 from graphtier.tiering.reads import SampledReads
-from graphtier.tiering.seeds import NODE_SEEDS, EpochSeeds, training_seeds
-from graphtier.tiering.typed_reads import count_typed_reads
+from graphtier.tiering.replay import replay_reads
+from graphtier.tiering.seeds import NODE_SEEDS, EpochSeeds
 
 
 @dataclass(frozen=True)
@@ -118,25 +117,17 @@ def plan_typed(
 ) -> TypedPlan:
     """Plan ``dataset`` (typed) for each of ``budgets`` (``--budgets`` syntax) and ``topology_budget``.
 
-    Reads per epoch come from ``reads`` (a :func:`count_typed_reads` replay of ``epochs`` epochs), replayed
+    Reads per epoch come from ``reads`` (a :func:`~graphtier.tiering.replay.replay_reads` of ``epochs`` epochs), replayed
     here with ``fanouts`` (overridden per relation by ``relation_fanouts``, ``--fanouts-per-relation``) /
     ``batch_size`` / ``seed`` when None, from ``seeds`` (the training nodes, or with ``task="link"`` the typed link
     sampler over the training pairs). ``gpu_usable_bytes`` resolves ``auto``. ``progress`` reports the replay.
     """
     schema = dataset.schema
     if reads is None:
-        reads = count_typed_reads(
-            dataset.indptr,
-            dataset.indices,
-            schema,
-            training_seeds(dataset, seeds),
-            fanouts=typed_fanouts(dataset, fanouts, relation_fanouts),
-            batch_size=batch_size,
-            epochs=epochs,
-            seed=seed,
-            progress=progress,
-            sample=seeds.sampler(dataset, list(fanouts), seed, relation_fanouts) if seeds.is_link else None,
-        )
+        reads = replay_reads(
+            dataset, seeds, fanouts=fanouts, batch_size=batch_size, epochs=epochs, seed=seed,
+            relation_fanouts=relation_fanouts, progress=progress,
+        )  # fmt: skip
     tables: dict[str, TypeTable] = {}
     cumulative: dict[str, np.ndarray] = {}
     for t in schema.node_types:

@@ -9,8 +9,9 @@ import pytest
 import torch
 
 from graphtier.dataset import Dataset
+from graphtier.dataset.scratch import scratch_array
 from graphtier.errors import OptionError
-from graphtier.train import train
+from graphtier.train import inference, train
 from graphtier.train.predict import predict
 from graphtier.train.saved import load_model
 from graphtier.train.typed_inference import typed_layerwise_outputs
@@ -84,6 +85,33 @@ def test_predict_cli_writes_the_target_types_predictions(
     table = np.load(probabilities)
     assert table.dtype == np.float32 and table.shape == (300, 3)
     assert np.array_equal(table.argmax(axis=1), written)
+
+
+def test_predict_cli_chunks_a_typed_model_through_scratch_files(
+    typed_dataset: Dataset,
+    saved_rgcn: tuple[Path, dict],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    path, _ = saved_rgcn
+    maps: list[str] = []
+
+    def recording_scratch(directory, shape, dtype, what):  # noqa: ANN001, ANN202
+        maps.append(what)
+        return scratch_array(directory, shape, dtype, what)
+
+    monkeypatch.setattr(inference, "scratch_array", recording_scratch)
+    probabilities, embeddings = tmp_path / "p.npy", tmp_path / "e.npy"
+    code, _, err = run(["predict", str(typed_dataset.path), "--model", str(path), "--output", str(probabilities),
+                        "--probabilities", "--embeddings", str(embeddings), "--chunk-size", "7", "--quiet"],
+                       capsys)  # fmt: skip
+    assert code == 0, err
+    assert any("outputs" in what for what in maps)  # every layer's tables went to scratch files next to --output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["e.npy", "p.npy"]  # and are gone
+    expected = torch.softmax(exact_logits(load_model(path).model, typed_dataset), dim=1).numpy()
+    np.testing.assert_allclose(np.load(probabilities), expected, rtol=1e-5, atol=1e-6)
+    assert np.load(embeddings).shape[0] == typed_dataset.schema.target_type.count
 
 
 def test_a_typed_dataset_with_other_features_of_a_type_is_refused(tmp_path: Path) -> None:
