@@ -138,6 +138,12 @@ def _link_split(opts: dict[str, Any]) -> TypedSplit | None:
             "{split_relation}: expected {edge_split} as well (the fractions of the relation's edges), found none",
             options=("split_relation", "edge_split"),
         )
+    if fractions is not None and relation is None:  # refused before anything is drawn
+        names = ", ".join(name for (_, name, _), _, _ in RELATIONS)
+        raise OptionError(
+            f"{{edge_split}}: a typed graph needs {{split_relation}} (one of {names}), found none",
+            options=("edge_split", "split_relation"),
+        )
     return None if fractions is None else TypedSplit(fractions, relation, int(opts.get("seed", 0)), k)
 
 

@@ -180,14 +180,16 @@ def test_without_reverse_and_degrees(tmp_path: Path) -> None:
         (dict(degrees="cites"), "--relation-degrees"),
         (dict(nodes=0), "--nodes"),
         (dict(homophily=2.0), "--homophily"),
-        (dict(edge_split="0.8,0.1,0.1"), "--edge-split"),
+        (dict(edge_split="0.8,0.1,0.1"), "--split-relation"),
+        (dict(split_relation="writes"), "--edge-split"),
+        (dict(edge_split="0.8,0.1,0.1", split_relation="knows"), "--split-relation"),
         (dict(undirected=False), "--directed"),
     ],
 )
 def test_bad_options_raise_one_line_errors(tmp_path: Path, options: dict[str, object], flag: str) -> None:
     with pytest.raises(OptionError) as error:
         _generate(tmp_path / "bad", **options)
-    assert flag in str(error.value) and "\n" not in str(error.value)
+    assert flag in error.value.render(cli=True) and "\n" not in str(error.value)
     assert list(tmp_path.iterdir()) == []
 
 
