@@ -117,12 +117,9 @@ def typed_layerwise_outputs(
         return _mlp_outputs(model, gather, target, count, device, chunk_size, progress, keep_embeddings)
     if not isinstance(model, TypedGNN):
         raise TypeError(f"typed_layerwise_outputs: expected a TypedGNN or TypedMLP, found {type(model).__name__}")
-    plan = [(layer, t) for layer in range(model.num_layers) for t in model.layers[layer].out_types]
-    total = sum(schema.node_type(t).count for _, t in plan)
-    with progress.stage("inference: layer-wise", total=total, unit="nodes") as bar:
-        tables, embeddings = _gnn_outputs(
-            model, gather, indptr, indices, schema, device, chunk_size, bar, keep_embeddings, scratch_dir
-        )
+    tables, embeddings = _staged_outputs(
+        model, gather, indptr, indices, schema, device, chunk_size, progress, keep_embeddings, scratch_dir
+    )
     return tables[target], embeddings
 
 
@@ -143,11 +140,23 @@ def typed_output_tables(
     endpoint types of its relation; else the target): ``{type: float32 [count(type), width]}`` on the CPU. The
     arguments are those of :func:`typed_layerwise_outputs`."""
     model.eval()
-    plan = [(layer, t) for layer in range(model.num_layers) for t in model.layers[layer].out_types]
-    total = sum(schema.node_type(t).count for _, t in plan)
-    with progress.stage("inference: layer-wise", total=total, unit="nodes") as bar:
-        tables, _ = _gnn_outputs(model, gather, indptr, indices, schema, device, chunk_size, bar, False, scratch_dir)
+    tables, _ = _staged_outputs(
+        model, gather, indptr, indices, schema, device, chunk_size, progress, False, scratch_dir
+    )
     return {t: tables[t] for t in (model.outputs or (schema.target,))}
+
+
+def _staged_outputs(
+    model: TypedGNN, gather: TypedGather, indptr: np.ndarray, indices: np.ndarray, schema: Schema,
+    device: torch.device | str, chunk_size: int, progress: Progress, keep_embeddings: bool,
+    scratch_dir: str | os.PathLike[str] | None,
+) -> tuple[dict[str, Tensor], Tensor | None]:  # fmt: skip
+    """:func:`_gnn_outputs` inside the stage ``inference: layer-wise`` (nodes of every layer and type it outputs)."""
+    total = sum(schema.node_type(t).count for layer in model.layers for t in layer.out_types)
+    with progress.stage("inference: layer-wise", total=total, unit="nodes") as bar:
+        return _gnn_outputs(
+            model, gather, indptr, indices, schema, device, chunk_size, bar, keep_embeddings, scratch_dir
+        )
 
 
 def _gnn_outputs(
