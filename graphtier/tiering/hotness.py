@@ -108,7 +108,7 @@ def compute_scores(
         )
     indptr, indices = np.asarray(dataset.indptr), dataset.indices
     if dataset.is_hetero:
-        _check_typed(dataset, method, seeds, option)
+        _check_typed(dataset, method, option)
     check_relation_fanouts(dataset, relation_fanouts)
     started = time.perf_counter()
     rounds, change = 0, None
@@ -188,7 +188,7 @@ def check_relation_fanouts(dataset: Dataset, relation_fanouts: object) -> None:
         )
 
 
-def _check_typed(dataset: Dataset, method: str, seeds: EpochSeeds, option: str = "method") -> None:
+def _check_typed(dataset: Dataset, method: str, option: str = "method") -> None:
     """One-line OptionError (naming the caller's ``option``) for a score a typed dataset does not define (see the
     module)."""
     if method not in TYPED_SCORE_METHODS:
