@@ -7,7 +7,7 @@ it times ``out = A @ x`` (the mean over sampled neighbours, 128 features) and th
 * ``pyg-edge``: PyG's message path, what SAGEConv did before (``x[src]`` per edge, scatter-add by
   destination; backward by autograd: gather by destination, scatter-add by source);
 * ``torch-csr``: ``torch.sparse.mm`` with a CSR tensor (and the transposed CSR for the backward);
-* ``numba-1`` / ``numba-N``: graphtier's kernel (:mod:`graphtier.train.aggregate`) on 1 and N threads.
+* ``numba-1`` / ``numba-N``: graphtier's kernel (:mod:`graphtier.train.nn.aggregate`) on 1 and N threads.
 
 The CSR build (``csr``) and transpose (``transpose``) are timed once per block: the training producer
 thread builds both off the training loop. Prints a table (median milliseconds of ``--repeats``) and
@@ -31,7 +31,7 @@ import torch
 
 from graphtier.dataset.format import Dataset
 from graphtier.sampling import NeighborSampler
-from graphtier.train.aggregate import _spmm_torch, aggregate, block_csr, build_csr, mean_weights
+from graphtier.train.nn.aggregate import _spmm_torch, aggregate, block_csr, build_csr, mean_weights
 
 RESULTS = Path(__file__).resolve().parent / "results" / "aggregate.json"
 

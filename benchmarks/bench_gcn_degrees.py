@@ -33,11 +33,11 @@ import torch
 
 from graphtier import configure_process
 from graphtier.dataset import Dataset
-from graphtier.train import models
-from graphtier.train.aggregate import BlockCSR, gcn_weights
-from graphtier.train.config import TrainConfig
-from graphtier.train.models import GCN_DEGREES
-from graphtier.train.trainer import Trainer
+from graphtier.train.loop.trainer import Trainer
+from graphtier.train.nn import models
+from graphtier.train.nn.aggregate import BlockCSR, gcn_weights
+from graphtier.train.nn.models import GCN_DEGREES
+from graphtier.train.options.config import TrainConfig
 
 
 def dgl_both_weights(csr: BlockCSR, degree: torch.Tensor | None, dtype: torch.dtype) -> tuple[torch.Tensor, None]:

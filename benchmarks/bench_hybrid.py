@@ -24,7 +24,7 @@ import torch
 from graphtier import configure_process
 from graphtier.dataset.synthetic import generate
 from graphtier.train import TrainConfig, Trainer
-from graphtier.train.launch import launch
+from graphtier.train.loop.launch import launch
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -174,7 +174,7 @@ def multi_gpu(ctx: StepContext) -> None:
     """A ``cuda:1`` device index (store and training), and NCCL training over ``cuda:0,cuda:1``."""
     from graphtier.memory import make_feature_store
     from graphtier.train import TrainConfig, train
-    from graphtier.train.launch import launch
+    from graphtier.train.loop.launch import launch
 
     table = np.random.default_rng(0).normal(size=(50_000, 64)).astype(np.float32)
     ids = np.random.default_rng(1).integers(0, table.shape[0], 10_000)

@@ -74,7 +74,7 @@ def main() -> None:
 
     from graphtier import Dataset, TrainConfig
     from graphtier.sampling import iter_seed_batches
-    from graphtier.train.trainer import Trainer
+    from graphtier.train.loop.trainer import Trainer
 
     dataset = Dataset.open(args.dataset)
     fanouts = tuple(int(f) for f in args.fanouts.split(","))

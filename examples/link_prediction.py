@@ -19,7 +19,7 @@ graphtier.configure_threads()
 import numpy as np  # noqa: E402
 
 from graphtier.train import train  # noqa: E402  (imports torch)
-from graphtier.train.link_predict import pair_scores, top_k  # noqa: E402
+from graphtier.train.infer.link_predict import pair_scores, top_k  # noqa: E402
 
 
 def build_parser() -> argparse.ArgumentParser:

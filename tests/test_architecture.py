@@ -49,6 +49,9 @@ OPTIONAL_DEPENDENCY_IMPORTS = {
     ("graphtier.memory.topology", "graphtier.memory._topology_kernels"),
     ("graphtier.sampling.device", "graphtier.sampling._device_kernels"),
 }
+# graphtier.train's sub-packages, lowest first: a module imports from its own sub-package or an earlier one
+# (``if TYPE_CHECKING:`` imports included), so the imports between them run one way (docs/architecture.md).
+TRAIN_ORDER = ("options", "nn", "persist", "infer", "dist", "loop")
 MAX_LINES = 450
 # modules still over MAX_LINES -> why they wait (each must be split; the test fails once one is short enough)
 OVER_LIMIT: dict[str, str] = {}
@@ -157,6 +160,34 @@ def test_every_import_points_down_the_layers() -> None:
     assert not upward, "\n".join(sorted(upward))
 
 
+def train_part(module: str) -> str | None:
+    """The sub-package of graphtier.train that ``module`` lies in (``""`` for the package itself), None outside."""
+    parts = module.split(".")
+    if parts[:2] != ["graphtier", "train"]:
+        return None
+    return parts[2] if len(parts) > 2 else ""
+
+
+def test_train_subpackages_import_one_way() -> None:
+    """Every module of graphtier.train lies in a sub-package of TRAIN_ORDER and imports only from its own
+    sub-package or an earlier one."""
+    wrong = []
+    for module, targets in GRAPH.items():
+        part = train_part(module)
+        if part is None or part == "":
+            continue
+        if part not in TRAIN_ORDER:
+            wrong.append(f"{module}: not in a sub-package of TRAIN_ORDER {TRAIN_ORDER}")
+            continue
+        for target in targets | TYPING_ONLY.get(module, set()):
+            other = train_part(target)
+            if other == "":
+                wrong.append(f"{module} imports the package graphtier.train (import the defining module)")
+            elif other is not None and TRAIN_ORDER.index(other) > TRAIN_ORDER.index(part):
+                wrong.append(f"{module} ({part}) imports {target} ({other}, later in TRAIN_ORDER)")
+    assert not wrong, "\n".join(sorted(wrong))
+
+
 def test_no_function_local_import_dodges_a_cycle() -> None:
     assert not LOCAL, "\n".join(LOCAL)
 
@@ -228,6 +259,8 @@ def layer_table() -> str:
         parts = module.split(".")
         if len(parts) == 1 or parts[1] == "__main__":
             return module
+        if parts[1] == "train" and len(parts) > 2:
+            return f"train.{parts[2]}"
         return "(layer 0 modules)" if parts[1] == "errors" or parts[1].startswith("_") else parts[1]
 
     packages: dict[str, dict[str, int]] = {}

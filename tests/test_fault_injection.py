@@ -28,8 +28,8 @@ import pytest
 
 from graphtier import Dataset, DatasetWriter
 from graphtier.dataset.outputs import remove_stale_temporaries
-from graphtier.train.saved import load_model
-from graphtier.train.torch_file import load_torch_file
+from graphtier.train.persist.saved import load_model
+from graphtier.train.persist.torch_file import load_torch_file
 from tests.conftest import default_sigint
 
 pytestmark = pytest.mark.slow

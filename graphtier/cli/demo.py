@@ -38,7 +38,7 @@ def command(workdir: Path, epochs: int, device: str) -> None:
     from graphtier.dataset import Dataset
     from graphtier.dataset.synthetic import generate
     from graphtier.train import TrainConfig, Trainer
-    from graphtier.train.report import epoch_summary
+    from graphtier.train.loop.report import epoch_summary
 
     data_path = workdir / "data"
     if (data_path / "meta.json").is_file():

@@ -70,7 +70,7 @@ def command(
 
     from graphtier.dataset import Dataset
     from graphtier.dataset.outputs import OutputSet, check_outputs
-    from graphtier.train.torch_file import model_file
+    from graphtier.train.persist.torch_file import model_file
 
     for option, path in (("--output", output), ("--embeddings", embeddings), ("--scores", scores_path)):
         if path is not None and path.suffix != ".npy" and not (option == "--output" and path.suffix == ".csv"):
@@ -90,9 +90,9 @@ def command(
     )
     data = Dataset.open(dataset)
     model_file(model_path)  # a missing --model is reported before the models and PyG are imported
-    from graphtier.train.evaluation import majority_class_accuracy
-    from graphtier.train.predict import predict
-    from graphtier.train.saved import load_model
+    from graphtier.train.infer.predict import predict
+    from graphtier.train.loop.evaluation import majority_class_accuracy
+    from graphtier.train.persist.saved import load_model
 
     saved = load_model(model_path)
     if task is not None and task != saved.task:
@@ -176,7 +176,7 @@ def link_command(
     import time
 
     from graphtier.dataset.outputs import OutputSet
-    from graphtier.train.link_predict import (
+    from graphtier.train.infer.link_predict import (
         candidate_range,
         check_top_k,
         link_model_of,
@@ -186,9 +186,9 @@ def link_command(
         top_k_with_popular,
         write_recommendations,
     )
-    from graphtier.train.link_predict import top_k as recommend
-    from graphtier.train.pair_space import pair_space
-    from graphtier.train.predict import predict
+    from graphtier.train.infer.link_predict import top_k as recommend
+    from graphtier.train.infer.pair_space import pair_space
+    from graphtier.train.infer.predict import predict
 
     model = link_model_of(saved)
     if pairs is not None and top_k is not None:

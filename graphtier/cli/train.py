@@ -212,7 +212,7 @@ def command(dataset: str, **options: Any) -> None:
     validation AUC/AP/Hits@K per epoch and the final test metrics from exact layer-wise embeddings.
     """
     from graphtier.dataset import Dataset
-    from graphtier.train.config import TrainConfig
+    from graphtier.train.options.config import TrainConfig
 
     # every option goes to the spec with a field of its name, which parses and checks it (TrainConfig)
     config = TrainConfig(**options)
@@ -220,9 +220,9 @@ def command(dataset: str, **options: Any) -> None:
     # the models and PyG only now: a mistyped option or dataset path is reported without waiting for them
     from graphtier._process import configure_process
     from graphtier.cli.progress import cli_progress
-    from graphtier.train.launch import launch, under_torchrun
-    from graphtier.train.report import epoch_summary, final_summary
-    from graphtier.train.trainer import Trainer
+    from graphtier.train.loop.launch import launch, under_torchrun
+    from graphtier.train.loop.report import epoch_summary, final_summary
+    from graphtier.train.loop.trainer import Trainer
 
     devices = config.distributed.devices
     if devices is not None and (len(devices) > 1 or under_torchrun()):

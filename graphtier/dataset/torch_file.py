@@ -5,7 +5,7 @@ tensor on the CPU whatever device wrote it, and checks the CRC-32 of every membe
 first (``torch.load`` does not), so flipped bytes are refused instead of loaded. Writing is atomic.
 
 It lives in the dataset layer because input files are torch files too (OGB's link split
-``split/<scheme>/*.pt``); :mod:`graphtier.train.torch_file` re-exports it for checkpoints and saved models.
+``split/<scheme>/*.pt``); :mod:`graphtier.train.persist.torch_file` re-exports it for checkpoints and saved models.
 torch is imported on first use, so importing the dataset layer does not load torch.
 """
 

@@ -171,7 +171,7 @@ def split_placement_budgets(
     ``cache_budget`` not given mean ``auto`` where the mode takes them.
 
     ``learnable``: per featureless type ``(rows, row_bytes)`` of its learnable table with its optimizer state
-    (:func:`graphtier.train.tiered_embedding.learnable_row_bytes`): they take part in the GPU pool only (the same
+    (:func:`graphtier.train.nn.tiered_embedding.learnable_row_bytes`): they take part in the GPU pool only (the same
     split by reads per byte; a fraction budget is of all tables' bytes), and get a ``gpu_budget`` entry (bytes of
     their hot prefix; all of it when the pool is not given or the compute device is the CPU).
     """

@@ -4,7 +4,7 @@ A GraphSAGE first layer needs, per destination ``r`` of the input block, its own
 sampled neighbours' rows. Gathering every source row of the block first (``x = table[n_id]``, the largest
 tensor of a training step) and then averaging rows of ``x`` writes and reads that tensor once more than needed:
 ``gather_mean_rows`` reads the rows from the table and writes only ``root`` and ``agg`` (two [num_dst, D]
-arrays). The arithmetic is that of :func:`graphtier.train._aggregate_kernels.csr_spmm_rows` with the mean's
+arrays). The arithmetic is that of :func:`graphtier.train.nn._aggregate_kernels.csr_spmm_rows` with the mean's
 weights (``1 / max(degree, 1)`` in float32, the accumulation in edge order), so the result is the same floats.
 
 Rows below ``host_end`` are read from ``ram`` (the CPU tiers' RAM rows), the others from ``disk`` (the whole

@@ -20,8 +20,8 @@ from graphtier import Dataset
 from graphtier.dataset.outputs import check_outputs, dataset_files, save_npy
 from graphtier.errors import OptionError
 from graphtier.train import save_model
-from graphtier.train.config import TrainConfig
-from graphtier.train.models import build_model
+from graphtier.train.nn.models import build_model
+from graphtier.train.options.config import TrainConfig
 from tests.cli.test_bad_input import _tmpfs
 from tests.dataset.importers.helpers import assert_user_error, run_cli
 

@@ -150,7 +150,7 @@ try:
     code = 0
 except SystemExit as exc:
     code = exc.code
-heavy = ("torch", "torch_geometric", "torch._dynamo", "graphtier.train.models")
+heavy = ("torch", "torch_geometric", "torch._dynamo", "graphtier.train.nn.models")
 print("RESULT", json.dumps({"code": code, "imported": [m for m in heavy if m in sys.modules]}))
 """
 
@@ -170,13 +170,13 @@ def test_train_with_a_missing_dataset_fails_before_importing_the_models(tmp_path
     code, imported, stderr = _imported_after(["train", str(tmp_path / "does-not-exist"), "--epochs", "1"])
     assert code == 2
     assert stderr.strip() == f"graphtier: error: {tmp_path / 'does-not-exist'}: dataset directory not found"
-    assert "torch_geometric" not in imported and "graphtier.train.models" not in imported, imported
+    assert "torch_geometric" not in imported and "graphtier.train.nn.models" not in imported, imported
 
 
 def test_train_with_a_bad_option_value_fails_before_importing_the_models(tmp_path: Path) -> None:
     code, imported, stderr = _imported_after(["train", str(tmp_path), "--hidden", "0"])
     assert code == 2 and stderr.startswith("graphtier: error: --hidden") and len(stderr.strip().splitlines()) == 1
-    assert "torch_geometric" not in imported and "graphtier.train.models" not in imported, imported
+    assert "torch_geometric" not in imported and "graphtier.train.nn.models" not in imported, imported
 
 
 def test_predict_with_a_missing_model_fails_before_importing_the_models(tiny_dataset, tmp_path: Path) -> None:
@@ -186,7 +186,7 @@ def test_predict_with_a_missing_model_fails_before_importing_the_models(tiny_dat
     )
     assert code == 2
     assert stderr.strip() == f"graphtier: error: --model {missing}: file not found"
-    assert "torch_geometric" not in imported and "graphtier.train.models" not in imported, imported
+    assert "torch_geometric" not in imported and "graphtier.train.nn.models" not in imported, imported
 
 
 @pytest.mark.parametrize(
@@ -206,7 +206,7 @@ def test_values_shown_by_help_are_the_librarys() -> None:
     from graphtier.memory import placement_solver
     from graphtier.tiering import hotness, plan_placement, seeds
     from graphtier.tiering import plan as tiering_plan
-    from graphtier.train import spec
+    from graphtier.train.options import spec
 
     assert options.TASK_NAMES is spec.TASK_NAMES is seeds.TASK_NAMES is _choices.TASK_NAMES
     assert options.NEGATIVE_SAMPLING is spec.NEGATIVE_SAMPLING_NAMES is seeds.NEGATIVE_SAMPLING

@@ -115,18 +115,18 @@ def test_demo_runs_end_to_end(tmp_path: Path) -> None:
 def test_fixed_choices_match_the_library_and_show_in_help() -> None:
     from graphtier.cli import train as train_cli
     from graphtier.memory import FEATURE_MODES
-    from graphtier.train.balancer import BALANCE_MODES
-    from graphtier.train.config import GCN_DEGREES_OPTIONS, SAMPLER_NAMES
-    from graphtier.train.models import MODEL_NAMES, NORM_NAMES
+    from graphtier.train.dist.balancer import BALANCE_MODES
+    from graphtier.train.nn.models import MODEL_NAMES, NORM_NAMES
+    from graphtier.train.options.config import GCN_DEGREES_OPTIONS, SAMPLER_NAMES
 
     assert train_cli.MODEL_CHOICES == MODEL_NAMES and train_cli.SAMPLER_CHOICES == SAMPLER_NAMES
     assert train_cli.NORM_CHOICES == NORM_NAMES and train_cli.FEATURES_ON_CHOICES == FEATURE_MODES
     assert train_cli.BALANCE_CHOICES == BALANCE_MODES and train_cli.GCN_DEGREES_CHOICES == GCN_DEGREES_OPTIONS
-    from graphtier.train.spec import DECODER_NAMES, NEGATIVE_SAMPLING_NAMES, TASK_NAMES
+    from graphtier.train.options.spec import DECODER_NAMES, NEGATIVE_SAMPLING_NAMES, TASK_NAMES
 
     assert train_cli.TASK_CHOICES == TASK_NAMES and train_cli.DECODER_CHOICES == DECODER_NAMES
     assert train_cli.NEGATIVE_SAMPLING_CHOICES == NEGATIVE_SAMPLING_NAMES
-    from graphtier.train.spec import FEATURELESS_MODES
+    from graphtier.train.options.spec import FEATURELESS_MODES
 
     assert train_cli.FEATURELESS_CHOICES == FEATURELESS_MODES
     from graphtier.sampling import DEFAULT_FANOUTS, format_fanouts
@@ -139,7 +139,7 @@ def test_fixed_choices_match_the_library_and_show_in_help() -> None:
 
 
 def test_every_train_option_is_a_field_of_one_spec_with_the_same_default() -> None:
-    """How to add a train option: a field on the spec that owns it (graphtier/train/spec.py,
+    """How to add a train option: a field on the spec that owns it (graphtier/train/options/spec.py,
     graphtier/sampling/spec.py or graphtier/memory/spec.py, checked in its __post_init__), a click option of the
     same name in graphtier/cli/train.py, and a test. ``TrainConfig(**options)`` routes each option to its spec,
     and the report, the checkpoint and the saved model record it (``to_dict``): nothing else changes."""
@@ -147,7 +147,7 @@ def test_every_train_option_is_a_field_of_one_spec_with_the_same_default() -> No
 
     from graphtier.cli import train as train_cli
     from graphtier.sampling import Fanouts
-    from graphtier.train.config import OPTION_OWNER, SPECS, TrainConfig
+    from graphtier.train.options.config import OPTION_OWNER, SPECS, TrainConfig
 
     options = {param.name: param for param in train_cli.command.params if param.name != "dataset"}
     python_only = {"workload_samples"}  # a tuning knob of the balancer, not a flag

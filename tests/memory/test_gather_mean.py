@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from graphtier.memory import HostFeatureStore, TieredFeatureStore
 from graphtier.memory._mean_kernels import gather_mean_reference, gather_mean_rows
 from graphtier.memory.placement import TierPlan
-from graphtier.train.aggregate import aggregate_with_root, build_csr, mean_weights
+from graphtier.train.nn.aggregate import aggregate_with_root, build_csr, mean_weights
 
 
 def _block(rng: np.random.Generator, num_rows: int, num_dst: int, num_src: int, max_degree: int):

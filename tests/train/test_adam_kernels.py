@@ -8,9 +8,9 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import graphtier.train.tiered_embedding as tiered
-from graphtier.train._adam_kernels import adam_rows, sum_by_id
-from graphtier.train.tiered_embedding import adam_rows_reference, sum_by_id_reference
+import graphtier.train.nn.tiered_embedding as tiered
+from graphtier.train.nn._adam_kernels import adam_rows, sum_by_id
+from graphtier.train.nn.tiered_embedding import adam_rows_reference, sum_by_id_reference
 
 
 def _tier(count: int, dim: int, dtype: torch.dtype, seed: int) -> dict[str, torch.Tensor]:

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from graphtier.dataset.csc import edges_to_csc
 from graphtier.sampling import NeighborSampler
 from graphtier.sampling.batch import Block
-from graphtier.train import _aggregate_kernels as kernels
-from graphtier.train.aggregate import (
+from graphtier.train.nn import _aggregate_kernels as kernels
+from graphtier.train.nn.aggregate import (
     _spmm_torch,
     aggregate,
     aggregate_with_root,
@@ -22,7 +22,7 @@ from graphtier.train.aggregate import (
     mean_weights,
     spmm,
 )
-from graphtier.train.models import BlockGNN
+from graphtier.train.nn.models import BlockGNN
 
 
 def random_block(

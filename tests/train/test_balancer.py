@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from graphtier import OptionError
 from graphtier.dataset.csc import edges_to_csc
 from graphtier.sampling import NeighborSampler
-from graphtier.train._workload_kernels import expected_tree_edges, expected_tree_edges_reference
-from graphtier.train.balancer import LoadBalancer, initial_shares, split_by_workload
+from graphtier.train.dist._workload_kernels import expected_tree_edges, expected_tree_edges_reference
+from graphtier.train.dist.balancer import LoadBalancer, initial_shares, split_by_workload
 
 
 @settings(max_examples=80, deadline=None)

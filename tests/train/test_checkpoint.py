@@ -20,9 +20,9 @@ from graphtier.dataset import DatasetWriter
 from graphtier.dataset.csc import edges_to_csc
 from graphtier.errors import GraphtierError, ResourceError
 from graphtier.train import TrainConfig, Trainer, load_model, predict, train
-from graphtier.train.output_files import LOCK_FILE
-from graphtier.train.report import NonFiniteLossError, RunReport
-from graphtier.train.saved import dataset_fingerprint
+from graphtier.train.loop.report import NonFiniteLossError, RunReport
+from graphtier.train.options.output_files import LOCK_FILE
+from graphtier.train.persist.saved import dataset_fingerprint
 from tests.conftest import write_labelled_graph
 
 SMALL: dict[str, Any] = {
@@ -356,7 +356,7 @@ def test_stale_temporaries_of_dead_runs_are_removed(data: Dataset, ckpt: Path, t
     trainer = _resume(data, ckpt)
     trainer.save_checkpoint(3)
     trainer.report.write(tmp_path / "run.json")
-    from graphtier.train.saved import save_model
+    from graphtier.train.persist.saved import save_model
 
     save_model(tmp_path / "m.pt", trainer.model, trainer.config.to_dict(), data)
     assert not any(path.exists() for path in stale) and kept.exists()

@@ -16,7 +16,7 @@ from torch.utils._pytree import tree_flatten, tree_map
 
 from graphtier import Dataset
 from graphtier.train import TrainConfig, Trainer, comm
-from graphtier.train.comm import (
+from graphtier.train.dist.comm import (
     DistContext,
     all_gather_floats,
     all_reduce_gradients,
@@ -94,7 +94,7 @@ class PretendCuda(TorchFunctionMode):
 
 
 class FakeGroup:
-    """Stands in for ``torch.distributed`` in :mod:`graphtier.train.comm`: reports ``backend`` and refuses
+    """Stands in for ``torch.distributed`` in :mod:`graphtier.train.dist.comm`: reports ``backend`` and refuses
     tensors not on ``device``, as NCCL refuses CPU tensors and gloo GPU tensors. The other ranks hold the
     same values as this one (sums are ``world`` times the input, gathers repeat it)."""
 

@@ -15,7 +15,7 @@ import torch.multiprocessing as mp
 
 from graphtier import Dataset
 from graphtier.train import TrainConfig, Trainer
-from graphtier.train.comm import DistContext
+from graphtier.train.dist.comm import DistContext
 
 pytestmark = pytest.mark.slow  # two spawned ranks
 
@@ -38,7 +38,7 @@ def _rank(rank: int, dataset_path: str, config: TrainConfig, port: int, out_dir:
 
 
 def test_replicas_equal_rank_0_after_the_window(tiny_dataset: Dataset, tmp_path: Path) -> None:
-    from graphtier.train.launch import _free_port
+    from graphtier.train.loop.launch import _free_port
 
     batches = 4
     config = TrainConfig(

@@ -8,7 +8,7 @@ import pytest
 
 from graphtier import Dataset, OptionError
 from graphtier.sampling import Fanouts
-from graphtier.train.config import MAX_FANOUT, TrainConfig, parse_fanouts
+from graphtier.train.options.config import MAX_FANOUT, TrainConfig, parse_fanouts
 from tests.dataset.importers.helpers import assert_user_error, run_cli
 
 
@@ -85,7 +85,7 @@ def test_gat_refused_when_its_attention_tensors_cannot_fit(
 ) -> None:
     from graphtier.dataset import resources
     from graphtier.errors import ResourceError
-    from graphtier.train.gat_memory import gat_training_bytes
+    from graphtier.train.options.gat_memory import gat_training_bytes
 
     needed = gat_training_bytes(1024, (-1, -1), tiny_dataset.in_degrees(), 256, 4, tiny_dataset.num_classes)
     monkeypatch.setattr(resources, "available_memory", lambda: needed - 1)

@@ -8,8 +8,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from graphtier.train import _dropout_kernels as kernels
-from graphtier.train.dropout import ReLUDropout, dropout_threshold, relu_dropout, relu_dropout_, relu_dropout_gated
+from graphtier.train.nn import _dropout_kernels as kernels
+from graphtier.train.nn.dropout import ReLUDropout, dropout_threshold, relu_dropout, relu_dropout_, relu_dropout_gated
 
 
 @settings(max_examples=40, deadline=None)

@@ -10,9 +10,9 @@ import pytest
 import torch
 from torch_geometric.utils import softmax
 
-from graphtier.train.aggregate import BlockCSR, csr_from_rowptr
-from graphtier.train.edge_ops import edge_softmax, gather_destinations, gather_sources, sum_by_destination
-from graphtier.train.typed_layers import RelationGAT
+from graphtier.train.nn.aggregate import BlockCSR, csr_from_rowptr
+from graphtier.train.nn.edge_ops import edge_softmax, gather_destinations, gather_sources, sum_by_destination
+from graphtier.train.nn.typed_layers import RelationGAT
 
 
 def _csr(num_dst: int, num_src: int, num_edges: int, seed: int = 0) -> BlockCSR:

@@ -7,8 +7,8 @@ import pytest
 
 from graphtier.dataset import Dataset
 from graphtier.train import train
-from graphtier.train.evaluation import split_scores
-from graphtier.train.report import final_summary
+from graphtier.train.loop.evaluation import split_scores
+from graphtier.train.loop.report import final_summary
 
 
 def _reference_f1(predicted: np.ndarray, labels: np.ndarray) -> tuple[float, float]:

@@ -1,4 +1,4 @@
-"""The torchrun heartbeat (graphtier.train.heartbeat): a rank that stops beating is named and ends its peers, a
+"""The torchrun heartbeat (graphtier.train.dist.heartbeat): a rank that stops beating is named and ends its peers, a
 rank that finished its training or still beats is not lost."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import time
 import pytest
 import torch.distributed as dist
 
-from graphtier.train.heartbeat import Heartbeat
+from graphtier.train.dist.heartbeat import Heartbeat
 
 
 class _Exit:

@@ -11,10 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from graphtier.dataset.scratch import scratch_array
-from graphtier.train import inference
-from graphtier.train._inference_kernels import neighbour_rows, neighbour_rows_reference
-from graphtier.train.inference import chunk_bounds, full_in_degree, layerwise_inference, layerwise_outputs
-from graphtier.train.models import BlockGNN
+from graphtier.train.infer import inference
+from graphtier.train.infer._inference_kernels import neighbour_rows, neighbour_rows_reference
+from graphtier.train.infer.inference import chunk_bounds, full_in_degree, layerwise_inference, layerwise_outputs
+from graphtier.train.nn.models import BlockGNN
 
 
 def _graph(seed: int, num_nodes: int = 120, num_edges: int = 700) -> tuple[np.ndarray, np.ndarray]:

@@ -12,7 +12,7 @@ import torch
 from graphtier import Dataset, OptionError
 from graphtier.sampling import MiniBatch
 from graphtier.train import TrainConfig, Trainer
-from graphtier.train.launch import RankFailed, launch, parse_devices, parse_shares
+from graphtier.train.loop.launch import RankFailed, launch, parse_devices, parse_shares
 from tests.conftest import write_labelled_graph
 
 pytestmark = pytest.mark.slow

@@ -11,7 +11,7 @@ import torch
 from graphtier import Dataset
 from graphtier.dataset.importers.manifest import import_manifest
 from graphtier.train import TrainConfig, Trainer
-from graphtier.train.launch import launch
+from graphtier.train.loop.launch import launch
 from tests.train.test_typed_link import write_recommendation_manifest
 from tests.typed_data import write_tiny_typed
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from graphtier.train.link_metrics import auc, average_precision, hits_at_k, mrr
+from graphtier.train.loop.link_metrics import auc, average_precision, hits_at_k, mrr
 
 
 def auc_reference(pos: np.ndarray, neg: np.ndarray) -> float:

@@ -12,10 +12,10 @@ import torch
 
 from graphtier import Dataset, OptionError
 from graphtier.train import train
-from graphtier.train.link_model import LinkModel, build_task_model
-from graphtier.train.link_predict import read_node_ids, read_node_pairs, top_k
-from graphtier.train.predict import predict
-from graphtier.train.saved import load_model
+from graphtier.train.infer.link_predict import read_node_ids, read_node_pairs, top_k
+from graphtier.train.infer.predict import predict
+from graphtier.train.nn.link_model import LinkModel, build_task_model
+from graphtier.train.persist.saved import load_model
 from tests.conftest import run_cli_in_one_process
 from tests.recording_progress import RecordingProgress
 
@@ -74,7 +74,7 @@ def test_inline_node_ids_are_checked() -> None:
 
 @pytest.mark.parametrize("decoder", ["dot", "mlp"])
 def test_top_k_in_small_chunks_equals_brute_force(tiny_link_dataset: Dataset, decoder: str, monkeypatch) -> None:
-    import graphtier.train.link_predict as link_predict
+    import graphtier.train.infer.link_predict as link_predict
 
     torch.manual_seed(0)
     model = build_task_model("link", "sage", tiny_link_dataset.feature_dim, 8, 0, 2, decoder=decoder)

@@ -10,12 +10,12 @@ import torch
 
 from graphtier import Dataset, OptionError
 from graphtier.train import TrainConfig, Trainer, train
-from graphtier.train.feed import DeviceBatch
-from graphtier.train.link_model import LinkModel, build_task_model, score_pairs
-from graphtier.train.report import epoch_summary, final_summary
-from graphtier.train.saved import load_model
-from graphtier.train.spec import TaskSpec
-from graphtier.train.task import LinkTask
+from graphtier.train.loop.feed import DeviceBatch
+from graphtier.train.loop.report import epoch_summary, final_summary
+from graphtier.train.loop.task import LinkTask
+from graphtier.train.nn.link_model import LinkModel, build_task_model, score_pairs
+from graphtier.train.options.spec import TaskSpec
+from graphtier.train.persist.saved import load_model
 from tests.conftest import write_labelled_graph, write_link_dataset
 
 SMALL = dict(task="link", batch_size=128, hidden=16, fanouts=(5, 5), eval_batch_size=256, lr=0.01)
@@ -47,8 +47,8 @@ def test_per_positive_negatives_give_mrr_and_pick_the_best_epoch_by_it(tmp_path:
 
 def test_final_numbers_are_exact_layerwise_embeddings_scored_by_the_decoder(tiny_link_dataset: Dataset) -> None:
     """The final test AUC equals the AUC of the best model's own full-graph embeddings, computed here by hand."""
-    from graphtier.train.link_metrics import auc
-    from graphtier.train.task import eval_pairs
+    from graphtier.train.loop.link_metrics import auc
+    from graphtier.train.loop.task import eval_pairs
 
     config = TrainConfig(epochs=2, **SMALL)
     trainer = Trainer(tiny_link_dataset, config)
@@ -157,7 +157,7 @@ def test_build_task_model_node_is_build_model() -> None:
 
 def test_link_trains_on_two_cpu_ranks(tiny_link_dataset: Dataset, tmp_path: Path) -> None:
     """--devices cpu,cpu: the ranks share each global batch of pairs by count; rank 0 reports the link metrics."""
-    from graphtier.train.launch import launch
+    from graphtier.train.loop.launch import launch
 
     config = TrainConfig(epochs=1, devices=("cpu", "cpu"), cpu_threads=1, quiet=True, **SMALL)
     report = launch(str(tiny_link_dataset.path), config)

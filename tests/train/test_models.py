@@ -10,7 +10,7 @@ from torch_geometric.nn import GCNConv
 from graphtier import OptionError
 from graphtier.dataset.csc import edges_to_csc
 from graphtier.sampling import NeighborSampler
-from graphtier.train.models import BlockGNN, build_model
+from graphtier.train.nn.models import BlockGNN, build_model
 
 
 def _graph(n: int = 60, e: int = 300, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -113,7 +113,7 @@ def test_fused_activation_backward_equals_layer_by_layer(kind: str, dropout: flo
 
 
 def test_batch_norm_of_one_row_uses_running_statistics() -> None:
-    from graphtier.train.models import BatchNorm
+    from graphtier.train.nn.models import BatchNorm
 
     norm = BatchNorm(4)
     norm.train()
@@ -145,7 +145,7 @@ def test_norm_batch_trains_with_a_last_batch_of_one_seed(tmp_path, model: str) -
 
 
 def test_block_size_bounds_hold_for_sampled_blocks() -> None:
-    from graphtier.train.gat_memory import block_size_bounds
+    from graphtier.train.options.gat_memory import block_size_bounds
 
     indptr, indices = _graph(n=200, e=2000, seed=3)
     degrees = np.diff(indptr)
@@ -160,7 +160,7 @@ def test_block_size_bounds_hold_for_sampled_blocks() -> None:
 
 
 def test_gat_training_bytes_grows_with_fanouts_heads_and_hidden() -> None:
-    from graphtier.train.gat_memory import gat_training_bytes
+    from graphtier.train.options.gat_memory import gat_training_bytes
 
     degrees = np.full(10_000, 100)
     small = gat_training_bytes(64, (5, 5), degrees, 64, 4, 10)

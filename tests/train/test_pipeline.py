@@ -12,8 +12,8 @@ import pytest
 import torch
 
 from graphtier.sampling import MiniBatch
-from graphtier.train.comm import ScheduleCancelled, ShareSchedule
-from graphtier.train.pipeline import BatchProducer
+from graphtier.train.dist.comm import ScheduleCancelled, ShareSchedule
+from graphtier.train.loop.pipeline import BatchProducer
 
 
 def _fake_sample(seeds: np.ndarray, batch_id: int) -> MiniBatch:
@@ -143,7 +143,7 @@ def test_depth_zero_prepares_batches_inline() -> None:
 def test_producer_builds_block_csr_off_the_training_loop(transpose: bool) -> None:
     from graphtier.dataset.csc import edges_to_csc
     from graphtier.sampling import NeighborSampler
-    from graphtier.train.aggregate import block_csr
+    from graphtier.train.nn.aggregate import block_csr
 
     rng = np.random.default_rng(0)
     indptr, indices = edges_to_csc(rng.integers(0, 50, 300), rng.integers(0, 50, 300), 50, dedup=True)

@@ -16,7 +16,7 @@ from graphtier.dataset.original_ids import original_ids
 from graphtier.errors import DatasetError
 from graphtier.graph.reorder import reorder_dataset
 from graphtier.train import train
-from graphtier.train.link_predict import RECOMMENDATION_COLUMNS, popular_top_k
+from graphtier.train.infer.link_predict import RECOMMENDATION_COLUMNS, popular_top_k
 from tests.conftest import run_cli_in_one_process
 
 SMALL = dict(task="link", batch_size=128, hidden=16, fanouts=(5, 5), eval_batch_size=256, lr=0.01, quiet=True)
@@ -116,7 +116,7 @@ def test_a_bad_node_ids_json_is_one_line(tiny_dataset: Dataset) -> None:
 
 def test_most_popular_breaks_ties_by_the_lower_id_at_any_degree() -> None:
     """Many candidates share a degree, also at the boundary of the k+1+|excluded| most popular: the lower id wins."""
-    from graphtier.train.link_predict import _most_popular
+    from graphtier.train.infer.link_predict import _most_popular
 
     rng = np.random.default_rng(5)
     lo, k = 10, 6

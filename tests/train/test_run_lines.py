@@ -7,7 +7,7 @@ import pytest
 from graphtier.dataset import Dataset
 from graphtier.sampling.relation_fanouts import differing_fanouts_text
 from graphtier.train import train
-from graphtier.train.report import epoch_summary, final_summary
+from graphtier.train.loop.report import epoch_summary, final_summary
 from tests.cli.helpers import run
 from tests.typed_data import write_typed_labelled_graph
 

@@ -14,10 +14,10 @@ import graphtier
 from graphtier import Dataset, OptionError
 from graphtier.dataset.scratch import scratch_array
 from graphtier.train import load_model, predict, train
-from graphtier.train.saved import check_fingerprint, dataset_fingerprint
+from graphtier.train.persist.saved import check_fingerprint, dataset_fingerprint
 from tests.conftest import write_labelled_graph
 
-predict_module = importlib.import_module("graphtier.train.predict")  # the package exports predict() by that name
+predict_module = importlib.import_module("graphtier.train.infer.predict")  # the package exports predict() by that name
 
 SMALL = dict(batch_size=50, hidden=16, fanouts=(5, 5), eval_batch_size=100, lr=0.01)
 
@@ -143,7 +143,7 @@ def test_predictions_on_scratch_files_and_in_row_blocks_equal_one_block_in_ram(
         return maps[-1]
 
     with monkeypatch.context() as patch:
-        patch.setattr(graphtier.train.inference, "scratch_array", recording_scratch)
+        patch.setattr(graphtier.train.infer.inference, "scratch_array", recording_scratch)
         on_disk = predict(saved, tiny_dataset, chunk_size=64, embeddings=True, scratch_dir=scratch)
     # one map per layer output, plus the projected inputs of each layer narrower than its input (projected first)
     narrowing = sum(int(conv.lin_l.weight.shape[0] < conv.lin_l.weight.shape[1]) for conv in saved.model.convs)

@@ -9,7 +9,7 @@ import torch
 
 from graphtier.dataset import Dataset
 from graphtier.train import TrainConfig, Trainer, train
-from graphtier.train.tiered_embedding import STATE_KEY, TieredEmbedding, attach_sparse_adam, learnable_row_bytes
+from graphtier.train.nn.tiered_embedding import STATE_KEY, TieredEmbedding, attach_sparse_adam, learnable_row_bytes
 from tests.typed_data import write_typed_labelled_graph
 
 QUIET = {"quiet": True, "num_threads": 1, "prefetch": 1}

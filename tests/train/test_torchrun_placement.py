@@ -10,8 +10,8 @@ import torch
 import torch.distributed as dist
 
 from graphtier.errors import OptionError
-from graphtier.train.comm import DistContext, backend_for, collective_device
-from graphtier.train.torchrun import TorchrunRank, exchange_devices, torchrun_rank
+from graphtier.train.dist.comm import DistContext, backend_for, collective_device
+from graphtier.train.dist.torchrun import TorchrunRank, exchange_devices, torchrun_rank
 
 
 def _env(rank: int, world: int, local_world: int) -> dict[str, str]:

@@ -38,7 +38,7 @@ def test_loss_decreases_and_report_is_complete(tiny_dataset: Dataset, tmp_path: 
 
 
 def test_majority_class_comes_from_the_train_split_and_is_scored_on_the_evaluated_nodes() -> None:
-    from graphtier.train.evaluation import majority_class_accuracy
+    from graphtier.train.loop.evaluation import majority_class_accuracy
 
     labels = np.array([1, 1, 1, 0, 0, 2, -1, -1, 0, 2], dtype=np.int64)
     # train: nodes 0-4 and the unlabelled 6, 7 (ignored): class 1 (3 of 5); the test nodes are mostly class 0
@@ -59,7 +59,7 @@ def test_report_records_the_majority_class_baseline(tiny_dataset: Dataset) -> No
 
 
 def test_final_line_says_which_inference_measured_the_accuracy() -> None:
-    from graphtier.train.report import inference_summary
+    from graphtier.train.loop.report import inference_summary
 
     config = {"model": "sage", "sampler": "neighbor", "fanouts": [25, 10], "eval_fanouts": None}
     assert (
@@ -340,7 +340,7 @@ def test_a_trainer_leaves_process_settings_alone_and_train_sets_the_threads(tiny
 def test_final_sampled_accuracy_is_the_best_epochs_without_a_second_pass(
     tiny_dataset: Dataset, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from graphtier.train.evaluation import Evaluator
+    from graphtier.train.loop.evaluation import Evaluator
 
     calls: list[str] = []
     original = Evaluator.class_scores

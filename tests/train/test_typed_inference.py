@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 import torch
 
-import graphtier.train.inference as inference
-from graphtier.train.inference import chunk_bounds
-from graphtier.train.typed_inference import full_neighbour_block, type_in_edges_indptr, typed_layerwise_outputs
-from graphtier.train.typed_models import build_typed_model
+import graphtier.train.infer.inference as inference
+from graphtier.train.infer.inference import chunk_bounds
+from graphtier.train.infer.typed_inference import full_neighbour_block, type_in_edges_indptr, typed_layerwise_outputs
+from graphtier.train.nn.typed_models import build_typed_model
 from tests.recording_progress import RecordingProgress
 from tests.train.typed_graphs import batch_inputs, full_batch, mag_like
 

@@ -20,8 +20,8 @@ from graphtier.tiering.access import hit_ratio_curve
 from graphtier.tiering.seeds import EpochSeeds
 from graphtier.tiering.typed_reads import count_typed_reads
 from graphtier.train import train
-from graphtier.train.predict import predict
-from graphtier.train.saved import load_model
+from graphtier.train.infer.predict import predict
+from graphtier.train.persist.saved import load_model
 from tests.cli.helpers import run
 
 QUIET = {"quiet": True, "num_threads": 1, "prefetch": 1}

@@ -10,9 +10,9 @@ from torch import Tensor, nn
 from graphtier.dataset.schema import Schema
 from graphtier.errors import OptionError
 from graphtier.sampling.typed_batch import TypedBlock
-from graphtier.train.models import BlockGNN
-from graphtier.train.typed_layers import RelationGAT, _BiasOnly
-from graphtier.train.typed_models import TypedGNN, build_typed_model, needed_types
+from graphtier.train.nn.models import BlockGNN
+from graphtier.train.nn.typed_layers import RelationGAT, _BiasOnly
+from graphtier.train.nn.typed_models import TypedGNN, build_typed_model, needed_types
 from tests.train.typed_graphs import TypedGraph, batch_inputs, full_batch, mag_like, make_graph
 
 MODELS = ("rgcn", "rgat", "hsage")

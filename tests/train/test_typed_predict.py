@@ -12,9 +12,9 @@ from graphtier.dataset import Dataset
 from graphtier.dataset.scratch import scratch_array
 from graphtier.errors import OptionError
 from graphtier.train import inference, train
-from graphtier.train.predict import predict
-from graphtier.train.saved import load_model
-from graphtier.train.typed_inference import typed_layerwise_outputs
+from graphtier.train.infer.predict import predict
+from graphtier.train.infer.typed_inference import typed_layerwise_outputs
+from graphtier.train.persist.saved import load_model
 from tests.cli.helpers import run
 from tests.typed_data import write_typed_labelled_graph
 

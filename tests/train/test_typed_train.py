@@ -13,7 +13,7 @@ from graphtier.dataset import Dataset
 from graphtier.dataset.importers.manifest import import_manifest
 from graphtier.errors import OptionError
 from graphtier.train import TrainConfig, Trainer, train
-from graphtier.train.feed import TypedDeviceBatch
+from graphtier.train.loop.feed import TypedDeviceBatch
 from tests.cli.helpers import run
 from tests.conftest import shared_data
 from tests.typed_data import write_typed_labelled_graph
@@ -186,7 +186,7 @@ def test_heco_acm_rgcn_beats_the_paper_features_alone(tmp_path: Path) -> None:
 
 
 def test_a_dense_relation_with_every_neighbour_gets_a_note(typed_dataset: Dataset, monkeypatch, capsys) -> None:
-    import graphtier.train.typed_checks as typed_checks
+    import graphtier.train.options.typed_checks as typed_checks
 
     schema = typed_dataset.schema  # 'about': 300 papers into 6 subjects, 50 in-neighbours per subject
     notes = typed_checks.dense_relation_notes(TrainConfig(model="rgcn", fanouts=(-1, -1), **QUIET), schema)

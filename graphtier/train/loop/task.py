@@ -1,0 +1,258 @@
+"""The task a run trains: what varies between node classification and link prediction, in one place each.
+
+The trainer's one epoch loop, the :class:`~graphtier.train.loop.collective.Collective`'s loss, the producer's
+targets and the evaluation call a :class:`Task` instead of hard-coding node classification:
+
+- ``train_seeds``: what an epoch's batches are cut from (node ids of the train split; rows of ``link_train``);
+- ``train_sampler``: the sampler of those seeds (the node sampler; the store's link sampler);
+- ``targets``: the targets of a sampled batch (labels of the seeds; the batch's pair labels, 1/0);
+- ``outputs``: what the loss compares to them (logits of the seeds' rows; one logit per pair from the decoder);
+- ``loss`` (cross entropy; BCE with logits), ``correct`` (argmax == label; (logit > 0) == label);
+- ``evaluate`` (per epoch, sampled) and ``final`` (exact layer-wise inference where asked for; always for links)
+  with their report keys.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from graphtier.dataset.link_split import LinkPairs
+from graphtier.graphstore import GraphStore
+from graphtier.graphstore.typed_link import typed_link_sampler
+from graphtier.sampling import MiniBatch
+from graphtier.sampling.link import LinkMiniBatch
+from graphtier.sampling.typed_link import TypedLinkMiniBatch
+from graphtier.train.loop.feed import DeviceBatch, SampleFn
+from graphtier.train.loop.link_metrics import auc, average_precision, hits_at_k, mrr
+from graphtier.train.nn.link_model import LinkModel
+from graphtier.train.options.spec import TaskSpec
+
+CLASS_METRICS = ("acc", "macro_f1", "micro_f1")
+"""The node-classification metrics of a split, reported as ``{split}_{metric}``."""
+
+
+def class_metric_keys(split: str) -> list[str]:
+    """``[f"{split}_acc", f"{split}_macro_f1", f"{split}_micro_f1"]``: the report keys of :data:`CLASS_METRICS`."""
+    return [f"{split}_{name}" for name in CLASS_METRICS]
+
+
+NodeSamplerFactory = Callable[[tuple[int, ...], int], SampleFn]
+"""``(fanouts, seed) -> sample``: the run's node sampler (its kind, its depth)."""
+
+
+class Task:
+    """Node classification (this base class is :class:`NodeTask`'s interface); see the module."""
+
+    name = "node"
+    uses_workload = True  # multi-process balancing by the estimated workload of each training node
+    score_key = "valid_acc"  # the per-epoch metric that picks the best epoch (higher is better)
+
+    def train_seeds(self, store: GraphStore) -> np.ndarray:
+        """int64 [T]: the ids an epoch's seed batches are cut from."""
+        raise NotImplementedError
+
+    def train_sampler(
+        self, store: GraphStore, make_sampler: NodeSamplerFactory, fanouts: tuple[int, ...], seed: int
+    ) -> SampleFn:
+        """The training sampler ``(seeds, batch_id) -> MiniBatch`` of :meth:`train_seeds`."""
+        raise NotImplementedError
+
+    def targets(self, store: GraphStore, seeds: np.ndarray, batch: MiniBatch) -> torch.Tensor:
+        """CPU targets of a sampled batch (called in the producer thread)."""
+        raise NotImplementedError
+
+    def outputs(self, model: nn.Module, out: torch.Tensor, batch: DeviceBatch) -> torch.Tensor:
+        """What the loss compares to ``batch.y``, from the model's output ``out`` [rows, ...] of ``batch``."""
+        raise NotImplementedError
+
+    def loss(self, outputs: torch.Tensor, y: torch.Tensor, reduction: str = "mean") -> torch.Tensor:
+        """The loss of ``outputs`` against targets ``y`` (``reduction``: mean or sum)."""
+        raise NotImplementedError
+
+    def correct(self, outputs: torch.Tensor, y: torch.Tensor) -> int:
+        """How many of the batch's targets the outputs predict right (train accuracy's numerator)."""
+        raise NotImplementedError
+
+    def targets_per_seed(self) -> int:
+        """Targets (rows of ``y``) per training seed: the global batch's loss divisor is seeds times this."""
+        return 1
+
+    def epoch_keys(self) -> list[str]:
+        """Report keys of the per-epoch evaluation (None when an epoch is not evaluated)."""
+        return [key for split in ("valid", "test") for key in class_metric_keys(split)]
+
+
+class NodeTask(Task):
+    """Node classification: seeds are train nodes, targets their labels, cross-entropy, accuracy."""
+
+    def train_seeds(self, store: GraphStore) -> np.ndarray:
+        return store.split("train")
+
+    def train_sampler(
+        self, store: GraphStore, make_sampler: NodeSamplerFactory, fanouts: tuple[int, ...], seed: int
+    ) -> SampleFn:
+        return make_sampler(fanouts, seed)
+
+    def targets(self, store: GraphStore, seeds: np.ndarray, batch: MiniBatch) -> torch.Tensor:
+        """int64 [B] labels of the seeds."""
+        return torch.from_numpy(np.asarray(store.labels(seeds), dtype=np.int64))
+
+    def outputs(self, model: nn.Module, out: torch.Tensor, batch: DeviceBatch) -> torch.Tensor:
+        """Logits float [B, C] of the seeds' rows."""
+        return out[batch.seed_index]
+
+    def loss(self, outputs: torch.Tensor, y: torch.Tensor, reduction: str = "mean") -> torch.Tensor:
+        return F.cross_entropy(outputs, y, reduction=reduction)
+
+    def correct(self, outputs: torch.Tensor, y: torch.Tensor) -> int:
+        return int((outputs.argmax(dim=1) == y).sum())
+
+
+class LinkTask(Task):
+    """Link prediction on the dataset's edge split (:class:`TaskSpec` options: negatives, Hits@K)."""
+
+    name = "link"
+    uses_workload = False  # the workload estimate is per node: ranks share pairs by count
+
+    def __init__(self, spec: TaskSpec, per_positive: bool = False) -> None:
+        self.spec = spec
+        self.per_positive = per_positive
+        self.score_key = "valid_mrr" if per_positive else "valid_auc"
+
+    def train_seeds(self, store: GraphStore) -> np.ndarray:
+        """int64 [P]: rows of ``link_train.npy``."""
+        return np.arange(store.link_split("train").num_positives, dtype=np.int64)
+
+    def train_sampler(
+        self, store: GraphStore, make_sampler: NodeSamplerFactory, fanouts: tuple[int, ...], seed: int
+    ) -> SampleFn:
+        """The store's link sampler over the training pairs (negatives drawn, target edges excluded)."""
+        return store.link_sampler(
+            fanouts, np.asarray(store.link_split("train").positives), num_negatives=self.spec.num_negatives,
+            negative_sampling=self.spec.negative_sampling, seed=seed,
+        )  # fmt: skip
+
+    def pair_sampler(
+        self, store: GraphStore, fanouts: tuple[int, ...], pairs: np.ndarray, labels: np.ndarray, seed: int,
+        relation_fanouts: Any = None,
+    ) -> SampleFn:  # fmt: skip
+        """The evaluation sampler of ``pairs`` (int64 [P, 2]) with ``labels`` (float32 [P]): nothing excluded."""
+        return store.link_sampler(fanouts, pairs, labels=labels, seed=seed)
+
+    def targets(self, store: GraphStore, seeds: np.ndarray, batch: MiniBatch) -> torch.Tensor:
+        """float32 [M] pair labels (1 positive, 0 negative)."""
+        assert isinstance(batch, (LinkMiniBatch, TypedLinkMiniBatch))
+        return batch.label
+
+    def outputs(self, model: nn.Module, out: torch.Tensor, batch: DeviceBatch) -> torch.Tensor:
+        """Logits float [M]: the decoder's score of each pair's source and destination embeddings."""
+        assert isinstance(model, LinkModel) and batch.src_index is not None and batch.dst_index is not None
+        # index_select, not out[index]: the backward of indexing adds the rows of a node in several pairs in a
+        # thread-dependent order on the CPU (the same seed gave other losses run to run); index_add_ does not
+        return model.score(out.index_select(0, batch.src_index), out.index_select(0, batch.dst_index))
+
+    def loss(self, outputs: torch.Tensor, y: torch.Tensor, reduction: str = "mean") -> torch.Tensor:
+        return F.binary_cross_entropy_with_logits(outputs, y, reduction=reduction)
+
+    def correct(self, outputs: torch.Tensor, y: torch.Tensor) -> int:
+        return int(((outputs > 0).to(y.dtype) == y).sum())
+
+    def targets_per_seed(self) -> int:
+        return 1 + self.spec.num_negatives
+
+    def epoch_keys(self) -> list[str]:
+        keys = ["valid_auc", "valid_ap", f"valid_hits@{self.spec.hits_k}"]
+        return keys + (["valid_mrr"] if self.per_positive else [])
+
+    def metrics(self, split: str, positive: np.ndarray, negative: np.ndarray) -> dict[str, float | None]:
+        """``{split}_auc``, ``_ap``, ``_hits@K`` (+ ``_mrr`` with per-positive negatives) of the scores.
+
+        ``positive`` [P]; ``negative`` [Q] (negative pairs) or [P, K] (each positive's own negatives).
+        """
+        k = self.spec.hits_k
+        flat = negative.reshape(-1)
+        out: dict[str, float | None] = {
+            f"{split}_auc": auc(positive, flat),
+            f"{split}_ap": average_precision(positive, flat),
+            f"{split}_hits@{k}": hits_at_k(positive, negative, k) if negative.size else None,
+        }
+        if negative.ndim == 2:
+            out[f"{split}_mrr"] = mrr(positive, negative)
+        return out
+
+
+class TypedLinkTask(LinkTask):
+    """Link prediction on the edge split of one relation ``(SRC, REL, DST)`` of a typed dataset: the pairs' local
+    ids; batches from :func:`~graphtier.graphstore.typed_link.typed_link_sampler`; the model's output a dict of
+    embeddings per type, scored ``SRC`` row against ``DST`` row. ``relation_fanouts``: the run's
+    ``fanouts_per_relation`` of the training sampler."""
+
+    def __init__(
+        self, spec: TaskSpec, relation: tuple[str, str, str], per_positive: bool = False, relation_fanouts: Any = None
+    ) -> None:
+        super().__init__(spec, per_positive)
+        self.relation = relation
+        self.relation_fanouts = relation_fanouts
+
+    def train_sampler(
+        self, store: GraphStore, make_sampler: NodeSamplerFactory, fanouts: tuple[int, ...], seed: int
+    ) -> SampleFn:
+        return typed_link_sampler(
+            store, fanouts, np.asarray(store.link_split("train").positives), relation_fanouts=self.relation_fanouts,
+            num_negatives=self.spec.num_negatives, negative_sampling=self.spec.negative_sampling, seed=seed,
+        ).sample  # fmt: skip
+
+    def pair_sampler(
+        self, store: GraphStore, fanouts: tuple[int, ...], pairs: np.ndarray, labels: np.ndarray, seed: int,
+        relation_fanouts: Any = None,
+    ) -> SampleFn:  # fmt: skip
+        return typed_link_sampler(store, fanouts, pairs, relation_fanouts=relation_fanouts, labels=labels,
+                                  seed=seed).sample  # fmt: skip
+
+    def outputs(self, model: nn.Module, out: Any, batch: DeviceBatch) -> torch.Tensor:
+        """Logits float [M]: the decoder's score of each pair's SRC and DST embeddings (``out``: a dict per type)."""
+        assert isinstance(model, LinkModel) and batch.src_index is not None and batch.dst_index is not None
+        src, _, dst = self.relation
+        return model.score(out[src][batch.src_index], out[dst][batch.dst_index])
+
+
+def eval_pairs(pairs: LinkPairs) -> tuple[np.ndarray, np.ndarray]:
+    """int64 [P + Q, 2] the positives then the negative pairs of an evaluation split, and float32 labels (1/0)."""
+    positives = np.asarray(pairs.positives, dtype=np.int64)
+    negatives = pairs.negative_pairs().astype(np.int64, copy=False)
+    labels = np.concatenate([np.ones(positives.shape[0], np.float32), np.zeros(negatives.shape[0], np.float32)])
+    return np.concatenate([positives, negatives]), labels
+
+
+def split_scores(pairs: LinkPairs, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Scores [P + Q] in :func:`eval_pairs` order -> (positive [P], negative [Q] or [P, K] per positive)."""
+    p = pairs.num_positives
+    positive, negative = scores[:p], scores[p:]
+    if pairs.per_positive and pairs.negatives is not None:
+        negative = negative.reshape(p, int(pairs.negatives.shape[1]))
+    return positive, negative
+
+
+def make_task(spec: TaskSpec, store: GraphStore, relation_fanouts: Any = None) -> Task:
+    """The :class:`Task` of ``spec`` for the dataset of ``store`` (a typed dataset's link task: the relation of
+    its edge split, ``relation_fanouts`` for its training sampler)."""
+    if spec.task == "node":
+        return NodeTask()
+    link = store.dataset.link
+    per_positive = bool(link is not None and link.eval_negatives > 0)
+    if not store.is_hetero:
+        return LinkTask(spec, per_positive=per_positive)
+    relation = tuple(link.meta["relation"]) if link is not None and "relation" in link.meta else ("", "", "")
+    return TypedLinkTask(spec, relation, per_positive, relation_fanouts)  # type: ignore[arg-type]
+
+
+def evaluate_link_scores(task: LinkTask, split: str, pairs: LinkPairs, scores: np.ndarray) -> dict[str, Any]:
+    """The metrics of ``split`` from the scores of its :func:`eval_pairs` (empty dict without positives)."""
+    if pairs.num_positives == 0:
+        return {}
+    return task.metrics(split, *split_scores(pairs, scores))

@@ -1,0 +1,319 @@
+"""A learnable [count, dim] table tiered like the feature tables, trained by a sparse row-wise Adam.
+
+A featureless node type (``--featureless embedding`` or ``onehot``) learns one row per node. At MAG scale (100M+
+authors x 128 floats, plus two Adam moments per float) that does not fit on a GPU, so :class:`TieredEmbedding`
+splits its rows: a prefix of ``hot_rows`` rows (the hottest ones after ``graphtier reorder``, as for features) on
+the compute device, the rest in host memory (pinned when the hot tier is on CUDA; on the CPU both tiers are CPU
+tensors and the arithmetic is the same). ``model.to(device)`` moves the hot tier only.
+
+* Forward: the rows of the batch's ids gathered from both tiers into one float [n, dim] tensor on the ids' device,
+  a leaf that requires grad while training (its ``grad`` after ``backward()`` is the gradient of those rows).
+* The table is not a parameter: the model's dense optimizer never sees it. :func:`attach_sparse_adam` hooks a
+  row-wise Adam (:meth:`TieredEmbedding.adam_step`, per-row step counts as DGL's ``SparseAdam``) to the dense
+  optimizer's ``step()``: after the dense step, the touched rows of every table (and only those) are updated in
+  their tier, with the dense optimizer's ``lr``, ``betas``, ``eps`` and ``weight_decay`` (L2 on the touched rows).
+  The moments and step counts live beside the rows in the same tiers and travel with the dense optimizer's
+  ``state_dict()`` (entry ``sparse_rows``), so a checkpoint restores them.
+* ``state_dict()`` holds the logical table ``weight`` [count, dim] (the key of the ``nn.Embedding`` it replaces):
+  a saved model or checkpoint does not depend on the split; ``load_state_dict`` splits it again.
+
+Bytes per row for the GPU budget (:data:`ADAM_STATE_FLOATS`, :func:`learnable_row_bytes`): the row and its two
+moments in float32, plus the int32 step count: what the hot tier holds on the device per row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from graphtier.train.nn._adam_kernels import adam_rows, sum_by_id
+
+ADAM_STATE_FLOATS = 2
+"""Floats of optimizer state per table float (Adam's two moments)."""
+STATE_KEY = "sparse_rows"
+"""The entry of the dense optimizer's ``state_dict()`` holding every table's moments and step counts."""
+_FIELDS = ("weight", "exp_avg", "exp_avg_sq", "steps")
+
+
+def learnable_row_bytes(dim: int) -> int:
+    """Device bytes of one row of a [count, ``dim``] table with its Adam state (float32 row and two moments, an
+    int32 step count)."""
+    return dim * 4 * (1 + ADAM_STATE_FLOATS) + 4
+
+
+GradientGather = Callable[[Tensor, Tensor], tuple[Tensor, Tensor]]
+"""``(ids int64 [k], grads [k, dim]) -> (every rank's ids, every rank's grads)`` on the CPU, in rank order:
+set on each table of a multi-process run (:func:`graphtier.train.dist.comm.all_gather_rows`), so that every rank
+applies the same row updates."""
+
+
+class TieredEmbedding(nn.Module):
+    """A learnable [count, dim] table (float32 unless converted), a hot prefix on the compute device and the rest in host memory.
+
+    Args:
+        count, dim: the table's shape.
+        init: fills the whole table in place (default N(0, 1), as ``nn.Embedding``).
+        hot_rows: rows of the hot prefix (default all; :meth:`place` changes it).
+    """
+
+    def __init__(
+        self, count: int, dim: int, *, init: Callable[[Tensor], Any] = nn.init.normal_, hot_rows: int | None = None
+    ) -> None:
+        super().__init__()
+        self.count, self.dim = int(count), int(dim)
+        weight = torch.empty((self.count, self.dim), dtype=torch.float32)
+        init(weight)
+        zeros = torch.zeros_like(weight)
+        full = {"weight": weight, "exp_avg": zeros, "exp_avg_sq": zeros.clone(),
+                "steps": torch.zeros(self.count, dtype=torch.int32, device=weight.device)}  # fmt: skip
+        hot = self.count if hot_rows is None else max(0, min(self.count, int(hot_rows)))
+        self.hot = {key: value[:hot] for key, value in full.items()}
+        self.cold = {key: value[hot:] for key, value in full.items()}
+        self.rows_read = {"device": 0, "host": 0}  # rows gathered from each tier, cumulative
+        self._pending: list[tuple[Tensor, Tensor]] = []
+        self._slot: np.ndarray | None = None
+        self.gather_gradient: GradientGather | None = None
+
+    @property
+    def hot_rows(self) -> int:
+        """Rows of the hot prefix (on the compute device)."""
+        return int(self.hot["weight"].shape[0])
+
+    @property
+    def device(self) -> torch.device:
+        """The compute device (where the hot tier lives)."""
+        return self.hot["weight"].device
+
+    def tier_bytes(self) -> dict[str, int]:
+        """Bytes of the rows and their Adam state in each tier: ``{"device": ..., "host": ...}``."""
+        size = learnable_row_bytes(self.dim)
+        return {"device": self.hot_rows * size, "host": (self.count - self.hot_rows) * size}
+
+    def _host(self, tensor: Tensor) -> Tensor:
+        tensor = tensor.cpu()
+        if self.device.type == "cuda" and not tensor.is_pinned():
+            tensor = tensor.pin_memory()
+        return tensor
+
+    def place(self, hot_rows: int) -> None:
+        """Split the rows (and their optimizer state) again: the first ``hot_rows`` on the compute device."""
+        hot_rows = max(0, min(self.count, int(hot_rows)))
+        if hot_rows == self.hot_rows:
+            return
+        device = self.device
+        for key in _FIELDS:
+            full = self.full(key)
+            self.hot[key] = full[:hot_rows].to(device)
+            self.cold[key] = full[hot_rows:].clone()
+        self.cold = {key: self._host(value) for key, value in self.cold.items()}
+
+    def _apply(self, fn: Callable[[Tensor], Tensor], recurse: bool = True) -> TieredEmbedding:  # type: ignore[override]
+        """``.to(device)`` / ``.cuda()`` / ``.cpu()`` move the hot tier only; the cold tier stays in host memory
+        (pinned when the hot tier is on CUDA). ``.double()`` and the like convert the rows and moments of both."""
+        probe = fn(torch.empty(0))
+        device, dtype = probe.device, probe.dtype
+
+        def convert(key: str, value: Tensor) -> Tensor:
+            return value.to(dtype) if key != "steps" and dtype.is_floating_point else value
+
+        self.hot = {key: convert(key, value).to(device) for key, value in self.hot.items()}
+        self.cold = {key: self._host(convert(key, value)) for key, value in self.cold.items()}
+        return self
+
+    def _split(self, ids: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """Positions and tier rows of ``ids``: (hot positions, hot rows, cold positions, cold rows)."""
+        hot = ids < self.hot_rows
+        hot_at = torch.nonzero(hot).flatten()
+        cold_at = torch.nonzero(~hot).flatten()
+        return hot_at, ids[hot_at], cold_at, ids[cold_at] - self.hot_rows
+
+    def lookup(self, ids: Tensor) -> Tensor:
+        """Rows of ``ids`` (int64 [n], any device) from both tiers: float32 [n, dim] on ``ids``' device (no grad)."""
+        ids = ids.long()
+        out_device = ids.device
+        if self.hot_rows == self.count:
+            rows = self.hot["weight"].index_select(0, ids.to(self.device))
+            self.rows_read["device"] += int(ids.shape[0])
+            return rows.to(out_device)
+        if self.hot_rows == 0 and out_device.type == "cpu":  # every row in host memory, read where it is
+            self.rows_read["host"] += int(ids.shape[0])
+            return self.cold["weight"].index_select(0, ids)
+        hot_at, hot_ids, cold_at, cold_ids = self._split(ids)
+        out = torch.empty((ids.shape[0], self.dim), dtype=self.hot["weight"].dtype, device=out_device)
+        out[hot_at] = self.hot["weight"][hot_ids.to(self.device)].to(out_device)
+        cold = self.cold["weight"][cold_ids.cpu()]
+        out[cold_at] = (cold.pin_memory() if out_device.type == "cuda" else cold).to(out_device, non_blocking=True)
+        self.rows_read["device"] += int(hot_at.shape[0])
+        self.rows_read["host"] += int(cold_at.shape[0])
+        return out
+
+    def forward(self, ids: Tensor) -> Tensor:
+        """Rows of ``ids`` (int64 [n]): float32 [n, dim] on ``ids``' device; while training with grad enabled a leaf
+        whose gradient the sparse step applies (see the module)."""
+        rows = self.lookup(ids)
+        if self.training and torch.is_grad_enabled():
+            rows.requires_grad_(True)
+            self._pending.append((ids.long(), rows))
+        return rows
+
+    def pending_gradient(self) -> tuple[Tensor, Tensor] | None:
+        """The touched rows since the last step and their summed gradient: (unique ids int64 [k], float32 [k, dim])
+        on the forward's device; None when nothing got a gradient. Clears the pending lookups."""
+        pending, self._pending = self._pending, []
+        pairs = [(ids, rows.grad) for ids, rows in pending if rows.grad is not None]
+        if not pairs:
+            return None
+        ids = torch.cat([ids for ids, _ in pairs])
+        grads = torch.cat([grad for _, grad in pairs])
+        if ids.device.type != "cpu":
+            return sum_by_id_reference(ids, grads)
+        return self._sum_rows(ids, grads)  # the kernel's scratch: one int32 per row, -1 between steps
+
+    def _sum_rows(self, ids: Tensor, grads: Tensor) -> tuple[Tensor, Tensor] | None:
+        """(distinct ids, each id's rows summed) of CPU ``ids`` [n] / ``grads`` [n, dim]; None when empty."""
+        if ids.shape[0] == 0:
+            return None
+        if self._slot is None:
+            self._slot = np.full(self.count, -1, dtype=np.int32)
+        unique, summed = sum_by_id(ids.numpy(), grads.contiguous().numpy(), self._slot)
+        return torch.from_numpy(unique), torch.from_numpy(summed)
+
+    def adam_step(self, lr: float, betas: tuple[float, float], eps: float, weight_decay: float) -> None:
+        """Row-wise Adam on the rows touched since the last step, each in its tier (see the module)."""
+        touched = self.pending_gradient()
+        if self.gather_gradient is not None:  # several processes: every rank's rows, summed, on every rank
+            ids, grad = (
+                touched if touched is not None else (torch.zeros(0, dtype=torch.int64), torch.zeros(0, self.dim))
+            )
+            touched = self._sum_rows(*self.gather_gradient(ids.cpu(), grad.cpu().to(self.hot["weight"].dtype)))
+        if touched is None:
+            return
+        ids, grad = touched
+        hot_at, hot_ids, cold_at, cold_ids = self._split(ids)
+        for tier, rows, at in ((self.hot, hot_ids, hot_at), (self.cold, cold_ids, cold_at)):
+            if rows.numel():
+                where = tier["weight"].device
+                _adam_rows(tier, rows.to(where), grad[at].to(where), lr, betas, eps, weight_decay)
+
+    # state: the logical table in the model's state dict, the moments in the optimizer's
+    def _save_to_state_dict(self, destination: dict[str, Any], prefix: str, keep_vars: bool) -> None:
+        destination[prefix + "weight"] = self.full("weight")
+
+    def full(self, key: str) -> Tensor:
+        """The whole ``key`` (``weight``, ``exp_avg``, ``exp_avg_sq``, ``steps``) of both tiers, on the CPU."""
+        cold = self.cold[key]  # host memory (or meta, for a model built on the meta device)
+        return torch.cat([self.hot[key].to(cold.device), cold])
+
+    def load_full(self, key: str, value: Tensor) -> None:
+        """Copy ``value`` (``key``'s [count, ...] tensor) into both tiers; ValueError on another shape."""
+        expected = (self.count, self.dim) if key != "steps" else (self.count,)
+        if tuple(value.shape) != expected:
+            raise ValueError(f"{key}: expected shape {expected}, found {tuple(value.shape)}")
+        hot = self.hot_rows
+        self.hot[key].copy_(value[:hot])
+        self.cold[key].copy_(value[hot:])
+
+    def _load_from_state_dict(
+        self, state_dict: Mapping[str, Any], prefix: str, local_metadata: Any, strict: bool,
+        missing_keys: list[str], unexpected_keys: list[str], error_msgs: list[str],
+    ) -> None:  # fmt: skip
+        key = prefix + "weight"
+        if key not in state_dict:
+            missing_keys.append(key)
+        else:
+            try:
+                self.load_full("weight", state_dict[key])
+            except ValueError as exc:
+                error_msgs.append(f"size mismatch for {key}: {exc}")
+        unexpected_keys.extend(k for k in state_dict if k.startswith(prefix) and k != key)
+
+    def extra_repr(self) -> str:
+        """Shape and split."""
+        return f"{self.count}, {self.dim}, hot_rows={self.hot_rows}"
+
+
+def _adam_rows(tier: dict[str, Tensor], rows: Tensor, grad: Tensor, lr: float, betas: tuple[float, float],
+               eps: float, weight_decay: float) -> None:  # fmt: skip
+    """Adam (``torch.optim.Adam``'s formula, a step count per row) on ``rows`` (distinct) of one tier, in place:
+    the numba kernel where the tier is in host memory (:mod:`graphtier.train.nn._adam_kernels`), torch ops on a
+    device (:func:`adam_rows_reference`)."""
+    weight = tier["weight"]
+    if weight.device.type != "cpu" or weight.dtype not in (torch.float32, torch.float64):
+        adam_rows_reference(tier, rows, grad, lr, betas, eps, weight_decay)
+        return
+    arrays = [tier[key].numpy() for key in _FIELDS]
+    adam_rows(*arrays, rows.numpy(), grad.to(weight.dtype).contiguous().numpy(), float(lr), float(betas[0]),
+              float(betas[1]), float(eps), float(weight_decay))  # fmt: skip
+
+
+def sum_by_id_reference(ids: Tensor, grads: Tensor) -> tuple[Tensor, Tensor]:
+    """(sorted distinct ids int64 [k], float [k, D] each id's rows of ``grads`` [n, D] summed) with torch ops, on
+    ``ids``' device: the reference of :func:`graphtier.train.nn._adam_kernels.sum_by_id`."""
+    unique, inverse = torch.unique(ids, return_inverse=True)
+    summed = torch.zeros((unique.shape[0], grads.shape[1]), dtype=grads.dtype, device=grads.device)
+    summed.index_add_(0, inverse, grads)
+    return unique, summed
+
+
+def adam_rows_reference(tier: dict[str, Tensor], rows: Tensor, grad: Tensor, lr: float, betas: tuple[float, float],
+                        eps: float, weight_decay: float) -> None:  # fmt: skip
+    """Adam on ``rows`` of one tier with torch ops (gather, update, scatter back), in place, on any device."""
+    weight = tier["weight"][rows]
+    if weight_decay:
+        grad = grad + weight_decay * weight
+    beta1, beta2 = betas
+    steps = tier["steps"][rows] + 1
+    exp_avg = tier["exp_avg"][rows].mul_(beta1).add_(grad, alpha=1 - beta1)
+    exp_avg_sq = tier["exp_avg_sq"][rows].mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+    t = steps.to(torch.float64)[:, None]
+    bias1 = (1 - beta1**t).to(weight.dtype)
+    bias2_sqrt = (1 - beta2**t).sqrt().to(weight.dtype)
+    denom = (exp_avg_sq.sqrt() / bias2_sqrt).add_(eps)
+    weight = weight - (lr / bias1) * exp_avg / denom
+    tier["weight"][rows] = weight
+    tier["exp_avg"][rows] = exp_avg
+    tier["exp_avg_sq"][rows] = exp_avg_sq
+    tier["steps"][rows] = steps
+
+
+def tiered_embeddings(model: nn.Module) -> Iterator[tuple[str, TieredEmbedding]]:
+    """Every :class:`TieredEmbedding` of ``model`` with its qualified name."""
+    for name, module in model.named_modules():
+        if isinstance(module, TieredEmbedding):
+            yield name, module
+
+
+def attach_sparse_adam(optimizer: torch.optim.Optimizer, model: nn.Module) -> None:
+    """Make ``optimizer.step()`` also apply the row-wise Adam of every :class:`TieredEmbedding` of ``model`` (its
+    first param group's ``lr``, ``betas``, ``eps``, ``weight_decay``), and its ``state_dict()`` /
+    ``load_state_dict()`` carry their moments and step counts (entry :data:`STATE_KEY`). No-op without tables."""
+    tables = dict(tiered_embeddings(model))
+    if not tables:
+        return
+
+    def step(opt: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+        group = opt.param_groups[0]
+        for table in tables.values():
+            table.adam_step(group["lr"], tuple(group["betas"]), group["eps"], group["weight_decay"])
+
+    def save(opt: torch.optim.Optimizer, state: dict[str, Any]) -> dict[str, Any]:
+        state[STATE_KEY] = {name: {key: t.full(key) for key in _FIELDS[1:]} for name, t in tables.items()}
+        return state
+
+    def load(opt: torch.optim.Optimizer, state: dict[str, Any]) -> dict[str, Any]:
+        state = dict(state)
+        saved = state.pop(STATE_KEY, None)
+        if not isinstance(saved, dict) or set(saved) != set(tables):
+            raise ValueError(f"optimizer state: expected {STATE_KEY!r} for tables {sorted(tables)}")
+        for name, table in tables.items():
+            for key in _FIELDS[1:]:
+                table.load_full(key, saved[name][key])
+        return state
+
+    optimizer.register_step_post_hook(step)
+    optimizer.register_state_dict_post_hook(save)
+    optimizer.register_load_state_dict_pre_hook(load)
