@@ -20,6 +20,7 @@ from graphtier.sampling.neighbor import NeighborSampler
 from graphtier.sampling.seeds import iter_seed_batches
 from graphtier.sampling.shadow import ShadowSampler
 from graphtier.sampling.spec import SAMPLER_KINDS, SAMPLER_NAMES, SamplerSpec
+from graphtier.sampling.temporal import TEMPORAL_STRATEGIES, TemporalNeighborSampler
 
 __all__ = [
     "DEFAULT_FANOUTS",
@@ -33,6 +34,8 @@ __all__ = [
     "MiniBatch",
     "NeighborSampler",
     "SamplerSpec",
+    "TEMPORAL_STRATEGIES",
+    "TemporalNeighborSampler",
     "ShadowSampler",
     "Topology",
     "check_fanouts",

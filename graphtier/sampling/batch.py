@@ -30,11 +30,14 @@ class Block:
             (< num_dst). Local id ``i`` is global node ``n_id[i]`` of the owning mini-batch.
         num_src: number of source nodes (rows of the layer's input).
         num_dst: number of destination nodes (rows of the layer's output); ``num_dst <= num_src``.
+        edge_id: int64 [E], the dataset's id (CSC position) of each edge, which reads its time and features;
+            None when the sampler does not record it (only the temporal sampler does today).
     """
 
     edge_index: torch.Tensor
     num_src: int
     num_dst: int
+    edge_id: torch.Tensor | None = None
 
     @property
     def num_edges(self) -> int:
@@ -42,8 +45,9 @@ class Block:
         return int(self.edge_index.shape[1])
 
     def to(self, device: torch.device | str, non_blocking: bool = False) -> "Block":
-        """A copy with ``edge_index`` on ``device``."""
-        return Block(self.edge_index.to(device, non_blocking=non_blocking), self.num_src, self.num_dst)
+        """A copy with ``edge_index`` (and ``edge_id``) on ``device``."""
+        edge_id = None if self.edge_id is None else self.edge_id.to(device, non_blocking=non_blocking)
+        return Block(self.edge_index.to(device, non_blocking=non_blocking), self.num_src, self.num_dst, edge_id)
 
 
 @dataclass
@@ -59,6 +63,8 @@ class MiniBatch:
         seeds: int64 [B], the requested global seed ids.
         subgraph: ShaDow batches only: int64 [len(n_id)], the index of the root subgraph each node
             belongs to (the unique root ``r`` is ``n_id[r]``); None for neighbour-sampled batches.
+        n_time: temporal batches only: int64 [len(n_id)], the time bound of each row (its seed's time; a node
+            reached from seeds of two times is two rows); None otherwise.
     """
 
     n_id: torch.Tensor
@@ -66,6 +72,7 @@ class MiniBatch:
     seed_index: torch.Tensor
     seeds: torch.Tensor
     subgraph: torch.Tensor | None = field(default=None)
+    n_time: torch.Tensor | None = field(default=None)
 
     @property
     def num_nodes(self) -> int:
@@ -97,4 +104,5 @@ class MiniBatch:
             seed_index=self.seed_index.to(device, non_blocking=non_blocking),
             seeds=self.seeds.to(device, non_blocking=non_blocking),
             subgraph=None if self.subgraph is None else self.subgraph.to(device, non_blocking=non_blocking),
+            n_time=None if self.n_time is None else self.n_time.to(device, non_blocking=non_blocking),
         )

@@ -6,18 +6,23 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from graphtier.sampling._temporal_kernels import temporal_hop, temporal_hop_py
+from graphtier.sampling._temporal_kernels import relabel_pairs, relabel_pairs_py, temporal_hop, temporal_hop_py
 
 
-def _timed_csc(rng: np.random.Generator, n: int, e: int, horizon: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """A random CSC (int64 indptr [n+1], indices [e]) with edge times [e] sorted within each destination."""
+def timed_csc(
+    rng: np.random.Generator, n: int, e: int, horizon: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A random CSC as the dataset stores it: int64 indptr [n+1], indices [e] sorted by source within each
+    destination, edge times [e] in CSC order, and each list's positions sorted by (time, position)."""
     dst = rng.integers(0, n, e)
     src = rng.integers(0, n, e)
     time = rng.integers(0, horizon, e)
-    order = np.lexsort((time, dst))
+    csc = np.lexsort((src, dst))
     indptr = np.zeros(n + 1, np.int64)
     np.cumsum(np.bincount(dst, minlength=n), out=indptr[1:])
-    return indptr, src[order].astype(np.int64), time[order].astype(np.int64)
+    indices, time = src[csc].astype(np.int64), time[csc].astype(np.int64)
+    order = np.lexsort((np.arange(e), time, np.repeat(np.arange(n), np.diff(indptr)))).astype(np.int64)
+    return indptr, indices, time, order
 
 
 @settings(max_examples=60, deadline=None)
@@ -25,22 +30,23 @@ def _timed_csc(rng: np.random.Generator, n: int, e: int, horizon: int) -> tuple[
     seed=st.integers(0, 2**31),
     n=st.integers(1, 40),
     e=st.integers(0, 300),
-    fanout=st.integers(1, 6),
+    fanout=st.sampled_from([-1, 1, 2, 3, 6]),
     recent=st.booleans(),
     inclusive=st.booleans(),
 )
 def test_no_hop_reads_the_future(seed: int, n: int, e: int, fanout: int, recent: bool, inclusive: bool) -> None:
     rng = np.random.default_rng(seed)
-    indptr, indices, time = _timed_csc(rng, n, e, horizon=50)
+    indptr, indices, time, order = timed_csc(rng, n, e, horizon=50)
     dst = rng.integers(0, n, 8).astype(np.int64)
     bound = rng.integers(0, 60, 8).astype(np.int64)
     for hop in range(3):
-        args = (indptr, indices, time, dst, bound, np.int64(fanout), recent, inclusive, np.uint64(1000 + hop))
+        args = (indptr, indices, time, order, dst, bound, np.int64(fanout), recent, inclusive, np.uint64(1000 + hop))
         got = temporal_hop(*args)
-        ref = temporal_hop_py(indptr, indices, time, dst, bound, fanout, recent, inclusive, 1000 + hop)
+        ref = temporal_hop_py(indptr, indices, time, order, dst, bound, fanout, recent, inclusive, 1000 + hop)
         for a, b in zip(got, ref):
             np.testing.assert_array_equal(a, b)
         src, src_bound, pos, dst_index = got
+        assert np.all(indices[pos] == src)
         assert np.all(src_bound == bound[dst_index])
         if inclusive:
             assert np.all(time[pos] <= src_bound)
@@ -52,20 +58,22 @@ def test_no_hop_reads_the_future(seed: int, n: int, e: int, fanout: int, recent:
             assert len(set(mine.tolist())) == mine.shape[0]
             lo, hi = indptr[dst[j]], indptr[dst[j] + 1]
             limit = time[lo:hi] <= bound[j] if inclusive else time[lo:hi] < bound[j]
-            assert mine.shape[0] == min(fanout, int(limit.sum()))
+            assert mine.shape[0] == (int(limit.sum()) if fanout < 0 else min(fanout, int(limit.sum())))
         dst, bound = src, src_bound  # neighbours inherit their seed's bound
 
 
 def test_recent_picks_exactly_the_latest_edges() -> None:
     rng = np.random.default_rng(3)
-    indptr, indices, time = _timed_csc(rng, 20, 400, horizon=1000)
+    indptr, indices, time, order = timed_csc(rng, 20, 400, horizon=1000)
     dst = np.arange(20, dtype=np.int64)
     bound = rng.integers(100, 1000, 20).astype(np.int64)
-    src, _, pos, dst_index = temporal_hop(indptr, indices, time, dst, bound, np.int64(4), True, False, np.uint64(7))
+    args = (indptr, indices, time, order, dst, bound, np.int64(4), True, False, np.uint64(7))
+    _, _, pos, dst_index = temporal_hop(*args)
     for j in range(20):
         lo, hi = indptr[j], indptr[j + 1]
         admissible = np.arange(lo, hi)[time[lo:hi] < bound[j]]
-        assert sorted(pos[dst_index == j].tolist()) == admissible[-4:].tolist()
+        latest = admissible[np.lexsort((admissible, time[admissible]))][-4:]
+        assert sorted(pos[dst_index == j].tolist()) == sorted(latest.tolist())
 
 
 def test_uniform_picks_match_the_reference_distribution() -> None:
@@ -75,9 +83,34 @@ def test_uniform_picks_match_the_reference_distribution() -> None:
     time = np.arange(14, dtype=np.int64)
     dst = np.zeros(4000, np.int64)  # 4000 destinations, one per independent draw stream position
     bound = np.full(4000, 10, np.int64)
-    _, _, pos, _ = temporal_hop(indptr, indices, time, dst, bound, np.int64(3), False, False, np.uint64(11))
+    order = np.arange(14, dtype=np.int64)
+    _, _, pos, _ = temporal_hop(indptr, indices, time, order, dst, bound, np.int64(3), False, False, np.uint64(11))
     counts = np.bincount(pos, minlength=14)
     assert counts[10:].sum() == 0
     expected = 4000 * 3 / 10
     chi2 = float(((counts[:10] - expected) ** 2 / expected).sum())
     assert chi2 < 27.9  # chi-square, 9 degrees of freedom, p = 0.001
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**31), known=st.integers(0, 10), s=st.integers(0, 200))
+def test_relabel_pairs_equals_the_reference(seed: int, known: int, s: int) -> None:
+    rng = np.random.default_rng(seed)
+    node = rng.integers(0, 12, s).astype(np.int64)
+    bound = rng.integers(0, 4, s).astype(np.int64)
+    first = list(dict.fromkeys(zip(rng.integers(0, 12, known).tolist(), rng.integers(0, 4, known).tolist())))
+    keys_node = np.zeros(len(first) + s, np.int64)
+    keys_bound = np.zeros(len(first) + s, np.int64)
+    table = np.full(1024, -1, np.int64)
+    scratch = np.empty(len(first), np.int64)
+    count = relabel_pairs(
+        np.array([p[0] for p in first], np.int64), np.array([p[1] for p in first], np.int64),
+        table, keys_node, keys_bound, 0, scratch,
+    )  # fmt: skip
+    assert count == len(first)
+    local = np.empty(s, np.int64)
+    count = relabel_pairs(node, bound, table, keys_node, keys_bound, count, local)
+    rows, pairs = relabel_pairs_py(node, bound, first)
+    np.testing.assert_array_equal(local, rows)
+    assert count == len(pairs)
+    assert list(zip(keys_node[:count].tolist(), keys_bound[:count].tolist())) == pairs

@@ -15,7 +15,8 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_flatten, tree_map
 
 from graphtier import Dataset
-from graphtier.train import TrainConfig, Trainer, comm
+from graphtier.train import TrainConfig, Trainer
+from graphtier.train.dist import comm
 from graphtier.train.dist.comm import (
     DistContext,
     all_gather_floats,

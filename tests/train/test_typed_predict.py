@@ -11,7 +11,8 @@ import torch
 from graphtier.dataset import Dataset
 from graphtier.dataset.scratch import scratch_array
 from graphtier.errors import OptionError
-from graphtier.train import inference, train
+from graphtier.train import train
+from graphtier.train.infer import inference
 from graphtier.train.infer.predict import predict
 from graphtier.train.infer.typed_inference import typed_layerwise_outputs
 from graphtier.train.persist.saved import load_model
