@@ -33,6 +33,7 @@ _EXPORTS: dict[str, str] = {
     "NeighborSampler": "graphtier.sampling",
     "DeviceNeighborSampler": "graphtier.sampling",
     "ShadowSampler": "graphtier.sampling",
+    "TemporalNeighborSampler": "graphtier.sampling",
     "MiniBatch": "graphtier.sampling",
     "Block": "graphtier.sampling",
     "iter_seed_batches": "graphtier.sampling",
@@ -126,6 +127,7 @@ if TYPE_CHECKING:  # static analysers see the real names
         NeighborSampler,
         SamplerSpec,
         ShadowSampler,
+        TemporalNeighborSampler,
         iter_seed_batches,
     )
     from graphtier.tiering.cache_sim import CachePolicyTable, cache_policy_table

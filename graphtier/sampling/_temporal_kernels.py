@@ -27,6 +27,11 @@ def _cut(
     edge_time: np.ndarray, order: np.ndarray, start: np.int64, stop: np.int64, bound: np.int64, inclusive: bool
 ) -> np.int64:
     """First position p in [start, stop) with ``edge_time[order[p]]`` >= bound (> bound if inclusive); stop if none."""
+    if start == stop:
+        return stop
+    last = edge_time[order[stop - 1]]
+    if last < bound or (inclusive and last == bound):  # the whole list is in the past: no search
+        return stop
     lo = start
     hi = stop
     while lo < hi:
@@ -40,47 +45,60 @@ def _cut(
 
 
 @numba.njit(cache=True, nogil=True)
-def temporal_hop(
+def temporal_cuts(
     indptr: np.ndarray,
-    indices: np.ndarray,
     edge_time: np.ndarray,
     order: np.ndarray,
     dst: np.ndarray,
     bound: np.ndarray,
     fanout: np.int64,
-    recent: bool,
     inclusive: bool,
-    stream: np.uint64,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """One temporal hop.
-
-    Args:
-        indptr: int64 [N + 1], CSC offsets. indices: int32/int64 [E], source of each edge.
-        edge_time: int64 [E], time of each edge (CSC order). order: int64 [E], each list's positions by time.
-        dst: int64 [B], destination nodes. bound: int64 [B], time bound of each destination.
-        fanout: picks per destination (all admissible edges if fewer, or if negative). recent: latest edges
-            instead of uniform. inclusive: admit edges at the bound (``<=``) instead of strictly before (``<``).
-        stream: uint64 hop key; destination ``j`` draws with ``node_key(stream, j)``.
-
-    Returns:
-        (src int64 [S], src_bound int64 [S], edge_id int64 [S], dst_index int64 [S]): for each sampled
-        edge its source node, the bound the source inherits (its destination's), its CSC position (the edge id
-        that reads its time and features) and the index into ``dst`` of its destination; grouped by
-        destination in order, earliest admissible edge first for ``recent`` and full lists.
-    """
-    n = dst.shape[0]
-    counts = np.empty(n, np.int64)
-    cuts = np.empty(n, np.int64)
-    for j in range(n):
+    cuts: np.ndarray,
+) -> np.int64:
+    """First pass of a hop: ``cuts[j]`` (int64 [B]) = the end of destination ``j``'s admissible prefix (a CSC
+    position in ``order``'s slice); returns the number of edges the hop samples (``fanout`` or fewer per
+    destination, all of them when ``fanout < 0``)."""
+    total = 0
+    for j in range(dst.shape[0]):
         start = indptr[dst[j]]
         cut = _cut(edge_time, order, start, indptr[dst[j] + 1], bound[j], inclusive)
         cuts[j] = cut
-        counts[j] = cut - start if fanout < 0 else min(fanout, cut - start)
-    total = counts.sum()
-    src = np.empty(total, np.int64)
-    src_bound = np.empty(total, np.int64)
-    edge_id = np.empty(total, np.int64)
-    dst_index = np.empty(total, np.int64)
+        total += cut - start if fanout < 0 else min(fanout, cut - start)
+    return total
+
+
+@numba.njit(cache=True, nogil=True)
+def temporal_hop(
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    order: np.ndarray,
+    cuts: np.ndarray,
+    num_dst: np.int64,
+    fanout: np.int64,
+    recent: bool,
+    stream: np.uint64,
+    first_row: np.ndarray,
+    next_row: np.ndarray,
+    keys_node: np.ndarray,
+    keys_bound: np.ndarray,
+    count: np.int64,
+    src_row: np.ndarray,
+    dst_index: np.ndarray,
+    edge_id: np.ndarray,
+) -> np.int64:
+    """Second pass of a hop: sample the admissible edges of rows ``[0, num_dst)`` and give their sources rows.
+
+    Row ``j`` is destination ``keys_node[j]`` with bound ``keys_bound[j]``; its admissible edges end at
+    ``cuts[j]`` (:func:`temporal_cuts`). It picks ``fanout`` of them uniformly without replacement (Floyd's
+    algorithm, key ``node_key(stream, j)``), the ``fanout`` most recent (``recent``), or all when fewer or
+    ``fanout < 0``; each picked source inherits the bound and gets its (node, bound) row as in
+    :func:`relabel_pairs` (new rows appended after ``count``; the row arrays must hold ``count`` plus the
+    hop's edges).
+
+    Outputs (int64 [S], S from :func:`temporal_cuts`), grouped by destination in order, earliest first for
+    ``recent`` and full lists: ``src_row`` (the source's row), ``dst_index`` (the destination's row),
+    ``edge_id`` (the edge's CSC position, which reads its time and features). Returns the row count after.
+    """
     width = max(fanout, 1)
     out = np.empty(width, np.int64)
     size = 1
@@ -88,26 +106,27 @@ def temporal_hop(
         size *= 2
     table = np.empty(size, np.int64)
     w = 0
-    for j in range(n):
-        start = indptr[dst[j]]
+    for j in range(num_dst):
+        start = indptr[keys_node[j]]
         degree = cuts[j] - start
-        k = counts[j]
+        k = degree if fanout < 0 else min(fanout, degree)
+        if 0 < k < degree and not recent:
+            floyd_positions(node_key(stream, j), degree, k, out, table)
+        b = keys_bound[j]
         for i in range(k):
             if k == degree:
                 p = i
             elif recent:
                 p = degree - k + i
             else:
-                if i == 0:
-                    floyd_positions(node_key(stream, j), degree, k, out, table)
                 p = out[i]
             pos = order[start + p]
-            src[w] = indices[pos]
-            src_bound[w] = bound[j]
-            edge_id[w] = pos
+            row, count = _row_of(indices[pos], b, first_row, next_row, keys_node, keys_bound, count)
+            src_row[w] = row
             dst_index[w] = j
+            edge_id[w] = pos
             w += 1
-    return src, src_bound, edge_id, dst_index
+    return count
 
 
 def temporal_hop_py(
@@ -122,7 +141,9 @@ def temporal_hop_py(
     inclusive: bool,
     stream: int,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Plain numpy/Python reference of :func:`temporal_hop` (same arguments, identical output)."""
+    """Plain numpy/Python reference of one hop (:func:`temporal_cuts` then :func:`temporal_hop`) in node ids:
+    (src int64 [S], src_bound int64 [S], edge_id int64 [S], dst_index int64 [S]) for destinations ``dst`` with
+    bounds ``bound``; the kernel's ``src_row`` are these sources' rows by :func:`relabel_pairs_py`."""
     src: list[int] = []
     src_bound: list[int] = []
     edge_id: list[int] = []
@@ -149,26 +170,37 @@ def temporal_hop_py(
     return as64(src), as64(src_bound), as64(edge_id), as64(dst_index)
 
 
-@numba.njit(cache=True, nogil=True)
-def _slot(
-    table: np.ndarray, keys_node: np.ndarray, keys_bound: np.ndarray, node: np.int64, bound: np.int64
-) -> np.int64:
-    """The slot of (node, bound) in the open-addressing ``table`` (its row, or the empty slot where it goes)."""
-    mask = table.shape[0] - 1
-    h = np.uint64(node) * np.uint64(0x9E3779B97F4A7C15) ^ np.uint64(bound) * np.uint64(0xC2B2AE3D27D4EB4F)
-    i = np.int64((h ^ (h >> np.uint64(31))) & np.uint64(mask))
-    while True:
-        row = table[i]
-        if row < 0 or (keys_node[row] == node and keys_bound[row] == bound):
-            return i
-        i = (i + 1) & mask
+@numba.njit(cache=True, nogil=True, inline="always")
+def _row_of(
+    v: np.int64,
+    b: np.int64,
+    first_row: np.ndarray,
+    next_row: np.ndarray,
+    keys_node: np.ndarray,
+    keys_bound: np.ndarray,
+    count: np.int64,
+) -> tuple[np.int64, np.int64]:
+    """(row of the pair (v, b), row count after): its row if known, else a new row ``count`` (the chain of
+    :func:`relabel_pairs`)."""
+    row = first_row[v]
+    while row >= 0 and keys_bound[row] != b:
+        row = next_row[row]
+    if row < 0:
+        row = count
+        next_row[row] = first_row[v]
+        first_row[v] = row
+        keys_node[row] = v
+        keys_bound[row] = b
+        count += 1
+    return row, count
 
 
 @numba.njit(cache=True, nogil=True)
 def relabel_pairs(
     node: np.ndarray,
     bound: np.ndarray,
-    table: np.ndarray,
+    first_row: np.ndarray,
+    next_row: np.ndarray,
     keys_node: np.ndarray,
     keys_bound: np.ndarray,
     count: np.int64,
@@ -176,25 +208,28 @@ def relabel_pairs(
 ) -> np.int64:
     """Give each (node, bound) pair a row in first-seen order, after the ``count`` rows known already.
 
+    A node's rows form a chain: ``first_row[node]`` is its latest row (-1 for none) and ``next_row[row]`` the
+    node's row before it, so a lookup is one read of the node-indexed scratch plus one step per other bound
+    of the same node in the batch (the untimed relabel's cost when every seed has one time).
+
     Args:
-        node, bound: int64 [S], the pairs. table: int64 [T] (a power of two > the final row count), -1 where
-            empty, the row of each known pair elsewhere. keys_node, keys_bound: int64 [>= final count], the
-            node and bound of each row (rows ``[0, count)`` known). local: int64 [S], receives each pair's row.
+        node, bound: int64 [S], the pairs. first_row: int64 [N] scratch, -1 for nodes without a row (reset them
+            with :func:`reset_rows` after the batch). next_row, keys_node, keys_bound: int64 [>= final count]
+            (rows ``[0, count)`` known). local: int64 [S], receives each pair's row.
 
     Returns:
         The row count after the pairs.
     """
     for i in range(node.shape[0]):
-        s = _slot(table, keys_node, keys_bound, node[i], bound[i])
-        row = table[s]
-        if row < 0:
-            row = count
-            table[s] = row
-            keys_node[row] = node[i]
-            keys_bound[row] = bound[i]
-            count += 1
-        local[i] = row
+        local[i], count = _row_of(node[i], bound[i], first_row, next_row, keys_node, keys_bound, count)
     return count
+
+
+@numba.njit(cache=True, nogil=True)
+def reset_rows(first_row: np.ndarray, keys_node: np.ndarray, count: np.int64) -> None:
+    """Set ``first_row`` back to -1 for the nodes of rows ``[0, count)`` (touches only the batch's nodes)."""
+    for row in range(count):
+        first_row[keys_node[row]] = -1
 
 
 def relabel_pairs_py(

@@ -22,8 +22,9 @@ import torch
 
 from graphtier.errors import OptionError
 from graphtier.sampling import _neighbor_kernels as kernels
-from graphtier.sampling._temporal_kernels import relabel_pairs, temporal_hop
+from graphtier.sampling._temporal_kernels import relabel_pairs, reset_rows, temporal_cuts, temporal_hop
 from graphtier.sampling.batch import Block, MiniBatch
+from graphtier.sampling.buffers import Workspace, WorkspacePool
 from graphtier.sampling.fanouts import check_fanouts
 from graphtier.sampling.neighbor import check_graph, check_seed, next_batch_id
 from graphtier.sampling.seeds import as_seed_array
@@ -71,7 +72,8 @@ class TemporalNeighborSampler:
         seed: base of the counter-based random stream; the same ``(seed, batch_id, seeds, seed_time)`` gives
             the same batch.
 
-    Arrays stay as given (memory maps are read in place); the sampler holds no per-node scratch.
+    Arrays stay as given (memory maps are read in place). Each concurrent :meth:`sample` call holds one
+    node-indexed scratch array (:class:`~graphtier.sampling.buffers.Workspace`), reset after its batch.
     """
 
     def __init__(
@@ -96,6 +98,7 @@ class TemporalNeighborSampler:
         self.inclusive = bool(inclusive)
         self.seed = check_seed(seed)
         self._batch_counter = itertools.count()
+        self._workspaces = WorkspacePool(self.num_nodes)
 
     def sample(
         self, seeds: np.ndarray | torch.Tensor, seed_time: np.ndarray | torch.Tensor | int, batch_id: int | None = None
@@ -108,62 +111,55 @@ class TemporalNeighborSampler:
         seed_array = as_seed_array(seeds, self.num_nodes)
         times = seed_times(seed_time, seed_array.shape[0])
         batch_id = next_batch_id(batch_id, self._batch_counter)
-        # rows grow by at most the sampled edges of each hop; the table is sized once the total is known
-        capacity = max(seed_array.shape[0], 1)
-        keys_node = np.empty(capacity, np.int64)
-        keys_bound = np.empty(capacity, np.int64)
-        table = np.full(_table_size(capacity), -1, np.int64)
-        seed_index = np.empty(seed_array.shape[0], np.int64)
-        count = int(relabel_pairs(seed_array, times, table, keys_node, keys_bound, 0, seed_index))
-        sizes = [count]
-        hops: list[tuple[np.ndarray, np.ndarray]] = []
-        for hop, fanout in enumerate(self.fanouts):
-            stream = np.uint64(kernels.stream_key(self.seed, int(batch_id), hop))
-            src, src_bound, edge_id, dst_index = temporal_hop(
-                self.indptr, self.indices, self.edge_time, self.edge_time_order, keys_node[:count],
-                keys_bound[:count], np.int64(fanout), self.recent, self.inclusive, stream,
-            )  # fmt: skip
-            need = count + src.shape[0]
-            if need > keys_node.shape[0]:
-                keys_node = _grown(keys_node, need, count)
-                keys_bound = _grown(keys_bound, need, count)
-            if _table_size(need) > table.shape[0]:
-                table = _rehashed(keys_node, keys_bound, count, _table_size(need))
-            local = np.empty(src.shape[0], np.int64)
-            count = int(relabel_pairs(src, src_bound, table, keys_node, keys_bound, count, local))
-            sizes.append(count)
-            hops.append((np.stack([local, dst_index]), edge_id))
+        workspace = self._workspaces.take()
+        # a failed batch may leave rows in the scratch: its workspace is dropped, not given back
+        n_id, n_time, hops, sizes, seed_index = self._sample(seed_array, times, int(batch_id), workspace)
+        self._workspaces.give_back(workspace)
         blocks = [
             Block(torch.from_numpy(hops[h][0]), sizes[h + 1], sizes[h], torch.from_numpy(hops[h][1]))
             for h in reversed(range(len(self.fanouts)))
         ]
         return MiniBatch(
-            n_id=torch.from_numpy(keys_node[:count].copy()),
+            n_id=torch.from_numpy(n_id),
             blocks=blocks,
             seed_index=torch.from_numpy(seed_index),
             seeds=torch.from_numpy(seed_array.copy()),
-            n_time=torch.from_numpy(keys_bound[:count].copy()),
+            n_time=torch.from_numpy(n_time),
         )
 
-
-def _table_size(rows: int) -> int:
-    """A power of two of at least twice ``rows`` (the hash table's load stays at most 1/2)."""
-    size = 16
-    while size < 2 * rows:
-        size *= 2
-    return size
-
-
-def _grown(array: np.ndarray, need: int, keep: int) -> np.ndarray:
-    """``array`` with room for ``need`` entries (at least doubled), its first ``keep`` entries kept."""
-    out = np.empty(max(need, 2 * array.shape[0]), np.int64)
-    out[:keep] = array[:keep]
-    return out
-
-
-def _rehashed(keys_node: np.ndarray, keys_bound: np.ndarray, count: int, size: int) -> np.ndarray:
-    """A hash table of ``size`` slots holding rows ``[0, count)`` (their keys are distinct, so no row moves)."""
-    table = np.full(size, -1, np.int64)
-    scratch = np.empty(count, np.int64)
-    relabel_pairs(keys_node[:count], keys_bound[:count], table, keys_node.copy(), keys_bound.copy(), 0, scratch)
-    return table
+    def _sample(
+        self, seeds: np.ndarray, times: np.ndarray, batch_id: int, workspace: Workspace
+    ) -> tuple[np.ndarray, np.ndarray, list[tuple[np.ndarray, np.ndarray]], list[int], np.ndarray]:
+        """(n_id [R], n_time [R], (edge_index [2, E_h], edge_id [E_h]) per hop, rows known before each hop and
+        after the last, seed_index [B]): fresh arrays; the workspace's node-indexed scratch is reset on the way out."""
+        first_row = workspace.local_id
+        size = seeds.shape[0]
+        rows = {name: workspace.array(name, size) for name in ("next", "node", "bound")}
+        seed_index = np.empty(seeds.shape[0], np.int64)
+        count = 0
+        try:
+            count = int(
+                relabel_pairs(seeds, times, first_row, rows["next"], rows["node"], rows["bound"], 0, seed_index)
+            )
+            sizes = [count]
+            hops: list[tuple[np.ndarray, np.ndarray]] = []
+            for hop, fanout in enumerate(self.fanouts):
+                cuts = workspace.array("cuts", count)
+                total = int(
+                    temporal_cuts(self.indptr, self.edge_time, self.edge_time_order, rows["node"][:count],
+                                  rows["bound"][:count], np.int64(fanout), self.inclusive, cuts)
+                )  # fmt: skip
+                rows = {name: workspace.array(name, count + total, keep=count) for name in rows}
+                edge_index = np.empty((2, total), np.int64)
+                edge_id = np.empty(total, np.int64)
+                stream = np.uint64(kernels.stream_key(self.seed, batch_id, hop))
+                count = int(
+                    temporal_hop(self.indptr, self.indices, self.edge_time_order, cuts, np.int64(count),
+                                 np.int64(fanout), self.recent, stream, first_row, rows["next"], rows["node"],
+                                 rows["bound"], np.int64(count), edge_index[0], edge_index[1], edge_id)
+                )  # fmt: skip
+                sizes.append(count)
+                hops.append((edge_index, edge_id))
+        finally:
+            reset_rows(first_row, rows["node"], count)
+        return rows["node"][:count].copy(), rows["bound"][:count].copy(), hops, sizes, seed_index

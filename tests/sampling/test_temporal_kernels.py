@@ -6,7 +6,14 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from graphtier.sampling._temporal_kernels import relabel_pairs, relabel_pairs_py, temporal_hop, temporal_hop_py
+from graphtier.sampling._temporal_kernels import (
+    relabel_pairs,
+    relabel_pairs_py,
+    reset_rows,
+    temporal_cuts,
+    temporal_hop,
+    temporal_hop_py,
+)
 
 
 def timed_csc(
@@ -25,6 +32,41 @@ def timed_csc(
     return indptr, indices, time, order
 
 
+def kernel_hop(
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    time: np.ndarray,
+    order: np.ndarray,
+    dst: np.ndarray,
+    bound: np.ndarray,
+    fanout: int,
+    recent: bool,
+    inclusive: bool,
+    stream: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The kernels' hop (temporal_cuts, then temporal_hop over the rows of the DISTINCT pairs (dst, bound), row j =
+    pair j) in the reference's terms: (src, src_bound, edge_id, dst_index)."""
+    assert len(set(zip(dst.tolist(), bound.tolist()))) == dst.shape[0]
+    first_row = np.full(indptr.shape[0] - 1, -1, np.int64)
+    size = dst.shape[0] + indices.shape[0] * max(dst.shape[0], 1)
+    next_row, keys_node, keys_bound = (np.zeros(size, np.int64) for _ in range(3))
+    count = relabel_pairs(dst, bound, first_row, next_row, keys_node, keys_bound, 0, np.empty(dst.shape[0], np.int64))
+    cuts = np.empty(count, np.int64)
+    total = temporal_cuts(indptr, time, order, keys_node[:count], keys_bound[:count], fanout, inclusive, cuts)
+    src_row, dst_index, edge_id = (np.empty(total, np.int64) for _ in range(3))
+    after = temporal_hop(indptr, indices, order, cuts, count, fanout, recent, np.uint64(stream), first_row,
+                         next_row, keys_node, keys_bound, count, src_row, dst_index, edge_id)  # fmt: skip
+    rows, pairs = relabel_pairs_py(keys_node[src_row], keys_bound[src_row], list(zip(dst.tolist(), bound.tolist())))
+    np.testing.assert_array_equal(src_row, rows)  # the fused relabel equals the reference relabel
+    assert after == len(pairs)
+    return keys_node[src_row], keys_bound[src_row], edge_id, dst_index
+
+
+def distinct_pairs(dst: np.ndarray, bound: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    pairs = list(dict.fromkeys(zip(dst.tolist(), bound.tolist())))
+    return np.array([p[0] for p in pairs], np.int64), np.array([p[1] for p in pairs], np.int64)
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     seed=st.integers(0, 2**31),
@@ -37,11 +79,9 @@ def timed_csc(
 def test_no_hop_reads_the_future(seed: int, n: int, e: int, fanout: int, recent: bool, inclusive: bool) -> None:
     rng = np.random.default_rng(seed)
     indptr, indices, time, order = timed_csc(rng, n, e, horizon=50)
-    dst = rng.integers(0, n, 8).astype(np.int64)
-    bound = rng.integers(0, 60, 8).astype(np.int64)
+    dst, bound = distinct_pairs(rng.integers(0, n, 8), rng.integers(0, 60, 8))
     for hop in range(3):
-        args = (indptr, indices, time, order, dst, bound, np.int64(fanout), recent, inclusive, np.uint64(1000 + hop))
-        got = temporal_hop(*args)
+        got = kernel_hop(indptr, indices, time, order, dst, bound, fanout, recent, inclusive, 1000 + hop)
         ref = temporal_hop_py(indptr, indices, time, order, dst, bound, fanout, recent, inclusive, 1000 + hop)
         for a, b in zip(got, ref):
             np.testing.assert_array_equal(a, b)
@@ -59,7 +99,7 @@ def test_no_hop_reads_the_future(seed: int, n: int, e: int, fanout: int, recent:
             lo, hi = indptr[dst[j]], indptr[dst[j] + 1]
             limit = time[lo:hi] <= bound[j] if inclusive else time[lo:hi] < bound[j]
             assert mine.shape[0] == (int(limit.sum()) if fanout < 0 else min(fanout, int(limit.sum())))
-        dst, bound = src, src_bound  # neighbours inherit their seed's bound
+        dst, bound = distinct_pairs(src, src_bound)  # neighbours inherit their seed's bound
 
 
 def test_recent_picks_exactly_the_latest_edges() -> None:
@@ -67,8 +107,7 @@ def test_recent_picks_exactly_the_latest_edges() -> None:
     indptr, indices, time, order = timed_csc(rng, 20, 400, horizon=1000)
     dst = np.arange(20, dtype=np.int64)
     bound = rng.integers(100, 1000, 20).astype(np.int64)
-    args = (indptr, indices, time, order, dst, bound, np.int64(4), True, False, np.uint64(7))
-    _, _, pos, dst_index = temporal_hop(*args)
+    _, _, pos, dst_index = kernel_hop(indptr, indices, time, order, dst, bound, 4, True, False, 7)
     for j in range(20):
         lo, hi = indptr[j], indptr[j + 1]
         admissible = np.arange(lo, hi)[time[lo:hi] < bound[j]]
@@ -78,13 +117,15 @@ def test_recent_picks_exactly_the_latest_edges() -> None:
 
 def test_uniform_picks_match_the_reference_distribution() -> None:
     """One destination, 10 admissible edges of 14, fanout 3: each admissible edge is picked w.p. 3/10."""
-    indptr = np.array([0, 14], np.int64)
+    indptr = np.array([0] + [14] * 14, np.int64)  # 14 nodes; node 0 has the 14 edges
     indices = np.arange(14, dtype=np.int64)
     time = np.arange(14, dtype=np.int64)
-    dst = np.zeros(4000, np.int64)  # 4000 destinations, one per independent draw stream position
-    bound = np.full(4000, 10, np.int64)
     order = np.arange(14, dtype=np.int64)
-    _, _, pos, _ = temporal_hop(indptr, indices, time, order, dst, bound, np.int64(3), False, False, np.uint64(11))
+    dst, bound = np.zeros(1, np.int64), np.full(1, 10, np.int64)
+    # 4000 independent draws: one hop per stream key
+    pos = np.concatenate(
+        [kernel_hop(indptr, indices, time, order, dst, bound, 3, False, False, s)[2] for s in range(4000)]
+    )
     counts = np.bincount(pos, minlength=14)
     assert counts[10:].sum() == 0
     expected = 4000 * 3 / 10
@@ -93,24 +134,25 @@ def test_uniform_picks_match_the_reference_distribution() -> None:
 
 
 @settings(max_examples=60, deadline=None)
-@given(seed=st.integers(0, 2**31), known=st.integers(0, 10), s=st.integers(0, 200))
-def test_relabel_pairs_equals_the_reference(seed: int, known: int, s: int) -> None:
+@given(seed=st.integers(0, 2**31), known=st.integers(0, 10), s=st.integers(0, 200), int32=st.booleans())
+def test_relabel_pairs_equals_the_reference(seed: int, known: int, s: int, int32: bool) -> None:
     rng = np.random.default_rng(seed)
     node = rng.integers(0, 12, s).astype(np.int64)
     bound = rng.integers(0, 4, s).astype(np.int64)
     first = list(dict.fromkeys(zip(rng.integers(0, 12, known).tolist(), rng.integers(0, 4, known).tolist())))
-    keys_node = np.zeros(len(first) + s, np.int64)
-    keys_bound = np.zeros(len(first) + s, np.int64)
-    table = np.full(1024, -1, np.int64)
+    first_row = np.full(12, -1, np.int32 if int32 else np.int64)  # the workspace's scratch is int32 below 2^31 nodes
+    next_row, keys_node, keys_bound = (np.zeros(len(first) + s, np.int64) for _ in range(3))
     scratch = np.empty(len(first), np.int64)
     count = relabel_pairs(
         np.array([p[0] for p in first], np.int64), np.array([p[1] for p in first], np.int64),
-        table, keys_node, keys_bound, 0, scratch,
+        first_row, next_row, keys_node, keys_bound, 0, scratch,
     )  # fmt: skip
     assert count == len(first)
     local = np.empty(s, np.int64)
-    count = relabel_pairs(node, bound, table, keys_node, keys_bound, count, local)
+    count = relabel_pairs(node, bound, first_row, next_row, keys_node, keys_bound, count, local)
     rows, pairs = relabel_pairs_py(node, bound, first)
     np.testing.assert_array_equal(local, rows)
     assert count == len(pairs)
     assert list(zip(keys_node[:count].tolist(), keys_bound[:count].tolist())) == pairs
+    reset_rows(first_row, keys_node, count)
+    assert np.all(first_row == -1)
