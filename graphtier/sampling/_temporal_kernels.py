@@ -105,28 +105,33 @@ def temporal_hop(
     while size < 2 * width:
         size *= 2
     table = np.empty(size, np.int64)
+    # pass 1 (compute, and reads of ``order`` within each list): the picked edges' ids
     w = 0
     for j in range(num_dst):
         start = indptr[keys_node[j]]
         degree = cuts[j] - start
         k = degree if fanout < 0 else min(fanout, degree)
-        if 0 < k < degree and not recent:
+        if k == degree:
+            for i in range(k):
+                edge_id[w + i] = order[start + i]
+        elif recent:
+            for i in range(k):
+                edge_id[w + i] = order[start + degree - k + i]
+        else:
             floyd_positions(node_key(stream, j), degree, k, out, table)
-        b = keys_bound[j]
+            for i in range(k):
+                edge_id[w + i] = order[start + out[i]]
         for i in range(k):
-            if k == degree:
-                p = i
-            elif recent:
-                p = degree - k + i
-            else:
-                p = out[i]
-            pos = order[start + p]
-            row, count = _row_of(indices[pos], b, first_row, next_row, keys_node, keys_bound, count)
-            src_row[w] = row
-            dst_index[w] = j
-            edge_id[w] = pos
-            w += 1
-    return count
+            dst_index[w + i] = j
+        w += k
+    # pass 2 (memory only): a branch-free gather of the sources, many cache misses in flight at once
+    for e in range(w):
+        src_row[e] = indices[edge_id[e]]
+    # pass 3: each source inherits its destination's bound and gets its (node, bound) row
+    bounds = np.empty(w, np.int64)
+    for e in range(w):
+        bounds[e] = keys_bound[dst_index[e]]
+    return relabel_pairs(src_row[:w], bounds, first_row, next_row, keys_node, keys_bound, count, src_row[:w])
 
 
 def temporal_hop_py(
@@ -170,31 +175,6 @@ def temporal_hop_py(
     return as64(src), as64(src_bound), as64(edge_id), as64(dst_index)
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
-def _row_of(
-    v: np.int64,
-    b: np.int64,
-    first_row: np.ndarray,
-    next_row: np.ndarray,
-    keys_node: np.ndarray,
-    keys_bound: np.ndarray,
-    count: np.int64,
-) -> tuple[np.int64, np.int64]:
-    """(row of the pair (v, b), row count after): its row if known, else a new row ``count`` (the chain of
-    :func:`relabel_pairs`)."""
-    row = first_row[v]
-    while row >= 0 and keys_bound[row] != b:
-        row = next_row[row]
-    if row < 0:
-        row = count
-        next_row[row] = first_row[v]
-        first_row[v] = row
-        keys_node[row] = v
-        keys_bound[row] = b
-        count += 1
-    return row, count
-
-
 @numba.njit(cache=True, nogil=True)
 def relabel_pairs(
     node: np.ndarray,
@@ -220,8 +200,20 @@ def relabel_pairs(
     Returns:
         The row count after the pairs.
     """
-    for i in range(node.shape[0]):
-        local[i], count = _row_of(node[i], bound[i], first_row, next_row, keys_node, keys_bound, count)
+    for i in range(node.shape[0]):  # ``local`` may be ``node`` itself: entry i is read before it is written
+        v = node[i]
+        b = bound[i]
+        row = np.int64(first_row[v])
+        while row >= 0 and keys_bound[row] != b:
+            row = next_row[row]
+        if row < 0:
+            row = count
+            next_row[row] = first_row[v]
+            first_row[v] = row
+            keys_node[row] = v
+            keys_bound[row] = b
+            count += 1
+        local[i] = row
     return count
 
 
