@@ -141,5 +141,7 @@ def test_relocate_times_keeps_triples(n: int, m: int, seed: int) -> None:
     after = sorted(zip(perm[new_src].tolist(), perm[new_dst].tolist(), out.tolist()))
     assert before == after
     for v in range(n):  # each list sorted by (source, time)
-        keys = list(zip(new_indices[new_indptr[v] : new_indptr[v + 1]].tolist(), out[new_indptr[v] : new_indptr[v + 1]]))
+        keys = list(
+            zip(new_indices[new_indptr[v] : new_indptr[v + 1]].tolist(), out[new_indptr[v] : new_indptr[v + 1]])
+        )
         assert keys == sorted(keys)

@@ -102,6 +102,8 @@ def import_edgelist(
     options.check_inputs()
     labels, features, labels_column = options.labels, options.features, options.labels_column
     skip_header = textio.has_header(path, header, 2, allow_extra_columns=True)
+    if header == "auto" and not skip_header and _names_a_column(path, time_column):
+        skip_header = True  # --time-column NAME: the first line that has that column name is the header
     time_index = resolve_time_column(path, time_column, skip_header)
     if time_unit is not None and time_index is None:
         raise OptionError(f"--time-unit: expected --time-column with it (the times it describes), found {time_unit!r}")
@@ -229,6 +231,14 @@ def import_edgelist(
             progress=progress,
             edge_time_unit=time_unit,
         )
+
+
+def _names_a_column(path: Path, time_column: int | str | None) -> bool:
+    """Whether ``time_column`` is a name (not digits) found among the columns of the first data line of ``path``."""
+    if not isinstance(time_column, str) or re.fullmatch(r"\d+", time_column.strip()):
+        return False
+    lines = textio.first_data_lines(path, 1)
+    return bool(lines) and time_column in _SEPARATOR.split(lines[0])
 
 
 def resolve_time_column(path: Path, time_column: int | str | None, has_header: bool) -> int | None:
