@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -23,13 +23,21 @@ from graphtier.dataset._edge_time_kernels import edge_time_order, kept_positions
 from graphtier.dataset.checks import index_range
 from graphtier.errors import DatasetError
 
-if TYPE_CHECKING:
-    from graphtier.dataset.writer import DatasetWriter
-
 EDGE_TIME = "edge_time"
 EDGE_TIME_ORDER = "edge_time_order"
 EDGE_TIME_STEMS = frozenset({EDGE_TIME, EDGE_TIME_ORDER})
 META_KEY = "edge_time"
+
+
+class ArrayWriter(Protocol):
+    """What :func:`carry_edge_time` and :func:`finish_edge_time` use of a
+    :class:`~graphtier.dataset.writer.DatasetWriter` (not imported here: the writer imports the format)."""
+
+    def path(self, name: str) -> Path: ...
+
+    def save(self, name: str, array: np.ndarray) -> None: ...
+
+
 SAMPLED_ROWS = 4096
 """Rows of ``edge_time_order.npy`` whose order :func:`validate_edge_time` checks entry by entry (all when fewer)."""
 
@@ -100,7 +108,7 @@ def validate_edge_time(
 
 
 def carry_edge_time(
-    writer: "DatasetWriter",
+    writer: ArrayWriter,
     indptr: np.ndarray,
     indices: np.ndarray,
     new_indptr: np.ndarray,
@@ -117,7 +125,7 @@ def carry_edge_time(
     writer.save(EDGE_TIME, times[kept])
 
 
-def finish_edge_time(writer: "DatasetWriter", meta: dict[str, Any]) -> dict[str, Any]:
+def finish_edge_time(writer: ArrayWriter, meta: dict[str, Any]) -> dict[str, Any]:
     """When ``writer`` wrote ``edge_time.npy``: write ``edge_time_order.npy`` for the final ``indptr.npy`` and
     return ``meta`` with ``"edge_time"`` (unit kept from ``meta["edge_time"]["unit"]``, else null; min, max);
     else ``meta`` unchanged."""
