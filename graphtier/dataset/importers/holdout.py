@@ -175,7 +175,7 @@ def split_written_graph(
     returned copy of ``meta`` has the new ``num_edges`` and ``"link"``. ``fractions`` None returns ``meta``.
 
     The graph is undirected when ``meta["symmetric"]`` says so (else computed); the arrays are read into memory.
-    Edge times (``edge_time.npy``) of the edges that stay follow them (:func:`~graphtier.dataset.edge_time.carry_edge_time`).
+    The edges that stay keep their times (``edge_time.npy``; :func:`~graphtier.dataset.edge_time.carry_edge_time`).
     """
     if fractions is None:
         return meta
