@@ -13,6 +13,7 @@ import click
 import numpy as np
 
 from graphtier.dataset.csc import reciprocity
+from graphtier.dataset.edge_time import time_range_text
 from graphtier.dataset.format import SPLITS, Dataset
 from graphtier.dataset.link_split import EVAL_SPLITS, LINK_SPLITS, negatives_file, positives_file
 from graphtier.dataset.provenance import describe, provenance_of
@@ -214,7 +215,8 @@ def dataset_info(dataset: Dataset) -> dict[str, Any]:
     (every file of the directory), ``source`` (``meta.json``'s ``source``), ``provenance``
     (``features``/``labels``: input, synthetic or none; see :mod:`graphtier.dataset.provenance`),
     ``notes`` (one sentence per synthetic part), ``nodes_only_in_node_data``, ``edge_split`` (link prediction's
-    pairs, :func:`edge_split_info`; null without one) and ``hetero`` (per node type and relation,
+    pairs, :func:`edge_split_info`; null without one), ``edge_time`` (``unit``, ``min``, ``max`` of the edge times;
+    null without them) and ``hetero`` (per node type and relation,
     :func:`typed_info`; null when homogeneous). A heterogeneous dataset's ``in_degree`` counts every node's
     in-edges over all relations.
     """
@@ -258,6 +260,10 @@ def dataset_info(dataset: Dataset) -> dict[str, Any]:
     for type_name, table in dataset.type_features.items() if dataset.is_hetero else ():
         stem = dataset.schema.feature_file(type_name)
         arrays[stem] = _array_entry(root / f"{stem}.npy", table)
+    for stem in ("edge_time", "edge_time_order"):
+        array = getattr(dataset, stem)
+        if array is not None:
+            arrays[stem] = _array_entry(root / f"{stem}.npy", array)
     for stem, array in sorted(dataset.extra.items()):
         arrays[stem] = _array_entry(root / f"{stem}.npy", array)
     total_bytes = sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
@@ -282,6 +288,7 @@ def dataset_info(dataset: Dataset) -> dict[str, Any]:
         "notes": describe(dataset.meta),
         "nodes_only_in_node_data": int(dataset.meta.get("nodes_only_in_node_data", 0) or 0),
         "edge_split": edge_split_info(dataset),
+        "edge_time": dataset.meta.get("edge_time") if dataset.edge_time is not None else None,
         "hetero": typed_info(dataset),
     }
 
@@ -322,6 +329,8 @@ def _render_table(info: dict[str, Any]) -> None:
         if sym
         else "no (some edges lack their reverse)",
     )
+    if info.get("edge_time") is not None:
+        table.add_row("edge times", time_range_text({"edge_time": info["edge_time"]}) or "")
     table.add_row("node order", str(info["node_order"]))
     d = info["in_degree"]
     table.add_row(

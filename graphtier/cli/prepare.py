@@ -34,6 +34,7 @@ def command() -> None:
     \b
     graphtier prepare planetoid ../shared/data/cora data/cora
     graphtier prepare edgelist soc-Slashdot0902.txt.gz data/slashdot
+    graphtier prepare edgelist soc-sign-bitcoinalpha.csv data/btc --time-column timestamp --time-unit s
     graphtier prepare csr-npz cnr-2000.csr.npz data/cnr-2000
     graphtier prepare ogb ogbn_products data/products --undirected
     graphtier prepare mat ACM.mat data/acm --undirected
@@ -91,6 +92,14 @@ def planetoid(
     default=None,
     help="Keep integer ids as they are, in [0, N) (nodes without edges are kept).",
 )
+@click.option(
+    "--time-column",
+    default=None,
+    metavar="K|NAME",
+    help="The column of each edge's integer time (0-based index >= 2, or a header name): saved as edge_time.npy; "
+    "a merged repeat keeps its earliest time.",
+)
+@click.option("--time-unit", default=None, help="What the --time-column times count (s, days, ...), for meta.json.")
 def edgelist(
     source: Path,
     output: Path,
@@ -99,6 +108,8 @@ def edgelist(
     header: str,
     ids: str,
     num_nodes: int | None,
+    time_column: str | None,
+    time_unit: str | None,
     options: ImportOptions,
     progress: Progress,
 ) -> None:
@@ -120,6 +131,8 @@ def edgelist(
         ids=ids,
         num_nodes=num_nodes,
         progress=progress,
+        time_column=time_column,
+        time_unit=time_unit,
     )
     report_import(dataset, started)
 

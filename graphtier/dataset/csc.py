@@ -10,6 +10,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from graphtier.dataset._edge_time_kernels import merge_timed_halves_in_place
 from graphtier.dataset.format import index_dtype
 
 
@@ -234,7 +235,12 @@ def _merge_in_place(
 
 
 def merge_list_halves(
-    indptr: np.ndarray, middle: np.ndarray, indices: np.ndarray, *, keep_duplicates: bool = False
+    indptr: np.ndarray,
+    middle: np.ndarray,
+    indices: np.ndarray,
+    *,
+    keep_duplicates: bool = False,
+    edge_time: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, int, int]:
     """Replace each node's two sorted halves by their union, in place (no second copy of ``indices``).
 
@@ -247,6 +253,9 @@ def merge_list_halves(
 
     Args:
         indptr: int64 [N + 1]; middle: int64 [N]; indices: int32/int64 [E] (CPU, overwritten).
+        edge_time: int64 [E], the time of each entry (CPU, overwritten; halves sorted by (source, time) with
+            ``_edge_time_kernels.sort_timed_halves``), or None: merged along, a kept entry taking the earliest
+            times of its copies; ``edge_time[:E']`` is then the result's.
 
     Returns:
         ``(new_indptr int64 [N + 1], indices[:E'] (a view of the input), duplicates, reciprocal)``:
@@ -259,7 +268,13 @@ def merge_list_halves(
     np.cumsum(counts, out=new_indptr[1:])
     del counts
     longest = int(np.max(np.diff(indptr))) if indptr.shape[0] > 1 else 0
-    _merge_in_place(indptr, middle, indices, new_indptr, keep_duplicates, np.empty(longest, dtype=indices.dtype))
+    scratch = np.empty(longest, dtype=indices.dtype)
+    if edge_time is None:
+        _merge_in_place(indptr, middle, indices, new_indptr, keep_duplicates, scratch)
+    else:
+        merge_timed_halves_in_place(
+            indptr, middle, indices, edge_time, new_indptr, keep_duplicates, scratch, np.empty(longest, np.int64)
+        )
     return new_indptr, indices[: int(new_indptr[-1])], int(duplicates), int(reciprocal)
 
 

@@ -17,6 +17,7 @@ import numpy as np
 
 from graphtier.dataset import swap
 from graphtier.dataset.checks import index_range, is_non_decreasing
+from graphtier.dataset.edge_time import EDGE_TIME_STEMS, load_edge_time, validate_edge_time
 from graphtier.dataset.finite import SAMPLE_BLOCK_BYTES, SAMPLE_BLOCKS, find_non_finite
 from graphtier.dataset.link_split import (
     LINK_FILE_STEMS,
@@ -93,6 +94,10 @@ class Dataset:
             ids of the target type.
         type_features: float32/float16 [count, dim] per node type with features (the homogeneous type ``_N``
             maps to ``features``).
+        edge_time: int64 [E], the time of each edge in CSC order (``indices[p]``'s edge at ``p``), or None when the
+            dataset has no edge times (:mod:`graphtier.dataset.edge_time`; ``meta["edge_time"]``: unit, min, max).
+        edge_time_order: int64 [E]: each list ``[indptr[v], indptr[v + 1])``'s positions sorted by (time,
+            position), or None with ``edge_time``.
     """
 
     path: Path
@@ -108,6 +113,8 @@ class Dataset:
     extra: dict[str, np.ndarray] = field(default_factory=dict)
     schema: Schema = field(default=None)  # type: ignore[assignment]  # set in __post_init__ when None
     type_features: dict[str, np.ndarray] = field(default_factory=dict)
+    edge_time: np.ndarray | None = None
+    edge_time_order: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if self.schema is None:
@@ -233,7 +240,9 @@ class Dataset:
             split_path = root / f"{name}_idx.npy"
             splits[name] = _load_array(split_path, mmap, writable=True) if split_path.is_file() else None
         link = read_link_split(root, meta, lambda p: _load_array(p, mmap))
+        edge_time, edge_time_order = load_edge_time(root, meta, lambda p: _load_array(p, mmap))
         known = {"indptr", "indices", "features", "labels"} | {f"{s}_idx" for s in SPLITS} | LINK_FILE_STEMS
+        known |= EDGE_TIME_STEMS
         known |= {schema.feature_file(t.name) for t in schema.node_types if schema.hetero}
         extra = {p.stem: _load_array(p, mmap) for p in sorted(root.glob("*.npy")) if p.stem not in known}
         dataset = cls(
@@ -250,6 +259,8 @@ class Dataset:
             extra=extra,
             schema=schema,
             type_features=type_features,
+            edge_time=edge_time,
+            edge_time_order=edge_time_order,
         )
         if validate:
             dataset.validate()
@@ -304,6 +315,8 @@ class Dataset:
                     raise DatasetError(
                         f"{p}: expected labels in [-1, {self.num_classes}), found values in [{lo}, {hi}]"
                     )
+        if self.edge_time is not None and self.edge_time_order is not None:
+            validate_edge_time(root, self.meta, self.indptr, self.edge_time, self.edge_time_order)
         if self.link is not None:
             validate_link_split(root, self.link, n)
             if not schema.hetero:

@@ -29,7 +29,9 @@ import numba
 import numpy as np
 
 from graphtier._progress import NO_PROGRESS, Progress
+from graphtier.dataset._edge_time_kernels import relocate_times
 from graphtier.dataset.csc import edge_balanced_bounds
+from graphtier.dataset.edge_time import EDGE_TIME, finish_edge_time
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.link_split import LINK_META_KEY, LinkPairs, LinkSplit
 from graphtier.dataset.original_ids import NODE_IDS_JSON, json_node_ids
@@ -281,6 +283,14 @@ def reorder_dataset(
         indices_out.flush()
         del indices_out
         writer.save("indptr", new_indptr)
+        if source.edge_time is not None:  # the times follow their edges; edge_time_order is rebuilt at the end
+            times_out = writer.open_memmap(EDGE_TIME, (source.num_edges,), np.int64)
+            relocate_times(
+                np.asarray(source.indptr), np.asarray(source.indices), np.asarray(source.edge_time),
+                row_perm, inverse, new_indptr, times_out,
+            )  # fmt: skip
+            times_out.flush()
+            del times_out
         timings.topology_seconds = time.perf_counter() - started
 
         started = time.perf_counter()
@@ -338,5 +348,6 @@ def reorder_dataset(
             "perm": "perm.npy maps new id -> original id",
             "dropped_arrays": timings.dropped_arrays,
         }
+        meta = finish_edge_time(writer, meta)
         result = writer.finish(meta, progress=progress)
     return result, timings

@@ -2,8 +2,9 @@
 
 One edge ``src dst`` per line, separated by blanks, a tab or a comma; optionally gzip; ``#`` and
 ``%`` comment lines; an optional header line; columns after the second (weights, timestamps)
-are ignored. Integer ids are parsed by a numba byte parser over 64 MiB chunks and spilled to a
-scratch file, so the edge list never exists as Python objects. Ids that are not ``0..max`` (gaps,
+are ignored, except the integer edge time of ``time_column`` (``--time-column``; saved as ``edge_time.npy``,
+see :mod:`graphtier.dataset.edge_time`). Integer ids are parsed by a numba byte parser over 64 MiB chunks and
+spilled to a scratch file, so the edge list never exists as Python objects. Ids that are not ``0..max`` (gaps,
 negative or huge ids) are renumbered densely in ascending order and ``node_ids.npy`` (int64,
 original id of each node) is saved; non-integer ids are renumbered in order of first appearance
 (a slower Python path) and ``node_ids.json`` is saved.
@@ -20,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from graphtier._progress import NO_PROGRESS, Progress
+from graphtier.dataset.edge_time import EDGE_TIME
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import (
     edges,
@@ -54,6 +56,8 @@ def import_edgelist(
     num_nodes: int | None = None,
     chunk_bytes: int = textio.CHUNK_BYTES,
     progress: Progress = NO_PROGRESS,
+    time_column: int | str | None = None,
+    time_unit: str | None = None,
     **option_values: Any,
 ) -> Dataset:
     """Import the edge list ``source`` into the dataset directory ``output``.
@@ -72,6 +76,11 @@ def import_edgelist(
         num_nodes: keep integer ids as they are, in ``[0, num_nodes)`` (adds isolated nodes).
         chunk_bytes: bytes of text parsed per chunk.
         progress: reports reading the edges and building the CSC (:func:`edges.build_csc`).
+        time_column: the column holding each edge's time, an integer (int64; ``1289192400``, not ``1.5``): its
+            0-based index (2 or more) or, when the file has a header, its name. The dataset then has
+            ``edge_time`` (int64 [E], in CSC order) and ``edge_time_order``: a reverse edge of ``undirected`` gets
+            its edge's time, a merged repeat of an edge keeps the earliest time. None: no edge times.
+        time_unit: what the times count (``"s"``, ``"days"``; recorded in ``meta.json`` ``edge_time.unit``).
 
     Returns:
         The written :class:`Dataset` (memory-mapped).
@@ -93,6 +102,11 @@ def import_edgelist(
     options.check_inputs()
     labels, features, labels_column = options.labels, options.features, options.labels_column
     skip_header = textio.has_header(path, header, 2, allow_extra_columns=True)
+    if header == "auto" and not skip_header and _names_a_column(path, time_column):
+        skip_header = True  # --time-column NAME: the first line that has that column name is the header
+    time_index = resolve_time_column(path, time_column, skip_header)
+    if time_unit is not None and time_index is None:
+        raise OptionError(f"--time-unit: expected --time-column with it (the times it describes), found {time_unit!r}")
     string_ids = ids == "string"
     if ids == "auto":
         lines = textio.first_data_lines(path, 2)
@@ -124,12 +138,14 @@ def import_edgelist(
         )
 
     format_options = {"header": header, "ids": "string" if string_ids else "int", "num_nodes": num_nodes}
+    if time_index is not None:
+        format_options.update(time_column=time_column, time_unit=time_unit)
     with DatasetWriter(output, overwrite=overwrite) as writer, edges.EdgeSpill(writer.tmp) as spill:
         names: dict[str, int] | None = None
         parsed_labels: Labels | None = None
         feature_matrix: np.ndarray | None = None
         if string_ids:
-            names = _spill_string_edges(path, spill, skip_header, progress)
+            names = _spill_string_edges(path, spill, skip_header, progress, time_index)
             in_edges = len(names)
             if labels is not None:
                 parsed_labels = _read_string_labels(
@@ -140,13 +156,17 @@ def import_edgelist(
             spill.extend(
                 textio.iter_int_rows(
                     path,
-                    2,
+                    2 if time_index is None else 3,
                     allow_extra_columns=True,
                     skip_header=skip_header,
-                    expected="two integer node ids 'src dst'",
+                    expected="two integer node ids 'src dst'"
+                    if time_index is None
+                    else f"two integer node ids and an integer time in column {time_index} (--time-column)",
                     chunk_bytes=chunk_bytes,
+                    columns=None if time_index is None else (0, 1, time_index),
                 ),
                 progress,
+                timed=time_index is not None,
             )
             raw_labels = (
                 node_data.read_raw_labels(
@@ -164,8 +184,12 @@ def import_edgelist(
         n = idmap.num_nodes
 
         def mapped_chunks():  # type: ignore[no-untyped-def]
-            for src, dst in spill:
-                yield idmap.map_known(src), idmap.map_known(dst)
+            if time_index is None:
+                for src, dst in spill:
+                    yield idmap.map_known(src), idmap.map_known(dst)
+            else:
+                for src, dst, time in spill.timed_chunks():
+                    yield idmap.map_known(src), idmap.map_known(dst), time
 
         built = edges.build_csc(
             mapped_chunks,
@@ -175,10 +199,13 @@ def import_edgelist(
             drop_self_loops=options.drop_self_loops,
             progress=progress,
             num_input_edges=spill.num_edges,
+            timed=time_index is not None,
         )
         spill.remove()
         writer.save("indptr", built.indptr)
         writer.save("indices", built.indices)
+        if built.edge_time is not None:
+            writer.save(EDGE_TIME, built.edge_time)
         num_edges = int(built.indices.shape[0])
         edge_counts = built.counts
         del built
@@ -202,32 +229,105 @@ def import_edgelist(
             options=options,
             format_options=format_options,
             progress=progress,
+            edge_time_unit=time_unit,
         )
 
 
+def _names_a_column(path: Path, time_column: int | str | None) -> bool:
+    """Whether ``time_column`` is a name (not digits) found among the columns of the first data line of ``path``."""
+    if not isinstance(time_column, str) or re.fullmatch(r"\d+", time_column.strip()):
+        return False
+    lines = textio.first_data_lines(path, 1)
+    return bool(lines) and time_column in _SEPARATOR.split(lines[0])
+
+
+def resolve_time_column(path: Path, time_column: int | str | None, has_header: bool) -> int | None:
+    """The 0-based index of ``time_column`` (an index, its digits, or a name of the header line) in the edge list
+    ``path``, checked against the first data line's columns; None stays None. :class:`OptionError` names
+    ``--time-column``, what was expected and what was found."""
+    if time_column is None:
+        return None
+    lines = textio.first_data_lines(path, 2)
+    header_tokens = _SEPARATOR.split(lines[0]) if has_header and lines else None
+    data_lines = lines[1:] if has_header else lines
+    if isinstance(time_column, str) and not re.fullmatch(r"\d+", time_column.strip()):
+        if header_tokens is None:
+            raise OptionError(
+                f"--time-column: expected a column index, or a column name of the header line, found "
+                f"{time_column!r} and {path} has no header line (--header yes if its first line is one)"
+            )
+        if time_column not in header_tokens:
+            raise OptionError(
+                f"--time-column: expected a column of the header of {path} ({', '.join(header_tokens)}), "
+                f"found {time_column!r}"
+            )
+        index = header_tokens.index(time_column)
+    elif isinstance(time_column, bool) or not isinstance(time_column, (int, str)):
+        raise OptionError.invalid("time_column", "a column index or a header name", time_column)
+    else:
+        index = int(time_column)
+    if index < 2:
+        raise OptionError(
+            f"--time-column: expected a column after the two node ids (index 2 or more), found {index} "
+            f"(the {'source' if index == 0 else 'destination'} column)"
+        )
+    columns = textio.count_columns(data_lines[0]) if data_lines else None
+    if columns is not None and index >= columns:
+        raise OptionError(
+            f"--time-column: expected a column index in [2, {columns}) ({path} has {columns} columns), found {index}"
+        )
+    return index
+
+
 def _spill_string_edges(
-    path: Path, spill: edges.EdgeSpill, skip_header: bool, progress: Progress = NO_PROGRESS
+    path: Path,
+    spill: edges.EdgeSpill,
+    skip_header: bool,
+    progress: Progress = NO_PROGRESS,
+    time_index: int | None = None,
 ) -> dict[str, int]:
-    """Parse an edge list with non-integer ids (Python path); ids numbered by first appearance. ``progress``
-    reports the stage ``prepare: read edges`` every :data:`_STRING_FLUSH` edges."""
+    """Parse an edge list with non-integer ids (Python path); ids numbered by first appearance, the integer time
+    of column ``time_index`` spilled with each edge (None: no times). ``progress`` reports the stage
+    ``prepare: read edges`` every :data:`_STRING_FLUSH` edges."""
     names: dict[str, int] = {}
     src: list[int] = []
     dst: list[int] = []
+    times: list[int] = []
+
+    def flush() -> None:
+        time = None if time_index is None else np.array(times, dtype=np.int64)
+        spill.append(np.array(src, dtype=np.int64), np.array(dst, dtype=np.int64), time)
+        bar.advance(len(src))
+        src.clear()
+        dst.clear()
+        times.clear()
+
     with progress.stage("prepare: read edges", unit="edges") as bar:
         for number, line in textio.enumerate_data_lines(path, skip_header):
             tokens = _SEPARATOR.split(line)
             if len(tokens) < 2 or not tokens[0] or not tokens[1]:
                 raise DatasetError(f"{path}: line {number}: expected two node ids 'src dst', found {line!r}")
+            if time_index is not None:
+                times.append(_time_token(path, number, line, tokens, time_index))
             src.append(names.setdefault(tokens[0], len(names)))
             dst.append(names.setdefault(tokens[1], len(names)))
             if len(src) >= _STRING_FLUSH:
-                spill.append(np.array(src, dtype=np.int64), np.array(dst, dtype=np.int64))
-                bar.advance(len(src))
-                src.clear()
-                dst.clear()
-        spill.append(np.array(src, dtype=np.int64), np.array(dst, dtype=np.int64))
-        bar.advance(len(src))
+                flush()
+        flush()
     return names
+
+
+def _time_token(path: Path, number: int, line: str, tokens: list[str], index: int) -> int:
+    """The integer time in column ``index`` of a line, or a one-line :class:`DatasetError` (missing, not an
+    integer, outside int64)."""
+    token = tokens[index] if index < len(tokens) else ""
+    if not re.fullmatch(r"[+-]?\d+", token) or not -(2**63) <= int(token) < 2**63:
+        found = "too few columns" if index >= len(tokens) else f"{token!r}"
+        raise DatasetError(
+            f"{path}: line {number}: expected an integer time in column {index} (--time-column), found {found}: "
+            f"{line[:80]!r}"
+        )
+    return int(token)
 
 
 def _read_string_labels(path: Path, names: dict[str, int], header: str, unlabelled: int | None = None) -> Labels:

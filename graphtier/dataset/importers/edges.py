@@ -1,6 +1,7 @@
 """Edges of an import: :class:`EdgeSpill` (parsed edge chunks in a scratch file, so an edge list larger than
-memory imports), :class:`IdMap` (dense renumbering of node ids), and :func:`build_csc` (two passes over edge
-chunks, count and scatter, into the CSC layout), with the memory checks made before allocating.
+memory imports; :mod:`~graphtier.dataset.importers.spill`), :class:`IdMap` (dense renumbering of node ids), and
+:func:`build_csc` (two passes over edge chunks, count and scatter, into the CSC layout), with the memory checks
+made before allocating.
 
 Peak memory of an import is about ``indices + 5 * indptr`` plus one chunk, independent of how the input
 is spread over lines: repeated edges are dropped and missing reverse edges merged in place.
@@ -11,110 +12,21 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import numpy as np
 
 from graphtier._progress import NO_PROGRESS, Progress
 from graphtier.dataset import resources
+from graphtier.dataset._edge_time_kernels import scatter_timed_sources, sort_timed_halves
 from graphtier.dataset.csc import merge_list_halves, reciprocity, sort_list_halves
 from graphtier.dataset.format import index_dtype
 from graphtier.dataset.importers import kernels
-from graphtier.errors import DatasetError, OptionError, ResourceError
+from graphtier.dataset.importers.spill import EdgeSpill  # noqa: F401  (re-exported: importers use edges.EdgeSpill)
+from graphtier.errors import DatasetError, OptionError
 
 EDGE_CHUNK = 1 << 23
 """Edges per chunk when edges come from arrays rather than text."""
-
-
-# ---------------------------------------------------------------------------- edge spill
-
-
-class EdgeSpill:
-    """Edge chunks (int64 ids, any range) stored in a scratch file, read back chunk by chunk.
-
-    Each chunk is stored as int32 when its ids fit, else int64. Tracks the count, the id range of both ends
-    (``min_id``/``max_id``) and of each (``src_range``/``dst_range``, None while empty).
-    """
-
-    def __init__(self, directory: Path, name: str = "edges.spill") -> None:
-        self.path = Path(directory) / name
-        self._file: IO[bytes] | None = open(self.path, "w+b")  # noqa: SIM115 - closed in remove()
-        self._chunks: list[tuple[int, int, np.dtype]] = []
-        self._offset = 0
-        self.num_edges = 0
-        self.src_range: tuple[int, int] | None = None
-        self.dst_range: tuple[int, int] | None = None
-
-    @property
-    def min_id(self) -> int | None:
-        """The smallest id at either end (None while empty)."""
-        return None if self.src_range is None or self.dst_range is None else min(self.src_range[0], self.dst_range[0])
-
-    @property
-    def max_id(self) -> int | None:
-        """The largest id at either end (None while empty)."""
-        return None if self.src_range is None or self.dst_range is None else max(self.src_range[1], self.dst_range[1])
-
-    def append(self, src: np.ndarray, dst: np.ndarray) -> None:
-        """Store one chunk of edges ``src[i] -> dst[i]`` (integer arrays [K])."""
-        if src.shape[0] == 0:
-            return
-        assert self._file is not None
-        src_low, src_high, dst_low, dst_high = int(src.min()), int(src.max()), int(dst.min()), int(dst.max())
-        self.src_range = _widen(self.src_range, src_low, src_high)
-        self.dst_range = _widen(self.dst_range, dst_low, dst_high)
-        low, high = min(src_low, dst_low), max(src_high, dst_high)
-        dtype = np.dtype(np.int32) if low >= -(2**31) and high < 2**31 else np.dtype(np.int64)
-        nbytes = 2 * src.shape[0] * dtype.itemsize
-        resources.require_disk(self.path.parent, nbytes, f"{self.path}: spilling parsed edges")
-        try:
-            for part in (src, dst):
-                data = np.ascontiguousarray(part, dtype=dtype)
-                self._file.write(memoryview(data).cast("B"))
-        except OSError as exc:
-            if exc.errno not in resources.RESOURCE_ERRNOS:
-                raise
-            raise ResourceError(
-                f"{self.path}: cannot spill parsed edges ({resources.human_bytes(nbytes)}, {nbytes:,} bytes): "
-                f"{exc.strerror}"
-            ) from None
-        self._chunks.append((self._offset, src.shape[0], dtype))
-        self._offset += 2 * src.shape[0] * dtype.itemsize
-        self.num_edges += src.shape[0]
-
-    def extend(self, blocks: Iterable[np.ndarray], progress: Progress = NO_PROGRESS) -> None:
-        """Store every integer block [K, >= 2] of ``blocks`` (column 0 the sources, column 1 the destinations),
-        reported as the stage ``prepare: read edges`` block by block."""
-        with progress.stage("prepare: read edges", unit="edges") as bar:
-            for block in blocks:
-                self.append(block[:, 0], block[:, 1])
-                bar.advance(int(block.shape[0]))
-
-    def __iter__(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        """Yield the stored chunks as ``(src, dst)`` arrays (int32 or int64 [K])."""
-        assert self._file is not None
-        self._file.flush()
-        for offset, count, dtype in self._chunks:
-            self._file.seek(offset)
-            both = np.fromfile(self._file, dtype=dtype, count=2 * count)
-            yield both[:count], both[count:]
-
-    def remove(self) -> None:
-        """Close and delete the scratch file (idempotent)."""
-        if self._file is not None:
-            self._file.close()
-            self._file = None
-        self.path.unlink(missing_ok=True)
-
-    def __enter__(self) -> "EdgeSpill":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.remove()
-
-
-def _widen(bounds: tuple[int, int] | None, low: int, high: int) -> tuple[int, int]:
-    return (low, high) if bounds is None else (min(bounds[0], low), max(bounds[1], high))
 
 
 # ---------------------------------------------------------------------------- id maps
@@ -242,7 +154,8 @@ def build_id_map(spill: EdgeSpill, num_nodes: int | None, source: Path, coverage
 # ---------------------------------------------------------------------------- CSC
 
 
-EdgeChunks = Callable[[], Iterable[tuple[np.ndarray, np.ndarray]]]
+EdgeChunks = Callable[[], Iterable[tuple[np.ndarray, ...]]]
+"""Called for each pass over the edges: ``(src, dst)`` arrays [K] per chunk, or ``(src, dst, time)`` (timed)."""
 
 
 @dataclass
@@ -280,6 +193,8 @@ class BuiltCsc:
     indptr: np.ndarray
     indices: np.ndarray
     counts: EdgeCounts
+    edge_time: np.ndarray | None = None
+    """int64 [E'] in CSC order (``timed`` builds), else None."""
 
 
 def build_csc(
@@ -293,6 +208,7 @@ def build_csc(
     num_input_edges: int | None = None,
     num_sources: int | None = None,
     what: str = "",
+    timed: bool = False,
 ) -> BuiltCsc:
     """Build the CSC arrays from edge chunks in two passes (count, then scatter).
 
@@ -311,10 +227,13 @@ def build_csc(
             global ids), with ids in ``[0, num_sources)``: they set the dtype of ``indices``, and the
             reciprocity of ``counts`` is not computed (0, not symmetric). Not with ``undirected``.
         what: names the graph in the memory checks' errors (a typed relation and its file); default: none.
+        timed: ``chunks`` yield ``(src, dst, time)`` (time int64 [K]): the times follow their edges (a reverse edge
+            added by ``undirected`` gets its edge's time), each list is sorted by (source, time), and a merged
+            repeat keeps the earliest time (its copies' earliest ones with ``keep_duplicates``).
 
     Returns:
         :class:`BuiltCsc`: ``indptr`` int64 [N + 1], ``indices`` int32 (N, or ``num_sources``, < 2^31) or
-        int64 [E'], lists sorted, and the :class:`EdgeCounts`.
+        int64 [E'], lists sorted, the :class:`EdgeCounts`, and ``edge_time`` int64 [E'] when ``timed``.
     """
     if num_sources is not None and undirected:
         raise ValueError("build_csc: undirected needs sources and destinations of one node set (num_sources=None)")
@@ -324,21 +243,25 @@ def build_csc(
         5 * 8 * (num_nodes + 1), f"{prefix}building the CSC of {num_nodes:,} nodes (degree counts)"
     )
 
-    def loop_free(src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    no_time = np.zeros(0, dtype=np.int64)
+
+    def loop_free(chunk: tuple[np.ndarray, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        src, dst = chunk[0], chunk[1]
+        time = chunk[2] if timed else no_time
         loops = src == dst
         if drop_self_loops:
             keep = ~loops
-            return src[keep], dst[keep], np.zeros(0, dtype=bool)
-        return src, dst, loops
+            return src[keep], dst[keep], time[keep] if timed else time, np.zeros(0, dtype=bool)
+        return src, dst, time, loops
 
     input_edges = 0
     forward = np.zeros(num_nodes, dtype=np.int64)
     backward = np.zeros(num_nodes if undirected else 0, dtype=np.int64)
     with progress.stage("prepare: count edges", total=num_input_edges, unit="edges") as bar:
-        for src, dst in chunks():
-            input_edges += int(src.shape[0])
-            bar.advance(int(src.shape[0]))
-            src, dst, loops = loop_free(src, dst)
+        for chunk in chunks():
+            input_edges += int(chunk[0].shape[0])
+            bar.advance(int(chunk[0].shape[0]))
+            src, dst, _, loops = loop_free(chunk)
             kernels.count_destinations(dst, forward)
             if undirected:
                 kernels.count_destinations(src[~loops] if loops.size else src, backward)
@@ -350,39 +273,54 @@ def build_csc(
     del forward, backward
     num_edges = int(indptr[-1])
     resources.require_memory(
-        num_edges * dtype.itemsize + 8 * (num_nodes + 1),
+        num_edges * (dtype.itemsize + (8 if timed else 0)) + 8 * (num_nodes + 1),
         f"{prefix}building the CSC of {num_nodes:,} nodes and {num_edges:,} edges",
     )
     indices = np.empty(num_edges, dtype=dtype)
+    edge_time = np.empty(num_edges if timed else 0, dtype=np.int64)
     cursor = indptr[:-1].copy()
     back_cursor = middle.copy() if undirected else cursor
+
+    def scatter(src: np.ndarray, dst: np.ndarray, time: np.ndarray, at: np.ndarray) -> None:
+        if timed:
+            scatter_timed_sources(src.astype(dtype, copy=False), dst, time, at, indices, edge_time)
+        else:
+            kernels.scatter_sources(src.astype(dtype, copy=False), dst, at, indices)
+
     with progress.stage("prepare: place edges", total=input_edges, unit="edges") as bar:
-        for src, dst in chunks():
-            bar.advance(int(src.shape[0]))
-            src, dst, loops = loop_free(src, dst)
-            kernels.scatter_sources(src.astype(dtype, copy=False), dst, cursor, indices)
+        for chunk in chunks():
+            bar.advance(int(chunk[0].shape[0]))
+            src, dst, time, loops = loop_free(chunk)
+            scatter(src, dst, time, cursor)
             if undirected:
                 if loops.size:
-                    src, dst = src[~loops], dst[~loops]
-                kernels.scatter_sources(dst.astype(dtype, copy=False), src, back_cursor, indices)
+                    src, dst, time = src[~loops], dst[~loops], time[~loops] if timed else time
+                scatter(dst, src, time, back_cursor)
     if not (np.array_equal(cursor, middle) and (not undirected or np.array_equal(back_cursor, indptr[1:]))):
         raise DatasetError("edge chunks changed between the two passes (input modified while importing?)")
     del cursor, back_cursor
     duplicates = reciprocal = 0
+    times = edge_time if timed else None
     if undirected:
-        sort_list_halves(indptr, middle, indices)
+        if timed:
+            sort_timed_halves(indptr, middle, indices, edge_time)
+        else:
+            sort_list_halves(indptr, middle, indices)
         indptr, indices, duplicates, reciprocal = merge_list_halves(
-            indptr, middle, indices, keep_duplicates=keep_duplicates
+            indptr, middle, indices, keep_duplicates=keep_duplicates, edge_time=times
         )
         symmetric = True
     else:
-        kernels.sort_neighbour_lists(indptr, indices)
+        if timed:
+            sort_timed_halves(indptr, indptr[1:], indices, edge_time)
+        else:
+            kernels.sort_neighbour_lists(indptr, indices)
         if not keep_duplicates:
-            indptr, indices, duplicates, _ = merge_list_halves(indptr, indptr[1:], indices)
+            indptr, indices, duplicates, _ = merge_list_halves(indptr, indptr[1:], indices, edge_time=times)
         reciprocal, _, symmetric = reciprocity(indptr, indices) if num_sources is None else (0, 0, False)
     added = int(indices.shape[0]) - (kept_input - duplicates) if undirected else 0
     counts = EdgeCounts(input_edges, loops_dropped, duplicates, reciprocal, added, symmetric)
-    return BuiltCsc(indptr, indices, counts)
+    return BuiltCsc(indptr, indices, counts, edge_time[: indices.shape[0]] if timed else None)
 
 
 def require_csc_memory(num_nodes: int, num_edges: int, what: str) -> None:

@@ -15,6 +15,8 @@ import numpy as np
 
 from graphtier._progress import NO_PROGRESS, Progress
 from graphtier.dataset import provenance as prov
+from graphtier.dataset.edge_time import META_KEY as EDGE_TIME_META
+from graphtier.dataset.edge_time import finish_edge_time
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import node_data
 from graphtier.dataset.importers.edges import EdgeCounts, IdMap
@@ -111,12 +113,14 @@ def finish_edge_import(
     features: np.ndarray | Any | None = None,
     edge_counts: EdgeCounts | None = None,
     progress: Progress = NO_PROGRESS,
+    edge_time_unit: str | None = None,
 ) -> Dataset:
     """The common end of the edge-list-like importers: node data, ``meta.json``, validate and rename.
 
     ``features``: the feature rows already read (from ``options.features`` or the input itself), or
     None; ``format_options``: the ``meta.json`` ``source.options`` entries of the format's own options;
-    ``progress``: reports copying the features and validating (:func:`write_node_data`, :func:`finish_dataset`).
+    ``progress``: reports copying the features and validating (:func:`write_node_data`, :func:`finish_dataset`);
+    ``edge_time_unit``: the unit of the edge times the importer wrote (``edge_time.npy``), for ``meta.json``.
     """
     written = write_node_data(writer, idmap, labels=labels, features=features, options=options, progress=progress)
     meta = dataset_meta(
@@ -134,6 +138,8 @@ def finish_edge_import(
         nodes_only_in_node_data=idmap.nodes_only_in_node_data,
         edge_counts=edge_counts,
     )
+    if edge_time_unit is not None:
+        meta[EDGE_TIME_META] = {"unit": edge_time_unit}
     return finish_dataset(writer, meta, options, lookup=None if idmap.is_identity else idmap.lookup, progress=progress)
 
 
@@ -148,7 +154,8 @@ def finish_dataset(
     """The last step of every importer: the edge split of ``options.edge_split`` (if any) on the graph
     ``writer`` wrote (:func:`~graphtier.dataset.importers.holdout.split_written_graph`), or of
     ``options.edge_split_files`` read through the id map ``lookup`` (None: ids are node ids;
-    :func:`~graphtier.dataset.importers.link_files.split_written_graph_from_files`), then
+    :func:`~graphtier.dataset.importers.link_files.split_written_graph_from_files`), the edge time order
+    (:func:`~graphtier.dataset.edge_time.finish_edge_time`, when the importer wrote ``edge_time.npy``), then
     ``writer.finish(meta)`` (validate and rename; ``progress`` reports the validation)."""
     meta = split_written_graph(
         writer, meta, options.edge_split, seed=options.seed, eval_negatives=options.eval_negatives
@@ -161,6 +168,7 @@ def finish_dataset(
         eval_negatives=options.eval_negatives,
         seed=options.seed,
     )
+    meta = finish_edge_time(writer, meta)
     return writer.finish(meta, progress=progress)
 
 

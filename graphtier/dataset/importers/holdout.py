@@ -17,6 +17,7 @@ import numpy as np
 
 from graphtier.dataset.csc import reciprocity
 from graphtier.dataset.edge_split import draw_eval_negatives, graph_pairs, remove_pairs
+from graphtier.dataset.edge_time import carry_edge_time
 from graphtier.dataset.importers.splits import check_fractions, parse_fractions, random_split
 from graphtier.dataset.link_split import EVAL_SPLITS, LINK_META_KEY, LINK_SPLITS, LinkPairs, LinkSplit
 from graphtier.dataset.writer import DatasetWriter
@@ -174,6 +175,7 @@ def split_written_graph(
     returned copy of ``meta`` has the new ``num_edges`` and ``"link"``. ``fractions`` None returns ``meta``.
 
     The graph is undirected when ``meta["symmetric"]`` says so (else computed); the arrays are read into memory.
+    The edges that stay keep their times (``edge_time.npy``; :func:`~graphtier.dataset.edge_time.carry_edge_time`).
     """
     if fractions is None:
         return meta
@@ -182,6 +184,7 @@ def split_written_graph(
     symmetric = meta.get("symmetric")
     undirected = bool(symmetric) if isinstance(symmetric, bool) else None
     held = hold_out_edges(indptr, indices, fractions, seed=seed, eval_negatives=eval_negatives, undirected=undirected)
+    carry_edge_time(writer, indptr, indices, held.indptr, held.indices)
     del indptr, indices
     writer.save("indptr", held.indptr)
     writer.save("indices", held.indices)

@@ -84,6 +84,30 @@ def _next_line(buf: np.ndarray, i: int, n: int) -> int:
 
 
 @numba.njit(cache=True, nogil=True)
+def parse_int_token(buf: np.ndarray, i: int, n: int) -> tuple[np.int64, int, int]:
+    """Parse one integer column starting at ``i`` (optional sign, digits, then a separator or the line end);
+    return ``(value, end position, PARSE_OK or an error code)``."""
+    negative = False
+    if buf[i] == _MINUS or buf[i] == _PLUS:
+        negative = buf[i] == _MINUS
+        i += 1
+    digits = 0
+    value = np.int64(0)
+    while i < n and _ZERO <= buf[i] <= _NINE:
+        d = np.int64(buf[i] - _ZERO)
+        if value > (np.int64(9223372036854775807) - d) // 10:
+            return value, i, PARSE_OVERFLOW
+        value = value * 10 + d
+        digits += 1
+        i += 1
+    if digits == 0:
+        return value, i, PARSE_BAD_TOKEN
+    if i < n and not (_is_blank(buf[i]) or buf[i] == _NL or buf[i] == _COMMA):
+        return value, i, PARSE_BAD_TOKEN
+    return (-value if negative else value), i, PARSE_OK
+
+
+@numba.njit(cache=True, nogil=True)
 def parse_int_rows(
     buf: np.ndarray, num_columns: int, allow_extra_columns: bool, out: np.ndarray
 ) -> tuple[int, int, int]:
@@ -123,24 +147,10 @@ def parse_int_rows(
                     return rows, PARSE_TOO_FEW_COLUMNS, line_start
                 if not skipped:
                     return rows, PARSE_BAD_TOKEN, line_start
-            negative = False
-            if buf[i] == _MINUS or buf[i] == _PLUS:
-                negative = buf[i] == _MINUS
-                i += 1
-            digits = 0
-            value = np.int64(0)
-            while i < n and _ZERO <= buf[i] <= _NINE:
-                d = np.int64(buf[i] - _ZERO)
-                if value > (np.int64(9223372036854775807) - d) // 10:
-                    return rows, PARSE_OVERFLOW, line_start
-                value = value * 10 + d
-                digits += 1
-                i += 1
-            if digits == 0:
-                return rows, PARSE_BAD_TOKEN, line_start
-            if i < n and not (_is_blank(buf[i]) or buf[i] == _NL or buf[i] == _COMMA):
-                return rows, PARSE_BAD_TOKEN, line_start
-            out[rows, col] = -value if negative else value
+            value, i, code = parse_int_token(buf, i, n)
+            if code != PARSE_OK:
+                return rows, code, line_start
+            out[rows, col] = value
         if not _at_line_end(buf, i, n):
             if not allow_extra_columns:
                 j, _ = _skip_separator(buf, i, n)

@@ -23,6 +23,7 @@ from graphtier.dataset.edge_split import (
     pair_keys,
     remove_pairs,
 )
+from graphtier.dataset.edge_time import carry_edge_time
 from graphtier.dataset.importers.pair_files import (
     POSITIVE_KEYS,
     EdgeSplitFiles,
@@ -289,6 +290,7 @@ def split_written_graph_with(
         seed=seed,
         meta=provenance,
     )
+    carry_edge_time(writer, indptr, indices, result.indptr, result.indices)
     del indptr, indices
     return save_split_graph(writer, meta, result)
 

@@ -8,13 +8,14 @@ import gzip
 import os
 import re
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO
 
 import numpy as np
 
 from graphtier.dataset.importers import kernels
+from graphtier.dataset.importers._column_kernels import parse_int_columns
 from graphtier.dataset.importers.members import file_or_member
 from graphtier.errors import DatasetError, OptionError
 
@@ -158,11 +159,15 @@ def iter_int_rows(
     skip_header: bool,
     expected: str,
     chunk_bytes: int = CHUNK_BYTES,
+    columns: Sequence[int] | None = None,
 ) -> Iterator[np.ndarray]:
     """Parse ``path`` into int64 [R, num_columns] blocks, one per text chunk.
 
-    ``expected`` describes a good line for error messages (for example ``"two integer node ids"``).
+    ``expected`` describes a good line for error messages (for example ``"two integer node ids"``). ``columns``
+    (ascending 0-based indices, ``num_columns`` of them) picks the columns to parse, skipping the others
+    (:func:`~graphtier.dataset.importers._column_kernels.parse_int_columns`); default: the first ``num_columns``.
     """
+    picked = None if columns is None else np.asarray(columns, dtype=np.int64)
     first = True
     for buf, lines_before in iter_line_chunks(path, chunk_bytes):
         if first and skip_header:
@@ -172,7 +177,10 @@ def iter_int_rows(
         first = False
         capacity = int(np.count_nonzero(buf == 10)) + 1
         out = np.empty((capacity, num_columns), dtype=np.int64)
-        rows, code, offset = kernels.parse_int_rows(buf, num_columns, allow_extra_columns, out)
+        if picked is None:
+            rows, code, offset = kernels.parse_int_rows(buf, num_columns, allow_extra_columns, out)
+        else:
+            rows, code, offset = parse_int_columns(buf, picked, out)
         if code != kernels.PARSE_OK:
             raise parse_error(path, buf, lines_before, code, offset, expected)
         yield out[:rows]

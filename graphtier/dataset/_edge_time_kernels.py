@@ -1,0 +1,235 @@
+"""Numba kernels of edge timestamps (``edge_time.npy``, ``edge_time_order.npy``; docs/dataset-format.md).
+
+Edge times travel in CSC order next to ``indices``: position ``p`` is the edge ``indices[p] -> v``. Every kernel
+has a plain numpy reference (``*_reference``) that tests/dataset/test_edge_time_kernels.py compares it with on
+random inputs.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+
+@numba.njit(cache=True, nogil=True)
+def _argsort_pairs(primary: np.ndarray, secondary: np.ndarray) -> np.ndarray:
+    """int64 [K]: the order of ``(primary[k], secondary[k], k)`` ascending (stable two-key sort)."""
+    by_secondary = np.argsort(secondary, kind="mergesort")
+    by_primary = np.argsort(primary[by_secondary], kind="mergesort")
+    return by_secondary[by_primary].astype(np.int64)
+
+
+# ---------------------------------------------------------------------------- the order file
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def edge_time_order(indptr: np.ndarray, edge_time: np.ndarray) -> np.ndarray:
+    """int64 [E]: for every list ``[indptr[v], indptr[v + 1])`` its CSC positions sorted by ``(time, position)``.
+
+    ``indptr``: int64 [R + 1] (R rows: nodes, or (relation, destination) rows of a typed dataset);
+    ``edge_time``: int64 [E] in CSC order.
+    """
+    order = np.empty(edge_time.shape[0], dtype=np.int64)
+    for v in numba.prange(indptr.shape[0] - 1):
+        start, stop = indptr[v], indptr[v + 1]
+        if stop > start:
+            order[start:stop] = np.argsort(edge_time[start:stop], kind="mergesort") + start
+    return order
+
+
+def edge_time_order_reference(indptr: np.ndarray, edge_time: np.ndarray) -> np.ndarray:
+    """numpy reference of :func:`edge_time_order`: one global lexsort by (row, time, position)."""
+    indptr = np.asarray(indptr, dtype=np.int64)
+    rows = np.repeat(np.arange(indptr.shape[0] - 1, dtype=np.int64), np.diff(indptr))
+    positions = np.arange(rows.shape[0], dtype=np.int64)
+    return positions[np.lexsort((positions, np.asarray(edge_time), rows))]
+
+
+@numba.njit(cache=True, nogil=True)
+def order_mismatch(indptr: np.ndarray, edge_time: np.ndarray, order: np.ndarray, rows: np.ndarray) -> np.int64:
+    """The first row of ``rows`` (int64 [K]) whose ``order`` entries are not its positions sorted by (time,
+    position), or -1: the sampled open-time check of ``edge_time_order.npy``."""
+    for k in range(rows.shape[0]):
+        v = rows[k]
+        start, stop = indptr[v], indptr[v + 1]
+        for i in range(start, stop):
+            p = order[i]
+            if p < start or p >= stop:
+                return v
+            if i > start:
+                q = order[i - 1]
+                if edge_time[q] > edge_time[p] or (edge_time[q] == edge_time[p] and q >= p):
+                    return v
+    return -1
+
+
+# ---------------------------------------------------------------------------- building a timed CSC
+
+
+@numba.njit(cache=True, nogil=True)
+def scatter_timed_sources(
+    src: np.ndarray, dst: np.ndarray, time: np.ndarray, cursor: np.ndarray, indices: np.ndarray, edge_time: np.ndarray
+) -> None:
+    """Place ``src[e]`` at ``indices[cursor[dst[e]]]`` and ``time[e]`` at ``edge_time`` of the same slot, then
+    advance that cursor (in place; the timed twin of ``importers.kernels.scatter_sources``).
+
+    ``src``/``dst``: int [K]; ``time``: int64 [K]; ``cursor``: int64 [N]; ``indices``/``edge_time``: [E].
+    """
+    for e in range(src.shape[0]):
+        d = dst[e]
+        indices[cursor[d]] = src[e]
+        edge_time[cursor[d]] = time[e]
+        cursor[d] += 1
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def sort_timed_halves(indptr: np.ndarray, middle: np.ndarray, indices: np.ndarray, edge_time: np.ndarray) -> None:
+    """Sort ``[indptr[v], middle[v])`` and ``[middle[v], indptr[v + 1])`` of every node, each on its own, by
+    (source, time), moving ``edge_time`` with ``indices`` (in place; ``middle = indptr[1:]`` sorts whole lists)."""
+    for v in numba.prange(indptr.shape[0] - 1):
+        for half in range(2):
+            start = indptr[v] if half == 0 else middle[v]
+            stop = middle[v] if half == 0 else indptr[v + 1]
+            if stop - start > 1:
+                order = _argsort_pairs(indices[start:stop], edge_time[start:stop])
+                indices[start:stop] = indices[start:stop][order]
+                edge_time[start:stop] = edge_time[start:stop][order]
+
+
+def sort_timed_halves_reference(
+    indptr: np.ndarray, middle: np.ndarray, indices: np.ndarray, edge_time: np.ndarray
+) -> None:
+    """numpy reference of :func:`sort_timed_halves`."""
+    for v in range(indptr.shape[0] - 1):
+        for start, stop in ((indptr[v], middle[v]), (middle[v], indptr[v + 1])):
+            order = np.lexsort((edge_time[start:stop], indices[start:stop]))
+            indices[start:stop] = indices[start:stop][order]
+            edge_time[start:stop] = edge_time[start:stop][order]
+
+
+@numba.njit(cache=True, nogil=True)
+def merge_timed_halves_in_place(
+    indptr: np.ndarray,
+    middle: np.ndarray,
+    indices: np.ndarray,
+    edge_time: np.ndarray,
+    new_indptr: np.ndarray,
+    keep_duplicates: bool,
+    scratch: np.ndarray,
+    scratch_time: np.ndarray,
+) -> None:
+    """The timed write of ``csc.merge_list_halves`` (the same ids in the same places): a source ``x`` seen ``a``
+    times in the first half and ``b`` in the second is written ``max(a, b)`` times with ``keep_duplicates``, else
+    once, with the earliest times of its ``a + b`` copies (halves sorted by (source, time)). Sequential and in
+    place: node ``v``'s output ``[new_indptr[v], new_indptr[v + 1])`` never overtakes an unread list."""
+    for v in range(indptr.shape[0] - 1):
+        start, mid, stop = indptr[v], middle[v], indptr[v + 1]
+        length = stop - start
+        scratch[:length] = indices[start:stop]
+        scratch_time[:length] = edge_time[start:stop]
+        i, j, end_i, end_j = 0, mid - start, mid - start, length
+        out = new_indptr[v]
+        while i < end_i or j < end_j:
+            x = scratch[i] if i < end_i and (j >= end_j or scratch[i] <= scratch[j]) else scratch[j]
+            a = 0
+            while i + a < end_i and scratch[i + a] == x:
+                a += 1
+            b = 0
+            while j + b < end_j and scratch[j + b] == x:
+                b += 1
+            copies = max(a, b) if keep_duplicates else 1
+            ia, jb = i, j
+            for _ in range(copies):  # the earliest `copies` times of the two sorted runs
+                if jb >= j + b or (ia < i + a and scratch_time[ia] <= scratch_time[jb]):
+                    edge_time[out] = scratch_time[ia]
+                    ia += 1
+                else:
+                    edge_time[out] = scratch_time[jb]
+                    jb += 1
+                indices[out] = x
+                out += 1
+            i += a
+            j += b
+
+
+def merge_timed_halves_reference(
+    indptr: np.ndarray, middle: np.ndarray, indices: np.ndarray, edge_time: np.ndarray, keep_duplicates: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Plain-Python reference of :func:`merge_timed_halves_in_place`: ``(new_indptr, indices, edge_time)``."""
+    new_indptr, out_ids, out_times = [0], [], []
+    for v in range(indptr.shape[0] - 1):
+        first = list(zip(indices[indptr[v] : middle[v]].tolist(), edge_time[indptr[v] : middle[v]].tolist()))
+        second = list(zip(indices[middle[v] : indptr[v + 1]].tolist(), edge_time[middle[v] : indptr[v + 1]].tolist()))
+        for x in sorted({s for s, _ in first + second}):
+            a = sum(1 for s, _ in first if s == x)
+            b = sum(1 for s, _ in second if s == x)
+            times = sorted(t for s, t in first + second if s == x)
+            copies = max(a, b) if keep_duplicates else 1
+            out_ids += [x] * copies
+            out_times += times[:copies]
+        new_indptr.append(len(out_ids))
+    return np.array(new_indptr, np.int64), np.array(out_ids, indices.dtype), np.array(out_times, np.int64)
+
+
+# ---------------------------------------------------------------------------- rewriting a timed CSC
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def kept_positions(
+    indptr: np.ndarray, indices: np.ndarray, new_indptr: np.ndarray, new_indices: np.ndarray
+) -> np.ndarray:
+    """int64 [E']: the old CSC position of every edge of a graph ``(new_indptr, new_indices)`` made by removing
+    edges from ``(indptr, indices)`` (each new list a subsequence of the old one, same order): the edge split's
+    way to keep ``edge_time`` aligned. A new entry takes the first unused old entry with its id."""
+    positions = np.empty(new_indices.shape[0], dtype=np.int64)
+    for v in numba.prange(indptr.shape[0] - 1):
+        i = indptr[v]
+        for k in range(new_indptr[v], new_indptr[v + 1]):
+            while indices[i] != new_indices[k]:
+                i += 1
+            positions[k] = i
+            i += 1
+    return positions
+
+
+def kept_positions_reference(
+    indptr: np.ndarray, indices: np.ndarray, new_indptr: np.ndarray, new_indices: np.ndarray
+) -> np.ndarray:
+    """Plain-Python reference of :func:`kept_positions`."""
+    positions = []
+    for v in range(indptr.shape[0] - 1):
+        i = int(indptr[v])
+        for k in range(int(new_indptr[v]), int(new_indptr[v + 1])):
+            while indices[i] != new_indices[k]:
+                i += 1
+            positions.append(i)
+            i += 1
+    return np.array(positions, dtype=np.int64)
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def relocate_times(
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    edge_time: np.ndarray,
+    perm: np.ndarray,
+    inverse: np.ndarray,
+    new_indptr: np.ndarray,
+    out: np.ndarray,
+) -> None:
+    """The times of a reordered CSC (``graph.reorder.reorder_topology``): row ``i`` of the new graph is old row
+    ``perm[i]`` with sources renumbered by ``inverse`` and sorted by (new source, time); ``out`` (int64 [E])
+    receives the times in that order. ``indptr``/``new_indptr`` int64 [R + 1], ``perm`` int64 [R], ``inverse``
+    int64 [N], ``indices``/``edge_time`` the old [E] arrays."""
+    for i in numba.prange(perm.shape[0]):
+        start, stop = indptr[perm[i]], indptr[perm[i] + 1]
+        if stop == start:
+            continue
+        renumbered = np.empty(stop - start, dtype=np.int64)
+        for k in range(stop - start):
+            renumbered[k] = inverse[indices[start + k]]
+        times = edge_time[start:stop]
+        order = _argsort_pairs(renumbered, times)
+        base = new_indptr[i]
+        for k in range(order.shape[0]):
+            out[base + k] = times[order[k]]

@@ -1,0 +1,112 @@
+"""Parse chosen integer columns of text records (``prepare edgelist --time-column K``: ids in columns 0 and 1, the
+time in column K; the columns between are skipped whatever they hold, those after K ignored).
+
+Same text format and error codes as :func:`graphtier.dataset.importers.kernels.parse_int_rows`; the reference
+:func:`parse_int_columns_reference` is compared with the kernel on random input in
+tests/dataset/importers/test_time_column.py.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from graphtier.dataset.importers.kernels import (
+    _COMMA,
+    _CR,
+    _HASH,
+    _NL,
+    _PERCENT,
+    PARSE_BAD_TOKEN,
+    PARSE_OK,
+    PARSE_OVERFLOW,
+    PARSE_TOO_FEW_COLUMNS,
+    _column_error,
+    _data_lines,
+    _is_blank,
+    _next_line,
+    _skip_separator,
+    parse_int_token,
+)
+
+
+@numba.njit(cache=True, nogil=True)
+def parse_int_columns(buf: np.ndarray, columns: np.ndarray, out: np.ndarray) -> tuple[int, int, int]:
+    """Parse the integer columns ``columns`` (int64 [C], ascending) of every record of ``buf`` into ``out``.
+
+    Args:
+        buf: uint8 [B], whole lines of text (the last line may lack its newline).
+        columns: the 0-based column indices to keep, ascending; a column before the last one that is not kept is
+            skipped (any text up to the next separator), columns after the last one are ignored.
+        out: int64 [R, C] with R >= the number of lines in ``buf``.
+
+    Returns:
+        ``(records, error_code, error_offset)`` as :func:`~graphtier.dataset.importers.kernels.parse_int_rows`.
+    """
+    n = buf.shape[0]
+    last = columns[columns.shape[0] - 1]
+    i = 0
+    rows = 0
+    while i < n:
+        line_start = i
+        while i < n and _is_blank(buf[i]):
+            i += 1
+        if i >= n:
+            break
+        c = buf[i]
+        if c == _NL:
+            i += 1
+            continue
+        if c == _HASH or c == _PERCENT:
+            i = _next_line(buf, i, n)
+            continue
+        kept = 0
+        for col in range(last + 1):
+            if col > 0:
+                i, skipped = _skip_separator(buf, i, n)
+                if i >= n or buf[i] == _NL or buf[i] == _CR:
+                    return rows, PARSE_TOO_FEW_COLUMNS, line_start
+                if not skipped:
+                    return rows, PARSE_BAD_TOKEN, line_start
+            if columns[kept] == col:
+                value, i, code = parse_int_token(buf, i, n)
+                if code != PARSE_OK:
+                    return rows, code, line_start
+                out[rows, kept] = value
+                kept += 1
+            else:
+                start = i
+                while i < n and not (_is_blank(buf[i]) or buf[i] == _NL or buf[i] == _COMMA):
+                    i += 1
+                if i == start:
+                    return rows, PARSE_BAD_TOKEN, line_start
+        rows += 1
+        i = _next_line(buf, i, n)
+    return rows, PARSE_OK, -1
+
+
+def parse_int_columns_reference(buf: bytes, columns: list[int]) -> tuple[np.ndarray, int, int]:
+    """Plain-Python reference of :func:`parse_int_columns`: ``(int64 [R, C], error_code, error_offset)``."""
+    rows: list[list[int]] = []
+
+    def result(code: int, offset: int) -> tuple[np.ndarray, int, int]:
+        return np.array(rows, dtype=np.int64).reshape(len(rows), len(columns)), code, offset
+
+    for offset, tokens in _data_lines(buf.decode("ascii")):
+        values = []
+        for col in range(max(columns) + 1):
+            code = _column_error(tokens, col)
+            if code != PARSE_OK:
+                return result(code, offset)
+            if col not in columns:
+                continue
+            token = tokens[col]
+            body = token[1:] if token[:1] in "+-" else token
+            if not (body.isascii() and body.isdigit()):
+                return result(PARSE_BAD_TOKEN, offset)
+            value = int(token)
+            if abs(value) > 2**63 - 1:
+                return result(PARSE_OVERFLOW, offset)
+            values.append(value)
+        rows.append(values)
+    return result(PARSE_OK, -1)
