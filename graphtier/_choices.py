@@ -16,6 +16,10 @@ DEFAULT_NEGATIVE_SAMPLING = "uniform"
 DEFAULT_NUM_NEGATIVES = 1
 """Negatives drawn per training positive (``--num-negatives``), as DGL's ``negative_sampler.Uniform(1)``."""
 
+TEMPORAL_STRATEGIES = ("uniform", "recent")
+"""How a temporal hop picks among the edges before its bound (``--temporal``): uniformly without replacement, or
+the most recent ones (TGAT/TGN style)."""
+
 SCORE_METHODS = ("degree", "rpr", "wrpr", "fwr", "fwr-sum", "presample")
 """Every hotness score name; ``fwr`` (fanout-weighted reads, per-batch dedup) is the default of score/reorder."""
 DEFAULT_SCORE = "fwr"

@@ -16,13 +16,17 @@ from typing import Any
 import numpy as np
 import torch
 
+from graphtier.dataset import Dataset
 from graphtier.dataset.schema import RelationType, Schema
+from graphtier.errors import OptionError
 from graphtier.memory import TierTraffic
 from graphtier.memory.topology import INDPTR_BYTES_PER_DESTINATION
 from graphtier.sampling.batch import MiniBatch
 from graphtier.sampling.device import Topology
+from graphtier.sampling.link import NegativeDestinations, TimedNodeSampler
 from graphtier.sampling.relation_fanouts import parse_relation_fanouts
 from graphtier.sampling.shadow import first_seen_unique
+from graphtier.sampling.temporal import TemporalNeighborSampler
 from graphtier.sampling.typed_batch import TypedMiniBatch
 from graphtier.sampling.typed_device import DeviceTypedNeighborSampler
 from graphtier.sampling.typed_neighbor import TypedNeighborSampler
@@ -114,3 +118,34 @@ def seed_only_batch(seeds: np.ndarray | torch.Tensor, batch_id: int | None = Non
         seed_index=torch.from_numpy(seed_index),
         seeds=torch.from_numpy(seed_array),
     )
+
+
+def build_temporal_sampler(
+    dataset: Dataset, fanouts: list[int], strategy: str, seed: int, tally: Callable[[MiniBatch], None]
+) -> TimedNodeSampler:
+    """``sample(seeds, batch_id, seed_time) -> MiniBatch`` of a :class:`TemporalNeighborSampler` over the dataset's
+    CSC and edge times (on the CPU); each batch goes through ``tally``. OptionError (one line) when the dataset has
+    no edge times."""
+    if dataset.edge_time is None or dataset.edge_time_order is None:
+        raise OptionError(
+            f"{{temporal}}: {dataset.path} has no edge times (prepare it with --time-column)", options=("temporal",)
+        )
+    inner = TemporalNeighborSampler(dataset.indptr, dataset.indices, dataset.edge_time, dataset.edge_time_order,
+                                    fanouts, strategy=strategy, seed=seed)  # fmt: skip
+
+    def sample(seeds: np.ndarray, batch_id: int, seed_time: np.ndarray) -> MiniBatch:
+        batch = inner.sample(seeds, seed_time, batch_id)
+        tally(batch)
+        return batch
+
+    return sample
+
+
+def link_negatives(dataset: Dataset, indptr: np.ndarray, how: str, num_negatives: int) -> NegativeDestinations | None:
+    """How a training link sampler draws negative destinations (``how``: uniform or degree, from the edge split's
+    ``dst_range``), or None without negatives."""
+    if not num_negatives:
+        return None
+    link = dataset.link
+    dst_range = link.dst_range if link is not None else (0, int(indptr.shape[0]) - 1)
+    return NegativeDestinations(how, dst_range, np.diff(indptr) if how == "degree" else None)

@@ -12,15 +12,13 @@ the hotness-sorted table, zero-copy host memory, the memory map) is the store's 
     x = store.gather(batch.n_id)                            # [len(n_id), D] on the compute device
     y = store.labels(batch.seeds)                           # int64 [B] (numpy)
 
-It is the one door to the data: the trainer, the PyG adapters and the benchmarks reach topology
-(``sampler(fanouts, kind=...)`` for the neighbour, ShaDow and seed-only samplers, ``csc`` for
-full-graph passes), features (``gather``) and labels and splits (``labels``, ``split``) through it.
-Sampling runs on the CPU (``sample_on="cpu"``: the numba :class:`NeighborSampler` over the dataset's
-arrays) or on the GPU (``"gpu"``: :class:`DeviceNeighborSampler` over a :class:`TieredTopology`; a typed
-dataset's :class:`TypedNeighborSampler` / :class:`DeviceTypedNeighborSampler` over its back-to-back CSC). Both
-give identical batches for the same seed and batch id. The CPU sampler's topology bytes are counted too (an
-``indices`` entry per sampled edge, two ``indptr`` entries per destination), so the two report comparable figures;
-a typed dataset's features are :class:`~graphtier.graphstore.typed_features.TypedFeatures` (dict gathers).
+It is the one door to the data: the trainer, the PyG adapters and the benchmarks reach topology (``sampler(fanouts,
+kind=...)``: neighbour, ShaDow, seed-only; ``link_sampler``, ``temporal_sampler``; ``csc`` for full-graph passes),
+features (``gather``), labels and splits (``labels``, ``split``) through it. Sampling runs on the CPU (the numba
+:class:`NeighborSampler` over the dataset's arrays) or on the GPU (:class:`DeviceNeighborSampler` over a
+:class:`TieredTopology`; a typed dataset's typed samplers over its back-to-back CSC), with identical batches for the
+same seed and batch id. The CPU sampler's topology bytes are counted too (an ``indices`` entry per sampled edge, two
+``indptr`` entries per destination); a typed dataset's features are a :class:`TypedFeatures` (dict gathers).
 """
 
 from __future__ import annotations
@@ -37,6 +35,7 @@ from graphtier.dataset import Dataset
 from graphtier.dataset.format import SPLITS
 from graphtier.dataset.link_split import LinkPairs
 from graphtier.errors import OptionError
+from graphtier.graphstore import samplers as build
 from graphtier.graphstore.samplers import (
     HostTopologyTally,
     build_typed_sampler,
@@ -65,7 +64,7 @@ from graphtier.sampling import (
     ShadowSampler,
     check_fanouts,
 )
-from graphtier.sampling.link import LinkSampler, NegativeDestinations
+from graphtier.sampling.link import LinkSampler
 from graphtier.sampling.spec import SAMPLER_KINDS
 from graphtier.sampling.typed_batch import TypedMiniBatch
 
@@ -289,34 +288,18 @@ class GraphStore:
     def sample(
         self, seeds: np.ndarray | torch.Tensor, fanouts: Sequence[int], *, batch_id: int | None = None
     ) -> MiniBatch:
-        """A neighbour-sampled mini-batch of ``seeds`` (int [B]) with ``fanouts`` (first hop first).
-
-        ``batch_id`` selects the random stream (None: the sampler's next one); the same (seed,
-        batch_id, seeds) gives the same batch whether sampled on the CPU or the GPU.
-        """
+        """A neighbour-sampled mini-batch of ``seeds`` (int [B]) with ``fanouts`` (first hop first); ``batch_id``
+        selects the random stream (None: the next one): the same (seed, batch_id, seeds) gives the same batch on
+        the CPU and the GPU."""
         return self.sampler(fanouts)(seeds, batch_id)
 
-    def link_sampler(
-        self,
-        fanouts: Sequence[int],
-        pairs: np.ndarray,
-        *,
-        labels: np.ndarray | None = None,
-        num_negatives: int = 1,
-        negative_sampling: str = "uniform",
-        seed: int | None = None,
-    ) -> Sampler:
-        """``sample(pair_ids, batch_id) -> LinkMiniBatch`` over the pair table ``pairs`` (int64 [P, 2]).
-
-        Without ``labels`` (training): every pair is a positive, ``num_negatives`` negatives per positive are
-        drawn (``negative_sampling``: uniform or degree, from the edge split's ``dst_range``), and the batch's
-        positive edges (and their reverse on an undirected graph) are excluded from message passing. With
-        ``labels`` (float [P], evaluation): the pairs as given, nothing excluded. The neighbourhoods come from
-        the neighbour sampler of ``fanouts`` (:meth:`sampler`), on the CPU or the GPU; with GPU sampling the
-        exclusion runs with torch ops on the topology's device and every tensor of the batch stays there.
-        """
-        return self.make_link_sampler(fanouts, pairs, labels=labels, num_negatives=num_negatives,
-                                      negative_sampling=negative_sampling, seed=seed).sample  # fmt: skip
+    def link_sampler(self, fanouts: Sequence[int], pairs: np.ndarray, **options: Any) -> Sampler:
+        """``sample(pair_ids, batch_id) -> LinkMiniBatch`` over the pair table ``pairs`` (int64 [P, 2]), as
+        :class:`~graphtier.sampling.link.LinkSampler` draws it; ``options`` are :meth:`make_link_sampler`'s. Without
+        ``labels`` (training): ``num_negatives`` negatives per positive, the batch's target edges excluded; with
+        ``labels`` (float [P], evaluation) the pairs as given; with ``times`` temporal (:meth:`temporal_sampler`).
+        On the CPU or on the GPU (the exclusion then runs with torch ops on the topology's device)."""
+        return self.make_link_sampler(fanouts, pairs, **options).sample
 
     def make_link_sampler(
         self,
@@ -327,17 +310,19 @@ class GraphStore:
         num_negatives: int = 1,
         negative_sampling: str = "uniform",
         seed: int | None = None,
+        times: np.ndarray | None = None,
+        temporal: str = "uniform",
+        exclude: bool = True,
     ) -> LinkSampler:
-        """The :class:`LinkSampler` behind :meth:`link_sampler` (its ``sample_pairs`` takes pairs directly)."""
-        seed = self.seed if seed is None else int(seed)
-        link = self.dataset.link
-        dst_range = link.dst_range if link is not None else (0, self.num_nodes)
-        negatives = None
-        if labels is None and num_negatives:
-            degrees = np.diff(self._indptr) if negative_sampling == "degree" else None
-            negatives = NegativeDestinations(negative_sampling, dst_range, degrees)
+        """The :class:`LinkSampler` behind :meth:`link_sampler` (its ``sample_pairs`` takes pairs directly). With
+        ``times`` (int64 [P]) it samples with :meth:`temporal_sampler` (strategy ``temporal``) at each pair's time;
+        ``exclude``: remove training targets from the blocks."""
+        seed, link = self.seed if seed is None else int(seed), self.dataset.link
+        negatives = build.link_negatives(
+            self.dataset, self._indptr, negative_sampling, num_negatives * (labels is None)
+        )
         return LinkSampler(
-            self.sampler(fanouts, seed=seed),
+            self.sampler(fanouts, seed=seed) if times is None else self.temporal_sampler(fanouts, temporal, seed=seed),
             pairs,
             num_nodes=self.num_nodes,
             labels=labels,
@@ -346,7 +331,22 @@ class GraphStore:
             undirected=link.undirected if link is not None else not self.dataset.directed,
             seed=seed,
             exclusion="numba" if self.topology is None else "torch",
+            times=times,
+            exclude=exclude,
         )
+
+    def temporal_sampler(self, fanouts: Sequence[int], strategy: str = "uniform", *, seed: int | None = None) -> Any:
+        """``sample(seeds, batch_id, seed_time) -> MiniBatch`` of a
+        :class:`~graphtier.sampling.temporal.TemporalNeighborSampler` (``strategy``: uniform or recent) over the
+        dataset's edge times, on the CPU, cached per arguments; its topology reads are counted in :meth:`traffic`."""
+        if self.topology is not None or self.is_hetero:
+            raise OptionError("{temporal}: samples homogeneous datasets on the CPU only", options=("temporal",))
+        key = ("temporal", tuple(check_fanouts(fanouts)), self.seed if seed is None else int(seed), strategy)
+        with self._lock:
+            if key not in self._samplers:
+                tally = self._host_tally.add  # type: ignore[union-attr]  # CPU sampling: the host tally exists
+                self._samplers[key] = build.build_temporal_sampler(self.dataset, list(key[1]), strategy, key[2], tally)
+            return self._samplers[key]
 
     # ------------------------------------------------------------------ features
     def gather(self, ids: Any) -> Any:
@@ -392,18 +392,13 @@ class GraphStore:
 
     def split(self, name: str) -> np.ndarray:
         """Node ids of split ``name`` (:data:`SPLITS`): int64 numpy, empty when the dataset has none."""
-        if name not in SPLITS:
-            raise OptionError(f"split: expected one of {', '.join(SPLITS)}, found {name!r}")
-        ids = self.dataset.split(name)
+        ids = self.dataset.split(_split_name(name))
         return np.asarray(ids) if ids is not None else np.empty(0, np.int64)
 
     def link_split(self, name: str) -> LinkPairs:
         """The edge split's pairs of ``name`` (train, valid, test); empty positives when the dataset has none."""
-        if name not in SPLITS:
-            raise OptionError(f"split: expected one of {', '.join(SPLITS)}, found {name!r}")
-        if self.dataset.link is None:
-            return LinkPairs(np.empty((0, 2), np.int64))
-        return self.dataset.link.pairs(name)
+        link = self.dataset.link
+        return LinkPairs(np.empty((0, 2), np.int64)) if link is None else link.pairs(_split_name(name))
 
     @property
     def csc(self) -> tuple[np.ndarray, np.ndarray]:
@@ -437,13 +432,19 @@ class GraphStore:
                 return
             self._closed = True
             self._samplers.clear()
-        if self.features is not None:
-            self.features.close()
-        if self.topology is not None:
-            self.topology.close()
+        for part in (self.features, self.topology):
+            if part is not None:
+                part.close()
 
     def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _split_name(name: str) -> str:
+    """``name`` if one of :data:`SPLITS`, else OptionError naming ``split``."""
+    if name not in SPLITS:
+        raise OptionError(f"split: expected one of {', '.join(SPLITS)}, found {name!r}")
+    return name

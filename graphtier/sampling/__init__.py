@@ -7,6 +7,7 @@ Both return :class:`MiniBatch` objects of layer-wise :class:`Block` s ready for 
         mb = sampler.sample(seeds)
 """
 
+from graphtier._choices import TEMPORAL_STRATEGIES
 from graphtier.sampling.batch import Block, MiniBatch
 from graphtier.sampling.device import DenseTopology, DeviceNeighborSampler, Topology
 from graphtier.sampling.fanouts import (
@@ -20,7 +21,7 @@ from graphtier.sampling.neighbor import NeighborSampler
 from graphtier.sampling.seeds import iter_seed_batches
 from graphtier.sampling.shadow import ShadowSampler
 from graphtier.sampling.spec import SAMPLER_KINDS, SAMPLER_NAMES, SamplerSpec
-from graphtier.sampling.temporal import TEMPORAL_STRATEGIES, TemporalNeighborSampler
+from graphtier.sampling.temporal import TemporalNeighborSampler
 
 __all__ = [
     "DEFAULT_FANOUTS",

@@ -11,6 +11,12 @@ split's positives and negatives) into a :class:`LinkMiniBatch`:
 3. training: the batch's own positive edges, and their reverse edges on an undirected graph, removed from
    every block (DGL's ``exclude='reverse_id'``): the model never sees the edge it is asked to predict.
 
+With pair ``times`` (a time-split dataset), the node sampler is a temporal one
+(:class:`~graphtier.sampling.temporal.TemporalNeighborSampler`): both endpoints of a pair, and its negatives, are
+seeds at the pair's time, so every hop reads only edges strictly earlier: the target edge (at that time) is never
+read, and the caller turns the exclusion off. Pairs scored at one later time (a static snapshot) keep it on; a
+block it shortened loses its ``edge_id``.
+
 The batch is a :class:`MiniBatch` (so the producer, the feed and the models take it unchanged) whose pairs are
 ``(src_index[i], dst_index[i])``: rows of the model's output, with ``label[i]`` 1 for a positive, 0 for a negative.
 """
@@ -31,6 +37,8 @@ from graphtier.sampling.batch import Block, MiniBatch
 DEGREE_EXPONENT = 0.75
 
 NodeSampler = Callable[[np.ndarray, int], MiniBatch]
+TimedNodeSampler = Callable[[np.ndarray, int, np.ndarray], MiniBatch]
+"""``(seeds int64 [B], batch_id, seed_time int64 [B]) -> MiniBatch``: a temporal node sampler."""
 
 
 @dataclass
@@ -65,6 +73,7 @@ class LinkMiniBatch(MiniBatch):
             seed_index=moved.seed_index,
             seeds=moved.seeds,
             subgraph=moved.subgraph,
+            n_time=moved.n_time,
             src_index=self.src_index.to(device, non_blocking=non_blocking),
             dst_index=self.dst_index.to(device, non_blocking=non_blocking),
             label=self.label.to(device, non_blocking=non_blocking),
@@ -173,6 +182,8 @@ class LinkSampler:
         seed: base seed of the negatives (a batch's negatives depend on (seed, batch id) only).
         exclusion: "numba" (the kernel, on host copies of the blocks) or "torch" (torch ops on the blocks'
             device, for :class:`DeviceNeighborSampler` batches); both keep the same edges.
+        times: int64 [P], the time of each pair (a time split), or None. With times, ``sample_nodes`` is a
+            :data:`TimedNodeSampler` and every endpoint and negative is sampled at its pair's time.
 
     Every tensor of a batch is on the node sampler's device (the negatives are drawn on the host, from
     the same random stream on every device, so CPU and GPU sampling give identical batches).
@@ -180,7 +191,7 @@ class LinkSampler:
 
     def __init__(
         self,
-        sample_nodes: NodeSampler,
+        sample_nodes: NodeSampler | TimedNodeSampler,
         pairs: np.ndarray,
         *,
         num_nodes: int,
@@ -191,6 +202,7 @@ class LinkSampler:
         undirected: bool = True,
         seed: int = 0,
         exclusion: str = "numba",
+        times: np.ndarray | None = None,
     ) -> None:
         if exclusion not in EXCLUSIONS:
             raise OptionError.invalid("exclusion", f"one of {', '.join(EXCLUSIONS)}", exclusion)
@@ -202,6 +214,11 @@ class LinkSampler:
         if self.num_negatives and negatives is None:
             negatives = NegativeDestinations("uniform", (0, self.num_nodes))
         self.negatives = negatives
+        self.times = None if times is None else np.asarray(times, dtype=np.int64)
+        if self.times is not None and self.times.shape != (self.pairs.shape[0],):
+            raise OptionError(
+                f"times: expected one time per pair ({self.pairs.shape[0]}), found shape {self.times.shape}"
+            )
         self.exclude = exclude and labels is None
         self.undirected = undirected
         self.seed = int(seed)
@@ -211,7 +228,8 @@ class LinkSampler:
         """The batch of pair rows ``pair_ids`` (int [B]); ``batch_id`` picks the random streams."""
         ids = np.asarray(pair_ids.cpu() if isinstance(pair_ids, torch.Tensor) else pair_ids, dtype=np.int64)
         labels = None if self.labels is None else self.labels[ids]
-        return self.sample_pairs(self.pairs[ids], batch_id, pair_ids=ids, labels=labels)
+        times = None if self.times is None else self.times[ids]
+        return self.sample_pairs(self.pairs[ids], batch_id, pair_ids=ids, labels=labels, times=times)
 
     def sample_pairs(
         self,
@@ -220,10 +238,12 @@ class LinkSampler:
         *,
         pair_ids: np.ndarray | None = None,
         labels: np.ndarray | None = None,
+        times: np.ndarray | None = None,
     ) -> LinkMiniBatch:
         """The batch of the pairs ``chosen`` (int [B, 2] global ``(src, dst)``, e.g. PyG's input edges) as
         :meth:`sample` makes it: ``pair_ids`` (int [B], default ``arange(B)``) and ``labels`` (float [B], default
-        1: positives) are recorded in the batch; negatives and exclusion as configured."""
+        1: positives) are recorded in the batch; negatives and exclusion as configured. ``times`` (int64 [B],
+        the pairs' times) is required, and only allowed, when the sampler was made with ``times``."""
         chosen = np.asarray(chosen)
         ids = np.arange(chosen.shape[0], dtype=np.int64) if pair_ids is None else np.asarray(pair_ids, np.int64)
         src, dst = chosen[:, 0].astype(np.int64), chosen[:, 1].astype(np.int64)
@@ -233,7 +253,15 @@ class LinkSampler:
             assert self.negatives is not None
             rng = np.random.default_rng([self.seed, int(batch_id), 0x4E45])
             negative_dst = self.negatives.draw(rng, b * k)
-        batch = self.sample_nodes(np.concatenate([src, dst, negative_dst]), batch_id)
+        seeds = np.concatenate([src, dst, negative_dst])
+        if (times is None) != (self.times is None):
+            raise OptionError("times: expected pair times exactly when the sampler was made with times")
+        if times is None:
+            batch = self.sample_nodes(seeds, batch_id)
+        else:
+            times = np.asarray(times, dtype=np.int64)
+            seed_time = np.concatenate([times, times, np.repeat(times, k)])
+            batch = self.sample_nodes(seeds, batch_id, seed_time)  # type: ignore[call-arg]
         rows = batch.seed_index
         device = rows.device
         src_rows, dst_rows = rows[:b], rows[b : 2 * b]
@@ -253,6 +281,7 @@ class LinkSampler:
             seed_index=batch.seed_index,
             seeds=batch.seeds,
             subgraph=batch.subgraph,
+            n_time=batch.n_time,
             src_index=src_index,
             dst_index=dst_index,
             label=label.to(device=device, dtype=torch.float32),

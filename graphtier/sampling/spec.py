@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from graphtier._checks import check_choice, check_int
+from graphtier._choices import TEMPORAL_STRATEGIES
 from graphtier._fanouts import RelationFanouts
 from graphtier.errors import OptionError
 from graphtier.sampling.fanouts import DEFAULT_FANOUTS, Fanouts
@@ -26,7 +27,9 @@ class SamplerSpec:
     both have one entry per layer. ``fanouts_per_relation`` (typed datasets) overrides ``fanouts`` for some
     relations: a :class:`RelationFanouts`, parsed here from its text ``"writes=5,cites=10/5"`` or a mapping keyed
     by names or ``(src, name, dst)``; it is resolved against the dataset's relations by
-    :func:`graphtier.sampling.relation_fanouts.parse_relation_fanouts` once the dataset is known.
+    :func:`graphtier.sampling.relation_fanouts.parse_relation_fanouts` once the dataset is known. ``temporal``
+    (:data:`~graphtier.sampling.temporal.TEMPORAL_STRATEGIES`, or None) samples a time-split link dataset at each
+    pair's time: neighbours strictly earlier, drawn uniformly or the most recent.
     """
 
     sampler: str = "neighbor"
@@ -35,6 +38,7 @@ class SamplerSpec:
     eval_fanouts: Fanouts | None = None
     eval_batch_size: int = 4096
     fanouts_per_relation: RelationFanouts | None = None
+    temporal: str | None = None
 
     def __post_init__(self) -> None:
         if self.fanouts_per_relation is not None:
@@ -45,6 +49,8 @@ class SamplerSpec:
             object.__setattr__(self, "eval_fanouts", Fanouts.parse(self.eval_fanouts, "eval_fanouts"))
         check_int("batch_size", self.batch_size)
         check_int("eval_batch_size", self.eval_batch_size)
+        if self.temporal is not None:
+            check_choice("temporal", self.temporal, TEMPORAL_STRATEGIES)
         if self.eval_fanouts is not None and self.sampler == "neighbor" and len(self.eval_fanouts) != len(self.fanouts):
             raise OptionError(
                 f"{{eval_fanouts}} expected {len(self.fanouts)} entries like {{fanouts}}, found {len(self.eval_fanouts)}",

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
+from graphtier._choices import TEMPORAL_STRATEGIES
 from graphtier.errors import OptionError
 from graphtier.sampling import _neighbor_kernels as kernels
 from graphtier.sampling._temporal_kernels import relabel_pairs, reset_rows, temporal_cuts, temporal_hop
@@ -28,8 +29,6 @@ from graphtier.sampling.buffers import Workspace, WorkspacePool
 from graphtier.sampling.fanouts import check_fanouts
 from graphtier.sampling.neighbor import check_graph, check_seed, next_batch_id
 from graphtier.sampling.seeds import as_seed_array
-
-TEMPORAL_STRATEGIES = ("uniform", "recent")
 
 
 def check_edge_times(edge_time: np.ndarray, order: np.ndarray, num_edges: int) -> tuple[np.ndarray, np.ndarray]:
