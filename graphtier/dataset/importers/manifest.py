@@ -60,7 +60,7 @@ from graphtier.errors import DatasetError
 
 TOP_KEYS = ("name", "nodes", "edges", "adjacency", "target", "split")
 NODE_KEYS = ("count", "features", "labels")
-EDGE_KEYS = ("type", "path")
+EDGE_KEYS = ("type", "path", "time")
 YAML_SUFFIXES = (".yaml", ".yml")
 
 
@@ -111,6 +111,8 @@ class Manifest:
         if not isinstance(edges, list) or not (edges or self.adjacency):
             self.fail("edges", "a list of relations [{type: [src, name, dst], path}]", _kind(edges))
         self.relations: list[tuple[tuple[str, str, str], Path]] = []
+        self.relation_times: list[int | str | None] = []
+        """Each relation's ``time``: the column of its edge file holding each edge's integer time, or None."""
         for i, entry in enumerate(edges):
             key = f"edges[{i}]"
             if not isinstance(entry, dict):
@@ -125,6 +127,10 @@ class Manifest:
             if "path" not in entry:
                 self.fail(f"{key}.path", "the relation's edge file", "none")
             self.relations.append(((rel[0], rel[1], rel[2]), self.file(f"{key}.path", entry["path"])))
+            time = entry.get("time")
+            if time is not None and (isinstance(time, bool) or not isinstance(time, (int, str))):
+                self.fail(f"{key}.time", "a column index (2 or more) or a header name", repr(time))
+            self.relation_times.append(time)
         self.target = self._target(raw.get("target"))
         self.global_split_ids = False
         self.splits = self._splits(raw.get("split"))
@@ -326,8 +332,8 @@ def import_manifest(
             [] if nodes is None else split_adjacency(manifest.adjacency, nodes, "adjacency", writer.tmp)  # type: ignore[arg-type]
         )
         relations += [
-            read_relation_edges(path, rel, f"edges[{i}]", writer.tmp, progress)
-            for i, (rel, path) in enumerate(manifest.relations)
+            read_relation_edges(path, rel, f"edges[{i}]", writer.tmp, progress, time)
+            for i, ((rel, path), time) in enumerate(zip(manifest.relations, manifest.relation_times, strict=True))
         ]
         data = TypedImport(types, relations, manifest.target, labels, splits, manifest.inputs())
         return finish_typed_import(
