@@ -18,8 +18,9 @@ rows). ``features`` is one file or a list of files stacked by rows (see
 relation's source and destination types. Instead of (or beside) ``edges``, ``adjacency`` gives one adjacency
 over global ids with a type id per node (MAGNN's IMDB shape; :mod:`~graphtier.dataset.importers.global_adjacency`):
 ``nodes`` then needs no ``count``, and the split files hold global ids unless ``"ids": "local"`` is in
-``split``. Paths are absolute or relative to the manifest, and may be ``PATH:KEY`` (a member of an ``.npz`` or
-a variable of a ``.mat``). Unknown keys, unknown
+``split``. An edge entry's optional ``"time"`` (a column index >= 2, or a header name, of a text edge file) gives
+each edge's integer time (``edge_time.npy``; every relation then needs one). Paths are absolute or relative to the
+manifest, and may be ``PATH:KEY`` (a member of an ``.npz`` or a variable of a ``.mat``). Unknown keys, unknown
 types and missing files are one-line errors naming the manifest and the key.
 """
 
