@@ -102,11 +102,14 @@ def import_edgelist(
     options.check_inputs()
     labels, features, labels_column = options.labels, options.features, options.labels_column
     skip_header = textio.has_header(path, header, 2, allow_extra_columns=True)
-    if header == "auto" and not skip_header and _names_a_column(path, time_column):
+    if header == "auto" and not skip_header and textio.names_a_column(path, time_column):
         skip_header = True  # --time-column NAME: the first line that has that column name is the header
-    time_index = resolve_time_column(path, time_column, skip_header)
+    time_index = textio.resolve_time_column(path, time_column, skip_header)
     if time_unit is not None and time_index is None:
-        raise OptionError(f"--time-unit: expected --time-column with it (the times it describes), found {time_unit!r}")
+        raise OptionError(
+            f"{{time_unit}}: expected {{time_column}} with it (the times it describes), found {time_unit!r}",
+            options=("time_unit", "time_column"),
+        )
     string_ids = ids == "string"
     if ids == "auto":
         lines = textio.first_data_lines(path, 2)
@@ -161,7 +164,7 @@ def import_edgelist(
                     skip_header=skip_header,
                     expected="two integer node ids 'src dst'"
                     if time_index is None
-                    else f"two integer node ids and an integer time in column {time_index} (--time-column)",
+                    else f"two integer node ids and an integer time in column {time_index}",
                     chunk_bytes=chunk_bytes,
                     columns=None if time_index is None else (0, 1, time_index),
                 ),
@@ -233,52 +236,6 @@ def import_edgelist(
         )
 
 
-def _names_a_column(path: Path, time_column: int | str | None) -> bool:
-    """Whether ``time_column`` is a name (not digits) found among the columns of the first data line of ``path``."""
-    if not isinstance(time_column, str) or re.fullmatch(r"\d+", time_column.strip()):
-        return False
-    lines = textio.first_data_lines(path, 1)
-    return bool(lines) and time_column in _SEPARATOR.split(lines[0])
-
-
-def resolve_time_column(path: Path, time_column: int | str | None, has_header: bool) -> int | None:
-    """The 0-based index of ``time_column`` (an index, its digits, or a name of the header line) in the edge list
-    ``path``, checked against the first data line's columns; None stays None. :class:`OptionError` names
-    ``--time-column``, what was expected and what was found."""
-    if time_column is None:
-        return None
-    lines = textio.first_data_lines(path, 2)
-    header_tokens = _SEPARATOR.split(lines[0]) if has_header and lines else None
-    data_lines = lines[1:] if has_header else lines
-    if isinstance(time_column, str) and not re.fullmatch(r"\d+", time_column.strip()):
-        if header_tokens is None:
-            raise OptionError(
-                f"--time-column: expected a column index, or a column name of the header line, found "
-                f"{time_column!r} and {path} has no header line (--header yes if its first line is one)"
-            )
-        if time_column not in header_tokens:
-            raise OptionError(
-                f"--time-column: expected a column of the header of {path} ({', '.join(header_tokens)}), "
-                f"found {time_column!r}"
-            )
-        index = header_tokens.index(time_column)
-    elif isinstance(time_column, bool) or not isinstance(time_column, (int, str)):
-        raise OptionError.invalid("time_column", "a column index or a header name", time_column)
-    else:
-        index = int(time_column)
-    if index < 2:
-        raise OptionError(
-            f"--time-column: expected a column after the two node ids (index 2 or more), found {index} "
-            f"(the {'source' if index == 0 else 'destination'} column)"
-        )
-    columns = textio.count_columns(data_lines[0]) if data_lines else None
-    if columns is not None and index >= columns:
-        raise OptionError(
-            f"--time-column: expected a column index in [2, {columns}) ({path} has {columns} columns), found {index}"
-        )
-    return index
-
-
 def _spill_string_edges(
     path: Path,
     spill: edges.EdgeSpill,
@@ -324,8 +281,7 @@ def _time_token(path: Path, number: int, line: str, tokens: list[str], index: in
     if not re.fullmatch(r"[+-]?\d+", token) or not -(2**63) <= int(token) < 2**63:
         found = "too few columns" if index >= len(tokens) else f"{token!r}"
         raise DatasetError(
-            f"{path}: line {number}: expected an integer time in column {index} (--time-column), found {found}: "
-            f"{line[:80]!r}"
+            f"{path}: line {number}: expected an integer time in column {index}, found {found}: {line[:80]!r}"
         )
     return int(token)
 

@@ -18,8 +18,9 @@ rows). ``features`` is one file or a list of files stacked by rows (see
 relation's source and destination types. Instead of (or beside) ``edges``, ``adjacency`` gives one adjacency
 over global ids with a type id per node (MAGNN's IMDB shape; :mod:`~graphtier.dataset.importers.global_adjacency`):
 ``nodes`` then needs no ``count``, and the split files hold global ids unless ``"ids": "local"`` is in
-``split``. Paths are absolute or relative to the manifest, and may be ``PATH:KEY`` (a member of an ``.npz`` or
-a variable of a ``.mat``). Unknown keys, unknown
+``split``. An edge entry's optional ``"time"`` (a column index >= 2, or a header name, of a text edge file) gives
+each edge's integer time (``edge_time.npy``; every relation then needs one). Paths are absolute or relative to the
+manifest, and may be ``PATH:KEY`` (a member of an ``.npz`` or a variable of a ``.mat``). Unknown keys, unknown
 types and missing files are one-line errors naming the manifest and the key.
 """
 
@@ -60,7 +61,7 @@ from graphtier.errors import DatasetError
 
 TOP_KEYS = ("name", "nodes", "edges", "adjacency", "target", "split")
 NODE_KEYS = ("count", "features", "labels")
-EDGE_KEYS = ("type", "path")
+EDGE_KEYS = ("type", "path", "time")
 YAML_SUFFIXES = (".yaml", ".yml")
 
 
@@ -111,6 +112,8 @@ class Manifest:
         if not isinstance(edges, list) or not (edges or self.adjacency):
             self.fail("edges", "a list of relations [{type: [src, name, dst], path}]", _kind(edges))
         self.relations: list[tuple[tuple[str, str, str], Path]] = []
+        self.relation_times: list[int | str | None] = []
+        """Each relation's ``time``: the column of its edge file holding each edge's integer time, or None."""
         for i, entry in enumerate(edges):
             key = f"edges[{i}]"
             if not isinstance(entry, dict):
@@ -125,6 +128,10 @@ class Manifest:
             if "path" not in entry:
                 self.fail(f"{key}.path", "the relation's edge file", "none")
             self.relations.append(((rel[0], rel[1], rel[2]), self.file(f"{key}.path", entry["path"])))
+            time = entry.get("time")
+            if time is not None and (isinstance(time, bool) or not isinstance(time, (int, str))):
+                self.fail(f"{key}.time", "a column index (2 or more) or a header name", repr(time))
+            self.relation_times.append(time)
         self.target = self._target(raw.get("target"))
         self.global_split_ids = False
         self.splits = self._splits(raw.get("split"))
@@ -326,8 +333,8 @@ def import_manifest(
             [] if nodes is None else split_adjacency(manifest.adjacency, nodes, "adjacency", writer.tmp)  # type: ignore[arg-type]
         )
         relations += [
-            read_relation_edges(path, rel, f"edges[{i}]", writer.tmp, progress)
-            for i, (rel, path) in enumerate(manifest.relations)
+            read_relation_edges(path, rel, f"edges[{i}]", writer.tmp, progress, time)
+            for i, ((rel, path), time) in enumerate(zip(manifest.relations, manifest.relation_times, strict=True))
         ]
         data = TypedImport(types, relations, manifest.target, labels, splits, manifest.inputs())
         return finish_typed_import(

@@ -24,6 +24,9 @@ CHUNK_BYTES = 64 << 20
 
 HEADER_MODES = ("auto", "yes", "no")
 
+_SEPARATOR = re.compile(r"[ \t]*,[ \t]*|[ \t]+")
+"""Column separators: blanks with at most one comma."""
+
 _GZIP_MAGIC = b"\x1f\x8b"
 
 
@@ -201,7 +204,7 @@ def iter_float_rows(
 
 def count_columns(line: str) -> int:
     """Number of columns of a data line (separators: blanks with at most one comma)."""
-    return len(re.split(r"[ \t]*,[ \t]*|[ \t]+", line.strip(" \t\r")))
+    return len(_SEPARATOR.split(line.strip(" \t\r")))
 
 
 def enumerate_data_lines(path: Path, skip_header: bool = False) -> Iterator[tuple[int, str]]:
@@ -220,3 +223,54 @@ def _data_lines(path: Path) -> Iterator[tuple[int, str]]:
             stripped = raw.strip(" \t\r")
             if stripped and stripped[0] not in "#%":
                 yield lines_before + k + 1, stripped
+
+
+def names_a_column(path: Path, column: int | str | None) -> bool:
+    """Whether ``column`` is a name (not digits) found among the columns of the first data line of ``path`` (so
+    that line is a header)."""
+    if not isinstance(column, str) or re.fullmatch(r"\d+", column.strip()):
+        return False
+    lines = first_data_lines(path, 1)
+    return bool(lines) and column in _SEPARATOR.split(lines[0])
+
+
+def resolve_time_column(
+    path: Path, time_column: int | str | None, has_header: bool, option: str = "{time_column}"
+) -> int | None:
+    """The 0-based index of ``time_column`` (an index, its digits, or a name of the header line) in the edge list
+    ``path``, checked against the first data line's columns; None stays None. :class:`OptionError` names
+    ``option`` (by default the option ``time_column``, as the caller spells it; or a manifest key), what was
+    expected and what was found."""
+
+    def refuse(message: str) -> OptionError:
+        return OptionError(f"{option}: {message}", options=("time_column",))
+
+    if time_column is None:
+        return None
+    lines = first_data_lines(path, 2)
+    header_tokens = _SEPARATOR.split(lines[0]) if has_header and lines else None
+    data_lines = lines[1:] if has_header else lines
+    if isinstance(time_column, str) and not re.fullmatch(r"\d+", time_column.strip()):
+        if header_tokens is None:
+            raise refuse(
+                f"expected a column index, or a column name of the header line of {path}, found "
+                f"{time_column!r}, which is not a column of its first line"
+            )
+        if time_column not in header_tokens:
+            raise refuse(
+                f"expected a column of the header of {path} ({', '.join(header_tokens)}), found {time_column!r}"
+            )
+        index = header_tokens.index(time_column)
+    elif isinstance(time_column, bool) or not isinstance(time_column, (int, str)):
+        raise refuse(f"expected a column index or a header name, found {time_column!r}")
+    else:
+        index = int(time_column)
+    if index < 2:
+        raise refuse(
+            f"expected a column of {path} after the two node ids (index 2 or more), found {index} "
+            f"(the {'source' if index == 0 else 'destination'} column)"
+        )
+    columns = count_columns(data_lines[0]) if data_lines else None
+    if columns is not None and index >= columns:
+        raise refuse(f"expected a column index in [2, {columns}) ({path} has {columns} columns), found {index}")
+    return index

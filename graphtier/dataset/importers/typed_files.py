@@ -33,6 +33,7 @@ import numpy as np
 from graphtier._progress import NO_PROGRESS, Progress
 from graphtier.dataset import provenance as prov
 from graphtier.dataset import resources
+from graphtier.dataset.edge_time import finish_edge_time
 from graphtier.dataset.finite import NonFiniteGuard
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import finish, node_data, textio
@@ -192,15 +193,26 @@ def check_split_ids(splits: dict[str, np.ndarray], paths: dict[str, Path], key: 
 
 
 def read_relation_edges(
-    path: Path, relation: tuple[str, str, str], where: str, scratch: Path, progress: Progress = NO_PROGRESS
+    path: Path,
+    relation: tuple[str, str, str],
+    where: str,
+    scratch: Path,
+    progress: Progress = NO_PROGRESS,
+    time_column: int | str | None = None,
 ) -> TypedEdges:
     """The edges of ``relation`` in ``path``: ``src dst`` lines (text/csv/gzip, optional header, extra
     columns ignored) or an integer ``.npy`` [E, 2] / [2, E]; local ids of the source and destination types.
     They are spilled chunk by chunk to a scratch file in the folder ``scratch``
     (:func:`~graphtier.dataset.importers.typed_graph.spill_relation`), never held in memory whole.
-    ``progress`` reports reading a text file as the stage ``prepare: read edges <relation name>``."""
+    ``progress`` reports reading a text file as the stage ``prepare: read edges <relation name>``.
+    ``time_column`` (a text file's column index >= 2 or header name; the manifest's ``where.time``): each edge's
+    integer time, spilled with it (:attr:`TypedEdges.timed`)."""
     what = f"{where} relation {relation}"
     kind, description = node_data.sniff(path)
+    if time_column is not None and kind not in ("text", "gzip"):
+        raise DatasetError(
+            f"{path}: {where}.time: expected a text edge file with a time column, found {description} (no columns)"
+        )
     sparse = load_member(path) if isinstance(path, MemberPath) else load_sparse_npz(path) if kind == "npz" else None
     if sparse is not None and not isinstance(sparse, np.ndarray):  # an adjacency: entry [u, v] != 0 is u -> v
         coo = sparse.tocoo()
@@ -222,14 +234,23 @@ def read_relation_edges(
         return spill_relation(relation, array_edge_chunks(pairs[:, 0], pairs[:, 1])(), scratch, str(path))
     if kind not in ("text", "gzip"):
         raise DatasetError(f"{path}: {what}: expected a text edge list ('src dst' per line) or .npy, got {description}")
-    skip = textio.has_header(path, "auto", 2, allow_extra_columns=True)
+    skip = textio.has_header(path, "auto", 2, allow_extra_columns=True) or textio.names_a_column(path, time_column)
+    time_index = textio.resolve_time_column(path, time_column, skip, option=f"{where}.time")
+    expected = "two integer ids 'src dst'"
+    if time_index is not None:
+        expected = f"two integer ids and an integer time in column {time_index} ({where}.time)"
 
-    def text_blocks() -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    def text_blocks() -> Iterator[tuple[np.ndarray, ...]]:
         with progress.stage(f"prepare: read edges {relation[1]}", unit="edges") as bar:
             for block in textio.iter_int_rows(
-                path, 2, allow_extra_columns=True, skip_header=skip, expected="two integer ids 'src dst'"
+                path,
+                2 if time_index is None else 3,
+                allow_extra_columns=True,
+                skip_header=skip,
+                expected=expected,
+                columns=None if time_index is None else (0, 1, time_index),
             ):
-                yield block[:, 0], block[:, 1]
+                yield (block[:, 0], block[:, 1]) if time_index is None else (block[:, 0], block[:, 1], block[:, 2])
                 bar.advance(int(block.shape[0]))
 
     return spill_relation(relation, text_blocks(), scratch, str(path))
@@ -295,4 +316,5 @@ def finish_typed_import(
     meta["hetero"] = schema.to_meta()
     if link is not None:
         meta = split_written_typed_graph(writer, meta, link)
+    meta = finish_edge_time(writer, meta)  # when the relations carried times (a manifest's edges[i].time)
     return writer.finish(meta, progress=progress)

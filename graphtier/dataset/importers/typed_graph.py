@@ -18,6 +18,7 @@ import numpy as np
 
 from graphtier._progress import NO_PROGRESS, Progress
 from graphtier.dataset import resources
+from graphtier.dataset.edge_time import EDGE_TIME
 from graphtier.dataset.format import index_dtype
 from graphtier.dataset.importers.edges import EdgeSpill, array_edge_chunks, build_csc
 from graphtier.dataset.schema import RelationType, Schema, reverse_name
@@ -40,7 +41,8 @@ class TypedEdges:
     (integer arrays), or ``spill``, an :class:`~graphtier.dataset.importers.edges.EdgeSpill` holding them on disk
     (``src``/``dst`` None; ``swapped``: its chunks are read as ``(dst, src)``, the reverse relation);
     ``where`` names their origin (a file) in errors; ``shape``: ``(source count, destination count)`` when they
-    came from an adjacency matrix (checked against the node types' counts), else None."""
+    came from an adjacency matrix (checked against the node types' counts), else None. A ``timed`` spill carries
+    each edge's int64 time (a manifest relation's ``time`` column), which the reverse relation shares."""
 
     type: RelationType
     src: np.ndarray | None = None
@@ -49,6 +51,11 @@ class TypedEdges:
     shape: tuple[int, int] | None = None
     spill: EdgeSpill | None = None
     swapped: bool = False
+
+    @property
+    def timed(self) -> bool:
+        """Whether the edges carry times (their chunks are ``(src, dst, time)``)."""
+        return self.spill is not None and bool(self.spill.timed)
 
     @property
     def num_edges(self) -> int:
@@ -67,10 +74,15 @@ class TypedEdges:
             return None
         return (int(src.min()), int(src.max())), (int(dst.min()), int(dst.max()))
 
-    def chunks(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        """The edges as ``(src, dst)`` integer chunks [K], in order (:data:`~graphtier.dataset.importers.edges.EdgeChunks`)."""
+    def chunks(self) -> Iterator[tuple[np.ndarray, ...]]:
+        """The edges as ``(src, dst)`` integer chunks [K], in order, ``(src, dst, time)`` when :attr:`timed`
+        (:data:`~graphtier.dataset.importers.edges.EdgeChunks`)."""
         if self.spill is None:
             yield from array_edge_chunks(np.asarray(self.src), np.asarray(self.dst))()
+            return
+        if self.timed:
+            for src, dst, time in self.spill.timed_chunks():
+                yield (dst, src, time) if self.swapped else (src, dst, time)
             return
         for src, dst in self.spill:
             yield (dst, src) if self.swapped else (src, dst)
@@ -89,14 +101,15 @@ class TypedEdges:
 
 
 def spill_relation(
-    relation: RelationType, blocks: Iterable[tuple[np.ndarray, np.ndarray]], scratch: Path, where: str
+    relation: RelationType, blocks: Iterable[tuple[np.ndarray, ...]], scratch: Path, where: str
 ) -> TypedEdges:
-    """A :class:`TypedEdges` of ``relation`` whose edges (``(src, dst)`` integer blocks [K], local ids) are
-    spilled to a scratch file in the folder ``scratch`` as they come, so no relation is held in memory whole."""
+    """A :class:`TypedEdges` of ``relation`` whose edges (``(src, dst)`` integer blocks [K], local ids, or
+    ``(src, dst, time)`` with int64 times) are spilled to a scratch file in the folder ``scratch`` as they come,
+    so no relation is held in memory whole."""
     spill = EdgeSpill(scratch, f"relation-{uuid.uuid4().hex}.spill")
     try:
-        for src, dst in blocks:
-            spill.append(src, dst)
+        for block in blocks:
+            spill.append(*block)
     except BaseException:
         spill.remove()
         raise
@@ -153,9 +166,14 @@ def typed_csc_parts(
     *,
     dedup: bool = True,
     progress: Progress = NO_PROGRESS,
+    time_parts: list[np.ndarray] | None = None,
 ) -> tuple[list[np.ndarray], list[np.ndarray], list[int]]:
     """The format's ``indptr`` and ``indices`` of typed edges as per-relation parts (their concatenations are
     the arrays, see :func:`build_typed_csc`) and each relation's edge count after ``dedup``.
+
+    When the relations carry times (:attr:`TypedEdges.timed`: all of them or none, else :class:`DatasetError`),
+    each relation's ``edge_time`` part (int64, CSC order; a merged repeat keeps its earliest time) is appended
+    to ``time_parts`` (required then).
 
     Each relation is built by :func:`~graphtier.dataset.importers.edges.build_csc` from its edge chunks
     (the homogeneous importer's two passes, count and scatter, with its memory checks naming the relation), so
@@ -167,6 +185,15 @@ def typed_csc_parts(
     index_parts: list[np.ndarray] = []
     edge_counts: list[int] = []
     edge_base = 0
+    timed = [r for r in relations if r.timed]
+    if timed and time_parts is None:
+        raise ValueError("typed_csc_parts: relations with edge times need time_parts")
+    if timed and len(timed) != len(relations):
+        untimed = next(r for r in relations if not r.timed)
+        raise DatasetError(
+            f"{untimed.where or untimed.type}: relation {untimed.type}: expected edge times like relation "
+            f"{timed[0].type} ({timed[0].where}), found none: give every relation a time column or none"
+        )
     with progress.stage("build the typed CSC", total=sum(r.num_edges for r in relations), unit="edges") as bar:
         for rel in relations:
             where = f"{rel.where or rel.type}: relation {rel.type}"
@@ -182,12 +209,17 @@ def typed_csc_parts(
             offset = out_dtype.type(offsets[src_type])
 
             def global_chunks(rel: TypedEdges = rel, offset: np.integer = offset) -> Iterator[tuple[np.ndarray, ...]]:
-                for src, dst in rel.chunks():
-                    yield src.astype(out_dtype) + offset, dst
+                for chunk in rel.chunks():
+                    yield (chunk[0].astype(out_dtype) + offset, *chunk[1:])
 
-            built = build_csc(global_chunks, counts[dst_type], keep_duplicates=not dedup, num_sources=total, what=where)
+            built = build_csc(
+                global_chunks, counts[dst_type], keep_duplicates=not dedup, num_sources=total, what=where,
+                timed=bool(timed),
+            )  # fmt: skip
             indptr_parts.append(built.indptr[1:] + edge_base)
             index_parts.append(built.indices)
+            if built.edge_time is not None and time_parts is not None:
+                time_parts.append(built.edge_time)
             edge_counts.append(int(built.indices.size))
             edge_base += int(built.indices.size)
             bar.advance(rel.num_edges)
@@ -245,7 +277,10 @@ def write_typed_graph(
                 f"({rel.type[0]} x {rel.type[2]} nodes), found {tuple(rel.shape)}"
             )
     require_typed_csc_memory(counts, [(r.type, r.num_edges, r.where) for r in relations], str(writer.output))
-    indptr_parts, index_parts, edge_counts = typed_csc_parts(counts, relations, progress=progress)
+    time_parts: list[np.ndarray] = []
+    indptr_parts, index_parts, edge_counts = typed_csc_parts(
+        counts, relations, progress=progress, time_parts=time_parts
+    )
     for rel in relations:
         rel.remove()
     schema = Schema.build(
@@ -263,7 +298,9 @@ def write_typed_graph(
     )
     writer.save_parts("indptr", indptr_parts)
     writer.save_parts("indices", index_parts)
-    del indptr_parts, index_parts
+    if any(r.timed for r in relations):
+        writer.save_parts(EDGE_TIME, time_parts)
+    del indptr_parts, index_parts, time_parts
     for t in types:
         if t.features is not None:
             writer.save(schema.feature_file(t.name), t.features)

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from graphtier.dataset.edge_split import remove_pairs
+from graphtier.dataset.edge_time import carry_edge_time
 from graphtier.dataset.importers.holdout import split_pairs
 from graphtier.dataset.importers.link_files import GivenPairs, split_from_pairs
 from graphtier.dataset.link_split import (
@@ -198,6 +199,7 @@ def split_written_typed_graph(writer: Any, meta: dict[str, Any], split: TypedSpl
         eval_negatives=split.eval_negatives,
         given_meta=split.meta,
     )
+    carry_edge_time(writer, indptr, indices, new_indptr, new_indices)
     del indptr, indices
     writer.save("indptr", new_indptr)
     writer.save("indices", new_indices)

@@ -16,6 +16,7 @@ from graphtier.dataset.csc import csc_to_edges
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers._column_kernels import parse_int_columns, parse_int_columns_reference
 from graphtier.dataset.importers.edgelist import import_edgelist
+from graphtier.errors import OptionError
 from tests.dataset.importers.helpers import assert_user_error, run_cli, shared
 
 TOKENS = ["0", "7", "-3", "+12", "1.5", "abc", "nan", "inf", "", "99999999999999999999", "1e3"]
@@ -146,7 +147,7 @@ def test_edge_split_files_keep_the_times(tmp_path: Path) -> None:
         ("0 1 5\n", "3", ["--time-column", "[2, 3)", "found 3"]),
         ("0 1 5\n", "1", ["--time-column", "index 2 or more", "destination"]),
         ("a,b,t\n0,1,5\n1,2,6\n", "time", ["--time-column", "header", "a, b, t", "'time'"]),
-        ("0 1 5\n", "t", ["--time-column", "no header line"]),
+        ("0 1 5\n", "t", ["--time-column", "not a column of its first line"]),
         ("x y 5\ny z 1.5\n", "2", ["line 2", "integer time in column 2", "'1.5'"]),
     ],
 )
@@ -175,3 +176,12 @@ def test_bitcoin_alpha_imports_with_its_times(tmp_path: Path) -> None:
     stored = timed_edges(dataset)
     assert sum(len(v) for v in stored.values()) == rows.shape[0]
     assert all(stored[(int(s), int(d))] == [int(t)] for s, d, _, t in rows)
+
+
+def test_python_errors_name_the_argument(tmp_path: Path) -> None:
+    src = tmp_path / "e.txt"
+    src.write_text("0 1 5\n")
+    with pytest.raises(OptionError, match=r"^time_column=: expected a column of .* found 1 \(the destination"):
+        import_edgelist(src, tmp_path / "o", time_column=1)
+    with pytest.raises(OptionError, match=r"^time_unit=: expected time_column= with it"):
+        import_edgelist(src, tmp_path / "o", time_unit="s")
