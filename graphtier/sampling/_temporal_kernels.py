@@ -79,6 +79,7 @@ def temporal_hop(
     stream: np.uint64,
     first_row: np.ndarray,
     next_row: np.ndarray,
+    table: np.ndarray,
     keys_node: np.ndarray,
     keys_bound: np.ndarray,
     count: np.int64,
@@ -93,7 +94,7 @@ def temporal_hop(
     algorithm, key ``node_key(stream, j)``), the ``fanout`` most recent (``recent``), or all when fewer or
     ``fanout < 0``; each picked source inherits the bound and gets its (node, bound) row as in
     :func:`relabel_pairs` (new rows appended after ``count``; the row arrays must hold ``count`` plus the
-    hop's edges).
+    hop's edges), through :func:`relabel_pairs_hashed` when ``table`` is not empty (it then must hold twice that).
 
     Outputs (int64 [S], S from :func:`temporal_cuts`), grouped by destination in order, earliest first for
     ``recent`` and full lists: ``src_row`` (the source's row), ``dst_index`` (the destination's row),
@@ -104,7 +105,7 @@ def temporal_hop(
     size = 1
     while size < 2 * width:
         size *= 2
-    table = np.empty(size, np.int64)
+    scratch = np.empty(size, np.int64)  # Floyd's set
     # pass 1 (compute, and reads of ``order`` within each list): the picked edges' ids
     w = 0
     for j in range(num_dst):
@@ -118,7 +119,7 @@ def temporal_hop(
             for i in range(k):
                 edge_id[w + i] = order[start + degree - k + i]
         else:
-            floyd_positions(node_key(stream, j), degree, k, out, table)
+            floyd_positions(node_key(stream, j), degree, k, out, scratch)
             for i in range(k):
                 edge_id[w + i] = order[start + out[i]]
         for i in range(k):
@@ -131,6 +132,8 @@ def temporal_hop(
     bounds = np.empty(w, np.int64)
     for e in range(w):
         bounds[e] = keys_bound[dst_index[e]]
+    if table.shape[0]:
+        return relabel_pairs_hashed(src_row[:w], bounds, table, keys_node, keys_bound, count, src_row[:w])
     return relabel_pairs(src_row[:w], bounds, first_row, next_row, keys_node, keys_bound, count, src_row[:w])
 
 
@@ -210,6 +213,57 @@ def relabel_pairs(
             row = count
             next_row[row] = first_row[v]
             first_row[v] = row
+            keys_node[row] = v
+            keys_bound[row] = b
+            count += 1
+        local[i] = row
+    return count
+
+
+@numba.njit(cache=True, nogil=True)
+def _home(v: np.int64, b: np.int64, mask: np.uint64) -> np.uint64:
+    """The first slot probed for the pair (v, b) in a hash table of ``mask + 1`` slots."""
+    h = np.uint64(v) * np.uint64(0x9E3779B97F4A7C15) ^ np.uint64(b) * np.uint64(0xC2B2AE3D27D4EB4F)
+    return (h ^ (h >> np.uint64(29))) & mask
+
+
+@numba.njit(cache=True, nogil=True)
+def rehash(table: np.ndarray, keys_node: np.ndarray, keys_bound: np.ndarray, count: np.int64) -> None:
+    """Insert rows ``[0, count)`` (distinct pairs) into the empty hash ``table`` of :func:`relabel_pairs_hashed`."""
+    mask = np.uint64(table.shape[0] - 1)
+    for row in range(count):
+        slot = _home(keys_node[row], keys_bound[row], mask)
+        while table[slot] >= 0:
+            slot = (slot + np.uint64(1)) & mask
+        table[slot] = row
+
+
+@numba.njit(cache=True, nogil=True)
+def relabel_pairs_hashed(
+    node: np.ndarray,
+    bound: np.ndarray,
+    table: np.ndarray,
+    keys_node: np.ndarray,
+    keys_bound: np.ndarray,
+    count: np.int64,
+    local: np.ndarray,
+) -> np.int64:
+    """:func:`relabel_pairs` through an open-addressing hash ``table`` of the rows (int64 [T], a power of two at
+    least twice the final row count, -1 where empty, holding rows ``[0, count)``): one probe or two per pair
+    whatever the number of bounds of a node, where a chain walks them all (seeds of many times share hubs)."""
+    mask = np.uint64(table.shape[0] - 1)
+    for i in range(node.shape[0]):  # ``local`` may be ``node`` itself: entry i is read before it is written
+        v = node[i]
+        b = bound[i]
+        slot = _home(v, b, mask)
+        while True:
+            row = table[slot]
+            if row < 0 or (keys_node[row] == v and keys_bound[row] == b):
+                break
+            slot = (slot + np.uint64(1)) & mask
+        if row < 0:
+            row = count
+            table[slot] = row
             keys_node[row] = v
             keys_bound[row] = b
             count += 1

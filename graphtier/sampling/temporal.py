@@ -23,7 +23,14 @@ import torch
 from graphtier._choices import TEMPORAL_STRATEGIES
 from graphtier.errors import OptionError
 from graphtier.sampling import _neighbor_kernels as kernels
-from graphtier.sampling._temporal_kernels import relabel_pairs, reset_rows, temporal_cuts, temporal_hop
+from graphtier.sampling._temporal_kernels import (
+    rehash,
+    relabel_pairs,
+    relabel_pairs_hashed,
+    reset_rows,
+    temporal_cuts,
+    temporal_hop,
+)
 from graphtier.sampling.batch import Block, MiniBatch
 from graphtier.sampling.buffers import Workspace, WorkspacePool
 from graphtier.sampling.fanouts import check_fanouts
@@ -134,12 +141,18 @@ class TemporalNeighborSampler:
         first_row = workspace.local_id
         size = seeds.shape[0]
         rows = {name: workspace.array(name, size) for name in ("next", "node", "bound")}
+        # seeds of several times: rows found through a hash of (node, time) (a hub reached at many times would
+        # make the node's chain long); one time: through the node-indexed chain, one step per lookup
+        hashed = seeds.shape[0] > 0 and bool(times.min() != times.max())
+        table = _empty_table(workspace, 2 * size if hashed else 0)
         seed_index = np.empty(seeds.shape[0], np.int64)
         count = 0
         try:
-            count = int(
-                relabel_pairs(seeds, times, first_row, rows["next"], rows["node"], rows["bound"], 0, seed_index)
-            )
+            if hashed:
+                count = int(relabel_pairs_hashed(seeds, times, table, rows["node"], rows["bound"], 0, seed_index))
+            else:
+                count = int(relabel_pairs(seeds, times, first_row, rows["next"], rows["node"], rows["bound"], 0,
+                                          seed_index))  # fmt: skip
             sizes = [count]
             hops: list[tuple[np.ndarray, np.ndarray]] = []
             for hop, fanout in enumerate(self.fanouts):
@@ -149,16 +162,33 @@ class TemporalNeighborSampler:
                                   rows["bound"][:count], np.int64(fanout), self.inclusive, cuts)
                 )  # fmt: skip
                 rows = {name: workspace.array(name, count + total, keep=count) for name in rows}
+                if hashed and table.shape[0] < 2 * (count + total):
+                    table = _empty_table(workspace, 2 * (count + total))
+                    rehash(table, rows["node"], rows["bound"], np.int64(count))
                 edge_index = np.empty((2, total), np.int64)
                 edge_id = np.empty(total, np.int64)
                 stream = np.uint64(kernels.stream_key(self.seed, batch_id, hop))
                 count = int(
                     temporal_hop(self.indptr, self.indices, self.edge_time_order, cuts, np.int64(count),
-                                 np.int64(fanout), self.recent, stream, first_row, rows["next"], rows["node"],
+                                 np.int64(fanout), self.recent, stream, first_row, rows["next"], table, rows["node"],
                                  rows["bound"], np.int64(count), edge_index[0], edge_index[1], edge_id)
                 )  # fmt: skip
                 sizes.append(count)
                 hops.append((edge_index, edge_id))
         finally:
-            reset_rows(first_row, rows["node"], count)
+            if not hashed:
+                reset_rows(first_row, rows["node"], count)
         return rows["node"][:count].copy(), rows["bound"][:count].copy(), hops, sizes, seed_index
+
+
+def _empty_table(workspace: Workspace, need: int) -> np.ndarray:
+    """The workspace's hash table (int64, -1 everywhere) of a power-of-two size of at least ``need`` slots (16 or
+    more), or an empty array when ``need`` is 0 (rows are found through the chain)."""
+    if need == 0:
+        return np.empty(0, np.int64)
+    size = 16
+    while size < need:
+        size *= 2
+    table = workspace.array("table", size)
+    table[:] = -1
+    return table

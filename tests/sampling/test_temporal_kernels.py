@@ -7,7 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from graphtier.sampling._temporal_kernels import (
+    rehash,
     relabel_pairs,
+    relabel_pairs_hashed,
     relabel_pairs_py,
     reset_rows,
     temporal_cuts,
@@ -43,6 +45,7 @@ def kernel_hop(
     recent: bool,
     inclusive: bool,
     stream: int,
+    hashed: bool = False,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The kernels' hop (temporal_cuts, then temporal_hop over the rows of the DISTINCT pairs (dst, bound), row j =
     pair j) in the reference's terms: (src, src_bound, edge_id, dst_index)."""
@@ -54,8 +57,12 @@ def kernel_hop(
     cuts = np.empty(count, np.int64)
     total = temporal_cuts(indptr, time, order, keys_node[:count], keys_bound[:count], fanout, inclusive, cuts)
     src_row, dst_index, edge_id = (np.empty(total, np.int64) for _ in range(3))
+    slots = 1 << int(2 * size).bit_length()  # a power of two above twice the rows
+    table = np.full(slots, -1, np.int64) if hashed else np.empty(0, np.int64)
+    if hashed:
+        rehash(table, keys_node, keys_bound, count)
     after = temporal_hop(indptr, indices, order, cuts, count, fanout, recent, np.uint64(stream), first_row,
-                         next_row, keys_node, keys_bound, count, src_row, dst_index, edge_id)  # fmt: skip
+                         next_row, table, keys_node, keys_bound, count, src_row, dst_index, edge_id)  # fmt: skip
     rows, pairs = relabel_pairs_py(keys_node[src_row], keys_bound[src_row], list(zip(dst.tolist(), bound.tolist())))
     np.testing.assert_array_equal(src_row, rows)  # the fused relabel equals the reference relabel
     assert after == len(pairs)
@@ -75,13 +82,16 @@ def distinct_pairs(dst: np.ndarray, bound: np.ndarray) -> tuple[np.ndarray, np.n
     fanout=st.sampled_from([-1, 1, 2, 3, 6]),
     recent=st.booleans(),
     inclusive=st.booleans(),
+    hashed=st.booleans(),
 )
-def test_no_hop_reads_the_future(seed: int, n: int, e: int, fanout: int, recent: bool, inclusive: bool) -> None:
+def test_no_hop_reads_the_future(
+    seed: int, n: int, e: int, fanout: int, recent: bool, inclusive: bool, hashed: bool
+) -> None:
     rng = np.random.default_rng(seed)
     indptr, indices, time, order = timed_csc(rng, n, e, horizon=50)
     dst, bound = distinct_pairs(rng.integers(0, n, 8), rng.integers(0, 60, 8))
     for hop in range(3):
-        got = kernel_hop(indptr, indices, time, order, dst, bound, fanout, recent, inclusive, 1000 + hop)
+        got = kernel_hop(indptr, indices, time, order, dst, bound, fanout, recent, inclusive, 1000 + hop, hashed)
         ref = temporal_hop_py(indptr, indices, time, order, dst, bound, fanout, recent, inclusive, 1000 + hop)
         for a, b in zip(got, ref):
             np.testing.assert_array_equal(a, b)
@@ -156,3 +166,9 @@ def test_relabel_pairs_equals_the_reference(seed: int, known: int, s: int, int32
     assert list(zip(keys_node[:count].tolist(), keys_bound[:count].tolist())) == pairs
     reset_rows(first_row, keys_node, count)
     assert np.all(first_row == -1)
+    table = np.full(1024, -1, np.int64)  # the hashed relabel: the same rows
+    rehash(table, keys_node, keys_bound, len(first))
+    hashed = np.empty(s, np.int64)
+    assert relabel_pairs_hashed(node, bound, table, keys_node, keys_bound, len(first), hashed) == len(pairs)
+    np.testing.assert_array_equal(hashed, rows)
+    assert list(zip(keys_node[: len(pairs)].tolist(), keys_bound[: len(pairs)].tolist())) == pairs
