@@ -288,35 +288,38 @@ def split_period(split: LinkSplit, name: str) -> tuple[int | None, int | None]:
 
 
 def _check_times(root: Path, split: LinkSplit) -> None:
-    """The pair time files of a time split: dtype int64, shape row-aligned with their pairs, every time inside its
-    split's period (:func:`split_period`), and a valid/test split's first time its boundary."""
-    where = root / "meta.json"
+    """The pair time files of a time split: dtype int64, shape row-aligned with their pairs, a valid/test split's
+    first time its boundary (``link.{split}_from``), every time inside its split's period (:func:`split_period`)."""
+    files = []
     for name, pairs in split.splits.items():
-        lo, hi = split_period(split, name)
-        files = [(positive_times_file(name), pairs.positive_times, pairs.num_positives)]
+        files.append((name, positive_times_file(name), pairs.positive_times, pairs.num_positives))
         if pairs.negative_times is not None and pairs.negatives is not None:
-            files.append((negative_times_file(name), pairs.negative_times, int(pairs.negatives.shape[0])))
-        for stem, times, rows in files:
-            path = root / f"{stem}.npy"
-            assert times is not None  # read_link_split loads every times file of a time split
-            if str(times.dtype) != "int64":
-                raise DatasetError(f"{path}: expected dtype int64, found {times.dtype}")
-            if tuple(times.shape) != (rows,):
-                raise DatasetError(f"{path}: expected shape {[rows]} (one time per pair), found {list(times.shape)}")
-            if rows == 0:
-                continue
-            t_lo, t_hi = index_range(np.asarray(times))
-            if (lo is not None and t_lo < lo) or (hi is not None and t_hi > hi):
-                period = f"[{'-inf' if lo is None else lo}, {'inf' if hi is None else hi}]"
-                raise DatasetError(
-                    f"{path}: expected times in the {name} period {period} (meta.json 'link' valid_from/test_from), "
-                    f"found values in [{t_lo}, {t_hi}]"
-                )
-        first = split.boundary(name) if name in EVAL_SPLITS else None
-        if name in EVAL_SPLITS and pairs.num_positives and first != int(np.min(np.asarray(pairs.positive_times))):
+            files.append((name, negative_times_file(name), pairs.negative_times, int(pairs.negatives.shape[0])))
+    for _, stem, times, rows in files:
+        path = root / f"{stem}.npy"
+        assert times is not None  # read_link_split loads every times file of a time split
+        if str(times.dtype) != "int64":
+            raise DatasetError(f"{path}: expected dtype int64, found {times.dtype}")
+        if tuple(times.shape) != (rows,):
+            raise DatasetError(f"{path}: expected shape {[rows]} (one time per pair), found {list(times.shape)}")
+    for name in EVAL_SPLITS:
+        pairs = split.pairs(name)
+        first = None if pairs.positive_times is None or not pairs.num_positives else int(np.min(pairs.positive_times))
+        if name in split.splits and split.boundary(name) != first:
             raise DatasetError(
-                f"{where}: field 'link.{name}_from' expected {int(np.min(np.asarray(pairs.positive_times)))} (the "
-                f"first time in {positive_times_file(name)}.npy), found {first!r}"
+                f"{root / 'meta.json'}: field 'link.{name}_from' expected {first} (the first time in "
+                f"{positive_times_file(name)}.npy), found {split.meta.get(f'{name}_from')!r}"
+            )
+    for name, stem, times, rows in files:
+        lo, hi = split_period(split, name)
+        if rows == 0:
+            continue
+        t_lo, t_hi = index_range(np.asarray(times))
+        if (lo is not None and t_lo < lo) or (hi is not None and t_hi > hi):
+            period = f"[{'-inf' if lo is None else lo}, {'inf' if hi is None else hi}]"
+            raise DatasetError(
+                f"{root / (stem + '.npy')}: expected times in the {name} period {period} (meta.json 'link' "
+                f"valid_from/test_from), found values in [{t_lo}, {t_hi}]"
             )
 
 
