@@ -29,6 +29,7 @@ _EXPORTS: dict[str, str] = {
     "DatasetWriter": "graphtier.dataset",
     "generate": "graphtier.dataset.synthetic",
     "generate_mag": "graphtier.dataset.synthetic_mag",
+    "edgebank_scores": "graphtier.dataset.edgebank",
     # samplers
     "NeighborSampler": "graphtier.sampling",
     "DeviceNeighborSampler": "graphtier.sampling",
@@ -95,6 +96,7 @@ __all__ = [
 
 if TYPE_CHECKING:  # static analysers see the real names
     from graphtier.dataset import Dataset, DatasetWriter
+    from graphtier.dataset.edgebank import edgebank_scores
     from graphtier.dataset.synthetic import generate
     from graphtier.dataset.synthetic_mag import generate_mag
     from graphtier.graph.reorder import reorder_dataset

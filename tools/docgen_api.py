@@ -24,7 +24,12 @@ EAGER: dict[str, str] = {
 
 # section title -> the modules (as in graphtier._EXPORTS / EAGER) whose names it holds, in this order
 SECTIONS: dict[str, tuple[str, ...]] = {
-    "Datasets": ("graphtier.dataset", "graphtier.dataset.synthetic", "graphtier.dataset.synthetic_mag"),
+    "Datasets": (
+        "graphtier.dataset",
+        "graphtier.dataset.synthetic",
+        "graphtier.dataset.synthetic_mag",
+        "graphtier.dataset.edgebank",
+    ),
     "Samplers": ("graphtier.sampling",),
     "Feature and topology stores": ("graphtier.memory",),
     "The global store": ("graphtier.graphstore",),

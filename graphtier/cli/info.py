@@ -15,7 +15,14 @@ import numpy as np
 from graphtier.dataset.csc import reciprocity
 from graphtier.dataset.edge_time import time_range_text
 from graphtier.dataset.format import SPLITS, Dataset
-from graphtier.dataset.link_split import EVAL_SPLITS, LINK_SPLITS, negatives_file, positives_file
+from graphtier.dataset.link_split import (
+    EVAL_SPLITS,
+    LINK_SPLITS,
+    negative_times_file,
+    negatives_file,
+    positive_times_file,
+    positives_file,
+)
 from graphtier.dataset.provenance import describe, provenance_of
 from graphtier.dataset.writer import json_default
 from graphtier.graph.stats import CHUNK, in_degree_stats
@@ -98,7 +105,8 @@ def symmetric(dataset: Dataset) -> bool | None:
 
 def edge_split_info(dataset: Dataset) -> dict[str, Any] | None:
     """The link-prediction edge split of ``dataset`` (None without one): ``method``, pairs per split (``train``,
-    ``valid``, ``test``), ``valid_negatives``/``test_negatives`` (rows), ``eval_negatives`` K, ``negatives``
+    ``valid``, ``test``), ``valid_negatives``/``test_negatives`` (rows), ``split_by`` (``random`` or ``time``; a time
+    split adds ``valid_from``/``test_from``, the first valid/test times), ``eval_negatives`` K, ``negatives``
     (``"pairs"`` or ``"per_positive"``), ``undirected``, ``dst_range`` and the provenance (``fractions``, ``seed``); a typed dataset's ``relation``
     ``[SRC, REL, DST]`` and ``reverse`` (the reverse relation's name, or None)."""
     link = dataset.link
@@ -116,6 +124,9 @@ def edge_split_info(dataset: Dataset) -> dict[str, Any] | None:
         undirected=link.undirected,
         dst_range=list(link.dst_range),
     )
+    info["split_by"] = link.split_by
+    if link.by_time:
+        info.update(valid_from=link.boundary("valid"), test_from=link.boundary("test"))
     for key in ("fractions", "seed", "held_out_edges", "relation", "reverse"):
         if key in link.meta:
             info[key] = link.meta[key]
@@ -130,6 +141,12 @@ def _describe_edge_split(link: dict[str, Any]) -> str:
     k = link["eval_negatives"]
     negatives = f"{k} negative destinations per positive" if k > 0 else "negative pairs, one per positive"
     kind = "undirected: held-out edges removed both ways" if link["undirected"] else "directed"
+    if link.get("split_by") == "time":
+        kind = (
+            f"split by time: valid from {link.get('valid_from')}, test from {link.get('test_from')}; held-out "
+            f"edges stay in the graph (a time-aware sampler keeps them out of earlier queries); "
+            f"{'undirected' if link['undirected'] else 'directed'}"
+        )
     if link.get("relation"):  # a typed dataset: one relation's edges, local ids
         src, name, dst = link["relation"]
         kind = f"relation {name} ({src} -> {dst}), local ids" + (
@@ -257,6 +274,10 @@ def dataset_info(dataset: Dataset) -> dict[str, Any]:
         arrays[positives_file(split)] = _array_entry(root / f"{positives_file(split)}.npy", pairs.positives)
         if pairs.negatives is not None:
             arrays[negatives_file(split)] = _array_entry(root / f"{negatives_file(split)}.npy", pairs.negatives)
+        for stem, times in ((positive_times_file(split), pairs.positive_times),
+                            (negative_times_file(split), pairs.negative_times)):  # fmt: skip
+            if times is not None:
+                arrays[stem] = _array_entry(root / f"{stem}.npy", times)
     for type_name, table in dataset.type_features.items() if dataset.is_hetero else ():
         stem = dataset.schema.feature_file(type_name)
         arrays[stem] = _array_entry(root / f"{stem}.npy", table)

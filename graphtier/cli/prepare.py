@@ -19,6 +19,7 @@ from graphtier.dataset.importers import textio
 from graphtier.dataset.importers.mat_variables import ADJACENCY_KEYS, FEATURE_KEYS, LABEL_KEYS
 from graphtier.dataset.importers.options import (
     EDGE_FORMAT_FIELDS,
+    EDGELIST_FIELDS,
     MANIFEST_FIELDS,
     MOVIELENS_FIELDS,
     OGB_FIELDS,
@@ -71,7 +72,7 @@ def planetoid(
 
 @command.command(name="edgelist")
 @common_options
-@import_options(EDGE_FORMAT_FIELDS)
+@import_options(EDGELIST_FIELDS)
 @click.option(
     "--header",
     type=click.Choice(textio.HEADER_MODES),

@@ -21,6 +21,7 @@ from graphtier.cli.progress import cli_progress
 from graphtier.dataset.finite import NON_FINITE_MODES
 from graphtier.dataset.importers.node_data import LABEL_LAYOUTS
 from graphtier.dataset.importers.options import ImportOptions
+from graphtier.dataset.link_split import SPLIT_BY
 
 _PATH = click.Path(path_type=Path)
 
@@ -164,6 +165,15 @@ IMPORT_OPTION_DECLARATIONS: dict[str, Decorator] = {
         "valid= and test= positives (held out of the graph), optional train= (default: every remaining edge), "
         "valid_neg= and test_neg= negatives ([Q, 2] pairs, or [P, K] destinations with --eval-negatives K; "
         "default: drawn).",
+    ),
+    "split_by": click.option(
+        "--split-by",
+        type=click.Choice(SPLIT_BY),
+        default="random",
+        show_default=True,
+        help="How --edge-split picks its held-out edges: random (they leave the graph), or time (needs "
+        "--time-column: the earliest edges train, the latest test; held-out edges STAY in the graph with their "
+        "times and every pair gets its time: leak-free only with a time-aware sampler).",
     ),
     "split_relation": click.option(
         "--split-relation",

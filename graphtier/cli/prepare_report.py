@@ -46,10 +46,16 @@ def edge_notes(meta: dict[str, Any]) -> list[str]:
 def edge_split_notes(meta: dict[str, Any]) -> list[str]:
     """One sentence on the ``--edge-split`` of a dataset (none without one)."""
     link = meta.get("link")
-    if not isinstance(link, dict) or link.get("method") != "random":
+    if not isinstance(link, dict) or link.get("method") not in ("random", "time"):
         return []
     k = int(link.get("eval_negatives", 0))
     negatives = f"{k} negative destinations per positive" if k else "one negative pair per positive"
+    if link.get("method") == "time":
+        return [
+            f"edge split by time: {link.get('train', 0):,} train, {link.get('valid', 0):,} valid (from "
+            f"{link.get('valid_from')}), {link.get('test', 0):,} test (from {link.get('test_from')}) pairs; the "
+            f"held-out edges stay in the graph (leak-free only with a time-aware sampler); {negatives}"
+        ]
     both = ", both directions" if link.get("undirected") else ""
     return [
         f"edge split: {link.get('train', 0):,} train, {link.get('valid', 0):,} valid, {link.get('test', 0):,} test "

@@ -1,6 +1,7 @@
-"""Datasets: the on-disk format, atomic writers, importers and the synthetic generator."""
+"""Datasets: the on-disk format, atomic writers, importers, the synthetic generator and the EdgeBank baseline."""
 
+from graphtier.dataset.edgebank import edgebank_scores
 from graphtier.dataset.format import FORMAT_VERSION, Dataset, index_dtype
 from graphtier.dataset.writer import DatasetWriter
 
-__all__ = ["FORMAT_VERSION", "Dataset", "DatasetWriter", "index_dtype"]
+__all__ = ["FORMAT_VERSION", "Dataset", "DatasetWriter", "edgebank_scores", "index_dtype"]

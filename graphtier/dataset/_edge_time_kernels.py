@@ -233,3 +233,50 @@ def relocate_times(
         base = new_indptr[i]
         for k in range(order.shape[0]):
             out[base + k] = times[order[k]]
+
+
+# ---------------------------------------------------------------------------- EdgeBank
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def edgebank(
+    indptr: np.ndarray, indices: np.ndarray, edge_time: np.ndarray, src: np.ndarray, dst: np.ndarray, times: np.ndarray
+) -> np.ndarray:
+    """float32 [P]: 1 where the edge ``src[i] -> dst[i]`` is in the CSC graph with a time ``< times[i]``, else 0
+    (EdgeBank with unlimited memory). A binary search of ``src[i]`` in the ascending list of ``dst[i]``, then the
+    earliest time among that source's copies (a repeated edge is adjacent)."""
+    out = np.zeros(src.shape[0], np.float32)
+    for i in numba.prange(src.shape[0]):
+        s, d, t = np.int64(src[i]), np.int64(dst[i]), times[i]
+        lo, hi = indptr[d], indptr[d + 1]
+        stop = hi
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if np.int64(indices[mid]) < s:
+                lo = mid + 1
+            else:
+                hi = mid
+        p = lo
+        while p < stop and np.int64(indices[p]) == s:
+            if edge_time[p] < t:
+                out[i] = 1.0
+                break
+            p += 1
+    return out
+
+
+def edgebank_reference(
+    indptr: np.ndarray, indices: np.ndarray, edge_time: np.ndarray, src: np.ndarray, dst: np.ndarray, times: np.ndarray
+) -> np.ndarray:
+    """numpy :func:`edgebank`: the earliest time of every distinct edge key ``dst * N + src``, looked up per pair."""
+    n = max(indptr.shape[0] - 1, 1)
+    dst_of_edge = np.repeat(np.arange(indptr.shape[0] - 1, dtype=np.int64), np.diff(indptr))
+    keys = dst_of_edge * n + np.asarray(indices, np.int64)
+    order = np.lexsort((np.asarray(edge_time), keys))
+    unique_keys, first = np.unique(keys[order], return_index=True)
+    earliest = np.asarray(edge_time)[order][first]
+    query = np.asarray(dst, np.int64) * n + np.asarray(src, np.int64)
+    at = np.minimum(np.searchsorted(unique_keys, query), max(unique_keys.shape[0] - 1, 0))
+    if unique_keys.shape[0] == 0:
+        return np.zeros(query.shape[0], np.float32)
+    return ((unique_keys[at] == query) & (earliest[at] < np.asarray(times))).astype(np.float32)

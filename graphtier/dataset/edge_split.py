@@ -25,7 +25,7 @@ MAX_ENUMERATED_PAIRS = 20_000_000
 """The largest source x destination space enumerated exactly when rejection draws found too few negatives."""
 
 
-def _as_pairs(pairs: np.ndarray, num_nodes: int, what: str) -> np.ndarray:
+def as_pairs(pairs: np.ndarray, num_nodes: int, what: str) -> np.ndarray:
     """``pairs`` as int64 [P, 2] with ids in ``[0, num_nodes)``; :class:`OptionError` naming ``what`` otherwise."""
     array = np.asarray(pairs)
     if array.size == 0:
@@ -80,7 +80,7 @@ def remove_pairs(
     """
     indptr = np.asarray(indptr, np.int64)
     n = indptr.shape[0] - 1
-    pairs = _as_pairs(pairs, n, "pairs")
+    pairs = as_pairs(pairs, n, "pairs")
     if pairs.shape[0] == 0:
         return indptr.copy(), np.array(indices, copy=True), 0
     keys = pair_keys(pairs, n, undirected=undirected)
@@ -132,14 +132,14 @@ def draw_eval_negatives(
     """
     indptr = np.asarray(indptr, np.int64)
     n = indptr.shape[0] - 1
-    positives = _as_pairs(positives, n, "positives")
+    positives = as_pairs(positives, n, "positives")
     lo, hi = (int(v) for v in dst_range)
     src_lo, src_hi = (0, n) if src_range is None else (int(v) for v in src_range)
     if not (0 <= lo < hi <= n and 0 <= src_lo < src_hi <= n):
         raise OptionError(f"dst_range/src_range: expected 0 <= lo < hi <= {n}, found {[lo, hi]}/{[src_lo, src_hi]}")
     if k < 0:
         raise OptionError.invalid(option, "an integer >= 0", k)
-    extra = _as_pairs(forbidden, n, "forbidden") if forbidden is not None else np.empty((0, 2), np.int64)
+    extra = as_pairs(forbidden, n, "forbidden") if forbidden is not None else np.empty((0, 2), np.int64)
     forbidden_keys = pair_keys(extra, n, undirected=False)
     if k > 0:
         return _negative_destinations(indptr, indices, forbidden_keys, positives, k, (lo, hi), seed, undirected, option)

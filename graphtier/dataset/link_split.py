@@ -15,6 +15,12 @@ prediction trains and evaluates on (docs/dataset-format.md, "Edge split"):
 ``meta.json`` holds ``"link"``: the pair counts, ``eval_negatives``, ``dst_range`` (``[lo, hi)``: the node ids a
 negative destination is drawn from; all nodes, or a bipartite graph's item range) and ``undirected`` (reverse
 edges of the targets are excluded from message passing too).
+
+A split by time (``"split_by": "time"``, ``--split-by time``; docs/dataset-format.md, "Edge split by time") keeps
+its held-out edges IN the graph (a time-aware sampler cuts every edge at or after a query's time) and adds the
+time of every pair: ``link_{split}_time.npy`` int64 [P] row-aligned with ``link_{split}.npy``, and for negative
+pairs ``link_{split}_neg_time.npy`` int64 [Q] (per-positive negatives take their positive's time: no file).
+``"valid_from"``/``"test_from"`` are the first valid and test times (null for an empty split).
 """
 
 from __future__ import annotations
@@ -45,12 +51,31 @@ def negatives_file(split: str) -> str:
     return f"link_{split}_neg"
 
 
+def positive_times_file(split: str) -> str:
+    """File stem of the pair times of ``split`` (a time split): ``link_train_time`` ..."""
+    return f"link_{split}_time"
+
+
+def negative_times_file(split: str) -> str:
+    """File stem of the negative pair times of evaluation ``split`` (a time split): ``link_valid_neg_time`` ..."""
+    return f"link_{split}_neg_time"
+
+
+SPLIT_BY = ("random", "time")
+"""How an edge split chose its held-out edges (``meta.json`` ``link.split_by``; absent means ``random``)."""
+
+
 HELD_OUT_CHUNK = 1 << 22
 """Held-out pairs tested against the graph per kernel call (bounds the copies of a memory-mapped file)."""
 HELD_OUT_SAMPLE = 1 << 18
 """Held-out pairs of each split :func:`check_held_out` looks up when a dataset is opened (evenly spaced rows)."""
 
-LINK_FILE_STEMS = frozenset([positives_file(s) for s in LINK_SPLITS] + [negatives_file(s) for s in EVAL_SPLITS])
+LINK_FILE_STEMS = frozenset(
+    [positives_file(s) for s in LINK_SPLITS]
+    + [negatives_file(s) for s in EVAL_SPLITS]
+    + [positive_times_file(s) for s in LINK_SPLITS]
+    + [negative_times_file(s) for s in EVAL_SPLITS]
+)
 """Every file stem of an edge split (not listed in ``Dataset.extra``)."""
 
 
@@ -63,11 +88,17 @@ class LinkPairs:
         negatives: None (the train split: negatives are drawn while training), int64 [Q, 2] negative pairs,
             or int64 [P, K] negative destinations per positive (``per_positive``).
         per_positive: whether ``negatives`` is [P, K] destinations (ranking metrics: MRR, Hits@K).
+        positive_times: a time split: int64 [P], the query time of each positive (its edge's time); else None.
+        negative_times: a time split with negative pairs: int64 [Q], negative ``i`` at the time of positive
+            ``i % P``; None otherwise (per-positive negatives take their positive's time:
+            :meth:`negative_pair_times`).
     """
 
     positives: np.ndarray
     negatives: np.ndarray | None = None
     per_positive: bool = False
+    positive_times: np.ndarray | None = None
+    negative_times: np.ndarray | None = None
 
     @property
     def num_positives(self) -> int:
@@ -82,6 +113,14 @@ class LinkPairs:
         k = int(self.negatives.shape[1])
         src = np.repeat(np.asarray(self.positives[:, 0]), k)
         return np.stack([src, np.asarray(self.negatives).reshape(-1)], axis=1)
+
+    def negative_pair_times(self) -> np.ndarray | None:
+        """int64 [Q] (or [P * K]): the query time of each row of :meth:`negative_pairs`; None without pair times."""
+        if self.positive_times is None or self.negatives is None:
+            return None
+        if self.per_positive:
+            return np.repeat(np.asarray(self.positive_times, np.int64), int(self.negatives.shape[1]))
+        return None if self.negative_times is None else np.asarray(self.negative_times)
 
 
 @dataclass(frozen=True)
@@ -107,6 +146,22 @@ class LinkSplit:
         lo, hi = self.meta["dst_range"]
         return int(lo), int(hi)
 
+    @property
+    def split_by(self) -> str:
+        """``random`` (held-out edges left the graph) or ``time`` (they stay, every pair has a time)."""
+        return str(self.meta.get("split_by", "random"))
+
+    @property
+    def by_time(self) -> bool:
+        """Whether this is a split by time (pairs carry times; a time-aware sampler is needed: no leak)."""
+        return self.split_by == "time"
+
+    def boundary(self, split: str) -> int | None:
+        """The first time of ``split`` (``valid`` or ``test``) of a time split (``link.valid_from``,
+        ``link.test_from``); None for an empty split or a random split."""
+        value = self.meta.get(f"{split}_from")
+        return None if value is None else int(value)
+
     def pairs(self, split: str) -> LinkPairs:
         """The pairs of ``split`` (``train``, ``valid``, ``test``); empty positives when the split has none."""
         if split not in LINK_SPLITS:
@@ -126,6 +181,10 @@ class LinkSplit:
             if split in EVAL_SPLITS and pairs.negatives is not None:
                 writer.save(negatives_file(split), np.asarray(pairs.negatives, dtype=np.int64))
                 meta[f"{split}_negatives"] = int(pairs.negatives.shape[0])
+            if pairs.positive_times is not None:
+                writer.save(positive_times_file(split), np.asarray(pairs.positive_times, dtype=np.int64))
+            if pairs.negative_times is not None:
+                writer.save(negative_times_file(split), np.asarray(pairs.negative_times, dtype=np.int64))
         return meta
 
 
@@ -147,6 +206,7 @@ def read_link_split(root: Path, meta: dict[str, Any], load: Any) -> LinkSplit | 
     dst_range = link.get("dst_range")
     if not (isinstance(dst_range, list) and len(dst_range) == 2 and all(isinstance(v, int) for v in dst_range)):
         raise DatasetError(f"{where}: field 'link.dst_range' expected [lo, hi] integers, found {dst_range!r}")
+    by_time = _read_split_by(where, link)
     splits: dict[str, LinkPairs] = {}
     for split in LINK_SPLITS:
         pos_path = root / f"{positives_file(split)}.npy"
@@ -156,8 +216,39 @@ def read_link_split(root: Path, meta: dict[str, Any], load: Any) -> LinkSplit | 
             continue
         neg_path = root / f"{negatives_file(split)}.npy"
         negatives = load(neg_path) if split in EVAL_SPLITS and neg_path.is_file() else None
-        splits[split] = LinkPairs(load(pos_path), negatives, per_positive=negatives is not None and k > 0)
+        per_positive = negatives is not None and k > 0
+        random = "meta.json 'link.split_by' is not 'time'"
+        times = _time_file(root, positives_file(split), positive_times_file(split), by_time, load, random)
+        neg_times = None
+        if negatives is not None:
+            why = "per-positive negatives take their positive's time" if by_time else random
+            neg_stem = negative_times_file(split)
+            neg_times = _time_file(root, negatives_file(split), neg_stem, by_time and not per_positive, load, why)
+        splits[split] = LinkPairs(load(pos_path), negatives, per_positive, times, neg_times)
     return LinkSplit(dict(link), splits)
+
+
+def _read_split_by(where: Path, link: dict[str, Any]) -> bool:
+    """Whether ``meta.json`` ``link`` is a time split; its ``split_by`` and boundaries checked."""
+    split_by = link.get("split_by", "random")
+    if split_by not in SPLIT_BY:
+        raise DatasetError(f"{where}: field 'link.split_by' expected one of {', '.join(SPLIT_BY)}, found {split_by!r}")
+    for key in ("valid_from", "test_from"):
+        value = link.get(key)
+        if split_by == "time" and value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+            raise DatasetError(f"{where}: field 'link.{key}' expected an integer time or null, found {value!r}")
+    return split_by == "time"
+
+
+def _time_file(root: Path, pairs_stem: str, stem: str, wanted: bool, load: Any, why_not: str) -> np.ndarray | None:
+    """The times file ``stem`` of the pair file ``pairs_stem``: loaded when ``wanted`` (a time split), else it must
+    not exist (``why_not`` says why; :class:`DatasetError` either way)."""
+    path = root / f"{stem}.npy"
+    if wanted and not path.is_file():
+        raise DatasetError(f"{path}: file missing (meta.json 'link.split_by' is 'time': {pairs_stem}.npy needs times)")
+    if not wanted and path.is_file():
+        raise DatasetError(f"{path}: unexpected file (expected no pair times: {why_not})")
+    return load(path) if wanted else None
 
 
 def validate_link_split(root: Path, split: LinkSplit, num_nodes: int) -> None:
@@ -181,6 +272,55 @@ def validate_link_split(root: Path, split: LinkSplit, num_nodes: int) -> None:
             _check_ids(path, pairs.negatives, (pairs.num_positives, k), num_nodes)
         else:
             _check_ids(path, pairs.negatives, (None, 2), num_nodes)
+    if split.by_time:
+        _check_times(root, split)
+
+
+def split_period(split: LinkSplit, name: str) -> tuple[int | None, int | None]:
+    """``(lo, hi)``: the times the pairs of ``name`` of a time split lie in, both inclusive (None: unbounded):
+    from its own first time (``link.{name}_from``; train: none) to the first time of the next non-empty split
+    (a tie at a boundary is cut by ``(src, dst)``, so the boundary time may be on both sides)."""
+    order = list(LINK_SPLITS)
+    lo = None if name == "train" else split.boundary(name)
+    later = [split.boundary(s) for s in order[order.index(name) + 1 :]]
+    hi = next((b for b in later if b is not None), None)
+    return lo, hi
+
+
+def _check_times(root: Path, split: LinkSplit) -> None:
+    """The pair time files of a time split: dtype int64, shape row-aligned with their pairs, a valid/test split's
+    first time its boundary (``link.{split}_from``), every time inside its split's period (:func:`split_period`)."""
+    files = []
+    for name, pairs in split.splits.items():
+        files.append((name, positive_times_file(name), pairs.positive_times, pairs.num_positives))
+        if pairs.negative_times is not None and pairs.negatives is not None:
+            files.append((name, negative_times_file(name), pairs.negative_times, int(pairs.negatives.shape[0])))
+    for _, stem, times, rows in files:
+        path = root / f"{stem}.npy"
+        assert times is not None  # read_link_split loads every times file of a time split
+        if str(times.dtype) != "int64":
+            raise DatasetError(f"{path}: expected dtype int64, found {times.dtype}")
+        if tuple(times.shape) != (rows,):
+            raise DatasetError(f"{path}: expected shape {[rows]} (one time per pair), found {list(times.shape)}")
+    for name in EVAL_SPLITS:
+        pairs = split.pairs(name)
+        first = None if pairs.positive_times is None or not pairs.num_positives else int(np.min(pairs.positive_times))
+        if name in split.splits and split.boundary(name) != first:
+            raise DatasetError(
+                f"{root / 'meta.json'}: field 'link.{name}_from' expected {first} (the first time in "
+                f"{positive_times_file(name)}.npy), found {split.meta.get(f'{name}_from')!r}"
+            )
+    for name, stem, times, rows in files:
+        lo, hi = split_period(split, name)
+        if rows == 0:
+            continue
+        t_lo, t_hi = index_range(np.asarray(times))
+        if (lo is not None and t_lo < lo) or (hi is not None and t_hi > hi):
+            period = f"[{'-inf' if lo is None else lo}, {'inf' if hi is None else hi}]"
+            raise DatasetError(
+                f"{root / (stem + '.npy')}: expected times in the {name} period {period} (meta.json 'link' "
+                f"valid_from/test_from), found values in [{t_lo}, {t_hi}]"
+            )
 
 
 def check_held_out(
@@ -195,7 +335,10 @@ def check_held_out(
     ``limit``: at most this many pairs of each split, evenly spaced over its rows (``Dataset.open`` checks
     :data:`HELD_OUT_SAMPLE`: a split whose held-out edges were left in the graph is caught at once, and opening
     a graph with tens of millions of held-out pairs stays fast; graphtier's own splits hold none by
-    construction); None checks every pair."""
+    construction); None checks every pair.
+
+    A time split (``link.split_by`` ``time``) keeps its held-out edges in the graph: there, a held-out pair that
+    is NOT an edge is the error (the split and the graph do not belong together)."""
     for name in EVAL_SPLITS:
         pairs = split.splits.get(name)
         if pairs is None or pairs.num_positives == 0:
@@ -207,10 +350,17 @@ def check_held_out(
         for start in range(0, total, HELD_OUT_CHUNK):
             at = None if rows is None else rows[start : start + HELD_OUT_CHUNK]
             chunk = np.asarray(pairs.positives[start : start + HELD_OUT_CHUNK] if at is None else pairs.positives[at])
-            hits = np.flatnonzero(edge_pairs(indptr, indices, chunk[:, 0], chunk[:, 1], split.undirected))
+            found = edge_pairs(indptr, indices, chunk[:, 0], chunk[:, 1], split.undirected)
+            hits = np.flatnonzero(~found if split.by_time else found)
             if hits.size:
                 row = start + int(hits[0]) if at is None else int(at[hits[0]])
                 src, dst = (int(v) for v in chunk[hits[0]])
+                if split.by_time:
+                    raise DatasetError(
+                        f"{root / (positives_file(name) + '.npy')}: row {row}, pair ({src}, {dst}) is not an edge of "
+                        "the graph; a split by time keeps its held-out edges in it (docs/dataset-format.md, Edge split "
+                        "by time)"
+                    )
                 reverse = " (or its reverse: the split is undirected)" if split.undirected else ""
                 raise DatasetError(
                     f"{root / (positives_file(name) + '.npy')}: row {row}, pair ({src}, {dst}) is an edge of the "

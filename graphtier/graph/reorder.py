@@ -202,7 +202,8 @@ def permute_rows(
 
 def permute_link_split(split: LinkSplit, inverse: np.ndarray, schema: Schema | None = None) -> LinkSplit:
     """``split`` with every node id mapped through ``inverse`` (int64 [N], old id -> new id): positive pairs,
-    negative pairs and per-positive negative destinations alike (the ``dst_range`` must be all nodes). A typed
+    negative pairs and per-positive negative destinations alike (the ``dst_range`` must be all nodes); the pair
+    times of a split by time stay as they are (one per pair row, not per node). A typed
     dataset's split of one relation (``schema``; ``split.meta["relation"]``) holds local ids: sources are mapped
     within the source type's range, destinations within the destination type's (each type keeps its range)."""
     src_map = dst_map = inverse
@@ -228,6 +229,8 @@ def permute_link_split(split: LinkSplit, inverse: np.ndarray, schema: Schema | N
             if p.per_positive
             else pairs_of(p.negatives),
             per_positive=p.per_positive,
+            positive_times=p.positive_times,  # per pair, row-aligned: a new node order keeps them
+            negative_times=p.negative_times,
         )
         for name, p in split.splits.items()
     }

@@ -21,6 +21,7 @@ from graphtier.cli.prepare_options import IMPORT_OPTION_DECLARATIONS
 from graphtier.dataset.importers import csr_npz, edgelist, manifest, mat, movielens, ogb, planetoid
 from graphtier.dataset.importers.options import (
     EDGE_FORMAT_FIELDS,
+    EDGELIST_FIELDS,
     MANIFEST_FIELDS,
     MOVIELENS_FIELDS,
     OGB_FIELDS,
@@ -32,7 +33,7 @@ from tests.cli.helpers import defaults_as_received
 from tests.dataset.importers.helpers import assert_user_error, run_cli
 
 _FORMATS = {
-    "edgelist": (edgelist, "import_edgelist", EDGE_FORMAT_FIELDS),
+    "edgelist": (edgelist, "import_edgelist", EDGELIST_FIELDS),
     "csr-npz": (csr_npz, "import_csr_npz", EDGE_FORMAT_FIELDS),
     "mat": (mat, "import_mat", EDGE_FORMAT_FIELDS),
     "ogb": (ogb, "import_ogb", OGB_FIELDS),

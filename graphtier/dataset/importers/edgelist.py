@@ -36,6 +36,7 @@ from graphtier.dataset.importers.labels import (
     mark_unlabelled,
 )
 from graphtier.dataset.importers.options import ImportOptions
+from graphtier.dataset.importers.time_holdout import no_edge_times
 from graphtier.dataset.writer import DatasetWriter
 from graphtier.errors import DatasetError, OptionError
 
@@ -110,6 +111,8 @@ def import_edgelist(
             f"{{time_unit}}: expected {{time_column}} with it (the times it describes), found {time_unit!r}",
             options=("time_unit", "time_column"),
         )
+    if options.split_by == "time" and time_index is None:
+        raise no_edge_times()  # before the edges are read
     string_ids = ids == "string"
     if ids == "auto":
         lines = textio.first_data_lines(path, 2)

@@ -27,6 +27,7 @@ from graphtier.dataset.importers.link_files import split_written_graph_from_file
 from graphtier.dataset.importers.options import EDGE_FORMAT_FIELDS, ImportOptions
 from graphtier.dataset.importers.pair_files import IdLookup
 from graphtier.dataset.importers.splits import random_split, save_splits
+from graphtier.dataset.importers.time_holdout import split_written_graph_by_time
 from graphtier.dataset.writer import DatasetWriter
 from graphtier.errors import OptionError
 
@@ -152,14 +153,14 @@ def finish_dataset(
     progress: Progress = NO_PROGRESS,
 ) -> Dataset:
     """The last step of every importer: the edge split of ``options.edge_split`` (if any) on the graph
-    ``writer`` wrote (:func:`~graphtier.dataset.importers.holdout.split_written_graph`), or of
+    ``writer`` wrote (:func:`~graphtier.dataset.importers.holdout.split_written_graph`; with ``options.split_by``
+    ``time``: :func:`~graphtier.dataset.importers.time_holdout.split_written_graph_by_time`), or of
     ``options.edge_split_files`` read through the id map ``lookup`` (None: ids are node ids;
     :func:`~graphtier.dataset.importers.link_files.split_written_graph_from_files`), the edge time order
     (:func:`~graphtier.dataset.edge_time.finish_edge_time`, when the importer wrote ``edge_time.npy``), then
     ``writer.finish(meta)`` (validate and rename; ``progress`` reports the validation)."""
-    meta = split_written_graph(
-        writer, meta, options.edge_split, seed=options.seed, eval_negatives=options.eval_negatives
-    )
+    split = split_written_graph_by_time if options.split_by == "time" else split_written_graph
+    meta = split(writer, meta, options.edge_split, seed=options.seed, eval_negatives=options.eval_negatives)
     meta = split_written_graph_from_files(
         writer,
         meta,

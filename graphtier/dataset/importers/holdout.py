@@ -69,6 +69,19 @@ def derived_seed(seed: int, stream: int) -> int:
     return int(np.random.SeedSequence([seed, stream]).generate_state(1, np.uint64)[0] >> np.uint64(1))
 
 
+def check_split_counts(counts: list[int], fractions: Fractions, total: int, undirected: bool, what: str = "") -> None:
+    """:class:`OptionError` naming ``edge_split`` when a split of nonzero fraction got none of the ``total``
+    candidate edges (``counts``: train, valid, test)."""
+    for name, count, fraction in zip(LINK_SPLITS, counts, fractions):
+        if fraction > 0 and count == 0:
+            kind = "undirected edges (u < v)" if undirected else "edges"
+            raise OptionError(
+                f"{{edge_split}}: expected at least one {name} edge{what} for the fraction {fraction:g}, found none: "
+                f"the graph has {total} {kind} to split (self-loops are never held out)",
+                options=("edge_split",),
+            )
+
+
 @dataclass(frozen=True)
 class HeldOut:
     """What :func:`hold_out_edges` made: the message-passing graph (``indptr`` int64 [N + 1], ``indices``
@@ -104,14 +117,7 @@ def split_pairs(
     """
     candidates = graph_pairs(indptr, indices, undirected=undirected)
     parts = random_split(candidates.shape[0], fractions, seed)
-    for name, ids, fraction in zip(LINK_SPLITS, parts, fractions):
-        if fraction > 0 and ids.shape[0] == 0:
-            kind = "undirected edges (u < v)" if undirected else "edges"
-            raise OptionError(
-                f"{{edge_split}}: expected at least one {name} edge{what} for the fraction {fraction:g}, found none: "
-                f"the graph has {candidates.shape[0]} {kind} to split (self-loops are never held out)",
-                options=("edge_split",),
-            )
+    check_split_counts([ids.shape[0] for ids in parts], fractions, candidates.shape[0], undirected, what)
     splits = {"train": LinkPairs(candidates[parts[0]])}
     for stream, (name, ids) in enumerate(zip(EVAL_SPLITS, parts[1:]), start=1):
         positives = candidates[ids]

@@ -30,6 +30,7 @@ from graphtier.dataset.importers.node_data import LABEL_LAYOUTS
 from graphtier.dataset.importers.pair_files import EdgeSplitFiles
 from graphtier.dataset.importers.splits import check_fractions, parse_fractions
 from graphtier.dataset.importers.textio import require_file
+from graphtier.dataset.link_split import SPLIT_BY
 from graphtier.errors import OptionError
 
 PathLike = str | os.PathLike[str]
@@ -50,7 +51,9 @@ class ImportOptions:
     pairs, K > 0: K negative destinations per evaluation positive), seeded by ``seed``. ``edge_split_files``: the edge split as files instead
     (:class:`EdgeSplitFiles`, or its text ``"train=FILE,valid=FILE,test=FILE"``). ``split_relation``: on a typed
     graph, the relation ``"SRC,REL,DST"`` (or ``"REL"``) whose edges ``edge_split`` splits
-    (:mod:`~graphtier.dataset.importers.typed_holdout`).
+    (:mod:`~graphtier.dataset.importers.typed_holdout`). ``split_by``: ``random`` (held-out edges leave the graph)
+    or ``time`` (the earliest edges train, the latest test; they stay in the graph and every pair gets its time:
+    :mod:`~graphtier.dataset.importers.time_holdout`; needs edge times, ``prepare edgelist`` ``time_column``).
     """
 
     undirected: bool = False
@@ -71,6 +74,7 @@ class ImportOptions:
     edge_split_files: EdgeSplitFiles | None = None
     eval_negatives: int = 0
     split_relation: str | None = None
+    split_by: str = "random"
 
     def __post_init__(self) -> None:
         """Normalise (paths, split text) and reject malformed or conflicting values."""
@@ -127,6 +131,13 @@ class ImportOptions:
             raise OptionError(
                 "{split_relation}: expected {edge_split} as well (the fractions of the relation's edges), found none",
                 options=("split_relation", "edge_split"),
+            )
+        if self.split_by not in SPLIT_BY:
+            raise OptionError.invalid("split_by", f"one of {', '.join(SPLIT_BY)}", self.split_by)
+        if self.split_by == "time" and self.edge_split is None:
+            raise OptionError(
+                "{split_by=time}: expected {edge_split} as well (the fractions of the time-ordered edges), found none",
+                options=("split_by", "edge_split"),
             )
         if self.non_finite not in NON_FINITE_MODES:
             raise OptionError.invalid("non_finite", f"one of {', '.join(NON_FINITE_MODES)}", self.non_finite)
@@ -221,7 +232,10 @@ SYNTHETIC_FIELDS = ("synthetic_features", "synthetic_feature_signal", "synthetic
 LINK_FIELDS = ("edge_split", "edge_split_files", "eval_negatives")
 """The edge split of link prediction (every format; seeded by ``seed``)."""
 EDGE_FORMAT_FIELDS = GRAPH_FIELDS + NODE_FILE_FIELDS + SYNTHETIC_FIELDS + ("non_finite",) + LINK_FIELDS
-"""What ``edgelist``, ``csr-npz`` and ``mat`` accept: every field but the typed ``split_relation``."""
+"""What ``edgelist``, ``csr-npz`` and ``mat`` accept: every field but the typed ``split_relation`` (and
+``split_by``: only an edge list has edge times; a ``split_by="time"`` there finds none)."""
+EDGELIST_FIELDS = EDGE_FORMAT_FIELDS + ("split_by",)
+"""What ``edgelist`` accepts: an edge list may have edge times (``time_column``) to split by."""
 OGB_FIELDS = GRAPH_FIELDS + SYNTHETIC_FIELDS + ("non_finite",) + LINK_FIELDS
 PLANETOID_FIELDS = ("non_finite",) + LINK_FIELDS + ("seed",)
 MOVIELENS_FIELDS = ("eval_negatives", "seed")

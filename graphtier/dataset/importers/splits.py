@@ -76,11 +76,17 @@ def random_split(
         candidates = np.arange(num_nodes, dtype=np.int64)
     rng = np.random.default_rng(seed)
     order = rng.permutation(candidates)
-    c = order.shape[0]
-    cum = np.cumsum(np.asarray(fractions, dtype=np.float64))
-    bounds = [0] + [min(c, int(np.floor(c * f + 1e-9))) for f in cum]
+    bounds = split_bounds(order.shape[0], fractions)
     parts = tuple(np.sort(order[bounds[i] : bounds[i + 1]]) for i in range(3))
     return parts  # type: ignore[return-value]
+
+
+def split_bounds(count: int, fractions: Sequence[float]) -> list[int]:
+    """``[0, b1, b2, b3]``: where ``count`` ordered candidates are cut into train/valid/test by ``fractions``
+    (``floor(count * cumulative fraction)``; fractions summing to 1 cover every candidate). Shared by the random
+    split and the time split (:mod:`graphtier.dataset.importers.time_holdout`)."""
+    cum = np.cumsum(np.asarray(fractions, dtype=np.float64))
+    return [0] + [min(count, int(np.floor(count * f + 1e-9))) for f in cum]
 
 
 def save_splits(writer: DatasetWriter, splits: Sequence[np.ndarray | None]) -> None:
