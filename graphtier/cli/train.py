@@ -6,6 +6,7 @@ from typing import Any
 
 import click
 
+from graphtier._choices import TEMPORAL_STRATEGIES
 from graphtier.cli.options import RELATION_FANOUTS, SEED, fanouts_option_type
 
 # The fixed choices, spelled here so that `graphtier train --help` shows them without importing torch
@@ -124,6 +125,14 @@ FANOUTS_DEFAULT = "25,10"
     default=None,
     type=fanouts_option_type("eval_fanouts"),
     help="Fanouts for sampled evaluation (default: --fanouts); larger is closer to exact.",
+)
+@click.option(
+    "--temporal",
+    type=click.Choice(TEMPORAL_STRATEGIES),
+    default=None,
+    help="Link prediction on a time split (prepare ... --time-column T --split-by time): sample each pair at its "
+    "time, reading only strictly earlier edges, uniformly or the most recent. Without it a time split trains on "
+    "the training period's graph as a static snapshot (the untimed baseline).",
 )
 @click.option("--eval-batch-size", default=4096, show_default=True, type=int)
 @click.option(

@@ -12,6 +12,7 @@ import torch
 from torch import nn
 
 from graphtier._progress import NO_PROGRESS, Progress
+from graphtier.dataset import edgebank_scores
 from graphtier.dataset.link_split import LinkPairs
 from graphtier.graphstore import GraphStore
 from graphtier.train.infer.inference import layerwise_inference
@@ -22,6 +23,7 @@ from graphtier.train.loop.feed import BatchFeed, DeviceBatch, SampleFn
 from graphtier.train.loop.task import (
     LinkTask,
     NodeTask,
+    PairTimes,
     Task,
     TypedLinkTask,
     class_metric_keys,
@@ -31,8 +33,9 @@ from graphtier.train.loop.task import (
 from graphtier.train.nn.link_model import LinkModel, encoder_of, score_pairs
 from graphtier.train.nn.typed_models import TypedGNN, TypedMLP
 
-LinkSamplerFactory = Callable[[np.ndarray, np.ndarray], SampleFn]
-"""``(pairs int64 [P, 2], labels float32 [P]) -> sample(pair_ids, batch_id)``: the evaluation link sampler."""
+LinkSamplerFactory = Callable[[np.ndarray, np.ndarray, np.ndarray | None], SampleFn]
+"""``(pairs int64 [P, 2], labels float32 [P], times int64 [P] or None) -> sample(pair_ids, batch_id)``: the
+evaluation link sampler (``times``: when each pair is scored, on a time split)."""
 
 
 def majority_class_accuracy(train_labels: np.ndarray, eval_labels: np.ndarray) -> tuple[int | None, float | None]:
@@ -181,7 +184,9 @@ class Evaluator:
         if split not in self._link_samplers:
             assert self.link_sampler is not None
             pairs, labels = eval_pairs(self.store.link_split(split))
-            self._link_samplers[split] = (self.link_sampler(pairs, labels), pairs.shape[0])
+            assert isinstance(self.task, LinkTask)
+            times = self.task.eval_times(self.store, split)  # a time split: when each pair is scored
+            self._link_samplers[split] = (self.link_sampler(pairs, labels, times), pairs.shape[0])
         sample, count = self._link_samplers[split]
         size = self.batch_size
         seed_batches = [np.arange(i, min(count, i + size), dtype=np.int64) for i in range(0, count, size)]
@@ -306,8 +311,20 @@ class Evaluator:
     def _popularity(self, degree: np.ndarray) -> dict[str, float | None]:
         """The popularity baseline's test metrics (``test_popularity_*``): each test pair scored by ``degree``
         float32 [destinations] of its destination."""
-        assert isinstance(self.task, LinkTask)
+        every, _ = eval_pairs(self.store.link_split("test"))
+        return self._baseline("popularity", degree[every[:, 1]])
+
+    def edgebank_metrics(self) -> dict[str, float | None]:
+        """EdgeBank's test metrics (``test_edgebank_*``) on a time split: a test pair scores 1 when its edge is in
+        the graph at a time before the pair's (Poursafaei et al., NeurIPS 2022: the memorising baseline)."""
+        assert isinstance(self.task, LinkTask) and self.task.times is not None
         pairs = self.store.link_split("test")
         every, _ = eval_pairs(pairs)
-        popularity = evaluate_link_scores(self.task, "test", pairs, degree[every[:, 1]])
-        return {key.replace("test_", "test_popularity_", 1): value for key, value in popularity.items()}
+        times = PairTimes(self.task.times.strategy, None).of(pairs, True)  # the pairs' own times, also for a snapshot
+        return self._baseline("edgebank", edgebank_scores(self.store.dataset, every, times))
+
+    def _baseline(self, name: str, scores: np.ndarray) -> dict[str, float | None]:
+        """The test metrics (``test_{name}_*``) of a baseline's ``scores`` [P + Q] of the test split's eval pairs."""
+        assert isinstance(self.task, LinkTask)
+        metrics = evaluate_link_scores(self.task, "test", self.store.link_split("test"), scores)
+        return {key.replace("test_", f"test_{name}_", 1): value for key, value in metrics.items()}

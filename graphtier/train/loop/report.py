@@ -91,12 +91,21 @@ def final_summary(final: dict[str, Any], config: dict[str, Any]) -> str:
     (majority class; popularity for links)."""
     if config.get("task") == "link":
         picked = f" by {final['best_epoch_by'].replace('_', ' ')}" if final.get("best_epoch_by") else ""
+        how = {
+            "temporal": f"sampled at each pair's time, {config.get('temporal')} neighbours strictly earlier",
+            "static snapshot": "sampled in the training period's graph",
+        }.get(final.get("method", ""), "exact layer-wise embeddings, all neighbours")
         line = (
             f"final (best epoch {final['epoch']}{picked}): test {link_metrics_text(final, 'test')}  "
-            f"valid {link_metrics_text(final, 'valid')} (exact layer-wise embeddings, all neighbours)"
+            f"valid {link_metrics_text(final, 'valid')} ({how})"
         )
         popularity = link_metrics_text(final, "test_popularity")
-        return line + (f"  popularity test {popularity} (score = destination degree)" if popularity else "")
+        edgebank = link_metrics_text(final, "test_edgebank")
+        return (
+            line
+            + (f"  popularity test {popularity} (score = destination degree)" if popularity else "")
+            + (f"  EdgeBank test {edgebank} (score = the edge was seen before)" if edgebank else "")
+        )
     line = (
         f"final (best epoch {final['epoch']}): valid_acc {format_accuracy(final['valid_acc'])}  "
         f"test_acc {format_accuracy(final['test_acc'])}{f1_text(final, 'test')} ({inference_summary(final, config)})"

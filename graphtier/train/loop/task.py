@@ -14,6 +14,7 @@ targets and the evaluation call a :class:`Task` instead of hard-coding node clas
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
@@ -113,16 +114,56 @@ class NodeTask(Task):
         return int((outputs.argmax(dim=1) == y).sum())
 
 
+@dataclass(frozen=True)
+class PairTimes:
+    """When the pairs of a time split (``link.meta["split_by"] == "time"``) are scored.
+
+    The dataset's graph holds every edge with its time, the held-out ones included, so a sampler must cut at a
+    time. With a ``strategy`` (``--temporal``) each pair is sampled at its own time (neighbours strictly earlier);
+    without, every pair at ``static_time`` (the first validation time): the model sees the training period's graph
+    as a static snapshot, the untimed baseline, with the training targets excluded as on a random split.
+    """
+
+    strategy: str
+    static_time: int | None
+
+    def of(self, pairs: LinkPairs, negatives: bool) -> np.ndarray:
+        """int64 [P] (or [P + Q] with ``negatives``, in :func:`eval_pairs` order): the time of each pair."""
+        count = pairs.num_positives + (pairs.negative_pairs().shape[0] if negatives else 0)
+        if self.static_time is not None:
+            return np.full(count, self.static_time, np.int64)
+        positive = np.asarray(pairs.positive_times, dtype=np.int64)
+        negative = pairs.negative_pair_times() if negatives else None
+        return positive if negative is None else np.concatenate([positive, negative.astype(np.int64, copy=False)])
+
+    @property
+    def exclude(self) -> bool:
+        """Whether training removes its target edges from the blocks (a snapshot reads them; a pair's own time
+        does not)."""
+        return self.static_time is not None
+
+
+def pair_times(store: GraphStore, temporal: str | None) -> PairTimes | None:
+    """The :class:`PairTimes` of the store's time split (``temporal``: ``--temporal``'s strategy), None on a random
+    split."""
+    link = store.dataset.link
+    if link is None or link.meta.get("split_by") != "time":
+        return None
+    return PairTimes(temporal or "uniform", None if temporal else int(link.meta["valid_from"]))
+
+
 class LinkTask(Task):
-    """Link prediction on the dataset's edge split (:class:`TaskSpec` options: negatives, Hits@K)."""
+    """Link prediction on the dataset's edge split (:class:`TaskSpec` options: negatives, Hits@K); ``times``: the
+    split's :class:`PairTimes` (a time split), or None."""
 
     name = "link"
     uses_workload = False  # the workload estimate is per node: ranks share pairs by count
 
-    def __init__(self, spec: TaskSpec, per_positive: bool = False) -> None:
+    def __init__(self, spec: TaskSpec, per_positive: bool = False, times: PairTimes | None = None) -> None:
         self.spec = spec
         self.per_positive = per_positive
         self.score_key = "valid_mrr" if per_positive else "valid_auc"
+        self.times = times
 
     def train_seeds(self, store: GraphStore) -> np.ndarray:
         """int64 [P]: rows of ``link_train.npy``."""
@@ -131,18 +172,32 @@ class LinkTask(Task):
     def train_sampler(
         self, store: GraphStore, make_sampler: NodeSamplerFactory, fanouts: tuple[int, ...], seed: int
     ) -> SampleFn:
-        """The store's link sampler over the training pairs (negatives drawn, target edges excluded)."""
+        """The store's link sampler over the training pairs (negatives drawn, target edges excluded; a time split:
+        at the :class:`PairTimes`)."""
+        pairs = store.link_split("train")
+        times = None if self.times is None else self.times.of(pairs, False)
         return store.link_sampler(
-            fanouts, np.asarray(store.link_split("train").positives), num_negatives=self.spec.num_negatives,
-            negative_sampling=self.spec.negative_sampling, seed=seed,
+            fanouts, np.asarray(pairs.positives), num_negatives=self.spec.num_negatives,
+            negative_sampling=self.spec.negative_sampling, seed=seed, **self._time_options(times),
         )  # fmt: skip
 
     def pair_sampler(
         self, store: GraphStore, fanouts: tuple[int, ...], pairs: np.ndarray, labels: np.ndarray, seed: int,
-        relation_fanouts: Any = None,
+        relation_fanouts: Any = None, times: np.ndarray | None = None,
     ) -> SampleFn:  # fmt: skip
-        """The evaluation sampler of ``pairs`` (int64 [P, 2]) with ``labels`` (float32 [P]): nothing excluded."""
-        return store.link_sampler(fanouts, pairs, labels=labels, seed=seed)
+        """The evaluation sampler of ``pairs`` (int64 [P, 2]) with ``labels`` (float32 [P]): nothing excluded;
+        ``times`` (int64 [P], :meth:`eval_times`) on a time split."""
+        return store.link_sampler(fanouts, pairs, labels=labels, seed=seed, **self._time_options(times))
+
+    def eval_times(self, store: GraphStore, split: str) -> np.ndarray | None:
+        """int64 [P + Q]: the times of ``split``'s :func:`eval_pairs` on a time split, else None."""
+        return None if self.times is None else self.times.of(store.link_split(split), True)
+
+    def _time_options(self, times: np.ndarray | None) -> dict[str, Any]:
+        """The time options of the store's link sampler (none on a random split)."""
+        if self.times is None or times is None:
+            return {}
+        return {"times": times, "temporal": self.times.strategy, "exclude": self.times.exclude}
 
     def targets(self, store: GraphStore, seeds: np.ndarray, batch: MiniBatch) -> torch.Tensor:
         """float32 [M] pair labels (1 positive, 0 negative)."""
@@ -209,7 +264,7 @@ class TypedLinkTask(LinkTask):
 
     def pair_sampler(
         self, store: GraphStore, fanouts: tuple[int, ...], pairs: np.ndarray, labels: np.ndarray, seed: int,
-        relation_fanouts: Any = None,
+        relation_fanouts: Any = None, times: np.ndarray | None = None,
     ) -> SampleFn:  # fmt: skip
         return typed_link_sampler(store, fanouts, pairs, relation_fanouts=relation_fanouts, labels=labels,
                                   seed=seed).sample  # fmt: skip
@@ -238,15 +293,16 @@ def split_scores(pairs: LinkPairs, scores: np.ndarray) -> tuple[np.ndarray, np.n
     return positive, negative
 
 
-def make_task(spec: TaskSpec, store: GraphStore, relation_fanouts: Any = None) -> Task:
+def make_task(spec: TaskSpec, store: GraphStore, relation_fanouts: Any = None, temporal: str | None = None) -> Task:
     """The :class:`Task` of ``spec`` for the dataset of ``store`` (a typed dataset's link task: the relation of
-    its edge split, ``relation_fanouts`` for its training sampler)."""
+    its edge split, ``relation_fanouts`` for its training sampler; a time split: ``temporal``, the strategy of
+    ``--temporal`` or None for the static snapshot)."""
     if spec.task == "node":
         return NodeTask()
     link = store.dataset.link
     per_positive = bool(link is not None and link.eval_negatives > 0)
     if not store.is_hetero:
-        return LinkTask(spec, per_positive=per_positive)
+        return LinkTask(spec, per_positive=per_positive, times=pair_times(store, temporal))
     relation = tuple(link.meta["relation"]) if link is not None and "relation" in link.meta else ("", "", "")
     return TypedLinkTask(spec, relation, per_positive, relation_fanouts)  # type: ignore[arg-type]
 

@@ -110,7 +110,8 @@ class Trainer:
         if dataset.is_hetero and config.network.model != "mlp":
             for note in dense_relation_notes(config, dataset.schema):
                 self._log(note)
-        self.task = make_task(config.objective, self.store, config.sampling.fanouts_per_relation)
+        self.task = make_task(config.objective, self.store, config.sampling.fanouts_per_relation,
+                              config.sampling.temporal)  # fmt: skip
         self.train_idx = self.task.train_seeds(self.store)  # node ids, or rows of link_train.npy
         # GCN: full-graph in-degrees, used by exact layer-wise inference with either --gcn-degrees and by
         # sampled blocks with "full"; "block" normalises a sampled block by its own degrees (None).
@@ -156,8 +157,8 @@ class Trainer:
         self.evaluator = Evaluator(
             self.store, self.feed, eval_sample, self.collective,
             batch_size=config.sampling.eval_batch_size, degree=degree, progress=progress, task=self.task,
-            link_sampler=lambda pairs, labels: self.task.pair_sampler(  # type: ignore[attr-defined]
-                self.store, eval_fanouts, pairs, labels, seed, self._relation_fanouts(eval_fanouts)
+            link_sampler=lambda pairs, labels, times: self.task.pair_sampler(  # type: ignore[attr-defined]
+                self.store, eval_fanouts, pairs, labels, seed, self._relation_fanouts(eval_fanouts), times
             ),
         )  # fmt: skip
         self.progress_so_far = RunProgress()
@@ -347,6 +348,15 @@ class Trainer:
         if cfg.run.save_model is not None and is_main:
             save_model(cfg.run.save_model, self.model, cfg.to_dict(), self.dataset)
         final: dict[str, Any] = {"epoch": best.best_epoch, "method": "sampled"}
+        if isinstance(task, LinkTask) and task.times is not None:  # a time split: sampled at each pair's time
+            final["method"] = "temporal" if self.config.sampling.temporal else "static snapshot"
+            final["best_epoch_by"] = f"sampled {task.score_key}"
+            if is_main:
+                for split in ("valid", "test"):
+                    final.update(self.evaluator.evaluate(self.model, split))
+                final.update(self.evaluator.edgebank_metrics())
+            self._finish_report(final, wall_start)
+            return self.report.to_dict()
         if isinstance(task, LinkTask):  # exact layer-wise embeddings of all nodes, always
             final["method"] = "full"
             final["best_epoch_by"] = f"{'exact' if exact_links else 'sampled'} {task.score_key}"

@@ -134,6 +134,14 @@ class TrainConfig:
                 "{sample_on=gpu}: not available with {devices} (multi-process runs sample on the CPU)",
                 options=("sample_on", "devices"),
             )
+        if sampling.temporal is not None:
+            for option, value, allowed in (("task", self.objective.task, "link"), ("sample_on", placement.sample_on,
+                                           "cpu"), ("devices", self.distributed.devices, None)):  # fmt: skip
+                if value != allowed:
+                    raise OptionError(
+                        f"{{temporal}}: samples link prediction on the CPU in one process for now, found "
+                        f"{{{option}={value}}}", options=("temporal", option),
+                    )  # fmt: skip
 
     @property
     def num_layers(self) -> int:
@@ -194,6 +202,18 @@ class TrainConfig:
                 f"{{task=link}}: trains with the neighbour sampler only, found {{sampler={self.sampling.sampler}}}",
                 options=("task", "sampler"),
             )
+        split_by = dataset.link.meta.get("split_by", "random") if dataset.link is not None else "random"
+        if self.sampling.temporal is not None and (split_by != "time" or dataset.is_hetero):
+            raise OptionError(
+                f"{path}: {{temporal}} needs a homogeneous dataset with a time split (prepare it with --time-column "
+                f"and --split-by time), found a {split_by} split", options=("temporal",),
+            )  # fmt: skip
+        if split_by == "time" and (self.run.full_inference or self.distributed.devices is not None):
+            option = "full_inference" if self.run.full_inference else "devices"
+            raise OptionError(
+                f"{path}: a time split is scored by sampling at each pair's time (its graph holds the future), "
+                f"so {{{option}}} is not available", options=(option,),
+            )  # fmt: skip
 
     def validate_node(self, dataset: Dataset) -> None:
         """Node classification needs labels, features and a train split."""
