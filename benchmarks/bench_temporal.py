@@ -104,7 +104,7 @@ def main() -> None:
     record = {
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "machine": f"{platform.node()} {os.cpu_count()} CPUs",
-        "command": "python benchmarks/bench_temporal.py " + " ".join(f"--fanouts {f}" for f in args.fanouts),
+        "command": "python benchmarks/bench_temporal.py --fanouts " + " ".join(args.fanouts),
         "graph": {"nodes": int(indptr.shape[0] - 1), "edges": int(indices.shape[0])},
         "load_average": os.getloadavg(),
         "rows": rows,

@@ -107,3 +107,18 @@ def test_what_a_time_split_cannot_do_is_refused(time_split: Dataset, tiny_link_d
         TrainConfig(temporal="uniform", task="node")
     with pytest.raises(OptionError, match="temporal= expected one of uniform, recent"):
         TrainConfig(temporal="latest", **SMALL)
+
+
+def test_the_fingerprint_sees_other_edge_times(time_split: Dataset, tmp_path: Path) -> None:
+    """A saved model or checkpoint of a timed dataset refuses the same graph with other times."""
+    import shutil
+
+    from graphtier.train.persist.fingerprint import dataset_fingerprint
+
+    copy = tmp_path / "copy"
+    shutil.copytree(time_split.path, copy)
+    times = np.load(copy / "edge_time.npy")
+    times[0] -= 1  # still within the list's order and the range, so the copy opens
+    np.save(copy / "edge_time.npy", times)
+    meta = Dataset.open(copy, validate=False)
+    assert dataset_fingerprint(meta)["hash"] != dataset_fingerprint(time_split)["hash"]

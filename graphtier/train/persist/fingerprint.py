@@ -1,7 +1,7 @@
 """The fingerprint of a dataset: what a saved model or a checkpoint records to refuse another dataset.
 
 Sizes, node order and a hash of a bounded sample of every array: ``indptr``, ``indices``, ``features``
-(rows and columns; a typed dataset: every type's), ``labels`` and the splits. A renumbered (reordered) copy,
+(rows and columns; a typed dataset: every type's), ``labels``, the splits and the edge times when present. A renumbered (reordered) copy,
 other features or other labels with the same counts get another hash.
 """
 
@@ -86,6 +86,8 @@ def _hash(dataset: Dataset, version: int) -> str:
     }
     if dataset.is_hetero:  # every type's features (a homogeneous dataset's hash is unchanged)
         arrays.update({f"features_{name}": table for name, table in dataset.type_features.items()})
+    if dataset.edge_time is not None:  # edge times (an untimed dataset's hash is unchanged)
+        arrays["edge_time"] = dataset.edge_time
     for name, array in arrays.items():
         digest.update(name.encode())
         if array is None:
