@@ -85,14 +85,19 @@ def edgebank_scores(dataset: Dataset, pairs: np.ndarray, times: np.ndarray) -> n
         DatasetError: the dataset has no edge times (``prepare edgelist --time-column``) or is typed.
         OptionError: ``pairs`` or ``times`` malformed (:func:`edgebank_scores_csc`).
     """
+    _check_scorable(dataset)
+    undirected = not dataset.directed
+    return edgebank_scores_csc(dataset.indptr, dataset.indices, dataset.edge_time, pairs, times, undirected=undirected)
+
+
+def _check_scorable(dataset: Dataset) -> None:
+    """:class:`DatasetError` unless ``dataset`` is homogeneous with edge times."""
     if dataset.is_hetero:
         raise DatasetError(f"{dataset.path}: EdgeBank expected a homogeneous dataset, found a typed one")
     if dataset.edge_time is None:
         raise DatasetError(
             f"{dataset.path}: EdgeBank expected edge times (edge_time.npy; prepare edgelist --time-column), found none"
         )
-    undirected = not dataset.directed
-    return edgebank_scores_csc(dataset.indptr, dataset.indices, dataset.edge_time, pairs, times, undirected=undirected)
 
 
 def edgebank_split_scores(dataset: Dataset, split: str = "test") -> tuple[np.ndarray, np.ndarray]:
@@ -109,6 +114,7 @@ def edgebank_split_scores(dataset: Dataset, split: str = "test") -> tuple[np.nda
     """
     if split not in LINK_SPLITS:
         raise OptionError.invalid("split", f"one of {', '.join(LINK_SPLITS)}", split)
+    _check_scorable(dataset)
     link = dataset.link
     if link is None or not link.by_time:
         found = "none" if link is None else f"one by {link.split_by}"

@@ -120,9 +120,11 @@ def test_datasets_edgebank_cannot_score(tmp_path: Path, timed_dataset: Dataset) 
     plain = import_edgelist(path, tmp_path / "plain", edge_split="0.5,0.25,0.25")
     with pytest.raises(DatasetError, match=r"EdgeBank expected edge times .*--time-column\), found none"):
         edgebank_scores(plain, np.array([[0, 1]]), np.array([1]))
-    with pytest.raises(DatasetError, match=r"EdgeBank expected an edge split by time .*found none"):
-        edgebank_split_scores(import_edgelist(path, tmp_path / "none"))
+    with pytest.raises(DatasetError, match=r"EdgeBank expected edge times"):
+        edgebank_split_scores(plain)
     (tmp_path / "timed.txt").write_text("0 1 5\n1 2 6\n2 0 7\n0 2 8\n")
+    with pytest.raises(DatasetError, match=r"EdgeBank expected an edge split by time .*found none"):
+        edgebank_split_scores(import_edgelist(tmp_path / "timed.txt", tmp_path / "none", time_column=2))
     timed_random = import_edgelist(tmp_path / "timed.txt", tmp_path / "tr", time_column=2, edge_split="0.5,0.25,0.25")
     with pytest.raises(DatasetError, match=r"EdgeBank expected an edge split by time .*found one by random"):
         edgebank_split_scores(timed_random)
