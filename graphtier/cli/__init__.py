@@ -32,6 +32,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "prepare": ("graphtier.cli.prepare", "Import a graph from a public format into a graphtier dataset."),
     "score": ("graphtier.cli.score", "Score every node by how often sampling is expected to read its features."),
     "reorder": ("graphtier.cli.reorder", "Renumber nodes by descending score (hot rows first) into a new dataset."),
+    "baseline": ("graphtier.cli.baseline", "Score a split by time with EdgeBank (edges seen before): the bar to beat."),
     "analyze": ("graphtier.cli.analyze", "Measure how well each score predicts the feature reads of sampling."),
     "plan": ("graphtier.cli.plan", "Size feature and graph tiers from a sampling trace; multi-GPU placement."),
     "train": ("graphtier.cli.train", "Train a GNN on DATASET with mini-batch neighbour sampling."),

@@ -238,35 +238,56 @@ def relocate_times(
 # ---------------------------------------------------------------------------- EdgeBank
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _earliest(indptr: np.ndarray, indices: np.ndarray, edge_time: np.ndarray, s: np.int64, d: np.int64) -> np.int64:
+    """The earliest time of the edge ``s -> d`` (a binary search of ``s`` in ``d``'s ascending list, then the
+    copies of a repeated edge, adjacent); the largest int64 when there is none."""
+    lo, hi = indptr[d], indptr[d + 1]
+    stop = hi
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if np.int64(indices[mid]) < s:
+            lo = mid + 1
+        else:
+            hi = mid
+    best = np.iinfo(np.int64).max
+    while lo < stop and np.int64(indices[lo]) == s:
+        best = min(best, edge_time[lo])
+        lo += 1
+    return best
+
+
 @numba.njit(parallel=True, cache=True, nogil=True)
 def edgebank(
-    indptr: np.ndarray, indices: np.ndarray, edge_time: np.ndarray, src: np.ndarray, dst: np.ndarray, times: np.ndarray
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    edge_time: np.ndarray,
+    src: np.ndarray,
+    dst: np.ndarray,
+    times: np.ndarray,
+    undirected: bool,
 ) -> np.ndarray:
-    """float32 [P]: 1 where the edge ``src[i] -> dst[i]`` is in the CSC graph with a time ``< times[i]``, else 0
-    (EdgeBank with unlimited memory). A binary search of ``src[i]`` in the ascending list of ``dst[i]``, then the
-    earliest time among that source's copies (a repeated edge is adjacent)."""
+    """float32 [P]: 1 where the edge ``src[i] -> dst[i]`` (or, when ``undirected``, ``dst[i] -> src[i]``) is in
+    the CSC graph with a time ``< times[i]``, else 0 (EdgeBank with unlimited memory)."""
     out = np.zeros(src.shape[0], np.float32)
     for i in numba.prange(src.shape[0]):
-        s, d, t = np.int64(src[i]), np.int64(dst[i]), times[i]
-        lo, hi = indptr[d], indptr[d + 1]
-        stop = hi
-        while lo < hi:
-            mid = (lo + hi) >> 1
-            if np.int64(indices[mid]) < s:
-                lo = mid + 1
-            else:
-                hi = mid
-        p = lo
-        while p < stop and np.int64(indices[p]) == s:
-            if edge_time[p] < t:
-                out[i] = 1.0
-                break
-            p += 1
+        s, d = np.int64(src[i]), np.int64(dst[i])
+        first = _earliest(indptr, indices, edge_time, s, d)
+        if undirected:
+            first = min(first, _earliest(indptr, indices, edge_time, d, s))
+        if first < times[i]:
+            out[i] = 1.0
     return out
 
 
 def edgebank_reference(
-    indptr: np.ndarray, indices: np.ndarray, edge_time: np.ndarray, src: np.ndarray, dst: np.ndarray, times: np.ndarray
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    edge_time: np.ndarray,
+    src: np.ndarray,
+    dst: np.ndarray,
+    times: np.ndarray,
+    undirected: bool,
 ) -> np.ndarray:
     """numpy :func:`edgebank`: the earliest time of every distinct edge key ``dst * N + src``, looked up per pair."""
     n = max(indptr.shape[0] - 1, 1)
@@ -275,8 +296,11 @@ def edgebank_reference(
     order = np.lexsort((np.asarray(edge_time), keys))
     unique_keys, first = np.unique(keys[order], return_index=True)
     earliest = np.asarray(edge_time)[order][first]
-    query = np.asarray(dst, np.int64) * n + np.asarray(src, np.int64)
-    at = np.minimum(np.searchsorted(unique_keys, query), max(unique_keys.shape[0] - 1, 0))
-    if unique_keys.shape[0] == 0:
-        return np.zeros(query.shape[0], np.float32)
-    return ((unique_keys[at] == query) & (earliest[at] < np.asarray(times))).astype(np.float32)
+    src, dst, times = (np.asarray(a, np.int64) for a in (src, dst, times))
+    out = np.zeros(src.shape[0], np.bool_)
+    for query in [dst * n + src] + ([src * n + dst] if undirected else []):
+        if unique_keys.shape[0] == 0:
+            break
+        at = np.minimum(np.searchsorted(unique_keys, query), unique_keys.shape[0] - 1)
+        out |= (unique_keys[at] == query) & (earliest[at] < times)
+    return out.astype(np.float32)

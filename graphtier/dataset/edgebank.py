@@ -6,8 +6,9 @@ repeat".
 
 The lookup is a numba kernel over the CSC graph and its edge times
 (:func:`graphtier.dataset._edge_time_kernels.edgebank`: a binary search of ``s`` in ``d``'s ascending list,
-then the earliest time among equal sources); an undirected dataset stores both directions, so either order of a
-pair finds its edge.
+then the earliest time among equal sources); on an undirected dataset (``--undirected``) an edge stored in
+either direction counts (both directions are in the CSC; with ``--keep-duplicates`` they may carry different
+times).
 """
 
 from __future__ import annotations
@@ -25,7 +26,13 @@ PAIR_CHUNK = 1 << 22
 
 
 def edgebank_scores_csc(
-    indptr: np.ndarray, indices: np.ndarray, edge_time: np.ndarray, pairs: np.ndarray, times: np.ndarray
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    edge_time: np.ndarray,
+    pairs: np.ndarray,
+    times: np.ndarray,
+    *,
+    undirected: bool = False,
 ) -> np.ndarray:
     """EdgeBank scores of ``pairs`` queried at ``times`` on the CSC graph ``(indptr, indices)`` with ``edge_time``.
 
@@ -34,6 +41,7 @@ def edgebank_scores_csc(
         edge_time: int64 [E], the time of each edge in CSC order.
         pairs: int [P, 2] ``(src, dst)`` node ids in ``[0, N)``.
         times: int [P], the query time of each pair.
+        undirected: the reverse edge ``dst -> src`` counts too.
 
     Returns:
         float32 [P]: 1.0 where ``src -> dst`` is an edge with a time strictly before the pair's time, else 0.0.
@@ -60,13 +68,15 @@ def edgebank_scores_csc(
             np.ascontiguousarray(chunk[:, 0]),
             np.ascontiguousarray(chunk[:, 1]),
             query[start : start + chunk.shape[0]],
+            bool(undirected),
         )
     return out
 
 
 def edgebank_scores(dataset: Dataset, pairs: np.ndarray, times: np.ndarray) -> np.ndarray:
     """EdgeBank scores of ``pairs`` (int [P, 2] ``(src, dst)`` node ids) queried at ``times`` (int [P]) on
-    ``dataset``'s graph: float32 [P], 1.0 where ``src -> dst`` is an edge with a time before the pair's time.
+    ``dataset``'s graph: float32 [P], 1.0 where ``src -> dst`` (either direction on an undirected dataset) is an
+    edge with a time before the pair's time.
 
     On a split by time (``--split-by time``) the held-out edges are in the graph, so a test pair scores 1 when
     its edge also happened earlier (in training or validation), as in TGB's EdgeBank.
@@ -75,13 +85,19 @@ def edgebank_scores(dataset: Dataset, pairs: np.ndarray, times: np.ndarray) -> n
         DatasetError: the dataset has no edge times (``prepare edgelist --time-column``) or is typed.
         OptionError: ``pairs`` or ``times`` malformed (:func:`edgebank_scores_csc`).
     """
+    _check_scorable(dataset)
+    undirected = not dataset.directed
+    return edgebank_scores_csc(dataset.indptr, dataset.indices, dataset.edge_time, pairs, times, undirected=undirected)
+
+
+def _check_scorable(dataset: Dataset) -> None:
+    """:class:`DatasetError` unless ``dataset`` is homogeneous with edge times."""
     if dataset.is_hetero:
         raise DatasetError(f"{dataset.path}: EdgeBank expected a homogeneous dataset, found a typed one")
     if dataset.edge_time is None:
         raise DatasetError(
             f"{dataset.path}: EdgeBank expected edge times (edge_time.npy; prepare edgelist --time-column), found none"
         )
-    return edgebank_scores_csc(dataset.indptr, dataset.indices, dataset.edge_time, pairs, times)
 
 
 def edgebank_split_scores(dataset: Dataset, split: str = "test") -> tuple[np.ndarray, np.ndarray]:
@@ -98,6 +114,7 @@ def edgebank_split_scores(dataset: Dataset, split: str = "test") -> tuple[np.nda
     """
     if split not in LINK_SPLITS:
         raise OptionError.invalid("split", f"one of {', '.join(LINK_SPLITS)}", split)
+    _check_scorable(dataset)
     link = dataset.link
     if link is None or not link.by_time:
         found = "none" if link is None else f"one by {link.split_by}"

@@ -31,22 +31,24 @@ def timed_csc(src: np.ndarray, dst: np.ndarray, times: np.ndarray, n: int) -> tu
     st.integers(1, 12),
     st.lists(st.tuples(st.integers(0, 11), st.integers(0, 11), st.integers(-5, 5)), max_size=60),
     st.lists(st.tuples(st.integers(0, 11), st.integers(0, 11), st.integers(-6, 6)), max_size=40),
+    st.booleans(),
 )
 def test_kernel_matches_the_reference(
-    n: int, edges: list[tuple[int, int, int]], queries: list[tuple[int, int, int]]
+    n: int, edges: list[tuple[int, int, int]], queries: list[tuple[int, int, int]], undirected: bool
 ) -> None:
     edges = [(s % n, d % n, t) for s, d, t in edges]
     queries = [(s % n, d % n, t) for s, d, t in queries]
     src, dst, times = (np.array([e[i] for e in edges], np.int64) for i in range(3))
     indptr, indices, edge_time = timed_csc(src, dst, times, n)
     qs, qd, qt = (np.array([q[i] for q in queries], np.int64) for i in range(3))
-    got = edgebank(indptr, indices, edge_time, qs, qd, qt)
-    want = edgebank_reference(indptr, indices, edge_time, qs, qd, qt)
+    got = edgebank(indptr, indices, edge_time, qs, qd, qt, undirected)
+    want = edgebank_reference(indptr, indices, edge_time, qs, qd, qt, undirected)
     assert got.dtype == np.float32
     np.testing.assert_array_equal(got, want)
     # the definition itself, pair by pair
     for i, (s, d, t) in enumerate(queries):
-        assert got[i] == float(any((a, b) == (s, d) and c < t for a, b, c in edges))
+        seen = [(a, b) for a, b, c in edges if c < t]
+        assert got[i] == float((s, d) in seen or (undirected and (d, s) in seen))
 
 
 def test_worked_example() -> None:
@@ -118,11 +120,30 @@ def test_datasets_edgebank_cannot_score(tmp_path: Path, timed_dataset: Dataset) 
     plain = import_edgelist(path, tmp_path / "plain", edge_split="0.5,0.25,0.25")
     with pytest.raises(DatasetError, match=r"EdgeBank expected edge times .*--time-column\), found none"):
         edgebank_scores(plain, np.array([[0, 1]]), np.array([1]))
-    with pytest.raises(DatasetError, match=r"EdgeBank expected an edge split by time .*found none"):
-        edgebank_split_scores(import_edgelist(path, tmp_path / "none"))
+    with pytest.raises(DatasetError, match=r"EdgeBank expected edge times"):
+        edgebank_split_scores(plain)
     (tmp_path / "timed.txt").write_text("0 1 5\n1 2 6\n2 0 7\n0 2 8\n")
+    with pytest.raises(DatasetError, match=r"EdgeBank expected an edge split by time .*found none"):
+        edgebank_split_scores(import_edgelist(tmp_path / "timed.txt", tmp_path / "none", time_column=2))
     timed_random = import_edgelist(tmp_path / "timed.txt", tmp_path / "tr", time_column=2, edge_split="0.5,0.25,0.25")
     with pytest.raises(DatasetError, match=r"EdgeBank expected an edge split by time .*found one by random"):
         edgebank_split_scores(timed_random)
     with pytest.raises(OptionError, match=r"split= expected one of train, valid, test, found 'tests'"):
         edgebank_split_scores(timed_dataset, "tests")
+
+
+def test_undirected_events_and_edgebank_see_either_direction(tmp_path: Path) -> None:
+    path = tmp_path / "e.txt"
+    # {0, 1} at 5 and again at 9 (--keep-duplicates), {1, 2} at 7; --undirected stores each both ways
+    path.write_text("0 1 5\n1 2 7\n0 1 9\n")
+    dataset = import_edgelist(path, tmp_path / "d", time_column=2, undirected=True, keep_duplicates=True,
+                              edge_split="0.34,0.33,0.33", split_by="time")  # fmt: skip
+    link = dataset.link
+    assert [link.pairs(s).positives.tolist() for s in ("train", "valid", "test")] == [[[0, 1]], [[1, 2]], [[0, 1]]]
+    assert [link.pairs(s).positive_times.tolist() for s in ("train", "valid", "test")] == [[5], [7], [9]]
+    positive, negative = edgebank_split_scores(dataset, "test")
+    assert positive.tolist() == [1.0] and negative.tolist() == [0.0]  # {0, 1} at 5 counts for (0, 1) at 9
+    directed = import_edgelist(path, tmp_path / "dir", time_column=2, keep_duplicates=True)
+    pairs, times = np.array([[1, 0], [0, 1], [2, 1]]), np.array([6, 6, 8])
+    assert edgebank_scores(directed, pairs, times).tolist() == [0.0, 1.0, 0.0]  # only 0 -> 1 and 1 -> 2 stored
+    assert edgebank_scores(dataset, pairs, times).tolist() == [1.0, 1.0, 1.0]

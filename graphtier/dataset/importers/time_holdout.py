@@ -10,7 +10,8 @@ negative pairs take the time of positive ``i % P`` (``link_{split}_neg_time.npy`
 positive's time. Negatives are never edges of the graph (:func:`~graphtier.dataset.edge_split.draw_eval_negatives`).
 
 Each stored edge with its time is one candidate (a repeat kept by ``--keep-duplicates`` is an event of its own);
-on an undirected graph each undirected edge once (``u < v``); self-loops are never candidates.
+on an undirected graph each event ``{u, v}`` at time ``t`` once, as ``u < v`` (its two stored directions are one
+event; copies of one edge at different times are events of their own); self-loops are never candidates.
 """
 
 from __future__ import annotations
@@ -81,9 +82,12 @@ def hold_out_edges_by_time(
     if undirected is None:
         undirected = reciprocity(indptr, indices)[2]
     src, dst = csc_to_edges(indptr, indices)
-    keep = src < dst if undirected else src != dst
+    keep = src != dst
     src, dst, times = src[keep], dst[keep], times[keep]
-    order = np.lexsort((dst, src, times))  # by time, ties by (src, dst); stable for equal events
+    if undirected:
+        src, dst, order = _undirected_events(src, dst, times)
+    else:
+        order = np.lexsort((dst, src, times))  # by time, ties by (src, dst); stable for equal events
     bounds = split_bounds(order.shape[0], fractions)
     check_split_counts([bounds[i + 1] - bounds[i] for i in range(3)], fractions, order.shape[0], undirected)
     splits: dict[str, LinkPairs] = {}
@@ -114,6 +118,25 @@ def hold_out_edges_by_time(
         **boundaries,
     }
     return HeldOut(indptr, np.asarray(indices), LinkSplit(meta, splits), 0)
+
+
+def _undirected_events(
+    src: np.ndarray, dst: np.ndarray, times: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The events of an undirected graph's edges ``src -> dst`` at ``times`` (int64 [E'], no self-loops): every
+    edge as ``(min, max)``, and of the copies of one ``(time, u, v)`` as many as the direction that stores more of
+    them (a symmetric graph stores each event once per direction). Returns the canonical ``(src, dst)`` and the
+    kept edge ids in (time, u, v) order."""
+    forward = (src < dst).astype(np.int64)
+    src, dst = np.minimum(src, dst), np.maximum(src, dst)
+    order = np.lexsort((dst, src, times))
+    t, s, d = times[order], src[order], dst[order]
+    starts = np.flatnonzero(np.r_[True, (t[1:] != t[:-1]) | (s[1:] != s[:-1]) | (d[1:] != d[:-1])])
+    sizes = np.diff(np.r_[starts, order.shape[0]])
+    fwd = np.add.reduceat(forward[order], starts) if starts.size else np.empty(0, np.int64)
+    copies = np.maximum(fwd, sizes - fwd)  # per event group: the larger direction's count
+    rank = np.arange(order.shape[0]) - np.repeat(starts, sizes)  # position within its group
+    return src, dst, order[rank < np.repeat(copies, sizes)]
 
 
 def split_written_graph_by_time(

@@ -138,6 +138,20 @@ def test_hold_out_edges_by_time_in_python() -> None:
         hold_out_edges_by_time(indptr, indices, times[:3], (0.5, 0.25, 0.25), seed=1)
 
 
+def test_undirected_events_count_each_direction_once() -> None:
+    # {0, 1} at 5 stored both ways; {0, 1} at 9 stored only as 1 -> 0; {2, 3} at 4 twice each way; {1, 2} at 7
+    # once one way and twice the other: events are the larger direction's copies
+    edges = [(0, 1, 5), (1, 0, 5), (1, 0, 9), (2, 3, 4), (2, 3, 4), (3, 2, 4), (3, 2, 4), (1, 2, 7), (2, 1, 7),
+             (2, 1, 7), (3, 3, 1)]  # fmt: skip
+    src, dst, times = (np.array([e[i] for e in edges], np.int64) for i in range(3))
+    indptr, indices = edges_to_csc(src, dst, 4)
+    order = np.lexsort((src, dst))
+    held = hold_out_edges_by_time(indptr, indices, times[order], (1.0, 0.0, 0.0), seed=0, undirected=True)
+    train = held.split.pairs("train")
+    got = sorted(zip(train.positive_times.tolist(), map(tuple, train.positives.tolist())))
+    assert got == [(4, (2, 3)), (4, (2, 3)), (5, (0, 1)), (7, (1, 2)), (7, (1, 2)), (9, (0, 1))]
+
+
 def test_python_errors_name_the_arguments(tmp_path: Path) -> None:
     path = write_timed(tmp_path / "e.txt", np.random.default_rng(1), e=50)
     with pytest.raises(OptionError, match=r"^split_by='time': expected edge_split= as well"):
