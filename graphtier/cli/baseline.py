@@ -13,7 +13,8 @@ from graphtier.dataset.edgebank import edgebank_split_scores
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.link_split import EVAL_SPLITS
 from graphtier.errors import OptionError
-from graphtier.train.loop.link_metrics import auc, average_precision, hits_at_k, mrr
+from graphtier.train.loop.task import LinkTask
+from graphtier.train.options.spec import TaskSpec
 
 
 def edgebank_metrics(dataset: Dataset, split: str, hits_k: int) -> dict[str, Any]:
@@ -21,13 +22,12 @@ def edgebank_metrics(dataset: Dataset, split: str, hits_k: int) -> dict[str, Any
     (K negatives per positive), ``hits@K``, the ``positives``/``negatives`` counts and ``positive_hit_rate``
     (the share of positives whose edge happened before: EdgeBank's score 1)."""
     positive, negative = edgebank_split_scores(dataset, split)
+    task = LinkTask(TaskSpec(task="link", hits_k=hits_k), per_positive=negative.ndim == 2)
     metrics: dict[str, Any] = {"method": "edgebank", "split": split, "positives": int(positive.shape[0]),
                                "negatives": int(negative.size)}  # fmt: skip
-    if negative.ndim == 2:
-        metrics["mrr"] = mrr(positive, negative)
-    else:
-        metrics.update(auc=auc(positive, negative), ap=average_precision(positive, negative))
-    metrics[f"hits@{hits_k}"] = hits_at_k(positive, negative, hits_k)
+    metrics.update(
+        {key.removeprefix(f"{split}_"): value for key, value in task.metrics(split, positive, negative).items()}
+    )
     metrics["positive_hit_rate"] = float(positive.mean()) if positive.size else None
     return metrics
 

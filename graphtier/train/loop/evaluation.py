@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 from graphtier._progress import NO_PROGRESS, Progress
-from graphtier.dataset import edgebank_scores
+from graphtier.dataset.edgebank import edgebank_split_scores
 from graphtier.dataset.link_split import LinkPairs
 from graphtier.graphstore import GraphStore
 from graphtier.train.infer.inference import layerwise_inference
@@ -23,7 +23,6 @@ from graphtier.train.loop.feed import BatchFeed, DeviceBatch, SampleFn
 from graphtier.train.loop.task import (
     LinkTask,
     NodeTask,
-    PairTimes,
     Task,
     TypedLinkTask,
     class_metric_keys,
@@ -311,20 +310,16 @@ class Evaluator:
     def _popularity(self, degree: np.ndarray) -> dict[str, float | None]:
         """The popularity baseline's test metrics (``test_popularity_*``): each test pair scored by ``degree``
         float32 [destinations] of its destination."""
-        every, _ = eval_pairs(self.store.link_split("test"))
-        return self._baseline("popularity", degree[every[:, 1]])
+        assert isinstance(self.task, LinkTask)
+        pairs = self.store.link_split("test")
+        every, _ = eval_pairs(pairs)
+        popularity = evaluate_link_scores(self.task, "test", pairs, degree[every[:, 1]])
+        return {key.replace("test_", "test_popularity_", 1): value for key, value in popularity.items()}
 
     def edgebank_metrics(self) -> dict[str, float | None]:
         """EdgeBank's test metrics (``test_edgebank_*``) on a time split: a test pair scores 1 when its edge is in
         the graph at a time before the pair's (Poursafaei et al., NeurIPS 2022: the memorising baseline)."""
-        assert isinstance(self.task, LinkTask) and self.task.times is not None
-        pairs = self.store.link_split("test")
-        every, _ = eval_pairs(pairs)
-        times = PairTimes(self.task.times.strategy, None).of(pairs, True)  # the pairs' own times, also for a snapshot
-        return self._baseline("edgebank", edgebank_scores(self.store.dataset, every, times))
-
-    def _baseline(self, name: str, scores: np.ndarray) -> dict[str, float | None]:
-        """The test metrics (``test_{name}_*``) of a baseline's ``scores`` [P + Q] of the test split's eval pairs."""
         assert isinstance(self.task, LinkTask)
-        metrics = evaluate_link_scores(self.task, "test", self.store.link_split("test"), scores)
-        return {key.replace("test_", f"test_{name}_", 1): value for key, value in metrics.items()}
+        positive, negative = edgebank_split_scores(self.store.dataset, "test")  # each pair at its own time
+        metrics = self.task.metrics("test", positive, negative)
+        return {key.replace("test_", "test_edgebank_", 1): value for key, value in metrics.items()}
