@@ -13,14 +13,16 @@ from graphtier.dataset.edgebank import edgebank_split_scores
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.link_split import EVAL_SPLITS
 from graphtier.errors import OptionError
-from graphtier.train.loop.task import LinkTask
-from graphtier.train.options.spec import TaskSpec
 
 
 def edgebank_metrics(dataset: Dataset, split: str, hits_k: int) -> dict[str, Any]:
     """EdgeBank's metrics on ``split`` of ``dataset``'s split by time: ``auc``, ``ap`` (negative pairs) or ``mrr``
     (K negatives per positive), ``hits@K``, the ``positives``/``negatives`` counts and ``positive_hit_rate``
     (the share of positives whose edge happened before: EdgeBank's score 1)."""
+    # the metrics of training (LinkTask.metrics) load torch: only when the command runs, so --help stays fast
+    from graphtier.train.loop.task import LinkTask
+    from graphtier.train.options.spec import TaskSpec
+
     positive, negative = edgebank_split_scores(dataset, split)
     task = LinkTask(TaskSpec(task="link", hits_k=hits_k), per_positive=negative.ndim == 2)
     metrics: dict[str, Any] = {"method": "edgebank", "split": split, "positives": int(positive.shape[0]),
