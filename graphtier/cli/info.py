@@ -158,15 +158,10 @@ def _describe_edge_split(link: dict[str, Any]) -> str:
 def node_in_degree_indptr(dataset: Dataset) -> np.ndarray:
     """int64 [N + 1]: a CSC pointer array of every node's in-degree (a heterogeneous dataset's in-edges summed
     over the relations into the node's type; the dataset's own ``indptr`` when homogeneous)."""
-    schema = dataset.schema
-    if not schema.hetero:
+    if not dataset.schema.hetero:
         return np.asarray(dataset.indptr)
-    degrees = np.zeros(schema.num_nodes, dtype=np.int64)
-    for rel in schema.relations:
-        dst = schema.node_type(rel.dst)
-        degrees[dst.offset : dst.stop] += np.diff(np.asarray(dataset.relation_csc(rel)[0]))
-    out = np.zeros(schema.num_nodes + 1, dtype=np.int64)
-    np.cumsum(degrees, out=out[1:])
+    out = np.zeros(dataset.num_nodes + 1, dtype=np.int64)
+    np.cumsum(dataset.in_degrees(), out=out[1:])
     return out
 
 

@@ -202,8 +202,8 @@ class Dataset:
         return getattr(self, f"{name}_idx")
 
     def in_degrees(self) -> np.ndarray:
-        """int64 [N]: the number of in-edges (neighbour-list length) of every node."""
-        return np.diff(np.asarray(self.indptr))
+        """int64 [N]: the number of in-edges of every node (a typed dataset: over every relation into its type)."""
+        return self.schema.in_degrees(self.indptr)
 
     def __repr__(self) -> str:
         return (

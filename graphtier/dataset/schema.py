@@ -248,6 +248,18 @@ class Schema:
         """The relations whose destination type is ``dst``, in schema order."""
         return [r for r in self.relations if r.dst == dst]
 
+    def in_degrees(self, indptr: np.ndarray) -> np.ndarray:
+        """int64 [N] (global ids): each node's in-edges over every relation into its type, from the dataset's
+        ``indptr`` (one row per (relation, destination); a homogeneous dataset's lists)."""
+        if not self.hetero:
+            return np.diff(np.asarray(indptr)).astype(np.int64, copy=False)
+        degrees = np.zeros(self.num_nodes, dtype=np.int64)
+        for rel in self.relations:
+            dst = self.node_type(rel.dst)
+            rows = np.asarray(indptr[rel.row_offset : rel.row_offset + dst.count + 1], dtype=np.int64)
+            degrees[dst.offset : dst.stop] += np.diff(rows)
+        return degrees
+
     def offsets(self) -> np.ndarray:
         """int64 [T + 1]: type ``t`` holds global ids ``[offsets[t], offsets[t + 1])``."""
         out = np.zeros(len(self.node_types) + 1, dtype=np.int64)

@@ -4,7 +4,9 @@ Link prediction: ``LinkNeighborLoader(stores, neighbor_sampler=GraphtierNeighbor
 edge_label_index=..., neg_sampling="binary")`` samples with :class:`graphtier.sampling.link.LinkSampler`: the
 negatives keep the positive's source and draw the destination (uniform or ``degree``), the endpoints' k-hop
 neighbourhoods come from one node-sampler call, and the batch's target edges (and their reverse on an
-undirected graph) are removed from message passing (PyG's and DGL's ``exclude='reverse_id'``).
+undirected graph) are removed from message passing (PyG's and DGL's ``exclude='reverse_id'``). With
+``edge_label_time`` every pair, and its negatives, is sampled at its time by the temporal sampler: no hop reads an
+edge at or after it.
 """
 
 from __future__ import annotations
@@ -33,17 +35,19 @@ from graphtier.sampling.typed_batch import TypedMiniBatch
 
 
 def merged_output(batch: MiniBatch, num_seeds: int, metadata: Any) -> SamplerOutput:
-    """PyG's merged subgraph of ``batch``: hop 1 (from the seeds) first, ``num_seeds`` distinct seeds first."""
+    """PyG's merged subgraph of ``batch``: hop 1 (from the seeds) first, ``num_seeds`` distinct seeds first; the edges'
+    dataset ids (CSC positions, PyG's ``e_id``) when the sampler records them."""
     blocks = batch.blocks[::-1]  # hop 1 (from the seeds) first, as PyG orders them
     if blocks:
         edge_index = torch.cat([blk.edge_index for blk in blocks], dim=1)
     else:
         edge_index = torch.empty((2, 0), dtype=torch.long, device=batch.n_id.device)
+    edge_ids = [blk.edge_id for blk in blocks]  # the temporal sampler's edge ids: PyG's e_id
     return SamplerOutput(
         node=batch.n_id,
         row=edge_index[0],
         col=edge_index[1],
-        edge=None,
+        edge=torch.cat(edge_ids) if blocks and all(e is not None for e in edge_ids) else None,
         batch=None,
         num_sampled_nodes=[num_seeds] + [blk.num_src - blk.num_dst for blk in blocks],
         num_sampled_edges=[blk.num_edges for blk in blocks],
@@ -104,6 +108,8 @@ class GraphtierNeighborSampler(BaseSampler):
     A typed dataset's batches are ``HeteroSamplerOutput`` s: seeds are local ids of the target type (PyG's
     ``input_nodes=(target, ids)``), and the loader builds a ``HeteroData`` with one node store per type.
         negative_sampling: how link batches draw negative destinations: "uniform" or "degree" (in-degree^0.75).
+        temporal: link batches with times (``LinkNeighborLoader(..., edge_label_time=...)``): how each hop picks
+            among the edges strictly before a pair's time, "uniform" or "recent"; the dataset needs edge times.
     """
 
     def __init__(
@@ -115,12 +121,14 @@ class GraphtierNeighborSampler(BaseSampler):
         num_threads: int | None = None,
         negative_sampling: str = "uniform",
         relation_fanouts: Any = None,
+        temporal: str = "uniform",
     ) -> None:
         store = source if isinstance(source, GraphStore) else GraphStore(source, None, num_threads=num_threads)
         self.store = store
         self.fanouts = list(fanouts)
         self.seed = seed
         self.negative_sampling = negative_sampling
+        self.temporal = temporal
         self._sample = store.sampler(fanouts, relation_fanouts, seed=seed)
         self.num_hops = len(fanouts)
         self._link_samplers: dict[int, LinkSampler] = {}
@@ -129,6 +137,11 @@ class GraphtierNeighborSampler(BaseSampler):
     def sample_from_nodes(self, index: NodeSamplerInput, **kwargs: Any) -> SamplerOutput | HeteroSamplerOutput:
         """Sample around ``index.node`` (distinct seed ids: global, or local ids of the target type of a typed
         dataset) and return PyG's merged subgraph (``HeteroSamplerOutput`` for a typed dataset)."""
+        if index.time is not None:
+            raise OptionError(
+                "GraphtierNeighborSampler samples node seeds without time (input_time); timed pairs go through "
+                "LinkNeighborLoader(..., edge_label_time=...)"
+            )
         seeds = index.node.cpu().numpy().astype(np.int64, copy=False)
         batch = self._sample(seeds, None)
         if isinstance(batch, TypedMiniBatch):
@@ -151,31 +164,39 @@ class GraphtierNeighborSampler(BaseSampler):
         for ``triplet`` ``(input_id, src_index [P], dst_pos_index [P], dst_neg_index [P] or [P, amount],
         time)``. ``None`` (evaluation): the pairs as given with ``index.label`` (default 1), nothing excluded.
         """
-        if index.time is not None or index.input_type is not None:
-            raise OptionError("GraphtierNeighborSampler samples homogeneous graphs without time (edge_label_time)")
+        if index.input_type is not None:
+            raise OptionError("GraphtierNeighborSampler samples the pairs of homogeneous graphs (no edge type)")
         pairs = torch.stack([index.row, index.col], dim=1).cpu().numpy().astype(np.int64, copy=False)
         negatives = 0 if neg_sampling is None else negatives_per_positive(neg_sampling)
-        link = self._link_samplers.get(negatives)
+        timed = index.time is not None  # PyG's edge_label_time: every pair sampled at its time
+        link = self._link_samplers.get((negatives, timed))
         if link is None:
             labels = np.zeros(0, np.float32) if negatives == 0 else None  # the evaluation mode
-            link = self._link_samplers[negatives] = self.store.make_link_sampler(
+            link = self._link_samplers[(negatives, timed)] = self.store.make_link_sampler(
                 self.fanouts,
                 np.empty((0, 2), np.int64),
                 labels=labels,
                 num_negatives=negatives,
                 negative_sampling=self.negative_sampling,
                 seed=self.seed,
+                times=np.empty(0, np.int64) if timed else None,
+                temporal=self.temporal,
+                exclude=not timed,  # a pair's own edge, at its time, is never read
             )
         labels = None if index.label is None or negatives else index.label.cpu().numpy()
-        batch = link.sample_pairs(pairs, next(self._batch_ids), labels=labels)
+        times = index.time.cpu().numpy().astype(np.int64, copy=False) if timed else None
+        batch = link.sample_pairs(pairs, next(self._batch_ids), labels=labels, times=times)
         num_seeds = batch.blocks[-1].num_dst if batch.blocks else batch.num_nodes
         num_pos = pairs.shape[0]
         if neg_sampling is not None and neg_sampling.is_triplet():
             dst_neg_index = batch.dst_index[num_pos:].view(num_pos, negatives).squeeze(-1)
-            metadata = (index.input_id, batch.src_index[:num_pos], batch.dst_index[:num_pos], dst_neg_index, None)
+            metadata = (index.input_id, batch.src_index[:num_pos], batch.dst_index[:num_pos], dst_neg_index, index.time)
             return merged_output(batch, num_seeds, metadata)
         edge_label = batch.label
         if index.label is not None:
             edge_label = torch.cat([index.label, index.label.new_zeros((batch.num_pairs - num_pos,))])
         edge_label_index = torch.stack([batch.src_index, batch.dst_index])
-        return merged_output(batch, num_seeds, (index.input_id, edge_label_index, edge_label, None))
+        edge_label_time = None  # each label's time: a negative is queried at its positive's
+        if index.time is not None:
+            edge_label_time = torch.cat([index.time, index.time.repeat_interleave(negatives)])
+        return merged_output(batch, num_seeds, (index.input_id, edge_label_index, edge_label, edge_label_time))

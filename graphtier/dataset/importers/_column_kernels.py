@@ -1,9 +1,10 @@
-"""Parse chosen integer columns of text records (``prepare edgelist --time-column K``: ids in columns 0 and 1, the
-time in column K; the columns between are skipped whatever they hold, those after K ignored).
+"""Parse integer columns of text records: the first C columns (:func:`parse_int_rows`, every integer table of the
+importers) or chosen ones (:func:`parse_int_columns`; ``prepare edgelist --time-column K``: ids in columns 0 and 1,
+the time in column K, the columns between skipped whatever they hold).
 
-Same text format and error codes as :func:`graphtier.dataset.importers.kernels.parse_int_rows`; the reference
-:func:`parse_int_columns_reference` is compared with the kernel on random input in
-tests/dataset/importers/test_time_column.py.
+One kernel serves both; their references (:func:`parse_int_columns_reference`,
+:func:`graphtier.dataset.importers.kernels.parse_int_rows_reference`) are compared with it on random input in
+tests/dataset/importers/test_time_column.py and test_kernels.py.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from graphtier.dataset.importers.kernels import (
     PARSE_OK,
     PARSE_OVERFLOW,
     PARSE_TOO_FEW_COLUMNS,
+    PARSE_TOO_MANY_COLUMNS,
+    _at_line_end,
     _column_error,
     _data_lines,
     _is_blank,
@@ -31,17 +34,41 @@ from graphtier.dataset.importers.kernels import (
 
 
 @numba.njit(cache=True, nogil=True)
-def parse_int_columns(buf: np.ndarray, columns: np.ndarray, out: np.ndarray) -> tuple[int, int, int]:
+def parse_int_rows(
+    buf: np.ndarray, num_columns: int, allow_extra_columns: bool, out: np.ndarray
+) -> tuple[int, int, int]:
+    """Parse integer records from the bytes ``buf`` into ``out``: :func:`parse_int_columns` of the first
+    ``num_columns`` columns.
+
+    Args:
+        buf: uint8 [B], whole lines of text (the last line may lack its newline).
+        num_columns: columns stored per record (C).
+        allow_extra_columns: ignore columns after the first C (for example edge weights); when
+            False a record with more than C columns is an error.
+        out: int64 [R, C] with R >= the number of lines in ``buf``; filled with the records.
+
+    Returns:
+        ``(records, error_code, error_offset)``: the number of records parsed, ``PARSE_OK`` or an
+        error code, and the byte offset of the start of the offending line (-1 without error).
+    """
+    return parse_int_columns(buf, np.arange(num_columns, dtype=np.int64), allow_extra_columns, out)
+
+
+@numba.njit(cache=True, nogil=True)
+def parse_int_columns(
+    buf: np.ndarray, columns: np.ndarray, allow_extra_columns: bool, out: np.ndarray
+) -> tuple[int, int, int]:
     """Parse the integer columns ``columns`` (int64 [C], ascending) of every record of ``buf`` into ``out``.
 
     Args:
         buf: uint8 [B], whole lines of text (the last line may lack its newline).
         columns: the 0-based column indices to keep, ascending; a column before the last one that is not kept is
-            skipped (any text up to the next separator), columns after the last one are ignored.
+            skipped (any text up to the next separator).
+        allow_extra_columns: ignore columns after the last one; when False a record with more is an error.
         out: int64 [R, C] with R >= the number of lines in ``buf``.
 
     Returns:
-        ``(records, error_code, error_offset)`` as :func:`~graphtier.dataset.importers.kernels.parse_int_rows`.
+        ``(records, error_code, error_offset)`` as :func:`parse_int_rows`.
     """
     n = buf.shape[0]
     last = columns[columns.shape[0] - 1]
@@ -80,6 +107,13 @@ def parse_int_columns(buf: np.ndarray, columns: np.ndarray, out: np.ndarray) -> 
                     i += 1
                 if i == start:
                     return rows, PARSE_BAD_TOKEN, line_start
+        if not _at_line_end(buf, i, n):
+            if not allow_extra_columns:
+                return rows, PARSE_TOO_MANY_COLUMNS, line_start
+            # the next column must still be separated from the last parsed one
+            _, skipped = _skip_separator(buf, i, n)
+            if not skipped:
+                return rows, PARSE_BAD_TOKEN, line_start
         rows += 1
         i = _next_line(buf, i, n)
     return rows, PARSE_OK, -1

@@ -108,63 +108,6 @@ def parse_int_token(buf: np.ndarray, i: int, n: int) -> tuple[np.int64, int, int
 
 
 @numba.njit(cache=True, nogil=True)
-def parse_int_rows(
-    buf: np.ndarray, num_columns: int, allow_extra_columns: bool, out: np.ndarray
-) -> tuple[int, int, int]:
-    """Parse integer records from the bytes ``buf`` into ``out``.
-
-    Args:
-        buf: uint8 [B], whole lines of text (the last line may lack its newline).
-        num_columns: columns stored per record (C).
-        allow_extra_columns: ignore columns after the first C (for example edge weights); when
-            False a record with more than C columns is an error.
-        out: int64 [R, C] with R >= the number of lines in ``buf``; filled with the records.
-
-    Returns:
-        ``(records, error_code, error_offset)``: the number of records parsed, ``PARSE_OK`` or an
-        error code, and the byte offset of the start of the offending line (-1 without error).
-    """
-    n = buf.shape[0]
-    i = 0
-    rows = 0
-    while i < n:
-        line_start = i
-        while i < n and _is_blank(buf[i]):
-            i += 1
-        if i >= n:
-            break
-        c = buf[i]
-        if c == _NL:
-            i += 1
-            continue
-        if c == _HASH or c == _PERCENT:
-            i = _next_line(buf, i, n)
-            continue
-        for col in range(num_columns):
-            if col > 0:
-                i, skipped = _skip_separator(buf, i, n)
-                if i >= n or buf[i] == _NL or buf[i] == _CR:
-                    return rows, PARSE_TOO_FEW_COLUMNS, line_start
-                if not skipped:
-                    return rows, PARSE_BAD_TOKEN, line_start
-            value, i, code = parse_int_token(buf, i, n)
-            if code != PARSE_OK:
-                return rows, code, line_start
-            out[rows, col] = value
-        if not _at_line_end(buf, i, n):
-            if not allow_extra_columns:
-                j, _ = _skip_separator(buf, i, n)
-                return rows, PARSE_TOO_MANY_COLUMNS, line_start
-            # the next column must still be separated from the last parsed one
-            j, skipped = _skip_separator(buf, i, n)
-            if not skipped:
-                return rows, PARSE_BAD_TOKEN, line_start
-        rows += 1
-        i = _next_line(buf, i, n)
-    return rows, PARSE_OK, -1
-
-
-@numba.njit(cache=True, nogil=True)
 def _parse_float(buf: np.ndarray, i: int, n: int) -> tuple[float, int, bool]:
     """Parse one decimal float starting at ``i``; return (value, end position, ok)."""
     negative = False
@@ -256,7 +199,7 @@ def parse_float_rows(buf: np.ndarray, out: np.ndarray) -> tuple[int, int, int]:
         out: float32 or float64 [R, C], R >= the number of lines in ``buf``.
 
     Returns:
-        ``(records, error_code, error_offset)`` as :func:`parse_int_rows`.
+        ``(records, error_code, error_offset)`` as :func:`~graphtier.dataset.importers._column_kernels.parse_int_rows`.
     """
     n = buf.shape[0]
     num_columns = out.shape[1]
@@ -320,7 +263,7 @@ def _column_error(tokens: list[str], col: int) -> int:
 
 
 def parse_int_rows_reference(buf: bytes, num_columns: int, allow_extra_columns: bool) -> tuple[np.ndarray, int, int]:
-    """Plain-Python reference of :func:`parse_int_rows`: ``(int64 [R, C], error_code, error_offset)``."""
+    """Plain-Python reference of :func:`~graphtier.dataset.importers._column_kernels.parse_int_rows`: ``(int64 [R, C], error_code, error_offset)``."""
     rows: list[list[int]] = []
 
     def result(code: int, offset: int) -> tuple[np.ndarray, int, int]:

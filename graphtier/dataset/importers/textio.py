@@ -15,7 +15,7 @@ from typing import IO
 import numpy as np
 
 from graphtier.dataset.importers import kernels
-from graphtier.dataset.importers._column_kernels import parse_int_columns
+from graphtier.dataset.importers._column_kernels import parse_int_columns, parse_int_rows
 from graphtier.dataset.importers.members import file_or_member
 from graphtier.errors import DatasetError, OptionError
 
@@ -118,7 +118,7 @@ def line_parses_as_ints(line: str, num_columns: int, allow_extra_columns: bool) 
     """The parse code of ``line`` as ``num_columns`` integers (``kernels.PARSE_OK`` when it parses)."""
     buf = np.frombuffer(line.encode("utf-8"), dtype=np.uint8)
     out = np.empty((1, num_columns), dtype=np.int64)
-    _, code, _ = kernels.parse_int_rows(buf, num_columns, allow_extra_columns, out)
+    _, code, _ = parse_int_rows(buf, num_columns, allow_extra_columns, out)
     return int(code)
 
 
@@ -181,9 +181,9 @@ def iter_int_rows(
         capacity = int(np.count_nonzero(buf == 10)) + 1
         out = np.empty((capacity, num_columns), dtype=np.int64)
         if picked is None:
-            rows, code, offset = kernels.parse_int_rows(buf, num_columns, allow_extra_columns, out)
+            rows, code, offset = parse_int_rows(buf, num_columns, allow_extra_columns, out)
         else:
-            rows, code, offset = parse_int_columns(buf, picked, out)
+            rows, code, offset = parse_int_columns(buf, picked, allow_extra_columns, out)
         if code != kernels.PARSE_OK:
             raise parse_error(path, buf, lines_before, code, offset, expected)
         yield out[:rows]

@@ -202,13 +202,9 @@ def _gnn_outputs(
 def type_in_edges_indptr(indptr: np.ndarray, schema: Schema, node_type: str) -> np.ndarray:
     """int64 [count(node_type) + 1]: a CSC pointer array of each node's in-edges summed over every relation into
     ``node_type`` (the chunk bound of layer-wise inference)."""
-    count = schema.node_type(node_type).count
-    degree = np.zeros(count, dtype=np.int64)
-    for rel in schema.relations:
-        if rel.dst == node_type:
-            degree += np.diff(np.asarray(indptr[rel.row_offset : rel.row_offset + count + 1], dtype=np.int64))
-    out = np.zeros(count + 1, dtype=np.int64)
-    np.cumsum(degree, out=out[1:])
+    kind = schema.node_type(node_type)
+    out = np.zeros(kind.count + 1, dtype=np.int64)
+    np.cumsum(schema.in_degrees(indptr)[kind.offset : kind.stop], out=out[1:])
     return out
 
 

@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from graphtier.dataset.importers import kernels
+from graphtier.dataset.importers._column_kernels import parse_int_rows
 
 SEPARATORS = [" ", "\t", ",", ", ", " ,\t", "  "]
 
@@ -43,7 +44,7 @@ def test_parse_int_rows_matches_reference(case: tuple[bytes, int, bool]) -> None
     text, num_columns, allow_extra = case
     buf = np.frombuffer(text, dtype=np.uint8)
     out = np.empty((text.count(b"\n") + 1, num_columns), dtype=np.int64)
-    rows, code, offset = kernels.parse_int_rows(buf, num_columns, allow_extra, out)
+    rows, code, offset = parse_int_rows(buf, num_columns, allow_extra, out)
     expected, expected_code, expected_offset = kernels.parse_int_rows_reference(text, num_columns, allow_extra)
     assert (code, offset) == (expected_code, expected_offset)
     np.testing.assert_array_equal(out[:rows], expected)
@@ -53,7 +54,7 @@ def test_parse_int_rows_limits_and_errors() -> None:
     def parse(text: bytes, columns: int = 2, extra: bool = True) -> tuple[list[list[int]], int, int]:
         buf = np.frombuffer(text, dtype=np.uint8)
         out = np.empty((text.count(b"\n") + 1, columns), dtype=np.int64)
-        rows, code, offset = kernels.parse_int_rows(buf, columns, extra, out)
+        rows, code, offset = parse_int_rows(buf, columns, extra, out)
         return out[:rows].tolist(), code, offset
 
     assert parse(b"9223372036854775807 -9223372036854775807\n") == ([[2**63 - 1, -(2**63 - 1)]], kernels.PARSE_OK, -1)

@@ -32,7 +32,7 @@ def test_parse_int_columns_matches_reference(rows: list[list[str]], sep: str, ti
     text = "\n".join(sep.join(r) for r in rows).encode()
     buf = np.frombuffer(text, dtype=np.uint8)
     out = np.empty((len(rows) + 1, 3), dtype=np.int64)
-    got_rows, code, offset = parse_int_columns(buf, np.array([0, 1, time_column], np.int64), out)
+    got_rows, code, offset = parse_int_columns(buf, np.array([0, 1, time_column], np.int64), True, out)
     want, want_code, want_offset = parse_int_columns_reference(text, [0, 1, time_column])
     assert (code, offset) == (want_code, want_offset)
     np.testing.assert_array_equal(out[:got_rows], want)
