@@ -32,12 +32,20 @@ class Block:
         num_dst: number of destination nodes (rows of the layer's output); ``num_dst <= num_src``.
         edge_id: int64 [E], the dataset's id (CSC position) of each edge, which reads its time and features;
             None when the sampler does not record it (only the temporal sampler does today).
+        edge_attr: float [E, d_e], the input features of each edge (row ``i`` belongs to edge ``i`` of
+            ``edge_index``), on the model's device; None when the run has no edge inputs. Filled by the feed
+            from ``edge_id`` (the store gathers the rows); models read it as PyG's ``edge_attr``.
+        edge_age: float32 [E], temporal batches only: the time from each edge to its destination row's time
+            bound (``n_time[dst] - edge_time[edge_id]``, > 0 with a strict cut), the input of a time
+            encoding; None otherwise.
     """
 
     edge_index: torch.Tensor
     num_src: int
     num_dst: int
     edge_id: torch.Tensor | None = None
+    edge_attr: torch.Tensor | None = None
+    edge_age: torch.Tensor | None = None
 
     @property
     def num_edges(self) -> int:
@@ -45,9 +53,19 @@ class Block:
         return int(self.edge_index.shape[1])
 
     def to(self, device: torch.device | str, non_blocking: bool = False) -> "Block":
-        """A copy with ``edge_index`` (and ``edge_id``) on ``device``."""
-        edge_id = None if self.edge_id is None else self.edge_id.to(device, non_blocking=non_blocking)
-        return Block(self.edge_index.to(device, non_blocking=non_blocking), self.num_src, self.num_dst, edge_id)
+        """A copy with ``edge_index`` (and ``edge_id``, ``edge_attr``, ``edge_age`` when set) on ``device``."""
+
+        def move(t: torch.Tensor | None) -> torch.Tensor | None:
+            return None if t is None else t.to(device, non_blocking=non_blocking)
+
+        return Block(
+            self.edge_index.to(device, non_blocking=non_blocking),
+            self.num_src,
+            self.num_dst,
+            move(self.edge_id),
+            move(self.edge_attr),
+            move(self.edge_age),
+        )
 
 
 @dataclass
