@@ -276,7 +276,7 @@ def dataset_info(dataset: Dataset) -> dict[str, Any]:
     for type_name, table in dataset.type_features.items() if dataset.is_hetero else ():
         stem = dataset.schema.feature_file(type_name)
         arrays[stem] = _array_entry(root / f"{stem}.npy", table)
-    for stem in ("edge_time", "edge_time_order"):
+    for stem in ("edge_time", "edge_time_order", "node_time"):
         array = getattr(dataset, stem)
         if array is not None:
             arrays[stem] = _array_entry(root / f"{stem}.npy", array)
@@ -305,6 +305,7 @@ def dataset_info(dataset: Dataset) -> dict[str, Any]:
         "nodes_only_in_node_data": int(dataset.meta.get("nodes_only_in_node_data", 0) or 0),
         "edge_split": edge_split_info(dataset),
         "edge_time": dataset.meta.get("edge_time") if dataset.edge_time is not None else None,
+        "node_time": dataset.meta.get("node_time") if dataset.node_time is not None else None,
         "hetero": typed_info(dataset),
     }
 
@@ -346,7 +347,9 @@ def _render_table(info: dict[str, Any]) -> None:
         else "no (some edges lack their reverse)",
     )
     if info.get("edge_time") is not None:
-        table.add_row("edge times", time_range_text({"edge_time": info["edge_time"]}) or "")
+        table.add_row("edge times", time_range_text(info["edge_time"]) or "")
+    if info.get("node_time") is not None:
+        table.add_row("node times", time_range_text(info["node_time"]) or "")
     table.add_row("node order", str(info["node_order"]))
     d = info["in_degree"]
     table.add_row(

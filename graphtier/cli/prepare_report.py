@@ -85,10 +85,13 @@ def report_import(dataset: Dataset, started: float) -> None:
         click.echo(f"  {field}: {value}")
     for note in edge_notes(dataset.meta) + describe(dataset.meta) + edge_split_notes(dataset.meta):
         click.echo(f"note: {note}")
-    times = time_range_text(dataset.meta)
+    times = time_range_text(dataset.meta.get("edge_time"))
     if times is not None:
         column = (dataset.meta.get("source") or {}).get("options", {}).get("time_column")
         click.echo(f"note: edge times{f' (--time-column {column})' if column is not None else ''}: {times}")
+    node_times = time_range_text(dataset.meta.get("node_time"))
+    if node_times is not None:
+        click.echo(f"note: node times: {node_times}")
     split_note = dataset.meta.get("source", {}).get("split")
     if split_note:
         click.echo(f"note: split: {split_note}")

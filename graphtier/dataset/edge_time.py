@@ -140,9 +140,9 @@ def finish_edge_time(writer: ArrayWriter, meta: dict[str, Any]) -> dict[str, Any
     return {**meta, META_KEY: {"unit": unit, "min": low, "max": high}}
 
 
-def time_range_text(meta: dict[str, Any]) -> str | None:
-    """``"1289192400 .. 1453684324 (s)"``: the edge time range of ``meta.json`` for ``graphtier info``, or None."""
-    entry = meta.get(META_KEY)
+def time_range_text(entry: Any) -> str | None:
+    """``"1289192400 .. 1453684324 (s)"``: a time range entry of ``meta.json`` (``meta["edge_time"]``,
+    ``meta["node_time"]``) for ``graphtier info``, or None when it is not an entry."""
     if not isinstance(entry, dict):
         return None
     unit = f" ({entry['unit']})" if entry.get("unit") else ""

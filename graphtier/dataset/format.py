@@ -27,6 +27,7 @@ from graphtier.dataset.link_split import (
     validate_link_split,
     validate_typed_link_split,
 )
+from graphtier.dataset.node_time import NODE_TIME, load_node_time, validate_node_time
 from graphtier.dataset.schema import Relation, Schema
 from graphtier.errors import DatasetError
 
@@ -98,6 +99,7 @@ class Dataset:
             dataset has no edge times (:mod:`graphtier.dataset.edge_time`; ``meta["edge_time"]``: unit, min, max).
         edge_time_order: int64 [E]: each list ``[indptr[v], indptr[v + 1])``'s positions sorted by (time,
             position), or None with ``edge_time``.
+        node_time: int64 [N], the time of each node, or None (:mod:`graphtier.dataset.node_time`).
     """
 
     path: Path
@@ -115,6 +117,7 @@ class Dataset:
     type_features: dict[str, np.ndarray] = field(default_factory=dict)
     edge_time: np.ndarray | None = None
     edge_time_order: np.ndarray | None = None
+    node_time: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if self.schema is None:
@@ -242,7 +245,7 @@ class Dataset:
         link = read_link_split(root, meta, lambda p: _load_array(p, mmap))
         edge_time, edge_time_order = load_edge_time(root, meta, lambda p: _load_array(p, mmap))
         known = {"indptr", "indices", "features", "labels"} | {f"{s}_idx" for s in SPLITS} | LINK_FILE_STEMS
-        known |= EDGE_TIME_STEMS
+        known |= EDGE_TIME_STEMS | {NODE_TIME}
         known |= {schema.feature_file(t.name) for t in schema.node_types if schema.hetero}
         extra = {p.stem: _load_array(p, mmap) for p in sorted(root.glob("*.npy")) if p.stem not in known}
         dataset = cls(
@@ -261,6 +264,7 @@ class Dataset:
             type_features=type_features,
             edge_time=edge_time,
             edge_time_order=edge_time_order,
+            node_time=load_node_time(root, meta, lambda p: _load_array(p, mmap)),
         )
         if validate:
             dataset.validate()
@@ -317,6 +321,8 @@ class Dataset:
                     )
         if self.edge_time is not None and self.edge_time_order is not None:
             validate_edge_time(root, self.meta, self.indptr, self.edge_time, self.edge_time_order)
+        if self.node_time is not None:
+            validate_node_time(root, self.meta, self.node_time, n)
         if self.link is not None:
             validate_link_split(root, self.link, n)
             if not schema.hetero:

@@ -34,6 +34,7 @@ from graphtier.dataset.csc import edge_balanced_bounds
 from graphtier.dataset.edge_time import EDGE_TIME, finish_edge_time
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.link_split import LINK_META_KEY, LinkPairs, LinkSplit
+from graphtier.dataset.node_time import NODE_TIME
 from graphtier.dataset.original_ids import NODE_IDS_JSON, json_node_ids
 from graphtier.dataset.resources import available_memory
 from graphtier.dataset.schema import Schema
@@ -313,6 +314,8 @@ def reorder_dataset(
         started = time.perf_counter()
         if source.labels is not None:
             writer.save("labels", np.asarray(source.labels)[target_perm])
+        if source.node_time is not None:  # meta.json's entry (unit, range) is unchanged by a permutation
+            writer.save(NODE_TIME, np.asarray(source.node_time)[perm])
         for name in ("train", "valid", "test"):
             split = source.split(name)
             if split is not None:

@@ -7,6 +7,8 @@
     raw/num-edge-list.csv.gz   the edge count (optional; checked when present)
     raw/node-feat.csv.gz       N lines of D floats (optional)
     raw/node-label.csv.gz      N lines, one label each; "nan" = unlabelled (optional)
+    raw/node_year.csv.gz       N lines, one integer year each (optional; ogbn-arxiv): node_time.npy, and each
+                               edge's time as the later year of its ends (edge_time.npy; docs/guide/time.md)
     split/<scheme>/{train,valid,test}.csv.gz   one node id per line (optional)
     split/<scheme>/{train,valid,test}.pt       an ogbl link split instead (dicts of tensors; graphtier.dataset.importers.ogb_link)
 
@@ -24,15 +26,17 @@ from typing import Any
 import numpy as np
 
 from graphtier._progress import NO_PROGRESS, Progress
+from graphtier.dataset.edge_time import EDGE_TIME
 from graphtier.dataset.finite import NonFiniteGuard
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import edges, finish, splits, textio
 from graphtier.dataset.importers.features import note_replaced
 from graphtier.dataset.importers.labels import Labels, labels_from_values
-from graphtier.dataset.importers.ogb_files import choose_scheme, find_raw, read_single_int
+from graphtier.dataset.importers.ogb_files import choose_scheme, find_raw, read_node_years, read_single_int
 from graphtier.dataset.importers.ogb_hetero import import_ogb_hetero, is_hetero_layout
 from graphtier.dataset.importers.ogb_link import LINK_PARTS, is_link_scheme, split_written_graph_from_ogb
 from graphtier.dataset.importers.options import OGB_FIELDS, ImportOptions
+from graphtier.dataset.node_time import NODE_TIME, edge_times_from_nodes, node_time_meta
 from graphtier.dataset.writer import DatasetWriter
 from graphtier.errors import DatasetError, OptionError
 
@@ -162,6 +166,7 @@ def import_ogb(
     num_edges_path = find_raw(raw, "num-edge-list", required=False)
     feat_path = find_raw(raw, "node-feat", required=False)
     label_path = find_raw(raw, "node-label", required=False)
+    year_path = find_raw(raw, "node_year", required=False)
     if feat_path is not None and options.synthetic_features:
         raise OptionError(
             f"{{synthetic_features}}: {feat_path} already provides features", options=("synthetic_features",)
@@ -177,7 +182,7 @@ def import_ogb(
     if n < 0:
         raise DatasetError(f"{num_nodes_path}: expected a non-negative node count, found {n}")
     edges.require_csc_memory(n, 0, f"{num_nodes_path}: node count {n:,}")
-    inputs: list[Path] = [p for p in (edge_path, num_nodes_path, num_edges_path, feat_path, label_path) if p]
+    inputs: list[Path] = [p for p in (edge_path, num_nodes_path, num_edges_path, feat_path, label_path, year_path) if p]
 
     with DatasetWriter(output, overwrite=overwrite) as writer, edges.EdgeSpill(writer.tmp) as spill:
         spill.extend(
@@ -220,6 +225,10 @@ def import_ogb(
         writer.save("indices", built.indices)
         num_edges = int(built.indices.shape[0])
         edge_counts = built.counts
+        years = read_node_years(year_path, n) if year_path is not None else None
+        if years is not None:  # node years: each edge as old as its later end (a citation, its citing paper)
+            writer.save(NODE_TIME, years)
+            writer.save(EDGE_TIME, edge_times_from_nodes(built.indptr, built.indices, years))
         del built
 
         labels = read_ogb_labels(label_path, n) if label_path is not None else None
@@ -251,6 +260,8 @@ def import_ogb(
             provenance=written.provenance,
             edge_counts=edge_counts,
         )
+        if years is not None:  # finish_dataset completes the edge time entry (range) and writes the order file
+            meta[NODE_TIME], meta[EDGE_TIME] = node_time_meta(years, "year"), {"unit": "year"}
         if link_scheme:
             assert scheme_dir is not None
             inputs += [scheme_dir / f"{part}.pt" for part in LINK_PARTS]

@@ -88,6 +88,8 @@ def _hash(dataset: Dataset, version: int) -> str:
         arrays.update({f"features_{name}": table for name, table in dataset.type_features.items()})
     if dataset.edge_time is not None:  # edge times (an untimed dataset's hash is unchanged)
         arrays["edge_time"] = dataset.edge_time
+    if dataset.node_time is not None:  # node times (likewise)
+        arrays["node_time"] = dataset.node_time
     for name, array in arrays.items():
         digest.update(name.encode())
         if array is None:
