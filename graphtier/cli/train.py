@@ -130,9 +130,10 @@ FANOUTS_DEFAULT = "25,10"
     "--temporal",
     type=click.Choice(TEMPORAL_STRATEGIES),
     default=None,
-    help="Link prediction on a time split (prepare ... --time-column T --split-by time): sample each pair at its "
-    "time, reading only strictly earlier edges, uniformly or the most recent. Without it a time split trains on "
-    "the training period's graph as a static snapshot (the untimed baseline).",
+    help="Sample each seed at its time, reading only strictly earlier edges, uniformly or the most recent: link "
+    "prediction on a time split (prepare ... --time-column T --split-by time; without it a time split trains on the "
+    "training period's graph as a static snapshot), or node classification with node times (each node at its own "
+    "time; prepare ogb reads raw/node_year).",
 )
 @click.option("--eval-batch-size", default=4096, show_default=True, type=int)
 @click.option(

@@ -121,17 +121,22 @@ def seed_only_batch(seeds: np.ndarray | torch.Tensor, batch_id: int | None = Non
 
 
 def build_temporal_sampler(
-    dataset: Dataset, fanouts: list[int], strategy: str, seed: int, tally: Callable[[MiniBatch], None]
+    dataset: Dataset,
+    fanouts: list[int],
+    strategy: str,
+    seed: int,
+    tally: Callable[[MiniBatch], None],
+    inclusive: bool = False,
 ) -> TimedNodeSampler:
     """``sample(seeds, batch_id, seed_time) -> MiniBatch`` of a :class:`TemporalNeighborSampler` over the dataset's
-    CSC and edge times (on the CPU); each batch goes through ``tally``. OptionError (one line) when the dataset has
-    no edge times."""
+    CSC and edge times (on the CPU; ``inclusive``: edges at a row's time too); each batch goes through ``tally``.
+    OptionError (one line) when the dataset has no edge times."""
     if dataset.edge_time is None or dataset.edge_time_order is None:
         raise OptionError(
             f"{{temporal}}: {dataset.path} has no edge times (prepare it with --time-column)", options=("temporal",)
         )
     inner = TemporalNeighborSampler(dataset.indptr, dataset.indices, dataset.edge_time, dataset.edge_time_order,
-                                    fanouts, strategy=strategy, seed=seed)  # fmt: skip
+                                    fanouts, strategy=strategy, inclusive=inclusive, seed=seed)  # fmt: skip
 
     def sample(seeds: np.ndarray, batch_id: int, seed_time: np.ndarray) -> MiniBatch:
         batch = inner.sample(seeds, seed_time, batch_id)

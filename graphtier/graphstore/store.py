@@ -14,11 +14,10 @@ the hotness-sorted table, zero-copy host memory, the memory map) is the store's 
 
 It is the one door to the data: the trainer, the PyG adapters and the benchmarks reach topology (``sampler(fanouts,
 kind=...)``: neighbour, ShaDow, seed-only; ``link_sampler``, ``temporal_sampler``; ``csc`` for full-graph passes),
-features (``gather``), labels and splits (``labels``, ``split``) through it. Sampling runs on the CPU (the numba
-:class:`NeighborSampler` over the dataset's arrays) or on the GPU (:class:`DeviceNeighborSampler` over a
-:class:`TieredTopology`; a typed dataset's typed samplers over its back-to-back CSC), with identical batches for the
-same seed and batch id. The CPU sampler's topology bytes are counted too (an ``indices`` entry per sampled edge, two
-``indptr`` entries per destination); a typed dataset's features are a :class:`TypedFeatures` (dict gathers).
+features (``gather``), labels and splits (``labels``, ``split``) through it. Sampling runs on the CPU (numba
+:class:`NeighborSampler`) or the GPU (:class:`DeviceNeighborSampler` over a :class:`TieredTopology`; typed datasets:
+typed samplers over the back-to-back CSC), with identical batches for the same seed and batch id. The CPU sampler's
+topology bytes are counted too; a typed dataset's features are a :class:`TypedFeatures` (dict gathers).
 """
 
 from __future__ import annotations
@@ -80,10 +79,9 @@ class GraphStore:
             :class:`~graphtier.graphstore.typed_features.TypedFeatures` (one source per featured node type).
         topology: a :class:`TieredTopology` to sample from on its device, or None to sample on the
             CPU with :class:`NeighborSampler` from the dataset's arrays.
-        seed: base seed of the sampling streams (``sampler(fanouts, seed=...)`` overrides it).
-        num_threads: CPU sampler threads (default numba's setting).
-        picks: the device sampler's pick backend ("auto", "triton", "numba"); ``kernels``: its
-            Triton kernel module (tests pass the interpreted one).
+        seed: base seed of the sampling streams (``sampler(fanouts, seed=...)`` overrides it); num_threads: CPU
+            sampler threads (default numba's); picks: the device sampler's pick backend ("auto", "triton",
+            "numba"); ``kernels``: its Triton kernel module (tests pass the interpreted one).
     """
 
     def __init__(
@@ -335,17 +333,20 @@ class GraphStore:
             exclude=exclude,
         )
 
-    def temporal_sampler(self, fanouts: Sequence[int], strategy: str = "uniform", *, seed: int | None = None) -> Any:
-        """``sample(seeds, batch_id, seed_time) -> MiniBatch`` of a
-        :class:`~graphtier.sampling.temporal.TemporalNeighborSampler` (``strategy``: uniform or recent) over the
-        dataset's edge times, on the CPU, cached per arguments; its topology reads are counted in :meth:`traffic`."""
+    def temporal_sampler(
+        self, fanouts: Sequence[int], strategy: str = "uniform", *, seed: int | None = None, inclusive: bool = False
+    ) -> Any:
+        """``sample(seeds, batch_id, seed_time) -> MiniBatch`` of a :class:`TemporalNeighborSampler` (``strategy``
+        uniform or recent; ``inclusive``: edges at a row's time too) over the edge times, on the CPU, cached per
+        arguments; its topology reads are counted in :meth:`traffic`."""
         if self.topology is not None or self.is_hetero:
             raise OptionError("{temporal}: samples homogeneous datasets on the CPU only", options=("temporal",))
-        key = ("temporal", tuple(check_fanouts(fanouts)), self.seed if seed is None else int(seed), strategy)
+        key = ("temporal", tuple(check_fanouts(fanouts)), self.seed if seed is None else int(seed), strategy, inclusive)
         with self._lock:
-            if key not in self._samplers:
-                tally = self._host_tally.add  # type: ignore[union-attr]  # CPU sampling: the host tally exists
-                self._samplers[key] = build.build_temporal_sampler(self.dataset, list(key[1]), strategy, key[2], tally)
+            if key not in self._samplers:  # CPU sampling: the host tally exists
+                self._samplers[key] = build.build_temporal_sampler(
+                    self.dataset, list(key[1]), strategy, key[2], self._host_tally.add, inclusive
+                )  # type: ignore
             return self._samplers[key]
 
     # ------------------------------------------------------------------ features
@@ -418,12 +419,9 @@ class GraphStore:
 
     def describe(self) -> str:
         """One line per part: where features and topology live."""
-        lines = [f"graph store of {self.dataset.path}: sampling on {self.sample_on}"]
-        if self.features is not None:
-            lines.append("features: " + self.features.describe())
-        if self.topology is not None:
-            lines.append("topology: " + self.topology.describe())
-        return "\n".join(lines)
+        parts = (("features", self.features), ("topology", self.topology))
+        lines = [f"{name}: {part.describe()}" for name, part in parts if part is not None]
+        return "\n".join([f"graph store of {self.dataset.path}: sampling on {self.sample_on}", *lines])
 
     def close(self) -> None:
         """Release the feature store and the topology tiers (registrations, device memory); idempotent."""

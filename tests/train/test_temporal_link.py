@@ -103,8 +103,8 @@ def test_what_a_time_split_cannot_do_is_refused(time_split: Dataset, tiny_link_d
         TrainConfig(temporal="uniform", **SMALL).validate(tiny_link_dataset)
     with pytest.raises(OptionError, match="a time split is scored by sampling at each pair's time"):
         TrainConfig(full_inference=True, **SMALL).validate(time_split)
-    with pytest.raises(OptionError, match="temporal.*link prediction on the CPU in one process.*task='node'"):
-        TrainConfig(temporal="uniform", task="node")
+    with pytest.raises(OptionError, match="temporal.*neighbour sampler on the CPU in one process.*sampler='shadow'"):
+        TrainConfig(temporal="uniform", sampler="shadow")
     with pytest.raises(OptionError, match="temporal= expected one of uniform, recent"):
         TrainConfig(temporal="latest", **SMALL)
 

@@ -71,6 +71,8 @@ def inference_summary(final: dict[str, Any], config: dict[str, Any]) -> str:
     if final.get("method") == "full":
         return "exact layer-wise inference, all neighbours"
     fanouts = format_fanouts(config.get("eval_fanouts") or config["fanouts"])
+    if config.get("temporal"):
+        return f"sampled at each node's time, {config['temporal']} neighbours at or before it, fanouts {fanouts}"
     if config.get("sampler") == "shadow":
         return f"sampled inference, ShaDow subgraphs, fanouts {fanouts}"
     return f"sampled inference, fanouts {fanouts}; exact: --full-inference"

@@ -114,6 +114,23 @@ class NodeTask(Task):
         return int((outputs.argmax(dim=1) == y).sum())
 
 
+def timed_node_sampler(store: GraphStore, fanouts: tuple[int, ...], strategy: str, seed: int) -> SampleFn:
+    """``(seeds, batch_id) -> MiniBatch``: node seeds sampled each at its node's time (``node_time[seed]``), the node
+    sampler of ``--temporal`` node classification (training and sampled evaluation; ``strategy`` uniform or recent).
+
+    The cut admits edges AT the seed's time (``<=``): an edge is never older than its later end, so a node's own
+    edges are at or after its time, and a strict cut would leave a node with none (arXiv: a 2019 paper reads the
+    papers it cites, 2019 or earlier; never a later paper citing it)."""
+    timed = store.temporal_sampler(fanouts, strategy, seed=seed, inclusive=True)
+    node_time = store.dataset.node_time
+    assert node_time is not None  # TrainConfig.validate_node refuses --temporal without node times
+
+    def sample(seeds: np.ndarray, batch_id: int) -> MiniBatch:
+        return timed(seeds, batch_id, np.asarray(node_time[seeds], dtype=np.int64))
+
+    return sample
+
+
 @dataclass(frozen=True)
 class PairTimes:
     """When the pairs of a time split (``link.meta["split_by"] == "time"``) are scored.

@@ -42,7 +42,7 @@ from graphtier.train.loop.feed import BatchFeed, SampleFn
 from graphtier.train.loop.report import RunReport, environment_info
 from graphtier.train.loop.result import TrainResult
 from graphtier.train.loop.tally import EpochTally
-from graphtier.train.loop.task import LinkTask, class_metric_keys, make_task
+from graphtier.train.loop.task import LinkTask, class_metric_keys, make_task, timed_node_sampler
 from graphtier.train.nn.run_model import (
     build_run_model,
     learnable_bytes_read,
@@ -182,6 +182,8 @@ class Trainer:
     def _make_sampler(self, fanouts: tuple[int, ...], seed: int) -> SampleFn:
         cfg = self.config
         kind = "seed-only" if cfg.network.model == "mlp" else cfg.sampling.sampler
+        if cfg.sampling.temporal is not None and self.task.name == "node":
+            return timed_node_sampler(self.store, fanouts, cfg.sampling.temporal, seed)
         if self.typed:
             return self.store.typed_sampler(fanouts, self._relation_fanouts(fanouts), seed=seed, kind=kind)
         return self.store.sampler(fanouts, seed=seed, kind=kind, num_layers=cfg.num_layers)

@@ -135,12 +135,13 @@ class TrainConfig:
                 options=("sample_on", "devices"),
             )
         if sampling.temporal is not None:
-            for option, value, allowed in (("task", self.objective.task, "link"), ("sample_on", placement.sample_on,
-                                           "cpu"), ("devices", self.distributed.devices, None)):  # fmt: skip
+            for option, value, allowed in (("sample_on", placement.sample_on, "cpu"), ("devices",
+                                           self.distributed.devices, None), ("sampler", sampling.sampler,
+                                           "neighbor"), ("full_inference", self.run.full_inference, False)):  # fmt: skip
                 if value != allowed:
                     raise OptionError(
-                        f"{{temporal}}: samples link prediction on the CPU in one process for now, found "
-                        f"{{{option}={value}}}", options=("temporal", option),
+                        f"{{temporal}}: samples with the neighbour sampler on the CPU in one process, and scores by "
+                        f"sampling at each seed's time, found {{{option}={value}}}", options=("temporal", option),
                     )  # fmt: skip
 
     @property
@@ -232,6 +233,15 @@ class TrainConfig:
             )
         if dataset.labels is not None and (dataset.labels[train_idx] < 0).any():
             raise OptionError(f"{path}/labels.npy: expected labels >= 0 for every train node, found -1")
+        if self.sampling.temporal is not None and dataset.is_hetero:
+            raise OptionError(f"{path}: {{temporal}} samples homogeneous datasets only, found a typed one",
+                              options=("temporal",))  # fmt: skip
+        if self.sampling.temporal is not None and (dataset.node_time is None or dataset.edge_time is None):
+            missing = "node times (node_time.npy)" if dataset.node_time is None else "edge times (edge_time.npy)"
+            raise OptionError(
+                f"{path}: {{temporal}} with {{task=node}} samples each seed at its node's time and needs node and "
+                f"edge times, found no {missing} (prepare ogb reads them from raw/node_year)", options=("temporal", "task"),
+            )  # fmt: skip
 
     def check_gat_memory(self, dataset: Dataset) -> None:
         """Raise :class:`ResourceError` when GAT's per-edge attention tensors of the largest mini-batch that
