@@ -121,6 +121,13 @@ def main() -> None:
     parser.add_argument("--hidden", type=int, default=64)
     parser.add_argument("--fanouts", default="15,10,5")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--hetero", choices=["mag"], default=None,
+        help="a typed MAG-like graph instead (generate --hetero mag: --nodes papers, as many authors, institutions, "
+             "fields; about 38 stored edges per paper with the reverse relations); trains --model (default rgcn)",
+    )  # fmt: skip
+    parser.add_argument("--model", default=None, help="the model trained (default sage; rgcn with --hetero)")
+    parser.add_argument("--feature-dtype", choices=["float32", "float16"], default="float32")
     parser.add_argument("--dd-gb", type=float, default=4.0, help="size of the dd test file")
     parser.add_argument("--json", type=Path, default=ROOT / "benchmarks" / "results" / "scale.json")
     parser.add_argument(
@@ -142,9 +149,13 @@ def main() -> None:
     elif not records.exists():
         parser.error(f"--stages {args.stages}: {records} holds no earlier stages to resume from")
     generated, reordered, model = work / "generated", work / "reordered", work / "model.pt"
-    feature_bytes = nodes * args.feature_dim * 4
-    edge_bytes = nodes * args.avg_degree * 4  # int32 indices of a graph under 2^31 nodes
-    dataset_bytes = feature_bytes + edge_bytes + nodes * 8
+    feature_bytes = nodes * args.feature_dim * (2 if args.feature_dtype == "float16" else 4)
+    # --hetero mag: 19 drawn edges per paper, twice with the reverse relations; about 2.03 nodes per paper
+    edge_bytes = nodes * (38 if args.hetero else args.avg_degree) * 4  # int32 indices of a graph under 2^31 nodes
+    all_nodes = int(nodes * 2.03) if args.hetero else nodes
+    dataset_bytes = feature_bytes + edge_bytes + all_nodes * 8
+    model_name = args.model or ("rgcn" if args.hetero else "sage")
+    shape = (["--hetero", args.hetero] if args.hetero else ["--avg-degree", str(args.avg_degree), "--directed"])
 
     limits_file = work / "limits.json"
     if selected[0] == STAGES[0] or not limits_file.exists():
@@ -163,9 +174,9 @@ def main() -> None:
             _need_disk(work, dataset_bytes * 1.05, "generate")
             _stage(
                 "generate",
-                [*graphtier, "generate", str(generated), "--nodes", str(nodes), "--avg-degree", str(args.avg_degree),
-                 "--feature-dim", str(args.feature_dim), "--seed", str(args.seed), "--directed",
-                 "--train-fraction", "0.01"],
+                [*graphtier, "generate", str(generated), "--nodes", str(nodes), *shape,
+                 "--feature-dim", str(args.feature_dim), "--feature-dtype", args.feature_dtype, "--seed",
+                 str(args.seed), "--train-fraction", "0.01"],
                 records, [generated],
             )  # fmt: skip
         elif name == "reorder":
@@ -182,12 +193,13 @@ def main() -> None:
         elif name == "train":
             _stage(
                 "train (1 epoch)",
-                [*graphtier, "train", str(reordered), "--model", "sage", "--fanouts", args.fanouts, "--epochs", "1",
+                [*graphtier, "train", str(reordered), "--model", model_name, "--fanouts", args.fanouts, "--epochs", "1",
                  "--hidden", str(args.hidden), "--save-model", str(model)],
                 records, [],
             )  # fmt: skip
         else:
-            _need_disk(work, 2 * nodes * args.hidden * 4 * 1.05 + nodes * 8, "predict's layer outputs (scratch maps)")
+            _need_disk(work, 2 * all_nodes * args.hidden * 4 * 1.05 + all_nodes * 8,
+                       "predict's layer outputs (scratch maps)")  # fmt: skip
             _stage(
                 "predict (layer-wise)",
                 [*graphtier, "predict", str(reordered), "--model", str(model), "--output", str(work / "classes.npy")],
@@ -200,7 +212,8 @@ def main() -> None:
 def _save(args: argparse.Namespace, nodes: int, limits: dict[str, float], stages: list[dict[str, Any]]) -> None:
     """Write the run so far (``--json``): the options, the limits and every stage recorded."""
     result = {"nodes": nodes, "avg_degree": args.avg_degree, "feature_dim": args.feature_dim, "hidden": args.hidden,
-              "fanouts": args.fanouts, "limits": limits, "stages": stages}  # fmt: skip
+              "fanouts": args.fanouts, "hetero": args.hetero, "model": args.model, "feature_dtype": args.feature_dtype,
+              "limits": limits, "stages": stages}  # fmt: skip
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(result, indent=2) + "\n")
 
