@@ -183,6 +183,21 @@ FANOUTS_DEFAULT = "25,10"
     "--peer-partitions", default=1, show_default=True, type=int, help="GPUs the hot tier is interleaved over."
 )
 @click.option(
+    "--tables-on",
+    type=click.Choice(["ram", "disk"]),
+    default="ram",
+    show_default=True,
+    help="Typed models' learnable tables (featureless types): rows beyond the device's share in RAM, or in unlinked "
+    "scratch files on disk (a CPU run: every row), read through the page cache; for tables larger than RAM.",
+)
+@click.option(
+    "--scratch-dir",
+    type=click.Path(file_okay=False, path_type=str),
+    default=None,
+    help="--tables-on disk: the directory of the scratch files (deleted at once, nothing left) [default: the "
+    "system's temporary directory].",
+)
+@click.option(
     "--sample-on",
     type=click.Choice(("cpu", "gpu")),
     default="cpu",

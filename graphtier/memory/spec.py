@@ -6,6 +6,7 @@ or "auto"; they are resolved against the device when the store opens.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import torch
@@ -21,6 +22,10 @@ BUDGET_FIELDS = ("gpu_budget", "cache_budget", "ram_budget", "topology_budget")
 SAMPLE_ON = ("cpu", "gpu")
 """Where neighbours are sampled: the numba CPU sampler, or the Triton sampler on a CUDA device."""
 
+TABLES_ON = ("ram", "disk")
+"""Where the learnable tables of featureless node types keep the rows outside their device prefix: host memory, or
+unlinked scratch files on disk (the page cache holds what is read; :mod:`graphtier.train.nn.table_storage`)."""
+
 
 @dataclass(frozen=True)
 class PlacementSpec:
@@ -32,6 +37,8 @@ class PlacementSpec:
     over) are refused by a mode that does not take them. ``sample_on``: "cpu" or "gpu"; ``topology_budget``
     tiers the graph for gpu sampling (with cpu sampling only "auto", meaning 0, is accepted). The budgets are
     parsed here into :class:`~graphtier.memory.placement.Budget` values (text as given, bytes or a fraction), once.
+    ``tables_on`` (:data:`TABLES_ON`): where learnable tables keep the rows not on the compute device (on a CPU run,
+    every row with "disk"), in ``scratch_dir`` (default: the system's temporary directory).
     """
 
     features_on: str = "cpu-gather"
@@ -41,6 +48,8 @@ class PlacementSpec:
     peer_partitions: int = 1
     sample_on: str = "cpu"
     topology_budget: Budget | None = None
+    tables_on: str = "ram"
+    scratch_dir: str | None = None
 
     def __post_init__(self) -> None:
         for name in BUDGET_FIELDS:  # parsed once, here; passed down as Budget values
@@ -49,6 +58,13 @@ class PlacementSpec:
                 object.__setattr__(self, name, parse_budget(value, name))
         check_choice("features_on", self.features_on, FEATURE_MODES)
         check_choice("sample_on", self.sample_on, SAMPLE_ON)
+        check_choice("tables_on", self.tables_on, TABLES_ON)
+        if self.scratch_dir is not None and self.tables_on != "disk":
+            raise OptionError(f"{{scratch_dir}}: applies to {{tables_on=disk}}, found {{tables_on={self.tables_on}}}",
+                              options=("scratch_dir", "tables_on"))  # fmt: skip
+        if self.scratch_dir is not None and not os.path.isdir(self.scratch_dir):
+            raise OptionError(f"{{scratch_dir}}: expected an existing directory, found {self.scratch_dir!r}",
+                              options=("scratch_dir",))  # fmt: skip
         check_int("peer_partitions", self.peer_partitions)
         refuse_untaken(
             self.features_on,

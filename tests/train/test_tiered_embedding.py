@@ -7,8 +7,10 @@ from pathlib import Path
 import pytest
 import torch
 
+from graphtier import OptionError
 from graphtier.dataset import Dataset
 from graphtier.train import TrainConfig, Trainer, train
+from graphtier.train.nn.table_storage import INIT_CHUNK_ROWS
 from graphtier.train.nn.tiered_embedding import STATE_KEY, TieredEmbedding, attach_sparse_adam, learnable_row_bytes
 from tests.typed_data import write_typed_labelled_graph
 
@@ -148,3 +150,57 @@ def test_resumed_run_repeats_the_uninterrupted_one(typed_dataset: Dataset, tmp_p
     resumed = train(typed_dataset, epochs=3, checkpoint=str(tmp_path / "ckpt"), **options).report
     assert resumed["resumed_from"]["epoch"] == 2
     assert _losses(resumed) == _losses(whole)
+
+
+@pytest.mark.parametrize("init", ["normal", "xavier_uniform"])
+def test_first_values_do_not_depend_on_where_the_rows_live(init: str, tmp_path: Path) -> None:
+    count = INIT_CHUNK_ROWS + 7  # rows on both sides of a chunk boundary, and the boundary inside the hot prefix
+    tables = []
+    for hot_rows, cold_dir in ((None, None), (5, None), (INIT_CHUNK_ROWS + 2, tmp_path), (0, tmp_path)):
+        torch.manual_seed(3)
+        table = TieredEmbedding(count, 2, init=init)
+        if hot_rows is not None:
+            table.place(hot_rows, cold_dir)
+        tables.append(table.full("weight"))
+    for other in tables[1:]:
+        torch.testing.assert_close(other, tables[0], rtol=0, atol=0)
+    weight = tables[0]
+    if init == "xavier_uniform":
+        assert weight.abs().max() <= (6 / (count + 2)) ** 0.5
+    else:
+        assert abs(float(weight.std()) - 1) < 0.02
+    assert list(tmp_path.iterdir()) == []  # scratch files are unlinked at once
+
+
+def test_a_disk_tier_reads_and_steps_as_host_memory(tmp_path: Path) -> None:
+    tables = {}
+    for name, cold_dir in (("ram", None), ("disk", tmp_path)):
+        torch.manual_seed(0)
+        table = TieredEmbedding(10, 3)
+        table.place(4, cold_dir)
+        dense = torch.optim.Adam([torch.nn.Parameter(torch.zeros(1))], lr=0.1)
+        attach_sparse_adam(dense, torch.nn.ModuleDict({"t": table}))
+        for ids in (torch.tensor([1, 6, 8, 6]), torch.tensor([6, 2, 9])):
+            dense.zero_grad()
+            table(ids).pow(2).sum().backward()
+            dense.step()
+        tables[name] = table
+    assert tables["disk"].cold_on_disk and not tables["ram"].cold_on_disk
+    ptr = tables["disk"].cold["weight"].data_ptr()
+    maps = [line.split() for line in Path("/proc/self/maps").read_text().splitlines() if ".graphtier-scratch-" in line]
+    assert any(int(a, 16) <= ptr < int(b, 16) for a, b in (m[0].split("-") for m in maps))  # a mapped scratch file
+    for key in ("weight", "exp_avg", "exp_avg_sq", "steps"):
+        torch.testing.assert_close(tables["disk"].full(key), tables["ram"].full(key), rtol=0, atol=0)
+
+
+def test_tables_on_disk_train_as_in_ram(typed_dataset: Dataset, tmp_path: Path) -> None:
+    ram = train(typed_dataset, epochs=2, featureless="embedding", **TYPED)
+    disk = train(typed_dataset, epochs=2, featureless="embedding", tables_on="disk", scratch_dir=str(tmp_path), **TYPED)
+    assert _losses(disk.report) == _losses(ram.report)
+    (table,) = disk.model.inputs.tables.values()
+    assert table.cold_on_disk and table.hot_rows == 0  # a CPU run keeps every row on disk
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(OptionError, match="scratch_dir.*applies to tables_on='disk'"):
+        TrainConfig(scratch_dir=str(tmp_path))
+    with pytest.raises(OptionError, match="scratch_dir.*expected an existing directory"):
+        TrainConfig(tables_on="disk", scratch_dir=str(tmp_path / "missing"))

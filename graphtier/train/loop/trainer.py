@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import os
+import tempfile
 import time
 from typing import Any, Callable
 
@@ -119,7 +120,11 @@ class Trainer:
         self.typed = dataset.is_hetero or config.network.typed  # typed batches (TypedMiniBatch), a typed model
         self.model = build_run_model(config, dataset)
         hot_rows = getattr(self.store.features, "learnable_rows", {})
-        place_learnable_tables(self.model, dataset.schema, hot_rows, self._log)  # before .to: only the hot rows move
+        tables_dir = (
+            None if config.placement.tables_on == "ram" else config.placement.scratch_dir or tempfile.gettempdir()
+        )
+        place_learnable_tables(self.model, dataset.schema, hot_rows, self._log, cold_dir=tables_dir,
+                               device=self.device)  # before .to: only the hot rows move  # fmt: skip
         self.model.to(self.device)
         # fused Adam: one kernel over all parameters instead of a dozen foreach passes (~0.4 ms a step on the CPU)
         fused = True if self.device.type in ("cpu", "cuda") else None

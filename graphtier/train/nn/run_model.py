@@ -11,9 +11,11 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+import torch
 from torch import nn
 
 from graphtier.dataset import Dataset
@@ -65,19 +67,29 @@ def learnable_tables(config: TrainConfig, dataset: Dataset) -> dict[str, int]:
 
 
 def place_learnable_tables(
-    model: nn.Module, schema: Schema, hot_rows: dict[str, int], log: Callable[[str], None]
+    model: nn.Module,
+    schema: Schema,
+    hot_rows: dict[str, int],
+    log: Callable[[str], None],
+    *,
+    cold_dir: str | os.PathLike[str] | None = None,
+    device: torch.device | None = None,
 ) -> None:
-    """Split every learnable table of ``model`` (before ``model.to(device)``): ``hot_rows[type]`` rows on the
-    compute device, the rest in host memory; one log line per table."""
+    """Split and allocate every learnable table of ``model`` (before ``model.to(device)``): ``hot_rows[type]`` rows
+    on the compute device, the rest in host memory, or with ``cold_dir`` (``--tables-on disk``) in unlinked scratch
+    files there; a CPU ``device`` with ``cold_dir`` keeps every row on disk (the page cache holds the hot ones).
+    One log line per table."""
     tables = getattr(getattr(encoder_of(model), "inputs", None), "tables", {})
+    on_cpu = device is None or device.type != "cuda"
     for name, rows in hot_rows.items():
         key = type_key(schema, name)
         if key in tables:
             table = tables[key]
-            table.place(rows)
+            table.place(0 if cold_dir is not None and on_cpu else rows, cold_dir)
             tiers = table.tier_bytes()
+            where = f"on disk in {cold_dir}" if table.cold_on_disk else "in host memory"
             log(f"learnable table of {name}: {table.hot_rows} of {table.count} rows on the device "
-                f"({tiers['device']} B with Adam state), {tiers['host']} B in host memory")  # fmt: skip
+                f"({tiers['device']} B with Adam state), {tiers['host']} B {where}")  # fmt: skip
 
 
 def learnable_bytes_read(model: nn.Module, schema: Schema) -> dict[str, dict[str, int]]:

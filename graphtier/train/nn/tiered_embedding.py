@@ -23,6 +23,7 @@ moments in float32, plus the int32 step count: what the hot tier holds on the de
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -31,12 +32,12 @@ import torch
 from torch import Tensor, nn
 
 from graphtier.train.nn._adam_kernels import adam_rows, sum_by_id
+from graphtier.train.nn.table_storage import FIELDS, INIT_KINDS, draw_seed, fill_rows, tier_tensors
 
 ADAM_STATE_FLOATS = 2
 """Floats of optimizer state per table float (Adam's two moments)."""
 STATE_KEY = "sparse_rows"
 """The entry of the dense optimizer's ``state_dict()`` holding every table's moments and step counts."""
-_FIELDS = ("weight", "exp_avg", "exp_avg_sq", "steps")
 
 
 def learnable_row_bytes(dim: int) -> int:
@@ -52,64 +53,103 @@ applies the same row updates."""
 
 
 class TieredEmbedding(nn.Module):
-    """A learnable [count, dim] table (float32 unless converted), a hot prefix on the compute device and the rest in host memory.
+    """A learnable [count, dim] float32 table: a hot prefix on the compute device, the rest in host memory or on disk.
 
     Args:
         count, dim: the table's shape.
-        init: fills the whole table in place (default N(0, 1), as ``nn.Embedding``).
-        hot_rows: rows of the hot prefix (default all; :meth:`place` changes it).
+        init: the first values, ``normal`` or ``xavier_uniform`` (:data:`~graphtier.train.nn.table_storage.
+            INIT_KINDS`), drawn from a seed taken from torch's global generator here, the same wherever a row lives.
+        hot_rows: rows of the hot prefix (default all; :meth:`place` chooses it before the table is first used).
+
+    The rows are allocated when the table is placed (:meth:`place`) or first used, never before: a table too large
+    for RAM is built straight into its disk tier (:mod:`graphtier.train.nn.table_storage`).
     """
 
-    def __init__(
-        self, count: int, dim: int, *, init: Callable[[Tensor], Any] = nn.init.normal_, hot_rows: int | None = None
-    ) -> None:
+    def __init__(self, count: int, dim: int, *, init: str = "normal", hot_rows: int | None = None) -> None:
         super().__init__()
-        self.count, self.dim = int(count), int(dim)
-        weight = torch.empty((self.count, self.dim), dtype=torch.float32)
-        init(weight)
-        zeros = torch.zeros_like(weight)
-        full = {"weight": weight, "exp_avg": zeros, "exp_avg_sq": zeros.clone(),
-                "steps": torch.zeros(self.count, dtype=torch.int32, device=weight.device)}  # fmt: skip
-        hot = self.count if hot_rows is None else max(0, min(self.count, int(hot_rows)))
-        self.hot = {key: value[:hot] for key, value in full.items()}
-        self.cold = {key: value[hot:] for key, value in full.items()}
+        if init not in INIT_KINDS:
+            raise ValueError(f"init: expected one of {', '.join(INIT_KINDS)}, found {init!r}")
+        self.count, self.dim, self.init = int(count), int(dim), init
+        self.seed = draw_seed()
+        self._build_device = torch.empty(0).device  # the meta device when built under `with torch.device("meta")`
+        self._planned_hot = self.count if hot_rows is None else max(0, min(self.count, int(hot_rows)))
+        self._tiers: tuple[dict[str, Tensor], dict[str, Tensor]] | None = None
+        self.cold_on_disk = False
         self.rows_read = {"device": 0, "host": 0}  # rows gathered from each tier, cumulative
         self._pending: list[tuple[Tensor, Tensor]] = []
         self._slot: np.ndarray | None = None
         self.gather_gradient: GradientGather | None = None
 
+    def _allocate(self, hot_rows: int, device: torch.device, cold_dir: str | os.PathLike[str] | None) -> None:
+        """Allocate both tiers (the hot one on ``device``, the cold one in host memory or in ``cold_dir``) and fill
+        their first values."""
+        meta = self._build_device.type == "meta"
+        hot = tier_tensors(hot_rows, self.dim, torch.device("meta") if meta else device, None)
+        cold = tier_tensors(self.count - hot_rows, self.dim, torch.device("meta" if meta else "cpu"), cold_dir)
+        if not meta:
+            fill_rows(hot["weight"], 0, self.count, self.dim, self.init, self.seed)
+            fill_rows(cold["weight"], hot_rows, self.count, self.dim, self.init, self.seed)
+        self._set_tiers(hot, cold, cold_dir is not None)
+
+    @property
+    def hot(self) -> dict[str, Tensor]:
+        """:data:`~graphtier.train.nn.table_storage.FIELDS` of the hot prefix, on the compute device."""
+        if self._tiers is None:
+            self._allocate(self._planned_hot, torch.device("cpu"), None)
+        assert self._tiers is not None
+        return self._tiers[0]
+
+    @property
+    def cold(self) -> dict[str, Tensor]:
+        """:data:`~graphtier.train.nn.table_storage.FIELDS` of the other rows: host memory, or memory maps."""
+        self.hot  # noqa: B018 - allocates both tiers on first use
+        assert self._tiers is not None
+        return self._tiers[1]
+
     @property
     def hot_rows(self) -> int:
         """Rows of the hot prefix (on the compute device)."""
-        return int(self.hot["weight"].shape[0])
+        return self._planned_hot if self._tiers is None else int(self._tiers[0]["weight"].shape[0])
 
     @property
     def device(self) -> torch.device:
         """The compute device (where the hot tier lives)."""
-        return self.hot["weight"].device
+        return self._build_device if self._tiers is None else self._tiers[0]["weight"].device
 
     def tier_bytes(self) -> dict[str, int]:
         """Bytes of the rows and their Adam state in each tier: ``{"device": ..., "host": ...}``."""
         size = learnable_row_bytes(self.dim)
         return {"device": self.hot_rows * size, "host": (self.count - self.hot_rows) * size}
 
-    def _host(self, tensor: Tensor) -> Tensor:
+    @staticmethod
+    def _host(tensor: Tensor, device: torch.device) -> Tensor:
+        """``tensor`` in host memory, pinned when the hot tier's ``device`` is a GPU."""
         tensor = tensor.cpu()
-        if self.device.type == "cuda" and not tensor.is_pinned():
-            tensor = tensor.pin_memory()
-        return tensor
+        return tensor.pin_memory() if device.type == "cuda" and not tensor.is_pinned() else tensor
 
-    def place(self, hot_rows: int) -> None:
-        """Split the rows (and their optimizer state) again: the first ``hot_rows`` on the compute device."""
+    def _set_tiers(self, hot: dict[str, Tensor], cold: dict[str, Tensor], on_disk: bool) -> None:
+        device = hot["weight"].device
+        self.cold_on_disk = on_disk and self.count > int(hot["weight"].shape[0])
+        keep = self.cold_on_disk or device.type == "meta"  # a meta table (a skeleton) has no host memory either
+        self._tiers = (hot, cold if keep else {key: self._host(v, device) for key, v in cold.items()})
+
+    def place(self, hot_rows: int, cold_dir: str | os.PathLike[str] | None = None) -> None:
+        """Split the rows (and their optimizer state): the first ``hot_rows`` on the compute device, the rest in host
+        memory, or in unlinked scratch files in ``cold_dir`` (``--tables-on disk``). Before the first use the table
+        is allocated so (nothing else is); later the rows move with their values."""
         hot_rows = max(0, min(self.count, int(hot_rows)))
-        if hot_rows == self.hot_rows:
+        if self._tiers is None:
+            self._allocate(hot_rows, self._build_device, cold_dir)
+            return
+        if hot_rows == self.hot_rows and (cold_dir is not None) == self.cold_on_disk:
             return
         device = self.device
-        for key in _FIELDS:
-            full = self.full(key)
-            self.hot[key] = full[:hot_rows].to(device)
-            self.cold[key] = full[hot_rows:].clone()
-        self.cold = {key: self._host(value) for key, value in self.cold.items()}
+        full = {key: self.full(key) for key in FIELDS}
+        hot = {key: value[:hot_rows].to(device) for key, value in full.items()}
+        cold = tier_tensors(self.count - hot_rows, self.dim, torch.device("cpu"), cold_dir)
+        for key, value in cold.items():
+            value.copy_(full[key][hot_rows:])
+        self._set_tiers(hot, cold, cold_dir is not None)
 
     def _apply(self, fn: Callable[[Tensor], Tensor], recurse: bool = True) -> TieredEmbedding:  # type: ignore[override]
         """``.to(device)`` / ``.cuda()`` / ``.cpu()`` move the hot tier only; the cold tier stays in host memory
@@ -120,8 +160,11 @@ class TieredEmbedding(nn.Module):
         def convert(key: str, value: Tensor) -> Tensor:
             return value.to(dtype) if key != "steps" and dtype.is_floating_point else value
 
-        self.hot = {key: convert(key, value).to(device) for key, value in self.hot.items()}
-        self.cold = {key: self._host(convert(key, value)) for key, value in self.cold.items()}
+        if self._tiers is None and dtype == torch.float32:  # not allocated yet: it will be on ``device``
+            self._build_device = device if self._build_device.type != "meta" else self._build_device
+            return self
+        hot = {key: convert(key, value).to(device) for key, value in self.hot.items()}
+        self._set_tiers(hot, {key: convert(key, value) for key, value in self.cold.items()}, self.cold_on_disk)
         return self
 
     def _split(self, ids: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
@@ -245,7 +288,7 @@ def _adam_rows(tier: dict[str, Tensor], rows: Tensor, grad: Tensor, lr: float, b
     if weight.device.type != "cpu" or weight.dtype not in (torch.float32, torch.float64):
         adam_rows_reference(tier, rows, grad, lr, betas, eps, weight_decay)
         return
-    arrays = [tier[key].numpy() for key in _FIELDS]
+    arrays = [tier[key].numpy() for key in FIELDS]
     adam_rows(*arrays, rows.numpy(), grad.to(weight.dtype).contiguous().numpy(), float(lr), float(betas[0]),
               float(betas[1]), float(eps), float(weight_decay))  # fmt: skip
 
@@ -301,7 +344,7 @@ def attach_sparse_adam(optimizer: torch.optim.Optimizer, model: nn.Module) -> No
             table.adam_step(group["lr"], tuple(group["betas"]), group["eps"], group["weight_decay"])
 
     def save(opt: torch.optim.Optimizer, state: dict[str, Any]) -> dict[str, Any]:
-        state[STATE_KEY] = {name: {key: t.full(key) for key in _FIELDS[1:]} for name, t in tables.items()}
+        state[STATE_KEY] = {name: {key: t.full(key) for key in FIELDS[1:]} for name, t in tables.items()}
         return state
 
     def load(opt: torch.optim.Optimizer, state: dict[str, Any]) -> dict[str, Any]:
@@ -310,7 +353,7 @@ def attach_sparse_adam(optimizer: torch.optim.Optimizer, model: nn.Module) -> No
         if not isinstance(saved, dict) or set(saved) != set(tables):
             raise ValueError(f"optimizer state: expected {STATE_KEY!r} for tables {sorted(tables)}")
         for name, table in tables.items():
-            for key in _FIELDS[1:]:
+            for key in FIELDS[1:]:
                 table.load_full(key, saved[name][key])
         return state
 

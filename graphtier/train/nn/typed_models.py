@@ -104,7 +104,7 @@ class TypedInputs(nn.Module):
                 self.tables[type_key(schema, t)] = TieredEmbedding(count, hidden)
                 self.dims[t] = hidden
             elif featureless == "onehot":
-                self.tables[type_key(schema, t)] = TieredEmbedding(count, first_out, init=nn.init.xavier_uniform_)
+                self.tables[type_key(schema, t)] = TieredEmbedding(count, first_out, init="xavier_uniform")
                 self.dims[t] = first_out
                 projected.add(t)
             else:

@@ -1,0 +1,71 @@
+"""Where the rows of a learnable table live, and their first values (:class:`~graphtier.train.nn.tiered_embedding.
+TieredEmbedding`).
+
+A table is allocated when it is placed, never twice: its hot prefix on the compute device, the rest in host memory
+or, with ``--tables-on disk``, in unlinked scratch files (:func:`graphtier.dataset.scratch.scratch_array`: the page
+cache holds what is read, the process's anonymous memory holds none of it, nothing is left behind). A MAG-scale
+author table (100M rows x 64 floats, and two Adam moments per float) is 77 GB: more than the RAM of most boxes.
+
+The first values do not depend on the placement: each table draws one seed from torch's global generator when it
+is built, and :func:`fill_rows` fills any row range from that seed in fixed chunks of :data:`INIT_CHUNK_ROWS` rows
+of the whole table, so a row has the same value in RAM, on disk or on a GPU.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from graphtier.dataset.scratch import scratch_array
+
+INIT_KINDS = ("normal", "xavier_uniform")
+"""``normal``: N(0, 1) as ``nn.Embedding``; ``xavier_uniform``: U(-a, a) with ``a = sqrt(6 / (count + dim))`` as
+``nn.init.xavier_uniform_`` on the [count, dim] table (a one-hot projection)."""
+INIT_CHUNK_ROWS = 1 << 16
+"""Rows drawn per generator call (the chunks are the whole table's, wherever its rows are)."""
+FIELDS = ("weight", "exp_avg", "exp_avg_sq", "steps")
+"""The per-row state of a table: the row, Adam's two moments and its step count (int32)."""
+
+
+def draw_seed() -> int:
+    """A table's seed: one draw of torch's global CPU generator (whatever the default device is)."""
+    return int(torch.empty((), dtype=torch.int64, device="cpu").random_(0, 2**62))
+
+
+def fill_rows(out: Tensor, start: int, count: int, dim: int, init: str, seed: int) -> None:
+    """Fill ``out`` (float [n, dim], CPU or device) with rows ``start .. start + n`` of the [count, dim] table whose
+    first values ``init`` (:data:`INIT_KINDS`) draws from ``seed``."""
+    n = int(out.shape[0])
+    first, last = start // INIT_CHUNK_ROWS, (start + n - 1) // INIT_CHUNK_ROWS
+    bound = math.sqrt(6.0 / (count + dim))
+    for chunk in range(first, last + 1) if n else ():
+        lo = chunk * INIT_CHUNK_ROWS
+        rows = min(INIT_CHUNK_ROWS, count - lo)
+        generator = torch.Generator().manual_seed(seed + chunk)
+        values = torch.empty((rows, dim), dtype=torch.float32)
+        if init == "normal":
+            values.normal_(0.0, 1.0, generator=generator)
+        else:
+            values.uniform_(-bound, bound, generator=generator)
+        a, b = max(lo, start), min(lo + rows, start + n)
+        out[a - start : b - start].copy_(values[a - lo : b - lo])
+
+
+def tier_tensors(
+    rows: int, dim: int, device: torch.device, directory: str | os.PathLike[str] | None
+) -> dict[str, Tensor]:
+    """Zeroed :data:`FIELDS` of ``rows`` rows: on ``device``, or memory maps of unlinked files in ``directory``."""
+    if directory is None:
+        return {key: torch.zeros((rows, dim) if key != "steps" else (rows,),
+                                 dtype=torch.float32 if key != "steps" else torch.int32, device=device)
+                for key in FIELDS}  # fmt: skip
+    return {
+        key: torch.from_numpy(scratch_array(directory, (rows, dim) if key != "steps" else (rows,),
+                                            np.float32 if key != "steps" else np.int32,
+                                            f"learnable table {key} [{rows}, {dim}] (--tables-on disk)"))
+        for key in FIELDS
+    }  # fmt: skip
