@@ -204,3 +204,15 @@ def test_tables_on_disk_train_as_in_ram(typed_dataset: Dataset, tmp_path: Path) 
         TrainConfig(scratch_dir=str(tmp_path))
     with pytest.raises(OptionError, match="scratch_dir.*expected an existing directory"):
         TrainConfig(tables_on="disk", scratch_dir=str(tmp_path / "missing"))
+
+
+def test_the_optimizer_state_is_made_by_the_first_step_only() -> None:
+    table = _table(4)
+    table(torch.tensor([1, 7]))  # inference: the rows only (a predict of a MAG-scale table holds no moments)
+    assert set(table.hot) == set(table.cold) == {"weight"}
+    dense = torch.optim.Adam([torch.nn.Parameter(torch.zeros(1))], lr=0.1)
+    attach_sparse_adam(dense, torch.nn.ModuleDict({"t": table}))
+    table(torch.tensor([1, 7])).sum().backward()
+    dense.step()
+    assert set(table.cold) == {"weight", "exp_avg", "exp_avg_sq", "steps"}
+    assert table.full("steps").tolist() == [0, 1, 0, 0, 0, 0, 0, 1, 0, 0]

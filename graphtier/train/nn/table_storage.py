@@ -56,16 +56,21 @@ def fill_rows(out: Tensor, start: int, count: int, dim: int, init: str, seed: in
 
 
 def tier_tensors(
-    rows: int, dim: int, device: torch.device, directory: str | os.PathLike[str] | None
+    rows: int,
+    dim: int,
+    device: torch.device,
+    directory: str | os.PathLike[str] | None,
+    keys: tuple[str, ...] = FIELDS,
 ) -> dict[str, Tensor]:
-    """Zeroed :data:`FIELDS` of ``rows`` rows: on ``device``, or memory maps of unlinked files in ``directory``."""
+    """Zeroed ``keys`` (of :data:`FIELDS`) of ``rows`` rows: on ``device``, or memory maps of unlinked files in
+    ``directory``. A table makes its optimizer state when a step needs it: inference holds the rows only."""
     if directory is None:
         return {key: torch.zeros((rows, dim) if key != "steps" else (rows,),
                                  dtype=torch.float32 if key != "steps" else torch.int32, device=device)
-                for key in FIELDS}  # fmt: skip
+                for key in keys}  # fmt: skip
     return {
         key: torch.from_numpy(scratch_array(directory, (rows, dim) if key != "steps" else (rows,),
                                             np.float32 if key != "steps" else np.int32,
                                             f"learnable table {key} [{rows}, {dim}] (--tables-on disk)"))
-        for key in FIELDS
+        for key in keys
     }  # fmt: skip

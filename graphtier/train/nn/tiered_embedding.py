@@ -75,6 +75,7 @@ class TieredEmbedding(nn.Module):
         self._planned_hot = self.count if hot_rows is None else max(0, min(self.count, int(hot_rows)))
         self._tiers: tuple[dict[str, Tensor], dict[str, Tensor]] | None = None
         self.cold_on_disk = False
+        self._cold_dir: str | os.PathLike[str] | None = None
         self.rows_read = {"device": 0, "host": 0}  # rows gathered from each tier, cumulative
         self._pending: list[tuple[Tensor, Tensor]] = []
         self._slot: np.ndarray | None = None
@@ -84,8 +85,10 @@ class TieredEmbedding(nn.Module):
         """Allocate both tiers (the hot one on ``device``, the cold one in host memory or in ``cold_dir``) and fill
         their first values."""
         meta = self._build_device.type == "meta"
-        hot = tier_tensors(hot_rows, self.dim, torch.device("meta") if meta else device, None)
-        cold = tier_tensors(self.count - hot_rows, self.dim, torch.device("meta" if meta else "cpu"), cold_dir)
+        hot = tier_tensors(hot_rows, self.dim, torch.device("meta") if meta else device, None, ("weight",))
+        cold = tier_tensors(self.count - hot_rows, self.dim, torch.device("meta" if meta else "cpu"), cold_dir,
+                            ("weight",))  # fmt: skip
+        self._cold_dir = cold_dir
         if not meta:
             fill_rows(hot["weight"], 0, self.count, self.dim, self.init, self.seed)
             fill_rows(cold["weight"], hot_rows, self.count, self.dim, self.init, self.seed)
@@ -143,10 +146,11 @@ class TieredEmbedding(nn.Module):
             return
         if hot_rows == self.hot_rows and (cold_dir is not None) == self.cold_on_disk:
             return
-        device = self.device
-        full = {key: self.full(key) for key in FIELDS}
+        device, keys = self.device, tuple(self.hot)
+        full = {key: self.full(key) for key in keys}
         hot = {key: value[:hot_rows].to(device) for key, value in full.items()}
-        cold = tier_tensors(self.count - hot_rows, self.dim, torch.device("cpu"), cold_dir)
+        cold = tier_tensors(self.count - hot_rows, self.dim, torch.device("cpu"), cold_dir, keys)
+        self._cold_dir = cold_dir
         for key, value in cold.items():
             value.copy_(full[key][hot_rows:])
         self._set_tiers(hot, cold, cold_dir is not None)
@@ -236,6 +240,7 @@ class TieredEmbedding(nn.Module):
         if touched is None:
             return
         ids, grad = touched
+        self._ensure_state()
         hot_at, hot_ids, cold_at, cold_ids = self._split(ids)
         for tier, rows, at in ((self.hot, hot_ids, hot_at), (self.cold, cold_ids, cold_at)):
             if rows.numel():
@@ -246,8 +251,22 @@ class TieredEmbedding(nn.Module):
     def _save_to_state_dict(self, destination: dict[str, Any], prefix: str, keep_vars: bool) -> None:
         destination[prefix + "weight"] = self.full("weight")
 
+    def _ensure_state(self) -> None:
+        """Make the optimizer state (zero moments and step counts) of both tiers on the first step or state load."""
+        hot, cold = self.hot, self.cold
+        if "exp_avg" in hot:
+            return
+        state = FIELDS[1:]
+        hot.update(tier_tensors(self.hot_rows, self.dim, self.device, None, state))
+        made = tier_tensors(self.count - self.hot_rows, self.dim, cold["weight"].device,
+                            self._cold_dir if self.cold_on_disk else None, state)  # fmt: skip
+        keep = self.cold_on_disk or self.device.type == "meta"
+        cold.update(made if keep else {key: self._host(value, self.device) for key, value in made.items()})
+
     def full(self, key: str) -> Tensor:
         """The whole ``key`` (``weight``, ``exp_avg``, ``exp_avg_sq``, ``steps``) of both tiers, on the CPU."""
+        if key != "weight":
+            self._ensure_state()
         cold = self.cold[key]  # host memory (or meta, for a model built on the meta device)
         return torch.cat([self.hot[key].to(cold.device), cold])
 
@@ -256,6 +275,8 @@ class TieredEmbedding(nn.Module):
         expected = (self.count, self.dim) if key != "steps" else (self.count,)
         if tuple(value.shape) != expected:
             raise ValueError(f"{key}: expected shape {expected}, found {tuple(value.shape)}")
+        if key != "weight":
+            self._ensure_state()
         hot = self.hot_rows
         self.hot[key].copy_(value[:hot])
         self.cold[key].copy_(value[hot:])
