@@ -128,6 +128,12 @@ def main() -> None:
     )  # fmt: skip
     parser.add_argument("--model", default=None, help="the model trained (default sage; rgcn with --hetero)")
     parser.add_argument("--feature-dtype", choices=["float32", "float16"], default="float32")
+    parser.add_argument(
+        "--tables-on",
+        choices=["ram", "disk"],
+        default="ram",
+        help="train --tables-on: where the learnable tables of featureless types live (--hetero)",
+    )
     parser.add_argument("--dd-gb", type=float, default=4.0, help="size of the dd test file")
     parser.add_argument("--json", type=Path, default=ROOT / "benchmarks" / "results" / "scale.json")
     parser.add_argument(
@@ -155,7 +161,7 @@ def main() -> None:
     all_nodes = int(nodes * 2.03) if args.hetero else nodes
     dataset_bytes = feature_bytes + edge_bytes + all_nodes * 8
     model_name = args.model or ("rgcn" if args.hetero else "sage")
-    shape = (["--hetero", args.hetero] if args.hetero else ["--avg-degree", str(args.avg_degree), "--directed"])
+    shape = ["--hetero", args.hetero] if args.hetero else ["--avg-degree", str(args.avg_degree), "--directed"]
 
     limits_file = work / "limits.json"
     if selected[0] == STAGES[0] or not limits_file.exists():
@@ -194,7 +200,8 @@ def main() -> None:
             _stage(
                 "train (1 epoch)",
                 [*graphtier, "train", str(reordered), "--model", model_name, "--fanouts", args.fanouts, "--epochs", "1",
-                 "--hidden", str(args.hidden), "--save-model", str(model)],
+                 "--hidden", str(args.hidden), "--save-model", str(model),
+                 *(["--tables-on", "disk", "--scratch-dir", str(work)] if args.tables_on == "disk" else [])],
                 records, [],
             )  # fmt: skip
         else:
@@ -212,7 +219,7 @@ def main() -> None:
 def _save(args: argparse.Namespace, nodes: int, limits: dict[str, float], stages: list[dict[str, Any]]) -> None:
     """Write the run so far (``--json``): the options, the limits and every stage recorded."""
     result = {"nodes": nodes, "avg_degree": args.avg_degree, "feature_dim": args.feature_dim, "hidden": args.hidden,
-              "fanouts": args.fanouts, "hetero": args.hetero, "model": args.model, "feature_dtype": args.feature_dtype,
+              "fanouts": args.fanouts, "hetero": args.hetero, "model": args.model, "feature_dtype": args.feature_dtype, "tables_on": args.tables_on,
               "limits": limits, "stages": stages}  # fmt: skip
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(result, indent=2) + "\n")
