@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from graphtier.errors import OptionError
 from graphtier.sampling import DenseTopology, DeviceTemporalSampler, MiniBatch, TemporalNeighborSampler
+from graphtier.sampling._temporal_kernels import temporal_hop_py
 from graphtier.sampling.link import LinkSampler
 from graphtier.sampling.temporal_device import first_seen_pairs, temporal_cuts_torch
 from tests.interpreted import HAS_TRITON, load_interpreted
@@ -68,6 +69,34 @@ def test_first_seen_pairs_numbers_rows_in_first_seen_order() -> None:
     rows_node, rows_bound, local = first_seen_pairs((torch.tensor([2]), torch.tensor([0])), (node, bound))
     assert rows_node.tolist() == [2, 4, 2, 4, 7] and rows_bound.tolist() == [0, 1, 1, 0, 1]
     assert local.tolist() == [1, 2, 1, 3, 2, 4]
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    seed=st.integers(0, 2**31),
+    n=st.integers(1, 30),
+    e=st.integers(0, 300),
+    fanout=st.sampled_from([-1, 1, 2, 5]),
+    strategy=st.sampled_from(["uniform", "recent"]),
+    inclusive=st.booleans(),
+    stream=st.integers(0, 2**64 - 1),
+)
+def test_one_device_hop_equals_the_numpy_reference(
+    seed: int, n: int, e: int, fanout: int, strategy: str, inclusive: bool, stream: int
+) -> None:
+    """A hop of the device path (torch cut, Floyd picks) against ``temporal_hop_py`` on distinct (node, bound) rows."""
+    rng = np.random.default_rng(seed)
+    indptr, indices, time, order = timed_csc(rng, n, e, horizon=30)
+    pairs = sorted(set(zip(rng.integers(0, n, 12).tolist(), rng.integers(-2, 34, 12).tolist())))
+    dst, bound = (np.array(column, dtype=np.int64) for column in zip(*pairs))
+    sampler = DeviceTemporalSampler(DenseTopology(indptr, indices), time, order, [fanout], strategy=strategy,
+                                    inclusive=inclusive)  # fmt: skip
+    sources, destinations, edge_id = sampler._hop(torch.from_numpy(dst), torch.from_numpy(bound), fanout, stream)
+    src, src_bound, ref_edge_id, dst_index = temporal_hop_py(
+        indptr, indices, time, order, dst, bound, fanout, strategy == "recent", inclusive, stream
+    )
+    assert np.array_equal(edge_id.numpy(), ref_edge_id) and np.array_equal(sources.numpy(), src)
+    assert np.array_equal(destinations.numpy(), dst_index) and np.array_equal(bound[destinations.numpy()], src_bound)
 
 
 @settings(max_examples=40, deadline=None)
