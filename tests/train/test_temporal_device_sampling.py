@@ -5,10 +5,12 @@ CPU), trains on exactly the CPU sampler's batches."""
 from __future__ import annotations
 
 import pytest
+import torch
 
 from graphtier import Dataset
 from graphtier.memory import PlacementSpec
 from graphtier.train import TrainConfig, train
+from tests.dataset.importers.helpers import assert_user_error, run_cli
 from tests.train.test_temporal_link import SMALL as LINK
 from tests.train.test_temporal_link import time_split  # noqa: F401  (the module's timed dataset)
 from tests.train.test_temporal_node import SMALL as NODE
@@ -49,3 +51,11 @@ def test_link_task_trains_on_the_cpu_samplers_batches(
 ) -> None:
     on_cpu, on_device = both_ways(time_split, monkeypatch, temporal="uniform", epochs=2, seed=0, **LINK)
     assert_same_training(on_cpu, on_device)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message of a machine without CUDA")
+def test_the_cli_takes_temporal_with_gpu_sampling_and_names_the_missing_gpu(time_split: Dataset) -> None:  # noqa: F811
+    """--temporal no longer refuses --sample-on gpu; without CUDA the one-line error names --sample-on."""
+    result = run_cli("train", str(time_split.path), "--task", "link", "--temporal", "uniform", "--sample-on", "gpu")
+    assert_user_error(result, "--sample-on gpu: needs a CUDA device")
+    assert "--temporal" not in result.stderr
