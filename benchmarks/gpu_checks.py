@@ -87,6 +87,7 @@ STEPS: tuple[Step, ...] = (
     Step("topology", "tiered topology reads (issue 12)", "gpu_steps:topology", 90),
     Step("sampler", "GPU sampler vs CPU sampler (issue 12)", "gpu_steps:gpu_sampler", 120),
     Step("typed", "typed GPU sampler vs TypedNeighborSampler (issue 26)", "gpu_steps:typed_sampler", 30),
+    Step("temporal", "temporal GPU sampler vs TemporalNeighborSampler (issue 38)", "gpu_steps:temporal_sampler", 60),
     Step("link", "train --task link, GPU sampling + tiered vs CPU (issue 25)", "gpu_steps_train:link_training", 90),
 )  # fmt: skip
 BY_NAME = {step.name: step for step in STEPS}

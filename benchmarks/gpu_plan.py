@@ -27,7 +27,7 @@ FACTOR_WHY = (
 # the value order: correctness (tests, training, predict) before speed (the headline figures), then the rest
 VALUE_ORDER: tuple[str, ...] = (
     "env", "pytest", "train", "predict", "headline", "epoch",
-    "modes", "bigreg", "link", "typed", "sampler", "topology", "resume", "gat", "cachetrace", "cnr",
+    "modes", "bigreg", "link", "typed", "temporal", "sampler", "topology", "resume", "gat", "cachetrace", "cnr",
     "rows", "gather", "alignment", "trace", "hybrid", "multigpu",
 )  # fmt: skip
 FIRST: tuple[str, ...] = VALUE_ORDER[:6]

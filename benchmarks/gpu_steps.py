@@ -328,6 +328,50 @@ def typed_sampler(ctx: StepContext) -> None:
         ctx.measured(name, f"{ms:.2f} ms/batch vs CPU typed sampler {cpu_ms:.2f} ms/batch")
 
 
+def temporal_sampler(ctx: StepContext) -> None:
+    """Issue 38: the device temporal sampler (Triton cut + Floyd picks, tiered topology) against the CPU
+    TemporalNeighborSampler, seeds of many times, both cuts and strategies."""
+    from graphtier.dataset._edge_time_kernels import edge_time_order
+    from graphtier.memory import make_topology
+    from graphtier.sampling import DeviceTemporalSampler, TemporalNeighborSampler
+
+    rng = np.random.default_rng(0)
+    nodes, edges = 500_000, 8_000_000
+    dst = np.sort((rng.pareto(1.2, edges) * nodes / 50).astype(np.int64) % nodes)
+    indptr = np.zeros(nodes + 1, np.int64)
+    np.cumsum(np.bincount(dst, minlength=nodes), out=indptr[1:])
+    indices, times = rng.integers(0, nodes, edges), rng.integers(0, 1_000_000, edges)
+    order = edge_time_order(indptr, times)
+    batches = [(rng.integers(0, nodes, 1024), rng.integers(0, 1_100_000, 1024)) for _ in range(8)]
+    for budget, strategy, inclusive in (("0", "uniform", False), ("100%", "recent", True)):
+        options = dict(strategy=strategy, inclusive=inclusive, seed=3)
+        cpu = TemporalNeighborSampler(indptr, indices, times, order, [15, 10], **options)
+        start = time.perf_counter()
+        expected = [cpu.sample(seeds, at, b) for b, (seeds, at) in enumerate(batches)]
+        cpu_ms = (time.perf_counter() - start) * 1e3 / len(batches)
+        topology = make_topology(indptr, indices, device=cuda(), topology_budget=budget, log=lambda _: None)
+        try:
+            sampler = DeviceTemporalSampler(topology, times, order, [15, 10], **options)
+            sampler.sample(*batches[0], 0)  # compile the kernels
+            torch.cuda.synchronize()
+            start = time.perf_counter()
+            got = [sampler.sample(torch.from_numpy(s).to(cuda()), torch.from_numpy(t).to(cuda()), b)
+                   for b, (s, t) in enumerate(batches)]  # fmt: skip
+            torch.cuda.synchronize()
+            ms = (time.perf_counter() - start) * 1e3 / len(batches)
+        finally:
+            topology.close()
+        identical = all(
+            torch.equal(g.n_id.cpu(), e.n_id) and torch.equal(g.n_time.cpu(), e.n_time)
+            and all(torch.equal(a.edge_id.cpu(), b.edge_id) and torch.equal(a.edge_index.cpu(), b.edge_index)
+                    for a, b in zip(g.blocks, e.blocks))
+            for g, e in zip(got, expected)
+        )  # fmt: skip
+        name = f"temporal GPU sampler, {strategy}, topology {budget} on GPU (8M edges, fanouts 15,10)"
+        ctx.check(f"{name}: identical batches to TemporalNeighborSampler", identical, "")
+        ctx.measured(name, f"{ms:.2f} ms/batch vs CPU temporal sampler {cpu_ms:.2f} ms/batch")
+
+
 def _same_typed_batch(got: Any, expected: Any) -> bool:
     """Every n_id, seed_index and relation CSR of two TypedMiniBatches equal (CPU tensors)."""
     return (

@@ -48,6 +48,7 @@ OPTIONAL_DEPENDENCY_IMPORTS = {
     ("graphtier.bench.gather", "graphtier.memory._triton_kernels"),
     ("graphtier.memory.topology", "graphtier.memory._topology_kernels"),
     ("graphtier.sampling.device", "graphtier.sampling._device_kernels"),
+    ("graphtier.sampling.temporal_device", "graphtier.sampling._temporal_device_kernels"),
 }
 # graphtier.train's sub-packages, lowest first: a module imports from its own sub-package or an earlier one
 # (``if TYPE_CHECKING:`` imports included), so the imports between them run one way (docs/architecture.md).

@@ -1,7 +1,8 @@
 """The graph store's sampler parts: typed sampling, seed-only batches and the CPU samplers' topology tally.
 
 :meth:`GraphStore.sampler` hands a typed dataset's batches out as :class:`TypedMiniBatch` es (local ids per type)
-through :func:`build_typed_sampler` (on the CPU, or on the device of the store's tiered topology). The topology bytes of the CPU samplers are counted by
+through :func:`build_typed_sampler` (on the CPU, or on the device of the store's tiered topology), its temporal
+samplers through :func:`build_temporal_sampler` (likewise). The topology bytes of the CPU samplers are counted by
 :class:`HostTopologyTally` (every sampled edge reads one ``indices`` entry, every destination row, per relation
 for a typed batch, two ``indptr`` entries, all from host memory).
 """
@@ -27,6 +28,7 @@ from graphtier.sampling.link import NegativeDestinations, TimedNodeSampler
 from graphtier.sampling.relation_fanouts import parse_relation_fanouts
 from graphtier.sampling.shadow import first_seen_unique
 from graphtier.sampling.temporal import TemporalNeighborSampler
+from graphtier.sampling.temporal_device import DeviceTemporalSampler
 from graphtier.sampling.typed_batch import TypedMiniBatch
 from graphtier.sampling.typed_device import DeviceTypedNeighborSampler
 from graphtier.sampling.typed_neighbor import TypedNeighborSampler
@@ -125,18 +127,34 @@ def build_temporal_sampler(
     fanouts: list[int],
     strategy: str,
     seed: int,
-    tally: Callable[[MiniBatch], None],
+    host_tally: HostTopologyTally | None,
     inclusive: bool = False,
+    *,
+    topology: Topology | None = None,
+    picks: str = "auto",
+    kernels: ModuleType | None = None,
 ) -> TimedNodeSampler:
-    """``sample(seeds, batch_id, seed_time) -> MiniBatch`` of a :class:`TemporalNeighborSampler` over the dataset's
-    CSC and edge times (on the CPU; ``inclusive``: edges at a row's time too); each batch goes through ``tally``.
-    OptionError (one line) when the dataset has no edge times."""
+    """``sample(seeds, batch_id, seed_time) -> MiniBatch`` over the dataset's CSC and edge times (``inclusive``: edges
+    at a row's time too): a :class:`TemporalNeighborSampler` on the CPU, its reads counted in ``host_tally``; with
+    ``topology`` (the store's tiered one) a :class:`DeviceTemporalSampler` on its device (``picks``/``kernels`` as
+    there; the same batches), its ``indptr`` reads counted by the topology. OptionError (one line) when the dataset
+    has no edge times."""
     if dataset.edge_time is None or dataset.edge_time_order is None:
         raise OptionError(
             f"{{temporal}}: {dataset.path} has no edge times (prepare it with --time-column)", options=("temporal",)
         )
-    inner = TemporalNeighborSampler(dataset.indptr, dataset.indices, dataset.edge_time, dataset.edge_time_order,
-                                    fanouts, strategy=strategy, inclusive=inclusive, seed=seed)  # fmt: skip
+    inner: TemporalNeighborSampler | DeviceTemporalSampler
+    if topology is None:
+        assert host_tally is not None
+        inner = TemporalNeighborSampler(dataset.indptr, dataset.indices, dataset.edge_time, dataset.edge_time_order,
+                                        fanouts, strategy=strategy, inclusive=inclusive, seed=seed)  # fmt: skip
+        tally = host_tally.add
+    else:
+        inner = DeviceTemporalSampler(topology, dataset.edge_time, dataset.edge_time_order, fanouts, strategy=strategy,
+                                      inclusive=inclusive, seed=seed, picks=picks, kernels=kernels)  # fmt: skip
+
+        def tally(batch: MiniBatch) -> None:
+            topology.count_indptr_reads(sampled_topology_reads(batch)[1])  # type: ignore[attr-defined]
 
     def sample(seeds: np.ndarray, batch_id: int, seed_time: np.ndarray) -> MiniBatch:
         batch = inner.sample(seeds, seed_time, batch_id)

@@ -337,16 +337,17 @@ class GraphStore:
         self, fanouts: Sequence[int], strategy: str = "uniform", *, seed: int | None = None, inclusive: bool = False
     ) -> Any:
         """``sample(seeds, batch_id, seed_time) -> MiniBatch`` of a :class:`TemporalNeighborSampler` (``strategy``
-        uniform or recent; ``inclusive``: edges at a row's time too) over the edge times, on the CPU, cached per
-        arguments; its topology reads are counted in :meth:`traffic`."""
-        if self.topology is not None or self.is_hetero:
-            raise OptionError("{temporal}: samples homogeneous datasets on the CPU only", options=("temporal",))
+        uniform or recent; ``inclusive``: edges at a row's time too) over the edge times, on the CPU or the topology's
+        device (:class:`DeviceTemporalSampler`, same batches), cached per arguments; reads counted in :meth:`traffic`."""
+        if self.is_hetero:
+            raise OptionError("{temporal}: samples homogeneous datasets only", options=("temporal",))
         key = ("temporal", tuple(check_fanouts(fanouts)), self.seed if seed is None else int(seed), strategy, inclusive)
         with self._lock:
-            if key not in self._samplers:  # CPU sampling: the host tally exists
+            if key not in self._samplers:
                 self._samplers[key] = build.build_temporal_sampler(
-                    self.dataset, list(key[1]), strategy, key[2], self._host_tally.add, inclusive
-                )  # type: ignore
+                    self.dataset, list(key[1]), strategy, key[2], self._host_tally, inclusive, topology=self.topology,
+                    picks=self._picks, kernels=self._kernels,
+                )  # type: ignore  # fmt: skip
             return self._samplers[key]
 
     # ------------------------------------------------------------------ features

@@ -22,6 +22,7 @@ from graphtier.sampling.seeds import iter_seed_batches
 from graphtier.sampling.shadow import ShadowSampler
 from graphtier.sampling.spec import SAMPLER_KINDS, SAMPLER_NAMES, SamplerSpec
 from graphtier.sampling.temporal import TemporalNeighborSampler
+from graphtier.sampling.temporal_device import DeviceTemporalSampler
 
 __all__ = [
     "DEFAULT_FANOUTS",
@@ -31,6 +32,7 @@ __all__ = [
     "Block",
     "DenseTopology",
     "DeviceNeighborSampler",
+    "DeviceTemporalSampler",
     "Fanouts",
     "MiniBatch",
     "NeighborSampler",

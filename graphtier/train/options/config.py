@@ -135,12 +135,12 @@ class TrainConfig:
                 options=("sample_on", "devices"),
             )
         if sampling.temporal is not None:
-            for option, value, allowed in (("sample_on", placement.sample_on, "cpu"), ("devices",
-                                           self.distributed.devices, None), ("sampler", sampling.sampler,
-                                           "neighbor"), ("full_inference", self.run.full_inference, False)):  # fmt: skip
+            for option, value, allowed in (("devices", self.distributed.devices, None), ("sampler",
+                                           sampling.sampler, "neighbor"), ("full_inference",
+                                           self.run.full_inference, False)):  # fmt: skip
                 if value != allowed:
                     raise OptionError(
-                        f"{{temporal}}: samples with the neighbour sampler on the CPU in one process, and scores by "
+                        f"{{temporal}}: samples with the neighbour sampler in one process, and scores by "
                         f"sampling at each seed's time, found {{{option}={value}}}", options=("temporal", option),
                     )  # fmt: skip
 

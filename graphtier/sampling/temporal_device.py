@@ -1,0 +1,203 @@
+"""Device-side temporal neighbour sampling: the batches of :class:`TemporalNeighborSampler`, computed where the graph is.
+
+A :class:`DeviceTemporalSampler` reads the graph through a :class:`~graphtier.sampling.device.Topology` and keeps
+the edge times in each list's time order (``time_by_order = edge_time[edge_time_order]``) and ``edge_time_order``
+whole on the topology's device (16 bytes an edge). Per hop, for the ``R`` rows (node, time bound) known so far:
+
+* the cut: how many of a row's in-edges are admissible (earlier than its bound, or at most it with ``inclusive``),
+  a binary search in the row's slice of ``time_by_order``: the Triton kernel
+  (:mod:`graphtier.sampling._temporal_device_kernels`) on CUDA, or its torch twin :func:`temporal_cuts_torch`;
+* the picks: a row with more admissible edges than ``fanout`` takes Floyd picks over its admissible prefix (the
+  device sampler's :func:`~graphtier.sampling.device.draw_picks`, key ``node_key(stream, row)``) or its ``fanout``
+  latest (``recent``); the others take the whole prefix, in time order;
+* the picked positions give ``edge_id = edge_time_order[position]`` and the sources (``gather_positions``), which
+  inherit their destination's bound; the (node, bound) pairs get rows in first-seen order (:func:`first_seen_pairs`,
+  sorts instead of the CPU sampler's node-indexed scratch).
+
+These are the CPU kernels' draws and numbering (:mod:`graphtier.sampling._temporal_kernels`), so a batch equals,
+tensor for tensor, ``TemporalNeighborSampler(...).sample(seeds, seed_time, batch_id)`` of the same seed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+from collections.abc import Sequence
+from types import ModuleType
+
+import numpy as np
+import torch
+
+from graphtier._choices import TEMPORAL_STRATEGIES
+from graphtier.errors import OptionError
+from graphtier.sampling import _neighbor_kernels as cpu_kernels
+from graphtier.sampling.batch import Block, MiniBatch
+from graphtier.sampling.device import (
+    Topology,
+    check_topology,
+    draw_picks,
+    first_seen_relabel,
+    resolve_picks,
+    seeds_on_device,
+)
+from graphtier.sampling.fanouts import check_fanouts
+from graphtier.sampling.neighbor import check_seed, next_batch_id
+from graphtier.sampling.temporal import check_edge_times, seed_times
+
+
+def temporal_cuts_torch(
+    nodes: torch.Tensor,
+    bounds: torch.Tensor,
+    indptr: torch.Tensor,
+    time_by_order: torch.Tensor,
+    inclusive: bool,
+    steps: int,
+) -> torch.Tensor:
+    """Torch twin of :func:`graphtier.sampling._temporal_device_kernels.temporal_cuts_triton` (same arguments, any
+    device): the admissible edge count of every row, int64 [R] -- every row's binary search in lock step."""
+    start = indptr[nodes]
+    lo, hi = start.clone(), indptr[nodes + 1]
+    last = max(int(time_by_order.shape[0]) - 1, 0)
+    for _ in range(int(steps)):
+        active = lo < hi
+        mid = (lo + hi) >> 1
+        t = time_by_order[mid.clamp(max=last)] if time_by_order.numel() else torch.zeros_like(mid)
+        admit = t <= bounds if inclusive else t < bounds
+        lo = torch.where(active & admit, mid + 1, lo)
+        hi = torch.where(active & ~admit, mid, hi)
+    return lo - start
+
+
+def first_seen_pairs(
+    known: tuple[torch.Tensor, torch.Tensor], pairs: tuple[torch.Tensor, torch.Tensor]
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Rows of (node, bound) pairs in first-seen order: ``(node, bound, local)``.
+
+    ``known`` (node, bound) int64 [K] each are distinct rows; ``pairs`` (node, bound) int64 [S] each. Returns
+    the rows' nodes and bounds (int64 [K + new]: ``known``, then the new pairs in order of first occurrence) and
+    ``local`` (int64 [S], each pair's row), on the inputs' device: the pairs get one id each by a lexicographic
+    sort (``torch.unique`` over rows) and :func:`~graphtier.sampling.device.first_seen_relabel` numbers them."""
+    count = int(known[0].shape[0])
+    stacked = torch.stack((torch.cat((known[0], pairs[0])), torch.cat((known[1], pairs[1]))), 1)
+    distinct, ids = torch.unique(stacked, dim=0, return_inverse=True)
+    order, local = first_seen_relabel(ids[:count], ids[count:])
+    rows = distinct[order]
+    return rows[:, 0].contiguous(), rows[:, 1].contiguous(), local
+
+
+class DeviceTemporalSampler:
+    """Time-bounded neighbour sampler on ``topology.device``, batch for batch identical to
+    :class:`~graphtier.sampling.temporal.TemporalNeighborSampler`.
+
+    Args:
+        topology: the graph (:class:`~graphtier.sampling.device.Topology`, e.g. ``DenseTopology`` or the store's
+            tiered one). edge_time: int64 [E], each edge's time, CSC order. edge_time_order: int64 [E], each list's
+            CSC positions sorted by time (numpy or tensors; copied whole to the topology's device).
+        fanouts, strategy, inclusive, seed: as :class:`~graphtier.sampling.temporal.TemporalNeighborSampler`.
+        picks, kernels: the Floyd picks, as :class:`~graphtier.sampling.device.DeviceNeighborSampler`.
+        cut_kernels: a module with ``temporal_cuts_triton`` to use instead of the compiled
+            :mod:`graphtier.sampling._temporal_device_kernels` (tests pass the interpreted one). None: the compiled
+            kernel on CUDA with ``picks`` "triton", else the torch twin :func:`temporal_cuts_torch`.
+    """
+
+    def __init__(
+        self,
+        topology: Topology,
+        edge_time: np.ndarray | torch.Tensor,
+        edge_time_order: np.ndarray | torch.Tensor,
+        fanouts: Sequence[int],
+        *,
+        strategy: str = "uniform",
+        inclusive: bool = False,
+        seed: int = 0,
+        picks: str = "auto",
+        kernels: ModuleType | None = None,
+        cut_kernels: ModuleType | None = None,
+    ) -> None:
+        check_topology(topology)
+        self.topology = topology
+        self.device = torch.device(topology.device)
+        as_numpy = [t.cpu().numpy() if isinstance(t, torch.Tensor) else t for t in (edge_time, edge_time_order)]
+        times, order = check_edge_times(as_numpy[0], as_numpy[1], topology.num_edges)
+        self.edge_time_order = torch.from_numpy(order.copy()).to(self.device)
+        self.time_by_order = torch.from_numpy(times[order]).to(self.device)
+        self.fanouts = check_fanouts(fanouts)
+        if strategy not in TEMPORAL_STRATEGIES:
+            raise OptionError(f"strategy: expected one of {', '.join(TEMPORAL_STRATEGIES)}, found {strategy!r}")
+        self.recent = strategy == "recent"
+        self.inclusive = bool(inclusive)
+        self.seed = check_seed(seed)
+        self.picks, self._kernels = resolve_picks(picks, kernels, self.device)
+        if cut_kernels is None and self.picks == "triton" and self.device.type == "cuda":
+            from graphtier.sampling import _temporal_device_kernels as cut_kernels
+        self._cuts = temporal_cuts_torch if cut_kernels is None else cut_kernels.temporal_cuts_triton
+        degrees = topology.indptr[1:] - topology.indptr[:-1]
+        self._steps = int(degrees.max()).bit_length() if degrees.numel() else 0
+        self._batch_counter = itertools.count()
+
+    def sample(
+        self, seeds: np.ndarray | torch.Tensor, seed_time: np.ndarray | torch.Tensor | int, batch_id: int | None = None
+    ) -> MiniBatch:
+        """Sample a mini-batch for ``seeds`` (int [B] global ids) at ``seed_time`` (int [B], or one int for all).
+
+        Returns a :class:`MiniBatch` of int64 tensors on ``topology.device``: ``n_id`` and ``n_time`` [R] (rows:
+        distinct (node, time) pairs, the distinct seeds first), one block per hop with ``edge_id``, ``seed_index``
+        [B]; the batch of the CPU sampler with the same seed, batch_id, seeds and times.
+        """
+        seed_tensor = seeds_on_device(seeds, self.topology.num_nodes, self.device)
+        times = self._times_on_device(seed_time, int(seed_tensor.shape[0]))
+        batch_id = next_batch_id(batch_id, self._batch_counter)
+        with torch.cuda.device(self.device) if self.device.type == "cuda" else contextlib.nullcontext():
+            empty = seed_tensor[:0]
+            node, bound, seed_index = first_seen_pairs((empty, empty), (seed_tensor, times))
+            sizes = [int(node.shape[0])]
+            hops = []
+            for hop, fanout in enumerate(self.fanouts):
+                stream = cpu_kernels.stream_key(self.seed, int(batch_id), hop)
+                sources, destinations, edge_id = self._hop(node, bound, fanout, stream)
+                node, bound, local = first_seen_pairs((node, bound), (sources, bound[destinations]))
+                sizes.append(int(node.shape[0]))
+                hops.append((torch.stack((local, destinations)), edge_id))
+        blocks = [Block(hops[h][0], sizes[h + 1], sizes[h], hops[h][1]) for h in reversed(range(len(self.fanouts)))]
+        return MiniBatch(n_id=node, blocks=blocks, seed_index=seed_index, seeds=seed_tensor, n_time=bound)
+
+    def _times_on_device(self, seed_time: np.ndarray | torch.Tensor | int, count: int) -> torch.Tensor:
+        """Seed times as int64 [count] on the device (:func:`seed_times`'s checks; device tensors checked there)."""
+        if isinstance(seed_time, torch.Tensor) and seed_time.device.type != "cpu":
+            if seed_time.dtype.is_floating_point or seed_time.dtype.is_complex or seed_time.dtype == torch.bool:
+                raise OptionError(f"seed_time: expected integer times, found dtype {seed_time.dtype}")
+            if seed_time.dim() == 0:
+                seed_time = seed_time.expand(count)
+            if seed_time.shape != (count,):
+                raise OptionError(
+                    f"seed_time: expected one time per seed ({count}), found shape {tuple(seed_time.shape)}"
+                )
+            return seed_time.to(device=self.device, dtype=torch.int64).contiguous()
+        return torch.from_numpy(seed_times(seed_time, count)).to(self.device)
+
+    def _hop(
+        self, nodes: torch.Tensor, bounds: torch.Tensor, fanout: int, stream: int
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(sources, destinations, edge_id), int64 [E] each on the device: global source ids, destination rows, the
+        picked edges' CSC positions; grouped by destination row, in time order for whole prefixes and ``recent``."""
+        indptr = self.topology.indptr
+        starts = indptr[nodes]
+        admitted = self._cuts(nodes, bounds, indptr, self.time_by_order, self.inclusive, self._steps)
+        counts = admitted if fanout < 0 else torch.clamp(admitted, max=fanout)
+        offsets = torch.zeros(nodes.shape[0] + 1, dtype=torch.int64, device=self.device)
+        torch.cumsum(counts, 0, out=offsets[1:])
+        num_edges = int(offsets[-1])
+        destinations = torch.repeat_interleave(
+            torch.arange(nodes.shape[0], device=self.device), counts, output_size=num_edges
+        )
+        # every edge's position in time order as if its row took the end of its prefix (the whole prefix when
+        # it has at most ``fanout`` edges, the latest ``fanout`` for ``recent``); uniform picks overwrite the rest
+        shift = starts - offsets[:-1] + (admitted - counts)
+        positions = torch.arange(num_edges, device=self.device) + shift[destinations]
+        if fanout > 0 and not self.recent:
+            picked = torch.nonzero(counts < admitted).flatten()
+            if picked.numel():
+                draw_picks(self._kernels, picked, (starts, admitted, offsets), stream, fanout, positions,
+                           self.topology.num_edges)  # fmt: skip
+        edge_id = self.edge_time_order[positions]
+        return self.topology.gather_positions(edge_id), destinations, edge_id
