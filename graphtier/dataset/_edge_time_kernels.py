@@ -83,9 +83,14 @@ def scatter_timed_sources(
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
-def sort_timed_halves(indptr: np.ndarray, middle: np.ndarray, indices: np.ndarray, edge_time: np.ndarray) -> None:
+def sort_timed_halves(
+    indptr: np.ndarray, middle: np.ndarray, indices: np.ndarray, edge_time: np.ndarray, edge_row: np.ndarray
+) -> None:
     """Sort ``[indptr[v], middle[v])`` and ``[middle[v], indptr[v + 1])`` of every node, each on its own, by
-    (source, time), moving ``edge_time`` with ``indices`` (in place; ``middle = indptr[1:]`` sorts whole lists)."""
+    (source, time), moving ``edge_time`` with ``indices`` (in place; ``middle = indptr[1:]`` sorts whole lists).
+    ``edge_row`` (int64 [E], each edge's input row, ascending within each half as scattered; or empty: none) moves
+    along, so equal (source, time) entries stay in input order."""
+    rows = edge_row.shape[0] > 0
     for v in numba.prange(indptr.shape[0] - 1):
         for half in range(2):
             start = indptr[v] if half == 0 else middle[v]
@@ -94,6 +99,8 @@ def sort_timed_halves(indptr: np.ndarray, middle: np.ndarray, indices: np.ndarra
                 order = _argsort_pairs(indices[start:stop], edge_time[start:stop])
                 indices[start:stop] = indices[start:stop][order]
                 edge_time[start:stop] = edge_time[start:stop][order]
+                if rows:
+                    edge_row[start:stop] = edge_row[start:stop][order]
 
 
 def sort_timed_halves_reference(
@@ -117,16 +124,23 @@ def merge_timed_halves_in_place(
     keep_duplicates: bool,
     scratch: np.ndarray,
     scratch_time: np.ndarray,
+    edge_row: np.ndarray,
+    scratch_row: np.ndarray,
 ) -> None:
     """The timed write of ``csc.merge_list_halves`` (the same ids in the same places): a source ``x`` seen ``a``
     times in the first half and ``b`` in the second is written ``max(a, b)`` times with ``keep_duplicates``, else
-    once, with the earliest times of its ``a + b`` copies (halves sorted by (source, time)). Sequential and in
-    place: node ``v``'s output ``[new_indptr[v], new_indptr[v + 1])`` never overtakes an unread list."""
+    once, with the earliest times of its ``a + b`` copies (halves sorted by (source, time)). ``edge_row`` (int64
+    [E], the input row of each entry, or empty: none) moves with the times: a kept copy is the earliest by (time,
+    input row). Sequential and in place: node ``v``'s output ``[new_indptr[v], new_indptr[v + 1])`` never
+    overtakes an unread list."""
+    rows = edge_row.shape[0] > 0
     for v in range(indptr.shape[0] - 1):
         start, mid, stop = indptr[v], middle[v], indptr[v + 1]
         length = stop - start
         scratch[:length] = indices[start:stop]
         scratch_time[:length] = edge_time[start:stop]
+        if rows:
+            scratch_row[:length] = edge_row[start:stop]
         i, j, end_i, end_j = 0, mid - start, mid - start, length
         out = new_indptr[v]
         while i < end_i or j < end_j:
@@ -139,12 +153,18 @@ def merge_timed_halves_in_place(
                 b += 1
             copies = max(a, b) if keep_duplicates else 1
             ia, jb = i, j
-            for _ in range(copies):  # the earliest `copies` times of the two sorted runs
-                if jb >= j + b or (ia < i + a and scratch_time[ia] <= scratch_time[jb]):
-                    edge_time[out] = scratch_time[ia]
+            for _ in range(copies):  # the earliest `copies` (time, row) of the two sorted runs
+                first = jb >= j + b
+                if not first and ia < i + a:
+                    ta, tb = scratch_time[ia], scratch_time[jb]
+                    first = ta < tb or (ta == tb and (not rows or scratch_row[ia] <= scratch_row[jb]))
+                k = ia if first else jb
+                edge_time[out] = scratch_time[k]
+                if rows:
+                    edge_row[out] = scratch_row[k]
+                if first:
                     ia += 1
                 else:
-                    edge_time[out] = scratch_time[jb]
                     jb += 1
                 indices[out] = x
                 out += 1

@@ -17,6 +17,7 @@ import numpy as np
 
 from graphtier.dataset import swap
 from graphtier.dataset.checks import index_range, is_non_decreasing
+from graphtier.dataset.edge_data import EDGE_DATA_STEMS, load_edge_data, validate_edge_data
 from graphtier.dataset.edge_time import EDGE_TIME_STEMS, load_edge_time, validate_edge_time
 from graphtier.dataset.finite import SAMPLE_BLOCK_BYTES, SAMPLE_BLOCKS, find_non_finite
 from graphtier.dataset.link_split import (
@@ -98,6 +99,8 @@ class Dataset:
             dataset has no edge times (:mod:`graphtier.dataset.edge_time`; ``meta["edge_time"]``: unit, min, max).
         edge_time_order: int64 [E]: each list ``[indptr[v], indptr[v + 1])``'s positions sorted by (time,
             position), or None with ``edge_time``.
+        edge_features, edge_label: float16/32/64 [E, d] and float32 [E] per edge in CSC order, or None
+            (:mod:`graphtier.dataset.edge_data`; ``meta["edge_features"]``, ``meta["edge_label"]``).
     """
 
     path: Path
@@ -115,6 +118,8 @@ class Dataset:
     type_features: dict[str, np.ndarray] = field(default_factory=dict)
     edge_time: np.ndarray | None = None
     edge_time_order: np.ndarray | None = None
+    edge_features: np.ndarray | None = None
+    edge_label: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if self.schema is None:
@@ -242,7 +247,8 @@ class Dataset:
         link = read_link_split(root, meta, lambda p: _load_array(p, mmap))
         edge_time, edge_time_order = load_edge_time(root, meta, lambda p: _load_array(p, mmap))
         known = {"indptr", "indices", "features", "labels"} | {f"{s}_idx" for s in SPLITS} | LINK_FILE_STEMS
-        known |= EDGE_TIME_STEMS
+        known |= EDGE_TIME_STEMS | EDGE_DATA_STEMS
+        edge_features, edge_label = load_edge_data(root, meta, lambda p: _load_array(p, mmap))
         known |= {schema.feature_file(t.name) for t in schema.node_types if schema.hetero}
         extra = {p.stem: _load_array(p, mmap) for p in sorted(root.glob("*.npy")) if p.stem not in known}
         dataset = cls(
@@ -261,6 +267,8 @@ class Dataset:
             type_features=type_features,
             edge_time=edge_time,
             edge_time_order=edge_time_order,
+            edge_features=edge_features,
+            edge_label=edge_label,
         )
         if validate:
             dataset.validate()
@@ -317,6 +325,7 @@ class Dataset:
                     )
         if self.edge_time is not None and self.edge_time_order is not None:
             validate_edge_time(root, self.meta, self.indptr, self.edge_time, self.edge_time_order)
+        validate_edge_data(root, self.meta, self.edge_features, self.edge_label)
         if self.link is not None:
             validate_link_split(root, self.link, n)
             if not schema.hetero:

@@ -44,7 +44,7 @@ def test_sort_and_merge_halves_match_reference(n: int, m: int, seed: int, keep_d
     indptr, indices, times = random_timed_csc(n, m, seed, span)
     middle = indptr[:-1] + rng.integers(0, np.diff(indptr) + 1)
     got_indices, got_times = indices.copy(), times.copy()
-    kernels.sort_timed_halves(indptr, middle, got_indices, got_times)
+    kernels.sort_timed_halves(indptr, middle, got_indices, got_times, np.empty(0, np.int64))
     ref_indices, ref_times = indices.copy(), times.copy()
     kernels.sort_timed_halves_reference(indptr, middle, ref_indices, ref_times)
     np.testing.assert_array_equal(got_indices, ref_indices)

@@ -1,0 +1,102 @@
+"""Per-edge columns of a text edge list: ``prepare edgelist --edge-feature-columns C1,C2,... --label-column C``.
+
+The chosen columns are parsed (a numba float-column parser over the same line chunks as the ids) into a scratch
+table in input order, row k = the k-th edge line; the CSC build carries each edge's input row and
+:func:`graphtier.dataset.edge_data.write_edge_columns` gathers the table by it (docs/dataset-format.md, "Edge
+features and labels").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from graphtier.dataset.edge_data import EdgeColumns
+from graphtier.dataset.finite import NonFiniteGuard
+from graphtier.dataset.importers import textio
+from graphtier.dataset.importers.features import note_replaced
+from graphtier.errors import DatasetError, OptionError
+
+ColumnSpec = int | str
+"""One column: its 0-based index (2 or more) or, when the file has a header, its name."""
+
+
+def parse_column_list(value: str | Sequence[ColumnSpec] | None) -> list[ColumnSpec] | None:
+    """``"2,weight"`` (the CLI's comma-separated list) or a sequence -> the column list; None stays None."""
+    if value is None:
+        return None
+    items = [c.strip() for c in value.split(",")] if isinstance(value, str) else list(value)
+    if not items or any(isinstance(c, str) and not c for c in items):
+        raise OptionError(
+            f"{{edge_feature_columns}}: expected column indexes or header names separated by commas, found {value!r}",
+            options=("edge_feature_columns",),
+        )
+    return items
+
+
+def column_names(path: Path, indexes: Sequence[int], has_header: bool) -> list[str]:
+    """The name of every column: its header name, or ``"column K"`` without a header."""
+    header = textio.first_data_lines(path, 1) if has_header else []
+    tokens = textio._SEPARATOR.split(header[0]) if header else []
+    return [tokens[i] if i < len(tokens) else f"column {i}" for i in indexes]
+
+
+def resolve_edge_columns(
+    path: Path,
+    feature_columns: Sequence[ColumnSpec] | None,
+    label_column: ColumnSpec | None,
+    has_header: bool,
+    *,
+    feature_option: str = "{edge_feature_columns}",
+    label_option: str = "{label_column}",
+) -> tuple[list[int], int | None]:
+    """The 0-based indexes of the feature columns and of the label column of the edge list ``path`` (resolved as
+    ``--time-column`` is: an index >= 2 or a header name); :class:`OptionError` names the option."""
+    features = [textio.resolve_time_column(path, c, has_header, feature_option) for c in feature_columns or []]
+    if len(set(features)) != len(features):
+        raise OptionError(
+            f"{feature_option}: expected distinct columns, found {list(feature_columns or [])} (column indexes "
+            f"{features})",
+            options=("edge_feature_columns",),
+        )
+    label = textio.resolve_time_column(path, label_column, has_header, label_option)
+    return [int(i) for i in features], label  # type: ignore[misc]
+
+
+def read_edge_columns(
+    path: Path,
+    features: Sequence[int],
+    label: int | None,
+    *,
+    skip_header: bool,
+    scratch: Path,
+    num_edges: int,
+    non_finite: str,
+    writer: object,
+    chunk_bytes: int = textio.CHUNK_BYTES,
+) -> EdgeColumns:
+    """The chosen columns of every edge line of ``path`` as an :class:`EdgeColumns` whose table (float32
+    [num_edges, d (+ 1 label)]) is a memory map of ``scratch``. NaN/Inf are refused (``non_finite`` ``error``,
+    one line naming file, line and column) or replaced by 0 and counted (``replace``). :class:`DatasetError` when
+    the column rows do not match the ``num_edges`` edges read."""
+    wanted = list(features) + ([label] if label is not None else [])
+    parsed = sorted(set(wanted))
+    take = np.array([parsed.index(c) for c in wanted], dtype=np.int64)
+    guard = NonFiniteGuard(path, non_finite)
+    rows = 0
+    with open(scratch, "wb") as out:
+        for block in textio.iter_float_columns(
+            path, parsed, skip_header=skip_header, finite_only=non_finite == "error", chunk_bytes=chunk_bytes
+        ):
+            block = guard.apply(block[:, take].astype(np.float32), rows)
+            out.write(memoryview(np.ascontiguousarray(block)).cast("B"))
+            rows += block.shape[0]
+    note_replaced(writer, guard)  # type: ignore[arg-type]
+    if rows != num_edges:
+        raise DatasetError(f"{path}: expected {num_edges} rows of edge columns (one per edge line), found {rows}")
+    shape = (rows, len(wanted))
+    table = np.memmap(scratch, np.float32, "r", shape=shape) if rows else np.empty(shape, np.float32)
+    names = column_names(path, wanted, skip_header)
+    return EdgeColumns(table, names[: len(features)], names[-1] if label is not None else None, "float32")
