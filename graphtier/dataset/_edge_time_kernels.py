@@ -228,7 +228,7 @@ def kept_positions_reference(
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
-def relocate_times(
+def relocated_positions(
     indptr: np.ndarray,
     indices: np.ndarray,
     edge_time: np.ndarray,
@@ -237,10 +237,13 @@ def relocate_times(
     new_indptr: np.ndarray,
     out: np.ndarray,
 ) -> None:
-    """The times of a reordered CSC (``graph.reorder.reorder_topology``): row ``i`` of the new graph is old row
-    ``perm[i]`` with sources renumbered by ``inverse`` and sorted by (new source, time); ``out`` (int64 [E])
-    receives the times in that order. ``indptr``/``new_indptr`` int64 [R + 1], ``perm`` int64 [R], ``inverse``
-    int64 [N], ``indices``/``edge_time`` the old [E] arrays."""
+    """The old CSC position of every edge of a reordered CSC (``graph.reorder.reorder_topology``): row ``i`` of the
+    new graph is old row ``perm[i]`` with sources renumbered by ``inverse`` and sorted by (new source, time, old
+    position) (by (new source, old position) when ``edge_time`` is empty); ``out`` (int64 [E]) receives the old
+    positions in that order, so ``edge_time[out]`` and every per-edge file gathered by ``out`` follow their edges.
+    ``indptr``/``new_indptr`` int64 [R + 1], ``perm`` int64 [R], ``inverse`` int64 [N], ``indices`` the old [E],
+    ``edge_time`` int64 [E] or [0]."""
+    timed = edge_time.shape[0] > 0
     for i in numba.prange(perm.shape[0]):
         start, stop = indptr[perm[i]], indptr[perm[i] + 1]
         if stop == start:
@@ -248,11 +251,11 @@ def relocate_times(
         renumbered = np.empty(stop - start, dtype=np.int64)
         for k in range(stop - start):
             renumbered[k] = inverse[indices[start + k]]
-        times = edge_time[start:stop]
-        order = _argsort_pairs(renumbered, times)
+        positions = np.arange(start, stop).astype(np.int64)
+        order = _argsort_pairs(renumbered, edge_time[start:stop] if timed else positions)
         base = new_indptr[i]
         for k in range(order.shape[0]):
-            out[base + k] = times[order[k]]
+            out[base + k] = positions[order[k]]
 
 
 # ---------------------------------------------------------------------------- EdgeBank

@@ -88,6 +88,9 @@ def _hash(dataset: Dataset, version: int) -> str:
         arrays.update({f"features_{name}": table for name, table in dataset.type_features.items()})
     if dataset.edge_time is not None:  # edge times (an untimed dataset's hash is unchanged)
         arrays["edge_time"] = dataset.edge_time
+    for name in ("edge_features", "edge_label"):  # per-edge inputs, likewise only when present
+        if getattr(dataset, name, None) is not None:
+            arrays[name] = getattr(dataset, name)
     for name, array in arrays.items():
         digest.update(name.encode())
         if array is None:
