@@ -248,7 +248,10 @@ def edge_data_lines(meta: dict[str, Any]) -> list[tuple[str, str]]:
     feats = meta.get(FEATURES_KEY)
     if isinstance(feats, dict):
         rows.append(
-            ("edge features", f"dim {feats.get('dim')}, {feats.get('dtype')} (columns: {', '.join(feats.get('columns', []))})")
+            (
+                "edge features",
+                f"dim {feats.get('dim')}, {feats.get('dtype')} (columns: {', '.join(feats.get('columns', []))})",
+            )
         )
     label = meta.get(LABEL_KEY)
     if isinstance(label, dict):
