@@ -14,7 +14,7 @@ labels its pairs (:func:`write_link_labels`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -135,44 +135,65 @@ def _check_finite(path: Path, table: np.ndarray) -> None:
 
 @dataclass
 class EdgeColumns:
-    """Per-edge columns of an import in input order: ``table`` float [E_in, d + label] (a memory map or array;
-    row k = the k-th input edge), the first ``len(feature_names)`` columns the edge features (stored as
-    ``feature_dtype``), the last one the label when ``label_name`` is set."""
+    """Per-edge columns of an import in input order (row k = the k-th input edge; memory maps or arrays):
+    ``features`` float16/32/64 [E_in, d] named ``feature_names``, ``label`` float [E_in] from the column
+    ``label_name``; either may be None."""
 
-    table: np.ndarray
+    features: np.ndarray | None = None
+    label: np.ndarray | None = None
     feature_names: list[str] = field(default_factory=list)
     label_name: str | None = None
-    feature_dtype: str = "float32"
+    scratch: list[Path] = field(default_factory=list)
+    """Scratch files holding the tables (deleted by :meth:`remove`)."""
 
-    @property
-    def dim(self) -> int:
-        """d: the number of feature columns."""
-        return len(self.feature_names)
+    def remove(self) -> None:
+        """Drop the tables and delete their scratch files (idempotent)."""
+        self.features = self.label = None
+        for path in self.scratch:
+            path.unlink(missing_ok=True)
 
 
-def write_edge_columns(writer: Any, columns: EdgeColumns, edge_row: np.ndarray) -> dict[str, Any]:
-    """Write ``edge_feat.npy`` / ``edge_label.npy`` through ``writer`` (a ``DatasetWriter``): row ``p`` is input
-    row ``edge_row[p]`` (int64 [E], from ``build_csc(rows=True)``) of ``columns.table``, gathered in chunks of
-    :data:`GATHER_BYTES` (the table is never copied whole). Returns the ``meta.json`` entries."""
-    e, d = int(edge_row.shape[0]), columns.dim
+def write_edge_columns(writer: Any, parts: Sequence[tuple[EdgeColumns, np.ndarray]], where: str = "") -> dict[str, Any]:
+    """Write ``edge_feat.npy`` / ``edge_label.npy`` through ``writer`` (a ``DatasetWriter``) from ``parts``, one
+    per relation in CSC order (one for a homogeneous graph): ``(columns, edge_row)`` where ``edge_row`` (int64
+    [E_rel], from ``build_csc(rows=True)``) gives the input row of each stored edge; rows are gathered in chunks of
+    :data:`GATHER_BYTES` (no table is copied whole). Every part has features of one dim or none, a label or none
+    (:class:`DatasetError` naming ``where`` otherwise); the features' dtype is the widest given, their column
+    names the first part's. Returns the ``meta.json`` entries."""
+    if not parts:
+        return {}
+    first = parts[0][0]
+    dims = {0 if c.features is None else int(c.features.shape[1]) for c, _ in parts}
+    labelled = {c.label is not None for c, _ in parts}
+    if len(dims) > 1 or len(labelled) > 1:
+        raise DatasetError(
+            f"{where}: expected every relation to have edge features of one dim and a label, or none, "
+            f"found feature dims {sorted(dims)} and {'a label on some relations only' if len(labelled) > 1 else 'labels'}"
+        )
+    d, e = dims.pop(), sum(int(row.shape[0]) for _, row in parts)
+    dtype = np.result_type(*[c.features.dtype for c, _ in parts]) if d else np.dtype(np.float32)
+    if d and str(dtype) not in FEATURE_DTYPES:
+        raise DatasetError(f"{where}: expected edge features of dtype {', '.join(FEATURE_DTYPES)}, found {dtype}")
+    feat = writer.open_memmap(EDGE_FEAT, (e, d), dtype) if d else None
+    label = writer.open_memmap(EDGE_LABEL, (e,), np.float32) if labelled.pop() else None
+    base = 0
+    for columns, edge_row in parts:
+        step = max(1, GATHER_BYTES // max(1, (d + 1) * 8))
+        for start in range(0, int(edge_row.shape[0]), step):
+            rows = np.asarray(edge_row[start : start + step])
+            at = slice(base + start, base + start + rows.shape[0])
+            if feat is not None and columns.features is not None:
+                feat[at] = np.asarray(columns.features[rows])
+            if label is not None and columns.label is not None:
+                label[at] = np.asarray(columns.label[rows])
+        base += int(edge_row.shape[0])
     entries: dict[str, Any] = {}
-    feat = writer.open_memmap(EDGE_FEAT, (e, d), np.dtype(columns.feature_dtype)) if d else None
-    label = writer.open_memmap(EDGE_LABEL, (e,), np.float32) if columns.label_name is not None else None
-    step = max(1, GATHER_BYTES // max(1, columns.table.shape[1] * columns.table.itemsize))
-    for start in range(0, e, step):
-        rows = np.asarray(edge_row[start : start + step])
-        block = np.asarray(columns.table[rows])
-        if feat is not None:
-            feat[start : start + rows.shape[0]] = block[:, :d]
-        if label is not None:
-            label[start : start + rows.shape[0]] = block[:, -1]
-    for out in (feat, label):
-        if out is not None:
-            out.flush()
-    if d:
-        entries[FEATURES_KEY] = {"dim": d, "dtype": columns.feature_dtype, "columns": list(columns.feature_names)}
-    if columns.label_name is not None:
-        entries[LABEL_KEY] = {"column": columns.label_name}
+    if feat is not None:
+        feat.flush()
+        entries[FEATURES_KEY] = {"dim": d, "dtype": str(dtype), "columns": list(first.feature_names)}
+    if label is not None:
+        label.flush()
+        entries[LABEL_KEY] = {"column": first.label_name}
     return entries
 
 

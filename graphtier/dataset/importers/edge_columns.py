@@ -17,6 +17,7 @@ from graphtier.dataset.edge_data import EdgeColumns
 from graphtier.dataset.finite import NonFiniteGuard
 from graphtier.dataset.importers import textio
 from graphtier.dataset.importers.features import note_replaced
+from graphtier.dataset.importers.node_data import load_npy
 from graphtier.errors import DatasetError, OptionError
 
 ColumnSpec = int | str
@@ -77,26 +78,48 @@ def read_edge_columns(
     writer: object,
     chunk_bytes: int = textio.CHUNK_BYTES,
 ) -> EdgeColumns:
-    """The chosen columns of every edge line of ``path`` as an :class:`EdgeColumns` whose table (float32
-    [num_edges, d (+ 1 label)]) is a memory map of ``scratch``. NaN/Inf are refused (``non_finite`` ``error``,
-    one line naming file, line and column) or replaced by 0 and counted (``replace``). :class:`DatasetError` when
-    the column rows do not match the ``num_edges`` edges read."""
+    """The chosen columns of every edge line of ``path`` as :class:`EdgeColumns` in input order: features float32
+    [num_edges, d] and the label float32 [num_edges], memory maps of the files ``scratch`` + ``.feat`` /
+    ``.label``. NaN/Inf are refused (``non_finite`` ``error``, one line naming file, line and column) or replaced by
+    0 and counted (``replace``). :class:`DatasetError` when the rows do not match the ``num_edges`` edges read."""
     wanted = list(features) + ([label] if label is not None else [])
     parsed = sorted(set(wanted))
     take = np.array([parsed.index(c) for c in wanted], dtype=np.int64)
     guard = NonFiniteGuard(path, non_finite)
-    rows = 0
-    with open(scratch, "wb") as out:
+    feat_path, label_path = scratch.with_suffix(".feat"), scratch.with_suffix(".label")
+    rows, d = 0, len(features)
+    with open(feat_path, "wb") as feat_out, open(label_path, "wb") as label_out:
         for block in textio.iter_float_columns(
             path, parsed, skip_header=skip_header, finite_only=non_finite == "error", chunk_bytes=chunk_bytes
         ):
             block = guard.apply(block[:, take].astype(np.float32), rows)
-            out.write(memoryview(np.ascontiguousarray(block)).cast("B"))
+            feat_out.write(np.ascontiguousarray(block[:, :d]).tobytes())
+            label_out.write(np.ascontiguousarray(block[:, d:]).tobytes())
             rows += block.shape[0]
     note_replaced(writer, guard)  # type: ignore[arg-type]
     if rows != num_edges:
         raise DatasetError(f"{path}: expected {num_edges} rows of edge columns (one per edge line), found {rows}")
-    shape = (rows, len(wanted))
-    table = np.memmap(scratch, np.float32, "r", shape=shape) if rows else np.empty(shape, np.float32)
+
+    def table(p: Path, shape: tuple[int, ...]) -> np.ndarray:
+        return np.memmap(p, np.float32, "r", shape=shape) if rows else np.empty(shape, np.float32)
+
     names = column_names(path, wanted, skip_header)
-    return EdgeColumns(table, names[: len(features)], names[-1] if label is not None else None, "float32")
+    return EdgeColumns(
+        table(feat_path, (rows, d)) if d else None,
+        table(label_path, (rows,)) if label is not None else None,
+        names[:d],
+        names[-1] if label is not None else None,
+        [feat_path, label_path],
+    )
+
+
+def read_edge_feature_file(path: Path, num_edges: int, option: str) -> np.ndarray:
+    """A ``.npy`` of edge features [num_edges, d] (float16/32/64, as given; memory-mapped) aligned with the rows of
+    an edge file; one-line :class:`DatasetError` naming ``option`` otherwise."""
+    table = load_npy(path, option)
+    if table.ndim != 2 or table.shape[0] != num_edges or str(table.dtype) not in ("float16", "float32", "float64"):
+        raise DatasetError(
+            f"{path}: {option}: expected a float16/32/64 array [{num_edges}, d] (one row per edge of the relation), "
+            f"found {table.dtype} {tuple(table.shape)}"
+        )
+    return table

@@ -247,9 +247,9 @@ def import_edgelist(
         writer.save("indices", built.indices)
         if built.edge_time is not None:
             writer.save(EDGE_TIME, built.edge_time)
-        edge_meta = write_edge_columns(writer, columns, built.edge_row) if columns is not None else {}
-        del columns
-        (writer.tmp / "edge_columns.scratch").unlink(missing_ok=True)
+        edge_meta = write_edge_columns(writer, [(columns, built.edge_row)]) if columns is not None else {}
+        if columns is not None:
+            columns.remove()
         num_edges = int(built.indices.shape[0])
         edge_counts = built.counts
         del built
