@@ -228,12 +228,21 @@ def pair_positions(
 
 
 def write_link_labels(
-    writer: Any, link: dict[str, Any], indptr: np.ndarray, indices: np.ndarray, meta: dict[str, Any]
+    writer: Any,
+    link: dict[str, Any],
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    meta: dict[str, Any],
+    *,
+    src_offset: int = 0,
+    row_offset: int = 0,
 ) -> dict[str, Any]:
     """When ``writer`` wrote ``edge_label.npy`` for the full graph ``(indptr, indices)`` (before the split): write
     ``link_{split}_label.npy`` (float32 [P]) for every split ``link`` (the ``meta.json`` entry) has, each pair
     ``(src, dst)`` taking the label of its edge (its first copy; of a time split, the copy at the pair's time), and
-    return ``link`` with ``"label": {"column": name}``; else ``link`` unchanged."""
+    return ``link`` with ``"label": {"column": name}``; else ``link`` unchanged. A typed split's pairs hold local ids
+    of one relation: ``src_offset`` (the source type's first global id) and ``row_offset`` (the relation's first
+    ``indptr`` row) place them in the dataset's CSC."""
     path = writer.path(EDGE_LABEL)
     if not path.is_file():
         return link
@@ -247,11 +256,14 @@ def write_link_labels(
             continue
         pairs = np.load(pairs_path, allow_pickle=False)
         times = np.load(writer.path(positive_times_file(split)), allow_pickle=False) if by_time else edge_time[:0]
-        src, dst = np.ascontiguousarray(pairs[:, 0]), np.ascontiguousarray(pairs[:, 1])
+        src, dst = np.ascontiguousarray(pairs[:, 0] + src_offset), np.ascontiguousarray(pairs[:, 1] + row_offset)
         at = pair_positions(np.asarray(indptr, np.int64), np.asarray(indices), edge_time, src, dst, times)
         if at.size and int(at.min()) < 0:
             bad = int(np.flatnonzero(at < 0)[0])
-            raise DatasetError(f"{pairs_path.name}: pair {bad} {pairs[bad].tolist()} is not an edge of the graph")
+            raise DatasetError(
+                f"{pairs_path.name}: pair {bad} {pairs[bad].tolist()}: expected an edge of the graph (its edge label "
+                "is the pair's target), found none"
+            )
         writer.save(link_label_file(split), np.asarray(labels[at], np.float32) if at.size else np.empty(0, np.float32))
     return {**link, "label": dict(meta[LABEL_KEY])}
 

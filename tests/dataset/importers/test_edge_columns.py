@@ -191,6 +191,23 @@ def test_edge_split_carries_rows_and_labels_its_pairs(tmp_path: Path, undirected
     assert as_json["arrays"]["link_valid_label"]["dtype"] == "float32"
 
 
+def test_edge_split_files_label_their_pairs(tmp_path: Path) -> None:
+    path = tmp_path / "e.txt"
+    path.write_text("0 1 5\n1 2 6\n2 3 7\n3 0 8\n0 2 9\n1 3 10\n")
+    (tmp_path / "valid.txt").write_text("1 2\n")
+    (tmp_path / "test.txt").write_text("0 2\n3 0\n")
+    dataset = import_edgelist(
+        path,
+        tmp_path / "d",
+        label_column=2,
+        edge_feature_columns="2",
+        edge_split_files={"valid": tmp_path / "valid.txt", "test": tmp_path / "test.txt"},
+    )
+    assert {(s, d): lab for s, d, _, _, lab in stored_rows(dataset)} == {(0, 1): 5, (2, 3): 7, (1, 3): 10}
+    assert link_labels(dataset, "valid").tolist() == [6.0] and link_labels(dataset, "test").tolist() == [9.0, 8.0]
+    assert dataset.meta["link"]["label"] == {"column": "column 2"}
+
+
 def test_reorder_moves_rows_with_their_edges(tmp_path: Path) -> None:
     rng = np.random.default_rng(9)
     src, dst, times = rng.integers(0, 30, 300), rng.integers(0, 30, 300), rng.integers(0, 50, 300)

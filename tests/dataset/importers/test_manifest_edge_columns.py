@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from graphtier.dataset import Dataset
+from graphtier.dataset.edge_data import link_labels
 from graphtier.dataset.importers.manifest import import_manifest
 from tests.dataset.importers.helpers import assert_user_error, run_cli
 
@@ -141,3 +142,15 @@ def test_npy_rows_must_match_the_relation(tmp_path: Path) -> None:
     np.save(tmp_path / "tagged_feat.npy", np.zeros((60, 2), np.int64))
     result = run_cli("prepare", "manifest", str(manifest), str(tmp_path / "o"))
     assert_user_error(result, "tagged_feat.npy", "float16/32/64", "int64")
+
+
+def test_typed_split_labels_its_pairs(tmp_path: Path) -> None:
+    ds = import_manifest(
+        write_manifest(tmp_path), tmp_path / "d", edge_split="0.6,0.2,0.2", split_relation="rates", add_reverse=True
+    )
+    assert ds.meta["link"]["label"] == {"column": "stars"}
+    first = {k: v[0][1] for k, v in input_rows(tmp_path).items()}
+    for name in ("train", "valid", "test"):
+        pairs, labels = np.asarray(ds.link.pairs(name).positives), link_labels(ds, name)
+        assert labels is not None and labels.shape == (pairs.shape[0],) and pairs.shape[0] > 0
+        assert [first[("rates", int(u), int(i))] for u, i in pairs] == labels.tolist()
