@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from graphtier.cli.info import typed_info, typed_lines
+from graphtier.dataset.edge_data import edge_data_lines
 from graphtier.dataset.edge_time import time_range_text
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.provenance import describe
@@ -89,6 +90,8 @@ def report_import(dataset: Dataset, started: float) -> None:
     if times is not None:
         column = (dataset.meta.get("source") or {}).get("options", {}).get("time_column")
         click.echo(f"note: edge times{f' (--time-column {column})' if column is not None else ''}: {times}")
+    for field_name, text in edge_data_lines(dataset.meta):
+        click.echo(f"note: {field_name}: {text}")
     split_note = dataset.meta.get("source", {}).get("split")
     if split_note:
         click.echo(f"note: split: {split_note}")
