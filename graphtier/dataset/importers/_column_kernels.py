@@ -15,6 +15,7 @@ import numpy as np
 from graphtier.dataset.importers.kernels import (
     _COMMA,
     _CR,
+    _FLOAT_TOKEN,
     _HASH,
     _NL,
     _PERCENT,
@@ -205,3 +206,31 @@ def parse_int_columns_reference(buf: bytes, columns: list[int]) -> tuple[np.ndar
             values.append(value)
         rows.append(values)
     return result(PARSE_OK, -1)
+
+
+def parse_float_columns_reference(
+    buf: bytes, columns: list[int], finite_only: bool
+) -> tuple[np.ndarray, int, int, int]:
+    """Plain-Python reference of :func:`parse_float_columns`: ``(float64 [R, C], error_code, error_offset,
+    error_column)`` (the column -1 without an error)."""
+    rows: list[list[float]] = []
+
+    def result(code: int, offset: int, col: int) -> tuple[np.ndarray, int, int, int]:
+        return np.array(rows, dtype=np.float64).reshape(len(rows), len(columns)), code, offset, col
+
+    for offset, tokens in _data_lines(buf.decode("ascii")):
+        values = []
+        for col in range(max(columns) + 1):
+            code = _column_error(tokens, col)
+            if code != PARSE_OK:
+                return result(code, offset, col)
+            if col not in columns:
+                continue
+            if not _FLOAT_TOKEN.fullmatch(tokens[col]):
+                return result(PARSE_BAD_TOKEN, offset, col)
+            value = float(tokens[col])
+            if finite_only and not np.isfinite(value):
+                return result(PARSE_NON_FINITE, offset, col)
+            values.append(value)
+        rows.append(values)
+    return result(PARSE_OK, -1, -1)

@@ -16,8 +16,10 @@ from hypothesis import strategies as st
 from graphtier.dataset.csc import csc_to_edges
 from graphtier.dataset.edge_data import link_labels
 from graphtier.dataset.format import Dataset
+from graphtier.dataset.importers._column_kernels import parse_float_columns, parse_float_columns_reference
 from graphtier.dataset.importers.edgelist import import_edgelist
 from graphtier.dataset.importers.edges import build_csc
+from graphtier.dataset.importers.kernels import PARSE_OK
 from graphtier.errors import DatasetError, OptionError
 from graphtier.train.persist.fingerprint import dataset_fingerprint
 from tests.dataset.importers.helpers import assert_user_error, run_cli, shared
@@ -342,3 +344,28 @@ def test_bitcoin_alpha_rating_as_label_and_feature_with_a_time_split(tmp_path: P
         assert [rating[(int(ids[a]), int(ids[b]))][0] for a, b in pairs] == labels.tolist()
         total += pairs.shape[0]
     assert total == rows.shape[0]
+
+
+FLOAT_TOKENS = ["0", "7", "-3.5", "+12", "1.5e3", ".5", "abc", "nan", "inf", "-Infinity", "", "x1", "1e", "2."]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.lists(st.sampled_from(FLOAT_TOKENS), min_size=0, max_size=6), max_size=6),
+    st.sampled_from([", ", " ", "\t", ","]),
+    st.lists(st.integers(2, 4), min_size=1, max_size=3, unique=True).map(sorted),
+    st.booleans(),
+)
+def test_parse_float_columns_matches_reference(
+    rows: list[list[str]], sep: str, columns: list[int], finite_only: bool
+) -> None:
+    text = "\n".join(sep.join(r) for r in rows).encode()
+    buf = np.frombuffer(text, dtype=np.uint8)
+    out = np.empty((len(rows) + 1, len(columns)), dtype=np.float64)
+    bad = np.zeros(1, np.int64)
+    got_rows, code, offset = parse_float_columns(buf, np.array(columns, np.int64), finite_only, out, bad)
+    want, want_code, want_offset, want_column = parse_float_columns_reference(text, columns, finite_only)
+    assert (code, offset) == (want_code, want_offset)
+    if code != PARSE_OK:
+        assert int(bad[0]) == want_column
+    np.testing.assert_array_equal(out[:got_rows], want)
