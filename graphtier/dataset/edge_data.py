@@ -125,6 +125,8 @@ def _expect(path: Path, what: str, expected: Any, found: Any) -> None:
 
 
 def _check_finite(path: Path, table: np.ndarray) -> None:
+    if table.size == 0:
+        return
     found = find_non_finite(table.reshape(table.shape[0], -1))
     if found is not None:
         raise DatasetError(f"{path}: expected finite values, found NaN/Inf in row {found[0]}")

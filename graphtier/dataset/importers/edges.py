@@ -290,7 +290,8 @@ def build_csc(
     del forward, backward
     num_edges = int(indptr[-1])
     resources.require_memory(
-        num_edges * (dtype.itemsize + 8 * keyed + 8 * (timed and rows)) + 8 * (num_nodes + 1),
+        num_edges * (dtype.itemsize + 8 * keyed + 8 * (timed and rows))
+        + 8 * (num_nodes + 1) * (1 + 2 * (timed and rows)),
         f"{prefix}building the CSC of {num_nodes:,} nodes and {num_edges:,} edges",
     )
     indices = np.empty(num_edges, dtype=dtype)
@@ -298,11 +299,13 @@ def build_csc(
     edge_row = np.empty(num_edges if timed and rows else 0, dtype=np.int64)  # rows next to real times
     cursor = indptr[:-1].copy()
     back_cursor = middle.copy() if undirected else cursor
+    # rows next to real times: their own cursors, advancing as the ones of the edges do
+    row_cursors = {id(c): c.copy() for c in (cursor, back_cursor)} if edge_row.size else {}
     seen[0] = 0
 
     def scatter(src: np.ndarray, dst: np.ndarray, time: np.ndarray, row: np.ndarray, at: np.ndarray) -> None:
         if edge_row.size:
-            kernels.scatter_sources(row, dst, at.copy(), edge_row)
+            kernels.scatter_sources(row, dst, row_cursors[id(at)], edge_row)
         if keyed:
             scatter_timed_sources(src.astype(dtype, copy=False), dst, time, at, indices, edge_time)
         else:
@@ -321,6 +324,7 @@ def build_csc(
     if not (np.array_equal(cursor, middle) and (not undirected or np.array_equal(back_cursor, indptr[1:]))):
         raise DatasetError("edge chunks changed between the two passes (input modified while importing?)")
     del cursor, back_cursor
+    row_cursors.clear()
     duplicates = reciprocal = 0
     times = edge_time if keyed else None
     row_times = edge_row if edge_row.size else None

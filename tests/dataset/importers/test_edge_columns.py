@@ -369,3 +369,10 @@ def test_parse_float_columns_matches_reference(
     if code != PARSE_OK:
         assert int(bad[0]) == want_column
     np.testing.assert_array_equal(out[:got_rows], want)
+
+
+def test_a_graph_left_without_edges_keeps_empty_edge_files(tmp_path: Path) -> None:
+    src = tmp_path / "e.txt"
+    src.write_text("0 0 1.5 2\n")
+    dataset = import_edgelist(src, tmp_path / "d", edge_feature_columns="2", label_column=3, drop_self_loops=True)
+    assert dataset.num_edges == 0 and dataset.edge_features.shape == (0, 1) and dataset.edge_label.shape == (0,)
