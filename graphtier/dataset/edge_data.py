@@ -169,8 +169,11 @@ def write_edge_columns(writer: Any, parts: Sequence[tuple[EdgeColumns, np.ndarra
     labelled = {c.label is not None for c, _ in parts}
     if len(dims) > 1 or len(labelled) > 1:
         raise DatasetError(
-            f"{where}: expected every relation to have edge features of one dim and a label, or none, "
-            f"found feature dims {sorted(dims)} and {'a label on some relations only' if len(labelled) > 1 else 'labels'}"
+            f"{where}: expected every relation to have edge features of one dim and a label, or none, found "
+            + "; ".join(
+                ([f"feature dims {sorted(dims)}"] if len(dims) > 1 else [])
+                + (["a label on some relations only"] if len(labelled) > 1 else [])
+            )
         )
     d, e = dims.pop(), sum(int(row.shape[0]) for _, row in parts)
     dtype = np.result_type(*[c.features.dtype for c, _ in parts]) if d else np.dtype(np.float32)

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from graphtier.dataset.edge_data import EdgeColumns
-from graphtier.dataset.finite import NonFiniteGuard
+from graphtier.dataset.finite import NonFiniteGuard, find_non_finite
 from graphtier.dataset.importers import textio
 from graphtier.dataset.importers.features import note_replaced
 from graphtier.dataset.importers.node_data import load_npy
@@ -113,13 +113,39 @@ def read_edge_columns(
     )
 
 
-def read_edge_feature_file(path: Path, num_edges: int, option: str) -> np.ndarray:
+def read_edge_feature_file(
+    path: Path,
+    num_edges: int,
+    option: str,
+    *,
+    non_finite: str = "error",
+    scratch: Path | None = None,
+    writer: object = None,
+) -> np.ndarray:
     """A ``.npy`` of edge features [num_edges, d] (float16/32/64, as given; memory-mapped) aligned with the rows of
-    an edge file; one-line :class:`DatasetError` naming ``option`` otherwise."""
+    an edge file; one-line :class:`DatasetError` naming ``option`` otherwise. NaN/Inf are refused (``non_finite``
+    ``error``, naming the file and the row) or replaced by 0 in a copy at ``scratch`` (``replace``; counted in
+    ``writer``'s notes), copied in chunks."""
     table = load_npy(path, option)
     if table.ndim != 2 or table.shape[0] != num_edges or str(table.dtype) not in ("float16", "float32", "float64"):
         raise DatasetError(
             f"{path}: {option}: expected a float16/32/64 array [{num_edges}, d] (one row per edge of the relation), "
             f"found {table.dtype} {tuple(table.shape)}"
         )
-    return table
+    found = find_non_finite(table) if table.size else None
+    if found is None:
+        return table
+    if non_finite == "error" or scratch is None:
+        raise DatasetError(
+            f"{path}: {option}: expected finite values, found NaN/Inf in row {found[0]}; "
+            "pass {non_finite=replace} to replace them by 0",
+            options=("non_finite",),
+        )
+    guard = NonFiniteGuard(path, "replace")
+    out = np.lib.format.open_memmap(scratch, "w+", table.dtype, table.shape)
+    step = max(1, (16 << 20) // max(1, table.shape[1] * table.itemsize))
+    for start in range(0, table.shape[0], step):
+        out[start : start + step] = guard.apply(np.asarray(table[start : start + step]), start)
+    out.flush()
+    note_replaced(writer, guard)  # type: ignore[arg-type]
+    return out

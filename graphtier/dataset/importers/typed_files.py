@@ -255,7 +255,16 @@ def read_relation_edges(
             else EdgeColumns()
         )
         if isinstance(features, Path):
-            table.features = read_edge_feature_file(features, edges.num_edges, f"{where}.features")
+            scratch_copy = scratch / f"{uuid.uuid4().hex}.edge-features.npy"
+            table.features = read_edge_feature_file(
+                features,
+                edges.num_edges,
+                f"{where}.features",
+                non_finite=non_finite,
+                scratch=scratch_copy,
+                writer=notes,
+            )
+            table.scratch.append(scratch_copy)
             table.feature_names = [f"{features.name}[{k}]" for k in range(table.features.shape[1])]
     except BaseException:
         edges.remove()

@@ -154,3 +154,16 @@ def test_typed_split_labels_its_pairs(tmp_path: Path) -> None:
         pairs, labels = np.asarray(ds.link.pairs(name).positives), link_labels(ds, name)
         assert labels is not None and labels.shape == (pairs.shape[0],) and pairs.shape[0] > 0
         assert [first[("rates", int(u), int(i))] for u, i in pairs] == labels.tolist()
+
+
+def test_non_finite_npy_features_are_refused_or_replaced(tmp_path: Path) -> None:
+    manifest = write_manifest(tmp_path)
+    feats = np.ones((60, 2), np.float32)
+    feats[7, 1] = np.nan
+    np.save(tmp_path / "tagged_feat.npy", feats)
+    result = run_cli("prepare", "manifest", str(manifest), str(tmp_path / "o"))
+    assert_user_error(result, "tagged_feat.npy", "edges[1].features", "row 7", "--non-finite replace")
+    ds = import_manifest(manifest, tmp_path / "d", non_finite="replace")
+    assert ds.meta["source"]["non_finite_replaced"] == 1
+    assert np.isfinite(np.asarray(ds.edge_features)).all()
+    assert not any(p.suffix == ".npy" and "edge-features" in p.name for p in (tmp_path / "d").iterdir())
