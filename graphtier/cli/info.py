@@ -13,6 +13,15 @@ import click
 import numpy as np
 
 from graphtier.dataset.csc import reciprocity
+from graphtier.dataset.edge_data import (
+    EDGE_FEAT,
+    EDGE_LABEL,
+    FEATURES_KEY,
+    LABEL_KEY,
+    edge_data_lines,
+    link_label_file,
+    link_labels,
+)
 from graphtier.dataset.edge_time import time_range_text
 from graphtier.dataset.format import SPLITS, Dataset
 from graphtier.dataset.link_split import (
@@ -127,7 +136,7 @@ def edge_split_info(dataset: Dataset) -> dict[str, Any] | None:
     info["split_by"] = link.split_by
     if link.by_time:
         info.update(valid_from=link.boundary("valid"), test_from=link.boundary("test"))
-    for key in ("fractions", "seed", "held_out_edges", "relation", "reverse"):
+    for key in ("fractions", "seed", "held_out_edges", "relation", "reverse", "label"):
         if key in link.meta:
             info[key] = link.meta[key]
     return info
@@ -152,7 +161,8 @@ def _describe_edge_split(link: dict[str, Any]) -> str:
         kind = f"relation {name} ({src} -> {dst}), local ids" + (
             f"; held-out edges left {link['reverse']} too" if link.get("reverse") else ""
         )
-    return f"{how}: {counts} pairs; {negatives}; {kind}".strip()
+    label = f"; edge-level targets: {link['label']['column']} (link_{{split}}_label.npy)" if link.get("label") else ""
+    return f"{how}: {counts} pairs; {negatives}; {kind}{label}".strip()
 
 
 def node_in_degree_indptr(dataset: Dataset) -> np.ndarray:
@@ -228,7 +238,8 @@ def dataset_info(dataset: Dataset) -> dict[str, Any]:
     (``features``/``labels``: input, synthetic or none; see :mod:`graphtier.dataset.provenance`),
     ``notes`` (one sentence per synthetic part), ``nodes_only_in_node_data``, ``edge_split`` (link prediction's
     pairs, :func:`edge_split_info`; null without one), ``edge_time`` (``unit``, ``min``, ``max`` of the edge times;
-    null without them) and ``hetero`` (per node type and relation,
+    null without them), ``edge_features`` (``dim``, ``dtype``, ``columns``; null without them), ``edge_label``
+    (``column``; null without one) and ``hetero`` (per node type and relation,
     :func:`typed_info`; null when homogeneous). A heterogeneous dataset's ``in_degree`` counts every node's
     in-edges over all relations.
     """
@@ -276,10 +287,15 @@ def dataset_info(dataset: Dataset) -> dict[str, Any]:
     for type_name, table in dataset.type_features.items() if dataset.is_hetero else ():
         stem = dataset.schema.feature_file(type_name)
         arrays[stem] = _array_entry(root / f"{stem}.npy", table)
-    for stem in ("edge_time", "edge_time_order", "node_time"):
-        array = getattr(dataset, stem)
+    for stem, array in (("edge_time", dataset.edge_time), ("edge_time_order", dataset.edge_time_order),
+                        ("node_time", dataset.node_time), (EDGE_FEAT, dataset.edge_features),
+                        (EDGE_LABEL, dataset.edge_label)):  # fmt: skip
         if array is not None:
             arrays[stem] = _array_entry(root / f"{stem}.npy", array)
+    for split in LINK_SPLITS:
+        pair_labels = link_labels(dataset, split)
+        if pair_labels is not None:
+            arrays[link_label_file(split)] = _array_entry(root / f"{link_label_file(split)}.npy", pair_labels)
     for stem, array in sorted(dataset.extra.items()):
         arrays[stem] = _array_entry(root / f"{stem}.npy", array)
     total_bytes = sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
@@ -306,6 +322,8 @@ def dataset_info(dataset: Dataset) -> dict[str, Any]:
         "edge_split": edge_split_info(dataset),
         "edge_time": dataset.meta.get("edge_time") if dataset.edge_time is not None else None,
         "node_time": dataset.meta.get("node_time") if dataset.node_time is not None else None,
+        "edge_features": dataset.meta.get(FEATURES_KEY) if dataset.edge_features is not None else None,
+        "edge_label": dataset.meta.get(LABEL_KEY) if dataset.edge_label is not None else None,
         "hetero": typed_info(dataset),
     }
 
@@ -350,6 +368,8 @@ def _render_table(info: dict[str, Any]) -> None:
         table.add_row("edge times", time_range_text(info["edge_time"]) or "")
     if info.get("node_time") is not None:
         table.add_row("node times", time_range_text(info["node_time"]) or "")
+    for field_name, text in edge_data_lines({FEATURES_KEY: info["edge_features"], LABEL_KEY: info["edge_label"]}):
+        table.add_row(field_name, text)
     table.add_row("node order", str(info["node_order"]))
     d = info["in_degree"]
     table.add_row(

@@ -101,6 +101,20 @@ def planetoid(
     "a merged repeat keeps its earliest time.",
 )
 @click.option("--time-unit", default=None, help="What the --time-column times count (s, days, ...), for meta.json.")
+@click.option(
+    "--edge-feature-columns",
+    default=None,
+    metavar="C1,C2,...",
+    help="Columns of numeric edge features (0-based indexes >= 2, or header names): saved as edge_feat.npy "
+    "(float32 [E, d]); a reverse edge copies its edge's row, a merged repeat keeps its first line's row.",
+)
+@click.option(
+    "--label-column",
+    default=None,
+    metavar="K|NAME",
+    help="The column of each edge's numeric target: saved as edge_label.npy (float32 [E]); an --edge-split "
+    "labels its pairs (link_{split}_label.npy).",
+)
 def edgelist(
     source: Path,
     output: Path,
@@ -111,6 +125,8 @@ def edgelist(
     num_nodes: int | None,
     time_column: str | None,
     time_unit: str | None,
+    edge_feature_columns: str | None,
+    label_column: str | None,
     options: ImportOptions,
     progress: Progress,
 ) -> None:
@@ -134,6 +150,8 @@ def edgelist(
         progress=progress,
         time_column=time_column,
         time_unit=time_unit,
+        edge_feature_columns=edge_feature_columns,
+        label_column=label_column,
     )
     report_import(dataset, started)
 

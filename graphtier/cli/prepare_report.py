@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from graphtier.cli.info import typed_info, typed_lines
+from graphtier.dataset.edge_data import edge_data_lines
 from graphtier.dataset.edge_time import time_range_text
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.provenance import describe
@@ -92,6 +93,8 @@ def report_import(dataset: Dataset, started: float) -> None:
     node_times = time_range_text(dataset.meta.get("node_time"))
     if node_times is not None:
         click.echo(f"note: node times: {node_times}")
+    for field_name, text in edge_data_lines(dataset.meta):
+        click.echo(f"note: {field_name}: {text}")
     split_note = dataset.meta.get("source", {}).get("split")
     if split_note:
         click.echo(f"note: split: {split_note}")

@@ -83,9 +83,14 @@ def scatter_timed_sources(
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
-def sort_timed_halves(indptr: np.ndarray, middle: np.ndarray, indices: np.ndarray, edge_time: np.ndarray) -> None:
+def sort_timed_halves(
+    indptr: np.ndarray, middle: np.ndarray, indices: np.ndarray, edge_time: np.ndarray, edge_row: np.ndarray
+) -> None:
     """Sort ``[indptr[v], middle[v])`` and ``[middle[v], indptr[v + 1])`` of every node, each on its own, by
-    (source, time), moving ``edge_time`` with ``indices`` (in place; ``middle = indptr[1:]`` sorts whole lists)."""
+    (source, time), moving ``edge_time`` with ``indices`` (in place; ``middle = indptr[1:]`` sorts whole lists).
+    ``edge_row`` (int64 [E], each edge's input row, ascending within each half as scattered; or empty: none) moves
+    along, so equal (source, time) entries stay in input order."""
+    rows = edge_row.shape[0] > 0
     for v in numba.prange(indptr.shape[0] - 1):
         for half in range(2):
             start = indptr[v] if half == 0 else middle[v]
@@ -94,6 +99,8 @@ def sort_timed_halves(indptr: np.ndarray, middle: np.ndarray, indices: np.ndarra
                 order = _argsort_pairs(indices[start:stop], edge_time[start:stop])
                 indices[start:stop] = indices[start:stop][order]
                 edge_time[start:stop] = edge_time[start:stop][order]
+                if rows:
+                    edge_row[start:stop] = edge_row[start:stop][order]
 
 
 def sort_timed_halves_reference(
@@ -117,16 +124,23 @@ def merge_timed_halves_in_place(
     keep_duplicates: bool,
     scratch: np.ndarray,
     scratch_time: np.ndarray,
+    edge_row: np.ndarray,
+    scratch_row: np.ndarray,
 ) -> None:
     """The timed write of ``csc.merge_list_halves`` (the same ids in the same places): a source ``x`` seen ``a``
     times in the first half and ``b`` in the second is written ``max(a, b)`` times with ``keep_duplicates``, else
-    once, with the earliest times of its ``a + b`` copies (halves sorted by (source, time)). Sequential and in
-    place: node ``v``'s output ``[new_indptr[v], new_indptr[v + 1])`` never overtakes an unread list."""
+    once, with the earliest times of its ``a + b`` copies (halves sorted by (source, time)). ``edge_row`` (int64
+    [E], the input row of each entry, or empty: none) moves with the times: a kept copy is the earliest by (time,
+    input row). Sequential and in place: node ``v``'s output ``[new_indptr[v], new_indptr[v + 1])`` never
+    overtakes an unread list."""
+    rows = edge_row.shape[0] > 0
     for v in range(indptr.shape[0] - 1):
         start, mid, stop = indptr[v], middle[v], indptr[v + 1]
         length = stop - start
         scratch[:length] = indices[start:stop]
         scratch_time[:length] = edge_time[start:stop]
+        if rows:
+            scratch_row[:length] = edge_row[start:stop]
         i, j, end_i, end_j = 0, mid - start, mid - start, length
         out = new_indptr[v]
         while i < end_i or j < end_j:
@@ -139,12 +153,18 @@ def merge_timed_halves_in_place(
                 b += 1
             copies = max(a, b) if keep_duplicates else 1
             ia, jb = i, j
-            for _ in range(copies):  # the earliest `copies` times of the two sorted runs
-                if jb >= j + b or (ia < i + a and scratch_time[ia] <= scratch_time[jb]):
-                    edge_time[out] = scratch_time[ia]
+            for _ in range(copies):  # the earliest `copies` (time, row) of the two sorted runs
+                first = jb >= j + b
+                if not first and ia < i + a:
+                    ta, tb = scratch_time[ia], scratch_time[jb]
+                    first = ta < tb or (ta == tb and (not rows or scratch_row[ia] <= scratch_row[jb]))
+                k = ia if first else jb
+                edge_time[out] = scratch_time[k]
+                if rows:
+                    edge_row[out] = scratch_row[k]
+                if first:
                     ia += 1
                 else:
-                    edge_time[out] = scratch_time[jb]
                     jb += 1
                 indices[out] = x
                 out += 1
@@ -208,7 +228,7 @@ def kept_positions_reference(
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
-def relocate_times(
+def relocated_positions(
     indptr: np.ndarray,
     indices: np.ndarray,
     edge_time: np.ndarray,
@@ -217,10 +237,13 @@ def relocate_times(
     new_indptr: np.ndarray,
     out: np.ndarray,
 ) -> None:
-    """The times of a reordered CSC (``graph.reorder.reorder_topology``): row ``i`` of the new graph is old row
-    ``perm[i]`` with sources renumbered by ``inverse`` and sorted by (new source, time); ``out`` (int64 [E])
-    receives the times in that order. ``indptr``/``new_indptr`` int64 [R + 1], ``perm`` int64 [R], ``inverse``
-    int64 [N], ``indices``/``edge_time`` the old [E] arrays."""
+    """The old CSC position of every edge of a reordered CSC (``graph.reorder.reorder_topology``): row ``i`` of the
+    new graph is old row ``perm[i]`` with sources renumbered by ``inverse`` and sorted by (new source, time, old
+    position) (by (new source, old position) when ``edge_time`` is empty); ``out`` (int64 [E]) receives the old
+    positions in that order, so ``edge_time[out]`` and every per-edge file gathered by ``out`` follow their edges.
+    ``indptr``/``new_indptr`` int64 [R + 1], ``perm`` int64 [R], ``inverse`` int64 [N], ``indices`` the old [E],
+    ``edge_time`` int64 [E] or [0]."""
+    timed = edge_time.shape[0] > 0
     for i in numba.prange(perm.shape[0]):
         start, stop = indptr[perm[i]], indptr[perm[i] + 1]
         if stop == start:
@@ -228,11 +251,11 @@ def relocate_times(
         renumbered = np.empty(stop - start, dtype=np.int64)
         for k in range(stop - start):
             renumbered[k] = inverse[indices[start + k]]
-        times = edge_time[start:stop]
-        order = _argsort_pairs(renumbered, times)
+        positions = np.arange(start, stop).astype(np.int64)
+        order = _argsort_pairs(renumbered, edge_time[start:stop] if timed else positions)
         base = new_indptr[i]
         for k in range(order.shape[0]):
-            out[base + k] = times[order[k]]
+            out[base + k] = positions[order[k]]
 
 
 # ---------------------------------------------------------------------------- EdgeBank

@@ -241,6 +241,7 @@ def merge_list_halves(
     *,
     keep_duplicates: bool = False,
     edge_time: np.ndarray | None = None,
+    edge_row: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, int, int]:
     """Replace each node's two sorted halves by their union, in place (no second copy of ``indices``).
 
@@ -256,6 +257,9 @@ def merge_list_halves(
         edge_time: int64 [E], the time of each entry (CPU, overwritten; halves sorted by (source, time) with
             ``_edge_time_kernels.sort_timed_halves``), or None: merged along, a kept entry taking the earliest
             times of its copies; ``edge_time[:E']`` is then the result's.
+        edge_row: int64 [E], the input row of each entry (with ``edge_time`` only; ascending within equal (source,
+            time) of each half), or None: moved with the times, a kept entry taking the row of its kept copy
+            (the earliest by (time, row)); ``edge_row[:E']`` is then the result's.
 
     Returns:
         ``(new_indptr int64 [N + 1], indices[:E'] (a view of the input), duplicates, reciprocal)``:
@@ -272,8 +276,18 @@ def merge_list_halves(
     if edge_time is None:
         _merge_in_place(indptr, middle, indices, new_indptr, keep_duplicates, scratch)
     else:
+        rows = np.empty(0, np.int64) if edge_row is None else edge_row
         merge_timed_halves_in_place(
-            indptr, middle, indices, edge_time, new_indptr, keep_duplicates, scratch, np.empty(longest, np.int64)
+            indptr,
+            middle,
+            indices,
+            edge_time,
+            new_indptr,
+            keep_duplicates,
+            scratch,
+            np.empty(longest, np.int64),
+            rows,
+            np.empty(longest if rows.size else 0, np.int64),
         )
     return new_indptr, indices[: int(new_indptr[-1])], int(duplicates), int(reciprocal)
 

@@ -21,6 +21,7 @@ import numpy as np
 
 from graphtier.dataset._edge_time_kernels import edge_time_order, kept_positions, order_mismatch
 from graphtier.dataset.checks import index_range
+from graphtier.dataset.edge_data import EDGE_COLUMN_STEMS
 from graphtier.errors import DatasetError
 
 EDGE_TIME = "edge_time"
@@ -114,15 +115,16 @@ def carry_edge_time(
     new_indptr: np.ndarray,
     new_indices: np.ndarray,
 ) -> None:
-    """Keep ``edge_time.npy`` that ``writer`` wrote aligned when the graph ``(indptr, indices)`` loses edges and
-    becomes ``(new_indptr, new_indices)`` (each list a subsequence of the old one: the edge split); no-op
-    without edge times. Call it before ``edge_time_order.npy`` is made (:func:`finish_edge_time`)."""
-    path = writer.path(EDGE_TIME)
-    if not path.is_file():
+    """Keep ``edge_time.npy`` and the other per-edge files (``edge_feat.npy``, ``edge_label.npy``;
+    :mod:`graphtier.dataset.edge_data`) that ``writer`` wrote aligned when the graph ``(indptr, indices)`` loses
+    edges and becomes ``(new_indptr, new_indices)`` (each list a subsequence of the old one: the edge split); no-op
+    without them. Call it before ``edge_time_order.npy`` is made (:func:`finish_edge_time`)."""
+    stems = [stem for stem in (EDGE_TIME, *EDGE_COLUMN_STEMS) if writer.path(stem).is_file()]
+    if not stems:
         return
-    times = np.load(path, allow_pickle=False)
     kept = kept_positions(np.asarray(indptr), np.asarray(indices), np.asarray(new_indptr), np.asarray(new_indices))
-    writer.save(EDGE_TIME, times[kept])
+    for stem in stems:
+        writer.save(stem, np.load(writer.path(stem), mmap_mode="r", allow_pickle=False)[kept])
 
 
 def finish_edge_time(writer: ArrayWriter, meta: dict[str, Any]) -> dict[str, Any]:

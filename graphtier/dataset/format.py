@@ -17,6 +17,7 @@ import numpy as np
 
 from graphtier.dataset import swap
 from graphtier.dataset.checks import index_range, is_non_decreasing
+from graphtier.dataset.edge_data import EDGE_DATA_STEMS, load_edge_data, validate_edge_data
 from graphtier.dataset.edge_time import EDGE_TIME_STEMS, load_edge_time, validate_edge_time
 from graphtier.dataset.finite import SAMPLE_BLOCK_BYTES, SAMPLE_BLOCKS, find_non_finite
 from graphtier.dataset.link_split import (
@@ -95,11 +96,11 @@ class Dataset:
             ids of the target type.
         type_features: float32/float16 [count, dim] per node type with features (the homogeneous type ``_N``
             maps to ``features``).
-        edge_time: int64 [E], the time of each edge in CSC order (``indices[p]``'s edge at ``p``), or None when the
-            dataset has no edge times (:mod:`graphtier.dataset.edge_time`; ``meta["edge_time"]``: unit, min, max).
-        edge_time_order: int64 [E]: each list ``[indptr[v], indptr[v + 1])``'s positions sorted by (time,
-            position), or None with ``edge_time``.
+        edge_time, edge_time_order: int64 [E], the time of each edge in CSC order (``indices[p]``'s edge at ``p``)
+            and each list's positions by (time, position), or None (:mod:`graphtier.dataset.edge_time`).
         node_time: int64 [N], the time of each node, or None (:mod:`graphtier.dataset.node_time`).
+        edge_features, edge_label: float16/32/64 [E, d] and float32 [E] per edge in CSC order, or None
+            (:mod:`graphtier.dataset.edge_data`; ``meta["edge_features"]``, ``meta["edge_label"]``).
     """
 
     path: Path
@@ -118,6 +119,8 @@ class Dataset:
     edge_time: np.ndarray | None = None
     edge_time_order: np.ndarray | None = None
     node_time: np.ndarray | None = None
+    edge_features: np.ndarray | None = None
+    edge_label: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if self.schema is None:
@@ -238,14 +241,13 @@ class Dataset:
             if schema.hetero and t.feature_dim > 0
         }
         labels = _load_array(root / "labels.npy", mmap, writable=True) if int(meta["num_classes"]) > 0 else None
-        splits = {}
-        for name in SPLITS:
-            split_path = root / f"{name}_idx.npy"
-            splits[name] = _load_array(split_path, mmap, writable=True) if split_path.is_file() else None
+        split_paths = {name: root / f"{name}_idx.npy" for name in SPLITS}
+        splits = {name: _load_array(p, mmap, writable=True) if p.is_file() else None for name, p in split_paths.items()}
         link = read_link_split(root, meta, lambda p: _load_array(p, mmap))
         edge_time, edge_time_order = load_edge_time(root, meta, lambda p: _load_array(p, mmap))
         known = {"indptr", "indices", "features", "labels"} | {f"{s}_idx" for s in SPLITS} | LINK_FILE_STEMS
-        known |= EDGE_TIME_STEMS | {NODE_TIME}
+        known |= EDGE_TIME_STEMS | EDGE_DATA_STEMS | {NODE_TIME}
+        edge_features, edge_label = load_edge_data(root, meta, lambda p: _load_array(p, mmap))
         known |= {schema.feature_file(t.name) for t in schema.node_types if schema.hetero}
         extra = {p.stem: _load_array(p, mmap) for p in sorted(root.glob("*.npy")) if p.stem not in known}
         dataset = cls(
@@ -265,6 +267,8 @@ class Dataset:
             edge_time=edge_time,
             edge_time_order=edge_time_order,
             node_time=load_node_time(root, meta, lambda p: _load_array(p, mmap)),
+            edge_features=edge_features,
+            edge_label=edge_label,
         )
         if validate:
             dataset.validate()
@@ -321,8 +325,8 @@ class Dataset:
                     )
         if self.edge_time is not None and self.edge_time_order is not None:
             validate_edge_time(root, self.meta, self.indptr, self.edge_time, self.edge_time_order)
-        if self.node_time is not None:
-            validate_node_time(root, self.meta, self.node_time, n)
+        validate_node_time(root, self.meta, self.node_time, n)
+        validate_edge_data(root, self.meta, self.edge_features, self.edge_label)
         if self.link is not None:
             validate_link_split(root, self.link, n)
             if not schema.hetero:

@@ -42,9 +42,12 @@ def node_time_meta(times: np.ndarray, unit: str | None) -> dict[str, Any]:
     return {"unit": unit, "min": low, "max": high}
 
 
-def validate_node_time(root: Path, meta: dict[str, Any], node_time: np.ndarray, num_nodes: int) -> None:
-    """Check ``node_time.npy`` against ``meta.json``: dtype int64, shape [num_nodes], the entry's unit (a string or
-    null) and range (the times' min and max). Raises :class:`DatasetError` naming the file, expected and found."""
+def validate_node_time(root: Path, meta: dict[str, Any], node_time: np.ndarray | None, num_nodes: int) -> None:
+    """Check ``node_time.npy`` against ``meta.json`` (nothing when None): dtype int64, shape [num_nodes], the entry's
+    unit (a string or null) and range (the times' min and max). Raises :class:`DatasetError` naming the file,
+    expected and found."""
+    if node_time is None:
+        return
     path = root / f"{NODE_TIME}.npy"
     if str(node_time.dtype) != "int64":
         raise DatasetError(f"{path}: expected dtype int64, found {node_time.dtype}")

@@ -29,8 +29,9 @@ import numba
 import numpy as np
 
 from graphtier._progress import NO_PROGRESS, Progress
-from graphtier.dataset._edge_time_kernels import relocate_times
+from graphtier.dataset._edge_time_kernels import relocated_positions
 from graphtier.dataset.csc import edge_balanced_bounds
+from graphtier.dataset.edge_data import EDGE_FEAT, EDGE_LABEL, link_label_file
 from graphtier.dataset.edge_time import EDGE_TIME, finish_edge_time
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.link_split import LINK_META_KEY, LinkPairs, LinkSplit
@@ -287,14 +288,24 @@ def reorder_dataset(
         indices_out.flush()
         del indices_out
         writer.save("indptr", new_indptr)
-        if source.edge_time is not None:  # the times follow their edges; edge_time_order is rebuilt at the end
-            times_out = writer.open_memmap(EDGE_TIME, (source.num_edges,), np.int64)
-            relocate_times(
-                np.asarray(source.indptr), np.asarray(source.indices), np.asarray(source.edge_time),
-                row_perm, inverse, new_indptr, times_out,
-            )  # fmt: skip
-            times_out.flush()
-            del times_out
+        per_edge = {EDGE_TIME: source.edge_time, EDGE_FEAT: source.edge_features, EDGE_LABEL: source.edge_label}
+        if any(
+            a is not None for a in per_edge.values()
+        ):  # per-edge rows follow their edges (edge_time_order: at the end)
+            moved = np.empty(source.num_edges, np.int64)
+            times = np.asarray(source.edge_time) if source.edge_time is not None else np.empty(0, np.int64)
+            relocated_positions(
+                np.asarray(source.indptr), np.asarray(source.indices), times, row_perm, inverse, new_indptr, moved
+            )
+            for stem, array in per_edge.items():
+                if array is None:
+                    continue
+                out = writer.open_memmap(stem, array.shape, array.dtype)
+                table, target = (array, out) if array.ndim == 2 else (array[:, None], out[:, None])
+                permute_rows(table, moved, target, progress=progress, description=f"reorder: move {stem}")
+                out.flush()
+                del out
+            del moved
         timings.topology_seconds = time.perf_counter() - started
 
         started = time.perf_counter()
@@ -324,6 +335,10 @@ def reorder_dataset(
         link_meta = (
             None if link is None else permute_link_split(link, inverse, schema if typed_split else None).save(writer)
         )
+        for name in ("train", "valid", "test"):  # edge-level targets stay row-aligned with their pairs
+            label_path = Path(source.path) / f"{link_label_file(name)}.npy"
+            if label_path.is_file():
+                writer.save(link_label_file(name), np.load(label_path, allow_pickle=False))
         original_perm = perm
         for name, array in source.extra.items():
             if name == "perm" and array.shape == (num_nodes,):

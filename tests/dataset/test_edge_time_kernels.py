@@ -44,7 +44,7 @@ def test_sort_and_merge_halves_match_reference(n: int, m: int, seed: int, keep_d
     indptr, indices, times = random_timed_csc(n, m, seed, span)
     middle = indptr[:-1] + rng.integers(0, np.diff(indptr) + 1)
     got_indices, got_times = indices.copy(), times.copy()
-    kernels.sort_timed_halves(indptr, middle, got_indices, got_times)
+    kernels.sort_timed_halves(indptr, middle, got_indices, got_times, np.empty(0, np.int64))
     ref_indices, ref_times = indices.copy(), times.copy()
     kernels.sort_timed_halves_reference(indptr, middle, ref_indices, ref_times)
     np.testing.assert_array_equal(got_indices, ref_indices)
@@ -128,13 +128,19 @@ def test_kept_positions_after_remove_pairs(n: int, m: int, seed: int) -> None:
 
 @settings(max_examples=60, deadline=None)
 @given(st.integers(1, 30), st.integers(0, 300), st.integers(0, 2**31))
-def test_relocate_times_keeps_triples(n: int, m: int, seed: int) -> None:
+def test_relocated_positions_keep_triples(n: int, m: int, seed: int) -> None:
     indptr, indices, times = random_timed_csc(n, m, seed, 5)
     perm = np.random.default_rng(seed).permutation(n).astype(np.int64)
     inverse = np.argsort(perm).astype(np.int64)
     new_indptr, new_indices = reorder_topology(indptr, indices, perm)
-    out = np.empty_like(times)
-    kernels.relocate_times(indptr, indices, times, perm, inverse, new_indptr, out)
+    positions = np.empty_like(times)
+    kernels.relocated_positions(indptr, indices, times, perm, inverse, new_indptr, positions)
+    np.testing.assert_array_equal(np.sort(positions), np.arange(times.shape[0]))  # a permutation of the edges
+    np.testing.assert_array_equal(inverse[indices[positions]], new_indices)  # each new edge is its old one
+    untimed = np.empty_like(times)
+    kernels.relocated_positions(indptr, indices, np.empty(0, np.int64), perm, inverse, new_indptr, untimed)
+    np.testing.assert_array_equal(inverse[indices[untimed]], new_indices)
+    out = times[positions]
     src, dst = csc_to_edges(indptr, indices)
     new_src, new_dst = csc_to_edges(new_indptr, new_indices)
     before = sorted(zip(src.tolist(), dst.tolist(), times.tolist()))

@@ -15,6 +15,7 @@ import numpy as np
 from graphtier.dataset.importers.kernels import (
     _COMMA,
     _CR,
+    _FLOAT_TOKEN,
     _HASH,
     _NL,
     _PERCENT,
@@ -28,9 +29,13 @@ from graphtier.dataset.importers.kernels import (
     _data_lines,
     _is_blank,
     _next_line,
+    _parse_float,
     _skip_separator,
     parse_int_token,
 )
+
+PARSE_NON_FINITE = 100
+"""Error code of :func:`parse_float_columns` for a NaN/Inf value when ``finite_only``."""
 
 
 @numba.njit(cache=True, nogil=True)
@@ -119,6 +124,63 @@ def parse_int_columns(
     return rows, PARSE_OK, -1
 
 
+@numba.njit(cache=True, nogil=True)
+def parse_float_columns(
+    buf: np.ndarray, columns: np.ndarray, finite_only: bool, out: np.ndarray, bad_column: np.ndarray
+) -> tuple[int, int, int]:
+    """Parse the decimal float columns ``columns`` (int64 [C], ascending) of every record of ``buf`` into ``out``
+    (float64 [R, C]); the other columns before the last one are skipped whatever they hold and later ones ignored
+    (``prepare edgelist --edge-feature-columns``/``--label-column``: the ids may be names). With ``finite_only``
+    a NaN/Inf is the error :data:`PARSE_NON_FINITE`. ``bad_column`` (int64 [1]) receives the column of an error.
+
+    Returns:
+        ``(records, error_code, error_offset)`` as :func:`parse_int_rows` (the offset is the record's start).
+    """
+    n = buf.shape[0]
+    last = columns[columns.shape[0] - 1]
+    i = 0
+    rows = 0
+    while i < n:
+        line_start = i
+        while i < n and _is_blank(buf[i]):
+            i += 1
+        if i >= n:
+            break
+        c = buf[i]
+        if c == _NL:
+            i += 1
+            continue
+        if c == _HASH or c == _PERCENT:
+            i = _next_line(buf, i, n)
+            continue
+        kept = 0
+        for col in range(last + 1):
+            bad_column[0] = col
+            if col > 0:
+                i, skipped = _skip_separator(buf, i, n)
+                if i >= n or buf[i] == _NL or buf[i] == _CR:
+                    return rows, PARSE_TOO_FEW_COLUMNS, line_start
+                if not skipped:
+                    return rows, PARSE_BAD_TOKEN, line_start
+            if columns[kept] == col:
+                value, i, ok = _parse_float(buf, i, n)
+                if not ok or (i < n and not (_is_blank(buf[i]) or buf[i] == _NL or buf[i] == _COMMA)):
+                    return rows, PARSE_BAD_TOKEN, line_start
+                if finite_only and not np.isfinite(value):
+                    return rows, PARSE_NON_FINITE, line_start
+                out[rows, kept] = value
+                kept += 1
+            else:
+                start = i
+                while i < n and not (_is_blank(buf[i]) or buf[i] == _NL or buf[i] == _COMMA):
+                    i += 1
+                if i == start:
+                    return rows, PARSE_BAD_TOKEN, line_start
+        rows += 1
+        i = _next_line(buf, i, n)
+    return rows, PARSE_OK, -1
+
+
 def parse_int_columns_reference(buf: bytes, columns: list[int]) -> tuple[np.ndarray, int, int]:
     """Plain-Python reference of :func:`parse_int_columns`: ``(int64 [R, C], error_code, error_offset)``."""
     rows: list[list[int]] = []
@@ -144,3 +206,31 @@ def parse_int_columns_reference(buf: bytes, columns: list[int]) -> tuple[np.ndar
             values.append(value)
         rows.append(values)
     return result(PARSE_OK, -1)
+
+
+def parse_float_columns_reference(
+    buf: bytes, columns: list[int], finite_only: bool
+) -> tuple[np.ndarray, int, int, int]:
+    """Plain-Python reference of :func:`parse_float_columns`: ``(float64 [R, C], error_code, error_offset,
+    error_column)`` (the column -1 without an error)."""
+    rows: list[list[float]] = []
+
+    def result(code: int, offset: int, col: int) -> tuple[np.ndarray, int, int, int]:
+        return np.array(rows, dtype=np.float64).reshape(len(rows), len(columns)), code, offset, col
+
+    for offset, tokens in _data_lines(buf.decode("ascii")):
+        values = []
+        for col in range(max(columns) + 1):
+            code = _column_error(tokens, col)
+            if code != PARSE_OK:
+                return result(code, offset, col)
+            if col not in columns:
+                continue
+            if not _FLOAT_TOKEN.fullmatch(tokens[col]):
+                return result(PARSE_BAD_TOKEN, offset, col)
+            value = float(tokens[col])
+            if finite_only and not np.isfinite(value):
+                return result(PARSE_NON_FINITE, offset, col)
+            values.append(value)
+        rows.append(values)
+    return result(PARSE_OK, -1, -1)

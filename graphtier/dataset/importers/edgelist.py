@@ -15,12 +15,14 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from graphtier._progress import NO_PROGRESS, Progress
+from graphtier.dataset.edge_data import write_edge_columns
 from graphtier.dataset.edge_time import EDGE_TIME
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import (
@@ -30,6 +32,7 @@ from graphtier.dataset.importers import (
     node_data,
     textio,
 )
+from graphtier.dataset.importers.edge_columns import parse_column_list, read_edge_columns, resolve_edge_columns
 from graphtier.dataset.importers.labels import (
     Labels,
     labels_from_pairs,
@@ -59,6 +62,8 @@ def import_edgelist(
     progress: Progress = NO_PROGRESS,
     time_column: int | str | None = None,
     time_unit: str | None = None,
+    edge_feature_columns: str | Sequence[int | str] | None = None,
+    label_column: int | str | None = None,
     **option_values: Any,
 ) -> Dataset:
     """Import the edge list ``source`` into the dataset directory ``output``.
@@ -82,6 +87,12 @@ def import_edgelist(
             ``edge_time`` (int64 [E], in CSC order) and ``edge_time_order``: a reverse edge of ``undirected`` gets
             its edge's time, a merged repeat of an edge keeps the earliest time. None: no edge times.
         time_unit: what the times count (``"s"``, ``"days"``; recorded in ``meta.json`` ``edge_time.unit``).
+        edge_feature_columns: the columns holding each edge's features (``"3,4"``, or a list of 0-based indexes >= 2
+            or header names): saved as ``edge_feat.npy`` (float32 [E, d], CSC order; docs/dataset-format.md "Edge
+            features and labels"). A reverse edge of ``undirected`` copies its edge's row; a merged repeat keeps
+            the row of its first line (with times: of its earliest (time, line)).
+        label_column: the column holding each edge's target (a number), saved as ``edge_label.npy`` (float32 [E])
+            like the features; an edge split then writes ``link_{split}_label.npy`` for its pairs.
 
     Returns:
         The written :class:`Dataset` (memory-mapped).
@@ -103,9 +114,13 @@ def import_edgelist(
     options.check_inputs()
     labels, features, labels_column = options.labels, options.features, options.labels_column
     skip_header = textio.has_header(path, header, 2, allow_extra_columns=True)
-    if header == "auto" and not skip_header and textio.names_a_column(path, time_column):
-        skip_header = True  # --time-column NAME: the first line that has that column name is the header
+    feature_specs = parse_column_list(edge_feature_columns)
+    named = [time_column, label_column, *(feature_specs or [])]
+    if header == "auto" and not skip_header and any(textio.names_a_column(path, c) for c in named):
+        skip_header = True  # a column NAME: the first line that has that column name is the header
     time_index = textio.resolve_time_column(path, time_column, skip_header)
+    feature_indexes, label_index = resolve_edge_columns(path, feature_specs, label_column, skip_header)
+    edge_columns = bool(feature_indexes) or label_index is not None
     if time_unit is not None and time_index is None:
         raise OptionError(
             f"{{time_unit}}: expected {{time_column}} with it (the times it describes), found {time_unit!r}",
@@ -146,6 +161,10 @@ def import_edgelist(
     format_options = {"header": header, "ids": "string" if string_ids else "int", "num_nodes": num_nodes}
     if time_index is not None:
         format_options.update(time_column=time_column, time_unit=time_unit)
+    if feature_specs:
+        format_options.update(edge_feature_columns=feature_specs)
+    if label_index is not None:
+        format_options.update(label_column=label_column)
     with DatasetWriter(output, overwrite=overwrite) as writer, edges.EdgeSpill(writer.tmp) as spill:
         names: dict[str, int] | None = None
         parsed_labels: Labels | None = None
@@ -188,6 +207,21 @@ def import_edgelist(
             if raw_labels is not None:
                 parsed_labels = raw_labels.to_labels(labels, idmap)  # type: ignore[arg-type]
         n = idmap.num_nodes
+        columns = (
+            read_edge_columns(
+                path,
+                feature_indexes,
+                label_index,
+                skip_header=skip_header,
+                scratch=writer.tmp / "edge_columns.scratch",
+                num_edges=spill.num_edges,
+                non_finite=options.non_finite,
+                writer=writer,
+                chunk_bytes=chunk_bytes,
+            )
+            if edge_columns
+            else None
+        )
 
         def mapped_chunks():  # type: ignore[no-untyped-def]
             if time_index is None:
@@ -206,12 +240,16 @@ def import_edgelist(
             progress=progress,
             num_input_edges=spill.num_edges,
             timed=time_index is not None,
+            rows=edge_columns,
         )
         spill.remove()
         writer.save("indptr", built.indptr)
         writer.save("indices", built.indices)
         if built.edge_time is not None:
             writer.save(EDGE_TIME, built.edge_time)
+        edge_meta = write_edge_columns(writer, [(columns, built.edge_row)]) if columns is not None else {}
+        if columns is not None:
+            columns.remove()
         num_edges = int(built.indices.shape[0])
         edge_counts = built.counts
         del built
@@ -236,6 +274,7 @@ def import_edgelist(
             format_options=format_options,
             progress=progress,
             edge_time_unit=time_unit,
+            edge_meta=edge_meta,
         )
 
 

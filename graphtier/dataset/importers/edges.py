@@ -195,6 +195,9 @@ class BuiltCsc:
     counts: EdgeCounts
     edge_time: np.ndarray | None = None
     """int64 [E'] in CSC order (``timed`` builds), else None."""
+    edge_row: np.ndarray | None = None
+    """int64 [E'] in CSC order: the input row (0-based ordinal among the chunks' edges) of every stored edge
+    (``rows`` builds; gathers per-edge columns, :mod:`graphtier.dataset.edge_data`), else None."""
 
 
 def build_csc(
@@ -209,6 +212,7 @@ def build_csc(
     num_sources: int | None = None,
     what: str = "",
     timed: bool = False,
+    rows: bool = False,
 ) -> BuiltCsc:
     """Build the CSC arrays from edge chunks in two passes (count, then scatter).
 
@@ -230,10 +234,15 @@ def build_csc(
         timed: ``chunks`` yield ``(src, dst, time)`` (time int64 [K]): the times follow their edges (a reverse edge
             added by ``undirected`` gets its edge's time), each list is sorted by (source, time), and a merged
             repeat keeps the earliest time (its copies' earliest ones with ``keep_duplicates``).
+        rows: carry every edge's input row (its 0-based ordinal in the chunks, self-loops counted) through the
+            build: a reverse edge added by ``undirected`` gets its edge's row, a merged repeat keeps the row of its
+            earliest copy (by input row; by (time, input row) when ``timed``), so per-edge columns follow
+            their edges (``BuiltCsc.edge_row``).
 
     Returns:
         :class:`BuiltCsc`: ``indptr`` int64 [N + 1], ``indices`` int32 (N, or ``num_sources``, < 2^31) or
-        int64 [E'], lists sorted, the :class:`EdgeCounts`, and ``edge_time`` int64 [E'] when ``timed``.
+        int64 [E'], lists sorted, the :class:`EdgeCounts`, ``edge_time`` int64 [E'] when ``timed`` and
+        ``edge_row`` int64 [E'] when ``rows``.
     """
     if num_sources is not None and undirected:
         raise ValueError("build_csc: undirected needs sources and destinations of one node set (num_sources=None)")
@@ -244,15 +253,23 @@ def build_csc(
     )
 
     no_time = np.zeros(0, dtype=np.int64)
+    # rows without times: the input row travels as the "time" (sorted by (source, row), a repeat keeps its first row)
+    row_payload = rows and not timed
+    keyed = timed or rows
+    seen = [0]
 
-    def loop_free(chunk: tuple[np.ndarray, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def loop_free(chunk: tuple[np.ndarray, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         src, dst = chunk[0], chunk[1]
         time = chunk[2] if timed else no_time
+        row = np.arange(seen[0], seen[0] + src.shape[0], dtype=np.int64) if rows else no_time
+        seen[0] += src.shape[0]
+        if row_payload:
+            time = row
         loops = src == dst
         if drop_self_loops:
             keep = ~loops
-            return src[keep], dst[keep], time[keep] if timed else time, np.zeros(0, dtype=bool)
-        return src, dst, time, loops
+            return src[keep], dst[keep], time[keep] if keyed else time, row[keep] if rows else row, loops[:0]
+        return src, dst, time, row, loops
 
     input_edges = 0
     forward = np.zeros(num_nodes, dtype=np.int64)
@@ -261,7 +278,7 @@ def build_csc(
         for chunk in chunks():
             input_edges += int(chunk[0].shape[0])
             bar.advance(int(chunk[0].shape[0]))
-            src, dst, _, loops = loop_free(chunk)
+            src, dst, _, _, loops = loop_free(chunk)
             kernels.count_destinations(dst, forward)
             if undirected:
                 kernels.count_destinations(src[~loops] if loops.size else src, backward)
@@ -273,16 +290,23 @@ def build_csc(
     del forward, backward
     num_edges = int(indptr[-1])
     resources.require_memory(
-        num_edges * (dtype.itemsize + (8 if timed else 0)) + 8 * (num_nodes + 1),
+        num_edges * (dtype.itemsize + 8 * keyed + 8 * (timed and rows))
+        + 8 * (num_nodes + 1) * (1 + 2 * (timed and rows)),
         f"{prefix}building the CSC of {num_nodes:,} nodes and {num_edges:,} edges",
     )
     indices = np.empty(num_edges, dtype=dtype)
-    edge_time = np.empty(num_edges if timed else 0, dtype=np.int64)
+    edge_time = np.empty(num_edges if keyed else 0, dtype=np.int64)
+    edge_row = np.empty(num_edges if timed and rows else 0, dtype=np.int64)  # rows next to real times
     cursor = indptr[:-1].copy()
     back_cursor = middle.copy() if undirected else cursor
+    # rows next to real times: their own cursors, advancing as the ones of the edges do
+    row_cursors = {id(c): c.copy() for c in (cursor, back_cursor)} if edge_row.size else {}
+    seen[0] = 0
 
-    def scatter(src: np.ndarray, dst: np.ndarray, time: np.ndarray, at: np.ndarray) -> None:
-        if timed:
+    def scatter(src: np.ndarray, dst: np.ndarray, time: np.ndarray, row: np.ndarray, at: np.ndarray) -> None:
+        if edge_row.size:
+            kernels.scatter_sources(row, dst, row_cursors[id(at)], edge_row)
+        if keyed:
             scatter_timed_sources(src.astype(dtype, copy=False), dst, time, at, indices, edge_time)
         else:
             kernels.scatter_sources(src.astype(dtype, copy=False), dst, at, indices)
@@ -290,37 +314,44 @@ def build_csc(
     with progress.stage("prepare: place edges", total=input_edges, unit="edges") as bar:
         for chunk in chunks():
             bar.advance(int(chunk[0].shape[0]))
-            src, dst, time, loops = loop_free(chunk)
-            scatter(src, dst, time, cursor)
+            src, dst, time, row, loops = loop_free(chunk)
+            scatter(src, dst, time, row, cursor)
             if undirected:
                 if loops.size:
-                    src, dst, time = src[~loops], dst[~loops], time[~loops] if timed else time
-                scatter(dst, src, time, back_cursor)
+                    src, dst = src[~loops], dst[~loops]
+                    time, row = time[~loops] if keyed else time, row[~loops] if rows else row
+                scatter(dst, src, time, row, back_cursor)
     if not (np.array_equal(cursor, middle) and (not undirected or np.array_equal(back_cursor, indptr[1:]))):
         raise DatasetError("edge chunks changed between the two passes (input modified while importing?)")
     del cursor, back_cursor
+    row_cursors.clear()
     duplicates = reciprocal = 0
-    times = edge_time if timed else None
+    times = edge_time if keyed else None
+    row_times = edge_row if edge_row.size else None
     if undirected:
-        if timed:
-            sort_timed_halves(indptr, middle, indices, edge_time)
+        if keyed:
+            sort_timed_halves(indptr, middle, indices, edge_time, edge_row)
         else:
             sort_list_halves(indptr, middle, indices)
         indptr, indices, duplicates, reciprocal = merge_list_halves(
-            indptr, middle, indices, keep_duplicates=keep_duplicates, edge_time=times
+            indptr, middle, indices, keep_duplicates=keep_duplicates, edge_time=times, edge_row=row_times
         )
         symmetric = True
     else:
-        if timed:
-            sort_timed_halves(indptr, indptr[1:], indices, edge_time)
+        if keyed:
+            sort_timed_halves(indptr, indptr[1:], indices, edge_time, edge_row)
         else:
             kernels.sort_neighbour_lists(indptr, indices)
         if not keep_duplicates:
-            indptr, indices, duplicates, _ = merge_list_halves(indptr, indptr[1:], indices, edge_time=times)
+            indptr, indices, duplicates, _ = merge_list_halves(
+                indptr, indptr[1:], indices, edge_time=times, edge_row=row_times
+            )
         reciprocal, _, symmetric = reciprocity(indptr, indices) if num_sources is None else (0, 0, False)
     added = int(indices.shape[0]) - (kept_input - duplicates) if undirected else 0
     counts = EdgeCounts(input_edges, loops_dropped, duplicates, reciprocal, added, symmetric)
-    return BuiltCsc(indptr, indices, counts, edge_time[: indices.shape[0]] if timed else None)
+    e = indices.shape[0]
+    row_out = (edge_time if row_payload else edge_row)[:e] if rows else None
+    return BuiltCsc(indptr, indices, counts, edge_time[:e] if timed else None, row_out)
 
 
 def require_csc_memory(num_nodes: int, num_edges: int, what: str) -> None:

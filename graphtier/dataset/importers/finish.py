@@ -115,13 +115,16 @@ def finish_edge_import(
     edge_counts: EdgeCounts | None = None,
     progress: Progress = NO_PROGRESS,
     edge_time_unit: str | None = None,
+    edge_meta: dict[str, Any] | None = None,
 ) -> Dataset:
     """The common end of the edge-list-like importers: node data, ``meta.json``, validate and rename.
 
     ``features``: the feature rows already read (from ``options.features`` or the input itself), or
     None; ``format_options``: the ``meta.json`` ``source.options`` entries of the format's own options;
     ``progress``: reports copying the features and validating (:func:`write_node_data`, :func:`finish_dataset`);
-    ``edge_time_unit``: the unit of the edge times the importer wrote (``edge_time.npy``), for ``meta.json``.
+    ``edge_time_unit``: the unit of the edge times the importer wrote (``edge_time.npy``), for ``meta.json``;
+    ``edge_meta``: the ``meta.json`` entries of the edge features and label it wrote
+    (:func:`~graphtier.dataset.edge_data.write_edge_columns`).
     """
     written = write_node_data(writer, idmap, labels=labels, features=features, options=options, progress=progress)
     meta = dataset_meta(
@@ -141,6 +144,7 @@ def finish_edge_import(
     )
     if edge_time_unit is not None:
         meta[EDGE_TIME_META] = {"unit": edge_time_unit}
+    meta.update(edge_meta or {})
     return finish_dataset(writer, meta, options, lookup=None if idmap.is_identity else idmap.lookup, progress=progress)
 
 

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from graphtier.dataset.csc import reciprocity
+from graphtier.dataset.edge_data import write_link_labels
 from graphtier.dataset.edge_split import draw_eval_negatives, graph_pairs, remove_pairs
 from graphtier.dataset.edge_time import carry_edge_time
 from graphtier.dataset.importers.splits import check_fractions, parse_fractions, random_split
@@ -181,7 +182,9 @@ def split_written_graph(
     returned copy of ``meta`` has the new ``num_edges`` and ``"link"``. ``fractions`` None returns ``meta``.
 
     The graph is undirected when ``meta["symmetric"]`` says so (else computed); the arrays are read into memory.
-    The edges that stay keep their times (``edge_time.npy``; :func:`~graphtier.dataset.edge_time.carry_edge_time`).
+    The edges that stay keep their times and per-edge rows (``edge_time.npy``, ``edge_feat.npy``, ``edge_label.npy``;
+    :func:`~graphtier.dataset.edge_time.carry_edge_time`); with ``edge_label.npy`` every split's pairs get their
+    edges' labels (``link_{split}_label.npy``; :func:`~graphtier.dataset.edge_data.write_link_labels`).
     """
     if fractions is None:
         return meta
@@ -190,11 +193,12 @@ def split_written_graph(
     symmetric = meta.get("symmetric")
     undirected = bool(symmetric) if isinstance(symmetric, bool) else None
     held = hold_out_edges(indptr, indices, fractions, seed=seed, eval_negatives=eval_negatives, undirected=undirected)
+    link = write_link_labels(writer, held.split.save(writer), indptr, indices, meta)  # labels of the full graph
     carry_edge_time(writer, indptr, indices, held.indptr, held.indices)
     del indptr, indices
     writer.save("indptr", held.indptr)
     writer.save("indices", held.indices)
     updated = dict(meta)
     updated["num_edges"] = int(held.indptr[-1])
-    updated[LINK_META_KEY] = held.split.save(writer)
+    updated[LINK_META_KEY] = link
     return updated

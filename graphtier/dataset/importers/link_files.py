@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from graphtier.dataset import _edge_split_kernels as edge_kernels
+from graphtier.dataset.edge_data import write_link_labels
 from graphtier.dataset.edge_split import (
     canonical_pair_keys,
     draw_eval_negatives,
@@ -290,9 +291,11 @@ def split_written_graph_with(
         seed=seed,
         meta=provenance,
     )
-    carry_edge_time(writer, indptr, indices, result.indptr, result.indices)
+    updated = save_split_graph(writer, meta, result)
+    updated[LINK_META_KEY] = write_link_labels(writer, updated[LINK_META_KEY], indptr, indices, meta)
+    carry_edge_time(writer, indptr, indices, result.indptr, result.indices)  # after the labels of the full graph
     del indptr, indices
-    return save_split_graph(writer, meta, result)
+    return updated
 
 
 def save_split_graph(writer: DatasetWriter, meta: dict[str, Any], result: SplitGraph) -> dict[str, Any]:

@@ -19,7 +19,9 @@ relation's source and destination types. Instead of (or beside) ``edges``, ``adj
 over global ids with a type id per node (MAGNN's IMDB shape; :mod:`~graphtier.dataset.importers.global_adjacency`):
 ``nodes`` then needs no ``count``, and the split files hold global ids unless ``"ids": "local"`` is in
 ``split``. An edge entry's optional ``"time"`` (a column index >= 2, or a header name, of a text edge file) gives
-each edge's integer time (``edge_time.npy``; every relation then needs one). Paths are absolute or relative to the
+each edge's integer time (``edge_time.npy``; every relation then needs one); its optional ``"features"`` (a list of
+columns of the text edge file, or an ``.npy`` [E_rel, d] aligned with the file's rows) and ``"label"`` (a column)
+give each edge's features and target (``edge_feat.npy``, ``edge_label.npy``; every relation then needs the same). Paths are absolute or relative to the
 manifest, and may be ``PATH:KEY`` (a member of an ``.npz`` or a variable of a ``.mat``). Unknown keys, unknown
 types and missing files are one-line errors naming the manifest and the key.
 """
@@ -61,7 +63,7 @@ from graphtier.errors import DatasetError
 
 TOP_KEYS = ("name", "nodes", "edges", "adjacency", "target", "split")
 NODE_KEYS = ("count", "features", "labels")
-EDGE_KEYS = ("type", "path", "time")
+EDGE_KEYS = ("type", "path", "time", "features", "label")
 YAML_SUFFIXES = (".yaml", ".yml")
 
 
@@ -114,6 +116,9 @@ class Manifest:
         self.relations: list[tuple[tuple[str, str, str], Path]] = []
         self.relation_times: list[int | str | None] = []
         """Each relation's ``time``: the column of its edge file holding each edge's integer time, or None."""
+        self.relation_columns: list[tuple[list[int | str] | Path | None, int | str | None]] = []
+        """Each relation's ``(features, label)``: feature columns of its text edge file or an ``.npy`` [E_rel, d]
+        aligned with its rows, and the label column; None when absent."""
         for i, entry in enumerate(edges):
             key = f"edges[{i}]"
             if not isinstance(entry, dict):
@@ -132,9 +137,29 @@ class Manifest:
             if time is not None and (isinstance(time, bool) or not isinstance(time, (int, str))):
                 self.fail(f"{key}.time", "a column index (2 or more) or a header name", repr(time))
             self.relation_times.append(time)
+            self.relation_columns.append(self._edge_columns(entry, key))
         self.target = self._target(raw.get("target"))
         self.global_split_ids = False
         self.splits = self._splits(raw.get("split"))
+
+    def _edge_columns(self, entry: dict[str, Any], key: str) -> tuple[list[int | str] | Path | None, int | str | None]:
+        features, label = entry.get("features"), entry.get("label")
+        if features is not None:
+            if isinstance(features, str):
+                features = self.file(f"{key}.features", features)
+            elif not (
+                isinstance(features, list)
+                and features
+                and all(isinstance(c, (int, str)) and not isinstance(c, bool) for c in features)
+            ):
+                self.fail(
+                    f"{key}.features",
+                    "a list of columns (indexes >= 2 or header names) or an .npy file",
+                    repr(features),
+                )
+        if label is not None and (isinstance(label, bool) or not isinstance(label, (int, str))):
+            self.fail(f"{key}.label", "a column index (2 or more) or a header name", repr(label))
+        return features, label
 
     def _target(self, value: Any) -> str:
         if value is not None and value not in self.counts:
@@ -220,7 +245,8 @@ class Manifest:
         files = [self.path] + [f for paths in self.features.values() for f in paths] + list(self.labels.values())
         if self.adjacency is not None:
             files += [self.adjacency.path, self.adjacency.node_types]
-        return files + [p for _, p in self.relations] + list(self.splits.values())
+        feature_files = [f for f, _ in self.relation_columns if isinstance(f, Path)]
+        return files + [p for _, p in self.relations] + feature_files + list(self.splits.values())
 
 
 def _kind(value: Any) -> str:
@@ -333,8 +359,20 @@ def import_manifest(
             [] if nodes is None else split_adjacency(manifest.adjacency, nodes, "adjacency", writer.tmp)  # type: ignore[arg-type]
         )
         relations += [
-            read_relation_edges(path, rel, f"edges[{i}]", writer.tmp, progress, time)
-            for i, ((rel, path), time) in enumerate(zip(manifest.relations, manifest.relation_times, strict=True))
+            read_relation_edges(
+                path,
+                rel,
+                f"edges[{i}]",
+                writer.tmp,
+                progress,
+                time,
+                columns=columns,
+                non_finite=non_finite,
+                notes=writer,
+            )
+            for i, ((rel, path), time, columns) in enumerate(
+                zip(manifest.relations, manifest.relation_times, manifest.relation_columns, strict=True)
+            )
         ]
         data = TypedImport(types, relations, manifest.target, labels, splits, manifest.inputs())
         return finish_typed_import(

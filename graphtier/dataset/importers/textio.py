@@ -15,7 +15,12 @@ from typing import IO
 import numpy as np
 
 from graphtier.dataset.importers import kernels
-from graphtier.dataset.importers._column_kernels import parse_int_columns, parse_int_rows
+from graphtier.dataset.importers._column_kernels import (
+    PARSE_NON_FINITE,
+    parse_float_columns,
+    parse_int_columns,
+    parse_int_rows,
+)
 from graphtier.dataset.importers.members import file_or_member
 from graphtier.errors import DatasetError, OptionError
 
@@ -202,6 +207,33 @@ def iter_float_rows(
         yield out[:rows]
 
 
+def iter_float_columns(
+    path: Path, columns: Sequence[int], *, skip_header: bool, finite_only: bool, chunk_bytes: int = CHUNK_BYTES
+) -> Iterator[np.ndarray]:
+    """Parse the float columns ``columns`` (ascending 0-based indices) of every data line of ``path`` into float64
+    [R, len(columns)] blocks, one per text chunk; the other columns may hold anything. A missing, non-numeric or
+    (``finite_only``) NaN/Inf value is a one-line :class:`DatasetError` naming the file, line and column."""
+    picked = np.asarray(columns, dtype=np.int64)
+    bad = np.zeros(1, np.int64)
+    first = True
+    for buf, lines_before in iter_line_chunks(path, chunk_bytes):
+        if first and skip_header:
+            skipped = _skip_first_data_line(buf)
+            lines_before += int(np.count_nonzero(buf[: buf.shape[0] - skipped.shape[0]] == 10))
+            buf = skipped
+        first = False
+        out = np.empty((int(np.count_nonzero(buf == 10)) + 1, picked.shape[0]), dtype=np.float64)
+        rows, code, offset = parse_float_columns(buf, picked, finite_only, out, bad)
+        if code != kernels.PARSE_OK:
+            line_number = lines_before + int(np.count_nonzero(buf[:offset] == 10)) + 1
+            found = "a non-finite value (NaN/Inf)" if code == PARSE_NON_FINITE else kernels.PARSE_ERROR_TEXT[code]
+            raise DatasetError(
+                f"{path}: line {line_number}: column {int(bad[0])}: expected a finite number, found {found}: "
+                f"{_line_at(buf, offset)!r}"
+            )
+        yield out[:rows]
+
+
 def count_columns(line: str) -> int:
     """Number of columns of a data line (separators: blanks with at most one comma)."""
     return len(_SEPARATOR.split(line.strip(" \t\r")))
@@ -243,7 +275,7 @@ def resolve_time_column(
     expected and what was found."""
 
     def refuse(message: str) -> OptionError:
-        return OptionError(f"{option}: {message}", options=("time_column",))
+        return OptionError(f"{option}: {message}", options=tuple(re.findall(r"\{([a-z][a-z0-9_]*)\}", option)))
 
     if time_column is None:
         return None

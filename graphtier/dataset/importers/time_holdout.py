@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from graphtier.dataset.csc import csc_to_edges, reciprocity
+from graphtier.dataset.edge_data import write_link_labels
 from graphtier.dataset.edge_split import draw_eval_negatives
 from graphtier.dataset.edge_time import EDGE_TIME
 from graphtier.dataset.importers.holdout import (
@@ -143,8 +144,9 @@ def split_written_graph_by_time(
     writer: DatasetWriter, meta: dict[str, Any], fractions: Fractions | None, *, seed: int, eval_negatives: int = 0
 ) -> dict[str, Any]:
     """Apply ``--edge-split`` with ``--split-by time`` to the dataset ``writer`` is writing, before
-    ``writer.finish``: the pair files and their times are written, the graph (and ``edge_time.npy``) stays as it
-    is; returns a copy of ``meta`` with ``"link"``. ``fractions`` None returns ``meta``.
+    ``writer.finish``: the pair files and their times (and, with ``edge_label.npy``, their edges' labels:
+    :func:`~graphtier.dataset.edge_data.write_link_labels`) are written, the graph (and ``edge_time.npy``) stays as
+    it is; returns a copy of ``meta`` with ``"link"``. ``fractions`` None returns ``meta``.
 
     Raises:
         OptionError: the dataset has no edge times (``--time-column``), or as :func:`hold_out_edges_by_time`.
@@ -161,4 +163,4 @@ def split_written_graph_by_time(
     held = hold_out_edges_by_time(
         indptr, indices, times, fractions, seed=seed, eval_negatives=eval_negatives, undirected=undirected
     )
-    return {**meta, LINK_META_KEY: held.split.save(writer)}
+    return {**meta, LINK_META_KEY: write_link_labels(writer, held.split.save(writer), indptr, indices, meta)}

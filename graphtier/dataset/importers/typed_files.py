@@ -23,6 +23,7 @@ labels, splits and ``meta.json`` (with its ``hetero`` entry).
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,10 +34,12 @@ import numpy as np
 from graphtier._progress import NO_PROGRESS, Progress
 from graphtier.dataset import provenance as prov
 from graphtier.dataset import resources
+from graphtier.dataset.edge_data import EdgeColumns
 from graphtier.dataset.edge_time import finish_edge_time
 from graphtier.dataset.finite import NonFiniteGuard
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import finish, node_data, textio
+from graphtier.dataset.importers.edge_columns import read_edge_columns, read_edge_feature_file, resolve_edge_columns
 from graphtier.dataset.importers.edges import array_edge_chunks
 from graphtier.dataset.importers.features import note_replaced
 from graphtier.dataset.importers.labels import Labels, labels_from_values
@@ -199,6 +202,10 @@ def read_relation_edges(
     scratch: Path,
     progress: Progress = NO_PROGRESS,
     time_column: int | str | None = None,
+    *,
+    columns: tuple[Sequence[int | str] | Path | None, int | str | None] = (None, None),
+    non_finite: str = "error",
+    notes: Any = None,
 ) -> TypedEdges:
     """The edges of ``relation`` in ``path``: ``src dst`` lines (text/csv/gzip, optional header, extra
     columns ignored) or an integer ``.npy`` [E, 2] / [2, E]; local ids of the source and destination types.
@@ -206,7 +213,80 @@ def read_relation_edges(
     (:func:`~graphtier.dataset.importers.typed_graph.spill_relation`), never held in memory whole.
     ``progress`` reports reading a text file as the stage ``prepare: read edges <relation name>``.
     ``time_column`` (a text file's column index >= 2 or header name; the manifest's ``where.time``): each edge's
-    integer time, spilled with it (:attr:`TypedEdges.timed`)."""
+    integer time, spilled with it (:attr:`TypedEdges.timed`). ``columns``: ``(features, label)`` of the manifest's
+    ``where.features`` (columns of a text file, or an ``.npy`` [E, d] aligned with the edges) and ``where.label``
+    (a column): read into :attr:`TypedEdges.columns` (:mod:`~graphtier.dataset.importers.edge_columns`; NaN/Inf
+    as ``non_finite`` says, replacements counted in ``notes``, the writer)."""
+    features, label = columns
+    if label is not None and kind_of(path) not in ("text", "gzip"):
+        raise DatasetError(f"{path}: {where}.label: expected a text edge file with a label column, found no columns")
+    if isinstance(features, list) and kind_of(path) not in ("text", "gzip"):
+        raise DatasetError(
+            f"{path}: {where}.features: expected a text edge file with feature columns (or an .npy of features)"
+        )
+    edges = _read_relation_edges(path, relation, where, scratch, progress, time_column)
+    if features is None and label is None:
+        return edges
+    text = kind_of(path) in ("text", "gzip")
+    skip = text and (
+        textio.has_header(path, "auto", 2, allow_extra_columns=True)
+        or any(
+            textio.names_a_column(path, c)
+            for c in [time_column, label, *(features if isinstance(features, list) else [])]
+        )
+    )
+    try:
+        indexes, label_index = resolve_edge_columns(
+            path, features if isinstance(features, list) else None, label, bool(skip),
+            feature_option=f"{where}.features", label_option=f"{where}.label",
+        )  # fmt: skip
+        table = (
+            read_edge_columns(
+                path,
+                indexes,
+                label_index,
+                skip_header=bool(skip),
+                scratch=scratch / f"{uuid.uuid4().hex}.edges",
+                num_edges=edges.num_edges,
+                non_finite=non_finite,
+                writer=notes,
+            )  # fmt: skip
+            if indexes or label_index is not None
+            else EdgeColumns()
+        )
+        if isinstance(features, Path):
+            scratch_copy = scratch / f"{uuid.uuid4().hex}.edge-features.npy"
+            table.features = read_edge_feature_file(
+                features,
+                edges.num_edges,
+                f"{where}.features",
+                non_finite=non_finite,
+                scratch=scratch_copy,
+                writer=notes,
+            )
+            table.scratch.append(scratch_copy)
+            table.feature_names = [f"{features.name}[{k}]" for k in range(table.features.shape[1])]
+    except BaseException:
+        edges.remove()
+        raise
+    edges.columns = table
+    return edges
+
+
+def kind_of(path: Path) -> str:
+    """The sniffed kind of ``path`` (``text``, ``gzip``, ``npy``, ...)."""
+    return node_data.sniff(path)[0]
+
+
+def _read_relation_edges(
+    path: Path,
+    relation: tuple[str, str, str],
+    where: str,
+    scratch: Path,
+    progress: Progress = NO_PROGRESS,
+    time_column: int | str | None = None,
+) -> TypedEdges:
+    """:func:`read_relation_edges` without the per-edge columns."""
     what = f"{where} relation {relation}"
     kind, description = node_data.sniff(path)
     if time_column is not None and kind not in ("text", "gzip"):
@@ -285,8 +365,15 @@ def finish_typed_import(
     validate and move it into place; returns the opened :class:`Dataset`. ``progress`` reports building the
     CSC and validating. ``link``: the edge split of one relation for link prediction
     (:mod:`graphtier.dataset.importers.typed_holdout`), or None."""
+    edge_meta: dict[str, Any] = {}
     schema = write_typed_graph(
-        writer, data.types, data.relations, target=data.target, add_reverse=add_reverse, progress=progress
+        writer,
+        data.types,
+        data.relations,
+        target=data.target,
+        add_reverse=add_reverse,
+        progress=progress,
+        edge_meta=edge_meta,
     )
     num_classes = 0
     if data.labels is not None:
@@ -314,6 +401,7 @@ def finish_typed_import(
         },
     )
     meta["hetero"] = schema.to_meta()
+    meta.update(edge_meta)  # edge features and label of the relations (a manifest's edges[i].features/label)
     if link is not None:
         meta = split_written_typed_graph(writer, meta, link)
     meta = finish_edge_time(writer, meta)  # when the relations carried times (a manifest's edges[i].time)

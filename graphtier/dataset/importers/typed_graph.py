@@ -13,11 +13,13 @@ import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from graphtier._progress import NO_PROGRESS, Progress
 from graphtier.dataset import resources
+from graphtier.dataset.edge_data import EdgeColumns, write_edge_columns
 from graphtier.dataset.edge_time import EDGE_TIME
 from graphtier.dataset.format import index_dtype
 from graphtier.dataset.importers.edges import EdgeSpill, array_edge_chunks, build_csc
@@ -42,7 +44,8 @@ class TypedEdges:
     (``src``/``dst`` None; ``swapped``: its chunks are read as ``(dst, src)``, the reverse relation);
     ``where`` names their origin (a file) in errors; ``shape``: ``(source count, destination count)`` when they
     came from an adjacency matrix (checked against the node types' counts), else None. A ``timed`` spill carries
-    each edge's int64 time (a manifest relation's ``time`` column), which the reverse relation shares."""
+    each edge's int64 time (a manifest relation's ``time`` column), which the reverse relation shares; ``columns``
+    its edges' features and label in input order (a manifest relation's ``features``/``label``), shared likewise."""
 
     type: RelationType
     src: np.ndarray | None = None
@@ -51,6 +54,7 @@ class TypedEdges:
     shape: tuple[int, int] | None = None
     spill: EdgeSpill | None = None
     swapped: bool = False
+    columns: EdgeColumns | None = None
 
     @property
     def timed(self) -> bool:
@@ -91,13 +95,16 @@ class TypedEdges:
         """The relation ``(dst type, name, src type)`` of the same edges turned around (no copy)."""
         src_type, _, dst_type = self.type
         return TypedEdges(
-            (dst_type, name, src_type), self.dst, self.src, self.where, spill=self.spill, swapped=not self.swapped
-        )
+            (dst_type, name, src_type), self.dst, self.src, self.where, spill=self.spill, swapped=not self.swapped,
+            columns=self.columns,
+        )  # fmt: skip
 
     def remove(self) -> None:
         """Delete the spill file, if any (idempotent)."""
         if self.spill is not None:
             self.spill.remove()
+        if self.columns is not None:
+            self.columns.remove()
 
 
 def spill_relation(
@@ -167,13 +174,15 @@ def typed_csc_parts(
     dedup: bool = True,
     progress: Progress = NO_PROGRESS,
     time_parts: list[np.ndarray] | None = None,
+    row_parts: list[tuple[EdgeColumns, np.ndarray]] | None = None,
 ) -> tuple[list[np.ndarray], list[np.ndarray], list[int]]:
     """The format's ``indptr`` and ``indices`` of typed edges as per-relation parts (their concatenations are
     the arrays, see :func:`build_typed_csc`) and each relation's edge count after ``dedup``.
 
     When the relations carry times (:attr:`TypedEdges.timed`: all of them or none, else :class:`DatasetError`),
     each relation's ``edge_time`` part (int64, CSC order; a merged repeat keeps its earliest time) is appended
-    to ``time_parts`` (required then).
+    to ``time_parts`` (required then). Likewise relations with per-edge columns (``columns``: all or none)
+    append ``(columns, edge_row)`` (each stored edge's input row, CSC order) to ``row_parts``.
 
     Each relation is built by :func:`~graphtier.dataset.importers.edges.build_csc` from its edge chunks
     (the homogeneous importer's two passes, count and scatter, with its memory checks naming the relation), so
@@ -193,6 +202,15 @@ def typed_csc_parts(
         raise DatasetError(
             f"{untimed.where or untimed.type}: relation {untimed.type}: expected edge times like relation "
             f"{timed[0].type} ({timed[0].where}), found none: give every relation a time column or none"
+        )
+    with_columns = [r for r in relations if r.columns is not None]
+    if with_columns and row_parts is None:
+        raise ValueError("typed_csc_parts: relations with edge columns need row_parts")
+    if with_columns and len(with_columns) != len(relations):
+        plain = next(r for r in relations if r.columns is None)
+        raise DatasetError(
+            f"{plain.where or plain.type}: relation {plain.type}: expected edge features or a label like relation "
+            f"{with_columns[0].type} ({with_columns[0].where}), found none: give every relation the same or none"
         )
     with progress.stage("build the typed CSC", total=sum(r.num_edges for r in relations), unit="edges") as bar:
         for rel in relations:
@@ -214,12 +232,14 @@ def typed_csc_parts(
 
             built = build_csc(
                 global_chunks, counts[dst_type], keep_duplicates=not dedup, num_sources=total, what=where,
-                timed=bool(timed),
+                timed=bool(timed), rows=bool(with_columns),
             )  # fmt: skip
             indptr_parts.append(built.indptr[1:] + edge_base)
             index_parts.append(built.indices)
             if built.edge_time is not None and time_parts is not None:
                 time_parts.append(built.edge_time)
+            if built.edge_row is not None and row_parts is not None and rel.columns is not None:
+                row_parts.append((rel.columns, built.edge_row))
             edge_counts.append(int(built.indices.size))
             edge_base += int(built.indices.size)
             bar.advance(rel.num_edges)
@@ -256,12 +276,14 @@ def write_typed_graph(
     target: str,
     add_reverse: bool = False,
     progress: Progress = NO_PROGRESS,
+    edge_meta: dict[str, Any] | None = None,
 ) -> Schema:
     """Write ``indptr.npy``, ``indices.npy`` and ``features_<type>.npy`` of a typed graph; return its schema.
 
     The caller writes labels and splits (local ids of ``target``) and puts ``schema.to_meta()`` under
     ``meta["hetero"]`` with ``num_nodes = schema.num_nodes``, ``num_edges = schema.num_edges`` and
-    ``feature_dim = 0``. ``progress`` reports building the CSC (:func:`build_typed_csc`).
+    ``feature_dim = 0``. ``progress`` reports building the CSC (:func:`build_typed_csc`). Relations with per-edge
+    columns write ``edge_feat.npy``/``edge_label.npy``, whose ``meta.json`` entries go into ``edge_meta``.
     """
     if add_reverse:
         relations = with_reverse(relations)
@@ -278,9 +300,14 @@ def write_typed_graph(
             )
     require_typed_csc_memory(counts, [(r.type, r.num_edges, r.where) for r in relations], str(writer.output))
     time_parts: list[np.ndarray] = []
+    row_parts: list[tuple[EdgeColumns, np.ndarray]] = []
     indptr_parts, index_parts, edge_counts = typed_csc_parts(
-        counts, relations, progress=progress, time_parts=time_parts
+        counts, relations, progress=progress, time_parts=time_parts, row_parts=row_parts
     )
+    entries = write_edge_columns(writer, row_parts, str(writer.output))
+    if edge_meta is not None:
+        edge_meta.update(entries)
+    del row_parts
     for rel in relations:
         rel.remove()
     schema = Schema.build(

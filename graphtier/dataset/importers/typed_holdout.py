@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from graphtier.dataset.edge_data import write_link_labels
 from graphtier.dataset.edge_split import remove_pairs
 from graphtier.dataset.edge_time import carry_edge_time
 from graphtier.dataset.importers.holdout import split_pairs
@@ -199,15 +200,19 @@ def split_written_typed_graph(writer: Any, meta: dict[str, Any], split: TypedSpl
         eval_negatives=split.eval_negatives,
         given_meta=split.meta,
     )
+    counts = done.meta.pop("num_edges")
+    link = write_link_labels(  # the pairs' edge labels, from the full graph
+        writer, done.save(writer), indptr, indices, meta,
+        src_offset=schema.node_type(rel.src).offset, row_offset=rel.row_offset,
+    )  # fmt: skip
     carry_edge_time(writer, indptr, indices, new_indptr, new_indices)
     del indptr, indices
     writer.save("indptr", new_indptr)
     writer.save("indices", new_indices)
-    counts = done.meta.pop("num_edges")
     updated = dict(meta)
     updated["num_edges"] = int(new_indptr[-1])
     hetero = dict(meta["hetero"])
     hetero["relations"] = [{**entry, "num_edges": n} for entry, n in zip(hetero["relations"], counts)]
     updated["hetero"] = hetero
-    updated[LINK_META_KEY] = done.save(writer)
+    updated[LINK_META_KEY] = link
     return updated

@@ -90,6 +90,9 @@ def _hash(dataset: Dataset, version: int) -> str:
         arrays["edge_time"] = dataset.edge_time
     if dataset.node_time is not None:  # node times (likewise)
         arrays["node_time"] = dataset.node_time
+    for name in ("edge_features", "edge_label"):  # per-edge inputs, likewise only when present
+        if getattr(dataset, name, None) is not None:
+            arrays[name] = getattr(dataset, name)
     for name, array in arrays.items():
         digest.update(name.encode())
         if array is None:
