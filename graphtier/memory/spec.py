@@ -32,6 +32,8 @@ class PlacementSpec:
     over) are refused by a mode that does not take them. ``sample_on``: "cpu" or "gpu"; ``topology_budget``
     tiers the graph for gpu sampling (with cpu sampling only "auto", meaning 0, is accepted). The budgets are
     parsed here into :class:`~graphtier.memory.placement.Budget` values (text as given, bytes or a fraction), once.
+    ``edge_features``: also gather the rows of the dataset's ``edge_feat.npy`` per batch (each block's
+    ``edge_attr``), placed by the same mode and budgets (:mod:`graphtier.graphstore.edge_features`).
     """
 
     features_on: str = "cpu-gather"
@@ -41,8 +43,11 @@ class PlacementSpec:
     peer_partitions: int = 1
     sample_on: str = "cpu"
     topology_budget: Budget | None = None
+    edge_features: bool = False
 
     def __post_init__(self) -> None:
+        if not isinstance(self.edge_features, bool):
+            raise OptionError.invalid("edge_features", "True or False", self.edge_features)
         for name in BUDGET_FIELDS:  # parsed once, here; passed down as Budget values
             value = getattr(self, name)
             if value is not None:

@@ -134,6 +134,14 @@ class TrainConfig:
                 "{sample_on=gpu}: not available with {devices} (multi-process runs sample on the CPU)",
                 options=("sample_on", "devices"),
             )
+        if placement.edge_features:
+            for option, value, allowed in (("sampler", sampling.sampler, "neighbor"), ("devices",
+                                           self.distributed.devices, None)):  # fmt: skip
+                if value != allowed:
+                    raise OptionError(
+                        f"{{edge_features}}: reads the edges of neighbour-sampled blocks in one process for now, found "
+                        f"{{{option}={value}}}", options=("edge_features", option),
+                    )  # fmt: skip
         if sampling.temporal is not None:
             for option, value, allowed in (("task", self.objective.task, "link"), ("sample_on", placement.sample_on,
                                            "cpu"), ("devices", self.distributed.devices, None)):  # fmt: skip
