@@ -1,4 +1,4 @@
-"""The graph store's reads of labels, splits and the whole CSC (:class:`DatasetReads`, a base of :class:`GraphStore`)."""
+"""The graph store's reads of labels, splits and the whole CSC (:class:`DatasetReads`, a base of the store)."""
 
 from __future__ import annotations
 

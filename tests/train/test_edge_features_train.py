@@ -148,8 +148,10 @@ def test_the_epoch_line_shows_the_edge_bytes_per_tier(
 
 
 def test_options_that_cannot_feed_edge_rows_are_refused(edge_graph: Dataset) -> None:
-    with pytest.raises(OptionError, match="neighbour-sampled blocks in one process for now, found sampler=.shadow."):
+    with pytest.raises(OptionError, match="neighbour-sampled blocks in one process.*found sampler=.shadow."):
         train(edge_graph, edge_features=True, sampler="shadow", **RUN)
+    with pytest.raises(OptionError, match="found full_inference=.True."):  # layer-wise inference has no edge rows
+        train(edge_graph, edge_features=True, full_inference=True, **RUN)
 
 
 @pytest.fixture(scope="module")

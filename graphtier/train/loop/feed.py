@@ -219,8 +219,8 @@ def edge_input_dim(model: nn.Module) -> int:
 
 def require_edge_model(model: nn.Module, store: GraphStore) -> bool:
     """True when ``model`` reads the store's edge features: its ``edge_dim`` attribute (a link model's: its
-    encoder's; the width of the ``edge_attr`` it reads) equals the edge table's width; a one-line :class:`OptionError` naming
-    ``edge_features`` otherwise (a model without edge inputs, or one built for another width)."""
+    encoder's; the width of the ``edge_attr`` it reads) equals the edge table's width; a one-line
+    :class:`OptionError` naming ``edge_features`` otherwise (a model without edge inputs, or one of another width)."""
     source = store.edge_features
     assert source is not None  # opened by the store with placement.edge_features
     reader = getattr(model, "encoder", model)  # a link model's encoder reads the blocks

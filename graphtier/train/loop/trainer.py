@@ -283,7 +283,8 @@ class Trainer:
         """Bytes per tier read during the epoch, summed over the ranks (like feature_bytes); a typed dataset's
         feature bytes also per node type (``feature_bytes_by_tier_by_type``)."""
         parts = {key: (after[part] - before[part]).by_tier() for key, part in (("feature_bytes_by_tier", "features"),
-                 ("topology_bytes_by_tier", "topology"), ("edge_feature_bytes_by_tier", "edge_features")) if part in after}  # fmt: skip
+                 ("topology_bytes_by_tier", "topology"), ("edge_feature_bytes_by_tier", "edge_features"))
+                 if part in after}  # fmt: skip
         if "features_by_type" in after:
             by_type = bytes_by_tier_by_type(before["features_by_type"], after["features_by_type"])[1]
             parts.update({("feature_bytes_by_tier_by_type", name): tiers for name, tiers in by_type.items()})

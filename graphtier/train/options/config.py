@@ -136,11 +136,12 @@ class TrainConfig:
             )
         if placement.edge_features:
             for option, value, allowed in (("sampler", sampling.sampler, "neighbor"), ("devices",
-                                           self.distributed.devices, None)):  # fmt: skip
+                                           self.distributed.devices, None), ("full_inference",
+                                           self.run.full_inference, False)):  # fmt: skip
                 if value != allowed:
                     raise OptionError(
-                        f"{{edge_features}}: reads the edges of neighbour-sampled blocks in one process for now, found "
-                        f"{{{option}={value}}}", options=("edge_features", option),
+                        "{edge_features}: feeds the edges of neighbour-sampled blocks in one process, without "
+                        f"layer-wise inference, for now, found {{{option}={value}}}", options=("edge_features", option),
                     )  # fmt: skip
         if sampling.temporal is not None:
             for option, value, allowed in (("task", self.objective.task, "link"), ("sample_on", placement.sample_on,
