@@ -193,17 +193,18 @@ class BatchFeed:
 def add_edge_inputs(batch: MiniBatch, store: GraphStore, features: bool, ages: bool) -> None:
     """Set each block's ``edge_attr`` (with ``features``: ``store.gather_edges(edge_id)``, [E, d] in the edge table's
     dtype) and, for a temporal batch (``n_time`` set) with ``ages``, its ``edge_age`` (float32 [E], ``n_time`` of
-    the destination row minus ``edge_time[edge_id]``). A block without ``edge_id`` (a sampler not asked to record
-    it) is an error: the run's inputs would be silently missing."""
+    the destination row minus ``edge_time[edge_id]``). A block that needs them without ``edge_id`` (a sampler not
+    asked to record it) is an error: the run's inputs would be silently missing."""
     if isinstance(batch, TypedMiniBatch):
         return
     edge_time = store.dataset.edge_time
+    timed = ages and batch.n_time is not None and edge_time is not None
     for blk in batch.blocks:
-        if blk.edge_id is None:
+        if (features or timed) and blk.edge_id is None:
             raise AssertionError("a block without edge_id: the sampler was built without edge ids")
         if features:
             blk.edge_attr = store.gather_edges(blk.edge_id)
-        if ages and batch.n_time is not None and edge_time is not None:
+        if timed:
             ids = blk.edge_id.cpu().numpy()
             dst_time = batch.n_time.cpu()[blk.edge_index[1].cpu()].numpy()
             blk.edge_age = torch.from_numpy((dst_time - np.asarray(edge_time[ids])).astype(np.float32))
