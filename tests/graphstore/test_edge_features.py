@@ -115,3 +115,19 @@ def test_edge_bound_covers_every_hop() -> None:
     assert batch_edges_bound(10, [5, 3], 20, 10**9) == max(10 * 5, 20 * 3)  # rows capped by the graph
     assert batch_edges_bound(10, [5, 3], 10**6, 7) == 7  # never more than the graph's edges
     assert batch_edges_bound(10, [-1, 3], 10**6, 10**9) is None
+
+
+def test_the_loader_hands_out_blocks_with_edge_rows(tiny_dataset: Dataset) -> None:
+    from graphtier import Loader
+
+    dataset = with_edge_features(tiny_dataset, 5, "float16")
+    table = np.asarray(edge_feature_table(dataset)).astype(np.float32)
+    loader = Loader(dataset, fanouts=(4, 2), batch_size=64, device="cpu", prefetch=0, features_on="tiered",
+                    ram_budget="0", edge_features=True)  # fmt: skip
+    try:
+        batch = next(iter(loader))
+        for block in batch.blocks:
+            assert block.edge_attr.dtype == torch.float32
+            assert np.array_equal(block.edge_attr.numpy(), table[block.edge_id.numpy()])
+    finally:
+        loader.close()
