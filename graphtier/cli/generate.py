@@ -82,6 +82,15 @@ COUNT = CountType()
     "--feature-dim", type=int, default=synthetic.DEFAULT_FEATURE_DIM, show_default=True, help="0 writes no features."
 )
 @click.option(
+    "--edge-feature-dim",
+    type=int,
+    default=0,
+    show_default=True,
+    metavar="D",
+    help="Write edge_feat.npy: D random values in [-1, 1) per edge (--feature-dtype; deterministic per --seed); "
+    "0 writes none.",
+)
+@click.option(
     "--degree-exponent",
     type=float,
     default=synthetic.DEFAULT_DEGREE_EXPONENT,
@@ -177,6 +186,11 @@ def command(output: str, quiet: bool, **options: Any) -> None:
             raise OptionError("generate: option --avg-degree expected a number (required without --hetero), found none")
         dataset = synthetic.generate(output, progress=progress, **options)
     else:
+        edge_dim = options.pop("edge_feature_dim")
+        if edge_dim:
+            raise OptionError(
+                f"generate: option --edge-feature-dim applies to homogeneous graphs only, found {edge_dim}"
+            )
         cites = options.pop("avg_degree")
         if cites is not None:
             degrees = f"cites={cites}" + (f",{degrees}" if degrees else "")

@@ -198,6 +198,13 @@ FANOUTS_DEFAULT = "25,10"
     "system's temporary directory].",
 )
 @click.option(
+    "--edge-features",
+    is_flag=True,
+    default=False,
+    help="Feed each sampled edge's row of edge_feat.npy to the model (PyG's edge_attr; a model with edge inputs), "
+    "placed like the node features by --features-on and the budgets; bytes per tier reported apart.",
+)
+@click.option(
     "--sample-on",
     type=click.Choice(("cpu", "gpu")),
     default="cpu",

@@ -50,6 +50,7 @@ from graphtier.dataset.synthetic_draws import (  # noqa: F401 - the model's draw
     STREAM_FEATURES,
     class_centroids,
     degree_weights,
+    edge_feature_rows,
     node_classes,
     split_nodes,
     truncated_pareto_mean,
@@ -87,6 +88,7 @@ def _require_resources(
     undirected: bool,
     feature_dim: int,
     feature_dtype: str,
+    edge_feature_dim: int = 0,
 ) -> None:
     """Refuse (one-line ResourceError) a graph whose build cannot fit in memory or whose features cannot fit on disk.
 
@@ -99,7 +101,7 @@ def _require_resources(
     kept = 2 * id_bytes * pairs if keep_drawn_pairs(pairs, id_bytes) else 0
     needed = int(kept + id_bytes * directions + 70 * nodes)
     resources.require_memory(needed, f"{output}: generating {nodes:,} nodes with average degree {avg_degree:g}")
-    feature_bytes = nodes * feature_dim * np.dtype(feature_dtype).itemsize
+    feature_bytes = (nodes * feature_dim + int(directions) * edge_feature_dim) * np.dtype(feature_dtype).itemsize
     resources.require_disk(Path(output).resolve().parent, feature_bytes, f"{output}: writing features.npy")
 
 
@@ -125,6 +127,7 @@ def generate(
     progress: Progress = NO_PROGRESS,
     edge_split: str | tuple[float, float, float] | None = None,
     eval_negatives: int = 0,
+    edge_feature_dim: int = 0,
 ) -> Dataset:
     """Generate a degree-corrected SBM dataset at ``output`` (see the module docstring) and open it.
 
@@ -146,6 +149,9 @@ def generate(
         progress: reports each stage (``generate: draw edges``, ``generate: write features``, ...).
         edge_split: the link-prediction edge split (``"0.85,0.05,0.1"``) and ``eval_negatives`` its negatives, as
             ``graphtier prepare --edge-split`` (:func:`~graphtier.dataset.importers.holdout.split_written_graph`).
+        edge_feature_dim: d_e > 0 writes ``edge_feat.npy`` ([E, d_e] in ``feature_dtype``, one row per stored edge in
+            CSC order after the edge split; uniform in [-1, 1), a pure function of the seed and the edge's position)
+            and its ``meta.json`` entry ``edge_features``.
 
     Returns:
         The written :class:`Dataset`: int64 indptr [N + 1], int32 indices [E], features [N, D],
@@ -167,12 +173,13 @@ def generate(
         seed=seed,
         chunk_edges=chunk_edges,
         max_degree=max_degree,
+        edge_feature_dim=edge_feature_dim,
     )
     opts["edge_split"], opts["eval_negatives"] = link_options(edge_split, eval_negatives)
     validate_options(opts)
     nodes, seed, chunk_edges = int(nodes), int(seed), int(chunk_edges)
     avg_degree = float(avg_degree)
-    _require_resources(output, nodes, avg_degree, bool(undirected), feature_dim, feature_dtype)
+    _require_resources(output, nodes, avg_degree, bool(undirected), feature_dim, feature_dtype, edge_feature_dim)
     started = time.perf_counter()
 
     with DatasetWriter(output, overwrite=overwrite) as writer:
@@ -232,6 +239,10 @@ def generate(
             },
         }
         meta = split_written_graph(writer, meta, opts["edge_split"], seed=seed, eval_negatives=opts["eval_negatives"])
+        if edge_feature_dim > 0:  # after the split: one row per edge of the message-passing graph
+            meta["edge_features"] = write_edge_features(
+                writer, int(meta["num_edges"]), edge_feature_dim, feature_dtype, seed, chunk_edges, progress
+            )
         dataset = writer.finish(meta, progress=progress)
         return dataset
 
@@ -386,3 +397,26 @@ def write_features(
             bar.advance(stop - start)
         if pending is not None:
             pending.result()
+
+
+def write_edge_features(
+    writer: DatasetWriter,
+    num_edges: int,
+    dim: int,
+    dtype: str,
+    seed: int,
+    chunk_edges: int,
+    progress: Progress = NO_PROGRESS,
+) -> dict[str, Any]:
+    """Write ``edge_feat.npy`` [num_edges, dim] (``dtype``) of :func:`edge_feature_rows`, ``chunk_edges`` values a
+    block through a memory map (bounded RSS); returns its ``meta.json`` entry ``{"dim", "dtype", "columns"}``."""
+    out = writer.open_memmap("edge_feat", (num_edges, dim), dtype)
+    rows_per_chunk = max(1, chunk_edges // dim)
+    with progress.stage("generate: write edge_feat", total=num_edges, unit="rows") as bar:
+        for start in range(0, num_edges, rows_per_chunk):
+            stop = min(num_edges, start + rows_per_chunk)
+            out[start:stop] = edge_feature_rows(seed, start, stop - start, dim)
+            bar.advance(stop - start)
+    out.flush()
+    del out
+    return {"dim": int(dim), "dtype": str(dtype), "columns": [f"edge_feat_{i}" for i in range(dim)]}

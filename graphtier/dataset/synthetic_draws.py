@@ -18,6 +18,7 @@ STREAM_EDGES = 2
 STREAM_SPLITS = 3
 STREAM_CENTROIDS = 4
 STREAM_FEATURES = 5
+STREAM_EDGE_FEATURES = 6
 
 
 # ---------------------------------------------------------------------------------------------- weights
@@ -103,3 +104,11 @@ def split_nodes(
     del bits
     train, valid, test = (np.sort(order[bounds[i] : bounds[i + 1]]).astype(np.int64) for i in range(3))
     return train, valid, test
+
+
+def edge_feature_rows(seed: int, first: int, count: int, dim: int) -> np.ndarray:
+    """float32 [count, dim]: the edge feature rows of the edges ``first .. first + count - 1`` (CSC positions), each
+    value uniform in [-1, 1) from its own counter (``position * dim + column``) of its own stream: any chunking of
+    the rows gives the same table."""
+    bits = kernels.random_bits(np.uint64(kernels.stream_key(seed, STREAM_EDGE_FEATURES)), first * dim, count * dim)
+    return ((bits >> np.uint64(40)).astype(np.float32) * np.float32(2.0**-23) - np.float32(1.0)).reshape(count, dim)

@@ -61,6 +61,8 @@ def validate_options(opts: dict[str, Any]) -> None:
         "an integer >= 0",
         opts["feature_dim"],
     )
+    edge_dim = opts.get("edge_feature_dim", 0)
+    _check(_is_int(edge_dim) and edge_dim >= 0, "--edge-feature-dim", "an integer >= 0", edge_dim)
     gamma = opts["degree_exponent"]
     _check(
         isinstance(gamma, (int, float)) and math.isfinite(gamma) and 1.05 <= gamma <= 100,

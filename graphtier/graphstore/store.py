@@ -14,10 +14,11 @@ the hotness-sorted table, zero-copy host memory, the memory map) is the store's 
 
 It is the one door to the data: the trainer, the PyG adapters and the benchmarks reach topology (``sampler(fanouts,
 kind=...)``: neighbour, ShaDow, seed-only; ``link_sampler``, ``temporal_sampler``; ``csc`` for full-graph passes),
-features (``gather``), labels and splits (``labels``, ``split``) through it. Sampling runs on the CPU (numba
-:class:`NeighborSampler`) or the GPU (:class:`DeviceNeighborSampler` over a :class:`TieredTopology`; typed datasets:
-typed samplers over the back-to-back CSC), with identical batches for the same seed and batch id. The CPU sampler's
-topology bytes are counted too; a typed dataset's features are a :class:`TypedFeatures` (dict gathers).
+features (``gather``; edge rows: ``gather_edges``), labels and splits (``labels``, ``split``) through it. Sampling
+runs on the CPU (numba :class:`NeighborSampler`) or the GPU (:class:`DeviceNeighborSampler` over a
+:class:`TieredTopology`; typed datasets: typed samplers over the back-to-back CSC), with identical batches for the
+same seed and batch id. The CPU sampler's topology bytes are counted too; a typed dataset's features are a
+:class:`TypedFeatures` (dict gathers).
 """
 
 from __future__ import annotations
@@ -31,10 +32,10 @@ import numpy as np
 import torch
 
 from graphtier.dataset import Dataset
-from graphtier.dataset.format import SPLITS
-from graphtier.dataset.link_split import LinkPairs
 from graphtier.errors import OptionError
 from graphtier.graphstore import samplers as build
+from graphtier.graphstore.dataset_reads import DatasetReads
+from graphtier.graphstore.edge_features import open_edge_features
 from graphtier.graphstore.samplers import (
     HostTopologyTally,
     build_typed_sampler,
@@ -70,7 +71,7 @@ from graphtier.sampling.typed_batch import TypedMiniBatch
 Sampler = Callable[[np.ndarray, int], MiniBatch | TypedMiniBatch]
 
 
-class GraphStore:
+class GraphStore(DatasetReads):
     """Topology, features, labels and splits of one dataset behind ``sampler`` / ``gather`` / ``labels`` / ``traffic``.
 
     Build it with :meth:`open`. Args of the constructor (for callers that build the parts themselves):
@@ -82,6 +83,8 @@ class GraphStore:
         seed: base seed of the sampling streams (``sampler(fanouts, seed=...)`` overrides it); num_threads: CPU
             sampler threads (default numba's); picks: the device sampler's pick backend ("auto", "triton",
             "numba"); ``kernels``: its Triton kernel module (tests pass the interpreted one).
+        edge_features: the source of the dataset's edge feature rows (:mod:`graphtier.graphstore.edge_features`),
+            or None; with it the neighbour samplers record each block's ``edge_id`` and :meth:`gather_edges` reads.
     """
 
     def __init__(
@@ -94,9 +97,9 @@ class GraphStore:
         num_threads: int | None = None,
         picks: str = "auto",
         kernels: Any = None,
+        edge_features: FeatureSource | None = None,
     ) -> None:
-        self.dataset = dataset
-        self.features = features
+        self.dataset, self.features, self.edge_features = dataset, features, edge_features
         self.topology = topology
         self.seed = int(seed)
         self.num_threads = num_threads
@@ -149,6 +152,7 @@ class GraphStore:
         type) with ``fanouts`` / ``relation_fanouts`` (uniform when None; :meth:`TypedFeatures.open`), with the
         hot rows of the ``learnable`` tables (device bytes per row per featureless type) among them, and its
         topology budget across its relations the same way (:mod:`graphtier.graphstore.typed_topology`).
+        ``placement.edge_features``: also ``edge_feat.npy``, in the same mode and budgets (:func:`open_edge_features`).
         """
         if placement is None:
             options = {"features_on": "tiered", **placement_options}
@@ -175,17 +179,22 @@ class GraphStore:
                 dataset.indptr, dataset.indices, device=device, topology_budget=placement.topology_budget,
                 ram_budget=placement.ram_budget, log=log, in_flight_bytes=reserve, gpu_ranges_for=ranges,
             )  # fmt: skip
+        opened: list[Any] = [topology]
         try:
             features = open_features(
                 dataset, placement, device=device, batch_size=batch_size, fanouts=fanouts, ring_size=ring_size,
                 prefetch=batches, rows_bound=rows_bound, in_flight=reserve, expected=expected, log=log,
                 learnable=learnable,
             )  # fmt: skip
+            opened.append(features)
+            edges = None if not placement.edge_features else open_edge_features(
+                dataset, placement, device=device, batch_size=batch_size, fanouts=fanouts, ring_size=ring_size, log=log
+            )  # fmt: skip
         except BaseException:
-            if topology is not None:
-                topology.close()
+            for part in (p for p in opened if p is not None):
+                part.close()
             raise
-        return cls(dataset, features, topology=topology, seed=seed, num_threads=num_threads)
+        return cls(dataset, features, topology=topology, seed=seed, num_threads=num_threads, edge_features=edges)
 
     # ------------------------------------------------------------------ sampling
     @property
@@ -266,10 +275,13 @@ class GraphStore:
             )
             return shadow.sample
         inner: NeighborSampler | DeviceNeighborSampler
+        ids = self.edge_features is not None  # blocks record edge_id only when a run reads edge rows
         if self.topology is None:
-            inner = NeighborSampler(self._indptr, self._indices, fanouts, seed=seed, num_threads=self.num_threads)
+            inner = NeighborSampler(self._indptr, self._indices, fanouts, seed=seed, num_threads=self.num_threads,
+                                    with_edge_ids=ids)  # fmt: skip
         else:
-            inner = DeviceNeighborSampler(self.topology, fanouts, seed=seed, picks=self._picks, kernels=self._kernels)
+            inner = DeviceNeighborSampler(self.topology, fanouts, seed=seed, picks=self._picks, kernels=self._kernels,
+                                          with_edge_ids=ids)  # fmt: skip
         return lambda seeds, batch_id: self._sample_with(inner, seeds, batch_id)
 
     def _sample_with(
@@ -358,6 +370,14 @@ class GraphStore:
             raise OptionError(f"{self.dataset.path}: the dataset has no features.npy, so there is nothing to gather")
         return self._features_of(ids).gather(ids)
 
+    def gather_edges(self, edge_id: torch.Tensor | np.ndarray) -> torch.Tensor:
+        """Edge feature rows ``edge_feat[edge_id]``: int64 [E_b] CSC positions (a block's ``edge_id``) -> [E_b, d]
+        (the table's dtype) on the edge source's output device; OptionError when the store has no edge features."""
+        if self.edge_features is None:
+            raise OptionError("{edge_features}: the graph store was opened without edge features",
+                              options=("edge_features",))  # fmt: skip
+        return self.edge_features.gather(edge_id)
+
     def feature_bytes(self, ids: Any) -> int:
         """Feature bytes :meth:`gather` reads for ``ids`` (a typed dataset: summed over the types)."""
         if self.features is None:
@@ -379,48 +399,23 @@ class GraphStore:
         """The feature source's row-cache hit ratio so far, None without a cache."""
         return self.features.cache_hit_ratio if self.features is not None else None
 
-    # ------------------------------------------------------------------ labels, splits, topology arrays
-    @property
-    def num_nodes(self) -> int:
-        """Nodes of the graph."""
-        return int(self.dataset.num_nodes)
-
-    def labels(self, ids: np.ndarray | torch.Tensor) -> np.ndarray:
-        """Class labels of ``ids`` (int [B]): int64 numpy [B]."""
-        if self._labels is None:
-            raise OptionError(f"{self.dataset.path}: the dataset has no labels.npy, so there are no labels to read")
-        index = ids.cpu().numpy() if isinstance(ids, torch.Tensor) else np.asarray(ids)
-        return np.asarray(self._labels[index], dtype=np.int64)
-
-    def split(self, name: str) -> np.ndarray:
-        """Node ids of split ``name`` (:data:`SPLITS`): int64 numpy, empty when the dataset has none."""
-        ids = self.dataset.split(_split_name(name))
-        return np.asarray(ids) if ids is not None else np.empty(0, np.int64)
-
-    def link_split(self, name: str) -> LinkPairs:
-        """The edge split's pairs of ``name`` (train, valid, test); empty positives when the dataset has none."""
-        link = self.dataset.link
-        return LinkPairs(np.empty((0, 2), np.int64)) if link is None else link.pairs(_split_name(name))
-
-    @property
-    def csc(self) -> tuple[np.ndarray, np.ndarray]:
-        """(indptr int64 [N + 1], indices int [E]): the whole topology in host memory (RAM or memory map),
-        for passes over every edge (layer-wise inference, workload estimates); not counted in :meth:`traffic`."""
-        return self._indptr, self._indices
-
     # ------------------------------------------------------------------ reporting
     def traffic(self) -> dict[str, Any]:
         """Cumulative bytes per tier: ``{"features": TierTraffic, "topology": TierTraffic}``; a typed dataset adds
-        ``"features_by_type": {type: TierTraffic}`` (they sum to ``"features"``)."""
+        ``"features_by_type": {type: TierTraffic}`` (they sum to ``"features"``), a store with edge features
+        ``"edge_features"`` (the edge table's, not part of ``"features"``)."""
         features = self.features.traffic() if self.features is not None else TierTraffic()
         topology = self._host_tally.traffic() if self._host_tally is not None else self.topology.traffic()  # type: ignore[union-attr]
+        out = {"features": features, "topology": topology}
         if isinstance(self.features, TypedFeatures):
-            return {"features": features, "topology": topology, "features_by_type": self.features.traffic_by_type()}
-        return {"features": features, "topology": topology}
+            out["features_by_type"] = self.features.traffic_by_type()  # type: ignore[assignment]
+        if self.edge_features is not None:
+            out["edge_features"] = self.edge_features.traffic()
+        return out
 
     def describe(self) -> str:
         """One line per part: where features and topology live."""
-        parts = (("features", self.features), ("topology", self.topology))
+        parts = (("features", self.features), ("edge features", self.edge_features), ("topology", self.topology))
         lines = [f"{name}: {part.describe()}" for name, part in parts if part is not None]
         return "\n".join([f"graph store of {self.dataset.path}: sampling on {self.sample_on}", *lines])
 
@@ -431,7 +426,7 @@ class GraphStore:
                 return
             self._closed = True
             self._samplers.clear()
-        for part in (self.features, self.topology):
+        for part in (self.features, self.edge_features, self.topology):
             if part is not None:
                 part.close()
 
@@ -440,10 +435,3 @@ class GraphStore:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _split_name(name: str) -> str:
-    """``name`` if one of :data:`SPLITS`, else OptionError naming ``split``."""
-    if name not in SPLITS:
-        raise OptionError(f"split: expected one of {', '.join(SPLITS)}, found {name!r}")
-    return name

@@ -39,6 +39,8 @@ class PlacementSpec:
     parsed here into :class:`~graphtier.memory.placement.Budget` values (text as given, bytes or a fraction), once.
     ``tables_on`` (:data:`TABLES_ON`): where learnable tables keep the rows not on the compute device (on a CPU run,
     every row with "disk"), in ``scratch_dir`` (default: the system's temporary directory).
+    ``edge_features``: also gather the rows of the dataset's ``edge_feat.npy`` per batch (each block's
+    ``edge_attr``), placed by the same mode and budgets (:mod:`graphtier.graphstore.edge_features`).
     """
 
     features_on: str = "cpu-gather"
@@ -50,8 +52,11 @@ class PlacementSpec:
     topology_budget: Budget | None = None
     tables_on: str = "ram"
     scratch_dir: str | None = None
+    edge_features: bool = False
 
     def __post_init__(self) -> None:
+        if not isinstance(self.edge_features, bool):
+            raise OptionError.invalid("edge_features", "True or False", self.edge_features)
         for name in BUDGET_FIELDS:  # parsed once, here; passed down as Budget values
             value = getattr(self, name)
             if value is not None:

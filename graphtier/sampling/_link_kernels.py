@@ -49,8 +49,13 @@ def target_key_set(src_rows: np.ndarray, dst_rows: np.ndarray, num_rows: np.int6
 
 
 @numba.njit(cache=True, nogil=True)
-def compact_non_targets(edge_index: np.ndarray, table: np.ndarray, num_rows: np.int64) -> np.int64:
+def compact_non_targets(
+    edge_index: np.ndarray, table: np.ndarray, num_rows: np.int64, edge_ids: np.ndarray
+) -> np.int64:
     """Remove the target edges of ``edge_index`` in place; returns K, the edges kept.
+
+    ``edge_ids``: int64 [E], the block's ``edge_id``, compacted the same way (its first K entries are the kept
+    edges' ids), or an empty array.
 
     ``edge_index``: int64 [2, E], C-contiguous, local ids. An edge ``(s, d)`` is a target when ``s <
     num_rows``, ``d < num_rows`` and ``s * num_rows + d`` is in the set built by :func:`target_key_set`.
@@ -78,6 +83,8 @@ def compact_non_targets(edge_index: np.ndarray, table: np.ndarray, num_rows: np.
                 continue
         flat[count] = s  # count <= e: the entry was read already
         flat[num_edges + count] = d
+        if edge_ids.shape[0] > 0:
+            edge_ids[count] = edge_ids[e]
         count += 1
     # destinations to [count, 2 count): ascending copy, target index <= source index
     for e in range(count):

@@ -180,14 +180,17 @@ def sample_sources(
     destinations: np.ndarray,
     first: np.int64,
     stop: np.int64,
+    edge_ids: np.ndarray,
 ) -> None:
     """Sample the in-neighbours of destinations [first, stop) given their list spans (:func:`list_spans`).
 
     Writes the global source ids of destination ``j`` into ``sources[offsets[j]:offsets[j + 1]]``
     (int64; ``offsets`` int64 [D + 1] is the prefix sum of the counts) and ``j`` into the same range
     of ``destinations`` (int64). All neighbours, in list order, when the degree is <= fanout or
-    fanout is -1; else Floyd picks keyed by (stream, j).
+    fanout is -1; else Floyd picks keyed by (stream, j). ``edge_ids``: int64 [E] receives each drawn edge's
+    CSC position in the same range, or an empty array (the edge ids are not recorded).
     """
+    record = edge_ids.shape[0] > 0
     # Floyd draws k = fanout picks only from lists longer than fanout: the table needs 2 * min(fanout, max degree)
     width = np.int64(1)
     if fanout > 0:
@@ -213,6 +216,9 @@ def sample_sources(
                     sources[out + i] += start
             for i in range(k):
                 destinations[out + i] = j
+        if record:  # the positions are the edge ids (CSC positions)
+            for e in range(offsets[piece], offsets[piece_stop]):
+                edge_ids[e] = sources[e]
         # Stage 2 (memory only): a branch-free gather, so that many cache misses are in flight at once.
         for e in range(offsets[piece], offsets[piece_stop]):
             sources[e] = indices[sources[e]]

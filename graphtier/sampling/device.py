@@ -203,6 +203,8 @@ class DeviceNeighborSampler:
             "triton" on CUDA, else "numba".
         kernels: a module with ``floyd_picks_triton`` and ``MAX_FANOUT`` to use instead of the compiled
             :mod:`graphtier.sampling._device_kernels` (tests pass the module loaded with TRITON_INTERPRET=1).
+        with_edge_ids: every block records ``edge_id`` (int64 [E] on the device, each edge's CSC position), as
+            :class:`NeighborSampler` does with it.
 
     Hops with a fanout above the kernel's ``MAX_FANOUT`` draw their picks with the numba twin.
     """
@@ -215,8 +217,10 @@ class DeviceNeighborSampler:
         seed: int = 0,
         picks: str = "auto",
         kernels: ModuleType | None = None,
+        with_edge_ids: bool = False,
     ) -> None:
         check_topology(topology)
+        self.with_edge_ids = bool(with_edge_ids)
         self.topology = topology
         self.device = torch.device(topology.device)
         self.fanouts = check_fanouts(fanouts)
@@ -236,19 +240,25 @@ class DeviceNeighborSampler:
         with torch.cuda.device(self.device) if self.device.type == "cuda" else contextlib.nullcontext():
             n_id, seed_index = first_seen_relabel(seed_tensor[:0], seed_tensor)
             layer_sizes = [int(n_id.shape[0])]
-            edge_indices = []
+            edge_indices, edge_ids = [], []
             for hop, fanout in enumerate(self.fanouts):
-                sources, destinations = self._hop(n_id, fanout, cpu_kernels.stream_key(self.seed, int(batch_id), hop))
+                stream = cpu_kernels.stream_key(self.seed, int(batch_id), hop)
+                sources, destinations, positions = self._hop(n_id, fanout, stream)
                 n_id, local_sources = first_seen_relabel(n_id, sources)
                 layer_sizes.append(int(n_id.shape[0]))
                 edge_indices.append(torch.stack((local_sources, destinations)))
+                edge_ids.append(positions if self.with_edge_ids else None)
         blocks = [
-            Block(edge_indices[h], layer_sizes[h + 1], layer_sizes[h]) for h in reversed(range(len(self.fanouts)))
+            Block(edge_indices[h], layer_sizes[h + 1], layer_sizes[h], edge_ids[h])
+            for h in reversed(range(len(self.fanouts)))
         ]
         return MiniBatch(n_id=n_id, blocks=blocks, seed_index=seed_index, seeds=seed_tensor)
 
-    def _hop(self, dst_nodes: torch.Tensor, fanout: int, stream: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """(sources, destinations), int64 [E] each on the device: global source ids, destination indices."""
+    def _hop(
+        self, dst_nodes: torch.Tensor, fanout: int, stream: int
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(sources, destinations, positions), int64 [E] each on the device: global source ids, destination
+        indices, and each edge's CSC position (its ``edge_id``)."""
         indptr = self.topology.indptr
         starts = indptr[dst_nodes]
         degrees = indptr[dst_nodes + 1] - starts
@@ -265,7 +275,7 @@ class DeviceNeighborSampler:
             picked = torch.nonzero(counts < degrees).flatten()
             if picked.numel():
                 self._pick(picked, starts, degrees, offsets, stream, fanout, positions)
-        return self.topology.gather_positions(positions), destinations
+        return self.topology.gather_positions(positions), destinations, positions
 
     def _pick(
         self,

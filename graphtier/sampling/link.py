@@ -15,7 +15,7 @@ With pair ``times`` (a time-split dataset), the node sampler is a temporal one
 (:class:`~graphtier.sampling.temporal.TemporalNeighborSampler`): both endpoints of a pair, and its negatives, are
 seeds at the pair's time, so every hop reads only edges strictly earlier: the target edge (at that time) is never
 read, and the caller turns the exclusion off. Pairs scored at one later time (a static snapshot) keep it on; a
-block it shortened loses its ``edge_id``.
+block it shortened keeps the ``edge_id`` of the edges it kept.
 
 The batch is a :class:`MiniBatch` (so the producer, the feed and the models take it unchanged) whose pairs are
 ``(src_index[i], dst_index[i])``: rows of the model's output, with ``label[i]`` 1 for a positive, 0 for a negative.
@@ -33,6 +33,7 @@ from graphtier._choices import NEGATIVE_SAMPLING
 from graphtier.errors import OptionError
 from graphtier.sampling._link_kernels import compact_non_targets, target_key_set
 from graphtier.sampling.batch import Block, MiniBatch
+from graphtier.sampling.neighbor import NO_EDGE_IDS
 
 DEGREE_EXPONENT = 0.75
 
@@ -149,7 +150,15 @@ EXCLUSIONS = ("numba", "torch")
 def exclude_targets_torch(
     edge_index: torch.Tensor, src_rows: torch.Tensor, dst_rows: torch.Tensor, num_rows: int, undirected: bool
 ) -> torch.Tensor:
-    """int64 [2, K]: the edges of ``edge_index`` (int64 [2, E], local ids, any device) that are no target, in order.
+    """int64 [2, K]: the edges of ``edge_index`` (int64 [2, E], local ids, any device) that are no target, in order
+    (``edge_index[:, non_target_mask(...)]``)."""
+    return edge_index[:, non_target_mask(edge_index, src_rows, dst_rows, num_rows, undirected)]
+
+
+def non_target_mask(
+    edge_index: torch.Tensor, src_rows: torch.Tensor, dst_rows: torch.Tensor, num_rows: int, undirected: bool
+) -> torch.Tensor:
+    """bool [E]: which edges of ``edge_index`` (int64 [2, E], local ids, any device) are no target.
 
     ``src_rows``, ``dst_rows``: int64 [T] local rows (< ``num_rows``, the seed rows) of the target edges'
     endpoints, on ``edge_index``'s device; with ``undirected`` their reverse edges are targets too. The torch
@@ -163,7 +172,7 @@ def exclude_targets_torch(
     hits = torch.isin(sources[candidates] * num_rows + destinations[candidates], keys)
     keep = torch.ones(edge_index.shape[1], dtype=torch.bool, device=edge_index.device)
     keep[candidates[hits]] = False
-    return edge_index[:, keep]
+    return keep
 
 
 class LinkSampler:
@@ -300,14 +309,22 @@ class LinkSampler:
             table = target_key_set(src_rows.cpu().numpy(), dst_rows.cpu().numpy(), num_rows, self.undirected)
         kept_blocks, removed = [], 0
         for block in blocks:
+            edge_id = block.edge_id
             if table is not None:
                 kept = block.edge_index.cpu().contiguous()  # the node sampler's fresh batch: compacted in place
-                count = compact_non_targets(kept.numpy(), table, num_rows)
+                ids = None if edge_id is None else edge_id.cpu().contiguous()
+                count = compact_non_targets(kept.numpy(), table, num_rows, NO_EDGE_IDS if ids is None else ids.numpy())
                 kept = kept.view(-1)[: 2 * count].view(2, count)
+                edge_id = None if ids is None else ids[:count]
             else:
-                kept = exclude_targets_torch(block.edge_index, src_rows, dst_rows, num_rows, self.undirected)
+                keep = non_target_mask(block.edge_index, src_rows, dst_rows, num_rows, self.undirected)
+                kept = block.edge_index[:, keep]
+                edge_id = None if edge_id is None else edge_id[keep]
             if kept.shape[1] < block.num_edges:
                 removed += block.num_edges - int(kept.shape[1])
-                block = Block(kept.to(block.edge_index.device), block.num_src, block.num_dst)
+                device = block.edge_index.device
+                block = Block(
+                    kept.to(device), block.num_src, block.num_dst, None if edge_id is None else edge_id.to(device)
+                )
             kept_blocks.append(block)
         return kept_blocks, removed

@@ -142,6 +142,10 @@ def hop_spans(
     return offsets, starts, degrees
 
 
+NO_EDGE_IDS = np.empty(0, dtype=np.int64)
+"""The ``edge_ids`` argument of ``kernels.sample_sources`` when a sampler does not record edge ids."""
+
+
 def hop_sources(
     team: ThreadTeam | None,
     indices: np.ndarray,
@@ -150,12 +154,16 @@ def hop_sources(
     stream: np.uint64,
     sources: np.ndarray,
     destinations: np.ndarray,
+    edge_ids: np.ndarray = NO_EDGE_IDS,
 ) -> None:
-    """Fill ``sources``/``destinations`` (int64 [E]) for one hop (see kernels.sample_sources)."""
+    """Fill ``sources``/``destinations`` (int64 [E]) for one hop (see kernels.sample_sources), and ``edge_ids``
+    (int64 [E], each edge's CSC position) unless it is empty."""
     offsets, starts, degrees = spans
 
     def work(first: int, stop: int) -> None:
-        kernels.sample_sources(indices, starts, degrees, fanout, stream, offsets, sources, destinations, first, stop)
+        kernels.sample_sources(
+            indices, starts, degrees, fanout, stream, offsets, sources, destinations, first, stop, edge_ids
+        )
 
     if team is None:
         work(0, starts.shape[0])
@@ -174,6 +182,7 @@ def hop_sources_relabelled(
     local_id: np.ndarray,
     n_id: np.ndarray,
     count: int,
+    edge_ids: np.ndarray = NO_EDGE_IDS,
 ) -> int:
     """Sample one hop into ``edge_index`` (int64 [2, E]) and relabel row 0 while the hop is still being sampled.
 
@@ -181,7 +190,8 @@ def hop_sources_relabelled(
     relabels (sequentially, in edge order: the result of :func:`hop_sources` + ``kernels.relabel``)
     each chunk as soon as it and all before it are sampled, and samples a chunk itself whenever the
     next one is not ready. Two threads thus overlap the relabel with the draws instead of running
-    it after them. Appends new nodes to ``n_id`` (capacity >= count + E); returns the new count.
+    it after them. Appends new nodes to ``n_id`` (capacity >= count + E); returns the new count. ``edge_ids``: as
+    in :func:`hop_sources`.
     """
     offsets, starts, degrees = spans
     num_dst = starts.shape[0]
@@ -207,6 +217,7 @@ def hop_sources_relabelled(
                 destinations,
                 first,
                 min(num_dst, first + chunk),
+                edge_ids,
             )
         except BaseException as exc:  # noqa: BLE001 - handed to the caller below
             errors.append(exc)
@@ -242,6 +253,8 @@ class NeighborSampler:
         seed: base of the counter-based random stream.
         num_threads: threads per batch (default: numba's current setting): large hops are split
             between the calling thread and ``num_threads - 1`` helper threads (:class:`ThreadTeam`).
+        with_edge_ids: every block records ``edge_id`` (int64 [E], each edge's CSC position: the row of its
+            time and features); chosen once, so a sampler without them does no extra work per edge.
 
     The same ``(seed, batch_id, seeds)`` gives the same batch for any thread count. The kernels
     release the GIL, so a background thread can sample while another trains, and concurrent
@@ -258,8 +271,10 @@ class NeighborSampler:
         *,
         seed: int = 0,
         num_threads: int | None = None,
+        with_edge_ids: bool = False,
     ) -> None:
         self.indptr, self.indices = check_graph(indptr, indices)
+        self.with_edge_ids = bool(with_edge_ids)
         self.num_nodes = self.indptr.shape[0] - 1
         self.fanouts = check_fanouts(fanouts)
         self.seed = check_seed(seed)
@@ -282,12 +297,14 @@ class NeighborSampler:
         workspace = self._workspaces.take()
         carver = Carver(self._outputs.take())
         # a failed batch may leave ids in the scratch: its workspace is dropped, not given back
-        n_id, edge_indices, layer_sizes, seed_index = self._sample(seed_array, int(batch_id), workspace, carver)
+        n_id, edge_indices, edge_ids, layer_sizes, seed_index = self._sample(
+            seed_array, int(batch_id), workspace, carver
+        )
         self._workspaces.give_back(workspace)
         self._outputs.need(carver.used)
         # layer_sizes[h] = nodes known before hop h; the block of hop h maps sizes[h+1] -> sizes[h]
         blocks = [
-            Block(edge_indices[h], int(layer_sizes[h + 1]), int(layer_sizes[h]))
+            Block(edge_indices[h], int(layer_sizes[h + 1]), int(layer_sizes[h]), edge_ids[h] if edge_ids else None)
             for h in reversed(range(len(self.fanouts)))
         ]
         return MiniBatch(
@@ -299,8 +316,9 @@ class NeighborSampler:
 
     def _sample(
         self, seeds: np.ndarray, batch_id: int, workspace: Workspace, carver: Carver
-    ) -> tuple[torch.Tensor, list[torch.Tensor], list[int], torch.Tensor]:
-        """The batch's tensors, carved from the output buffer: n_id [n], edge_index [2, E_h] per hop, seed_index [B]."""
+    ) -> tuple[torch.Tensor, list[torch.Tensor], list[torch.Tensor], list[int], torch.Tensor]:
+        """The batch's tensors, carved from the output buffer: n_id [n], edge_index [2, E_h] per hop, edge_id [E_h]
+        per hop (none without ``with_edge_ids``), rows known before each hop, seed_index [B]."""
         local_id = workspace.local_id
         seed_index = carver.take(seeds.shape[0])
         n_id = workspace.array("n_id", seeds.shape[0])  # the growing node list (global ids); copied out at the end
@@ -308,7 +326,7 @@ class NeighborSampler:
         try:
             count = int(kernels.unique_seeds(seeds, local_id, n_id, seed_index.numpy()))
             layer_sizes = [count]
-            edge_indices = []
+            edge_indices, edge_ids = [], []
             for hop, fanout in enumerate(self.fanouts):
                 dst_nodes = n_id[:count]
                 team = self._team if count >= PARALLEL_MIN_ITEMS else None
@@ -316,6 +334,10 @@ class NeighborSampler:
                 num_edges = int(spans[0][-1])
                 edge_tensor = carver.take(2 * num_edges).view(2, num_edges)
                 edge_index = edge_tensor.numpy()
+                ids = NO_EDGE_IDS
+                if self.with_edge_ids:
+                    edge_ids.append(carver.take(num_edges))
+                    ids = edge_ids[-1].numpy()
                 relabel_threads = threads_for(num_edges, self.num_threads)
                 if relabel_threads < self.parallel_relabel_min_threads:
                     relabel_threads = 1
@@ -327,12 +349,12 @@ class NeighborSampler:
                 n_id = workspace.array("n_id", count + num_edges, keep=count)
                 if team is not None and relabel_threads == 1:
                     count = hop_sources_relabelled(
-                        team, self.indices, spans, fanout, stream, edge_index, local_id, n_id, count
+                        team, self.indices, spans, fanout, stream, edge_index, local_id, n_id, count, ids
                     )
                     layer_sizes.append(count)
                     edge_indices.append(edge_tensor)
                     continue
-                hop_sources(team, self.indices, spans, fanout, stream, sources, edge_index[1])
+                hop_sources(team, self.indices, spans, fanout, stream, sources, edge_index[1], ids)
                 if relabel_threads > 1:
                     with numba_threads(relabel_threads):
                         count = int(
@@ -346,4 +368,4 @@ class NeighborSampler:
             kernels.reset_local_ids(local_id, n_id, 0, count)
         n_id_out = carver.take(count)
         n_id_out.numpy()[:] = n_id[:count]
-        return n_id_out, edge_indices, layer_sizes, seed_index
+        return n_id_out, edge_indices, edge_ids, layer_sizes, seed_index

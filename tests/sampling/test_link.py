@@ -29,7 +29,7 @@ FANOUTS = [-1, 4]  # the first hop takes whole lists: every target edge is sampl
 def kernel_kept(edge_index: np.ndarray, src_rows: np.ndarray, dst_rows: np.ndarray, rows: int, undirected: bool):
     table = target_key_set(src_rows, dst_rows, rows, undirected)
     buffer = edge_index.copy()
-    count = compact_non_targets(buffer, table, rows)
+    count = compact_non_targets(buffer, table, rows, np.empty(0, np.int64))
     return buffer.reshape(-1)[: 2 * count].reshape(2, count)
 
 

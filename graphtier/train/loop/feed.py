@@ -13,6 +13,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from graphtier.errors import OptionError
 from graphtier.graphstore import GraphStore
 from graphtier.memory import FeatureSource
 from graphtier.sampling import MiniBatch
@@ -81,6 +82,10 @@ class BatchFeed:
             source row of the input block; a store that cannot (not float32, not in host memory) gathers.
         block_degree: float [N] full-graph in-degrees on ``device`` handed to the model per batch, or None.
         targets: ``targets(seeds, batch) -> tensor``, the task's targets of a batch (:meth:`Task.targets`).
+        edge_features: fill every block's ``edge_attr`` (the store's :meth:`GraphStore.gather_edges` of its
+            ``edge_id``; float32 on ``device`` after :meth:`to_device`) in the producer, after sampling.
+        edge_ages: fill every block's ``edge_age`` of a temporal batch (float32 [E], ``n_time[dst] -
+            edge_time[edge_id]``) in the producer.
     """
 
     def __init__(
@@ -94,7 +99,10 @@ class BatchFeed:
         block_degree: torch.Tensor | None,
         targets: Callable[[np.ndarray, MiniBatch], torch.Tensor],
         first_layer_mean: bool = False,
+        edge_features: bool = False,
+        edge_ages: bool = False,
     ) -> None:
+        self.edge_features, self.edge_ages = edge_features, edge_ages
         self.first_layer_mean = first_layer_mean and block_csr and isinstance(store.features, FeatureSource)
         self.targets = targets
         self.store = store
@@ -108,6 +116,8 @@ class BatchFeed:
         self, seed_batches: Iterable[np.ndarray], sample: SampleFn, first_batch_id: int, training: bool = True
     ) -> BatchProducer:
         """A producer of :class:`PreparedBatch` (CPU tensors) for ``seed_batches``; the caller closes it."""
+        if self.edge_features or self.edge_ages:
+            sample = self._with_edge_inputs(sample)
         return BatchProducer(
             seed_batches,
             sample,
@@ -121,6 +131,17 @@ class BatchFeed:
             block_transpose=self.block_csr and training,
             inputs=self._first_layer if self.first_layer_mean else None,
         )
+
+    def _with_edge_inputs(self, sample: SampleFn) -> SampleFn:
+        """``sample`` whose batches' blocks carry their edge inputs (see the class; CPU tensors, or the edge
+        source's output device)."""
+
+        def sample_with_edges(seeds: np.ndarray, batch_id: int) -> MiniBatch:
+            batch = sample(seeds, batch_id)
+            add_edge_inputs(batch, self.store, self.edge_features, self.edge_ages)
+            return batch
+
+        return sample_with_edges
 
     def _first_layer(self, batch: MiniBatch) -> FirstLayerInput | None:
         """The first layer's mean and root rows of ``batch`` read from the table, or None (gather instead)."""
@@ -143,6 +164,9 @@ class BatchFeed:
         if not isinstance(x, FirstLayerInput):
             x = item.x.to(self.device, non_blocking=non_blocking).float()
         blocks = [blk.to(self.device, non_blocking=non_blocking) for blk in batch.blocks]
+        for blk in blocks:
+            if blk.edge_attr is not None:
+                blk.edge_attr = blk.edge_attr.float()
         y = item.y.to(self.device, non_blocking=non_blocking)
         seed_index = batch.seed_index.to(self.device, non_blocking=non_blocking)
         n_id = batch.n_id.to(self.device, non_blocking=non_blocking)
@@ -164,3 +188,53 @@ class BatchFeed:
             torch.cuda.synchronize(self.device)
         pairs = (moved.src_index, moved.dst_index) if isinstance(moved, TypedLinkMiniBatch) else (None, None)
         return TypedDeviceBatch(x, list(moved.blocks), y, moved.seed_index, None, *pairs, n_id=moved.n_id)
+
+
+def add_edge_inputs(batch: MiniBatch, store: GraphStore, features: bool, ages: bool) -> None:
+    """Set each block's ``edge_attr`` (with ``features``: ``store.gather_edges(edge_id)``, [E, d] in the edge table's
+    dtype) and, for a temporal batch (``n_time`` set) with ``ages``, its ``edge_age`` (float32 [E], ``n_time`` of
+    the destination row minus ``edge_time[edge_id]``). A block that needs them without ``edge_id`` (a sampler not
+    asked to record it) is an error: the run's inputs would be silently missing."""
+    if isinstance(batch, TypedMiniBatch):
+        return
+    edge_time = store.dataset.edge_time
+    timed = ages and batch.n_time is not None and edge_time is not None
+    for blk in batch.blocks:
+        if (features or timed) and blk.edge_id is None:
+            raise AssertionError("a block without edge_id: the sampler was built without edge ids")
+        if features:
+            blk.edge_attr = store.gather_edges(blk.edge_id)
+        if timed:
+            ids = blk.edge_id.cpu().numpy()
+            dst_time = batch.n_time.cpu()[blk.edge_index[1].cpu()].numpy()
+            blk.edge_age = torch.from_numpy((dst_time - np.asarray(edge_time[ids])).astype(np.float32))
+
+
+def edge_input_dim(model: nn.Module) -> int:
+    """The width of the edge inputs ``model`` reads (its ``edge_input_dim`` attribute: edge features and a time
+    encoding), 0 for a model without edge inputs."""
+    return int(
+        getattr(model, "edge_input_dim", 0) or getattr(getattr(model, "encoder", None), "edge_input_dim", 0) or 0
+    )
+
+
+def require_edge_model(model: nn.Module, store: GraphStore) -> bool:
+    """True when ``model`` reads the store's edge features: its ``edge_dim`` attribute (a link model's: its
+    encoder's; the width of the ``edge_attr`` it reads) equals the edge table's width; a one-line
+    :class:`OptionError` naming ``edge_features`` otherwise (a model without edge inputs, or one of another width)."""
+    source = store.edge_features
+    assert source is not None  # opened by the store with placement.edge_features
+    reader = getattr(model, "encoder", model)  # a link model's encoder reads the blocks
+    dim = getattr(reader, "edge_dim", None)
+    name = getattr(reader, "kind", None) or type(reader).__name__
+    if not dim:
+        raise OptionError(
+            f"{{edge_features}}: the model {name} reads no edge features (a model with edge inputs has edge_dim)",
+            options=("edge_features", "model"),
+        )
+    if int(dim) != source.dim:
+        raise OptionError(
+            f"{{edge_features}}: the model {name} reads {dim} edge features per edge, the dataset's "
+            f"edge_feat.npy has {source.dim}", options=("edge_features",),
+        )  # fmt: skip
+    return True

@@ -60,7 +60,8 @@ class Loader:
         num_threads: threads of the producer's sampler and gather (None: the store's default).
         device: where the batches go (and, when the loader opens the store, its compute device).
         placement_options: ``features_on``, ``gpu_budget``, ``ram_budget``, ``sample_on``, ... when the loader
-            opens the store (:meth:`GraphStore.open`).
+            opens the store (:meth:`GraphStore.open`); ``edge_features=True``: every block carries ``edge_attr``
+            (float32 [E, d] rows of ``edge_feat.npy``) as in ``train --edge-features``.
 
     A batch is a :class:`~graphtier.train.loop.feed.DeviceBatch` on ``device``: ``x`` float32 [len(n_id), D],
     ``blocks`` (input layer first), ``y``, ``seed_index`` int64 [B] (the output rows of the seeds),
@@ -126,6 +127,7 @@ class Loader:
         self.feed = BatchFeed(
             self.store, self.device, prefetch=prefetch, num_threads=num_threads, block_csr=False,
             block_degree=None, targets=lambda ids, batch: self.task.targets(self.store, ids, batch),
+            edge_features=self.store.edge_features is not None,  # edge_features=True: blocks carry edge_attr
         )  # fmt: skip
 
     def _resolve_seeds(self, seeds: str | np.ndarray) -> np.ndarray:

@@ -39,7 +39,7 @@ from graphtier.train.loop.collective import (
     rank_threads,
 )
 from graphtier.train.loop.evaluation import Evaluator, majority_class_accuracy, split_scores
-from graphtier.train.loop.feed import BatchFeed, SampleFn
+from graphtier.train.loop.feed import BatchFeed, SampleFn, edge_input_dim, require_edge_model
 from graphtier.train.loop.report import RunReport, environment_info
 from graphtier.train.loop.result import TrainResult
 from graphtier.train.loop.tally import EpochTally
@@ -119,6 +119,7 @@ class Trainer:
         degree = full_in_degree(self.store.csc[0], self.device) if config.network.model == "gcn" else None
         self.typed = dataset.is_hetero or config.network.typed  # typed batches (TypedMiniBatch), a typed model
         self.model = build_run_model(config, dataset)
+        edge_features = config.placement.edge_features and require_edge_model(self.model, self.store)
         hot_rows = getattr(self.store.features, "learnable_rows", {})
         tables_dir = (
             None if config.placement.tables_on == "ram" else config.placement.scratch_dir or tempfile.gettempdir()
@@ -149,6 +150,8 @@ class Trainer:
             block_degree=degree if config.gcn_degrees_used == "full" else None,
             targets=lambda seeds, batch: self.task.targets(self.store, seeds, batch),
             first_layer_mean=csr and getattr(self.model, "kind", None) == "sage" and not self.typed,
+            edge_features=edge_features,
+            edge_ages=config.sampling.temporal is not None and bool(edge_features or edge_input_dim(self.model)),
         )
         self.collective: Collective = (
             SingleProcess(config, self.task)
@@ -286,8 +289,9 @@ class Trainer:
     def _epoch_traffic(self, before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
         """Bytes per tier read during the epoch, summed over the ranks (like feature_bytes); a typed dataset's
         feature bytes also per node type (``feature_bytes_by_tier_by_type``)."""
-        parts = {key: (after[part] - before[part]).by_tier() for key, part in
-                 (("feature_bytes_by_tier", "features"), ("topology_bytes_by_tier", "topology"))}  # fmt: skip
+        parts = {key: (after[part] - before[part]).by_tier() for key, part in (("feature_bytes_by_tier", "features"),
+                 ("topology_bytes_by_tier", "topology"), ("edge_feature_bytes_by_tier", "edge_features"))
+                 if part in after}  # fmt: skip
         if "features_by_type" in after:
             by_type = bytes_by_tier_by_type(before["features_by_type"], after["features_by_type"])[1]
             parts.update({("feature_bytes_by_tier_by_type", name): tiers for name, tiers in by_type.items()})

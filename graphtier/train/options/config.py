@@ -134,6 +134,15 @@ class TrainConfig:
                 "{sample_on=gpu}: not available with {devices} (multi-process runs sample on the CPU)",
                 options=("sample_on", "devices"),
             )
+        if placement.edge_features:
+            for option, value, allowed in (("sampler", sampling.sampler, "neighbor"), ("devices",
+                                           self.distributed.devices, None), ("full_inference",
+                                           self.run.full_inference, False)):  # fmt: skip
+                if value != allowed:
+                    raise OptionError(
+                        "{edge_features}: feeds the edges of neighbour-sampled blocks in one process, without "
+                        f"layer-wise inference, for now, found {{{option}={value}}}", options=("edge_features", option),
+                    )  # fmt: skip
         if sampling.temporal is not None:
             for option, value, allowed in (("devices", self.distributed.devices, None), ("sampler",
                                            sampling.sampler, "neighbor"), ("full_inference",
