@@ -61,6 +61,33 @@ def negative_times_file(split: str) -> str:
     return f"link_{split}_neg_time"
 
 
+def label_file(split: str) -> str:
+    """File stem of the edge-level targets of ``split``'s positive pairs (``link_train_label`` ...): float32 [P],
+    row-aligned with ``link_{split}.npy``; ``meta.json`` ``link.label`` ``{"column": name}`` names the target."""
+    return f"link_{split}_label"
+
+
+def pair_labels(root: Path, meta: dict[str, Any], split: str) -> np.ndarray | None:
+    """float32 [P] (memory map): the edge-level target of every positive pair of ``split`` of the dataset at
+    ``root`` (``meta``: its ``meta.json``); None when ``link.label`` is absent. :class:`DatasetError` when the file
+    is missing or not float32 [P] for the P rows of ``link_{split}.npy``."""
+    link = meta.get(LINK_META_KEY) or {}
+    if not isinstance(link.get("label"), dict):
+        return None
+    path = root / f"{label_file(split)}.npy"
+    pairs_path = root / f"{positives_file(split)}.npy"
+    if not pairs_path.is_file():
+        return np.empty(0, np.float32)
+    if not path.is_file():
+        raise DatasetError(f"{path}: file missing (meta.json 'link.label' names edge-level targets)")
+    labels = np.load(path, mmap_mode="r", allow_pickle=False)
+    count = int(np.load(pairs_path, mmap_mode="r", allow_pickle=False).shape[0])
+    if labels.dtype != np.float32 or labels.shape != (count,):
+        raise DatasetError(f"{path}: expected float32 [{count}] (a target per row of {pairs_path.name}), "
+                           f"found {labels.dtype} {list(labels.shape)}")  # fmt: skip
+    return labels
+
+
 SPLIT_BY = ("random", "time")
 """How an edge split chose its held-out edges (``meta.json`` ``link.split_by``; absent means ``random``)."""
 
@@ -75,6 +102,7 @@ LINK_FILE_STEMS = frozenset(
     + [negatives_file(s) for s in EVAL_SPLITS]
     + [positive_times_file(s) for s in LINK_SPLITS]
     + [negative_times_file(s) for s in EVAL_SPLITS]
+    + [label_file(s) for s in LINK_SPLITS]
 )
 """Every file stem of an edge split (not listed in ``Dataset.extra``)."""
 
