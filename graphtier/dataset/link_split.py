@@ -62,30 +62,8 @@ def negative_times_file(split: str) -> str:
 
 
 def label_file(split: str) -> str:
-    """File stem of the edge-level targets of ``split``'s positive pairs (``link_train_label`` ...): float32 [P],
-    row-aligned with ``link_{split}.npy``; ``meta.json`` ``link.label`` ``{"column": name}`` names the target."""
+    """File stem of the edge-level targets (float32 [P]) of ``split``'s pairs: ``link_train_label`` ..."""
     return f"link_{split}_label"
-
-
-def pair_labels(root: Path, meta: dict[str, Any], split: str) -> np.ndarray | None:
-    """float32 [P] (memory map): the edge-level target of every positive pair of ``split`` of the dataset at
-    ``root`` (``meta``: its ``meta.json``); None when ``link.label`` is absent. :class:`DatasetError` when the file
-    is missing or not float32 [P] for the P rows of ``link_{split}.npy``."""
-    link = meta.get(LINK_META_KEY) or {}
-    if not isinstance(link.get("label"), dict):
-        return None
-    path = root / f"{label_file(split)}.npy"
-    pairs_path = root / f"{positives_file(split)}.npy"
-    if not pairs_path.is_file():
-        return np.empty(0, np.float32)
-    if not path.is_file():
-        raise DatasetError(f"{path}: file missing (meta.json 'link.label' names edge-level targets)")
-    labels = np.load(path, mmap_mode="r", allow_pickle=False)
-    count = int(np.load(pairs_path, mmap_mode="r", allow_pickle=False).shape[0])
-    if labels.dtype != np.float32 or labels.shape != (count,):
-        raise DatasetError(f"{path}: expected float32 [{count}] (a target per row of {pairs_path.name}), "
-                           f"found {labels.dtype} {list(labels.shape)}")  # fmt: skip
-    return labels
 
 
 SPLIT_BY = ("random", "time")
@@ -99,10 +77,10 @@ HELD_OUT_SAMPLE = 1 << 18
 
 LINK_FILE_STEMS = frozenset(
     [positives_file(s) for s in LINK_SPLITS]
+    + [label_file(s) for s in LINK_SPLITS]
     + [negatives_file(s) for s in EVAL_SPLITS]
     + [positive_times_file(s) for s in LINK_SPLITS]
     + [negative_times_file(s) for s in EVAL_SPLITS]
-    + [label_file(s) for s in LINK_SPLITS]
 )
 """Every file stem of an edge split (not listed in ``Dataset.extra``)."""
 

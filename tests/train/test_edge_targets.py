@@ -10,7 +10,7 @@ import torch
 
 from graphtier import Dataset, OptionError
 from graphtier.dataset.importers.movielens import import_movielens
-from graphtier.dataset.link_split import pair_labels
+from graphtier.dataset.link_labels import pair_labels
 from graphtier.train import TrainConfig, Trainer, train
 from graphtier.train.infer.link_predict import pair_scores
 from graphtier.train.infer.pair_space import pair_space

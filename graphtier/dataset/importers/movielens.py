@@ -6,6 +6,10 @@ fold's ``<fold>.base`` / ``<fold>.test`` rating files (``user item rating timest
 - Nodes: the users, then the items (user ``u`` -> node ``u - 1``, item ``i`` -> node ``num_users + i - 1``).
 - Graph: undirected user-item edges, one per rating, whatever the rating (an implicit-feedback link task:
   a rating says the user watched the item).
+- Edge-level targets and times: every pair of the split carries its rating (1-5) as its target
+  (``link_{split}_label.npy`` float32 [P], ``meta.json`` ``link.label: {"column": "rating"}``;
+  ``train --task link --link-target regression``), and every edge its rating's timestamp (``edge_time.npy``, unit
+  ``s``; the fold's given split stays a random split).
 - Features (float32): the user's age scaled to [0, 1], gender one-hot, occupation one-hot; the item's 19
   genre flags; a user/item indicator pair; zeros where a block does not apply. With ``id_features`` a one-hot
   block of the node id follows ([N, 45 + N]): the first layer then learns a row per user and per item (the

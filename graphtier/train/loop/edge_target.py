@@ -23,7 +23,8 @@ import torch
 import torch.nn.functional as F
 
 from graphtier.dataset.format import Dataset
-from graphtier.dataset.link_split import LINK_SPLITS, pair_labels
+from graphtier.dataset.link_labels import pair_labels
+from graphtier.dataset.link_split import LINK_SPLITS
 from graphtier.train.loop.link_metrics import auc, average_precision
 from graphtier.train.options.config import require_edge_targets
 

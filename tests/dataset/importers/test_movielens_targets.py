@@ -9,7 +9,7 @@ import pytest
 
 from graphtier.dataset import Dataset
 from graphtier.dataset.importers.movielens import import_movielens
-from graphtier.dataset.link_split import pair_labels
+from graphtier.dataset.link_labels import pair_labels
 from graphtier.errors import DatasetError
 from tests.conftest import shared_data
 from tests.dataset.importers.movielens_files import write_movielens
