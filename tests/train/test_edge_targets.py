@@ -171,3 +171,32 @@ def test_refusals_are_one_line(rated: Dataset, tmp_path: Path, capsys: pytest.Ca
         train(plain, epochs=1, link_target="regression", **SMALL)
     with pytest.raises(OptionError, match=r"link_target= expected one of regression, binary, found 'rating'"):
         TrainConfig(task="link", link_target="rating")
+
+
+def test_binary_target_on_a_time_split_samples_each_pair_at_its_time(tmp_path: Path) -> None:
+    """A timed edge list split by time, its pairs labelled here by hand (the label files of the edge split): the
+    temporal sampler trains on the labelled pairs; the majority baseline replaces EdgeBank (which scores existence)."""
+    import json
+
+    from graphtier.dataset.importers.edgelist import import_edgelist
+    from tests.train.test_temporal_link import timed_edges
+
+    data = import_edgelist(
+        timed_edges(tmp_path / "edges.txt"), tmp_path / "ds", time_column=2, edge_split=(0.7, 0.15, 0.15),
+        split_by="time", synthetic_features=16, seed=0,
+    )  # fmt: skip
+    link = data.link
+    assert link is not None
+    for split in ("train", "valid", "test"):
+        pairs = np.asarray(link.pairs(split).positives)
+        np.save(data.path / f"link_{split}_label.npy", np.where(pairs[:, 0] % 2 == 0, 2.0, -1.0).astype(np.float32))
+    meta = json.loads((data.path / "meta.json").read_text())
+    meta["link"]["label"] = {"column": "sign"}
+    (data.path / "meta.json").write_text(json.dumps(meta))
+    labelled = Dataset.open(data.path)
+    report = train(labelled, epochs=2, link_target="binary", temporal="recent", **SMALL)
+    final = report["final"]
+    assert final["method"] == "temporal" and final["test_auc"] is not None
+    test = np.asarray(pair_labels(labelled.path, labelled.meta, "test"))
+    assert final["test_majority_ap"] == pytest.approx(float((test > 0).mean()))
+    assert not any(key.startswith("test_edgebank") for key in final)
