@@ -44,6 +44,7 @@ from graphtier.dataset.importers import edges, finish, textio
 from graphtier.dataset.importers.link_files import GivenPairs, save_split_graph, split_from_pairs
 from graphtier.dataset.importers.options import MOVIELENS_FIELDS, ImportOptions
 from graphtier.dataset.importers.pair_files import row_location
+from graphtier.dataset.importers.time_holdout import split_written_graph_by_time
 from graphtier.dataset.importers.typed_files import TypedImport, finish_typed_import
 from graphtier.dataset.importers.typed_graph import TypedNodes, spill_relation
 from graphtier.dataset.importers.typed_holdout import TypedSplit
@@ -178,7 +179,9 @@ def import_movielens(
         options, option_values: the shared :class:`ImportOptions` (:data:`MOVIELENS_FIELDS`):
             ``eval_negatives`` K negative items per validation/test rating (0: one negative user-item pair per
             rating; 100 gives the NCF protocol, Hits@10 among 101 candidates), ``seed`` of the validation draw
-            and of the negatives.
+            and of the negatives; ``split_by="time"`` with ``edge_split`` fractions: the fold's ratings split by
+            their times instead of the fold's split (homogeneous; every rating stays in the graph, pairs carry times,
+            negatives are drawn from all nodes).
         progress: reports building the CSC and validating.
 
     Returns:
@@ -188,6 +191,11 @@ def import_movielens(
         raise OptionError.invalid("valid_fraction", "a fraction in [0, 1)", valid_fraction)
     options = ImportOptions.of(options, option_values)
     options.check_accepted(MOVIELENS_FIELDS, "movielens")
+    if options.edge_split is not None and options.split_by != "time":
+        raise OptionError("{edge_split}: movielens splits by {fold} (FOLD.base, FOLD.test), or by time with "
+                          "{split_by=time}", options=("edge_split", "fold", "split_by"))  # fmt: skip
+    if options.split_by == "time" and typed:
+        raise OptionError("{split_by=time}: writes a homogeneous dataset, not {typed}", options=("split_by", "typed"))
     eval_negatives, seed = options.eval_negatives, options.seed
     folder = find_folder(Path(source))
     base_path, test_path = folder / f"{fold}.base", folder / f"{fold}.test"
@@ -242,17 +250,6 @@ def import_movielens(
             timed=True,
         )
         assert built.edge_time is not None
-        split = split_from_pairs(
-            given,
-            built.indptr,
-            built.indices,
-            undirected=True,
-            eval_negatives=eval_negatives,
-            dst_range=(num_users, n),
-            src_range=(0, num_users),
-            seed=seed,
-            meta=provenance,
-        )
         side = users.shape[1] + items.shape[1] + 2
         features = np.zeros((n, side + (n if id_features else 0)), np.float32)
         if id_features:
@@ -277,8 +274,20 @@ def import_movielens(
         )
         meta["num_users"], meta["num_items"] = num_users, num_items
         meta[EDGE_TIME_META] = {"unit": "s"}
-        writer.save("edge_time", built.edge_time)  # the held-out ratings leave the graph with their times
-        carry_edge_time(writer, built.indptr, built.indices, split.indptr, split.indices)
-        meta = save_split_graph(writer, meta, split)
+        writer.save("edge_time", built.edge_time)
+        if options.split_by == "time":  # every rating stays in the graph; pairs held out by time, with their times
+            writer.save("indptr", built.indptr)
+            writer.save("indices", built.indices)
+            meta["num_edges"] = int(built.indptr[-1])
+            meta = split_written_graph_by_time(
+                writer, meta, options.edge_split, seed=seed, eval_negatives=eval_negatives
+            )
+        else:
+            split = split_from_pairs(
+                given, built.indptr, built.indices, undirected=True, eval_negatives=eval_negatives,
+                dst_range=(num_users, n), src_range=(0, num_users), seed=seed, meta=provenance,
+            )  # fmt: skip
+            carry_edge_time(writer, built.indptr, built.indices, split.indptr, split.indices)  # held out: times too
+            meta = save_split_graph(writer, meta, split)
         meta = write_rating_labels(writer, meta, every[:, :3])
         return writer.finish(finish_edge_time(writer, meta), progress=progress)

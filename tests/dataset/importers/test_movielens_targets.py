@@ -10,7 +10,7 @@ import pytest
 from graphtier.dataset import Dataset
 from graphtier.dataset.importers.movielens import import_movielens
 from graphtier.dataset.link_labels import pair_labels
-from graphtier.errors import DatasetError
+from graphtier.errors import DatasetError, OptionError
 from tests.conftest import shared_data
 from tests.dataset.importers.movielens_files import write_movielens
 
@@ -90,3 +90,27 @@ def test_a_rating_file_with_a_missing_column_is_one_line(tmp_path: Path, typed: 
     (folder / "u1.test").write_text("1\t2\n")
     with pytest.raises(DatasetError, match=r"u1.test.*'user item rating timestamp'"):
         import_movielens(folder, tmp_path / "out", typed=typed)
+
+
+def test_movielens_split_by_time_holds_out_the_latest_ratings_with_their_targets(tmp_path: Path) -> None:
+    folder, ratings = write_movielens(tmp_path / "ml")
+    rated = _rating_of(ratings)
+    d = import_movielens(folder, tmp_path / "out", edge_split=(0.8, 0.1, 0.1), split_by="time")
+    assert d.link is not None and d.link.by_time and d.num_edges == 2 * ratings.shape[0]  # every rating stays
+    _check_labels(d, rated, item_offset=60)
+    _check_times(d, rated, users=60)
+    train, test = d.link.pairs("train"), d.link.pairs("test")
+    assert int(np.max(train.positive_times)) <= int(np.min(test.positive_times))
+    for split in ("train", "test"):  # each pair's time is its rating's
+        pairs = d.link.pairs(split)
+        for (s, t), time in zip(np.asarray(pairs.positives).tolist(), np.asarray(pairs.positive_times).tolist()):
+            user, item = (s, t) if s < 60 else (t, s)
+            assert rated[(user + 1, item - 60 + 1)][1] == time
+
+
+def test_movielens_split_refusals_are_one_line(tmp_path: Path) -> None:
+    folder, _ = write_movielens(tmp_path / "ml")
+    with pytest.raises(OptionError, match=r"edge_split=: movielens splits by fold= .*or by time with split_by='time'"):
+        import_movielens(folder, tmp_path / "a", edge_split=(0.8, 0.1, 0.1))
+    with pytest.raises(OptionError, match=r"split_by='time': writes a homogeneous dataset, not typed="):
+        import_movielens(folder, tmp_path / "b", edge_split=(0.8, 0.1, 0.1), split_by="time", typed=True)
