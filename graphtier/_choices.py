@@ -10,6 +10,10 @@ TASK_NAMES = ("node", "link")
 """What a run trains (``--task``): node classification (seeds: node ids) or link prediction (seeds: rows of the
 edge split's training pairs); the trainer and the tiering tools take the same names."""
 
+LINK_TARGETS = ("regression", "binary")
+"""Edge-level targets of ``--task link`` (``--link-target``): predict each labelled pair's value
+(``link_{split}_label.npy``; MSE, RMSE/MAE) or whether it exceeds ``--link-threshold`` (BCE, AUC/AP); no negatives."""
+
 NEGATIVE_SAMPLING = ("uniform", "degree")
 """How training negatives' destinations are drawn (``--negative-sampling``)."""
 DEFAULT_NEGATIVE_SAMPLING = "uniform"

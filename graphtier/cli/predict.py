@@ -22,7 +22,8 @@ from graphtier.errors import OptionError
 @click.option(
     "--output", default=None, type=click.Path(dir_okay=False, path_type=Path),
     help="Predictions .npy: int64 [N] predicted classes, or float32 [N, C] with --probabilities; --task link: "
-    "float32 [P] logits of --pairs, or int64 [n, K] node ids of --top-k; a .csv with --top-k: the "
+    "float32 [P] logits of --pairs (a --link-target model: predicted values, or probabilities for binary), or "
+    "int64 [n, K] node ids of --top-k; a .csv with --top-k: the "
     "recommendations in the input's ids, the popularity top-K beside them.",
 )  # fmt: skip
 @click.option(
@@ -214,8 +215,10 @@ def link_command(
     lines = [f"embedded {table.shape[0]:,} nodes with {saved.config['model']} + {saved.config['decoder']} decoder"]
     with OutputSet() as outputs:  # --output, --scores and --embeddings replaced together (all new or all old)
         if node_pairs is not None and output is not None:
-            outputs.save_npy(output, pair_scores(model, table, node_pairs, space), "output")
-            lines.append(f"scores (logits) of {node_pairs.shape[0]:,} pairs written to {output}")
+            target = saved.config.get("link_target")
+            outputs.save_npy(output, pair_scores(model, table, node_pairs, space, target), "output")
+            what = {"regression": "predicted values", "binary": "probabilities (label > threshold)"}.get(target)
+            lines.append(f"{what or 'scores (logits)'} of {node_pairs.shape[0]:,} pairs written to {output}")
         if nodes is not None and output is not None and top_k is not None:
             if output.suffix == ".csv":  # the popularity top-K beside the model's, from the same pass
                 ids, scores, *popular = top_k_with_popular(model, table, data, nodes, top_k, progress=progress)

@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from graphtier._choices import TEMPORAL_STRATEGIES
+from graphtier._choices import LINK_TARGETS, TEMPORAL_STRATEGIES
 from graphtier.cli.options import RELATION_FANOUTS, SEED, fanouts_option_type
 
 # The fixed choices, spelled here so that `graphtier train --help` shows them without importing torch
@@ -54,6 +54,21 @@ FANOUTS_DEFAULT = "25,10"
     help="--task link: training negatives' destinations uniform, or by in-degree^0.75.",
 )
 @click.option("--hits-k", default=10, show_default=True, type=int, help="--task link: the K of the reported Hits@K.")
+@click.option(
+    "--link-target",
+    type=click.Choice(LINK_TARGETS),
+    default=None,
+    help="--task link on a dataset with edge-level targets (link_train_label.npy, e.g. prepare movielens's "
+    "ratings): regression predicts each pair's value (MSE; RMSE, MAE), binary whether it exceeds --link-threshold "
+    "(BCE; AUC, AP). No negatives are drawn.",
+)
+@click.option(
+    "--link-threshold",
+    default=0.0,
+    show_default=True,
+    type=float,
+    help="--link-target binary: a pair is positive when its label is above this value.",
+)
 @click.option(
     "--model",
     type=click.Choice(MODEL_CHOICES),

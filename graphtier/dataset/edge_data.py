@@ -24,6 +24,7 @@ import numpy as np
 
 from graphtier.dataset.finite import find_non_finite
 from graphtier.dataset.link_split import LINK_META_KEY, LINK_SPLITS, positive_times_file, positives_file
+from graphtier.dataset.link_split import label_file as link_label_file
 from graphtier.errors import DatasetError
 
 EDGE_FEAT = "edge_feat"
@@ -33,11 +34,6 @@ LABEL_KEY = "edge_label"
 FEATURE_DTYPES = ("float16", "float32", "float64")
 GATHER_BYTES = 64 << 20
 """Bytes of gathered rows per chunk (bounds the memory of :func:`write_edge_columns` and the carries)."""
-
-
-def link_label_file(split: str) -> str:
-    """File stem of the edge-level targets of ``split``'s positive pairs: ``link_train_label`` ..."""
-    return f"link_{split}_label"
 
 
 EDGE_COLUMN_STEMS = (EDGE_FEAT, EDGE_LABEL)
@@ -275,9 +271,21 @@ def write_link_labels(
 
 def link_labels(dataset: Any, split: str) -> np.ndarray | None:
     """float32 [P] (memory map): the edge-level target of every positive pair of ``split`` of ``dataset`` (a
-    :class:`~graphtier.dataset.format.Dataset`), row-aligned with ``link_{split}.npy``; None without labels."""
-    path = Path(dataset.path) / f"{link_label_file(split)}.npy"
-    return np.load(path, mmap_mode="r", allow_pickle=False) if path.is_file() else None
+    :class:`~graphtier.dataset.format.Dataset`), row-aligned with ``link_{split}.npy``; None without ``meta.json``
+    ``link.label``, empty when the split has no pairs file. :class:`DatasetError` (one line) when the file is missing,
+    not float32 or not one value per pair."""
+    root, meta = Path(dataset.path), dataset.meta
+    path, pairs_path = root / f"{link_label_file(split)}.npy", root / f"{positives_file(split)}.npy"
+    labelled = isinstance((meta.get(LINK_META_KEY) or {}).get("label"), dict)
+    if not labelled or not pairs_path.is_file():
+        return np.empty(0, np.float32) if labelled else None
+    if not path.is_file():
+        raise DatasetError(f"{path}: file missing (meta.json 'link.label' names edge-level targets)")
+    labels = np.load(path, mmap_mode="r", allow_pickle=False)
+    count = int(np.load(pairs_path, mmap_mode="r", allow_pickle=False).shape[0])
+    if labels.dtype != np.float32 or labels.shape != (count,):
+        raise DatasetError(f"{path}: expected float32 [{count}], found {labels.dtype} {list(labels.shape)}")
+    return labels
 
 
 def edge_data_lines(meta: dict[str, Any]) -> list[tuple[str, str]]:

@@ -61,6 +61,11 @@ def negative_times_file(split: str) -> str:
     return f"link_{split}_neg_time"
 
 
+def label_file(split: str) -> str:
+    """File stem of the edge-level targets (float32 [P]) of ``split``'s pairs: ``link_train_label`` ..."""
+    return f"link_{split}_label"
+
+
 SPLIT_BY = ("random", "time")
 """How an edge split chose its held-out edges (``meta.json`` ``link.split_by``; absent means ``random``)."""
 
@@ -72,6 +77,7 @@ HELD_OUT_SAMPLE = 1 << 18
 
 LINK_FILE_STEMS = frozenset(
     [positives_file(s) for s in LINK_SPLITS]
+    + [label_file(s) for s in LINK_SPLITS]
     + [negatives_file(s) for s in EVAL_SPLITS]
     + [positive_times_file(s) for s in LINK_SPLITS]
     + [negative_times_file(s) for s in EVAL_SPLITS]

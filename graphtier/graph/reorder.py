@@ -31,10 +31,11 @@ import numpy as np
 from graphtier._progress import NO_PROGRESS, Progress
 from graphtier.dataset._edge_time_kernels import relocated_positions
 from graphtier.dataset.csc import edge_balanced_bounds
-from graphtier.dataset.edge_data import EDGE_FEAT, EDGE_LABEL, link_label_file
+from graphtier.dataset.edge_data import EDGE_FEAT, EDGE_LABEL
 from graphtier.dataset.edge_time import EDGE_TIME, finish_edge_time
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.link_split import LINK_META_KEY, LinkPairs, LinkSplit
+from graphtier.dataset.link_split import label_file as link_label_file
 from graphtier.dataset.node_time import NODE_TIME
 from graphtier.dataset.original_ids import NODE_IDS_JSON, json_node_ids
 from graphtier.dataset.resources import available_memory

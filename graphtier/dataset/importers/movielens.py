@@ -6,6 +6,10 @@ fold's ``<fold>.base`` / ``<fold>.test`` rating files (``user item rating timest
 - Nodes: the users, then the items (user ``u`` -> node ``u - 1``, item ``i`` -> node ``num_users + i - 1``).
 - Graph: undirected user-item edges, one per rating, whatever the rating (an implicit-feedback link task:
   a rating says the user watched the item).
+- Edge-level targets and times: every pair of the split carries its rating (1-5) as its target
+  (``link_{split}_label.npy`` float32 [P], ``meta.json`` ``link.label: {"column": "rating"}``;
+  ``train --task link --link-target regression``), and every edge its rating's timestamp (``edge_time.npy``, unit
+  ``s``; the fold's given split stays a random split).
 - Features (float32): the user's age scaled to [0, 1], gender one-hot, occupation one-hot; the item's 19
   genre flags; a user/item indicator pair; zeros where a block does not apply. With ``id_features`` a one-hot
   block of the node id follows ([N, 45 + N]): the first layer then learns a row per user and per item (the
@@ -33,14 +37,18 @@ from typing import Any
 import numpy as np
 
 from graphtier._progress import NO_PROGRESS, Progress
+from graphtier.dataset.edge_time import META_KEY as EDGE_TIME_META
+from graphtier.dataset.edge_time import carry_edge_time, finish_edge_time
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import edges, finish, textio
 from graphtier.dataset.importers.link_files import GivenPairs, save_split_graph, split_from_pairs
 from graphtier.dataset.importers.options import MOVIELENS_FIELDS, ImportOptions
 from graphtier.dataset.importers.pair_files import row_location
+from graphtier.dataset.importers.time_holdout import split_written_graph_by_time
 from graphtier.dataset.importers.typed_files import TypedImport, finish_typed_import
-from graphtier.dataset.importers.typed_graph import TypedEdges, TypedNodes
+from graphtier.dataset.importers.typed_graph import TypedNodes, spill_relation
 from graphtier.dataset.importers.typed_holdout import TypedSplit
+from graphtier.dataset.link_split import LINK_META_KEY, LINK_SPLITS, label_file, positives_file
 from graphtier.dataset.writer import DatasetWriter
 from graphtier.errors import DatasetError, OptionError
 
@@ -105,13 +113,13 @@ def item_features(folder: Path) -> np.ndarray:
 
 
 def read_ratings(path: Path, num_users: int, num_items: int) -> np.ndarray:
-    """int64 [R, 2] ``(user node, item node)`` of the rating file ``path`` (rating and timestamp ignored)."""
+    """int64 [R, 4] ``(user node, item node, rating, timestamp)`` of the rating file ``path``."""
     blocks = list(
         textio.iter_int_rows(
-            path, 2, allow_extra_columns=True, skip_header=False, expected="'user item rating timestamp'"
+            path, 4, allow_extra_columns=True, skip_header=False, expected="'user item rating timestamp'"
         )
     )
-    raw = np.concatenate(blocks) if blocks else np.empty((0, 2), np.int64)
+    raw = np.concatenate(blocks) if blocks else np.empty((0, 4), np.int64)
     for column, (what, count) in enumerate((("user", num_users), ("item", num_items))):
         bad = np.flatnonzero((raw[:, column] < 1) | (raw[:, column] > count))
         if bad.size:
@@ -119,7 +127,30 @@ def read_ratings(path: Path, num_users: int, num_items: int) -> np.ndarray:
                 f"{path}: {row_location(path, int(bad[0]))}: expected {what} ids in [1, {count}], "
                 f"found {int(raw[bad[0], column])}"
             )
-    return np.stack([raw[:, 0] - 1, raw[:, 1] - 1 + num_users], axis=1)
+    return np.stack([raw[:, 0] - 1, raw[:, 1] - 1 + num_users, raw[:, 2], raw[:, 3]], axis=1)
+
+
+def write_rating_labels(writer: DatasetWriter, meta: dict[str, Any], ratings: np.ndarray) -> dict[str, Any]:
+    """Write ``link_{split}_label.npy`` (float32 [P], the rating of each pair of ``link_{split}.npy`` that
+    ``writer`` wrote) and return ``meta`` with ``link.label`` ``{"column": "rating"}``.
+
+    ``ratings``: int64 [R, 3] ``(src, dst, rating)`` in the ids of the pair files (one rating per pair)."""
+    span = int(ratings[:, 1].max()) + 1 if ratings.size else 1
+    keys = ratings[:, 0] * span + ratings[:, 1]
+    order = np.argsort(keys, kind="stable")
+    keys = keys[order]
+    for split in LINK_SPLITS:
+        path = writer.path(positives_file(split))
+        if not path.is_file():
+            continue
+        pairs = np.load(path, allow_pickle=False)
+        wanted = pairs[:, 0] * span + pairs[:, 1]
+        at = np.minimum(np.searchsorted(keys, wanted), max(keys.size - 1, 0))
+        if pairs.shape[0] and not np.array_equal(keys[at], wanted):
+            bad = int(np.flatnonzero(keys[at] != wanted)[0])
+            raise DatasetError(f"{path.name}: pair {bad} {pairs[bad].tolist()} has no rating")
+        writer.save(label_file(split), ratings[order[at], 2].astype(np.float32))
+    return {**meta, LINK_META_KEY: {**meta[LINK_META_KEY], "label": {"column": "rating"}}}
 
 
 def import_movielens(
@@ -148,7 +179,9 @@ def import_movielens(
         options, option_values: the shared :class:`ImportOptions` (:data:`MOVIELENS_FIELDS`):
             ``eval_negatives`` K negative items per validation/test rating (0: one negative user-item pair per
             rating; 100 gives the NCF protocol, Hits@10 among 101 candidates), ``seed`` of the validation draw
-            and of the negatives.
+            and of the negatives; ``split_by="time"`` with ``edge_split`` fractions: the fold's ratings split by
+            their times instead of the fold's split (homogeneous; every rating stays in the graph, pairs carry times,
+            negatives are drawn from all nodes).
         progress: reports building the CSC and validating.
 
     Returns:
@@ -158,6 +191,11 @@ def import_movielens(
         raise OptionError.invalid("valid_fraction", "a fraction in [0, 1)", valid_fraction)
     options = ImportOptions.of(options, option_values)
     options.check_accepted(MOVIELENS_FIELDS, "movielens")
+    if options.edge_split is not None and options.split_by != "time":
+        raise OptionError("{edge_split}: movielens splits by {fold} (FOLD.base, FOLD.test), or by time with "
+                          "{split_by=time}", options=("edge_split", "fold", "split_by"))  # fmt: skip
+    if options.split_by == "time" and typed:
+        raise OptionError("{split_by=time}: writes a homogeneous dataset, not {typed}", options=("split_by", "typed"))
     eval_negatives, seed = options.eval_negatives, options.seed
     folder = find_folder(Path(source))
     base_path, test_path = folder / f"{fold}.base", folder / f"{fold}.test"
@@ -174,7 +212,7 @@ def import_movielens(
     valid, train = base[np.sort(order[:num_valid])], base[np.sort(order[num_valid:])]
     every = np.concatenate([base, test])
     given = GivenPairs(
-        {"train": train, "valid": valid, "test": test},
+        {"train": train[:, :2], "valid": valid[:, :2], "test": test[:, :2]},
         sources={"train": str(base_path), "valid": str(base_path), "test": str(test_path)},
     )
 
@@ -183,41 +221,35 @@ def import_movielens(
     inputs = [folder / "u.user", folder / "u.item", folder / "u.occupation", base_path, test_path]
     if typed:
         with DatasetWriter(output, overwrite=overwrite) as writer:
+            local = np.array([0, num_users], np.int64)
+            timed = [(every[:, 0], every[:, 1] - num_users, every[:, 3])]  # (user, item, time) in local ids
             data = TypedImport(
                 types=[
                     TypedNodes("user", num_users, _with_ids(users, id_features)),
                     TypedNodes("item", num_items, _with_ids(items, id_features)),
                 ],  # fmt: skip
-                relations=[TypedEdges(RATES, src=every[:, 0], dst=every[:, 1] - num_users, where=str(base_path))],
+                relations=[spill_relation(RATES, iter(timed), writer.tmp, str(base_path))],
                 target="user",
                 inputs=inputs,
             )
-            local = np.array([0, num_users], np.int64)
             pairs = GivenPairs({k: v - local for k, v in given.positives.items()}, sources=given.sources)
             split = TypedSplit(pairs, ",".join(RATES), seed, eval_negatives, provenance)
+            rated = np.stack([every[:, 0], every[:, 1] - num_users, every[:, 2]], axis=1)
             return finish_typed_import(
                 writer, data, name=name, importer="movielens", add_reverse=True, link=split,
                 options={**options_meta, **options.to_meta(MOVIELENS_FIELDS)}, progress=progress,
+                edge_time_unit="s", before_finish=lambda meta: write_rating_labels(writer, meta, rated),
             )  # fmt: skip
     with DatasetWriter(output, overwrite=overwrite) as writer:
         built = edges.build_csc(
-            edges.array_edge_chunks(every[:, 0], every[:, 1]),
+            lambda: iter([(every[:, 0], every[:, 1], every[:, 3])]),
             n,
             undirected=True,
             progress=progress,
             num_input_edges=int(every.shape[0]),
+            timed=True,
         )
-        split = split_from_pairs(
-            given,
-            built.indptr,
-            built.indices,
-            undirected=True,
-            eval_negatives=eval_negatives,
-            dst_range=(num_users, n),
-            src_range=(0, num_users),
-            seed=seed,
-            meta=provenance,
-        )
+        assert built.edge_time is not None
         side = users.shape[1] + items.shape[1] + 2
         features = np.zeros((n, side + (n if id_features else 0)), np.float32)
         if id_features:
@@ -241,4 +273,21 @@ def import_movielens(
             edge_counts=built.counts,
         )
         meta["num_users"], meta["num_items"] = num_users, num_items
-        return writer.finish(save_split_graph(writer, meta, split), progress=progress)
+        meta[EDGE_TIME_META] = {"unit": "s"}
+        writer.save("edge_time", built.edge_time)
+        if options.split_by == "time":  # every rating stays in the graph; pairs held out by time, with their times
+            writer.save("indptr", built.indptr)
+            writer.save("indices", built.indices)
+            meta["num_edges"] = int(built.indptr[-1])
+            meta = split_written_graph_by_time(
+                writer, meta, options.edge_split, seed=seed, eval_negatives=eval_negatives
+            )
+        else:
+            split = split_from_pairs(
+                given, built.indptr, built.indices, undirected=True, eval_negatives=eval_negatives,
+                dst_range=(num_users, n), src_range=(0, num_users), seed=seed, meta=provenance,
+            )  # fmt: skip
+            carry_edge_time(writer, built.indptr, built.indices, split.indptr, split.indices)  # held out: times too
+            meta = save_split_graph(writer, meta, split)
+        meta = write_rating_labels(writer, meta, every[:, :3])
+        return writer.finish(finish_edge_time(writer, meta), progress=progress)

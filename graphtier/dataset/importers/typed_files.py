@@ -27,7 +27,7 @@ import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -35,6 +35,7 @@ from graphtier._progress import NO_PROGRESS, Progress
 from graphtier.dataset import provenance as prov
 from graphtier.dataset import resources
 from graphtier.dataset.edge_data import EdgeColumns
+from graphtier.dataset.edge_time import META_KEY as EDGE_TIME_META
 from graphtier.dataset.edge_time import finish_edge_time
 from graphtier.dataset.finite import NonFiniteGuard
 from graphtier.dataset.format import Dataset
@@ -360,11 +361,15 @@ def finish_typed_import(
     guards: Sequence[NonFiniteGuard] = (),
     progress: Progress = NO_PROGRESS,
     link: TypedSplit | None = None,
+    edge_time_unit: str | None = None,
+    before_finish: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
 ) -> Dataset:
     """Write ``data`` into ``writer`` (graph, per-type features, labels, splits, ``meta.json`` with ``hetero``),
     validate and move it into place; returns the opened :class:`Dataset`. ``progress`` reports building the
     CSC and validating. ``link``: the edge split of one relation for link prediction
-    (:mod:`graphtier.dataset.importers.typed_holdout`), or None."""
+    (:mod:`graphtier.dataset.importers.typed_holdout`), or None; ``edge_time_unit``: the unit of timed relations'
+    times for ``meta.json``; ``before_finish(meta) -> meta``: the importer's last files and entries (after the
+    split, e.g. its pairs' edge-level targets)."""
     edge_meta: dict[str, Any] = {}
     schema = write_typed_graph(
         writer,
@@ -402,7 +407,11 @@ def finish_typed_import(
     )
     meta["hetero"] = schema.to_meta()
     meta.update(edge_meta)  # edge features and label of the relations (a manifest's edges[i].features/label)
+    if edge_time_unit is not None:
+        meta[EDGE_TIME_META] = {"unit": edge_time_unit}
     if link is not None:
         meta = split_written_typed_graph(writer, meta, link)
+    if before_finish is not None:
+        meta = before_finish(meta)
     meta = finish_edge_time(writer, meta)  # when the relations carried times (a manifest's edges[i].time)
     return writer.finish(meta, progress=progress)

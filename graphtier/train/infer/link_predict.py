@@ -123,14 +123,18 @@ def _read_ids(path: Path, num_nodes: int, option: str, columns: int) -> np.ndarr
 
 
 def pair_scores(
-    model: LinkModel, embeddings: np.ndarray, pairs: np.ndarray, space: PairSpace | None = None
-) -> np.ndarray:
+    model: LinkModel, embeddings: np.ndarray, pairs: np.ndarray, space: PairSpace | None = None,
+    link_target: str | None = None,
+) -> np.ndarray:  # fmt: skip
     """float32 [P] logits of ``pairs`` (int64 [P, 2]) from all nodes' ``embeddings`` float32 [N, H] (the table of
     :func:`graphtier.train.infer.predict.predict`). A typed link model's pairs are local ids of its relation's types:
-    pass ``space`` (:func:`~graphtier.train.infer.pair_space.pair_space` of the dataset) to map them into its table."""
+    pass ``space`` (:func:`~graphtier.train.infer.pair_space.pair_space` of the dataset) to map them into its table.
+    A model of edge-level targets (``link_target``, its ``--link-target``): the predicted values (``regression``)
+    or the probabilities that the label exceeds the threshold (``binary``: the sigmoid of the logits)."""
     if space is not None:
         pairs = space.to_space(pairs)
-    return score_pairs(model, torch.from_numpy(embeddings), torch.from_numpy(pairs)).numpy()
+    scores = score_pairs(model, torch.from_numpy(embeddings), torch.from_numpy(pairs))
+    return (torch.sigmoid(scores) if link_target == "binary" else scores).numpy()
 
 
 def _out_neighbours(csc: tuple[np.ndarray, np.ndarray], nodes: np.ndarray, undirected: bool) -> list[np.ndarray]:

@@ -182,8 +182,8 @@ class Evaluator:
         model.eval()
         if split not in self._link_samplers:
             assert self.link_sampler is not None
-            pairs, labels = eval_pairs(self.store.link_split(split))
             assert isinstance(self.task, LinkTask)
+            pairs, labels = self.task.eval_pairs(self.store, split)
             times = self.task.eval_times(self.store, split)  # a time split: when each pair is scored
             self._link_samplers[split] = (self.link_sampler(pairs, labels, times), pairs.shape[0])
         sample, count = self._link_samplers[split]
@@ -280,7 +280,7 @@ class Evaluator:
         pairs and its int64 [P, 2] evaluated pairs (positives then negatives)."""
         assert isinstance(self.task, LinkTask)
         pairs = self.store.link_split(split)
-        every, _ = eval_pairs(pairs)
+        every, _ = self.task.eval_pairs(self.store, split)
         in_space = every + np.array([0, self._space.shift], np.int64)
         scores = score_pairs(model, embeddings, torch.from_numpy(in_space), chunk_size=max(self.batch_size, 65536))
         return evaluate_link_scores(self.task, split, pairs, scores.numpy()), pairs, every
@@ -309,8 +309,11 @@ class Evaluator:
 
     def _popularity(self, degree: np.ndarray) -> dict[str, float | None]:
         """The popularity baseline's test metrics (``test_popularity_*``): each test pair scored by ``degree``
-        float32 [destinations] of its destination."""
+        float32 [destinations] of its destination; with an edge-level target its baseline instead
+        (:meth:`~graphtier.train.loop.edge_target.EdgeTarget.baseline`)."""
         assert isinstance(self.task, LinkTask)
+        if self.task.target is not None:
+            return self.task.target.baseline()
         pairs = self.store.link_split("test")
         every, _ = eval_pairs(pairs)
         popularity = evaluate_link_scores(self.task, "test", pairs, degree[every[:, 1]])

@@ -78,7 +78,7 @@ def inference_summary(final: dict[str, Any], config: dict[str, Any]) -> str:
     return f"sampled inference, fanouts {fanouts}; exact: --full-inference"
 
 
-LINK_METRICS = ("auc", "ap", "mrr")
+LINK_METRICS = ("rmse", "mae", "auc", "ap", "mrr")
 
 
 def link_metrics_text(values: dict[str, Any], prefix: str) -> str:
@@ -103,10 +103,14 @@ def final_summary(final: dict[str, Any], config: dict[str, Any]) -> str:
         )
         popularity = link_metrics_text(final, "test_popularity")
         edgebank = link_metrics_text(final, "test_edgebank")
+        mean = link_metrics_text(final, "test_mean")
+        majority = link_metrics_text(final, "test_majority")
         return (
             line
             + (f"  popularity test {popularity} (score = destination degree)" if popularity else "")
             + (f"  EdgeBank test {edgebank} (score = the edge was seen before)" if edgebank else "")
+            + (f"  train-mean test {mean} (prediction = the training pairs' mean)" if mean else "")
+            + (f"  majority test {majority} (one score for every pair)" if majority else "")
         )
     line = (
         f"final (best epoch {final['epoch']}): valid_acc {format_accuracy(final['valid_acc'])}  "

@@ -28,6 +28,7 @@ from graphtier.graphstore.typed_link import typed_link_sampler
 from graphtier.sampling import MiniBatch
 from graphtier.sampling.link import LinkMiniBatch
 from graphtier.sampling.typed_link import TypedLinkMiniBatch
+from graphtier.train.loop.edge_target import EdgeTarget
 from graphtier.train.loop.feed import DeviceBatch, SampleFn
 from graphtier.train.loop.link_metrics import auc, average_precision, hits_at_k, mrr
 from graphtier.train.nn.link_model import LinkModel
@@ -51,7 +52,8 @@ class Task:
 
     name = "node"
     uses_workload = True  # multi-process balancing by the estimated workload of each training node
-    score_key = "valid_acc"  # the per-epoch metric that picks the best epoch (higher is better)
+    score_key = "valid_acc"  # the per-epoch metric that picks the best epoch
+    higher_is_better = True  # of score_key
 
     def train_seeds(self, store: GraphStore) -> np.ndarray:
         """int64 [T]: the ids an epoch's seed batches are cut from."""
@@ -171,16 +173,27 @@ def pair_times(store: GraphStore, temporal: str | None) -> PairTimes | None:
 
 class LinkTask(Task):
     """Link prediction on the dataset's edge split (:class:`TaskSpec` options: negatives, Hits@K); ``times``: the
-    split's :class:`PairTimes` (a time split), or None."""
+    split's :class:`PairTimes` (a time split), or None; ``target``: the pairs' :class:`EdgeTarget` (``--link-target``:
+    labelled pairs, no negatives), or None (edge existence)."""
 
     name = "link"
     uses_workload = False  # the workload estimate is per node: ranks share pairs by count
 
-    def __init__(self, spec: TaskSpec, per_positive: bool = False, times: PairTimes | None = None) -> None:
+    def __init__(
+        self, spec: TaskSpec, per_positive: bool = False, times: PairTimes | None = None,
+        target: EdgeTarget | None = None,
+    ) -> None:  # fmt: skip
         self.spec = spec
-        self.per_positive = per_positive
-        self.score_key = "valid_mrr" if per_positive else "valid_auc"
+        self.target = target
+        self.per_positive = per_positive and target is None
+        self.score_key = target.score_key if target else "valid_mrr" if self.per_positive else "valid_auc"
+        self.higher_is_better = target.higher_is_better if target else True
         self.times = times
+
+    @property
+    def train_negatives(self) -> int:
+        """Negatives drawn per training pair: none with an edge-level target (the labelled pairs supervise)."""
+        return 0 if self.target is not None else self.spec.num_negatives
 
     def train_seeds(self, store: GraphStore) -> np.ndarray:
         """int64 [P]: rows of ``link_train.npy``."""
@@ -194,7 +207,7 @@ class LinkTask(Task):
         pairs = store.link_split("train")
         times = None if self.times is None else self.times.of(pairs, False)
         return store.link_sampler(
-            fanouts, np.asarray(pairs.positives), num_negatives=self.spec.num_negatives,
+            fanouts, np.asarray(pairs.positives), num_negatives=self.train_negatives,
             negative_sampling=self.spec.negative_sampling, seed=seed, **self._time_options(times),
         )  # fmt: skip
 
@@ -208,7 +221,15 @@ class LinkTask(Task):
 
     def eval_times(self, store: GraphStore, split: str) -> np.ndarray | None:
         """int64 [P + Q]: the times of ``split``'s :func:`eval_pairs` on a time split, else None."""
-        return None if self.times is None else self.times.of(store.link_split(split), True)
+        return None if self.times is None else self.times.of(store.link_split(split), self.target is None)
+
+    def eval_pairs(self, store: GraphStore, split: str) -> tuple[np.ndarray, np.ndarray]:
+        """int64 [P + Q, 2] pairs and float32 [P + Q] labels that evaluate ``split``: :func:`eval_pairs` (positives
+        then negatives, 1/0), or with an edge-level target its positives [P] and their targets."""
+        pairs = store.link_split(split)
+        if self.target is None:
+            return eval_pairs(pairs)
+        return np.asarray(pairs.positives, dtype=np.int64), self.target.values(split)
 
     def _time_options(self, times: np.ndarray | None) -> dict[str, Any]:
         """The time options of the store's link sampler (none on a random split)."""
@@ -217,8 +238,11 @@ class LinkTask(Task):
         return {"times": times, "temporal": self.times.strategy, "exclude": self.times.exclude}
 
     def targets(self, store: GraphStore, seeds: np.ndarray, batch: MiniBatch) -> torch.Tensor:
-        """float32 [M] pair labels (1 positive, 0 negative)."""
+        """float32 [M] pair labels (1 positive, 0 negative), or the targets [B] of the seeds (rows of
+        ``link_train.npy``) with an edge-level target."""
         assert isinstance(batch, (LinkMiniBatch, TypedLinkMiniBatch))
+        if self.target is not None:
+            return torch.from_numpy(self.target.values("train", seeds)).to(batch.label.device)
         return batch.label
 
     def outputs(self, model: nn.Module, out: torch.Tensor, batch: DeviceBatch) -> torch.Tensor:
@@ -229,15 +253,21 @@ class LinkTask(Task):
         return model.score(out.index_select(0, batch.src_index), out.index_select(0, batch.dst_index))
 
     def loss(self, outputs: torch.Tensor, y: torch.Tensor, reduction: str = "mean") -> torch.Tensor:
+        if self.target is not None:
+            return self.target.loss(outputs, y, reduction)
         return F.binary_cross_entropy_with_logits(outputs, y, reduction=reduction)
 
     def correct(self, outputs: torch.Tensor, y: torch.Tensor) -> int:
+        if self.target is not None:
+            return self.target.correct(outputs, y)
         return int(((outputs > 0).to(y.dtype) == y).sum())
 
     def targets_per_seed(self) -> int:
-        return 1 + self.spec.num_negatives
+        return 1 + self.train_negatives
 
     def epoch_keys(self) -> list[str]:
+        if self.target is not None:
+            return self.target.epoch_keys()
         keys = ["valid_auc", "valid_ap", f"valid_hits@{self.spec.hits_k}"]
         return keys + (["valid_mrr"] if self.per_positive else [])
 
@@ -265,9 +295,10 @@ class TypedLinkTask(LinkTask):
     ``fanouts_per_relation`` of the training sampler."""
 
     def __init__(
-        self, spec: TaskSpec, relation: tuple[str, str, str], per_positive: bool = False, relation_fanouts: Any = None
-    ) -> None:
-        super().__init__(spec, per_positive)
+        self, spec: TaskSpec, relation: tuple[str, str, str], per_positive: bool = False, relation_fanouts: Any = None,
+        target: EdgeTarget | None = None,
+    ) -> None:  # fmt: skip
+        super().__init__(spec, per_positive, target=target)
         self.relation = relation
         self.relation_fanouts = relation_fanouts
 
@@ -276,7 +307,7 @@ class TypedLinkTask(LinkTask):
     ) -> SampleFn:
         return typed_link_sampler(
             store, fanouts, np.asarray(store.link_split("train").positives), relation_fanouts=self.relation_fanouts,
-            num_negatives=self.spec.num_negatives, negative_sampling=self.spec.negative_sampling, seed=seed,
+            num_negatives=self.train_negatives, negative_sampling=self.spec.negative_sampling, seed=seed,
         ).sample  # fmt: skip
 
     def pair_sampler(
@@ -318,14 +349,20 @@ def make_task(spec: TaskSpec, store: GraphStore, relation_fanouts: Any = None, t
         return NodeTask()
     link = store.dataset.link
     per_positive = bool(link is not None and link.eval_negatives > 0)
+    target = None
+    if spec.link_target is not None:
+        target = EdgeTarget.of(store.dataset, spec.link_target, spec.link_threshold)
     if not store.is_hetero:
-        return LinkTask(spec, per_positive=per_positive, times=pair_times(store, temporal))
+        return LinkTask(spec, per_positive=per_positive, times=pair_times(store, temporal), target=target)
     relation = tuple(link.meta["relation"]) if link is not None and "relation" in link.meta else ("", "", "")
-    return TypedLinkTask(spec, relation, per_positive, relation_fanouts)  # type: ignore[arg-type]
+    return TypedLinkTask(spec, relation, per_positive, relation_fanouts, target)  # type: ignore[arg-type]
 
 
 def evaluate_link_scores(task: LinkTask, split: str, pairs: LinkPairs, scores: np.ndarray) -> dict[str, Any]:
-    """The metrics of ``split`` from the scores of its :func:`eval_pairs` (empty dict without positives)."""
+    """The metrics of ``split`` from the scores of its pairs (:meth:`LinkTask.eval_pairs`; empty dict without
+    positives)."""
     if pairs.num_positives == 0:
         return {}
+    if task.target is not None:
+        return task.target.metrics(split, scores)
     return task.metrics(split, *split_scores(pairs, scores))

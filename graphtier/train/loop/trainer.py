@@ -44,6 +44,7 @@ from graphtier.train.loop.report import RunReport, environment_info
 from graphtier.train.loop.result import TrainResult
 from graphtier.train.loop.tally import EpochTally
 from graphtier.train.loop.task import LinkTask, class_metric_keys, make_task, timed_node_sampler
+from graphtier.train.nn.link_model import start_link_bias
 from graphtier.train.nn.run_model import (
     build_run_model,
     learnable_bytes_read,
@@ -119,6 +120,8 @@ class Trainer:
         degree = full_in_degree(self.store.csc[0], self.device) if config.network.model == "gcn" else None
         self.typed = dataset.is_hetero or config.network.typed  # typed batches (TypedMiniBatch), a typed model
         self.model = build_run_model(config, dataset)
+        if isinstance(self.task, LinkTask) and self.task.target is not None:  # start from the baseline's prediction
+            start_link_bias(self.model, self.task.target.initial_bias())
         edge_features = config.placement.edge_features and require_edge_model(self.model, self.store)
         hot_rows = getattr(self.store.features, "learnable_rows", {})
         tables_dir = (
@@ -342,6 +345,8 @@ class Trainer:
                     record.update(self.evaluator.evaluate(self.model, split, exact_links))
                 record["eval_seconds"] = time.perf_counter() - eval_start
                 score = record[task.score_key] if has_valid else -record["loss"]
+                if has_valid and score is not None and not task.higher_is_better:
+                    score = -score  # RMSE: lower is better
                 if score is not None and score > best.best_valid:
                     best.best_valid = score
                     best.best_epoch = epoch
@@ -365,7 +370,10 @@ class Trainer:
             if is_main:
                 for split in ("valid", "test"):
                     final.update(self.evaluator.evaluate(self.model, split))
-                final.update(self.evaluator.edgebank_metrics())
+                if task.target is None:  # EdgeBank scores existence, not an edge's value
+                    final.update(self.evaluator.edgebank_metrics())
+                else:
+                    final.update(task.target.baseline())
             self._finish_report(final, wall_start)
             return self.report.to_dict()
         if isinstance(task, LinkTask):  # exact layer-wise embeddings of all nodes, always

@@ -4,7 +4,9 @@ The encoder's output width is ``hidden``: its last layer gives each node's embed
 ``forward(x, blocks, degree)`` is the encoder's and exact layer-wise inference of the encoder
 (:func:`graphtier.train.infer.inference.layerwise_outputs`) gives the exact embeddings of all nodes. ``score(h_src,
 h_dst)`` turns two rows of embeddings into one logit per pair: ``dot`` (their inner product, as GAE and
-DGL's link examples) or ``mlp`` (their Hadamard product through Linear-ReLU-Linear, as OGB's baselines).
+DGL's link examples) or ``mlp`` (their Hadamard product through Linear-ReLU-Linear, as OGB's baselines). A model
+of edge-level targets (``--link-target``) adds a learned scalar ``bias`` to every score (a rating's mean, the
+log-odds of a label), started at the training targets' baseline by :func:`start_link_bias`.
 """
 
 from __future__ import annotations
@@ -21,9 +23,10 @@ from graphtier.train.options.spec import TASK_NAMES, TaskSpec
 
 
 class LinkModel(nn.Module):
-    """Encoder + decoder: ``forward`` gives node embeddings [rows, hidden], ``score`` pair logits [M]."""
+    """Encoder + decoder: ``forward`` gives node embeddings [rows, hidden], ``score`` pair logits [M] (``bias``:
+    plus a learned scalar: the predicted value or logit of an edge-level target)."""
 
-    def __init__(self, encoder: nn.Module, decoder: str, hidden: int) -> None:
+    def __init__(self, encoder: nn.Module, decoder: str, hidden: int, bias: bool = False) -> None:
         super().__init__()
         TaskSpec(task="link", decoder=decoder)  # checks the decoder's name
         self.encoder = encoder
@@ -33,6 +36,7 @@ class LinkModel(nn.Module):
         self.predictor: nn.Module | None = None
         if decoder == "mlp":
             self.predictor = nn.Sequential(nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, 1))
+        self.bias = nn.Parameter(torch.zeros(())) if bias else None
 
     def forward(self, x: Tensor, blocks: Sequence[BlockLike] = (), degree: Tensor | None = None) -> Tensor:
         """Embeddings float [blocks[-1].num_dst, hidden] of the batch's output rows (the encoder's output)."""
@@ -41,8 +45,17 @@ class LinkModel(nn.Module):
     def score(self, h_src: Tensor, h_dst: Tensor) -> Tensor:
         """Logits float [M] of the pairs whose embeddings are the rows of ``h_src``, ``h_dst`` (both [M, hidden])."""
         if self.predictor is None:
-            return (h_src * h_dst).sum(dim=-1)
-        return self.predictor(h_src * h_dst).squeeze(-1)
+            out = (h_src * h_dst).sum(dim=-1)
+        else:
+            out = self.predictor(h_src * h_dst).squeeze(-1)
+        return out if self.bias is None else out + self.bias
+
+
+def start_link_bias(model: nn.Module, value: float) -> None:
+    """Set the scalar ``bias`` of a :class:`LinkModel` of edge-level targets to ``value`` (no-op without one)."""
+    if isinstance(model, LinkModel) and model.bias is not None:
+        with torch.no_grad():
+            model.bias.fill_(value)
 
 
 def encoder_of(model: nn.Module) -> nn.Module:
@@ -62,20 +75,21 @@ def build_task_model(
     dropout: float = 0.5,
     norm: str = "none",
     heads: int = 4,
+    bias: bool = False,
 ) -> nn.Module:
     """The model of ``task``: :func:`build_model` for ``node`` (``out_dim`` classes), a :class:`LinkModel` whose
-    encoder outputs ``hidden``-wide embeddings for ``link`` (``out_dim`` unused)."""
+    encoder outputs ``hidden``-wide embeddings for ``link`` (``out_dim`` unused; ``bias``: edge-level targets)."""
     if task not in TASK_NAMES:
         raise ValueError(f"unknown task {task!r}")
     options = {"dropout": dropout, "norm": norm, "heads": heads}
     if task == "node":
         return build_model(name, in_dim, hidden, out_dim, num_layers, **options)  # type: ignore[arg-type]
     encoder = build_model(name, in_dim, hidden, hidden, num_layers, **options)  # type: ignore[arg-type]
-    return LinkModel(encoder, decoder, hidden)
+    return LinkModel(encoder, decoder, hidden, bias)
 
 
 def build_typed_link_model(
-    name: str, schema: Schema, relation: tuple[str, str, str], decoder: str, **options: Any
+    name: str, schema: Schema, relation: tuple[str, str, str], decoder: str, bias: bool = False, **options: Any
 ) -> LinkModel:
     """A typed link model of ``relation`` ``(SRC, REL, DST)``: a :class:`LinkModel` whose encoder is the typed
     model ``name`` (:func:`~graphtier.train.nn.typed_models.build_typed_model` with ``options``; its ``num_classes``
@@ -84,7 +98,7 @@ def build_typed_link_model(
     encoder = build_typed_model(
         name, schema, **{**options, "num_classes": hidden, "outputs": (relation[0], relation[2])}
     )
-    return LinkModel(encoder, decoder, hidden)
+    return LinkModel(encoder, decoder, hidden, bias)
 
 
 @torch.no_grad()

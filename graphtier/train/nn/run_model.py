@@ -45,12 +45,13 @@ def build_run_model(config: TrainConfig, dataset: Dataset) -> nn.Module:
         }  # fmt: skip
         if config.objective.task == "link" and dataset.link is not None and "relation" in dataset.link.meta:
             relation = tuple(str(t) for t in dataset.link.meta["relation"])
-            return build_typed_link_model(network.model, schema, relation, config.objective.decoder, **options)  # type: ignore[arg-type]
+            return build_typed_link_model(network.model, schema, relation, config.objective.decoder,  # type: ignore[arg-type]
+                                          config.objective.link_target is not None, **options)  # fmt: skip
         return build_typed_model(network.model, schema, **options)
     return build_task_model(
         config.objective.task, network.model, dataset.feature_dim, network.hidden, dataset.num_classes,
         config.num_layers, decoder=config.objective.decoder, dropout=network.dropout, norm=network.norm,
-        heads=network.heads,
+        heads=network.heads, bias=config.objective.link_target is not None,
     )  # fmt: skip
 
 

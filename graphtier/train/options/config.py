@@ -65,6 +65,15 @@ def split_options(options: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return grouped
 
 
+def require_edge_targets(dataset: Dataset, kind: str) -> None:
+    """:class:`OptionError` (naming ``--link-target``) unless ``dataset``'s edge split has edge-level targets."""
+    if dataset.link is None or not isinstance(dataset.link.meta.get("label"), dict):
+        raise OptionError(
+            f"{dataset.path}: {{link_target={kind}}} needs edge-level targets (link_train_label.npy and "
+            "meta.json 'link.label', e.g. prepare movielens), found none", options=("link_target",),
+        )  # fmt: skip
+
+
 @dataclass(frozen=True, init=False)
 class TrainConfig:
     """Everything that defines a training run (recorded in the run report and the checkpoint).
@@ -202,6 +211,8 @@ class TrainConfig:
         """Link prediction needs features, the edge split's training pairs and the neighbour sampler."""
         path = dataset.path
         require_link_split(dataset)
+        if self.objective.link_target is not None:
+            require_edge_targets(dataset, self.objective.link_target)
         if dataset.features is None and not dataset.is_hetero:  # typed: featureless types have learnable tables
             raise OptionError(
                 f"{path}: dataset has no features (feature_dim 0); re-import it with {{synthetic_features=DIM}}",

@@ -21,7 +21,7 @@ from typing import Protocol
 import torch
 
 from graphtier._checks import check_choice, check_int, check_optional_int
-from graphtier._choices import DEFAULT_NEGATIVE_SAMPLING, DEFAULT_NUM_NEGATIVES, TASK_NAMES
+from graphtier._choices import DEFAULT_NEGATIVE_SAMPLING, DEFAULT_NUM_NEGATIVES, LINK_TARGETS, TASK_NAMES
 from graphtier._choices import NEGATIVE_SAMPLING as NEGATIVE_SAMPLING_NAMES
 from graphtier.errors import OptionError
 from graphtier.sampling.spec import SamplerSpec
@@ -101,16 +101,36 @@ class ModelSpec:
 class TaskSpec:
     """The task (:data:`TASK_NAMES`) and what only link prediction uses: the pair ``decoder``
     (:data:`DECODER_NAMES`), ``num_negatives`` drawn per training positive and how (``negative_sampling``),
-    and the K of the reported Hits@K (``hits_k``)."""
+    and the K of the reported Hits@K (``hits_k``); ``link_target`` (:data:`LINK_TARGETS`, None: edge existence)
+    trains on the edge split's edge-level targets instead, ``binary`` as ``label > link_threshold``."""
 
     task: str = "node"
     decoder: str = "dot"
     num_negatives: int = DEFAULT_NUM_NEGATIVES
     negative_sampling: str = DEFAULT_NEGATIVE_SAMPLING
     hits_k: int = 10
+    link_target: str | None = None
+    link_threshold: float = 0.0
 
     def __post_init__(self) -> None:
         check_choice("task", self.task, TASK_NAMES)
+        if self.link_target is not None:
+            check_choice("link_target", self.link_target, LINK_TARGETS)
+            if self.task != "link":
+                raise OptionError(
+                    f"{{link_target={self.link_target}}}: applies to {{task=link}} only, found {{task={self.task}}}",
+                    options=("link_target", "task"),
+                )
+        if isinstance(self.link_threshold, bool) or not isinstance(self.link_threshold, (int, float)):
+            raise OptionError.invalid("link_threshold", "a number", self.link_threshold)
+        if not math.isfinite(self.link_threshold):
+            raise OptionError.invalid("link_threshold", "a finite number", self.link_threshold, show=False)
+        if self.link_threshold != 0.0 and self.link_target != "binary":
+            found = "none" if self.link_target is None else f"{{link_target={self.link_target}}}"
+            raise OptionError(
+                f"{{link_threshold={self.link_threshold:g}}}: applies to {{link_target=binary}} only, found {found}",
+                options=("link_threshold", "link_target"),
+            )
         check_choice("decoder", self.decoder, DECODER_NAMES)
         check_choice("negative_sampling", self.negative_sampling, NEGATIVE_SAMPLING_NAMES)
         check_int("num_negatives", self.num_negatives)

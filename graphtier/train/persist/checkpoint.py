@@ -27,6 +27,8 @@ from graphtier.train.persist.torch_file import load_torch_file, save_torch_file
 CHECKPOINT_KEYS = (
     "task",
     "decoder",
+    "link_target",
+    "link_threshold",
     "num_negatives",
     "negative_sampling",
     "model",
@@ -103,7 +105,8 @@ class RunProgress:
 
     Attributes:
         epochs: the epoch records of the run report.
-        best_valid: the best model-selection score so far (validation accuracy, or minus the loss); -1 before any.
+        best_valid: the best model-selection score so far (validation accuracy, minus the RMSE of an edge-level
+            regression, or minus the loss); -inf before any (minus an RMSE or a loss can be below -1).
         best_epoch: the epoch of that score (0 before any).
         best_state: the model's state dict at that epoch (None before any).
         start_epoch: the first epoch still to train.
@@ -111,7 +114,7 @@ class RunProgress:
     """
 
     epochs: list[dict[str, Any]] = field(default_factory=list)
-    best_valid: float = -1.0
+    best_valid: float = float("-inf")
     best_epoch: int = 0
     best_state: dict[str, torch.Tensor] | None = None
     start_epoch: int = 1

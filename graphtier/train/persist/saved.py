@@ -17,6 +17,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from graphtier._choices import LINK_TARGETS
 from graphtier.dataset import Dataset
 from graphtier.dataset.resources import available_memory, human_bytes
 from graphtier.dataset.schema import Schema
@@ -33,12 +34,12 @@ SAVED_MODEL_VERSION = 1
 # The TrainConfig fields that rebuild the model (and the sampler it was trained with, for the record).
 MODEL_CONFIG_KEYS = (
     "task", "decoder", "model", "num_layers", "hidden", "heads", "norm", "gcn_degrees", "dropout", "sampler", "fanouts",
-    "featureless", "num_bases",
+    "featureless", "num_bases", "link_target", "link_threshold",
 )  # fmt: skip
 # What a key missing from an older file (saved model or checkpoint) meant: the behaviour before the option existed.
 OLD_FILE_DEFAULTS = {
     "gcn_degrees": "full", "task": "node", "decoder": "dot", "num_negatives": 1, "negative_sampling": "uniform",
-    "featureless": "embedding", "num_bases": 0,
+    "featureless": "embedding", "num_bases": 0, "link_target": None, "link_threshold": 0.0,
 }  # fmt: skip
 
 
@@ -127,11 +128,13 @@ def _builder(
                    "featureless": str(cfg["featureless"]), "num_bases": int(cfg["num_bases"]),
                    "heads": int(cfg["heads"]), "norm": cfg["norm"]}  # fmt: skip
         if relation is not None:
-            return lambda: build_typed_link_model(str(cfg["model"]), schema, relation, str(cfg["decoder"]), **options)
+            bias = cfg["link_target"] is not None
+            return lambda: build_typed_link_model(str(cfg["model"]), schema, relation, str(cfg["decoder"]), bias,
+                                                  **options)  # fmt: skip
         return lambda: build_typed_model(str(cfg["model"]), schema, **options)
     args = (str(cfg["task"]), str(cfg["model"]), in_dim, int(cfg["hidden"]), out_dim, int(cfg["num_layers"]))
     options = {"dropout": float(cfg["dropout"]), "norm": cfg["norm"], "heads": int(cfg["heads"]),
-               "decoder": str(cfg["decoder"])}  # fmt: skip
+               "decoder": str(cfg["decoder"]), "bias": cfg["link_target"] is not None}  # fmt: skip
     return lambda: build_task_model(*args, **options)
 
 
@@ -193,10 +196,10 @@ def load_model(path: str | os.PathLike[str]) -> SavedModel:
         ("dropout", float),
     ):
         _field(source, cfg, key, kind, "config.")
-    for key, names in (("task", TASK_NAMES), ("decoder", DECODER_NAMES)):
+    for key, names in (("task", TASK_NAMES), ("decoder", DECODER_NAMES), ("link_target", (None, *LINK_TARGETS))):
         if cfg[key] not in names:
             raise OptionError(
-                f"--model {source}: field 'config.{key}' expected one of {', '.join(names)}, found {cfg[key]!r}"
+                f"--model {source}: field 'config.{key}' expected one of {', '.join(map(str, names))}, found {cfg[key]!r}"
             )
     if cfg["gcn_degrees"] not in GCN_DEGREES:
         raise OptionError(
