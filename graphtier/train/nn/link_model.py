@@ -62,12 +62,17 @@ def build_task_model(
     dropout: float = 0.5,
     norm: str = "none",
     heads: int = 4,
+    edge_dim: int | None = None,
+    time_encoding: int = 0,
+    time_encoding_fixed: bool = False,
 ) -> nn.Module:
     """The model of ``task``: :func:`build_model` for ``node`` (``out_dim`` classes), a :class:`LinkModel` whose
-    encoder outputs ``hidden``-wide embeddings for ``link`` (``out_dim`` unused)."""
+    encoder outputs ``hidden``-wide embeddings for ``link`` (``out_dim`` unused). ``edge_dim``, ``time_encoding``
+    and ``time_encoding_fixed``: the edge inputs of GAT and GINE (:func:`build_model`)."""
     if task not in TASK_NAMES:
         raise ValueError(f"unknown task {task!r}")
-    options = {"dropout": dropout, "norm": norm, "heads": heads}
+    options = {"dropout": dropout, "norm": norm, "heads": heads, "edge_dim": edge_dim, "time_encoding": time_encoding,
+               "time_encoding_fixed": time_encoding_fixed}  # fmt: skip
     if task == "node":
         return build_model(name, in_dim, hidden, out_dim, num_layers, **options)  # type: ignore[arg-type]
     encoder = build_model(name, in_dim, hidden, hidden, num_layers, **options)  # type: ignore[arg-type]

@@ -37,6 +37,9 @@ CHECKPOINT_KEYS = (
     "heads",
     "norm",
     "gcn_degrees",
+    "edge_dim",
+    "time_encoding",
+    "time_encoding_fixed",
     "batch_size",
     "seed",
 )

@@ -33,12 +33,12 @@ SAVED_MODEL_VERSION = 1
 # The TrainConfig fields that rebuild the model (and the sampler it was trained with, for the record).
 MODEL_CONFIG_KEYS = (
     "task", "decoder", "model", "num_layers", "hidden", "heads", "norm", "gcn_degrees", "dropout", "sampler", "fanouts",
-    "featureless", "num_bases",
+    "featureless", "num_bases", "edge_dim", "time_encoding", "time_encoding_fixed",
 )  # fmt: skip
 # What a key missing from an older file (saved model or checkpoint) meant: the behaviour before the option existed.
 OLD_FILE_DEFAULTS = {
     "gcn_degrees": "full", "task": "node", "decoder": "dot", "num_negatives": 1, "negative_sampling": "uniform",
-    "featureless": "embedding", "num_bases": 0,
+    "featureless": "embedding", "num_bases": 0, "edge_dim": None, "time_encoding": 0, "time_encoding_fixed": False,
 }  # fmt: skip
 
 
@@ -131,7 +131,8 @@ def _builder(
         return lambda: build_typed_model(str(cfg["model"]), schema, **options)
     args = (str(cfg["task"]), str(cfg["model"]), in_dim, int(cfg["hidden"]), out_dim, int(cfg["num_layers"]))
     options = {"dropout": float(cfg["dropout"]), "norm": cfg["norm"], "heads": int(cfg["heads"]),
-               "decoder": str(cfg["decoder"])}  # fmt: skip
+               "decoder": str(cfg["decoder"]), "edge_dim": cfg["edge_dim"], "time_encoding": cfg["time_encoding"],
+               "time_encoding_fixed": cfg["time_encoding_fixed"]}  # fmt: skip
     return lambda: build_task_model(*args, **options)
 
 
