@@ -238,6 +238,7 @@ def test_time_encoded_model_saved_with_its_options(tmp_path: Path) -> None:
                          time_encoding=4, time_encoding_fixed=True).to_dict()  # fmt: skip
     saved = load_model(save_model(tmp_path / "gat.pt", model, config, dataset))
     assert saved.config["time_encoding"] == 4 and saved.config["time_encoding_fixed"] is True
+    assert saved.model.edge_input_dim == 4  # a link model answers for its encoder
     time = saved.model.encoder.edge_inputs.time
     assert time.fixed and not any(p is time.weight for p in saved.model.parameters())
     np.testing.assert_allclose(time.weight.numpy(), 1.0 / 10 ** np.linspace(0, 9, 4), rtol=1e-6)

@@ -34,6 +34,11 @@ class LinkModel(nn.Module):
         if decoder == "mlp":
             self.predictor = nn.Sequential(nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, 1))
 
+    @property
+    def edge_input_dim(self) -> int:
+        """The width of the edge vector the encoder's layers read (:attr:`~graphtier.train.nn.models.BlockGNN.edge_input_dim`); 0: none."""
+        return int(getattr(self.encoder, "edge_input_dim", 0))
+
     def forward(self, x: Tensor, blocks: Sequence[BlockLike] = (), degree: Tensor | None = None) -> Tensor:
         """Embeddings float [blocks[-1].num_dst, hidden] of the batch's output rows (the encoder's output)."""
         return self.encoder(x, blocks, degree)
