@@ -69,11 +69,11 @@ def test_edge_inputs_concatenate_and_refuse_missing_attributes() -> None:
     assert vec.shape == (10, 9) and inputs.width == 9
     torch.testing.assert_close(vec[:, :4], block.edge_attr)
     torch.testing.assert_close(vec[:, 4:], inputs.time(block.edge_age))
-    with pytest.raises(ValueError, match="no edge_age"):
+    with pytest.raises(OptionError, match=r"time_encoding=5: the model encodes Block.edge_age \[10\] .*found a block"):
         inputs(Block(block.edge_index, 6, 3, edge_attr=block.edge_attr))
-    with pytest.raises(ValueError, match="no edge_attr"):
+    with pytest.raises(OptionError, match=r"edge_dim=4: the model reads Block.edge_attr \[10, 4\], found a block"):
         EdgeInputs(4)(Block(block.edge_index, 6, 3))
-    with pytest.raises(ValueError, match=r"expected shape \[10, 3\]"):
+    with pytest.raises(OptionError, match=r"edge_dim=3: .*\[10, 3\], found shape \(10, 4\)"):
         EdgeInputs(3)(block)
 
 

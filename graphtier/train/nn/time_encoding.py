@@ -16,6 +16,8 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from graphtier.errors import OptionError
+
 
 def time_frequencies(dim: int) -> np.ndarray:
     """TGAT's initial frequencies: float32 [dim], ``1 / 10 ** linspace(0, 9, dim)``."""
@@ -61,8 +63,9 @@ class EdgeInputs(nn.Module):
     """The edge vectors of a block: ``edge_attr`` [E, edge_dim] (when ``edge_dim``) and the time encoding of
     ``edge_age`` [E] (when ``time_dim`` > 0), concatenated in that order into float [E, edge_dim + time_dim].
 
-    A block without the attribute a model reads is refused (ValueError naming it): a model built with edge
-    inputs needs them in every block. Blocks that lack the attributes altogether (any object with
+    A block without the attribute a model reads, or with one of another shape, is refused in one line
+    (OptionError naming the option the model was built with, ``edge_dim`` or ``time_encoding``): a model built
+    with edge inputs needs them in every block. Blocks that lack the attributes altogether (any object with
     ``edge_index``) read as None.
     """
 
@@ -84,18 +87,22 @@ class EdgeInputs(nn.Module):
         parts = []
         if self.edge_dim:
             attr = getattr(block, "edge_attr", None)
-            if attr is None:
-                raise ValueError(f"the model reads edge features [E, {self.edge_dim}] but the block has no edge_attr")
-            if attr.dim() != 2 or attr.shape[1] != self.edge_dim or attr.shape[0] != block.edge_index.shape[1]:
-                raise ValueError(
-                    f"edge_attr expected shape [{block.edge_index.shape[1]}, {self.edge_dim}], found {tuple(attr.shape)}"
-                )
+            edges = block.edge_index.shape[1]
+            if attr is None or attr.dim() != 2 or tuple(attr.shape) != (edges, self.edge_dim):
+                found = "a block without it" if attr is None else f"shape {tuple(attr.shape)}"
+                raise OptionError(
+                    f"{{edge_dim={self.edge_dim}}}: the model reads Block.edge_attr [{edges}, {self.edge_dim}], found "
+                    f"{found}", options=("edge_dim",),
+                )  # fmt: skip
             parts.append(attr.to(dtype))
         if self.time is not None:
             age = getattr(block, "edge_age", None)
-            if age is None:
-                raise ValueError("the model's time encoding reads edge ages but the block has no edge_age")
-            if age.shape != (block.edge_index.shape[1],):
-                raise ValueError(f"edge_age expected shape [{block.edge_index.shape[1]}], found {tuple(age.shape)}")
+            edges = block.edge_index.shape[1]
+            if age is None or tuple(age.shape) != (edges,):
+                found = "a block without it" if age is None else f"shape {tuple(age.shape)}"
+                raise OptionError(
+                    f"{{time_encoding={self.time_dim}}}: the model encodes Block.edge_age [{edges}] (the ages of a "
+                    f"temporal batch's edges), found {found}", options=("time_encoding",),
+                )  # fmt: skip
             parts.append(self.time(age).to(dtype))
         return parts[0] if len(parts) == 1 else torch.cat(parts, dim=1)
