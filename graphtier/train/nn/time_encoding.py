@@ -91,8 +91,8 @@ class EdgeInputs(nn.Module):
             if attr is None or attr.dim() != 2 or tuple(attr.shape) != (edges, self.edge_dim):
                 found = "a block without it" if attr is None else f"shape {tuple(attr.shape)}"
                 raise OptionError(
-                    f"{{edge_dim={self.edge_dim}}}: the model reads Block.edge_attr [{edges}, {self.edge_dim}], found "
-                    f"{found}", options=("edge_dim",),
+                    f"edge_dim={self.edge_dim}: the model reads Block.edge_attr [{edges}, {self.edge_dim}] (the "
+                    f"dataset's edge features), found {found}"
                 )  # fmt: skip
             parts.append(attr.to(dtype))
         if self.time is not None:

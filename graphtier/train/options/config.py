@@ -215,8 +215,8 @@ class TrainConfig:
         if network.edge_dim is not None and network.edge_dim != dataset_edge_dim(dataset.meta):
             found = dataset_edge_dim(dataset.meta)
             raise OptionError(
-                f"{dataset.path}: {{edge_dim={network.edge_dim}}} expected the width of the dataset's edge features "
-                f"(meta.json edge_features.dim), found {found if found is not None else 'none'}", options=("edge_dim",),
+                f"{dataset.path}: edge_dim={network.edge_dim} expected the width of the dataset's edge features "
+                f"(meta.json edge_features.dim), found {found if found is not None else 'none'}"
             )  # fmt: skip
         check_edge_inputs(network.model, network.edge_dim, network.time_encoding)
         if network.edge_inputs and self.run.full_inference:

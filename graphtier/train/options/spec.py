@@ -68,10 +68,12 @@ def dataset_edge_dim(meta: dict[str, object]) -> int | None:
 def check_edge_inputs(model: str, edge_dim: int | None, time_encoding: int, *, complete: bool = True) -> None:
     """OptionError (one line) for edge inputs (``edge_dim``, ``time_encoding``) of a model that reads none, and with
     ``complete`` (the run's edge inputs are known) for GINE without any (the one place both are checked)."""
+    # edge_dim is no flag (the run sets it from the dataset): named as the field in both renderings
     for option, value in (("edge_dim", edge_dim), ("time_encoding", time_encoding)):
         if value and model not in EDGE_INPUT_MODELS:
+            named = f"edge_dim={value} (edge features)" if option == "edge_dim" else f"{{{option}={value}}}"
             raise OptionError(
-                f"{{{option}={value}}}: an edge input of {', '.join(EDGE_INPUT_MODELS)} only, found {{model={model}}}",
+                f"{named}: an edge input of {', '.join(EDGE_INPUT_MODELS)} only, found {{model={model}}}",
                 options=(option, "model"),
             )
     if complete and model == "gine" and not (edge_dim or time_encoding):
