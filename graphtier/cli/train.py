@@ -12,7 +12,7 @@ from graphtier.cli.options import RELATION_FANOUTS, SEED, fanouts_option_type
 # The fixed choices, spelled here so that `graphtier train --help` shows them without importing torch
 # (tests/cli/test_train_cli.py checks they equal MODEL_NAMES, SAMPLER_NAMES, NORM_NAMES, GCN_DEGREES_OPTIONS, FEATURE_MODES,
 # BALANCE_MODES, TASK_NAMES, DECODER_NAMES, NEGATIVE_SAMPLING, FEATURELESS_MODES).
-MODEL_CHOICES = ("sage", "gcn", "gat", "mlp", "rgcn", "rgat", "hsage")
+MODEL_CHOICES = ("sage", "gcn", "gat", "gine", "mlp", "rgcn", "rgat", "hsage")
 FEATURELESS_CHOICES = ("embedding", "onehot", "zeros")
 SAMPLER_CHOICES = ("neighbor", "shadow")
 NORM_CHOICES = ("none", "batch", "layer")
@@ -74,8 +74,9 @@ FANOUTS_DEFAULT = "25,10"
     type=click.Choice(MODEL_CHOICES),
     default="sage",
     show_default=True,
-    help="GNN (sage, gcn, gat: one node type; rgcn, rgat, hsage: typed datasets, or any), or mlp (features only, "
-    "the baseline; the target type's features on a typed dataset).",
+    help="GNN (sage, gcn, gat, gine: one node type; rgcn, rgat, hsage: typed datasets, or any), or mlp (features "
+    "only, the baseline; the target type's features on a typed dataset). gat and gine read edge inputs (edge "
+    "features, --time-encoding); gine needs them.",
 )
 @click.option(
     "--sampler",
@@ -149,6 +150,21 @@ FANOUTS_DEFAULT = "25,10"
     "prediction on a time split (prepare ... --time-column T --split-by time; without it a time split trains on the "
     "training period's graph as a static snapshot), or node classification with node times (each node at its own "
     "time; prepare ogb reads raw/node_year).",
+)
+@click.option(
+    "--time-encoding",
+    default=0,
+    show_default=True,
+    type=int,
+    metavar="DIM",
+    help="--temporal with --model gat|gine: each edge's age (its destination's time minus the edge's) as DIM "
+    "features cos(age * w + b) (TGAT's time encoding; 0: off).",
+)
+@click.option(
+    "--time-encoding-fixed",
+    is_flag=True,
+    default=False,
+    help="Keep the time encoding's frequencies w = 1/10^linspace(0, 9, DIM) and b = 0 instead of learning them.",
 )
 @click.option("--eval-batch-size", default=4096, show_default=True, type=int)
 @click.option(

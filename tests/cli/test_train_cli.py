@@ -134,7 +134,7 @@ def test_fixed_choices_match_the_library_and_show_in_help() -> None:
     assert train_cli.FANOUTS_DEFAULT == format_fanouts(DEFAULT_FANOUTS)
     result = _run("train", "--help")
     assert result.returncode == 0
-    assert "[sage|gcn|gat|mlp|rgcn|rgat|hsage]" in result.stdout and "tiered+cache]" in result.stdout
+    assert "[sage|gcn|gat|gine|mlp|rgcn|rgat|hsage]" in result.stdout and "tiered+cache]" in result.stdout
     assert "[auto|full|block]" in result.stdout
 
 
@@ -150,7 +150,7 @@ def test_every_train_option_is_a_field_of_one_spec_with_the_same_default() -> No
     from graphtier.train.options.config import OPTION_OWNER, SPECS, TrainConfig
 
     options = {param.name: param for param in train_cli.command.params if param.name != "dataset"}
-    python_only = {"workload_samples"}  # a tuning knob of the balancer, not a flag
+    python_only = {"workload_samples", "edge_dim"}  # a tuning knob of the balancer, not a flag; set by the run
     assert set(options) == set(OPTION_OWNER) - python_only
     defaults = TrainConfig().to_dict() | {"gcn_degrees": "auto"}
     received = defaults_as_received(train_cli.command, ["dataset"])

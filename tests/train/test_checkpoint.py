@@ -239,6 +239,19 @@ def test_old_checkpoint_without_fingerprint_compares_the_counts(data: Dataset, c
     assert _resume(data, ckpt).start_epoch == 3
 
 
+def test_checkpoint_before_edge_inputs_resumes_and_other_edge_inputs_are_refused(data: Dataset, ckpt: Path) -> None:
+    state = torch.load(ckpt / "checkpoint.pt", weights_only=True)
+    assert (state["config"]["edge_dim"], state["config"]["time_encoding"]) == (None, 0)
+    for key in ("edge_dim", "time_encoding", "time_encoding_fixed"):  # a file written before the options existed
+        del state["config"][key]
+    torch.save(state, ckpt / "checkpoint.pt")
+    assert _resume(data, ckpt).resume() is not None
+    state["config"]["time_encoding"] = 8
+    torch.save(state, ckpt / "checkpoint.pt")
+    with pytest.raises(OptionError, match="field 'time_encoding' is 8 in the checkpoint but 0 in this run"):
+        _resume(data, ckpt).resume()
+
+
 # ---------------------------------------------------------------- 4. options changed on resume
 def test_changed_lr_weight_decay_dropout_are_applied_and_recorded(
     data: Dataset, ckpt: Path, capsys: pytest.CaptureFixture[str]

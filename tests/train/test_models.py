@@ -170,3 +170,6 @@ def test_gat_training_bytes_grows_with_fanouts_heads_and_hidden() -> None:
     # hop 1: 64 x 5 edges; hop 2: (64 + 320) x 5 edges; per edge 4 * (2 * 64 + 10 * 4) + 16 bytes (hidden layer)
     edges_hidden, edges_last = 384 * 5 + 384, 64 * 5 + 64
     assert small == edges_hidden * (4 * (2 * 64 + 40) + 16) + edges_last * (4 * (2 * 10 + 10) + 16)
+    # edge inputs of width 7: per edge its vector, its projection (heads x channels) and one attention term per head
+    with_edges = gat_training_bytes(64, (5, 5), degrees, 64, 4, 10, edge_width=7)
+    assert with_edges - small == edges_hidden * 4 * (7 + 64 + 4) + edges_last * 4 * (7 + 10 + 1)

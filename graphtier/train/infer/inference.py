@@ -15,6 +15,10 @@ On the CPU, GraphSAGE and GCN layers build no blocks: each reads its neighbours'
 global id (the previous layer's output; GCN first scales every row by its normalisation), and a layer whose
 output is narrower than its input projects first, so a feature table larger than RAM is read once, in order,
 instead of a random row per edge. GAT, and every model on CUDA, take one-hop blocks per step.
+
+A model with edge inputs (GAT or GINE built with edge features or a time encoding) is refused
+(:func:`check_layerwise`): the one-hop blocks here carry no edge inputs, and a time encoding needs a time per
+query, which a full-graph pass has not. Such models are evaluated by sampling.
 """
 
 from __future__ import annotations
@@ -29,12 +33,22 @@ from torch import nn
 
 from graphtier._progress import NO_PROGRESS, Progress
 from graphtier.dataset.scratch import scratch_array
+from graphtier.errors import OptionError
 from graphtier.sampling import NeighborSampler
 from graphtier.train.infer._inference_kernels import neighbour_rows
 from graphtier.train.nn.models import MLP, BlockGNN, _linear
 
 MAX_CHUNK_EDGES = 1 << 20
 """In-edges of one step of layer-wise inference at most (a node with more: a step of its own)."""
+
+
+def check_layerwise(model: nn.Module, where: str = "model") -> None:
+    """OptionError (one line, prefixed ``where``) when ``model`` reads edge inputs: layer-wise inference has none."""
+    if getattr(model, "edge_input_dim", 0):
+        raise OptionError(
+            f"{where}: {getattr(model, 'kind', 'the model')} reads edge inputs (edge features or a time encoding), "
+            "which exact layer-wise inference does not feed; evaluate it by sampling"
+        )
 
 
 @torch.no_grad()
@@ -100,6 +114,7 @@ def layerwise_outputs(
             layer's scaled inputs or a narrowing layer's projected ones), so N x H may exceed RAM.
             The returned tensors are then views of such maps. The values are the same either way.
     """
+    check_layerwise(model)
     model.eval()
     chunks = NodeChunks(chunk_bounds(indptr, num_nodes, chunk_size, max_chunk_edges))
     if isinstance(model, MLP):

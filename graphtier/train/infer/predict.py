@@ -12,7 +12,7 @@ from graphtier._progress import NO_PROGRESS, Progress
 from graphtier.dataset import Dataset
 from graphtier.errors import OptionError
 from graphtier.memory import make_feature_store
-from graphtier.train.infer.inference import full_in_degree, layerwise_outputs, reads_features_in_order
+from graphtier.train.infer.inference import check_layerwise, full_in_degree, layerwise_outputs, reads_features_in_order
 from graphtier.train.infer.typed_inference import typed_layerwise_outputs, typed_output_tables
 from graphtier.train.nn.link_model import encoder_of
 from graphtier.train.persist.saved import SavedModel, check_fingerprint, load_model
@@ -91,6 +91,7 @@ def predict(
         raise OptionError(f"--device {device}: CUDA is not available on this machine (use --device cpu)")
     if saved.schema is not None:
         return _typed_predict(saved, data, target, chunk_size, embeddings, progress, scratch_dir)
+    check_layerwise(encoder_of(saved.model), f"--model {saved.path}")
     if data.features is None:
         raise OptionError(f"{data.path}: dataset has no features (feature_dim 0); the model needs them")
     net = saved.model.to(target)

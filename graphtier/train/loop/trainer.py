@@ -84,6 +84,7 @@ class Trainer:
         step_seconds: StepSeconds | None = None,
         step_hook: StepHook | None = None,
     ) -> None:
+        config = config.for_dataset(dataset)  # --edge-features: the model's edge_dim is the edge table's width
         config.validate(dataset)
         self.dist = dist
         self.dataset = dataset
@@ -428,6 +429,7 @@ def train(dataset: Dataset | str | os.PathLike[str], config: TrainConfig | None 
     # options replace fields of the parts that own them (dataclasses.replace): the config is not
     # round-tripped through to_dict(), which records the resolved gcn_degrees instead of "auto"
     run_config = config.with_options(**options) if config is not None else TrainConfig(**options)
+    run_config = run_config.for_dataset(dataset)
     run_config.validate(dataset)
     configure_process(run_config.run.num_threads, passive_wait=False)
     trainer = Trainer(dataset, run_config)

@@ -38,6 +38,11 @@ class LinkModel(nn.Module):
             self.predictor = nn.Sequential(nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, 1))
         self.bias = nn.Parameter(torch.zeros(())) if bias else None
 
+    @property
+    def edge_input_dim(self) -> int:
+        """The width of the edge vector the encoder's layers read (:attr:`~graphtier.train.nn.models.BlockGNN.edge_input_dim`); 0: none."""
+        return int(getattr(self.encoder, "edge_input_dim", 0))
+
     def forward(self, x: Tensor, blocks: Sequence[BlockLike] = (), degree: Tensor | None = None) -> Tensor:
         """Embeddings float [blocks[-1].num_dst, hidden] of the batch's output rows (the encoder's output)."""
         return self.encoder(x, blocks, degree)
@@ -76,12 +81,17 @@ def build_task_model(
     norm: str = "none",
     heads: int = 4,
     bias: bool = False,
+    edge_dim: int | None = None,
+    time_encoding: int = 0,
+    time_encoding_fixed: bool = False,
 ) -> nn.Module:
     """The model of ``task``: :func:`build_model` for ``node`` (``out_dim`` classes), a :class:`LinkModel` whose
-    encoder outputs ``hidden``-wide embeddings for ``link`` (``out_dim`` unused; ``bias``: edge-level targets)."""
+    encoder outputs ``hidden``-wide embeddings for ``link`` (``out_dim`` unused; ``bias``: edge-level targets).
+    ``edge_dim``, ``time_encoding`` and ``time_encoding_fixed``: the edge inputs of GAT and GINE (:func:`build_model`)."""
     if task not in TASK_NAMES:
         raise ValueError(f"unknown task {task!r}")
-    options = {"dropout": dropout, "norm": norm, "heads": heads}
+    options = {"dropout": dropout, "norm": norm, "heads": heads, "edge_dim": edge_dim, "time_encoding": time_encoding,
+               "time_encoding_fixed": time_encoding_fixed}  # fmt: skip
     if task == "node":
         return build_model(name, in_dim, hidden, out_dim, num_layers, **options)  # type: ignore[arg-type]
     encoder = build_model(name, in_dim, hidden, hidden, num_layers, **options)  # type: ignore[arg-type]

@@ -1,4 +1,4 @@
-"""GNN models applied block by block: GraphSAGE (mean), GCN, GAT, and a features-only MLP.
+"""GNN models applied block by block: GraphSAGE (mean), GCN, GAT, GINE, and a features-only MLP.
 
 A model takes the input features of a mini-batch's nodes ``x`` (float32 [num_src of the first
 block, in_dim], on the model's device) and the batch's blocks (input layer first). Layer ``i``
@@ -6,7 +6,9 @@ computes what ``conv((x, x[:blocks[i].num_dst]), blocks[i].edge_index)`` of PyG 
 output has one row per destination node of the last block. GraphSAGE and GCN aggregate with a
 sparse x dense product over the block's CSR (:mod:`graphtier.train.nn.aggregate`, no per-edge
 messages) and apply the PyG layer's own linear maps, so parameters and checkpoints are PyG's; GAT
-keeps PyG's edge-wise path. Hidden layers end with a fused ReLU + dropout
+and GINE keep PyG's edge-wise path and read the block's edge inputs (edge features, the time encoding of edge
+ages: :mod:`graphtier.train.nn.time_encoding`) when the model is built with them, as PyG's layers with ``edge_dim``;
+GAT built without them is the plain GAT (same parameters). Hidden layers end with a fused ReLU + dropout
 (:mod:`graphtier.train.nn.dropout`). The MLP ignores the blocks and reads the rows of the last
 block's destinations (the seeds) only: the baseline that shows what the graph adds.
 """
@@ -17,7 +19,7 @@ from typing import Protocol, Sequence
 
 import torch
 from torch import Tensor, nn
-from torch_geometric.nn import GATConv, GCNConv, SAGEConv
+from torch_geometric.nn import GATConv, GCNConv, GINEConv, SAGEConv
 
 from graphtier.errors import OptionError
 from graphtier.train.nn.aggregate import (
@@ -29,19 +31,27 @@ from graphtier.train.nn.aggregate import (
     mean_weights,
 )
 from graphtier.train.nn.dropout import ReLUDropout, relu_dropout_gated
+from graphtier.train.nn.time_encoding import EdgeInputs
 
 # the model, norm and GCN-degree names are registered with the options that pick them (re-exported here)
 from graphtier.train.options.spec import (  # noqa: F401
+    EDGE_INPUT_MODELS,
     GCN_DEGREES,
     MODEL_NAMES,
     NORM_NAMES,
     ModelSpec,
+    check_edge_inputs,
     check_gat_heads,
 )
 
 
 class BlockLike(Protocol):
-    """What a model needs of a block: int64 ``edge_index`` [2, E] (row 0 source, row 1 destination, local ids)."""
+    """What a model needs of a block: int64 ``edge_index`` [2, E] (row 0 source, row 1 destination, local ids).
+
+    A model with edge inputs also reads the block's optional ``edge_attr`` (float [E, d_e]) and ``edge_age``
+    (float32 [E]) of :class:`graphtier.sampling.Block`, by ``getattr`` with a None default: a block type without
+    them is a block without edge inputs.
+    """
 
     edge_index: Tensor
     num_src: int
@@ -150,12 +160,17 @@ class BlockGNN(nn.Module):
     """A stack of message-passing layers applied block by block.
 
     Args:
-        kind: ``sage``, ``gcn`` or ``gat``.
+        kind: ``sage``, ``gcn``, ``gat`` or ``gine``.
         in_dim, hidden, out_dim: feature sizes.
         num_layers: number of layers (= number of blocks in a mini-batch).
         dropout: dropout on hidden activations (and GAT attention).
         norm: ``none``, ``batch`` or ``layer`` normalisation between layers.
         heads: attention heads of GAT's hidden layers (concatenated; the last layer averages).
+        edge_dim: GAT / GINE: the width d_e of the blocks' ``edge_attr`` the layers read (None: none).
+        time_dim: GAT / GINE: the width of the time encoding of the blocks' ``edge_age`` (0: none), one
+            :class:`~graphtier.train.nn.time_encoding.TimeEncoding` shared by the layers (``time_fixed``: its
+            frequencies are not learned). Every layer reads the edge vector ``[edge_attr, phi(edge_age)]``.
+            GINE needs one of the two; GAT without either is the plain GAT.
 
     ``use_csr`` (attribute, default True): SAGE and GCN aggregate over the block's CSR; False takes
     PyG's per-edge message path (same result up to float rounding; kept as the tests' reference).
@@ -172,12 +187,23 @@ class BlockGNN(nn.Module):
         dropout: float = 0.5,
         norm: str = "none",
         heads: int = 4,
+        edge_dim: int | None = None,
+        time_dim: int = 0,
+        time_fixed: bool = False,
     ) -> None:
         super().__init__()
         if num_layers < 1:
             raise OptionError(f"model {kind!r}: expected at least 1 layer, found {num_layers}")
         self.kind = kind
         self.num_layers = num_layers
+        self.edge_dim = edge_dim
+        self.time_dim = time_dim
+        check_edge_inputs(kind, edge_dim, time_dim)
+        # registered only with edge inputs: a model without them has today's parameters and state-dict keys
+        self.edge_inputs: EdgeInputs | None = None
+        if edge_dim or time_dim:
+            self.edge_inputs = EdgeInputs(edge_dim, time_dim, time_fixed=time_fixed)
+        width = self.edge_input_dim or None
         self.use_csr = True
         self.activation = ReLUDropout(dropout)
         self.convs = nn.ModuleList()
@@ -192,7 +218,7 @@ class BlockGNN(nn.Module):
                 conv = BlockGCNConv(d_in, d_out)
             elif kind == "gat":
                 if last:
-                    conv = GATConv((d_in, d_in), d_out, heads=1, concat=False, dropout=dropout)
+                    conv = GATConv((d_in, d_in), d_out, heads=1, concat=False, dropout=dropout, edge_dim=width)
                 else:
                     check_gat_heads(d_out, heads)
                     conv = GATConv(
@@ -201,12 +227,22 @@ class BlockGNN(nn.Module):
                         heads=heads,
                         concat=True,
                         dropout=dropout,
+                        edge_dim=width,
                     )
+            elif kind == "gine":
+                # GIN's two-layer MLP after the sum (1 + eps) x_i + sum_j relu(x_j + lin(e_ji)), eps = 0 (PyG's default)
+                mlp = nn.Sequential(nn.Linear(d_in, d_out), nn.ReLU(), nn.Linear(d_out, d_out))
+                conv = GINEConv(mlp, edge_dim=width)
             else:
                 raise OptionError.invalid("model", f"one of {', '.join(MODEL_NAMES)}", kind)
             self.convs.append(conv)
             if not last:
                 self.norms.append(norm_layer(norm, d_out))
+
+    @property
+    def edge_input_dim(self) -> int:
+        """The width of the edge vector every layer reads (``edge_dim + time_dim``); 0: the model has no edge inputs."""
+        return 0 if self.edge_inputs is None else self.edge_inputs.width
 
     def layer(self, index: int, x: Tensor, block: BlockLike, degree: Tensor | None = None) -> Tensor:
         """Apply layer ``index`` to ``x`` [block.num_src, d] -> [block.num_dst, d'] (activation included)."""
@@ -238,6 +274,9 @@ class BlockGNN(nn.Module):
                 csr = block_csr(block)
                 agg, root = aggregate_with_root(x, csr, mean_weights(csr, x.dtype), gate_scale)
             out = _linear(agg, conv.lin_l.weight, conv.lin_l.bias).addmm_(root, conv.lin_r.weight.t())
+        elif self.edge_inputs is not None:
+            edge_attr = self.edge_inputs(block, x.dtype)
+            out = conv((x, x[: block.num_dst]), block.edge_index, edge_attr)
         else:
             out = conv((x, x[: block.num_dst]), block.edge_index)
         if fuse and index < self.num_layers - 1:
@@ -309,9 +348,19 @@ def build_model(
     dropout: float = 0.5,
     norm: str = "none",
     heads: int = 4,
+    edge_dim: int | None = None,
+    time_encoding: int = 0,
+    time_encoding_fixed: bool = False,
 ) -> nn.Module:
-    """Build model ``name`` (``sage``, ``gcn``, ``gat`` or ``mlp``); raises OptionError on a bad name/option."""
-    ModelSpec(model=name, hidden=hidden, heads=heads, norm=norm, dropout=dropout)  # checks every option
+    """Build model ``name`` (``sage``, ``gcn``, ``gat``, ``gine`` or ``mlp``); raises OptionError on a bad name/option.
+
+    ``edge_dim`` (d_e of ``Block.edge_attr`` [E, d_e]) and ``time_encoding`` (the width of the encoding of
+    ``Block.edge_age`` [E]; ``time_encoding_fixed``: not learned) are the edge inputs of GAT and GINE (see
+    :class:`BlockGNN`); GINE needs one of them."""
+    ModelSpec(
+        model=name, hidden=hidden, heads=heads, norm=norm, dropout=dropout, edge_dim=edge_dim,
+        time_encoding=time_encoding, time_encoding_fixed=time_encoding_fixed,
+    )  # fmt: skip  # checks every option
     if name == "mlp":
         return MLP(in_dim, hidden, out_dim, num_layers, dropout=dropout, norm=norm)
     return BlockGNN(
@@ -323,4 +372,7 @@ def build_model(
         dropout=dropout,
         norm=norm,
         heads=heads,
+        edge_dim=edge_dim,
+        time_dim=time_encoding,
+        time_fixed=time_encoding_fixed,
     )

@@ -33,7 +33,9 @@ def build_run_model(config: TrainConfig, dataset: Dataset) -> nn.Module:
     """The run's model (not yet on its device): a typed model for a typed dataset or a typed ``model``, called
     ``model(x: dict, blocks: list[TypedBlock], n_id: dict)``; else the homogeneous one, ``model(x, blocks,
     degree)``. Link prediction on a typed dataset: a :class:`LinkModel` whose encoder is the typed model returning
-    ``hidden``-wide embeddings of the split relation's two endpoint types."""
+    ``hidden``-wide embeddings of the split relation's two endpoint types. The edge inputs of GAT and GINE are the
+    run's (``edge_dim``, checked against the dataset's ``meta.json`` ``edge_features.dim`` by
+    :meth:`~graphtier.train.TrainConfig.validate`, and ``time_encoding``)."""
     network = config.network
     if dataset.is_hetero or network.typed:
         schema = dataset.schema
@@ -51,7 +53,8 @@ def build_run_model(config: TrainConfig, dataset: Dataset) -> nn.Module:
     return build_task_model(
         config.objective.task, network.model, dataset.feature_dim, network.hidden, dataset.num_classes,
         config.num_layers, decoder=config.objective.decoder, dropout=network.dropout, norm=network.norm,
-        heads=network.heads, bias=config.objective.link_target is not None,
+        heads=network.heads, bias=config.objective.link_target is not None, edge_dim=network.edge_dim,
+        time_encoding=network.time_encoding, time_encoding_fixed=network.time_encoding_fixed,
     )  # fmt: skip
 
 

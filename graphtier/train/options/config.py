@@ -31,7 +31,9 @@ from graphtier.train.options.spec import (  # noqa: F401 - GCN_DEGREES_OPTIONS a
     RunSpec,
     TaskSpec,
     check_device,
+    check_edge_inputs,
     check_shares_sum,
+    dataset_edge_dim,
 )
 from graphtier.train.options.typed_checks import check_typed_run
 
@@ -143,6 +145,12 @@ class TrainConfig:
                 "{sample_on=gpu}: not available with {devices} (multi-process runs sample on the CPU)",
                 options=("sample_on", "devices"),
             )
+        if network.time_encoding and sampling.temporal is None:
+            raise OptionError(
+                f"{{time_encoding={network.time_encoding}}}: encodes the edge ages of a temporal run, found no "
+                "{temporal} (--temporal uniform|recent)",
+                options=("time_encoding", "temporal"),
+            )
         if placement.edge_features:
             for option, value, allowed in (("sampler", sampling.sampler, "neighbor"), ("devices",
                                            self.distributed.devices, None), ("full_inference",
@@ -203,9 +211,46 @@ class TrainConfig:
             self.validate_link(dataset)
         else:
             self.validate_node(dataset)
+        self.validate_edge_inputs(dataset)
         self.check_outputs(dataset)
         if self.network.model == "gat" and self.sampling.sampler == "neighbor":
             self.check_gat_memory(dataset)
+
+    def with_edge_features(self, dataset: Dataset) -> TrainConfig:
+        """A copy whose model reads ``dataset``'s edge features: ``edge_dim`` set from its ``meta.json``
+        ``edge_features.dim`` (OptionError naming ``model`` when the dataset has none)."""
+        dim = dataset_edge_dim(dataset.meta)
+        if dim is None:
+            raise OptionError(
+                f"{dataset.path}: has no edge features (meta.json edge_features, edge_feat.npy) for {{model={self.network.model}}}",
+                options=("model",),
+            )
+        return self.with_options(edge_dim=dim)
+
+    def for_dataset(self, dataset: Dataset) -> TrainConfig:
+        """This config with what ``dataset`` decides: with ``edge_features`` and no ``edge_dim`` yet, the model reads
+        the dataset's edge table (:meth:`with_edge_features`); else unchanged."""
+        if self.placement.edge_features and self.network.edge_dim is None:
+            return self.with_edge_features(dataset)
+        return self
+
+    def validate_edge_inputs(self, dataset: Dataset) -> None:
+        """The model's edge inputs against ``dataset`` and the run: ``edge_dim`` equal to the dataset's edge-feature
+        width, GINE with some edge input, and no exact layer-wise inference (it reads no edge inputs)."""
+        network = self.network
+        if network.edge_dim is not None and network.edge_dim != dataset_edge_dim(dataset.meta):
+            found = dataset_edge_dim(dataset.meta)
+            raise OptionError(
+                f"{dataset.path}: edge_dim={network.edge_dim} expected the width of the dataset's edge features "
+                f"(meta.json edge_features.dim), found {found if found is not None else 'none'}"
+            )  # fmt: skip
+        check_edge_inputs(network.model, network.edge_dim, network.time_encoding)
+        if network.edge_inputs and self.run.full_inference:
+            raise OptionError(
+                f"{{full_inference}}: exact layer-wise inference reads no edge inputs, and {{model={network.model}}} "
+                "reads edge features or a time encoding; it is evaluated by sampling (the default)",
+                options=("full_inference", "model"),
+            )  # fmt: skip
 
     def validate_link(self, dataset: Dataset) -> None:
         """Link prediction needs features, the edge split's training pairs and the neighbour sampler."""
@@ -272,6 +317,7 @@ class TrainConfig:
             sampling.batch_size * (2 + self.objective.num_negatives if self.objective.task == "link" else 1),
             sampling.fanouts, dataset.in_degrees(), network.hidden, network.heads,
             network.hidden if self.objective.task == "link" else dataset.num_classes,
+            (network.edge_dim or 0) + network.time_encoding,
         )  # fmt: skip
         what = (
             f"{{model=gat}} with {{batch_size={sampling.batch_size}}} {{fanouts={sampling.fanouts}}} "

@@ -37,14 +37,16 @@ def block_size_bounds(batch_size: int, fanouts: Sequence[int], in_degrees: np.nd
 
 
 def gat_training_bytes(
-    batch_size: int, fanouts: Sequence[int], in_degrees: np.ndarray, hidden: int, heads: int, out_dim: int
-) -> int:
+    batch_size: int, fanouts: Sequence[int], in_degrees: np.ndarray, hidden: int, heads: int, out_dim: int,
+    edge_width: int = 0,
+) -> int:  # fmt: skip
     """Upper bound of the bytes the edge-wise tensors of a GAT training step keep for the backward pass.
 
     Per layer (input layer on the widest, last hop's block) every edge, plus PyG's added self loops,
     keeps the gathered source rows and the weighted messages (2 x heads x channels float32),
     :data:`GAT_SCALARS_PER_EDGE_HEAD` attention values per head and its int64 edge index. Sizes from
-    :func:`block_size_bounds`.
+    :func:`block_size_bounds`. With edge inputs (``edge_width`` > 0: edge features and time encoding) every edge
+    also keeps its edge vector, its projection (heads x channels) and one more attention term per head.
     """
     bounds = block_size_bounds(batch_size, fanouts, in_degrees)
     total = 0
@@ -52,5 +54,7 @@ def gat_training_bytes(
         last = layer == len(bounds) - 1
         layer_heads, channels = (1, out_dim) if last else (heads, hidden // heads)
         per_edge = 4 * (2 * layer_heads * channels + GAT_SCALARS_PER_EDGE_HEAD * layer_heads) + EDGE_INDEX_BYTES
+        if edge_width:
+            per_edge += 4 * (edge_width + layer_heads * channels + layer_heads)
         total += (edges + destinations) * per_edge
     return total

@@ -26,12 +26,15 @@ from graphtier._choices import NEGATIVE_SAMPLING as NEGATIVE_SAMPLING_NAMES
 from graphtier.errors import OptionError
 from graphtier.sampling.spec import SamplerSpec
 
-HOMOGENEOUS_MODEL_NAMES = ("sage", "gcn", "gat")
+HOMOGENEOUS_MODEL_NAMES = ("sage", "gcn", "gat", "gine")
 """The GNNs of one node type and one relation (:func:`graphtier.train.build_model`); refused on a typed dataset."""
 TYPED_MODEL_NAMES = ("rgcn", "rgat", "hsage")
 """The typed GNNs (:func:`graphtier.train.nn.typed_models.build_typed_model`): any dataset, one relation or many."""
 MODEL_NAMES = (*HOMOGENEOUS_MODEL_NAMES, "mlp", *TYPED_MODEL_NAMES)
 """Every ``--model``: ``mlp`` (features only; the target type's features on a typed dataset) runs on both."""
+EDGE_INPUT_MODELS = ("gat", "gine")
+"""The models that read edge inputs (:mod:`graphtier.train.nn.time_encoding`): edge features and a time encoding.
+GINE needs them; GAT takes them when the run has them and is the plain GAT otherwise."""
 FEATURELESS_MODES = ("embedding", "onehot", "zeros")
 """How a typed model feeds a node type without features (``--featureless``; see
 :mod:`graphtier.train.nn.typed_models`)."""
@@ -55,12 +58,44 @@ def check_gat_heads(hidden: int, heads: int) -> None:
         )
 
 
+def dataset_edge_dim(meta: dict[str, object]) -> int | None:
+    """The width d_e of a dataset's edge features (its ``meta.json`` ``edge_features.dim``), None without them."""
+    entry = meta.get("edge_features")
+    dim = entry.get("dim") if isinstance(entry, dict) else None
+    return int(dim) if isinstance(dim, int) and not isinstance(dim, bool) and dim > 0 else None
+
+
+def check_edge_inputs(model: str, edge_dim: int | None, time_encoding: int, *, complete: bool = True) -> None:
+    """OptionError (one line) for edge inputs (``edge_dim``, ``time_encoding``) of a model that reads none, and with
+    ``complete`` (the run's edge inputs are known) for GINE without any (the one place both are checked)."""
+    # edge_dim is no flag (the run sets it from the dataset): named as the field in both renderings
+    for option, value in (("edge_dim", edge_dim), ("time_encoding", time_encoding)):
+        if value and model not in EDGE_INPUT_MODELS:
+            named = f"edge_dim={value} (edge features)" if option == "edge_dim" else f"{{{option}={value}}}"
+            raise OptionError(
+                f"{named}: an edge input of {', '.join(EDGE_INPUT_MODELS)} only, found {{model={model}}}",
+                options=(option, "model"),
+            )
+    if complete and model == "gine" and not (edge_dim or time_encoding):
+        raise OptionError(
+            "{model=gine}: needs edge inputs: the dataset's edge features or {time_encoding=DIM} with {temporal}",
+            options=("model", "time_encoding", "temporal"),
+        )
+
+
 @dataclass(frozen=True)
 class ModelSpec:
     """The network: ``model`` (:data:`MODEL_NAMES`), depth ``layers`` (None: one per fanout), ``hidden`` width,
     GAT / R-GAT ``heads``, ``norm`` between layers, ``dropout``, and the GCN's ``gcn_degrees``
     (:data:`GCN_DEGREES_OPTIONS`; other models ignore it, as they ignore ``heads``). The typed models' options:
-    ``featureless`` (:data:`FEATURELESS_MODES`) and R-GCN's ``num_bases`` (basis decomposition; 0 = none)."""
+    ``featureless`` (:data:`FEATURELESS_MODES`) and R-GCN's ``num_bases`` (basis decomposition; 0 = none).
+
+    Edge inputs (models of :data:`EDGE_INPUT_MODELS`): ``edge_dim``, the width d_e of the edge features the model
+    reads (``Block.edge_attr`` [E, d_e]; None: none), is not a flag: the run sets it from the dataset's
+    ``meta.json`` ``edge_features.dim`` when it feeds edge features, and it is recorded so that a saved model or a
+    checkpoint rebuilds the same model. ``time_encoding``: the width of the time encoding of the edge ages of a
+    temporal run (``--temporal``; 0 = off), learned from TGAT's initial frequencies, or kept at them with
+    ``time_encoding_fixed``."""
 
     model: str = "sage"
     layers: int | None = None
@@ -71,9 +106,16 @@ class ModelSpec:
     dropout: float = 0.5
     featureless: str = "embedding"
     num_bases: int = 0
+    edge_dim: int | None = None
+    time_encoding: int = 0
+    time_encoding_fixed: bool = False
 
     def __post_init__(self) -> None:
         check_choice("model", self.model, MODEL_NAMES)
+        check_optional_int("edge_dim", self.edge_dim)
+        check_int("time_encoding", self.time_encoding, minimum=0)
+        if not isinstance(self.time_encoding_fixed, bool):
+            raise OptionError.invalid("time_encoding_fixed", "True or False", self.time_encoding_fixed)
         check_choice("featureless", self.featureless, FEATURELESS_MODES)
         check_int("num_bases", self.num_bases, minimum=0)
         check_choice("norm", self.norm, NORM_NAMES)
@@ -90,6 +132,17 @@ class ModelSpec:
                 f"{{num_bases={self.num_bases}}}: applies to {{model=rgcn}} only, found {{model={self.model}}}",
                 options=("num_bases", "model"),
             )
+        check_edge_inputs(self.model, self.edge_dim, self.time_encoding, complete=False)
+        if self.time_encoding_fixed and not self.time_encoding:
+            raise OptionError(
+                "{time_encoding_fixed}: keeps the frequencies of a time encoding, found {time_encoding=0}",
+                options=("time_encoding_fixed", "time_encoding"),
+            )
+
+    @property
+    def edge_inputs(self) -> bool:
+        """Whether the model reads edge inputs: edge features (``edge_dim``) or a time encoding."""
+        return self.edge_dim is not None or self.time_encoding > 0
 
     @property
     def typed(self) -> bool:

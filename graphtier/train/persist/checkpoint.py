@@ -39,6 +39,9 @@ CHECKPOINT_KEYS = (
     "heads",
     "norm",
     "gcn_degrees",
+    "edge_dim",
+    "time_encoding",
+    "time_encoding_fixed",
     "batch_size",
     "seed",
 )

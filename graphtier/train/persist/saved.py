@@ -34,12 +34,13 @@ SAVED_MODEL_VERSION = 1
 # The TrainConfig fields that rebuild the model (and the sampler it was trained with, for the record).
 MODEL_CONFIG_KEYS = (
     "task", "decoder", "model", "num_layers", "hidden", "heads", "norm", "gcn_degrees", "dropout", "sampler", "fanouts",
-    "featureless", "num_bases", "link_target", "link_threshold",
+    "featureless", "num_bases", "link_target", "link_threshold", "edge_dim", "time_encoding", "time_encoding_fixed",
 )  # fmt: skip
 # What a key missing from an older file (saved model or checkpoint) meant: the behaviour before the option existed.
 OLD_FILE_DEFAULTS = {
     "gcn_degrees": "full", "task": "node", "decoder": "dot", "num_negatives": 1, "negative_sampling": "uniform",
-    "featureless": "embedding", "num_bases": 0, "link_target": None, "link_threshold": 0.0,
+    "featureless": "embedding", "num_bases": 0, "link_target": None, "link_threshold": 0.0, "edge_dim": None,
+    "time_encoding": 0, "time_encoding_fixed": False,
 }  # fmt: skip
 
 
@@ -134,7 +135,8 @@ def _builder(
         return lambda: build_typed_model(str(cfg["model"]), schema, **options)
     args = (str(cfg["task"]), str(cfg["model"]), in_dim, int(cfg["hidden"]), out_dim, int(cfg["num_layers"]))
     options = {"dropout": float(cfg["dropout"]), "norm": cfg["norm"], "heads": int(cfg["heads"]),
-               "decoder": str(cfg["decoder"]), "bias": cfg["link_target"] is not None}  # fmt: skip
+               "decoder": str(cfg["decoder"]), "bias": cfg["link_target"] is not None, "edge_dim": cfg["edge_dim"],
+               "time_encoding": cfg["time_encoding"], "time_encoding_fixed": cfg["time_encoding_fixed"]}  # fmt: skip
     return lambda: build_task_model(*args, **options)
 
 
