@@ -30,15 +30,23 @@ from graphtier.sampling._neighbor_kernels import (
     node_key_py,
 )
 
+# Lists of at most this many edges find their cut by a count over their times (one pass, no branch).
+LINEAR_CUT = 64
+
 
 @numba.njit(cache=True, nogil=True)
 def _cut(time_sorted: np.ndarray, start: np.int64, stop: np.int64, bound: np.int64, inclusive: bool) -> np.int64:
-    """First position p in [start, stop) with ``time_sorted[p]`` >= bound (> bound if inclusive); stop if none."""
-    if start == stop:
-        return stop
-    last = time_sorted[stop - 1]
-    if last < bound or (inclusive and last == bound):  # the whole list is in the past: no search
-        return stop
+    """First position p in [start, stop) with ``time_sorted[p]`` >= bound (> bound if inclusive); stop if none.
+
+    A list of up to ``LINEAR_CUT`` edges is counted, not searched: a few adjacent cache lines read at once and
+    compared without a branch, where a search's steps wait on each other and mispredict with random bounds."""
+    n = stop - start
+    if n <= LINEAR_CUT:
+        before = np.int64(0)
+        for p in range(start, stop):
+            t = time_sorted[p]
+            before += (t < bound) | (inclusive & (t == bound))
+        return start + before
     lo = start
     hi = stop
     while lo < hi:
@@ -72,16 +80,26 @@ def temporal_spans(
     one = bound.shape[0] == 1
     offsets[0] = 0
     total = np.int64(0)
-    for j in range(dst.shape[0]):
-        v = dst[j]
-        start = indptr[v]
-        stop = indptr[v + 1]
-        cut = stop if all_past else _cut(time_sorted, start, stop, bound[0 if one else j], inclusive)
-        starts[j] = start
-        degree = cut - start
-        degrees[j] = degree
-        total += degree if fanout < 0 else min(fanout, degree)
-        offsets[j + 1] = total
+    sink = np.int64(0)
+    for piece in range(0, dst.shape[0], CHUNK):
+        piece_stop = min(dst.shape[0], piece + CHUNK)
+        for j in range(piece, piece_stop):  # independent loads: many cache misses in flight at once
+            v = dst[j]
+            starts[j] = indptr[v]
+            degrees[j] = indptr[v + 1]
+        if not all_past:
+            for j in range(piece, piece_stop):  # the same for the first line of each list's times
+                if degrees[j] > starts[j]:
+                    sink += time_sorted[starts[j]]
+        for j in range(piece, piece_stop):
+            start = starts[j]
+            stop = degrees[j]
+            cut = stop if all_past else _cut(time_sorted, start, stop, bound[0 if one else j], inclusive)
+            degree = cut - start
+            degrees[j] = degree
+            total += degree if fanout < 0 else min(fanout, degree)
+            offsets[j + 1] = total
+    offsets[0] = sink & 0  # keeps the touching loads (their values are not needed)
     return total
 
 
@@ -192,30 +210,18 @@ def _home(v: np.int64, b: np.int64, mask: np.uint64) -> np.uint64:
 
 
 @numba.njit(cache=True, nogil=True)
-def rehash(table: np.ndarray, keys_node: np.ndarray, keys_bound: np.ndarray, count: np.int64) -> None:
-    """Insert rows ``[0, count)`` (distinct pairs), in row order, into the empty ``table`` of
-    :func:`relabel_pairs_hashed` (the table they would have built)."""
+def rehash(table: np.ndarray, stamp: np.int64, keys_node: np.ndarray, keys_bound: np.ndarray, count: np.int64) -> None:
+    """Insert rows ``[0, count)`` (distinct pairs), in row order, into ``table`` (of :func:`relabel_pairs_hashed`,
+    no slot stamped ``stamp``): the table they would have built."""
     mask = np.uint64(table.shape[0] - 1)
     for row in range(count):
         slot = _home(keys_node[row], keys_bound[row], mask)
-        while table[slot, 2] >= 0:
+        while table[slot, 3] == stamp:
             slot = (slot + np.uint64(1)) & mask
         table[slot, 0] = keys_node[row]
         table[slot, 1] = keys_bound[row]
         table[slot, 2] = row
-
-
-@numba.njit(cache=True, nogil=True)
-def clear_pairs(table: np.ndarray, keys_node: np.ndarray, keys_bound: np.ndarray, count: np.int64) -> None:
-    """Empty the slots of rows ``[0, count)`` (inserted in row order) of ``table``, latest row first: each row's
-    probe then crosses only slots of earlier rows, still there, so it finds its slot (touches only the batch's
-    slots, where refilling the table would write all of it)."""
-    mask = np.uint64(table.shape[0] - 1)
-    for row in range(count - 1, -1, -1):
-        slot = _home(keys_node[row], keys_bound[row], mask)
-        while table[slot, 2] != row:
-            slot = (slot + np.uint64(1)) & mask
-        table[slot, 2] = -1
+        table[slot, 3] = stamp
 
 
 @numba.njit(cache=True, nogil=True)
@@ -223,6 +229,7 @@ def relabel_pairs_hashed(
     node: np.ndarray,
     bound: np.ndarray,
     table: np.ndarray,
+    stamp: np.int64,
     keys_node: np.ndarray,
     keys_bound: np.ndarray,
     count: np.int64,
@@ -231,10 +238,12 @@ def relabel_pairs_hashed(
     """Give each (node, bound) pair a row in first-seen order, after the ``count`` rows known already.
 
     Args:
-        node, bound: int64 [S], the pairs. table: int64 [T, 3] open-addressing hash of the known rows
-            ((node, bound, row) per slot, row -1 where empty; T a power of two at least twice the final row
-            count): a probe reads one slot, its key beside its row. keys_node, keys_bound: int64 [>= final
-            count], rows ``[0, count)`` known. local: int64 [S], receives each pair's row (may be ``node``).
+        node, bound: int64 [S], the pairs. table: int64 [T, 4] open-addressing hash of the known rows, a slot
+            (node, bound, row, stamp) holding a row of this batch only when its stamp is ``stamp`` (a batch
+            takes a new stamp, so no batch clears the table); T a power of two at least twice the final row
+            count. A probe reads one slot, the key beside its row (32 bytes, two slots per cache line).
+        keys_node, keys_bound: int64 [>= final count], rows ``[0, count)`` known. local: int64 [S], receives
+            each pair's row (may be ``node``).
 
     Returns:
         The row count after the pairs.
@@ -244,16 +253,16 @@ def relabel_pairs_hashed(
         v = node[i]
         b = bound[i]
         slot = _home(v, b, mask)
-        while True:
-            row = table[slot, 2]
-            if row < 0 or (table[slot, 0] == v and table[slot, 1] == b):
-                break
+        while table[slot, 3] == stamp and (table[slot, 0] != v or table[slot, 1] != b):
             slot = (slot + np.uint64(1)) & mask
-        if row < 0:
+        if table[slot, 3] == stamp:
+            row = table[slot, 2]
+        else:
             row = count
             table[slot, 0] = v
             table[slot, 1] = b
             table[slot, 2] = row
+            table[slot, 3] = stamp
             keys_node[row] = v
             keys_bound[row] = b
             count += 1

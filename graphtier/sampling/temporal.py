@@ -29,7 +29,6 @@ from graphtier._choices import TEMPORAL_STRATEGIES
 from graphtier.errors import OptionError
 from graphtier.sampling import _neighbor_kernels as kernels
 from graphtier.sampling._temporal_kernels import (
-    clear_pairs,
     rehash,
     relabel_pairs_hashed,
     temporal_draws,
@@ -85,8 +84,8 @@ class TemporalNeighborSampler:
     ``indices`` and ``edge_time_order`` are read in place (memory maps stay maps); ``edge_time`` is read once,
     into an in-memory copy in time order (int64 [E], 8 bytes per edge). Each concurrent :meth:`sample` call
     holds one node-indexed scratch array (:class:`~graphtier.sampling.buffers.Workspace`) and, for seeds of
-    several times, a (node, time) hash table (24 bytes per slot, at least two slots per row of its largest
-    batch), both left empty after each batch. The returned tensors' memory is reused once released
+    several times, a (node, time) hash table (32 bytes per slot, at least two slots per row of its largest
+    batch; a batch's slots are told apart by a stamp, so it is never cleared). The returned tensors' memory is reused once released
     (:class:`~graphtier.sampling.buffers.OutputRing`).
     """
 
@@ -118,6 +117,7 @@ class TemporalNeighborSampler:
         self._workspaces = WorkspacePool(self.num_nodes)
         self._outputs = OutputRing()
         self._tables: weakref.WeakKeyDictionary[Workspace, np.ndarray] = weakref.WeakKeyDictionary()
+        self._stamps = itertools.count()  # a batch's stamp in its (node, time) table
 
     def sample(
         self, seeds: np.ndarray | torch.Tensor, seed_time: np.ndarray | torch.Tensor | int, batch_id: int | None = None
@@ -136,9 +136,7 @@ class TemporalNeighborSampler:
         n_id, n_time, hops, sizes, seed_index = self._sample(seed_array, times, int(batch_id), workspace, carver)
         self._workspaces.give_back(workspace)
         self._outputs.need(carver.used)
-        blocks = [
-            Block(hops[h][0], sizes[h + 1], sizes[h], hops[h][1]) for h in reversed(range(len(self.fanouts)))
-        ]
+        blocks = [Block(hops[h][0], sizes[h + 1], sizes[h], hops[h][1]) for h in reversed(range(len(self.fanouts)))]
         return MiniBatch(
             n_id=n_id, blocks=blocks, seed_index=seed_index, seeds=torch.from_numpy(seed_array.copy()), n_time=n_time
         )
@@ -160,14 +158,17 @@ class TemporalNeighborSampler:
         bound = times[:1] if one_time else None  # the one bound of every row, int64 [1]
         keys_node = workspace.array("n_id", size)
         keys_bound = workspace.array("bound", 0 if one_time else size)
-        table = np.empty((0, 3), np.int64) if one_time else self._pair_table(workspace, 2 * size)
+        table = np.empty((0, 4), np.int64) if one_time else self._pair_table(workspace, 2 * size)
+        stamp = np.int64(next(self._stamps))
         seed_index = carver.take(size)
         count = 0
         try:
             if one_time:
                 count = int(kernels.unique_seeds(seeds, workspace.local_id, keys_node, seed_index.numpy()))
             else:
-                count = int(relabel_pairs_hashed(seeds, times, table, keys_node, keys_bound, 0, seed_index.numpy()))
+                count = int(
+                    relabel_pairs_hashed(seeds, times, table, stamp, keys_node, keys_bound, 0, seed_index.numpy())
+                )
             sizes = [count]
             hops: list[tuple[torch.Tensor, torch.Tensor]] = []
             for hop, fanout in enumerate(self.fanouts):
@@ -189,41 +190,34 @@ class TemporalNeighborSampler:
                 else:
                     keys_bound = workspace.array("bound", count + total, keep=count)
                     if table.shape[0] < 2 * (count + total):
-                        table = self._pair_table(workspace, 2 * (count + total), keys_node, keys_bound, count)
+                        table = self._pair_table(workspace, 2 * (count + total), (stamp, keys_node, keys_bound, count))
                     src_bound = np.take(keys_bound, edge_index[1], out=workspace.array("src_bound", total), mode="clip")
-                    count = int(relabel_pairs_hashed(edge_index[0], src_bound, table, keys_node, keys_bound,
+                    count = int(relabel_pairs_hashed(edge_index[0], src_bound, table, stamp, keys_node, keys_bound,
                                                      np.int64(count), edge_index[0]))  # fmt: skip
                 sizes.append(count)
                 hops.append((edge_tensor, edge_id))
         finally:
             if one_time:
                 kernels.reset_local_ids(workspace.local_id, keys_node, 0, count)
-            else:
-                clear_pairs(table, keys_node, keys_bound, np.int64(count))
         n_id, n_time = carver.take(count), carver.take(count)
         n_id.numpy()[:] = keys_node[:count]
         n_time.numpy()[:] = keys_bound[:count] if not one_time else times[0] if count else 0
         return n_id, n_time, hops, sizes, seed_index
 
     def _pair_table(
-        self,
-        workspace: Workspace,
-        need: int,
-        keys_node: np.ndarray | None = None,
-        keys_bound: np.ndarray | None = None,
-        count: int = 0,
+        self, workspace: Workspace, need: int, rows: tuple[np.int64, np.ndarray, np.ndarray, int] | None = None
     ) -> np.ndarray:
-        """The workspace's (node, bound, row) hash table (int64 [T, 3], T a power of two >= ``need``, 16 or more)
-        holding rows ``[0, count)`` of ``keys_node``/``keys_bound``; a table too small is replaced by a larger
-        one, the rows inserted again. Tables are empty between batches (:func:`clear_pairs`)."""
+        """The workspace's (node, bound, row, stamp) hash table (int64 [T, 4], T a power of two >= ``need``, 16 or
+        more). One too small is replaced by a larger one holding ``rows`` = (stamp, keys_node, keys_bound, count):
+        rows ``[0, count)`` of the batch of that stamp, inserted again."""
         table = self._tables.get(workspace)
         if table is not None and table.shape[0] >= need:
             return table
         slots = 16
         while slots < need:
             slots *= 2
-        table = np.full((slots, 3), -1, np.int64)
-        if count:
-            rehash(table, keys_node, keys_bound, np.int64(count))
+        table = np.full((slots, 4), -1, np.int64)  # stamps start at 0: no slot is in use
+        if rows is not None:
+            rehash(table, rows[0], rows[1], rows[2], np.int64(rows[3]))
         self._tables[workspace] = table
         return table

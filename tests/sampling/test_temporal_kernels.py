@@ -8,7 +8,6 @@ from hypothesis import strategies as st
 
 from graphtier.sampling._neighbor_kernels import relabel, reset_local_ids
 from graphtier.sampling._temporal_kernels import (
-    clear_pairs,
     rehash,
     relabel_pairs_hashed,
     relabel_pairs_py,
@@ -32,6 +31,14 @@ def timed_csc(
     indices, time = src[csc].astype(np.int64), time[csc].astype(np.int64)
     order = np.lexsort((np.arange(e), time, np.repeat(np.arange(n), np.diff(indptr)))).astype(np.int64)
     return indptr, indices, time, order
+
+
+def pair_table(rows: int) -> np.ndarray:
+    """An empty (node, bound, row, stamp) table of the smallest power of two of slots >= 2 * rows (the sampler's)."""
+    slots = 16
+    while slots < 2 * rows:
+        slots *= 2
+    return np.full((slots, 4), -1, np.int64)
 
 
 def all_past(time: np.ndarray, bound: np.ndarray, inclusive: bool) -> bool:
@@ -78,12 +85,16 @@ def kernel_hop(
         reset_local_ids(local_id, n_id, 0, after)
         assert np.all(local_id == -1)
     else:
-        table = np.full((1 << int(2 * (rows + total)).bit_length(), 3), -1, np.int64)  # >= 2x the rows
+        table = pair_table(rows + total)
         keys_node, keys_bound = np.empty(rows + total, np.int64), np.empty(rows + total, np.int64)
-        assert relabel_pairs_hashed(dst, bound, table, keys_node, keys_bound, 0, np.empty(rows, np.int64)) == rows
-        after = relabel_pairs_hashed(src, bound[dst_index], table, keys_node, keys_bound, rows, local)
-        clear_pairs(table, keys_node, keys_bound, after)
-        assert np.all(table[:, 2] == -1)  # the batch leaves the table empty
+        for stamp in range(2):  # a second batch in the same table, at the next stamp: the same rows
+            assert (
+                relabel_pairs_hashed(dst, bound, table, stamp, keys_node, keys_bound, 0, np.empty(rows, np.int64))
+                == rows
+            )
+            local = src.copy()
+            after = relabel_pairs_hashed(src, bound[dst_index], table, stamp, keys_node, keys_bound, rows, local)
+            np.testing.assert_array_equal(local, expected)
     np.testing.assert_array_equal(local, expected)  # the relabel equals the reference relabel
     assert after == len(pairs)
     return src, bound[dst_index], edge_id, dst_index
@@ -168,38 +179,32 @@ def test_uniform_picks_match_the_reference_distribution() -> None:
     assert chi2 < 27.9  # chi-square, 9 degrees of freedom, p = 0.001
 
 
-def pair_table(rows: int) -> np.ndarray:
-    """An empty (node, bound, row) table of the smallest power of two of slots >= 2 * rows (the sampler's)."""
-    slots = 16
-    while slots < 2 * rows:
-        slots *= 2
-    return np.full((slots, 3), -1, np.int64)
-
-
 @settings(max_examples=60, deadline=None)
 @given(seed=st.integers(0, 2**31), known=st.integers(0, 10), s=st.integers(0, 200), split=st.integers(0, 200))
 def test_relabel_pairs_equals_the_reference(seed: int, known: int, s: int, split: int) -> None:
-    """Rows in first-seen order after the known ones, through a table that grows part way (rehash), then empty."""
+    """Rows in first-seen order after the known ones, through a table that grows part way (rehash); a later batch
+    (the next stamp) in the same table sees none of the earlier batch's rows."""
     rng = np.random.default_rng(seed)
     node = rng.integers(0, 12, s).astype(np.int64)
     bound = rng.integers(0, 4, s).astype(np.int64)
     first = list(dict.fromkeys(zip(rng.integers(0, 12, known).tolist(), rng.integers(0, 4, known).tolist())))
-    keys_node, keys_bound = (np.zeros(len(first) + s, np.int64) for _ in range(2))
-    split = min(split, s)
-    table = pair_table(len(first) + split)  # room for the known rows and the first part only
-    count = relabel_pairs_hashed(
-        np.array([p[0] for p in first], np.int64), np.array([p[1] for p in first], np.int64),
-        table, keys_node, keys_bound, 0, np.empty(len(first), np.int64),
-    )  # fmt: skip
-    assert count == len(first)
-    local = np.empty(s, np.int64)
-    count = relabel_pairs_hashed(node[:split], bound[:split], table, keys_node, keys_bound, count, local[:split])
-    table = pair_table(2 * (len(first) + s))  # grown: the rows so far inserted again
-    rehash(table, keys_node, keys_bound, count)
-    count = relabel_pairs_hashed(node[split:], bound[split:], table, keys_node, keys_bound, count, local[split:])
+    first_node, first_bound = np.array([p[0] for p in first], np.int64), np.array([p[1] for p in first], np.int64)
     rows, pairs = relabel_pairs_py(node, bound, first)
-    np.testing.assert_array_equal(local, rows)
-    assert count == len(pairs)
-    assert list(zip(keys_node[:count].tolist(), keys_bound[:count].tolist())) == pairs
-    clear_pairs(table, keys_node, keys_bound, count)
-    assert np.all(table[:, 2] == -1)
+    split = min(split, s)
+    keys_node, keys_bound = (np.zeros(len(first) + s, np.int64) for _ in range(2))
+    small = pair_table(len(first) + split)  # room for the known rows and the first part only
+    table = pair_table(2 * (len(first) + s))
+    for stamp in range(3):
+        local = np.empty(s, np.int64)
+        start = small if stamp == 0 else table
+        count = relabel_pairs_hashed(first_node, first_bound, start, stamp, keys_node, keys_bound, 0, first_node.copy())
+        assert count == len(first)
+        count = relabel_pairs_hashed(node[:split], bound[:split], start, stamp, keys_node, keys_bound, count,
+                                     local[:split])  # fmt: skip
+        if stamp == 0:  # grown: the rows so far inserted again into a larger table
+            rehash(table, stamp, keys_node, keys_bound, count)
+        count = relabel_pairs_hashed(node[split:], bound[split:], table, stamp, keys_node, keys_bound, count,
+                                     local[split:])  # fmt: skip
+        np.testing.assert_array_equal(local, rows)
+        assert count == len(pairs)
+        assert list(zip(keys_node[:count].tolist(), keys_bound[:count].tolist())) == pairs
