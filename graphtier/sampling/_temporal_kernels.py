@@ -2,9 +2,9 @@
 numba kernels with their plain-Python references.
 
 The graph is the dataset's CSC (each destination's list ``indptr[d] .. indptr[d + 1]``) with ``order``: for
-every list, that list's CSC positions sorted by (time, position), and ``time_sorted = edge_time[order]``, the
-same list's times in that order (a contiguous copy the sampler builds once, 8 bytes per edge, so that the cut
-is a binary search over contiguous int64 rather than through ``order``). The edges strictly earlier than a
+every list, that list's CSC positions sorted by (time, position), and ``by_time`` (:func:`time_ordered`): row p =
+(time, CSC position, source) of the edge at position p of ``order``, a copy the sampler builds once (24 bytes per
+edge) so that a hop reads one contiguous run per list, never through ``order``. The edges strictly earlier than a
 bound (``inclusive=False``) or at most the bound (``inclusive=True``) are then a prefix of the list's slice,
 found by binary search. From that prefix a hop picks ``fanout`` of them uniformly without replacement (Floyd's
 algorithm, the same counter-based draws as the untimed sampler) or the ``fanout`` most recent (``recent``);
@@ -30,39 +30,22 @@ from graphtier.sampling._neighbor_kernels import (
     node_key_py,
 )
 
-# Lists of at most this many edges find their cut by a count over their times (one pass, no branch).
-LINEAR_CUT = 64
 
-
-@numba.njit(cache=True, nogil=True)
-def _cut(time_sorted: np.ndarray, start: np.int64, stop: np.int64, bound: np.int64, inclusive: bool) -> np.int64:
-    """First position p in [start, stop) with ``time_sorted[p]`` >= bound (> bound if inclusive); stop if none.
-
-    A list of up to ``LINEAR_CUT`` edges is counted, not searched: a few adjacent cache lines read at once and
-    compared without a branch, where a search's steps wait on each other and mispredict with random bounds."""
-    n = stop - start
-    if n <= LINEAR_CUT:
-        before = np.int64(0)
-        for p in range(start, stop):
-            t = time_sorted[p]
-            before += (t < bound) | (inclusive & (t == bound))
-        return start + before
-    lo = start
-    hi = stop
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        t = time_sorted[mid]
-        if t < bound or (inclusive and t == bound):
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
+def time_ordered(indices: np.ndarray, edge_time: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """int64 [E, 3]: row p = (time, CSC position, source) of the edge at position p of the time order ``order``
+    (int64 [E]), from ``indices`` (int [E]) and ``edge_time`` (int64 [E]) in CSC order: what a hop reads of a list,
+    in one contiguous run (24 bytes per edge)."""
+    by_time = np.empty((order.shape[0], 3), np.int64)
+    by_time[:, 0] = np.take(edge_time, order)
+    by_time[:, 1] = order
+    by_time[:, 2] = np.take(indices, order)
+    return by_time
 
 
 @numba.njit(cache=True, nogil=True)
 def temporal_spans(
     indptr: np.ndarray,
-    time_sorted: np.ndarray,
+    by_time: np.ndarray,
     dst: np.ndarray,
     bound: np.ndarray,
     fanout: np.int64,
@@ -80,33 +63,49 @@ def temporal_spans(
     one = bound.shape[0] == 1
     offsets[0] = 0
     total = np.int64(0)
-    sink = np.int64(0)
+    lo = np.empty(CHUNK, np.int64)
+    left = np.empty(CHUNK, np.int64)
     for piece in range(0, dst.shape[0], CHUNK):
         piece_stop = min(dst.shape[0], piece + CHUNK)
         for j in range(piece, piece_stop):  # independent loads: many cache misses in flight at once
             v = dst[j]
             starts[j] = indptr[v]
-            degrees[j] = indptr[v + 1]
+            degrees[j] = indptr[v + 1] - indptr[v]
         if not all_past:
-            for j in range(piece, piece_stop):  # the same for the first line of each list's times
-                if degrees[j] > starts[j]:
-                    sink += time_sorted[starts[j]]
+            # the piece's binary searches in lockstep, one step of every row per pass: a step's loads are
+            # independent across rows (one search's steps wait on each other); branch-free lower bound: the cut
+            # is in [lo, lo + left], and the probe at lo + left // 2 halves the range
+            for j in range(piece, piece_stop):
+                lo[j - piece] = starts[j]
+                left[j - piece] = degrees[j]
+            active = True
+            while active:
+                active = False
+                for j in range(piece, piece_stop):
+                    n = left[j - piece]
+                    if n > 1:
+                        half = n >> 1
+                        at = lo[j - piece] + half
+                        t = by_time[at, 0]
+                        b = bound[0 if one else j]
+                        lo[j - piece] = at if (t < b) | (inclusive & (t == b)) else lo[j - piece]
+                        left[j - piece] = n - half
+                        active = True
+            for j in range(piece, piece_stop):
+                if degrees[j] > 0:
+                    t = by_time[lo[j - piece], 0]
+                    b = bound[0 if one else j]
+                    degrees[j] = lo[j - piece] + np.int64((t < b) | (inclusive & (t == b))) - starts[j]
         for j in range(piece, piece_stop):
-            start = starts[j]
-            stop = degrees[j]
-            cut = stop if all_past else _cut(time_sorted, start, stop, bound[0 if one else j], inclusive)
-            degree = cut - start
-            degrees[j] = degree
+            degree = degrees[j]
             total += degree if fanout < 0 else min(fanout, degree)
             offsets[j + 1] = total
-    offsets[0] = sink & 0  # keeps the touching loads (their values are not needed)
     return total
 
 
 @numba.njit(cache=True, nogil=True)
 def temporal_draws(
-    indices: np.ndarray,
-    order: np.ndarray,
+    by_time: np.ndarray,
     starts: np.ndarray,
     degrees: np.ndarray,
     offsets: np.ndarray,
@@ -156,9 +155,9 @@ def temporal_draws(
                 dst_index[out + i] = j
         # stage 2 (memory only): branch-free gathers, many cache misses in flight at once
         for e in range(offsets[piece], offsets[piece_stop]):
-            edge_id[e] = order[edge_id[e]]
-        for e in range(offsets[piece], offsets[piece_stop]):
-            src[e] = indices[edge_id[e]]
+            p = edge_id[e]
+            edge_id[e] = by_time[p, 1]
+            src[e] = by_time[p, 2]
 
 
 def temporal_hop_py(

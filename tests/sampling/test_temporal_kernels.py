@@ -14,6 +14,7 @@ from graphtier.sampling._temporal_kernels import (
     temporal_draws,
     temporal_hop_py,
     temporal_spans,
+    time_ordered,
 )
 
 
@@ -69,10 +70,12 @@ def kernel_hop(
     rows = dst.shape[0]
     starts, degrees, offsets = np.empty(rows, np.int64), np.empty(rows, np.int64), np.empty(rows + 1, np.int64)
     bounds = bound[:1] if one_bound else bound
-    total = temporal_spans(indptr, time[order], dst, bounds, fanout, inclusive, all_past(time, bound, inclusive),
+    total = temporal_spans(indptr, time_ordered(indices, time, order), dst, bounds, fanout, inclusive, all_past(time, bound, inclusive),
                            starts, degrees, offsets)  # fmt: skip
     edge_id, src, dst_index = (np.empty(total, np.int64) for _ in range(3))
-    temporal_draws(indices, order, starts, degrees, offsets, recent, np.uint64(stream), edge_id, src, dst_index)
+    temporal_draws(
+        time_ordered(indices, time, order), starts, degrees, offsets, recent, np.uint64(stream), edge_id, src, dst_index
+    )
     known = list(zip(dst.tolist(), bound.tolist()))
     expected, pairs = relabel_pairs_py(src, bound[dst_index], known)
     local = src.copy()
