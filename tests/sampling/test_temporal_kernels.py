@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from graphtier.sampling._neighbor_kernels import relabel, reset_local_ids
+from graphtier.sampling._neighbor_kernels import CHUNK, relabel, reset_local_ids
 from graphtier.sampling._temporal_kernels import (
     rehash,
     relabel_pairs_hashed,
@@ -211,3 +212,19 @@ def test_relabel_pairs_equals_the_reference(seed: int, known: int, s: int, split
         np.testing.assert_array_equal(local, rows)
         assert count == len(pairs)
         assert list(zip(keys_node[:count].tolist(), keys_bound[:count].tolist())) == pairs
+
+
+@pytest.mark.parametrize("inclusive", [False, True])
+def test_many_rows_and_long_lists_equal_the_reference(inclusive: bool) -> None:
+    """Rows over several chunks of the lockstep search (CHUNK rows each), lists of up to hundreds of edges with
+    tied times, bounds at edge times: the kernels' hop is the reference's."""
+    rng = np.random.default_rng(11)
+    indptr, indices, time, order = timed_csc(rng, 30, 6000, horizon=100)
+    pairs = list(dict.fromkeys(zip(rng.integers(0, 30, 2000).tolist(), time[rng.integers(0, 6000, 2000)].tolist())))
+    dst, bound = np.array([p[0] for p in pairs], np.int64), np.array([p[1] for p in pairs], np.int64)
+    assert dst.shape[0] > 2 * CHUNK
+    for fanout, recent in ((-1, False), (5, False), (5, True)):
+        got = kernel_hop(indptr, indices, time, order, dst, bound, fanout, recent, inclusive, 77)
+        ref = temporal_hop_py(indptr, indices, time, order, dst, bound, fanout, recent, inclusive, 77)
+        for a, b in zip(got, ref):
+            np.testing.assert_array_equal(a, b)
