@@ -1,17 +1,19 @@
-"""Temporal neighbour sampling: one hop of a time-bounded sampler and the (node, time bound) relabel, numba
-kernels with their plain-Python references.
+"""Temporal neighbour sampling: the spans and draws of a time-bounded hop and the (node, time bound) relabel,
+numba kernels with their plain-Python references.
 
-The graph is the dataset's CSC (each destination's list ``indptr[d] .. indptr[d + 1]`` sorted by source)
-with ``edge_time`` in CSC order and ``order``: for every list, that list's CSC positions sorted by time
-(``edge_time[order[p]]`` is non-decreasing within a list). The edges strictly earlier than a bound
-(``inclusive=False``) or at most the bound (``inclusive=True``) are then a prefix of ``order``'s slice, found
-by binary search. From that prefix a hop picks ``fanout`` of them uniformly without replacement (Floyd's
+The graph is the dataset's CSC (each destination's list ``indptr[d] .. indptr[d + 1]``) with ``order``: for
+every list, that list's CSC positions sorted by (time, position), and ``by_time`` (:func:`time_ordered`): row p =
+(time, CSC position, source) of the edge at position p of ``order``, a copy the sampler builds once (24 bytes per
+edge) so that a hop reads one contiguous run per list, never through ``order``. The edges strictly earlier than a
+bound (``inclusive=False``) or at most the bound (``inclusive=True``) are then a prefix of the list's slice,
+found by binary search. From that prefix a hop picks ``fanout`` of them uniformly without replacement (Floyd's
 algorithm, the same counter-based draws as the untimed sampler) or the ``fanout`` most recent (``recent``);
 ``fanout < 0`` takes them all.
 
 Time bound of a sampled neighbour: it inherits the bound of the destination it was sampled for, which is
 the seed time of the seed whose path reached it (PyG's temporal scheme), so no hop reads past its seed's
-time. A node is one row per (node, bound) pair (:func:`relabel_pairs`), never a minimum over seeds.
+time. A node is one row per (node, bound) pair (:func:`relabel_pairs_hashed`), never a minimum over seeds;
+when every seed has one time, a row is a node and the untimed relabel serves (``_neighbor_kernels.relabel``).
 """
 
 from __future__ import annotations
@@ -19,122 +21,143 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from graphtier.sampling._neighbor_kernels import floyd_positions, floyd_positions_py, node_key, node_key_py
+from graphtier.sampling._neighbor_kernels import (
+    CHUNK,
+    LINEAR_SET_LIMIT,
+    floyd_positions,
+    floyd_positions_py,
+    node_key,
+    node_key_py,
+)
+
+
+def time_ordered(indices: np.ndarray, edge_time: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """int64 [E, 3]: row p = (time, CSC position, source) of the edge at position p of the time order ``order``
+    (int64 [E]), from ``indices`` (int [E]) and ``edge_time`` (int64 [E]) in CSC order: what a hop reads of a list,
+    in one contiguous run (24 bytes per edge)."""
+    by_time = np.empty((order.shape[0], 3), np.int64)
+    by_time[:, 0] = np.take(edge_time, order)
+    by_time[:, 1] = order
+    by_time[:, 2] = np.take(indices, order)
+    return by_time
 
 
 @numba.njit(cache=True, nogil=True)
-def _cut(
-    edge_time: np.ndarray, order: np.ndarray, start: np.int64, stop: np.int64, bound: np.int64, inclusive: bool
-) -> np.int64:
-    """First position p in [start, stop) with ``edge_time[order[p]]`` >= bound (> bound if inclusive); stop if none."""
-    if start == stop:
-        return stop
-    last = edge_time[order[stop - 1]]
-    if last < bound or (inclusive and last == bound):  # the whole list is in the past: no search
-        return stop
-    lo = start
-    hi = stop
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        t = edge_time[order[mid]]
-        if t < bound or (inclusive and t == bound):
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
-
-
-@numba.njit(cache=True, nogil=True)
-def temporal_cuts(
+def temporal_spans(
     indptr: np.ndarray,
-    edge_time: np.ndarray,
-    order: np.ndarray,
+    by_time: np.ndarray,
     dst: np.ndarray,
     bound: np.ndarray,
     fanout: np.int64,
     inclusive: bool,
-    cuts: np.ndarray,
+    all_past: bool,
+    starts: np.ndarray,
+    degrees: np.ndarray,
+    offsets: np.ndarray,
 ) -> np.int64:
-    """First pass of a hop: ``cuts[j]`` (int64 [B]) = the end of destination ``j``'s admissible prefix (a CSC
-    position in ``order``'s slice); returns the number of edges the hop samples (``fanout`` or fewer per
-    destination, all of them when ``fanout < 0``)."""
-    total = 0
-    for j in range(dst.shape[0]):
-        start = indptr[dst[j]]
-        cut = _cut(edge_time, order, start, indptr[dst[j] + 1], bound[j], inclusive)
-        cuts[j] = cut
-        total += cut - start if fanout < 0 else min(fanout, cut - start)
+    """First pass of a hop over rows ``j`` of ``dst`` (int64 [D] node ids) with bounds ``bound`` (int64 [D], or
+    [1]: one bound for every row): ``starts[j]`` = the list's first CSC position, ``degrees[j]`` = its admissible
+    edges (the length of its time-ordered prefix before the bound), ``offsets`` (int64 [D + 1]) = the prefix sum
+    of the edges each row samples (``fanout`` or fewer, all when ``fanout < 0``). ``all_past``: the caller knows
+    every bound is after every edge (every edge admissible: no search). Returns the hop's edge count."""
+    one = bound.shape[0] == 1
+    offsets[0] = 0
+    total = np.int64(0)
+    lo = np.empty(CHUNK, np.int64)
+    left = np.empty(CHUNK, np.int64)
+    for piece in range(0, dst.shape[0], CHUNK):
+        piece_stop = min(dst.shape[0], piece + CHUNK)
+        for j in range(piece, piece_stop):  # independent loads: many cache misses in flight at once
+            v = dst[j]
+            starts[j] = indptr[v]
+            degrees[j] = indptr[v + 1] - indptr[v]
+        if not all_past:
+            # the piece's binary searches in lockstep, one step of every row per pass: a step's loads are
+            # independent across rows (one search's steps wait on each other); branch-free lower bound: the cut
+            # is in [lo, lo + left], and the probe at lo + left // 2 halves the range
+            for j in range(piece, piece_stop):
+                lo[j - piece] = starts[j]
+                left[j - piece] = degrees[j]
+            active = True
+            while active:
+                active = False
+                for j in range(piece, piece_stop):
+                    n = left[j - piece]
+                    if n > 1:
+                        half = n >> 1
+                        at = lo[j - piece] + half
+                        t = by_time[at, 0]
+                        b = bound[0 if one else j]
+                        lo[j - piece] = at if (t < b) | (inclusive & (t == b)) else lo[j - piece]
+                        left[j - piece] = n - half
+                        active = True
+            for j in range(piece, piece_stop):
+                if degrees[j] > 0:
+                    t = by_time[lo[j - piece], 0]
+                    b = bound[0 if one else j]
+                    degrees[j] = lo[j - piece] + np.int64((t < b) | (inclusive & (t == b))) - starts[j]
+        for j in range(piece, piece_stop):
+            degree = degrees[j]
+            total += degree if fanout < 0 else min(fanout, degree)
+            offsets[j + 1] = total
     return total
 
 
 @numba.njit(cache=True, nogil=True)
-def temporal_hop(
-    indptr: np.ndarray,
-    indices: np.ndarray,
-    order: np.ndarray,
-    cuts: np.ndarray,
-    num_dst: np.int64,
-    fanout: np.int64,
+def temporal_draws(
+    by_time: np.ndarray,
+    starts: np.ndarray,
+    degrees: np.ndarray,
+    offsets: np.ndarray,
     recent: bool,
     stream: np.uint64,
-    first_row: np.ndarray,
-    next_row: np.ndarray,
-    table: np.ndarray,
-    keys_node: np.ndarray,
-    keys_bound: np.ndarray,
-    count: np.int64,
-    src_row: np.ndarray,
-    dst_index: np.ndarray,
     edge_id: np.ndarray,
-) -> np.int64:
-    """Second pass of a hop: sample the admissible edges of rows ``[0, num_dst)`` and give their sources rows.
+    src: np.ndarray,
+    dst_index: np.ndarray,
+) -> None:
+    """Second pass of a hop: sample the admissible edges of every row of :func:`temporal_spans`.
 
-    Row ``j`` is destination ``keys_node[j]`` with bound ``keys_bound[j]``; its admissible edges end at
-    ``cuts[j]`` (:func:`temporal_cuts`). It picks ``fanout`` of them uniformly without replacement (Floyd's
-    algorithm, key ``node_key(stream, j)``), the ``fanout`` most recent (``recent``), or all when fewer or
-    ``fanout < 0``; each picked source inherits the bound and gets its (node, bound) row as in
-    :func:`relabel_pairs` (new rows appended after ``count``; the row arrays must hold ``count`` plus the
-    hop's edges), through :func:`relabel_pairs_hashed` when ``table`` is not empty (it then must hold twice that).
-
-    Outputs (int64 [S], S from :func:`temporal_cuts`), grouped by destination in order, earliest first for
-    ``recent`` and full lists: ``src_row`` (the source's row), ``dst_index`` (the destination's row),
-    ``edge_id`` (the edge's CSC position, which reads its time and features). Returns the row count after.
+    Row ``j`` draws ``k = offsets[j + 1] - offsets[j]`` of its ``degrees[j]`` admissible edges: all when
+    ``k == degrees[j]``, the ``k`` most recent (``recent``), else Floyd's ``k`` picks (key ``node_key(stream,
+    j)``, as the untimed sampler). Writes, in ``[offsets[j], offsets[j + 1])`` (int64 [S] each, grouped by row,
+    earliest first for ``recent`` and full lists): ``edge_id`` (the edge's CSC position, which reads its time
+    and features), ``src`` (the source node id) and ``dst_index`` (``j``).
     """
-    width = max(fanout, 1)
-    out = np.empty(width, np.int64)
+    num_rows = starts.shape[0]
+    width = np.int64(1)  # Floyd draws only from lists longer than k: its set needs 2 * max k of those
+    for j in range(num_rows):
+        k = offsets[j + 1] - offsets[j]
+        if k < degrees[j]:
+            width = max(width, k)
     size = 1
     while size < 2 * width:
         size *= 2
-    scratch = np.empty(size, np.int64)  # Floyd's set
-    # pass 1 (compute, and reads of ``order`` within each list): the picked edges' ids
-    w = 0
-    for j in range(num_dst):
-        start = indptr[keys_node[j]]
-        degree = cuts[j] - start
-        k = degree if fanout < 0 else min(fanout, degree)
-        if k == degree:
+    table = np.empty(size if width > LINEAR_SET_LIMIT else 1, np.int64)
+    for piece in range(0, num_rows, CHUNK):
+        piece_stop = min(num_rows, piece + CHUNK)
+        # stage 1 (compute only): the picked positions in the time order
+        for j in range(piece, piece_stop):
+            start = starts[j]
+            out = offsets[j]
+            k = offsets[j + 1] - out
+            degree = degrees[j]
+            if k == degree:
+                for i in range(k):
+                    edge_id[out + i] = start + i
+            elif recent:
+                for i in range(k):
+                    edge_id[out + i] = start + degree - k + i
+            else:
+                floyd_positions(node_key(stream, j), degree, k, edge_id[out : out + k], table)
+                for i in range(k):
+                    edge_id[out + i] += start
             for i in range(k):
-                edge_id[w + i] = order[start + i]
-        elif recent:
-            for i in range(k):
-                edge_id[w + i] = order[start + degree - k + i]
-        else:
-            floyd_positions(node_key(stream, j), degree, k, out, scratch)
-            for i in range(k):
-                edge_id[w + i] = order[start + out[i]]
-        for i in range(k):
-            dst_index[w + i] = j
-        w += k
-    # pass 2 (memory only): a branch-free gather of the sources, many cache misses in flight at once
-    for e in range(w):
-        src_row[e] = indices[edge_id[e]]
-    # pass 3: each source inherits its destination's bound and gets its (node, bound) row
-    bounds = np.empty(w, np.int64)
-    for e in range(w):
-        bounds[e] = keys_bound[dst_index[e]]
-    if table.shape[0]:
-        return relabel_pairs_hashed(src_row[:w], bounds, table, keys_node, keys_bound, count, src_row[:w])
-    return relabel_pairs(src_row[:w], bounds, first_row, next_row, keys_node, keys_bound, count, src_row[:w])
+                dst_index[out + i] = j
+        # stage 2 (memory only): branch-free gathers, many cache misses in flight at once
+        for e in range(offsets[piece], offsets[piece_stop]):
+            p = edge_id[e]
+            edge_id[e] = by_time[p, 1]
+            src[e] = by_time[p, 2]
 
 
 def temporal_hop_py(
@@ -149,9 +172,9 @@ def temporal_hop_py(
     inclusive: bool,
     stream: int,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Plain numpy/Python reference of one hop (:func:`temporal_cuts` then :func:`temporal_hop`) in node ids:
+    """Plain numpy/Python reference of one hop (:func:`temporal_spans` then :func:`temporal_draws`) in node ids:
     (src int64 [S], src_bound int64 [S], edge_id int64 [S], dst_index int64 [S]) for destinations ``dst`` with
-    bounds ``bound``; the kernel's ``src_row`` are these sources' rows by :func:`relabel_pairs_py`."""
+    bounds ``bound``; the kernels' rows of these sources are :func:`relabel_pairs_py`'s."""
     src: list[int] = []
     src_bound: list[int] = []
     edge_id: list[int] = []
@@ -179,48 +202,6 @@ def temporal_hop_py(
 
 
 @numba.njit(cache=True, nogil=True)
-def relabel_pairs(
-    node: np.ndarray,
-    bound: np.ndarray,
-    first_row: np.ndarray,
-    next_row: np.ndarray,
-    keys_node: np.ndarray,
-    keys_bound: np.ndarray,
-    count: np.int64,
-    local: np.ndarray,
-) -> np.int64:
-    """Give each (node, bound) pair a row in first-seen order, after the ``count`` rows known already.
-
-    A node's rows form a chain: ``first_row[node]`` is its latest row (-1 for none) and ``next_row[row]`` the
-    node's row before it, so a lookup is one read of the node-indexed scratch plus one step per other bound
-    of the same node in the batch (the untimed relabel's cost when every seed has one time).
-
-    Args:
-        node, bound: int64 [S], the pairs. first_row: int64 [N] scratch, -1 for nodes without a row (reset them
-            with :func:`reset_rows` after the batch). next_row, keys_node, keys_bound: int64 [>= final count]
-            (rows ``[0, count)`` known). local: int64 [S], receives each pair's row.
-
-    Returns:
-        The row count after the pairs.
-    """
-    for i in range(node.shape[0]):  # ``local`` may be ``node`` itself: entry i is read before it is written
-        v = node[i]
-        b = bound[i]
-        row = np.int64(first_row[v])
-        while row >= 0 and keys_bound[row] != b:
-            row = next_row[row]
-        if row < 0:
-            row = count
-            next_row[row] = first_row[v]
-            first_row[v] = row
-            keys_node[row] = v
-            keys_bound[row] = b
-            count += 1
-        local[i] = row
-    return count
-
-
-@numba.njit(cache=True, nogil=True)
 def _home(v: np.int64, b: np.int64, mask: np.uint64) -> np.uint64:
     """The first slot probed for the pair (v, b) in a hash table of ``mask + 1`` slots."""
     h = np.uint64(v) * np.uint64(0x9E3779B97F4A7C15) ^ np.uint64(b) * np.uint64(0xC2B2AE3D27D4EB4F)
@@ -228,14 +209,18 @@ def _home(v: np.int64, b: np.int64, mask: np.uint64) -> np.uint64:
 
 
 @numba.njit(cache=True, nogil=True)
-def rehash(table: np.ndarray, keys_node: np.ndarray, keys_bound: np.ndarray, count: np.int64) -> None:
-    """Insert rows ``[0, count)`` (distinct pairs) into the empty hash ``table`` of :func:`relabel_pairs_hashed`."""
+def rehash(table: np.ndarray, stamp: np.int64, keys_node: np.ndarray, keys_bound: np.ndarray, count: np.int64) -> None:
+    """Insert rows ``[0, count)`` (distinct pairs), in row order, into ``table`` (of :func:`relabel_pairs_hashed`,
+    no slot stamped ``stamp``): the table they would have built."""
     mask = np.uint64(table.shape[0] - 1)
     for row in range(count):
         slot = _home(keys_node[row], keys_bound[row], mask)
-        while table[slot] >= 0:
+        while table[slot, 3] == stamp:
             slot = (slot + np.uint64(1)) & mask
-        table[slot] = row
+        table[slot, 0] = keys_node[row]
+        table[slot, 1] = keys_bound[row]
+        table[slot, 2] = row
+        table[slot, 3] = stamp
 
 
 @numba.njit(cache=True, nogil=True)
@@ -243,27 +228,40 @@ def relabel_pairs_hashed(
     node: np.ndarray,
     bound: np.ndarray,
     table: np.ndarray,
+    stamp: np.int64,
     keys_node: np.ndarray,
     keys_bound: np.ndarray,
     count: np.int64,
     local: np.ndarray,
 ) -> np.int64:
-    """:func:`relabel_pairs` through an open-addressing hash ``table`` of the rows (int64 [T], a power of two at
-    least twice the final row count, -1 where empty, holding rows ``[0, count)``): one probe or two per pair
-    whatever the number of bounds of a node, where a chain walks them all (seeds of many times share hubs)."""
+    """Give each (node, bound) pair a row in first-seen order, after the ``count`` rows known already.
+
+    Args:
+        node, bound: int64 [S], the pairs. table: int64 [T, 4] open-addressing hash of the known rows, a slot
+            (node, bound, row, stamp) holding a row of this batch only when its stamp is ``stamp`` (a batch
+            takes a new stamp, so no batch clears the table); T a power of two at least twice the final row
+            count. A probe reads one slot, the key beside its row (32 bytes, two slots per cache line).
+        keys_node, keys_bound: int64 [>= final count], rows ``[0, count)`` known. local: int64 [S], receives
+            each pair's row (may be ``node``).
+
+    Returns:
+        The row count after the pairs.
+    """
     mask = np.uint64(table.shape[0] - 1)
     for i in range(node.shape[0]):  # ``local`` may be ``node`` itself: entry i is read before it is written
         v = node[i]
         b = bound[i]
         slot = _home(v, b, mask)
-        while True:
-            row = table[slot]
-            if row < 0 or (keys_node[row] == v and keys_bound[row] == b):
-                break
+        while table[slot, 3] == stamp and (table[slot, 0] != v or table[slot, 1] != b):
             slot = (slot + np.uint64(1)) & mask
-        if row < 0:
+        if table[slot, 3] == stamp:
+            row = table[slot, 2]
+        else:
             row = count
-            table[slot] = row
+            table[slot, 0] = v
+            table[slot, 1] = b
+            table[slot, 2] = row
+            table[slot, 3] = stamp
             keys_node[row] = v
             keys_bound[row] = b
             count += 1
@@ -271,17 +269,10 @@ def relabel_pairs_hashed(
     return count
 
 
-@numba.njit(cache=True, nogil=True)
-def reset_rows(first_row: np.ndarray, keys_node: np.ndarray, count: np.int64) -> None:
-    """Set ``first_row`` back to -1 for the nodes of rows ``[0, count)`` (touches only the batch's nodes)."""
-    for row in range(count):
-        first_row[keys_node[row]] = -1
-
-
 def relabel_pairs_py(
     node: np.ndarray, bound: np.ndarray, known: list[tuple[int, int]]
 ) -> tuple[np.ndarray, list[tuple[int, int]]]:
-    """Reference of :func:`relabel_pairs`: (int64 [S] rows, the known pairs extended in first-seen order)."""
+    """Reference of :func:`relabel_pairs_hashed`: (int64 [S] rows, the known pairs extended in first-seen order)."""
     rows = {pair: r for r, pair in enumerate(known)}
     out = []
     for pair in zip(node.tolist(), bound.tolist()):

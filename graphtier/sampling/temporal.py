@@ -8,13 +8,19 @@ destination's bound, so a path from a seed never leaves the seed's past. A row i
 reached from seeds of two different times is two rows with two bounds (``MiniBatch.n_time``); seeds of one time
 share their rows. Blocks carry ``edge_id`` (the CSC position of each edge) to read edge times and features.
 
-The cut is a binary search in each list's time order (``edge_time_order``), so a hop costs what an untimed hop
-costs plus ``log(degree)`` per row. Kernels and their references: :mod:`graphtier.sampling._temporal_kernels`.
+The sampler builds once a copy of every list in time order, (time, CSC position, source) per edge (24 bytes per
+edge, :func:`~graphtier.sampling._temporal_kernels.time_ordered`): the cut is a binary search over a contiguous run
+(the searches of many rows in lockstep) and the draws read the same run, so a hop costs what an untimed hop costs
+plus ``log(degree)`` reads per row. Seeds of one time (or every seed after every edge) take
+the untimed sampler's node-indexed relabel and skip the search where no edge can be cut; seeds of several times
+find their (node, time) rows in a hash of the pairs. Kernels and their references:
+:mod:`graphtier.sampling._temporal_kernels`.
 """
 
 from __future__ import annotations
 
 import itertools
+import weakref
 from collections.abc import Sequence
 
 import numpy as np
@@ -25,14 +31,13 @@ from graphtier.errors import OptionError
 from graphtier.sampling import _neighbor_kernels as kernels
 from graphtier.sampling._temporal_kernels import (
     rehash,
-    relabel_pairs,
     relabel_pairs_hashed,
-    reset_rows,
-    temporal_cuts,
-    temporal_hop,
+    temporal_draws,
+    temporal_spans,
+    time_ordered,
 )
 from graphtier.sampling.batch import Block, MiniBatch
-from graphtier.sampling.buffers import Workspace, WorkspacePool
+from graphtier.sampling.buffers import Carver, OutputRing, Workspace, WorkspacePool
 from graphtier.sampling.fanouts import check_fanouts
 from graphtier.sampling.neighbor import check_graph, check_seed, next_batch_id
 from graphtier.sampling.seeds import as_seed_array
@@ -78,8 +83,12 @@ class TemporalNeighborSampler:
         seed: base of the counter-based random stream; the same ``(seed, batch_id, seeds, seed_time)`` gives
             the same batch.
 
-    Arrays stay as given (memory maps are read in place). Each concurrent :meth:`sample` call holds one
-    node-indexed scratch array (:class:`~graphtier.sampling.buffers.Workspace`), reset after its batch.
+    ``indices``, ``edge_time`` and ``edge_time_order`` are read once, into an in-memory copy of every list in time
+    order (int64 [E, 3], 24 bytes per edge; memory maps are not read again). Each concurrent :meth:`sample` call
+    holds one node-indexed scratch array (:class:`~graphtier.sampling.buffers.Workspace`) and, for seeds of
+    several times, a (node, time) hash table (32 bytes per slot, at least two slots per row of its largest
+    batch; a batch's slots are told apart by a stamp, so it is never cleared). The returned tensors' memory is reused once released
+    (:class:`~graphtier.sampling.buffers.OutputRing`).
     """
 
     def __init__(
@@ -103,8 +112,14 @@ class TemporalNeighborSampler:
         self.recent = strategy == "recent"
         self.inclusive = bool(inclusive)
         self.seed = check_seed(seed)
+        # every list in time order, (time, CSC position, source) per edge: a hop reads one contiguous run per row
+        self._by_time = time_ordered(self.indices, self.edge_time, self.edge_time_order)
+        self._last_time = int(self._by_time[:, 0].max()) if self._by_time.shape[0] else None
         self._batch_counter = itertools.count()
         self._workspaces = WorkspacePool(self.num_nodes)
+        self._outputs = OutputRing()
+        self._tables: weakref.WeakKeyDictionary[Workspace, np.ndarray] = weakref.WeakKeyDictionary()
+        self._stamps = itertools.count()  # a batch's stamp in its (node, time) table
 
     def sample(
         self, seeds: np.ndarray | torch.Tensor, seed_time: np.ndarray | torch.Tensor | int, batch_id: int | None = None
@@ -118,77 +133,93 @@ class TemporalNeighborSampler:
         times = seed_times(seed_time, seed_array.shape[0])
         batch_id = next_batch_id(batch_id, self._batch_counter)
         workspace = self._workspaces.take()
+        carver = Carver(self._outputs.take())
         # a failed batch may leave rows in the scratch: its workspace is dropped, not given back
-        n_id, n_time, hops, sizes, seed_index = self._sample(seed_array, times, int(batch_id), workspace)
+        n_id, n_time, hops, sizes, seed_index = self._sample(seed_array, times, int(batch_id), workspace, carver)
         self._workspaces.give_back(workspace)
-        blocks = [
-            Block(torch.from_numpy(hops[h][0]), sizes[h + 1], sizes[h], torch.from_numpy(hops[h][1]))
-            for h in reversed(range(len(self.fanouts)))
-        ]
+        self._outputs.need(carver.used)
+        blocks = [Block(hops[h][0], sizes[h + 1], sizes[h], hops[h][1]) for h in reversed(range(len(self.fanouts)))]
         return MiniBatch(
-            n_id=torch.from_numpy(n_id),
-            blocks=blocks,
-            seed_index=torch.from_numpy(seed_index),
-            seeds=torch.from_numpy(seed_array.copy()),
-            n_time=torch.from_numpy(n_time),
+            n_id=n_id, blocks=blocks, seed_index=seed_index, seeds=torch.from_numpy(seed_array.copy()), n_time=n_time
         )
 
+    def _all_past(self, first_bound: int) -> bool:
+        """Whether every edge is admissible at every bound >= ``first_bound`` (the cut then needs no search)."""
+        last = self._last_time
+        return last is None or last < first_bound or (self.inclusive and last == first_bound)
+
     def _sample(
-        self, seeds: np.ndarray, times: np.ndarray, batch_id: int, workspace: Workspace
-    ) -> tuple[np.ndarray, np.ndarray, list[tuple[np.ndarray, np.ndarray]], list[int], np.ndarray]:
+        self, seeds: np.ndarray, times: np.ndarray, batch_id: int, workspace: Workspace, carver: Carver
+    ) -> tuple[torch.Tensor, torch.Tensor, list[tuple[torch.Tensor, torch.Tensor]], list[int], torch.Tensor]:
         """(n_id [R], n_time [R], (edge_index [2, E_h], edge_id [E_h]) per hop, rows known before each hop and
-        after the last, seed_index [B]): fresh arrays; the workspace's node-indexed scratch is reset on the way out."""
-        first_row = workspace.local_id
+        after the last, seed_index [B]), carved from the output buffer; the workspace is left empty."""
         size = seeds.shape[0]
-        rows = {name: workspace.array(name, size) for name in ("next", "node", "bound")}
-        # seeds of several times: rows found through a hash of (node, time) (a hub reached at many times would
-        # make the node's chain long); one time: through the node-indexed chain, one step per lookup
-        hashed = seeds.shape[0] > 0 and bool(times.min() != times.max())
-        table = _empty_table(workspace, 2 * size if hashed else 0)
-        seed_index = np.empty(seeds.shape[0], np.int64)
+        # seeds of one time: a row is a node (the untimed node-indexed relabel); of several: a (node, time) hash
+        one_time = size == 0 or bool(times.min() == times.max())
+        all_past = self._all_past(int(times.min()) if size else 0)
+        bound = times[:1] if one_time else None  # the one bound of every row, int64 [1]
+        keys_node = workspace.array("n_id", size)
+        keys_bound = workspace.array("bound", 0 if one_time else size)
+        table = np.empty((0, 4), np.int64) if one_time else self._pair_table(workspace, 2 * size)
+        stamp = np.int64(next(self._stamps))
+        seed_index = carver.take(size)
         count = 0
         try:
-            if hashed:
-                count = int(relabel_pairs_hashed(seeds, times, table, rows["node"], rows["bound"], 0, seed_index))
+            if one_time:
+                count = int(kernels.unique_seeds(seeds, workspace.local_id, keys_node, seed_index.numpy()))
             else:
-                count = int(relabel_pairs(seeds, times, first_row, rows["next"], rows["node"], rows["bound"], 0,
-                                          seed_index))  # fmt: skip
-            sizes = [count]
-            hops: list[tuple[np.ndarray, np.ndarray]] = []
-            for hop, fanout in enumerate(self.fanouts):
-                cuts = workspace.array("cuts", count)
-                total = int(
-                    temporal_cuts(self.indptr, self.edge_time, self.edge_time_order, rows["node"][:count],
-                                  rows["bound"][:count], np.int64(fanout), self.inclusive, cuts)
-                )  # fmt: skip
-                rows = {name: workspace.array(name, count + total, keep=count) for name in rows}
-                if hashed and table.shape[0] < 2 * (count + total):
-                    table = _empty_table(workspace, 2 * (count + total))
-                    rehash(table, rows["node"], rows["bound"], np.int64(count))
-                edge_index = np.empty((2, total), np.int64)
-                edge_id = np.empty(total, np.int64)
-                stream = np.uint64(kernels.stream_key(self.seed, batch_id, hop))
                 count = int(
-                    temporal_hop(self.indptr, self.indices, self.edge_time_order, cuts, np.int64(count),
-                                 np.int64(fanout), self.recent, stream, first_row, rows["next"], table, rows["node"],
-                                 rows["bound"], np.int64(count), edge_index[0], edge_index[1], edge_id)
+                    relabel_pairs_hashed(seeds, times, table, stamp, keys_node, keys_bound, 0, seed_index.numpy())
+                )
+            sizes = [count]
+            hops: list[tuple[torch.Tensor, torch.Tensor]] = []
+            for hop, fanout in enumerate(self.fanouts):
+                starts, degrees = workspace.array("starts", count), workspace.array("degrees", count)
+                offsets = workspace.array("offsets", count + 1)
+                total = int(
+                    temporal_spans(self.indptr, self._by_time, keys_node[:count],
+                                   bound if bound is not None else keys_bound[:count], np.int64(fanout),
+                                   self.inclusive, all_past, starts, degrees, offsets)
                 )  # fmt: skip
+                edge_tensor, edge_id = carver.take(2 * total).view(2, total), carver.take(total)
+                edge_index = edge_tensor.numpy()
+                stream = np.uint64(kernels.stream_key(self.seed, batch_id, hop))
+                temporal_draws(self._by_time, starts, degrees, offsets, self.recent, stream,
+                               edge_id.numpy(), edge_index[0], edge_index[1])  # fmt: skip
+                keys_node = workspace.array("n_id", count + total, keep=count)
+                if one_time:
+                    count = int(kernels.relabel(edge_index[0], workspace.local_id, keys_node, count))
+                else:
+                    keys_bound = workspace.array("bound", count + total, keep=count)
+                    if table.shape[0] < 2 * (count + total):
+                        table = self._pair_table(workspace, 2 * (count + total), (stamp, keys_node, keys_bound, count))
+                    src_bound = np.take(keys_bound, edge_index[1], out=workspace.array("src_bound", total), mode="clip")
+                    count = int(relabel_pairs_hashed(edge_index[0], src_bound, table, stamp, keys_node, keys_bound,
+                                                     np.int64(count), edge_index[0]))  # fmt: skip
                 sizes.append(count)
-                hops.append((edge_index, edge_id))
+                hops.append((edge_tensor, edge_id))
         finally:
-            if not hashed:
-                reset_rows(first_row, rows["node"], count)
-        return rows["node"][:count].copy(), rows["bound"][:count].copy(), hops, sizes, seed_index
+            if one_time:
+                kernels.reset_local_ids(workspace.local_id, keys_node, 0, count)
+        n_id, n_time = carver.take(count), carver.take(count)
+        n_id.numpy()[:] = keys_node[:count]
+        n_time.numpy()[:] = keys_bound[:count] if not one_time else times[0] if count else 0
+        return n_id, n_time, hops, sizes, seed_index
 
-
-def _empty_table(workspace: Workspace, need: int) -> np.ndarray:
-    """The workspace's hash table (int64, -1 everywhere) of a power-of-two size of at least ``need`` slots (16 or
-    more), or an empty array when ``need`` is 0 (rows are found through the chain)."""
-    if need == 0:
-        return np.empty(0, np.int64)
-    size = 16
-    while size < need:
-        size *= 2
-    table = workspace.array("table", size)
-    table[:] = -1
-    return table
+    def _pair_table(
+        self, workspace: Workspace, need: int, rows: tuple[np.int64, np.ndarray, np.ndarray, int] | None = None
+    ) -> np.ndarray:
+        """The workspace's (node, bound, row, stamp) hash table (int64 [T, 4], T a power of two >= ``need``, 16 or
+        more). One too small is replaced by a larger one holding ``rows`` = (stamp, keys_node, keys_bound, count):
+        rows ``[0, count)`` of the batch of that stamp, inserted again."""
+        table = self._tables.get(workspace)
+        if table is not None and table.shape[0] >= need:
+            return table
+        slots = 16
+        while slots < need:
+            slots *= 2
+        table = np.full((slots, 4), -1, np.int64)  # stamps start at 0: no slot is in use
+        if rows is not None:
+            rehash(table, rows[0], rows[1], rows[2], np.int64(rows[3]))
+        self._tables[workspace] = table
+        return table

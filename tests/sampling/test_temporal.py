@@ -10,6 +10,8 @@ from hypothesis import strategies as st
 
 from graphtier.errors import OptionError
 from graphtier.sampling import NeighborSampler, TemporalNeighborSampler
+from graphtier.sampling._neighbor_kernels import stream_key
+from graphtier.sampling._temporal_kernels import relabel_pairs_py, temporal_hop_py
 
 from .test_temporal_kernels import timed_csc
 
@@ -55,6 +57,72 @@ def test_no_hop_of_a_batch_reads_the_future(
     assert np.array_equal(again.n_id.numpy(), mb.n_id.numpy())
     for a, b in zip(again.blocks, mb.blocks):
         assert np.array_equal(a.edge_id.numpy(), b.edge_id.numpy())
+
+
+def reference_batch(indptr, indices, time, order, fanouts, seeds, seed_time, recent, inclusive, seed, batch_id):  # noqa: ANN001, ANN201
+    """The batch by the plain-Python reference, hop by hop: (rows [(node, time)], seed rows, per hop (src row,
+    dst row, edge id)); hop h serves every row known before it, as the sampler does."""
+    seed_rows, known = relabel_pairs_py(seeds, seed_time, [])
+    hops = []
+    for hop, fanout in enumerate(fanouts):
+        dst = np.array([p[0] for p in known], np.int64)
+        bound = np.array([p[1] for p in known], np.int64)
+        stream = stream_key(seed, batch_id, hop)
+        src, src_bound, edge_id, dst_index = temporal_hop_py(
+            indptr, indices, time, order, dst, bound, fanout, recent, inclusive, stream
+        )
+        src_rows, known = relabel_pairs_py(src, src_bound, known)
+        hops.append((src_rows, dst_index, edge_id))
+    return known, seed_rows, hops
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 2**31),
+    n=st.integers(1, 30),
+    e=st.integers(0, 250),
+    fanouts=st.lists(st.sampled_from([-1, 1, 2, 4]), min_size=1, max_size=3),
+    strategy=st.sampled_from(["uniform", "recent"]),
+    inclusive=st.booleans(),
+    times=st.sampled_from(["each", "one", "past", "last"]),
+    links=st.booleans(),
+)
+def test_every_path_equals_the_reference_batch(
+    seed: int, n: int, e: int, fanouts: list[int], strategy: str, inclusive: bool, times: str, links: bool
+) -> None:
+    """Seeds of several times (the (node, time) hash), of one time (the node-indexed relabel), all after every
+    edge (no search) and all at the last edge's time (the search, which must cut it unless ``inclusive``); node
+    seeds, or link seeds (both endpoints of edges, at the edges' times or at one time): the sampler's batch is
+    the reference's, row for row and edge for edge, and no hop reads the future."""
+    rng = np.random.default_rng(seed)
+    indptr, indices, time, order = timed_csc(rng, n, e, horizon=40)
+    if links and e:
+        pick = rng.integers(0, e, 4)
+        dst = np.repeat(np.arange(n), np.diff(indptr))
+        seeds = np.concatenate([indices[pick], dst[pick]]).astype(np.int64)
+        seed_time = np.concatenate([time[pick], time[pick]])
+    else:
+        seeds = rng.integers(0, n, 6).astype(np.int64)
+        seed_time = rng.integers(0, 45, 6).astype(np.int64)
+    last = int(time.max()) if e else 0
+    if times != "each":
+        seed_time = np.full(seeds.shape[0], {"one": seed_time[0], "past": last + 1, "last": last}[times], np.int64)
+    sampler = TemporalNeighborSampler(indptr, indices, time, order, fanouts, strategy=strategy, inclusive=inclusive)
+    mb = sampler.sample(seeds, seed_time, batch_id=5)
+    check_batch(mb, indptr, indices, time, seeds, seed_time, inclusive)
+    rows, seed_rows, hops = reference_batch(
+        indptr, indices, time, order, fanouts, seeds, seed_time, strategy == "recent", inclusive, 0, 5
+    )
+    assert list(zip(mb.n_id.tolist(), mb.n_time.tolist())) == rows
+    assert mb.seed_index.tolist() == seed_rows.tolist()
+    for block, (src_rows, dst_index, edge_id) in zip(reversed(mb.blocks), hops):
+        assert block.edge_index[0].tolist() == src_rows.tolist()
+        assert block.edge_index[1].tolist() == dst_index.tolist()
+        assert block.edge_id.tolist() == edge_id.tolist()
+    again = sampler.sample(seeds, seed_time, batch_id=5)  # the reused workspace, table and outputs: the same batch
+    assert again.n_id.tolist() == mb.n_id.tolist() and again.n_time.tolist() == mb.n_time.tolist()
+    for a, b in zip(again.blocks, mb.blocks):
+        assert a.edge_id.tolist() == b.edge_id.tolist() and a.edge_index.tolist() == b.edge_index.tolist()
 
 
 def test_link_seeds_at_their_edge_time_never_see_their_own_edge() -> None:

@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from graphtier.sampling._neighbor_kernels import CHUNK, relabel, reset_local_ids
 from graphtier.sampling._temporal_kernels import (
     rehash,
-    relabel_pairs,
     relabel_pairs_hashed,
     relabel_pairs_py,
-    reset_rows,
-    temporal_cuts,
-    temporal_hop,
+    temporal_draws,
     temporal_hop_py,
+    temporal_spans,
+    time_ordered,
 )
 
 
@@ -34,6 +35,21 @@ def timed_csc(
     return indptr, indices, time, order
 
 
+def pair_table(rows: int) -> np.ndarray:
+    """An empty (node, bound, row, stamp) table of the smallest power of two of slots >= 2 * rows (the sampler's)."""
+    slots = 16
+    while slots < 2 * rows:
+        slots *= 2
+    return np.full((slots, 4), -1, np.int64)
+
+
+def all_past(time: np.ndarray, bound: np.ndarray, inclusive: bool) -> bool:
+    """The sampler's test for skipping the search: every bound after every edge (at it, with ``inclusive``)."""
+    if time.shape[0] == 0 or bound.shape[0] == 0:
+        return True
+    return bool(bound.min() > time.max() or (inclusive and bound.min() >= time.max()))
+
+
 def kernel_hop(
     indptr: np.ndarray,
     indices: np.ndarray,
@@ -45,28 +61,47 @@ def kernel_hop(
     recent: bool,
     inclusive: bool,
     stream: int,
-    hashed: bool = False,
+    one_bound: bool = False,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The kernels' hop (temporal_cuts, then temporal_hop over the rows of the DISTINCT pairs (dst, bound), row j =
-    pair j) in the reference's terms: (src, src_bound, edge_id, dst_index)."""
+    """The kernels' hop over the rows of the DISTINCT pairs (dst, bound), row j = pair j: temporal_spans (with the
+    search skipped when every bound is past every edge), temporal_draws, then the relabel the sampler uses
+    (``one_bound``, every bound equal: the untimed node-indexed relabel; else the (node, bound) hash), in the
+    reference's terms: (src, src_bound, edge_id, dst_index)."""
     assert len(set(zip(dst.tolist(), bound.tolist()))) == dst.shape[0]
-    first_row = np.full(indptr.shape[0] - 1, -1, np.int64)
-    size = dst.shape[0] + indices.shape[0] * max(dst.shape[0], 1)
-    next_row, keys_node, keys_bound = (np.zeros(size, np.int64) for _ in range(3))
-    count = relabel_pairs(dst, bound, first_row, next_row, keys_node, keys_bound, 0, np.empty(dst.shape[0], np.int64))
-    cuts = np.empty(count, np.int64)
-    total = temporal_cuts(indptr, time, order, keys_node[:count], keys_bound[:count], fanout, inclusive, cuts)
-    src_row, dst_index, edge_id = (np.empty(total, np.int64) for _ in range(3))
-    slots = 1 << int(2 * size).bit_length()  # a power of two above twice the rows
-    table = np.full(slots, -1, np.int64) if hashed else np.empty(0, np.int64)
-    if hashed:
-        rehash(table, keys_node, keys_bound, count)
-    after = temporal_hop(indptr, indices, order, cuts, count, fanout, recent, np.uint64(stream), first_row,
-                         next_row, table, keys_node, keys_bound, count, src_row, dst_index, edge_id)  # fmt: skip
-    rows, pairs = relabel_pairs_py(keys_node[src_row], keys_bound[src_row], list(zip(dst.tolist(), bound.tolist())))
-    np.testing.assert_array_equal(src_row, rows)  # the fused relabel equals the reference relabel
+    rows = dst.shape[0]
+    starts, degrees, offsets = np.empty(rows, np.int64), np.empty(rows, np.int64), np.empty(rows + 1, np.int64)
+    bounds = bound[:1] if one_bound else bound
+    total = temporal_spans(indptr, time_ordered(indices, time, order), dst, bounds, fanout, inclusive, all_past(time, bound, inclusive),
+                           starts, degrees, offsets)  # fmt: skip
+    edge_id, src, dst_index = (np.empty(total, np.int64) for _ in range(3))
+    temporal_draws(
+        time_ordered(indices, time, order), starts, degrees, offsets, recent, np.uint64(stream), edge_id, src, dst_index
+    )
+    known = list(zip(dst.tolist(), bound.tolist()))
+    expected, pairs = relabel_pairs_py(src, bound[dst_index], known)
+    local = src.copy()
+    if one_bound:
+        assert np.all(bound == bound[:1])
+        local_id = np.full(indptr.shape[0] - 1, -1, np.int32)
+        n_id = np.empty(rows + total, np.int64)
+        assert relabel(dst.copy(), local_id, n_id, 0) == rows
+        after = relabel(local, local_id, n_id, rows)
+        reset_local_ids(local_id, n_id, 0, after)
+        assert np.all(local_id == -1)
+    else:
+        table = pair_table(rows + total)
+        keys_node, keys_bound = np.empty(rows + total, np.int64), np.empty(rows + total, np.int64)
+        for stamp in range(2):  # a second batch in the same table, at the next stamp: the same rows
+            assert (
+                relabel_pairs_hashed(dst, bound, table, stamp, keys_node, keys_bound, 0, np.empty(rows, np.int64))
+                == rows
+            )
+            local = src.copy()
+            after = relabel_pairs_hashed(src, bound[dst_index], table, stamp, keys_node, keys_bound, rows, local)
+            np.testing.assert_array_equal(local, expected)
+    np.testing.assert_array_equal(local, expected)  # the relabel equals the reference relabel
     assert after == len(pairs)
-    return keys_node[src_row], keys_bound[src_row], edge_id, dst_index
+    return src, bound[dst_index], edge_id, dst_index
 
 
 def distinct_pairs(dst: np.ndarray, bound: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -82,16 +117,21 @@ def distinct_pairs(dst: np.ndarray, bound: np.ndarray) -> tuple[np.ndarray, np.n
     fanout=st.sampled_from([-1, 1, 2, 3, 6]),
     recent=st.booleans(),
     inclusive=st.booleans(),
-    hashed=st.booleans(),
+    one_bound=st.booleans(),
+    past=st.booleans(),
 )
 def test_no_hop_reads_the_future(
-    seed: int, n: int, e: int, fanout: int, recent: bool, inclusive: bool, hashed: bool
+    seed: int, n: int, e: int, fanout: int, recent: bool, inclusive: bool, one_bound: bool, past: bool
 ) -> None:
+    """Every path of a hop (one bound or many; the search skipped when ``past`` puts every bound at or after
+    every edge) on every hop: kernels == reference, and no edge at or after its row's bound."""
     rng = np.random.default_rng(seed)
     indptr, indices, time, order = timed_csc(rng, n, e, horizon=50)
-    dst, bound = distinct_pairs(rng.integers(0, n, 8), rng.integers(0, 60, 8))
+    nodes = rng.integers(0, n, 8)
+    times = np.full(8, rng.integers(0, 60)) if one_bound else rng.integers(0, 60, 8)
+    dst, bound = distinct_pairs(nodes, times + (49 if past else 0))  # past: bounds >= 49, the last edge time
     for hop in range(3):
-        got = kernel_hop(indptr, indices, time, order, dst, bound, fanout, recent, inclusive, 1000 + hop, hashed)
+        got = kernel_hop(indptr, indices, time, order, dst, bound, fanout, recent, inclusive, 1000 + hop, one_bound)
         ref = temporal_hop_py(indptr, indices, time, order, dst, bound, fanout, recent, inclusive, 1000 + hop)
         for a, b in zip(got, ref):
             np.testing.assert_array_equal(a, b)
@@ -144,31 +184,47 @@ def test_uniform_picks_match_the_reference_distribution() -> None:
 
 
 @settings(max_examples=60, deadline=None)
-@given(seed=st.integers(0, 2**31), known=st.integers(0, 10), s=st.integers(0, 200), int32=st.booleans())
-def test_relabel_pairs_equals_the_reference(seed: int, known: int, s: int, int32: bool) -> None:
+@given(seed=st.integers(0, 2**31), known=st.integers(0, 10), s=st.integers(0, 200), split=st.integers(0, 200))
+def test_relabel_pairs_equals_the_reference(seed: int, known: int, s: int, split: int) -> None:
+    """Rows in first-seen order after the known ones, through a table that grows part way (rehash); a later batch
+    (the next stamp) in the same table sees none of the earlier batch's rows."""
     rng = np.random.default_rng(seed)
     node = rng.integers(0, 12, s).astype(np.int64)
     bound = rng.integers(0, 4, s).astype(np.int64)
     first = list(dict.fromkeys(zip(rng.integers(0, 12, known).tolist(), rng.integers(0, 4, known).tolist())))
-    first_row = np.full(12, -1, np.int32 if int32 else np.int64)  # the workspace's scratch is int32 below 2^31 nodes
-    next_row, keys_node, keys_bound = (np.zeros(len(first) + s, np.int64) for _ in range(3))
-    scratch = np.empty(len(first), np.int64)
-    count = relabel_pairs(
-        np.array([p[0] for p in first], np.int64), np.array([p[1] for p in first], np.int64),
-        first_row, next_row, keys_node, keys_bound, 0, scratch,
-    )  # fmt: skip
-    assert count == len(first)
-    local = np.empty(s, np.int64)
-    count = relabel_pairs(node, bound, first_row, next_row, keys_node, keys_bound, count, local)
+    first_node, first_bound = np.array([p[0] for p in first], np.int64), np.array([p[1] for p in first], np.int64)
     rows, pairs = relabel_pairs_py(node, bound, first)
-    np.testing.assert_array_equal(local, rows)
-    assert count == len(pairs)
-    assert list(zip(keys_node[:count].tolist(), keys_bound[:count].tolist())) == pairs
-    reset_rows(first_row, keys_node, count)
-    assert np.all(first_row == -1)
-    table = np.full(1024, -1, np.int64)  # the hashed relabel: the same rows
-    rehash(table, keys_node, keys_bound, len(first))
-    hashed = np.empty(s, np.int64)
-    assert relabel_pairs_hashed(node, bound, table, keys_node, keys_bound, len(first), hashed) == len(pairs)
-    np.testing.assert_array_equal(hashed, rows)
-    assert list(zip(keys_node[: len(pairs)].tolist(), keys_bound[: len(pairs)].tolist())) == pairs
+    split = min(split, s)
+    keys_node, keys_bound = (np.zeros(len(first) + s, np.int64) for _ in range(2))
+    small = pair_table(len(first) + split)  # room for the known rows and the first part only
+    table = pair_table(2 * (len(first) + s))
+    for stamp in range(3):
+        local = np.empty(s, np.int64)
+        start = small if stamp == 0 else table
+        count = relabel_pairs_hashed(first_node, first_bound, start, stamp, keys_node, keys_bound, 0, first_node.copy())
+        assert count == len(first)
+        count = relabel_pairs_hashed(node[:split], bound[:split], start, stamp, keys_node, keys_bound, count,
+                                     local[:split])  # fmt: skip
+        if stamp == 0:  # grown: the rows so far inserted again into a larger table
+            rehash(table, stamp, keys_node, keys_bound, count)
+        count = relabel_pairs_hashed(node[split:], bound[split:], table, stamp, keys_node, keys_bound, count,
+                                     local[split:])  # fmt: skip
+        np.testing.assert_array_equal(local, rows)
+        assert count == len(pairs)
+        assert list(zip(keys_node[:count].tolist(), keys_bound[:count].tolist())) == pairs
+
+
+@pytest.mark.parametrize("inclusive", [False, True])
+def test_many_rows_and_long_lists_equal_the_reference(inclusive: bool) -> None:
+    """Rows over several chunks of the lockstep search (CHUNK rows each), lists of up to hundreds of edges with
+    tied times, bounds at edge times: the kernels' hop is the reference's."""
+    rng = np.random.default_rng(11)
+    indptr, indices, time, order = timed_csc(rng, 30, 6000, horizon=100)
+    pairs = list(dict.fromkeys(zip(rng.integers(0, 30, 2000).tolist(), time[rng.integers(0, 6000, 2000)].tolist())))
+    dst, bound = np.array([p[0] for p in pairs], np.int64), np.array([p[1] for p in pairs], np.int64)
+    assert dst.shape[0] > 2 * CHUNK
+    for fanout, recent in ((-1, False), (5, False), (5, True)):
+        got = kernel_hop(indptr, indices, time, order, dst, bound, fanout, recent, inclusive, 77)
+        ref = temporal_hop_py(indptr, indices, time, order, dst, bound, fanout, recent, inclusive, 77)
+        for a, b in zip(got, ref):
+            np.testing.assert_array_equal(a, b)
