@@ -11,9 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from torch import nn
 
-import graphtier.train.loop.trainer as trainer_module
 from graphtier import Dataset, OptionError
 from graphtier.dataset import synthetic
 from graphtier.graphstore import GraphStore
@@ -21,7 +19,6 @@ from graphtier.graphstore.edge_features import edge_feature_table
 from graphtier.train import train
 from graphtier.train.loop.feed import add_edge_inputs
 from graphtier.train.loop.task import LinkTask, make_task
-from graphtier.train.nn.link_model import LinkModel
 from graphtier.train.options.spec import TaskSpec
 from tests.dataset.importers.helpers import assert_user_error, run_cli
 from tests.graphstore.test_edge_features import with_edge_features
@@ -31,54 +28,12 @@ EDGE_DIM = 12
 RUN = dict(epochs=2, fanouts=(4, 3), batch_size=64, hidden=8, num_threads=1, quiet=True, eval_batch_size=512)
 
 
-class EdgeModel(nn.Module):
-    """A model with edge inputs (until the GINE / GAT edge_dim models land): each message is the source row plus a
-    linear map of the edge's features, averaged per destination."""
-
-    kind = "edge-test"
-
-    def __init__(self, in_dim: int, hidden: int, out_dim: int, edge_dim: int, num_layers: int) -> None:
-        super().__init__()
-        self.edge_dim, self.num_layers = edge_dim, num_layers
-        dims = [in_dim] + [hidden] * (num_layers - 1) + [out_dim]
-        self.edges = nn.ModuleList(nn.Linear(edge_dim, d) for d in dims[:-1])
-        self.layers = nn.ModuleList(nn.Linear(2 * d, o) for d, o in zip(dims[:-1], dims[1:]))
-        self.seen: list[tuple[torch.Tensor, torch.Tensor]] = []  # (edge_id, edge_attr) of the blocks read
-
-    def forward(self, x: torch.Tensor, blocks: list, degree: torch.Tensor | None = None) -> torch.Tensor:
-        for i, blk in enumerate(blocks):
-            assert blk.edge_attr.dtype == torch.float32 and blk.edge_attr.shape == (blk.num_edges, self.edge_dim)
-            self.seen.append((blk.edge_id, blk.edge_attr))
-            src, dst = blk.edge_index
-            messages = x[src] + self.edges[i](blk.edge_attr)
-            total = torch.zeros(blk.num_dst, x.shape[1]).index_add_(0, dst, messages)
-            count = torch.zeros(blk.num_dst).index_add_(0, dst, torch.ones(dst.shape[0])).clamp(min=1)
-            x = self.layers[i](torch.cat([x[: blk.num_dst], total / count[:, None]], 1))
-            x = torch.relu(x) if i < len(blocks) - 1 else x
-        return x
-
-
 @pytest.fixture(scope="module")
 def edge_graph(tmp_path_factory: pytest.TempPathFactory) -> Dataset:
     """A generated graph whose edge table (12 floats per edge) is larger than its node table (4 per node)."""
     root = tmp_path_factory.mktemp("edges")
     return synthetic.generate(root / "g", nodes=600, avg_degree=6, feature_dim=4, edge_feature_dim=EDGE_DIM,
                               train_fraction=0.3, seed=5)  # fmt: skip
-
-
-@pytest.fixture
-def edge_model(monkeypatch: pytest.MonkeyPatch) -> list[nn.Module]:
-    """The trainer builds :class:`EdgeModel` (a link model around it for --task link); the built models listed."""
-    built: list[nn.Module] = []
-
-    def build(config, dataset: Dataset) -> nn.Module:  # noqa: ANN001
-        classes = config.network.hidden if config.objective.task == "link" else dataset.num_classes
-        model = EdgeModel(dataset.feature_dim, config.network.hidden, classes, EDGE_DIM, config.num_layers)
-        built.append(model)
-        return LinkModel(model, "dot", config.network.hidden) if config.objective.task == "link" else model
-
-    monkeypatch.setattr(trainer_module, "build_run_model", build)
-    return built
 
 
 def test_generated_edge_table_is_deterministic_per_seed(edge_graph: Dataset, tmp_path: Path) -> None:
@@ -103,18 +58,11 @@ def test_generate_refuses_edge_features_it_cannot_write(tmp_path: Path) -> None:
     assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
 
 
-def test_losses_are_the_same_with_edge_rows_in_ram_partly_on_disk_or_all_on_disk(
-    edge_graph: Dataset, edge_model: list[nn.Module]
-) -> None:
-    table = np.asarray(edge_feature_table(edge_graph))
+def test_losses_are_the_same_with_edge_rows_in_ram_partly_on_disk_or_all_on_disk(edge_graph: Dataset) -> None:
     runs = {}
     for name, placement in (("ram", dict(features_on="cpu-gather")), ("tiered", dict(features_on="tiered",
                             ram_budget="30%")), ("disk", dict(features_on="tiered", ram_budget="0"))):  # fmt: skip
-        runs[name] = train(edge_graph, edge_features=True, **placement, **RUN).report
-        model = edge_model[-1]
-        assert model.seen  # every block read its edge rows: edge_feat[edge_id]
-        for edge_id, attr in model.seen[:20]:
-            assert np.array_equal(attr.numpy(), table[edge_id.numpy()])
+        runs[name] = train(edge_graph, edge_features=True, model="gine", **placement, **RUN).report
     losses = {name: [e["loss"] for e in report["epochs"]] for name, report in runs.items()}
     assert losses["ram"] == losses["tiered"] == losses["disk"]
     tiers = {name: report["epochs"][-1]["edge_feature_bytes_by_tier"] for name, report in runs.items()}
@@ -126,7 +74,9 @@ def test_losses_are_the_same_with_edge_rows_in_ram_partly_on_disk_or_all_on_disk
 
 def test_cli_refuses_a_model_without_edge_inputs(edge_graph: Dataset) -> None:
     result = run_cli("train", str(edge_graph.path), "--edge-features", "--epochs", "1", "--quiet")
-    assert_user_error(result, "--edge-features: the model sage reads no edge features")
+    assert_user_error(
+        result, "--edge-features: the model sage reads no edge features (models with edge inputs: gat, gine)"
+    )
 
 
 def test_cli_refuses_a_dataset_without_edge_features(tiny_dataset: Dataset) -> None:
@@ -134,11 +84,9 @@ def test_cli_refuses_a_dataset_without_edge_features(tiny_dataset: Dataset) -> N
     assert_user_error(result, "--edge-features: ", "has no edge_feat.npy")
 
 
-def test_the_epoch_line_shows_the_edge_bytes_per_tier(
-    edge_graph: Dataset, edge_model: list[nn.Module], tmp_path: Path
-) -> None:
+def test_the_epoch_line_shows_the_edge_bytes_per_tier(edge_graph: Dataset, tmp_path: Path) -> None:
     report = tmp_path / "report.json"
-    result = run_cli("train", str(edge_graph.path), "--edge-features", "--epochs", "1", "--features-on", "tiered",
+    result = run_cli("train", str(edge_graph.path), "--edge-features", "--model", "gine", "--epochs", "1", "--features-on", "tiered",
                      "--ram-budget", "0", "--fanouts", "4,3", "--hidden", "8", "--report", str(report))  # fmt: skip
     assert result.returncode == 0, result.stderr
     epoch_line = next(line for line in result.stdout.splitlines() if line.startswith("epoch 1/1"))
@@ -184,8 +132,9 @@ def test_temporal_batches_carry_edge_ages(timed_graph: Dataset) -> None:
         assert np.array_equal(block.edge_age.numpy(), expected) and np.all(expected > 0)  # strictly earlier edges
 
 
-def test_temporal_link_training_reads_edge_rows(timed_graph: Dataset, edge_model: list[nn.Module]) -> None:
-    report = train(timed_graph, task="link", temporal="uniform", edge_features=True, **RUN).report
+def test_temporal_link_training_reads_edge_rows(timed_graph: Dataset) -> None:
+    report = train(timed_graph, task="link", temporal="uniform", edge_features=True, model="gine", time_encoding=4,
+                   **RUN).report  # fmt: skip
     assert all(np.isfinite(e["loss"]) for e in report["epochs"])
     assert sum(report["epochs"][-1]["edge_feature_bytes_by_tier"].values()) > 0
     assert json.dumps(report)  # the report stays plain JSON

@@ -24,6 +24,7 @@ from graphtier.sampling.spec import SAMPLER_NAMES  # noqa: F401 - re-exported
 from graphtier.train.options.gat_memory import gat_training_bytes
 from graphtier.train.options.output_files import CHECKPOINT_FILE
 from graphtier.train.options.spec import (  # noqa: F401 - GCN_DEGREES_OPTIONS and check_shares_sum re-exported
+    EDGE_INPUT_MODELS,
     GCN_DEGREES_OPTIONS,
     DistSpec,
     ModelSpec,
@@ -230,9 +231,19 @@ class TrainConfig:
     def for_dataset(self, dataset: Dataset) -> TrainConfig:
         """This config with what ``dataset`` decides: with ``edge_features`` and no ``edge_dim`` yet, the model reads
         the dataset's edge table (:meth:`with_edge_features`); else unchanged."""
-        if self.placement.edge_features and self.network.edge_dim is None:
-            return self.with_edge_features(dataset)
-        return self
+        if not self.placement.edge_features or self.network.edge_dim is not None:
+            return self
+        if dataset_edge_dim(dataset.meta) is None:
+            raise OptionError(
+                f"{{edge_features}}: {dataset.path} has no edge_feat.npy (edge features); generate one with "
+                "--edge-feature-dim or import edge feature columns", options=("edge_features",),
+            )  # fmt: skip
+        if self.network.model not in EDGE_INPUT_MODELS:
+            raise OptionError(
+                f"{{edge_features}}: the model {self.network.model} reads no edge features (models with edge inputs: "
+                f"{', '.join(EDGE_INPUT_MODELS)})", options=("edge_features", "model"),
+            )  # fmt: skip
+        return self.with_edge_features(dataset)
 
     def validate_edge_inputs(self, dataset: Dataset) -> None:
         """The model's edge inputs against ``dataset`` and the run: ``edge_dim`` equal to the dataset's edge-feature
