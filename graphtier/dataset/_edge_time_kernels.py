@@ -262,22 +262,49 @@ def relocated_positions(
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _earliest(indptr: np.ndarray, indices: np.ndarray, edge_time: np.ndarray, s: np.int64, d: np.int64) -> np.int64:
-    """The earliest time of the edge ``s -> d`` (a binary search of ``s`` in ``d``'s ascending list, then the
-    copies of a repeated edge, adjacent); the largest int64 when there is none."""
+def _first_copy(indptr: np.ndarray, indices: np.ndarray, s: np.int64, d: np.int64) -> np.int64:
+    """The first position of source ``s`` in ``d``'s ascending list (a binary search; the copies of a repeated edge
+    follow it), or where it would be."""
     lo, hi = indptr[d], indptr[d + 1]
-    stop = hi
     while lo < hi:
         mid = (lo + hi) >> 1
         if np.int64(indices[mid]) < s:
             lo = mid + 1
         else:
             hi = mid
+    return lo
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _earliest(indptr: np.ndarray, indices: np.ndarray, edge_time: np.ndarray, s: np.int64, d: np.int64) -> np.int64:
+    """The earliest time of the edge ``s -> d`` (its copies are adjacent from :func:`_first_copy`); the largest
+    int64 when there is none."""
+    lo, stop = _first_copy(indptr, indices, s, d), indptr[d + 1]
     best = np.iinfo(np.int64).max
     while lo < stop and np.int64(indices[lo]) == s:
         best = min(best, edge_time[lo])
         lo += 1
     return best
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def pair_positions(
+    indptr: np.ndarray, indices: np.ndarray, edge_time: np.ndarray, src: np.ndarray, dst: np.ndarray, times: np.ndarray
+) -> np.ndarray:
+    """int64 [P]: the first CSC position of the edge ``src[i] -> dst[i]``, with time ``times[i]`` when ``times`` is
+    not empty (``edge_time`` int64 [E] then); -1 when there is none. ``indptr`` int64 [N + 1], ``indices`` [E],
+    ``src``/``dst`` int64 [P]."""
+    out = np.full(src.shape[0], -1, np.int64)
+    timed = times.shape[0] > 0
+    for i in numba.prange(src.shape[0]):
+        s, d = src[i], dst[i]
+        lo, stop = _first_copy(indptr, indices, s, d), indptr[d + 1]
+        while lo < stop and np.int64(indices[lo]) == s:
+            if not timed or edge_time[lo] == times[i]:
+                out[i] = lo
+                break
+            lo += 1
+    return out
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numba
 import numpy as np
 
+from graphtier.dataset._edge_time_kernels import pair_positions
 from graphtier.dataset.finite import find_non_finite
 from graphtier.dataset.link_split import LINK_META_KEY, LINK_SPLITS, positive_times_file, positives_file
 from graphtier.dataset.link_split import label_file as link_label_file
@@ -199,33 +199,6 @@ def write_edge_columns(writer: Any, parts: Sequence[tuple[EdgeColumns, np.ndarra
 
 
 # ---------------------------------------------------------------------------- link labels
-
-
-@numba.njit(parallel=True, cache=True, nogil=True)
-def pair_positions(
-    indptr: np.ndarray, indices: np.ndarray, edge_time: np.ndarray, src: np.ndarray, dst: np.ndarray, times: np.ndarray
-) -> np.ndarray:
-    """int64 [P]: the first CSC position of the edge ``src[i] -> dst[i]`` (a binary search in ``dst[i]``'s
-    ascending list), with time ``times[i]`` when ``times`` is not empty (``edge_time`` int64 [E] then); -1 when
-    there is none. ``indptr`` int64 [N + 1], ``indices`` [E], ``src``/``dst`` int64 [P]."""
-    out = np.full(src.shape[0], -1, np.int64)
-    timed = times.shape[0] > 0
-    for i in numba.prange(src.shape[0]):
-        s, d = src[i], dst[i]
-        lo, hi = indptr[d], indptr[d + 1]
-        stop = hi
-        while lo < hi:
-            mid = (lo + hi) >> 1
-            if np.int64(indices[mid]) < s:
-                lo = mid + 1
-            else:
-                hi = mid
-        while lo < stop and np.int64(indices[lo]) == s:
-            if not timed or edge_time[lo] == times[i]:
-                out[i] = lo
-                break
-            lo += 1
-    return out
 
 
 def write_link_labels(

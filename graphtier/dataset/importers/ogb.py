@@ -32,7 +32,13 @@ from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import edges, finish, splits, textio
 from graphtier.dataset.importers.features import note_replaced
 from graphtier.dataset.importers.labels import Labels, labels_from_values
-from graphtier.dataset.importers.ogb_files import choose_scheme, find_raw, read_node_years, read_single_int
+from graphtier.dataset.importers.ogb_files import (
+    choose_scheme,
+    find_raw,
+    read_int_list,
+    read_node_years,
+    read_single_int,
+)
 from graphtier.dataset.importers.ogb_hetero import import_ogb_hetero, is_hetero_layout
 from graphtier.dataset.importers.ogb_link import LINK_PARTS, is_link_scheme, split_written_graph_from_ogb
 from graphtier.dataset.importers.options import OGB_FIELDS, ImportOptions
@@ -43,13 +49,7 @@ from graphtier.errors import DatasetError, OptionError
 
 def read_id_list(path: Path, num_nodes: int) -> np.ndarray:
     """int64 [K]: one node id per line, each in ``[0, num_nodes)``."""
-    blocks = [
-        b[:, 0].copy()
-        for b in textio.iter_int_rows(
-            path, 1, allow_extra_columns=False, skip_header=False, expected="one integer node id per line"
-        )
-    ]
-    ids = np.concatenate(blocks) if blocks else np.empty(0, np.int64)
+    ids = read_int_list(path, "one integer node id per line")
     if ids.size and (ids.min() < 0 or ids.max() >= num_nodes):
         raise DatasetError(f"{path}: expected node ids in [0, {num_nodes}), found [{ids.min()}, {ids.max()}]")
     return ids

@@ -54,15 +54,18 @@ def choose_scheme(root: Path, scheme: str | None) -> Path | None:
     raise OptionError(f"{split_root}: expected one split scheme, found {', '.join(schemes)}; pass --scheme")
 
 
-def read_node_years(path: Path, num_nodes: int) -> np.ndarray:
-    """int64 [N]: ``node_year`` (ogbn-arxiv, ogbn-papers100M): one integer year per node, in node order."""
+def read_int_list(path: Path, expected: str) -> np.ndarray:
+    """int64 [K]: one integer per line of ``path`` (``expected`` describes a line for the error)."""
     blocks = [
         b[:, 0].copy()
-        for b in textio.iter_int_rows(
-            path, 1, allow_extra_columns=False, skip_header=False, expected="one integer year per line"
-        )
+        for b in textio.iter_int_rows(path, 1, allow_extra_columns=False, skip_header=False, expected=expected)
     ]
-    years = np.concatenate(blocks) if blocks else np.empty(0, np.int64)
+    return np.concatenate(blocks) if blocks else np.empty(0, np.int64)
+
+
+def read_node_years(path: Path, num_nodes: int) -> np.ndarray:
+    """int64 [N]: ``node_year`` (ogbn-arxiv, ogbn-papers100M): one integer year per node, in node order."""
+    years = read_int_list(path, "one integer year per line")
     if years.shape[0] != num_nodes:
         raise DatasetError(f"{path}: expected {num_nodes} years (one per node), found {years.shape[0]}")
     return years
