@@ -341,6 +341,9 @@ def mat(
               "user and item (collaborative filtering; features [N, 45 + N]).")  # fmt: skip
 @click.option("--typed", is_flag=True, help="A typed dataset: node types user and item with their own side features, "
               "relations (user, rates, item) and its reverse; train with a typed encoder (rgcn, rgat, hsage).")  # fmt: skip
+@click.option("--rating-features", is_flag=True, help="Store each edge's rating as edge features (edge_feat.npy "
+              "float32 [E, 5], one-hot of the levels 1-5): messages per rating level, as GC-MC; train with "
+              "--edge-features --model gine|gat. Homogeneous, with the fold's split.")  # fmt: skip
 @import_options(MOVIELENS_FIELDS)
 def movielens(
     source: Path,
@@ -351,6 +354,7 @@ def movielens(
     valid_fraction: float,
     id_features: bool,
     typed: bool,
+    rating_features: bool,
     options: ImportOptions,
     progress: Progress,
 ) -> None:
@@ -369,6 +373,7 @@ def movielens(
         valid_fraction=valid_fraction,
         id_features=id_features,
         typed=typed,
+        rating_features=rating_features,
         options=options,
         progress=progress,
     )

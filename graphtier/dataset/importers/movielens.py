@@ -17,6 +17,11 @@ fold's ``<fold>.base`` / ``<fold>.test`` rating files (``user item rating timest
   side features alone cannot tell apart; without it a model barely beats recommending the most popular items.
 - Edge split: ``<fold>.test`` is the test split; ``valid_fraction`` of ``<fold>.base`` (seeded) is the
   validation split and the rest the training split. Held-out ratings are not in the message-passing graph.
+- ``rating_features``: every edge carries its rating as edge features (``edge_feat.npy`` float32 [E, 5], the
+  one-hot of the levels 1-5, columns ``rating_1`` ... ``rating_5``; both directions of a rating the same row), the
+  messages per rating level of GC-MC (``train --edge-features --model gine|gat``). Only the training ratings are
+  in the graph, and the link sampler takes each batch's target edges out of its blocks, so no target is an input.
+  Homogeneous, with the fold's split only (a time split keeps the held-out ratings in the graph).
 - ``typed``: a typed dataset instead (:mod:`graphtier.dataset.schema`): node types ``user`` (the user features)
   and ``item`` (the genre flags), relations ``(user, rates, item)`` and its reverse ``(item, rev_rates, user)``,
   the split of ``rates`` in local ids (:mod:`~graphtier.dataset.importers.typed_holdout`); ``id_features`` appends
@@ -37,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from graphtier._progress import NO_PROGRESS, Progress
+from graphtier.dataset.edge_data import EdgeColumns, write_edge_columns
 from graphtier.dataset.edge_time import META_KEY as EDGE_TIME_META
 from graphtier.dataset.edge_time import carry_edge_time, finish_edge_time
 from graphtier.dataset.format import Dataset
@@ -53,6 +59,9 @@ from graphtier.dataset.writer import DatasetWriter
 from graphtier.errors import DatasetError, OptionError
 
 NUM_GENRES = 19
+RATING_LEVELS = 5
+RATING_COLUMNS = [f"rating_{level}" for level in range(1, RATING_LEVELS + 1)]
+"""The edge feature columns of ``rating_features``: the one-hot of the rating levels 1-5."""
 RATES = ("user", "rates", "item")
 """The relation of a typed MovieLens dataset (``typed``), with its reverse ``(item, rev_rates, user)``."""
 
@@ -130,6 +139,20 @@ def read_ratings(path: Path, num_users: int, num_items: int) -> np.ndarray:
     return np.stack([raw[:, 0] - 1, raw[:, 1] - 1 + num_users, raw[:, 2], raw[:, 3]], axis=1)
 
 
+def rating_one_hot(ratings: np.ndarray, path: Path) -> np.ndarray:
+    """float32 [R, 5]: the one-hot of ``ratings`` (int64 [R], the levels 1-5 of the rating file ``path``);
+    :class:`DatasetError` naming the file and line of the first rating outside 1-5."""
+    bad = np.flatnonzero((ratings < 1) | (ratings > RATING_LEVELS))
+    if bad.size:
+        raise DatasetError(
+            f"{path}: {row_location(path, int(bad[0]))}: expected a rating in 1..{RATING_LEVELS}, "
+            f"found {int(ratings[bad[0]])}"
+        )
+    out = np.zeros((ratings.shape[0], RATING_LEVELS), np.float32)
+    out[np.arange(ratings.shape[0]), ratings - 1] = 1.0
+    return out
+
+
 def write_rating_labels(writer: DatasetWriter, meta: dict[str, Any], ratings: np.ndarray) -> dict[str, Any]:
     """Write ``link_{split}_label.npy`` (float32 [P], the rating of each pair of ``link_{split}.npy`` that
     ``writer`` wrote) and return ``meta`` with ``link.label`` ``{"column": "rating"}``.
@@ -163,6 +186,7 @@ def import_movielens(
     valid_fraction: float = 0.05,
     id_features: bool = False,
     typed: bool = False,
+    rating_features: bool = False,
     options: ImportOptions | None = None,
     progress: Progress = NO_PROGRESS,
     **option_values: Any,
@@ -176,6 +200,8 @@ def import_movielens(
         id_features: append a one-hot block of the node id to the features (float32 [N, 45 + N]: 27 MB for
             MovieLens-100k), so that the model learns a row per user and per item.
         typed: write a typed user/item dataset (see the module).
+        rating_features: store each edge's rating as edge features (float32 [E, 5] one-hot, see the module);
+            homogeneous, with the fold's split.
         options, option_values: the shared :class:`ImportOptions` (:data:`MOVIELENS_FIELDS`):
             ``eval_negatives`` K negative items per validation/test rating (0: one negative user-item pair per
             rating; 100 gives the NCF protocol, Hits@10 among 101 candidates), ``seed`` of the validation draw
@@ -196,6 +222,12 @@ def import_movielens(
                           "{split_by=time}", options=("edge_split", "fold", "split_by"))  # fmt: skip
     if options.split_by == "time" and typed:
         raise OptionError("{split_by=time}: writes a homogeneous dataset, not {typed}", options=("split_by", "typed"))
+    if rating_features and typed:
+        raise OptionError("{rating_features}: writes a homogeneous dataset, not {typed} (a typed dataset takes no edge "
+                          "features yet)", options=("rating_features", "typed"))  # fmt: skip
+    if rating_features and options.split_by == "time":
+        raise OptionError("{rating_features}: needs the fold's split, not {split_by=time} (which keeps the held-out "
+                          "ratings, the targets, in the graph)", options=("rating_features", "split_by"))  # fmt: skip
     eval_negatives, seed = options.eval_negatives, options.seed
     folder = find_folder(Path(source))
     base_path, test_path = folder / f"{fold}.base", folder / f"{fold}.test"
@@ -218,6 +250,8 @@ def import_movielens(
 
     provenance = {"method": "movielens", "fold": fold, "valid_fraction": valid_fraction}
     options_meta = {"fold": fold, "valid_fraction": valid_fraction, "id_features": id_features, "typed": typed}
+    if rating_features:
+        options_meta["rating_features"] = True
     inputs = [folder / "u.user", folder / "u.item", folder / "u.occupation", base_path, test_path]
     if typed:
         with DatasetWriter(output, overwrite=overwrite) as writer:
@@ -248,6 +282,7 @@ def import_movielens(
             progress=progress,
             num_input_edges=int(every.shape[0]),
             timed=True,
+            rows=rating_features,
         )
         assert built.edge_time is not None
         side = users.shape[1] + items.shape[1] + 2
@@ -275,6 +310,10 @@ def import_movielens(
         meta["num_users"], meta["num_items"] = num_users, num_items
         meta[EDGE_TIME_META] = {"unit": "s"}
         writer.save("edge_time", built.edge_time)
+        if rating_features:  # gathered into CSC order by each edge's input row; the split below carries them
+            levels = np.concatenate([rating_one_hot(base[:, 2], base_path), rating_one_hot(test[:, 2], test_path)])
+            columns = EdgeColumns(features=levels, feature_names=list(RATING_COLUMNS))
+            meta.update(write_edge_columns(writer, [(columns, built.edge_row)], str(writer.output)))
         if options.split_by == "time":  # every rating stays in the graph; pairs held out by time, with their times
             writer.save("indptr", built.indptr)
             writer.save("indices", built.indices)

@@ -96,6 +96,7 @@ def final_summary(final: dict[str, Any], config: dict[str, Any]) -> str:
         how = {
             "temporal": f"sampled at each pair's time, {config.get('temporal')} neighbours strictly earlier",
             "static snapshot": "sampled in the training period's graph",
+            "sampled": "sampled neighbourhoods, --eval-fanouts; the model reads edge inputs",
         }.get(final.get("method", ""), "exact layer-wise embeddings, all neighbours")
         line = (
             f"final (best epoch {final['epoch']}{picked}): test {link_metrics_text(final, 'test')}  "

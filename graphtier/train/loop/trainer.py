@@ -365,8 +365,12 @@ class Trainer:
         if cfg.run.save_model is not None and is_main:
             save_model(cfg.run.save_model, self.model, cfg.to_dict(), self.dataset)
         final: dict[str, Any] = {"epoch": best.best_epoch, "method": "sampled"}
-        if isinstance(task, LinkTask) and task.times is not None:  # a time split: sampled at each pair's time
-            final["method"] = "temporal" if self.config.sampling.temporal else "static snapshot"
+        # a time split: sampled at each pair's time; a model with edge inputs: sampled (layer-wise inference has none)
+        if isinstance(task, LinkTask) and (task.times is not None or edge_input_dim(self.model)):
+            timed = task.times is not None
+            final["method"] = (
+                ("temporal" if self.config.sampling.temporal else "static snapshot") if timed else "sampled"
+            )
             final["best_epoch_by"] = f"sampled {task.score_key}"
             if is_main:
                 for split in ("valid", "test"):
