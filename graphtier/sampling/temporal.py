@@ -69,6 +69,14 @@ def seed_times(times: np.ndarray | torch.Tensor | int, count: int) -> np.ndarray
     return np.ascontiguousarray(array, dtype=np.int64)
 
 
+def is_recent(strategy: str) -> bool:
+    """Whether ``strategy`` (one of :data:`TEMPORAL_STRATEGIES`) takes the most recent edges rather than a uniform
+    draw; OptionError (one line) naming ``strategy`` otherwise."""
+    if strategy not in TEMPORAL_STRATEGIES:
+        raise OptionError(f"strategy: expected one of {', '.join(TEMPORAL_STRATEGIES)}, found {strategy!r}")
+    return strategy == "recent"
+
+
 class TemporalNeighborSampler:
     """Time-bounded neighbour sampler: ``(seeds, seed_time)`` -> ``len(fanouts)`` hops of bipartite blocks.
 
@@ -107,9 +115,7 @@ class TemporalNeighborSampler:
         self.edge_time, self.edge_time_order = check_edge_times(edge_time, edge_time_order, self.indices.shape[0])
         self.num_nodes = self.indptr.shape[0] - 1
         self.fanouts = check_fanouts(fanouts)
-        if strategy not in TEMPORAL_STRATEGIES:
-            raise OptionError(f"strategy: expected one of {', '.join(TEMPORAL_STRATEGIES)}, found {strategy!r}")
-        self.recent = strategy == "recent"
+        self.recent = is_recent(strategy)
         self.inclusive = bool(inclusive)
         self.seed = check_seed(seed)
         # every list in time order, (time, CSC position, source) per edge: a hop reads one contiguous run per row

@@ -28,7 +28,6 @@ from types import ModuleType
 import numpy as np
 import torch
 
-from graphtier._choices import TEMPORAL_STRATEGIES
 from graphtier.errors import OptionError
 from graphtier.sampling import _neighbor_kernels as cpu_kernels
 from graphtier.sampling.batch import Block, MiniBatch
@@ -42,7 +41,7 @@ from graphtier.sampling.device import (
 )
 from graphtier.sampling.fanouts import check_fanouts
 from graphtier.sampling.neighbor import check_seed, next_batch_id
-from graphtier.sampling.temporal import check_edge_times, seed_times
+from graphtier.sampling.temporal import check_edge_times, is_recent, seed_times
 
 
 def temporal_cuts_torch(
@@ -122,9 +121,7 @@ class DeviceTemporalSampler:
         self.edge_time_order = torch.from_numpy(order.copy()).to(self.device)
         self.time_by_order = torch.from_numpy(times[order]).to(self.device)
         self.fanouts = check_fanouts(fanouts)
-        if strategy not in TEMPORAL_STRATEGIES:
-            raise OptionError(f"strategy: expected one of {', '.join(TEMPORAL_STRATEGIES)}, found {strategy!r}")
-        self.recent = strategy == "recent"
+        self.recent = is_recent(strategy)
         self.inclusive = bool(inclusive)
         self.seed = check_seed(seed)
         self.picks, self._kernels = resolve_picks(picks, kernels, self.device)

@@ -159,6 +159,19 @@ def _skip_first_data_line(buf: np.ndarray) -> np.ndarray:
     return buf[n:]
 
 
+def iter_data_chunks(path: Path, chunk_bytes: int, skip_header: bool) -> Iterator[tuple[np.ndarray, int]]:
+    """:func:`iter_line_chunks` of ``path`` (``(buf, lines before it)``) without its first data line when
+    ``skip_header`` (the header: dropped from the first chunk, its lines counted in ``lines before``)."""
+    first = True
+    for buf, lines_before in iter_line_chunks(path, chunk_bytes):
+        if first and skip_header:
+            skipped = _skip_first_data_line(buf)
+            lines_before += int(np.count_nonzero(buf[: buf.shape[0] - skipped.shape[0]] == 10))
+            buf = skipped
+        first = False
+        yield buf, lines_before
+
+
 def iter_int_rows(
     path: Path,
     num_columns: int,
@@ -176,13 +189,7 @@ def iter_int_rows(
     (:func:`~graphtier.dataset.importers._column_kernels.parse_int_columns`); default: the first ``num_columns``.
     """
     picked = None if columns is None else np.asarray(columns, dtype=np.int64)
-    first = True
-    for buf, lines_before in iter_line_chunks(path, chunk_bytes):
-        if first and skip_header:
-            skipped = _skip_first_data_line(buf)
-            lines_before += int(np.count_nonzero(buf[: buf.shape[0] - skipped.shape[0]] == 10))
-            buf = skipped
-        first = False
+    for buf, lines_before in iter_data_chunks(path, chunk_bytes, skip_header):
         capacity = int(np.count_nonzero(buf == 10)) + 1
         out = np.empty((capacity, num_columns), dtype=np.int64)
         if picked is None:
@@ -215,13 +222,7 @@ def iter_float_columns(
     (``finite_only``) NaN/Inf value is a one-line :class:`DatasetError` naming the file, line and column."""
     picked = np.asarray(columns, dtype=np.int64)
     bad = np.zeros(1, np.int64)
-    first = True
-    for buf, lines_before in iter_line_chunks(path, chunk_bytes):
-        if first and skip_header:
-            skipped = _skip_first_data_line(buf)
-            lines_before += int(np.count_nonzero(buf[: buf.shape[0] - skipped.shape[0]] == 10))
-            buf = skipped
-        first = False
+    for buf, lines_before in iter_data_chunks(path, chunk_bytes, skip_header):
         out = np.empty((int(np.count_nonzero(buf == 10)) + 1, picked.shape[0]), dtype=np.float64)
         rows, code, offset = parse_float_columns(buf, picked, finite_only, out, bad)
         if code != kernels.PARSE_OK:
