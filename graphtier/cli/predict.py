@@ -95,7 +95,11 @@ def command(
     from graphtier.train.loop.evaluation import majority_class_accuracy
     from graphtier.train.persist.saved import load_model
 
-    saved = load_model(model_path)
+    # every layer's outputs [N, H] and the learnable tables go to unlinked scratch files next to --output (or the
+    # first existing folder above it), not to RAM (N x H and a MAG-scale author table may exceed it)
+    near = (output if output is not None else Path("predictions")).parent.absolute()
+    scratch = next(folder for folder in (near, *near.parents) if folder.is_dir())
+    saved = load_model(model_path, tables_dir=scratch)
     if task is not None and task != saved.task:
         raise OptionError(f"--task {task}: --model {model_path} was trained with --task {saved.task}")
     if saved.task == "link":
@@ -117,10 +121,6 @@ def command(
     if output is None:
         raise OptionError("--output: required (the .npy the predictions are written to)")
     start = time.perf_counter()
-    # every layer's outputs [N, H] go to unlinked scratch files next to --output, not to RAM (N x H may exceed it)
-    scratch = next(
-        folder for folder in (output.parent.absolute(), *output.parent.absolute().parents) if folder.is_dir()
-    )
     result = predict(
         saved,
         data,

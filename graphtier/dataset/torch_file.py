@@ -45,7 +45,7 @@ def verify_archive(path: Path, label: str, what: str, error: type[GraphtierError
 
 
 def load_torch_file(path: Path, label: str, what: str, error: type[GraphtierError] = OptionError) -> Any:
-    """The object stored in ``path`` (tensors on the CPU), read without executing code.
+    """The object stored in ``path`` (tensors on the CPU, memory maps of the file), read without executing code.
 
     ``label`` names the file in errors (e.g. ``--model m.pt``), ``what`` the expected content
     (``graphtier checkpoint``); any unreadable, damaged or code-carrying file is an ``error`` (one line;
@@ -55,7 +55,9 @@ def load_torch_file(path: Path, label: str, what: str, error: type[GraphtierErro
 
     verify_archive(path, label, what, error)
     try:
-        return torch.load(path, map_location="cpu", weights_only=True)
+        # memory-mapped: a saved learnable table of a billion-edge graph (GBs) is read through the page cache,
+        # page by page where it is copied to, never all at once into the process's own memory
+        return torch.load(path, map_location="cpu", weights_only=True, mmap=True)
     except Exception as exc:  # noqa: BLE001 - any unreadable file is the same user mistake
         raise error(f"{label}: not a {what} ({_one_line(exc)})") from None
 

@@ -6,7 +6,9 @@ call costs a page fault per 4 KiB page on first touch (and pinned allocations ar
 capacity (rows) that are allocated, touched (every page faulted in) and, on CUDA, pinned once:
 
 * a request of more rows than the capacity grows it geometrically (x2, capped by ``max_rows`` when
-  the request fits under that bound), so a run sees O(log B) allocations and none in steady state;
+  the request fits under that bound; past the bound, to the request plus a quarter: each of the batches in
+  flight holds a slot, so doubling a slot of a billion-edge graph's evaluation batch costs GBs), so a run sees
+  O(log B) allocations and none in steady state;
   slots are touched (every page faulted in) when allocated, never in a gather;
 * a slot is handed out again only when no tensor or array outside the arena references its memory
   (its storage's use count) and, for pinned slots, only ``ring_size`` calls after it was last handed
@@ -151,6 +153,8 @@ class StagingArena:
         grown = max(rows, 2 * self.capacity)
         if self.max_rows is not None and rows <= self.max_rows:
             grown = min(grown, self.max_rows)
+        elif self.max_rows is not None:  # past the bound (larger evaluation batches): a quarter more, not double
+            grown = rows + rows // 4
         self.capacity = grown
         # slots of the old capacity are dropped; views handed out keep their memory alive
         self._slots = []

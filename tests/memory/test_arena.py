@@ -67,7 +67,8 @@ def test_growth_is_geometric_and_capped_by_the_bound() -> None:
     capped.take(10)
     capped.take(11)
     assert capped.capacity == 12
-    assert capped.take(30).shape == (30, 2) and capped.capacity == 30  # beyond the bound: exactly the request
+    assert capped.take(30).shape == (30, 2) and capped.capacity == 37  # beyond the bound: the request and a quarter
+    assert capped.take(38).shape == (38, 2) and capped.capacity == 47  # not double (74): each slot in flight is one
     reserved = StagingArena(3, torch.float32)
     reserved.reserve(50)
     assert reserved.capacity == 50 and reserved.allocations == 0

@@ -193,6 +193,38 @@ def test_a_disk_tier_reads_and_steps_as_host_memory(tmp_path: Path) -> None:
         torch.testing.assert_close(tables["disk"].full(key), tables["ram"].full(key), rtol=0, atol=0)
 
 
+def _mapped(tensor: torch.Tensor) -> bool:
+    """True when ``tensor``'s memory is a mapped graphtier scratch file (not the process's anonymous memory)."""
+    ptr = tensor.data_ptr()
+    maps = [line.split() for line in Path("/proc/self/maps").read_text().splitlines() if ".graphtier-scratch-" in line]
+    return any(int(a, 16) <= ptr < int(b, 16) for a, b in (m[0].split("-") for m in maps))
+
+
+@pytest.mark.parametrize("hot_rows", [0, 4])
+def test_the_state_of_a_table_on_disk_stays_on_disk(hot_rows: int, tmp_path: Path) -> None:
+    from graphtier.train.nn.tiered_embedding import state_snapshot
+
+    torch.manual_seed(0)
+    table = TieredEmbedding(10, 3)
+    table.place(hot_rows, tmp_path)
+    model = torch.nn.ModuleDict({"t": table})
+    dense = torch.optim.Adam([torch.nn.Parameter(torch.zeros(1))], lr=0.1)
+    attach_sparse_adam(dense, model)
+    expected = table.full("weight").clone()
+    state = model.state_dict()["t.weight"]
+    assert _mapped(state)  # a billion-edge graph's author table is never copied into RAM to be saved
+    assert (state.data_ptr() == table.cold["weight"].data_ptr()) == (hot_rows == 0)  # aliases, as parameters do
+    best = state_snapshot(model)
+    assert _mapped(best["t.weight"]) and best["t.weight"].data_ptr() != table.cold["weight"].data_ptr()
+    table(torch.tensor([1, 6])).sum().backward()
+    dense.step()
+    assert not torch.equal(table.full("weight"), expected)
+    torch.testing.assert_close(best["t.weight"], expected, rtol=0, atol=0)  # the snapshot did not move
+    model.load_state_dict(best)
+    torch.testing.assert_close(table.full("weight"), expected, rtol=0, atol=0)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_tables_on_disk_train_as_in_ram(typed_dataset: Dataset, tmp_path: Path) -> None:
     ram = train(typed_dataset, epochs=2, featureless="embedding", **TYPED)
     disk = train(typed_dataset, epochs=2, featureless="embedding", tables_on="disk", scratch_dir=str(tmp_path), **TYPED)

@@ -115,6 +115,25 @@ def test_predict_cli_chunks_a_typed_model_through_scratch_files(
     assert np.load(embeddings).shape[0] == typed_dataset.schema.target_type.count
 
 
+def test_learnable_tables_are_loaded_into_scratch_files_not_ram(typed_dataset: Dataset, tmp_path: Path) -> None:
+    from graphtier.train.nn.tiered_embedding import tiered_embeddings
+
+    path = tmp_path / "m.pt"
+    train(typed_dataset, model="rgcn", fanouts=(3, 3), hidden=8, epochs=1, batch_size=64, featureless="embedding",
+          save_model=str(path), **QUIET)  # fmt: skip
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    in_ram, on_disk = load_model(path), load_model(path, tables_dir=scratch)
+    tables = dict(tiered_embeddings(on_disk.model))
+    assert tables and all(t.cold_on_disk and t.hot_rows == 0 for t in tables.values())
+    for name, table in tiered_embeddings(in_ram.model):
+        assert not table.cold_on_disk
+        torch.testing.assert_close(tables[name].full("weight"), table.full("weight"), rtol=0, atol=0)
+    expected = predict(in_ram, typed_dataset).logits
+    np.testing.assert_array_equal(predict(path, typed_dataset, scratch_dir=scratch).logits, expected)
+    assert list(scratch.iterdir()) == []  # unlinked at once
+
+
 def test_a_typed_dataset_with_other_features_of_a_type_is_refused(tmp_path: Path) -> None:
     dataset = write_typed_labelled_graph(tmp_path / "typed", papers=30, authors=10)
     path = tmp_path / "m.pt"

@@ -77,11 +77,12 @@ def predict(
     stage ``inference: layer-wise``.
 
     ``scratch_dir`` (a directory): every layer's outputs [N, H] (a typed model: every type's) go to unlinked
-    memory-mapped files there instead of RAM (see :func:`~graphtier.train.infer.inference.layerwise_outputs`), so the returned
+    memory-mapped files there instead of RAM (see :func:`~graphtier.train.infer.inference.layerwise_outputs`), as do the
+    learnable tables of a ``model`` given by path (:func:`~graphtier.train.persist.saved.load_model`), so the returned
     ``logits`` and ``embeddings`` are memory maps; up to three [N, H] float32 tables (3 x N x H x 4 bytes: a layer's
     input and output, and a GCN layer's scaled inputs or a narrowing layer's projected ones) must fit on its disk.
     """
-    saved = model if isinstance(model, SavedModel) else load_model(model)
+    saved = model if isinstance(model, SavedModel) else load_model(model, tables_dir=scratch_dir)
     data = dataset if isinstance(dataset, Dataset) else Dataset.open(dataset)
     check_fingerprint(saved, data)
     if chunk_size < 1:

@@ -10,7 +10,6 @@ tuning) are the caller's: :func:`graphtier.configure_process`, which the command
 
 from __future__ import annotations
 
-import copy
 import os
 import tempfile
 import time
@@ -51,7 +50,7 @@ from graphtier.train.nn.run_model import (
     learnable_tables,
     place_learnable_tables,
 )
-from graphtier.train.nn.tiered_embedding import attach_sparse_adam
+from graphtier.train.nn.tiered_embedding import attach_sparse_adam, state_snapshot
 from graphtier.train.options.config import TrainConfig
 from graphtier.train.options.typed_checks import dense_relation_notes
 from graphtier.train.persist.checkpoint import Checkpointer, RunProgress
@@ -351,7 +350,9 @@ class Trainer:
                 if score is not None and score > best.best_valid:
                     best.best_valid = score
                     best.best_epoch = epoch
-                    best.best_state = copy.deepcopy(self.model.state_dict())
+                    # the model after the last epoch is the best one: nothing to copy, unless a checkpoint keeps it
+                    final = epoch == cfg.optim.epochs and self.checkpointer is None
+                    best.best_state = None if final else state_snapshot(self.model)
             self.report.epochs.append(record)
             if self.on_epoch:
                 self.on_epoch(record)
@@ -397,7 +398,7 @@ class Trainer:
             evaluated = next((r for r in self.report.epochs if r.get("epoch") == best.best_epoch), {})
             for split in ("valid", "test"):
                 keys = class_metric_keys(split)
-                reuse = best.best_state is not None and all(evaluated.get(key) is not None for key in keys)
+                reuse = best.best_epoch > 0 and all(evaluated.get(key) is not None for key in keys)
                 final.update(
                     {key: evaluated[key] for key in keys} if reuse else self.evaluator.class_scores(self.model, split)
                 )

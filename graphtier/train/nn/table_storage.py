@@ -74,3 +74,26 @@ def tier_tensors(
                                             f"learnable table {key} [{rows}, {dim}] (--tables-on disk)"))
         for key in keys
     }  # fmt: skip
+
+
+COPY_CHUNK_ROWS = 1 << 20
+"""Rows copied at a time between tiers (a GPU tier's rows pass through host memory this many at a time)."""
+
+
+def copy_rows(out: Tensor, parts: tuple[Tensor, ...]) -> Tensor:
+    """Fill ``out`` [sum of rows, ...] (CPU, a memory map or not) with ``parts`` one after another (any device), in
+    chunks of :data:`COPY_CHUNK_ROWS` rows: a table larger than RAM passes through without a copy in RAM."""
+    at = 0
+    for part in parts:
+        for lo in range(0, int(part.shape[0]), COPY_CHUNK_ROWS):
+            rows = part[lo : lo + COPY_CHUNK_ROWS]
+            out[at : at + rows.shape[0]].copy_(rows)
+            at += int(rows.shape[0])
+    return out
+
+
+def scratch_tensor(directory: str | os.PathLike[str], like: Tensor, rows: int, what: str) -> Tensor:
+    """A zeroed CPU tensor of ``rows`` rows shaped and typed as ``like``'s rows, memory-mapped on an unlinked file in
+    ``directory`` (:func:`graphtier.dataset.scratch.scratch_array`)."""
+    dtype = np.dtype(str(like.dtype).removeprefix("torch."))
+    return torch.from_numpy(scratch_array(directory, (rows, *like.shape[1:]), dtype, what))

@@ -32,7 +32,15 @@ import torch
 from torch import Tensor, nn
 
 from graphtier.train.nn._adam_kernels import adam_rows, sum_by_id
-from graphtier.train.nn.table_storage import FIELDS, INIT_KINDS, draw_seed, fill_rows, tier_tensors
+from graphtier.train.nn.table_storage import (
+    FIELDS,
+    INIT_KINDS,
+    copy_rows,
+    draw_seed,
+    fill_rows,
+    scratch_tensor,
+    tier_tensors,
+)
 
 ADAM_STATE_FLOATS = 2
 """Floats of optimizer state per table float (Adam's two moments)."""
@@ -81,15 +89,17 @@ class TieredEmbedding(nn.Module):
         self._slot: np.ndarray | None = None
         self.gather_gradient: GradientGather | None = None
 
-    def _allocate(self, hot_rows: int, device: torch.device, cold_dir: str | os.PathLike[str] | None) -> None:
+    def _allocate(
+        self, hot_rows: int, device: torch.device, cold_dir: str | os.PathLike[str] | None, fill: bool = True
+    ) -> None:
         """Allocate both tiers (the hot one on ``device``, the cold one in host memory or in ``cold_dir``) and fill
-        their first values."""
+        their first values (``fill``; else zeros, for rows about to be loaded)."""
         meta = self._build_device.type == "meta"
         hot = tier_tensors(hot_rows, self.dim, torch.device("meta") if meta else device, None, ("weight",))
         cold = tier_tensors(self.count - hot_rows, self.dim, torch.device("meta" if meta else "cpu"), cold_dir,
                             ("weight",))  # fmt: skip
         self._cold_dir = cold_dir
-        if not meta:
+        if not meta and fill:
             fill_rows(hot["weight"], 0, self.count, self.dim, self.init, self.seed)
             fill_rows(cold["weight"], hot_rows, self.count, self.dim, self.init, self.seed)
         self._set_tiers(hot, cold, cold_dir is not None)
@@ -136,13 +146,14 @@ class TieredEmbedding(nn.Module):
         keep = self.cold_on_disk or device.type == "meta"  # a meta table (a skeleton) has no host memory either
         self._tiers = (hot, cold if keep else {key: self._host(v, device) for key, v in cold.items()})
 
-    def place(self, hot_rows: int, cold_dir: str | os.PathLike[str] | None = None) -> None:
+    def place(self, hot_rows: int, cold_dir: str | os.PathLike[str] | None = None, *, fill: bool = True) -> None:
         """Split the rows (and their optimizer state): the first ``hot_rows`` on the compute device, the rest in host
         memory, or in unlinked scratch files in ``cold_dir`` (``--tables-on disk``). Before the first use the table
-        is allocated so (nothing else is); later the rows move with their values."""
+        is allocated so (nothing else is; with their first values, or zeros without ``fill``: rows about to be
+        loaded); later the rows move with their values."""
         hot_rows = max(0, min(self.count, int(hot_rows)))
         if self._tiers is None:
-            self._allocate(hot_rows, self._build_device, cold_dir)
+            self._allocate(hot_rows, self._build_device, cold_dir, fill)
             return
         if hot_rows == self.hot_rows and (cold_dir is not None) == self.cold_on_disk:
             return
@@ -264,11 +275,31 @@ class TieredEmbedding(nn.Module):
         cold.update(made if keep else {key: self._host(value, self.device) for key, value in made.items()})
 
     def full(self, key: str) -> Tensor:
-        """The whole ``key`` (``weight``, ``exp_avg``, ``exp_avg_sq``, ``steps``) of both tiers, on the CPU."""
+        """The whole ``key`` (``weight``, ``exp_avg``, ``exp_avg_sq``, ``steps``) of both tiers, on the CPU.
+
+        A table on disk (``--tables-on disk``) stays there: with every row on disk the disk tier itself (a memory map,
+        as ``state_dict()`` entries alias a module's parameters), else a copy in a new unlinked scratch file; never
+        a copy of the whole table in RAM (:meth:`snapshot` for a copy that later steps do not change)."""
         if key != "weight":
             self._ensure_state()
         cold = self.cold[key]  # host memory (or meta, for a model built on the meta device)
-        return torch.cat([self.hot[key].to(cold.device), cold])
+        if not self.cold_on_disk:
+            return torch.cat([self.hot[key].to(cold.device), cold])
+        if self.hot_rows == 0:
+            return cold
+        return self._disk_copy(key)
+
+    def snapshot(self, key: str = "weight") -> Tensor:
+        """A copy of :meth:`full` that later steps leave as it is: in RAM, or (a table on disk) in an unlinked
+        scratch file beside its disk tier."""
+        return self._disk_copy(key) if self.cold_on_disk else self.full(key)
+
+    def _disk_copy(self, key: str) -> Tensor:
+        cold = self.cold[key]
+        assert self._cold_dir is not None
+        out = scratch_tensor(self._cold_dir, cold, self.count, f"a copy of learnable table {key} [{self.count}, "
+                             f"{self.dim}] (--tables-on disk)")  # fmt: skip
+        return copy_rows(out, (self.hot[key], cold))
 
     def load_full(self, key: str, value: Tensor) -> None:
         """Copy ``value`` (``key``'s [count, ...] tensor) into both tiers; ValueError on another shape."""
@@ -278,8 +309,8 @@ class TieredEmbedding(nn.Module):
         if key != "weight":
             self._ensure_state()
         hot = self.hot_rows
-        self.hot[key].copy_(value[:hot])
-        self.cold[key].copy_(value[hot:])
+        copy_rows(self.hot[key], (value[:hot],))
+        copy_rows(self.cold[key], (value[hot:],))
 
     def _load_from_state_dict(
         self, state_dict: Mapping[str, Any], prefix: str, local_metadata: Any, strict: bool,
@@ -381,3 +412,19 @@ def attach_sparse_adam(optimizer: torch.optim.Optimizer, model: nn.Module) -> No
     optimizer.register_step_post_hook(step)
     optimizer.register_state_dict_post_hook(save)
     optimizer.register_load_state_dict_pre_hook(load)
+
+
+def state_snapshot(model: nn.Module) -> dict[str, Any]:
+    """A copy of ``model.state_dict()`` that later training steps do not change (the best epoch's weights): the
+    tensors cloned, a learnable table on disk copied to an unlinked scratch file beside its disk tier
+    (:meth:`TieredEmbedding.snapshot`), not to RAM."""
+    state = model.state_dict()
+    tables = {f"{name}.weight" if name else "weight": table for name, table in tiered_embeddings(model)}
+    for key, value in state.items():
+        table = tables.get(key)
+        if table is None:
+            state[key] = value.clone()
+        elif value is table.cold["weight"]:  # the live disk tier itself (every row on disk): copied on disk
+            state[key] = table.snapshot()
+        # else: the table's state_dict() entry is already a copy (TieredEmbedding.full)
+    return state

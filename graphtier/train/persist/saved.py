@@ -24,6 +24,7 @@ from graphtier.dataset.schema import Schema
 from graphtier.errors import DatasetError, OptionError, ResourceError
 from graphtier.train.nn.link_model import LinkModel, build_task_model, build_typed_link_model
 from graphtier.train.nn.models import GCN_DEGREES
+from graphtier.train.nn.tiered_embedding import tiered_embeddings
 from graphtier.train.nn.typed_models import build_typed_model
 from graphtier.train.options.spec import DECODER_NAMES, TASK_NAMES, TYPED_MODEL_NAMES
 from graphtier.train.persist.fingerprint import dataset_fingerprint, fingerprint_mismatch
@@ -142,9 +143,10 @@ def _builder(
 
 def _build_checked(
     source: Path, cfg: dict[str, Any], in_dim: int, out_dim: int, weights: dict[str, Any], schema: Schema | None,
-    relation: tuple[str, str, str] | None = None,
+    relation: tuple[str, str, str] | None = None, tables_dir: str | os.PathLike[str] | None = None,
 ) -> nn.Module:  # fmt: skip
-    """Build the model of ``cfg`` after checking, on the meta device (no memory), that ``weights`` fit it."""
+    """Build the model of ``cfg`` after checking, on the meta device (no memory), that ``weights`` fit it; its
+    learnable tables in unlinked scratch files in ``tables_dir`` when given (else in RAM)."""
     try:
         build = _builder(cfg, in_dim, out_dim, schema, relation)
         with torch.device("meta"):
@@ -165,17 +167,25 @@ def _build_checked(
     extra = sorted(set(weights) - set(shapes))
     if extra:
         raise OptionError(f"--model {source}: parameter {extra[0]!r} found but not in a {cfg['model']} model ({sizes})")
-    if need > available_memory():
+    on_disk = sum(t.count * t.dim * 4 for _, t in tiered_embeddings(skeleton)) if tables_dir is not None else 0
+    if need - on_disk > available_memory():
         raise ResourceError(
-            f"--model {source}: the model needs {human_bytes(need)}, {human_bytes(available_memory())} available"
+            f"--model {source}: the model needs {human_bytes(need - on_disk)} of RAM, "
+            f"{human_bytes(available_memory())} available"
         )
     model = build()
+    if tables_dir is not None:
+        for _, table in tiered_embeddings(model):
+            table.place(0, tables_dir, fill=False)  # the saved rows are copied there next, never into RAM
     model.load_state_dict(weights)
     return model
 
 
-def load_model(path: str | os.PathLike[str]) -> SavedModel:
+def load_model(path: str | os.PathLike[str], tables_dir: str | os.PathLike[str] | None = None) -> SavedModel:
     """Read a file written by :func:`save_model`; raise OptionError (one line) if it is not one.
+
+    ``tables_dir``: the learnable tables of featureless types (a typed model's; GBs on a MAG-scale graph) go to
+    unlinked memory-mapped files in that directory instead of RAM (the file itself is read memory-mapped).
 
     The file is read without executing code, its CRCs are checked, and its fields and weight shapes
     are checked against each other before the model is built (so a hand-edited size is refused).
@@ -227,7 +237,7 @@ def load_model(path: str | os.PathLike[str]) -> SavedModel:
         relation = (str(named[0]), str(named[1]), str(named[2]))
     in_dim = state.get("in_dim") if schema is not None else _field(source, state, "in_dim", int)
     out_dim = _field(source, state, "out_dim", int)
-    model = _build_checked(source, cfg, in_dim, out_dim, weights, schema, relation)
+    model = _build_checked(source, cfg, in_dim, out_dim, weights, schema, relation, tables_dir)
     model.eval()
     return SavedModel(
         model=model, config=dict(cfg), fingerprint=dict(fingerprint), path=source, schema=schema,
