@@ -9,6 +9,9 @@
     raw/node-label.csv.gz      N lines, one label each; "nan" = unlabelled (optional)
     raw/node_year.csv.gz       N lines, one integer year each (optional; ogbn-arxiv): node_time.npy, and each
                                edge's time as the later year of its ends (edge_time.npy; docs/guide/time.md)
+    raw/edge_year.csv.gz       E lines, one integer year each (optional; ogbl-collab): edge_time.npy
+    raw/edge_weight.csv.gz     E lines, one number each (optional; ogbl-collab): edge features (edge_feat.npy)
+    raw/edge-feat.csv.gz       E lines of D floats (optional; ogbn-proteins): edge features (edge_feat.npy)
     split/<scheme>/{train,valid,test}.csv.gz   one node id per line (optional)
     split/<scheme>/{train,valid,test}.pt       an ogbl link split instead (dicts of tensors; graphtier.dataset.importers.ogb_link)
 
@@ -26,12 +29,14 @@ from typing import Any
 import numpy as np
 
 from graphtier._progress import NO_PROGRESS, Progress
+from graphtier.dataset.edge_data import write_edge_columns
 from graphtier.dataset.edge_time import EDGE_TIME
 from graphtier.dataset.finite import NonFiniteGuard
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import edges, finish, splits, textio
 from graphtier.dataset.importers.features import note_replaced
 from graphtier.dataset.importers.labels import Labels, labels_from_values
+from graphtier.dataset.importers.ogb_edges import OgbEdgeFiles, read_edge_years, read_ogb_edge_features, timed_edge_rows
 from graphtier.dataset.importers.ogb_files import (
     choose_scheme,
     find_raw,
@@ -167,6 +172,7 @@ def import_ogb(
     feat_path = find_raw(raw, "node-feat", required=False)
     label_path = find_raw(raw, "node-label", required=False)
     year_path = find_raw(raw, "node_year", required=False)
+    edge_files = OgbEdgeFiles.find(raw)
     if feat_path is not None and options.synthetic_features:
         raise OptionError(
             f"{{synthetic_features}}: {feat_path} already provides features", options=("synthetic_features",)
@@ -183,19 +189,24 @@ def import_ogb(
         raise DatasetError(f"{num_nodes_path}: expected a non-negative node count, found {n}")
     edges.require_csc_memory(n, 0, f"{num_nodes_path}: node count {n:,}")
     inputs: list[Path] = [p for p in (edge_path, num_nodes_path, num_edges_path, feat_path, label_path, year_path) if p]
+    inputs += edge_files.paths
+    edge_years = read_edge_years(edge_files.year) if edge_files.year is not None else None
 
     with DatasetWriter(output, overwrite=overwrite) as writer, edges.EdgeSpill(writer.tmp) as spill:
-        spill.extend(
-            textio.iter_int_rows(
-                edge_path,
-                2,
-                allow_extra_columns=False,
-                skip_header=False,
-                expected="two integer node ids 'src,dst'",
-                chunk_bytes=chunk_bytes,
-            ),
-            progress,
+        pairs = textio.iter_int_rows(
+            edge_path,
+            2,
+            allow_extra_columns=False,
+            skip_header=False,
+            expected="two integer node ids 'src,dst'",
+            chunk_bytes=chunk_bytes,
         )
+        timed = edge_years is not None
+        if edge_years is not None:
+            assert edge_files.year is not None
+            pairs = timed_edge_rows(pairs, edge_years, edge_files.year)
+        spill.extend(pairs, progress, timed=timed)
+        del edge_years
         if spill.num_edges and (spill.min_id < 0 or spill.max_id >= n):  # type: ignore[operator]
             raise DatasetError(
                 f"{edge_path}: expected node ids in [0, {n}) ({num_nodes_path.name}), "
@@ -208,8 +219,16 @@ def import_ogb(
                     f"{edge_path}: expected {expected_edges} edges ({num_edges_path.name}), found {spill.num_edges}"
                 )
 
-        def chunks() -> Iterator[tuple[np.ndarray, np.ndarray]]:
-            yield from spill
+        columns = (
+            read_ogb_edge_features(
+                edge_files, spill.num_edges, writer.tmp / "edge_columns.scratch", options.non_finite, writer
+            )
+            if edge_files.has_features
+            else None
+        )
+
+        def chunks() -> Iterator[tuple[np.ndarray, ...]]:
+            yield from (spill.timed_chunks() if timed else spill)
 
         built = edges.build_csc(
             chunks,
@@ -219,16 +238,24 @@ def import_ogb(
             drop_self_loops=options.drop_self_loops,
             progress=progress,
             num_input_edges=spill.num_edges,
+            timed=timed,
+            rows=columns is not None,
         )
         spill.remove()
         writer.save("indptr", built.indptr)
         writer.save("indices", built.indices)
         num_edges = int(built.indices.shape[0])
         edge_counts = built.counts
+        if built.edge_time is not None:  # edge years (ogbl-collab)
+            writer.save(EDGE_TIME, built.edge_time)
+        edge_meta = write_edge_columns(writer, [(columns, built.edge_row)], str(raw)) if columns is not None else {}
+        if columns is not None:
+            columns.remove()
         years = read_node_years(year_path, n) if year_path is not None else None
-        if years is not None:  # node years: each edge as old as its later end (a citation, its citing paper)
+        if years is not None:
             writer.save(NODE_TIME, years)
-            writer.save(EDGE_TIME, edge_times_from_nodes(built.indptr, built.indices, years))
+            if not timed:  # node years only: each edge as old as its later end (a citation, its citing paper)
+                writer.save(EDGE_TIME, edge_times_from_nodes(built.indptr, built.indices, years))
         del built
 
         labels = read_ogb_labels(label_path, n) if label_path is not None else None
@@ -260,8 +287,11 @@ def import_ogb(
             provenance=written.provenance,
             edge_counts=edge_counts,
         )
-        if years is not None:  # finish_dataset completes the edge time entry (range) and writes the order file
-            meta[NODE_TIME], meta[EDGE_TIME] = node_time_meta(years, "year"), {"unit": "year"}
+        meta.update(edge_meta)
+        if years is not None:
+            meta[NODE_TIME] = node_time_meta(years, "year")
+        if years is not None or timed:  # finish_dataset completes the edge time entry (range), writes the order file
+            meta[EDGE_TIME] = {"unit": "year"}
         if link_scheme:
             assert scheme_dir is not None
             inputs += [scheme_dir / f"{part}.pt" for part in LINK_PARTS]
