@@ -16,7 +16,8 @@ A PyG user gets neighbour sampling without pyg-lib or torch-sparse::
 
 The batch follows PyG's ``NeighborLoader`` layout: ``batch.n_id`` global ids with the seeds first,
 ``edge_index`` over local ids (row 0 source, row 1 destination), all hops merged, and
-``num_sampled_nodes`` / ``num_sampled_edges`` per hop (seeds first) for ``trim_to_layer``.
+``num_sampled_nodes`` / ``num_sampled_edges`` per hop (seeds first) for ``trim_to_layer``; on a dataset with edge
+features ``batch.e_id`` (the edges' dataset ids), and ``transform=EdgeAttrs(feature_store)`` adds ``edge_attr``.
 ``neighbor_loader`` builds all of this in one call. ``LinkNeighborLoader(stores, neighbor_sampler=
 GraphtierNeighborSampler(ds, fanouts), edge_label_index=(None, pairs), neg_sampling="binary")`` samples link
 batches with graphtier's link sampler (negatives drawn per positive, the batch's target edges excluded).
@@ -26,12 +27,13 @@ graphtier feature store: tiered, zero-copy, cached), ``graph_store`` (``GraphSto
 ``sampler`` (``BaseSampler``) and ``loader`` (``NodeLoader`` in one call).
 """
 
-from graphtier.pyg.feature_store import GraphtierFeatureStore, TieredPyGFeatureStore
+from graphtier.pyg.feature_store import EdgeAttrs, GraphtierFeatureStore, TieredPyGFeatureStore
 from graphtier.pyg.graph_store import GraphtierGraphStore
 from graphtier.pyg.loader import neighbor_loader
 from graphtier.pyg.sampler import GraphtierNeighborSampler
 
 __all__ = [
+    "EdgeAttrs",
     "GraphtierFeatureStore",
     "GraphtierGraphStore",
     "GraphtierNeighborSampler",

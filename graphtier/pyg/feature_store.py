@@ -6,6 +6,13 @@
     stores = (TieredPyGFeatureStore(ds, store), GraphtierGraphStore(ds))
 
 ``x`` is then float32 on the store's ``output_device`` (the GPU for the tiered modes on CUDA).
+
+Edge features (``edge_feat.npy``) are the attribute ``edge_attr`` (group ``None``), indexed by edge ids (CSC
+positions, the ``e_id`` of PyG's batches). PyG's loaders index every attribute that ``get_all_tensor_attrs`` lists by
+the batch's NODE ids, so ``edge_attr`` is not listed: :class:`EdgeAttrs` (a loader ``transform``) reads it by
+``batch.e_id``::
+
+    loader = NeighborLoader((fs, gs), ..., transform=EdgeAttrs(fs))   # batch.edge_attr [num_edges, d]
 """
 
 from __future__ import annotations
@@ -21,6 +28,9 @@ from graphtier.dataset import Dataset
 from graphtier.errors import GraphtierError, OptionError
 from graphtier.graphstore import GraphStore
 from graphtier.memory import FeatureSource, HostFeatureStore
+
+EDGE_ATTR = "edge_attr"
+"""The attribute name of the edge features (PyG's ``Data.edge_attr``)."""
 
 
 class _ReadOnlyStoreError(GraphtierError):
@@ -38,16 +48,25 @@ def _index_to_numpy(index: Any, num_rows: int) -> np.ndarray:
 
 
 def host_graph_store(dataset: Dataset, num_threads: int | None = None) -> GraphStore:
-    """A :class:`GraphStore` over ``dataset`` that samples and gathers on the CPU (the adapters' default)."""
+    """A :class:`GraphStore` over ``dataset`` that samples and gathers on the CPU (the adapters' default); a dataset
+    with edge features (homogeneous) also serves them, and its samplers record each edge's id (PyG's ``e_id``)."""
     features = HostFeatureStore(dataset.features) if dataset.features is not None else None
-    return GraphStore(dataset, features, num_threads=num_threads)
+    return GraphStore(dataset, features, num_threads=num_threads, edge_features=host_edge_features(dataset))
+
+
+def host_edge_features(dataset: Dataset) -> HostFeatureStore | None:
+    """The edge feature rows of a homogeneous ``dataset`` gathered on the CPU, or None (no ``edge_feat.npy``, or a
+    typed dataset: not yet supported)."""
+    table = None if dataset.is_hetero else dataset.edge_features
+    return HostFeatureStore(table) if table is not None else None
 
 
 class GraphtierFeatureStore(FeatureStore):
     """A read-only PyG ``FeatureStore`` over a :class:`GraphStore` (a Dataset is opened as a CPU one).
 
     Attributes (group ``None``): ``x`` (float32 [N, D] on the store's feature device, gathered by
-    graphtier and converted from float16 when stored so) and ``y`` (int64 [N] labels, -1 = unlabelled, CPU).
+    graphtier and converted from float16 when stored so), ``y`` (int64 [N] labels, -1 = unlabelled, CPU) and, when
+    the dataset has edge features, ``edge_attr`` (float32 [E, d] indexed by edge ids; see :class:`EdgeAttrs`).
     A typed dataset has groups named by node type, PyG's ``HeteroData`` layout: ``x`` (float32 [count, D_t]) per
     type with features, indexed by local ids, and ``y`` on the target type.
     """
@@ -97,6 +116,9 @@ class GraphtierFeatureStore(FeatureStore):
         if attr.attr_name == "y" and self.dataset.labels is not None:
             ids = _index_to_numpy(attr.index, self.store.num_nodes)
             return torch.from_numpy(self.store.labels(ids))
+        if attr.attr_name == EDGE_ATTR and self.store.edge_features is not None:
+            ids = _index_to_numpy(attr.index, self.dataset.num_edges)
+            return self.store.gather_edges(ids).to(torch.float32, copy=True)
         return None
 
     def _get_tensor_size(self, attr: TensorAttr) -> tuple[int, ...] | None:
@@ -106,6 +128,8 @@ class GraphtierFeatureStore(FeatureStore):
             return (self.store.features.num_rows, self.store.features.dim)
         if attr.attr_name == "y" and self.dataset.labels is not None:
             return (self.store.num_nodes,)
+        if attr.attr_name == EDGE_ATTR and self.store.edge_features is not None:
+            return (self.dataset.num_edges, self.store.edge_features.dim)
         return None
 
     def get_all_tensor_attrs(self) -> list[TensorAttr]:
@@ -134,3 +158,25 @@ class TieredPyGFeatureStore(GraphtierFeatureStore):
                 f"found [{store.num_rows}, {store.dim}]"
             )
         super().__init__(GraphStore(dataset, store))
+
+
+class EdgeAttrs:
+    """A PyG loader ``transform`` setting ``batch.edge_attr`` (float32 [num_edges, d]) from ``feature_store``'s
+    ``edge_attr`` rows of ``batch.e_id`` (the sampled edges' ids, which the loader sets from the sampler).
+
+    ``NeighborLoader`` / ``LinkNeighborLoader`` / ``NodeLoader`` with a :class:`GraphtierNeighborSampler` over a
+    dataset with edge features give ``e_id``; OptionError (one line) when a batch has none or the store has no
+    edge features."""
+
+    def __init__(self, feature_store: GraphtierFeatureStore) -> None:
+        if feature_store.store.edge_features is None:
+            raise OptionError(f"{feature_store.dataset.path}: the feature store has no edge features (edge_feat.npy)")
+        self.feature_store = feature_store
+
+    def __call__(self, batch: Any) -> Any:
+        """``batch`` (a PyG ``Data``) with ``edge_attr`` set."""
+        e_id = getattr(batch, "e_id", None)
+        if e_id is None:
+            raise OptionError("EdgeAttrs: the batch has no e_id (sample with GraphtierNeighborSampler)")
+        batch.edge_attr = self.feature_store.get_tensor(TensorAttr(group_name=None, attr_name=EDGE_ATTR, index=e_id))
+        return batch

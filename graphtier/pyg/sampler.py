@@ -29,6 +29,7 @@ from torch_geometric.sampler import (
 from graphtier.dataset import Dataset
 from graphtier.errors import OptionError
 from graphtier.graphstore import GraphStore
+from graphtier.pyg.feature_store import host_edge_features
 from graphtier.sampling import MiniBatch
 from graphtier.sampling.link import LinkSampler
 from graphtier.sampling.typed_batch import TypedMiniBatch
@@ -123,7 +124,11 @@ class GraphtierNeighborSampler(BaseSampler):
         relation_fanouts: Any = None,
         temporal: str = "uniform",
     ) -> None:
-        store = source if isinstance(source, GraphStore) else GraphStore(source, None, num_threads=num_threads)
+        store = (
+            source
+            if isinstance(source, GraphStore)
+            else GraphStore(source, None, num_threads=num_threads, edge_features=host_edge_features(source))
+        )  # a dataset with edge features: the batches carry e_id (:class:`~graphtier.pyg.feature_store.EdgeAttrs`)
         self.store = store
         self.fanouts = list(fanouts)
         self.seed = seed
