@@ -7,13 +7,10 @@ from pathlib import Path
 
 import click
 
-from graphtier._fanouts import DEFAULT_FANOUTS, format_fanouts
 from graphtier.cli.options import (
-    SEED,
     epoch_seeds,
-    fanouts_option_type,
     merge_alias,
-    relation_fanouts_option,
+    replay_options,
     task_options,
 )
 from graphtier.cli.progress import cli_progress
@@ -34,17 +31,7 @@ def format_table(curves: dict[str, dict[str, float]]) -> str:
 
 @click.command("analyze")
 @click.argument("dataset", type=click.Path(path_type=Path))
-@click.option(
-    "--fanouts",
-    default=format_fanouts(DEFAULT_FANOUTS),
-    show_default=True,
-    type=fanouts_option_type(),
-    help="Training fanouts, e.g. 10,10,10.",
-)
-@relation_fanouts_option()
-@click.option("--batch-size", type=int, default=1024, show_default=True, help="Seeds per mini-batch.")
-@click.option("--epochs", type=int, default=1, show_default=True, help="Epochs replayed.")
-@click.option("--seed", type=SEED, default=0, show_default=True, help="Sampling seed of the replay.")
+@replay_options
 @click.option(
     "--score",
     "-s",

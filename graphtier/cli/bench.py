@@ -8,8 +8,7 @@ from pathlib import Path
 
 import click
 
-from graphtier._fanouts import DEFAULT_FANOUTS, format_fanouts
-from graphtier.cli.options import SEED, fanouts_option_type
+from graphtier.cli.options import SEED, fanouts_option
 from graphtier.dataset.format import Dataset
 from graphtier.errors import OptionError
 
@@ -21,13 +20,7 @@ def command() -> None:
 
 @command.command(name="sample")
 @click.argument("dataset", type=click.Path(path_type=Path))
-@click.option(
-    "--fanouts",
-    default=format_fanouts(DEFAULT_FANOUTS),
-    show_default=True,
-    type=fanouts_option_type(),
-    help="Neighbours per hop, seeds' hop first; -1 = all.",
-)
+@fanouts_option("Neighbours per hop, seeds' hop first; -1 = all.")
 @click.option("--batch-size", type=click.IntRange(min=1), default=1024, show_default=True)
 @click.option("--batches", type=click.IntRange(min=1), default=50, show_default=True, help="Timed mini-batches.")
 @click.option("--warmup", type=click.IntRange(min=0), default=3, show_default=True, help="Untimed batches first.")

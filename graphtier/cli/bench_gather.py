@@ -11,8 +11,7 @@ from typing import Any
 import click
 
 from graphtier._choices import GATHER_DTYPES
-from graphtier._fanouts import DEFAULT_FANOUTS, format_fanouts
-from graphtier.cli.options import SEED, fanouts_option_type
+from graphtier.cli.options import SEED, fanouts_option
 from graphtier.errors import OptionError
 
 
@@ -24,13 +23,7 @@ from graphtier.errors import OptionError
 @click.option("--features-on", default="cpu-gather", show_default=True, help="With DATASET: the store to measure.")
 @click.option("--gpu-budget", default=None, help="With DATASET: hot rows on the GPU (tiered modes).")
 @click.option("--cache-budget", default=None, help="With DATASET: GPU row cache (tiered+cache).")
-@click.option(
-    "--fanouts",
-    default=format_fanouts(DEFAULT_FANOUTS),
-    show_default=True,
-    type=fanouts_option_type(),
-    help="With DATASET: sampler fanouts of the trace.",
-)
+@fanouts_option("With DATASET: sampler fanouts of the trace.")
 @click.option("--batch-size", default=1024, show_default=True, type=int, help="With DATASET: seeds per batch.")
 @click.option(
     "--batches",

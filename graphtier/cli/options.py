@@ -78,10 +78,33 @@ def relation_fanouts_option() -> Any:
     )
 
 
+def fanouts_option(help: str) -> Any:
+    """``--fanouts`` of a command that samples: a fanout list (default the training default), with ``help``."""
+    from graphtier._fanouts import DEFAULT_FANOUTS, format_fanouts
+
+    return click.option(
+        "--fanouts", default=format_fanouts(DEFAULT_FANOUTS), show_default=True, type=fanouts_option_type(), help=help
+    )
+
+
+def replay_options(func: Any) -> Any:
+    """The sampling trace a tiering command replays (``analyze``, ``plan``): ``--fanouts``,
+    ``--fanouts-per-relation``, ``--batch-size``, ``--epochs`` and ``--seed``, as ``graphtier train`` takes them."""
+    options = [
+        fanouts_option("Training fanouts, seed hop first."),
+        relation_fanouts_option(),
+        click.option("--batch-size", type=int, default=1024, show_default=True, help="Seeds per mini-batch."),
+        click.option("--epochs", type=int, default=1, show_default=True, help="Epochs of the sampling trace."),
+        click.option("--seed", type=SEED, default=0, show_default=True, help="Sampling seed (as train --seed)."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
 def score_options(func: Any) -> Any:
     """The options every hotness score takes (``score`` and ``reorder``): damping, tol, iterations, fanouts,
     batch size, presample epochs and seed. Defaults are those of :mod:`graphtier.tiering.hotness`."""
-    from graphtier._fanouts import DEFAULT_FANOUTS, format_fanouts
     from graphtier.graph.scores import DEFAULT_DAMPING, DEFAULT_RPR_TOL
 
     options = [
@@ -99,13 +122,7 @@ def score_options(func: Any) -> Any:
             default=None,
             help="rpr: iteration cap (default 100); wrpr: iterations run (default 5).",
         ),
-        click.option(
-            "--fanouts",
-            default=format_fanouts(DEFAULT_FANOUTS),
-            show_default=True,
-            type=fanouts_option_type(),
-            help="fwr/fwr-sum/presample: training fanouts, seed hop first.",
-        ),
+        fanouts_option("fwr/fwr-sum/presample: training fanouts, seed hop first."),
         relation_fanouts_option(),
         click.option("--batch-size", type=int, default=1024, show_default=True, help="fwr/presample: seeds per batch."),
         click.option("--epochs", type=int, default=1, show_default=True, help="presample: epochs sampled."),

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 import click
 
 from graphtier._choices import DEFAULT_BUDGETS, DEFAULT_DISK_GBPS, DEFAULT_GPU_GBPS, DEFAULT_PCIE_GBPS, PAIR_MOVE_GROUPS
-from graphtier._fanouts import DEFAULT_FANOUTS, format_fanouts
-from graphtier.cli.options import SEED, epoch_seeds, fanouts_option_type, relation_fanouts_option, task_options
+from graphtier._fanouts import format_fanouts
+from graphtier.cli.options import epoch_seeds, replay_options, task_options
 from graphtier.cli.progress import cli_progress
 from graphtier.dataset.format import Dataset
 from graphtier.errors import OptionError
@@ -22,17 +22,7 @@ if TYPE_CHECKING:
 
 @click.command("plan")
 @click.argument("dataset", type=click.Path(path_type=Path))
-@click.option(
-    "--fanouts",
-    default=format_fanouts(DEFAULT_FANOUTS),
-    show_default=True,
-    type=fanouts_option_type(),
-    help="Training fanouts, seed hop first.",
-)
-@relation_fanouts_option()
-@click.option("--batch-size", type=int, default=1024, show_default=True, help="Seeds per mini-batch.")
-@click.option("--epochs", type=int, default=1, show_default=True, help="Epochs of the sampling trace.")
-@click.option("--seed", type=SEED, default=0, show_default=True, help="Sampling seed (as train --seed).")
+@replay_options
 @click.option(
     "--gpu-memory", default="auto", show_default=True, help='Memory of one GPU, e.g. "80GiB"; auto reads CUDA device 0.'
 )
