@@ -52,27 +52,6 @@ def check_layerwise(model: nn.Module, where: str = "model") -> None:
 
 
 @torch.no_grad()
-def layerwise_inference(
-    model: nn.Module,
-    gather: Callable[[torch.Tensor], torch.Tensor],
-    indptr: np.ndarray,
-    indices: np.ndarray,
-    *,
-    num_nodes: int,
-    device: torch.device,
-    degree: torch.Tensor | None = None,
-    chunk_size: int = 4096,
-    progress: Progress = NO_PROGRESS,
-) -> torch.Tensor:
-    """Logits of every node: float32 [N, C] on the CPU (see :func:`layerwise_outputs` for the arguments)."""
-    logits, _ = layerwise_outputs(
-        model, gather, indptr, indices, num_nodes=num_nodes, device=device, degree=degree, chunk_size=chunk_size,
-        progress=progress,
-    )  # fmt: skip
-    return logits
-
-
-@torch.no_grad()
 def layerwise_outputs(
     model: nn.Module,
     gather: Callable[[torch.Tensor], torch.Tensor],

@@ -15,7 +15,7 @@ from graphtier._progress import NO_PROGRESS, Progress
 from graphtier.dataset.edgebank import edgebank_split_scores
 from graphtier.dataset.link_split import LinkPairs
 from graphtier.graphstore import GraphStore
-from graphtier.train.infer.inference import layerwise_inference
+from graphtier.train.infer.inference import layerwise_outputs
 from graphtier.train.infer.pair_space import PairSpace, pair_space
 from graphtier.train.infer.typed_inference import typed_layerwise_outputs, typed_output_tables
 from graphtier.train.loop.collective import Collective
@@ -250,7 +250,7 @@ class Evaluator:
                 self.store.dataset.schema, device=self.feed.device, chunk_size=self.batch_size,
                 progress=self.progress,
             )[0]  # fmt: skip
-        return layerwise_inference(
+        return layerwise_outputs(
             encoder_of(model),
             self.store.gather,  # each gathered block is used before the ring slot comes round again
             indptr,
@@ -260,7 +260,7 @@ class Evaluator:
             degree=self.degree,
             chunk_size=self.batch_size,
             progress=self.progress,
-        )
+        )[0]
 
     def full_accuracy(self, model: nn.Module) -> dict[str, float | None]:
         """``valid_``/``test_`` ``acc``, ``macro_f1``, ``micro_f1`` of exact layer-wise inference (None for an
