@@ -84,8 +84,6 @@ def open_edge_features(
     """The edge feature table of ``dataset`` (:func:`require_edge_features`) as a feature source of the placement's
     ``features_on`` mode and budgets (:func:`make_feature_store`), its log lines prefixed ``edge features:``.
     ``gather(edge_id)`` (int64 [E_b]) gives float16/float32 [E_b, d] on the source's output device."""
-    if dataset.is_hetero:
-        raise OptionError("{edge_features}: typed datasets are not supported yet", options=("edge_features",))
     table = require_edge_features(dataset)
     return make_feature_store(
         table, placement.features_on, device=device, gpu_budget=placement.gpu_budget,

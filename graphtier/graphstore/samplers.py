@@ -55,13 +55,17 @@ def build_typed_sampler(
     topology: Topology | None = None,
     picks: str = "auto",
     kernels: ModuleType | None = None,
+    with_edge_ids: bool = False,
 ) -> TypedNeighborSampler | DeviceTypedNeighborSampler:
     """The typed sampler with the fanouts of :func:`relation_fanouts_key`: a :class:`TypedNeighborSampler` over the
     dataset's arrays, or with ``topology`` (the tiered back-to-back CSC) a :class:`DeviceTypedNeighborSampler` on
-    its device (``picks``/``kernels`` as there); both give the same batches."""
+    its device (``picks``/``kernels`` as there); both give the same batches (``with_edge_ids``: with each relation
+    block's ``edge_id``)."""
     if topology is not None:
-        return DeviceTypedNeighborSampler(topology, schema, dict(fanouts_key), seed=seed, picks=picks, kernels=kernels)
-    return TypedNeighborSampler(indptr, indices, schema, dict(fanouts_key), seed=seed, num_threads=num_threads)
+        return DeviceTypedNeighborSampler(topology, schema, dict(fanouts_key), seed=seed, picks=picks, kernels=kernels,
+                                          with_edge_ids=with_edge_ids)  # fmt: skip
+    return TypedNeighborSampler(indptr, indices, schema, dict(fanouts_key), seed=seed, num_threads=num_threads,
+                                with_edge_ids=with_edge_ids)  # fmt: skip
 
 
 def typed_seed_only_batch(schema: Schema) -> TypedSampler:

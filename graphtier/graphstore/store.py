@@ -263,7 +263,8 @@ class GraphStore(DatasetReads):
             sample = self._samplers.get(key)
             if sample is None:
                 inner = build_typed_sampler(self._indptr, self._indices, schema, key[1], key[2], self.num_threads,
-                                            topology=self.topology, picks=self._picks, kernels=self._kernels)  # fmt: skip
+                                            topology=self.topology, picks=self._picks, kernels=self._kernels,
+                                            with_edge_ids=self.edge_features is not None)  # fmt: skip
                 sample = self._samplers[key] = lambda seeds, batch_id: self._sample_with(inner, seeds, batch_id)
         return sample
 

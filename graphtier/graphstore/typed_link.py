@@ -48,7 +48,8 @@ def typed_link_sampler(
     seed = store.seed if seed is None else int(seed)
     indptr, indices = store.csc
     key = relation_fanouts_key(schema, tuple(fanouts), relation_fanouts)
-    inner = TypedNeighborSampler(indptr, indices, schema, dict(key), seed=seed, num_threads=store.num_threads)
+    inner = TypedNeighborSampler(indptr, indices, schema, dict(key), seed=seed, num_threads=store.num_threads,
+                                 with_edge_ids=store.edge_features is not None)  # fmt: skip
     tally = store._host_tally
 
     def sample_global(seeds: np.ndarray, batch_id: int) -> tuple[TypedMiniBatch, np.ndarray]:

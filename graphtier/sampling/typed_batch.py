@@ -29,10 +29,15 @@ class RelationBlock:
     Attributes:
         rowptr: int64 [num_dst[dst_type] + 1]; the edges of destination ``r`` are ``rowptr[r] <= e < rowptr[r+1]``.
         col: int64 [E], the source of each edge: a row of the layer's sources of the relation's source type.
+        edge_id: int64 [E], each edge's position in the dataset's typed CSC (the row of ``edge_feat.npy``), when the
+            sampler records edge ids (``with_edge_ids``); else None.
+        edge_attr: [E, d] the edge features of ``edge_id`` (the trainer's feed fills it with ``--edge-features``).
     """
 
     rowptr: torch.Tensor
     col: torch.Tensor
+    edge_id: torch.Tensor | None = None
+    edge_attr: torch.Tensor | None = None
 
     @property
     def num_edges(self) -> int:
@@ -49,9 +54,14 @@ class RelationBlock:
         """On ``device``: this block itself when it is there already (with whatever was cached on it), else a copy."""
         if self.rowptr.device == torch.device(device) and self.col.device == self.rowptr.device:
             return self
+
+        def moved(tensor: torch.Tensor | None) -> torch.Tensor | None:
+            return None if tensor is None else tensor.to(device, non_blocking=non_blocking)
+
         return RelationBlock(
-            self.rowptr.to(device, non_blocking=non_blocking), self.col.to(device, non_blocking=non_blocking)
-        )
+            self.rowptr.to(device, non_blocking=non_blocking), self.col.to(device, non_blocking=non_blocking),
+            moved(self.edge_id), moved(self.edge_attr),
+        )  # fmt: skip
 
 
 @dataclass

@@ -47,6 +47,7 @@ class DeviceTypedNeighborSampler:
         fanouts: per relation type its fanouts (seed hop first, -1 = all), every relation the same number of hops.
         seed: base of the counter-based random stream (the CPU sampler's).
         picks, kernels: as for :class:`~graphtier.sampling.DeviceNeighborSampler`.
+        with_edge_ids: every relation block records ``edge_id`` (on the device), as the CPU sampler's.
     """
 
     def __init__(
@@ -58,8 +59,10 @@ class DeviceTypedNeighborSampler:
         seed: int = 0,
         picks: str = "auto",
         kernels: ModuleType | None = None,
+        with_edge_ids: bool = False,
     ) -> None:
         check_topology(topology)
+        self.with_edge_ids = bool(with_edge_ids)
         if topology.num_nodes != schema.num_rows:
             raise OptionError(
                 f"topology: expected {schema.num_rows} rows (the schema's relation rows), found {topology.num_nodes}"
@@ -99,11 +102,12 @@ class DeviceTypedNeighborSampler:
             hop_relations: list[dict[RelationType, RelationBlock]] = []
             for hop in range(self.num_hops):
                 stream = cpu_kernels.stream_key(self.seed, int(batch_id), hop)
-                spans, sources = self._hop(hop, stream, n_id, node_type, type_position, type_count)
+                spans, sources, positions = self._hop(hop, stream, n_id, node_type, type_position, type_count)
                 n_id, local_sources = first_seen_relabel(n_id, sources)
                 node_type, type_position, type_count = self._types(n_id, num_types)
                 columns = type_position[local_sources]  # each edge's source row among its type's sources
-                hop_relations.append({key: RelationBlock(rowptr, columns[low:high])
+                hop_relations.append({key: RelationBlock(rowptr, columns[low:high],
+                                                         positions[low:high] if self.with_edge_ids else None)
                                       for key, (rowptr, low, high) in spans.items()})  # fmt: skip
                 layer_counts.append(type_count)
         names = self.schema.type_names
@@ -144,9 +148,9 @@ class DeviceTypedNeighborSampler:
         node_type: torch.Tensor,
         type_position: torch.Tensor,
         type_count: list[int],
-    ) -> tuple[dict[RelationType, tuple[torch.Tensor, int, int]], torch.Tensor]:
-        """Draw hop ``hop`` for the batch's nodes: per relation ``(rowptr, first edge, stop edge)`` and the global
-        source id of every edge (int64 [E] on the device)."""
+    ) -> tuple[dict[RelationType, tuple[torch.Tensor, int, int]], torch.Tensor, torch.Tensor]:
+        """Draw hop ``hop`` for the batch's nodes: per relation ``(rowptr, first edge, stop edge)``, the global
+        source id of every edge and its CSC position (int64 [E] each, on the device)."""
         device = self.device
         counts_by_type = torch.tensor(type_count, device=device)
         type_start = torch.cumsum(counts_by_type, 0) - counts_by_type
@@ -190,4 +194,4 @@ class DeviceTypedNeighborSampler:
         for r, rel in enumerate(self.schema.relations):
             first, stop = int(item_start_host[r]), int(item_start_host[r + 1])
             spans[rel.type] = (offsets[first : stop + 1] - bounds[r], bounds[r], bounds[r + 1])
-        return spans, sources
+        return spans, sources, positions

@@ -74,7 +74,7 @@ def without_pairs(rel: RelationBlock, dst_rows: torch.Tensor, src_rows: torch.Te
     kept_counts = torch.bincount(dst[keep], minlength=counts.shape[0])
     rowptr = torch.zeros_like(rel.rowptr)
     torch.cumsum(kept_counts, 0, out=rowptr[1:])
-    return RelationBlock(rowptr, rel.col[keep])
+    return RelationBlock(rowptr, rel.col[keep], None if rel.edge_id is None else rel.edge_id[keep])
 
 
 class TypedLinkSampler:

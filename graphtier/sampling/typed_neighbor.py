@@ -29,6 +29,7 @@ from graphtier.sampling import _typed_kernels as typed_kernels
 from graphtier.sampling.buffers import Workspace, WorkspacePool
 from graphtier.sampling.fanouts import Fanouts
 from graphtier.sampling.neighbor import (
+    NO_EDGE_IDS,
     PARALLEL_MIN_ITEMS,
     check_graph,
     check_num_threads,
@@ -74,6 +75,8 @@ class TypedNeighborSampler:
             hops (:func:`graphtier.sampling.relation_fanouts.parse_relation_fanouts` builds it).
         seed: base of the counter-based random stream.
         num_threads: threads per batch (default: numba's setting); the batch does not depend on it.
+        with_edge_ids: every relation block records ``edge_id`` (each edge's position in the typed CSC: the row of
+            ``edge_feat.npy``); chosen once, the sampling is the same either way.
     """
 
     def __init__(
@@ -85,8 +88,10 @@ class TypedNeighborSampler:
         *,
         seed: int = 0,
         num_threads: int | None = None,
+        with_edge_ids: bool = False,
     ) -> None:
         self.indptr, self.indices = check_graph(indptr, indices)
+        self.with_edge_ids = bool(with_edge_ids)
         if self.indptr.shape[0] != schema.num_rows + 1:
             raise OptionError(
                 f"indptr: expected {schema.num_rows + 1} entries (the schema's relation rows + 1), "
@@ -166,7 +171,10 @@ class TypedNeighborSampler:
                 )
                 count = new_count
                 columns = type_position[sources]  # each edge's source row among its type's sources
-                hop_relations.append({key: RelationBlock(rowptr, torch.from_numpy(columns[low:high]))
+                positions = workspace.array("edge_ids", num_edges) if self.with_edge_ids else None
+                hop_relations.append({key: RelationBlock(rowptr, torch.from_numpy(columns[low:high]),
+                                                         None if positions is None else
+                                                         torch.from_numpy(positions[low:high].copy()))
                                       for key, (rowptr, low, high) in relations.items()})  # fmt: skip
                 layer_counts.append(type_count.copy())
         finally:
@@ -230,7 +238,8 @@ class TypedNeighborSampler:
         positive = fanout[fanout > 0]
         widest = int(positive.max()) if positive.size else -1  # Floyd draws at most this many per item
         stream = np.uint64(kernels.stream_key(self.seed, batch_id, hop))
-        hop_sources(team, self.indices, (offsets, starts, degrees), widest, stream, sources, destinations)
+        edge_ids = workspace.array("edge_ids", num_edges) if self.with_edge_ids else NO_EDGE_IDS
+        hop_sources(team, self.indices, (offsets, starts, degrees), widest, stream, sources, destinations, edge_ids)
         relations = {}
         for r, rel in enumerate(self.schema.relations):
             first, stop = int(item_start[r]), int(item_start[r + 1])

@@ -1,7 +1,8 @@
 """Samplers built ``with_edge_ids`` record each block's ``edge_id``: the CSC position of a real edge from the block's
 source row's node into its destination row's node, on every homogeneous path (node sampler, its threaded and
 parallel-relabel hops, the device sampler's CPU twin, link batches with the target edges excluded, temporal link
-batches), and the batches are otherwise the ones of a sampler without edge ids."""
+batches) and on the typed samplers (each relation block's positions in the typed CSC), and the batches are otherwise
+the ones of a sampler without edge ids."""
 
 from __future__ import annotations
 
@@ -14,7 +15,11 @@ from hypothesis import strategies as st
 from graphtier.sampling import DeviceNeighborSampler, NeighborSampler, TemporalNeighborSampler
 from graphtier.sampling.device import DenseTopology
 from graphtier.sampling.link import LinkSampler, exclude_edges_reference
+from graphtier.sampling.typed_device import DeviceTypedNeighborSampler
+from graphtier.sampling.typed_neighbor import TypedNeighborSampler
 from tests.sampling.graphs import random_csc
+from tests.sampling.test_typed_device import assert_identical_typed
+from tests.sampling.test_typed_neighbor import TYPED_CASES, typed_case
 
 from .test_temporal_kernels import timed_csc
 
@@ -119,3 +124,42 @@ def test_temporal_link_batches_record_real_edges(strategy: str) -> None:
     mb = sampler.sample(np.arange(30), batch_id=1)
     assert sum(block.num_edges for block in mb.blocks) > 0
     assert_real_edges(mb, indptr, indices)
+
+
+def assert_real_typed_edges(mb, indptr: np.ndarray, indices: np.ndarray, schema) -> None:  # noqa: ANN001
+    """Every relation block's edge_id is the typed-CSC position of its (source, destination) edge."""
+    offsets = dict(zip(schema.type_names, schema.offsets()[:-1].tolist()))
+    n_id = {t: ids.cpu().numpy() for t, ids in mb.n_id.items()}
+    for block in mb.blocks:
+        for key, rel in block.relations.items():
+            relation = next(r for r in schema.relations if r.type == key)
+            assert rel.edge_id is not None and rel.edge_id.dtype == torch.int64
+            src, dst = rel.edge_index.cpu().numpy()
+            e = rel.edge_id.cpu().numpy()
+            assert e.shape == src.shape
+            assert np.all(indices[e] == n_id[relation.src][src] + offsets[relation.src])  # the source's global id
+            rows = relation.row_offset + n_id[relation.dst][dst]  # the destination's row of this relation
+            assert np.all((e >= indptr[rows]) & (e < indptr[rows + 1]))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(**TYPED_CASES)
+def test_typed_samplers_record_real_edges(
+    papers, authors, fields, degree, hops, per_relation, graph_seed, batch, seed, batch_id
+) -> None:  # noqa: ANN001
+    indptr, indices, schema, fanouts, seeds = typed_case(
+        papers, authors, fields, degree, hops, per_relation, graph_seed, batch
+    )
+    plain = TypedNeighborSampler(indptr, indices, schema, fanouts, seed=seed, num_threads=1).sample(seeds, batch_id)
+    assert all(rel.edge_id is None for blk in plain.blocks for rel in blk.relations.values())
+    for threads in (1, 2):
+        mb = TypedNeighborSampler(indptr, indices, schema, fanouts, seed=seed, num_threads=threads,
+                                  with_edge_ids=True).sample(seeds, batch_id)  # fmt: skip
+        assert_identical_typed(mb, plain)  # the same batch, with edge ids
+        assert_real_typed_edges(mb, indptr, indices, schema)
+    on_device = DeviceTypedNeighborSampler(DenseTopology(indptr, indices), schema, fanouts, seed=seed, picks="numba",
+                                           with_edge_ids=True).sample(seeds, batch_id)  # fmt: skip
+    assert_identical_typed(on_device, plain)
+    for blk, want in zip(on_device.blocks, mb.blocks):
+        for key, rel in want.relations.items():
+            assert torch.equal(blk.relations[key].edge_id.cpu(), rel.edge_id), key

@@ -75,7 +75,7 @@ def test_losses_are_the_same_with_edge_rows_in_ram_partly_on_disk_or_all_on_disk
 def test_cli_refuses_a_model_without_edge_inputs(edge_graph: Dataset) -> None:
     result = run_cli("train", str(edge_graph.path), "--edge-features", "--epochs", "1", "--quiet")
     assert_user_error(
-        result, "--edge-features: the model sage reads no edge features (models with edge inputs: gat, gine)"
+        result, "--edge-features: the model sage reads no edge features (models with edge inputs: gat, gine, rgat)"
     )
 
 
@@ -138,3 +138,11 @@ def test_temporal_link_training_reads_edge_rows(timed_graph: Dataset) -> None:
     assert all(np.isfinite(e["loss"]) for e in report["epochs"])
     assert sum(report["epochs"][-1]["edge_feature_bytes_by_tier"].values()) > 0
     assert json.dumps(report)  # the report stays plain JSON
+
+
+def test_a_static_link_run_with_edge_features_reports_the_popularity_baseline(tmp_path: Path) -> None:
+    linked = synthetic.generate(tmp_path / "g", nodes=400, avg_degree=6, feature_dim=4, edge_feature_dim=EDGE_DIM,
+                                edge_split="0.8,0.1,0.1", seed=3)  # fmt: skip
+    final = train(linked, task="link", edge_features=True, model="gat", **RUN).report["final"]
+    assert final["method"] == "sampled"  # layer-wise inference reads no edge rows
+    assert final["test_auc"] is not None and final["test_popularity_auc"] is not None

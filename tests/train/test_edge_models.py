@@ -261,7 +261,7 @@ def _dataset_with_edge_features(tmp_path: Path, dim: int) -> Dataset:
 def test_option_refusals(tiny_dataset: Dataset, tmp_path: Path) -> None:
     with pytest.raises(OptionError, match=r"time_encoding=4: an edge input of gat, gine only, found model='sage'"):
         TrainConfig(model="sage", time_encoding=4)
-    with pytest.raises(OptionError, match=r"^edge_dim=3 \(edge features\): an edge input of gat, gine only"):
+    with pytest.raises(OptionError, match=r"^edge_dim=3 \(edge features\): an edge input of gat, gine, rgat only"):
         TrainConfig(model="mlp", edge_dim=3)
     with pytest.raises(OptionError, match=r"time_encoding=4: encodes the edge ages of a temporal run"):
         TrainConfig(model="gine", time_encoding=4)

@@ -125,6 +125,7 @@ def _typed_predict(
     scratch_dir: str | os.PathLike[str] | None = None,
 ) -> Predictions:  # fmt: skip
     """:func:`predict` of a typed model on ``target``: exact layer-wise logits of every node of the target type."""
+    check_layerwise(encoder_of(saved.model), f"--model {saved.path}")
     stores = {
         name: make_feature_store(table, "cpu-gather", device=target, ring_size=3)
         for name, table in data.type_features.items()

@@ -291,13 +291,17 @@ class Evaluator:
         ``test_popularity_auc``, ``_ap``, ``_hits@K`` (+ ``_mrr``)."""
         assert isinstance(self.task, LinkTask)
         embeddings = self.full_graph_logits(model)
-        space = self._space  # typed: the in-degree in the split relation
-        degree = np.diff(np.asarray(space.csc[0])[space.shift :]).astype(np.float32)
         out: dict[str, float | None] = {}
         for split in ("valid", "test"):
             out.update(self._exact_link_metrics(model, split, embeddings)[0])
-        out.update(self._popularity(degree))
+        out.update(self.popularity_metrics())
         return out
+
+    def popularity_metrics(self) -> dict[str, float | None]:
+        """The popularity baseline's test metrics (:meth:`_popularity` with each destination's in-degree in the
+        training graph; a typed dataset: in the split relation)."""
+        space = self._space
+        return self._popularity(np.diff(np.asarray(space.csc[0])[space.shift :]).astype(np.float32))
 
     @functools.cached_property
     def _space(self) -> PairSpace:

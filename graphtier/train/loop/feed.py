@@ -190,12 +190,17 @@ class BatchFeed:
         return TypedDeviceBatch(x, list(moved.blocks), y, moved.seed_index, None, *pairs, n_id=moved.n_id)
 
 
-def add_edge_inputs(batch: MiniBatch, store: GraphStore, features: bool, ages: bool) -> None:
+def add_edge_inputs(batch: MiniBatch | TypedMiniBatch, store: GraphStore, features: bool, ages: bool) -> None:
     """Set each block's ``edge_attr`` (with ``features``: ``store.gather_edges(edge_id)``, [E, d] in the edge table's
     dtype) and, for a temporal batch (``n_time`` set) with ``ages``, its ``edge_age`` (float32 [E], ``n_time`` of
     the destination row minus ``edge_time[edge_id]``). A block that needs them without ``edge_id`` (a sampler not
-    asked to record it) is an error: the run's inputs would be silently missing."""
+    asked to record it) is an error: the run's inputs would be silently missing. A typed batch: each relation
+    block's ``edge_attr`` (typed batches have no edge ages)."""
     if isinstance(batch, TypedMiniBatch):
+        for rel in (rel for blk in batch.blocks for rel in blk.relations.values()) if features else ():
+            if rel.edge_id is None:
+                raise AssertionError("a relation block without edge_id: the sampler was built without edge ids")
+            rel.edge_attr = store.gather_edges(rel.edge_id)
         return
     edge_time = store.dataset.edge_time
     timed = ages and batch.n_time is not None and edge_time is not None

@@ -376,10 +376,10 @@ class Trainer:
             if is_main:
                 for split in ("valid", "test"):
                     final.update(self.evaluator.evaluate(self.model, split))
-                if task.target is None:  # EdgeBank scores existence, not an edge's value
+                if task.target is None and timed:  # EdgeBank scores existence at a time, not an edge's value
                     final.update(self.evaluator.edgebank_metrics())
-                else:
-                    final.update(task.target.baseline())
+                else:  # the popularity baseline, or an edge-level target's
+                    final.update(self.evaluator.popularity_metrics())
             self._finish_report(final, wall_start)
             return self.report.to_dict()
         if isinstance(task, LinkTask):  # exact layer-wise embeddings of all nodes, always

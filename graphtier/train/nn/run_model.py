@@ -35,7 +35,7 @@ def build_run_model(config: TrainConfig, dataset: Dataset) -> nn.Module:
     degree)``. Link prediction on a typed dataset: a :class:`LinkModel` whose encoder is the typed model returning
     ``hidden``-wide embeddings of the split relation's two endpoint types. The edge inputs of GAT and GINE are the
     run's (``edge_dim``, checked against the dataset's ``meta.json`` ``edge_features.dim`` by
-    :meth:`~graphtier.train.TrainConfig.validate`, and ``time_encoding``)."""
+    :meth:`~graphtier.train.TrainConfig.validate`, and ``time_encoding``); R-GAT's ``edge_dim`` likewise."""
     network = config.network
     if dataset.is_hetero or network.typed:
         schema = dataset.schema
@@ -43,7 +43,7 @@ def build_run_model(config: TrainConfig, dataset: Dataset) -> nn.Module:
             "in_dims": {t.name: t.feature_dim for t in schema.node_types}, "hidden": network.hidden,
             "num_classes": dataset.num_classes, "num_layers": config.num_layers, "dropout": network.dropout,
             "featureless": network.featureless, "num_bases": network.num_bases, "heads": network.heads,
-            "norm": network.norm,
+            "norm": network.norm, "edge_dim": network.edge_dim,
         }  # fmt: skip
         if config.objective.task == "link" and dataset.link is not None and "relation" in dataset.link.meta:
             relation = tuple(str(t) for t in dataset.link.meta["relation"])

@@ -236,9 +236,12 @@ class _BiasOnly(nn.Module):
 
 
 class RelationGAT(nn.Module):
-    """``GATConv((d_src, d_dst), channels, heads, add_self_loops=False, bias=False)`` of PyG on a relation's CSR.
+    """``GATConv((d_src, d_dst), channels, heads, add_self_loops=False, bias=False, edge_dim=)`` of PyG on a relation's
+    CSR.
 
     ``projected_src`` / ``projected_dst``: that side's input is already ``heads * channels`` wide (no linear map).
+    ``edge_dim``: each edge's features (float [E, edge_dim], CSR order) add ``att_edge . W_e e`` to its attention
+    logit, as PyG's ``edge_dim``; None: no edge input.
     """
 
     def __init__(
@@ -252,10 +255,17 @@ class RelationGAT(nn.Module):
         dropout: float,
         projected_src: bool = False,
         projected_dst: bool = False,
+        edge_dim: int | None = None,
     ) -> None:
         super().__init__()
         self.heads, self.channels, self.concat, self.dropout = heads, channels, concat, dropout
+        self.edge_dim = edge_dim
         width = heads * channels
+        if edge_dim:
+            self.lin_edge = nn.Linear(edge_dim, width, bias=False)
+            self.att_edge = nn.Parameter(torch.empty(1, heads, channels))
+            nn.init.xavier_uniform_(self.lin_edge.weight)
+            nn.init.xavier_uniform_(self.att_edge)
         self.lin_src = _linear_or_identity(src_dim, width, projected_src, bias=False)
         self.lin_dst = _linear_or_identity(dst_dim, width, projected_dst, bias=False)
         self.att_src = nn.Parameter(torch.empty(1, heads, channels))
@@ -266,15 +276,22 @@ class RelationGAT(nn.Module):
             if isinstance(lin, nn.Linear):
                 nn.init.xavier_uniform_(lin.weight)
 
-    def forward(self, x_src: Tensor, x_dst: Tensor, csr: BlockCSR) -> Tensor:
-        """``x_src`` [>= num_src, d_src], ``x_dst`` [num_dst, d_dst] -> [num_dst, heads * channels or channels]."""
+    def forward(self, x_src: Tensor, x_dst: Tensor, csr: BlockCSR, edge_attr: Tensor | None = None) -> Tensor:
+        """``x_src`` [>= num_src, d_src], ``x_dst`` [num_dst, d_dst] (and with ``edge_dim`` ``edge_attr`` [E,
+        edge_dim] in CSR order) -> [num_dst, heads * channels or channels]."""
         heads, channels = self.heads, self.channels
         h_src = self.lin_src(x_src[: csr.num_src]).view(-1, heads, channels)
         h_dst = self.lin_dst(x_dst).view(-1, heads, channels)
         score_src = (h_src * self.att_src).sum(-1)
         score_dst = (h_dst * self.att_dst).sum(-1)
         # every edge-wise gather and per-destination sum in a fixed order: a seeded run repeats (edge_ops)
-        alpha = nn.functional.leaky_relu(gather_sources(score_src, csr) + gather_destinations(score_dst, csr), 0.2)
+        logits = gather_sources(score_src, csr) + gather_destinations(score_dst, csr)
+        if self.edge_dim:
+            if edge_attr is None:
+                raise ValueError("R-GAT built with edge_dim needs each relation block's edge_attr")
+            h_edge = self.lin_edge(edge_attr.to(h_src.dtype)).view(-1, heads, channels)
+            logits = logits + (h_edge * self.att_edge).sum(-1)
+        alpha = nn.functional.leaky_relu(logits, 0.2)
         alpha = edge_softmax(alpha, csr)
         alpha = nn.functional.dropout(alpha, self.dropout, training=self.training)
         messages = gather_sources(h_src, csr) * alpha.unsqueeze(-1)
@@ -299,6 +316,7 @@ class RGATLayer(TypedLayer):
         heads: int,
         concat: bool,
         dropout: float,
+        edge_dim: int | None = None,
     ) -> None:
         super().__init__(schema, in_dims, out_dim, projected, out_types)
         channels = out_dim // heads if concat else out_dim
@@ -313,6 +331,7 @@ class RGATLayer(TypedLayer):
                     dropout=dropout,
                     projected_src=rel.src in projected,
                     projected_dst=rel.dst in projected,
+                    edge_dim=edge_dim,
                 )
                 for index, rel in enumerate(schema.relations)
                 if rel.dst in self.incoming
@@ -329,5 +348,6 @@ class RGATLayer(TypedLayer):
             if found is None:
                 continue
             rel, csr = found
-            out = out + self.convs[relation_key(index)](x[rel.src], root, csr)
+            edge_attr = block.relations[rel.type].edge_attr
+            out = out + self.convs[relation_key(index)](x[rel.src], root, csr, edge_attr)
         return out

@@ -44,7 +44,7 @@ from graphtier.train.nn.dropout import ReLUDropout
 from graphtier.train.nn.models import MLP, norm_layer
 from graphtier.train.nn.tiered_embedding import TieredEmbedding
 from graphtier.train.nn.typed_layers import HeteroSAGELayer, RGATLayer, RGCNLayer, TypedLayer, type_key
-from graphtier.train.options.spec import FEATURELESS_MODES, TYPED_MODEL_NAMES, check_gat_heads
+from graphtier.train.options.spec import FEATURELESS_MODES, TYPED_MODEL_NAMES, check_edge_inputs, check_gat_heads
 
 
 def needed_types(schema: Schema, num_layers: int, outputs: Sequence[str] | None = None) -> list[list[str]]:
@@ -166,9 +166,12 @@ class TypedGNN(nn.Module):
         heads: int = 4,
         norm: str = "none",
         outputs: Sequence[str] | None = None,
+        edge_dim: int | None = None,
     ) -> None:
         super().__init__()
         self.kind = kind
+        self.edge_dim = edge_dim  # R-GAT: the width of each relation block's edge_attr (None: no edge input)
+        self.edge_input_dim = edge_dim or 0
         self.outputs = None if outputs is None else tuple(outputs)
         self.schema = schema
         self.target = schema.target
@@ -214,6 +217,7 @@ class TypedGNN(nn.Module):
             heads=1 if last else heads,
             concat=not last,
             dropout=dropout,
+            edge_dim=self.edge_dim,
         )
 
     def layer(self, index: int, x: Mapping[str, Tensor], block: TypedBlock) -> dict[str, Tensor]:
@@ -273,6 +277,7 @@ def build_typed_model(
     heads: int = 4,
     norm: str = "none",
     outputs: Sequence[str] | None = None,
+    edge_dim: int | None = None,
 ) -> nn.Module:
     """Build typed model ``name`` (:data:`TYPED_MODEL_NAMES` or ``mlp``) for ``schema``.
 
@@ -287,6 +292,8 @@ def build_typed_model(
         norm: ``none``, ``batch`` or ``layer`` between layers.
         outputs: the node types whose last-layer rows the model returns, as a dict (a link encoder: a relation's
             endpoint types; ``num_classes`` is then the embedding width); None: the target's logits.
+        edge_dim: R-GAT only: the width of the edge features each relation block carries (``edge_attr``), added to
+            the attention logits as PyG's ``GATConv(edge_dim=)``; None: no edge input.
 
     Raises OptionError naming the option on a bad value.
     """
@@ -294,6 +301,7 @@ def build_typed_model(
         raise OptionError.invalid("model", f"one of {', '.join((*TYPED_MODEL_NAMES, 'mlp'))}", name)
     if featureless not in FEATURELESS_MODES:
         raise OptionError.invalid("featureless", f"one of {', '.join(FEATURELESS_MODES)}", featureless)
+    check_edge_inputs(name, edge_dim, 0, complete=False)
     if num_layers < 1:
         raise OptionError.invalid("layers", "at least 1", num_layers)
     if num_bases < 0:
@@ -325,4 +333,5 @@ def build_typed_model(
         heads=heads,
         norm=norm,
         outputs=outputs,
+        edge_dim=edge_dim,
     )

@@ -32,9 +32,11 @@ TYPED_MODEL_NAMES = ("rgcn", "rgat", "hsage")
 """The typed GNNs (:func:`graphtier.train.nn.typed_models.build_typed_model`): any dataset, one relation or many."""
 MODEL_NAMES = (*HOMOGENEOUS_MODEL_NAMES, "mlp", *TYPED_MODEL_NAMES)
 """Every ``--model``: ``mlp`` (features only; the target type's features on a typed dataset) runs on both."""
-EDGE_INPUT_MODELS = ("gat", "gine")
-"""The models that read edge inputs (:mod:`graphtier.train.nn.time_encoding`): edge features and a time encoding.
-GINE needs them; GAT takes them when the run has them and is the plain GAT otherwise."""
+EDGE_INPUT_MODELS = ("gat", "gine", "rgat")
+"""The models that read edge inputs (:mod:`graphtier.train.nn.time_encoding`): edge features and (GAT, GINE) a time
+encoding. GINE needs them; GAT and R-GAT take them when the run has them and are the plain ones otherwise."""
+TIME_ENCODING_MODELS = ("gat", "gine")
+"""The models that read a time encoding of each edge's age (a temporal run of one relation)."""
 FEATURELESS_MODES = ("embedding", "onehot", "zeros")
 """How a typed model feeds a node type without features (``--featureless``; see
 :mod:`graphtier.train.nn.typed_models`)."""
@@ -69,11 +71,12 @@ def check_edge_inputs(model: str, edge_dim: int | None, time_encoding: int, *, c
     """OptionError (one line) for edge inputs (``edge_dim``, ``time_encoding``) of a model that reads none, and with
     ``complete`` (the run's edge inputs are known) for GINE without any (the one place both are checked)."""
     # edge_dim is no flag (the run sets it from the dataset): named as the field in both renderings
-    for option, value in (("edge_dim", edge_dim), ("time_encoding", time_encoding)):
-        if value and model not in EDGE_INPUT_MODELS:
+    for option, value, models in (("edge_dim", edge_dim, EDGE_INPUT_MODELS),
+                                  ("time_encoding", time_encoding, TIME_ENCODING_MODELS)):  # fmt: skip
+        if value and model not in models:
             named = f"edge_dim={value} (edge features)" if option == "edge_dim" else f"{{{option}={value}}}"
             raise OptionError(
-                f"{named}: an edge input of {', '.join(EDGE_INPUT_MODELS)} only, found {{model={model}}}",
+                f"{named}: an edge input of {', '.join(models)} only, found {{model={model}}}",
                 options=(option, "model"),
             )
     if complete and model == "gine" and not (edge_dim or time_encoding):

@@ -128,7 +128,7 @@ def _builder(
         options = {"in_dims": {t.name: t.feature_dim for t in schema.node_types}, "hidden": int(cfg["hidden"]),
                    "num_classes": out_dim, "num_layers": int(cfg["num_layers"]), "dropout": float(cfg["dropout"]),
                    "featureless": str(cfg["featureless"]), "num_bases": int(cfg["num_bases"]),
-                   "heads": int(cfg["heads"]), "norm": cfg["norm"]}  # fmt: skip
+                   "heads": int(cfg["heads"]), "norm": cfg["norm"], "edge_dim": cfg["edge_dim"]}  # fmt: skip
         if relation is not None:
             bias = cfg["link_target"] is not None
             return lambda: build_typed_link_model(str(cfg["model"]), schema, relation, str(cfg["decoder"]), bias,
