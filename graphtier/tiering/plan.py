@@ -43,6 +43,7 @@ from graphtier.memory.placement import (
     plan_tiers,
 )
 from graphtier.sampling.neighbor import DEFAULT_FANOUTS
+from graphtier.tiering.plan_edges import EdgeFeaturePlan, plan_edge_features
 from graphtier.tiering.plan_placement import (
     DEFAULT_PLACEMENT_GROUPS,
     PlacementPlan,
@@ -224,6 +225,7 @@ class CapacityPlan:
     notes: list[str]
     topology: TopologyPlan
     placement: PlacementPlan | None = None
+    edges: EdgeFeaturePlan | None = None
 
     @property
     def feature_gpu_bytes(self) -> int:
@@ -248,6 +250,7 @@ class CapacityPlan:
             "topology": self.topology.to_json(),
             "feature_gpu_bytes": self.feature_gpu_bytes,
             "placement": self.placement.to_json() if self.placement is not None else None,
+            "edge_features": self.edges.to_json() if self.edges is not None else None,
         }
 
 
@@ -439,4 +442,7 @@ def plan_capacity(
         notes=notes,
         topology=topology,
         placement=placement,
+        edges=None
+        if dataset.edge_features is None
+        else plan_edge_features(dataset.edge_features, topology, list(budgets), epochs),  # fmt: skip
     )

@@ -11,6 +11,7 @@ from graphtier.errors import OptionError
 from graphtier.memory.placement import format_bytes
 from graphtier.sampling.neighbor import format_fanouts
 from graphtier.tiering.plan import PLAN_TIERS, CapacityPlan
+from graphtier.tiering.plan_edges import format_edge_plan
 from graphtier.tiering.plan_topology import TOPOLOGY_TIERS
 from graphtier.tiering.plotting import fit_title, load_pyplot
 
@@ -55,6 +56,8 @@ def format_plan(plan: CapacityPlan) -> str:
             f"* capped at the GPU memory left for features ({format_bytes(plan.feature_gpu_bytes)}: "
             f"{format_bytes(plan.device.gpu_usable_bytes)} usable minus {format_bytes(topo.gpu_bytes)} of topology)"
         )
+    if plan.edges is not None:
+        lines += format_edge_plan(plan.edges)
     return "\n".join(lines)
 
 

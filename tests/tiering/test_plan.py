@@ -306,3 +306,22 @@ def test_recommendation_is_the_smallest_budget_with_90_percent_of_the_best_savin
     assert line.startswith("recommendation: --gpu-budget 50% (") and line.endswith("without a GPU tier off PCIe")
     plan.rows = [dataclasses.replace(plan.rows[0])]
     assert recommend_budget(plan).startswith("recommendation: none of the listed budgets moves feature reads off PCIe")
+
+
+def test_the_plan_sizes_the_edge_table_from_the_sampled_edges(dataset_path: Path, tmp_path: Path) -> None:
+    from tests.graphstore.test_edge_features import with_edge_features
+
+    root = tmp_path / "edges"
+    write_labelled_graph(root, num_nodes=1500, feature_dim=16, avg_degree=10, seed=3)
+    dataset = with_edge_features(Dataset.open(root), 6, "float16")
+    plan = plan_capacity(dataset, describe_device("80GiB", host_memory="64GiB"), fanouts=FANOUTS, batch_size=BATCH,
+                         budgets=["0%", "10%", "50%", "100%", "auto"])  # fmt: skip
+    assert plan.edges is not None and plan.edges.row_bytes == 12 and plan.edges.num_rows == dataset.num_edges
+    assert plan.edges.reads_per_epoch == plan.topology.total_entry_reads > 0  # one edge row per sampled edge
+    rows = plan.edges.rows
+    assert [row.budget for row in rows] == ["0%", "10%", "50%", "100%"]  # auto sizes node features only
+    assert [row.gpu_rows for row in rows] == [0, dataset.num_edges // 10, dataset.num_edges // 2, dataset.num_edges]
+    shares = [row.read_share for row in rows]
+    assert shares[0] == 0.0 and shares[-1] == pytest.approx(1.0) and shares == sorted(shares)
+    assert plan.to_json()["edge_features"]["budgets"][1]["gpu_bytes"] == rows[1].gpu_rows * 12
+    assert plan_capacity(_open(dataset_path), describe_device("80GiB"), fanouts=FANOUTS, batch_size=BATCH).edges is None

@@ -1,0 +1,84 @@
+"""Edge-feature tiers in the capacity plan: how much of ``edge_feat.npy`` each GPU budget holds and the share of the
+epoch's edge-row reads it serves.
+
+A sampled edge reads its row of ``edge_feat.npy`` (position ``p`` of the CSC, :mod:`graphtier.graphstore.
+edge_features`) exactly when the sampler reads its ``indices`` entry, so the replay's per-list entry reads
+(:class:`~graphtier.tiering.reads.SampledReads`) are the edge-row reads per destination. The edge table's hot tier is
+a prefix of the CSC order (the in-edges of the lowest ids, the hottest after ``graphtier reorder``), as the
+topology's is, so the reads a prefix serves come from :func:`~graphtier.tiering.plan_topology.entries_before`.
+A budget of the plan (``10%``, ``2GiB``) is applied to the edge table: a fraction of its rows, or bytes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from graphtier.memory.placement import format_bytes, parse_budget
+from graphtier.tiering.plan_topology import TopologyPlan, entries_before
+
+
+@dataclass(frozen=True)
+class EdgeBudgetRow:
+    """One budget applied to the edge table: ``gpu_rows`` (a CSC prefix) and their bytes, the edge-row reads per
+    epoch they serve and their share of all edge-row reads (None for ``auto``, which sizes node features only)."""
+
+    budget: str
+    gpu_rows: int
+    gpu_bytes: int
+    reads_per_epoch: float
+    read_share: float
+
+
+@dataclass(frozen=True)
+class EdgeFeaturePlan:
+    """The edge-feature part of a capacity plan: the table's ``num_rows`` x ``row_bytes``, the edge-row reads per
+    epoch, and one :class:`EdgeBudgetRow` per budget."""
+
+    num_rows: int
+    row_bytes: int
+    reads_per_epoch: float
+    rows: list[EdgeBudgetRow]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "num_rows": self.num_rows,
+            "row_bytes": self.row_bytes,
+            "reads_per_epoch": self.reads_per_epoch,
+            "budgets": [asdict(row) for row in self.rows],
+        }
+
+
+def plan_edge_features(table: Any, topology: TopologyPlan, budgets: list[str], epochs: int) -> EdgeFeaturePlan:
+    """Size the edge table ``table`` ([E, d], a dataset's ``edge_feat.npy``) for each of ``budgets`` from the
+    topology plan's entry reads (the replay of ``epochs`` epochs); ``auto`` budgets are left out."""
+    num_rows = int(table.shape[0])
+    row_bytes = int(table.shape[1]) * int(np.dtype(table.dtype).itemsize)
+    total = topology.total_entry_reads
+    rows = []
+    for text in budgets:
+        wanted = parse_budget(text, "budgets")
+        if wanted.auto:
+            continue
+        gpu_rows = min(num_rows, wanted.rows(num_rows, row_bytes))
+        served = entries_before(topology.indptr, topology.cumulative, topology.entries, gpu_rows)
+        rows.append(
+            EdgeBudgetRow(text, gpu_rows, gpu_rows * row_bytes, served / epochs, served / total if total else 0.0)
+        )
+    return EdgeFeaturePlan(num_rows, row_bytes, total / epochs, rows)
+
+
+def format_edge_plan(plan: EdgeFeaturePlan) -> list[str]:
+    """The plan's lines for the edge table (``graphtier plan`` prints them after the node-feature table)."""
+    lines = [
+        f"edge features: {plan.num_rows:,} rows x {plan.row_bytes} B = {format_bytes(plan.num_rows * plan.row_bytes)}, "
+        f"{plan.reads_per_epoch:,.0f} edge-row reads/epoch; the hot rows are a prefix of the CSC order"
+    ]
+    for row in plan.rows:
+        lines.append(
+            f"  budget {row.budget:>6}: {row.gpu_rows:,} edge rows ({format_bytes(row.gpu_bytes)}) serve "
+            f"{100 * row.read_share:.1f}% of the edge-row reads"
+        )
+    return lines
