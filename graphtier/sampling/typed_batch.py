@@ -101,6 +101,8 @@ class TypedMiniBatch:
         seed_index: int64 [B], the output row (of the target type) of each requested seed, in request order.
         seeds: int64 [B], the requested seeds (local ids of the target type).
         target: the seeds' node type.
+        n_time: per node type, int64 [len(n_id[t])] the time bound of each row (a temporal batch: a row is a
+            (node, bound) pair, so a node may be several rows); None for a batch sampled without time.
     """
 
     n_id: dict[str, torch.Tensor]
@@ -108,6 +110,7 @@ class TypedMiniBatch:
     seed_index: torch.Tensor
     seeds: torch.Tensor
     target: str
+    n_time: dict[str, torch.Tensor] | None = None
 
     @property
     def num_nodes(self) -> int:
@@ -126,4 +129,7 @@ class TypedMiniBatch:
             seed_index=self.seed_index.to(device, non_blocking=non_blocking),
             seeds=self.seeds.to(device, non_blocking=non_blocking),
             target=self.target,
+            n_time=None
+            if self.n_time is None
+            else {t: times.to(device, non_blocking=non_blocking) for t, times in self.n_time.items()},
         )

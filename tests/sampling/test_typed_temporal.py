@@ -1,0 +1,90 @@
+"""TypedTemporalNeighborSampler: on random typed graphs with edge times, no sampled edge is at or after its row's
+bound on any hop or relation, every edge is a real one with its CSC position, a neighbour inherits its destination's
+bound, -1 takes every admissible edge, ``recent`` the latest, and a batch repeats for the same arguments."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from graphtier.dataset._edge_time_kernels import edge_time_order
+from graphtier.errors import OptionError
+from graphtier.sampling.typed_temporal import TypedTemporalNeighborSampler
+from tests.sampling.test_edge_ids import assert_real_typed_edges
+from tests.sampling.test_typed_neighbor import RELATIONS, random_typed_graph
+
+
+def timed_typed_graph(papers: int, authors: int, degree: int, seed: int):  # noqa: ANN201
+    indptr, indices, schema = random_typed_graph({"paper": papers, "author": authors, "field": 3}, degree, seed)
+    edge_time = np.random.default_rng(seed).integers(0, 20, indices.shape[0]).astype(np.int64)
+    return indptr, indices, schema, edge_time, edge_time_order(indptr, edge_time)
+
+
+def check_batch(mb, indptr, indices, schema, edge_time, inclusive: bool, fanouts) -> None:  # noqa: ANN001
+    assert_real_typed_edges(mb, indptr, indices, schema)
+    n_time = {t: v.numpy() for t, v in mb.n_time.items()}
+    for hop, block in enumerate(reversed(mb.blocks)):  # seed hop first
+        for key, rel in block.relations.items():
+            relation = next(r for r in schema.relations if r.type == key)
+            src, dst = rel.edge_index.numpy()
+            bound = n_time[relation.dst][dst]
+            times = edge_time[rel.edge_id.numpy()]
+            assert np.all(times <= bound) if inclusive else np.all(times < bound)  # never the future
+            np.testing.assert_array_equal(n_time[relation.src][src], bound)  # the neighbour inherits the bound
+            if fanouts[key][hop] == -1:  # every admissible edge of every destination row
+                rows = relation.row_offset + mb.n_id[relation.dst].numpy()[: block.num_dst[relation.dst]]
+                row_bounds = n_time[relation.dst][: block.num_dst[relation.dst]]
+                admissible = [int(np.sum(edge_time[indptr[r] : indptr[r + 1]] <= b if inclusive else
+                                         edge_time[indptr[r] : indptr[r + 1]] < b)) for r, b in zip(rows, row_bounds)]  # fmt: skip
+                np.testing.assert_array_equal(np.diff(rel.rowptr.numpy()), admissible)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    papers=st.integers(1, 30), authors=st.integers(0, 20), degree=st.integers(0, 5), graph_seed=st.integers(0, 2**16),
+    hops=st.integers(1, 3), fanout=st.sampled_from([-1, 1, 2, 4]), batch=st.integers(0, 10),
+    inclusive=st.booleans(), recent=st.booleans(), one_time=st.booleans(), seed=st.integers(0, 2**31),
+)  # fmt: skip
+def test_no_typed_hop_reads_the_future(
+    papers, authors, degree, graph_seed, hops, fanout, batch, inclusive, recent, one_time, seed
+) -> None:  # noqa: ANN001
+    indptr, indices, schema, edge_time, order = timed_typed_graph(papers, authors, degree, graph_seed)
+    fanouts = {rel: [fanout] * hops for rel in RELATIONS}
+    rng = np.random.default_rng(graph_seed + 1)
+    seeds = rng.integers(0, papers, batch)
+    times = np.full(batch, 10, np.int64) if one_time else rng.integers(0, 22, batch)
+    sampler = TypedTemporalNeighborSampler(indptr, indices, edge_time, order, schema, fanouts,
+                                           strategy="recent" if recent else "uniform", inclusive=inclusive, seed=seed)  # fmt: skip
+    mb = sampler.sample(seeds, times, batch_id=3)
+    assert len(mb.blocks) == hops
+    target = mb.n_id["paper"].numpy()
+    np.testing.assert_array_equal(target[mb.seed_index.numpy()], seeds)  # each seed's row is that seed
+    np.testing.assert_array_equal(mb.n_time["paper"].numpy()[mb.seed_index.numpy()], times)  # at its time
+    check_batch(mb, indptr, indices, schema, edge_time, inclusive, fanouts)
+    again = sampler.sample(seeds, times, batch_id=3)
+    for a, b in zip(mb.blocks, again.blocks):
+        for key, rel in a.relations.items():
+            assert torch.equal(rel.edge_id, b.relations[key].edge_id) and torch.equal(rel.col, b.relations[key].col)
+    if recent and fanout > 0:  # the latest admissible edges of every row
+        first = mb.blocks[-1]
+        for key, rel in first.relations.items():
+            relation = next(r for r in schema.relations if r.type == key)
+            rowptr = rel.rowptr.numpy()
+            for d in range(rowptr.shape[0] - 1):
+                r = relation.row_offset + target[d] if relation.dst == "paper" else None
+                if r is None:
+                    continue
+                bound = mb.n_time["paper"].numpy()[d]
+                lst = edge_time[indptr[r] : indptr[r + 1]]
+                ok = np.sort(lst[lst <= bound] if inclusive else lst[lst < bound])
+                got = np.sort(edge_time[rel.edge_id.numpy()[rowptr[d] : rowptr[d + 1]]])
+                np.testing.assert_array_equal(got, ok[len(ok) - len(got) :])
+
+
+def test_bad_arguments_are_one_line() -> None:
+    indptr, indices, schema, edge_time, order = timed_typed_graph(10, 5, 3, 1)
+    with pytest.raises(OptionError, match="indptr"):
+        TypedTemporalNeighborSampler(indptr[:-1], indices, edge_time, order, schema, {rel: [2] for rel in RELATIONS})
