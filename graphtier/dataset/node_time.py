@@ -19,6 +19,7 @@ import numpy as np
 
 from graphtier.dataset._node_time_kernels import later_endpoint_times
 from graphtier.dataset.checks import index_range
+from graphtier.dataset.schema import Schema
 from graphtier.errors import DatasetError
 
 NODE_TIME = "node_time"
@@ -69,10 +70,22 @@ def validate_node_time(root: Path, meta: dict[str, Any], node_time: np.ndarray |
             )
 
 
-def edge_times_from_nodes(indptr: np.ndarray, indices: np.ndarray, node_time: np.ndarray) -> np.ndarray:
+def edge_times_from_nodes(
+    indptr: np.ndarray, indices: np.ndarray, node_time: np.ndarray, schema: Schema | None = None
+) -> np.ndarray:
     """int64 [E]: the time of each CSC edge ``indices[p] -> v`` as the later of its endpoints' node times.
 
     Args:
-        indptr: int64 [N + 1] CSC pointers; indices: int32/int64 [E] sources; node_time: int64 [N]. CPU arrays.
+        indptr: int64 [R + 1] CSC pointers; indices: int32/int64 [E] sources (global ids); node_time: int64 [N]
+            (global ids). CPU arrays. ``schema``: a typed graph's, whose CSC rows are relation rows (the
+            destination of row ``r.row_offset + i`` is node ``i`` of the relation's destination type); None: the
+            rows are the nodes.
     """
-    return later_endpoint_times(np.asarray(indptr), np.asarray(indices), np.asarray(node_time, dtype=np.int64))
+    node_time = np.asarray(node_time, dtype=np.int64)
+    row_time = node_time
+    if schema is not None:
+        row_time = np.empty(schema.num_rows, np.int64)
+        for rel in schema.relations:
+            kind = schema.node_type(rel.dst)
+            row_time[rel.row_offset : rel.row_offset + kind.count] = node_time[kind.offset : kind.offset + kind.count]
+    return later_endpoint_times(np.asarray(indptr), np.asarray(indices), node_time, row_time)

@@ -32,6 +32,7 @@ from graphtier.sampling.temporal_device import DeviceTemporalSampler
 from graphtier.sampling.typed_batch import TypedMiniBatch
 from graphtier.sampling.typed_device import DeviceTypedNeighborSampler
 from graphtier.sampling.typed_neighbor import TypedNeighborSampler
+from graphtier.sampling.typed_temporal import TypedTemporalNeighborSampler
 
 TypedSampler = Callable[[np.ndarray, int], TypedMiniBatch]
 
@@ -137,18 +138,31 @@ def build_temporal_sampler(
     topology: Topology | None = None,
     picks: str = "auto",
     kernels: ModuleType | None = None,
+    relation_fanouts: str | Mapping[Any, Any] | None = None,
 ) -> TimedNodeSampler:
     """``sample(seeds, batch_id, seed_time) -> MiniBatch`` over the dataset's CSC and edge times (``inclusive``: edges
     at a row's time too): a :class:`TemporalNeighborSampler` on the CPU, its reads counted in ``host_tally``; with
     ``topology`` (the store's tiered one) a :class:`DeviceTemporalSampler` on its device (``picks``/``kernels`` as
-    there; the same batches), its ``indptr`` reads counted by the topology. OptionError (one line) when the dataset
-    has no edge times."""
+    there; the same batches), its ``indptr`` reads counted by the topology. A typed dataset: a
+    :class:`TypedTemporalNeighborSampler` on the CPU (``fanouts`` overridden per relation by ``relation_fanouts``;
+    its seeds are local ids of the target type), giving :class:`TypedMiniBatch` es. OptionError (one line) when the
+    dataset has no edge times."""
     if dataset.edge_time is None or dataset.edge_time_order is None:
         raise OptionError(
             f"{{temporal}}: {dataset.path} has no edge times (prepare it with --time-column)", options=("temporal",)
         )
-    inner: TemporalNeighborSampler | DeviceTemporalSampler
-    if topology is None:
+    inner: TemporalNeighborSampler | DeviceTemporalSampler | TypedTemporalNeighborSampler
+    if dataset.is_hetero:
+        if topology is not None:
+            raise OptionError("{temporal}: samples a typed dataset on the CPU", options=("temporal", "sample_on"))
+        assert host_tally is not None
+        inner = TypedTemporalNeighborSampler(
+            dataset.indptr, dataset.indices, dataset.edge_time, dataset.edge_time_order, dataset.schema,
+            parse_relation_fanouts(relation_fanouts, dataset.schema, fanouts), strategy=strategy, inclusive=inclusive,
+            seed=seed,
+        )  # fmt: skip
+        tally = host_tally.add
+    elif topology is None:
         assert host_tally is not None
         inner = TemporalNeighborSampler(dataset.indptr, dataset.indices, dataset.edge_time, dataset.edge_time_order,
                                         fanouts, strategy=strategy, inclusive=inclusive, seed=seed)  # fmt: skip

@@ -347,19 +347,26 @@ class GraphStore(DatasetReads):
         )
 
     def temporal_sampler(
-        self, fanouts: Sequence[int], strategy: str = "uniform", *, seed: int | None = None, inclusive: bool = False
+        self,
+        fanouts: Sequence[int],
+        strategy: str = "uniform",
+        *,
+        seed: int | None = None,
+        inclusive: bool = False,
+        relation_fanouts: str | Mapping[Any, Any] | None = None,
     ) -> Any:
         """``sample(seeds, batch_id, seed_time) -> MiniBatch`` of a :class:`TemporalNeighborSampler` (``strategy``
         uniform or recent; ``inclusive``: edges at a row's time too) over the edge times, on the CPU or the topology's
-        device (:class:`DeviceTemporalSampler`, same batches), cached per arguments; reads counted in :meth:`traffic`."""
-        if self.is_hetero:
-            raise OptionError("{temporal}: samples homogeneous datasets only", options=("temporal",))
-        key = ("temporal", tuple(check_fanouts(fanouts)), self.seed if seed is None else int(seed), strategy, inclusive)
+        device (:class:`DeviceTemporalSampler`, same batches), cached per arguments; reads counted in :meth:`traffic`.
+        A typed dataset: :class:`TypedMiniBatch` es of a :class:`TypedTemporalNeighborSampler` (CPU; seeds local
+        ids of the target type; ``relation_fanouts`` overrides ``fanouts`` per relation)."""
+        key = ("temporal", tuple(check_fanouts(fanouts)), self.seed if seed is None else int(seed), strategy, inclusive,
+               relation_fanouts_key(self.dataset.schema, fanouts, relation_fanouts) if self.is_hetero else None)  # fmt: skip
         with self._lock:
             if key not in self._samplers:
                 self._samplers[key] = build.build_temporal_sampler(
                     self.dataset, list(key[1]), strategy, key[2], self._host_tally, inclusive, topology=self.topology,
-                    picks=self._picks, kernels=self._kernels,
+                    picks=self._picks, kernels=self._kernels, relation_fanouts=relation_fanouts,
                 )  # type: ignore  # fmt: skip
             return self._samplers[key]
 

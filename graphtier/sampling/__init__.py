@@ -23,6 +23,7 @@ from graphtier.sampling.shadow import ShadowSampler
 from graphtier.sampling.spec import SAMPLER_KINDS, SAMPLER_NAMES, SamplerSpec
 from graphtier.sampling.temporal import TemporalNeighborSampler
 from graphtier.sampling.temporal_device import DeviceTemporalSampler
+from graphtier.sampling.typed_temporal import TypedTemporalNeighborSampler
 
 __all__ = [
     "DEFAULT_FANOUTS",
@@ -41,6 +42,7 @@ __all__ = [
     "TemporalNeighborSampler",
     "ShadowSampler",
     "Topology",
+    "TypedTemporalNeighborSampler",
     "check_fanouts",
     "format_fanouts",
     "iter_seed_batches",

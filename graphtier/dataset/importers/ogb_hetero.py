@@ -7,25 +7,30 @@ Detected by ``raw/num-node-dict.csv.gz`` (:func:`is_hetero_layout`)::
     raw/relations/<...>/num-edge-list.csv.gz          the edge count (optional; checked when present)
     raw/node-feat/<type>/node-feat.csv.gz             count(type) lines of D floats (optional)
     raw/node-label/<type>/node-label.csv.gz           count(type) lines, one label each (the target type)
+    raw/node_year/<type>/node_year.csv.gz             count(type) lines, one integer year each (optional;
+                                                      ogbn-mag's papers): node_time.npy, a type without years
+                                                      at the earliest year, each edge at its later end's year
     split/<scheme>/<target>/{train,valid,test}.csv.gz one local id per line (optional)
 
 Node types are numbered in ``num-node-dict``'s order, relations in folder-name order; the target is the type
-with labels. Every file may also be uncompressed (``.csv``). Other files (``edge_reltype``, ``node_year``) are
-not needed and not read.
+with labels. Every file may also be uncompressed (``.csv``). Other files (``edge_reltype``) are not needed and not
+read.
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from graphtier._progress import NO_PROGRESS, Progress
+from graphtier.dataset.edge_time import EDGE_TIME
 from graphtier.dataset.finite import NonFiniteGuard
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import textio
-from graphtier.dataset.importers.ogb_files import choose_scheme, find_raw, read_single_int
+from graphtier.dataset.importers.ogb_files import choose_scheme, find_raw, read_node_years, read_single_int
 from graphtier.dataset.importers.typed_files import (
     SPLIT_NAMES,
     TypedImport,
@@ -37,6 +42,8 @@ from graphtier.dataset.importers.typed_files import (
     read_type_labels,
 )
 from graphtier.dataset.importers.typed_graph import TypedNodes
+from graphtier.dataset.node_time import NODE_TIME, edge_times_from_nodes, node_time_meta
+from graphtier.dataset.schema import Schema
 from graphtier.dataset.writer import DatasetWriter
 from graphtier.errors import DatasetError
 
@@ -123,6 +130,7 @@ def import_ogb_hetero(
     relation_dirs = _relation_folders(raw, counts)
     feature_paths = _per_type(raw, "node-feat", counts)
     label_paths = _per_type(raw, "node-label", counts)
+    year_paths = _per_type(raw, "node_year", counts)
     if len(label_paths) > 1:
         raise DatasetError(
             f"{raw / 'node-label'}: expected labels for one node type (the target), found {', '.join(label_paths)}"
@@ -172,6 +180,8 @@ def import_ogb_hetero(
         }
         check_split_ids(splits, split_paths)
         inputs += list(split_paths.values())
+        years = {t: read_node_years(path, counts[t]) for t, path in year_paths.items()}
+        inputs += list(year_paths.values())
         data = TypedImport(types, relations, target, labels, splits, inputs)
         return finish_typed_import(
             writer,
@@ -182,4 +192,21 @@ def import_ogb_hetero(
             options={"scheme": scheme_dir.name if scheme_dir is not None else None, "non_finite": non_finite},
             guards=guards,
             progress=progress,
+            before_finish=(lambda meta: _write_node_times(writer, meta, years)) if years else None,
         )
+
+
+def _write_node_times(writer: DatasetWriter, meta: dict[str, Any], years: dict[str, np.ndarray]) -> dict[str, Any]:
+    """``node_time.npy`` (global ids; a type without years at the earliest year given) and ``edge_time.npy`` (each
+    edge at its later end's year) of the written typed graph, with their ``meta.json`` entries."""
+    schema = Schema.from_meta(meta, writer.output)
+    earliest = min(int(y.min()) for y in years.values() if y.size) if any(y.size for y in years.values()) else 0
+    node_time = np.full(schema.num_nodes, earliest, np.int64)
+    for kind in schema.node_types:
+        if kind.name in years:
+            node_time[kind.offset : kind.offset + kind.count] = years[kind.name]
+    indptr = np.load(writer.path("indptr"), mmap_mode="r", allow_pickle=False)
+    indices = np.load(writer.path("indices"), mmap_mode="r", allow_pickle=False)
+    writer.save(NODE_TIME, node_time)
+    writer.save(EDGE_TIME, edge_times_from_nodes(indptr, indices, node_time, schema))
+    return {**meta, NODE_TIME: node_time_meta(node_time, "year"), EDGE_TIME: {"unit": "year"}}

@@ -116,19 +116,23 @@ class NodeTask(Task):
         return int((outputs.argmax(dim=1) == y).sum())
 
 
-def timed_node_sampler(store: GraphStore, fanouts: tuple[int, ...], strategy: str, seed: int) -> SampleFn:
+def timed_node_sampler(
+    store: GraphStore, fanouts: tuple[int, ...], strategy: str, seed: int, relation_fanouts: Any = None
+) -> SampleFn:
     """``(seeds, batch_id) -> MiniBatch``: node seeds sampled each at its node's time (``node_time[seed]``), the node
     sampler of ``--temporal`` node classification (training and sampled evaluation; ``strategy`` uniform or recent).
+    A typed dataset: seeds are local ids of the target type, ``relation_fanouts`` as for its untimed sampler.
 
     The cut admits edges AT the seed's time (``<=``): an edge is never older than its later end, so a node's own
     edges are at or after its time, and a strict cut would leave a node with none (arXiv: a 2019 paper reads the
     papers it cites, 2019 or earlier; never a later paper citing it)."""
-    timed = store.temporal_sampler(fanouts, strategy, seed=seed, inclusive=True)
+    timed = store.temporal_sampler(fanouts, strategy, seed=seed, inclusive=True, relation_fanouts=relation_fanouts)
     node_time = store.dataset.node_time
     assert node_time is not None  # TrainConfig.validate_node refuses --temporal without node times
+    shift = int(store.dataset.schema.target_type.offset) if store.is_hetero else 0  # node_time: global ids
 
     def sample(seeds: np.ndarray, batch_id: int) -> MiniBatch:
-        return timed(seeds, batch_id, np.asarray(node_time[seeds], dtype=np.int64))
+        return timed(seeds, batch_id, np.asarray(node_time[np.asarray(seeds) + shift], dtype=np.int64))
 
     return sample
 

@@ -194,7 +194,8 @@ class Trainer:
         cfg = self.config
         kind = "seed-only" if cfg.network.model == "mlp" else cfg.sampling.sampler
         if cfg.sampling.temporal is not None and self.task.name == "node":
-            return timed_node_sampler(self.store, fanouts, cfg.sampling.temporal, seed)
+            relation = self._relation_fanouts(fanouts) if self.typed else None
+            return timed_node_sampler(self.store, fanouts, cfg.sampling.temporal, seed, relation)
         if self.typed:
             return self.store.typed_sampler(fanouts, self._relation_fanouts(fanouts), seed=seed, kind=kind)
         return self.store.sampler(fanouts, seed=seed, kind=kind, num_layers=cfg.num_layers)

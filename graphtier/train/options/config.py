@@ -309,9 +309,9 @@ class TrainConfig:
             )
         if dataset.labels is not None and (dataset.labels[train_idx] < 0).any():
             raise OptionError(f"{path}/labels.npy: expected labels >= 0 for every train node, found -1")
-        if self.sampling.temporal is not None and dataset.is_hetero:
-            raise OptionError(f"{path}: {{temporal}} samples homogeneous datasets only, found a typed one",
-                              options=("temporal",))  # fmt: skip
+        if self.sampling.temporal is not None and dataset.is_hetero and self.placement.sample_on != "cpu":
+            raise OptionError(f"{path}: {{temporal}} samples a typed dataset on the CPU, found "
+                              f"{{sample_on={self.placement.sample_on}}}", options=("temporal", "sample_on"))  # fmt: skip
         if self.sampling.temporal is not None and (dataset.node_time is None or dataset.edge_time is None):
             missing = "node times (node_time.npy)" if dataset.node_time is None else "edge times (edge_time.npy)"
             raise OptionError(

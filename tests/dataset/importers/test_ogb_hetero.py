@@ -104,3 +104,37 @@ def test_add_reverse_on_homogeneous_ogb_is_refused(tmp_path: Path) -> None:
     _gz(raw / "num-node-list.csv.gz", ["2"])
     with pytest.raises(OptionError, match="add_reverse=: expected a heterogeneous OGB layout"):
         import_ogb(tmp_path / "ogb", tmp_path / "out", add_reverse=True)
+
+
+def test_ogb_mag_paper_years_become_node_and_edge_times(tmp_path: Path) -> None:
+    write_mag(tmp_path / "mag")
+    years = [2015, 2016, 2017, 2018, 2019, 2019]
+    _gz(tmp_path / "mag" / "raw" / "node_year" / "paper" / "node_year.csv.gz", [str(y) for y in years])
+    ds = import_ogb(tmp_path / "mag", tmp_path / "out", add_reverse=True)
+    schema = ds.schema
+    paper = schema.node_type("paper")
+    expected = np.full(ds.num_nodes, 2015)  # a type without years exists from the earliest year
+    expected[paper.offset : paper.offset + paper.count] = years
+    assert ds.node_time.tolist() == expected.tolist()
+    assert ds.meta["node_time"] == {"unit": "year", "min": 2015, "max": 2019}
+    for rel in schema.relations:  # every edge, reverse relations too, at its later end's year
+        indptr, sources = ds.relation_csc(rel)
+        dst = schema.node_type(rel.dst)
+        times = np.asarray(ds.edge_time)[indptr[0] : indptr[-1]]
+        ends = np.repeat(np.arange(dst.count) + dst.offset, np.diff(indptr))
+        assert times.tolist() == np.maximum(expected[sources], expected[ends]).tolist(), rel
+
+
+def test_typed_temporal_node_classification_trains_on_mag_years(tmp_path: Path) -> None:
+    from graphtier.train import train
+
+    write_mag(tmp_path / "mag")
+    _gz(tmp_path / "mag" / "raw" / "node_year" / "paper" / "node_year.csv.gz", ["2015", "2016", "2017", "2018",
+                                                                                 "2019", "2019"])  # fmt: skip
+    ds = import_ogb(tmp_path / "mag", tmp_path / "out", add_reverse=True)
+    options = dict(model="rgcn", fanouts=(3, 3), hidden=8, epochs=2, batch_size=2, quiet=True, num_threads=1,
+                   featureless="embedding", seed=0)  # fmt: skip
+    timed = train(ds, temporal="uniform", **options).report
+    static = train(ds, **options).report
+    assert all(np.isfinite(e["loss"]) for e in timed["epochs"]) and timed["final"]["test_acc"] is not None
+    assert [e["loss"] for e in timed["epochs"]] != [e["loss"] for e in static["epochs"]]  # the cut removes edges
