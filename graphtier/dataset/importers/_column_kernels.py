@@ -16,9 +16,7 @@ from graphtier.dataset.importers.kernels import (
     _COMMA,
     _CR,
     _FLOAT_TOKEN,
-    _HASH,
     _NL,
-    _PERCENT,
     PARSE_BAD_TOKEN,
     PARSE_OK,
     PARSE_OVERFLOW,
@@ -29,6 +27,7 @@ from graphtier.dataset.importers.kernels import (
     _data_lines,
     _is_blank,
     _next_line,
+    _next_record,
     _parse_float,
     _skip_separator,
     parse_int_token,
@@ -79,19 +78,10 @@ def parse_int_columns(
     last = columns[columns.shape[0] - 1]
     i = 0
     rows = 0
-    while i < n:
-        line_start = i
-        while i < n and _is_blank(buf[i]):
-            i += 1
+    while True:
+        i, line_start = _next_record(buf, i, n)
         if i >= n:
             break
-        c = buf[i]
-        if c == _NL:
-            i += 1
-            continue
-        if c == _HASH or c == _PERCENT:
-            i = _next_line(buf, i, n)
-            continue
         kept = 0
         for col in range(last + 1):
             if col > 0:
@@ -140,19 +130,10 @@ def parse_float_columns(
     last = columns[columns.shape[0] - 1]
     i = 0
     rows = 0
-    while i < n:
-        line_start = i
-        while i < n and _is_blank(buf[i]):
-            i += 1
+    while True:
+        i, line_start = _next_record(buf, i, n)
         if i >= n:
             break
-        c = buf[i]
-        if c == _NL:
-            i += 1
-            continue
-        if c == _HASH or c == _PERCENT:
-            i = _next_line(buf, i, n)
-            continue
         kept = 0
         for col in range(last + 1):
             bad_column[0] = col

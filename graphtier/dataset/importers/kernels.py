@@ -83,6 +83,26 @@ def _next_line(buf: np.ndarray, i: int, n: int) -> int:
     return i + 1
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _next_record(buf: np.ndarray, i: int, n: int) -> tuple[int, int]:
+    """``(first token, line start)`` of the first record at or after ``i``: blank lines and ``#`` / ``%`` comment
+    lines skipped, leading blanks too; ``(n, n)`` past the last one."""
+    while i < n:
+        line_start = i
+        while i < n and _is_blank(buf[i]):
+            i += 1
+        if i >= n:
+            break
+        c = buf[i]
+        if c == _NL:
+            i += 1
+        elif c == _HASH or c == _PERCENT:
+            i = _next_line(buf, i, n)
+        else:
+            return i, line_start
+    return n, n
+
+
 @numba.njit(cache=True, nogil=True)
 def parse_int_token(buf: np.ndarray, i: int, n: int) -> tuple[np.int64, int, int]:
     """Parse one integer column starting at ``i`` (optional sign, digits, then a separator or the line end);
@@ -205,19 +225,10 @@ def parse_float_rows(buf: np.ndarray, out: np.ndarray) -> tuple[int, int, int]:
     num_columns = out.shape[1]
     i = 0
     rows = 0
-    while i < n:
-        line_start = i
-        while i < n and _is_blank(buf[i]):
-            i += 1
+    while True:
+        i, line_start = _next_record(buf, i, n)
         if i >= n:
             break
-        c = buf[i]
-        if c == _NL:
-            i += 1
-            continue
-        if c == _HASH or c == _PERCENT:
-            i = _next_line(buf, i, n)
-            continue
         for col in range(num_columns):
             if col > 0:
                 i, skipped = _skip_separator(buf, i, n)
