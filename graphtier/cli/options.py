@@ -87,19 +87,29 @@ def fanouts_option(help: str) -> Any:
     )
 
 
-def replay_options(func: Any) -> Any:
-    """The sampling trace a tiering command replays (``analyze``, ``plan``): ``--fanouts``,
-    ``--fanouts-per-relation``, ``--batch-size``, ``--epochs`` and ``--seed``, as ``graphtier train`` takes them."""
-    options = [
-        fanouts_option("Training fanouts, seed hop first."),
+def trace_options(fanouts: str, batch_size: str, epochs: str, seed: str) -> list[Any]:
+    """``--fanouts``, ``--fanouts-per-relation``, ``--batch-size``, ``--epochs`` and ``--seed`` of a command that
+    replays the training sampler, as ``graphtier train`` takes them, with these helps."""
+    return [
+        fanouts_option(fanouts),
         relation_fanouts_option(),
-        click.option("--batch-size", type=int, default=1024, show_default=True, help="Seeds per mini-batch."),
-        click.option("--epochs", type=int, default=1, show_default=True, help="Epochs of the sampling trace."),
-        click.option("--seed", type=SEED, default=0, show_default=True, help="Sampling seed (as train --seed)."),
+        click.option("--batch-size", type=int, default=1024, show_default=True, help=batch_size),
+        click.option("--epochs", type=int, default=1, show_default=True, help=epochs),
+        click.option("--seed", type=SEED, default=0, show_default=True, help=seed),
     ]
+
+
+def decorated(func: Any, options: list[Any]) -> Any:
+    """``func`` with the click ``options``, the first one listed first in ``--help``."""
     for option in reversed(options):
         func = option(func)
     return func
+
+
+def replay_options(func: Any) -> Any:
+    """The sampling trace a tiering command replays (``analyze``, ``plan``): :func:`trace_options`."""
+    return decorated(func, trace_options("Training fanouts, seed hop first.", "Seeds per mini-batch.",
+                                         "Epochs of the sampling trace.", "Sampling seed (as train --seed)."))  # fmt: skip
 
 
 def score_options(func: Any) -> Any:
@@ -122,15 +132,14 @@ def score_options(func: Any) -> Any:
             default=None,
             help="rpr: iteration cap (default 100); wrpr: iterations run (default 5).",
         ),
-        fanouts_option("fwr/fwr-sum/presample: training fanouts, seed hop first."),
-        relation_fanouts_option(),
-        click.option("--batch-size", type=int, default=1024, show_default=True, help="fwr/presample: seeds per batch."),
-        click.option("--epochs", type=int, default=1, show_default=True, help="presample: epochs sampled."),
-        click.option("--seed", type=SEED, default=0, show_default=True, help="presample: sampling seed."),
+        *trace_options(
+            "fwr/fwr-sum/presample: training fanouts, seed hop first.",
+            "fwr/presample: seeds per batch.",
+            "presample: epochs sampled.",
+            "presample: sampling seed.",
+        ),
     ]
-    for option in reversed(options):
-        func = option(func)
-    return func
+    return decorated(func, options)
 
 
 def task_options(func: Any) -> Any:
@@ -160,9 +169,7 @@ def task_options(func: Any) -> Any:
             help="--task link: negative destinations uniform, or by in-degree^0.75.",
         ),
     ]
-    for option in reversed(options):
-        func = option(func)
-    return func
+    return decorated(func, options)
 
 
 def epoch_seeds(task: str, num_negatives: int, negative_sampling: str) -> Any:
