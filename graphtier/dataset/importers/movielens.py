@@ -66,6 +66,12 @@ RATES = ("user", "rates", "item")
 """The relation of a typed MovieLens dataset (``typed``), with its reverse ``(item, rev_rates, user)``."""
 
 
+def rating_levels(base: np.ndarray, test: np.ndarray, base_path: Path, test_path: Path) -> np.ndarray:
+    """float32 [len(base) + len(test), 5]: the one-hot rating of every rating line, the base fold's then the test
+    fold's (``rating_features``)."""
+    return np.concatenate([rating_one_hot(base[:, 2], base_path), rating_one_hot(test[:, 2], test_path)])
+
+
 def find_folder(source: Path) -> Path:
     """The ``ml-100k`` folder: ``source`` itself or ``source/ml-100k``."""
     for candidate in (source, source / "ml-100k"):
@@ -222,9 +228,6 @@ def import_movielens(
                           "{split_by=time}", options=("edge_split", "fold", "split_by"))  # fmt: skip
     if options.split_by == "time" and typed:
         raise OptionError("{split_by=time}: writes a homogeneous dataset, not {typed}", options=("split_by", "typed"))
-    if rating_features and typed:
-        raise OptionError("{rating_features}: writes a homogeneous dataset, not {typed} (a typed dataset takes no edge "
-                          "features yet)", options=("rating_features", "typed"))  # fmt: skip
     if rating_features and options.split_by == "time":
         raise OptionError("{rating_features}: needs the fold's split, not {split_by=time} (which keeps the held-out "
                           "ratings, the targets, in the graph)", options=("rating_features", "split_by"))  # fmt: skip
@@ -257,12 +260,16 @@ def import_movielens(
         with DatasetWriter(output, overwrite=overwrite) as writer:
             local = np.array([0, num_users], np.int64)
             timed = [(every[:, 0], every[:, 1] - num_users, every[:, 3])]  # (user, item, time) in local ids
+            rates = spill_relation(RATES, iter(timed), writer.tmp, str(base_path))
+            if rating_features:  # in input order; the relation and its reverse carry them through the split
+                rates.columns = EdgeColumns(features=rating_levels(base, test, base_path, test_path),
+                                            feature_names=list(RATING_COLUMNS))  # fmt: skip
             data = TypedImport(
                 types=[
                     TypedNodes("user", num_users, _with_ids(users, id_features)),
                     TypedNodes("item", num_items, _with_ids(items, id_features)),
                 ],  # fmt: skip
-                relations=[spill_relation(RATES, iter(timed), writer.tmp, str(base_path))],
+                relations=[rates],
                 target="user",
                 inputs=inputs,
             )
@@ -311,7 +318,7 @@ def import_movielens(
         meta[EDGE_TIME_META] = {"unit": "s"}
         writer.save("edge_time", built.edge_time)
         if rating_features:  # gathered into CSC order by each edge's input row; the split below carries them
-            levels = np.concatenate([rating_one_hot(base[:, 2], base_path), rating_one_hot(test[:, 2], test_path)])
+            levels = rating_levels(base, test, base_path, test_path)
             columns = EdgeColumns(features=levels, feature_names=list(RATING_COLUMNS))
             meta.update(write_edge_columns(writer, [(columns, built.edge_row)], str(writer.output)))
         if options.split_by == "time":  # every rating stays in the graph; pairs held out by time, with their times

@@ -10,7 +10,7 @@ import pytest
 
 from graphtier.dataset import Dataset
 from graphtier.dataset.importers.movielens import RATING_COLUMNS, import_movielens
-from graphtier.errors import DatasetError, OptionError
+from graphtier.errors import OptionError
 from graphtier.graphstore import GraphStore
 from graphtier.train import train
 from graphtier.train.loop.feed import add_edge_inputs
@@ -89,23 +89,29 @@ def test_rating_features_train_gine_to_a_sampled_test_rmse(rated: tuple) -> None
     assert "sampled neighbourhoods" in final_summary(report["final"], report["config"])  # not "exact layer-wise"
 
 
-def test_rating_features_are_refused_where_they_cannot_be_written(tmp_path: Path) -> None:
+def test_rating_features_are_refused_with_a_split_by_time(tmp_path: Path) -> None:
     folder, _ = write_movielens(tmp_path / "ml")
-    with pytest.raises(OptionError, match="rating_features.*typed"):
-        import_movielens(folder, tmp_path / "a", typed=True, rating_features=True)
     with pytest.raises(OptionError, match="rating_features.*split_by='time'"):
         import_movielens(folder, tmp_path / "b", rating_features=True, split_by="time", edge_split=(0.8, 0.1, 0.1))
-    result = run_cli("prepare", "movielens", str(folder), str(tmp_path / "c"), "--typed", "--rating-features")
-    assert_user_error(result, "--rating-features", "--typed")
+    result = run_cli("prepare", "movielens", str(folder), str(tmp_path / "c"), "--rating-features", "--split-by",
+                     "time", "--edge-split", "0.8,0.1,0.1")  # fmt: skip
+    assert_user_error(result, "--rating-features", "--split-by time")
     assert not (tmp_path / "c").exists()
 
 
-def test_a_rating_outside_the_levels_names_its_file_and_line(tmp_path: Path) -> None:
-    folder, _ = write_movielens(tmp_path / "ml")
-    lines = (folder / "u1.test").read_text().splitlines()
-    lines[2] = "\t".join(lines[2].split("\t")[:2] + ["6", "880000000"])
-    (folder / "u1.test").write_text("\n".join(lines) + "\n")
-    with pytest.raises(DatasetError, match=r"u1\.test: line 3: expected a rating in 1\.\.5, found 6"):
-        import_movielens(folder, tmp_path / "out", rating_features=True)
-    assert not (tmp_path / "out").exists()
-    import_movielens(folder, tmp_path / "plain")  # without rating features the value is only a target
+def test_a_typed_dataset_carries_the_ratings_on_both_relations_and_trains_rgat(tmp_path: Path) -> None:
+    folder, ratings = write_movielens(tmp_path / "ml")
+    rating = {(int(u) - 1, int(i) - 1): int(r) for u, i, r, _ in ratings.tolist()}
+    d = import_movielens(folder, tmp_path / "typed", typed=True, valid_fraction=0.1, rating_features=True)
+    assert d.meta["edge_features"] == {"dim": 5, "dtype": "float32", "columns": RATING_COLUMNS}
+    table = np.asarray(d.edge_features)
+    for rel in d.schema.relations:  # (user, rates, item) and its reverse, each edge with its rating
+        indptr, src = d.relation_csc(rel)
+        ends = np.repeat(np.arange(d.schema.node_type(rel.dst).count), np.diff(indptr))
+        local = np.asarray(src) - d.schema.node_type(rel.src).offset
+        pairs = zip(local.tolist(), ends.tolist()) if rel.src == "user" else zip(ends.tolist(), local.tolist())
+        expected = np.array([rating[p] for p in pairs], np.int64)
+        np.testing.assert_array_equal(table[indptr[0] : indptr[-1]], np.eye(5, dtype=np.float32)[expected - 1])
+    report = train(d, task="link", link_target="regression", model="rgat", edge_features=True, epochs=2, heads=2,
+                   fanouts=(5, 3), batch_size=128, hidden=16, num_threads=1, quiet=True).report  # fmt: skip
+    assert report["final"]["method"] == "sampled" and np.isfinite(report["final"]["test_rmse"])
