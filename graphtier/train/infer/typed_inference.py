@@ -151,9 +151,10 @@ def _staged_outputs(
     device: torch.device | str, chunk_size: int, progress: Progress, keep_embeddings: bool,
     scratch_dir: str | os.PathLike[str] | None,
 ) -> tuple[dict[str, Tensor], Tensor | None]:  # fmt: skip
-    """:func:`_gnn_outputs` inside the stage ``inference: layer-wise`` (nodes of every layer and type it outputs)."""
-    total = sum(schema.node_type(t).count for layer in model.layers for t in layer.out_types)
-    with progress.stage("inference: layer-wise", total=total, unit="nodes") as bar:
+    """:func:`_gnn_outputs` inside the stage ``inference: layer-wise``, counted in the in-edges of every layer and
+    type it outputs (the work of a chunk: the hubs of a reordered graph come first, so nodes would mislead the ETA)."""
+    total = sum(int(type_in_edges_indptr(indptr, schema, t)[-1]) for layer in model.layers for t in layer.out_types)
+    with progress.stage("inference: layer-wise", total=total, unit="edges") as bar:
         return _gnn_outputs(
             model, gather, indptr, indices, schema, device, chunk_size, bar, keep_embeddings, scratch_dir
         )
@@ -178,7 +179,8 @@ def _gnn_outputs(
         for t in model.layers[layer].out_types:
             rows = schema.node_type(t).count
             table: Tensor | None = None
-            bounds = chunk_bounds(type_in_edges_indptr(indptr, schema, t), rows, chunk_size)
+            in_edges = type_in_edges_indptr(indptr, schema, t)
+            bounds = chunk_bounds(in_edges, rows, chunk_size)
             for start, stop in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
                 chunk = np.arange(start, stop, dtype=np.int64)
                 n_id, block = full_neighbour_block(indptr, indices, schema, t, chunk)
@@ -192,7 +194,7 @@ def _gnn_outputs(
                 if table is None:
                     table = layer_output(rows, h.shape[1], f"layer {layer + 1} outputs of {t}", scratch_dir)
                 table[start : start + chunk.shape[0]] = h
-                bar.advance(int(chunk.shape[0]))
+                bar.advance(int(in_edges[stop] - in_edges[start]))
             out[t] = table if table is not None else torch.empty((0, model.layers[layer].out_dim))
         previous = out
     assert previous is not None
