@@ -96,14 +96,15 @@ class TypedTemporalNeighborSampler:
         before = rows.type_counts()
         hops: list[TypedBlock] = []
         for hop in range(self.num_hops):
-            relations, sources, bounds, dst_rows = self._hop(hop, batch_id, rows)
-            source_rows = rows.add(sources, bounds)
+            relations, sources, bounds = self._hop(hop, batch_id, rows)
+            source_rows = rows.add(sources, bounds)  # may grow the row arrays: index them after
+            columns = rows.position[source_rows]  # each edge's source row among its type's rows
             after = rows.type_counts()
-            blocks = {}
-            for key, (rowptr, low, high, edge_id) in relations.items():
-                blocks[key] = RelationBlock(torch.from_numpy(rowptr), torch.from_numpy(rows.position[source_rows[low:high]]),
-                                            torch.from_numpy(edge_id))  # fmt: skip
-            del dst_rows
+            blocks = {
+                key: RelationBlock(torch.from_numpy(rowptr), torch.from_numpy(columns[low:high]),
+                                   torch.from_numpy(edge_id))
+                for key, (rowptr, low, high, edge_id) in relations.items()
+            }  # fmt: skip
             names = self.schema.type_names
             hops.append(TypedBlock({n: int(after[t]) for t, n in enumerate(names)},
                                    {n: int(before[t]) for t, n in enumerate(names)}, blocks))  # fmt: skip
@@ -114,19 +115,18 @@ class TypedTemporalNeighborSampler:
 
     def _hop(
         self, hop: int, batch_id: int, rows: _Rows
-    ) -> tuple[dict[RelationType, tuple[np.ndarray, int, int, np.ndarray]], np.ndarray, np.ndarray, np.ndarray]:
+    ) -> tuple[dict[RelationType, tuple[np.ndarray, int, int, np.ndarray]], np.ndarray, np.ndarray]:
         """Draw hop ``hop`` for every known row: per relation ``(rowptr, first edge, stop edge, edge ids)``, and for
-        every edge (relation-major) its global source id, its bound and its destination row."""
+        every edge (relation-major) its global source id and its bound (its destination row's)."""
         count = rows.count
-        node, bound, position = rows.node[:count], rows.bound[:count], rows.position[:count]
+        node, bound = rows.node[:count], rows.bound[:count]
         types = rows.type_of(node)
         relations = {}
-        parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        parts: list[tuple[np.ndarray, np.ndarray]] = []
         low = 0
         for r, rel in enumerate(self.schema.relations):
             dst_type = self.schema.type_names.index(rel.dst)
-            members = np.flatnonzero(types == dst_type)
-            members = members[np.argsort(position[members], kind="stable")]  # the type's rows in position order
+            members = np.flatnonzero(types == dst_type)  # the type's rows: row order is position order
             csc_rows = rel.row_offset + (node[members] - self._offsets[dst_type])
             row_bounds = np.ascontiguousarray(bound[members])
             starts, degrees = np.empty(members.shape[0], np.int64), np.empty(members.shape[0], np.int64)
@@ -141,11 +141,10 @@ class TypedTemporalNeighborSampler:
             if total:
                 temporal_draws(self._by_time, starts, degrees, offsets, self.recent, stream, edge_id, src, dst_index)
             relations[rel.type] = (offsets - offsets[0], low, low + total, edge_id)
-            parts.append((src, row_bounds[dst_index] if total else np.empty(0, np.int64), members[dst_index]))
+            parts.append((src, row_bounds[dst_index] if total else np.empty(0, np.int64)))
             low += total
-        sources, bounds, dst_rows = (np.concatenate([p[i] for p in parts]) if parts else np.empty(0, np.int64)
-                                     for i in range(3))  # fmt: skip
-        return relations, sources, bounds, dst_rows
+        sources, bounds = (np.concatenate([p[i] for p in parts]) if parts else np.empty(0, np.int64) for i in range(2))
+        return relations, sources, bounds
 
 
 class _Rows:
