@@ -126,3 +126,21 @@ def test_compiled_typed_sampler_on_cuda_is_identical() -> None:
         assert all(ids.device == device for ids in mb.n_id.values())
         assert all(rel.col.device == device for blk in mb.blocks for rel in blk.relations.values())
         assert_identical_typed(mb, cpu.sample(seeds, batch_id))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_typed_edge_ids_on_cuda_are_the_cpu_samplers() -> None:
+    device = torch.device("cuda", torch.cuda.current_device())
+    indptr, indices, schema = random_typed_graph({"paper": 5_000, "author": 4_000, "field": 20}, 8, 7)
+    fanouts = parse_relation_fanouts("cites=10/5,writes=4/-1,has=50/2", schema, [10, 5])
+    gpu = DeviceTypedNeighborSampler(DenseTopology(indptr, indices, device=device), schema, fanouts, seed=3,
+                                     with_edge_ids=True)  # fmt: skip
+    cpu = TypedNeighborSampler(indptr, indices, schema, fanouts, seed=3, with_edge_ids=True)
+    seeds = np.random.default_rng(1).integers(0, 5_000, 512)
+    mb, want = gpu.sample(torch.from_numpy(seeds).to(device), 2), cpu.sample(seeds, 2)
+    assert_identical_typed(mb, want)
+    for blk, expected in zip(mb.blocks, want.blocks):
+        for key, rel in expected.relations.items():
+            got = blk.relations[key].edge_id
+            assert got.device == device and torch.equal(got.cpu(), rel.edge_id), key
