@@ -25,7 +25,13 @@ import torch
 from graphtier.dataset.schema import RelationType, Schema
 from graphtier.errors import OptionError
 from graphtier.sampling import _neighbor_kernels as kernels
-from graphtier.sampling._temporal_kernels import relabel_pairs_hashed, temporal_draws, temporal_spans, time_ordered
+from graphtier.sampling._temporal_kernels import (
+    rehash,
+    relabel_pairs_hashed,
+    temporal_draws,
+    temporal_spans,
+    time_ordered,
+)
 from graphtier.sampling.fanouts import Fanouts
 from graphtier.sampling.neighbor import check_graph, check_seed, next_batch_id
 from graphtier.sampling.seeds import as_seed_array
@@ -78,7 +84,6 @@ class TypedTemporalNeighborSampler:
         self.inclusive = bool(inclusive)
         self.seed = check_seed(seed)
         self._by_time = time_ordered(self.indices, edge_time, edge_time_order)
-        self._offsets = schema.offsets()
         self._batch_counter = itertools.count()
 
     def sample(
@@ -91,7 +96,7 @@ class TypedTemporalNeighborSampler:
         local = as_seed_array(seeds, target.count)
         times = seed_times(seed_time, local.shape[0])
         batch_id = int(next_batch_id(batch_id, self._batch_counter))
-        rows = _Rows(self._offsets, 2 * local.shape[0] + 16)
+        rows = _Rows(self.schema, 2 * local.shape[0] + 16)
         seed_index = rows.add(local + int(target.offset), times)
         before = rows.type_counts()
         hops: list[TypedBlock] = []
@@ -120,27 +125,25 @@ class TypedTemporalNeighborSampler:
         every edge (relation-major) its global source id and its bound (its destination row's)."""
         count = rows.count
         node, bound = rows.node[:count], rows.bound[:count]
-        types = rows.type_of(node)
+        types = self.schema.type_of(node)
         relations = {}
         parts: list[tuple[np.ndarray, np.ndarray]] = []
         low = 0
         for r, rel in enumerate(self.schema.relations):
             dst_type = self.schema.type_names.index(rel.dst)
             members = np.flatnonzero(types == dst_type)  # the type's rows: row order is position order
-            csc_rows = rel.row_offset + (node[members] - self._offsets[dst_type])
+            csc_rows = rel.row_offset + (node[members] - rows.offsets[dst_type])
             row_bounds = np.ascontiguousarray(bound[members])
             starts, degrees = np.empty(members.shape[0], np.int64), np.empty(members.shape[0], np.int64)
-            offsets = np.empty(members.shape[0] + 1, np.int64)
+            offsets = np.zeros(members.shape[0] + 1, np.int64)
             total = int(temporal_spans(self.indptr, self._by_time, csc_rows, row_bounds,
                                        np.int64(self.fanout_table[hop, r]), self.inclusive, False, starts, degrees,
                                        offsets) if members.size else 0)  # fmt: skip
-            if not members.size:
-                offsets = np.zeros(1, np.int64)
             edge_id, src, dst_index = (np.empty(total, np.int64) for _ in range(3))
             stream = np.uint64(kernels.stream_key(self.seed, batch_id, hop * len(self.schema.relations) + r))
             if total:
                 temporal_draws(self._by_time, starts, degrees, offsets, self.recent, stream, edge_id, src, dst_index)
-            relations[rel.type] = (offsets - offsets[0], low, low + total, edge_id)
+            relations[rel.type] = (offsets, low, low + total, edge_id)
             parts.append((src, row_bounds[dst_index] if total else np.empty(0, np.int64)))
             low += total
         sources, bounds = (np.concatenate([p[i] for p in parts]) if parts else np.empty(0, np.int64) for i in range(2))
@@ -149,10 +152,11 @@ class TypedTemporalNeighborSampler:
 
 class _Rows:
     """The batch's (node, bound) rows in first-seen order: global node ids, bounds, and each row's position among
-    the rows of its type (types from the schema's global id ranges ``offsets``)."""
+    the rows of its type (:meth:`Schema.type_of`)."""
 
-    def __init__(self, offsets: np.ndarray, capacity: int) -> None:
-        self.offsets = np.asarray(offsets, dtype=np.int64)
+    def __init__(self, schema: Schema, capacity: int) -> None:
+        self.schema = schema
+        self.offsets = schema.offsets()
         self.count = 0
         self.node = np.empty(capacity, np.int64)
         self.bound = np.empty(capacity, np.int64)
@@ -166,9 +170,6 @@ class _Rows:
         while slots < 2 * rows:
             slots *= 2
         return slots
-
-    def type_of(self, node: np.ndarray) -> np.ndarray:
-        return np.searchsorted(self.offsets, node, side="right") - 1
 
     def type_counts(self) -> np.ndarray:
         return self.counts.copy()
@@ -184,15 +185,13 @@ class _Rows:
                 setattr(self, name, grown)
         if self.table.shape[0] < 2 * need:  # a larger table, the known rows inserted again in row order
             self.table = np.full((self._slots(need), 4), -1, np.int64)
-            known = np.empty(self.count, np.int64)
-            relabel_pairs_hashed(self.node[: self.count].copy(), self.bound[: self.count].copy(), self.table,
-                                 np.int64(0), self.node, self.bound, np.int64(0), known)  # fmt: skip
+            rehash(self.table, np.int64(0), self.node, self.bound, np.int64(self.count))
         out = np.empty(node.shape[0], np.int64)
         first = self.count
         self.count = int(relabel_pairs_hashed(np.ascontiguousarray(node, dtype=np.int64),
                                               np.ascontiguousarray(bound, dtype=np.int64), self.table, np.int64(0),
                                               self.node, self.bound, np.int64(first), out))  # fmt: skip
-        types = self.type_of(self.node[first : self.count])
+        types = self.schema.type_of(self.node[first : self.count])
         for t in np.unique(types):
             new = first + np.flatnonzero(types == t)
             self.position[new] = self.counts[t] + np.arange(new.shape[0])
@@ -202,7 +201,7 @@ class _Rows:
     def by_type(self, names: Sequence[str]) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
         """Per type its rows' local ids and bounds, in position order."""
         node, bound = self.node[: self.count], self.bound[: self.count]
-        types = self.type_of(node)
+        types = self.schema.type_of(node)
         n_id, n_time = {}, {}
         for t, name in enumerate(names):
             members = np.flatnonzero(types == t)  # row order is position order within a type

@@ -23,7 +23,7 @@ from graphtier.tiering.plan_topology import TopologyPlan, entries_before
 @dataclass(frozen=True)
 class EdgeBudgetRow:
     """One budget applied to the edge table: ``gpu_rows`` (a CSC prefix) and their bytes, the edge-row reads per
-    epoch they serve and their share of all edge-row reads (None for ``auto``, which sizes node features only)."""
+    epoch they serve and their share of all edge-row reads (``auto``, which sizes node features only, has none)."""
 
     budget: str
     gpu_rows: int
