@@ -180,16 +180,21 @@ def test_layer_from_a_table_rejects_neighbours_outside_it(kind: str) -> None:
     first=st.integers(0, 40),
     span=st.integers(0, 40),
     mean=st.booleans(),
+    base=st.sampled_from([0, 7, 1000]),
 )
-def test_neighbour_rows_matches_reference(seed: int, width: int, first: int, span: int, mean: bool) -> None:
+def test_neighbour_rows_matches_reference(seed: int, width: int, first: int, span: int, mean: bool, base: int) -> None:
+    """Sums and means of a table's rows by source id - base (a typed graph's source type starts at base)."""
     indptr, indices = _graph(seed % 1000, num_nodes=80, num_edges=300)
+    indices = indices + base
     stop = min(80, first + span)
     table = np.random.default_rng(seed).standard_normal((80, width)).astype(np.float32)
     out = np.full((stop - first, width), np.nan, dtype=np.float32)
     for graph in (indices, indices.astype(np.int32)):
-        assert neighbour_rows(table, indptr, graph, first, stop, out, mean) == 0
-        expected = neighbour_rows_reference(table, indptr, graph, first, stop, mean)
+        assert neighbour_rows(table, indptr, graph, first, stop, out, mean, base) == 0
+        expected = neighbour_rows_reference(table, indptr, graph, first, stop, mean, base)
         np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-6)
+    if stop > first and indptr[stop] > indptr[first]:  # ids below base are outside the table: counted, skipped
+        assert neighbour_rows(table, indptr, indices, first, stop, out, mean, base + 1000) > 0
 
 
 @pytest.mark.parametrize("kind", ["gat", "sage", "gcn"])

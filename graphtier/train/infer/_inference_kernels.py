@@ -17,14 +17,22 @@ import numpy as np
 
 @numba.njit(parallel=True, cache=True, nogil=True, fastmath=True)
 def neighbour_rows(
-    table: np.ndarray, indptr: np.ndarray, indices: np.ndarray, first: int, stop: int, out: np.ndarray, mean: bool
+    table: np.ndarray,
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    first: int,
+    stop: int,
+    out: np.ndarray,
+    mean: bool,
+    base: int,
 ) -> int:
-    """``out[v - first] = sum (or with ``mean`` the mean) of table[indices[e]]`` over ``indptr[v] <= e <
+    """``out[v - first] = sum (or with ``mean`` the mean) of table[indices[e] - base]`` over ``indptr[v] <= e <
     indptr[v + 1]``, for ``first <= v < stop`` (zeros for a node without in-edges), in parallel over the nodes.
 
-    ``table`` float32 [N, D] (the previous layer's output, possibly a memory map), ``indptr`` int64 [N + 1],
-    ``indices`` int32/int64 [E] global source ids, ``out`` float32 [stop - first, D]. Returns how many
-    indices were outside [0, N) (skipped, so a corrupt graph cannot read outside the table).
+    ``table`` float32 [N, D] (the previous layer's output, possibly a memory map), ``indptr`` int64 [>= stop + 1],
+    ``indices`` int32/int64 [E] source ids, ``base`` the id of the table's row 0 (0 for a homogeneous graph; a
+    typed graph's source type offset), ``out`` float32 [stop - first, D]. Returns how many indices - base were
+    outside [0, N) (skipped, so a corrupt graph cannot read outside the table).
     """
     dim = table.shape[1]
     num_rows = table.shape[0]
@@ -37,7 +45,7 @@ def neighbour_rows(
             acc[k] = 0.0
         weight = np.float32(1.0) / np.float32(max(end - start, 1)) if mean else np.float32(1.0)
         for e in range(start, end):
-            source = indices[e]
+            source = indices[e] - base
             if source < 0 or source >= num_rows:
                 bad += 1
                 continue
@@ -48,13 +56,13 @@ def neighbour_rows(
 
 
 def neighbour_rows_reference(
-    table: np.ndarray, indptr: np.ndarray, indices: np.ndarray, first: int, stop: int, mean: bool
+    table: np.ndarray, indptr: np.ndarray, indices: np.ndarray, first: int, stop: int, mean: bool, base: int = 0
 ) -> np.ndarray:
     """Plain numpy reference of :func:`neighbour_rows` (float64 accumulation): float32 [stop - first, D]."""
     table = np.asarray(table, dtype=np.float64)
     out = np.zeros((stop - first, table.shape[1]), dtype=np.float64)
     for i, node in enumerate(range(first, stop)):
-        neighbours = np.asarray(indices[indptr[node] : indptr[node + 1]], dtype=np.int64)
+        neighbours = np.asarray(indices[indptr[node] : indptr[node + 1]], dtype=np.int64) - base
         if neighbours.size:
             out[i] = table[neighbours].mean(axis=0) if mean else table[neighbours].sum(axis=0)
     return out.astype(np.float32)

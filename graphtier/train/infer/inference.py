@@ -212,7 +212,7 @@ def _sage_layer(
         table = previous
     for chunk in chunks:
         first, stop = int(chunk[0]), int(chunk[-1]) + 1
-        agg = _neighbours(table, indptr, indices, first, stop, mean=True)
+        agg = neighbour_aggregate(table, indptr, indices, first, stop, mean=True)
         if projects:
             h = out[first:stop] + agg
         else:
@@ -256,7 +256,7 @@ def _gcn_layer(
     out = layer_output(num_nodes, int(weight.shape[0]), f"layer {layer + 1} outputs", scratch_dir)
     for chunk in chunks:
         first, stop = int(chunk[0]), int(chunk[-1]) + 1
-        summed = _neighbours(table, indptr, indices, first, stop, mean=False).add_(table[first:stop])
+        summed = neighbour_aggregate(table, indptr, indices, first, stop, mean=False).add_(table[first:stop])
         summed.mul_(scale[first:stop])
         h = summed if projects else summed @ weight.t()
         if bias is not None:
@@ -265,17 +265,19 @@ def _gcn_layer(
     return out
 
 
-def _neighbours(
-    table: torch.Tensor, indptr: np.ndarray, indices: np.ndarray, first: int, stop: int, *, mean: bool
+def neighbour_aggregate(
+    table: torch.Tensor, indptr: np.ndarray, indices: np.ndarray, first: int, stop: int, *, mean: bool, base: int = 0
 ) -> torch.Tensor:
     """float32 [stop - first, d]: the sum (``mean``: the mean) of each node's in-neighbours' rows of ``table``
-    [N, d] for the nodes [first, stop); IndexError for a neighbour id outside the table."""
+    [N, d] (float32, CPU; row i holds source id ``base + i``) for the nodes [first, stop) of the CSC ``indptr`` /
+    ``indices``; IndexError for a neighbour id outside the table."""
     table_np = table.numpy()
     agg = torch.empty((stop - first, table_np.shape[1]), dtype=torch.float32)
-    bad = neighbour_rows(table_np, indptr, indices, first, stop, agg.numpy(), mean)
+    bad = neighbour_rows(table_np, indptr, indices, first, stop, agg.numpy(), mean, base)
     if bad:
         raise IndexError(
-            f"the graph has {bad} in-edges of nodes [{first}, {stop}) from ids outside [0, {table_np.shape[0]})"
+            f"the graph has {bad} in-edges of nodes [{first}, {stop}) from ids outside [{base}, "
+            f"{base + table_np.shape[0]})"
         )
     return agg
 

@@ -14,6 +14,7 @@ from graphtier.errors import OptionError
 from graphtier.memory import make_feature_store
 from graphtier.train.infer.inference import check_layerwise, full_in_degree, layerwise_outputs, reads_features_in_order
 from graphtier.train.infer.typed_inference import typed_layerwise_outputs, typed_output_tables
+from graphtier.train.infer.typed_tables import reads_by_tables
 from graphtier.train.nn.link_model import encoder_of
 from graphtier.train.persist.saved import SavedModel, check_fingerprint, load_model
 
@@ -125,9 +126,11 @@ def _typed_predict(
     scratch_dir: str | os.PathLike[str] | None = None,
 ) -> Predictions:  # fmt: skip
     """:func:`predict` of a typed model on ``target``: exact layer-wise logits of every node of the target type."""
-    check_layerwise(encoder_of(saved.model), f"--model {saved.path}")
+    encoder = encoder_of(saved.model)
+    check_layerwise(encoder, f"--model {saved.path}")
+    in_order = reads_by_tables(encoder, target)  # the feature tables are read in order: keep the kernel's read-ahead
     stores = {
-        name: make_feature_store(table, "cpu-gather", device=target, ring_size=3)
+        name: make_feature_store(table, "cpu-gather", device=target, ring_size=3, random_access=not in_order)
         for name, table in data.type_features.items()
         if table is not None
     }

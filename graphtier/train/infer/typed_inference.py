@@ -1,15 +1,17 @@
 """Exact layer-wise full-neighbour inference of a typed model (the typed twin of :mod:`graphtier.train.infer.inference`).
 
 Every layer is computed for all nodes of the types it outputs (:attr:`TypedLayer.out_types`), from the previous
-layer's output tables over ALL in-neighbours of every relation, one chunk of destinations of one type at a time
-(:func:`full_neighbour_block`). The result is the model's exact output on the whole graph (no sampling), with one
-pass over each relation's edges per layer; the last layer computes the target type only.
+layer's output tables over ALL in-neighbours of every relation; the last layer computes the target type only. The
+result is the model's exact output on the whole graph (no sampling), with one pass over each relation's edges per
+layer. On the CPU, R-GCN and HeteroSAGE build no blocks: :mod:`graphtier.train.infer.typed_tables` computes them
+relation by relation from tables read in order (a feature table larger than RAM is read sequentially). R-GAT, and
+every model on CUDA, take one chunk of destinations of one type at a time with all their in-neighbours
+(:func:`full_neighbour_block`), reading one input row per edge.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 
 import numpy as np
 import torch
@@ -19,10 +21,8 @@ from graphtier._progress import NO_PROGRESS, Progress, Stage
 from graphtier.dataset.schema import Schema
 from graphtier.sampling.typed_batch import RelationBlock, TypedBlock
 from graphtier.train.infer.inference import chunk_bounds, layer_output
+from graphtier.train.infer.typed_tables import TypedGather, reads_by_tables, table_outputs
 from graphtier.train.nn.typed_models import TypedGNN, TypedMLP
-
-TypedGather = Callable[[str, Tensor], Tensor]
-"""``gather(node_type, local_ids int64 CPU) -> features [len(ids), dim]`` of a featured type."""
 
 
 def _edge_positions(indptr: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -155,6 +155,10 @@ def _staged_outputs(
     type it outputs (the work of a chunk: the hubs of a reordered graph come first, so nodes would mislead the ETA)."""
     total = sum(int(type_in_edges_indptr(indptr, schema, t)[-1]) for layer in model.layers for t in layer.out_types)
     with progress.stage("inference: layer-wise", total=total, unit="edges") as bar:
+        if reads_by_tables(model, device):
+            return table_outputs(
+                model, gather, indptr, indices, schema, chunk_size, bar, keep_embeddings, scratch_dir
+            )  # fmt: skip
         return _gnn_outputs(
             model, gather, indptr, indices, schema, device, chunk_size, bar, keep_embeddings, scratch_dir
         )

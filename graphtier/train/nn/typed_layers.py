@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor, nn
@@ -57,6 +58,36 @@ def _linear_or_identity(in_dim: int, out_dim: int, projected: bool, bias: bool =
             raise ValueError(f"a projected input must have the output width {out_dim}, found {in_dim}")
         return nn.Identity()
     return nn.Linear(in_dim, out_dim, bias=bias)
+
+
+@dataclass(frozen=True)
+class LinearTerm:
+    """One linear map ``x W^T + b`` of a layer: ``weight`` float [out, in] (None: the identity), ``bias`` float [out]
+    (None: no bias)."""
+
+    weight: Tensor | None
+    bias: Tensor | None
+
+
+@dataclass(frozen=True)
+class MeanTerms:
+    """A layer's output of one type as linear maps of its root and of per-relation neighbour means (before the
+    activation): ``h_v = sum_{term in root} term(x_v) + sum_{(r, term) in relations} term(mean_{u in N_r(v)} x_u)``,
+    with the mean 0 for a node without in-neighbours in relation ``r`` (an index into the schema's relations)."""
+
+    root: list[LinearTerm]
+    relations: list[tuple[int, LinearTerm]]
+
+
+def linear_term(module: nn.Module) -> LinearTerm:
+    """The :class:`LinearTerm` of an ``nn.Linear``, ``nn.Identity`` or a projected input's bias-only map."""
+    if isinstance(module, nn.Linear):
+        return LinearTerm(module.weight, module.bias)
+    if isinstance(module, _BiasOnly):
+        return LinearTerm(None, module.bias)
+    if isinstance(module, nn.Identity):
+        return LinearTerm(None, None)
+    raise TypeError(f"not a linear map: {type(module).__name__}")
 
 
 class TypedLayer(nn.Module):
@@ -123,6 +154,11 @@ class TypedLayer(nn.Module):
     def type_output(self, x: Mapping[str, Tensor], block: TypedBlock, t: str) -> Tensor:
         raise NotImplementedError
 
+    def mean_terms(self, t: str) -> MeanTerms | None:
+        """Type ``t``'s output as linear maps of neighbour means (:class:`MeanTerms`), or None for a layer that is
+        not linear in them (attention)."""
+        return None
+
 
 class RGCNLayer(TypedLayer):
     """R-GCN layer (see the module); ``num_bases`` > 0: basis decomposition of the relation weights."""
@@ -180,6 +216,10 @@ class RGCNLayer(TypedLayer):
             out = out + (agg if weight is None else agg @ weight.t())
         return out
 
+    def mean_terms(self, t: str) -> MeanTerms:
+        root = [linear_term(self.self_weight[type_key(self.schema, t)])]
+        return MeanTerms(root, [(index, LinearTerm(self.relation_weight(index), None)) for index in self.incoming[t]])
+
 
 class HeteroSAGELayer(TypedLayer):
     """Per-relation GraphSAGE (mean, root weight), summed over the relations into a type (see the module)."""
@@ -222,6 +262,15 @@ class HeteroSAGELayer(TypedLayer):
             out = term if out is None else out + term
         assert out is not None
         return out
+
+    def mean_terms(self, t: str) -> MeanTerms:
+        if not self.incoming[t]:
+            return MeanTerms([linear_term(self.self_weight[type_key(self.schema, t)])], [])
+        keys = [(index, relation_key(index)) for index in self.incoming[t]]
+        return MeanTerms(
+            [linear_term(self.lin_r[key]) for _, key in keys],
+            [(index, linear_term(self.lin_l[key])) for index, key in keys],
+        )
 
 
 class _BiasOnly(nn.Module):

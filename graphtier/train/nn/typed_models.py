@@ -224,10 +224,14 @@ class TypedGNN(nn.Module):
         """Layer ``index`` on ``x[t]`` [block.num_src[t], d] -> ``{t: [block.num_dst[t], d']}`` for the layer's
         ``out_types``, activation (and normalisation) included for a hidden layer."""
         out = self.layers[index](x, block)
+        return {t: self.finish_layer(index, t, h) for t, h in out.items()}
+
+    def finish_layer(self, index: int, node_type: str, h: Tensor) -> Tensor:
+        """Layer ``index``'s normalisation and activation of its output ``h`` [n, d'] of ``node_type`` (the identity
+        for the last layer)."""
         if index == self.num_layers - 1:
-            return out
-        norms = self.norms[index]
-        return {t: self.activation(norms[type_key(self.schema, t)](h)) for t, h in out.items()}
+            return h
+        return self.activation(self.norms[index][type_key(self.schema, node_type)](h))
 
     def forward(
         self, x: Mapping[str, Tensor], blocks: Sequence[TypedBlock], n_id: Mapping[str, Tensor]

@@ -1,0 +1,178 @@
+"""Exact layer-wise inference of a typed R-GCN or HeteroSAGE on the CPU, relation by relation, without blocks.
+
+The typed twin of the homogeneous table path (:func:`~graphtier.train.infer.inference.layerwise_outputs` on the CPU).
+Before its activation, every layer of these models is a sum of linear maps of the destination's own input and of
+one neighbour mean per relation (:class:`~graphtier.train.nn.typed_layers.MeanTerms`), and a linear map commutes
+with a mean: ``W_r mean(x_u) = mean(W_r x_u)``. So each output type's table is built in passes, each reading one
+table in row order or one table at random that is at most the layer's width:
+
+1. the root terms: the type's own input read in order, in blocks of :data:`ROW_BLOCK` rows;
+2. per relation into the type: the source type's input read in order and, where the relation's weight narrows it
+   (``out < in``), projected into a ``[count(source), out]`` table; the per-destination means are then read straight
+   from that table by source id (:func:`~graphtier.train.infer.inference.neighbour_aggregate`) and added;
+3. the layer's normalisation and activation, in order.
+
+A feature table larger than RAM is thus read sequentially, once per relation that reads it, instead of one random
+row per edge (the block path of :mod:`graphtier.train.infer.typed_inference`), and each random pass reads a
+projected table that the page cache can hold. The floats equal the block path's up to rounding.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from graphtier._progress import Stage
+from graphtier.dataset.schema import Schema
+from graphtier.train.infer.inference import ROW_BLOCK, chunk_bounds, layer_output, neighbour_aggregate
+from graphtier.train.nn.typed_layers import LinearTerm
+from graphtier.train.nn.typed_models import TypedGNN
+
+TypedGather = Callable[[str, Tensor], Tensor]
+"""``gather(node_type, local_ids int64 CPU) -> features [len(ids), dim]`` of a featured type."""
+
+RowReader = Callable[[str, int, int], Tensor]
+"""``read(node_type, start, stop) -> float32 [stop - start, d]``: a layer's input rows [start, stop) of a type."""
+
+
+def reads_by_tables(model: nn.Module, device: torch.device | str) -> bool:
+    """Whether :func:`table_outputs` computes ``model`` on ``device``: a :class:`TypedGNN` without edge inputs whose
+    every layer is linear in neighbour means (R-GCN, HeteroSAGE), on the CPU."""
+    if not isinstance(model, TypedGNN) or model.edge_input_dim or torch.device(device).type != "cpu":
+        return False
+    return all(layer.mean_terms(t) is not None for layer in model.layers for t in layer.out_types)
+
+
+def table_outputs(
+    model: TypedGNN,
+    gather: TypedGather,
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    schema: Schema,
+    chunk_size: int,
+    bar: Stage,
+    keep_embeddings: bool,
+    scratch_dir: str | os.PathLike[str] | None,
+) -> tuple[dict[str, Tensor], Tensor | None]:
+    """The last layer's output tables ``{type: float32 [count(type), width]}`` (CPU; memory maps in ``scratch_dir``
+    when given) of every type it outputs, and with ``keep_embeddings`` the target's last-layer input float32
+    [count(target), H] (else None). ``bar`` advances by each relation chunk's in-edges; ``chunk_size`` bounds the
+    destinations per aggregation step (and :data:`~graphtier.train.infer.inference.MAX_CHUNK_EDGES` their in-edges)."""
+    dtype = next(model.parameters()).dtype
+    previous: dict[str, Tensor] | None = None
+    embeddings: Tensor | None = None
+    target = schema.target
+    for layer in range(model.num_layers):
+        read = _input_reader(model, gather, dtype) if previous is None else _table_reader(previous)
+        if keep_embeddings and layer == model.num_layers - 1:
+            embeddings = previous[target] if previous is not None else _table(
+                read, target, schema.node_type(target).count, model.inputs.dims[target], None,
+                f"layer 1 inputs of {target}", scratch_dir,
+            )  # fmt: skip
+        previous = {
+            t: _type_output(model, layer, t, read, previous, indptr, indices, schema, chunk_size, bar, scratch_dir)
+            for t in model.layers[layer].out_types
+        }
+    assert previous is not None
+    return previous, embeddings
+
+
+def _input_reader(model: TypedGNN, gather: TypedGather, dtype: torch.dtype) -> RowReader:
+    """The first layer's input rows of a type: its features, learnable table rows or zeros (``model.inputs``)."""
+
+    def read(t: str, start: int, stop: int) -> Tensor:
+        ids = torch.arange(start, stop)
+        features = {t: gather(t, ids)} if t in model.inputs.featured else {}
+        return model.inputs(features, {t: ids}, {t: stop - start}, dtype, [t])[t].float()
+
+    return read
+
+
+def _table_reader(tables: Mapping[str, Tensor]) -> RowReader:
+    return lambda t, start, stop: tables[t][start:stop]
+
+
+def _apply(term: LinearTerm, x: Tensor) -> Tensor:
+    """``x W^T + b`` of ``term`` in float32 (a copy of ``x`` for the identity)."""
+    h = x.clone() if term.weight is None else x @ term.weight.detach().float().t()
+    if term.bias is not None:
+        h += term.bias.detach().float()
+    return h
+
+
+def _table(
+    read: RowReader,
+    t: str,
+    rows: int,
+    width: int,
+    weight: Tensor | None,
+    name: str,
+    scratch_dir: str | os.PathLike[str] | None,
+) -> Tensor:
+    """float32 [rows, width or weight's out]: type ``t``'s input rows read in order, projected by ``weight`` [out,
+    width] when given."""
+    out_width = width if weight is None else int(weight.shape[0])
+    table = layer_output(rows, out_width, name, scratch_dir)
+    for start in range(0, rows, ROW_BLOCK):
+        stop = min(rows, start + ROW_BLOCK)
+        x = read(t, start, stop)
+        table[start:stop] = x if weight is None else x @ weight.detach().float().t()
+    return table
+
+
+def _type_output(
+    model: TypedGNN,
+    layer: int,
+    t: str,
+    read: RowReader,
+    previous: Mapping[str, Tensor] | None,
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    schema: Schema,
+    chunk_size: int,
+    bar: Stage,
+    scratch_dir: str | os.PathLike[str] | None,
+) -> Tensor:
+    """Layer ``layer``'s output of every node of type ``t``, float32 [count(t), out] (see the module)."""
+    module = model.layers[layer]
+    terms = module.mean_terms(t)
+    assert terms is not None, "reads_by_tables decides which models come here"
+    rows = schema.node_type(t).count
+    out = layer_output(rows, module.out_dim, f"layer {layer + 1} outputs of {t}", scratch_dir)
+    for start in range(0, rows, ROW_BLOCK):
+        stop = min(rows, start + ROW_BLOCK)
+        h = torch.zeros((stop - start, module.out_dim), dtype=torch.float32)
+        x = read(t, start, stop) if terms.root else None
+        for term in terms.root:
+            h += _apply(term, x)
+        out[start:stop] = h
+    offsets = schema.offsets()
+    for index, term in terms.relations:
+        rel = schema.relations[index]
+        projects = term.weight is not None and int(term.weight.shape[0]) < int(term.weight.shape[1])
+        if previous is not None and not projects:
+            table = previous[rel.src]
+        else:
+            table = _table(
+                read, rel.src, schema.node_type(rel.src).count, module.in_dims[rel.src],
+                term.weight if projects else None, f"layer {layer + 1} inputs of {rel}", scratch_dir,
+            )  # fmt: skip
+        linear = LinearTerm(None if projects else term.weight, term.bias)
+        rel_indptr = np.asarray(indptr[rel.row_offset : rel.row_offset + rows + 1])
+        base = int(offsets[schema.type_names.index(rel.src)])
+        bounds = chunk_bounds(rel_indptr, rows, chunk_size)
+        for first, stop in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+            mean = neighbour_aggregate(table, rel_indptr, indices, first, stop, mean=True, base=base)
+            out[first:stop] += _apply(linear, mean)
+            bar.advance(int(rel_indptr[stop] - rel_indptr[first]))
+        del table
+    if layer < model.num_layers - 1:
+        dtype = next(model.parameters()).dtype
+        for start in range(0, rows, ROW_BLOCK):
+            stop = min(rows, start + ROW_BLOCK)
+            out[start:stop] = model.finish_layer(layer, t, out[start:stop].to(dtype)).float()
+    return out
