@@ -58,42 +58,72 @@ def edgebank_scores_csc(
             f"{list(query.shape)}"
         )
     query = np.ascontiguousarray(query, dtype=np.int64)
-    out = np.empty(pairs.shape[0], np.float32)
-    for start in range(0, pairs.shape[0], PAIR_CHUNK):
-        chunk = pairs[start : start + PAIR_CHUNK]
-        out[start : start + chunk.shape[0]] = edgebank(
+    return _lookup(indptr, indices, edge_time, pairs[:, 0], pairs[:, 1], query, undirected)
+
+
+def _lookup(
+    indptr: np.ndarray, indices: np.ndarray, edge_time: np.ndarray, src: np.ndarray, dst: np.ndarray,
+    query: np.ndarray, undirected: bool,
+) -> np.ndarray:  # fmt: skip
+    """The kernel over checked inputs (``src`` ids as ``indices`` holds them, ``dst`` rows of ``indptr``), in chunks
+    of :data:`PAIR_CHUNK` pairs: float32 [P]."""
+    out = np.empty(src.shape[0], np.float32)
+    for start in range(0, src.shape[0], PAIR_CHUNK):
+        stop = min(src.shape[0], start + PAIR_CHUNK)
+        out[start:stop] = edgebank(
             indptr,
             indices,
             edge_time,
-            np.ascontiguousarray(chunk[:, 0]),
-            np.ascontiguousarray(chunk[:, 1]),
-            query[start : start + chunk.shape[0]],
+            np.ascontiguousarray(src[start:stop], dtype=np.int64),
+            np.ascontiguousarray(dst[start:stop], dtype=np.int64),
+            query[start:stop],
             bool(undirected),
         )
     return out
 
 
 def edgebank_scores(dataset: Dataset, pairs: np.ndarray, times: np.ndarray) -> np.ndarray:
-    """EdgeBank scores of ``pairs`` (int [P, 2] ``(src, dst)`` node ids) queried at ``times`` (int [P]) on
-    ``dataset``'s graph: float32 [P], 1.0 where ``src -> dst`` (either direction on an undirected dataset) is an
-    edge with a time before the pair's time.
+    """EdgeBank scores of ``pairs`` (int [P, 2] ``(src, dst)``) queried at ``times`` (int [P]) on ``dataset``'s
+    graph: float32 [P], 1.0 where ``src -> dst`` (either direction on an undirected dataset) is an edge with a time
+    before the pair's time. On a typed dataset the pairs are local ids of the edge split's relation ``(SRC, REL,
+    DST)`` (``meta.json`` ``link.relation``) and an edge of that relation counts.
 
     On a split by time (``--split-by time``) the held-out edges are in the graph, so a test pair scores 1 when
     its edge also happened earlier (in training or validation), as in TGB's EdgeBank.
 
     Raises:
-        DatasetError: the dataset has no edge times (``prepare edgelist --time-column``) or is typed.
+        DatasetError: the dataset has no edge times (``prepare edgelist --time-column``), or is typed without the
+            edge split of a relation.
         OptionError: ``pairs`` or ``times`` malformed (:func:`edgebank_scores_csc`).
     """
     _check_scorable(dataset)
-    undirected = not dataset.directed
-    return edgebank_scores_csc(dataset.indptr, dataset.indices, dataset.edge_time, pairs, times, undirected=undirected)
+    if not dataset.is_hetero:
+        undirected = not dataset.directed
+        return edgebank_scores_csc(
+            dataset.indptr, dataset.indices, dataset.edge_time, pairs, times, undirected=undirected
+        )
+    schema = dataset.schema
+    rel = schema.relation(tuple(dataset.link.meta["relation"]))  # type: ignore[union-attr, arg-type]
+    count_src, count_dst = schema.node_type(rel.src).count, schema.node_type(rel.dst).count
+    shaped = as_pairs(pairs, max(count_src, count_dst), "pairs")
+    for column, count, name in ((0, count_src, rel.src), (1, count_dst, rel.dst)):
+        ids = shaped[:, column]
+        if ids.size and int(ids.max()) >= count:
+            raise OptionError(f"pairs: expected local ids of {name} in [0, {count}), found up to {int(ids.max())}")
+    query = np.asarray(times)
+    if query.shape != (shaped.shape[0],) or (query.size and not np.issubdtype(query.dtype, np.integer)):
+        raise OptionError(f"times: expected integer times of shape [{shaped.shape[0]}], found {list(query.shape)}")
+    rows = np.asarray(dataset.indptr[rel.row_offset : rel.row_offset + count_dst + 1], dtype=np.int64)
+    src = shaped[:, 0].astype(np.int64) + int(schema.node_type(rel.src).offset)
+    return _lookup(rows, dataset.indices, dataset.edge_time, src, shaped[:, 1],
+                   np.ascontiguousarray(query, dtype=np.int64), False)  # fmt: skip
 
 
 def _check_scorable(dataset: Dataset) -> None:
-    """:class:`DatasetError` unless ``dataset`` is homogeneous with edge times."""
-    if dataset.is_hetero:
-        raise DatasetError(f"{dataset.path}: EdgeBank expected a homogeneous dataset, found a typed one")
+    """:class:`DatasetError` unless ``dataset`` has edge times (and, typed, the edge split of a relation)."""
+    if dataset.is_hetero and (dataset.link is None or "relation" not in dataset.link.meta):
+        raise DatasetError(f"{dataset.path}: EdgeBank on a typed dataset expected the edge split of a relation "
+                           "(prepare --edge-split ... --split-relation SRC,REL,DST), found none")  # fmt: skip
     if dataset.edge_time is None:
         raise DatasetError(
             f"{dataset.path}: EdgeBank expected edge times (edge_time.npy; prepare edgelist --time-column), found none"

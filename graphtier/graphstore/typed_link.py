@@ -12,8 +12,9 @@ from graphtier.errors import OptionError
 from graphtier.graphstore.samplers import relation_fanouts_key
 from graphtier.sampling.link import NegativeDestinations
 from graphtier.sampling.typed_batch import TypedMiniBatch
-from graphtier.sampling.typed_link import TypedLinkSampler
+from graphtier.sampling.typed_link import SampleGlobal, TimedSampleGlobal, TypedLinkSampler
 from graphtier.sampling.typed_neighbor import TypedNeighborSampler
+from graphtier.sampling.typed_temporal import TypedTemporalNeighborSampler
 
 if TYPE_CHECKING:
     from graphtier.graphstore.store import GraphStore
@@ -29,11 +30,16 @@ def typed_link_sampler(
     num_negatives: int = 1,
     negative_sampling: str = "uniform",
     seed: int | None = None,
+    times: np.ndarray | None = None,
+    temporal: str = "uniform",
+    exclude: bool = True,
 ) -> TypedLinkSampler:
     """The :class:`TypedLinkSampler` of ``pairs`` (int64 [P, 2] local ids of the split relation's endpoint
     types) on ``store``'s typed dataset: as :meth:`GraphStore.link_sampler` (``labels`` None: training, with
     negatives of the destination type, ``degree``: by in-degree in the relation, and the targets excluded), the
-    neighbourhoods from a CPU :class:`TypedNeighborSampler` of ``fanouts`` / ``relation_fanouts``."""
+    neighbourhoods from a CPU :class:`TypedNeighborSampler` of ``fanouts`` / ``relation_fanouts``; with ``times``
+    (int64 [P], a split by time) from a :class:`TypedTemporalNeighborSampler` of strategy ``temporal`` at each pair's
+    time. ``exclude``: remove the training targets from the blocks."""
     dataset, schema = store.dataset, store.dataset.schema
     link = dataset.link
     if link is None or "relation" not in link.meta:
@@ -48,15 +54,28 @@ def typed_link_sampler(
     seed = store.seed if seed is None else int(seed)
     indptr, indices = store.csc
     key = relation_fanouts_key(schema, tuple(fanouts), relation_fanouts)
-    inner = TypedNeighborSampler(indptr, indices, schema, dict(key), seed=seed, num_threads=store.num_threads,
-                                 with_edge_ids=store.edge_features is not None)  # fmt: skip
     tally = store._host_tally
+    sample_global: SampleGlobal | TimedSampleGlobal
+    if times is None:
+        inner = TypedNeighborSampler(indptr, indices, schema, dict(key), seed=seed, num_threads=store.num_threads,
+                                     with_edge_ids=store.edge_features is not None)  # fmt: skip
 
-    def sample_global(seeds: np.ndarray, batch_id: int) -> tuple[TypedMiniBatch, np.ndarray]:
-        batch, rows = inner.sample_global(seeds, batch_id)
-        if tally is not None:
-            tally.add(batch)
-        return batch, rows
+        def sample_global(seeds: np.ndarray, batch_id: int) -> tuple[TypedMiniBatch, np.ndarray]:
+            batch, rows = inner.sample_global(seeds, batch_id)
+            if tally is not None:
+                tally.add(batch)
+            return batch, rows
+    else:
+        if dataset.edge_time is None or dataset.edge_time_order is None:
+            raise OptionError(f"{{temporal}}: {dataset.path} has no edge times", options=("temporal",))
+        timed = TypedTemporalNeighborSampler(indptr, indices, dataset.edge_time, dataset.edge_time_order, schema,
+                                             dict(key), strategy=temporal, seed=seed)  # fmt: skip
+
+        def sample_global(seeds: np.ndarray, batch_id: int, seed_time: np.ndarray) -> tuple[TypedMiniBatch, np.ndarray]:  # type: ignore[misc]
+            batch, rows = timed.sample_global(seeds, batch_id, seed_time)
+            if tally is not None:
+                tally.add(batch)
+            return batch, rows
 
     negatives = None
     if labels is None and num_negatives:
@@ -67,5 +86,5 @@ def typed_link_sampler(
         negatives = NegativeDestinations(negative_sampling, link.dst_range, degrees)
     return TypedLinkSampler(
         sample_global, schema, relation.type, pairs, labels=labels, num_negatives=num_negatives,
-        negatives=negatives, reverse=reverse_type, seed=seed,
+        negatives=negatives, reverse=reverse_type, seed=seed, times=times, exclude=exclude,
     )  # fmt: skip

@@ -7,6 +7,10 @@ and of the destinations and negatives (type DST) come from one call of
 :meth:`~graphtier.sampling.typed_neighbor.TypedNeighborSampler.sample_global`; in training the batch's positive
 edges leave REL's blocks and, turned around, the blocks of its reverse relation (``--add-reverse``).
 
+On a split by time every pair carries a time: its endpoints and negatives are sampled at that time by
+:meth:`~graphtier.sampling.typed_temporal.TypedTemporalNeighborSampler.sample_global` (no hop reads an edge at or
+after it, so a positive's own edge is never read and nothing needs excluding).
+
 ``src_index[i]`` is a row of the model's output of type SRC, ``dst_index[i]`` a row of type DST.
 """
 
@@ -19,11 +23,16 @@ import numpy as np
 import torch
 
 from graphtier.dataset.schema import RelationType, Schema
+from graphtier.errors import OptionError
 from graphtier.sampling.link import NegativeDestinations
 from graphtier.sampling.typed_batch import RelationBlock, TypedBlock, TypedMiniBatch
 
 SampleGlobal = Callable[[np.ndarray, int], tuple[TypedMiniBatch, np.ndarray]]
 """``(global seeds, batch id) -> (batch, rows per type)``: :meth:`TypedNeighborSampler.sample_global`."""
+
+TimedSampleGlobal = Callable[[np.ndarray, int, np.ndarray], tuple[TypedMiniBatch, np.ndarray]]
+"""``(global seeds, batch id, seed times int64 [B]) -> (batch, rows per type)``:
+:meth:`TypedTemporalNeighborSampler.sample_global`."""
 
 
 @dataclass
@@ -51,7 +60,7 @@ class TypedLinkMiniBatch(TypedMiniBatch):
         """A copy with every tensor on ``device``."""
         moved = TypedMiniBatch.to(self, device, non_blocking)
         return TypedLinkMiniBatch(
-            moved.n_id, moved.blocks, moved.seed_index, moved.seeds, moved.target,
+            moved.n_id, moved.blocks, moved.seed_index, moved.seeds, moved.target, moved.n_time,
             src_index=self.src_index.to(device, non_blocking=non_blocking),
             dst_index=self.dst_index.to(device, non_blocking=non_blocking),
             label=self.label.to(device, non_blocking=non_blocking),
@@ -90,11 +99,14 @@ class TypedLinkSampler:
         negatives: how their destinations are drawn (local ids of DST).
         reverse: the reverse relation's type, whose blocks lose the targets turned around, or None.
         seed: base seed of the negatives.
+        times: int64 [P], each pair's time (a split by time), or None. With times ``sample_global`` is a
+            :data:`TimedSampleGlobal` and every endpoint and negative is sampled at its pair's time.
+        exclude: remove the training targets from the blocks (training only; a time cut already hides them).
     """
 
     def __init__(
         self,
-        sample_global: SampleGlobal,
+        sample_global: SampleGlobal | TimedSampleGlobal,
         schema: Schema,
         relation: RelationType,
         pairs: np.ndarray,
@@ -104,6 +116,8 @@ class TypedLinkSampler:
         negatives: NegativeDestinations | None = None,
         reverse: RelationType | None = None,
         seed: int = 0,
+        times: np.ndarray | None = None,
+        exclude: bool = True,
     ) -> None:
         self.sample_global = sample_global
         self.relation = tuple(relation)
@@ -119,8 +133,13 @@ class TypedLinkSampler:
         if self.num_negatives and negatives is None:
             negatives = NegativeDestinations("uniform", (0, schema.node_type(self.dst_type).count))
         self.negatives = negatives
-        self.exclude = labels is None
+        self.exclude = exclude and labels is None
         self.seed = int(seed)
+        self.times = None if times is None else np.asarray(times, dtype=np.int64)
+        if self.times is not None and self.times.shape != (self.pairs.shape[0],):
+            raise OptionError(
+                f"times: expected one time per pair ({self.pairs.shape[0]}), found shape {self.times.shape}"
+            )
 
     def sample(self, pair_ids: np.ndarray | torch.Tensor, batch_id: int) -> TypedLinkMiniBatch:
         """The batch of pair rows ``pair_ids`` (int [B]); ``batch_id`` picks the random streams."""
@@ -134,7 +153,12 @@ class TypedLinkSampler:
             rng = np.random.default_rng([self.seed, int(batch_id), 0x4E45])  # LinkSampler's stream
             negative_dst = self.negatives.draw(rng, b * k)
         seeds = np.concatenate([src + self.src_offset, dst + self.dst_offset, negative_dst + self.dst_offset])
-        batch, rows_np = self.sample_global(seeds, batch_id)
+        if self.times is None:
+            batch, rows_np = self.sample_global(seeds, batch_id)  # type: ignore[call-arg]
+        else:
+            times = self.times[ids]
+            seed_time = np.concatenate([times, times, np.repeat(times, k)])
+            batch, rows_np = self.sample_global(seeds, batch_id, seed_time)  # type: ignore[call-arg]
         rows = torch.from_numpy(rows_np)
         src_rows, dst_rows = rows[:b], rows[b : 2 * b]
         if k:
@@ -148,7 +172,7 @@ class TypedLinkSampler:
         if self.exclude and b and blocks:
             blocks, removed = self._without_targets(blocks, src_rows, dst_rows)
         return TypedLinkMiniBatch(
-            batch.n_id, blocks, batch.seed_index, batch.seeds, batch.target,
+            batch.n_id, blocks, batch.seed_index, batch.seeds, batch.target, batch.n_time,
             src_index=src_index, dst_index=dst_index, label=label.to(torch.float32),
             pair_ids=torch.from_numpy(ids.copy()), src_type=self.src_type, dst_type=self.dst_type,
             excluded_edges=removed,

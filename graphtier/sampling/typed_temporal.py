@@ -96,8 +96,30 @@ class TypedTemporalNeighborSampler:
         local = as_seed_array(seeds, target.count)
         times = seed_times(seed_time, local.shape[0])
         batch_id = int(next_batch_id(batch_id, self._batch_counter))
-        rows = _Rows(self.schema, 2 * local.shape[0] + 16)
-        seed_index = rows.add(local + int(target.offset), times)
+        batch, _ = self._sample(local + int(target.offset), times, batch_id)
+        batch.seeds = torch.from_numpy(local.copy())
+        return batch
+
+    def sample_global(
+        self, global_seeds: np.ndarray, batch_id: int, seed_time: np.ndarray | torch.Tensor | int
+    ) -> tuple[TypedMiniBatch, np.ndarray]:
+        """A batch for seeds of any types at their times, as
+        :meth:`~graphtier.sampling.typed_neighbor.TypedNeighborSampler.sample_global`: ``global_seeds`` int64 [B]
+        (type offsets added), ``seed_time`` int [B] (or one int). Returns the batch (``seeds`` the global ids) and
+        int64 [B] each seed's row among the rows of its own type (a (node, time) pair asked twice is one row)."""
+        global_seeds = np.ascontiguousarray(global_seeds, dtype=np.int64)
+        if global_seeds.size and (int(global_seeds.min()) < 0 or int(global_seeds.max()) >= self.schema.num_nodes):
+            raise OptionError.invalid("seeds", f"global ids in [0, {self.schema.num_nodes})", "out of range ids")
+        batch, rows = self._sample(global_seeds, seed_times(seed_time, global_seeds.shape[0]), int(batch_id))
+        batch.seeds = torch.from_numpy(global_seeds.copy())
+        return batch, rows
+
+    def _sample(self, global_seeds: np.ndarray, times: np.ndarray, batch_id: int) -> tuple[TypedMiniBatch, np.ndarray]:
+        """The batch of ``global_seeds`` (int64 [B]) at ``times`` (int64 [B]) and each seed's row among its type's
+        rows (its ``seeds`` left for the caller)."""
+        rows = _Rows(self.schema, 2 * global_seeds.shape[0] + 16)
+        seed_index = rows.add(global_seeds, times)
+        seed_rows = rows.position[seed_index]
         before = rows.type_counts()
         hops: list[TypedBlock] = []
         for hop in range(self.num_hops):
@@ -115,8 +137,10 @@ class TypedTemporalNeighborSampler:
                                    {n: int(before[t]) for t, n in enumerate(names)}, blocks))  # fmt: skip
             before = after
         n_id, n_time = rows.by_type(self.schema.type_names)
-        return TypedMiniBatch(n_id=n_id, blocks=hops[::-1], seed_index=torch.from_numpy(seed_index),
-                              seeds=torch.from_numpy(local.copy()), target=self.schema.target, n_time=n_time)  # fmt: skip
+        batch = TypedMiniBatch(n_id=n_id, blocks=hops[::-1], seed_index=torch.from_numpy(seed_index),
+                               seeds=torch.from_numpy(global_seeds.copy()), target=self.schema.target,
+                               n_time=n_time)  # fmt: skip
+        return batch, seed_rows
 
     def _hop(
         self, hop: int, batch_id: int, rows: _Rows

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from graphtier.dataset._edge_time_kernels import edge_time_order
 from graphtier.errors import OptionError
+from graphtier.sampling.typed_link import TypedLinkSampler
 from graphtier.sampling.typed_temporal import TypedTemporalNeighborSampler
 from tests.sampling.test_edge_ids import assert_real_typed_edges
 from tests.sampling.test_typed_neighbor import RELATIONS, random_typed_graph
@@ -88,3 +89,41 @@ def test_bad_arguments_are_one_line() -> None:
     indptr, indices, schema, edge_time, order = timed_typed_graph(10, 5, 3, 1)
     with pytest.raises(OptionError, match="indptr"):
         TypedTemporalNeighborSampler(indptr[:-1], indices, edge_time, order, schema, {rel: [2] for rel in RELATIONS})
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    papers=st.integers(1, 25), authors=st.integers(1, 15), degree=st.integers(0, 5), graph_seed=st.integers(0, 2**16),
+    batch=st.integers(1, 8), negatives=st.integers(0, 2), recent=st.booleans(), seed=st.integers(0, 2**31),
+)  # fmt: skip
+def test_timed_typed_link_batches_never_read_a_pairs_future(
+    papers, authors, degree, graph_seed, batch, negatives, recent, seed
+) -> None:  # noqa: ANN001
+    """Pairs of (author, writes, paper) at their times: each endpoint's row is that node at that time
+    (``sample_global``), every hop of every relation strictly before its row's bound, so a positive's own edge
+    (at the pair's time) is never read."""
+    indptr, indices, schema, edge_time, order = timed_typed_graph(papers, authors, degree, graph_seed)
+    fanouts = {rel: [3, 2] for rel in RELATIONS}
+    timed = TypedTemporalNeighborSampler(indptr, indices, edge_time, order, schema, fanouts,
+                                         strategy="recent" if recent else "uniform", seed=seed)  # fmt: skip
+    rng = np.random.default_rng(graph_seed)
+    pairs = np.stack([rng.integers(0, authors, 12), rng.integers(0, papers, 12)], axis=1)
+    times = rng.integers(0, 22, 12)
+    sampler = TypedLinkSampler(timed.sample_global, schema, ("author", "writes", "paper"), pairs,
+                               num_negatives=negatives, reverse=("paper", "rev_writes", "author"), seed=seed,
+                               times=times, exclude=False)  # fmt: skip
+    ids = rng.integers(0, 12, batch)
+    mb = sampler.sample(ids, batch_id=2)
+    check_batch(mb, indptr, indices, schema, edge_time, False, fanouts)
+    n_id, n_time = mb.n_id, mb.n_time
+    assert n_time is not None
+    k = negatives
+    src_rows, dst_rows = mb.src_index.numpy(), mb.dst_index.numpy()
+    np.testing.assert_array_equal(n_id["author"].numpy()[src_rows[:batch]], pairs[ids, 0])
+    np.testing.assert_array_equal(n_id["paper"].numpy()[dst_rows[:batch]], pairs[ids, 1])
+    pair_time = np.concatenate([times[ids], np.repeat(times[ids], k)])
+    np.testing.assert_array_equal(n_time["author"].numpy()[src_rows], pair_time)  # every score at its pair's time
+    np.testing.assert_array_equal(n_time["paper"].numpy()[dst_rows], pair_time)
+    assert mb.label.tolist() == [1.0] * batch + [0.0] * (batch * k)
+    with pytest.raises(OptionError, match="times"):
+        TypedLinkSampler(timed.sample_global, schema, ("author", "writes", "paper"), pairs, times=times[:-1])

@@ -307,8 +307,8 @@ def import_manifest(
         add_reverse: add ``(dst, rev_<name>, src)`` for every relation.
         options, option_values: the shared :class:`ImportOptions`; a manifest takes :data:`MANIFEST_FIELDS`:
             ``non_finite`` (``error`` refuses NaN/Inf feature values, ``replace`` sets them to 0) and the link split
-            of one relation (``edge_split``, ``split_relation``, ``eval_negatives``, ``seed``;
-            :mod:`graphtier.dataset.importers.typed_holdout`).
+            of one relation (``edge_split``, ``split_relation``, ``eval_negatives``, ``seed``, and ``split_by``
+            ``time`` for a chronological split of a relation with ``time``; :mod:`graphtier.dataset.importers.typed_holdout`).
         progress: reports reading the edge files, building the CSC and validating.
 
     Returns:
@@ -386,5 +386,11 @@ def import_manifest(
             progress=progress,
             link=None
             if options.edge_split is None
-            else TypedSplit(options.edge_split, options.split_relation, options.seed, options.eval_negatives),
+            else TypedSplit(
+                options.edge_split,
+                options.split_relation,
+                options.seed,
+                options.eval_negatives,
+                split_by=options.split_by,
+            ),  # fmt: skip
         )

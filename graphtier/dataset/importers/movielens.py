@@ -212,8 +212,8 @@ def import_movielens(
             ``eval_negatives`` K negative items per validation/test rating (0: one negative user-item pair per
             rating; 100 gives the NCF protocol, Hits@10 among 101 candidates), ``seed`` of the validation draw
             and of the negatives; ``split_by="time"`` with ``edge_split`` fractions: the fold's ratings split by
-            their times instead of the fold's split (homogeneous; every rating stays in the graph, pairs carry times,
-            negatives are drawn from all nodes).
+            their times instead of the fold's split (every rating stays in the graph, pairs carry times; negatives are
+            drawn from all nodes, or with ``typed`` from the items).
         progress: reports building the CSC and validating.
 
     Returns:
@@ -226,8 +226,6 @@ def import_movielens(
     if options.edge_split is not None and options.split_by != "time":
         raise OptionError("{edge_split}: movielens splits by {fold} (FOLD.base, FOLD.test), or by time with "
                           "{split_by=time}", options=("edge_split", "fold", "split_by"))  # fmt: skip
-    if options.split_by == "time" and typed:
-        raise OptionError("{split_by=time}: writes a homogeneous dataset, not {typed}", options=("split_by", "typed"))
     if rating_features and options.split_by == "time":
         raise OptionError("{rating_features}: needs the fold's split, not {split_by=time} (which keeps the held-out "
                           "ratings, the targets, in the graph)", options=("rating_features", "split_by"))  # fmt: skip
@@ -273,8 +271,11 @@ def import_movielens(
                 target="user",
                 inputs=inputs,
             )
-            pairs = GivenPairs({k: v - local for k, v in given.positives.items()}, sources=given.sources)
-            split = TypedSplit(pairs, ",".join(RATES), seed, eval_negatives, provenance)
+            if options.split_by == "time":  # every rating stays in the graph; the pairs of rates split by time
+                split = TypedSplit(options.edge_split, ",".join(RATES), seed, eval_negatives, split_by="time")
+            else:
+                pairs = GivenPairs({k: v - local for k, v in given.positives.items()}, sources=given.sources)
+                split = TypedSplit(pairs, ",".join(RATES), seed, eval_negatives, provenance)
             rated = np.stack([every[:, 0], every[:, 1] - num_users, every[:, 2]], axis=1)
             return finish_typed_import(
                 writer, data, name=name, importer="movielens", add_reverse=True, link=split,

@@ -239,6 +239,6 @@ EDGELIST_FIELDS = EDGE_FORMAT_FIELDS + ("split_by",)
 OGB_FIELDS = GRAPH_FIELDS + SYNTHETIC_FIELDS + ("non_finite",) + LINK_FIELDS
 PLANETOID_FIELDS = ("non_finite",) + LINK_FIELDS + ("seed",)
 MOVIELENS_FIELDS = ("eval_negatives", "seed", "edge_split", "split_by")
-MANIFEST_FIELDS = ("non_finite", "edge_split", "split_relation", "eval_negatives", "seed")
+MANIFEST_FIELDS = ("non_finite", "edge_split", "split_relation", "eval_negatives", "seed", "split_by")
 """MovieLens: its fold is the edge split (or, with ``split_by="time"``, ``edge_split`` of its ratings by time); the
 negatives and the seed of the validation draw."""

@@ -53,6 +53,8 @@ def hold_out_edges_by_time(
     seed: int,
     eval_negatives: int = 0,
     undirected: bool | None = None,
+    dst_range: tuple[int, int] | None = None,
+    src_range: tuple[int, int] | None = None,
 ) -> HeldOut:
     """A split by time of the CSC graph ``(indptr, indices)`` (ascending lists) whose edges have the times
     ``edge_time``; the graph is unchanged (the held-out edges stay in it: ``removed`` 0).
@@ -64,6 +66,8 @@ def hold_out_edges_by_time(
         seed: seeds the negatives (the split itself is deterministic).
         eval_negatives: K: 0 = negative pairs (as many as positives), K > 0 = K destinations per positive.
         undirected: None: whether the graph is symmetric (computed).
+        dst_range, src_range: ``[lo, hi)`` of the negatives' destinations and of negative pairs' sources (default
+            every node; a typed relation's pair space narrows them).
 
     Returns:
         :class:`~graphtier.dataset.importers.holdout.HeldOut` whose split has ``split_by`` ``time``, the boundaries
@@ -101,8 +105,9 @@ def hold_out_edges_by_time(
             continue
         boundaries[f"{name}_from"] = int(pair_times[0]) if rows.shape[0] else None
         negatives = draw_eval_negatives(
-            indptr, indices, positives, k=k, dst_range=(0, n), seed=derived_seed(seed, stream), undirected=undirected
-        )
+            indptr, indices, positives, k=k, dst_range=dst_range or (0, n), src_range=src_range,
+            seed=derived_seed(seed, stream), undirected=undirected,
+        )  # fmt: skip
         negative_times = None
         if k == 0:
             negative_times = pair_times[np.arange(negatives.shape[0]) % max(rows.shape[0], 1)]

@@ -10,6 +10,11 @@ The split reuses the homogeneous pieces (:func:`~graphtier.dataset.importers.hol
 ``[0, count(SRC))`` for the sources and ``count(SRC) + j`` for destination ``j`` when SRC != DST (so a source and
 a destination of equal local id are no self-loop), the type's local ids when SRC == DST. A held-out edge leaves the
 relation's rows and, reversed, the reverse relation's rows.
+
+A split by time (``--split-by time``, :func:`split_relation_edges_by_time`) orders the relation's edges by their
+times as the homogeneous one does (:mod:`~graphtier.dataset.importers.time_holdout`): the graph keeps every edge
+with its time, the pairs carry times (``link_{split}_time.npy``), and ``meta.json`` ``"link"`` adds ``"split_by":
+"time"``, ``"valid_from"`` and ``"test_from"``.
 """
 
 from __future__ import annotations
@@ -22,9 +27,10 @@ import numpy as np
 
 from graphtier.dataset.edge_data import write_link_labels
 from graphtier.dataset.edge_split import remove_pairs
-from graphtier.dataset.edge_time import carry_edge_time
+from graphtier.dataset.edge_time import EDGE_TIME, carry_edge_time
 from graphtier.dataset.importers.holdout import split_pairs
 from graphtier.dataset.importers.link_files import GivenPairs, split_from_pairs
+from graphtier.dataset.importers.time_holdout import hold_out_edges_by_time, no_edge_times
 from graphtier.dataset.link_split import (
     EVAL_SPLITS,
     LINK_META_KEY,
@@ -135,6 +141,51 @@ def split_relation_edges(
     return new_indptr, new_indices, LinkSplit(meta, splits)
 
 
+def split_relation_edges_by_time(
+    schema: Schema,
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    edge_time: np.ndarray,
+    rel: Relation,
+    fractions: Fractions,
+    *,
+    seed: int,
+    eval_negatives: int = 0,
+) -> LinkSplit:
+    """A split by time of relation ``rel``'s edges of the typed graph ``(indptr, indices)`` whose edges have the
+    times ``edge_time`` (int64 [E], CSC order): the earliest ``fractions[0]`` for training, then validation, then
+    test (:func:`~graphtier.dataset.importers.time_holdout.hold_out_edges_by_time` on the relation's pair space);
+    the graph is unchanged. Returns the :class:`LinkSplit` in local ids with pair times.
+
+    Raises:
+        OptionError: a split with a nonzero fraction gets no edge; too few non-edges for the negatives.
+    """
+    space_ptr, space_idx, shift = relation_pair_csc(schema, indptr, indices, rel)
+    count_src, count_dst = schema.node_type(rel.src).count, schema.node_type(rel.dst).count
+    first = int(np.asarray(indptr)[rel.row_offset])
+    times = np.asarray(edge_time[first : first + int(space_idx.shape[0])], dtype=np.int64)
+    held = hold_out_edges_by_time(
+        space_ptr, space_idx, times, fractions, seed=seed, eval_negatives=eval_negatives, undirected=False,
+        dst_range=(shift, shift + count_dst), src_range=(0, count_src),
+    )  # fmt: skip
+    local = np.array([0, shift], np.int64)
+    splits = {}
+    for name, pairs in held.split.splits.items():
+        negatives = pairs.negatives
+        if negatives is not None:
+            negatives = np.asarray(negatives) - (shift if pairs.per_positive else local)
+        splits[name] = LinkPairs(np.asarray(pairs.positives) - local, negatives, pairs.per_positive,
+                                 pairs.positive_times, pairs.negative_times)  # fmt: skip
+    reverse = reverse_relation(schema, rel)
+    meta = {
+        **held.split.meta,
+        "dst_range": [0, count_dst],
+        "relation": list(rel.type),
+        "reverse": None if reverse is None else reverse.name,
+    }
+    return LinkSplit(meta, splits)
+
+
 def _without(schema: Schema, indptr: np.ndarray, indices: np.ndarray, rel: Relation, pairs: np.ndarray) -> np.ndarray:
     """The relation's CSC (local sources; ``pairs`` in local ids) without ``pairs`` (local ids)."""
     space_ptr, space_idx, shift = relation_pair_csc(schema, indptr, indices, rel)
@@ -174,6 +225,7 @@ class TypedSplit:
     seed: int = 0
     eval_negatives: int = 0
     meta: dict[str, Any] = field(default_factory=dict)
+    split_by: str = "random"
 
 
 def split_written_typed_graph(writer: Any, meta: dict[str, Any], split: TypedSplit) -> dict[str, Any]:
@@ -190,6 +242,21 @@ def split_written_typed_graph(writer: Any, meta: dict[str, Any], split: TypedSpl
     rel = parse_split_relation(split.relation, schema)
     indptr = np.load(writer.path("indptr"), allow_pickle=False)
     indices = np.load(writer.path("indices"), allow_pickle=False)
+    if split.split_by == "time":
+        if isinstance(split.how, GivenPairs):
+            raise OptionError("{split_by=time}: splits the relation's edges by fractions, not given pairs",
+                              options=("split_by", "edge_split_files"))  # fmt: skip
+        if not writer.path(EDGE_TIME).is_file():
+            raise no_edge_times()
+        times = np.load(writer.path(EDGE_TIME), mmap_mode="r", allow_pickle=False)
+        by_time = split_relation_edges_by_time(
+            schema, indptr, indices, times, rel, split.how, seed=split.seed, eval_negatives=split.eval_negatives
+        )
+        link = write_link_labels(
+            writer, by_time.save(writer), indptr, indices, meta,
+            src_offset=schema.node_type(rel.src).offset, row_offset=rel.row_offset,
+        )  # fmt: skip
+        return {**meta, LINK_META_KEY: link}
     new_indptr, new_indices, done = split_relation_edges(
         schema,
         indptr,

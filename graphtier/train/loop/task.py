@@ -296,22 +296,25 @@ class TypedLinkTask(LinkTask):
     """Link prediction on the edge split of one relation ``(SRC, REL, DST)`` of a typed dataset: the pairs' local
     ids; batches from :func:`~graphtier.graphstore.typed_link.typed_link_sampler`; the model's output a dict of
     embeddings per type, scored ``SRC`` row against ``DST`` row. ``relation_fanouts``: the run's
-    ``fanouts_per_relation`` of the training sampler."""
+    ``fanouts_per_relation`` of the training sampler; ``times``: as :class:`LinkTask`'s (a split by time)."""
 
     def __init__(
         self, spec: TaskSpec, relation: tuple[str, str, str], per_positive: bool = False, relation_fanouts: Any = None,
-        target: EdgeTarget | None = None,
+        target: EdgeTarget | None = None, times: PairTimes | None = None,
     ) -> None:  # fmt: skip
-        super().__init__(spec, per_positive, target=target)
+        super().__init__(spec, per_positive, times=times, target=target)
         self.relation = relation
         self.relation_fanouts = relation_fanouts
 
     def train_sampler(
         self, store: GraphStore, make_sampler: NodeSamplerFactory, fanouts: tuple[int, ...], seed: int
     ) -> SampleFn:
+        pairs = store.link_split("train")
+        times = None if self.times is None else self.times.of(pairs, False)
         return typed_link_sampler(
-            store, fanouts, np.asarray(store.link_split("train").positives), relation_fanouts=self.relation_fanouts,
+            store, fanouts, np.asarray(pairs.positives), relation_fanouts=self.relation_fanouts,
             num_negatives=self.train_negatives, negative_sampling=self.spec.negative_sampling, seed=seed,
+            **self._time_options(times),
         ).sample  # fmt: skip
 
     def pair_sampler(
@@ -319,7 +322,7 @@ class TypedLinkTask(LinkTask):
         relation_fanouts: Any = None, times: np.ndarray | None = None,
     ) -> SampleFn:  # fmt: skip
         return typed_link_sampler(store, fanouts, pairs, relation_fanouts=relation_fanouts, labels=labels,
-                                  seed=seed).sample  # fmt: skip
+                                  seed=seed, **self._time_options(times)).sample  # fmt: skip
 
     def outputs(self, model: nn.Module, out: Any, batch: DeviceBatch) -> torch.Tensor:
         """Logits float [M]: the decoder's score of each pair's SRC and DST embeddings (``out``: a dict per type)."""
@@ -359,7 +362,8 @@ def make_task(spec: TaskSpec, store: GraphStore, relation_fanouts: Any = None, t
     if not store.is_hetero:
         return LinkTask(spec, per_positive=per_positive, times=pair_times(store, temporal), target=target)
     relation = tuple(link.meta["relation"]) if link is not None and "relation" in link.meta else ("", "", "")
-    return TypedLinkTask(spec, relation, per_positive, relation_fanouts, target)  # type: ignore[arg-type]
+    times = pair_times(store, temporal)
+    return TypedLinkTask(spec, relation, per_positive, relation_fanouts, target, times)  # type: ignore[arg-type]
 
 
 def evaluate_link_scores(task: LinkTask, split: str, pairs: LinkPairs, scores: np.ndarray) -> dict[str, Any]:

@@ -280,11 +280,14 @@ class TrainConfig:
                 options=("task", "sampler"),
             )
         split_by = dataset.link.meta.get("split_by", "random") if dataset.link is not None else "random"
-        if self.sampling.temporal is not None and (split_by != "time" or dataset.is_hetero):
+        if self.sampling.temporal is not None and split_by != "time":
             raise OptionError(
-                f"{path}: {{temporal}} needs a homogeneous dataset with a time split (prepare it with --time-column "
-                f"and --split-by time), found a {split_by} split", options=("temporal",),
+                f"{path}: {{temporal}} needs a time split (prepare it with --time-column, or a relation's time, and "
+                f"--split-by time), found a {split_by} split", options=("temporal",),
             )  # fmt: skip
+        if split_by == "time" and dataset.is_hetero and self.placement.sample_on != "cpu":
+            raise OptionError(f"{path}: a time split of a typed dataset samples on the CPU, found "
+                              f"{{sample_on={self.placement.sample_on}}}", options=("sample_on",))  # fmt: skip
         if split_by == "time" and (self.run.full_inference or self.distributed.devices is not None):
             option = "full_inference" if self.run.full_inference else "devices"
             raise OptionError(

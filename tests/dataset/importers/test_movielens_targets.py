@@ -110,5 +110,3 @@ def test_movielens_split_refusals_are_one_line(tmp_path: Path) -> None:
     folder, _ = write_movielens(tmp_path / "ml")
     with pytest.raises(OptionError, match=r"edge_split=: movielens splits by fold= .*or by time with split_by='time'"):
         import_movielens(folder, tmp_path / "a", edge_split=(0.8, 0.1, 0.1))
-    with pytest.raises(OptionError, match=r"split_by='time': writes a homogeneous dataset, not typed="):
-        import_movielens(folder, tmp_path / "b", edge_split=(0.8, 0.1, 0.1), split_by="time", typed=True)
