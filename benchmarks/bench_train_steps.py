@@ -3,7 +3,7 @@
 For a model whose full epoch on a billion-edge graph takes longer than a benchmark window (R-GAT, issue 39): the
 trainer is built as ``graphtier train`` builds it (placement, learnable tables, the producer thread), its training
 seeds cut to ``--batches`` batches, and one epoch run; prints the epoch record (seconds per stage, bytes per tier)
-as JSON. Run it under ``benchmarks/stage_memory.py`` for peak RssAnon/RssFile:
+as JSON. ``--save-model FILE`` saves the model then, for timing ``graphtier predict`` on it. Run it under ``benchmarks/stage_memory.py`` for peak RssAnon/RssFile:
 
     python benchmarks/stage_memory.py --label "train rgat (50 batches)" --json stages.json -- \\
         python benchmarks/bench_train_steps.py /work/scale/reordered --model rgat --fanouts 10,10 --hidden 64 \\
@@ -20,6 +20,7 @@ from pathlib import Path
 from graphtier import Dataset
 from graphtier._process import configure_process
 from graphtier.train import TrainConfig, Trainer
+from graphtier.train.persist.saved import save_model
 
 
 def main() -> None:
@@ -32,6 +33,7 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=50, help="training mini-batches run (the epoch is cut)")
     parser.add_argument("--tables-on", choices=["ram", "disk"], default="ram")
     parser.add_argument("--scratch-dir", default=None)
+    parser.add_argument("--save-model", type=Path, default=None, help="save the model after the cut epoch (predict)")
     args = parser.parse_args()
     dataset = Dataset.open(args.dataset)
     options = {"model": args.model, "fanouts": tuple(int(f) for f in args.fanouts.split(",")), "hidden": args.hidden,
@@ -48,6 +50,8 @@ def main() -> None:
     started = time.perf_counter()
     record = trainer.train_epoch(1)
     seconds = time.perf_counter() - started
+    if args.save_model is not None:
+        save_model(args.save_model, trainer.model, config.to_dict(), dataset)
     print(json.dumps({"build_seconds": built, "epoch_seconds": seconds, "batches_per_second": record["batches"] / seconds,
                       **record}, default=str, indent=1))  # fmt: skip
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from torch import Tensor, nn
@@ -70,13 +70,30 @@ class LinearTerm:
 
 
 @dataclass(frozen=True)
-class MeanTerms:
-    """A layer's output of one type as linear maps of its root and of per-relation neighbour means (before the
-    activation): ``h_v = sum_{term in root} term(x_v) + sum_{(r, term) in relations} term(mean_{u in N_r(v)} x_u)``,
-    with the mean 0 for a node without in-neighbours in relation ``r`` (an index into the schema's relations)."""
+class AttentionTerm:
+    """One relation's GAT of :class:`RelationGAT` without edge inputs: ``src`` / ``dst`` the linear maps of the source
+    and destination inputs to ``heads * channels``, ``att_src`` / ``att_dst`` float [1, heads, channels] the
+    attention vectors; ``concat``: the heads concatenated, else averaged."""
+
+    src: LinearTerm
+    dst: LinearTerm
+    att_src: Tensor
+    att_dst: Tensor
+    heads: int
+    channels: int
+    concat: bool
+
+
+@dataclass(frozen=True)
+class LayerTerms:
+    """A layer's output of one type as terms computed from whole tables (before the activation): ``h_v = sum_{term
+    in root} term(x_v) + sum_{(r, term) in means} term(mean_{u in N_r(v)} x_u) + sum_{(r, att) in attention}
+    GAT_r(v)``, with the mean 0 and the attention sum 0 for a node without in-neighbours in relation ``r`` (an index
+    into the schema's relations)."""
 
     root: list[LinearTerm]
-    relations: list[tuple[int, LinearTerm]]
+    means: list[tuple[int, LinearTerm]]
+    attention: list[tuple[int, AttentionTerm]] = field(default_factory=list)
 
 
 def linear_term(module: nn.Module) -> LinearTerm:
@@ -154,9 +171,9 @@ class TypedLayer(nn.Module):
     def type_output(self, x: Mapping[str, Tensor], block: TypedBlock, t: str) -> Tensor:
         raise NotImplementedError
 
-    def mean_terms(self, t: str) -> MeanTerms | None:
-        """Type ``t``'s output as linear maps of neighbour means (:class:`MeanTerms`), or None for a layer that is
-        not linear in them (attention)."""
+    def terms(self, t: str) -> LayerTerms | None:
+        """Type ``t``'s output as terms of whole tables (:class:`LayerTerms`), or None for a layer that reads edge
+        inputs."""
         return None
 
 
@@ -216,9 +233,9 @@ class RGCNLayer(TypedLayer):
             out = out + (agg if weight is None else agg @ weight.t())
         return out
 
-    def mean_terms(self, t: str) -> MeanTerms:
+    def terms(self, t: str) -> LayerTerms:
         root = [linear_term(self.self_weight[type_key(self.schema, t)])]
-        return MeanTerms(root, [(index, LinearTerm(self.relation_weight(index), None)) for index in self.incoming[t]])
+        return LayerTerms(root, [(index, LinearTerm(self.relation_weight(index), None)) for index in self.incoming[t]])
 
 
 class HeteroSAGELayer(TypedLayer):
@@ -263,11 +280,11 @@ class HeteroSAGELayer(TypedLayer):
         assert out is not None
         return out
 
-    def mean_terms(self, t: str) -> MeanTerms:
+    def terms(self, t: str) -> LayerTerms:
         if not self.incoming[t]:
-            return MeanTerms([linear_term(self.self_weight[type_key(self.schema, t)])], [])
+            return LayerTerms([linear_term(self.self_weight[type_key(self.schema, t)])], [])
         keys = [(index, relation_key(index)) for index in self.incoming[t]]
-        return MeanTerms(
+        return LayerTerms(
             [linear_term(self.lin_r[key]) for _, key in keys],
             [(index, linear_term(self.lin_l[key])) for index, key in keys],
         )
@@ -400,3 +417,14 @@ class RGATLayer(TypedLayer):
             edge_attr = block.relations[rel.type].edge_attr
             out = out + self.convs[relation_key(index)](x[rel.src], root, csr, edge_attr)
         return out
+
+    def terms(self, t: str) -> LayerTerms | None:
+        convs = [(index, self.convs[relation_key(index)]) for index in self.incoming[t]]
+        if any(conv.edge_dim for _, conv in convs):
+            return None
+        attention = [
+            (index, AttentionTerm(linear_term(conv.lin_src), linear_term(conv.lin_dst), conv.att_src, conv.att_dst,
+                                  conv.heads, conv.channels, conv.concat))
+            for index, conv in convs
+        ]  # fmt: skip
+        return LayerTerms([linear_term(self.skip[type_key(self.schema, t)])], [], attention)
