@@ -1,5 +1,6 @@
 """The graph store's link sampler of a typed dataset: pairs of the edge split's relation
-(:class:`~graphtier.sampling.typed_link.TypedLinkSampler` over the store's CPU typed neighbour sampler)."""
+(:class:`~graphtier.sampling.typed_link.TypedLinkSampler` over the store's typed neighbour sampler, on the CPU or
+on the device of its tiered topology; a split by time: the CPU typed temporal sampler)."""
 
 from __future__ import annotations
 
@@ -7,13 +8,13 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import torch
 
 from graphtier.errors import OptionError
-from graphtier.graphstore.samplers import relation_fanouts_key
+from graphtier.graphstore.samplers import build_typed_sampler, relation_fanouts_key, sampled_topology_reads
 from graphtier.sampling.link import NegativeDestinations
 from graphtier.sampling.typed_batch import TypedMiniBatch
 from graphtier.sampling.typed_link import SampleGlobal, TimedSampleGlobal, TypedLinkSampler
-from graphtier.sampling.typed_neighbor import TypedNeighborSampler
 from graphtier.sampling.typed_temporal import TypedTemporalNeighborSampler
 
 if TYPE_CHECKING:
@@ -37,7 +38,8 @@ def typed_link_sampler(
     """The :class:`TypedLinkSampler` of ``pairs`` (int64 [P, 2] local ids of the split relation's endpoint
     types) on ``store``'s typed dataset: as :meth:`GraphStore.link_sampler` (``labels`` None: training, with
     negatives of the destination type, ``degree``: by in-degree in the relation, and the targets excluded), the
-    neighbourhoods from a CPU :class:`TypedNeighborSampler` of ``fanouts`` / ``relation_fanouts``; with ``times``
+    neighbourhoods from the store's typed sampler of ``fanouts`` / ``relation_fanouts`` (on the CPU, or on the
+    device of its tiered topology: the same batches); with ``times``
     (int64 [P], a split by time) from a :class:`TypedTemporalNeighborSampler` of strategy ``temporal`` at each pair's
     time. ``exclude``: remove the training targets from the blocks."""
     dataset, schema = store.dataset, store.dataset.schema
@@ -45,9 +47,8 @@ def typed_link_sampler(
     if link is None or "relation" not in link.meta:
         raise OptionError(f"{{task=link}}: {dataset.path} has no edge split of a relation (prepare manifest "
                           "--edge-split ... --split-relation SRC,REL,DST)", options=("task",))  # fmt: skip
-    if store.topology is not None:
-        raise OptionError("{sample_on=gpu}: link prediction on a typed dataset samples on the CPU",
-                          options=("sample_on",))  # fmt: skip
+    if store.topology is not None and times is not None:
+        raise OptionError("{sample_on=gpu}: a typed dataset's time split samples on the CPU", options=("sample_on",))
     relation = schema.relation(tuple(link.meta["relation"]))  # type: ignore[arg-type]
     reverse = link.meta.get("reverse")
     reverse_type = None if reverse is None else (relation.dst, str(reverse), relation.src)
@@ -57,13 +58,16 @@ def typed_link_sampler(
     tally = store._host_tally
     sample_global: SampleGlobal | TimedSampleGlobal
     if times is None:
-        inner = TypedNeighborSampler(indptr, indices, schema, dict(key), seed=seed, num_threads=store.num_threads,
-                                     with_edge_ids=store.edge_features is not None)  # fmt: skip
+        inner = build_typed_sampler(indptr, indices, schema, key, seed, store.num_threads, topology=store.topology,
+                                    picks=store._picks, kernels=store._kernels,
+                                    with_edge_ids=store.edge_features is not None)  # fmt: skip
 
-        def sample_global(seeds: np.ndarray, batch_id: int) -> tuple[TypedMiniBatch, np.ndarray]:
+        def sample_global(seeds: np.ndarray, batch_id: int) -> tuple[TypedMiniBatch, np.ndarray | torch.Tensor]:
             batch, rows = inner.sample_global(seeds, batch_id)
             if tally is not None:
                 tally.add(batch)
+            elif store.topology is not None:  # the device sampler's index reads, counted by the tiered topology
+                store.topology.count_indptr_reads(sampled_topology_reads(batch)[1])
             return batch, rows
     else:
         if dataset.edge_time is None or dataset.edge_time_order is None:

@@ -92,16 +92,30 @@ class DeviceTypedNeighborSampler:
         """
         local_seeds = seeds_on_device(seeds, self.schema.target_type.count, self.device)
         batch_id = next_batch_id(batch_id, self._batch_counter)
+        batch, _ = self._sample(local_seeds + int(self.schema.target_type.offset), int(batch_id))
+        batch.seeds = local_seeds
+        return batch
+
+    def sample_global(self, global_seeds: np.ndarray | torch.Tensor, batch_id: int) -> tuple[TypedMiniBatch, torch.Tensor]:
+        """Sample a batch for seeds of any types, as :meth:`TypedNeighborSampler.sample_global`: ``global_seeds``
+        int [B] (type offsets added). Returns the batch (its ``seeds`` the global ids) and int64 [B] each seed's row
+        among the rows of its own type, on ``topology.device``."""
+        seeds = seeds_on_device(global_seeds, self.schema.num_nodes, self.device)
+        return self._sample(seeds, int(batch_id))
+
+    def _sample(self, global_seeds: torch.Tensor, batch_id: int) -> tuple[TypedMiniBatch, torch.Tensor]:
+        """The batch of ``global_seeds`` (int64 [B] on the device; its ``seeds`` those ids) and each seed's row among
+        its type's rows."""
         num_types = len(self.schema.node_types)
         # Triton launches on the current CUDA device: make it the topology's (the caller may be any thread)
         with torch.cuda.device(self.device) if self.device.type == "cuda" else contextlib.nullcontext():
-            global_seeds = local_seeds + int(self.schema.target_type.offset)
             n_id, seed_index = first_seen_relabel(global_seeds[:0], global_seeds)
             node_type, type_position, type_count = self._types(n_id, num_types)
+            seed_rows = type_position[seed_index]
             layer_counts = [type_count]
             hop_relations: list[dict[RelationType, RelationBlock]] = []
             for hop in range(self.num_hops):
-                stream = cpu_kernels.stream_key(self.seed, int(batch_id), hop)
+                stream = cpu_kernels.stream_key(self.seed, batch_id, hop)
                 spans, sources, positions = self._hop(hop, stream, n_id, node_type, type_position, type_count)
                 n_id, local_sources = first_seen_relabel(n_id, sources)
                 node_type, type_position, type_count = self._types(n_id, num_types)
@@ -120,13 +134,14 @@ class DeviceTypedNeighborSampler:
             )
             for h in reversed(range(self.num_hops))
         ]
-        return TypedMiniBatch(
+        batch = TypedMiniBatch(
             n_id={name: local[node_type == t] for t, name in enumerate(names)},
             blocks=blocks,
             seed_index=seed_index,
-            seeds=local_seeds,
+            seeds=global_seeds,
             target=self.schema.target,
         )
+        return batch, seed_rows
 
     def _types(self, n_id: torch.Tensor, num_types: int) -> tuple[torch.Tensor, torch.Tensor, list[int]]:
         """``(node_type, type_position, type_count)`` of the batch's nodes ``n_id`` (global ids, first-seen order):

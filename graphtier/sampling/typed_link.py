@@ -27,8 +27,9 @@ from graphtier.errors import OptionError
 from graphtier.sampling.link import NegativeDestinations
 from graphtier.sampling.typed_batch import RelationBlock, TypedBlock, TypedMiniBatch
 
-SampleGlobal = Callable[[np.ndarray, int], tuple[TypedMiniBatch, np.ndarray]]
-"""``(global seeds, batch id) -> (batch, rows per type)``: :meth:`TypedNeighborSampler.sample_global`."""
+SampleGlobal = Callable[[np.ndarray, int], tuple[TypedMiniBatch, np.ndarray | torch.Tensor]]
+"""``(global seeds, batch id) -> (batch, rows per type)``: :meth:`TypedNeighborSampler.sample_global` (numpy rows),
+or :meth:`DeviceTypedNeighborSampler.sample_global` (rows on its device, as every tensor of its batch)."""
 
 TimedSampleGlobal = Callable[[np.ndarray, int, np.ndarray], tuple[TypedMiniBatch, np.ndarray]]
 """``(global seeds, batch id, seed times int64 [B]) -> (batch, rows per type)``:
@@ -159,7 +160,7 @@ class TypedLinkSampler:
             times = self.times[ids]
             seed_time = np.concatenate([times, times, np.repeat(times, k)])
             batch, rows_np = self.sample_global(seeds, batch_id, seed_time)  # type: ignore[call-arg]
-        rows = torch.from_numpy(rows_np)
+        rows = rows_np if isinstance(rows_np, torch.Tensor) else torch.from_numpy(rows_np)  # a device sampler's rows
         src_rows, dst_rows = rows[:b], rows[b : 2 * b]
         if k:
             src_index = torch.cat([src_rows, src_rows.repeat_interleave(k)])
@@ -168,13 +169,14 @@ class TypedLinkSampler:
         else:
             src_index, dst_index = src_rows, dst_rows
             label = torch.ones(b) if self.labels is None else torch.from_numpy(self.labels[ids])
+        label = label.to(rows.device)
         blocks, removed = batch.blocks, 0
         if self.exclude and b and blocks:
             blocks, removed = self._without_targets(blocks, src_rows, dst_rows)
         return TypedLinkMiniBatch(
             batch.n_id, blocks, batch.seed_index, batch.seeds, batch.target, batch.n_time,
             src_index=src_index, dst_index=dst_index, label=label.to(torch.float32),
-            pair_ids=torch.from_numpy(ids.copy()), src_type=self.src_type, dst_type=self.dst_type,
+            pair_ids=torch.from_numpy(ids.copy()).to(rows.device), src_type=self.src_type, dst_type=self.dst_type,
             excluded_edges=removed,
         )  # fmt: skip
 

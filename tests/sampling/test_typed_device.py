@@ -144,3 +144,36 @@ def test_typed_edge_ids_on_cuda_are_the_cpu_samplers() -> None:
         for key, rel in expected.relations.items():
             got = blk.relations[key].edge_id
             assert got.device == device and torch.equal(got.cpu(), rel.edge_id), key
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(**TYPED_CASES, picks=st.sampled_from(PICKS))
+def test_sample_global_is_the_cpu_samplers(
+    papers, authors, fields, degree, hops, per_relation, graph_seed, batch, seed, batch_id, picks
+):
+    """Seeds of several types (a typed link batch's endpoints): the same batch and the same row of each seed among
+    its type's rows as TypedNeighborSampler.sample_global."""
+    indptr, indices, schema, fanouts, _ = typed_case(papers, authors, fields, degree, hops, per_relation, graph_seed, 0)
+    seeds = np.random.default_rng(graph_seed).integers(0, schema.num_nodes, batch)
+    cpu = TypedNeighborSampler(indptr, indices, schema, fanouts, seed=seed, num_threads=1)
+    expected, rows = cpu.sample_global(seeds, batch_id)
+    mb, got_rows = device_sampler(DenseTopology(indptr, indices), schema, fanouts, seed, picks).sample_global(
+        seeds, batch_id
+    )
+    assert_identical_typed(mb, expected)
+    np.testing.assert_array_equal(got_rows.cpu().numpy(), rows)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_sample_global_on_cuda_is_the_cpu_samplers() -> None:
+    """Typed link batches on the GPU: seeds of two types, compiled Triton picks, the CPU sampler's batch and rows."""
+    device = torch.device("cuda", torch.cuda.current_device())
+    indptr, indices, schema = random_typed_graph({"paper": 5_000, "author": 4_000, "field": 20}, 8, 9)
+    fanouts = parse_relation_fanouts("cites=10/5,writes=4/-1,has=50/2", schema, [10, 5])
+    gpu = DeviceTypedNeighborSampler(DenseTopology(indptr, indices, device=device), schema, fanouts, seed=5)
+    cpu = TypedNeighborSampler(indptr, indices, schema, fanouts, seed=5)
+    seeds = np.random.default_rng(2).integers(0, 9_000, 768)  # papers and authors
+    (mb, rows), (want, want_rows) = gpu.sample_global(seeds, 4), cpu.sample_global(seeds, 4)
+    assert rows.device == device and np.array_equal(rows.cpu().numpy(), want_rows)
+    assert_identical_typed(mb, want)

@@ -16,6 +16,7 @@ from graphtier.dataset.importers.manifest import import_manifest
 from graphtier.errors import OptionError
 from graphtier.graphstore import GraphStore
 from graphtier.graphstore.typed_link import typed_link_sampler
+from graphtier.memory import make_topology
 from graphtier.tiering.access import hit_ratio_curve
 from graphtier.tiering.seeds import EpochSeeds
 from graphtier.tiering.typed_reads import count_typed_reads
@@ -324,3 +325,28 @@ def test_plan_from_link_seeds(linked: Dataset, capsys: pytest.CaptureFixture[str
                           "--budgets", "10%"], capsys)  # fmt: skip
     assert code == 0, err
     assert "user" in out and "item" in out and "(user, rates, item)" in out
+
+
+def test_typed_link_batches_on_a_device_topology_are_the_cpu_ones(linked: Dataset) -> None:
+    """With a tiered topology (here on the CPU: what --sample-on gpu builds on CUDA) the typed link sampler draws
+    its neighbourhoods with DeviceTypedNeighborSampler.sample_global: the CPU store's batches, tensor for tensor,
+    the targets excluded with torch ops."""
+    link = linked.link
+    assert link is not None
+    pairs = np.array(link.pairs("train").positives)
+    with GraphStore.open(linked, num_threads=1, seed=3) as store:
+        expected = typed_link_sampler(store, (4, 3), pairs, num_negatives=2).sample(np.arange(50), 5)
+    topology = make_topology(linked.indptr, linked.indices, device=torch.device("cpu"), topology_budget="30%",
+                             log=lambda _: None)  # fmt: skip
+    store = GraphStore(linked, None, topology=topology, seed=3, picks="numba")
+    batch = typed_link_sampler(store, (4, 3), pairs, num_negatives=2).sample(np.arange(50), 5)
+    for name in ("src_index", "dst_index", "label", "pair_ids"):
+        assert torch.equal(getattr(batch, name), getattr(expected, name)), name
+    assert batch.excluded_edges == expected.excluded_edges > 0
+    for t, ids in expected.n_id.items():
+        assert torch.equal(batch.n_id[t], ids), t
+    for got, want in zip(batch.blocks, expected.blocks):
+        assert (got.num_src, got.num_dst) == (want.num_src, want.num_dst)
+        for key, rel in want.relations.items():
+            assert torch.equal(got.relations[key].rowptr, rel.rowptr) and torch.equal(got.relations[key].col, rel.col)
+    assert store.traffic()["topology"].requested > 0  # the device sampler's reads are counted by the topology
