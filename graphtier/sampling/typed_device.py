@@ -96,7 +96,9 @@ class DeviceTypedNeighborSampler:
         batch.seeds = local_seeds
         return batch
 
-    def sample_global(self, global_seeds: np.ndarray | torch.Tensor, batch_id: int) -> tuple[TypedMiniBatch, torch.Tensor]:
+    def sample_global(
+        self, global_seeds: np.ndarray | torch.Tensor, batch_id: int
+    ) -> tuple[TypedMiniBatch, torch.Tensor]:
         """Sample a batch for seeds of any types, as :meth:`TypedNeighborSampler.sample_global`: ``global_seeds``
         int [B] (type offsets added). Returns the batch (its ``seeds`` the global ids) and int64 [B] each seed's row
         among the rows of its own type, on ``topology.device``."""

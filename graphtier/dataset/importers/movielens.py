@@ -212,8 +212,8 @@ def import_movielens(
             ``eval_negatives`` K negative items per validation/test rating (0: one negative user-item pair per
             rating; 100 gives the NCF protocol, Hits@10 among 101 candidates), ``seed`` of the validation draw
             and of the negatives; ``split_by="time"`` with ``edge_split`` fractions: the fold's ratings split by
-            their times instead of the fold's split (every rating stays in the graph, pairs carry times; negatives are
-            drawn from all nodes, or with ``typed`` from the items).
+            their times instead of the fold's split (every rating stays in the graph, pairs carry times; negatives
+            pair a user with an item, as the fold's split does).
         progress: reports building the CSC and validating.
 
     Returns:
@@ -326,9 +326,10 @@ def import_movielens(
             writer.save("indptr", built.indptr)
             writer.save("indices", built.indices)
             meta["num_edges"] = int(built.indptr[-1])
-            meta = split_written_graph_by_time(
-                writer, meta, options.edge_split, seed=seed, eval_negatives=eval_negatives
-            )
+            meta = split_written_graph_by_time(  # negatives: a user and an item, as the fold's split draws them
+                writer, meta, options.edge_split, seed=seed, eval_negatives=eval_negatives,
+                dst_range=(num_users, n), src_range=(0, num_users),
+            )  # fmt: skip
         else:
             split = split_from_pairs(
                 given, built.indptr, built.indices, undirected=True, eval_negatives=eval_negatives,

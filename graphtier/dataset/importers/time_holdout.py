@@ -118,7 +118,7 @@ def hold_out_edges_by_time(
         "fractions": [float(f) for f in fractions],
         "seed": int(seed),
         "eval_negatives": k,
-        "dst_range": [0, n],
+        "dst_range": list(dst_range or (0, n)),
         "undirected": bool(undirected),
         "held_out_edges": 0,
         **boundaries,
@@ -146,12 +146,20 @@ def _undirected_events(
 
 
 def split_written_graph_by_time(
-    writer: DatasetWriter, meta: dict[str, Any], fractions: Fractions | None, *, seed: int, eval_negatives: int = 0
+    writer: DatasetWriter,
+    meta: dict[str, Any],
+    fractions: Fractions | None,
+    *,
+    seed: int,
+    eval_negatives: int = 0,
+    dst_range: tuple[int, int] | None = None,
+    src_range: tuple[int, int] | None = None,
 ) -> dict[str, Any]:
     """Apply ``--edge-split`` with ``--split-by time`` to the dataset ``writer`` is writing, before
     ``writer.finish``: the pair files and their times (and, with ``edge_label.npy``, their edges' labels:
     :func:`~graphtier.dataset.edge_data.write_link_labels`) are written, the graph (and ``edge_time.npy``) stays as
-    it is; returns a copy of ``meta`` with ``"link"``. ``fractions`` None returns ``meta``.
+    it is; returns a copy of ``meta`` with ``"link"``. ``fractions`` None returns ``meta``. ``dst_range`` /
+    ``src_range``: where negatives are drawn (a bipartite graph's items and users; default every node).
 
     Raises:
         OptionError: the dataset has no edge times (``--time-column``), or as :func:`hold_out_edges_by_time`.
@@ -166,6 +174,7 @@ def split_written_graph_by_time(
     symmetric = meta.get("symmetric")
     undirected = bool(symmetric) if isinstance(symmetric, bool) else None
     held = hold_out_edges_by_time(
-        indptr, indices, times, fractions, seed=seed, eval_negatives=eval_negatives, undirected=undirected
-    )
+        indptr, indices, times, fractions, seed=seed, eval_negatives=eval_negatives, undirected=undirected,
+        dst_range=dst_range, src_range=src_range,
+    )  # fmt: skip
     return {**meta, LINK_META_KEY: write_link_labels(writer, held.split.save(writer), indptr, indices, meta)}

@@ -104,6 +104,8 @@ def test_movielens_split_by_time_holds_out_the_latest_ratings_with_their_targets
         for (s, t), time in zip(np.asarray(pairs.positives).tolist(), np.asarray(pairs.positive_times).tolist()):
             user, item = (s, t) if s < 60 else (t, s)
             assert rated[(user + 1, item - 60 + 1)][1] == time
+    negatives = test.negative_pairs()  # a user and an item, as the fold's split draws them (and training, by dst_range)
+    assert int(negatives[:, 0].max()) < 60 <= int(negatives[:, 1].min()) and d.link.dst_range == (60, 100)
 
 
 def test_movielens_split_refusals_are_one_line(tmp_path: Path) -> None:
