@@ -284,3 +284,9 @@ def _count(path: Path, field: str, value: Any) -> int:
 def reverse_name(name: str) -> str:
     """The name of the reverse of relation ``name`` (``--add-reverse``): ``rev_<name>``."""
     return f"{REVERSE_PREFIX}{name}"
+
+
+def reverse_relation(schema: Schema, rel: Relation) -> Relation | None:
+    """The relation ``(dst, rev_<name>, src)`` of ``rel`` (``--add-reverse``), None when the schema has none."""
+    wanted = (rel.dst, reverse_name(rel.name), rel.src)
+    return next((r for r in schema.relations if r.type == wanted), None)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
+from graphtier.dataset.schema import RelationType
 from graphtier.errors import OptionError
 from graphtier.graphstore.samplers import build_typed_sampler, relation_fanouts_key, sampled_topology_reads
 from graphtier.sampling.link import NegativeDestinations
@@ -36,22 +37,49 @@ def typed_link_sampler(
     exclude: bool = True,
 ) -> TypedLinkSampler:
     """The :class:`TypedLinkSampler` of ``pairs`` (int64 [P, 2] local ids of the split relation's endpoint
-    types) on ``store``'s typed dataset: as :meth:`GraphStore.link_sampler` (``labels`` None: training, with
-    negatives of the destination type, ``degree``: by in-degree in the relation, and the targets excluded), the
-    neighbourhoods from the store's typed sampler of ``fanouts`` / ``relation_fanouts`` (on the CPU, or on the
-    device of its tiered topology: the same batches); with ``times``
-    (int64 [P], a split by time) from a :class:`TypedTemporalNeighborSampler` of strategy ``temporal`` at each pair's
-    time. ``exclude``: remove the training targets from the blocks."""
+    types) on ``store``'s typed dataset: :func:`relation_link_sampler` of the edge split's relation, its reverse
+    the split's (``link.reverse``). OptionError (one line) without the edge split of a relation."""
     dataset, schema = store.dataset, store.dataset.schema
     link = dataset.link
     if link is None or "relation" not in link.meta:
         raise OptionError(f"{{task=link}}: {dataset.path} has no edge split of a relation (prepare manifest "
                           "--edge-split ... --split-relation SRC,REL,DST)", options=("task",))  # fmt: skip
-    if store.topology is not None and times is not None:
-        raise OptionError("{sample_on=gpu}: a typed dataset's time split samples on the CPU", options=("sample_on",))
     relation = schema.relation(tuple(link.meta["relation"]))  # type: ignore[arg-type]
     reverse = link.meta.get("reverse")
-    reverse_type = None if reverse is None else (relation.dst, str(reverse), relation.src)
+    return relation_link_sampler(
+        store, relation.type, fanouts, pairs, reverse=None if reverse is None else (relation.dst, str(reverse), relation.src),
+        relation_fanouts=relation_fanouts, labels=labels, num_negatives=num_negatives,
+        negative_sampling=negative_sampling, seed=seed, times=times, temporal=temporal, exclude=exclude,
+    )  # fmt: skip
+
+
+def relation_link_sampler(
+    store: GraphStore,
+    relation_type: RelationType,
+    fanouts: Sequence[int],
+    pairs: np.ndarray,
+    *,
+    reverse: RelationType | None = None,
+    relation_fanouts: str | Mapping[Any, Any] | None = None,
+    labels: np.ndarray | None = None,
+    num_negatives: int = 1,
+    negative_sampling: str = "uniform",
+    seed: int | None = None,
+    times: np.ndarray | None = None,
+    temporal: str = "uniform",
+    exclude: bool = True,
+) -> TypedLinkSampler:
+    """The :class:`TypedLinkSampler` of ``pairs`` (int64 [P, 2] local ids) of relation ``relation_type`` on
+    ``store``'s typed dataset: as :meth:`GraphStore.link_sampler` (``labels`` None: training, with negatives of the
+    destination type, ``degree``: by in-degree in the relation, and the targets excluded from the relation and from
+    ``reverse``), the neighbourhoods from the store's typed sampler of ``fanouts`` / ``relation_fanouts`` (on the
+    CPU, or on the device of its tiered topology: the same batches); with ``times`` (int64 [P], a split by time)
+    from a :class:`TypedTemporalNeighborSampler` of strategy ``temporal`` at each pair's time (on the CPU).
+    ``exclude``: remove the training targets from the blocks."""
+    dataset, schema = store.dataset, store.dataset.schema
+    if store.topology is not None and times is not None:
+        raise OptionError("{sample_on=gpu}: a typed dataset's time split samples on the CPU", options=("sample_on",))
+    relation = schema.relation(tuple(relation_type))  # type: ignore[arg-type]
     seed = store.seed if seed is None else int(seed)
     indptr, indices = store.csc
     key = relation_fanouts_key(schema, tuple(fanouts), relation_fanouts)
@@ -87,8 +115,8 @@ def typed_link_sampler(
         if negative_sampling == "degree":
             start = relation.row_offset
             degrees = np.diff(np.asarray(indptr[start : start + schema.node_type(relation.dst).count + 1]))
-        negatives = NegativeDestinations(negative_sampling, link.dst_range, degrees)
+        negatives = NegativeDestinations(negative_sampling, (0, schema.node_type(relation.dst).count), degrees)
     return TypedLinkSampler(
         sample_global, schema, relation.type, pairs, labels=labels, num_negatives=num_negatives,
-        negatives=negatives, reverse=reverse_type, seed=seed, times=times, exclude=exclude,
+        negatives=negatives, reverse=reverse, seed=seed, times=times, exclude=exclude,
     )  # fmt: skip

@@ -27,12 +27,15 @@ from torch_geometric.sampler import (
 )
 
 from graphtier.dataset import Dataset
+from graphtier.dataset.schema import reverse_relation
 from graphtier.errors import OptionError
 from graphtier.graphstore import GraphStore
+from graphtier.graphstore.typed_link import relation_link_sampler
 from graphtier.pyg.feature_store import host_edge_features
 from graphtier.sampling import MiniBatch
 from graphtier.sampling.link import LinkSampler
 from graphtier.sampling.typed_batch import TypedMiniBatch
+from graphtier.sampling.typed_link import TypedLinkSampler
 
 
 def merged_output(batch: MiniBatch, num_seeds: int, metadata: Any) -> SamplerOutput:
@@ -107,7 +110,10 @@ class GraphtierNeighborSampler(BaseSampler):
             mapping, :func:`graphtier.sampling.relation_fanouts.parse_relation_fanouts`).
 
     A typed dataset's batches are ``HeteroSamplerOutput`` s: seeds are local ids of the target type (PyG's
-    ``input_nodes=(target, ids)``), and the loader builds a ``HeteroData`` with one node store per type.
+    ``input_nodes=(target, ids)``), and the loader builds a ``HeteroData`` with one node store per type; its link
+    batches take the pairs of one relation (``edge_label_index=((SRC, REL, DST), pairs)`` in local ids).
+
+    Args (link batches):
         negative_sampling: how link batches draw negative destinations: "uniform" or "degree" (in-degree^0.75).
         temporal: link batches with times (``LinkNeighborLoader(..., edge_label_time=...)``): how each hop picks
             among the edges strictly before a pair's time, "uniform" or "recent"; the dataset needs edge times.
@@ -134,9 +140,10 @@ class GraphtierNeighborSampler(BaseSampler):
         self.seed = seed
         self.negative_sampling = negative_sampling
         self.temporal = temporal
+        self.relation_fanouts = relation_fanouts
         self._sample = store.sampler(fanouts, relation_fanouts, seed=seed)
         self.num_hops = len(fanouts)
-        self._link_samplers: dict[int, LinkSampler] = {}
+        self._link_samplers: dict[Any, LinkSampler | TypedLinkSampler] = {}
         self._batch_ids = itertools.count()
 
     def sample_from_nodes(self, index: NodeSamplerInput, **kwargs: Any) -> SamplerOutput | HeteroSamplerOutput:
@@ -169,11 +176,14 @@ class GraphtierNeighborSampler(BaseSampler):
         for ``triplet`` ``(input_id, src_index [P], dst_pos_index [P], dst_neg_index [P] or [P, amount],
         time)``. ``None`` (evaluation): the pairs as given with ``index.label`` (default 1), nothing excluded.
         """
-        if index.input_type is not None:
-            raise OptionError("GraphtierNeighborSampler samples the pairs of homogeneous graphs (no edge type)")
         pairs = torch.stack([index.row, index.col], dim=1).cpu().numpy().astype(np.int64, copy=False)
         negatives = 0 if neg_sampling is None else negatives_per_positive(neg_sampling)
         timed = index.time is not None  # PyG's edge_label_time: every pair sampled at its time
+        if self.store.is_hetero:
+            return self._typed_pairs(index, pairs, negatives, neg_sampling)
+        if index.input_type is not None:
+            raise OptionError("GraphtierNeighborSampler: a homogeneous graph's pairs have no edge type, found "
+                              f"{index.input_type!r}")  # fmt: skip
         link = self._link_samplers.get((negatives, timed))
         if link is None:
             labels = np.zeros(0, np.float32) if negatives == 0 else None  # the evaluation mode
@@ -205,3 +215,46 @@ class GraphtierNeighborSampler(BaseSampler):
         if index.time is not None:
             edge_label_time = torch.cat([index.time, index.time.repeat_interleave(negatives)])
         return merged_output(batch, num_seeds, (index.input_id, edge_label_index, edge_label, edge_label_time))
+
+    def _typed_pairs(
+        self, index: EdgeSamplerInput, pairs: np.ndarray, negatives: int, neg_sampling: NegativeSampling | None
+    ) -> HeteroSamplerOutput:
+        """:meth:`sample_from_edges` on a typed dataset: ``index.input_type`` a relation ``(SRC, REL, DST)`` of the
+        schema, ``pairs`` local ids of SRC and DST; the batch's target edges leave the relation and its reverse
+        (``(DST, rev_REL, SRC)`` when the schema has it); ``edge_label_index`` rows index ``node[SRC]`` /
+        ``node[DST]``."""
+        schema = self.store.dataset.schema
+        try:
+            relation = schema.relation(tuple(index.input_type))  # type: ignore[arg-type]
+        except (KeyError, TypeError):
+            known = ", ".join(str(r.type) for r in schema.relations)
+            raise OptionError.invalid("edge_label_index", f"pairs of a relation of the schema ({known})",
+                                      index.input_type) from None  # fmt: skip
+        timed = index.time is not None
+        key = (relation.type, negatives, timed)
+        link = self._link_samplers.get(key)
+        if link is None:
+            reverse = reverse_relation(schema, relation)
+            link = self._link_samplers[key] = relation_link_sampler(
+                self.store, relation.type, self.fanouts, np.empty((0, 2), np.int64),
+                reverse=None if reverse is None else reverse.type, relation_fanouts=self.relation_fanouts,
+                labels=np.zeros(0, np.float32) if negatives == 0 else None, num_negatives=negatives,
+                negative_sampling=self.negative_sampling, seed=self.seed,
+                times=np.empty(0, np.int64) if timed else None, temporal=self.temporal, exclude=not timed,
+            )  # fmt: skip
+        labels = None if index.label is None or negatives else index.label.cpu().numpy()
+        times = index.time.cpu().numpy().astype(np.int64, copy=False) if timed else None
+        batch = link.sample_pairs(pairs, next(self._batch_ids), labels=labels, times=times)
+        num_pos = pairs.shape[0]
+        if neg_sampling is not None and neg_sampling.is_triplet():
+            dst_neg_index = batch.dst_index[num_pos:].view(num_pos, negatives).squeeze(-1)
+            metadata = (index.input_id, batch.src_index[:num_pos], batch.dst_index[:num_pos], dst_neg_index, index.time)
+            return typed_output(batch, metadata)
+        edge_label = batch.label
+        if index.label is not None:
+            edge_label = torch.cat([index.label, index.label.new_zeros((batch.label.shape[0] - num_pos,))])
+        edge_label_time = (
+            None if index.time is None else torch.cat([index.time, index.time.repeat_interleave(negatives)])
+        )
+        edge_label_index = torch.stack([batch.src_index, batch.dst_index])
+        return typed_output(batch, (index.input_id, edge_label_index, edge_label, edge_label_time))

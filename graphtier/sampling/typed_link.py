@@ -145,7 +145,26 @@ class TypedLinkSampler:
     def sample(self, pair_ids: np.ndarray | torch.Tensor, batch_id: int) -> TypedLinkMiniBatch:
         """The batch of pair rows ``pair_ids`` (int [B]); ``batch_id`` picks the random streams."""
         ids = np.asarray(pair_ids.cpu() if isinstance(pair_ids, torch.Tensor) else pair_ids, dtype=np.int64)
-        chosen = self.pairs[ids]
+        labels = None if self.labels is None else self.labels[ids]
+        times = None if self.times is None else self.times[ids]
+        return self.sample_pairs(self.pairs[ids], batch_id, pair_ids=ids, labels=labels, times=times)
+
+    def sample_pairs(
+        self,
+        chosen: np.ndarray,
+        batch_id: int,
+        *,
+        pair_ids: np.ndarray | None = None,
+        labels: np.ndarray | None = None,
+        times: np.ndarray | None = None,
+    ) -> TypedLinkMiniBatch:
+        """The batch of the pairs ``chosen`` (int [B, 2] LOCAL ids ``(src of SRC, dst of DST)``, e.g. PyG's input
+        edges) as :meth:`sample` makes it: ``pair_ids`` (default ``arange(B)``) and ``labels`` (float [B]; default 1)
+        recorded; ``times`` (int64 [B]) required exactly when the sampler was made with times."""
+        chosen = np.asarray(chosen)
+        ids = np.arange(chosen.shape[0], dtype=np.int64) if pair_ids is None else np.asarray(pair_ids, np.int64)
+        if (times is None) != (self.times is None):
+            raise OptionError("times: expected pair times exactly when the sampler was made with times")
         src, dst = chosen[:, 0].astype(np.int64), chosen[:, 1].astype(np.int64)
         b, k = ids.shape[0], self.num_negatives
         negative_dst = np.empty(0, np.int64)
@@ -154,10 +173,10 @@ class TypedLinkSampler:
             rng = np.random.default_rng([self.seed, int(batch_id), 0x4E45])  # LinkSampler's stream
             negative_dst = self.negatives.draw(rng, b * k)
         seeds = np.concatenate([src + self.src_offset, dst + self.dst_offset, negative_dst + self.dst_offset])
-        if self.times is None:
+        if times is None:
             batch, rows_np = self.sample_global(seeds, batch_id)  # type: ignore[call-arg]
         else:
-            times = self.times[ids]
+            times = np.asarray(times, dtype=np.int64)
             seed_time = np.concatenate([times, times, np.repeat(times, k)])
             batch, rows_np = self.sample_global(seeds, batch_id, seed_time)  # type: ignore[call-arg]
         rows = rows_np if isinstance(rows_np, torch.Tensor) else torch.from_numpy(rows_np)  # a device sampler's rows
@@ -168,7 +187,7 @@ class TypedLinkSampler:
             label = torch.cat([torch.ones(b), torch.zeros(b * k)])
         else:
             src_index, dst_index = src_rows, dst_rows
-            label = torch.ones(b) if self.labels is None else torch.from_numpy(self.labels[ids])
+            label = torch.ones(b) if labels is None else torch.from_numpy(np.asarray(labels, dtype=np.float32))
         label = label.to(rows.device)
         blocks, removed = batch.blocks, 0
         if self.exclude and b and blocks:

@@ -38,7 +38,7 @@ from graphtier.dataset.link_split import (
     LinkSplit,
     relation_pair_csc,
 )
-from graphtier.dataset.schema import Relation, Schema, reverse_name
+from graphtier.dataset.schema import Relation, Schema, reverse_relation
 from graphtier.errors import OptionError
 
 Fractions = tuple[float, float, float]
@@ -60,12 +60,6 @@ def parse_split_relation(value: str | tuple[str, str, str] | list[str], schema: 
         f"{{split_relation}}: expected a relation of the schema (one of {known}), found {','.join(parts)!r}",
         options=("split_relation",),
     )
-
-
-def reverse_relation(schema: Schema, rel: Relation) -> Relation | None:
-    """The relation ``(dst, rev_<name>, src)`` of ``rel`` (``--add-reverse``), None when the schema has none."""
-    wanted = (rel.dst, reverse_name(rel.name), rel.src)
-    return next((r for r in schema.relations if r.type == wanted), None)
 
 
 def split_relation_edges(

@@ -45,34 +45,33 @@ def attention_rows(
         acc = out[i]
         for k in range(width):
             acc[k] = 0.0
-        for h in range(heads):
-            top = -np.inf
-            for e in range(start, end):
-                u = indices[e] - base
-                if u < 0 or u >= num_rows:
-                    if h == 0:
-                        bad += 1
-                    continue
+        top = np.full(heads, -np.inf, dtype=np.float32)
+        total = np.zeros(heads, dtype=np.float32)
+        for e in range(start, end):  # each head's largest logit: one read of the source's scores
+            u = indices[e] - base
+            if u < 0 or u >= num_rows:
+                bad += 1
+                continue
+            for h in range(heads):
                 s = table[u, width + h] + score_dst[i, h]
                 s = s if s > 0 else np.float32(0.2) * s
-                if s > top:
-                    top = s
-            total = np.float32(0.0)
-            for e in range(start, end):
-                u = indices[e] - base
-                if 0 <= u < num_rows:
-                    s = table[u, width + h] + score_dst[i, h]
-                    s = s if s > 0 else np.float32(0.2) * s
-                    total += np.float32(math.exp(s - top))
-            scale = np.float32(1.0) / (total + np.float32(1e-16))
-            for e in range(start, end):
-                u = indices[e] - base
-                if 0 <= u < num_rows:
-                    s = table[u, width + h] + score_dst[i, h]
-                    s = s if s > 0 else np.float32(0.2) * s
-                    weight = np.float32(math.exp(s - top)) * scale
-                    for c in range(h * channels, (h + 1) * channels):
-                        acc[c] += weight * table[u, c]
+                if s > top[h]:
+                    top[h] = s
+        for e in range(start, end):  # the unnormalised weighted sum: one read of the source's row
+            u = indices[e] - base
+            if u < 0 or u >= num_rows:
+                continue
+            for h in range(heads):
+                s = table[u, width + h] + score_dst[i, h]
+                s = s if s > 0 else np.float32(0.2) * s
+                weight = np.float32(math.exp(s - top[h]))
+                total[h] += weight
+                for c in range(h * channels, (h + 1) * channels):
+                    acc[c] += weight * table[u, c]
+        for h in range(heads):
+            scale = np.float32(1.0) / (total[h] + np.float32(1e-16))
+            for c in range(h * channels, (h + 1) * channels):
+                acc[c] *= scale
     return bad
 
 
