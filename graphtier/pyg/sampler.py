@@ -115,8 +115,10 @@ class GraphtierNeighborSampler(BaseSampler):
 
     Args (link batches):
         negative_sampling: how link batches draw negative destinations: "uniform" or "degree" (in-degree^0.75).
-        temporal: link batches with times (``LinkNeighborLoader(..., edge_label_time=...)``): how each hop picks
-            among the edges strictly before a pair's time, "uniform" or "recent"; the dataset needs edge times.
+        temporal: batches with times: how each hop picks among the admissible edges, "uniform" or "recent"; the
+            dataset needs edge times. Link batches (``LinkNeighborLoader(..., edge_label_time=...)``) admit the edges
+            strictly before a pair's time; node seeds (``NeighborLoader(..., input_time=...)``, PyG's semantics)
+            the edges at or before the seed's time.
     """
 
     def __init__(
@@ -144,18 +146,22 @@ class GraphtierNeighborSampler(BaseSampler):
         self._sample = store.sampler(fanouts, relation_fanouts, seed=seed)
         self.num_hops = len(fanouts)
         self._link_samplers: dict[Any, LinkSampler | TypedLinkSampler] = {}
+        self._timed_nodes: Any = None
         self._batch_ids = itertools.count()
 
     def sample_from_nodes(self, index: NodeSamplerInput, **kwargs: Any) -> SamplerOutput | HeteroSamplerOutput:
         """Sample around ``index.node`` (distinct seed ids: global, or local ids of the target type of a typed
         dataset) and return PyG's merged subgraph (``HeteroSamplerOutput`` for a typed dataset)."""
-        if index.time is not None:
-            raise OptionError(
-                "GraphtierNeighborSampler samples node seeds without time (input_time); timed pairs go through "
-                "LinkNeighborLoader(..., edge_label_time=...)"
-            )
         seeds = index.node.cpu().numpy().astype(np.int64, copy=False)
-        batch = self._sample(seeds, None)
+        if index.time is None:
+            batch = self._sample(seeds, None)
+        else:  # PyG's input_time: each seed's neighbourhood holds only edges at or before its time, on every hop
+            if self._timed_nodes is None:
+                self._timed_nodes = self.store.temporal_sampler(
+                    self.fanouts, self.temporal, seed=self.seed, inclusive=True, relation_fanouts=self.relation_fanouts
+                )
+            times = index.time.cpu().numpy().astype(np.int64, copy=False)
+            batch = self._timed_nodes(seeds, next(self._batch_ids), times)
         if isinstance(batch, TypedMiniBatch):
             target = batch.target
             if index.input_type not in (None, target):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from torch_geometric.loader import LinkNeighborLoader
+from torch_geometric.loader import LinkNeighborLoader, NeighborLoader
 from torch_geometric.sampler import EdgeSamplerInput
 
 from graphtier import Dataset
@@ -75,3 +75,23 @@ def test_timed_typed_pairs_and_refusals(timed: Dataset) -> None:
                              input_type=("user", "likes", "item"))  # fmt: skip
     with pytest.raises(OptionError, match="edge_label_index= expected pairs of a relation of the schema"):
         sampler.sample_from_edges(wrong)
+
+
+def test_typed_node_seeds_with_times(timed: Dataset) -> None:
+    """NeighborLoader(input_nodes=(target, ids), input_time=...) on a typed dataset: the typed temporal sampler, each
+    relation's edges at or before the seed's time; a seed's first hop holds its whole cut lists."""
+    seeds = torch.arange(0, 20, 3)
+    times = torch.full((seeds.shape[0],), 45, dtype=torch.long)
+    loader = NeighborLoader(
+        (GraphtierFeatureStore(timed), GraphtierGraphStore(timed)), num_neighbors=[-1], input_nodes=("item", seeds),
+        input_time=times, time_attr="edge_time", batch_size=1,
+        neighbor_sampler=GraphtierNeighborSampler(timed, [-1], seed=2),
+    )  # fmt: skip
+    schema = timed.schema
+    rel = schema.relation(RATES)
+    indptr, edge_time = np.asarray(timed.indptr), np.asarray(timed.edge_time)
+    for batch in loader:
+        item = int(batch["item"].n_id[0])
+        row = rel.row_offset + item
+        expected = int(np.sum(edge_time[indptr[row] : indptr[row + 1]] <= 45))
+        assert batch[RATES].edge_index.shape[1] == expected
