@@ -33,6 +33,7 @@ from graphtier.sampling.typed_batch import TypedMiniBatch
 from graphtier.sampling.typed_device import DeviceTypedNeighborSampler
 from graphtier.sampling.typed_neighbor import TypedNeighborSampler
 from graphtier.sampling.typed_temporal import TypedTemporalNeighborSampler
+from graphtier.sampling.typed_temporal_device import DeviceTypedTemporalSampler
 
 TypedSampler = Callable[[np.ndarray, int], TypedMiniBatch]
 
@@ -144,42 +145,58 @@ def build_temporal_sampler(
     at a row's time too): a :class:`TemporalNeighborSampler` on the CPU, its reads counted in ``host_tally``; with
     ``topology`` (the store's tiered one) a :class:`DeviceTemporalSampler` on its device (``picks``/``kernels`` as
     there; the same batches), its ``indptr`` reads counted by the topology. A typed dataset: a
-    :class:`TypedTemporalNeighborSampler` on the CPU (``fanouts`` overridden per relation by ``relation_fanouts``;
-    its seeds are local ids of the target type), giving :class:`TypedMiniBatch` es. OptionError (one line) when the
-    dataset has no edge times."""
+    :class:`TypedTemporalNeighborSampler` (``fanouts`` overridden per relation by ``relation_fanouts``; its seeds are
+    local ids of the target type), on the topology's device a :class:`DeviceTypedTemporalSampler`, giving
+    :class:`TypedMiniBatch` es. OptionError (one line) when the dataset has no edge times."""
     if dataset.edge_time is None or dataset.edge_time_order is None:
         raise OptionError(
             f"{{temporal}}: {dataset.path} has no edge times (prepare it with --time-column)", options=("temporal",)
         )
-    inner: TemporalNeighborSampler | DeviceTemporalSampler | TypedTemporalNeighborSampler
+    inner: TemporalNeighborSampler | DeviceTemporalSampler | TypedTemporalNeighborSampler | DeviceTypedTemporalSampler
     if dataset.is_hetero:
-        if topology is not None:
-            raise OptionError("{temporal}: samples a typed dataset on the CPU", options=("temporal", "sample_on"))
-        assert host_tally is not None
-        inner = TypedTemporalNeighborSampler(
-            dataset.indptr, dataset.indices, dataset.edge_time, dataset.edge_time_order, dataset.schema,
-            parse_relation_fanouts(relation_fanouts, dataset.schema, fanouts), strategy=strategy, inclusive=inclusive,
-            seed=seed,
+        inner = typed_temporal_sampler(
+            dataset, parse_relation_fanouts(relation_fanouts, dataset.schema, fanouts), strategy, seed, inclusive,
+            topology=topology, picks=picks, kernels=kernels,
         )  # fmt: skip
-        tally = host_tally.add
     elif topology is None:
-        assert host_tally is not None
         inner = TemporalNeighborSampler(dataset.indptr, dataset.indices, dataset.edge_time, dataset.edge_time_order,
                                         fanouts, strategy=strategy, inclusive=inclusive, seed=seed)  # fmt: skip
-        tally = host_tally.add
     else:
         inner = DeviceTemporalSampler(topology, dataset.edge_time, dataset.edge_time_order, fanouts, strategy=strategy,
                                       inclusive=inclusive, seed=seed, picks=picks, kernels=kernels)  # fmt: skip
 
-        def tally(batch: MiniBatch) -> None:
-            topology.count_indptr_reads(sampled_topology_reads(batch)[1])  # type: ignore[attr-defined]
-
     def sample(seeds: np.ndarray, batch_id: int, seed_time: np.ndarray) -> MiniBatch:
         batch = inner.sample(seeds, seed_time, batch_id)
-        tally(batch)
-        return batch
+        if topology is None:
+            assert host_tally is not None
+            host_tally.add(batch)
+        else:  # the device sampler's index reads, counted by the tiered topology
+            topology.count_indptr_reads(sampled_topology_reads(batch)[1])
+        return batch  # type: ignore[return-value]
 
     return sample
+
+
+def typed_temporal_sampler(
+    dataset: Dataset,
+    fanouts: Mapping[RelationType, Sequence[int]],
+    strategy: str,
+    seed: int,
+    inclusive: bool,
+    *,
+    topology: Topology | None = None,
+    picks: str = "auto",
+    kernels: ModuleType | None = None,
+) -> TypedTemporalNeighborSampler | DeviceTypedTemporalSampler:
+    """The typed time-bounded sampler of ``dataset`` (which has edge times) with per-relation ``fanouts``: on the CPU,
+    or with ``topology`` (the tiered back-to-back CSC) a :class:`DeviceTypedTemporalSampler` on its device (the same
+    batches)."""
+    arrays = (dataset.edge_time, dataset.edge_time_order)
+    options: dict[str, Any] = {"strategy": strategy, "inclusive": inclusive, "seed": seed}
+    if topology is not None:
+        return DeviceTypedTemporalSampler(topology, *arrays, dataset.schema, fanouts, picks=picks, kernels=kernels,
+                                          **options)  # fmt: skip
+    return TypedTemporalNeighborSampler(dataset.indptr, dataset.indices, *arrays, dataset.schema, fanouts, **options)
 
 
 def link_negatives(dataset: Dataset, indptr: np.ndarray, how: str, num_negatives: int) -> NegativeDestinations | None:

@@ -1,6 +1,6 @@
 """The graph store's link sampler of a typed dataset: pairs of the edge split's relation
-(:class:`~graphtier.sampling.typed_link.TypedLinkSampler` over the store's typed neighbour sampler, on the CPU or
-on the device of its tiered topology; a split by time: the CPU typed temporal sampler)."""
+(:class:`~graphtier.sampling.typed_link.TypedLinkSampler` over the store's typed neighbour sampler, or on a split
+by time its typed time-bounded sampler, on the CPU or on the device of its tiered topology)."""
 
 from __future__ import annotations
 
@@ -12,11 +12,15 @@ import torch
 
 from graphtier.dataset.schema import RelationType
 from graphtier.errors import OptionError
-from graphtier.graphstore.samplers import build_typed_sampler, relation_fanouts_key, sampled_topology_reads
+from graphtier.graphstore.samplers import (
+    build_typed_sampler,
+    relation_fanouts_key,
+    sampled_topology_reads,
+    typed_temporal_sampler,
+)
 from graphtier.sampling.link import NegativeDestinations
 from graphtier.sampling.typed_batch import TypedMiniBatch
-from graphtier.sampling.typed_link import SampleGlobal, TimedSampleGlobal, TypedLinkSampler
-from graphtier.sampling.typed_temporal import TypedTemporalNeighborSampler
+from graphtier.sampling.typed_link import TypedLinkSampler
 
 if TYPE_CHECKING:
     from graphtier.graphstore.store import GraphStore
@@ -74,40 +78,31 @@ def relation_link_sampler(
     destination type, ``degree``: by in-degree in the relation, and the targets excluded from the relation and from
     ``reverse``), the neighbourhoods from the store's typed sampler of ``fanouts`` / ``relation_fanouts`` (on the
     CPU, or on the device of its tiered topology: the same batches); with ``times`` (int64 [P], a split by time)
-    from a :class:`TypedTemporalNeighborSampler` of strategy ``temporal`` at each pair's time (on the CPU).
+    from the typed time-bounded sampler of strategy ``temporal`` at each pair's time (on the CPU or the device).
     ``exclude``: remove the training targets from the blocks."""
     dataset, schema = store.dataset, store.dataset.schema
-    if store.topology is not None and times is not None:
-        raise OptionError("{sample_on=gpu}: a typed dataset's time split samples on the CPU", options=("sample_on",))
     relation = schema.relation(tuple(relation_type))  # type: ignore[arg-type]
     seed = store.seed if seed is None else int(seed)
     indptr, indices = store.csc
     key = relation_fanouts_key(schema, tuple(fanouts), relation_fanouts)
-    tally = store._host_tally
-    sample_global: SampleGlobal | TimedSampleGlobal
+    inner: Any
     if times is None:
         inner = build_typed_sampler(indptr, indices, schema, key, seed, store.num_threads, topology=store.topology,
                                     picks=store._picks, kernels=store._kernels,
                                     with_edge_ids=store.edge_features is not None)  # fmt: skip
-
-        def sample_global(seeds: np.ndarray, batch_id: int) -> tuple[TypedMiniBatch, np.ndarray | torch.Tensor]:
-            batch, rows = inner.sample_global(seeds, batch_id)
-            if tally is not None:
-                tally.add(batch)
-            elif store.topology is not None:  # the device sampler's index reads, counted by the tiered topology
-                store.topology.count_indptr_reads(sampled_topology_reads(batch)[1])
-            return batch, rows
     else:
         if dataset.edge_time is None or dataset.edge_time_order is None:
             raise OptionError(f"{{temporal}}: {dataset.path} has no edge times", options=("temporal",))
-        timed = TypedTemporalNeighborSampler(indptr, indices, dataset.edge_time, dataset.edge_time_order, schema,
-                                             dict(key), strategy=temporal, seed=seed)  # fmt: skip
+        inner = typed_temporal_sampler(dataset, dict(key), temporal, seed, False, topology=store.topology,
+                                       picks=store._picks, kernels=store._kernels)  # fmt: skip
 
-        def sample_global(seeds: np.ndarray, batch_id: int, seed_time: np.ndarray) -> tuple[TypedMiniBatch, np.ndarray]:  # type: ignore[misc]
-            batch, rows = timed.sample_global(seeds, batch_id, seed_time)
-            if tally is not None:
-                tally.add(batch)
-            return batch, rows
+    def sample_global(*args: Any) -> tuple[TypedMiniBatch, np.ndarray | torch.Tensor]:
+        batch, rows = inner.sample_global(*args)  # (seeds, batch id[, seed times])
+        if store.topology is None:
+            store._host_tally.add(batch)  # type: ignore[union-attr]
+        else:  # the device sampler's index reads, counted by the tiered topology
+            store.topology.count_indptr_reads(sampled_topology_reads(batch)[1])
+        return batch, rows
 
     negatives = None
     if labels is None and num_negatives:

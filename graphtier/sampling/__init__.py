@@ -24,6 +24,7 @@ from graphtier.sampling.spec import SAMPLER_KINDS, SAMPLER_NAMES, SamplerSpec
 from graphtier.sampling.temporal import TemporalNeighborSampler
 from graphtier.sampling.temporal_device import DeviceTemporalSampler
 from graphtier.sampling.typed_temporal import TypedTemporalNeighborSampler
+from graphtier.sampling.typed_temporal_device import DeviceTypedTemporalSampler
 
 __all__ = [
     "DEFAULT_FANOUTS",
@@ -34,6 +35,7 @@ __all__ = [
     "DenseTopology",
     "DeviceNeighborSampler",
     "DeviceTemporalSampler",
+    "DeviceTypedTemporalSampler",
     "Fanouts",
     "MiniBatch",
     "NeighborSampler",

@@ -151,7 +151,7 @@ class DeviceTemporalSampler:
             hops = []
             for hop, fanout in enumerate(self.fanouts):
                 stream = cpu_kernels.stream_key(self.seed, int(batch_id), hop)
-                sources, destinations, edge_id = self._hop(node, bound, fanout, stream)
+                sources, destinations, edge_id = self.hop(node, bound, fanout, stream)
                 node, bound, local = first_seen_pairs((node, bound), (sources, bound[destinations]))
                 sizes.append(int(node.shape[0]))
                 hops.append((torch.stack((local, destinations)), edge_id))
@@ -172,11 +172,14 @@ class DeviceTemporalSampler:
             return seed_time.to(device=self.device, dtype=torch.int64).contiguous()
         return torch.from_numpy(seed_times(seed_time, count)).to(self.device)
 
-    def _hop(
+    def hop(
         self, nodes: torch.Tensor, bounds: torch.Tensor, fanout: int, stream: int
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """(sources, destinations, edge_id), int64 [E] each on the device: global source ids, destination rows, the
-        picked edges' CSC positions; grouped by destination row, in time order for whole prefixes and ``recent``."""
+        """One hop of the rows ``nodes`` (int64 [R] CSC rows on the device) at ``bounds`` (int64 [R]) with ``fanout``
+        (-1: every admissible edge) and the random ``stream`` (:func:`~graphtier.sampling._neighbor_kernels.
+        stream_key`): (sources, destinations, edge_id), int64 [E] each on the device: source ids as the CSC holds
+        them, destination rows (indices into ``nodes``), the picked edges' CSC positions; grouped by destination
+        row, in time order for whole prefixes and ``recent`` (a typed sampler calls it per relation)."""
         indptr = self.topology.indptr
         starts = indptr[nodes]
         admitted = self._cuts(nodes, bounds, indptr, self.time_by_order, self.inclusive, self._steps)

@@ -91,7 +91,7 @@ def test_one_device_hop_equals_the_numpy_reference(
     dst, bound = (np.array(column, dtype=np.int64) for column in zip(*pairs))
     sampler = DeviceTemporalSampler(DenseTopology(indptr, indices), time, order, [fanout], strategy=strategy,
                                     inclusive=inclusive)  # fmt: skip
-    sources, destinations, edge_id = sampler._hop(torch.from_numpy(dst), torch.from_numpy(bound), fanout, stream)
+    sources, destinations, edge_id = sampler.hop(torch.from_numpy(dst), torch.from_numpy(bound), fanout, stream)
     src, src_bound, ref_edge_id, dst_index = temporal_hop_py(
         indptr, indices, time, order, dst, bound, fanout, strategy == "recent", inclusive, stream
     )

@@ -12,10 +12,17 @@ from hypothesis import strategies as st
 
 from graphtier.dataset._edge_time_kernels import edge_time_order
 from graphtier.errors import OptionError
+from graphtier.sampling import DenseTopology
 from graphtier.sampling.typed_link import TypedLinkSampler
 from graphtier.sampling.typed_temporal import TypedTemporalNeighborSampler
+from graphtier.sampling.typed_temporal_device import DeviceTypedTemporalSampler
+from tests.interpreted import HAS_TRITON, load_interpreted
 from tests.sampling.test_edge_ids import assert_real_typed_edges
+from tests.sampling.test_typed_device import assert_identical_typed
 from tests.sampling.test_typed_neighbor import RELATIONS, random_typed_graph
+
+PICKS = load_interpreted("sampling/_device_kernels.py") if HAS_TRITON else None
+CUTS = load_interpreted("sampling/_temporal_device_kernels.py") if HAS_TRITON else None
 
 
 def timed_typed_graph(papers: int, authors: int, degree: int, seed: int):  # noqa: ANN201
@@ -127,3 +134,63 @@ def test_timed_typed_link_batches_never_read_a_pairs_future(
     assert mb.label.tolist() == [1.0] * batch + [0.0] * (batch * k)
     with pytest.raises(OptionError, match="times"):
         TypedLinkSampler(timed.sample_global, schema, ("author", "writes", "paper"), pairs, times=times[:-1])
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    papers=st.integers(1, 25), authors=st.integers(0, 15), degree=st.integers(0, 5), graph_seed=st.integers(0, 2**16),
+    hops=st.integers(1, 3), fanout=st.sampled_from([-1, 1, 3]), batch=st.integers(0, 8), inclusive=st.booleans(),
+    recent=st.booleans(), interpreted=st.booleans(), seed=st.integers(0, 2**31),
+)  # fmt: skip
+def test_the_device_typed_temporal_sampler_is_the_cpu_one(
+    papers, authors, degree, graph_seed, hops, fanout, batch, inclusive, recent, interpreted, seed
+) -> None:  # noqa: ANN001
+    """DeviceTypedTemporalSampler (here on the CPU: the torch cut twin with numba picks, or the interpreted Triton
+    kernels) gives the CPU sampler's batches, node seeds and global seeds alike."""
+    indptr, indices, schema, edge_time, order = timed_typed_graph(papers, authors, degree, graph_seed)
+    fanouts = {rel: [fanout] * hops for rel in RELATIONS}
+    options = {"strategy": "recent" if recent else "uniform", "inclusive": inclusive, "seed": seed}
+    cpu = TypedTemporalNeighborSampler(indptr, indices, edge_time, order, schema, fanouts, **options)
+    kernels = {"picks": "numba"}
+    if interpreted and HAS_TRITON:
+        kernels = {"picks": "triton", "kernels": PICKS, "cut_kernels": CUTS}
+    device = DeviceTypedTemporalSampler(DenseTopology(indptr, indices), edge_time, order, schema, fanouts, **options,
+                                        **kernels)  # fmt: skip
+    rng = np.random.default_rng(graph_seed + 2)
+    seeds, times = rng.integers(0, papers, batch), rng.integers(0, 22, batch)
+    global_seeds = rng.integers(0, schema.num_nodes, batch)
+    (got, rows), (want, want_rows) = (
+        device.sample_global(global_seeds, 5, times),
+        cpu.sample_global(global_seeds, 5, times),
+    )
+    assert np.array_equal(rows.numpy(), want_rows)
+    for got, want in ((device.sample(seeds, times, 4), cpu.sample(seeds, times, 4)), (got, want)):
+        assert_identical_typed(got, want)
+        assert all(torch.equal(got.n_time[t], want.n_time[t]) for t in want.n_time)
+        for blk, expected in zip(got.blocks, want.blocks):
+            assert all(torch.equal(blk.relations[k].edge_id, rel.edge_id) for k, rel in expected.relations.items())
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_the_device_typed_temporal_sampler_on_cuda_is_the_cpu_one() -> None:
+    """Compiled Triton cuts and picks on a GPU: the CPU typed temporal sampler's batches, node and global seeds."""
+    device = torch.device("cuda", torch.cuda.current_device())
+    indptr, indices, schema, edge_time, order = timed_typed_graph(3_000, 2_000, 8, 3)
+    fanouts = {rel: [10, 4] for rel in RELATIONS}
+    cpu = TypedTemporalNeighborSampler(indptr, indices, edge_time, order, schema, fanouts, seed=7)
+    gpu = DeviceTypedTemporalSampler(DenseTopology(indptr, indices, device=device), edge_time, order, schema, fanouts,
+                                     seed=7)  # fmt: skip
+    rng = np.random.default_rng(0)
+    seeds, times = rng.integers(0, 3_000, 512), rng.integers(0, 22, 512)
+    got, want = gpu.sample(seeds, times, 1), cpu.sample(seeds, times, 1)
+    assert got.seed_index.device == device
+    assert_identical_typed(got, want)
+    assert all(torch.equal(got.n_time[t].cpu(), want.n_time[t]) for t in want.n_time)
+    global_seeds = rng.integers(0, schema.num_nodes, 512)
+    (got, rows), (want, want_rows) = (
+        gpu.sample_global(global_seeds, 2, times),
+        cpu.sample_global(global_seeds, 2, times),
+    )
+    assert_identical_typed(got, want)
+    assert np.array_equal(rows.cpu().numpy(), want_rows)

@@ -8,11 +8,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from graphtier import Dataset, OptionError
 from graphtier.dataset.edgebank import edgebank_scores, edgebank_split_scores
 from graphtier.dataset.importers.movielens import import_movielens
 from graphtier.graphstore import GraphStore
+from graphtier.graphstore.typed_link import typed_link_sampler
+from graphtier.memory import make_topology
 from graphtier.train import train
 from graphtier.train.loop.task import TypedLinkTask, make_task
 from graphtier.train.options.spec import TaskSpec
@@ -120,3 +123,25 @@ def test_typed_movielens_splits_its_ratings_by_time(tmp_path: Path) -> None:
     test = link.pairs("test")
     assert int(np.min(test.positive_times)) >= int(np.max(link.pairs("train").positive_times))
     assert int(test.negative_pairs()[:, 1].max()) < 40  # local item ids
+
+
+def test_timed_typed_link_batches_on_a_device_topology_are_the_cpu_ones(typed_split: Dataset) -> None:
+    """A store over a tiered topology (here on the CPU: what --sample-on gpu builds on CUDA) samples the typed time
+    split with DeviceTypedTemporalSampler: the CPU store's batches, node times included."""
+    pairs = typed_split.link.pairs("train")
+    positives, times = np.asarray(pairs.positives), np.asarray(pairs.positive_times)
+    options = {"num_negatives": 2, "times": times, "temporal": "recent", "exclude": False}
+    with GraphStore.open(typed_split, num_threads=1, seed=4) as store:
+        expected = typed_link_sampler(store, (3, 3), positives, **options).sample(np.arange(30), 2)
+    topology = make_topology(typed_split.indptr, typed_split.indices, device=torch.device("cpu"),
+                             topology_budget="50%", log=lambda _: None)  # fmt: skip
+    store = GraphStore(typed_split, None, topology=topology, seed=4, picks="numba")
+    batch = typed_link_sampler(store, (3, 3), positives, **options).sample(np.arange(30), 2)
+    for name in ("src_index", "dst_index", "label"):
+        assert torch.equal(getattr(batch, name), getattr(expected, name)), name
+    for t in expected.n_id:
+        assert torch.equal(batch.n_id[t], expected.n_id[t]) and torch.equal(batch.n_time[t], expected.n_time[t])
+    for got, want in zip(batch.blocks, expected.blocks):
+        for key, rel in want.relations.items():
+            assert torch.equal(got.relations[key].col, rel.col) and torch.equal(got.relations[key].edge_id, rel.edge_id)
+    assert store.traffic()["topology"].requested > 0

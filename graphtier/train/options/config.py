@@ -285,9 +285,6 @@ class TrainConfig:
                 f"{path}: {{temporal}} needs a time split (prepare it with --time-column, or a relation's time, and "
                 f"--split-by time), found a {split_by} split", options=("temporal",),
             )  # fmt: skip
-        if split_by == "time" and dataset.is_hetero and self.placement.sample_on != "cpu":
-            raise OptionError(f"{path}: a time split of a typed dataset samples on the CPU, found "
-                              f"{{sample_on={self.placement.sample_on}}}", options=("sample_on",))  # fmt: skip
         if split_by == "time" and (self.run.full_inference or self.distributed.devices is not None):
             option = "full_inference" if self.run.full_inference else "devices"
             raise OptionError(
@@ -312,9 +309,6 @@ class TrainConfig:
             )
         if dataset.labels is not None and (dataset.labels[train_idx] < 0).any():
             raise OptionError(f"{path}/labels.npy: expected labels >= 0 for every train node, found -1")
-        if self.sampling.temporal is not None and dataset.is_hetero and self.placement.sample_on != "cpu":
-            raise OptionError(f"{path}: {{temporal}} samples a typed dataset on the CPU, found "
-                              f"{{sample_on={self.placement.sample_on}}}", options=("temporal", "sample_on"))  # fmt: skip
         if self.sampling.temporal is not None and (dataset.node_time is None or dataset.edge_time is None):
             missing = "node times (node_time.npy)" if dataset.node_time is None else "edge times (edge_time.npy)"
             raise OptionError(
