@@ -27,22 +27,12 @@ if TYPE_CHECKING:
 
 
 def typed_link_sampler(
-    store: GraphStore,
-    fanouts: Sequence[int],
-    pairs: np.ndarray,
-    *,
-    relation_fanouts: str | Mapping[Any, Any] | None = None,
-    labels: np.ndarray | None = None,
-    num_negatives: int = 1,
-    negative_sampling: str = "uniform",
-    seed: int | None = None,
-    times: np.ndarray | None = None,
-    temporal: str = "uniform",
-    exclude: bool = True,
+    store: GraphStore, fanouts: Sequence[int], pairs: np.ndarray, **options: Any
 ) -> TypedLinkSampler:
     """The :class:`TypedLinkSampler` of ``pairs`` (int64 [P, 2] local ids of the split relation's endpoint
     types) on ``store``'s typed dataset: :func:`relation_link_sampler` of the edge split's relation, its reverse
-    the split's (``link.reverse``). OptionError (one line) without the edge split of a relation."""
+    the split's (``link.reverse``), ``options`` its keyword arguments. OptionError (one line) without the edge split
+    of a relation."""
     dataset, schema = store.dataset, store.dataset.schema
     link = dataset.link
     if link is None or "relation" not in link.meta:
@@ -50,11 +40,8 @@ def typed_link_sampler(
                           "--edge-split ... --split-relation SRC,REL,DST)", options=("task",))  # fmt: skip
     relation = schema.relation(tuple(link.meta["relation"]))  # type: ignore[arg-type]
     reverse = link.meta.get("reverse")
-    return relation_link_sampler(
-        store, relation.type, fanouts, pairs, reverse=None if reverse is None else (relation.dst, str(reverse), relation.src),
-        relation_fanouts=relation_fanouts, labels=labels, num_negatives=num_negatives,
-        negative_sampling=negative_sampling, seed=seed, times=times, temporal=temporal, exclude=exclude,
-    )  # fmt: skip
+    reverse_type = None if reverse is None else (relation.dst, str(reverse), relation.src)
+    return relation_link_sampler(store, relation.type, fanouts, pairs, reverse=reverse_type, **options)
 
 
 def relation_link_sampler(

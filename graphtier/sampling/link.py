@@ -24,7 +24,7 @@ The batch is a :class:`MiniBatch` (so the producer, the feed and the models take
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 import torch
@@ -175,7 +175,78 @@ def non_target_mask(
     return keep
 
 
-class LinkSampler:
+class PairTable:
+    """What the link samplers share: the pair table (int64 [P, 2]) with its labels (float32 [P], evaluation) or
+    ``num_negatives`` negatives per positive (training), its times (int64 [P], a split by time), the batches of rows
+    of the table (:meth:`sample`), the negatives' random stream and the seeds' times."""
+
+    pairs: np.ndarray
+    labels: np.ndarray | None
+    times: np.ndarray | None
+    num_negatives: int
+    negatives: NegativeDestinations | None
+    exclude: bool
+    seed: int
+
+    def _set_pairs(
+        self,
+        pairs: np.ndarray,
+        labels: np.ndarray | None,
+        times: np.ndarray | None,
+        num_negatives: int,
+        negatives: NegativeDestinations | None,
+        dst_range: tuple[int, int],
+        exclude: bool,
+        seed: int,
+    ) -> None:
+        """Check and keep the table; uniform negatives over ``dst_range`` when none are given."""
+        self.pairs = np.asarray(pairs)
+        self.labels = None if labels is None else np.asarray(labels, dtype=np.float32)
+        self.num_negatives = int(num_negatives) if labels is None else 0
+        if self.num_negatives and negatives is None:
+            negatives = NegativeDestinations("uniform", dst_range)
+        self.negatives = negatives
+        self.times = None if times is None else np.asarray(times, dtype=np.int64)
+        if self.times is not None and self.times.shape != (self.pairs.shape[0],):
+            raise OptionError(
+                f"times: expected one time per pair ({self.pairs.shape[0]}), found shape {self.times.shape}"
+            )
+        self.exclude = exclude and labels is None
+        self.seed = int(seed)
+
+    def sample(self, pair_ids: np.ndarray | torch.Tensor, batch_id: int) -> Any:
+        """The batch of pair rows ``pair_ids`` (int [B]); ``batch_id`` picks the random streams."""
+        ids = np.asarray(pair_ids.cpu() if isinstance(pair_ids, torch.Tensor) else pair_ids, dtype=np.int64)
+        labels = None if self.labels is None else self.labels[ids]
+        times = None if self.times is None else self.times[ids]
+        return self.sample_pairs(self.pairs[ids], batch_id, pair_ids=ids, labels=labels, times=times)
+
+    def sample_pairs(
+        self, chosen: np.ndarray, batch_id: int, *, pair_ids: np.ndarray | None = None,
+        labels: np.ndarray | None = None, times: np.ndarray | None = None,
+    ) -> Any:  # fmt: skip
+        raise NotImplementedError
+
+    def draw_negatives(self, batch_id: int, count: int) -> np.ndarray:
+        """int64 [count] negative destinations of batch ``batch_id`` (the same stream on every device)."""
+        if not count:
+            return np.empty(0, np.int64)
+        assert self.negatives is not None
+        return self.negatives.draw(np.random.default_rng([self.seed, int(batch_id), 0x4E45]), count)
+
+    def seed_times(self, times: np.ndarray | None, count: int) -> np.ndarray | None:
+        """int64 [2B + B * k] the time of every seed of ``count`` pairs at ``times`` (sources, destinations, then
+        each pair's negatives); None without times. OptionError when ``times`` is given and the sampler has none,
+        or the reverse."""
+        if (times is None) != (self.times is None):
+            raise OptionError("times: expected pair times exactly when the sampler was made with times")
+        if times is None:
+            return None
+        times = np.asarray(times, dtype=np.int64)
+        return np.concatenate([times, times, np.repeat(times, self.num_negatives)])
+
+
+class LinkSampler(PairTable):
     """Sample :class:`LinkMiniBatch` es of rows of a pair table (see the module).
 
     Args:
@@ -216,29 +287,10 @@ class LinkSampler:
         if exclusion not in EXCLUSIONS:
             raise OptionError.invalid("exclusion", f"one of {', '.join(EXCLUSIONS)}", exclusion)
         self.sample_nodes = sample_nodes
-        self.pairs = np.asarray(pairs)
         self.num_nodes = int(num_nodes)
-        self.labels = None if labels is None else np.asarray(labels, dtype=np.float32)
-        self.num_negatives = int(num_negatives) if labels is None else 0
-        if self.num_negatives and negatives is None:
-            negatives = NegativeDestinations("uniform", (0, self.num_nodes))
-        self.negatives = negatives
-        self.times = None if times is None else np.asarray(times, dtype=np.int64)
-        if self.times is not None and self.times.shape != (self.pairs.shape[0],):
-            raise OptionError(
-                f"times: expected one time per pair ({self.pairs.shape[0]}), found shape {self.times.shape}"
-            )
-        self.exclude = exclude and labels is None
+        self._set_pairs(pairs, labels, times, num_negatives, negatives, (0, self.num_nodes), exclude, seed)
         self.undirected = undirected
-        self.seed = int(seed)
         self.exclusion = exclusion
-
-    def sample(self, pair_ids: np.ndarray | torch.Tensor, batch_id: int) -> LinkMiniBatch:
-        """The batch of pair rows ``pair_ids`` (int [B]); ``batch_id`` picks the random streams."""
-        ids = np.asarray(pair_ids.cpu() if isinstance(pair_ids, torch.Tensor) else pair_ids, dtype=np.int64)
-        labels = None if self.labels is None else self.labels[ids]
-        times = None if self.times is None else self.times[ids]
-        return self.sample_pairs(self.pairs[ids], batch_id, pair_ids=ids, labels=labels, times=times)
 
     def sample_pairs(
         self,
@@ -257,19 +309,11 @@ class LinkSampler:
         ids = np.arange(chosen.shape[0], dtype=np.int64) if pair_ids is None else np.asarray(pair_ids, np.int64)
         src, dst = chosen[:, 0].astype(np.int64), chosen[:, 1].astype(np.int64)
         b, k = ids.shape[0], self.num_negatives
-        negative_dst = np.empty(0, np.int64)
-        if k:
-            assert self.negatives is not None
-            rng = np.random.default_rng([self.seed, int(batch_id), 0x4E45])
-            negative_dst = self.negatives.draw(rng, b * k)
-        seeds = np.concatenate([src, dst, negative_dst])
-        if (times is None) != (self.times is None):
-            raise OptionError("times: expected pair times exactly when the sampler was made with times")
-        if times is None:
+        seeds = np.concatenate([src, dst, self.draw_negatives(batch_id, b * k)])
+        seed_time = self.seed_times(times, b)
+        if seed_time is None:
             batch = self.sample_nodes(seeds, batch_id)
         else:
-            times = np.asarray(times, dtype=np.int64)
-            seed_time = np.concatenate([times, times, np.repeat(times, k)])
             batch = self.sample_nodes(seeds, batch_id, seed_time)  # type: ignore[call-arg]
         rows = batch.seed_index
         device = rows.device

@@ -23,8 +23,7 @@ import numpy as np
 import torch
 
 from graphtier.dataset.schema import RelationType, Schema
-from graphtier.errors import OptionError
-from graphtier.sampling.link import NegativeDestinations
+from graphtier.sampling.link import NegativeDestinations, PairTable
 from graphtier.sampling.typed_batch import RelationBlock, TypedBlock, TypedMiniBatch
 
 SampleGlobal = Callable[[np.ndarray, int], tuple[TypedMiniBatch, np.ndarray | torch.Tensor]]
@@ -87,7 +86,7 @@ def without_pairs(rel: RelationBlock, dst_rows: torch.Tensor, src_rows: torch.Te
     return RelationBlock(rowptr, rel.col[keep], None if rel.edge_id is None else rel.edge_id[keep])
 
 
-class TypedLinkSampler:
+class TypedLinkSampler(PairTable):
     """Sample :class:`TypedLinkMiniBatch` es of rows of a pair table of relation ``relation`` (see the module).
 
     Args:
@@ -128,26 +127,8 @@ class TypedLinkSampler:
         names = schema.type_names
         self.src_offset = int(offsets[names.index(self.src_type)])
         self.dst_offset = int(offsets[names.index(self.dst_type)])
-        self.pairs = np.asarray(pairs)
-        self.labels = None if labels is None else np.asarray(labels, dtype=np.float32)
-        self.num_negatives = int(num_negatives) if labels is None else 0
-        if self.num_negatives and negatives is None:
-            negatives = NegativeDestinations("uniform", (0, schema.node_type(self.dst_type).count))
-        self.negatives = negatives
-        self.exclude = exclude and labels is None
-        self.seed = int(seed)
-        self.times = None if times is None else np.asarray(times, dtype=np.int64)
-        if self.times is not None and self.times.shape != (self.pairs.shape[0],):
-            raise OptionError(
-                f"times: expected one time per pair ({self.pairs.shape[0]}), found shape {self.times.shape}"
-            )
-
-    def sample(self, pair_ids: np.ndarray | torch.Tensor, batch_id: int) -> TypedLinkMiniBatch:
-        """The batch of pair rows ``pair_ids`` (int [B]); ``batch_id`` picks the random streams."""
-        ids = np.asarray(pair_ids.cpu() if isinstance(pair_ids, torch.Tensor) else pair_ids, dtype=np.int64)
-        labels = None if self.labels is None else self.labels[ids]
-        times = None if self.times is None else self.times[ids]
-        return self.sample_pairs(self.pairs[ids], batch_id, pair_ids=ids, labels=labels, times=times)
+        dst_range = (0, schema.node_type(self.dst_type).count)
+        self._set_pairs(pairs, labels, times, num_negatives, negatives, dst_range, exclude, seed)
 
     def sample_pairs(
         self,
@@ -163,21 +144,14 @@ class TypedLinkSampler:
         recorded; ``times`` (int64 [B]) required exactly when the sampler was made with times."""
         chosen = np.asarray(chosen)
         ids = np.arange(chosen.shape[0], dtype=np.int64) if pair_ids is None else np.asarray(pair_ids, np.int64)
-        if (times is None) != (self.times is None):
-            raise OptionError("times: expected pair times exactly when the sampler was made with times")
         src, dst = chosen[:, 0].astype(np.int64), chosen[:, 1].astype(np.int64)
         b, k = ids.shape[0], self.num_negatives
-        negative_dst = np.empty(0, np.int64)
-        if k:
-            assert self.negatives is not None
-            rng = np.random.default_rng([self.seed, int(batch_id), 0x4E45])  # LinkSampler's stream
-            negative_dst = self.negatives.draw(rng, b * k)
-        seeds = np.concatenate([src + self.src_offset, dst + self.dst_offset, negative_dst + self.dst_offset])
-        if times is None:
+        seeds = np.concatenate([src + self.src_offset, dst + self.dst_offset,
+                                self.draw_negatives(batch_id, b * k) + self.dst_offset])  # fmt: skip
+        seed_time = self.seed_times(times, b)
+        if seed_time is None:
             batch, rows_np = self.sample_global(seeds, batch_id)  # type: ignore[call-arg]
         else:
-            times = np.asarray(times, dtype=np.int64)
-            seed_time = np.concatenate([times, times, np.repeat(times, k)])
             batch, rows_np = self.sample_global(seeds, batch_id, seed_time)  # type: ignore[call-arg]
         rows = rows_np if isinstance(rows_np, torch.Tensor) else torch.from_numpy(rows_np)  # a device sampler's rows
         src_rows, dst_rows = rows[:b], rows[b : 2 * b]
