@@ -248,3 +248,29 @@ def test_the_optimizer_state_is_made_by_the_first_step_only() -> None:
     dense.step()
     assert set(table.cold) == {"weight", "exp_avg", "exp_avg_sq", "steps"}
     assert table.full("steps").tolist() == [0, 1, 0, 0, 0, 0, 0, 1, 0, 0]
+
+
+def test_a_row_on_disk_sits_beside_its_moments(tmp_path: Path) -> None:
+    """After the first step a disk tier's rows and Adam moments are column blocks of one scratch file (a step on a row
+    dirties one page, not three), the steps match a table in RAM, and what is saved is the rows alone."""
+    tables = {}
+    for name, cold_dir in (("ram", None), ("disk", tmp_path)):
+        torch.manual_seed(1)
+        table = TieredEmbedding(50, 4)
+        table.place(0, cold_dir)
+        dense = torch.optim.Adam([torch.nn.Parameter(torch.zeros(1))], lr=0.1)
+        attach_sparse_adam(dense, torch.nn.ModuleDict({"t": table}))
+        for ids in (torch.tensor([1, 30, 8]), torch.tensor([30, 2, 49, 1])):
+            dense.zero_grad()
+            table(ids).pow(2).sum().backward()
+            dense.step()
+        tables[name] = table
+    cold = tables["disk"].cold
+    base = cold["weight"].data_ptr()
+    assert cold["weight"].stride() == (12, 1) and _mapped(cold["weight"])
+    assert [cold[k].data_ptr() - base for k in ("exp_avg", "exp_avg_sq")] == [16, 32]  # floats 4..8 and 8..12
+    for key in ("weight", "exp_avg", "exp_avg_sq", "steps"):
+        torch.testing.assert_close(tables["disk"].full(key), tables["ram"].full(key), rtol=0, atol=0)
+    saved = torch.nn.ModuleDict({"t": tables["disk"]}).state_dict()["t.weight"]
+    assert saved.is_contiguous() and saved.untyped_storage().nbytes() == 50 * 4 * 4 and _mapped(saved)
+    assert list(tmp_path.iterdir()) == []

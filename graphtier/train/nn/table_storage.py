@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import math
 import os
+from typing import Any
 
 import numpy as np
 import torch
 from torch import Tensor
 
+from graphtier.dataset.advice import advise_access
 from graphtier.dataset.scratch import scratch_array
 
 INIT_KINDS = ("normal", "xavier_uniform")
@@ -69,11 +71,23 @@ def tier_tensors(
                                  dtype=torch.float32 if key != "steps" else torch.int32, device=device)
                 for key in keys}  # fmt: skip
     return {
-        key: torch.from_numpy(scratch_array(directory, (rows, dim) if key != "steps" else (rows,),
-                                            np.float32 if key != "steps" else np.int32,
-                                            f"learnable table {key} [{rows}, {dim}] (--tables-on disk)"))
+        key: torch.from_numpy(disk_array(directory, (rows, dim) if key != "steps" else (rows,),
+                                         np.float32 if key != "steps" else np.int32,
+                                         f"learnable table {key} [{rows}, {dim}] (--tables-on disk)"))
         for key in keys
     }  # fmt: skip
+
+
+def disk_array(directory: str | os.PathLike[str], shape: tuple[int, ...], dtype: Any, what: str) -> np.ndarray:
+    """A zeroed scratch array (:func:`graphtier.dataset.scratch.scratch_array`) for a table's rows on disk, advised
+    ``random`` before its first use (:func:`graphtier.dataset.advice.advise_access`): a page fault then brings in
+    its page alone, not read-ahead around it. Measured on this VM's kernel (6.18), pages brought in by read-ahead
+    (filling a table in order) are cached as large folios, and a step that changes one row of one then dirties, and
+    writes back, the whole folio: 63 KB per touched row of a [rows, 192] float table against 4.9 KB with the advice
+    (benchmarks/bench_table_writes.py)."""
+    array = scratch_array(directory, shape, dtype, what)
+    advise_access(array, "random")
+    return array
 
 
 COPY_CHUNK_ROWS = 1 << 20
@@ -90,6 +104,22 @@ def copy_rows(out: Tensor, parts: tuple[Tensor, ...]) -> Tensor:
             out[at : at + rows.shape[0]].copy_(rows)
             at += int(rows.shape[0])
     return out
+
+
+def interleaved_state(weight: Tensor, directory: str | os.PathLike[str]) -> dict[str, Tensor]:
+    """A table's rows on disk moved beside zero Adam moments: :data:`FIELDS` of ``weight`` (float [rows, dim], CPU, a
+    memory map), where ``weight``, ``exp_avg`` and ``exp_avg_sq`` are column blocks of ONE unlinked scratch file
+    [rows, 3 * dim] in ``directory`` (a row and its moments side by side: an Adam step on a row dirties its one page,
+    not one page in each of three files) and ``steps`` an int32 [rows] file of its own. The rows are copied in
+    order (:data:`COPY_CHUNK_ROWS` at a time)."""
+    rows, dim = int(weight.shape[0]), int(weight.shape[1])
+    dtype = np.dtype(str(weight.dtype).removeprefix("torch."))
+    what = f"learnable table and Adam moments [{rows}, 3 x {dim}] (--tables-on disk)"
+    block = torch.from_numpy(disk_array(directory, (rows, 3 * dim), dtype, what))
+    copy_rows(block[:, :dim], (weight,))
+    steps = torch.from_numpy(disk_array(directory, (rows,), np.int32, f"learnable table steps [{rows}]"))
+    return {"weight": block[:, :dim], "exp_avg": block[:, dim : 2 * dim], "exp_avg_sq": block[:, 2 * dim :],
+            "steps": steps}  # fmt: skip
 
 
 def scratch_tensor(directory: str | os.PathLike[str], like: Tensor, rows: int, what: str) -> Tensor:

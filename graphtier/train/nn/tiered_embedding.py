@@ -38,6 +38,7 @@ from graphtier.train.nn.table_storage import (
     copy_rows,
     draw_seed,
     fill_rows,
+    interleaved_state,
     scratch_tensor,
     tier_tensors,
 )
@@ -269,25 +270,29 @@ class TieredEmbedding(nn.Module):
             return
         state = FIELDS[1:]
         hot.update(tier_tensors(self.hot_rows, self.dim, self.device, None, state))
-        made = tier_tensors(self.count - self.hot_rows, self.dim, cold["weight"].device,
-                            self._cold_dir if self.cold_on_disk else None, state)  # fmt: skip
-        keep = self.cold_on_disk or self.device.type == "meta"
+        if self.cold_on_disk:  # a row beside its moments in one file (interleaved_state)
+            assert self._cold_dir is not None
+            cold.update(interleaved_state(cold["weight"], self._cold_dir))
+            return
+        made = tier_tensors(self.count - self.hot_rows, self.dim, cold["weight"].device, None, state)
+        keep = self.device.type == "meta"
         cold.update(made if keep else {key: self._host(value, self.device) for key, value in made.items()})
 
     def full(self, key: str) -> Tensor:
         """The whole ``key`` (``weight``, ``exp_avg``, ``exp_avg_sq``, ``steps``) of both tiers, on the CPU.
 
-        A table on disk (``--tables-on disk``) stays there: with every row on disk the disk tier itself (a memory map,
-        as ``state_dict()`` entries alias a module's parameters), else a copy in a new unlinked scratch file; never
-        a copy of the whole table in RAM (:meth:`snapshot` for a copy that later steps do not change)."""
+        A table on disk (``--tables-on disk``) stays there: with every row on disk and no optimizer state yet the disk
+        tier itself (a memory map, as ``state_dict()`` entries alias a module's parameters), else (a hot prefix, or
+        rows stored beside their moments once a step made them) a copy in a new unlinked scratch file; never a copy
+        of the whole table in RAM (:meth:`snapshot` for a copy that later steps do not change)."""
         if key != "weight":
             self._ensure_state()
         cold = self.cold[key]  # host memory (or meta, for a model built on the meta device)
         if not self.cold_on_disk:
             return torch.cat([self.hot[key].to(cold.device), cold])
-        if self.hot_rows == 0:
+        if self.hot_rows == 0 and cold.is_contiguous():
             return cold
-        return self._disk_copy(key)
+        return self._disk_copy(key)  # a hot prefix, or a column block of the rows beside their moments
 
     def snapshot(self, key: str = "weight") -> Tensor:
         """A copy of :meth:`full` that later steps leave as it is: in RAM, or (a table on disk) in an unlinked
