@@ -158,8 +158,9 @@ def _describe_edge_split(link: dict[str, Any]) -> str:
         )
     if link.get("relation"):  # a typed dataset: one relation's edges, local ids
         src, name, dst = link["relation"]
+        by_time = link.get("split_by") == "time"
         kind = f"relation {name} ({src} -> {dst}), local ids" + (
-            f"; held-out edges left {link['reverse']} too" if link.get("reverse") else ""
+            f"; {kind}" if by_time else f"; held-out edges left {link['reverse']} too" if link.get("reverse") else ""
         )
     label = f"; edge-level targets: {link['label']['column']} (link_{{split}}_label.npy)" if link.get("label") else ""
     return f"{how}: {counts} pairs; {negatives}; {kind}{label}".strip()

@@ -123,6 +123,9 @@ def test_typed_movielens_splits_its_ratings_by_time(tmp_path: Path) -> None:
     test = link.pairs("test")
     assert int(np.min(test.positive_times)) >= int(np.max(link.pairs("train").positive_times))
     assert int(test.negative_pairs()[:, 1].max()) < 40  # local item ids
+    shown = run_cli("info", str(dataset.path))
+    assert shown.returncode == 0 and "relation rates (user -> item)" in shown.stdout
+    assert "split by time" in " ".join(shown.stdout.split()) and "left rev_rates" not in shown.stdout
 
 
 def test_timed_typed_link_batches_on_a_device_topology_are_the_cpu_ones(typed_split: Dataset) -> None:
