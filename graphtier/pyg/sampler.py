@@ -173,8 +173,11 @@ class GraphtierNeighborSampler(BaseSampler):
             raise OptionError("GraphtierNeighborSampler expects distinct seed nodes in a batch")
         return merged_output(batch, seeds.shape[0], (index.input_id, index.time))
 
-    def sample_from_edges(self, index: EdgeSamplerInput, neg_sampling: NegativeSampling | None = None) -> SamplerOutput:
-        """Sample the pairs ``(index.row, index.col)`` (global ids) as PyG's ``LinkLoader`` expects.
+    def sample_from_edges(
+        self, index: EdgeSamplerInput, neg_sampling: NegativeSampling | None = None
+    ) -> SamplerOutput | HeteroSamplerOutput:
+        """Sample the pairs ``(index.row, index.col)`` (global ids; a typed dataset: local ids of the relation
+        ``index.input_type``, a ``HeteroSamplerOutput``) as PyG's ``LinkLoader`` expects.
 
         ``neg_sampling`` ``binary`` or ``triplet`` (training): ``amount`` negatives per positive (source kept,
         destination drawn), the pairs' edges excluded from message passing; metadata ``(input_id,
@@ -184,83 +187,70 @@ class GraphtierNeighborSampler(BaseSampler):
         """
         pairs = torch.stack([index.row, index.col], dim=1).cpu().numpy().astype(np.int64, copy=False)
         negatives = 0 if neg_sampling is None else negatives_per_positive(neg_sampling)
-        timed = index.time is not None  # PyG's edge_label_time: every pair sampled at its time
-        if self.store.is_hetero:
-            return self._typed_pairs(index, pairs, negatives, neg_sampling)
-        if index.input_type is not None:
-            raise OptionError("GraphtierNeighborSampler: a homogeneous graph's pairs have no edge type, found "
-                              f"{index.input_type!r}")  # fmt: skip
-        link = self._link_samplers.get((negatives, timed))
-        if link is None:
-            labels = np.zeros(0, np.float32) if negatives == 0 else None  # the evaluation mode
-            link = self._link_samplers[(negatives, timed)] = self.store.make_link_sampler(
-                self.fanouts,
-                np.empty((0, 2), np.int64),
-                labels=labels,
-                num_negatives=negatives,
-                negative_sampling=self.negative_sampling,
-                seed=self.seed,
-                times=np.empty(0, np.int64) if timed else None,
-                temporal=self.temporal,
-                exclude=not timed,  # a pair's own edge, at its time, is never read
-            )
+        link = self._pair_sampler(index, negatives)
         labels = None if index.label is None or negatives else index.label.cpu().numpy()
-        times = index.time.cpu().numpy().astype(np.int64, copy=False) if timed else None
+        times = None if index.time is None else index.time.cpu().numpy().astype(np.int64, copy=False)
         batch = link.sample_pairs(pairs, next(self._batch_ids), labels=labels, times=times)
-        num_seeds = batch.blocks[-1].num_dst if batch.blocks else batch.num_nodes
-        num_pos = pairs.shape[0]
-        if neg_sampling is not None and neg_sampling.is_triplet():
-            dst_neg_index = batch.dst_index[num_pos:].view(num_pos, negatives).squeeze(-1)
-            metadata = (index.input_id, batch.src_index[:num_pos], batch.dst_index[:num_pos], dst_neg_index, index.time)
-            return merged_output(batch, num_seeds, metadata)
-        edge_label = batch.label
-        if index.label is not None:
-            edge_label = torch.cat([index.label, index.label.new_zeros((batch.num_pairs - num_pos,))])
-        edge_label_index = torch.stack([batch.src_index, batch.dst_index])
-        edge_label_time = None  # each label's time: a negative is queried at its positive's
-        if index.time is not None:
-            edge_label_time = torch.cat([index.time, index.time.repeat_interleave(negatives)])
-        return merged_output(batch, num_seeds, (index.input_id, edge_label_index, edge_label, edge_label_time))
-
-    def _typed_pairs(
-        self, index: EdgeSamplerInput, pairs: np.ndarray, negatives: int, neg_sampling: NegativeSampling | None
-    ) -> HeteroSamplerOutput:
-        """:meth:`sample_from_edges` on a typed dataset: ``index.input_type`` a relation ``(SRC, REL, DST)`` of the
-        schema, ``pairs`` local ids of SRC and DST; the batch's target edges leave the relation and its reverse
-        (``(DST, rev_REL, SRC)`` when the schema has it); ``edge_label_index`` rows index ``node[SRC]`` /
-        ``node[DST]``."""
-        schema = self.store.dataset.schema
-        try:
-            relation = schema.relation(tuple(index.input_type))  # type: ignore[arg-type]
-        except (KeyError, TypeError):
-            known = ", ".join(str(r.type) for r in schema.relations)
-            raise OptionError.invalid("edge_label_index", f"pairs of a relation of the schema ({known})",
-                                      index.input_type) from None  # fmt: skip
-        timed = index.time is not None
-        key = (relation.type, negatives, timed)
-        link = self._link_samplers.get(key)
-        if link is None:
-            reverse = reverse_relation(schema, relation)
-            link = self._link_samplers[key] = relation_link_sampler(
-                self.store, relation.type, self.fanouts, np.empty((0, 2), np.int64),
-                reverse=None if reverse is None else reverse.type, relation_fanouts=self.relation_fanouts,
-                labels=np.zeros(0, np.float32) if negatives == 0 else None, num_negatives=negatives,
-                negative_sampling=self.negative_sampling, seed=self.seed,
-                times=np.empty(0, np.int64) if timed else None, temporal=self.temporal, exclude=not timed,
-            )  # fmt: skip
-        labels = None if index.label is None or negatives else index.label.cpu().numpy()
-        times = index.time.cpu().numpy().astype(np.int64, copy=False) if timed else None
-        batch = link.sample_pairs(pairs, next(self._batch_ids), labels=labels, times=times)
-        num_pos = pairs.shape[0]
-        if neg_sampling is not None and neg_sampling.is_triplet():
-            dst_neg_index = batch.dst_index[num_pos:].view(num_pos, negatives).squeeze(-1)
-            metadata = (index.input_id, batch.src_index[:num_pos], batch.dst_index[:num_pos], dst_neg_index, index.time)
+        metadata = _link_metadata(index, batch, pairs.shape[0], negatives, neg_sampling)
+        if isinstance(batch, TypedMiniBatch):
             return typed_output(batch, metadata)
-        edge_label = batch.label
-        if index.label is not None:
-            edge_label = torch.cat([index.label, index.label.new_zeros((batch.label.shape[0] - num_pos,))])
-        edge_label_time = (
-            None if index.time is None else torch.cat([index.time, index.time.repeat_interleave(negatives)])
-        )
-        edge_label_index = torch.stack([batch.src_index, batch.dst_index])
-        return typed_output(batch, (index.input_id, edge_label_index, edge_label, edge_label_time))
+        return merged_output(batch, batch.blocks[-1].num_dst if batch.blocks else batch.num_nodes, metadata)
+
+    def _pair_sampler(self, index: EdgeSamplerInput, negatives: int) -> LinkSampler | TypedLinkSampler:
+        """The link sampler of ``index``'s pairs (made once per edge type, negatives and timing): the store's over
+        global ids, or on a typed dataset the sampler of the relation ``index.input_type`` ``(SRC, REL, DST)`` over
+        local ids of SRC and DST, whose targets leave the relation and its reverse (``(DST, rev_REL, SRC)`` when the
+        schema has it)."""
+        timed = index.time is not None  # PyG's edge_label_time: every pair sampled at its time
+        key = (index.input_type, negatives, timed)
+        link = self._link_samplers.get(key)
+        if link is not None:
+            return link
+        options: dict[str, Any] = {
+            "labels": np.zeros(0, np.float32) if negatives == 0 else None,  # the evaluation mode
+            "num_negatives": negatives,
+            "negative_sampling": self.negative_sampling,
+            "seed": self.seed,
+            "times": np.empty(0, np.int64) if timed else None,
+            "temporal": self.temporal,
+            "exclude": not timed,  # a pair's own edge, at its time, is never read
+        }
+        if not self.store.is_hetero:
+            if index.input_type is not None:
+                raise OptionError("GraphtierNeighborSampler: a homogeneous graph's pairs have no edge type, found "
+                                  f"{index.input_type!r}")  # fmt: skip
+            link = self.store.make_link_sampler(self.fanouts, np.empty((0, 2), np.int64), **options)
+        else:
+            schema = self.store.dataset.schema
+            try:
+                relation = schema.relation(tuple(index.input_type))  # type: ignore[arg-type]
+            except (KeyError, TypeError):
+                known = ", ".join(str(r.type) for r in schema.relations)
+                raise OptionError.invalid("edge_label_index", f"pairs of a relation of the schema ({known})",
+                                          index.input_type) from None  # fmt: skip
+            reverse = reverse_relation(schema, relation)
+            link = relation_link_sampler(
+                self.store, relation.type, self.fanouts, np.empty((0, 2), np.int64),
+                reverse=None if reverse is None else reverse.type, relation_fanouts=self.relation_fanouts, **options,
+            )  # fmt: skip
+        self._link_samplers[key] = link
+        return link
+
+
+def _link_metadata(
+    index: EdgeSamplerInput, batch: Any, num_pos: int, negatives: int, neg_sampling: NegativeSampling | None
+) -> tuple[Any, ...]:
+    """PyG's ``LinkLoader`` metadata of a link batch of ``num_pos`` positives: ``(input_id, edge_label_index [2, M]
+    (rows of ``node``, or of ``node[SRC]`` / ``node[DST]``), edge_label [M] (``index.label`` or 1, then 0),
+    edge_label_time [M] or None)``, or for ``triplet`` ``(input_id, src_index [P], dst_pos_index [P], dst_neg_index
+    [P] or [P, amount], time)``."""
+    if neg_sampling is not None and neg_sampling.is_triplet():
+        dst_neg_index = batch.dst_index[num_pos:].view(num_pos, negatives).squeeze(-1)
+        return (index.input_id, batch.src_index[:num_pos], batch.dst_index[:num_pos], dst_neg_index, index.time)
+    edge_label = batch.label
+    if index.label is not None:
+        edge_label = torch.cat([index.label, index.label.new_zeros((batch.label.shape[0] - num_pos,))])
+    edge_label_time = None  # each label's time: a negative is queried at its positive's
+    if index.time is not None:
+        edge_label_time = torch.cat([index.time, index.time.repeat_interleave(negatives)])
+    return (index.input_id, torch.stack([batch.src_index, batch.dst_index]), edge_label, edge_label_time)
