@@ -142,7 +142,7 @@ class DeviceTemporalSampler:
         [B]; the batch of the CPU sampler with the same seed, batch_id, seeds and times.
         """
         seed_tensor = seeds_on_device(seeds, self.topology.num_nodes, self.device)
-        times = self._times_on_device(seed_time, int(seed_tensor.shape[0]))
+        times = self.times_on_device(seed_time, int(seed_tensor.shape[0]))
         batch_id = next_batch_id(batch_id, self._batch_counter)
         with torch.cuda.device(self.device) if self.device.type == "cuda" else contextlib.nullcontext():
             empty = seed_tensor[:0]
@@ -158,7 +158,7 @@ class DeviceTemporalSampler:
         blocks = [Block(hops[h][0], sizes[h + 1], sizes[h], hops[h][1]) for h in reversed(range(len(self.fanouts)))]
         return MiniBatch(n_id=node, blocks=blocks, seed_index=seed_index, seeds=seed_tensor, n_time=bound)
 
-    def _times_on_device(self, seed_time: np.ndarray | torch.Tensor | int, count: int) -> torch.Tensor:
+    def times_on_device(self, seed_time: np.ndarray | torch.Tensor | int, count: int) -> torch.Tensor:
         """Seed times as int64 [count] on the device (:func:`seed_times`'s checks; device tensors checked there)."""
         if isinstance(seed_time, torch.Tensor) and seed_time.device.type != "cpu":
             if seed_time.dtype.is_floating_point or seed_time.dtype.is_complex or seed_time.dtype == torch.bool:

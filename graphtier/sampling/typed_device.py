@@ -38,6 +38,19 @@ from graphtier.sampling.typed_batch import RelationBlock, TypedBlock, TypedMiniB
 from graphtier.sampling.typed_neighbor import check_typed_fanouts
 
 
+def type_positions(offsets: torch.Tensor, n_id: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, list[int]]:
+    """``(node_type, type_position, type_count)`` of a batch's rows ``n_id`` (global ids, first-seen order; a typed
+    sampler's rows) under the schema's type ``offsets`` (int64 [T + 1] on their device): each row's type and its
+    position among the rows of that type (int64 [N] on the device), and the count per type (host ints)."""
+    node_type = torch.searchsorted(offsets, n_id, right=True) - 1
+    counts = torch.bincount(node_type, minlength=int(offsets.shape[0]) - 1)
+    type_start = torch.cumsum(counts, 0) - counts
+    by_type = torch.argsort(node_type, stable=True)
+    type_position = torch.empty_like(n_id)
+    type_position[by_type] = torch.arange(n_id.shape[0], device=n_id.device) - type_start[node_type[by_type]]
+    return node_type, type_position, counts.tolist()
+
+
 class DeviceTypedNeighborSampler:
     """Uniform per-relation neighbour sampler on ``topology.device``, identical to :class:`TypedNeighborSampler`.
 
@@ -108,11 +121,10 @@ class DeviceTypedNeighborSampler:
     def _sample(self, global_seeds: torch.Tensor, batch_id: int) -> tuple[TypedMiniBatch, torch.Tensor]:
         """The batch of ``global_seeds`` (int64 [B] on the device; its ``seeds`` those ids) and each seed's row among
         its type's rows."""
-        num_types = len(self.schema.node_types)
         # Triton launches on the current CUDA device: make it the topology's (the caller may be any thread)
         with torch.cuda.device(self.device) if self.device.type == "cuda" else contextlib.nullcontext():
             n_id, seed_index = first_seen_relabel(global_seeds[:0], global_seeds)
-            node_type, type_position, type_count = self._types(n_id, num_types)
+            node_type, type_position, type_count = type_positions(self._type_offsets, n_id)
             seed_rows = type_position[seed_index]
             layer_counts = [type_count]
             hop_relations: list[dict[RelationType, RelationBlock]] = []
@@ -120,7 +132,7 @@ class DeviceTypedNeighborSampler:
                 stream = cpu_kernels.stream_key(self.seed, batch_id, hop)
                 spans, sources, positions = self._hop(hop, stream, n_id, node_type, type_position, type_count)
                 n_id, local_sources = first_seen_relabel(n_id, sources)
-                node_type, type_position, type_count = self._types(n_id, num_types)
+                node_type, type_position, type_count = type_positions(self._type_offsets, n_id)
                 columns = type_position[local_sources]  # each edge's source row among its type's sources
                 hop_relations.append({key: RelationBlock(rowptr, columns[low:high],
                                                          positions[low:high] if self.with_edge_ids else None)
@@ -144,18 +156,6 @@ class DeviceTypedNeighborSampler:
             target=self.schema.target,
         )
         return batch, seed_rows
-
-    def _types(self, n_id: torch.Tensor, num_types: int) -> tuple[torch.Tensor, torch.Tensor, list[int]]:
-        """``(node_type, type_position, type_count)`` of the batch's nodes ``n_id`` (global ids, first-seen order):
-        each node's type and its position among the batch's nodes of that type (int64 [N] on the device), and
-        the count per type (host ints)."""
-        node_type = torch.searchsorted(self._type_offsets, n_id, right=True) - 1
-        counts = torch.bincount(node_type, minlength=num_types)
-        type_start = torch.cumsum(counts, 0) - counts
-        by_type = torch.argsort(node_type, stable=True)
-        type_position = torch.empty_like(n_id)
-        type_position[by_type] = torch.arange(n_id.shape[0], device=self.device) - type_start[node_type[by_type]]
-        return node_type, type_position, counts.tolist()
 
     def _hop(
         self,

@@ -29,6 +29,7 @@ from graphtier.sampling.fanouts import Fanouts
 from graphtier.sampling.neighbor import next_batch_id
 from graphtier.sampling.temporal_device import DeviceTemporalSampler, first_seen_pairs
 from graphtier.sampling.typed_batch import RelationBlock, TypedBlock, TypedMiniBatch
+from graphtier.sampling.typed_device import type_positions
 from graphtier.sampling.typed_neighbor import check_typed_fanouts
 
 
@@ -81,7 +82,7 @@ class DeviceTypedTemporalSampler:
         :meth:`TypedTemporalNeighborSampler.sample`, every tensor on the topology's device."""
         target = self.schema.target_type
         local = seeds_on_device(seeds, target.count, self.device)
-        times = self._inner._times_on_device(seed_time, int(local.shape[0]))
+        times = self._inner.times_on_device(seed_time, int(local.shape[0]))
         batch_id = int(next_batch_id(batch_id, self._batch_counter))
         batch, _ = self._sample(local + int(target.offset), times, batch_id)
         batch.seeds = local
@@ -93,26 +94,15 @@ class DeviceTypedTemporalSampler:
         """Seeds of any types (global ids) at their times, as :meth:`TypedTemporalNeighborSampler.sample_global`:
         the batch and each seed's row among its type's rows (int64 [B] on the device)."""
         seeds = seeds_on_device(global_seeds, self.schema.num_nodes, self.device)
-        times = self._inner._times_on_device(seed_time, int(seeds.shape[0]))
+        times = self._inner.times_on_device(seed_time, int(seeds.shape[0]))
         return self._sample(seeds, times, int(batch_id))
-
-    def _positions(self, node: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, list[int]]:
-        """Each row's type and position among its type's rows (int64 [N]), and the rows per type."""
-        kind = torch.searchsorted(self._offsets, node, right=True) - 1
-        counts = torch.bincount(kind, minlength=len(self.schema.node_types))
-        by_type = torch.argsort(kind, stable=True)
-        position = torch.empty_like(node)
-        position[by_type] = (
-            torch.arange(node.shape[0], device=self.device) - (torch.cumsum(counts, 0) - counts)[kind[by_type]]
-        )
-        return kind, position, counts.tolist()
 
     def _sample(self, seeds: torch.Tensor, times: torch.Tensor, batch_id: int) -> tuple[TypedMiniBatch, torch.Tensor]:
         names = self.schema.type_names
         with torch.cuda.device(self.device) if self.device.type == "cuda" else contextlib.nullcontext():
             empty = seeds[:0]
             node, bound, seed_index = first_seen_pairs((empty, empty), (seeds, times))
-            kind, position, before = self._positions(node)
+            kind, position, before = type_positions(self._offsets, node)
             seed_rows = position[seed_index]
             hops: list[TypedBlock] = []
             for hop in range(self.num_hops):
@@ -131,7 +121,7 @@ class DeviceTypedTemporalSampler:
                     bounds.append(bound[members][dst])
                     low += int(src.shape[0])
                 node, bound, local = first_seen_pairs((node, bound), (torch.cat(sources), torch.cat(bounds)))
-                kind, position, after = self._positions(node)
+                kind, position, after = type_positions(self._offsets, node)
                 columns = position[local]  # each edge's source row among its type's rows
                 blocks = {key: RelationBlock(rowptr, columns[a:b], edge_id)
                           for key, (rowptr, a, b, edge_id) in relations.items()}  # fmt: skip
