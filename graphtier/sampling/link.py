@@ -227,6 +227,39 @@ class PairTable:
     ) -> Any:  # fmt: skip
         raise NotImplementedError
 
+    def pair_seeds(
+        self, chosen: np.ndarray, batch_id: int, pair_ids: np.ndarray | None, times: np.ndarray | None,
+        src_offset: int = 0, dst_offset: int = 0,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:  # fmt: skip
+        """The seeds of the pairs ``chosen`` (int [B, 2]): ``(ids int64 [B]`` (``pair_ids``, default ``arange(B)``),
+        ``seeds int64 [2B + B * k]`` (the sources, the destinations, then each pair's negatives; ``src_offset`` /
+        ``dst_offset`` added: a typed graph's global ids), ``seed times`` (:meth:`seed_times`) or None)."""
+        chosen = np.asarray(chosen)
+        ids = np.arange(chosen.shape[0], dtype=np.int64) if pair_ids is None else np.asarray(pair_ids, np.int64)
+        src, dst = chosen[:, 0].astype(np.int64), chosen[:, 1].astype(np.int64)
+        b = ids.shape[0]
+        negatives = self.draw_negatives(batch_id, b * self.num_negatives)
+        seeds = np.concatenate([src + src_offset, dst + dst_offset, negatives + dst_offset])
+        return ids, seeds, self.seed_times(times, b)
+
+    def pair_rows(
+        self, rows: torch.Tensor, count: int, labels: np.ndarray | None
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """From ``rows`` (int64 [2B + B * k], each seed's output row, in :meth:`pair_seeds` order) of ``count`` (B)
+        pairs: ``(src_rows [B], dst_rows [B], src_index [M], dst_index [M], label float32 [M])`` on ``rows``' device,
+        M = B (1 + k): each positive, then its negatives (the source kept; label 0), or the pairs as given with
+        ``labels`` (default 1)."""
+        b, k, device = count, self.num_negatives, rows.device
+        src_rows, dst_rows = rows[:b], rows[b : 2 * b]
+        if k:
+            src_index = torch.cat([src_rows, src_rows.repeat_interleave(k)])
+            dst_index = torch.cat([dst_rows, rows[2 * b :]])
+            label = torch.cat([torch.ones(b, device=device), torch.zeros(b * k, device=device)])
+        else:
+            src_index, dst_index = src_rows, dst_rows
+            label = torch.ones(b) if labels is None else torch.from_numpy(np.asarray(labels, dtype=np.float32))
+        return src_rows, dst_rows, src_index, dst_index, label.to(device=device, dtype=torch.float32)
+
     def draw_negatives(self, batch_id: int, count: int) -> np.ndarray:
         """int64 [count] negative destinations of batch ``batch_id`` (the same stream on every device)."""
         if not count:
@@ -305,26 +338,14 @@ class LinkSampler(PairTable):
         :meth:`sample` makes it: ``pair_ids`` (int [B], default ``arange(B)``) and ``labels`` (float [B], default
         1: positives) are recorded in the batch; negatives and exclusion as configured. ``times`` (int64 [B],
         the pairs' times) is required, and only allowed, when the sampler was made with ``times``."""
-        chosen = np.asarray(chosen)
-        ids = np.arange(chosen.shape[0], dtype=np.int64) if pair_ids is None else np.asarray(pair_ids, np.int64)
-        src, dst = chosen[:, 0].astype(np.int64), chosen[:, 1].astype(np.int64)
-        b, k = ids.shape[0], self.num_negatives
-        seeds = np.concatenate([src, dst, self.draw_negatives(batch_id, b * k)])
-        seed_time = self.seed_times(times, b)
+        ids, seeds, seed_time = self.pair_seeds(chosen, batch_id, pair_ids, times)
         if seed_time is None:
             batch = self.sample_nodes(seeds, batch_id)
         else:
             batch = self.sample_nodes(seeds, batch_id, seed_time)  # type: ignore[call-arg]
-        rows = batch.seed_index
-        device = rows.device
-        src_rows, dst_rows = rows[:b], rows[b : 2 * b]
-        if k:
-            src_index = torch.cat([src_rows, src_rows.repeat_interleave(k)])
-            dst_index = torch.cat([dst_rows, rows[2 * b :]])
-            label = torch.cat([torch.ones(b, device=device), torch.zeros(b * k, device=device)])
-        else:
-            src_index, dst_index = src_rows, dst_rows
-            label = torch.ones(b) if labels is None else torch.from_numpy(np.asarray(labels, dtype=np.float32))
+        device = batch.seed_index.device
+        b = ids.shape[0]
+        src_rows, dst_rows, src_index, dst_index, label = self.pair_rows(batch.seed_index, b, labels)
         blocks, removed = batch.blocks, 0
         if self.exclude and b and blocks:
             blocks, removed = self._without_targets(batch.blocks, src_rows, dst_rows)
@@ -337,7 +358,7 @@ class LinkSampler(PairTable):
             n_time=batch.n_time,
             src_index=src_index,
             dst_index=dst_index,
-            label=label.to(device=device, dtype=torch.float32),
+            label=label,
             pair_ids=torch.from_numpy(ids.copy()).to(device),
             excluded_edges=removed,
         )

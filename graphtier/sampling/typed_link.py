@@ -142,33 +142,20 @@ class TypedLinkSampler(PairTable):
         """The batch of the pairs ``chosen`` (int [B, 2] LOCAL ids ``(src of SRC, dst of DST)``, e.g. PyG's input
         edges) as :meth:`sample` makes it: ``pair_ids`` (default ``arange(B)``) and ``labels`` (float [B]; default 1)
         recorded; ``times`` (int64 [B]) required exactly when the sampler was made with times."""
-        chosen = np.asarray(chosen)
-        ids = np.arange(chosen.shape[0], dtype=np.int64) if pair_ids is None else np.asarray(pair_ids, np.int64)
-        src, dst = chosen[:, 0].astype(np.int64), chosen[:, 1].astype(np.int64)
-        b, k = ids.shape[0], self.num_negatives
-        seeds = np.concatenate([src + self.src_offset, dst + self.dst_offset,
-                                self.draw_negatives(batch_id, b * k) + self.dst_offset])  # fmt: skip
-        seed_time = self.seed_times(times, b)
+        ids, seeds, seed_time = self.pair_seeds(chosen, batch_id, pair_ids, times, self.src_offset, self.dst_offset)
         if seed_time is None:
             batch, rows_np = self.sample_global(seeds, batch_id)  # type: ignore[call-arg]
         else:
             batch, rows_np = self.sample_global(seeds, batch_id, seed_time)  # type: ignore[call-arg]
         rows = rows_np if isinstance(rows_np, torch.Tensor) else torch.from_numpy(rows_np)  # a device sampler's rows
-        src_rows, dst_rows = rows[:b], rows[b : 2 * b]
-        if k:
-            src_index = torch.cat([src_rows, src_rows.repeat_interleave(k)])
-            dst_index = torch.cat([dst_rows, rows[2 * b :]])
-            label = torch.cat([torch.ones(b), torch.zeros(b * k)])
-        else:
-            src_index, dst_index = src_rows, dst_rows
-            label = torch.ones(b) if labels is None else torch.from_numpy(np.asarray(labels, dtype=np.float32))
-        label = label.to(rows.device)
+        b = ids.shape[0]
+        src_rows, dst_rows, src_index, dst_index, label = self.pair_rows(rows, b, labels)
         blocks, removed = batch.blocks, 0
         if self.exclude and b and blocks:
             blocks, removed = self._without_targets(blocks, src_rows, dst_rows)
         return TypedLinkMiniBatch(
             batch.n_id, blocks, batch.seed_index, batch.seeds, batch.target, batch.n_time,
-            src_index=src_index, dst_index=dst_index, label=label.to(torch.float32),
+            src_index=src_index, dst_index=dst_index, label=label,
             pair_ids=torch.from_numpy(ids.copy()).to(rows.device), src_type=self.src_type, dst_type=self.dst_type,
             excluded_edges=removed,
         )  # fmt: skip
