@@ -156,6 +156,13 @@ ROW_BLOCK = 1 << 16
 """Consecutive rows projected per step of a layer that projects before aggregating."""
 
 
+def row_blocks(rows: int) -> Iterator[tuple[int, int]]:
+    """``(start, stop)`` of consecutive runs of at most :data:`ROW_BLOCK` rows covering ``[0, rows)``, in order: the
+    steps of a pass that reads a table in row order."""
+    for start in range(0, rows, ROW_BLOCK):
+        yield start, min(rows, start + ROW_BLOCK)
+
+
 def reads_features_in_order(model: nn.Module, device: torch.device) -> bool:
     """Whether :func:`layerwise_outputs` of ``model`` on ``device`` reads the feature table in row order (an MLP; on
     the CPU a GCN, or a GraphSAGE whose first layer projects first) rather than a random row per edge."""
@@ -201,8 +208,7 @@ def _sage_layer(
         table = layer_output(num_nodes, width, f"layer {layer + 1} projected inputs", scratch_dir)
     out = layer_output(num_nodes, width, f"layer {layer + 1} outputs", scratch_dir)
     if projects:
-        for start in range(0, num_nodes, ROW_BLOCK):
-            stop = min(num_nodes, start + ROW_BLOCK)
+        for start, stop in row_blocks(num_nodes):
             x = gather(torch.arange(start, stop)) if previous is None else previous[start:stop]
             x = x.float()
             torch.matmul(x, weight_l.t(), out=table[start:stop])
@@ -249,8 +255,7 @@ def _gcn_layer(
     scale = (degree.float().cpu() + 1.0).rsqrt().unsqueeze(1)
     width = int(weight.shape[0]) if projects else int(weight.shape[1])
     table = layer_output(num_nodes, width, f"layer {layer + 1} scaled inputs", scratch_dir)
-    for start in range(0, num_nodes, ROW_BLOCK):
-        stop = min(num_nodes, start + ROW_BLOCK)
+    for start, stop in row_blocks(num_nodes):
         x = (gather(torch.arange(start, stop)) if previous is None else previous[start:stop]).float()
         table[start:stop] = (x @ weight.t() if projects else x) * scale[start:stop]
     out = layer_output(num_nodes, int(weight.shape[0]), f"layer {layer + 1} outputs", scratch_dir)

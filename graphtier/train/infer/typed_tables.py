@@ -7,7 +7,7 @@ neighbour mean per relation (R-GCN, HeteroSAGE) or of one GAT per relation (R-GA
 mean(W_r x_u)``, and GAT projects its sources before it attends. So each output type's table is built in passes,
 each reading one table in row order or one table at random that is at most the layer's width:
 
-1. the root terms: the type's own input read in order, in blocks of :data:`ROW_BLOCK` rows (with each attention
+1. the root terms: the type's own input read in order, in blocks of :data:`~graphtier.train.infer.inference.ROW_BLOCK` rows (with each attention
    relation's destination scores);
 2. per relation into the type: the source type's input read in order and, where the relation's weight narrows it
    (``out < in``), projected into a ``[count(source), out]`` table; the per-destination means are then read straight
@@ -34,7 +34,7 @@ from torch import Tensor, nn
 from graphtier._progress import Stage
 from graphtier.dataset.schema import Schema
 from graphtier.train.infer._attention_kernels import attention_rows
-from graphtier.train.infer.inference import ROW_BLOCK, chunk_bounds, layer_output, neighbour_aggregate
+from graphtier.train.infer.inference import chunk_bounds, layer_output, neighbour_aggregate, row_blocks
 from graphtier.train.nn.typed_layers import AttentionTerm, LinearTerm
 from graphtier.train.nn.typed_models import TypedGNN
 
@@ -123,8 +123,7 @@ def _table(
     width] when given."""
     out_width = width if weight is None else int(weight.shape[0])
     table = layer_output(rows, out_width, name, scratch_dir)
-    for start in range(0, rows, ROW_BLOCK):
-        stop = min(rows, start + ROW_BLOCK)
+    for start, stop in row_blocks(rows):
         x = read(t, start, stop)
         table[start:stop] = x if weight is None else x @ weight.detach().float().t()
     return table
@@ -142,8 +141,7 @@ def _attention_table(
     each row's source scores (the table :func:`~graphtier.train.infer._attention_kernels.attention_rows` reads)."""
     width = att.heads * att.channels
     table = layer_output(rows, width + att.heads, name, scratch_dir)
-    for start in range(0, rows, ROW_BLOCK):
-        stop = min(rows, start + ROW_BLOCK)
+    for start, stop in row_blocks(rows):
         h = _apply(att.src, read(t, start, stop))
         table[start:stop, :width] = h
         table[start:stop, width:] = _head_scores(h, att.att_src, att.heads)
@@ -185,8 +183,7 @@ def _type_output(
     out = layer_output(rows, module.out_dim, f"{name} outputs of {t}", scratch_dir)
     scores = {i: layer_output(rows, att.heads, f"{name} attention scores of {t}", scratch_dir)
               for i, att in terms.attention}  # fmt: skip
-    for start in range(0, rows, ROW_BLOCK):
-        stop = min(rows, start + ROW_BLOCK)
+    for start, stop in row_blocks(rows):
         h = torch.zeros((stop - start, module.out_dim), dtype=torch.float32)
         x = read(t, start, stop) if terms.root or terms.attention else None
         for term in terms.root:
@@ -194,7 +191,6 @@ def _type_output(
         out[start:stop] = h
         for index, att in terms.attention:
             scores[index][start:stop] = _head_scores(_apply(att.dst, x), att.att_dst, att.heads)
-    offsets = schema.offsets()
     for index, term in terms.means:
         rel = schema.relations[index]
         projects = term.weight is not None and int(term.weight.shape[0]) < int(term.weight.shape[1])
@@ -206,7 +202,7 @@ def _type_output(
                 term.weight if projects else None, f"{name} inputs of {rel}", scratch_dir,
             )  # fmt: skip
         linear = LinearTerm(None if projects else term.weight, term.bias)
-        base = int(offsets[schema.type_names.index(rel.src)])
+        base = int(schema.node_type(rel.src).offset)
         for rel_indptr, first, stop in _chunks(indptr, rel.row_offset, rows, chunk_size, bar):
             mean = neighbour_aggregate(table, rel_indptr, indices, first, stop, mean=True, base=base)
             out[first:stop] += _apply(linear, mean)
@@ -215,7 +211,7 @@ def _type_output(
         rel = schema.relations[index]
         table = _attention_table(read, rel.src, schema.node_type(rel.src).count, att, f"{name} heads of {rel}",
                                  scratch_dir)  # fmt: skip
-        base = int(offsets[schema.type_names.index(rel.src)])
+        base = int(schema.node_type(rel.src).offset)
         for rel_indptr, first, stop in _chunks(indptr, rel.row_offset, rows, chunk_size, bar):
             summed = torch.empty((stop - first, att.heads * att.channels), dtype=torch.float32)
             dst_scores = np.ascontiguousarray(scores[index][first:stop].numpy())
@@ -227,7 +223,6 @@ def _type_output(
         del table
     if layer < model.num_layers - 1:
         dtype = next(model.parameters()).dtype
-        for start in range(0, rows, ROW_BLOCK):
-            stop = min(rows, start + ROW_BLOCK)
+        for start, stop in row_blocks(rows):
             out[start:stop] = model.finish_layer(layer, t, out[start:stop].to(dtype)).float()
     return out
