@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import graphtier.train.infer.inference as inference
+import graphtier.train.infer.typed_inference as typed_inference
 from graphtier.train.infer._attention_kernels import attention_rows, attention_rows_reference
 from graphtier.train.infer.inference import chunk_bounds
 from graphtier.train.infer.typed_inference import full_neighbour_block, type_in_edges_indptr, typed_layerwise_outputs
@@ -21,9 +22,15 @@ from tests.train.typed_graphs import batch_inputs, full_batch, mag_like
 MODELS = ("rgcn", "rgat", "hsage")
 
 
+@pytest.mark.parametrize("path", ["tables", "blocks"])
 @pytest.mark.parametrize("featureless", ["embedding", "onehot", "zeros"])
 @pytest.mark.parametrize("kind", MODELS)
-def test_layerwise_equals_full_neighbour_batches(kind: str, featureless: str) -> None:
+def test_layerwise_equals_full_neighbour_batches(
+    kind: str, featureless: str, path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both paths of exact typed inference: the CPU's tables, and the blocks that CUDA takes (forced here)."""
+    if path == "blocks":
+        monkeypatch.setattr(typed_inference, "reads_by_tables", lambda model, device: False)
     torch.manual_seed(0)
     graph = mag_like()
     model = build_typed_model(kind, graph.schema, in_dims=graph.in_dims, hidden=8, num_classes=3, num_layers=2,

@@ -3,10 +3,10 @@
 Every layer is computed for all nodes of the types it outputs (:attr:`TypedLayer.out_types`), from the previous
 layer's output tables over ALL in-neighbours of every relation; the last layer computes the target type only. The
 result is the model's exact output on the whole graph (no sampling), with one pass over each relation's edges per
-layer. On the CPU, R-GCN and HeteroSAGE build no blocks: :mod:`graphtier.train.infer.typed_tables` computes them
-relation by relation from tables read in order (a feature table larger than RAM is read sequentially). R-GAT, and
-every model on CUDA, take one chunk of destinations of one type at a time with all their in-neighbours
-(:func:`full_neighbour_block`), reading one input row per edge.
+layer. On the CPU, R-GCN, HeteroSAGE and R-GAT build no blocks: :mod:`graphtier.train.infer.typed_tables` computes
+them relation by relation from tables read in order (a feature table larger than RAM is read sequentially). On CUDA
+they take one chunk of destinations of one type at a time with all their in-neighbours (:func:`full_neighbour_block`),
+reading one input row per edge.
 """
 
 from __future__ import annotations

@@ -82,9 +82,10 @@ def disk_array(directory: str | os.PathLike[str], shape: tuple[int, ...], dtype:
     """A zeroed scratch array (:func:`graphtier.dataset.scratch.scratch_array`) for a table's rows on disk, advised
     ``random`` before its first use (:func:`graphtier.dataset.advice.advise_access`): a page fault then brings in
     its page alone, not read-ahead around it. Measured on this VM's kernel (6.18), pages brought in by read-ahead
-    (filling a table in order) are cached as large folios, and a step that changes one row of one then dirties, and
-    writes back, the whole folio: 63 KB per touched row of a [rows, 192] float table against 4.9 KB with the advice
-    (benchmarks/bench_table_writes.py)."""
+    (filling a table in order) are cached as large folios, and an Adam step that changes one row of one then
+    dirties, and writes back, the whole folio: 58 KB per touched row of a 4M x 64 table and its two moments in three
+    files, 12.6 KB with the advice, 5.3 KB with the moments beside the row too (:func:`interleaved_state`;
+    benchmarks/bench_table_writes.py, docs/benchmarks.md session 9)."""
     array = scratch_array(directory, shape, dtype, what)
     advise_access(array, "random")
     return array
