@@ -51,14 +51,18 @@ def edgebank_scores_csc(
     """
     indptr = np.asarray(indptr, np.int64)
     pairs = as_pairs(pairs, indptr.shape[0] - 1, "pairs")
-    query = np.asarray(times)
-    if query.shape != (pairs.shape[0],) or (query.size and not np.issubdtype(query.dtype, np.integer)):
-        raise OptionError(
-            f"times: expected integer times of shape [{pairs.shape[0]}] (one per pair), found {query.dtype} "
-            f"{list(query.shape)}"
-        )
-    query = np.ascontiguousarray(query, dtype=np.int64)
+    query = _query_times(times, pairs.shape[0])
     return _lookup(indptr, indices, edge_time, pairs[:, 0], pairs[:, 1], query, undirected)
+
+
+def _query_times(times: np.ndarray, count: int) -> np.ndarray:
+    """``times`` as int64 [count] (one per pair); OptionError (one line) for another shape or dtype."""
+    query = np.asarray(times)
+    if query.shape != (count,) or (query.size and not np.issubdtype(query.dtype, np.integer)):
+        raise OptionError(
+            f"times: expected integer times of shape [{count}] (one per pair), found {query.dtype} {list(query.shape)}"
+        )
+    return np.ascontiguousarray(query, dtype=np.int64)
 
 
 def _lookup(
@@ -110,13 +114,10 @@ def edgebank_scores(dataset: Dataset, pairs: np.ndarray, times: np.ndarray) -> n
         ids = shaped[:, column]
         if ids.size and int(ids.max()) >= count:
             raise OptionError(f"pairs: expected local ids of {name} in [0, {count}), found up to {int(ids.max())}")
-    query = np.asarray(times)
-    if query.shape != (shaped.shape[0],) or (query.size and not np.issubdtype(query.dtype, np.integer)):
-        raise OptionError(f"times: expected integer times of shape [{shaped.shape[0]}], found {list(query.shape)}")
+    query = _query_times(times, shaped.shape[0])
     rows = np.asarray(dataset.indptr[rel.row_offset : rel.row_offset + count_dst + 1], dtype=np.int64)
     src = shaped[:, 0].astype(np.int64) + int(schema.node_type(rel.src).offset)
-    return _lookup(rows, dataset.indices, dataset.edge_time, src, shaped[:, 1],
-                   np.ascontiguousarray(query, dtype=np.int64), False)  # fmt: skip
+    return _lookup(rows, dataset.indices, dataset.edge_time, src, shaped[:, 1], query, False)
 
 
 def _check_scorable(dataset: Dataset) -> None:
