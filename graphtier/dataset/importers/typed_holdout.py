@@ -110,12 +110,7 @@ def split_relation_edges(
             dst_range=(shift, shift + count_dst), src_range=(0, count_src), what=f" of {','.join(rel.type)}",
         )  # fmt: skip
         link_meta = {"method": "random", "fractions": [float(f) for f in split], "seed": int(seed)}
-    splits = {}
-    for name, pairs in space.items():
-        negatives = pairs.negatives
-        if negatives is not None:
-            negatives = np.asarray(negatives) - (shift if pairs.per_positive else local)
-        splits[name] = LinkPairs(np.asarray(pairs.positives) - local, negatives, per_positive=pairs.per_positive)
+    splits = _local_pairs(space, shift)
     held = held - local  # local ids
     new = {rel.type: _without(schema, indptr, indices, rel, held)}
     reverse = reverse_relation(schema, rel)
@@ -162,14 +157,7 @@ def split_relation_edges_by_time(
         space_ptr, space_idx, times, fractions, seed=seed, eval_negatives=eval_negatives, undirected=False,
         dst_range=(shift, shift + count_dst), src_range=(0, count_src),
     )  # fmt: skip
-    local = np.array([0, shift], np.int64)
-    splits = {}
-    for name, pairs in held.split.splits.items():
-        negatives = pairs.negatives
-        if negatives is not None:
-            negatives = np.asarray(negatives) - (shift if pairs.per_positive else local)
-        splits[name] = LinkPairs(np.asarray(pairs.positives) - local, negatives, pairs.per_positive,
-                                 pairs.positive_times, pairs.negative_times)  # fmt: skip
+    splits = _local_pairs(held.split.splits, shift)
     reverse = reverse_relation(schema, rel)
     meta = {
         **held.split.meta,
@@ -178,6 +166,21 @@ def split_relation_edges_by_time(
         "reverse": None if reverse is None else reverse.name,
     }
     return LinkSplit(meta, splits)
+
+
+def _local_pairs(space: dict[str, LinkPairs], shift: int) -> dict[str, LinkPairs]:
+    """The splits of a relation's pair space (:func:`relation_pair_csc`: destination ``j`` is ``shift + j``) in local
+    ids: positives and negative pairs ``(src, dst - shift)``, per-positive negative destinations ``- shift``; the
+    pair times as they are."""
+    local = np.array([0, shift], np.int64)
+    out = {}
+    for name, pairs in space.items():
+        negatives = pairs.negatives
+        if negatives is not None:
+            negatives = np.asarray(negatives) - (shift if pairs.per_positive else local)
+        out[name] = LinkPairs(np.asarray(pairs.positives) - local, negatives, pairs.per_positive,
+                              pairs.positive_times, pairs.negative_times)  # fmt: skip
+    return out
 
 
 def _without(schema: Schema, indptr: np.ndarray, indices: np.ndarray, rel: Relation, pairs: np.ndarray) -> np.ndarray:
