@@ -167,14 +167,22 @@ def build_temporal_sampler(
 
     def sample(seeds: np.ndarray, batch_id: int, seed_time: np.ndarray) -> MiniBatch:
         batch = inner.sample(seeds, seed_time, batch_id)
-        if topology is None:
-            assert host_tally is not None
-            host_tally.add(batch)
-        else:  # the device sampler's index reads, counted by the tiered topology
-            topology.count_indptr_reads(sampled_topology_reads(batch)[1])
+        count_topology_reads(batch, host_tally, topology)
         return batch  # type: ignore[return-value]
 
     return sample
+
+
+def count_topology_reads(
+    batch: MiniBatch | TypedMiniBatch, host_tally: HostTopologyTally | None, topology: Topology | None
+) -> None:
+    """Count a sampled batch's topology reads: the CPU sampler's in ``host_tally`` (the store has one when it
+    samples on the CPU), a device sampler's ``indptr`` reads by its tiered ``topology``."""
+    if host_tally is not None:
+        host_tally.add(batch)
+    else:
+        assert topology is not None
+        topology.count_indptr_reads(sampled_topology_reads(batch)[1])  # type: ignore[attr-defined]
 
 
 def typed_temporal_sampler(

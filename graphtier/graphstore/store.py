@@ -40,7 +40,6 @@ from graphtier.graphstore.samplers import (
     HostTopologyTally,
     build_typed_sampler,
     relation_fanouts_key,
-    sampled_topology_reads,
     seed_only_batch,
     typed_seed_only_batch,
 )
@@ -289,12 +288,13 @@ class GraphStore(DatasetReads):
         self, inner: Any, seeds: np.ndarray | torch.Tensor, batch_id: int | None
     ) -> MiniBatch | TypedMiniBatch:
         batch = inner.sample(seeds, batch_id)
-        if self._host_tally is not None:
-            self._host_tally.add(batch)
-        else:
-            assert self.topology is not None
-            self.topology.count_indptr_reads(sampled_topology_reads(batch)[1])
+        self.count_reads(batch)
         return batch
+
+    def count_reads(self, batch: MiniBatch | TypedMiniBatch) -> None:
+        """Count the topology reads of a batch drawn by one of the store's samplers (:meth:`traffic`;
+        :func:`~graphtier.graphstore.samplers.count_topology_reads`)."""
+        build.count_topology_reads(batch, self._host_tally, self.topology)
 
     def sample(
         self, seeds: np.ndarray | torch.Tensor, fanouts: Sequence[int], *, batch_id: int | None = None

@@ -15,7 +15,6 @@ from graphtier.errors import OptionError
 from graphtier.graphstore.samplers import (
     build_typed_sampler,
     relation_fanouts_key,
-    sampled_topology_reads,
     typed_temporal_sampler,
 )
 from graphtier.sampling.link import NegativeDestinations
@@ -85,10 +84,7 @@ def relation_link_sampler(
 
     def sample_global(*args: Any) -> tuple[TypedMiniBatch, np.ndarray | torch.Tensor]:
         batch, rows = inner.sample_global(*args)  # (seeds, batch id[, seed times])
-        if store.topology is None:
-            store._host_tally.add(batch)  # type: ignore[union-attr]
-        else:  # the device sampler's index reads, counted by the tiered topology
-            store.topology.count_indptr_reads(sampled_topology_reads(batch)[1])
+        store.count_reads(batch)
         return batch, rows
 
     negatives = None
