@@ -2,11 +2,12 @@
 numba kernels with their plain-Python references.
 
 The graph is the dataset's CSC (each destination's list ``indptr[d] .. indptr[d + 1]``) with ``order``: for
-every list, that list's CSC positions sorted by (time, position), and ``by_time`` (:func:`time_ordered`): row p =
-(time, CSC position, source) of the edge at position p of ``order``, a copy the sampler builds once (24 bytes per
-edge) so that a hop reads one contiguous run per list, never through ``order``. The edges strictly earlier than a
-bound (``inclusive=False``) or at most the bound (``inclusive=True``) are then a prefix of the list's slice,
-found by binary search. From that prefix a hop picks ``fanout`` of them uniformly without replacement (Floyd's
+every list, that list's CSC positions sorted by (time, position), and its :class:`TimeOrder` (:func:`time_ordered`),
+a copy the sampler builds once: the times in that order, every 16th of them, and (CSC position, source) per edge
+(24 bytes per edge), so that a hop reads contiguous runs per list, never through ``order``. The edges strictly
+earlier than a bound (``inclusive=False``) or at most the bound (``inclusive=True``) are then a prefix of the list's
+run, found by binary search, first among the list's every-16th times, then in one run of at most 15 times.
+From that prefix a hop picks ``fanout`` of them uniformly without replacement (Floyd's
 algorithm, the same counter-based draws as the untimed sampler) or the ``fanout`` most recent (``recent``);
 ``fanout < 0`` takes them all.
 
@@ -17,6 +18,8 @@ when every seed has one time, a row is a node and the untimed relabel serves (``
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -30,22 +33,87 @@ from graphtier.sampling._neighbor_kernels import (
     node_key_py,
 )
 
+COARSE_STRIDE = 16
+"""Every ``COARSE_STRIDE``-th time of the time order is kept in :attr:`TimeOrder.coarse`: a search first finds its
+run of at most this many times there (an array 1/16 the size, often cached), then one or two cache lines of
+:attr:`TimeOrder.times`."""
 
-def time_ordered(indices: np.ndarray, edge_time: np.ndarray, order: np.ndarray) -> np.ndarray:
-    """int64 [E, 3]: row p = (time, CSC position, source) of the edge at position p of the time order ``order``
-    (int64 [E]), from ``indices`` (int [E]) and ``edge_time`` (int64 [E]) in CSC order: what a hop reads of a list,
-    in one contiguous run (24 bytes per edge)."""
-    by_time = np.empty((order.shape[0], 3), np.int64)
-    by_time[:, 0] = np.take(edge_time, order)
-    by_time[:, 1] = order
-    by_time[:, 2] = np.take(indices, order)
-    return by_time
+
+class TimeOrder(NamedTuple):
+    """Every list in time order, as a hop reads it (:func:`time_ordered`, 24 bytes per edge plus 8 per stride).
+
+    ``times``: int64 [E], the edges' times in the time order (each list's run sorted). ``coarse``: int64
+    [ceil(E / stride)], ``times[::stride]``. ``rows``: int64 [E, 2], (CSC position, source) of the edge at each
+    position of the time order. ``stride``: the step of ``coarse``.
+    """
+
+    times: np.ndarray
+    coarse: np.ndarray
+    rows: np.ndarray
+    stride: int
+
+    @property
+    def search(self) -> tuple[np.ndarray, np.ndarray, np.int64]:
+        """``(times, coarse, stride)``: :func:`temporal_spans`'s arguments after ``indptr``."""
+        return self.times, self.coarse, np.int64(self.stride)
+
+
+def time_ordered(
+    indices: np.ndarray, edge_time: np.ndarray, order: np.ndarray, stride: int = COARSE_STRIDE
+) -> TimeOrder:
+    """The :class:`TimeOrder` of the time order ``order`` (int64 [E], each list's CSC positions sorted by time), from
+    ``indices`` (int [E]) and ``edge_time`` (int64 [E]) in CSC order: the cut of a list is a search over its run of
+    ``times`` (through ``coarse`` when the run is longer than ``stride``), its draws read ``rows``."""
+    times = np.take(edge_time, order)
+    rows = np.empty((order.shape[0], 2), np.int64)
+    rows[:, 0] = order
+    rows[:, 1] = np.take(indices, order)
+    return TimeOrder(times, np.ascontiguousarray(times[::stride]), rows, int(stride))
+
+
+@numba.njit(cache=True, nogil=True)
+def _admitted_counts(
+    values: np.ndarray,
+    first: np.ndarray,
+    lo: np.ndarray,
+    left: np.ndarray,
+    rows: np.int64,
+    bound: np.ndarray,
+    base: np.int64,
+    inclusive: bool,
+) -> None:
+    """For ``r < rows``: ``left[r]`` = how many of ``values[first[r] : first[r] + left[r]]`` (sorted) are admitted
+    by bound ``bound[base + r]`` (``bound[0]`` when it has one entry): below it, or at it with ``inclusive``.
+    ``lo`` (= ``first`` on entry) is scratch. The searches run in lockstep, one step of every row per pass: a
+    step's loads are independent across rows (one search's steps wait on each other). Branch-free lower bound:
+    the cut is in [lo, lo + left], and the probe at lo + left // 2 halves the range."""
+    one = bound.shape[0] == 1
+    active = True
+    while active:
+        active = False
+        for r in range(rows):
+            n = left[r]
+            if n > 1:
+                half = n >> 1
+                at = lo[r] + half
+                t = values[at]
+                b = bound[0 if one else base + r]
+                lo[r] = at if (t < b) | (inclusive & (t == b)) else lo[r]
+                left[r] = n - half
+                active = True
+    for r in range(rows):
+        if left[r] > 0:
+            t = values[lo[r]]
+            b = bound[0 if one else base + r]
+            left[r] = lo[r] + np.int64((t < b) | (inclusive & (t == b))) - first[r]
 
 
 @numba.njit(cache=True, nogil=True)
 def temporal_spans(
     indptr: np.ndarray,
-    by_time: np.ndarray,
+    times: np.ndarray,
+    coarse: np.ndarray,
+    stride: np.int64,
     dst: np.ndarray,
     bound: np.ndarray,
     fanout: np.int64,
@@ -58,44 +126,47 @@ def temporal_spans(
     """First pass of a hop over rows ``j`` of ``dst`` (int64 [D] node ids) with bounds ``bound`` (int64 [D], or
     [1]: one bound for every row): ``starts[j]`` = the list's first CSC position, ``degrees[j]`` = its admissible
     edges (the length of its time-ordered prefix before the bound), ``offsets`` (int64 [D + 1]) = the prefix sum
-    of the edges each row samples (``fanout`` or fewer, all when ``fanout < 0``). ``all_past``: the caller knows
-    every bound is after every edge (every edge admissible: no search). Returns the hop's edge count."""
-    one = bound.shape[0] == 1
+    of the edges each row samples (``fanout`` or fewer, all when ``fanout < 0``). ``times``, ``coarse`` and
+    ``stride``: the :class:`TimeOrder`'s. ``all_past``: the caller knows every bound is after every edge (every
+    edge admissible: no search). Returns the hop's edge count.
+
+    A list longer than ``stride`` is searched in two steps: its entries of ``coarse`` (every ``stride``-th time)
+    give the run of at most ``stride - 1`` times that holds the cut, then that run of ``times``."""
     offsets[0] = 0
     total = np.int64(0)
+    first = np.empty(CHUNK, np.int64)
     lo = np.empty(CHUNK, np.int64)
     left = np.empty(CHUNK, np.int64)
     for piece in range(0, dst.shape[0], CHUNK):
         piece_stop = min(dst.shape[0], piece + CHUNK)
+        rows = piece_stop - piece
         for j in range(piece, piece_stop):  # independent loads: many cache misses in flight at once
             v = dst[j]
             starts[j] = indptr[v]
             degrees[j] = indptr[v + 1] - indptr[v]
         if not all_past:
-            # the piece's binary searches in lockstep, one step of every row per pass: a step's loads are
-            # independent across rows (one search's steps wait on each other); branch-free lower bound: the cut
-            # is in [lo, lo + left], and the probe at lo + left // 2 halves the range
+            for j in range(piece, piece_stop):  # the coarse entries inside each long list
+                r = j - piece
+                s, d = starts[j], degrees[j]
+                head = (s + stride - 1) // stride
+                first[r] = head
+                lo[r] = head
+                left[r] = (s + d - 1) // stride - head + 1 if d > stride else 0
+            _admitted_counts(coarse, first, lo, left, rows, bound, piece, inclusive)
+            for j in range(piece, piece_stop):  # the run of times that holds the cut
+                r = j - piece
+                s, d = starts[j], degrees[j]
+                a, z = s, s + d
+                if d > stride:
+                    kept = left[r]
+                    a = s if kept == 0 else (first[r] + kept - 1) * stride + 1
+                    z = min((first[r] + kept) * stride, s + d)
+                first[r] = a
+                lo[r] = a
+                left[r] = z - a
+            _admitted_counts(times, first, lo, left, rows, bound, piece, inclusive)
             for j in range(piece, piece_stop):
-                lo[j - piece] = starts[j]
-                left[j - piece] = degrees[j]
-            active = True
-            while active:
-                active = False
-                for j in range(piece, piece_stop):
-                    n = left[j - piece]
-                    if n > 1:
-                        half = n >> 1
-                        at = lo[j - piece] + half
-                        t = by_time[at, 0]
-                        b = bound[0 if one else j]
-                        lo[j - piece] = at if (t < b) | (inclusive & (t == b)) else lo[j - piece]
-                        left[j - piece] = n - half
-                        active = True
-            for j in range(piece, piece_stop):
-                if degrees[j] > 0:
-                    t = by_time[lo[j - piece], 0]
-                    b = bound[0 if one else j]
-                    degrees[j] = lo[j - piece] + np.int64((t < b) | (inclusive & (t == b))) - starts[j]
+                degrees[j] = first[j - piece] + left[j - piece] - starts[j]
         for j in range(piece, piece_stop):
             degree = degrees[j]
             total += degree if fanout < 0 else min(fanout, degree)
@@ -105,7 +176,7 @@ def temporal_spans(
 
 @numba.njit(cache=True, nogil=True)
 def temporal_draws(
-    by_time: np.ndarray,
+    rows: np.ndarray,
     starts: np.ndarray,
     degrees: np.ndarray,
     offsets: np.ndarray,
@@ -115,7 +186,8 @@ def temporal_draws(
     src: np.ndarray,
     dst_index: np.ndarray,
 ) -> None:
-    """Second pass of a hop: sample the admissible edges of every row of :func:`temporal_spans`.
+    """Second pass of a hop: sample the admissible edges of every row of :func:`temporal_spans` (``rows``: the
+    :class:`TimeOrder`'s).
 
     Row ``j`` draws ``k = offsets[j + 1] - offsets[j]`` of its ``degrees[j]`` admissible edges: all when
     ``k == degrees[j]``, the ``k`` most recent (``recent``), else Floyd's ``k`` picks (key ``node_key(stream,
@@ -156,8 +228,8 @@ def temporal_draws(
         # stage 2 (memory only): branch-free gathers, many cache misses in flight at once
         for e in range(offsets[piece], offsets[piece_stop]):
             p = edge_id[e]
-            edge_id[e] = by_time[p, 1]
-            src[e] = by_time[p, 2]
+            edge_id[e] = rows[p, 0]
+            src[e] = rows[p, 1]
 
 
 def temporal_hop_py(

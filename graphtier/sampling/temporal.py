@@ -8,10 +8,12 @@ destination's bound, so a path from a seed never leaves the seed's past. A row i
 reached from seeds of two different times is two rows with two bounds (``MiniBatch.n_time``); seeds of one time
 share their rows. Blocks carry ``edge_id`` (the CSC position of each edge) to read edge times and features.
 
-The sampler builds once a copy of every list in time order, (time, CSC position, source) per edge (24 bytes per
-edge, :func:`~graphtier.sampling._temporal_kernels.time_ordered`): the cut is a binary search over a contiguous run
-(the searches of many rows in lockstep) and the draws read the same run, so a hop costs what an untimed hop costs
-plus ``log(degree)`` reads per row. Seeds of one time (or every seed after every edge) take
+The sampler builds once a copy of every list in time order
+(:class:`~graphtier.sampling._temporal_kernels.TimeOrder`: the times, every 16th of them, and (CSC position, source)
+per edge; 24.5 bytes per edge): the cut is a binary search over the list's every-16th times (an array a sixteenth
+the size, often cached), then over one run of at most 15 times (the searches of many rows in lockstep), and the
+draws read the positions and sources in the same order, so a hop costs what an untimed hop costs plus a short
+search per row. Seeds of one time (or every seed after every edge) take
 the untimed sampler's node-indexed relabel and skip the search where no edge can be cut; seeds of several times
 find their (node, time) rows in a hash of the pairs. Kernels and their references:
 :mod:`graphtier.sampling._temporal_kernels`.
@@ -92,7 +94,8 @@ class TemporalNeighborSampler:
             the same batch.
 
     ``indices``, ``edge_time`` and ``edge_time_order`` are read once, into an in-memory copy of every list in time
-    order (int64 [E, 3], 24 bytes per edge; memory maps are not read again). Each concurrent :meth:`sample` call
+    order (:class:`~graphtier.sampling._temporal_kernels.TimeOrder`, 24.5 bytes per edge; memory maps are not read
+    again). Each concurrent :meth:`sample` call
     holds one node-indexed scratch array (:class:`~graphtier.sampling.buffers.Workspace`) and, for seeds of
     several times, a (node, time) hash table (32 bytes per slot, at least two slots per row of its largest
     batch; a batch's slots are told apart by a stamp, so it is never cleared). The returned tensors' memory is reused once released
@@ -118,9 +121,9 @@ class TemporalNeighborSampler:
         self.recent = is_recent(strategy)
         self.inclusive = bool(inclusive)
         self.seed = check_seed(seed)
-        # every list in time order, (time, CSC position, source) per edge: a hop reads one contiguous run per row
-        self._by_time = time_ordered(self.indices, self.edge_time, self.edge_time_order)
-        self._last_time = int(self._by_time[:, 0].max()) if self._by_time.shape[0] else None
+        # every list in time order (times, every 16th time, (CSC position, source)): a hop reads contiguous runs
+        self._order = time_ordered(self.indices, self.edge_time, self.edge_time_order)
+        self._last_time = int(self._order.times.max()) if self._order.times.shape[0] else None
         self._batch_counter = itertools.count()
         self._workspaces = WorkspacePool(self.num_nodes)
         self._outputs = OutputRing()
@@ -183,14 +186,14 @@ class TemporalNeighborSampler:
                 starts, degrees = workspace.array("starts", count), workspace.array("degrees", count)
                 offsets = workspace.array("offsets", count + 1)
                 total = int(
-                    temporal_spans(self.indptr, self._by_time, keys_node[:count],
+                    temporal_spans(self.indptr, *self._order.search, keys_node[:count],
                                    bound if bound is not None else keys_bound[:count], np.int64(fanout),
                                    self.inclusive, all_past, starts, degrees, offsets)
                 )  # fmt: skip
                 edge_tensor, edge_id = carver.take(2 * total).view(2, total), carver.take(total)
                 edge_index = edge_tensor.numpy()
                 stream = np.uint64(kernels.stream_key(self.seed, batch_id, hop))
-                temporal_draws(self._by_time, starts, degrees, offsets, self.recent, stream,
+                temporal_draws(self._order.rows, starts, degrees, offsets, self.recent, stream,
                                edge_id.numpy(), edge_index[0], edge_index[1])  # fmt: skip
                 keys_node = workspace.array("n_id", count + total, keep=count)
                 if one_time:

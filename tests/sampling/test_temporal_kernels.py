@@ -62,6 +62,7 @@ def kernel_hop(
     inclusive: bool,
     stream: int,
     one_bound: bool = False,
+    stride: int = 16,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The kernels' hop over the rows of the DISTINCT pairs (dst, bound), row j = pair j: temporal_spans (with the
     search skipped when every bound is past every edge), temporal_draws, then the relabel the sampler uses
@@ -71,12 +72,11 @@ def kernel_hop(
     rows = dst.shape[0]
     starts, degrees, offsets = np.empty(rows, np.int64), np.empty(rows, np.int64), np.empty(rows + 1, np.int64)
     bounds = bound[:1] if one_bound else bound
-    total = temporal_spans(indptr, time_ordered(indices, time, order), dst, bounds, fanout, inclusive, all_past(time, bound, inclusive),
-                           starts, degrees, offsets)  # fmt: skip
+    by_time = time_ordered(indices, time, order, stride)
+    total = temporal_spans(indptr, by_time.times, by_time.coarse, by_time.stride, dst, bounds, fanout, inclusive,
+                           all_past(time, bound, inclusive), starts, degrees, offsets)  # fmt: skip
     edge_id, src, dst_index = (np.empty(total, np.int64) for _ in range(3))
-    temporal_draws(
-        time_ordered(indices, time, order), starts, degrees, offsets, recent, np.uint64(stream), edge_id, src, dst_index
-    )
+    temporal_draws(by_time.rows, starts, degrees, offsets, recent, np.uint64(stream), edge_id, src, dst_index)
     known = list(zip(dst.tolist(), bound.tolist()))
     expected, pairs = relabel_pairs_py(src, bound[dst_index], known)
     local = src.copy()
@@ -119,19 +119,23 @@ def distinct_pairs(dst: np.ndarray, bound: np.ndarray) -> tuple[np.ndarray, np.n
     inclusive=st.booleans(),
     one_bound=st.booleans(),
     past=st.booleans(),
+    stride=st.sampled_from([1, 2, 3, 5, 16]),
 )
 def test_no_hop_reads_the_future(
-    seed: int, n: int, e: int, fanout: int, recent: bool, inclusive: bool, one_bound: bool, past: bool
+    seed: int, n: int, e: int, fanout: int, recent: bool, inclusive: bool, one_bound: bool, past: bool, stride: int
 ) -> None:
     """Every path of a hop (one bound or many; the search skipped when ``past`` puts every bound at or after
-    every edge) on every hop: kernels == reference, and no edge at or after its row's bound."""
+    every edge; lists longer than ``stride`` searched through the coarse times first) on every hop: kernels ==
+    reference, and no edge at or after its row's bound."""
     rng = np.random.default_rng(seed)
     indptr, indices, time, order = timed_csc(rng, n, e, horizon=50)
     nodes = rng.integers(0, n, 8)
     times = np.full(8, rng.integers(0, 60)) if one_bound else rng.integers(0, 60, 8)
     dst, bound = distinct_pairs(nodes, times + (49 if past else 0))  # past: bounds >= 49, the last edge time
     for hop in range(3):
-        got = kernel_hop(indptr, indices, time, order, dst, bound, fanout, recent, inclusive, 1000 + hop, one_bound)
+        got = kernel_hop(
+            indptr, indices, time, order, dst, bound, fanout, recent, inclusive, 1000 + hop, one_bound, stride
+        )
         ref = temporal_hop_py(indptr, indices, time, order, dst, bound, fanout, recent, inclusive, 1000 + hop)
         for a, b in zip(got, ref):
             np.testing.assert_array_equal(a, b)
