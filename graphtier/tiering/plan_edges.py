@@ -6,6 +6,9 @@ edge_features`) exactly when the sampler reads its ``indices`` entry, so the rep
 (:class:`~graphtier.tiering.reads.SampledReads`) are the edge-row reads per destination. The edge table's hot tier is
 a prefix of the CSC order (the in-edges of the lowest ids, the hottest after ``graphtier reorder``), as the
 topology's is, so the reads a prefix serves come from :func:`~graphtier.tiering.plan_topology.entries_before`.
+Beside it the plan shows what the same number of rows would serve in the best order (:func:`best_rows_share`: the
+lists of most reads per edge first): how far the node order, which ``reorder`` sets by feature reads, is from the
+order that edge-row reads alone would ask for.
 A budget of the plan (``10%``, ``2GiB``) is applied to the edge table: a fraction of its rows, or bytes.
 """
 
@@ -23,13 +26,15 @@ from graphtier.tiering.plan_topology import TopologyPlan, entries_before
 @dataclass(frozen=True)
 class EdgeBudgetRow:
     """One budget applied to the edge table: ``gpu_rows`` (a CSC prefix) and their bytes, the edge-row reads per
-    epoch they serve and their share of all edge-row reads (``auto``, which sizes node features only, has none)."""
+    epoch they serve and their share of all edge-row reads (``auto``, which sizes node features only, has none);
+    ``best_share``: the share the same number of rows would serve in the best order (:func:`best_rows_share`)."""
 
     budget: str
     gpu_rows: int
     gpu_bytes: int
     reads_per_epoch: float
     read_share: float
+    best_share: float
 
 
 @dataclass(frozen=True)
@@ -51,6 +56,26 @@ class EdgeFeaturePlan:
         }
 
 
+def best_rows_share(indptr: np.ndarray, entries: np.ndarray, rows: int) -> float:
+    """The largest share of the edge-row reads that ``rows`` rows of the edge table can serve: every list's reads
+    spread evenly over its edges, so the best rows are the lists of most reads per edge, whole, then part of the
+    next. ``indptr`` int64 [N + 1] (the CSC), ``entries`` [N] reads per destination list (the replay's)."""
+    total = float(entries.sum())
+    degrees = np.diff(indptr).astype(np.float64)
+    listed = degrees > 0
+    if rows <= 0 or total <= 0 or not listed.any():
+        return 0.0
+    reads, sizes = entries[listed].astype(np.float64), degrees[listed]
+    order = np.argsort(-(reads / sizes), kind="stable")
+    served = np.concatenate(([0.0], np.cumsum(reads[order])))
+    held = np.concatenate(([0.0], np.cumsum(sizes[order])))
+    whole = int(np.searchsorted(held, rows, side="right")) - 1  # lists order[:whole] fit whole
+    best = served[whole]
+    if whole < order.shape[0]:
+        best += reads[order[whole]] * (rows - held[whole]) / sizes[order[whole]]
+    return float(best / total)
+
+
 def plan_edge_features(table: Any, topology: TopologyPlan, budgets: list[str], epochs: int) -> EdgeFeaturePlan:
     """Size the edge table ``table`` ([E, d], a dataset's ``edge_feat.npy``) for each of ``budgets`` from the
     topology plan's entry reads (the replay of ``epochs`` epochs); ``auto`` budgets are left out."""
@@ -64,8 +89,9 @@ def plan_edge_features(table: Any, topology: TopologyPlan, budgets: list[str], e
             continue
         gpu_rows = min(num_rows, wanted.rows(num_rows, row_bytes))
         served = entries_before(topology.indptr, topology.cumulative, topology.entries, gpu_rows)
+        best = best_rows_share(topology.indptr, topology.entries, gpu_rows)
         rows.append(
-            EdgeBudgetRow(text, gpu_rows, gpu_rows * row_bytes, served / epochs, served / total if total else 0.0)
+            EdgeBudgetRow(text, gpu_rows, gpu_rows * row_bytes, served / epochs, served / total if total else 0.0, best)
         )
     return EdgeFeaturePlan(num_rows, row_bytes, total / epochs, rows)
 
@@ -79,6 +105,7 @@ def format_edge_plan(plan: EdgeFeaturePlan) -> list[str]:
     for row in plan.rows:
         lines.append(
             f"  budget {row.budget:>6}: {row.gpu_rows:,} edge rows ({format_bytes(row.gpu_bytes)}) serve "
-            f"{100 * row.read_share:.1f}% of the edge-row reads"
+            f"{100 * row.read_share:.1f}% of the edge-row reads (the best {row.gpu_rows:,} rows: "
+            f"{100 * row.best_share:.1f}%)"
         )
     return lines

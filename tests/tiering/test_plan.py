@@ -323,5 +323,7 @@ def test_the_plan_sizes_the_edge_table_from_the_sampled_edges(dataset_path: Path
     assert [row.gpu_rows for row in rows] == [0, dataset.num_edges // 10, dataset.num_edges // 2, dataset.num_edges]
     shares = [row.read_share for row in rows]
     assert shares[0] == 0.0 and shares[-1] == pytest.approx(1.0) and shares == sorted(shares)
+    assert all(row.best_share >= row.read_share - 1e-12 for row in rows)  # no prefix beats the best rows
+    assert rows[0].best_share == 0.0 and rows[-1].best_share == pytest.approx(1.0)
     assert plan.to_json()["edge_features"]["budgets"][1]["gpu_bytes"] == rows[1].gpu_rows * 12
     assert plan_capacity(_open(dataset_path), describe_device("80GiB"), fanouts=FANOUTS, batch_size=BATCH).edges is None
