@@ -56,6 +56,7 @@ _EXPORTS: dict[str, str] = {
     "GraphStore": "graphtier.graphstore",
     # tiering
     "compute_scores": "graphtier.tiering.hotness",
+    "list_reads": "graphtier.tiering.hotness",
     "EpochSeeds": "graphtier.tiering.seeds",
     "reorder_dataset": "graphtier.graph.reorder",
     "cache_policy_table": "graphtier.tiering.cache_sim",
@@ -133,7 +134,7 @@ if TYPE_CHECKING:  # static analysers see the real names
         iter_seed_batches,
     )
     from graphtier.tiering.cache_sim import CachePolicyTable, cache_policy_table
-    from graphtier.tiering.hotness import compute_scores
+    from graphtier.tiering.hotness import compute_scores, list_reads
     from graphtier.tiering.seeds import EpochSeeds
     from graphtier.train import (
         DistSpec,

@@ -22,6 +22,7 @@ from graphtier.dataset.edge_data import (
     link_label_file,
     link_labels,
 )
+from graphtier.dataset.edge_rows import EDGE_ROW
 from graphtier.dataset.edge_time import time_range_text
 from graphtier.dataset.format import SPLITS, Dataset
 from graphtier.dataset.link_split import (
@@ -324,6 +325,7 @@ def dataset_info(dataset: Dataset) -> dict[str, Any]:
         "edge_time": dataset.meta.get("edge_time") if dataset.edge_time is not None else None,
         "node_time": dataset.meta.get("node_time") if dataset.node_time is not None else None,
         "edge_features": dataset.meta.get(FEATURES_KEY) if dataset.edge_features is not None else None,
+        "edge_rows": None if dataset.edge_features is None else "read" if EDGE_ROW in dataset.extra else "csc",
         "edge_label": dataset.meta.get(LABEL_KEY) if dataset.edge_label is not None else None,
         "hetero": typed_info(dataset),
     }
@@ -371,6 +373,9 @@ def _render_table(info: dict[str, Any]) -> None:
         table.add_row("node times", time_range_text(info["node_time"]) or "")
     for field_name, text in edge_data_lines({FEATURES_KEY: info["edge_features"], LABEL_KEY: info["edge_label"]}):
         table.add_row(field_name, text)
+    if info.get("edge_rows") is not None:
+        order = "read order (edge_row.npy)" if info["edge_rows"] == "read" else "CSC order"
+        table.add_row("edge table rows", f"{order}; hot tier: the first rows")
     table.add_row("node order", str(info["node_order"]))
     d = info["in_degree"]
     table.add_row(

@@ -10,7 +10,8 @@ from graphtier.cli.options import epoch_seeds, score_options, task_options
 from graphtier.cli.progress import cli_progress
 from graphtier.cli.score import DEFAULT_SCORE, SCORE_METHODS, describe_types
 from graphtier.dataset.format import Dataset
-from graphtier.graph.reorder import load_score_file, reorder_dataset
+from graphtier.errors import DatasetError
+from graphtier.graph.reorder import EDGE_ORDERS, load_score_file, reorder_dataset
 
 
 @click.command("reorder")
@@ -25,6 +26,15 @@ from graphtier.graph.reorder import load_score_file, reorder_dataset
     help=f"One of {', '.join(SCORE_METHODS)}, or a .npy file of float scores [N].",
 )
 @score_options
+@click.option(
+    "--edge-order",
+    type=click.Choice(EDGE_ORDERS),
+    default="auto",
+    show_default=True,
+    help="A dataset with edge features: write edge_feat.npy list by list in descending expected reads per edge "
+    "(reads: fwr over the --fanouts and --task seeds, with edge_row.npy mapping each edge to its row), or in CSC "
+    "order (csc); auto: reads when the task has training seeds, else csc.",
+)
 @click.option("--overwrite", is_flag=True, help="Replace OUTPUT if it is a graphtier dataset and holds nothing else.")
 @task_options
 def command(
@@ -39,6 +49,7 @@ def command(
     batch_size: int,
     epochs: int,
     seed: int,
+    edge_order: str,
     overwrite: bool,
     task: str,
     num_negatives: int,
@@ -80,9 +91,22 @@ def command(
         label, params = str(Path(score).resolve()), {}
     for text in describe_types(data.schema, scores):
         click.echo(text)
+    edge_reads = None
+    if edge_order != "csc" and data.edge_features is not None:
+        from graphtier.tiering.hotness import list_reads
+
+        try:
+            edge_reads = list_reads(data, list(fanouts), batch_size=batch_size, seeds=seeds,
+                                    relation_fanouts=fanouts_per_relation, progress=progress)  # fmt: skip
+            click.echo(f"edge table: lists in descending expected reads per edge (fwr, fanouts {list(fanouts)})")
+        except DatasetError as error:  # no training seeds: auto keeps the CSC order, reads needs them
+            if edge_order == "reads":
+                raise
+            click.echo(f"graphtier: note: the edge table stays in CSC order (--edge-order reads: {error})", err=True)
     reordered, timings = reorder_dataset(
-        data, output, scores, score_label=label, score_params=params, overwrite=overwrite, progress=progress
-    )
+        data, output, scores, score_label=label, score_params=params, overwrite=overwrite, progress=progress,
+        edge_list_reads=edge_reads,
+    )  # fmt: skip
     edges_per_s = timings.num_edges / timings.topology_seconds if timings.topology_seconds > 0 else float("inf")
     line = (
         f"reordered {data.num_nodes:,} nodes / {timings.num_edges:,} edges: sort {timings.sort_seconds:.2f} s, "

@@ -51,3 +51,13 @@ def is_non_decreasing(values: np.ndarray) -> bool:
         if _count_decreases(chunk) > 0:
             return False
     return True
+
+
+def missing_ids(values: np.ndarray, n: int) -> int:
+    """How many ids of ``[0, n)`` the 1-d integer array ``values`` (ids in that range, :func:`index_range`) leaves
+    out: 0 for a permutation of ``[0, n)`` when ``values`` has ``n`` entries. Chunked for memory maps; an n-byte
+    mask."""
+    seen = np.zeros(n, dtype=np.bool_)
+    for start in range(0, values.shape[0], CHUNK):
+        seen[np.asarray(values[start : start + CHUNK])] = True
+    return n - int(np.count_nonzero(seen))

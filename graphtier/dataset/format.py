@@ -16,8 +16,9 @@ from typing import Any
 import numpy as np
 
 from graphtier.dataset import swap
-from graphtier.dataset.checks import index_range, is_non_decreasing
+from graphtier.dataset.checks import index_range, is_non_decreasing, missing_ids
 from graphtier.dataset.edge_data import EDGE_DATA_STEMS, load_edge_data, validate_edge_data
+from graphtier.dataset.edge_rows import EDGE_ROW, check_edge_rows
 from graphtier.dataset.edge_time import EDGE_TIME_STEMS, load_edge_time, validate_edge_time
 from graphtier.dataset.finite import SAMPLE_BLOCK_BYTES, SAMPLE_BLOCKS, find_non_finite
 from graphtier.dataset.link_split import (
@@ -335,6 +336,8 @@ class Dataset:
                 validate_typed_link_split(root, self.link, schema, self.indptr, self.indices)
         if "perm" in self.extra:
             self._validate_perm(root / "perm.npy", self.extra["perm"])
+        if EDGE_ROW in self.extra:
+            check_edge_rows(root, self.extra[EDGE_ROW], self.num_edges, self.edge_features is not None)
         seen = np.zeros(n_labelled, dtype=np.bool_) if any(self.split(s) is not None for s in SPLITS) else None
         for name in SPLITS:
             idx = self.split(name)
@@ -401,9 +404,7 @@ class Dataset:
         lo, hi = index_range(perm)
         if lo < 0 or hi >= n:
             raise DatasetError(f"{p}: expected a permutation of [0, {n}), found values in [{lo}, {hi}]")
-        seen = np.zeros(n, dtype=np.bool_)
-        seen[np.asarray(perm)] = True
-        missing = n - int(np.count_nonzero(seen))
+        missing = missing_ids(perm, n)
         if missing:
             raise DatasetError(
                 f"{p}: expected a permutation of [0, {n}), found {missing} repeated ids ({missing} ids missing)"

@@ -32,6 +32,7 @@ from graphtier._progress import NO_PROGRESS, Progress
 from graphtier.dataset._edge_time_kernels import relocated_positions
 from graphtier.dataset.csc import edge_balanced_bounds
 from graphtier.dataset.edge_data import EDGE_FEAT, EDGE_LABEL
+from graphtier.dataset.edge_rows import EDGE_ROW, edge_row_map, lay_out, read_order, row_dtype
 from graphtier.dataset.edge_time import EDGE_TIME, finish_edge_time
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.link_split import LINK_META_KEY, LinkPairs, LinkSplit
@@ -41,9 +42,12 @@ from graphtier.dataset.original_ids import NODE_IDS_JSON, json_node_ids
 from graphtier.dataset.resources import available_memory
 from graphtier.dataset.schema import Schema
 from graphtier.dataset.writer import DatasetWriter
-from graphtier.errors import DatasetError
+from graphtier.errors import DatasetError, OptionError
 from graphtier.graph import _reorder_kernels as kernels
 
+EDGE_ORDERS = ("auto", "reads", "csc")
+"""How ``graphtier reorder`` lays out a dataset's edge table: by reads per edge (with ``edge_row.npy``), in CSC
+order, or by reads when the task has training seeds."""
 EDGE_CHUNK = 1 << 26  # new edges relocated per block (256 MiB of int32 output)
 FEATURE_CHUNK_BYTES = 1 << 28  # feature bytes gathered per block
 
@@ -240,6 +244,28 @@ def permute_link_split(split: LinkSplit, inverse: np.ndarray, schema: Schema | N
     return LinkSplit(dict(split.meta), pairs)
 
 
+def _edge_table_rows(
+    writer: DatasetWriter,
+    source: Dataset,
+    moved: np.ndarray,
+    indptr: np.ndarray,
+    row_perm: np.ndarray,
+    list_reads: np.ndarray | None,
+) -> np.ndarray:
+    """int64 [E]: the row of ``source``'s edge table to copy to each row of the new one (``moved``: int64 [E], each
+    new CSC position's old position; ``indptr``: the new CSC; ``row_perm``: new row -> old row); with
+    ``list_reads`` (float64 [old rows]) in read order, its ``edge_row.npy`` written beside."""
+    old_map = edge_row_map(source)
+    source_row = moved if old_map is None else np.asarray(old_map)[moved].astype(np.int64)
+    if list_reads is None:
+        return source_row
+    lists = read_order(indptr, np.asarray(list_reads, np.float64)[row_perm])
+    row_of = writer.open_memmap(EDGE_ROW, (source_row.shape[0],), row_dtype(source_row.shape[0]))
+    rows = lay_out(indptr, lists, source_row, row_of)
+    row_of.flush()
+    return rows
+
+
 def reorder_dataset(
     source: Dataset,
     output: str | os.PathLike[str],
@@ -248,6 +274,7 @@ def reorder_dataset(
     score_label: str,
     score_params: dict[str, Any] | None = None,
     overwrite: bool = False,
+    edge_list_reads: np.ndarray | None = None,
     progress: Progress = NO_PROGRESS,
 ) -> tuple[Dataset, ReorderTimings]:
     """Write ``source`` reordered by descending ``scores`` (float64 [N]) to ``output`` (a typed dataset: each
@@ -256,12 +283,18 @@ def reorder_dataset(
     ``score_label`` is the score method name or file recorded in ``meta.json``. Returns the new
     dataset (opened, validated) and the stage timings. ``perm.npy`` maps new ids to the ids of the
     original dataset (composed with the source's own ``perm`` when the source was reordered before).
+    ``edge_list_reads`` (float64 [rows], the expected entry reads of each of ``source``'s lists, e.g.
+    :func:`graphtier.tiering.hotness.list_reads`): write ``edge_feat.npy`` list by list in descending reads per
+    edge, with ``edge_row.npy`` (:mod:`graphtier.dataset.edge_rows`); None: in CSC order, without the map.
     ``progress`` reports the stages (``reorder: relocate edges``, ``reorder: permute features``, ...).
     """
     num_nodes = source.num_nodes
     scores = np.asarray(scores)
     if scores.shape != (num_nodes,):
         raise DatasetError(f"scores: expected shape ({num_nodes},), found {scores.shape}")
+    rows = int(np.asarray(source.indptr).shape[0]) - 1
+    if edge_list_reads is not None and np.shape(edge_list_reads) != (rows,):
+        raise OptionError.invalid("edge_list_reads", f"one value per list ({rows},)", np.shape(edge_list_reads))
     typed_split = source.link is not None and "relation" in source.link.meta  # local ids: each type keeps its range
     if source.link is not None and not typed_split and source.link.dst_range != (0, num_nodes):
         raise DatasetError(
@@ -303,9 +336,11 @@ def reorder_dataset(
                     continue
                 out = writer.open_memmap(stem, array.shape, array.dtype)
                 table, target = (array, out) if array.ndim == 2 else (array[:, None], out[:, None])
-                permute_rows(table, moved, target, progress=progress, description=f"reorder: move {stem}")
+                rows = _edge_table_rows(writer, source, moved, new_indptr, row_perm, edge_list_reads) if (
+                    stem == EDGE_FEAT) else moved  # fmt: skip
+                permute_rows(table, rows, target, progress=progress, description=f"reorder: move {stem}")
                 out.flush()
-                del out
+                del out, rows
             del moved
         timings.topology_seconds = time.perf_counter() - started
 
@@ -342,6 +377,8 @@ def reorder_dataset(
                 writer.save(link_label_file(name), np.load(label_path, allow_pickle=False))
         original_perm = perm
         for name, array in source.extra.items():
+            if name == EDGE_ROW:  # the edge table was read through it
+                continue
             if name == "perm" and array.shape == (num_nodes,):
                 original_perm = np.asarray(array, dtype=np.int64)[perm]
             elif name == "node_ids" and array.shape[:1] == (num_nodes,):

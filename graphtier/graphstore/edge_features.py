@@ -20,8 +20,9 @@ import numpy as np
 import torch
 
 from graphtier.dataset import Dataset
+from graphtier.dataset.edge_rows import edge_row_map
 from graphtier.errors import DatasetError, OptionError
-from graphtier.memory import FeatureSource, PlacementSpec, batch_rows_bound, make_feature_store
+from graphtier.memory import FeatureSource, PlacementSpec, TierTraffic, batch_rows_bound, make_feature_store
 
 EDGE_FEAT = "edge_feat"
 """File stem of the edge features (``edge_feat.npy``)."""
@@ -61,6 +62,50 @@ def require_edge_features(dataset: Dataset, option: str = "edge_features") -> np
     return table
 
 
+class MappedRows(FeatureSource):
+    """The edge table of a dataset with ``edge_row.npy`` (:mod:`graphtier.dataset.edge_rows`): ``gather(edge_id)``
+    reads ``inner``'s rows ``row_map[edge_id]``, so callers keep passing CSC positions. ``row_map``: int [E] (the
+    dataset's map), held in RAM once (4 bytes per edge below 2^31 edges) and copied to a device the first time
+    positions arrive there (GPU sampling). Traffic, tiers and closing are ``inner``'s."""
+
+    def __init__(self, inner: FeatureSource, row_map: np.ndarray) -> None:
+        super().__init__(inner.num_rows, inner.dim, inner.dtype, inner.output_device)
+        self.inner = inner
+        self._maps = {torch.device("cpu"): torch.from_numpy(np.array(row_map))}
+
+    def _gather(self, ids: torch.Tensor | np.ndarray) -> torch.Tensor:
+        positions = torch.as_tensor(ids)
+        if positions.dim() != 1 or positions.is_floating_point():
+            raise IndexError(f"edge ids: expected 1-d integers, found {positions.dtype} {tuple(positions.shape)}")
+        if positions.numel() and (int(positions.min()) < 0 or int(positions.max()) >= self.num_rows):
+            raise IndexError(f"edge ids: expected CSC positions in [0, {self.num_rows})")
+        row_map = self._maps.get(positions.device)
+        if row_map is None:
+            row_map = self._maps[positions.device] = self._maps[torch.device("cpu")].to(positions.device)
+        return self.inner.gather(row_map[positions.long()].long())
+
+    def traffic(self) -> TierTraffic:
+        return self.inner.traffic()
+
+    @property
+    def device_rows(self) -> int:
+        return 0  # the device rows are table rows, not positions
+
+    def describe(self) -> str:
+        return f"{self.inner.describe()}, rows in read order (edge_row.npy)"
+
+    def _close(self) -> None:
+        self._maps.clear()
+        self.inner.close()
+
+
+def mapped_rows(dataset: Dataset, source: FeatureSource) -> FeatureSource:
+    """``source`` (the dataset's edge table) read by CSC position: wrapped in :class:`MappedRows` when the dataset
+    has ``edge_row.npy``, else itself."""
+    row_map = edge_row_map(dataset)
+    return source if row_map is None else MappedRows(source, row_map)
+
+
 def batch_edges_bound(batch_size: int, fanouts: Sequence[int], num_nodes: int, num_edges: int) -> int | None:
     """Upper bound of the edges of one block of a neighbour-sampled batch (sizes the staging buffers), or None
     when a hop takes whole lists (fanout -1): hop ``h`` draws at most ``fanouts[h]`` edges per row known before it."""
@@ -83,12 +128,13 @@ def open_edge_features(
 ) -> FeatureSource:
     """The edge feature table of ``dataset`` (:func:`require_edge_features`) as a feature source of the placement's
     ``features_on`` mode and budgets (:func:`make_feature_store`), its log lines prefixed ``edge features:``.
-    ``gather(edge_id)`` (int64 [E_b]) gives float16/float32 [E_b, d] on the source's output device."""
+    ``gather(edge_id)`` (int64 [E_b] CSC positions) gives float16/float32 [E_b, d] on the source's output device
+    (through ``edge_row.npy`` when the dataset has one: :func:`mapped_rows`)."""
     table = require_edge_features(dataset)
-    return make_feature_store(
+    return mapped_rows(dataset, make_feature_store(
         table, placement.features_on, device=device, gpu_budget=placement.gpu_budget,
         cache_budget=placement.cache_budget, peer_partitions=placement.peer_partitions,
         ram_budget=placement.ram_budget, ring_size=ring_size,
         max_batch_rows=batch_edges_bound(batch_size, fanouts, dataset.num_nodes, dataset.num_edges),
         log=lambda line: log(f"edge features: {line}"),
-    )  # fmt: skip
+    ))  # fmt: skip

@@ -27,6 +27,7 @@ from torch_geometric.data import FeatureStore, TensorAttr
 from graphtier.dataset import Dataset
 from graphtier.errors import GraphtierError, OptionError
 from graphtier.graphstore import GraphStore
+from graphtier.graphstore.edge_features import mapped_rows
 from graphtier.memory import FeatureSource, HostFeatureStore
 
 EDGE_ATTR = "edge_attr"
@@ -54,11 +55,11 @@ def host_graph_store(dataset: Dataset, num_threads: int | None = None) -> GraphS
     return GraphStore(dataset, features, num_threads=num_threads, edge_features=host_edge_features(dataset))
 
 
-def host_edge_features(dataset: Dataset) -> HostFeatureStore | None:
+def host_edge_features(dataset: Dataset) -> FeatureSource | None:
     """The edge feature rows of a homogeneous ``dataset`` gathered on the CPU, or None (no ``edge_feat.npy``, or a
     typed dataset: not yet supported)."""
     table = None if dataset.is_hetero else dataset.edge_features
-    return HostFeatureStore(table) if table is not None else None
+    return mapped_rows(dataset, HostFeatureStore(table)) if table is not None else None
 
 
 class GraphtierFeatureStore(FeatureStore):

@@ -197,3 +197,29 @@ def _check_typed(dataset: Dataset, method: str, option: str = "method") -> None:
             f"(node types {', '.join(dataset.schema.type_names)}); expected one of {', '.join(TYPED_SCORE_METHODS)}",
             options=(option,),
         )
+
+
+def list_reads(
+    dataset: Dataset,
+    fanouts: Sequence[int] | None = None,
+    *,
+    batch_size: int = 1024,
+    seeds: EpochSeeds = NODE_SEEDS,
+    relation_fanouts: str | Mapping[Any, Any] | None = None,
+    progress: Progress = NO_PROGRESS,
+) -> np.ndarray:
+    """Expected reads of each CSC list's entries in one epoch, float64 [rows] (rows = N for a homogeneous dataset,
+    the relation rows of a typed one): fwr's recurrence (:func:`typed_fanout_weighted_reads`, ``batch`` mode) with
+    training ``seeds`` (nodes, or ``--task link``'s pairs and negatives), ``fanouts`` (seed hop first; default
+    :data:`DEFAULT_FANOUTS`) and ``relation_fanouts`` as :func:`compute_scores`. A sampled edge reads its list entry
+    and its edge-feature row, so these are also the edge table's reads per list (``reorder_dataset``'s
+    ``edge_list_reads``)."""
+    check_relation_fanouts(dataset, relation_fanouts)
+    per_relation = typed_fanouts(dataset, fanouts, relation_fanouts)
+    weights = seeds.weights(dataset, batch_size, "fwr") if seeds.is_link else None
+    train = np.zeros(0, np.int64) if weights is not None else seeds.seed_ids(dataset, "fwr")
+    reads = typed_fanout_weighted_reads(
+        np.asarray(dataset.indptr), dataset.indices, dataset.schema, train, per_relation, batch_size=batch_size,
+        progress=progress, seeds=weights,
+    )  # fmt: skip
+    return reads.list_entries

@@ -442,7 +442,5 @@ def plan_capacity(
         notes=notes,
         topology=topology,
         placement=placement,
-        edges=None
-        if dataset.edge_features is None
-        else plan_edge_features(dataset.edge_features, topology, list(budgets), epochs),  # fmt: skip
+        edges=plan_edge_features(dataset, topology, list(budgets), epochs),
     )

@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from graphtier.dataset import Dataset
+from graphtier.dataset.edge_rows import edge_row_map
 from graphtier.memory.placement import format_bytes, parse_budget
 from graphtier.tiering.plan_topology import TopologyPlan, entries_before
 
@@ -46,6 +48,7 @@ class EdgeFeaturePlan:
     row_bytes: int
     reads_per_epoch: float
     rows: list[EdgeBudgetRow]
+    read_order: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -53,6 +56,7 @@ class EdgeFeaturePlan:
             "row_bytes": self.row_bytes,
             "reads_per_epoch": self.reads_per_epoch,
             "budgets": [asdict(row) for row in self.rows],
+            "read_order": self.read_order,
         }
 
 
@@ -76,9 +80,34 @@ def best_rows_share(indptr: np.ndarray, entries: np.ndarray, rows: int) -> float
     return float(best / total)
 
 
-def plan_edge_features(table: Any, topology: TopologyPlan, budgets: list[str], epochs: int) -> EdgeFeaturePlan:
-    """Size the edge table ``table`` ([E, d], a dataset's ``edge_feat.npy``) for each of ``budgets`` from the
-    topology plan's entry reads (the replay of ``epochs`` epochs); ``auto`` budgets are left out."""
+def mapped_entries_before(indptr: np.ndarray, entries: np.ndarray, row_map: np.ndarray, boundary: int) -> float:
+    """Reads of the edge rows below ``boundary`` when the edge at CSC position ``p`` is row ``row_map[p]`` (int [E],
+    ``edge_row.npy``): each list's reads (``entries`` [N]) shared evenly by its edges, as :func:`entries_before`
+    shares a straddling list's. Chunked over the positions (``indptr`` int64 [N + 1])."""
+    indptr = np.asarray(indptr)
+    below_at = np.zeros(indptr.shape[0], np.int64)  # rows below the boundary among positions [0, indptr[v])
+    running, chunk = 0, 1 << 24
+    for start in range(0, int(indptr[-1]), chunk):
+        stop = min(int(indptr[-1]), start + chunk)
+        counts = np.concatenate(([0], np.cumsum(np.asarray(row_map[start:stop]) < boundary)))
+        inside = (indptr >= start) & (indptr <= stop)
+        below_at[inside] = running + counts[indptr[inside] - start]
+        running += int(counts[-1])
+    degrees = np.diff(indptr)
+    listed = degrees > 0
+    share = np.diff(below_at)[listed] / degrees[listed]
+    return float(np.dot(np.asarray(entries, np.float64)[listed], share))
+
+
+def plan_edge_features(
+    dataset: Dataset, topology: TopologyPlan, budgets: list[str], epochs: int
+) -> EdgeFeaturePlan | None:
+    """Size the edge table of ``dataset`` (``edge_feat.npy`` [E, d]; None when it has none) for each of ``budgets``
+    from the topology plan's entry reads (the replay of ``epochs`` epochs); ``auto`` budgets are left out. With
+    ``edge_row.npy`` the hot rows are the table's first rows in read order, not a CSC prefix."""
+    table, row_map = dataset.edge_features, edge_row_map(dataset)
+    if table is None:
+        return None
     num_rows = int(table.shape[0])
     row_bytes = int(table.shape[1]) * int(np.dtype(table.dtype).itemsize)
     total = topology.total_entry_reads
@@ -88,19 +117,24 @@ def plan_edge_features(table: Any, topology: TopologyPlan, budgets: list[str], e
         if wanted.auto:
             continue
         gpu_rows = min(num_rows, wanted.rows(num_rows, row_bytes))
-        served = entries_before(topology.indptr, topology.cumulative, topology.entries, gpu_rows)
+        served = (
+            entries_before(topology.indptr, topology.cumulative, topology.entries, gpu_rows)
+            if row_map is None
+            else mapped_entries_before(topology.indptr, topology.entries, row_map, gpu_rows)
+        )
         best = best_rows_share(topology.indptr, topology.entries, gpu_rows)
         rows.append(
             EdgeBudgetRow(text, gpu_rows, gpu_rows * row_bytes, served / epochs, served / total if total else 0.0, best)
         )
-    return EdgeFeaturePlan(num_rows, row_bytes, total / epochs, rows)
+    return EdgeFeaturePlan(num_rows, row_bytes, total / epochs, rows, row_map is not None)
 
 
 def format_edge_plan(plan: EdgeFeaturePlan) -> list[str]:
     """The plan's lines for the edge table (``graphtier plan`` prints them after the node-feature table)."""
     lines = [
         f"edge features: {plan.num_rows:,} rows x {plan.row_bytes} B = {format_bytes(plan.num_rows * plan.row_bytes)}, "
-        f"{plan.reads_per_epoch:,.0f} edge-row reads/epoch; the hot rows are a prefix of the CSC order"
+        f"{plan.reads_per_epoch:,.0f} edge-row reads/epoch; the hot rows are the table's first rows ("
+        f"{'in read order, edge_row.npy' if plan.read_order else 'a prefix of the CSC order'})"
     ]
     for row in plan.rows:
         lines.append(
