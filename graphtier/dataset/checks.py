@@ -6,8 +6,12 @@ Reference implementations: ``arr.min()``, ``arr.max()`` and ``np.all(np.diff(arr
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numba
 import numpy as np
+
+from graphtier.errors import DatasetError
 
 CHUNK = 1 << 24
 INT64_MAX = 9223372036854775807
@@ -61,3 +65,18 @@ def missing_ids(values: np.ndarray, n: int) -> int:
     for start in range(0, values.shape[0], CHUNK):
         seen[np.asarray(values[start : start + CHUNK])] = True
     return n - int(np.count_nonzero(seen))
+
+
+def check_permutation(path: Path, values: np.ndarray, n: int, what: str = "ids") -> None:
+    """:class:`DatasetError` naming ``path`` unless ``values`` (1-d integers, ``n`` of them) are a permutation of
+    ``[0, n)``; ``what`` names the entries in the message."""
+    if n == 0:
+        return
+    lo, hi = index_range(values)
+    if lo < 0 or hi >= n:
+        raise DatasetError(f"{path}: expected a permutation of [0, {n}), found values in [{lo}, {hi}]")
+    missing = missing_ids(values, n)
+    if missing:
+        raise DatasetError(
+            f"{path}: expected a permutation of [0, {n}), found {missing} repeated {what} ({missing} {what} missing)"
+        )

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from graphtier.dataset._edge_row_kernels import lay_out_rows
-from graphtier.dataset.checks import index_range, missing_ids
+from graphtier.dataset.checks import check_permutation
 from graphtier.errors import DatasetError
 
 EDGE_ROW = "edge_row"
@@ -47,14 +47,7 @@ def check_edge_rows(root: Path, rows: np.ndarray, num_edges: int, has_table: boo
         raise DatasetError(
             f"{path}: expected {expected} [{num_edges}] (one row per edge), found {rows.dtype} {list(rows.shape)}"
         )
-    if num_edges == 0:
-        return
-    lo, hi = index_range(rows)
-    if lo < 0 or hi >= num_edges:
-        raise DatasetError(f"{path}: expected a permutation of [0, {num_edges}), found values in [{lo}, {hi}]")
-    missing = missing_ids(rows, num_edges)
-    if missing:
-        raise DatasetError(f"{path}: expected a permutation of [0, {num_edges}), found {missing} rows missing")
+    check_permutation(path, rows, num_edges, "rows")
 
 
 def read_order(indptr: np.ndarray, list_reads: np.ndarray) -> np.ndarray:

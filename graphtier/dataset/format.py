@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from graphtier.dataset import swap
-from graphtier.dataset.checks import index_range, is_non_decreasing, missing_ids
+from graphtier.dataset.checks import check_permutation, index_range, is_non_decreasing
 from graphtier.dataset.edge_data import EDGE_DATA_STEMS, load_edge_data, validate_edge_data
 from graphtier.dataset.edge_rows import EDGE_ROW, check_edge_rows
 from graphtier.dataset.edge_time import EDGE_TIME_STEMS, load_edge_time, validate_edge_time
@@ -399,16 +399,7 @@ class Dataset:
         n = self.num_nodes
         _expect(p, "dtype", "int64", str(perm.dtype))
         _expect(p, "shape", (n,), tuple(perm.shape))
-        if n == 0:
-            return
-        lo, hi = index_range(perm)
-        if lo < 0 or hi >= n:
-            raise DatasetError(f"{p}: expected a permutation of [0, {n}), found values in [{lo}, {hi}]")
-        missing = missing_ids(perm, n)
-        if missing:
-            raise DatasetError(
-                f"{p}: expected a permutation of [0, {n}), found {missing} repeated ids ({missing} ids missing)"
-            )
+        check_permutation(p, perm, n)
 
 
 def _recover(root: Path) -> bool:
