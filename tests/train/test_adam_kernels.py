@@ -35,13 +35,13 @@ def test_kernel_equals_the_reference(count: int, dim: int, double: bool, weight_
     dtype = torch.float64 if double else torch.float32
     kernel, reference = _tier(count, dim, dtype, seed), _tier(count, dim, dtype, seed)
     rng = np.random.default_rng(seed)
-    for step in range(3):  # rows touched again in later steps: their step counts go on per row
+    for step in range(1, 4):  # rows touched again in later steps, and rows first touched at a later step
         rows = torch.from_numpy(rng.choice(count, size=int(rng.integers(1, count + 1)), replace=False))
         grad = torch.from_numpy(rng.normal(size=(rows.shape[0], dim))).to(dtype)
-        lr, betas, eps = 0.01 * (step + 1), (0.9, 0.999), 1e-8
+        lr, betas, eps = 0.01 * step, (0.9, 0.999), 1e-8
         adam_rows(*(kernel[k].numpy() for k in ("weight", "exp_avg", "exp_avg_sq", "steps")), rows.numpy(),
-                  grad.numpy(), lr, betas[0], betas[1], eps, weight_decay)  # fmt: skip
-        adam_rows_reference(reference, rows, grad, lr, betas, eps, weight_decay)
+                  grad.numpy(), step, lr, betas[0], betas[1], eps, weight_decay)  # fmt: skip
+        adam_rows_reference(reference, rows, grad, step, lr, betas, eps, weight_decay)
         tolerance = {"rtol": 1e-12, "atol": 1e-12} if double else {"rtol": 2e-5, "atol": 2e-6}
         for key in ("weight", "exp_avg", "exp_avg_sq"):
             torch.testing.assert_close(kernel[key], reference[key], **tolerance)
@@ -53,7 +53,7 @@ def test_untouched_rows_are_not_written() -> None:
     before = {key: value.clone() for key, value in tier.items()}
     rows = torch.tensor([3, 17, 40])
     adam_rows(*(tier[k].numpy() for k in ("weight", "exp_avg", "exp_avg_sq", "steps")), rows.numpy(),
-              np.ones((3, 8), np.float32), 0.1, 0.9, 0.999, 1e-8, 0.0)  # fmt: skip
+              np.ones((3, 8), np.float32), 7, 0.1, 0.9, 0.999, 1e-8, 0.0)  # fmt: skip
     other = torch.ones(50, dtype=torch.bool)
     other[rows] = False
     for key in tier:
@@ -67,7 +67,7 @@ def test_the_table_step_takes_the_kernel_on_the_cpu(device_path: bool, monkeypat
     monkeypatch.setattr(tiered, "adam_rows", lambda *a: calls.append("kernel"))
     monkeypatch.setattr(tiered, "adam_rows_reference", lambda *a: calls.append("reference"))
     tier = _tier(10, 4, torch.float16 if device_path else torch.float32, 0)
-    tiered._adam_rows(tier, torch.tensor([1, 2]), torch.ones(2, 4), 0.1, (0.9, 0.999), 1e-8, 0.0)
+    tiered._adam_rows(tier, torch.tensor([1, 2]), torch.ones(2, 4), 1, 0.1, (0.9, 0.999), 1e-8, 0.0)
     assert calls == (["reference"] if device_path else ["kernel"])
 
 

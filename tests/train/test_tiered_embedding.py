@@ -23,15 +23,14 @@ def _table(hot_rows: int) -> TieredEmbedding:
     return TieredEmbedding(10, 3, hot_rows=hot_rows)
 
 
-def _reference_adam(weight, m, v, steps, ids, grad, lr=0.1, betas=(0.9, 0.999), eps=1e-8):  # type: ignore[no-untyped-def]
-    """Adam row by row with a step count per row (plain loops)."""
+def _reference_adam(weight, m, v, steps, step, ids, grad, lr=0.1, betas=(0.9, 0.999), eps=1e-8):  # type: ignore[no-untyped-def]
+    """Step ``step`` of SparseAdam row by row (plain loops): one step count for the table, each row's last kept."""
     for i, row in enumerate(ids.tolist()):
-        steps[row] += 1
+        steps[row] = step
         m[row] = betas[0] * m[row] + (1 - betas[0]) * grad[i]
         v[row] = betas[1] * v[row] + (1 - betas[1]) * grad[i] ** 2
-        m_hat = m[row] / (1 - betas[0] ** steps[row])
-        v_hat = v[row] / (1 - betas[1] ** steps[row])
-        weight[row] = weight[row] - lr * m_hat / (v_hat.sqrt() + eps)
+        size = lr * (1 - betas[1] ** step) ** 0.5 / (1 - betas[0] ** step)
+        weight[row] = weight[row] - size * m[row] / (v[row].sqrt() + eps)
 
 
 @pytest.mark.parametrize("hot_rows", [0, 4, 10])
@@ -52,19 +51,50 @@ def test_sparse_step_is_row_wise_adam_on_the_touched_rows_only(hot_rows: int) ->
     weight = table.full("weight").double()
     m, v = torch.zeros_like(weight), torch.zeros_like(weight)
     steps = [0] * 10
-    for ids in (torch.tensor([1, 6, 8, 6]), torch.tensor([6, 2, 9])):  # 6 twice in a batch: gradients summed
+    for step, ids in enumerate((torch.tensor([1, 6, 8, 6]), torch.tensor([6, 2, 9])), 1):  # 6 twice: summed
         dense.zero_grad()
         out = table(ids)
         (out * torch.arange(1.0, 4.0)).pow(2).sum().backward()
         grad = torch.zeros(10, 3, dtype=torch.float64).index_add_(0, ids, out.grad.double())
         touched = torch.unique(ids)
-        _reference_adam(weight, m, v, steps, touched, grad[touched])
+        _reference_adam(weight, m, v, steps, step, touched, grad[touched])
         dense.step()
         torch.testing.assert_close(table.full("weight").double(), weight, rtol=1e-6, atol=1e-7)
     untouched = [0, 3, 4, 5, 7]
     torch.testing.assert_close(table.full("weight")[untouched], _table(hot_rows).full("weight")[untouched], rtol=0,
                                atol=0)  # fmt: skip
     assert table.full("steps").tolist() == steps
+
+
+@pytest.mark.parametrize("hot_rows", [0, 6])
+def test_the_sparse_step_equals_torch_sparse_adam_on_a_sparse_embedding(hot_rows: int) -> None:
+    """What PyG's and DGL's examples train an ``nn.Embedding(sparse=True)`` with: rows first touched late take its
+    table-wide step count, and a reloaded state goes on from the count it had."""
+    table = _table(hot_rows)
+    plain = torch.nn.Embedding.from_pretrained(table.full("weight").clone(), freeze=False, sparse=True)
+    reference = torch.optim.SparseAdam(plain.parameters(), lr=0.05)
+    dense = torch.optim.Adam([torch.nn.Parameter(torch.zeros(1))], lr=0.05)
+    holder = torch.nn.ModuleDict({"t": table})
+    attach_sparse_adam(dense, holder)
+    batches = [[1, 2], [1, 3, 3], [1], [8, 9, 1], [0, 9]]  # 8 and 0 first touched at steps 4 and 5
+    for k, batch in enumerate(batches):
+        ids = torch.tensor(batch)
+        if k == 3:  # a checkpoint: a new table and optimizer resume from the saved states
+            state, optimizer_state = holder.state_dict(), dense.state_dict()
+            table = TieredEmbedding(10, 3, hot_rows=hot_rows)
+            holder = torch.nn.ModuleDict({"t": table})
+            dense = torch.optim.Adam([torch.nn.Parameter(torch.zeros(1))], lr=0.05)
+            attach_sparse_adam(dense, holder)
+            holder.load_state_dict(state)
+            dense.load_state_dict(optimizer_state)
+        for optimizer in (reference, dense):
+            optimizer.zero_grad()
+        (plain(ids) ** 2).mul(torch.arange(1.0, 4.0)).sum().backward()
+        (table(ids) ** 2).mul(torch.arange(1.0, 4.0)).sum().backward()
+        reference.step()
+        dense.step()
+        torch.testing.assert_close(table.full("weight"), plain.weight.detach(), rtol=1e-6, atol=1e-7)
+    assert table.full("steps").tolist() == [5, 4, 1, 2, 0, 0, 0, 0, 4, 5]  # each row's last step
 
 
 def test_every_row_touched_equals_torch_adam() -> None:

@@ -9,11 +9,15 @@ tensors and the arithmetic is the same). ``model.to(device)`` moves the hot tier
 * Forward: the rows of the batch's ids gathered from both tiers into one float [n, dim] tensor on the ids' device,
   a leaf that requires grad while training (its ``grad`` after ``backward()`` is the gradient of those rows).
 * The table is not a parameter: the model's dense optimizer never sees it. :func:`attach_sparse_adam` hooks a
-  row-wise Adam (:meth:`TieredEmbedding.adam_step`, per-row step counts as DGL's ``SparseAdam``) to the dense
-  optimizer's ``step()``: after the dense step, the touched rows of every table (and only those) are updated in
-  their tier, with the dense optimizer's ``lr``, ``betas``, ``eps`` and ``weight_decay`` (L2 on the touched rows).
-  The moments and step counts live beside the rows in the same tiers and travel with the dense optimizer's
-  ``state_dict()`` (entry ``sparse_rows``), so a checkpoint restores them.
+  row-wise Adam (:meth:`TieredEmbedding.adam_step`, ``torch.optim.SparseAdam``'s formula: one step count per table,
+  as an ``nn.Embedding(sparse=True)`` trained by it in PyG's and DGL's examples) to the dense optimizer's
+  ``step()``: after the dense step, the touched rows of every table (and only those) are updated in their tier,
+  with the dense optimizer's ``lr``, ``betas``, ``eps`` and ``weight_decay`` (L2 on the touched rows). A step count
+  per row (DGL's ``dgl.optim.SparseAdam``) made a row's first updates ``sqrt(1 - beta2) / (1 - beta1)`` = 0.32x as
+  large once the table had taken many steps: the typed link benchmark ended its third epoch at loss 0.384-0.387,
+  against 0.370-0.373 with the table's count and DGL's 0.371 (docs/benchmarks.md, session 10).
+  The moments and each row's last step live beside the rows in the same tiers and travel with the dense optimizer's
+  ``state_dict()`` (entry ``sparse_rows``), so a checkpoint restores them (the table's count is their maximum).
 * ``state_dict()`` holds the logical table ``weight`` [count, dim] (the key of the ``nn.Embedding`` it replaces):
   a saved model or checkpoint does not depend on the split; ``load_state_dict`` splits it again.
 
@@ -23,6 +27,7 @@ moments in float32, plus the int32 step count: what the hot tier holds on the de
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
@@ -89,6 +94,7 @@ class TieredEmbedding(nn.Module):
         self._pending: list[tuple[Tensor, Tensor]] = []
         self._slot: np.ndarray | None = None
         self.gather_gradient: GradientGather | None = None
+        self._steps_taken: int | None = None  # the table's Adam steps (None: read from the rows' last steps)
 
     def _allocate(
         self, hot_rows: int, device: torch.device, cold_dir: str | os.PathLike[str] | None, fill: bool = True
@@ -253,11 +259,15 @@ class TieredEmbedding(nn.Module):
             return
         ids, grad = touched
         self._ensure_state()
+        if self._steps_taken is None:  # loaded state: the table's count is the last step of any row
+            self._steps_taken = max(int(self.hot["steps"].max()) if self.hot_rows else 0,
+                                    int(self.cold["steps"].max()) if self.count > self.hot_rows else 0)  # fmt: skip
+        self._steps_taken += 1
         hot_at, hot_ids, cold_at, cold_ids = self._split(ids)
         for tier, rows, at in ((self.hot, hot_ids, hot_at), (self.cold, cold_ids, cold_at)):
             if rows.numel():
                 where = tier["weight"].device
-                _adam_rows(tier, rows.to(where), grad[at].to(where), lr, betas, eps, weight_decay)
+                _adam_rows(tier, rows.to(where), grad[at].to(where), self._steps_taken, lr, betas, eps, weight_decay)
 
     # state: the logical table in the model's state dict, the moments in the optimizer's
     def _save_to_state_dict(self, destination: dict[str, Any], prefix: str, keep_vars: bool) -> None:
@@ -269,6 +279,7 @@ class TieredEmbedding(nn.Module):
         if "exp_avg" in hot:
             return
         state = FIELDS[1:]
+        self._steps_taken = 0
         hot.update(tier_tensors(self.hot_rows, self.dim, self.device, None, state))
         if self.cold_on_disk:  # a row beside its moments in one file (interleaved_state)
             assert self._cold_dir is not None
@@ -313,6 +324,8 @@ class TieredEmbedding(nn.Module):
             raise ValueError(f"{key}: expected shape {expected}, found {tuple(value.shape)}")
         if key != "weight":
             self._ensure_state()
+        if key == "steps":
+            self._steps_taken = None  # the count is read again from the rows
         hot = self.hot_rows
         copy_rows(self.hot[key], (value[:hot],))
         copy_rows(self.cold[key], (value[hot:],))
@@ -336,18 +349,18 @@ class TieredEmbedding(nn.Module):
         return f"{self.count}, {self.dim}, hot_rows={self.hot_rows}"
 
 
-def _adam_rows(tier: dict[str, Tensor], rows: Tensor, grad: Tensor, lr: float, betas: tuple[float, float],
-               eps: float, weight_decay: float) -> None:  # fmt: skip
-    """Adam (``torch.optim.Adam``'s formula, a step count per row) on ``rows`` (distinct) of one tier, in place:
-    the numba kernel where the tier is in host memory (:mod:`graphtier.train.nn._adam_kernels`), torch ops on a
-    device (:func:`adam_rows_reference`)."""
+def _adam_rows(tier: dict[str, Tensor], rows: Tensor, grad: Tensor, step: int, lr: float,
+               betas: tuple[float, float], eps: float, weight_decay: float) -> None:  # fmt: skip
+    """Step ``step`` of the table's Adam (``torch.optim.SparseAdam``'s formula) on ``rows`` (distinct) of one tier,
+    in place: the numba kernel where the tier is in host memory (:mod:`graphtier.train.nn._adam_kernels`), torch ops
+    on a device (:func:`adam_rows_reference`)."""
     weight = tier["weight"]
     if weight.device.type != "cpu" or weight.dtype not in (torch.float32, torch.float64):
-        adam_rows_reference(tier, rows, grad, lr, betas, eps, weight_decay)
+        adam_rows_reference(tier, rows, grad, step, lr, betas, eps, weight_decay)
         return
     arrays = [tier[key].numpy() for key in FIELDS]
-    adam_rows(*arrays, rows.numpy(), grad.to(weight.dtype).contiguous().numpy(), float(lr), float(betas[0]),
-              float(betas[1]), float(eps), float(weight_decay))  # fmt: skip
+    adam_rows(*arrays, rows.numpy(), grad.to(weight.dtype).contiguous().numpy(), int(step), float(lr),
+              float(betas[0]), float(betas[1]), float(eps), float(weight_decay))  # fmt: skip
 
 
 def sum_by_id_reference(ids: Tensor, grads: Tensor) -> tuple[Tensor, Tensor]:
@@ -359,25 +372,22 @@ def sum_by_id_reference(ids: Tensor, grads: Tensor) -> tuple[Tensor, Tensor]:
     return unique, summed
 
 
-def adam_rows_reference(tier: dict[str, Tensor], rows: Tensor, grad: Tensor, lr: float, betas: tuple[float, float],
-                        eps: float, weight_decay: float) -> None:  # fmt: skip
-    """Adam on ``rows`` of one tier with torch ops (gather, update, scatter back), in place, on any device."""
+def adam_rows_reference(tier: dict[str, Tensor], rows: Tensor, grad: Tensor, step: int, lr: float,
+                        betas: tuple[float, float], eps: float, weight_decay: float) -> None:  # fmt: skip
+    """Step ``step`` of the table's Adam on ``rows`` of one tier with torch ops (gather, update, scatter back), in
+    place, on any device: ``torch.optim.SparseAdam``'s update plus an L2 ``weight_decay``."""
     weight = tier["weight"][rows]
     if weight_decay:
         grad = grad + weight_decay * weight
     beta1, beta2 = betas
-    steps = tier["steps"][rows] + 1
     exp_avg = tier["exp_avg"][rows].mul_(beta1).add_(grad, alpha=1 - beta1)
     exp_avg_sq = tier["exp_avg_sq"][rows].mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-    t = steps.to(torch.float64)[:, None]
-    bias1 = (1 - beta1**t).to(weight.dtype)
-    bias2_sqrt = (1 - beta2**t).sqrt().to(weight.dtype)
-    denom = (exp_avg_sq.sqrt() / bias2_sqrt).add_(eps)
-    weight = weight - (lr / bias1) * exp_avg / denom
+    step_size = lr * math.sqrt(1 - beta2**step) / (1 - beta1**step)
+    weight = weight - step_size * exp_avg / exp_avg_sq.sqrt().add_(eps)
     tier["weight"][rows] = weight
     tier["exp_avg"][rows] = exp_avg
     tier["exp_avg_sq"][rows] = exp_avg_sq
-    tier["steps"][rows] = steps
+    tier["steps"][rows] = step
 
 
 def tiered_embeddings(model: nn.Module) -> Iterator[tuple[str, TieredEmbedding]]:
