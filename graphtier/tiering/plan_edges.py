@@ -142,4 +142,6 @@ def format_edge_plan(plan: EdgeFeaturePlan) -> list[str]:
             f"{100 * row.read_share:.1f}% of the edge-row reads (the best {row.gpu_rows:,} rows: "
             f"{100 * row.best_share:.1f}%)"
         )
+    if not plan.read_order and any(row.best_share > row.read_share + 0.05 for row in plan.rows):
+        lines.append("  note: `graphtier reorder` lays the edge table out in read order (the most-read edges first)")
     return lines

@@ -129,6 +129,7 @@ def test_pyg_edge_attributes_read_through_the_map(in_read_order: Dataset) -> Non
 
 def test_the_plan_serves_more_edge_reads_in_read_order(tmp_path: Path) -> None:
     from graphtier.tiering.plan import describe_device, plan_capacity
+    from graphtier.tiering.plan_edges import format_edge_plan
 
     source = edge_coded(tmp_path / "g")
     plans = {}
@@ -142,6 +143,8 @@ def test_the_plan_serves_more_edge_reads_in_read_order(tmp_path: Path) -> None:
     assert in_reads.best_share == pytest.approx(in_csc.best_share)  # the same graph and reads
     assert in_reads.read_share > in_csc.read_share and in_reads.read_share <= in_reads.best_share + 1e-9
     assert plans[True].rows[1].read_share == pytest.approx(1.0)
+    notes = {k: [line for line in format_edge_plan(plans[k]) if "note:" in line] for k in (True, False)}
+    assert notes[True] == [] and "read order" in notes[False][0]
 
 
 @pytest.mark.parametrize(
