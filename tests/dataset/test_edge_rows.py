@@ -203,3 +203,29 @@ def test_without_training_seeds_auto_keeps_the_csc_order(tmp_path: Path, capsys:
     assert code == 0 and "stays in CSC order" in err and not (tmp_path / "r" / f"{EDGE_ROW}.npy").exists()
     code, _, err = run([*args[:3], str(tmp_path / "r2"), *args[4:], "--edge-order", "reads"], capsys)
     assert code != 0 and err.count("\n") == 1 and "graphtier: error:" in err
+
+
+def test_a_typed_dataset_keeps_each_list_s_rows_in_read_order(tmp_path: Path) -> None:
+    """MovieLens-100k as a typed user/item graph with the ratings as edge features, reordered for its link task:
+    every relation row's list holds the rows its list held before (the ratings of the same edges)."""
+    from graphtier.dataset.importers.movielens import import_movielens
+    from graphtier.graph.reorder import relation_row_perm
+    from graphtier.tiering.seeds import EpochSeeds
+
+    from ..conftest import shared_data
+
+    source = import_movielens(shared_data("movielens-100k") / "ml-100k", tmp_path / "ml", typed=True,
+                              rating_features=True)  # fmt: skip
+    seeds = EpochSeeds(task="link")
+    scores = compute_scores(source, "fwr", fanouts=FANOUTS, seeds=seeds).scores
+    out = reorder_dataset(source, tmp_path / "r", scores, score_label="fwr",
+                          edge_list_reads=list_reads(source, FANOUTS, seeds=seeds))[0]  # fmt: skip
+    row_map = np.asarray(out.extra[EDGE_ROW])
+    old_rows = relation_row_perm(np.asarray(out.extra["perm"]), out.schema)
+    new_ptr, old_ptr = np.asarray(out.indptr), np.asarray(source.indptr)
+    new_table, old_table = np.asarray(out.edge_features), np.asarray(source.edge_features)
+    for r in np.flatnonzero(np.diff(new_ptr) > 0)[::37]:  # every 37th list
+        got = new_table[row_map[new_ptr[r] : new_ptr[r + 1]]].argmax(axis=1)
+        o = old_rows[r]
+        expected = old_table[old_ptr[o] : old_ptr[o + 1]].argmax(axis=1)
+        np.testing.assert_array_equal(np.sort(got), np.sort(expected))
