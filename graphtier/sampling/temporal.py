@@ -32,6 +32,9 @@ from graphtier._choices import TEMPORAL_STRATEGIES
 from graphtier.errors import OptionError
 from graphtier.sampling import _neighbor_kernels as kernels
 from graphtier.sampling._temporal_kernels import (
+    MAX_STAMP,
+    SLOT_WORDS,
+    empty_pair_table,
     rehash,
     relabel_pairs_hashed,
     temporal_draws,
@@ -97,8 +100,8 @@ class TemporalNeighborSampler:
     order (:class:`~graphtier.sampling._temporal_kernels.TimeOrder`, 24.5 bytes per edge; memory maps are not read
     again). Each concurrent :meth:`sample` call
     holds one node-indexed scratch array (:class:`~graphtier.sampling.buffers.Workspace`) and, for seeds of
-    several times, a (node, time) hash table (32 bytes per slot, at least two slots per row of its largest
-    batch; a batch's slots are told apart by a stamp, so it is never cleared). The returned tensors' memory is reused once released
+    several times, a (node, time) hash table (16 bytes per slot, at least two slots per row of its largest
+    batch; a batch's slots are told apart by a stamp, so it is cleared only when its 2^31 stamps run out). The returned tensors' memory is reused once released
     (:class:`~graphtier.sampling.buffers.OutputRing`).
     """
 
@@ -128,7 +131,7 @@ class TemporalNeighborSampler:
         self._workspaces = WorkspacePool(self.num_nodes)
         self._outputs = OutputRing()
         self._tables: weakref.WeakKeyDictionary[Workspace, np.ndarray] = weakref.WeakKeyDictionary()
-        self._stamps = itertools.count()  # a batch's stamp in its (node, time) table
+        self._stamps: weakref.WeakKeyDictionary[Workspace, int] = weakref.WeakKeyDictionary()  # last stamp per table
 
     def sample(
         self, seeds: np.ndarray | torch.Tensor, seed_time: np.ndarray | torch.Tensor | int, batch_id: int | None = None
@@ -169,8 +172,8 @@ class TemporalNeighborSampler:
         bound = times[:1] if one_time else None  # the one bound of every row, int64 [1]
         keys_node = workspace.array("n_id", size)
         keys_bound = workspace.array("bound", 0 if one_time else size)
-        table = np.empty((0, 4), np.int64) if one_time else self._pair_table(workspace, 2 * size)
-        stamp = np.int64(next(self._stamps))
+        table = np.empty((0, SLOT_WORDS), np.int64) if one_time else self._pair_table(workspace, 2 * size)
+        stamp = np.int64(self._next_stamp(workspace, table))
         seed_index = carver.take(size)
         count = 0
         try:
@@ -218,17 +221,24 @@ class TemporalNeighborSampler:
     def _pair_table(
         self, workspace: Workspace, need: int, rows: tuple[np.int64, np.ndarray, np.ndarray, int] | None = None
     ) -> np.ndarray:
-        """The workspace's (node, bound, row, stamp) hash table (int64 [T, 4], T a power of two >= ``need``, 16 or
-        more). One too small is replaced by a larger one holding ``rows`` = (stamp, keys_node, keys_bound, count):
-        rows ``[0, count)`` of the batch of that stamp, inserted again."""
+        """The workspace's (node, stamp | row) hash table (:func:`empty_pair_table`, at least ``need`` slots). One
+        too small is replaced by a larger one holding ``rows`` = (stamp, keys_node, keys_bound, count): rows
+        ``[0, count)`` of the batch of that stamp, inserted again."""
         table = self._tables.get(workspace)
         if table is not None and table.shape[0] >= need:
             return table
-        slots = 16
-        while slots < need:
-            slots *= 2
-        table = np.full((slots, 4), -1, np.int64)  # stamps start at 0: no slot is in use
+        table = empty_pair_table(need)
         if rows is not None:
             rehash(table, rows[0], rows[1], rows[2], np.int64(rows[3]))
         self._tables[workspace] = table
         return table
+
+    def _next_stamp(self, workspace: Workspace, table: np.ndarray) -> int:
+        """The workspace table's next batch stamp; when its stamps run out (:data:`MAX_STAMP`), the table is cleared
+        and they start again at 0."""
+        stamp = self._stamps.get(workspace, -1) + 1
+        if stamp >= MAX_STAMP:
+            table.fill(-1)
+            stamp = 0
+        self._stamps[workspace] = stamp
+        return stamp

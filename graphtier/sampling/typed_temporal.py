@@ -26,6 +26,7 @@ from graphtier.dataset.schema import RelationType, Schema
 from graphtier.errors import OptionError
 from graphtier.sampling import _neighbor_kernels as kernels
 from graphtier.sampling._temporal_kernels import (
+    empty_pair_table,
     rehash,
     relabel_pairs_hashed,
     temporal_draws,
@@ -186,14 +187,7 @@ class _Rows:
         self.bound = np.empty(capacity, np.int64)
         self.position = np.empty(capacity, np.int64)
         self.counts = np.zeros(self.offsets.shape[0] - 1, np.int64)
-        self.table = np.full((self._slots(capacity), 4), -1, np.int64)
-
-    @staticmethod
-    def _slots(rows: int) -> int:
-        slots = 16
-        while slots < 2 * rows:
-            slots *= 2
-        return slots
+        self.table = empty_pair_table(2 * capacity)
 
     def type_counts(self) -> np.ndarray:
         return self.counts.copy()
@@ -208,7 +202,7 @@ class _Rows:
                 grown[: self.count] = getattr(self, name)[: self.count]
                 setattr(self, name, grown)
         if self.table.shape[0] < 2 * need:  # a larger table, the known rows inserted again in row order
-            self.table = np.full((self._slots(need), 4), -1, np.int64)
+            self.table = empty_pair_table(2 * need)
             rehash(self.table, np.int64(0), self.node, self.bound, np.int64(self.count))
         out = np.empty(node.shape[0], np.int64)
         first = self.count

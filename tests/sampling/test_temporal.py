@@ -143,6 +143,23 @@ def test_link_seeds_at_their_edge_time_never_see_their_own_edge() -> None:
             assert np.all(rows[d[hits]] > time[p])
 
 
+def test_stamps_that_run_out_clear_the_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A table reused past its last stamp is cleared and starts again: the batches are those of a new sampler."""
+    import graphtier.sampling.temporal as temporal
+
+    rng = np.random.default_rng(8)
+    indptr, indices, time, order = timed_csc(rng, 60, 1500, horizon=200)
+    batches = [(rng.integers(0, 60, 12), rng.integers(0, 220, 12)) for _ in range(7)]
+    monkeypatch.setattr(temporal, "MAX_STAMP", 3)  # stamps 0, 1, 2, then the table is cleared
+    reused = TemporalNeighborSampler(indptr, indices, time, order, [4, 3], seed=2)
+    for b, (seeds, seed_time) in enumerate(batches):
+        got = reused.sample(seeds, seed_time, batch_id=b)
+        fresh = TemporalNeighborSampler(indptr, indices, time, order, [4, 3], seed=2).sample(seeds, seed_time, b)
+        assert np.array_equal(got.n_id, fresh.n_id) and np.array_equal(got.n_time, fresh.n_time)
+        for mine, theirs in zip(got.blocks, fresh.blocks):
+            assert np.array_equal(mine.edge_index, theirs.edge_index)
+
+
 def test_past_only_full_fanout_equals_the_untimed_sampler() -> None:
     """Every edge earlier than every seed time and fanout -1: the same edges as NeighborSampler's full hop."""
     rng = np.random.default_rng(2)

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from graphtier.sampling._neighbor_kernels import CHUNK, relabel, reset_local_ids
 from graphtier.sampling._temporal_kernels import (
+    empty_pair_table,
     rehash,
     relabel_pairs_hashed,
     relabel_pairs_py,
@@ -36,11 +37,8 @@ def timed_csc(
 
 
 def pair_table(rows: int) -> np.ndarray:
-    """An empty (node, bound, row, stamp) table of the smallest power of two of slots >= 2 * rows (the sampler's)."""
-    slots = 16
-    while slots < 2 * rows:
-        slots *= 2
-    return np.full((slots, 4), -1, np.int64)
+    """An empty (node, stamp | row) table of at least 2 * rows slots (the sampler's)."""
+    return empty_pair_table(2 * rows)
 
 
 def all_past(time: np.ndarray, bound: np.ndarray, inclusive: bool) -> bool:
