@@ -442,5 +442,5 @@ def plan_capacity(
         notes=notes,
         topology=topology,
         placement=placement,
-        edges=plan_edge_features(dataset, topology, list(budgets), epochs),
+        edges=plan_edge_features(dataset, topology.entries, list(budgets), epochs),
     )

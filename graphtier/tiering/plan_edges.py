@@ -22,7 +22,7 @@ import numpy as np
 from graphtier.dataset import Dataset
 from graphtier.dataset.edge_rows import edge_row_map
 from graphtier.memory.placement import format_bytes, parse_budget
-from graphtier.tiering.plan_topology import TopologyPlan, entries_before
+from graphtier.tiering.plan_topology import entries_before
 
 
 @dataclass(frozen=True)
@@ -100,17 +100,21 @@ def mapped_entries_before(indptr: np.ndarray, entries: np.ndarray, row_map: np.n
 
 
 def plan_edge_features(
-    dataset: Dataset, topology: TopologyPlan, budgets: list[str], epochs: int
+    dataset: Dataset, entries: np.ndarray, budgets: list[str], epochs: int
 ) -> EdgeFeaturePlan | None:
     """Size the edge table of ``dataset`` (``edge_feat.npy`` [E, d]; None when it has none) for each of ``budgets``
-    from the topology plan's entry reads (the replay of ``epochs`` epochs); ``auto`` budgets are left out. With
-    ``edge_row.npy`` the hot rows are the table's first rows in read order, not a CSC prefix."""
+    from ``entries`` (float/int [rows], the entry reads of each CSC list, homogeneous or typed, in the replay of
+    ``epochs`` epochs); ``auto`` budgets are left out. With ``edge_row.npy`` the hot rows are the table's first rows
+    in read order, not a CSC prefix."""
     table, row_map = dataset.edge_features, edge_row_map(dataset)
     if table is None:
         return None
+    indptr = np.asarray(dataset.indptr)
+    entries = np.asarray(entries, np.float64)
+    cumulative = np.concatenate(([0.0], np.cumsum(entries)))
     num_rows = int(table.shape[0])
     row_bytes = int(table.shape[1]) * int(np.dtype(table.dtype).itemsize)
-    total = topology.total_entry_reads
+    total = float(cumulative[-1])
     rows = []
     for text in budgets:
         wanted = parse_budget(text, "budgets")
@@ -118,11 +122,11 @@ def plan_edge_features(
             continue
         gpu_rows = min(num_rows, wanted.rows(num_rows, row_bytes))
         served = (
-            entries_before(topology.indptr, topology.cumulative, topology.entries, gpu_rows)
+            entries_before(indptr, cumulative, entries, gpu_rows)
             if row_map is None
-            else mapped_entries_before(topology.indptr, topology.entries, row_map, gpu_rows)
+            else mapped_entries_before(indptr, entries, row_map, gpu_rows)
         )
-        best = best_rows_share(topology.indptr, topology.entries, gpu_rows)
+        best = best_rows_share(indptr, entries, gpu_rows)
         rows.append(
             EdgeBudgetRow(text, gpu_rows, gpu_rows * row_bytes, served / epochs, served / total if total else 0.0, best)
         )

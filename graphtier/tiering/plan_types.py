@@ -22,6 +22,7 @@ from graphtier.dataset.format import Dataset
 from graphtier.dataset.schema import RelationType
 from graphtier.memory.placement import format_bytes, parse_budget
 from graphtier.memory.typed_budget import TypeTable, relation_tables, split_feature_budget, split_relation_rows
+from graphtier.tiering.plan_edges import EdgeFeaturePlan, format_edge_plan, plan_edge_features
 from graphtier.tiering.reads import SampledReads
 from graphtier.tiering.replay import replay_reads
 from graphtier.tiering.seeds import NODE_SEEDS, EpochSeeds
@@ -59,6 +60,7 @@ class TypedPlan:
     topology_bytes: dict[RelationType, int] = field(default_factory=dict)
     topology_gpu_entries: dict[RelationType, float] = field(default_factory=dict)
     topology_entries: dict[RelationType, float] = field(default_factory=dict)
+    edges: EdgeFeaturePlan | None = None
 
     def to_json(self) -> dict[str, object]:
         """The plan as plain JSON types (relations as ``src___name___dst``)."""
@@ -87,6 +89,7 @@ class TypedPlan:
                     for rel in self.topology_rows
                 },
             },
+            "edge_features": self.edges.to_json() if self.edges is not None else None,
         }
 
 
@@ -170,6 +173,7 @@ def plan_typed(
         plan.topology_bytes[rel] = int(ptr[count] - ptr[0]) * itemsize
         plan.topology_gpu_entries[rel] = float(entry_sums[rel][count])
         plan.topology_entries[rel] = float(entry_sums[rel][-1])
+    plan.edges = plan_edge_features(dataset, reads.list_entries, list(budgets), epochs)
     return plan
 
 
@@ -207,4 +211,6 @@ def format_typed_plan(plan: TypedPlan) -> str:
             f"  ({', '.join(rel)}): {count:,} lists on the GPU ({format_bytes(plan.topology_bytes[rel])}), "
             f"{100 * share:.1f}% of its {read:,.0f} entry reads/epoch"
         )
+    if plan.edges is not None:
+        lines += format_edge_plan(plan.edges)
     return "\n".join(lines)

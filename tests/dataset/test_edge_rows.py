@@ -229,3 +229,11 @@ def test_a_typed_dataset_keeps_each_list_s_rows_in_read_order(tmp_path: Path) ->
         o = old_rows[r]
         expected = old_table[old_ptr[o] : old_ptr[o + 1]].argmax(axis=1)
         np.testing.assert_array_equal(np.sort(got), np.sort(expected))
+    from graphtier.tiering.plan_types import format_typed_plan, plan_typed
+
+    plan = plan_typed(out, budgets=["20%"], topology_budget="0", gpu_usable_bytes=2**30, fanouts=FANOUTS,
+                      batch_size=256, epochs=1, seed=0, seeds=seeds)  # fmt: skip
+    assert plan.edges is not None and plan.edges.read_order and plan.to_json()["edge_features"]["read_order"]
+    row = plan.edges.rows[0]
+    assert row.gpu_rows == out.num_edges // 5 and row.best_share - 0.05 <= row.read_share <= row.best_share + 1e-9
+    assert "edge features:" in format_typed_plan(plan)
