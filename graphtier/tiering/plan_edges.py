@@ -133,8 +133,11 @@ def plan_edge_features(
     return EdgeFeaturePlan(num_rows, row_bytes, total / epochs, rows, row_map is not None)
 
 
-def format_edge_plan(plan: EdgeFeaturePlan) -> list[str]:
-    """The plan's lines for the edge table (``graphtier plan`` prints them after the node-feature table)."""
+def format_edge_plan(plan: EdgeFeaturePlan | None) -> list[str]:
+    """The plan's lines for the edge table (``graphtier plan`` prints them after the node-feature table); none
+    without edge features."""
+    if plan is None:
+        return []
     lines = [
         f"edge features: {plan.num_rows:,} rows x {plan.row_bytes} B = {format_bytes(plan.num_rows * plan.row_bytes)}, "
         f"{plan.reads_per_epoch:,.0f} edge-row reads/epoch; the hot rows are the table's first rows ("

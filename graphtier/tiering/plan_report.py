@@ -56,9 +56,7 @@ def format_plan(plan: CapacityPlan) -> str:
             f"* capped at the GPU memory left for features ({format_bytes(plan.feature_gpu_bytes)}: "
             f"{format_bytes(plan.device.gpu_usable_bytes)} usable minus {format_bytes(topo.gpu_bytes)} of topology)"
         )
-    if plan.edges is not None:
-        lines += format_edge_plan(plan.edges)
-    return "\n".join(lines)
+    return "\n".join(lines + format_edge_plan(plan.edges))
 
 
 def write_plan_json(plan: CapacityPlan, path: str | os.PathLike[str]) -> None:

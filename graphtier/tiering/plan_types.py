@@ -211,6 +211,4 @@ def format_typed_plan(plan: TypedPlan) -> str:
             f"  ({', '.join(rel)}): {count:,} lists on the GPU ({format_bytes(plan.topology_bytes[rel])}), "
             f"{100 * share:.1f}% of its {read:,.0f} entry reads/epoch"
         )
-    if plan.edges is not None:
-        lines += format_edge_plan(plan.edges)
-    return "\n".join(lines)
+    return "\n".join(lines + format_edge_plan(plan.edges))
