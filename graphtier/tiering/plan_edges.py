@@ -6,7 +6,7 @@ edge_features`) exactly when the sampler reads its ``indices`` entry, so the rep
 (:class:`~graphtier.tiering.reads.SampledReads`) are the edge-row reads per destination. The edge table's hot tier is
 a prefix of the CSC order (the in-edges of the lowest ids, the hottest after ``graphtier reorder``), as the
 topology's is, so the reads a prefix serves come from :func:`~graphtier.tiering.plan_topology.entries_before`.
-Beside it the plan shows what the same number of rows would serve in the best order (:func:`best_rows_share`: the
+Beside it the plan shows what the same number of rows would serve in the best order (:func:`best_rows_shares`: the
 lists of most reads per edge first): how far the node order, which ``reorder`` sets by feature reads, is from the
 order that edge-row reads alone would ask for.
 A budget of the plan (``10%``, ``2GiB``) is applied to the edge table: a fraction of its rows, or bytes.
@@ -14,13 +14,14 @@ A budget of the plan (``10%``, ``2GiB``) is applied to the edge table: a fractio
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 
 from graphtier.dataset import Dataset
-from graphtier.dataset.edge_rows import edge_row_map
+from graphtier.dataset.edge_rows import edge_row_map, read_order
 from graphtier.memory.placement import format_bytes, parse_budget
 from graphtier.tiering.plan_topology import entries_before
 
@@ -29,7 +30,7 @@ from graphtier.tiering.plan_topology import entries_before
 class EdgeBudgetRow:
     """One budget applied to the edge table: ``gpu_rows`` (a CSC prefix) and their bytes, the edge-row reads per
     epoch they serve and their share of all edge-row reads (``auto``, which sizes node features only, has none);
-    ``best_share``: the share the same number of rows would serve in the best order (:func:`best_rows_share`)."""
+    ``best_share``: the share the same number of rows would serve in the best order (:func:`best_rows_shares`)."""
 
     budget: str
     gpu_rows: int
@@ -60,24 +61,28 @@ class EdgeFeaturePlan:
         }
 
 
-def best_rows_share(indptr: np.ndarray, entries: np.ndarray, rows: int) -> float:
-    """The largest share of the edge-row reads that ``rows`` rows of the edge table can serve: every list's reads
-    spread evenly over its edges, so the best rows are the lists of most reads per edge, whole, then part of the
-    next. ``indptr`` int64 [N + 1] (the CSC), ``entries`` [N] reads per destination list (the replay's)."""
+def best_rows_shares(indptr: np.ndarray, entries: np.ndarray, rows: Sequence[int]) -> list[float]:
+    """For each count of ``rows``, the largest share of the edge-row reads that many rows of the edge table can
+    serve: every list's reads spread evenly over its edges, so the best rows are those of the lists of most reads
+    per edge (:func:`~graphtier.dataset.edge_rows.read_order`, the order ``reorder`` writes), whole, then part of
+    the next. ``indptr`` int64 [N + 1] (the CSC), ``entries`` [N] reads per destination list (the replay's). The
+    order is sorted once for every count."""
+    entries = np.asarray(entries, np.float64)
     total = float(entries.sum())
-    degrees = np.diff(indptr).astype(np.float64)
-    listed = degrees > 0
-    if rows <= 0 or total <= 0 or not listed.any():
-        return 0.0
-    reads, sizes = entries[listed].astype(np.float64), degrees[listed]
-    order = np.argsort(-(reads / sizes), kind="stable")
-    served = np.concatenate(([0.0], np.cumsum(reads[order])))
-    held = np.concatenate(([0.0], np.cumsum(sizes[order])))
-    whole = int(np.searchsorted(held, rows, side="right")) - 1  # lists order[:whole] fit whole
-    best = served[whole]
-    if whole < order.shape[0]:
-        best += reads[order[whole]] * (rows - held[whole]) / sizes[order[whole]]
-    return float(best / total)
+    lists = read_order(indptr, entries)
+    if total <= 0 or lists.size == 0:
+        return [0.0 for _ in rows]
+    reads, sizes = entries[lists], np.diff(np.asarray(indptr))[lists].astype(np.float64)
+    served = np.concatenate(([0.0], np.cumsum(reads)))
+    held = np.concatenate(([0.0], np.cumsum(sizes)))
+    shares = []
+    for count in rows:
+        whole = int(np.searchsorted(held, count, side="right")) - 1  # lists[:whole] fit whole
+        best = served[whole] if count > 0 else 0.0
+        if 0 < count and whole < lists.shape[0]:
+            best += reads[whole] * (count - held[whole]) / sizes[whole]
+        shares.append(float(best / total))
+    return shares
 
 
 def mapped_entries_before(indptr: np.ndarray, entries: np.ndarray, row_map: np.ndarray, boundary: int) -> float:
@@ -115,21 +120,21 @@ def plan_edge_features(
     num_rows = int(table.shape[0])
     row_bytes = int(table.shape[1]) * int(np.dtype(table.dtype).itemsize)
     total = float(cumulative[-1])
-    rows = []
+    sized = []  # (budget, rows) of every budget but auto
     for text in budgets:
         wanted = parse_budget(text, "budgets")
-        if wanted.auto:
-            continue
-        gpu_rows = min(num_rows, wanted.rows(num_rows, row_bytes))
+        if not wanted.auto:
+            sized.append((text, min(num_rows, wanted.rows(num_rows, row_bytes))))
+    best = best_rows_shares(indptr, entries, [gpu_rows for _, gpu_rows in sized])
+    rows = []
+    for (text, gpu_rows), best_share in zip(sized, best):
         served = (
             entries_before(indptr, cumulative, entries, gpu_rows)
             if row_map is None
             else mapped_entries_before(indptr, entries, row_map, gpu_rows)
         )
-        best = best_rows_share(indptr, entries, gpu_rows)
-        rows.append(
-            EdgeBudgetRow(text, gpu_rows, gpu_rows * row_bytes, served / epochs, served / total if total else 0.0, best)
-        )
+        share = served / total if total else 0.0
+        rows.append(EdgeBudgetRow(text, gpu_rows, gpu_rows * row_bytes, served / epochs, share, best_share))
     return EdgeFeaturePlan(num_rows, row_bytes, total / epochs, rows, row_map is not None)
 
 

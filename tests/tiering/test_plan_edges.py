@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from graphtier.tiering.plan_edges import best_rows_share
+from graphtier.tiering.plan_edges import best_rows_shares
 
 
 def brute_best(degrees: list[int], reads: list[int], rows: int) -> float:
@@ -22,18 +22,19 @@ def brute_best(degrees: list[int], reads: list[int], rows: int) -> float:
     degrees=st.lists(st.integers(0, 6), min_size=1, max_size=12),
     data=st.data(),
 )
-def test_best_rows_share_equals_the_brute_force_best(degrees: list[int], data: st.DataObject) -> None:
+def test_best_rows_shares_equals_the_brute_force_best(degrees: list[int], data: st.DataObject) -> None:
     reads = [data.draw(st.integers(0, 40)) if d else 0 for d in degrees]  # an empty list is never read
     indptr = np.concatenate(([0], np.cumsum(degrees))).astype(np.int64)
     rows = data.draw(st.integers(0, int(indptr[-1]) + 2))
-    got = best_rows_share(indptr, np.array(reads, np.int64), rows)
+    (got,) = best_rows_shares(indptr, np.array(reads, np.int64), [rows])
     assert got == pytest.approx(brute_best(degrees, reads, rows), abs=1e-12)
 
 
-def test_best_rows_share_takes_the_densest_lists_first() -> None:
+def test_best_rows_shares_takes_the_densest_lists_first() -> None:
     indptr = np.array([0, 4, 5, 7], np.int64)  # lists of 4, 1 and 2 edges
     reads = np.array([8, 6, 2], np.int64)  # 2, 6 and 1 reads per edge
-    assert best_rows_share(indptr, reads, 1) == pytest.approx(6 / 16)
-    assert best_rows_share(indptr, reads, 3) == pytest.approx((6 + 4) / 16)
-    assert best_rows_share(indptr, reads, 7) == pytest.approx(1.0)
-    assert best_rows_share(indptr, np.zeros(3, np.int64), 3) == 0.0
+    one, three, seven = best_rows_shares(indptr, reads, [1, 3, 7])  # one sort for every count
+    assert one == pytest.approx(6 / 16)
+    assert three == pytest.approx((6 + 4) / 16)
+    assert seven == pytest.approx(1.0)
+    assert best_rows_shares(indptr, np.zeros(3, np.int64), [3]) == [0.0]
