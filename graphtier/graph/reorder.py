@@ -292,9 +292,9 @@ def reorder_dataset(
     scores = np.asarray(scores)
     if scores.shape != (num_nodes,):
         raise DatasetError(f"scores: expected shape ({num_nodes},), found {scores.shape}")
-    rows = int(np.asarray(source.indptr).shape[0]) - 1
-    if edge_list_reads is not None and np.shape(edge_list_reads) != (rows,):
-        raise OptionError.invalid("edge_list_reads", f"one value per list ({rows},)", np.shape(edge_list_reads))
+    num_lists = int(np.asarray(source.indptr).shape[0]) - 1
+    if edge_list_reads is not None and np.shape(edge_list_reads) != (num_lists,):
+        raise OptionError.invalid("edge_list_reads", f"one value per list ({num_lists},)", np.shape(edge_list_reads))
     typed_split = source.link is not None and "relation" in source.link.meta  # local ids: each type keeps its range
     if source.link is not None and not typed_split and source.link.dst_range != (0, num_nodes):
         raise DatasetError(
