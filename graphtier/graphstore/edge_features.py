@@ -20,12 +20,11 @@ import numpy as np
 import torch
 
 from graphtier.dataset import Dataset
+from graphtier.dataset.edge_data import EDGE_FEAT
 from graphtier.dataset.edge_rows import edge_row_map
 from graphtier.errors import DatasetError, OptionError
 from graphtier.memory import FeatureSource, PlacementSpec, TierTraffic, batch_rows_bound, make_feature_store
 
-EDGE_FEAT = "edge_feat"
-"""File stem of the edge features (``edge_feat.npy``)."""
 EDGE_FEATURE_DTYPES = (np.float16, np.float32)
 """Edge feature dtypes the tiered stores gather (float64 tables are refused with one line)."""
 
