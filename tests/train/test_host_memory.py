@@ -35,17 +35,25 @@ ABOVE_32MIB = "100000,75000,100000,70000,100000,90000,100000"  # [rows, 128] flo
 PASSES = 3  # the step sizes run as three "epochs"; the first ones warm the heap up (first fit can take two)
 
 
-def _run(mode: str, rows: str = BELOW_32MIB) -> dict:
+def _run(mode: str, rows: str = BELOW_32MIB, passes: int = PASSES) -> dict:
     root = Path(__file__).resolve().parents[2]
     env = dict(os.environ, PYTHONPATH=f"{root}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
     done = subprocess.run(
-        [sys.executable, "-c", _STEPS, mode, ",".join([rows] * PASSES)],
+        [sys.executable, "-c", _STEPS, mode, ",".join([rows] * passes)],
         capture_output=True,
         text=True,
         env=env,
         check=True,
     )
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _pass_faults(run: dict, rows: str) -> tuple[list[int], int]:
+    """(minor faults of every pass, 4 KiB pages touched by one pass)."""
+    steps = len(rows.split(","))
+    touched = sum(int(r) + int(r) // 2 for r in rows.split(",")) * 128 * 4 // 4096
+    faults = run["faults"]
+    return [sum(faults[i : i + steps]) for i in range(0, len(faults), steps)], touched
 
 
 def _last_pass(run: dict, rows: str) -> tuple[int, int]:
@@ -75,12 +83,16 @@ def test_blocks_above_the_largest_mmap_threshold_are_reused_too() -> None:
     # glibc mmaps blocks above 32 MiB whatever the threshold says, and faults them in every step (measured:
     # 46-62% of the pages touched, the [rows, 128] blocks; the [rows / 2, 128] ones fit below); with mmap off
     # they come from the heap
-    kept, plain = _run("keep", ABOVE_32MIB), _run("plain", ABOVE_32MIB)
+    # blocks this large land between Python's small ones by first fit, and a pass may still grow the heap once
+    # (measured: the third of three passes faulted 6250 pages in 2 CI runs of 3), so the heap gets five passes and
+    # the check is that the steady state is reached: one of the last three passes touches no new page, where the
+    # plain process faults in every pass
+    kept, plain = _run("keep", ABOVE_32MIB, passes=5), _run("plain", ABOVE_32MIB, passes=5)
     assert kept["applied"] is True
-    kept_faults, touched = _last_pass(kept, ABOVE_32MIB)
-    plain_faults, _ = _last_pass(plain, ABOVE_32MIB)
-    assert plain_faults > 0.25 * touched, plain["faults"]
-    assert kept_faults < 0.05 * touched, kept["faults"]
+    kept_passes, touched = _pass_faults(kept, ABOVE_32MIB)
+    plain_passes, _ = _pass_faults(plain, ABOVE_32MIB)
+    assert min(plain_passes[-3:]) > 0.25 * touched, plain_passes
+    assert min(kept_passes[-3:]) < 0.05 * touched, kept_passes
 
 
 def test_idempotent_and_boolean() -> None:
