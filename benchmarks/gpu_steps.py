@@ -294,16 +294,16 @@ def _typed_graph(papers: int, authors: int, fields: int, seed: int) -> tuple[np.
 
 
 def typed_sampler(ctx: StepContext) -> None:
-    """Issue 26: the device typed sampler (Triton picks, tiered back-to-back CSC) against TypedNeighborSampler."""
+    """Issue 26: the device typed sampler (Triton picks, tiered back-to-back CSC) against NeighborSampler with the schema."""
     from graphtier.memory import make_topology
+    from graphtier.sampling.device import DeviceNeighborSampler
+    from graphtier.sampling.neighbor import NeighborSampler
     from graphtier.sampling.relation_fanouts import parse_relation_fanouts
-    from graphtier.sampling.typed_device import DeviceTypedNeighborSampler
-    from graphtier.sampling.typed_neighbor import TypedNeighborSampler
 
     indptr, indices, schema = _typed_graph(500_000, 300_000, 1_000, 0)
     # mixed fanouts in a hop (one pick launch per fanout); rev_has: ~500 papers per field, 512-wide pick tiles
     fanouts = parse_relation_fanouts("writes=5/5/3,rev_has=300/2/2", schema, [15, 10, 5])
-    cpu = TypedNeighborSampler(indptr, indices, schema, fanouts, seed=4)
+    cpu = NeighborSampler(indptr, indices, fanouts, schema=schema, seed=4)
     rng = np.random.default_rng(1)
     batches = [rng.integers(0, schema.target_type.count, 1024) for _ in range(8)]
     start = time.perf_counter()
@@ -312,7 +312,7 @@ def typed_sampler(ctx: StepContext) -> None:
     for budget in ("0", "10%", "100%"):
         topology = make_topology(indptr, indices, device=cuda(), topology_budget=budget, log=lambda _: None)
         try:
-            sampler = DeviceTypedNeighborSampler(topology, schema, fanouts, seed=4)
+            sampler = DeviceNeighborSampler(topology, fanouts, schema=schema, seed=4)
             sampler.sample(batches[0], 0)  # compile the pick kernels
             torch.cuda.synchronize()
             start = time.perf_counter()
@@ -324,7 +324,7 @@ def typed_sampler(ctx: StepContext) -> None:
             topology.close()
         shape = f"{indices.shape[0] / 1e6:.0f}M edges, {len(schema.relations)} relations"
         name = f"typed GPU sampler, topology {budget} on GPU ({shape})"
-        ctx.check(f"{name}: identical batches to TypedNeighborSampler", identical, "")
+        ctx.check(f"{name}: identical batches to the CPU NeighborSampler", identical, "")
         ctx.measured(name, f"{ms:.2f} ms/batch vs CPU typed sampler {cpu_ms:.2f} ms/batch")
 
 

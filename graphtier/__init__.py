@@ -33,10 +33,14 @@ _EXPORTS: dict[str, str] = {
     # samplers
     "NeighborSampler": "graphtier.sampling",
     "DeviceNeighborSampler": "graphtier.sampling",
+    "DeviceTemporalSampler": "graphtier.sampling",
     "ShadowSampler": "graphtier.sampling",
     "TemporalNeighborSampler": "graphtier.sampling",
     "MiniBatch": "graphtier.sampling",
     "Block": "graphtier.sampling",
+    "TypedMiniBatch": "graphtier.sampling",
+    "TypedBlock": "graphtier.sampling",
+    "RelationBlock": "graphtier.sampling",
     "iter_seed_batches": "graphtier.sampling",
     "Fanouts": "graphtier.sampling",
     "SamplerSpec": "graphtier.sampling",
@@ -125,12 +129,16 @@ if TYPE_CHECKING:  # static analysers see the real names
     from graphtier.sampling import (
         Block,
         DeviceNeighborSampler,
+        DeviceTemporalSampler,
         Fanouts,
         MiniBatch,
         NeighborSampler,
+        RelationBlock,
         SamplerSpec,
         ShadowSampler,
         TemporalNeighborSampler,
+        TypedBlock,
+        TypedMiniBatch,
         iter_seed_batches,
     )
     from graphtier.tiering.cache_sim import CachePolicyTable, cache_policy_table

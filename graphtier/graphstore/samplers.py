@@ -2,7 +2,7 @@
 
 :meth:`GraphStore.sampler` hands a typed dataset's batches out as :class:`TypedMiniBatch` es (local ids per type)
 through :func:`build_typed_sampler` (on the CPU, or on the device of the store's tiered topology), its temporal
-samplers through :func:`build_temporal_sampler` (likewise). The topology bytes of the CPU samplers are counted by
+samplers through :func:`build_temporal_sampler` (likewise; one sampler class per role, built with the schema). The topology bytes of the CPU samplers are counted by
 :class:`HostTopologyTally` (every sampled edge reads one ``indices`` entry, every destination row, per relation
 for a typed batch, two ``indptr`` entries, all from host memory).
 """
@@ -23,17 +23,15 @@ from graphtier.errors import OptionError
 from graphtier.memory import TierTraffic
 from graphtier.memory.topology import INDPTR_BYTES_PER_DESTINATION
 from graphtier.sampling.batch import MiniBatch
-from graphtier.sampling.device import Topology
+from graphtier.sampling.device import DeviceNeighborSampler
+from graphtier.sampling.device_hops import Topology
 from graphtier.sampling.link import NegativeDestinations, TimedNodeSampler
+from graphtier.sampling.neighbor import NeighborSampler
 from graphtier.sampling.relation_fanouts import parse_relation_fanouts
 from graphtier.sampling.shadow import first_seen_unique
 from graphtier.sampling.temporal import TemporalNeighborSampler
 from graphtier.sampling.temporal_device import DeviceTemporalSampler
 from graphtier.sampling.typed_batch import TypedMiniBatch
-from graphtier.sampling.typed_device import DeviceTypedNeighborSampler
-from graphtier.sampling.typed_neighbor import TypedNeighborSampler
-from graphtier.sampling.typed_temporal import TypedTemporalNeighborSampler
-from graphtier.sampling.typed_temporal_device import DeviceTypedTemporalSampler
 
 TypedSampler = Callable[[np.ndarray, int], TypedMiniBatch]
 
@@ -58,16 +56,17 @@ def build_typed_sampler(
     picks: str = "auto",
     kernels: ModuleType | None = None,
     with_edge_ids: bool = False,
-) -> TypedNeighborSampler | DeviceTypedNeighborSampler:
-    """The typed sampler with the fanouts of :func:`relation_fanouts_key`: a :class:`TypedNeighborSampler` over the
-    dataset's arrays, or with ``topology`` (the tiered back-to-back CSC) a :class:`DeviceTypedNeighborSampler` on
-    its device (``picks``/``kernels`` as there); both give the same batches (``with_edge_ids``: with each relation
+) -> NeighborSampler | DeviceNeighborSampler:
+    """The sampler of ``schema`` with the fanouts of :func:`relation_fanouts_key`: a :class:`NeighborSampler` over
+    the dataset's arrays, or with ``topology`` (the tiered back-to-back CSC) a :class:`DeviceNeighborSampler` on its
+    device (``picks``/``kernels`` as there); both give the same batches (``with_edge_ids``: with each relation
     block's ``edge_id``)."""
+    fanouts = dict(fanouts_key)
     if topology is not None:
-        return DeviceTypedNeighborSampler(topology, schema, dict(fanouts_key), seed=seed, picks=picks, kernels=kernels,
-                                          with_edge_ids=with_edge_ids)  # fmt: skip
-    return TypedNeighborSampler(indptr, indices, schema, dict(fanouts_key), seed=seed, num_threads=num_threads,
-                                with_edge_ids=with_edge_ids)  # fmt: skip
+        return DeviceNeighborSampler(topology, fanouts, schema=schema, seed=seed, picks=picks, kernels=kernels,
+                                     with_edge_ids=with_edge_ids)  # fmt: skip
+    return NeighborSampler(indptr, indices, fanouts, schema=schema, seed=seed, num_threads=num_threads,
+                           with_edge_ids=with_edge_ids)  # fmt: skip
 
 
 def typed_seed_only_batch(schema: Schema) -> TypedSampler:
@@ -144,26 +143,16 @@ def build_temporal_sampler(
     """``sample(seeds, batch_id, seed_time) -> MiniBatch`` over the dataset's CSC and edge times (``inclusive``: edges
     at a row's time too): a :class:`TemporalNeighborSampler` on the CPU, its reads counted in ``host_tally``; with
     ``topology`` (the store's tiered one) a :class:`DeviceTemporalSampler` on its device (``picks``/``kernels`` as
-    there; the same batches), its ``indptr`` reads counted by the topology. A typed dataset: a
-    :class:`TypedTemporalNeighborSampler` (``fanouts`` overridden per relation by ``relation_fanouts``; its seeds are
-    local ids of the target type), on the topology's device a :class:`DeviceTypedTemporalSampler`, giving
-    :class:`TypedMiniBatch` es. OptionError (one line) when the dataset has no edge times."""
+    there; the same batches), its ``indptr`` reads counted by the topology (:func:`temporal_sampler`). A typed
+    dataset's are built with its schema (``fanouts`` overridden per relation by ``relation_fanouts``; its seeds are
+    local ids of the target type) and give :class:`TypedMiniBatch` es. OptionError (one line) when the dataset has no
+    edge times."""
     if dataset.edge_time is None or dataset.edge_time_order is None:
         raise OptionError(
             f"{{temporal}}: {dataset.path} has no edge times (prepare it with --time-column)", options=("temporal",)
         )
-    inner: TemporalNeighborSampler | DeviceTemporalSampler | TypedTemporalNeighborSampler | DeviceTypedTemporalSampler
-    if dataset.is_hetero:
-        inner = typed_temporal_sampler(
-            dataset, parse_relation_fanouts(relation_fanouts, dataset.schema, fanouts), strategy, seed, inclusive,
-            topology=topology, picks=picks, kernels=kernels,
-        )  # fmt: skip
-    elif topology is None:
-        inner = TemporalNeighborSampler(dataset.indptr, dataset.indices, dataset.edge_time, dataset.edge_time_order,
-                                        fanouts, strategy=strategy, inclusive=inclusive, seed=seed)  # fmt: skip
-    else:
-        inner = DeviceTemporalSampler(topology, dataset.edge_time, dataset.edge_time_order, fanouts, strategy=strategy,
-                                      inclusive=inclusive, seed=seed, picks=picks, kernels=kernels)  # fmt: skip
+    inner = temporal_sampler(dataset, fanouts, strategy, seed, inclusive, topology=topology, picks=picks,
+                             kernels=kernels, relation_fanouts=relation_fanouts)  # fmt: skip
 
     def sample(seeds: np.ndarray, batch_id: int, seed_time: np.ndarray) -> MiniBatch:
         batch = inner.sample(seeds, seed_time, batch_id)
@@ -185,9 +174,9 @@ def count_topology_reads(
         topology.count_indptr_reads(sampled_topology_reads(batch)[1])  # type: ignore[attr-defined]
 
 
-def typed_temporal_sampler(
+def temporal_sampler(
     dataset: Dataset,
-    fanouts: Mapping[RelationType, Sequence[int]],
+    fanouts: Sequence[int],
     strategy: str,
     seed: int,
     inclusive: bool,
@@ -195,16 +184,19 @@ def typed_temporal_sampler(
     topology: Topology | None = None,
     picks: str = "auto",
     kernels: ModuleType | None = None,
-) -> TypedTemporalNeighborSampler | DeviceTypedTemporalSampler:
-    """The typed time-bounded sampler of ``dataset`` (which has edge times) with per-relation ``fanouts``: on the CPU,
-    or with ``topology`` (the tiered back-to-back CSC) a :class:`DeviceTypedTemporalSampler` on its device (the same
-    batches)."""
+    relation_fanouts: str | Mapping[Any, Any] | None = None,
+) -> TemporalNeighborSampler | DeviceTemporalSampler:
+    """The time-bounded sampler of ``dataset`` (which has edge times): a :class:`TemporalNeighborSampler` on the
+    CPU, or with ``topology`` (the store's tiered one) a :class:`DeviceTemporalSampler` on its device (the same
+    batches). A typed dataset's is built with its schema and per-relation fanouts (``fanouts`` overridden by
+    ``relation_fanouts``, :func:`parse_relation_fanouts`)."""
+    schema = dataset.schema if dataset.is_hetero else None
+    per_relation = fanouts if schema is None else parse_relation_fanouts(relation_fanouts, schema, fanouts)
     arrays = (dataset.edge_time, dataset.edge_time_order)
-    options: dict[str, Any] = {"strategy": strategy, "inclusive": inclusive, "seed": seed}
+    options: dict[str, Any] = {"schema": schema, "strategy": strategy, "inclusive": inclusive, "seed": seed}
     if topology is not None:
-        return DeviceTypedTemporalSampler(topology, *arrays, dataset.schema, fanouts, picks=picks, kernels=kernels,
-                                          **options)  # fmt: skip
-    return TypedTemporalNeighborSampler(dataset.indptr, dataset.indices, *arrays, dataset.schema, fanouts, **options)
+        return DeviceTemporalSampler(topology, *arrays, per_relation, picks=picks, kernels=kernels, **options)
+    return TemporalNeighborSampler(dataset.indptr, dataset.indices, *arrays, per_relation, **options)
 
 
 def link_negatives(dataset: Dataset, indptr: np.ndarray, how: str, num_negatives: int) -> NegativeDestinations | None:

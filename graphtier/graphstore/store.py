@@ -358,8 +358,8 @@ class GraphStore(DatasetReads):
         """``sample(seeds, batch_id, seed_time) -> MiniBatch`` of a :class:`TemporalNeighborSampler` (``strategy``
         uniform or recent; ``inclusive``: edges at a row's time too) over the edge times, on the CPU or the topology's
         device (:class:`DeviceTemporalSampler`, same batches), cached per arguments; reads counted in :meth:`traffic`.
-        A typed dataset: :class:`TypedMiniBatch` es of a :class:`TypedTemporalNeighborSampler` (CPU; seeds local
-        ids of the target type; ``relation_fanouts`` overrides ``fanouts`` per relation)."""
+        A typed dataset: :class:`TypedMiniBatch` es of the sampler built with its schema (seeds local ids of the
+        target type; ``relation_fanouts`` overrides ``fanouts`` per relation)."""
         key = ("temporal", tuple(check_fanouts(fanouts)), self.seed if seed is None else int(seed), strategy, inclusive,
                relation_fanouts_key(self.dataset.schema, fanouts, relation_fanouts) if self.is_hetero else None)  # fmt: skip
         with self._lock:

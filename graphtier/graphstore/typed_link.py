@@ -12,11 +12,7 @@ import torch
 
 from graphtier.dataset.schema import RelationType
 from graphtier.errors import OptionError
-from graphtier.graphstore.samplers import (
-    build_typed_sampler,
-    relation_fanouts_key,
-    typed_temporal_sampler,
-)
+from graphtier.graphstore.samplers import build_typed_sampler, relation_fanouts_key, temporal_sampler
 from graphtier.sampling.link import NegativeDestinations
 from graphtier.sampling.typed_batch import TypedMiniBatch
 from graphtier.sampling.typed_link import TypedLinkSampler
@@ -79,8 +75,8 @@ def relation_link_sampler(
     else:
         if dataset.edge_time is None or dataset.edge_time_order is None:
             raise OptionError(f"{{temporal}}: {dataset.path} has no edge times", options=("temporal",))
-        inner = typed_temporal_sampler(dataset, dict(key), temporal, seed, False, topology=store.topology,
-                                       picks=store._picks, kernels=store._kernels)  # fmt: skip
+        inner = temporal_sampler(dataset, fanouts, temporal, seed, False, topology=store.topology,
+                                 picks=store._picks, kernels=store._kernels, relation_fanouts=relation_fanouts)  # fmt: skip
 
     def sample_global(*args: Any) -> tuple[TypedMiniBatch, np.ndarray | torch.Tensor]:
         batch, rows = inner.sample_global(*args)  # (seeds, batch id[, seed times])

@@ -1,15 +1,20 @@
-"""Mini-batch samplers: uniform neighbour sampling (GraphSAGE) and ShaDow k-hop subgraphs.
+"""Mini-batch samplers: uniform neighbour sampling (GraphSAGE), time-bounded sampling and ShaDow k-hop subgraphs.
 
-Both return :class:`MiniBatch` objects of layer-wise :class:`Block` s ready for PyG bipartite convs::
+One class per role for any schema: :class:`NeighborSampler` and :class:`TemporalNeighborSampler` on the CPU,
+:class:`DeviceNeighborSampler` and :class:`DeviceTemporalSampler` where the graph is (the same batches). Without a
+``schema`` they return :class:`MiniBatch` objects of layer-wise :class:`Block` s ready for PyG bipartite convs;
+with a dataset's schema, per-relation :class:`TypedMiniBatch` es::
 
     sampler = NeighborSampler(ds.indptr, ds.indices, fanouts=[15, 10, 5], seed=0)
     for seeds in iter_seed_batches(ds.train_idx, 1024, shuffle=True, seed=0, epoch=epoch):
         mb = sampler.sample(seeds)
+    typed = NeighborSampler(ds.indptr, ds.indices, [10, 5], schema=ds.schema)  # a typed dataset
 """
 
 from graphtier._choices import TEMPORAL_STRATEGIES
 from graphtier.sampling.batch import Block, MiniBatch
-from graphtier.sampling.device import DenseTopology, DeviceNeighborSampler, Topology
+from graphtier.sampling.device import DeviceNeighborSampler
+from graphtier.sampling.device_hops import DenseTopology, Topology
 from graphtier.sampling.fanouts import (
     DEFAULT_FANOUTS,
     MAX_FANOUT,
@@ -23,8 +28,7 @@ from graphtier.sampling.shadow import ShadowSampler
 from graphtier.sampling.spec import SAMPLER_KINDS, SAMPLER_NAMES, SamplerSpec
 from graphtier.sampling.temporal import TemporalNeighborSampler
 from graphtier.sampling.temporal_device import DeviceTemporalSampler
-from graphtier.sampling.typed_temporal import TypedTemporalNeighborSampler
-from graphtier.sampling.typed_temporal_device import DeviceTypedTemporalSampler
+from graphtier.sampling.typed_batch import RelationBlock, TypedBlock, TypedMiniBatch
 
 __all__ = [
     "DEFAULT_FANOUTS",
@@ -35,16 +39,17 @@ __all__ = [
     "DenseTopology",
     "DeviceNeighborSampler",
     "DeviceTemporalSampler",
-    "DeviceTypedTemporalSampler",
     "Fanouts",
     "MiniBatch",
     "NeighborSampler",
+    "RelationBlock",
     "SamplerSpec",
     "TEMPORAL_STRATEGIES",
     "TemporalNeighborSampler",
+    "TypedBlock",
+    "TypedMiniBatch",
     "ShadowSampler",
     "Topology",
-    "TypedTemporalNeighborSampler",
     "check_fanouts",
     "format_fanouts",
     "iter_seed_batches",

@@ -33,7 +33,7 @@ from graphtier._choices import NEGATIVE_SAMPLING
 from graphtier.errors import OptionError
 from graphtier.sampling._link_kernels import compact_non_targets, target_key_set
 from graphtier.sampling.batch import Block, MiniBatch
-from graphtier.sampling.neighbor import NO_EDGE_IDS
+from graphtier.sampling.hops import NO_EDGE_IDS
 
 DEGREE_EXPONENT = 0.75
 

@@ -25,8 +25,7 @@ from graphtier.errors import OptionError
 from graphtier.sampling import _neighbor_kernels as nkernels
 from graphtier.sampling import _shadow_kernels as kernels
 from graphtier.sampling.batch import Block, MiniBatch
-from graphtier.sampling.neighbor import (
-    check_fanouts,
+from graphtier.sampling.hops import (
     check_graph,
     check_num_threads,
     check_seed,
@@ -36,6 +35,7 @@ from graphtier.sampling.neighbor import (
     numba_threads,
     threads_for,
 )
+from graphtier.sampling.neighbor import check_fanouts
 from graphtier.sampling.seeds import as_seed_array
 
 # Edges per subgraph node kept from the first intersection pass (see _shadow_kernels.induced_edges_buffered).

@@ -23,12 +23,12 @@ from __future__ import annotations
 
 import itertools
 import weakref
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import torch
 
-from graphtier._choices import TEMPORAL_STRATEGIES
+from graphtier.dataset.schema import RelationType, Schema
 from graphtier.errors import OptionError
 from graphtier.sampling import _neighbor_kernels as kernels
 from graphtier.sampling._temporal_kernels import (
@@ -44,52 +44,25 @@ from graphtier.sampling._temporal_kernels import (
 from graphtier.sampling.batch import Block, MiniBatch
 from graphtier.sampling.buffers import Carver, OutputRing, Workspace, WorkspacePool
 from graphtier.sampling.fanouts import check_fanouts
-from graphtier.sampling.neighbor import check_graph, check_seed, next_batch_id
+from graphtier.sampling.hops import check_edge_times, check_graph, check_seed, is_recent, next_batch_id, seed_times
 from graphtier.sampling.seeds import as_seed_array
-
-
-def check_edge_times(edge_time: np.ndarray, order: np.ndarray, num_edges: int) -> tuple[np.ndarray, np.ndarray]:
-    """``edge_time`` and ``edge_time_order`` as int64 arrays [E]; OptionError naming the argument otherwise."""
-    arrays = []
-    for name, array in (("edge_time", edge_time), ("edge_time_order", order)):
-        array = np.asarray(array)
-        if array.ndim != 1 or array.dtype != np.int64 or array.shape[0] != num_edges:
-            raise OptionError(
-                f"{name}: expected an int64 array of {num_edges} entries (one per edge), "
-                f"found {array.dtype} {tuple(array.shape)}"
-            )
-        arrays.append(np.ascontiguousarray(array))
-    return arrays[0], arrays[1]
-
-
-def seed_times(times: np.ndarray | torch.Tensor | int, count: int) -> np.ndarray:
-    """Seed times as int64 [count] (a scalar is every seed's time); OptionError unless integers of that length."""
-    array = times.detach().cpu().numpy() if isinstance(times, torch.Tensor) else np.asarray(times)
-    if array.ndim == 0:
-        array = np.full(count, array)
-    if array.dtype.kind not in "iu":
-        raise OptionError(f"seed_time: expected integer times, found dtype {array.dtype}")
-    if array.shape != (count,):
-        raise OptionError(f"seed_time: expected one time per seed ({count}), found shape {tuple(array.shape)}")
-    return np.ascontiguousarray(array, dtype=np.int64)
-
-
-def is_recent(strategy: str) -> bool:
-    """Whether ``strategy`` (one of :data:`TEMPORAL_STRATEGIES`) takes the most recent edges rather than a uniform
-    draw; OptionError (one line) naming ``strategy`` otherwise."""
-    if strategy not in TEMPORAL_STRATEGIES:
-        raise OptionError(f"strategy: expected one of {', '.join(TEMPORAL_STRATEGIES)}, found {strategy!r}")
-    return strategy == "recent"
+from graphtier.sampling.typed_batch import TypedMiniBatch
+from graphtier.sampling.typed_temporal import TypedTemporalHops
 
 
 class TemporalNeighborSampler:
-    """Time-bounded neighbour sampler: ``(seeds, seed_time)`` -> ``len(fanouts)`` hops of bipartite blocks.
+    """Time-bounded neighbour sampler of any schema: ``(seeds, seed_time)`` -> one bipartite block per hop.
 
     Args:
-        indptr: int64 [N + 1] CSC column pointers. indices: int32/int64 [E] in-neighbour ids (the dataset's CSC).
+        indptr: int64 [N + 1] CSC column pointers. indices: int32/int64 [E] in-neighbour ids (the dataset's CSC;
+            with a ``schema``, every relation's CSC back to back and global source ids).
         edge_time: int64 [E], each edge's time, CSC order. edge_time_order: int64 [E], each list's CSC positions
             sorted by time (the dataset's ``edge_time_order.npy``).
-        fanouts: PyG order, ``fanouts[0]`` = neighbours drawn per seed; -1 = every admissible neighbour.
+        fanouts: PyG order, ``fanouts[0]`` = neighbours drawn per seed; -1 = every admissible neighbour. With a
+            ``schema`` also a mapping per relation type, as :class:`~graphtier.sampling.NeighborSampler` takes.
+        schema: None (homogeneous: :class:`MiniBatch` es of global ids), or the dataset's schema: per-relation
+            time-bounded sampling into :class:`TypedMiniBatch` es (:mod:`graphtier.sampling.typed_temporal`);
+            chosen once.
         strategy: ``"uniform"`` (without replacement) or ``"recent"`` (the latest admissible edges).
         inclusive: admit edges at the bound (``<=``); default strictly earlier (``<``), so a link seed's own edge,
             at its time, is never in its subgraph.
@@ -111,8 +84,9 @@ class TemporalNeighborSampler:
         indices: np.ndarray,
         edge_time: np.ndarray,
         edge_time_order: np.ndarray,
-        fanouts: Sequence[int],
+        fanouts: Sequence[int] | Mapping[RelationType, Sequence[int]],
         *,
+        schema: Schema | None = None,
         strategy: str = "uniform",
         inclusive: bool = False,
         seed: int = 0,
@@ -120,14 +94,25 @@ class TemporalNeighborSampler:
         self.indptr, self.indices = check_graph(indptr, indices)
         self.edge_time, self.edge_time_order = check_edge_times(edge_time, edge_time_order, self.indices.shape[0])
         self.num_nodes = self.indptr.shape[0] - 1
-        self.fanouts = check_fanouts(fanouts)
+        self.schema = schema
         self.recent = is_recent(strategy)
         self.inclusive = bool(inclusive)
         self.seed = check_seed(seed)
+        self._batch_counter = itertools.count()
+        self._typed: TypedTemporalHops | None = None
+        if schema is not None:
+            self._typed = TypedTemporalHops(
+                self.indptr, time_ordered(self.indices, self.edge_time, self.edge_time_order), schema, fanouts,
+                recent=self.recent, inclusive=self.inclusive, seed=self.seed,
+            )  # fmt: skip
+            self.fanouts: list[int] | dict[RelationType, Sequence[int]] = dict(self._typed.layout.fanouts)
+            return
+        if isinstance(fanouts, Mapping):
+            raise OptionError.invalid("fanouts", "a list of ints (per-relation fanouts need a schema)", fanouts)
+        self.fanouts = check_fanouts(fanouts)
         # every list in time order (times, every 16th time, (CSC position, source)): a hop reads contiguous runs
         self._order = time_ordered(self.indices, self.edge_time, self.edge_time_order)
         self._last_time = int(self._order.times.max()) if self._order.times.shape[0] else None
-        self._batch_counter = itertools.count()
         self._workspaces = WorkspacePool(self.num_nodes)
         self._outputs = OutputRing()
         self._tables: weakref.WeakKeyDictionary[Workspace, np.ndarray] = weakref.WeakKeyDictionary()
@@ -135,15 +120,20 @@ class TemporalNeighborSampler:
 
     def sample(
         self, seeds: np.ndarray | torch.Tensor, seed_time: np.ndarray | torch.Tensor | int, batch_id: int | None = None
-    ) -> MiniBatch:
-        """Sample a mini-batch for ``seeds`` (int [B] global ids) at ``seed_time`` (int [B], or one int for all).
+    ) -> MiniBatch | TypedMiniBatch:
+        """Sample a mini-batch for ``seeds`` (int [B] global ids; with a ``schema`` local ids of its target type) at
+        ``seed_time`` (int [B], or one int for all).
 
         Returns a :class:`MiniBatch` of CPU int64 tensors: ``n_id`` and ``n_time`` [R] (rows: distinct
-        (node, time) pairs, the distinct seeds first), one block per hop with ``edge_id``, ``seed_index`` [B].
+        (node, time) pairs, the distinct seeds first), one block per hop with ``edge_id``, ``seed_index`` [B]; with
+        a schema a :class:`TypedMiniBatch` with ``n_id`` / ``n_time`` per type and every relation block's
+        ``edge_id``.
         """
+        batch_id = next_batch_id(batch_id, self._batch_counter)
+        if self._typed is not None:
+            return self._typed.sample(seeds, seed_time, int(batch_id))
         seed_array = as_seed_array(seeds, self.num_nodes)
         times = seed_times(seed_time, seed_array.shape[0])
-        batch_id = next_batch_id(batch_id, self._batch_counter)
         workspace = self._workspaces.take()
         carver = Carver(self._outputs.take())
         # a failed batch may leave rows in the scratch: its workspace is dropped, not given back
@@ -154,6 +144,18 @@ class TemporalNeighborSampler:
         return MiniBatch(
             n_id=n_id, blocks=blocks, seed_index=seed_index, seeds=torch.from_numpy(seed_array.copy()), n_time=n_time
         )
+
+    def sample_global(
+        self, global_seeds: np.ndarray, batch_id: int, seed_time: np.ndarray | torch.Tensor | int
+    ) -> tuple[TypedMiniBatch, np.ndarray]:
+        """With a ``schema``: a batch for seeds of any types at their times, as
+        :meth:`~graphtier.sampling.NeighborSampler.sample_global`: ``global_seeds`` int64 [B] (type offsets added),
+        ``seed_time`` int [B] (or one int). Returns the batch (``seeds`` the global ids) and int64 [B] each seed's
+        row among the rows of its own type (a (node, time) pair asked twice is one row). OptionError without a
+        schema."""
+        if self._typed is None:
+            raise OptionError("sample_global: this sampler has no schema; sample() takes global ids")
+        return self._typed.sample_global(global_seeds, int(batch_id), seed_time)
 
     def _all_past(self, first_bound: int) -> bool:
         """Whether every edge is admissible at every bound >= ``first_bound`` (the cut then needs no search)."""

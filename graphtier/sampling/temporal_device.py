@@ -22,26 +22,28 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from types import ModuleType
 
 import numpy as np
 import torch
 
+from graphtier.dataset.schema import RelationType, Schema
 from graphtier.errors import OptionError
 from graphtier.sampling import _neighbor_kernels as cpu_kernels
 from graphtier.sampling.batch import Block, MiniBatch
-from graphtier.sampling.device import (
+from graphtier.sampling.device_hops import (
     Topology,
     check_topology,
     draw_picks,
-    first_seen_relabel,
+    first_seen_pairs,
     resolve_picks,
     seeds_on_device,
 )
 from graphtier.sampling.fanouts import check_fanouts
-from graphtier.sampling.neighbor import check_seed, next_batch_id
-from graphtier.sampling.temporal import check_edge_times, is_recent, seed_times
+from graphtier.sampling.hops import check_edge_times, check_seed, is_recent, next_batch_id, seed_times
+from graphtier.sampling.typed_batch import TypedMiniBatch
+from graphtier.sampling.typed_temporal_device import DeviceTypedTemporalHops
 
 
 def temporal_cuts_torch(
@@ -67,32 +69,17 @@ def temporal_cuts_torch(
     return lo - start
 
 
-def first_seen_pairs(
-    known: tuple[torch.Tensor, torch.Tensor], pairs: tuple[torch.Tensor, torch.Tensor]
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Rows of (node, bound) pairs in first-seen order: ``(node, bound, local)``.
-
-    ``known`` (node, bound) int64 [K] each are distinct rows; ``pairs`` (node, bound) int64 [S] each. Returns
-    the rows' nodes and bounds (int64 [K + new]: ``known``, then the new pairs in order of first occurrence) and
-    ``local`` (int64 [S], each pair's row), on the inputs' device: the pairs get one id each by a lexicographic
-    sort (``torch.unique`` over rows) and :func:`~graphtier.sampling.device.first_seen_relabel` numbers them."""
-    count = int(known[0].shape[0])
-    stacked = torch.stack((torch.cat((known[0], pairs[0])), torch.cat((known[1], pairs[1]))), 1)
-    distinct, ids = torch.unique(stacked, dim=0, return_inverse=True)
-    order, local = first_seen_relabel(ids[:count], ids[count:])
-    rows = distinct[order]
-    return rows[:, 0].contiguous(), rows[:, 1].contiguous(), local
-
-
 class DeviceTemporalSampler:
-    """Time-bounded neighbour sampler on ``topology.device``, batch for batch identical to
-    :class:`~graphtier.sampling.temporal.TemporalNeighborSampler`.
+    """Time-bounded neighbour sampler of any schema on ``topology.device``, batch for batch identical to
+    :class:`~graphtier.sampling.temporal.TemporalNeighborSampler` built with the same arguments.
 
     Args:
-        topology: the graph (:class:`~graphtier.sampling.device.Topology`, e.g. ``DenseTopology`` or the store's
-            tiered one). edge_time: int64 [E], each edge's time, CSC order. edge_time_order: int64 [E], each list's
-            CSC positions sorted by time (numpy or tensors; copied whole to the topology's device).
-        fanouts, strategy, inclusive, seed: as :class:`~graphtier.sampling.temporal.TemporalNeighborSampler`.
+        topology: the graph (:class:`~graphtier.sampling.device_hops.Topology`, e.g. ``DenseTopology`` or the
+            store's tiered one; with a ``schema`` every relation's CSC back to back). edge_time: int64 [E], each
+            edge's time, CSC order. edge_time_order: int64 [E], each list's CSC positions sorted by time (numpy or
+            tensors; copied whole to the topology's device).
+        fanouts, schema, strategy, inclusive, seed: as :class:`~graphtier.sampling.temporal.TemporalNeighborSampler`
+            (with a schema: :class:`~graphtier.sampling.typed_temporal_device.DeviceTypedTemporalHops`).
         picks, kernels: the Floyd picks, as :class:`~graphtier.sampling.device.DeviceNeighborSampler`.
         cut_kernels: a module with ``temporal_cuts_triton`` to use instead of the compiled
             :mod:`graphtier.sampling._temporal_device_kernels` (tests pass the interpreted one). None: the compiled
@@ -104,8 +91,9 @@ class DeviceTemporalSampler:
         topology: Topology,
         edge_time: np.ndarray | torch.Tensor,
         edge_time_order: np.ndarray | torch.Tensor,
-        fanouts: Sequence[int],
+        fanouts: Sequence[int] | Mapping[RelationType, Sequence[int]],
         *,
+        schema: Schema | None = None,
         strategy: str = "uniform",
         inclusive: bool = False,
         seed: int = 0,
@@ -120,7 +108,7 @@ class DeviceTemporalSampler:
         times, order = check_edge_times(as_numpy[0], as_numpy[1], topology.num_edges)
         self.edge_time_order = torch.from_numpy(order.copy()).to(self.device)
         self.time_by_order = torch.from_numpy(times[order]).to(self.device)
-        self.fanouts = check_fanouts(fanouts)
+        self.schema = schema
         self.recent = is_recent(strategy)
         self.inclusive = bool(inclusive)
         self.seed = check_seed(seed)
@@ -131,19 +119,31 @@ class DeviceTemporalSampler:
         degrees = topology.indptr[1:] - topology.indptr[:-1]
         self._steps = int(degrees.max()).bit_length() if degrees.numel() else 0
         self._batch_counter = itertools.count()
+        self._typed: DeviceTypedTemporalHops | None = None
+        if schema is not None:
+            self._typed = DeviceTypedTemporalHops(topology, schema, fanouts, self.seed, self.hop, self.times_on_device)
+            self.fanouts: list[int] | dict[RelationType, Sequence[int]] = dict(self._typed.layout.fanouts)
+        elif isinstance(fanouts, Mapping):
+            raise OptionError.invalid("fanouts", "a list of ints (per-relation fanouts need a schema)", fanouts)
+        else:
+            self.fanouts = check_fanouts(fanouts)
 
     def sample(
         self, seeds: np.ndarray | torch.Tensor, seed_time: np.ndarray | torch.Tensor | int, batch_id: int | None = None
-    ) -> MiniBatch:
-        """Sample a mini-batch for ``seeds`` (int [B] global ids) at ``seed_time`` (int [B], or one int for all).
+    ) -> MiniBatch | TypedMiniBatch:
+        """Sample a mini-batch for ``seeds`` (int [B] global ids; with a ``schema`` local ids of its target type) at
+        ``seed_time`` (int [B], or one int for all).
 
         Returns a :class:`MiniBatch` of int64 tensors on ``topology.device``: ``n_id`` and ``n_time`` [R] (rows:
         distinct (node, time) pairs, the distinct seeds first), one block per hop with ``edge_id``, ``seed_index``
-        [B]; the batch of the CPU sampler with the same seed, batch_id, seeds and times.
+        [B] (with a schema a :class:`TypedMiniBatch`); the batch of the CPU sampler with the same seed, batch_id,
+        seeds and times.
         """
+        batch_id = next_batch_id(batch_id, self._batch_counter)
+        if self._typed is not None:
+            return self._typed.sample(seeds, seed_time, int(batch_id))
         seed_tensor = seeds_on_device(seeds, self.topology.num_nodes, self.device)
         times = self.times_on_device(seed_time, int(seed_tensor.shape[0]))
-        batch_id = next_batch_id(batch_id, self._batch_counter)
         with torch.cuda.device(self.device) if self.device.type == "cuda" else contextlib.nullcontext():
             empty = seed_tensor[:0]
             node, bound, seed_index = first_seen_pairs((empty, empty), (seed_tensor, times))
@@ -157,6 +157,15 @@ class DeviceTemporalSampler:
                 hops.append((torch.stack((local, destinations)), edge_id))
         blocks = [Block(hops[h][0], sizes[h + 1], sizes[h], hops[h][1]) for h in reversed(range(len(self.fanouts)))]
         return MiniBatch(n_id=node, blocks=blocks, seed_index=seed_index, seeds=seed_tensor, n_time=bound)
+
+    def sample_global(
+        self, global_seeds: np.ndarray | torch.Tensor, batch_id: int, seed_time: np.ndarray | torch.Tensor | int
+    ) -> tuple[TypedMiniBatch, torch.Tensor]:
+        """With a ``schema``: seeds of any types (global ids) at their times, as
+        :meth:`TemporalNeighborSampler.sample_global`, the rows on the device; OptionError without a schema."""
+        if self._typed is None:
+            raise OptionError("sample_global: this sampler has no schema; sample() takes global ids")
+        return self._typed.sample_global(global_seeds, int(batch_id), seed_time)
 
     def times_on_device(self, seed_time: np.ndarray | torch.Tensor | int, count: int) -> torch.Tensor:
         """Seed times as int64 [count] on the device (:func:`seed_times`'s checks; device tensors checked there)."""

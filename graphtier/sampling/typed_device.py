@@ -1,20 +1,20 @@
-"""Device-side typed neighbour sampling: the batches of :class:`TypedNeighborSampler`, computed where the graph is.
+"""The typed hops of :class:`~graphtier.sampling.device.DeviceNeighborSampler`: per-relation sampling where the
+graph is.
 
-A :class:`DeviceTypedNeighborSampler` reads the back-to-back CSC of every relation (row ``r.row_offset + v`` for
+A :class:`DeviceTypedHops` reads the back-to-back CSC of every relation (row ``r.row_offset + v`` for
 destination ``v`` of relation ``r``) through a :class:`~graphtier.sampling.device.Topology` and does each hop with
 torch ops on its device, over the CPU sampler's work items (:mod:`graphtier.sampling._typed_kernels`): relation-major,
 one item per (relation, frontier node of its destination type, in that type's batch order), item ``i`` with its
 relation's fanout. The picks are :func:`graphtier.sampling.device.draw_picks` (Triton on CUDA, the numba twin on
 the CPU), one call per distinct fanout of the hop, each item keyed by ``node_key(stream, i)`` as on the CPU; new
 nodes are numbered in first-seen order over the hop's edges (:func:`first_seen_relabel`). A batch is therefore
-identical, tensor for tensor, to ``TypedNeighborSampler(indptr, indices, schema, fanouts, seed=seed).sample(seeds,
+identical, tensor for tensor, to ``NeighborSampler(indptr, indices, fanouts, schema=schema, seed=seed).sample(seeds,
 batch_id)``, on the topology's device.
 """
 
 from __future__ import annotations
 
 import contextlib
-import itertools
 from collections.abc import Mapping, Sequence
 from types import ModuleType
 
@@ -22,20 +22,15 @@ import numpy as np
 import torch
 
 from graphtier.dataset.schema import RelationType, Schema
-from graphtier.errors import OptionError
 from graphtier.sampling import _neighbor_kernels as cpu_kernels
-from graphtier.sampling.device import (
+from graphtier.sampling.device_hops import (
     Topology,
-    check_topology,
     draw_picks,
     first_seen_relabel,
-    resolve_picks,
     seeds_on_device,
 )
-from graphtier.sampling.fanouts import Fanouts
-from graphtier.sampling.neighbor import check_seed, next_batch_id
+from graphtier.sampling.relation_layout import RelationLayout
 from graphtier.sampling.typed_batch import RelationBlock, TypedBlock, TypedMiniBatch
-from graphtier.sampling.typed_neighbor import check_typed_fanouts
 
 
 def type_positions(offsets: torch.Tensor, n_id: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, list[int]]:
@@ -51,72 +46,48 @@ def type_positions(offsets: torch.Tensor, n_id: torch.Tensor) -> tuple[torch.Ten
     return node_type, type_position, counts.tolist()
 
 
-class DeviceTypedNeighborSampler:
-    """Uniform per-relation neighbour sampler on ``topology.device``, identical to :class:`TypedNeighborSampler`.
-
-    Args:
-        topology: the back-to-back CSC (``topology.num_nodes == schema.num_rows``), e.g. the store's tiered one.
-        schema: the dataset's :class:`Schema` (:meth:`Schema.homogeneous` for a homogeneous graph).
-        fanouts: per relation type its fanouts (seed hop first, -1 = all), every relation the same number of hops.
-        seed: base of the counter-based random stream (the CPU sampler's).
-        picks, kernels: as for :class:`~graphtier.sampling.DeviceNeighborSampler`.
-        with_edge_ids: every relation block records ``edge_id`` (on the device), as the CPU sampler's.
-    """
+class DeviceTypedHops:
+    """The per-relation hops of a :class:`~graphtier.sampling.device.DeviceNeighborSampler` built with a schema
+    (see the module): its ``topology`` (the back-to-back CSC, ``topology.num_nodes == schema.num_rows``), ``seed``,
+    resolved pick ``kernels`` (None: the numba twin) and ``with_edge_ids`` as that sampler checked them, and the
+    schema's :class:`RelationLayout` with ``fanouts``."""
 
     def __init__(
         self,
         topology: Topology,
         schema: Schema,
-        fanouts: Mapping[RelationType, Sequence[int]],
-        *,
-        seed: int = 0,
-        picks: str = "auto",
-        kernels: ModuleType | None = None,
-        with_edge_ids: bool = False,
+        fanouts: Sequence[int] | Mapping[RelationType, Sequence[int]],
+        seed: int,
+        kernels: ModuleType | None,
+        with_edge_ids: bool,
     ) -> None:
-        check_topology(topology)
-        self.with_edge_ids = bool(with_edge_ids)
-        if topology.num_nodes != schema.num_rows:
-            raise OptionError(
-                f"topology: expected {schema.num_rows} rows (the schema's relation rows), found {topology.num_nodes}"
-            )
-        self.topology = topology
-        self.schema = schema
+        self.layout = RelationLayout.build(schema, fanouts, topology.num_nodes, "topology")
+        self.topology, self.schema, self.seed = topology, schema, seed
+        self.with_edge_ids = with_edge_ids
         self.device = torch.device(topology.device)
-        self.fanout_table = check_typed_fanouts(fanouts, schema)  # int64 [H, R]
-        self.fanouts = {rel.type: Fanouts(self.fanout_table[:, r].tolist()) for r, rel in enumerate(schema.relations)}
-        self.seed = check_seed(seed)
-        self.picks, self._kernels = resolve_picks(picks, kernels, self.device)
-        self.num_hops = int(self.fanout_table.shape[0])
-        types = schema.type_names
-        self._target = types.index(schema.target)
-        self._type_offsets = torch.from_numpy(schema.offsets()).to(self.device)
-        self._rel_dst_host = np.array([types.index(rel.dst) for rel in schema.relations], dtype=np.int64)
-        self._rel_dst = torch.from_numpy(self._rel_dst_host).to(self.device)
-        self._row_offset = torch.tensor([rel.row_offset for rel in schema.relations], dtype=torch.int64).to(self.device)
-        self._fanouts_on_device = torch.from_numpy(self.fanout_table).to(self.device)
-        self._batch_counter = itertools.count()
+        self._kernels = kernels
+        on_device = {
+            name: torch.from_numpy(getattr(self.layout, name)).to(self.device)
+            for name in ("type_offsets", "rel_dst", "row_offset", "fanout_table")
+        }
+        self._type_offsets, self._rel_dst = on_device["type_offsets"], on_device["rel_dst"]
+        self._row_offset, self._fanouts_on_device = on_device["row_offset"], on_device["fanout_table"]
 
-    def sample(self, seeds: np.ndarray | torch.Tensor, batch_id: int | None = None) -> TypedMiniBatch:
-        """Sample a batch for ``seeds`` (int [B], LOCAL ids of the target type: numpy, CPU or device tensor).
-
-        ``batch_id`` selects the random stream (None: the next value of an internal counter). Returns a
-        :class:`TypedMiniBatch` of int64 tensors on ``topology.device``.
-        """
-        local_seeds = seeds_on_device(seeds, self.schema.target_type.count, self.device)
-        batch_id = next_batch_id(batch_id, self._batch_counter)
-        batch, _ = self._sample(local_seeds + int(self.schema.target_type.offset), int(batch_id))
+    def sample(self, seeds: np.ndarray | torch.Tensor, batch_id: int) -> TypedMiniBatch:
+        """The batch of ``seeds`` (int [B], local ids of the target type: numpy, CPU or device tensor) in stream
+        ``batch_id``, on the topology's device (:meth:`DeviceNeighborSampler.sample`)."""
+        target = self.schema.target_type
+        local_seeds = seeds_on_device(seeds, target.count, self.device)
+        batch, _ = self._sample(local_seeds + int(target.offset), batch_id)
         batch.seeds = local_seeds
         return batch
 
     def sample_global(
         self, global_seeds: np.ndarray | torch.Tensor, batch_id: int
     ) -> tuple[TypedMiniBatch, torch.Tensor]:
-        """Sample a batch for seeds of any types, as :meth:`TypedNeighborSampler.sample_global`: ``global_seeds``
-        int [B] (type offsets added). Returns the batch (its ``seeds`` the global ids) and int64 [B] each seed's row
-        among the rows of its own type, on ``topology.device``."""
+        """Seeds of any types (:meth:`DeviceNeighborSampler.sample_global`); the rows on the device."""
         seeds = seeds_on_device(global_seeds, self.schema.num_nodes, self.device)
-        return self._sample(seeds, int(batch_id))
+        return self._sample(seeds, batch_id)
 
     def _sample(self, global_seeds: torch.Tensor, batch_id: int) -> tuple[TypedMiniBatch, torch.Tensor]:
         """The batch of ``global_seeds`` (int64 [B] on the device; its ``seeds`` those ids) and each seed's row among
@@ -128,7 +99,7 @@ class DeviceTypedNeighborSampler:
             seed_rows = type_position[seed_index]
             layer_counts = [type_count]
             hop_relations: list[dict[RelationType, RelationBlock]] = []
-            for hop in range(self.num_hops):
+            for hop in range(self.layout.num_hops):
                 stream = cpu_kernels.stream_key(self.seed, batch_id, hop)
                 spans, sources, positions = self._hop(hop, stream, n_id, node_type, type_position, type_count)
                 n_id, local_sources = first_seen_relabel(n_id, sources)
@@ -146,7 +117,7 @@ class DeviceTypedNeighborSampler:
                 num_dst={name: layer_counts[h][t] for t, name in enumerate(names)},
                 relations=hop_relations[h],
             )
-            for h in reversed(range(self.num_hops))
+            for h in reversed(range(self.layout.num_hops))
         ]
         batch = TypedMiniBatch(
             n_id={name: local[node_type == t] for t, name in enumerate(names)},
@@ -176,7 +147,7 @@ class DeviceTypedNeighborSampler:
         frontier_local[type_start[node_type] + type_position] = n_id - self._type_offsets[node_type]
         # relation-major items: relation r has one item per frontier node of its destination type
         item_start_host = np.zeros(len(self.schema.relations) + 1, dtype=np.int64)
-        np.cumsum(np.asarray(type_count, dtype=np.int64)[self._rel_dst_host], out=item_start_host[1:])
+        np.cumsum(np.asarray(type_count, dtype=np.int64)[self.layout.rel_dst], out=item_start_host[1:])
         num_items = int(item_start_host[-1])
         item_start = torch.from_numpy(item_start_host).to(device)
         item_relation = torch.repeat_interleave(
@@ -198,7 +169,7 @@ class DeviceTypedNeighborSampler:
         # every edge's position as if its item took its whole list; the picks overwrite the rest
         positions = torch.arange(num_edges, device=device) + (starts - offsets[:-1])[items]
         cut = counts < degrees
-        for fanout in sorted({int(f) for f in self.fanout_table[hop] if f > 0}):
+        for fanout in sorted({int(f) for f in self.layout.fanout_table[hop] if f > 0}):
             picked = torch.nonzero(cut & (item_fanout == fanout)).flatten()
             if picked.numel():
                 draw_picks(

@@ -4,11 +4,11 @@ The typed twin of :class:`graphtier.sampling.link.LinkSampler`, with its pieces:
 type DST drawn by :class:`~graphtier.sampling.link.NegativeDestinations` (local ids ``[0, count(DST))``; ``degree``:
 by in-degree in REL), from the same random stream per (seed, batch id); the neighbourhoods of the sources (type SRC)
 and of the destinations and negatives (type DST) come from one call of
-:meth:`~graphtier.sampling.typed_neighbor.TypedNeighborSampler.sample_global`; in training the batch's positive
+:meth:`~graphtier.sampling.NeighborSampler.sample_global`; in training the batch's positive
 edges leave REL's blocks and, turned around, the blocks of its reverse relation (``--add-reverse``).
 
 On a split by time every pair carries a time: its endpoints and negatives are sampled at that time by
-:meth:`~graphtier.sampling.typed_temporal.TypedTemporalNeighborSampler.sample_global` (no hop reads an edge at or
+:meth:`~graphtier.sampling.TemporalNeighborSampler.sample_global` (no hop reads an edge at or
 after it, so a positive's own edge is never read and nothing needs excluding).
 
 ``src_index[i]`` is a row of the model's output of type SRC, ``dst_index[i]`` a row of type DST.
@@ -27,12 +27,12 @@ from graphtier.sampling.link import NegativeDestinations, PairTable
 from graphtier.sampling.typed_batch import RelationBlock, TypedBlock, TypedMiniBatch
 
 SampleGlobal = Callable[[np.ndarray, int], tuple[TypedMiniBatch, np.ndarray | torch.Tensor]]
-"""``(global seeds, batch id) -> (batch, rows per type)``: :meth:`TypedNeighborSampler.sample_global` (numpy rows),
-or :meth:`DeviceTypedNeighborSampler.sample_global` (rows on its device, as every tensor of its batch)."""
+"""``(global seeds, batch id) -> (batch, rows per type)``: :meth:`NeighborSampler.sample_global` (numpy rows),
+or :meth:`DeviceNeighborSampler.sample_global` (rows on its device, as every tensor of its batch)."""
 
 TimedSampleGlobal = Callable[[np.ndarray, int, np.ndarray], tuple[TypedMiniBatch, np.ndarray]]
 """``(global seeds, batch id, seed times int64 [B]) -> (batch, rows per type)``:
-:meth:`TypedTemporalNeighborSampler.sample_global`."""
+:meth:`TemporalNeighborSampler.sample_global`."""
 
 
 @dataclass
@@ -91,7 +91,7 @@ class TypedLinkSampler(PairTable):
 
     Args:
         sample_global: the typed neighbour sampler's
-            :meth:`~graphtier.sampling.typed_neighbor.TypedNeighborSampler.sample_global` (the run's fanouts).
+            :meth:`~graphtier.sampling.NeighborSampler.sample_global` (the run's fanouts).
         schema: the dataset's schema.
         relation: ``(SRC, REL, DST)``, the relation of the pairs.
         pairs: int64 [P, 2] local ids ``(src of SRC, dst of DST)``.

@@ -1,4 +1,4 @@
-"""Plain Python reference of :class:`~graphtier.sampling.typed_neighbor.TypedNeighborSampler` (slow; tests only).
+"""Plain Python reference of :class:`~graphtier.sampling.NeighborSampler` with a schema (slow; tests only).
 
 Per-type frontiers in lists, Python dicts for deduplication, the same counter-based random numbers (item ``i`` of
 hop ``h``, relation-major, draws with ``node_key(stream_key(seed, batch_id, h), i)``).
@@ -27,7 +27,7 @@ def typed_sample_reference(
     seed: int,
     batch_id: int,
 ) -> tuple[dict[str, np.ndarray], list[ReferenceBlock], np.ndarray]:
-    """Reference of :meth:`TypedNeighborSampler.sample`: ``(n_id per type, blocks input layer first, seed_index)``.
+    """Reference of :meth:`NeighborSampler.sample` with a schema: ``(n_id per type, blocks input layer first, seed_index)``.
 
     ``seeds``: LOCAL ids of the target type. ``n_id[t]``: int64 local ids of type ``t`` in batch order.
     """

@@ -1,5 +1,5 @@
-"""Time-bounded neighbour sampling of a typed graph: the typed twin of :class:`~graphtier.sampling.temporal.
-TemporalNeighborSampler`.
+"""The typed hops of :class:`~graphtier.sampling.temporal.TemporalNeighborSampler`: time-bounded sampling of a
+graph of any schema.
 
 Each seed (a node of the target type) carries a time; every hop keeps only the edges strictly earlier than its
 row's bound (at most the bound with ``inclusive``), in every relation into the row's type, picked uniformly
@@ -16,102 +16,65 @@ each row) and every relation block's ``edge_id`` (its CSC position: the row of `
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 import torch
 
 from graphtier.dataset.schema import RelationType, Schema
-from graphtier.errors import OptionError
 from graphtier.sampling import _neighbor_kernels as kernels
 from graphtier.sampling._temporal_kernels import (
+    TimeOrder,
     empty_pair_table,
     rehash,
     relabel_pairs_hashed,
     temporal_draws,
     temporal_spans,
-    time_ordered,
 )
-from graphtier.sampling.fanouts import Fanouts
-from graphtier.sampling.neighbor import check_graph, check_seed, next_batch_id
+from graphtier.sampling.hops import seed_times
+from graphtier.sampling.relation_layout import RelationLayout
 from graphtier.sampling.seeds import as_seed_array
-from graphtier.sampling.temporal import check_edge_times, is_recent, seed_times
 from graphtier.sampling.typed_batch import RelationBlock, TypedBlock, TypedMiniBatch
-from graphtier.sampling.typed_neighbor import check_typed_fanouts
 
 
-class TypedTemporalNeighborSampler:
-    """Time-bounded per-relation neighbour sampler of a typed graph (see the module).
-
-    Args:
-        indptr: int64 [schema.num_rows + 1], every relation's in-edge CSC back to back. indices: int [E] GLOBAL
-            source ids. edge_time: int64 [E] in CSC order; edge_time_order: int64 [E], each row's positions
-            sorted by time (the dataset's ``edge_time.npy`` and ``edge_time_order.npy``).
-        schema: the dataset's :class:`Schema`. fanouts: per relation type its fanouts (seed hop first, -1 = every
-            admissible edge), every relation the same number of hops.
-        strategy: ``"uniform"`` or ``"recent"``. inclusive: admit edges at the bound (``<=``), else strictly
-            earlier. seed: base of the counter-based random stream (the same seed, batch id, seeds and times give
-            the same batch).
-
-    Memory: a copy of every list in time order, 24.5 bytes per edge (as the homogeneous sampler).
-    """
+class TypedTemporalHops:
+    """The per-relation time-bounded hops of a :class:`~graphtier.sampling.temporal.TemporalNeighborSampler` built
+    with a schema (see the module): its ``indptr``, lists in time order (``order``), ``recent``, ``inclusive`` and
+    ``seed`` as that sampler checked them, and the schema's :class:`RelationLayout` with ``fanouts``."""
 
     def __init__(
         self,
         indptr: np.ndarray,
-        indices: np.ndarray,
-        edge_time: np.ndarray,
-        edge_time_order: np.ndarray,
+        order: TimeOrder,
         schema: Schema,
-        fanouts: Mapping[RelationType, Sequence[int]],
+        fanouts: Sequence[int] | Mapping[RelationType, Sequence[int]],
         *,
-        strategy: str = "uniform",
-        inclusive: bool = False,
-        seed: int = 0,
+        recent: bool,
+        inclusive: bool,
+        seed: int,
     ) -> None:
-        self.indptr, self.indices = check_graph(indptr, indices)
-        if self.indptr.shape[0] != schema.num_rows + 1:
-            raise OptionError(
-                f"indptr: expected {schema.num_rows + 1} entries (the schema's relation rows + 1), "
-                f"found {self.indptr.shape[0]}"
-            )
-        edge_time, edge_time_order = check_edge_times(edge_time, edge_time_order, self.indices.shape[0])
-        self.schema = schema
-        self.fanout_table = check_typed_fanouts(fanouts, schema)  # int64 [H, R]
-        self.fanouts = {rel.type: Fanouts(self.fanout_table[:, r].tolist()) for r, rel in enumerate(schema.relations)}
-        self.num_hops = int(self.fanout_table.shape[0])
-        self.recent = is_recent(strategy)
-        self.inclusive = bool(inclusive)
-        self.seed = check_seed(seed)
-        self._order = time_ordered(self.indices, edge_time, edge_time_order)
-        self._batch_counter = itertools.count()
+        self.layout = RelationLayout.build(schema, fanouts, indptr.shape[0] - 1)
+        self.indptr, self._order, self.schema = indptr, order, schema
+        self.fanout_table = self.layout.fanout_table
+        self.recent, self.inclusive, self.seed = recent, inclusive, seed
 
     def sample(
-        self, seeds: np.ndarray | torch.Tensor, seed_time: np.ndarray | torch.Tensor | int, batch_id: int | None = None
+        self, seeds: np.ndarray | torch.Tensor, seed_time: np.ndarray | torch.Tensor | int, batch_id: int
     ) -> TypedMiniBatch:
-        """A batch for ``seeds`` (int [B], LOCAL ids of the target type) at ``seed_time`` (int [B], or one int):
-        CPU int64 tensors, ``n_id`` / ``n_time`` per type (rows: distinct (node, bound) pairs, the seeds first),
-        ``num_hops`` blocks with every relation's ``edge_id``."""
+        """The batch of ``seeds`` (int [B], local ids of the target type) at ``seed_time`` in stream ``batch_id``
+        (:meth:`TemporalNeighborSampler.sample`)."""
         target = self.schema.target_type
         local = as_seed_array(seeds, target.count)
-        times = seed_times(seed_time, local.shape[0])
-        batch_id = int(next_batch_id(batch_id, self._batch_counter))
-        batch, _ = self._sample(local + int(target.offset), times, batch_id)
+        batch, _ = self._sample(local + int(target.offset), seed_times(seed_time, local.shape[0]), batch_id)
         batch.seeds = torch.from_numpy(local.copy())
         return batch
 
     def sample_global(
         self, global_seeds: np.ndarray, batch_id: int, seed_time: np.ndarray | torch.Tensor | int
     ) -> tuple[TypedMiniBatch, np.ndarray]:
-        """A batch for seeds of any types at their times, as
-        :meth:`~graphtier.sampling.typed_neighbor.TypedNeighborSampler.sample_global`: ``global_seeds`` int64 [B]
-        (type offsets added), ``seed_time`` int [B] (or one int). Returns the batch (``seeds`` the global ids) and
-        int64 [B] each seed's row among the rows of its own type (a (node, time) pair asked twice is one row)."""
-        global_seeds = np.ascontiguousarray(global_seeds, dtype=np.int64)
-        if global_seeds.size and (int(global_seeds.min()) < 0 or int(global_seeds.max()) >= self.schema.num_nodes):
-            raise OptionError.invalid("seeds", f"global ids in [0, {self.schema.num_nodes})", "out of range ids")
-        batch, rows = self._sample(global_seeds, seed_times(seed_time, global_seeds.shape[0]), int(batch_id))
+        """Seeds of any types at their times (:meth:`TemporalNeighborSampler.sample_global`)."""
+        global_seeds = self.layout.global_seeds(global_seeds)
+        batch, rows = self._sample(global_seeds, seed_times(seed_time, global_seeds.shape[0]), batch_id)
         batch.seeds = torch.from_numpy(global_seeds.copy())
         return batch, rows
 
@@ -123,7 +86,7 @@ class TypedTemporalNeighborSampler:
         seed_rows = rows.position[seed_index]
         before = rows.type_counts()
         hops: list[TypedBlock] = []
-        for hop in range(self.num_hops):
+        for hop in range(self.layout.num_hops):
             relations, sources, bounds = self._hop(hop, batch_id, rows)
             source_rows = rows.add(sources, bounds)  # may grow the row arrays: index them after
             columns = rows.position[source_rows]  # each edge's source row among its type's rows

@@ -1,7 +1,7 @@
-"""Device-side time-bounded sampling of a typed graph: the batches of :class:`~graphtier.sampling.typed_temporal.
-TypedTemporalNeighborSampler`, computed where the graph is.
+"""The typed hops of :class:`~graphtier.sampling.temporal_device.DeviceTemporalSampler`: time-bounded sampling of a
+graph of any schema where the graph is.
 
-A :class:`DeviceTypedTemporalSampler` runs the homogeneous device sampler's hop
+A :class:`DeviceTypedTemporalHops` runs the homogeneous device sampler's hop
 (:meth:`~graphtier.sampling.temporal_device.DeviceTemporalSampler.hop`: the time cut, Floyd or most recent picks,
 the edge ids) relation by relation over the back-to-back CSC, as the CPU typed sampler runs the CPU kernels: for
 relation ``r`` at hop ``h`` the rows of its destination type (in row order), their CSC rows ``r.row_offset + local
@@ -14,88 +14,62 @@ seed, batch id, seeds and times.
 from __future__ import annotations
 
 import contextlib
-import itertools
-from collections.abc import Mapping, Sequence
-from types import ModuleType
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 import torch
 
 from graphtier.dataset.schema import RelationType, Schema
-from graphtier.errors import OptionError
 from graphtier.sampling import _neighbor_kernels as cpu_kernels
-from graphtier.sampling.device import Topology, seeds_on_device
-from graphtier.sampling.fanouts import Fanouts
-from graphtier.sampling.neighbor import next_batch_id
-from graphtier.sampling.temporal_device import DeviceTemporalSampler, first_seen_pairs
+from graphtier.sampling.device_hops import Topology, first_seen_pairs, seeds_on_device
+from graphtier.sampling.relation_layout import RelationLayout
 from graphtier.sampling.typed_batch import RelationBlock, TypedBlock, TypedMiniBatch
 from graphtier.sampling.typed_device import type_positions
-from graphtier.sampling.typed_neighbor import check_typed_fanouts
+
+Hop = Callable[[torch.Tensor, torch.Tensor, int, int], tuple[torch.Tensor, torch.Tensor, torch.Tensor]]
+"""``(CSC rows, bounds, fanout, stream) -> (sources, destinations, edge_id)``: the homogeneous device hop."""
+Times = Callable[[np.ndarray | torch.Tensor | int, int], torch.Tensor]
+"""``(seed_time, count) -> int64 [count]`` seed times on the device, checked."""
 
 
-class DeviceTypedTemporalSampler:
-    """Time-bounded per-relation neighbour sampler on ``topology.device``, identical to
-    :class:`~graphtier.sampling.typed_temporal.TypedTemporalNeighborSampler`.
-
-    Args:
-        topology: the back-to-back CSC (``topology.num_nodes == schema.num_rows``), e.g. the store's tiered one.
-        edge_time, edge_time_order: int64 [E] each, as the CPU sampler's (copied whole to the device, 16 bytes an
-            edge). schema, fanouts, strategy, inclusive, seed: as the CPU sampler's.
-        picks, kernels, cut_kernels: as :class:`~graphtier.sampling.temporal_device.DeviceTemporalSampler`.
-    """
+class DeviceTypedTemporalHops:
+    """The per-relation time-bounded hops of a :class:`~graphtier.sampling.temporal_device.DeviceTemporalSampler`
+    built with a schema (see the module): its ``topology`` (the back-to-back CSC), ``seed``, ``hop`` and
+    ``times`` (its bound methods) and the schema's :class:`RelationLayout` with ``fanouts``."""
 
     def __init__(
         self,
         topology: Topology,
-        edge_time: np.ndarray | torch.Tensor,
-        edge_time_order: np.ndarray | torch.Tensor,
         schema: Schema,
-        fanouts: Mapping[RelationType, Sequence[int]],
-        *,
-        strategy: str = "uniform",
-        inclusive: bool = False,
-        seed: int = 0,
-        picks: str = "auto",
-        kernels: ModuleType | None = None,
-        cut_kernels: ModuleType | None = None,
+        fanouts: Sequence[int] | Mapping[RelationType, Sequence[int]],
+        seed: int,
+        hop: Hop,
+        times: Times,
     ) -> None:
-        if topology.num_nodes != schema.num_rows:
-            raise OptionError(
-                f"topology: expected {schema.num_rows} rows (the schema's relation rows), found {topology.num_nodes}"
-            )
-        self.schema = schema
-        self.fanout_table = check_typed_fanouts(fanouts, schema)  # int64 [H, R]
-        self.fanouts = {rel.type: Fanouts(self.fanout_table[:, r].tolist()) for r, rel in enumerate(schema.relations)}
-        self.num_hops = int(self.fanout_table.shape[0])
-        self._inner = DeviceTemporalSampler(topology, edge_time, edge_time_order, [1], strategy=strategy,
-                                            inclusive=inclusive, seed=seed, picks=picks, kernels=kernels,
-                                            cut_kernels=cut_kernels)  # fmt: skip
-        self.device = self._inner.device
-        self.seed = self._inner.seed
-        self._offsets = torch.from_numpy(schema.offsets()).to(self.device)
-        self._batch_counter = itertools.count()
+        self.layout = RelationLayout.build(schema, fanouts, topology.num_nodes, "topology")
+        self.schema, self.seed = schema, seed
+        self.fanout_table = self.layout.fanout_table
+        self.device = torch.device(topology.device)
+        self._hop, self._times = hop, times
+        self._offsets = torch.from_numpy(self.layout.type_offsets).to(self.device)
 
     def sample(
-        self, seeds: np.ndarray | torch.Tensor, seed_time: np.ndarray | torch.Tensor | int, batch_id: int | None = None
+        self, seeds: np.ndarray | torch.Tensor, seed_time: np.ndarray | torch.Tensor | int, batch_id: int
     ) -> TypedMiniBatch:
-        """A batch for ``seeds`` (int [B], LOCAL ids of the target type) at ``seed_time`` (int [B], or one int), as
-        :meth:`TypedTemporalNeighborSampler.sample`, every tensor on the topology's device."""
+        """The batch of ``seeds`` (int [B], local ids of the target type) at ``seed_time`` in stream ``batch_id``,
+        every tensor on the topology's device (:meth:`DeviceTemporalSampler.sample`)."""
         target = self.schema.target_type
         local = seeds_on_device(seeds, target.count, self.device)
-        times = self._inner.times_on_device(seed_time, int(local.shape[0]))
-        batch_id = int(next_batch_id(batch_id, self._batch_counter))
-        batch, _ = self._sample(local + int(target.offset), times, batch_id)
+        batch, _ = self._sample(local + int(target.offset), self._times(seed_time, int(local.shape[0])), batch_id)
         batch.seeds = local
         return batch
 
     def sample_global(
         self, global_seeds: np.ndarray | torch.Tensor, batch_id: int, seed_time: np.ndarray | torch.Tensor | int
     ) -> tuple[TypedMiniBatch, torch.Tensor]:
-        """Seeds of any types (global ids) at their times, as :meth:`TypedTemporalNeighborSampler.sample_global`:
-        the batch and each seed's row among its type's rows (int64 [B] on the device)."""
+        """Seeds of any types (global ids) at their times (:meth:`DeviceTemporalSampler.sample_global`)."""
         seeds = seeds_on_device(global_seeds, self.schema.num_nodes, self.device)
-        times = self._inner.times_on_device(seed_time, int(seeds.shape[0]))
-        return self._sample(seeds, times, int(batch_id))
+        return self._sample(seeds, self._times(seed_time, int(seeds.shape[0])), batch_id)
 
     def _sample(self, seeds: torch.Tensor, times: torch.Tensor, batch_id: int) -> tuple[TypedMiniBatch, torch.Tensor]:
         names = self.schema.type_names
@@ -105,7 +79,7 @@ class DeviceTypedTemporalSampler:
             kind, position, before = type_positions(self._offsets, node)
             seed_rows = position[seed_index]
             hops: list[TypedBlock] = []
-            for hop in range(self.num_hops):
+            for hop in range(self.layout.num_hops):
                 relations, sources, bounds = {}, [], []
                 low = 0
                 for r, rel in enumerate(self.schema.relations):
@@ -113,7 +87,7 @@ class DeviceTypedTemporalSampler:
                     members = torch.nonzero(kind == t).flatten()  # the type's rows, in row (= position) order
                     rows = rel.row_offset + node[members] - self._offsets[t]
                     stream = cpu_kernels.stream_key(self.seed, batch_id, hop * len(self.schema.relations) + r)
-                    src, dst, edge_id = self._inner.hop(rows, bound[members], int(self.fanout_table[hop, r]), stream)
+                    src, dst, edge_id = self._hop(rows, bound[members], int(self.fanout_table[hop, r]), stream)
                     rowptr = torch.zeros(members.shape[0] + 1, dtype=torch.int64, device=self.device)
                     torch.cumsum(torch.bincount(dst, minlength=members.shape[0]), 0, out=rowptr[1:])
                     relations[rel.type] = (rowptr, low, low + int(src.shape[0]), edge_id)

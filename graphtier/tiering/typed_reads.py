@@ -17,9 +17,9 @@ from graphtier.dataset.schema import RelationType, Schema
 from graphtier.errors import OptionError
 from graphtier.graph._score_kernels import accumulate_counts
 from graphtier.graph.typed_scores import relation_fanouts
+from graphtier.sampling.neighbor import NeighborSampler
 from graphtier.sampling.seeds import iter_seed_batches
 from graphtier.sampling.typed_batch import TypedMiniBatch
-from graphtier.sampling.typed_neighbor import TypedNeighborSampler
 from graphtier.tiering.reads import SampledReads, replay_stage
 
 
@@ -38,7 +38,7 @@ def count_typed_reads(
     sample: Callable[[np.ndarray, int], TypedMiniBatch] | None = None,
     on_reads: Callable[[np.ndarray], None] | None = None,
 ) -> SampledReads:
-    """Replay :class:`~graphtier.sampling.typed_neighbor.TypedNeighborSampler` for ``epochs`` epochs over
+    """Replay :class:`~graphtier.sampling.neighbor.NeighborSampler` (with the schema) for ``epochs`` epochs over
     ``train_idx`` (int64 [T], LOCAL ids of the target type) shuffled into batches of ``batch_size``, as
     :func:`graphtier.tiering.reads.count_sampled_reads` does.
 
@@ -52,7 +52,7 @@ def count_typed_reads(
     if isinstance(epochs, bool) or epochs < 1:
         raise OptionError(f"--epochs: expected a positive integer, found {epochs!r}")
     if sample is None:
-        sample = TypedNeighborSampler(indptr, indices, schema, relation_fanouts(schema, fanouts), seed=seed).sample
+        sample = NeighborSampler(indptr, indices, relation_fanouts(schema, fanouts), schema=schema, seed=seed).sample
     offsets = {t.name: t.offset for t in schema.node_types}
     rows = {r.type: r.row_offset for r in schema.relations}
     features = np.zeros(schema.num_nodes, dtype=np.int64)

@@ -13,9 +13,9 @@ from graphtier.errors import OptionError
 from graphtier.graphstore import GraphStore
 from graphtier.memory import TIER_NAMES, make_topology
 from graphtier.memory.topology import INDPTR_BYTES_PER_DESTINATION
+from graphtier.sampling.neighbor import NeighborSampler
 from graphtier.sampling.relation_fanouts import parse_relation_fanouts
 from graphtier.sampling.typed_batch import TypedMiniBatch
-from graphtier.sampling.typed_neighbor import TypedNeighborSampler
 from tests.typed_data import open_tiny_typed_dataset
 
 FANOUTS, PER_RELATION = [3, 2], "writes=1,cites=2/-1"
@@ -27,7 +27,7 @@ def assert_samples_like_the_cpu(store: GraphStore, dataset: Dataset, seeds: np.n
     traffic by tier, the destination rows sampled)."""
     schema = dataset.schema
     fanouts = parse_relation_fanouts(PER_RELATION, schema, FANOUTS)
-    reference = TypedNeighborSampler(dataset.indptr, dataset.indices, schema, fanouts, seed=6)
+    reference = NeighborSampler(dataset.indptr, dataset.indices, fanouts, schema=schema, seed=6)
     sample = store.sampler(FANOUTS, PER_RELATION)
     edges = rows = 0
     for batch_id in range(3):
@@ -62,7 +62,7 @@ def test_typed_store_samples_typed_batches_and_counts_topology_bytes(typed_datas
         assert store.sampler([3, 2], "writes=1,cites=2/-1") is sample  # cached per parsed fanouts
         schema = typed_dataset.schema
         fanouts = parse_relation_fanouts("writes=1,cites=2/-1", schema, [3, 2])
-        reference = TypedNeighborSampler(typed_dataset.indptr, typed_dataset.indices, schema, fanouts, seed=4)
+        reference = NeighborSampler(typed_dataset.indptr, typed_dataset.indices, fanouts, schema=schema, seed=4)
         seeds = typed_dataset.train_idx[:30]
         edges = rows = 0
         for batch_id in range(3):
@@ -140,8 +140,12 @@ def test_sample_on_gpu_of_a_typed_dataset_on_cuda(typed_dataset: Dataset) -> Non
                          seed=3, log=lambda _: None) as store:  # fmt: skip
         assert store.sample_on == "gpu"
         schema = typed_dataset.schema
-        reference = TypedNeighborSampler(
-            typed_dataset.indptr, typed_dataset.indices, schema, parse_relation_fanouts(None, schema, [4, 3]), seed=3
+        reference = NeighborSampler(
+            typed_dataset.indptr,
+            typed_dataset.indices,
+            parse_relation_fanouts(None, schema, [4, 3]),
+            schema=schema,
+            seed=3,
         )
         for batch_id in range(3):
             seeds = typed_dataset.train_idx[batch_id * 20 : batch_id * 20 + 20]

@@ -19,7 +19,7 @@ from graphtier.sampling import (
     NeighborSampler,
     Topology,
 )
-from graphtier.sampling.device import first_seen_relabel
+from graphtier.sampling.device_hops import first_seen_relabel
 from tests.interpreted import HAS_TRITON, load_interpreted
 from tests.sampling.graphs import random_csc, star_in
 from tests.sampling.test_neighbor import assert_well_formed

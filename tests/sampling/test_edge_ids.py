@@ -13,10 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from graphtier.sampling import DeviceNeighborSampler, NeighborSampler, TemporalNeighborSampler
-from graphtier.sampling.device import DenseTopology
+from graphtier.sampling.device_hops import DenseTopology
 from graphtier.sampling.link import LinkSampler, exclude_edges_reference
-from graphtier.sampling.typed_device import DeviceTypedNeighborSampler
-from graphtier.sampling.typed_neighbor import TypedNeighborSampler
 from tests.sampling.graphs import random_csc
 from tests.sampling.test_typed_device import assert_identical_typed
 from tests.sampling.test_typed_neighbor import TYPED_CASES, typed_case
@@ -150,14 +148,14 @@ def test_typed_samplers_record_real_edges(
     indptr, indices, schema, fanouts, seeds = typed_case(
         papers, authors, fields, degree, hops, per_relation, graph_seed, batch
     )
-    plain = TypedNeighborSampler(indptr, indices, schema, fanouts, seed=seed, num_threads=1).sample(seeds, batch_id)
+    plain = NeighborSampler(indptr, indices, fanouts, schema=schema, seed=seed, num_threads=1).sample(seeds, batch_id)
     assert all(rel.edge_id is None for blk in plain.blocks for rel in blk.relations.values())
     for threads in (1, 2):
-        mb = TypedNeighborSampler(indptr, indices, schema, fanouts, seed=seed, num_threads=threads,
+        mb = NeighborSampler(indptr, indices, fanouts, schema=schema, seed=seed, num_threads=threads,
                                   with_edge_ids=True).sample(seeds, batch_id)  # fmt: skip
         assert_identical_typed(mb, plain)  # the same batch, with edge ids
         assert_real_typed_edges(mb, indptr, indices, schema)
-    on_device = DeviceTypedNeighborSampler(DenseTopology(indptr, indices), schema, fanouts, seed=seed, picks="numba",
+    on_device = DeviceNeighborSampler(DenseTopology(indptr, indices), fanouts, schema=schema, seed=seed, picks="numba",
                                            with_edge_ids=True).sample(seeds, batch_id)  # fmt: skip
     assert_identical_typed(on_device, plain)
     for blk, want in zip(on_device.blocks, mb.blocks):

@@ -1,4 +1,4 @@
-"""DeviceTypedNeighborSampler gives TypedNeighborSampler's batches exactly, with Triton (interpreted) and numba picks."""
+"""DeviceNeighborSampler with a schema gives NeighborSampler's typed batches exactly, with Triton (interpreted) and numba picks."""
 
 from __future__ import annotations
 
@@ -11,10 +11,9 @@ from hypothesis import strategies as st
 from graphtier.dataset.schema import Schema
 from graphtier.errors import OptionError
 from graphtier.sampling import DenseTopology, DeviceNeighborSampler, Topology
+from graphtier.sampling.neighbor import NeighborSampler
 from graphtier.sampling.relation_fanouts import parse_relation_fanouts
 from graphtier.sampling.typed_batch import TypedMiniBatch
-from graphtier.sampling.typed_device import DeviceTypedNeighborSampler
-from graphtier.sampling.typed_neighbor import TypedNeighborSampler
 from tests.interpreted import HAS_TRITON, load_interpreted
 from tests.sampling.graphs import random_csc
 from tests.sampling.test_typed_neighbor import TYPED_CASES, assert_well_formed, random_typed_graph, typed_case
@@ -23,9 +22,9 @@ interpreted = load_interpreted("sampling/_device_kernels.py") if HAS_TRITON else
 PICKS = ["triton", "numba"] if HAS_TRITON else ["numba"]
 
 
-def device_sampler(topology: Topology, schema: Schema, fanouts, seed: int, picks: str) -> DeviceTypedNeighborSampler:
+def device_sampler(topology: Topology, schema: Schema, fanouts, seed: int, picks: str) -> DeviceNeighborSampler:
     kernels = interpreted if picks == "triton" else None
-    return DeviceTypedNeighborSampler(topology, schema, fanouts, seed=seed, picks=picks, kernels=kernels)
+    return DeviceNeighborSampler(topology, fanouts, schema=schema, seed=seed, picks=picks, kernels=kernels)
 
 
 def assert_identical_typed(mb: TypedMiniBatch, expected: TypedMiniBatch) -> None:
@@ -55,7 +54,9 @@ def test_identical_to_the_cpu_typed_sampler(
     indptr, indices, schema, fanouts, seeds = typed_case(
         papers, authors, fields, degree, hops, per_relation, graph_seed, batch
     )
-    expected = TypedNeighborSampler(indptr, indices, schema, fanouts, seed=seed, num_threads=1).sample(seeds, batch_id)
+    expected = NeighborSampler(indptr, indices, fanouts, schema=schema, seed=seed, num_threads=1).sample(
+        seeds, batch_id
+    )
     mb = device_sampler(DenseTopology(indptr, indices), schema, fanouts, seed, picks).sample(seeds, batch_id)
     assert_identical_typed(mb, expected)
     assert_well_formed(mb, indptr, indices, schema, fanouts)
@@ -67,7 +68,7 @@ def test_larger_graph_mixed_fanouts_and_seed_inputs(picks: str) -> None:
     indptr, indices, schema = random_typed_graph({"paper": 600, "author": 400, "field": 8}, 6, 3)
     fanouts = parse_relation_fanouts("cites=5/3,writes=2/-1,knows=7", schema, [4, 2])
     seeds = np.random.default_rng(2).integers(0, 600, 150)
-    expected = TypedNeighborSampler(indptr, indices, schema, fanouts, seed=9).sample(seeds, batch_id=4)
+    expected = NeighborSampler(indptr, indices, fanouts, schema=schema, seed=9).sample(seeds, batch_id=4)
     topology = DenseTopology(torch.from_numpy(indptr), torch.from_numpy(indices))
     sampler = device_sampler(topology, schema, fanouts, 9, picks)
     for given_seeds in (seeds, torch.from_numpy(seeds), torch.from_numpy(seeds.astype(np.int32)), list(seeds)):
@@ -81,7 +82,7 @@ def test_homogeneous_schema_gives_the_device_neighbor_samplers_batches() -> None
     seeds = np.random.default_rng(0).integers(0, 300, 50)
     topology = DenseTopology(indptr, indices)
     plain = DeviceNeighborSampler(topology, [5, 3], seed=11).sample(seeds, batch_id=4)
-    typed = DeviceTypedNeighborSampler(topology, schema, {("_N", "_E", "_N"): [5, 3]}, seed=11).sample(seeds, 4)
+    typed = DeviceNeighborSampler(topology, {("_N", "_E", "_N"): [5, 3]}, schema=schema, seed=11).sample(seeds, 4)
     assert torch.equal(typed.n_id["_N"], plain.n_id) and torch.equal(typed.seed_index, plain.seed_index)
     for a, b in zip(typed.blocks, plain.blocks):
         assert (a.num_src["_N"], a.num_dst["_N"]) == (b.num_src, b.num_dst)
@@ -93,16 +94,16 @@ def test_bad_arguments_are_one_line_option_errors() -> None:
     good = parse_relation_fanouts(None, schema, [2])
     topology = DenseTopology(indptr, indices)
     with pytest.raises(OptionError, match="topology: expected an object"):
-        DeviceTypedNeighborSampler(object(), schema, good)  # type: ignore[arg-type]
+        DeviceNeighborSampler(object(), good, schema=schema)  # type: ignore[arg-type]
     with pytest.raises(OptionError, match=f"topology: expected {schema.num_rows} rows"):
-        DeviceTypedNeighborSampler(DenseTopology(indptr[:-1].copy(), indices[: indptr[-2]]), schema, good)
+        DeviceNeighborSampler(DenseTopology(indptr[:-1].copy(), indices[: indptr[-2]]), good, schema=schema)
     with pytest.raises(OptionError, match="missing"):
-        DeviceTypedNeighborSampler(topology, schema, {k: v for k, v in list(good.items())[1:]})
+        DeviceNeighborSampler(topology, {k: v for k, v in list(good.items())[1:]}, schema=schema)
     with pytest.raises(OptionError, match="picks"):
-        DeviceTypedNeighborSampler(topology, schema, good, picks="triton")  # no CUDA topology, no kernels
+        DeviceNeighborSampler(topology, good, schema=schema, picks="triton")  # no CUDA topology, no kernels
     with pytest.raises(OptionError, match="seed"):
-        DeviceTypedNeighborSampler(topology, schema, good, seed=1.5)  # type: ignore[arg-type]
-    sampler = DeviceTypedNeighborSampler(topology, schema, good)
+        DeviceNeighborSampler(topology, good, schema=schema, seed=1.5)  # type: ignore[arg-type]
+    sampler = DeviceNeighborSampler(topology, good, schema=schema)
     with pytest.raises(OptionError, match=r"seeds: expected node ids in \[0, 10\)"):
         sampler.sample([10], 0)
     with pytest.raises(OptionError, match="batch_id"):
@@ -116,9 +117,9 @@ def test_compiled_typed_sampler_on_cuda_is_identical() -> None:
     device = torch.device("cuda", torch.cuda.current_device())
     indptr, indices, schema = random_typed_graph({"paper": 20_000, "author": 15_000, "field": 40}, 12, 4)
     fanouts = parse_relation_fanouts("cites=15/10/5,writes=8/4/-1,has=300/2/2", schema, [10, 5, 3])
-    sampler = DeviceTypedNeighborSampler(DenseTopology(indptr, indices, device=device), schema, fanouts, seed=21)
+    sampler = DeviceNeighborSampler(DenseTopology(indptr, indices, device=device), fanouts, schema=schema, seed=21)
     assert sampler.picks == "triton"
-    cpu = TypedNeighborSampler(indptr, indices, schema, fanouts, seed=21)
+    cpu = NeighborSampler(indptr, indices, fanouts, schema=schema, seed=21)
     rng = np.random.default_rng(0)
     for batch_id in range(3):
         seeds = rng.integers(0, 20_000, 1024)
@@ -134,9 +135,9 @@ def test_typed_edge_ids_on_cuda_are_the_cpu_samplers() -> None:
     device = torch.device("cuda", torch.cuda.current_device())
     indptr, indices, schema = random_typed_graph({"paper": 5_000, "author": 4_000, "field": 20}, 8, 7)
     fanouts = parse_relation_fanouts("cites=10/5,writes=4/-1,has=50/2", schema, [10, 5])
-    gpu = DeviceTypedNeighborSampler(DenseTopology(indptr, indices, device=device), schema, fanouts, seed=3,
+    gpu = DeviceNeighborSampler(DenseTopology(indptr, indices, device=device), fanouts, schema=schema, seed=3,
                                      with_edge_ids=True)  # fmt: skip
-    cpu = TypedNeighborSampler(indptr, indices, schema, fanouts, seed=3, with_edge_ids=True)
+    cpu = NeighborSampler(indptr, indices, fanouts, schema=schema, seed=3, with_edge_ids=True)
     seeds = np.random.default_rng(1).integers(0, 5_000, 512)
     mb, want = gpu.sample(torch.from_numpy(seeds).to(device), 2), cpu.sample(seeds, 2)
     assert_identical_typed(mb, want)
@@ -152,10 +153,10 @@ def test_sample_global_is_the_cpu_samplers(
     papers, authors, fields, degree, hops, per_relation, graph_seed, batch, seed, batch_id, picks
 ):
     """Seeds of several types (a typed link batch's endpoints): the same batch and the same row of each seed among
-    its type's rows as TypedNeighborSampler.sample_global."""
+    its type's rows as NeighborSampler.sample_global."""
     indptr, indices, schema, fanouts, _ = typed_case(papers, authors, fields, degree, hops, per_relation, graph_seed, 0)
     seeds = np.random.default_rng(graph_seed).integers(0, schema.num_nodes, batch)
-    cpu = TypedNeighborSampler(indptr, indices, schema, fanouts, seed=seed, num_threads=1)
+    cpu = NeighborSampler(indptr, indices, fanouts, schema=schema, seed=seed, num_threads=1)
     expected, rows = cpu.sample_global(seeds, batch_id)
     mb, got_rows = device_sampler(DenseTopology(indptr, indices), schema, fanouts, seed, picks).sample_global(
         seeds, batch_id
@@ -171,8 +172,8 @@ def test_sample_global_on_cuda_is_the_cpu_samplers() -> None:
     device = torch.device("cuda", torch.cuda.current_device())
     indptr, indices, schema = random_typed_graph({"paper": 5_000, "author": 4_000, "field": 20}, 8, 9)
     fanouts = parse_relation_fanouts("cites=10/5,writes=4/-1,has=50/2", schema, [10, 5])
-    gpu = DeviceTypedNeighborSampler(DenseTopology(indptr, indices, device=device), schema, fanouts, seed=5)
-    cpu = TypedNeighborSampler(indptr, indices, schema, fanouts, seed=5)
+    gpu = DeviceNeighborSampler(DenseTopology(indptr, indices, device=device), fanouts, schema=schema, seed=5)
+    cpu = NeighborSampler(indptr, indices, fanouts, schema=schema, seed=5)
     seeds = np.random.default_rng(2).integers(0, 9_000, 768)  # papers and authors
     (mb, rows), (want, want_rows) = gpu.sample_global(seeds, 4), cpu.sample_global(seeds, 4)
     assert rows.device == device and np.array_equal(rows.cpu().numpy(), want_rows)

@@ -15,7 +15,6 @@ from graphtier.sampling import _typed_kernels as typed_kernels
 from graphtier.sampling.neighbor import NeighborSampler
 from graphtier.sampling.relation_fanouts import parse_relation_fanouts
 from graphtier.sampling.typed_batch import TypedMiniBatch
-from graphtier.sampling.typed_neighbor import TypedNeighborSampler
 from graphtier.sampling.typed_reference import typed_sample_reference
 from tests.sampling.graphs import random_csc
 
@@ -123,7 +122,7 @@ def test_matches_reference_and_invariants(
     indptr, indices, schema, fanouts, seeds = typed_case(
         papers, authors, fields, degree, hops, per_relation, graph_seed, batch
     )
-    sampler = TypedNeighborSampler(indptr, indices, schema, fanouts, seed=seed, num_threads=1)
+    sampler = NeighborSampler(indptr, indices, fanouts, schema=schema, seed=seed, num_threads=1)
     mb = sampler.sample(seeds, batch_id=batch_id)
     assert_matches_reference(mb, indptr, indices, schema, fanouts, seeds, seed, batch_id)
     assert_well_formed(mb, indptr, indices, schema, fanouts)
@@ -134,8 +133,8 @@ def test_large_graph_threads_agree_and_match_reference():
     indptr, indices, schema = random_typed_graph({"paper": 6000, "author": 4000, "field": 30}, 8, 4, skew=False)
     fanouts = parse_relation_fanouts("cites=5/3,knows=-1", schema, [4, 2])
     seeds = np.random.default_rng(2).integers(0, 6000, 2500)
-    one = TypedNeighborSampler(indptr, indices, schema, fanouts, seed=3, num_threads=1).sample(seeds, 7)
-    two = TypedNeighborSampler(indptr, indices, schema, fanouts, seed=3, num_threads=2).sample(seeds, 7)
+    one = NeighborSampler(indptr, indices, fanouts, schema=schema, seed=3, num_threads=1).sample(seeds, 7)
+    two = NeighborSampler(indptr, indices, fanouts, schema=schema, seed=3, num_threads=2).sample(seeds, 7)
     for t in schema.type_names:
         assert torch.equal(one.n_id[t], two.n_id[t])
     for a, b in zip(one.blocks, two.blocks):
@@ -152,7 +151,7 @@ def test_homogeneous_schema_gives_the_neighbor_samplers_batches(fanouts):
     schema = Schema.homogeneous(300, len(indices))
     seeds = np.random.default_rng(0).integers(0, 300, 50)
     plain = NeighborSampler(indptr, indices, fanouts, seed=11, num_threads=1).sample(seeds, batch_id=4)
-    typed = TypedNeighborSampler(indptr, indices, schema, {("_N", "_E", "_N"): fanouts}, seed=11).sample(seeds, 4)
+    typed = NeighborSampler(indptr, indices, {("_N", "_E", "_N"): fanouts}, schema=schema, seed=11).sample(seeds, 4)
     assert torch.equal(typed.n_id["_N"], plain.n_id) and torch.equal(typed.seed_index, plain.seed_index)
     for a, b in zip(typed.blocks, plain.blocks):
         assert (a.num_src["_N"], a.num_dst["_N"]) == (b.num_src, b.num_dst)
@@ -162,7 +161,7 @@ def test_homogeneous_schema_gives_the_neighbor_samplers_batches(fanouts):
 def test_deterministic_in_seed_and_batch_id():
     indptr, indices, schema = random_typed_graph({"paper": 200, "author": 150, "field": 5}, 5, 8)
     fanouts = parse_relation_fanouts(None, schema, [2, 2])
-    sampler = TypedNeighborSampler(indptr, indices, schema, fanouts, seed=1)
+    sampler = NeighborSampler(indptr, indices, fanouts, schema=schema, seed=1)
     seeds = np.arange(0, 200, 7)
 
     def edges(mb):
@@ -185,7 +184,7 @@ def test_a_node_reached_through_two_relations_joins_once():
     schema = Schema.build([(t, c, 0, "float32") for t, c in counts.items()],
                           [(e.type, n) for e, n in zip(edges, edge_counts)], "paper")  # fmt: skip
     fanouts = parse_relation_fanouts(None, schema, [-1, -1])
-    mb = TypedNeighborSampler(indptr, indices, schema, fanouts).sample([0], 0)
+    mb = NeighborSampler(indptr, indices, fanouts, schema=schema).sample([0], 0)
     assert mb.n_id["paper"].tolist() == [0, 1] and mb.n_id["author"].tolist() == [0]
     assert mb.n_id["field"].tolist() == [0]
     last = mb.blocks[-1]
@@ -227,15 +226,45 @@ def test_bad_arguments_are_one_line_option_errors():
     indptr, indices, schema = random_typed_graph({"paper": 10, "author": 5, "field": 2}, 2, 0)
     good = parse_relation_fanouts(None, schema, [2])
     with pytest.raises(OptionError, match="missing"):
-        TypedNeighborSampler(indptr, indices, schema, {k: v for k, v in list(good.items())[1:]})
+        NeighborSampler(indptr, indices, {k: v for k, v in list(good.items())[1:]}, schema=schema)
     with pytest.raises(OptionError, match="relation types"):
-        TypedNeighborSampler(indptr, indices, schema, {**good, ("a", "b", "c"): [1]})
+        NeighborSampler(indptr, indices, {**good, ("a", "b", "c"): [1]}, schema=schema)
     with pytest.raises(OptionError, match="same number of hops"):
-        TypedNeighborSampler(indptr, indices, schema, {**good, RELATIONS[0]: [1, 2]})
+        NeighborSampler(indptr, indices, {**good, RELATIONS[0]: [1, 2]}, schema=schema)
     with pytest.raises(OptionError, match="indptr"):
-        TypedNeighborSampler(indptr[:-1].copy(), indices[: indptr[-2]], schema, good)
-    sampler = TypedNeighborSampler(indptr, indices, schema, good)
+        NeighborSampler(indptr[:-1].copy(), indices[: indptr[-2]], good, schema=schema)
+    sampler = NeighborSampler(indptr, indices, good, schema=schema)
     with pytest.raises(OptionError, match=r"seeds: expected node ids in \[0, 10\)"):
         sampler.sample([10], 0)
     with pytest.raises(OptionError, match="batch_id"):
         sampler.sample([1], -1)
+
+
+@pytest.mark.parametrize("device", [False, True])
+def test_one_class_for_any_schema(device: bool) -> None:
+    """The public samplers take ``schema=``: a list of fanouts is every relation's (the mapping's batches), a mapping
+    needs a schema, and ``sample_global`` is the typed samplers' (one line each otherwise)."""
+    from graphtier.sampling import DenseTopology, DeviceNeighborSampler
+
+    indptr, indices, schema = random_typed_graph({"paper": 120, "author": 80, "field": 4}, 4, 3)
+    seeds = np.arange(0, 120, 5)
+
+    def build(fanouts, **options):
+        if device:
+            return DeviceNeighborSampler(DenseTopology(indptr, indices), fanouts, seed=2, **options)
+        return NeighborSampler(indptr, indices, fanouts, seed=2, **options)
+
+    listed = build([3, 2], schema=schema)
+    mapped = build(parse_relation_fanouts(None, schema, [3, 2]), schema=schema)
+    assert listed.fanouts == mapped.fanouts == {rel.type: (3, 2) for rel in schema.relations}
+    a, b = listed.sample(seeds, 5), mapped.sample(seeds, 5)
+    assert isinstance(a, TypedMiniBatch) and all(torch.equal(a.n_id[t], b.n_id[t]) for t in a.n_id)
+    for x, y in zip(a.blocks, b.blocks):
+        assert all(torch.equal(x.relations[k].col, y.relations[k].col) for k in x.relations)
+    batch, rows = listed.sample_global(seeds + schema.node_type("paper").offset, 5)
+    assert torch.equal(torch.as_tensor(rows), a.seed_index)
+    with pytest.raises(OptionError, match="per-relation fanouts need a schema"):
+        build({RELATIONS[0]: [3, 2]})
+    homogeneous = build([3, 2]) if device else NeighborSampler(*random_csc(50, 200, 1), [3, 2])
+    with pytest.raises(OptionError, match="sample_global: this sampler has no schema"):
+        homogeneous.sample_global(np.arange(3), 0)

@@ -1,4 +1,4 @@
-"""TypedTemporalNeighborSampler: on random typed graphs with edge times, no sampled edge is at or after its row's
+"""TemporalNeighborSampler with a schema: on random typed graphs with edge times, no sampled edge is at or after its row's
 bound on any hop or relation, every edge is a real one with its CSC position, a neighbour inherits its destination's
 bound, -1 takes every admissible edge, ``recent`` the latest, and a batch repeats for the same arguments."""
 
@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 from graphtier.dataset._edge_time_kernels import edge_time_order
 from graphtier.errors import OptionError
 from graphtier.sampling import DenseTopology
+from graphtier.sampling.temporal import TemporalNeighborSampler
+from graphtier.sampling.temporal_device import DeviceTemporalSampler
 from graphtier.sampling.typed_link import TypedLinkSampler
-from graphtier.sampling.typed_temporal import TypedTemporalNeighborSampler
-from graphtier.sampling.typed_temporal_device import DeviceTypedTemporalSampler
 from tests.interpreted import HAS_TRITON, load_interpreted
 from tests.sampling.test_edge_ids import assert_real_typed_edges
 from tests.sampling.test_typed_device import assert_identical_typed
@@ -64,7 +64,7 @@ def test_no_typed_hop_reads_the_future(
     rng = np.random.default_rng(graph_seed + 1)
     seeds = rng.integers(0, papers, batch)
     times = np.full(batch, 10, np.int64) if one_time else rng.integers(0, 22, batch)
-    sampler = TypedTemporalNeighborSampler(indptr, indices, edge_time, order, schema, fanouts,
+    sampler = TemporalNeighborSampler(indptr, indices, edge_time, order, fanouts, schema=schema,
                                            strategy="recent" if recent else "uniform", inclusive=inclusive, seed=seed)  # fmt: skip
     mb = sampler.sample(seeds, times, batch_id=3)
     assert len(mb.blocks) == hops
@@ -95,7 +95,7 @@ def test_no_typed_hop_reads_the_future(
 def test_bad_arguments_are_one_line() -> None:
     indptr, indices, schema, edge_time, order = timed_typed_graph(10, 5, 3, 1)
     with pytest.raises(OptionError, match="indptr"):
-        TypedTemporalNeighborSampler(indptr[:-1], indices, edge_time, order, schema, {rel: [2] for rel in RELATIONS})
+        TemporalNeighborSampler(indptr[:-1], indices, edge_time, order, {rel: [2] for rel in RELATIONS}, schema=schema)
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -111,7 +111,7 @@ def test_timed_typed_link_batches_never_read_a_pairs_future(
     (at the pair's time) is never read."""
     indptr, indices, schema, edge_time, order = timed_typed_graph(papers, authors, degree, graph_seed)
     fanouts = {rel: [3, 2] for rel in RELATIONS}
-    timed = TypedTemporalNeighborSampler(indptr, indices, edge_time, order, schema, fanouts,
+    timed = TemporalNeighborSampler(indptr, indices, edge_time, order, fanouts, schema=schema,
                                          strategy="recent" if recent else "uniform", seed=seed)  # fmt: skip
     rng = np.random.default_rng(graph_seed)
     pairs = np.stack([rng.integers(0, authors, 12), rng.integers(0, papers, 12)], axis=1)
@@ -145,16 +145,16 @@ def test_timed_typed_link_batches_never_read_a_pairs_future(
 def test_the_device_typed_temporal_sampler_is_the_cpu_one(
     papers, authors, degree, graph_seed, hops, fanout, batch, inclusive, recent, interpreted, seed
 ) -> None:  # noqa: ANN001
-    """DeviceTypedTemporalSampler (here on the CPU: the torch cut twin with numba picks, or the interpreted Triton
+    """DeviceTemporalSampler with a schema (here on the CPU: the torch cut twin with numba picks, or the interpreted Triton
     kernels) gives the CPU sampler's batches, node seeds and global seeds alike."""
     indptr, indices, schema, edge_time, order = timed_typed_graph(papers, authors, degree, graph_seed)
     fanouts = {rel: [fanout] * hops for rel in RELATIONS}
     options = {"strategy": "recent" if recent else "uniform", "inclusive": inclusive, "seed": seed}
-    cpu = TypedTemporalNeighborSampler(indptr, indices, edge_time, order, schema, fanouts, **options)
+    cpu = TemporalNeighborSampler(indptr, indices, edge_time, order, fanouts, schema=schema, **options)
     kernels = {"picks": "numba"}
     if interpreted and HAS_TRITON:
         kernels = {"picks": "triton", "kernels": PICKS, "cut_kernels": CUTS}
-    device = DeviceTypedTemporalSampler(DenseTopology(indptr, indices), edge_time, order, schema, fanouts, **options,
+    device = DeviceTemporalSampler(DenseTopology(indptr, indices), edge_time, order, fanouts, schema=schema, **options,
                                         **kernels)  # fmt: skip
     rng = np.random.default_rng(graph_seed + 2)
     seeds, times = rng.integers(0, papers, batch), rng.integers(0, 22, batch)
@@ -178,8 +178,8 @@ def test_the_device_typed_temporal_sampler_on_cuda_is_the_cpu_one() -> None:
     device = torch.device("cuda", torch.cuda.current_device())
     indptr, indices, schema, edge_time, order = timed_typed_graph(3_000, 2_000, 8, 3)
     fanouts = {rel: [10, 4] for rel in RELATIONS}
-    cpu = TypedTemporalNeighborSampler(indptr, indices, edge_time, order, schema, fanouts, seed=7)
-    gpu = DeviceTypedTemporalSampler(DenseTopology(indptr, indices, device=device), edge_time, order, schema, fanouts,
+    cpu = TemporalNeighborSampler(indptr, indices, edge_time, order, fanouts, schema=schema, seed=7)
+    gpu = DeviceTemporalSampler(DenseTopology(indptr, indices, device=device), edge_time, order, fanouts, schema=schema,
                                      seed=7)  # fmt: skip
     rng = np.random.default_rng(0)
     seeds, times = rng.integers(0, 3_000, 512), rng.integers(0, 22, 512)

@@ -329,7 +329,7 @@ def test_plan_from_link_seeds(linked: Dataset, capsys: pytest.CaptureFixture[str
 
 def test_typed_link_batches_on_a_device_topology_are_the_cpu_ones(linked: Dataset) -> None:
     """With a tiered topology (here on the CPU: what --sample-on gpu builds on CUDA) the typed link sampler draws
-    its neighbourhoods with DeviceTypedNeighborSampler.sample_global: the CPU store's batches, tensor for tensor,
+    its neighbourhoods with DeviceNeighborSampler.sample_global (with the schema): the CPU store's batches, tensor for tensor,
     the targets excluded with torch ops."""
     link = linked.link
     assert link is not None

@@ -130,7 +130,7 @@ def test_typed_movielens_splits_its_ratings_by_time(tmp_path: Path) -> None:
 
 def test_timed_typed_link_batches_on_a_device_topology_are_the_cpu_ones(typed_split: Dataset) -> None:
     """A store over a tiered topology (here on the CPU: what --sample-on gpu builds on CUDA) samples the typed time
-    split with DeviceTypedTemporalSampler: the CPU store's batches, node times included."""
+    split with DeviceTemporalSampler with the schema: the CPU store's batches, node times included."""
     pairs = typed_split.link.pairs("train")
     positives, times = np.asarray(pairs.positives), np.asarray(pairs.positive_times)
     options = {"num_negatives": 2, "times": times, "temporal": "recent", "exclude": False}
