@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from graphtier.cli.options import (
-    epoch_seeds,
     merge_alias,
     replay_options,
     task_options,
@@ -17,6 +17,9 @@ from graphtier.cli.progress import cli_progress
 from graphtier.cli.score import SCORE_METHODS
 from graphtier.dataset.format import Dataset
 from graphtier.errors import OptionError
+
+if TYPE_CHECKING:
+    from graphtier.tiering.seeds import EpochSeeds
 
 
 def format_table(curves: dict[str, dict[str, float]]) -> str:
@@ -81,13 +84,10 @@ def command(
     json_path: Path | None,
     plot_path: Path | None,
     cache_budgets: str | None,
-    task: str,
-    num_negatives: int,
-    negative_sampling: str,
+    seeds: EpochSeeds,
 ) -> None:
     """Measure how much of all feature reads a hot tier of the top x% nodes would serve, per score (a typed
     dataset: in total and per node type)."""
-    seeds = epoch_seeds(task, num_negatives, negative_sampling)
     chosen = score_list is not None or scores_alias is not None
     score_list = merge_alias(score_list, scores_alias, "--score", "--scores", default=",".join(SCORE_METHODS))
     wrpr_iterations = merge_alias(iterations, iterations_alias, "--iterations", "--wrpr-iterations")

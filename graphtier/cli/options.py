@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import click
@@ -144,7 +145,8 @@ def score_options(func: Any) -> Any:
 
 def task_options(func: Any) -> Any:
     """``--task``, ``--num-negatives`` and ``--negative-sampling`` (the names and defaults of ``graphtier train``):
-    the training seeds the scores and replays model (``analyze``, ``plan``, ``score``, ``reorder``)."""
+    the training seeds the scores and replays model (``analyze``, ``plan``, ``score``, ``reorder``). The command
+    receives them parsed once, as one ``seeds`` argument: their :class:`graphtier.tiering.seeds.EpochSeeds`."""
     options = [
         click.option(
             "--task",
@@ -169,11 +171,11 @@ def task_options(func: Any) -> Any:
             help="--task link: negative destinations uniform, or by in-degree^0.75.",
         ),
     ]
-    return decorated(func, options)
 
+    @functools.wraps(func)
+    def command(*args: Any, task: str, num_negatives: int, negative_sampling: str, **kwargs: Any) -> Any:
+        from graphtier.tiering.seeds import EpochSeeds
 
-def epoch_seeds(task: str, num_negatives: int, negative_sampling: str) -> Any:
-    """The :class:`graphtier.tiering.seeds.EpochSeeds` of the :func:`task_options` values."""
-    from graphtier.tiering.seeds import EpochSeeds
+        return func(*args, seeds=EpochSeeds(task, num_negatives, negative_sampling), **kwargs)
 
-    return EpochSeeds(task, num_negatives, negative_sampling)
+    return decorated(command, options)

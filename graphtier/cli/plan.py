@@ -10,7 +10,7 @@ import click
 
 from graphtier._choices import DEFAULT_BUDGETS, DEFAULT_DISK_GBPS, DEFAULT_GPU_GBPS, DEFAULT_PCIE_GBPS, PAIR_MOVE_GROUPS
 from graphtier._fanouts import format_fanouts
-from graphtier.cli.options import epoch_seeds, replay_options, task_options
+from graphtier.cli.options import replay_options, task_options
 from graphtier.cli.progress import cli_progress
 from graphtier.dataset.format import Dataset
 from graphtier.errors import OptionError
@@ -92,9 +92,7 @@ def command(
     disk_gbps: float | None,
     json_path: Path | None,
     plot_path: Path | None,
-    task: str,
-    num_negatives: int,
-    negative_sampling: str,
+    seeds: EpochSeeds,
 ) -> None:
     """Plan feature and graph tiers per GPU budget (sizes, read shares from a sampling trace, PCIe bytes, data time);
     with --gpu-topology, place the features on the GPUs and print the bytes per link. A typed dataset: each budget
@@ -106,7 +104,6 @@ def command(
     from graphtier.tiering.plan_recommendation import recommend_budget
     from graphtier.tiering.plan_report import format_plan, plot_plan, write_plan_json
 
-    seeds = epoch_seeds(task, num_negatives, negative_sampling)
     topology = gpu_topology_from_option(gpu_topology, gpus) if gpu_topology is not None else None
     if gpus is None:
         gpus = topology.num_gpus if topology is not None else 1

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from graphtier.cli.options import epoch_seeds, score_options, task_options
+from graphtier.cli.options import score_options, task_options
 from graphtier.cli.progress import cli_progress
 from graphtier.cli.score import DEFAULT_SCORE, SCORE_METHODS, describe_types
 from graphtier.dataset.format import Dataset
 from graphtier.errors import DatasetError
 from graphtier.graph.reorder import EDGE_ORDERS, load_score_file, reorder_dataset
+
+if TYPE_CHECKING:
+    from graphtier.tiering.seeds import EpochSeeds
 
 
 @click.command("reorder")
@@ -51,16 +55,13 @@ def command(
     seed: int,
     edge_order: str,
     overwrite: bool,
-    task: str,
-    num_negatives: int,
-    negative_sampling: str,
+    seeds: EpochSeeds,
 ) -> None:
     """Write DATASET to OUTPUT with nodes renumbered by descending score (ties by old id).
 
     OUTPUT is a normal dataset; its perm.npy maps each new id to the original id. A typed dataset is reordered
     per node type (each type by its own scores, within its id range), its relations remapped.
     """
-    seeds = epoch_seeds(task, num_negatives, negative_sampling)
     data = Dataset.open(dataset)
     progress = cli_progress()
     if score in SCORE_METHODS:

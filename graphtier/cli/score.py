@@ -9,7 +9,7 @@ import click
 import numpy as np
 
 from graphtier._choices import DEFAULT_SCORE, SCORE_METHODS
-from graphtier.cli.options import epoch_seeds, merge_alias, score_options, task_options
+from graphtier.cli.options import merge_alias, score_options, task_options
 from graphtier.cli.progress import cli_progress
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.outputs import check_outputs, save_npy
@@ -19,6 +19,7 @@ from graphtier.graph.typed_scores import split_by_type
 
 if TYPE_CHECKING:
     from graphtier.tiering.hotness import ScoreResult
+    from graphtier.tiering.seeds import EpochSeeds
 
 
 def describe_types(schema: Schema, scores: np.ndarray, top: int = 0) -> list[str]:
@@ -94,12 +95,9 @@ def command(
     epochs: int,
     seed: int,
     top: int,
-    task: str,
-    num_negatives: int,
-    negative_sampling: str,
+    seeds: EpochSeeds,
 ) -> None:
     """Score every node of DATASET by how often sampling is expected to read its features."""
-    seeds = epoch_seeds(task, num_negatives, negative_sampling)
     method = merge_alias(score, method, "--score", "--method")
     if method is None:
         method = DEFAULT_SCORE
