@@ -47,7 +47,7 @@ OPTIONAL_DEPENDENCY_IMPORTS = {
     ("graphtier.memory.tiered", "graphtier.memory._triton_kernels"),
     ("graphtier.bench.gather", "graphtier.memory._triton_kernels"),
     ("graphtier.memory.topology", "graphtier.memory._topology_kernels"),
-    ("graphtier.sampling.device", "graphtier.sampling._device_kernels"),
+    ("graphtier.sampling.device_hops", "graphtier.sampling._device_kernels"),
     ("graphtier.sampling.temporal_device", "graphtier.sampling._temporal_device_kernels"),
 }
 # graphtier.train's sub-packages, lowest first: a module imports from its own sub-package or an earlier one
