@@ -24,19 +24,18 @@ import numpy as np
 import torch
 
 from graphtier.dataset.schema import RelationType, Schema
-from graphtier.errors import OptionError
 from graphtier.sampling import _neighbor_kernels as cpu_kernels
 from graphtier.sampling.batch import Block, MiniBatch
 from graphtier.sampling.device_hops import (
     Topology,
     check_topology,
     draw_picks,
+    edge_layout,
     first_seen_relabel,
     resolve_picks,
     seeds_on_device,
 )
-from graphtier.sampling.fanouts import check_fanouts
-from graphtier.sampling.hops import check_seed, next_batch_id
+from graphtier.sampling.hops import check_seed, homogeneous_fanouts, next_batch_id, typed_hops
 from graphtier.sampling.typed_batch import TypedMiniBatch
 from graphtier.sampling.typed_device import DeviceTypedHops
 
@@ -86,9 +85,7 @@ class DeviceNeighborSampler:
         self._batch_counter = itertools.count()
         self._typed: DeviceTypedHops | None = None
         if schema is None:
-            if isinstance(fanouts, Mapping):
-                raise OptionError.invalid("fanouts", "a list of ints (per-relation fanouts need a schema)", fanouts)
-            self.fanouts: list[int] | dict[RelationType, Sequence[int]] = check_fanouts(fanouts)
+            self.fanouts: list[int] | dict[RelationType, Sequence[int]] = homogeneous_fanouts(fanouts)
         else:
             self._typed = DeviceTypedHops(topology, schema, fanouts, self.seed, self._kernels, self.with_edge_ids)
             self.fanouts = dict(self._typed.layout.fanouts)
@@ -128,9 +125,7 @@ class DeviceNeighborSampler:
     ) -> tuple[TypedMiniBatch, torch.Tensor]:
         """With a ``schema``: a batch for seeds of any types, as :meth:`NeighborSampler.sample_global`, the rows on
         the device; OptionError without a schema."""
-        if self._typed is None:
-            raise OptionError("sample_global: this sampler has no schema; sample() takes global ids")
-        return self._typed.sample_global(global_seeds, int(batch_id))
+        return typed_hops(self._typed).sample_global(global_seeds, int(batch_id))
 
     def _hop(
         self, dst_nodes: torch.Tensor, fanout: int, stream: int
@@ -141,12 +136,7 @@ class DeviceNeighborSampler:
         starts = indptr[dst_nodes]
         degrees = indptr[dst_nodes + 1] - starts
         counts = degrees if fanout < 0 else torch.clamp(degrees, max=fanout)
-        offsets = torch.zeros(dst_nodes.shape[0] + 1, dtype=torch.int64, device=self.device)
-        torch.cumsum(counts, 0, out=offsets[1:])
-        num_edges = int(offsets[-1])
-        destinations = torch.repeat_interleave(
-            torch.arange(dst_nodes.shape[0], device=self.device), counts, output_size=num_edges
-        )
+        offsets, num_edges, destinations = edge_layout(counts)
         # every edge's position as if its destination took its whole list; the picks overwrite the rest
         positions = torch.arange(num_edges, device=self.device) + (starts - offsets[:-1])[destinations]
         if fanout > 0:

@@ -194,3 +194,14 @@ def first_seen_pairs(
     order, local = first_seen_relabel(ids[:count], ids[count:])
     rows = distinct[order]
     return rows[:, 0].contiguous(), rows[:, 1].contiguous(), local
+
+
+def edge_layout(counts: torch.Tensor) -> tuple[torch.Tensor, int, torch.Tensor]:
+    """``(offsets, E, rows)`` of a hop whose row ``i`` takes ``counts[i]`` edges (int64 [R] on a device):
+    ``offsets`` int64 [R + 1] their exclusive prefix sum, E the edge count, ``rows`` int64 [E] each edge's row, all on
+    ``counts``' device (one host sync, for E)."""
+    offsets = torch.zeros(counts.shape[0] + 1, dtype=torch.int64, device=counts.device)
+    torch.cumsum(counts, 0, out=offsets[1:])
+    num_edges = int(offsets[-1])
+    rows = torch.repeat_interleave(torch.arange(counts.shape[0], device=counts.device), counts, output_size=num_edges)
+    return offsets, num_edges, rows

@@ -12,7 +12,8 @@ from __future__ import annotations
 import contextlib
 import itertools
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, TypeVar
 
 import numba
 import numpy as np
@@ -23,6 +24,9 @@ from graphtier._threads import DEFAULT_MIN_CHUNK, ThreadTeam
 from graphtier.errors import OptionError
 from graphtier.sampling import _neighbor_kernels as kernels
 from graphtier.sampling.buffers import Workspace
+from graphtier.sampling.fanouts import check_fanouts
+
+Hops = TypeVar("Hops")
 
 
 def check_num_threads(num_threads: int | None) -> int:
@@ -110,6 +114,22 @@ def is_recent(strategy: str) -> bool:
     if strategy not in TEMPORAL_STRATEGIES:
         raise OptionError(f"strategy: expected one of {', '.join(TEMPORAL_STRATEGIES)}, found {strategy!r}")
     return strategy == "recent"
+
+
+def homogeneous_fanouts(fanouts: Sequence[int] | Mapping[Any, Sequence[int]]) -> list[int]:
+    """The fanouts of a sampler built without a schema (:func:`check_fanouts`); OptionError naming ``fanouts`` for a
+    per-relation mapping, which needs a schema."""
+    if isinstance(fanouts, Mapping):
+        raise OptionError.invalid("fanouts", "a list of ints (per-relation fanouts need a schema)", fanouts)
+    return check_fanouts(fanouts)
+
+
+def typed_hops(typed: Hops | None) -> Hops:
+    """A sampler's typed hops, for :meth:`sample_global`; OptionError (one line) when it was built without a
+    schema."""
+    if typed is None:
+        raise OptionError("sample_global: this sampler has no schema; sample() takes global ids")
+    return typed
 
 
 # Parallel loops over fewer items than this run on one thread: waking a second thread costs more

@@ -24,7 +24,6 @@ import torch
 
 from graphtier._threads import ThreadTeam
 from graphtier.dataset.schema import RelationType, Schema
-from graphtier.errors import OptionError
 from graphtier.sampling import _neighbor_kernels as kernels
 from graphtier.sampling.batch import Block, MiniBatch
 from graphtier.sampling.buffers import Carver, OutputRing, Workspace, WorkspacePool
@@ -41,12 +40,14 @@ from graphtier.sampling.hops import (
     check_graph,
     check_num_threads,
     check_seed,
+    homogeneous_fanouts,
     hop_sources,
     hop_sources_relabelled,
     hop_spans,
     next_batch_id,
     numba_threads,
     threads_for,
+    typed_hops,
 )
 from graphtier.sampling.seeds import as_seed_array
 from graphtier.sampling.typed_batch import TypedMiniBatch
@@ -103,9 +104,7 @@ class NeighborSampler:
         self._batch_counter = itertools.count()
         self._typed: TypedHops | None = None
         if schema is None:
-            if isinstance(fanouts, Mapping):
-                raise OptionError.invalid("fanouts", "a list of ints (per-relation fanouts need a schema)", fanouts)
-            self.fanouts: list[int] | dict[RelationType, Sequence[int]] = check_fanouts(fanouts)
+            self.fanouts: list[int] | dict[RelationType, Sequence[int]] = homogeneous_fanouts(fanouts)
             self._outputs = OutputRing()
             # hops use the parallel relabel from this many threads on (tests lower it to cover that path)
             self.parallel_relabel_min_threads = PARALLEL_RELABEL_MIN_THREADS
@@ -158,9 +157,7 @@ class NeighborSampler:
         rows in first-seen order over all types) and int64 [B] each seed's output row among the rows of its own
         type (``rows[i]`` indexes the model's output of ``schema.type_of(global_seeds[i])``): link prediction's
         pairs. OptionError without a schema (:meth:`sample` takes global ids there)."""
-        if self._typed is None:
-            raise OptionError("sample_global: this sampler has no schema; sample() takes global ids")
-        return self._typed.sample_global(global_seeds, int(batch_id), self._workspaces)
+        return typed_hops(self._typed).sample_global(global_seeds, int(batch_id), self._workspaces)
 
     def _sample(
         self, seeds: np.ndarray, batch_id: int, workspace: Workspace, carver: Carver

@@ -29,7 +29,6 @@ import numpy as np
 import torch
 
 from graphtier.dataset.schema import RelationType, Schema
-from graphtier.errors import OptionError
 from graphtier.sampling import _neighbor_kernels as kernels
 from graphtier.sampling._temporal_kernels import (
     MAX_STAMP,
@@ -43,8 +42,16 @@ from graphtier.sampling._temporal_kernels import (
 )
 from graphtier.sampling.batch import Block, MiniBatch
 from graphtier.sampling.buffers import Carver, OutputRing, Workspace, WorkspacePool
-from graphtier.sampling.fanouts import check_fanouts
-from graphtier.sampling.hops import check_edge_times, check_graph, check_seed, is_recent, next_batch_id, seed_times
+from graphtier.sampling.hops import (
+    check_edge_times,
+    check_graph,
+    check_seed,
+    homogeneous_fanouts,
+    is_recent,
+    next_batch_id,
+    seed_times,
+    typed_hops,
+)
 from graphtier.sampling.seeds import as_seed_array
 from graphtier.sampling.typed_batch import TypedMiniBatch
 from graphtier.sampling.typed_temporal import TypedTemporalHops
@@ -107,9 +114,7 @@ class TemporalNeighborSampler:
             )  # fmt: skip
             self.fanouts: list[int] | dict[RelationType, Sequence[int]] = dict(self._typed.layout.fanouts)
             return
-        if isinstance(fanouts, Mapping):
-            raise OptionError.invalid("fanouts", "a list of ints (per-relation fanouts need a schema)", fanouts)
-        self.fanouts = check_fanouts(fanouts)
+        self.fanouts = homogeneous_fanouts(fanouts)
         # every list in time order (times, every 16th time, (CSC position, source)): a hop reads contiguous runs
         self._order = time_ordered(self.indices, self.edge_time, self.edge_time_order)
         self._last_time = int(self._order.times.max()) if self._order.times.shape[0] else None
@@ -153,9 +158,7 @@ class TemporalNeighborSampler:
         ``seed_time`` int [B] (or one int). Returns the batch (``seeds`` the global ids) and int64 [B] each seed's
         row among the rows of its own type (a (node, time) pair asked twice is one row). OptionError without a
         schema."""
-        if self._typed is None:
-            raise OptionError("sample_global: this sampler has no schema; sample() takes global ids")
-        return self._typed.sample_global(global_seeds, int(batch_id), seed_time)
+        return typed_hops(self._typed).sample_global(global_seeds, int(batch_id), seed_time)
 
     def _all_past(self, first_bound: int) -> bool:
         """Whether every edge is admissible at every bound >= ``first_bound`` (the cut then needs no search)."""

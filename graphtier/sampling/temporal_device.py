@@ -36,12 +36,20 @@ from graphtier.sampling.device_hops import (
     Topology,
     check_topology,
     draw_picks,
+    edge_layout,
     first_seen_pairs,
     resolve_picks,
     seeds_on_device,
 )
-from graphtier.sampling.fanouts import check_fanouts
-from graphtier.sampling.hops import check_edge_times, check_seed, is_recent, next_batch_id, seed_times
+from graphtier.sampling.hops import (
+    check_edge_times,
+    check_seed,
+    homogeneous_fanouts,
+    is_recent,
+    next_batch_id,
+    seed_times,
+    typed_hops,
+)
 from graphtier.sampling.typed_batch import TypedMiniBatch
 from graphtier.sampling.typed_temporal_device import DeviceTypedTemporalHops
 
@@ -123,10 +131,8 @@ class DeviceTemporalSampler:
         if schema is not None:
             self._typed = DeviceTypedTemporalHops(topology, schema, fanouts, self.seed, self.hop, self.times_on_device)
             self.fanouts: list[int] | dict[RelationType, Sequence[int]] = dict(self._typed.layout.fanouts)
-        elif isinstance(fanouts, Mapping):
-            raise OptionError.invalid("fanouts", "a list of ints (per-relation fanouts need a schema)", fanouts)
         else:
-            self.fanouts = check_fanouts(fanouts)
+            self.fanouts = homogeneous_fanouts(fanouts)
 
     def sample(
         self, seeds: np.ndarray | torch.Tensor, seed_time: np.ndarray | torch.Tensor | int, batch_id: int | None = None
@@ -163,9 +169,7 @@ class DeviceTemporalSampler:
     ) -> tuple[TypedMiniBatch, torch.Tensor]:
         """With a ``schema``: seeds of any types (global ids) at their times, as
         :meth:`TemporalNeighborSampler.sample_global`, the rows on the device; OptionError without a schema."""
-        if self._typed is None:
-            raise OptionError("sample_global: this sampler has no schema; sample() takes global ids")
-        return self._typed.sample_global(global_seeds, int(batch_id), seed_time)
+        return typed_hops(self._typed).sample_global(global_seeds, int(batch_id), seed_time)
 
     def times_on_device(self, seed_time: np.ndarray | torch.Tensor | int, count: int) -> torch.Tensor:
         """Seed times as int64 [count] on the device (:func:`seed_times`'s checks; device tensors checked there)."""
@@ -193,12 +197,7 @@ class DeviceTemporalSampler:
         starts = indptr[nodes]
         admitted = self._cuts(nodes, bounds, indptr, self.time_by_order, self.inclusive, self._steps)
         counts = admitted if fanout < 0 else torch.clamp(admitted, max=fanout)
-        offsets = torch.zeros(nodes.shape[0] + 1, dtype=torch.int64, device=self.device)
-        torch.cumsum(counts, 0, out=offsets[1:])
-        num_edges = int(offsets[-1])
-        destinations = torch.repeat_interleave(
-            torch.arange(nodes.shape[0], device=self.device), counts, output_size=num_edges
-        )
+        offsets, num_edges, destinations = edge_layout(counts)
         # every edge's position in time order as if its row took the end of its prefix (the whole prefix when
         # it has at most ``fanout`` edges, the latest ``fanout`` for ``recent``); uniform picks overwrite the rest
         shift = starts - offsets[:-1] + (admitted - counts)

@@ -26,6 +26,7 @@ from graphtier.sampling import _neighbor_kernels as cpu_kernels
 from graphtier.sampling.device_hops import (
     Topology,
     draw_picks,
+    edge_layout,
     first_seen_relabel,
     seeds_on_device,
 )
@@ -162,10 +163,7 @@ class DeviceTypedHops:
         degrees = indptr[rows + 1] - starts
         item_fanout = self._fanouts_on_device[hop][item_relation]
         counts = torch.where((item_fanout < 0) | (degrees <= item_fanout), degrees, item_fanout)
-        offsets = torch.zeros(num_items + 1, dtype=torch.int64, device=device)
-        torch.cumsum(counts, 0, out=offsets[1:])
-        num_edges = int(offsets[-1])
-        items = torch.repeat_interleave(torch.arange(num_items, device=device), counts, output_size=num_edges)
+        offsets, num_edges, items = edge_layout(counts)
         # every edge's position as if its item took its whole list; the picks overwrite the rest
         positions = torch.arange(num_edges, device=device) + (starts - offsets[:-1])[items]
         cut = counts < degrees
