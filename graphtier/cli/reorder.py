@@ -95,15 +95,18 @@ def command(
     edge_reads = None
     if edge_order != "csc" and data.edge_features is not None:
         from graphtier.tiering.hotness import list_reads
+        from graphtier.tiering.seeds import training_seeds
 
         try:
-            edge_reads = list_reads(data, list(fanouts), batch_size=batch_size, seeds=seeds,
-                                    relation_fanouts=fanouts_per_relation, progress=progress)  # fmt: skip
-            click.echo(f"edge table: lists in descending expected reads per edge (fwr, fanouts {list(fanouts)})")
-        except DatasetError as error:  # no training seeds: auto keeps the CSC order, reads needs them
+            training_seeds(data, seeds)  # reads order needs the task's training seeds; auto goes without them
+        except DatasetError as error:
             if edge_order == "reads":
                 raise
             click.echo(f"graphtier: note: the edge table stays in CSC order (--edge-order reads: {error})", err=True)
+        else:
+            edge_reads = list_reads(data, list(fanouts), batch_size=batch_size, seeds=seeds,
+                                    relation_fanouts=fanouts_per_relation, progress=progress)  # fmt: skip
+            click.echo(f"edge table: lists in descending expected reads per edge (fwr, fanouts {list(fanouts)})")
     reordered, timings = reorder_dataset(
         data, output, scores, score_label=label, score_params=params, overwrite=overwrite, progress=progress,
         edge_list_reads=edge_reads,
