@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import platform
 import time
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numba
@@ -13,12 +15,15 @@ import torch
 
 from graphtier.bench.sample_device import time_device_sampler
 from graphtier.dataset.format import Dataset
+from graphtier.dataset.schema import RelationType, Schema
 from graphtier.errors import OptionError
 from graphtier.sampling import NeighborSampler, ShadowSampler, iter_seed_batches
 from graphtier.sampling.reference import (
     neighbor_sample_reference,
     shadow_sample_reference,
 )
+from graphtier.sampling.relation_fanouts import parse_relation_fanouts
+from graphtier.sampling.typed_reference import typed_sample_reference
 
 
 def run_sample_benchmark(
@@ -37,8 +42,12 @@ def run_sample_benchmark(
     device: str = "cpu",
     topology_budgets: tuple[str, ...] = ("0", "10%", "100%"),
     sorted_reads: bool | None = None,
+    relation_fanouts: str | Mapping[Any, Any] | None = None,
 ) -> dict[str, Any]:
     """Sample ``warmup + batches`` mini-batches of ``ds`` and time the last ``batches``; returns a JSON-able dict.
+
+    A typed dataset is sampled with its schema (every relation; ``relation_fanouts`` overrides ``fanouts`` per
+    relation, as ``--fanouts-per-relation``), its seeds local ids of the target type; ShaDow is refused there.
 
     ``in_memory`` copies ``indptr``/``indices`` into RAM first; otherwise the sampler reads the memory maps.
     With ``baseline_seconds > 0`` the plain numpy/Python reference sampler of
@@ -59,6 +68,15 @@ def run_sample_benchmark(
     num_threads = threads if threads is not None else numba.config.NUMBA_NUM_THREADS
     if ds.num_nodes == 0:
         raise OptionError(f"{ds.path}: the graph has no nodes to sample from")
+    schema = ds.schema if ds.is_hetero else None
+    if schema is not None and sampler == "shadow":
+        raise OptionError(
+            f"--sampler shadow: {ds.path} is a typed dataset; ShaDow extracts one induced subgraph of one node type "
+            "(use --sampler neighbor)"
+        )
+    if schema is None and relation_fanouts is not None:
+        raise OptionError(f"--fanouts-per-relation: {ds.path} has one relation; use --fanouts")
+    per_relation = None if schema is None else parse_relation_fanouts(relation_fanouts, schema, fanouts)
     if in_memory:
         indptr, indices = np.array(ds.indptr), np.array(ds.indices)
     else:
@@ -68,8 +86,10 @@ def run_sample_benchmark(
             indptr, indices, fanouts, layers or len(fanouts), seed=seed, num_threads=num_threads
         )
     else:
-        sampler_obj = NeighborSampler(indptr, indices, fanouts, seed=seed, num_threads=num_threads)
-    pool = ds.train_idx if ds.train_idx is not None and len(ds.train_idx) > 0 else np.arange(ds.num_nodes)
+        sampler_obj = NeighborSampler(indptr, indices, per_relation or fanouts, schema=schema, seed=seed,
+                                      num_threads=num_threads)  # fmt: skip
+    seed_count = ds.num_nodes if schema is None else schema.target_type.count
+    pool = ds.train_idx if ds.train_idx is not None and len(ds.train_idx) > 0 else np.arange(seed_count)
     needed = warmup + batches
     seed_batches: list[np.ndarray] = []
     epoch = 0
@@ -99,6 +119,7 @@ def run_sample_benchmark(
             seed=seed,
             first_batch_id=warmup,
             budget_seconds=baseline_seconds,
+            typed=None if schema is None or per_relation is None else (schema, per_relation),
         )
     result = {
         "dataset": str(ds.path),
@@ -106,6 +127,9 @@ def run_sample_benchmark(
         "num_edges": ds.num_edges,
         "sampler": sampler,
         "fanouts": fanouts,
+        "fanouts_per_relation": None
+        if per_relation is None
+        else {"___".join(k): list(v) for k, v in per_relation.items()},
         "batch_size": batch_size,
         "batches": batches,
         "threads": num_threads,
@@ -134,6 +158,7 @@ def run_sample_benchmark(
                 topology_budget=budget,
                 seed=seed,
                 sorted_reads=sorted_reads,
+                relation_fanouts=per_relation,
             )
             run["speedup_vs_cpu"] = run["batches_per_s"] / result["batches_per_s"]
             runs.append(run)
@@ -151,19 +176,26 @@ def _time_reference_sampler(
     seed: int,
     first_batch_id: int,
     budget_seconds: float,
+    typed: tuple[Schema, Mapping[RelationType, Sequence[int]]] | None = None,
 ) -> dict[str, Any]:
-    """Time the reference sampler on ``seed_batches`` in order until ``budget_seconds`` is spent (>= 1 batch)."""
-    reference = shadow_sample_reference if sampler == "shadow" else neighbor_sample_reference
+    """Time the reference sampler on ``seed_batches`` in order until ``budget_seconds`` is spent (>= 1 batch);
+    ``typed``: a typed dataset's (schema, per-relation fanouts), sampled by the typed reference."""
+    reference: Any = shadow_sample_reference if sampler == "shadow" else neighbor_sample_reference
+    if typed is not None:
+        reference = functools.partial(typed_sample_reference, indptr, indices, *typed)
     done = 0
     start = time.perf_counter()
     while done < len(seed_batches):
-        reference(indptr, indices, fanouts, seed_batches[done], seed, first_batch_id + done)
+        if typed is not None:
+            reference(seed_batches[done], seed, first_batch_id + done)
+        else:
+            reference(indptr, indices, fanouts, seed_batches[done], seed, first_batch_id + done)
         done += 1
         if time.perf_counter() - start >= budget_seconds:
             break
     seconds = time.perf_counter() - start
     return {
-        "name": f"graphtier.sampling.reference.{reference.__name__} (numpy/Python, 1 thread)",
+        "name": f"graphtier.sampling.{'typed_reference.typed_sample_reference' if typed else 'reference.' + reference.__name__} (numpy/Python, 1 thread)",
         "batches": done,
         "seconds": seconds,
         "batches_per_s": done / seconds,

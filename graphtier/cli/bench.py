@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from graphtier.cli.options import SEED, fanouts_option
+from graphtier.cli.options import SEED, fanouts_option, relation_fanouts_option
 from graphtier.dataset.format import Dataset
 from graphtier.errors import OptionError
 
@@ -21,6 +21,7 @@ def command() -> None:
 @command.command(name="sample")
 @click.argument("dataset", type=click.Path(path_type=Path))
 @fanouts_option("Neighbours per hop, seeds' hop first; -1 = all.")
+@relation_fanouts_option()
 @click.option("--batch-size", type=click.IntRange(min=1), default=1024, show_default=True)
 @click.option("--batches", type=click.IntRange(min=1), default=50, show_default=True, help="Timed mini-batches.")
 @click.option("--warmup", type=click.IntRange(min=0), default=3, show_default=True, help="Untimed batches first.")
@@ -58,6 +59,7 @@ def command() -> None:
 def sample_command(
     dataset: Path,
     fanouts: str,
+    fanouts_per_relation: str | None,
     batch_size: int,
     batches: int,
     warmup: int,
@@ -74,7 +76,9 @@ def sample_command(
 ) -> None:
     """Time the mini-batch sampler on DATASET: sampled edges/s, mini-batches/s, unique nodes per batch.
 
-    Seeds are batches of the training split (shuffled), or of all nodes when the dataset has none.
+    Seeds are batches of the training split (shuffled), or of all nodes when the dataset has none. A typed
+    dataset samples every relation (--fanouts-per-relation overrides --fanouts per relation) from seeds of its
+    target type.
     """
     fanout_list = list(fanouts)
     if device != "cpu" and not device.startswith("cuda"):
@@ -85,7 +89,6 @@ def sample_command(
             f"--topology-budgets: expected comma-separated budgets like 0,10%,100%, found {topology_budgets!r}"
         )
     ds = Dataset.open(dataset, validate=False)
-    ds.require_homogeneous("`graphtier bench sample`")
     from graphtier.bench.sample import run_sample_benchmark
 
     results = run_sample_benchmark(
@@ -103,6 +106,7 @@ def sample_command(
         device=device,
         topology_budgets=budgets,
         sorted_reads=sorted_reads,
+        relation_fanouts=fanouts_per_relation,
     )
     for key, label, fmt in (
         ("sampled_edges_per_s", "sampled edges/s", "{:,.0f}"),
@@ -121,7 +125,7 @@ def sample_command(
     if baseline is not None:
         click.echo(
             f"{'baseline':>22}  {baseline['batches_per_s']:,.2f} mini-batches/s: plain numpy/Python reference sampler "
-            f"(graphtier/sampling/reference.py, 1 thread, same seeds, {baseline['batches']} batches)"
+            f"({baseline['name']}, same seeds, {baseline['batches']} batches)"
         )
         click.echo(f"{'speed-up':>22}  {results['speedup_vs_baseline']:,.1f}x mini-batches/s over the baseline")
     for run in results.get("device_samplers", []):

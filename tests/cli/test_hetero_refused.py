@@ -21,7 +21,6 @@ def typed(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 COMMANDS = [
     (["bench", "gather", "{d}"], "`graphtier bench gather`"),
-    (["bench", "sample", "{d}"], "`graphtier bench sample`"),
 ]
 TYPED_MODEL_REFUSALS = [
     (["train", "{d}", "--epochs", "1"], "--model sage: a model of one node type and one relation"),

@@ -107,3 +107,37 @@ def test_device_sampler_benchmark_on_the_cpu_twin(tiny_dataset):
     assert result["identical_to_cpu"] is True and result["batches_per_s"] > 0
     tiers = result["topology_bytes_by_tier"]
     assert tiers["gpu"] > 0 and tiers["gpu"] + tiers["host"] + tiers["disk"] == tiers["requested"]
+
+
+def test_bench_sample_typed_dataset(tmp_path: Path, capsys):
+    """A typed dataset: every relation sampled with the schema (--fanouts-per-relation honoured) from target-type
+    seeds, against the typed reference sampler; the device sampler's CPU twin gives the same batches; ShaDow and
+    per-relation fanouts on a homogeneous dataset are refused in one line."""
+    import torch
+
+    from graphtier.bench.sample_device import time_device_sampler
+    from graphtier.sampling.relation_fanouts import parse_relation_fanouts
+    from tests.conftest import write_labelled_graph
+    from tests.typed_data import write_tiny_typed
+
+    typed = write_tiny_typed(tmp_path / "typed")
+    out = tmp_path / "typed.json"
+    argv = ["bench", "sample", str(typed.path), "--fanouts", "3,2", "--batch-size", "4", "--batches", "3"]
+    code, stdout, stderr = run_cli([*argv, "--fanouts-per-relation", "writes=1/1", "--json", str(out)], capsys)
+    assert code == 0, stderr
+    result = json.loads(out.read_text())
+    per_relation = result["fanouts_per_relation"]
+    assert per_relation["author___writes___paper"] == [1, 1] and len(per_relation) == len(typed.schema.relations)
+    assert result["sampled_edges_per_s"] > 0 and "typed_sample_reference" in result["baseline"]["name"]
+    code, _, stderr = run_cli([*argv, "--sampler", "shadow"], capsys)
+    assert code == 2 and stderr.count("\n") == 1 and "typed dataset" in stderr
+    plain = write_labelled_graph(tmp_path / "plain", num_nodes=30)
+    code, _, stderr = run_cli(["bench", "sample", str(plain.path), "--fanouts-per-relation", "x=1"], capsys)
+    assert code == 2 and stderr.count("\n") == 1 and "--fanouts-per-relation" in stderr
+    fanouts = parse_relation_fanouts("writes=1/1", typed.schema, [3, 2])
+    batches = [np.arange(4), np.arange(4, 8), np.arange(2, 6)]
+    run = time_device_sampler(
+        typed, [3, 2], batches, warmup=1, device=torch.device("cpu"), topology_budget="0", picks="numba",
+        relation_fanouts=fanouts,
+    )  # fmt: skip
+    assert run["identical_to_cpu"] is True and run["batches_per_s"] > 0
