@@ -238,13 +238,19 @@ def next_uses(trace: np.ndarray, num_rows: int) -> np.ndarray:
 
 
 @numba.njit(cache=True, nogil=True)
+def _swap(heap_key: np.ndarray, heap_row: np.ndarray, i: int, j: int) -> None:
+    """Exchange entries ``i`` and ``j`` of the heap (int64 keys and rows, in place)."""
+    heap_key[i], heap_key[j] = heap_key[j], heap_key[i]
+    heap_row[i], heap_row[j] = heap_row[j], heap_row[i]
+
+
+@numba.njit(cache=True, nogil=True)
 def _sift_up(heap_key: np.ndarray, heap_row: np.ndarray, i: int) -> None:
     while i > 0:
         parent = (i - 1) // 2
         if heap_key[parent] >= heap_key[i]:
             break
-        heap_key[parent], heap_key[i] = heap_key[i], heap_key[parent]
-        heap_row[parent], heap_row[i] = heap_row[i], heap_row[parent]
+        _swap(heap_key, heap_row, parent, i)
         i = parent
 
 
@@ -259,9 +265,27 @@ def _sift_down(heap_key: np.ndarray, heap_row: np.ndarray, size: int, i: int = 0
             big = left + 1
         if heap_key[i] >= heap_key[big]:
             break
-        heap_key[i], heap_key[big] = heap_key[big], heap_key[i]
-        heap_row[i], heap_row[big] = heap_row[big], heap_row[i]
+        _swap(heap_key, heap_row, i, big)
         i = big
+
+
+@numba.njit(cache=True, nogil=True)
+def _push(heap_key: np.ndarray, heap_row: np.ndarray, size: int, key: int, row: int) -> int:
+    """Add ``row`` with ``key`` to the max-heap of ``size`` entries (int64 arrays with room for one more); the new
+    size."""
+    heap_key[size] = key
+    heap_row[size] = row
+    _sift_up(heap_key, heap_row, size)
+    return size + 1
+
+
+@numba.njit(cache=True, nogil=True)
+def _pop(heap_key: np.ndarray, heap_row: np.ndarray, size: int) -> int:
+    """Drop the root of the max-heap of ``size`` > 0 entries (its last entry takes its place); the new size."""
+    size -= 1
+    heap_key[0], heap_row[0] = heap_key[size], heap_row[size]
+    _sift_down(heap_key, heap_row, size)
+    return size
 
 
 @numba.njit(cache=True, nogil=True)
@@ -290,10 +314,7 @@ def belady_misses(trace: np.ndarray, capacity: int, num_rows: int, start: int = 
                 first[row] = i
                 if size < capacity:
                     due[row] = i
-                    heap_key[heap_size] = i
-                    heap_row[heap_size] = row
-                    heap_size += 1
-                    _sift_up(heap_key, heap_row, heap_size - 1)
+                    heap_size = _push(heap_key, heap_row, heap_size, i, row)
                     size += 1
                 if size == capacity:
                     break
@@ -311,30 +332,20 @@ def belady_misses(trace: np.ndarray, capacity: int, num_rows: int, start: int = 
                 _sift_down(heap_key, heap_row, heap_size, j)
         if due[row] != NONE:  # a hit: the row's key moves on (the old heap entry goes stale)
             due[row] = following
-            heap_key[heap_size] = following
-            heap_row[heap_size] = row
-            heap_size += 1
-            _sift_up(heap_key, heap_row, heap_size - 1)
+            heap_size = _push(heap_key, heap_row, heap_size, following, row)
             continue
         misses += 1
         if capacity == 0:
             continue
         if size == capacity:
             while due[heap_row[0]] != heap_key[0]:  # stale
-                heap_size -= 1
-                heap_key[0], heap_row[0] = heap_key[heap_size], heap_row[heap_size]
-                _sift_down(heap_key, heap_row, heap_size)
+                heap_size = _pop(heap_key, heap_row, heap_size)
             if heap_key[0] <= following:  # the new row is needed last (or never): bypass it
                 continue
             due[heap_row[0]] = NONE
-            heap_size -= 1
-            heap_key[0], heap_row[0] = heap_key[heap_size], heap_row[heap_size]
-            _sift_down(heap_key, heap_row, heap_size)
+            heap_size = _pop(heap_key, heap_row, heap_size)
             size -= 1
         due[row] = following
-        heap_key[heap_size] = following
-        heap_row[heap_size] = row
-        heap_size += 1
-        _sift_up(heap_key, heap_row, heap_size - 1)
+        heap_size = _push(heap_key, heap_row, heap_size, following, row)
         size += 1
     return misses
