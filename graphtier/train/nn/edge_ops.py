@@ -15,6 +15,7 @@ trailing dimensions ``...`` (flattened to one for the kernels).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -60,26 +61,20 @@ def _sum_into_destinations(values: Tensor, csr: BlockCSR) -> Tensor:
     return _segment_sum(csr.rowptr, _edge_ids(csr), values, csr, csr.num_dst)
 
 
-class _GatherSources(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx: Any, x: Tensor, csr: BlockCSR) -> Tensor:  # type: ignore[override]
-        ctx.csr = csr
-        return x.index_select(0, csr.col)
+class _GatherEdges(torch.autograd.Function):
+    """``x[index]`` (``index`` the block's ``col`` or ``row``, int64 [E]); the backward is ``sum_back(grad, csr)``,
+    the matching per-row sum in CSR order (:func:`_sum_into_sources` or :func:`_sum_into_destinations`)."""
 
     @staticmethod
-    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor, None]:  # type: ignore[override]
-        return _sum_into_sources(grad, ctx.csr), None
-
-
-class _GatherDestinations(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx: Any, x: Tensor, csr: BlockCSR) -> Tensor:  # type: ignore[override]
-        ctx.csr = csr
-        return x.index_select(0, csr.row)
+    def forward(  # type: ignore[override]
+        ctx: Any, x: Tensor, csr: BlockCSR, index: Tensor, sum_back: Callable[[Tensor, BlockCSR], Tensor]
+    ) -> Tensor:
+        ctx.csr, ctx.sum_back = csr, sum_back
+        return x.index_select(0, index)
 
     @staticmethod
-    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor, None]:  # type: ignore[override]
-        return _sum_into_destinations(grad, ctx.csr), None
+    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor, None, None, None]:  # type: ignore[override]
+        return ctx.sum_back(grad, ctx.csr), None, None, None
 
 
 class _SumByDestination(torch.autograd.Function):
@@ -101,13 +96,13 @@ def _check(x: Tensor, rows: int, what: str) -> None:
 def gather_sources(x: Tensor, csr: BlockCSR) -> Tensor:
     """``x[csr.col]``: float [E, ...] from ``x`` [num_src, ...]; the backward sums per source in CSR order."""
     _check(x, csr.num_src, "gather_sources")
-    return _GatherSources.apply(x, csr)
+    return _GatherEdges.apply(x, csr, csr.col, _sum_into_sources)
 
 
 def gather_destinations(x: Tensor, csr: BlockCSR) -> Tensor:
     """``x[csr.row]``: float [E, ...] from ``x`` [num_dst, ...]; the backward sums per destination in CSR order."""
     _check(x, csr.num_dst, "gather_destinations")
-    return _GatherDestinations.apply(x, csr)
+    return _GatherEdges.apply(x, csr, csr.row, _sum_into_destinations)
 
 
 def sum_by_destination(values: Tensor, csr: BlockCSR) -> Tensor:
