@@ -7,8 +7,9 @@ The topology counts feed the capacity planner (:mod:`graphtier.tiering.plan_topo
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 
@@ -18,6 +19,9 @@ from graphtier.graph._score_kernels import accumulate_counts
 from graphtier.sampling.batch import MiniBatch
 from graphtier.sampling.neighbor import NeighborSampler
 from graphtier.sampling.seeds import iter_seed_batches
+
+Batch = TypeVar("Batch")
+"""A replayed sampler's batch (:class:`MiniBatch`, or a typed dataset's ``TypedMiniBatch``)."""
 
 
 @dataclass(frozen=True)
@@ -71,30 +75,53 @@ def count_sampled_reads(
     ``progress`` reports the stage ``replay the sampler`` batch by batch. ``on_reads``: called with each batch's
     feature rows (int64 [M], the batch's ``n_id``), in replay order (the row-access trace of a cache replay).
     """
-    if isinstance(epochs, bool) or epochs < 1:
-        raise OptionError(f"--epochs: expected a positive integer, found {epochs!r}")
+    check_epochs(epochs)
     if sample is None:
         sample = NeighborSampler(indptr, indices, list(fanouts), seed=seed).sample
     num_nodes = np.asarray(indptr).shape[0] - 1
     features = np.zeros(num_nodes, dtype=np.int64)
     entries = np.zeros(num_nodes, dtype=np.int64)
     destinations = 0
-    batch_id = 0
+    batches = 0
+    for batch in replay_batches(sample, train_idx, batch_size, epochs, seed, first_epoch, progress):
+        n_id = batch.n_id.numpy()
+        accumulate_counts(features, n_id)
+        if on_reads is not None:
+            on_reads(n_id)
+        if topology:
+            for block in batch.blocks:
+                accumulate_counts(entries, n_id[block.edge_index[1].numpy()])
+                destinations += block.num_dst
+        batches += 1
+    return SampledReads(features=features, list_entries=entries, destinations=destinations, batches=batches)
+
+
+def check_epochs(epochs: int) -> None:
+    """Raise :class:`OptionError` (naming ``--epochs``) unless ``epochs`` is a positive integer (of a replay)."""
+    if isinstance(epochs, bool) or epochs < 1:
+        raise OptionError(f"--epochs: expected a positive integer, found {epochs!r}")
+
+
+def replay_batches(
+    sample: Callable[[np.ndarray, int], Batch],
+    train_idx: np.ndarray,
+    batch_size: int,
+    epochs: int,
+    seed: int,
+    first_epoch: int,
+    progress: Progress,
+) -> Iterator[Batch]:
+    """The batches of a replay, in order: ``sample(seeds, batch_id)`` of each batch of ``train_idx`` (int64 [T])
+    shuffled into batches of ``batch_size`` for epochs ``first_epoch`` to ``first_epoch + epochs - 1`` (the shuffle
+    seeded by ``seed`` and the epoch, as the trainer's), batch ids running on from 0. ``progress`` reports the stage
+    of :func:`replay_stage`, a batch done once the caller has taken the next one (or stopped)."""
     with replay_stage(progress, epochs, train_idx, batch_size) as bar:
+        batch_id = 0
         for epoch in range(first_epoch, first_epoch + epochs):
             for seeds in iter_seed_batches(train_idx, batch_size, shuffle=True, seed=seed, epoch=epoch):
-                batch = sample(seeds, batch_id)
-                n_id = batch.n_id.numpy()
-                accumulate_counts(features, n_id)
-                if on_reads is not None:
-                    on_reads(n_id)
-                if topology:
-                    for block in batch.blocks:
-                        accumulate_counts(entries, n_id[block.edge_index[1].numpy()])
-                        destinations += block.num_dst
+                yield sample(seeds, batch_id)
                 batch_id += 1
                 bar.advance()
-    return SampledReads(features=features, list_entries=entries, destinations=destinations, batches=batch_id)
 
 
 def replay_stage(progress: Progress, epochs: int, train_idx: np.ndarray, batch_size: int) -> Stage:

@@ -14,13 +14,11 @@ import numpy as np
 
 from graphtier._progress import NO_PROGRESS, Progress
 from graphtier.dataset.schema import RelationType, Schema
-from graphtier.errors import OptionError
 from graphtier.graph._score_kernels import accumulate_counts
 from graphtier.graph.typed_scores import relation_fanouts
 from graphtier.sampling.neighbor import NeighborSampler
-from graphtier.sampling.seeds import iter_seed_batches
 from graphtier.sampling.typed_batch import TypedMiniBatch
-from graphtier.tiering.reads import SampledReads, replay_stage
+from graphtier.tiering.reads import SampledReads, check_epochs, replay_batches
 
 
 def count_typed_reads(
@@ -49,8 +47,7 @@ def count_typed_reads(
     link sampler, whose ``train_idx`` are then rows of the training pair table), else the typed neighbour sampler.
     ``on_reads``: called with each batch's feature rows as GLOBAL ids (int64 [M], type after type), in replay order.
     """
-    if isinstance(epochs, bool) or epochs < 1:
-        raise OptionError(f"--epochs: expected a positive integer, found {epochs!r}")
+    check_epochs(epochs)
     if sample is None:
         sample = NeighborSampler(indptr, indices, relation_fanouts(schema, fanouts), schema=schema, seed=seed).sample
     offsets = {t.name: t.offset for t in schema.node_types}
@@ -58,22 +55,18 @@ def count_typed_reads(
     features = np.zeros(schema.num_nodes, dtype=np.int64)
     entries = np.zeros(np.asarray(indptr).shape[0] - 1, dtype=np.int64)
     destinations = 0
-    batch_id = 0
-    with replay_stage(progress, epochs, train_idx, batch_size) as bar:
-        for epoch in range(first_epoch, first_epoch + epochs):
-            for seeds in iter_seed_batches(train_idx, batch_size, shuffle=True, seed=seed, epoch=epoch):
-                batch = sample(seeds, batch_id)
-                n_id = {name: ids.numpy() for name, ids in batch.n_id.items()}
-                read = [ids + offsets[name] for name, ids in n_id.items()]
-                for ids in read:
-                    accumulate_counts(features, ids)
-                if on_reads is not None:
-                    on_reads(np.concatenate(read) if read else np.zeros(0, dtype=np.int64))
-                for block in batch.blocks:
-                    for rel, part in block.relations.items():
-                        counts = np.diff(part.rowptr.numpy())
-                        entries[rows[rel] + n_id[rel[2]][: counts.shape[0]]] += counts  # distinct rows
-                    destinations += sum(block.num_dst[r.dst] for r in schema.relations)
-                batch_id += 1
-                bar.advance()
-    return SampledReads(features=features, list_entries=entries, destinations=destinations, batches=batch_id)
+    batches = 0
+    for batch in replay_batches(sample, train_idx, batch_size, epochs, seed, first_epoch, progress):
+        n_id = {name: ids.numpy() for name, ids in batch.n_id.items()}
+        read = [ids + offsets[name] for name, ids in n_id.items()]
+        for ids in read:
+            accumulate_counts(features, ids)
+        if on_reads is not None:
+            on_reads(np.concatenate(read) if read else np.zeros(0, dtype=np.int64))
+        for block in batch.blocks:
+            for rel, part in block.relations.items():
+                counts = np.diff(part.rowptr.numpy())
+                entries[rows[rel] + n_id[rel[2]][: counts.shape[0]]] += counts  # distinct rows
+            destinations += sum(block.num_dst[r.dst] for r in schema.relations)
+        batches += 1
+    return SampledReads(features=features, list_entries=entries, destinations=destinations, batches=batches)
