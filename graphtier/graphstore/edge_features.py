@@ -23,7 +23,7 @@ from graphtier.dataset import Dataset
 from graphtier.dataset.edge_data import EDGE_FEAT
 from graphtier.dataset.edge_rows import edge_row_map
 from graphtier.errors import DatasetError, OptionError
-from graphtier.memory import FeatureSource, PlacementSpec, TierTraffic, batch_rows_bound, make_feature_store
+from graphtier.memory import FeatureSource, PlacementSpec, TierTraffic, batch_rows_bound
 
 EDGE_FEATURE_DTYPES = (np.float16, np.float32)
 """Edge feature dtypes the tiered stores gather (float64 tables are refused with one line)."""
@@ -130,10 +130,8 @@ def open_edge_features(
     ``gather(edge_id)`` (int64 [E_b] CSC positions) gives float16/float32 [E_b, d] on the source's output device
     (through ``edge_row.npy`` when the dataset has one: :func:`mapped_rows`)."""
     table = require_edge_features(dataset)
-    return mapped_rows(dataset, make_feature_store(
-        table, placement.features_on, device=device, gpu_budget=placement.gpu_budget,
-        cache_budget=placement.cache_budget, peer_partitions=placement.peer_partitions,
-        ram_budget=placement.ram_budget, ring_size=ring_size,
+    return mapped_rows(dataset, placement.feature_store(
+        table, device=device, ring_size=ring_size,
         max_batch_rows=batch_edges_bound(batch_size, fanouts, dataset.num_nodes, dataset.num_edges),
         log=lambda line: log(f"edge features: {line}"),
     ))  # fmt: skip

@@ -386,9 +386,11 @@ def open_features(
         )  # fmt: skip
     if dataset.features is None:
         return None
-    return make_feature_store(
-        dataset.features, placement.features_on, device=device, gpu_budget=placement.gpu_budget,
-        cache_budget=placement.cache_budget, peer_partitions=placement.peer_partitions,
-        ram_budget=placement.ram_budget, ring_size=ring_size, max_batch_rows=rows_bound,
-        in_flight_bytes=in_flight, log=log,
-    )  # fmt: skip
+    return placement.feature_store(
+        dataset.features,
+        device=device,
+        ring_size=ring_size,
+        max_batch_rows=rows_bound,
+        in_flight_bytes=in_flight,
+        log=log,
+    )

@@ -7,14 +7,17 @@ or "auto"; they are resolved against the device when the store opens.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from graphtier._checks import check_choice, check_int
 from graphtier.errors import OptionError
-from graphtier.memory.modes import FEATURE_MODES, refuse_untaken
+from graphtier.memory.modes import FEATURE_MODES, make_feature_store, refuse_untaken
 from graphtier.memory.placement import Budget, parse_budget
+from graphtier.memory.source import FeatureSource
 
 BUDGET_FIELDS = ("gpu_budget", "cache_budget", "ram_budget", "topology_budget")
 """The budget options of a placement (bytes with a unit, a fraction of rows, a percentage or ``auto``)."""
@@ -84,6 +87,25 @@ class PlacementSpec:
                 f"{{topology_budget}}: applies to {{sample_on=gpu}} only, found {budget!r} with {{sample_on=cpu}}",
                 options=("topology_budget", "sample_on"),
             )
+
+    def feature_store(
+        self,
+        table: np.ndarray,
+        *,
+        device: torch.device,
+        ring_size: int,
+        max_batch_rows: int | None,
+        in_flight_bytes: int = 0,
+        log: Callable[[str], None] = print,
+    ) -> FeatureSource:
+        """:func:`~graphtier.memory.modes.make_feature_store` of ``table`` (float32/float16 [N, D], RAM or memory
+        map) in this placement's ``features_on`` mode with its GPU, cache and RAM budgets and peer partitions; the
+        rows gathered on the compute ``device``, the other arguments those of ``make_feature_store``."""
+        return make_feature_store(
+            table, self.features_on, device=device, gpu_budget=self.gpu_budget, cache_budget=self.cache_budget,
+            peer_partitions=self.peer_partitions, ram_budget=self.ram_budget, ring_size=ring_size,
+            max_batch_rows=max_batch_rows, in_flight_bytes=in_flight_bytes, log=log,
+        )  # fmt: skip
 
     def check_device(self, device: torch.device) -> None:
         """OptionError unless this placement can run on the compute ``device`` (gpu sampling needs CUDA)."""

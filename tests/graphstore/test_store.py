@@ -178,7 +178,7 @@ def test_open_leaves_room_for_prefetch_plus_two_batches_in_auto_gpu_budgets(
     tiny_dataset: Dataset, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import graphtier.graphstore.store as store_module
-    import graphtier.graphstore.typed_features as features_module
+    import graphtier.memory.spec as features_module  # the homogeneous store's table: PlacementSpec.feature_store
     from graphtier.memory import batch_rows_bound
     from graphtier.memory.arena import in_flight_bytes
 
