@@ -145,8 +145,8 @@ def test_timed_typed_link_batches_never_read_a_pairs_future(
 def test_the_device_typed_temporal_sampler_is_the_cpu_one(
     papers, authors, degree, graph_seed, hops, fanout, batch, inclusive, recent, interpreted, seed
 ) -> None:  # noqa: ANN001
-    """DeviceTemporalSampler with a schema (here on the CPU: the torch cut twin with numba picks, or the interpreted Triton
-    kernels) gives the CPU sampler's batches, node seeds and global seeds alike."""
+    """DeviceTemporalSampler with a schema (here on the CPU: the torch cut twin with numba picks, or the interpreted
+    Triton kernels) gives the CPU sampler's batches, node seeds and global seeds alike."""
     indptr, indices, schema, edge_time, order = timed_typed_graph(papers, authors, degree, graph_seed)
     fanouts = {rel: [fanout] * hops for rel in RELATIONS}
     options = {"strategy": "recent" if recent else "uniform", "inclusive": inclusive, "seed": seed}
@@ -154,8 +154,9 @@ def test_the_device_typed_temporal_sampler_is_the_cpu_one(
     kernels = {"picks": "numba"}
     if interpreted and HAS_TRITON:
         kernels = {"picks": "triton", "kernels": PICKS, "cut_kernels": CUTS}
-    device = DeviceTemporalSampler(DenseTopology(indptr, indices), edge_time, order, fanouts, schema=schema, **options,
-                                        **kernels)  # fmt: skip
+    # a list of fanouts is every relation's: the same batches as the mapping the CPU sampler has
+    device = DeviceTemporalSampler(DenseTopology(indptr, indices), edge_time, order, [fanout] * hops, schema=schema,
+                                   **options, **kernels)  # fmt: skip
     rng = np.random.default_rng(graph_seed + 2)
     seeds, times = rng.integers(0, papers, batch), rng.integers(0, 22, batch)
     global_seeds = rng.integers(0, schema.num_nodes, batch)
@@ -194,3 +195,15 @@ def test_the_device_typed_temporal_sampler_on_cuda_is_the_cpu_one() -> None:
     )
     assert_identical_typed(got, want)
     assert np.array_equal(rows.cpu().numpy(), want_rows)
+
+
+def test_temporal_samplers_take_per_relation_fanouts_only_with_a_schema() -> None:
+    indptr, indices, schema, edge_time, order = timed_typed_graph(10, 5, 2, 0)
+    mapping = {rel: [2] for rel in RELATIONS}
+    with pytest.raises(OptionError, match="per-relation fanouts need a schema"):
+        TemporalNeighborSampler(indptr, indices, edge_time, order, mapping)
+    with pytest.raises(OptionError, match="per-relation fanouts need a schema"):
+        DeviceTemporalSampler(DenseTopology(indptr, indices), edge_time, order, mapping)
+    plain = TemporalNeighborSampler(indptr, indices, edge_time, order, [2])
+    with pytest.raises(OptionError, match="sample_global: this sampler has no schema"):
+        plain.sample_global(np.arange(3), 0, 5)
