@@ -131,3 +131,26 @@ def test_the_loader_hands_out_blocks_with_edge_rows(tiny_dataset: Dataset) -> No
             assert np.array_equal(block.edge_attr.numpy(), table[block.edge_id.numpy()])
     finally:
         loader.close()
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+def test_an_edge_table_in_read_order_is_read_by_position_on_the_positions_device(device: str) -> None:
+    """``MappedRows`` (a table with ``edge_row.npy``) gathers ``table[row_map[positions]]`` whether the CSC positions
+    are on the CPU or, with GPU sampling, on CUDA (the map is copied there once), in a tiered store with GPU rows."""
+    from graphtier.graphstore.edge_features import MappedRows
+    from graphtier.memory import make_feature_store
+
+    if device == "cuda" and not torch.cuda.is_available():
+        pytest.skip("needs CUDA")
+    rng = np.random.default_rng(5)
+    table = rng.standard_normal((3000, 8)).astype(np.float32)
+    row_map = rng.permutation(3000).astype(np.int32)
+    where = torch.device(device) if device == "cpu" else torch.device("cuda", torch.cuda.current_device())
+    inner = make_feature_store(table, "tiered", device=where, gpu_budget="10%", log=lambda _: None)
+    with MappedRows(inner, row_map) as rows:
+        for _ in range(2):  # the second pass reuses the map already on the device
+            positions = torch.from_numpy(rng.integers(0, 3000, 500)).to(where)
+            got = rows.gather(positions)
+            expected = table[row_map[positions.cpu().numpy()]]
+            np.testing.assert_array_equal(got.cpu().numpy(), expected)
+        assert rows.traffic()["requested"] == 2 * 500 * 8 * 4
