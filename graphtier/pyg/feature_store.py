@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import torch
 from torch import Tensor
-from torch_geometric.data import FeatureStore, TensorAttr
+from torch_geometric.data import FeatureStore, HeteroData, TensorAttr
 
 from graphtier.dataset import Dataset
 from graphtier.errors import GraphtierError, OptionError
@@ -56,9 +56,9 @@ def host_graph_store(dataset: Dataset, num_threads: int | None = None) -> GraphS
 
 
 def host_edge_features(dataset: Dataset) -> FeatureSource | None:
-    """The edge feature rows of a homogeneous ``dataset`` gathered on the CPU, or None (no ``edge_feat.npy``, or a
-    typed dataset: not yet supported)."""
-    table = None if dataset.is_hetero else dataset.edge_features
+    """The edge feature rows of ``dataset`` gathered on the CPU by CSC position (a typed dataset's: positions of its
+    back-to-back CSC, every relation's rows in one table), or None without ``edge_feat.npy``."""
+    table = dataset.edge_features
     return mapped_rows(dataset, HostFeatureStore(table)) if table is not None else None
 
 
@@ -90,22 +90,30 @@ class GraphtierFeatureStore(FeatureStore):
             return self.store.gather({node_type: torch.from_numpy(ids)})[node_type].to(torch.float32, copy=True)
         return torch.from_numpy(np.asarray(self.dataset.type_features[node_type][ids], dtype=np.float32))
 
-    def _typed_sizes(self) -> dict[tuple[str, str], tuple[int, ...]]:
-        """``{(type, attr): size}`` of a typed dataset's tensors: ``x`` per featured type, ``y`` of the target."""
+    def _typed_sizes(self) -> dict[tuple[Any, str], tuple[int, ...]]:
+        """``{(group, attr): size}`` of a typed dataset's tensors: ``x`` per featured type, ``y`` of the target and,
+        with edge features, ``edge_attr`` per relation type ``(src, name, dst)``, indexed by the positions of the
+        typed CSC (the sampler's ``e_id``, one table for every relation)."""
         schema = self.dataset.schema
-        sizes: dict[tuple[str, str], tuple[int, ...]] = {
+        sizes: dict[tuple[Any, str], tuple[int, ...]] = {
             (t.name, "x"): (t.count, t.feature_dim) for t in schema.node_types if t.name in self.dataset.type_features
         }
         if self.dataset.labels is not None:
             sizes[(schema.target, "y")] = (schema.target_type.count,)
+        if self.store.edge_features is not None:
+            for rel in schema.relations:
+                sizes[(rel.type, EDGE_ATTR)] = (self.dataset.num_edges, self.store.edge_features.dim)
         return sizes
 
     def _get_tensor(self, attr: TensorAttr) -> Tensor | None:
         if self.dataset.is_hetero:
-            size = self._typed_sizes().get((attr.group_name, attr.attr_name))
+            group = tuple(attr.group_name) if isinstance(attr.group_name, (tuple, list)) else attr.group_name
+            size = self._typed_sizes().get((group, attr.attr_name))
             if size is None:
                 return None
             ids = _index_to_numpy(attr.index, size[0])
+            if attr.attr_name == EDGE_ATTR:
+                return self.store.gather_edges(ids).to(torch.float32, copy=True)
             return (
                 self._typed_rows(attr.group_name, ids)
                 if attr.attr_name == "x"
@@ -134,8 +142,8 @@ class GraphtierFeatureStore(FeatureStore):
         return None
 
     def get_all_tensor_attrs(self) -> list[TensorAttr]:
-        if self.dataset.is_hetero:
-            return [TensorAttr(group_name=t, attr_name=name) for t, name in self._typed_sizes()]
+        if self.dataset.is_hetero:  # node attributes (edge_attr is read by e_id: EdgeAttrs)
+            return [TensorAttr(group_name=t, attr_name=name) for t, name in self._typed_sizes() if name != EDGE_ATTR]
         attrs = []
         if self.store.features is not None:
             attrs.append(TensorAttr(group_name=None, attr_name="x"))
@@ -175,9 +183,16 @@ class EdgeAttrs:
         self.feature_store = feature_store
 
     def __call__(self, batch: Any) -> Any:
-        """``batch`` (a PyG ``Data``) with ``edge_attr`` set."""
-        e_id = getattr(batch, "e_id", None)
-        if e_id is None:
-            raise OptionError("EdgeAttrs: the batch has no e_id (sample with GraphtierNeighborSampler)")
-        batch.edge_attr = self.feature_store.get_tensor(TensorAttr(group_name=None, attr_name=EDGE_ATTR, index=e_id))
+        """``batch`` (a PyG ``Data``) with ``edge_attr`` set; a ``HeteroData`` with ``edge_attr`` of every edge type
+        (its ``e_id``: positions of the typed CSC)."""
+        if isinstance(batch, HeteroData):
+            stores = [(store, store._key) for store in batch.edge_stores]
+        else:
+            stores = [(batch, None)]
+        for store, group in stores:
+            e_id = getattr(store, "e_id", None)
+            if e_id is None:
+                raise OptionError("EdgeAttrs: the batch has no e_id (sample with GraphtierNeighborSampler)")
+            attr = TensorAttr(group_name=group, attr_name=EDGE_ATTR, index=e_id)
+            store.edge_attr = self.feature_store.get_tensor(attr)
         return batch

@@ -61,20 +61,24 @@ def merged_output(batch: MiniBatch, num_seeds: int, metadata: Any) -> SamplerOut
 
 def typed_output(batch: TypedMiniBatch, metadata: Any) -> HeteroSamplerOutput:
     """PyG's merged typed subgraph of ``batch``: per node type its local ids (``node[t]``, the seeds first), per edge
-    type ``(src, name, dst)`` the edges of every hop (hop 1 first) as rows of ``node[src]`` / ``node[dst]``."""
+    type ``(src, name, dst)`` the edges of every hop (hop 1 first) as rows of ``node[src]`` / ``node[dst]``, and
+    their positions in the typed CSC (PyG's ``e_id``, the rows of ``edge_feat.npy``) when the sampler records them."""
     blocks = batch.blocks[::-1]  # hop 1 (from the seeds) first, as PyG orders them
-    row, col, num_edges = {}, {}, {}
+    row, col, num_edges, edge = {}, {}, {}, {}
     for key in blocks[0].relations if blocks else ():
         edge_index = torch.cat([blk.relations[key].edge_index for blk in blocks], dim=1)
         row[key], col[key] = edge_index[0], edge_index[1]
         num_edges[key] = [blk.relations[key].num_edges for blk in blocks]
+        edge_ids = [blk.relations[key].edge_id for blk in blocks]  # recorded when the store has edge features
+        if all(e is not None for e in edge_ids):
+            edge[key] = torch.cat(edge_ids)  # type: ignore[arg-type]
     seeds_of = blocks[0].num_dst if blocks else {t: int(ids.shape[0]) for t, ids in batch.n_id.items()}
     num_nodes = {t: [seeds_of[t]] + [blk.num_src[t] - blk.num_dst[t] for blk in blocks] for t in batch.n_id}
     return HeteroSamplerOutput(
         node=dict(batch.n_id),
         row=row,
         col=col,
-        edge=None,
+        edge=edge or None,
         batch=None,
         num_sampled_nodes=num_nodes,
         num_sampled_edges=num_edges,

@@ -112,3 +112,40 @@ def test_neighbor_loader_trains_a_pyg_hetero_model(typed_dataset: Dataset) -> No
             total += float(loss.detach())
         losses.append(total)
     assert losses[-1] < 0.7 * losses[0]
+
+
+def test_neighbor_loader_reads_typed_edge_attrs_by_edge_id(typed_dataset: Dataset) -> None:
+    """A typed dataset with edge features: every edge type of PyG's batch carries ``e_id`` (its positions in the
+    typed CSC) and ``EdgeAttrs`` reads their rows; each edge is the one its ``e_id`` names."""
+    import json
+
+    from graphtier.pyg import EdgeAttrs
+
+    positions = np.arange(typed_dataset.num_edges, dtype=np.float32)
+    np.save(typed_dataset.path / "edge_feat.npy", np.stack([positions, -positions], axis=1))
+    meta = json.loads((typed_dataset.path / "meta.json").read_text())
+    meta["edge_features"] = {"dim": 2, "dtype": "float32", "columns": ["position", "minus"]}
+    (typed_dataset.path / "meta.json").write_text(json.dumps(meta))
+    ds = Dataset.open(typed_dataset.path)
+    fs, gs = GraphtierFeatureStore(ds), GraphtierGraphStore(ds)
+    schema = ds.schema
+    assert all(a.attr_name != "edge_attr" for a in fs.get_all_tensor_attrs())  # read by e_id, not by node ids
+    train = torch.from_numpy(np.asarray(ds.train_idx, dtype=np.int64).copy())
+    loader = NeighborLoader((fs, gs), num_neighbors=[4, 3], input_nodes=("paper", train), batch_size=8,
+                            neighbor_sampler=GraphtierNeighborSampler(ds, [4, 3]), transform=EdgeAttrs(fs))  # fmt: skip
+    indptr, indices = np.asarray(ds.indptr), np.asarray(ds.indices)
+    edges = 0
+    for batch in loader:
+        for rel in schema.relations:
+            if rel.type not in batch.edge_types:
+                continue
+            store = batch[rel.type]
+            e_id = store.e_id.numpy()
+            np.testing.assert_array_equal(store.edge_attr.numpy()[:, 0], e_id)
+            src, dst = store.edge_index.numpy()
+            src_global = batch[rel.src].n_id.numpy()[src] + schema.node_type(rel.src).offset
+            np.testing.assert_array_equal(indices[e_id], src_global)  # the source the CSC holds at e_id
+            rows = rel.row_offset + batch[rel.dst].n_id.numpy()[dst]
+            assert np.all((indptr[rows] <= e_id) & (e_id < indptr[rows + 1]))  # in the destination's list
+            edges += e_id.shape[0]
+    assert edges > 0
