@@ -25,6 +25,8 @@ PARSE_BAD_TOKEN = 1
 PARSE_TOO_FEW_COLUMNS = 2
 PARSE_TOO_MANY_COLUMNS = 3
 PARSE_OVERFLOW = 4
+PARSE_NON_FINITE = 100
+"""Error code of a float parser for a NaN/Inf value when ``finite_only``."""
 
 PARSE_ERROR_TEXT = {
     PARSE_BAD_TOKEN: "a value that is not a number",
@@ -210,43 +212,107 @@ def _parse_float(buf: np.ndarray, i: int, n: int) -> tuple[float, int, bool]:
     return (-value if negative else value), i, True
 
 
+EXTRA_COLUMNS_ERROR = 0
+"""``extra_columns`` of :func:`parse_columns`: a record with a column after the last kept one is an error."""
+EXTRA_COLUMNS_SEPARATED = 1
+"""``extra_columns`` of :func:`parse_columns`: later columns are ignored but must be separated from the last one."""
+EXTRA_COLUMNS_IGNORED = 2
+"""``extra_columns`` of :func:`parse_columns`: whatever follows the last kept column is ignored."""
+
+
 @numba.njit(cache=True, nogil=True)
-def parse_float_rows(buf: np.ndarray, out: np.ndarray) -> tuple[int, int, int]:
-    """Parse records of exactly ``C = out.shape[1]`` decimal floats (``nan``/``inf`` allowed).
+def parse_columns(
+    buf: np.ndarray,
+    columns: np.ndarray,
+    floats: bool,
+    finite_only: bool,
+    extra_columns: int,
+    int_out: np.ndarray,
+    float_out: np.ndarray,
+    bad_column: np.ndarray,
+) -> tuple[int, int, int]:
+    """Parse the columns ``columns`` of every record of ``buf``: the one kernel of every integer and float parser.
 
     Args:
-        buf: uint8 [B], whole lines of text.
-        out: float32 or float64 [R, C], R >= the number of lines in ``buf``.
+        buf: uint8 [B], whole lines of text (the last line may lack its newline).
+        columns: int64 [C], the 0-based column indices to keep, ascending; a column before the last one that is
+            not kept is skipped (any text up to the next separator).
+        floats: parse decimal floats (``nan``/``inf`` allowed) into ``float_out``, else integers into ``int_out``.
+        finite_only: with ``floats``, a NaN/Inf is the error :data:`PARSE_NON_FINITE`.
+        extra_columns: what a column after the last kept one is: :data:`EXTRA_COLUMNS_ERROR`,
+            :data:`EXTRA_COLUMNS_SEPARATED` or :data:`EXTRA_COLUMNS_IGNORED`.
+        int_out: int64 [R, C] with R >= the number of lines in ``buf`` (unused with ``floats``).
+        float_out: float32 or float64 [R, C] likewise (unused without ``floats``).
+        bad_column: int64 [1]; receives the column of an error.
 
     Returns:
-        ``(records, error_code, error_offset)`` as :func:`~graphtier.dataset.importers._column_kernels.parse_int_rows`.
+        ``(records, error_code, error_offset)``: the number of records parsed, ``PARSE_OK`` or an error code,
+        and the byte offset of the start of the offending line (-1 without error).
     """
     n = buf.shape[0]
-    num_columns = out.shape[1]
+    last = columns[columns.shape[0] - 1] if columns.shape[0] > 0 else -1
     i = 0
     rows = 0
     while True:
         i, line_start = _next_record(buf, i, n)
         if i >= n:
             break
-        for col in range(num_columns):
+        kept = 0
+        for col in range(last + 1):
+            bad_column[0] = col
             if col > 0:
                 i, skipped = _skip_separator(buf, i, n)
                 if i >= n or buf[i] == _NL or buf[i] == _CR:
                     return rows, PARSE_TOO_FEW_COLUMNS, line_start
                 if not skipped:
                     return rows, PARSE_BAD_TOKEN, line_start
-            value, i, ok = _parse_float(buf, i, n)
-            if not ok:
+            if columns[kept] != col:
+                start = i
+                while i < n and not (_is_blank(buf[i]) or buf[i] == _NL or buf[i] == _COMMA):
+                    i += 1
+                if i == start:
+                    return rows, PARSE_BAD_TOKEN, line_start
+                continue
+            if floats:
+                float_value, i, ok = _parse_float(buf, i, n)
+                if not ok or (i < n and not (_is_blank(buf[i]) or buf[i] == _NL or buf[i] == _COMMA)):
+                    return rows, PARSE_BAD_TOKEN, line_start
+                if finite_only and not np.isfinite(float_value):
+                    return rows, PARSE_NON_FINITE, line_start
+                float_out[rows, kept] = float_value
+            else:
+                int_value, i, code = parse_int_token(buf, i, n)
+                if code != PARSE_OK:
+                    return rows, code, line_start
+                int_out[rows, kept] = int_value
+            kept += 1
+        if extra_columns != EXTRA_COLUMNS_IGNORED and not _at_line_end(buf, i, n):
+            if extra_columns == EXTRA_COLUMNS_ERROR:
+                return rows, PARSE_TOO_MANY_COLUMNS, line_start
+            # the next column must still be separated from the last parsed one
+            _, skipped = _skip_separator(buf, i, n)
+            if not skipped:
                 return rows, PARSE_BAD_TOKEN, line_start
-            if i < n and not (_is_blank(buf[i]) or buf[i] == _NL or buf[i] == _COMMA):
-                return rows, PARSE_BAD_TOKEN, line_start
-            out[rows, col] = value
-        if not _at_line_end(buf, i, n):
-            return rows, PARSE_TOO_MANY_COLUMNS, line_start
         rows += 1
         i = _next_line(buf, i, n)
     return rows, PARSE_OK, -1
+
+
+@numba.njit(cache=True, nogil=True)
+def parse_float_rows(buf: np.ndarray, out: np.ndarray) -> tuple[int, int, int]:
+    """Parse records of exactly ``C = out.shape[1]`` decimal floats (``nan``/``inf`` allowed): :func:`parse_columns`
+    of the first C columns.
+
+    Args:
+        buf: uint8 [B], whole lines of text.
+        out: float32 or float64 [R, C], R >= the number of lines in ``buf``.
+
+    Returns:
+        ``(records, error_code, error_offset)`` as :func:`parse_columns`.
+    """
+    columns = np.arange(out.shape[1], dtype=np.int64)
+    no_ints = np.empty((0, 0), np.int64)
+    return parse_columns(buf, columns, True, False, EXTRA_COLUMNS_ERROR, no_ints, out, np.zeros(1, np.int64))
 
 
 _SEPARATOR = re.compile(r"[ \t]*,[ \t]*|[ \t]+")
@@ -273,53 +339,68 @@ def _column_error(tokens: list[str], col: int) -> int:
     return PARSE_OK
 
 
-def parse_int_rows_reference(buf: bytes, num_columns: int, allow_extra_columns: bool) -> tuple[np.ndarray, int, int]:
-    """Plain-Python reference of :func:`~graphtier.dataset.importers._column_kernels.parse_int_rows`: ``(int64 [R, C], error_code, error_offset)``."""
-    rows: list[list[int]] = []
+def parse_columns_reference(
+    buf: bytes, columns: list[int], floats: bool, finite_only: bool, extra_columns: int
+) -> tuple[np.ndarray, int, int, int]:
+    """Plain-Python reference of :func:`parse_columns`: ``(int64 or float64 [R, C], error_code, error_offset,
+    error_column)`` (the column -1 without an error or for too many columns). ``EXTRA_COLUMNS_SEPARATED`` is
+    checked as ``EXTRA_COLUMNS_IGNORED`` (the tokens here are already split at separators)."""
+    rows: list[list[float]] = []
 
-    def result(code: int, offset: int) -> tuple[np.ndarray, int, int]:
-        return np.array(rows, dtype=np.int64).reshape(len(rows), num_columns), code, offset
+    def result(code: int, offset: int, col: int) -> tuple[np.ndarray, int, int, int]:
+        values = np.array(rows, dtype=np.float64 if floats else np.int64)
+        return values.reshape(len(rows), len(columns)), code, offset, col
 
     for offset, tokens in _data_lines(buf.decode("ascii")):
         values = []
-        for col in range(num_columns):
+        for col in range(max(columns, default=-1) + 1):
             code = _column_error(tokens, col)
             if code != PARSE_OK:
-                return result(code, offset)
-            token = tokens[col]
-            body = token[1:] if token[:1] in "+-" else token
-            if not (body.isascii() and body.isdigit()):
-                return result(PARSE_BAD_TOKEN, offset)
-            value = int(token)
-            if abs(value) > 2**63 - 1:
-                return result(PARSE_OVERFLOW, offset)
+                return result(code, offset, col)
+            if col not in columns:
+                continue
+            value, code = (
+                _float_token_reference(tokens[col], finite_only) if floats else _int_token_reference(tokens[col])
+            )
+            if code != PARSE_OK:
+                return result(code, offset, col)
             values.append(value)
-        if len(tokens) > num_columns and not allow_extra_columns:
-            return result(PARSE_TOO_MANY_COLUMNS, offset)
+        if len(tokens) > len(columns) and extra_columns == EXTRA_COLUMNS_ERROR:
+            return result(PARSE_TOO_MANY_COLUMNS, offset, -1)
         rows.append(values)
-    return result(PARSE_OK, -1)
+    return result(PARSE_OK, -1, -1)
+
+
+def _int_token_reference(token: str) -> tuple[int, int]:
+    """``(value, PARSE_OK)`` of the integer column ``token``, else ``(0, error code)``."""
+    body = token[1:] if token[:1] in "+-" else token
+    if not (body.isascii() and body.isdigit()):
+        return 0, PARSE_BAD_TOKEN
+    value = int(token)
+    if abs(value) > 2**63 - 1:
+        return 0, PARSE_OVERFLOW
+    return value, PARSE_OK
+
+
+def _float_token_reference(token: str, finite_only: bool) -> tuple[float, int]:
+    """``(value, PARSE_OK)`` of the decimal float column ``token``, else ``(0.0, error code)``."""
+    if not _FLOAT_TOKEN.fullmatch(token):
+        return 0.0, PARSE_BAD_TOKEN
+    value = float(token)
+    if finite_only and not np.isfinite(value):
+        return 0.0, PARSE_NON_FINITE
+    return value, PARSE_OK
+
+
+def parse_int_rows_reference(buf: bytes, num_columns: int, allow_extra_columns: bool) -> tuple[np.ndarray, int, int]:
+    """Plain-Python reference of :func:`~graphtier.dataset.importers._column_kernels.parse_int_rows`: ``(int64 [R, C], error_code, error_offset)``."""
+    extra = EXTRA_COLUMNS_SEPARATED if allow_extra_columns else EXTRA_COLUMNS_ERROR
+    return parse_columns_reference(buf, list(range(num_columns)), False, False, extra)[:3]
 
 
 def parse_float_rows_reference(buf: bytes, num_columns: int) -> tuple[np.ndarray, int, int]:
     """Plain-Python reference of :func:`parse_float_rows`: ``(float64 [R, C], error_code, error_offset)``."""
-    rows: list[list[float]] = []
-
-    def result(code: int, offset: int) -> tuple[np.ndarray, int, int]:
-        return np.array(rows, dtype=np.float64).reshape(len(rows), num_columns), code, offset
-
-    for offset, tokens in _data_lines(buf.decode("ascii")):
-        values = []
-        for col in range(num_columns):
-            code = _column_error(tokens, col)
-            if code != PARSE_OK:
-                return result(code, offset)
-            if not _FLOAT_TOKEN.fullmatch(tokens[col]):
-                return result(PARSE_BAD_TOKEN, offset)
-            values.append(float(tokens[col]))
-        if len(tokens) > num_columns:
-            return result(PARSE_TOO_MANY_COLUMNS, offset)
-        rows.append(values)
-    return result(PARSE_OK, -1)
+    return parse_columns_reference(buf, list(range(num_columns)), True, False, EXTRA_COLUMNS_ERROR)[:3]
 
 
 _FLOAT_TOKEN = re.compile(r"[+-]?((\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|[nN][aA][nN]|[iI][nN][fF]([iI][nN][iI][tT][yY])?)")

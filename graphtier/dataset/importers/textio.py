@@ -16,7 +16,6 @@ import numpy as np
 
 from graphtier.dataset.importers import kernels
 from graphtier.dataset.importers._column_kernels import (
-    PARSE_NON_FINITE,
     parse_float_columns,
     parse_int_columns,
     parse_int_rows,
@@ -227,7 +226,9 @@ def iter_float_columns(
         rows, code, offset = parse_float_columns(buf, picked, finite_only, out, bad)
         if code != kernels.PARSE_OK:
             line_number = lines_before + int(np.count_nonzero(buf[:offset] == 10)) + 1
-            found = "a non-finite value (NaN/Inf)" if code == PARSE_NON_FINITE else kernels.PARSE_ERROR_TEXT[code]
+            found = (
+                "a non-finite value (NaN/Inf)" if code == kernels.PARSE_NON_FINITE else kernels.PARSE_ERROR_TEXT[code]
+            )
             raise DatasetError(
                 f"{path}: line {line_number}: column {int(bad[0])}: expected a finite number, found {found}: "
                 f"{_line_at(buf, offset)!r}"
