@@ -136,6 +136,14 @@ def pairs_excluded_reference(
     return out
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _is_kept(indices: np.ndarray, e: int, v: int, removed_ptr: np.ndarray, removed_src: np.ndarray) -> bool:
+    """Whether edge ``e`` of column ``v`` is kept: its source ``indices[e]`` is not among the column's removed
+    sources ``removed_src[removed_ptr[v]:removed_ptr[v + 1]]`` (int64, ascending)."""
+    lo, hi = removed_ptr[v], removed_ptr[v + 1]
+    return lo == hi or not _in_sorted(removed_src, lo, hi, np.int64(indices[e]))
+
+
 @numba.njit(parallel=True, cache=True, nogil=True)
 def kept_counts(
     indptr: np.ndarray, indices: np.ndarray, removed_ptr: np.ndarray, removed_src: np.ndarray
@@ -145,10 +153,9 @@ def kept_counts(
     n = indptr.shape[0] - 1
     out = np.empty(n, np.int64)
     for v in numba.prange(n):
-        lo, hi = removed_ptr[v], removed_ptr[v + 1]
         count = 0
         for e in range(indptr[v], indptr[v + 1]):
-            if lo == hi or not _in_sorted(removed_src, lo, hi, np.int64(indices[e])):
+            if _is_kept(indices, e, v, removed_ptr, removed_src):
                 count += 1
         out[v] = count
     return out
@@ -166,10 +173,9 @@ def compact_kept(
     """Write the kept edges of every column (see :func:`kept_counts`) into ``out`` at ``new_indptr``."""
     n = indptr.shape[0] - 1
     for v in numba.prange(n):
-        lo, hi = removed_ptr[v], removed_ptr[v + 1]
         j = new_indptr[v]
         for e in range(indptr[v], indptr[v + 1]):
-            if lo == hi or not _in_sorted(removed_src, lo, hi, np.int64(indices[e])):
+            if _is_kept(indices, e, v, removed_ptr, removed_src):
                 out[j] = indices[e]
                 j += 1
 
