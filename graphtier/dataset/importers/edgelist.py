@@ -22,8 +22,6 @@ from typing import Any
 import numpy as np
 
 from graphtier._progress import NO_PROGRESS, Progress
-from graphtier.dataset.edge_data import write_edge_columns
-from graphtier.dataset.edge_time import EDGE_TIME
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import (
     edges,
@@ -231,25 +229,9 @@ def import_edgelist(
                 for src, dst, time in spill.timed_chunks():
                     yield idmap.map_known(src), idmap.map_known(dst), time
 
-        built = edges.build_csc(
-            mapped_chunks,
-            n,
-            undirected=options.undirected,
-            keep_duplicates=options.keep_duplicates,
-            drop_self_loops=options.drop_self_loops,
-            progress=progress,
-            num_input_edges=spill.num_edges,
-            timed=time_index is not None,
-            rows=edge_columns,
+        built, edge_meta = finish.save_spilled_csc(
+            writer, spill, mapped_chunks, n, options, progress, timed=time_index is not None, columns=columns
         )
-        spill.remove()
-        writer.save("indptr", built.indptr)
-        writer.save("indices", built.indices)
-        if built.edge_time is not None:
-            writer.save(EDGE_TIME, built.edge_time)
-        edge_meta = write_edge_columns(writer, [(columns, built.edge_row)]) if columns is not None else {}
-        if columns is not None:
-            columns.remove()
         num_edges = int(built.indices.shape[0])
         edge_counts = built.counts
         del built

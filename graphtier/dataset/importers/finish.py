@@ -15,11 +15,12 @@ import numpy as np
 
 from graphtier._progress import NO_PROGRESS, Progress
 from graphtier.dataset import provenance as prov
+from graphtier.dataset.edge_data import EdgeColumns, write_edge_columns
+from graphtier.dataset.edge_time import EDGE_TIME, finish_edge_time
 from graphtier.dataset.edge_time import META_KEY as EDGE_TIME_META
-from graphtier.dataset.edge_time import finish_edge_time
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import node_data
-from graphtier.dataset.importers.edges import EdgeCounts, IdMap
+from graphtier.dataset.importers.edges import BuiltCsc, EdgeChunks, EdgeCounts, EdgeSpill, IdMap, build_csc
 from graphtier.dataset.importers.features import synthetic_features, write_feature_file
 from graphtier.dataset.importers.holdout import split_written_graph
 from graphtier.dataset.importers.labels import Labels
@@ -98,6 +99,48 @@ def dataset_meta(
         meta["symmetric"] = bool(edge_counts.symmetric)
         meta["source"]["edges"] = edge_counts.as_meta()
     return meta
+
+
+def save_spilled_csc(
+    writer: DatasetWriter,
+    spill: EdgeSpill,
+    chunks: EdgeChunks,
+    num_nodes: int,
+    options: ImportOptions,
+    progress: Progress,
+    *,
+    timed: bool,
+    columns: EdgeColumns | None,
+    where: str = "",
+) -> tuple[BuiltCsc, dict[str, Any]]:
+    """Build the CSC graph of the edges of ``spill`` (read through ``chunks``: (src, dst[, time]) int64 [K]
+    chunks of ``num_nodes`` dense ids), remove the spill and write ``indptr.npy``, ``indices.npy``, the edge times
+    (``timed``) and the per-edge ``columns`` (``where`` names them in errors).
+
+    Returns:
+        The :class:`BuiltCsc` (indptr int64 [N + 1], indices [E'], counts) and the ``meta.json`` entries of the
+        edge columns (empty without ``columns``).
+    """
+    built = build_csc(
+        chunks,
+        num_nodes,
+        undirected=options.undirected,
+        keep_duplicates=options.keep_duplicates,
+        drop_self_loops=options.drop_self_loops,
+        progress=progress,
+        num_input_edges=spill.num_edges,
+        timed=timed,
+        rows=columns is not None,
+    )
+    spill.remove()
+    writer.save("indptr", built.indptr)
+    writer.save("indices", built.indices)
+    if built.edge_time is not None:
+        writer.save(EDGE_TIME, built.edge_time)
+    edge_meta = write_edge_columns(writer, [(columns, built.edge_row)], where) if columns is not None else {}
+    if columns is not None:
+        columns.remove()
+    return built, edge_meta
 
 
 def finish_edge_import(

@@ -29,7 +29,6 @@ from typing import Any
 import numpy as np
 
 from graphtier._progress import NO_PROGRESS, Progress
-from graphtier.dataset.edge_data import write_edge_columns
 from graphtier.dataset.edge_time import EDGE_TIME
 from graphtier.dataset.finite import NonFiniteGuard
 from graphtier.dataset.format import Dataset
@@ -230,27 +229,11 @@ def import_ogb(
         def chunks() -> Iterator[tuple[np.ndarray, ...]]:
             yield from (spill.timed_chunks() if timed else spill)
 
-        built = edges.build_csc(
-            chunks,
-            n,
-            undirected=options.undirected,
-            keep_duplicates=options.keep_duplicates,
-            drop_self_loops=options.drop_self_loops,
-            progress=progress,
-            num_input_edges=spill.num_edges,
-            timed=timed,
-            rows=columns is not None,
+        built, edge_meta = finish.save_spilled_csc(
+            writer, spill, chunks, n, options, progress, timed=timed, columns=columns, where=str(raw)
         )
-        spill.remove()
-        writer.save("indptr", built.indptr)
-        writer.save("indices", built.indices)
         num_edges = int(built.indices.shape[0])
         edge_counts = built.counts
-        if built.edge_time is not None:  # edge years (ogbl-collab)
-            writer.save(EDGE_TIME, built.edge_time)
-        edge_meta = write_edge_columns(writer, [(columns, built.edge_row)], str(raw)) if columns is not None else {}
-        if columns is not None:
-            columns.remove()
         years = read_node_years(year_path, n) if year_path is not None else None
         if years is not None:
             writer.save(NODE_TIME, years)
