@@ -129,12 +129,9 @@ def item_features(folder: Path) -> np.ndarray:
 
 def read_ratings(path: Path, num_users: int, num_items: int) -> np.ndarray:
     """int64 [R, 4] ``(user node, item node, rating, timestamp)`` of the rating file ``path``."""
-    blocks = list(
-        textio.iter_int_rows(
-            path, 4, allow_extra_columns=True, skip_header=False, expected="'user item rating timestamp'"
-        )
+    raw = textio.read_int_rows(
+        path, 4, allow_extra_columns=True, skip_header=False, expected="'user item rating timestamp'"
     )
-    raw = np.concatenate(blocks) if blocks else np.empty((0, 4), np.int64)
     for column, (what, count) in enumerate((("user", num_users), ("item", num_items))):
         bad = np.flatnonzero((raw[:, column] < 1) | (raw[:, column] > count))
         if bad.size:

@@ -233,17 +233,14 @@ def _read_label_matrix(path: Path, header: str, column: int, unlabelled: int | N
     num_columns = textio.count_columns(lines[-1])
     label_column(np.empty((0, num_columns)), column, path)  # the range check
     skip = textio.has_header(path, header, num_columns, allow_extra_columns=False)
-    parts = [
-        block[:, column].copy()
-        for block in textio.iter_int_rows(
-            path,
-            num_columns,
-            allow_extra_columns=False,
-            skip_header=skip,
-            expected=f"{num_columns} integers per line (one row per node)",
-        )
-    ]
-    classes = np.concatenate(parts) if parts else np.empty(0, np.int64)
+    classes = textio.read_int_rows(
+        path,
+        num_columns,
+        allow_extra_columns=False,
+        skip_header=skip,
+        expected=f"{num_columns} integers per line (one row per node)",
+        column=column,
+    )
     return _codes_of_column(mark_unlabelled(classes, unlabelled), "lines")
 
 
@@ -258,17 +255,14 @@ def _read_label_lines(path: Path, header: str) -> RawLabels:
     lines = textio.first_data_lines(path, 2)
     data_lines = lines[1:] if skip else lines
     if data_lines and textio.line_parses_as_ints(data_lines[0], 1, False) == kernels.PARSE_OK:
-        parts = [
-            block[:, 0].copy()
-            for block in textio.iter_int_rows(
-                path,
-                1,
-                allow_extra_columns=False,
-                skip_header=skip,
-                expected="one integer label per line (line k = node k)",
-            )
-        ]
-        classes = np.concatenate(parts) if parts else np.empty(0, np.int64)
+        classes = textio.read_int_rows(
+            path,
+            1,
+            allow_extra_columns=False,
+            skip_header=skip,
+            expected="one integer label per line (line k = node k)",
+            column=0,
+        )
         return RawLabels(classes=classes, layout="lines")
     names: list[str] = []
     for number, line in textio.enumerate_data_lines(path, skip):

@@ -56,11 +56,7 @@ def choose_scheme(root: Path, scheme: str | None) -> Path | None:
 
 def read_int_list(path: Path, expected: str) -> np.ndarray:
     """int64 [K]: one integer per line of ``path`` (``expected`` describes a line for the error)."""
-    blocks = [
-        b[:, 0].copy()
-        for b in textio.iter_int_rows(path, 1, allow_extra_columns=False, skip_header=False, expected=expected)
-    ]
-    return np.concatenate(blocks) if blocks else np.empty(0, np.int64)
+    return textio.read_int_rows(path, 1, allow_extra_columns=False, skip_header=False, expected=expected, column=0)
 
 
 def read_node_years(path: Path, num_nodes: int) -> np.ndarray:

@@ -96,17 +96,13 @@ def read_pair_file(
         skip_header = False
     else:
         skip_header = textio.has_header(path, "auto", columns, allow_extra_columns)
-        blocks = [
-            block
-            for block in textio.iter_int_rows(
-                path,
-                columns,
-                allow_extra_columns=allow_extra_columns,
-                skip_header=skip_header,
-                expected=f"{columns} integer node ids per line",
-            )
-        ]
-        raw = np.concatenate(blocks) if blocks else np.empty((0, columns), np.int64)
+        raw = textio.read_int_rows(
+            path,
+            columns,
+            allow_extra_columns=allow_extra_columns,
+            skip_header=skip_header,
+            expected=f"{columns} integer node ids per line",
+        )
     flat = raw.reshape(-1)
     mapped = lookup(flat) if lookup is not None else np.where((flat >= 0) & (flat < num_nodes), flat, -1)
     bad = np.flatnonzero(mapped < 0)

@@ -200,6 +200,28 @@ def iter_int_rows(
         yield out[:rows]
 
 
+def read_int_rows(
+    path: Path,
+    num_columns: int,
+    *,
+    allow_extra_columns: bool,
+    skip_header: bool,
+    expected: str,
+    column: int | None = None,
+) -> np.ndarray:
+    """All of :func:`iter_int_rows` of ``path`` in one array: int64 [R, num_columns], or with ``column`` that
+    column alone, int64 [R] (copied out of each block, so the whole table is never held)."""
+    blocks = [
+        block if column is None else block[:, column].copy()
+        for block in iter_int_rows(
+            path, num_columns, allow_extra_columns=allow_extra_columns, skip_header=skip_header, expected=expected
+        )
+    ]
+    if blocks:
+        return np.concatenate(blocks)
+    return np.empty((0, num_columns) if column is None else 0, np.int64)
+
+
 def iter_float_rows(
     path: Path, num_columns: int, *, expected: str, chunk_bytes: int = CHUNK_BYTES
 ) -> Iterator[np.ndarray]:

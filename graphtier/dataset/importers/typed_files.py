@@ -157,13 +157,9 @@ def read_local_ids(path: Path, count: int, what: str, type_name: str) -> np.ndar
         if ids.ndim != 1 or not np.issubdtype(ids.dtype, np.integer):
             raise DatasetError(f"{path}: {what}: expected a 1-d integer array, found {ids.dtype} {tuple(ids.shape)}")
     elif kind in ("text", "gzip"):
-        blocks = [
-            b[:, 0].copy()
-            for b in textio.iter_int_rows(
-                path, 1, allow_extra_columns=False, skip_header=False, expected="one integer id per line"
-            )
-        ]
-        ids = np.concatenate(blocks) if blocks else np.empty(0, np.int64)
+        ids = textio.read_int_rows(
+            path, 1, allow_extra_columns=False, skip_header=False, expected="one integer id per line", column=0
+        )
     else:
         raise DatasetError(f"{path}: {what}: expected a .npy array or text (one id per line), got {description}")
     if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= count):  # before the cast: uint64 2^64-1 is not -1
