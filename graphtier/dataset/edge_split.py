@@ -208,6 +208,10 @@ def _negative_pairs(
     undirected: bool,
     option: str,
 ) -> np.ndarray:
+    """int64 [count, 2]: ``count`` distinct random negative pairs ``(src, dst)`` (not self-loops, edges of the CSC
+    ``indptr``/``indices`` or ``forbidden_keys``) with ``src`` in ``src_range`` and ``dst`` in ``dst_range``: rounds
+    of rejection draws, then, where they find too few, a draw among all the valid pairs (``option`` names the
+    option in the error when there are not enough)."""
     n = indptr.shape[0] - 1
     if count == 0:  # an empty split (a zero fraction of --edge-split) has no negatives
         return np.empty((0, 2), np.int64)
@@ -234,22 +238,7 @@ def _negative_pairs(
         got += first.shape[0]
     if got >= count:
         return np.stack([np.concatenate(chosen_src), np.concatenate(chosen_dst)], axis=1)[:count]
-    return _enumerated_pairs(indptr, indices, forbidden_keys, count, src_range, dst_range, seed, undirected, option)
-
-
-def _enumerated_pairs(
-    indptr: np.ndarray,
-    indices: np.ndarray,
-    forbidden_keys: np.ndarray,
-    count: int,
-    src_range: tuple[int, int],
-    dst_range: tuple[int, int],
-    seed: int,
-    undirected: bool,
-    option: str,
-) -> np.ndarray:
-    """Every valid negative pair, then ``count`` of them at random (a dense graph where rejection draws failed)."""
-    n = indptr.shape[0] - 1
+    # a dense graph where the rejection draws failed: every valid negative pair, then ``count`` of them at random
     space = (src_range[1] - src_range[0]) * (dst_range[1] - dst_range[0])
     what = f"{count} negative pairs (node pairs that are not edges)"
     if space > MAX_ENUMERATED_PAIRS:
