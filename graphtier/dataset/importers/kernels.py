@@ -1,7 +1,8 @@
 """Numba kernels of the importers: text parsing and chunked CSC construction.
 
 Each kernel is a small pure function with a plain numpy/Python reference implementation
-(``*_reference``) that the tests compare against on random inputs.
+(``*_reference``) that the tests compare against on random inputs (those of the text parsers are in
+:mod:`graphtier.dataset.importers._column_kernels`).
 
 Text format understood by the parsers: one record per line (``\\n``, optional ``\\r`` before it);
 blank lines and lines whose first non-blank character is ``#`` or ``%`` are skipped; the columns
@@ -12,7 +13,6 @@ are separated by runs of spaces/tabs, optionally with one comma (``1,2``, ``1 2`
 from __future__ import annotations
 
 import math
-import re
 
 import numba
 import numpy as np
@@ -313,97 +313,6 @@ def parse_float_rows(buf: np.ndarray, out: np.ndarray) -> tuple[int, int, int]:
     columns = np.arange(out.shape[1], dtype=np.int64)
     no_ints = np.empty((0, 0), np.int64)
     return parse_columns(buf, columns, True, False, EXTRA_COLUMNS_ERROR, no_ints, out, np.zeros(1, np.int64))
-
-
-_SEPARATOR = re.compile(r"[ \t]*,[ \t]*|[ \t]+")
-
-
-def _data_lines(text: str) -> list[tuple[int, list[str]]]:
-    """(byte offset, columns) of every non-blank, non-comment line of ASCII ``text``."""
-    lines = []
-    offset = 0
-    for raw in text.split("\n"):
-        stripped = raw.strip(" \t\r")
-        if stripped and stripped[0] not in "#%":
-            lines.append((offset, _SEPARATOR.split(stripped)))
-        offset += len(raw) + 1
-    return lines
-
-
-def _column_error(tokens: list[str], col: int) -> int:
-    """The parse error of column ``col`` that is missing or empty, else PARSE_OK."""
-    if col >= len(tokens):
-        return PARSE_TOO_FEW_COLUMNS
-    if tokens[col] == "":
-        return PARSE_TOO_FEW_COLUMNS if col == len(tokens) - 1 else PARSE_BAD_TOKEN
-    return PARSE_OK
-
-
-def parse_columns_reference(
-    buf: bytes, columns: list[int], floats: bool, finite_only: bool, extra_columns: int
-) -> tuple[np.ndarray, int, int, int]:
-    """Plain-Python reference of :func:`parse_columns`: ``(int64 or float64 [R, C], error_code, error_offset,
-    error_column)`` (the column -1 without an error or for too many columns). ``EXTRA_COLUMNS_SEPARATED`` is
-    checked as ``EXTRA_COLUMNS_IGNORED`` (the tokens here are already split at separators)."""
-    rows: list[list[float]] = []
-
-    def result(code: int, offset: int, col: int) -> tuple[np.ndarray, int, int, int]:
-        values = np.array(rows, dtype=np.float64 if floats else np.int64)
-        return values.reshape(len(rows), len(columns)), code, offset, col
-
-    for offset, tokens in _data_lines(buf.decode("ascii")):
-        values = []
-        for col in range(max(columns, default=-1) + 1):
-            code = _column_error(tokens, col)
-            if code != PARSE_OK:
-                return result(code, offset, col)
-            if col not in columns:
-                continue
-            value, code = (
-                _float_token_reference(tokens[col], finite_only) if floats else _int_token_reference(tokens[col])
-            )
-            if code != PARSE_OK:
-                return result(code, offset, col)
-            values.append(value)
-        if len(tokens) > len(columns) and extra_columns == EXTRA_COLUMNS_ERROR:
-            return result(PARSE_TOO_MANY_COLUMNS, offset, -1)
-        rows.append(values)
-    return result(PARSE_OK, -1, -1)
-
-
-def _int_token_reference(token: str) -> tuple[int, int]:
-    """``(value, PARSE_OK)`` of the integer column ``token``, else ``(0, error code)``."""
-    body = token[1:] if token[:1] in "+-" else token
-    if not (body.isascii() and body.isdigit()):
-        return 0, PARSE_BAD_TOKEN
-    value = int(token)
-    if abs(value) > 2**63 - 1:
-        return 0, PARSE_OVERFLOW
-    return value, PARSE_OK
-
-
-def _float_token_reference(token: str, finite_only: bool) -> tuple[float, int]:
-    """``(value, PARSE_OK)`` of the decimal float column ``token``, else ``(0.0, error code)``."""
-    if not _FLOAT_TOKEN.fullmatch(token):
-        return 0.0, PARSE_BAD_TOKEN
-    value = float(token)
-    if finite_only and not np.isfinite(value):
-        return 0.0, PARSE_NON_FINITE
-    return value, PARSE_OK
-
-
-def parse_int_rows_reference(buf: bytes, num_columns: int, allow_extra_columns: bool) -> tuple[np.ndarray, int, int]:
-    """Plain-Python reference of :func:`~graphtier.dataset.importers._column_kernels.parse_int_rows`: ``(int64 [R, C], error_code, error_offset)``."""
-    extra = EXTRA_COLUMNS_SEPARATED if allow_extra_columns else EXTRA_COLUMNS_ERROR
-    return parse_columns_reference(buf, list(range(num_columns)), False, False, extra)[:3]
-
-
-def parse_float_rows_reference(buf: bytes, num_columns: int) -> tuple[np.ndarray, int, int]:
-    """Plain-Python reference of :func:`parse_float_rows`: ``(float64 [R, C], error_code, error_offset)``."""
-    return parse_columns_reference(buf, list(range(num_columns)), True, False, EXTRA_COLUMNS_ERROR)[:3]
-
-
-_FLOAT_TOKEN = re.compile(r"[+-]?((\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|[nN][aA][nN]|[iI][nN][fF]([iI][nN][iI][tT][yY])?)")
 
 
 # ---------------------------------------------------------------------------- CSC from chunks

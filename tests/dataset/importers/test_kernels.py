@@ -7,7 +7,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from graphtier.dataset.importers import kernels
-from graphtier.dataset.importers._column_kernels import parse_int_rows
+from graphtier.dataset.importers._column_kernels import (
+    parse_float_rows_reference,
+    parse_int_rows,
+    parse_int_rows_reference,
+)
 
 SEPARATORS = [" ", "\t", ",", ", ", " ,\t", "  "]
 
@@ -45,7 +49,7 @@ def test_parse_int_rows_matches_reference(case: tuple[bytes, int, bool]) -> None
     buf = np.frombuffer(text, dtype=np.uint8)
     out = np.empty((text.count(b"\n") + 1, num_columns), dtype=np.int64)
     rows, code, offset = parse_int_rows(buf, num_columns, allow_extra, out)
-    expected, expected_code, expected_offset = kernels.parse_int_rows_reference(text, num_columns, allow_extra)
+    expected, expected_code, expected_offset = parse_int_rows_reference(text, num_columns, allow_extra)
     assert (code, offset) == (expected_code, expected_offset)
     np.testing.assert_array_equal(out[:rows], expected)
 
@@ -106,7 +110,7 @@ def test_parse_float_rows_matches_reference(case: tuple[bytes, np.ndarray]) -> N
     buf = np.frombuffer(text, dtype=np.uint8)
     out = np.empty((text.count(b"\n") + 1, num_columns), dtype=np.float64)
     rows, code, _ = kernels.parse_float_rows(buf, out)
-    reference, ref_code, _ = kernels.parse_float_rows_reference(text, num_columns)
+    reference, ref_code, _ = parse_float_rows_reference(text, num_columns)
     assert code == ref_code == kernels.PARSE_OK
     np.testing.assert_allclose(out[:rows], reference, rtol=1e-15, atol=0)
     np.testing.assert_allclose(out[:rows], expected, rtol=1e-15, atol=0)
@@ -127,7 +131,7 @@ def test_parse_float_rows_errors() -> None:
     ]:
         _, got, _ = kernels.parse_float_rows(np.frombuffer(text, dtype=np.uint8), out)
         assert got == code, text
-        assert kernels.parse_float_rows_reference(text, 2)[1] == code, text
+        assert parse_float_rows_reference(text, 2)[1] == code, text
 
 
 @settings(max_examples=60, deadline=None)
