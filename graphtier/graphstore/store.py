@@ -328,6 +328,9 @@ class GraphStore(DatasetReads):
         """The :class:`LinkSampler` behind :meth:`link_sampler` (its ``sample_pairs`` takes pairs directly). With
         ``times`` (int64 [P]) it samples with :meth:`temporal_sampler` (strategy ``temporal``) at each pair's time;
         ``exclude``: remove training targets from the blocks."""
+        if self.is_hetero:  # pairs of one relation, in its endpoint types' local ids
+            raise OptionError(f"{self.dataset.path} is typed: a relation's pairs are sampled by graphtier.Loader("
+                              "task='link') or graphtier.graphstore.typed_link.typed_link_sampler")  # fmt: skip
         seed, link = self.seed if seed is None else int(seed), self.dataset.link
         negatives = build.link_negatives(
             self.dataset, self._indptr, negative_sampling, num_negatives * (labels is None)

@@ -158,3 +158,9 @@ def test_sample_on_gpu_of_a_typed_dataset_on_cuda(typed_dataset: Dataset) -> Non
                 assert all(torch.equal(got.relations[k].col, rel.col) for k, rel in want.relations.items())
         traffic = store.traffic()["topology"].as_dict()
         assert traffic["gpu"] > 0 and traffic["host"] > 0
+
+
+def test_the_homogeneous_link_sampler_refuses_a_typed_dataset_in_one_line(typed_dataset: Dataset) -> None:
+    with GraphStore.open(typed_dataset, log=lambda _: None) as store:
+        with pytest.raises(OptionError, match="is typed: a relation's pairs are sampled by graphtier.Loader"):
+            store.link_sampler([2, 2], np.array([[0, 1]]))
