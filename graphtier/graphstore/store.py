@@ -16,8 +16,9 @@ It is the one door to the data: the trainer, the PyG adapters and the benchmarks
 kind=...)``: neighbour, ShaDow, seed-only; ``link_sampler``, ``temporal_sampler``; ``csc`` for full-graph passes),
 features (``gather``; edge rows: ``gather_edges``), labels and splits (``labels``, ``split``) through it. Sampling
 runs on the CPU (numba :class:`NeighborSampler`) or the GPU (:class:`DeviceNeighborSampler` over a
-:class:`TieredTopology`; typed datasets: typed samplers over the back-to-back CSC), with identical batches for the
-same seed and batch id. The CPU sampler's topology bytes are counted too; a typed dataset's features are a
+:class:`TieredTopology`; typed datasets: the same classes built with the schema, over the back-to-back CSC), with
+identical batches for the same seed and batch id; ``link_sampler`` serves a typed dataset's pairs of its split
+relation too (:mod:`graphtier.graphstore.links`). The CPU sampler's topology bytes are counted too; a typed dataset's features are a
 :class:`TypedFeatures` (dict gathers).
 """
 
@@ -33,6 +34,7 @@ import torch
 
 from graphtier.dataset import Dataset
 from graphtier.errors import OptionError
+from graphtier.graphstore import links
 from graphtier.graphstore import samplers as build
 from graphtier.graphstore.dataset_reads import DatasetReads
 from graphtier.graphstore.edge_features import open_edge_features
@@ -63,7 +65,6 @@ from graphtier.sampling import (
     ShadowSampler,
     check_fanouts,
 )
-from graphtier.sampling.link import LinkSampler
 from graphtier.sampling.spec import SAMPLER_KINDS
 from graphtier.sampling.typed_batch import TypedMiniBatch
 
@@ -103,8 +104,8 @@ class GraphStore(DatasetReads):
         self.seed = int(seed)
         self.num_threads = num_threads
         self.sample_on = "cpu" if topology is None else ("gpu" if topology.device.type == "cuda" else "device-on-cpu")
-        self._picks = picks
-        self._kernels = kernels
+        self.picks = picks
+        self.kernels = kernels
         self._samplers: dict[tuple[Any, ...], Sampler] = {}
         self._indptr = np.asarray(dataset.indptr)
         self._indices = np.asarray(dataset.indices)
@@ -262,7 +263,7 @@ class GraphStore(DatasetReads):
             sample = self._samplers.get(key)
             if sample is None:
                 inner = build_typed_sampler(self._indptr, self._indices, schema, key[1], key[2], self.num_threads,
-                                            topology=self.topology, picks=self._picks, kernels=self._kernels,
+                                            topology=self.topology, picks=self.picks, kernels=self.kernels,
                                             with_edge_ids=self.edge_features is not None)  # fmt: skip
                 sample = self._samplers[key] = lambda seeds, batch_id: self._sample_with(inner, seeds, batch_id)
         return sample
@@ -280,7 +281,7 @@ class GraphStore(DatasetReads):
             inner = NeighborSampler(self._indptr, self._indices, fanouts, seed=seed, num_threads=self.num_threads,
                                     with_edge_ids=ids)  # fmt: skip
         else:
-            inner = DeviceNeighborSampler(self.topology, fanouts, seed=seed, picks=self._picks, kernels=self._kernels,
+            inner = DeviceNeighborSampler(self.topology, fanouts, seed=seed, picks=self.picks, kernels=self.kernels,
                                           with_edge_ids=ids)  # fmt: skip
         return lambda seeds, batch_id: self._sample_with(inner, seeds, batch_id)
 
@@ -305,49 +306,15 @@ class GraphStore(DatasetReads):
         return self.sampler(fanouts)(seeds, batch_id)
 
     def link_sampler(self, fanouts: Sequence[int], pairs: np.ndarray, **options: Any) -> Sampler:
-        """``sample(pair_ids, batch_id) -> LinkMiniBatch`` over the pair table ``pairs`` (int64 [P, 2]), as
-        :class:`~graphtier.sampling.link.LinkSampler` draws it; ``options`` are :meth:`make_link_sampler`'s. Without
-        ``labels`` (training): ``num_negatives`` negatives per positive, the batch's target edges excluded; with
-        ``labels`` (float [P], evaluation) the pairs as given; with ``times`` temporal (:meth:`temporal_sampler`).
-        On the CPU or on the GPU (the exclusion then runs with torch ops on the topology's device)."""
+        """``sample(pair_ids, batch_id)`` over the pair table ``pairs`` (int64 [P, 2]: global ids, or a typed
+        dataset's pairs of its edge split's relation, in local ids): :meth:`make_link_sampler`'s ``sample``."""
         return self.make_link_sampler(fanouts, pairs, **options).sample
 
-    def make_link_sampler(
-        self,
-        fanouts: Sequence[int],
-        pairs: np.ndarray,
-        *,
-        labels: np.ndarray | None = None,
-        num_negatives: int = 1,
-        negative_sampling: str = "uniform",
-        seed: int | None = None,
-        times: np.ndarray | None = None,
-        temporal: str = "uniform",
-        exclude: bool = True,
-    ) -> LinkSampler:
-        """The :class:`LinkSampler` behind :meth:`link_sampler` (its ``sample_pairs`` takes pairs directly). With
-        ``times`` (int64 [P]) it samples with :meth:`temporal_sampler` (strategy ``temporal``) at each pair's time;
-        ``exclude``: remove training targets from the blocks."""
-        if self.is_hetero:  # pairs of one relation, in its endpoint types' local ids
-            raise OptionError(f"{self.dataset.path} is typed: a relation's pairs are sampled by graphtier.Loader("
-                              "task='link') or graphtier.graphstore.typed_link.typed_link_sampler")  # fmt: skip
-        seed, link = self.seed if seed is None else int(seed), self.dataset.link
-        negatives = build.link_negatives(
-            self.dataset, self._indptr, negative_sampling, num_negatives * (labels is None)
-        )
-        return LinkSampler(
-            self.sampler(fanouts, seed=seed) if times is None else self.temporal_sampler(fanouts, temporal, seed=seed),
-            pairs,
-            num_nodes=self.num_nodes,
-            labels=labels,
-            num_negatives=num_negatives,
-            negatives=negatives,
-            undirected=link.undirected if link is not None else not self.dataset.directed,
-            seed=seed,
-            exclusion="numba" if self.topology is None else "torch",
-            times=times,
-            exclude=exclude,
-        )
+    def make_link_sampler(self, fanouts: Sequence[int], pairs: np.ndarray, **options: Any) -> Any:
+        """The link sampler of :func:`graphtier.graphstore.links.link_sampler` (its options) over this store: a
+        :class:`LinkSampler`, or on a typed dataset a :class:`TypedLinkSampler` (its ``sample_pairs`` takes pairs
+        directly). On the CPU or on the GPU (the exclusion then runs with torch ops on the topology's device)."""
+        return links.link_sampler(self, fanouts, pairs, **options)
 
     def temporal_sampler(
         self,
@@ -369,7 +336,7 @@ class GraphStore(DatasetReads):
             if key not in self._samplers:
                 self._samplers[key] = build.build_temporal_sampler(
                     self.dataset, list(key[1]), strategy, key[2], self._host_tally, inclusive, topology=self.topology,
-                    picks=self._picks, kernels=self._kernels, relation_fanouts=relation_fanouts,
+                    picks=self.picks, kernels=self.kernels, relation_fanouts=relation_fanouts,
                 )  # type: ignore  # fmt: skip
             return self._samplers[key]
 

@@ -30,7 +30,7 @@ from graphtier.dataset import Dataset
 from graphtier.dataset.schema import reverse_relation
 from graphtier.errors import OptionError
 from graphtier.graphstore import GraphStore
-from graphtier.graphstore.typed_link import relation_link_sampler
+from graphtier.graphstore.links import relation_link_sampler
 from graphtier.pyg.feature_store import host_edge_features
 from graphtier.sampling import MiniBatch
 from graphtier.sampling.link import LinkSampler

@@ -20,7 +20,6 @@ from graphtier.dataset.format import Dataset
 from graphtier.errors import DatasetError, OptionError
 from graphtier.graph.seed_weights import SeedWeights, link_seed_weights, node_seed_weights
 from graphtier.graphstore.store import GraphStore
-from graphtier.graphstore.typed_link import typed_link_sampler
 from graphtier.sampling.batch import MiniBatch
 from graphtier.sampling.link import NegativeDestinations
 from graphtier.sampling.neighbor import NeighborSampler
@@ -147,19 +146,10 @@ class EpochSeeds:
         typed link sampler of its split relation, with ``relation_fanouts``) on the CPU."""
         if not self.is_link:
             return NeighborSampler(np.asarray(dataset.indptr), np.asarray(dataset.indices), fanouts, seed=seed).sample
-        store = GraphStore(dataset, None, seed=seed)
-        if dataset.is_hetero:
-            return typed_link_sampler(
-                store, fanouts, self.train_pairs(dataset), relation_fanouts=relation_fanouts,
-                num_negatives=self.num_negatives, negative_sampling=self.negative_sampling, seed=seed,
-            ).sample  # fmt: skip
-        return store.link_sampler(
-            fanouts,
-            self.train_pairs(dataset),
-            num_negatives=self.num_negatives,
-            negative_sampling=self.negative_sampling,
-            seed=seed,
-        )
+        return GraphStore(dataset, None, seed=seed).link_sampler(
+            fanouts, self.train_pairs(dataset), relation_fanouts=relation_fanouts, num_negatives=self.num_negatives,
+            negative_sampling=self.negative_sampling, seed=seed,
+        )  # fmt: skip
 
 
 NODE_SEEDS = EpochSeeds()

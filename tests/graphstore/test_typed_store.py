@@ -160,7 +160,26 @@ def test_sample_on_gpu_of_a_typed_dataset_on_cuda(typed_dataset: Dataset) -> Non
         assert traffic["gpu"] > 0 and traffic["host"] > 0
 
 
-def test_the_homogeneous_link_sampler_refuses_a_typed_dataset_in_one_line(typed_dataset: Dataset) -> None:
-    with GraphStore.open(typed_dataset, log=lambda _: None) as store:
-        with pytest.raises(OptionError, match="is typed: a relation's pairs are sampled by graphtier.Loader"):
-            store.link_sampler([2, 2], np.array([[0, 1]]))
+def test_the_store_s_link_sampler_serves_a_typed_dataset(tmp_path: Path) -> None:
+    """``GraphStore.link_sampler`` is the one door for pairs: on a typed dataset with an edge split of a relation it
+    gives the typed link sampler's batches (pairs in the relation's local ids); per-relation fanouts on a
+    homogeneous dataset are refused in one line."""
+    from graphtier.dataset.synthetic_mag import generate_mag
+    from graphtier.graphstore.links import typed_link_sampler
+    from tests.conftest import write_labelled_graph
+
+    dataset = generate_mag(tmp_path / "mag", nodes=400, feature_dim=4, seed=1, edge_split="0.8,0.1,0.1",
+                           split_relation="writes")  # fmt: skip
+    pairs = np.asarray(np.load(dataset.path / "link_train.npy"))
+    with GraphStore.open(dataset, log=lambda _: None, seed=2) as store:
+        got = store.link_sampler([3, 2], pairs, num_negatives=2, relation_fanouts="writes=1")(np.arange(6), 1)
+        want = typed_link_sampler(store, [3, 2], pairs, num_negatives=2, relation_fanouts="writes=1").sample(
+            np.arange(6), 1
+        )
+    assert (got.src_type, got.dst_type) == ("author", "paper")
+    assert torch.equal(got.src_index, want.src_index) and torch.equal(got.dst_index, want.dst_index)
+    assert all(torch.equal(got.n_id[t], want.n_id[t]) for t in want.n_id)
+    plain = write_labelled_graph(tmp_path / "p", num_nodes=40)
+    with GraphStore.open(plain, log=lambda _: None) as store:
+        with pytest.raises(OptionError, match="has one relation"):
+            store.link_sampler([2], np.array([[0, 1]]), relation_fanouts="x=1")

@@ -15,7 +15,7 @@ from graphtier.dataset import Dataset, synthetic_mag
 from graphtier.dataset.importers.manifest import import_manifest
 from graphtier.errors import OptionError
 from graphtier.graphstore import GraphStore
-from graphtier.graphstore.typed_link import typed_link_sampler
+from graphtier.graphstore.links import typed_link_sampler
 from graphtier.memory import make_topology
 from graphtier.tiering.access import hit_ratio_curve
 from graphtier.tiering.seeds import EpochSeeds

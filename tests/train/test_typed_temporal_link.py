@@ -14,7 +14,7 @@ from graphtier import Dataset, OptionError
 from graphtier.dataset.edgebank import edgebank_scores, edgebank_split_scores
 from graphtier.dataset.importers.movielens import import_movielens
 from graphtier.graphstore import GraphStore
-from graphtier.graphstore.typed_link import typed_link_sampler
+from graphtier.graphstore.links import typed_link_sampler
 from graphtier.memory import make_topology
 from graphtier.train import train
 from graphtier.train.loop.task import TypedLinkTask, make_task

@@ -24,7 +24,6 @@ from torch import nn
 
 from graphtier.dataset.link_split import LinkPairs
 from graphtier.graphstore import GraphStore
-from graphtier.graphstore.typed_link import typed_link_sampler
 from graphtier.sampling import MiniBatch
 from graphtier.sampling.link import LinkMiniBatch
 from graphtier.sampling.typed_link import TypedLinkMiniBatch
@@ -185,10 +184,11 @@ class LinkTask(Task):
 
     def __init__(
         self, spec: TaskSpec, per_positive: bool = False, times: PairTimes | None = None,
-        target: EdgeTarget | None = None,
+        target: EdgeTarget | None = None, relation_fanouts: Any = None,
     ) -> None:  # fmt: skip
         self.spec = spec
         self.target = target
+        self.relation_fanouts = relation_fanouts  # a typed dataset's training overrides of the fanouts
         self.per_positive = per_positive and target is None
         self.score_key = target.score_key if target else "valid_mrr" if self.per_positive else "valid_auc"
         self.higher_is_better = target.higher_is_better if target else True
@@ -207,11 +207,11 @@ class LinkTask(Task):
         self, store: GraphStore, make_sampler: NodeSamplerFactory, fanouts: tuple[int, ...], seed: int
     ) -> SampleFn:
         """The store's link sampler over the training pairs (negatives drawn, target edges excluded; a time split:
-        at the :class:`PairTimes`)."""
+        at the :class:`PairTimes`; a typed dataset: pairs of its split relation, with ``relation_fanouts``)."""
         pairs = store.link_split("train")
         times = None if self.times is None else self.times.of(pairs, False)
         return store.link_sampler(
-            fanouts, np.asarray(pairs.positives), num_negatives=self.train_negatives,
+            fanouts, np.asarray(pairs.positives), num_negatives=self.train_negatives, relation_fanouts=self.relation_fanouts,
             negative_sampling=self.spec.negative_sampling, seed=seed, **self._time_options(times),
         )  # fmt: skip
 
@@ -220,8 +220,9 @@ class LinkTask(Task):
         relation_fanouts: Any = None, times: np.ndarray | None = None,
     ) -> SampleFn:  # fmt: skip
         """The evaluation sampler of ``pairs`` (int64 [P, 2]) with ``labels`` (float32 [P]): nothing excluded;
-        ``times`` (int64 [P], :meth:`eval_times`) on a time split."""
-        return store.link_sampler(fanouts, pairs, labels=labels, seed=seed, **self._time_options(times))
+        ``times`` (int64 [P], :meth:`eval_times`) on a time split; ``relation_fanouts`` a typed dataset's."""
+        return store.link_sampler(fanouts, pairs, labels=labels, seed=seed, relation_fanouts=relation_fanouts,
+                                  **self._time_options(times))  # fmt: skip
 
     def eval_times(self, store: GraphStore, split: str) -> np.ndarray | None:
         """int64 [P + Q]: the times of ``split``'s :func:`eval_pairs` on a time split, else None."""
@@ -294,7 +295,7 @@ class LinkTask(Task):
 
 class TypedLinkTask(LinkTask):
     """Link prediction on the edge split of one relation ``(SRC, REL, DST)`` of a typed dataset: the pairs' local
-    ids; batches from :func:`~graphtier.graphstore.typed_link.typed_link_sampler`; the model's output a dict of
+    ids; batches from the store's link sampler (:func:`~graphtier.graphstore.links.typed_link_sampler`); the model's output a dict of
     embeddings per type, scored ``SRC`` row against ``DST`` row. ``relation_fanouts``: the run's
     ``fanouts_per_relation`` of the training sampler; ``times``: as :class:`LinkTask`'s (a split by time)."""
 
@@ -302,27 +303,8 @@ class TypedLinkTask(LinkTask):
         self, spec: TaskSpec, relation: tuple[str, str, str], per_positive: bool = False, relation_fanouts: Any = None,
         target: EdgeTarget | None = None, times: PairTimes | None = None,
     ) -> None:  # fmt: skip
-        super().__init__(spec, per_positive, times=times, target=target)
+        super().__init__(spec, per_positive, times=times, target=target, relation_fanouts=relation_fanouts)
         self.relation = relation
-        self.relation_fanouts = relation_fanouts
-
-    def train_sampler(
-        self, store: GraphStore, make_sampler: NodeSamplerFactory, fanouts: tuple[int, ...], seed: int
-    ) -> SampleFn:
-        pairs = store.link_split("train")
-        times = None if self.times is None else self.times.of(pairs, False)
-        return typed_link_sampler(
-            store, fanouts, np.asarray(pairs.positives), relation_fanouts=self.relation_fanouts,
-            num_negatives=self.train_negatives, negative_sampling=self.spec.negative_sampling, seed=seed,
-            **self._time_options(times),
-        ).sample  # fmt: skip
-
-    def pair_sampler(
-        self, store: GraphStore, fanouts: tuple[int, ...], pairs: np.ndarray, labels: np.ndarray, seed: int,
-        relation_fanouts: Any = None, times: np.ndarray | None = None,
-    ) -> SampleFn:  # fmt: skip
-        return typed_link_sampler(store, fanouts, pairs, relation_fanouts=relation_fanouts, labels=labels,
-                                  seed=seed, **self._time_options(times)).sample  # fmt: skip
 
     def outputs(self, model: nn.Module, out: Any, batch: DeviceBatch) -> torch.Tensor:
         """Logits float [M]: the decoder's score of each pair's SRC and DST embeddings (``out``: a dict per type)."""
