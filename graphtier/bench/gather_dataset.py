@@ -39,6 +39,9 @@ def run_dataset_gather(
 ) -> dict[str, Any]:
     """Gather the rows a real training run reads from ``dataset`` through the ``features_on`` store.
 
+    A typed dataset's trace is the typed sampler's rows of every featured type (seeds of its target type), gathered
+    as one dict per batch; the baseline reads each type's table.
+
     The trace is ``batches`` mini-batches (default: one whole epoch of the training split, further
     epochs when ``batches`` asks for more); it is replayed whole, pass after pass, until at least
     ``min_seconds`` of gathering were timed, so the figure does not rest on a handful of calls. Each pass
@@ -49,7 +52,7 @@ def run_dataset_gather(
     ``torch.index_select(out=...)`` on the same ids in the same run (followed by a copy to the device on
     CUDA). Returns gb_per_s, rows_per_s, bytes_by_tier, index_select_gb_per_s and the configuration.
     """
-    if dataset.features is None:
+    if dataset.features is None and not (dataset.is_hetero and dataset.type_features):
         raise OptionError(f"{dataset.path}: dataset has no features to gather")
     if ids_from not in ("sampler", "uniform"):
         raise OptionError(f"--ids: expected sampler or uniform, found {ids_from!r}")
@@ -84,39 +87,42 @@ def _measure(
 ) -> dict[str, Any]:
     """The timed passes of :func:`run_dataset_gather` through ``store``; ``configuration`` goes into the result."""
     dataset = store.dataset
+    tables = _tables(dataset)  # per featured type (None: the homogeneous table) its rows, as index_select reads them
     seeds_pool = store.split("train")
     if not seeds_pool.size:
-        seeds_pool = np.arange(store.num_nodes, dtype=np.int64)
+        seeds_pool = np.arange(store.num_nodes if not dataset.is_hetero else dataset.schema.target_type.count)
     sample = store.sampler(fanouts, seed=seed)
-    traces: list[np.ndarray] = []
+    traces: list[dict[str | None, np.ndarray]] = []
     epoch = 0
     while not traces or (batches is not None and len(traces) < batches):
         for seeds in iter_seed_batches(np.asarray(seeds_pool), batch_size, shuffle=True, seed=seed, epoch=epoch):
             if batches is not None and len(traces) == batches:
                 break
-            traces.append(sample(seeds, len(traces)).n_id.numpy().copy())
+            n_id = sample(seeds, len(traces)).n_id
+            ids = n_id if isinstance(n_id, dict) else {None: n_id}
+            traces.append({t: ids[t].numpy().copy() for t in tables})
         epoch += 1
     if ids_from == "uniform":
         rng = np.random.default_rng(seed)
-        traces = [rng.integers(0, dataset.num_nodes, trace.shape[0], dtype=np.int64) for trace in traces]
-    trace_rows = sum(trace.shape[0] for trace in traces)
+        traces = [{t: rng.integers(0, tables[t].shape[0], ids.shape[0], dtype=np.int64) for t, ids in trace.items()}
+                  for trace in traces]  # fmt: skip
     sync = (lambda: torch.cuda.synchronize(device)) if device.type == "cuda" else (lambda: None)
-    trace_tensors = [torch.from_numpy(trace) for trace in traces]
-    with warnings.catch_warnings():  # read-only memory map: index_select only reads it
-        warnings.simplefilter("ignore", UserWarning)
-        table = torch.from_numpy(np.asarray(dataset.features))
-    out = torch.empty((max(t.shape[0] for t in traces), table.shape[1]), dtype=table.dtype)
+    trace_tensors = [{t: torch.from_numpy(ids) for t, ids in trace.items()} for trace in traces]
+    gather_ids = [ids[None] if None in ids else ids for ids in trace_tensors]  # a typed store gathers dicts
+    out = {t: torch.empty((max(1, max(tr[t].shape[0] for tr in traces)), table.shape[1]), dtype=table.dtype)
+           for t, table in tables.items()}  # fmt: skip
 
     def store_pass() -> None:
-        for ids in trace_tensors:
+        for ids in gather_ids:
             store.gather(ids)
         sync()
 
     def baseline_pass() -> None:
-        for ids in trace_tensors:
-            gathered = torch.index_select(table, 0, ids, out=out[: ids.shape[0]])
-            if device.type == "cuda":
-                gathered.to(device)
+        for trace in trace_tensors:
+            for t, ids in trace.items():
+                gathered = torch.index_select(tables[t], 0, ids, out=out[t][: ids.shape[0]])
+                if device.type == "cuda":
+                    gathered.to(device)
         sync()
 
     store_pass()  # warm-up passes: JIT, page faults of memory-mapped rows, cache fill
@@ -135,9 +141,11 @@ def _measure(
         passes += 1
     features_read = store.traffic()["features"] - before
     hit_ratio = store.cache_hit_ratio
-    row_bytes = int(table.shape[1]) * table.element_size()
-    rows = trace_rows * passes
-    total_bytes = rows * row_bytes
+    type_rows = {t: sum(trace[t].shape[0] for trace in traces) for t in tables}
+    trace_bytes = sum(type_rows[t] * int(table.shape[1]) * table.element_size() for t, table in tables.items())
+    rows = sum(type_rows.values()) * passes
+    total_bytes = trace_bytes * passes
+    row_bytes = trace_bytes // max(1, sum(type_rows.values()))  # a typed dataset: the mean over the rows read
     return {
         "benchmark": "gather-dataset",
         "dataset": str(dataset.path),
@@ -147,6 +155,7 @@ def _measure(
         "passes": passes,
         "rows": rows,
         "row_bytes": row_bytes,
+        "rows_by_type": None if None in tables else {t: type_rows[t] * passes for t in tables},
         "seconds": seconds,
         "gb_per_s": total_bytes / seconds / 1e9,
         "rows_per_s": rows / seconds,
@@ -155,3 +164,13 @@ def _measure(
         "index_select_gb_per_s": total_bytes / baseline_seconds / 1e9,
         "vs_index_select": baseline_seconds / seconds,
     }
+
+
+def _tables(dataset: Any) -> dict[str | None, torch.Tensor]:
+    """The feature tables a trace reads, as CPU tensors over the dataset's arrays (memory maps stay mapped): the
+    homogeneous table under ``None``, or each featured type's of a typed dataset."""
+    with warnings.catch_warnings():  # read-only memory map: index_select only reads it
+        warnings.simplefilter("ignore", UserWarning)
+        if dataset.is_hetero:
+            return {t: torch.from_numpy(np.asarray(table)) for t, table in dataset.type_features.items()}
+        return {None: torch.from_numpy(np.asarray(dataset.features))}

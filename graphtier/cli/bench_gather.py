@@ -89,7 +89,6 @@ def command(
             torch.device(device) if device else torch.device("cuda" if torch.cuda.is_available() else "cpu")
         )
         opened = Dataset.open(dataset)
-        opened.require_homogeneous("`graphtier bench gather`")
         result = run_dataset_gather(
             opened,
             ids_from=ids_from,

@@ -184,16 +184,6 @@ class Dataset:
         """True when the dataset has several node types or relations (a ``hetero`` entry in ``meta.json``)."""
         return self.schema.hetero
 
-    def require_homogeneous(self, what: str) -> None:
-        """Raise :class:`DatasetError` (one line naming the dataset and ``what``, e.g. ``"`graphtier reorder`"``)
-        when the dataset is heterogeneous: the ONE place a command that does not handle typed datasets yet
-        refuses them (remove the call when the command learns them)."""
-        if self.schema.hetero:
-            raise DatasetError(
-                f"{self.path}: is heterogeneous ({len(self.schema.node_types)} node types, "
-                f"{len(self.schema.relations)} relations); {what} supports homogeneous datasets only"
-            )
-
     def relation_csc(self, relation: Relation) -> tuple[np.ndarray, np.ndarray]:
         """``(indptr, indices)`` of ``relation``'s in-edges: int64 [count(dst) + 1] starting at its first edge's
         position (subtract ``indptr[0]`` for a 0-based CSC) and views of the dataset's arrays; ``indices`` are

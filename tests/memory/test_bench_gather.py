@@ -90,3 +90,23 @@ def test_dataset_mode_replays_an_epoch_until_the_time_is_spent(tmp_path: Path) -
     )  # fmt: skip
     assert more.exit_code == 0, more.output
     assert json.loads(output.read_text())["batches"] == 7  # a second epoch when asked for more
+
+
+def test_dataset_mode_gathers_a_typed_dataset_per_featured_type(tmp_path: Path) -> None:
+    """A typed dataset: the typed sampler's rows of every featured type (papers 8 wide, authors 4), gathered as one
+    dict per batch; the bytes per tier are those rows' bytes, type by type."""
+    from tests.typed_data import write_tiny_typed_dataset
+
+    dataset = write_tiny_typed_dataset(tmp_path / "t")
+    output = tmp_path / "typed-gather.json"
+    for ids in ("sampler", "uniform"):
+        result = CliRunner().invoke(
+            command,
+            [str(dataset.path), "--features-on", "tiered", "--fanouts", "3,2", "--batch-size", "16", "--batches", "3",
+             "--min-seconds", "0", "--device", "cpu", "--ids", ids, "--json", str(output)],
+        )  # fmt: skip
+        assert result.exit_code == 0, result.output
+        report = json.loads(output.read_text())
+        rows = report["rows_by_type"]
+        assert set(rows) == {"paper", "author"} and rows["paper"] > 0 and rows["author"] > 0
+        assert sum(report["bytes_by_tier"].values()) == (rows["paper"] * 8 + rows["author"] * 4) * 4
