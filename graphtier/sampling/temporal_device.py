@@ -83,12 +83,18 @@ class DeviceTemporalSampler:
 
     Args:
         topology: the graph (:class:`~graphtier.sampling.device_hops.Topology`, e.g. ``DenseTopology`` or the
-            store's tiered one; with a ``schema`` every relation's CSC back to back). edge_time: int64 [E], each
-            edge's time, CSC order. edge_time_order: int64 [E], each list's CSC positions sorted by time (numpy or
-            tensors; copied whole to the topology's device).
-        fanouts, schema, strategy, inclusive, seed: as :class:`~graphtier.sampling.temporal.TemporalNeighborSampler`
-            (with a schema: :class:`~graphtier.sampling.typed_temporal_device.DeviceTypedTemporalHops`).
-        picks, kernels: the Floyd picks, as :class:`~graphtier.sampling.device.DeviceNeighborSampler`.
+            store's tiered one; with a ``schema`` every relation's CSC back to back).
+        edge_time: int64 [E], each edge's time, CSC order (numpy or tensor; copied whole to the topology's device).
+        edge_time_order: int64 [E], each list's CSC positions sorted by time (likewise).
+        fanouts: as :class:`~graphtier.sampling.temporal.TemporalNeighborSampler`'s (a list, or with a ``schema``
+            a mapping per relation type).
+        schema: None, or the dataset's schema: per-relation sampling into typed batches
+            (:class:`~graphtier.sampling.typed_temporal_device.DeviceTypedTemporalHops`).
+        strategy: ``"uniform"`` or ``"recent"``.
+        inclusive: admit edges at the bound (``<=``), else strictly earlier.
+        seed: base of the counter-based random stream (the CPU sampler's).
+        picks: the Floyd picks, as :class:`~graphtier.sampling.device.DeviceNeighborSampler`'s.
+        kernels: the picks' Triton module, as :class:`~graphtier.sampling.device.DeviceNeighborSampler`'s.
         cut_kernels: a module with ``temporal_cuts_triton`` to use instead of the compiled
             :mod:`graphtier.sampling._temporal_device_kernels` (tests pass the interpreted one). None: the compiled
             kernel on CUDA with ``picks`` "triton", else the torch twin :func:`temporal_cuts_torch`.
