@@ -110,8 +110,7 @@ class NeighborSampler:
             self.parallel_relabel_min_threads = PARALLEL_RELABEL_MIN_THREADS
         else:
             self._typed = TypedHops(
-                self.indptr, self.indices, schema, fanouts, self.seed, self.num_threads, self._team,
-                self.with_edge_ids,
+                self.indptr, self.indices, schema, fanouts, self.seed, self._team, self.with_edge_ids,
             )  # fmt: skip
             self.fanouts = dict(self._typed.layout.fanouts)
 

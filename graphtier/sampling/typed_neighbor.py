@@ -34,8 +34,9 @@ from graphtier.sampling.typed_batch import RelationBlock, TypedBlock, TypedMiniB
 
 class TypedHops:
     """The per-relation hops of a :class:`~graphtier.sampling.neighbor.NeighborSampler` built with a schema (see
-    the module): its arrays, ``seed``, thread team and ``with_edge_ids`` as that sampler checked them, and the
-    schema's :class:`RelationLayout` with ``fanouts`` (a list for every relation or a mapping per relation type)."""
+    the module): its arrays, ``seed``, thread team (None: one thread) and ``with_edge_ids`` as that sampler checked
+    them, and the schema's :class:`RelationLayout` with ``fanouts`` (a list for every relation or a mapping per
+    relation type)."""
 
     def __init__(
         self,
@@ -44,14 +45,13 @@ class TypedHops:
         schema: Schema,
         fanouts: Sequence[int] | Mapping[RelationType, Sequence[int]],
         seed: int,
-        num_threads: int,
         team: ThreadTeam | None,
         with_edge_ids: bool,
     ) -> None:
         self.indptr, self.indices = indptr, indices
         self.layout = RelationLayout.build(schema, fanouts, indptr.shape[0] - 1)
         self.schema = schema
-        self.seed, self.num_threads, self._team = seed, num_threads, team
+        self.seed, self._team = seed, team
         self.with_edge_ids = with_edge_ids
 
     def sample(self, seeds: np.ndarray | torch.Tensor, batch_id: int, workspaces: WorkspacePool) -> TypedMiniBatch:
