@@ -82,7 +82,8 @@ class MiniBatch:
         subgraph: ShaDow batches only: int64 [len(n_id)], the index of the root subgraph each node
             belongs to (the unique root ``r`` is ``n_id[r]``); None for neighbour-sampled batches.
         n_time: temporal batches only: int64 [len(n_id)], the time bound of each row (its seed's time; a node
-            reached from seeds of two times is two rows); None otherwise.
+            reached from seeds of two times is two rows, except among the last hop's sources, which are one row per
+            node at the bound of the first edge that reached it); None otherwise.
     """
 
     n_id: torch.Tensor

@@ -196,6 +196,28 @@ def first_seen_pairs(
     return rows[:, 0].contiguous(), rows[:, 1].contiguous(), local
 
 
+def first_seen_inputs(
+    known: tuple[torch.Tensor, torch.Tensor], pairs: tuple[torch.Tensor, torch.Tensor]
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The last hop's sources numbered by node (:mod:`graphtier.sampling._input_rows_kernels`): ``(node, bound,
+    local)`` as :func:`first_seen_pairs` returns them. A source whose node has a known row takes the first such row;
+    a new node takes one new row, in first-seen order, with the bound of its first source. ``known`` (node, bound)
+    int64 [K] each (a node may have several rows), ``pairs`` (node, bound) int64 [S] each, on one device."""
+    count = int(known[0].shape[0])
+    nodes = torch.cat((known[0], pairs[0]))
+    ordered, permutation = torch.sort(nodes, stable=True)
+    run_start = torch.ones_like(ordered, dtype=torch.bool)
+    torch.ne(ordered[1:], ordered[:-1], out=run_start[1:])
+    first = permutation[run_start]  # each node's first position (a stable sort keeps it first in its run)
+    first_of = torch.empty_like(nodes)
+    first_of[permutation] = first[torch.cumsum(run_start, 0) - 1]
+    new_first, _ = torch.sort(first[first >= count])  # the new nodes' first sources, in first-seen order
+    local = first_of[count:]
+    local = torch.where(local < count, local, count + torch.searchsorted(new_first, local))
+    new_bound = pairs[1][new_first - count]
+    return torch.cat((known[0], nodes[new_first])), torch.cat((known[1], new_bound)), local
+
+
 def edge_layout(counts: torch.Tensor) -> tuple[torch.Tensor, int, torch.Tensor]:
     """``(offsets, E, rows)`` of a hop whose row ``i`` takes ``counts[i]`` edges (int64 [R] on a device):
     ``offsets`` int64 [R + 1] their exclusive prefix sum, E the edge count, ``rows`` int64 [E] each edge's row, all on

@@ -6,7 +6,8 @@ time bound (``inclusive=True``: at most the bound), and samples ``fanouts[h]`` o
 replacement or the most recent ones (``strategy="recent"``, TGAT/TGN style). A sampled neighbour inherits its
 destination's bound, so a path from a seed never leaves the seed's past. A row is a (node, bound) pair: a node
 reached from seeds of two different times is two rows with two bounds (``MiniBatch.n_time``); seeds of one time
-share their rows. Blocks carry ``edge_id`` (the CSC position of each edge) to read edge times and features.
+share their rows. The last hop's sources, which nothing samples from (the model's input rows), are one row per node
+(:mod:`~graphtier.sampling._input_rows_kernels`). Blocks carry ``edge_id`` (the CSC position of each edge) to read edge times and features.
 
 The sampler builds once a copy of every list in time order
 (:class:`~graphtier.sampling._temporal_kernels.TimeOrder`: the times, every 16th of them, and (CSC position, source)
@@ -30,6 +31,7 @@ import torch
 
 from graphtier.dataset.schema import RelationType, Schema
 from graphtier.sampling import _neighbor_kernels as kernels
+from graphtier.sampling._input_rows_kernels import first_rows, relabel_inputs
 from graphtier.sampling._temporal_kernels import (
     MAX_STAMP,
     SLOT_WORDS,
@@ -206,6 +208,13 @@ class TemporalNeighborSampler:
                 keys_node = workspace.array("n_id", count + total, keep=count)
                 if one_time:
                     count = int(kernels.relabel(edge_index[0], workspace.local_id, keys_node, count))
+                elif hop == len(self.fanouts) - 1:  # the input rows: one per node (_input_rows_kernels)
+                    keys_bound = workspace.array("bound", count + total, keep=count)
+                    src_bound = np.take(keys_bound, edge_index[1], out=workspace.array("src_bound", total), mode="clip")
+                    first_rows(workspace.local_id, keys_node, np.int64(count))
+                    count = int(relabel_inputs(edge_index[0], src_bound, workspace.local_id, keys_node, keys_bound,
+                                               np.int64(count)))  # fmt: skip
+                    kernels.reset_local_ids(workspace.local_id, keys_node, 0, count)
                 else:
                     keys_bound = workspace.array("bound", count + total, keep=count)
                     if table.shape[0] < 2 * (count + total):

@@ -12,7 +12,8 @@ whole on the topology's device (16 bytes an edge). Per hop, for the ``R`` rows (
   latest (``recent``); the others take the whole prefix, in time order;
 * the picked positions give ``edge_id = edge_time_order[position]`` and the sources (``gather_positions``), which
   inherit their destination's bound; the (node, bound) pairs get rows in first-seen order (:func:`first_seen_pairs`,
-  sorts instead of the CPU sampler's node-indexed scratch).
+  sorts instead of the CPU sampler's node-indexed scratch), the last hop's sources one row per node
+  (:func:`first_seen_inputs`).
 
 These are the CPU kernels' draws and numbering (:mod:`graphtier.sampling._temporal_kernels`), so a batch equals,
 tensor for tensor, ``TemporalNeighborSampler(...).sample(seeds, seed_time, batch_id)`` of the same seed.
@@ -37,6 +38,7 @@ from graphtier.sampling.device_hops import (
     check_topology,
     draw_picks,
     edge_layout,
+    first_seen_inputs,
     first_seen_pairs,
     resolve_picks,
     seeds_on_device,
@@ -164,7 +166,8 @@ class DeviceTemporalSampler:
             for hop, fanout in enumerate(self.fanouts):
                 stream = cpu_kernels.stream_key(self.seed, int(batch_id), hop)
                 sources, destinations, edge_id = self.hop(node, bound, fanout, stream)
-                node, bound, local = first_seen_pairs((node, bound), (sources, bound[destinations]))
+                relabel = first_seen_inputs if hop == len(self.fanouts) - 1 else first_seen_pairs  # inputs: by node
+                node, bound, local = relabel((node, bound), (sources, bound[destinations]))
                 sizes.append(int(node.shape[0]))
                 hops.append((torch.stack((local, destinations)), edge_id))
         blocks = [Block(hops[h][0], sizes[h + 1], sizes[h], hops[h][1]) for h in reversed(range(len(self.fanouts)))]

@@ -102,7 +102,8 @@ class TypedMiniBatch:
         seeds: int64 [B], the requested seeds (local ids of the target type).
         target: the seeds' node type.
         n_time: per node type, int64 [len(n_id[t])] the time bound of each row (a temporal batch: a row is a
-            (node, bound) pair, so a node may be several rows); None for a batch sampled without time.
+            (node, bound) pair, so a node may be several rows; the last hop's sources are one row per node, at the
+            bound of the first edge that reached it); None for a batch sampled without time.
     """
 
     n_id: dict[str, torch.Tensor]

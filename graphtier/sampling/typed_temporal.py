@@ -5,7 +5,7 @@ Each seed (a node of the target type) carries a time; every hop keeps only the e
 row's bound (at most the bound with ``inclusive``), in every relation into the row's type, picked uniformly
 without replacement or the most recent ones, and a sampled neighbour inherits the bound of the row it was sampled
 for, so no hop of any relation reads past its seed's time. A row is a (node, bound) pair, as in the homogeneous
-sampler. The cut and the picks are the homogeneous sampler's kernels (:mod:`graphtier.sampling._temporal_kernels`)
+sampler, and the last hop's sources are one row per node (:mod:`~graphtier.sampling._input_rows_kernels`). The cut and the picks are the homogeneous sampler's kernels (:mod:`graphtier.sampling._temporal_kernels`)
 run relation by relation over the typed CSC (the rows of relation ``r`` are ``r.row_offset + local destination
 id``); the (node, bound) rows are numbered by its hashed relabel over global ids.
 
@@ -23,6 +23,7 @@ import torch
 
 from graphtier.dataset.schema import RelationType, Schema
 from graphtier.sampling import _neighbor_kernels as kernels
+from graphtier.sampling._input_rows_kernels import relabel_inputs_hashed
 from graphtier.sampling._temporal_kernels import (
     TimeOrder,
     empty_pair_table,
@@ -88,7 +89,8 @@ class TypedTemporalHops:
         hops: list[TypedBlock] = []
         for hop in range(self.layout.num_hops):
             relations, sources, bounds = self._hop(hop, batch_id, rows)
-            source_rows = rows.add(sources, bounds)  # may grow the row arrays: index them after
+            last = hop == self.layout.num_hops - 1  # the input rows: one per node (_input_rows_kernels)
+            source_rows = rows.add(sources, bounds, by_node=last)  # may grow the row arrays: index them after
             columns = rows.position[source_rows]  # each edge's source row among its type's rows
             after = rows.type_counts()
             blocks = {
@@ -155,8 +157,9 @@ class _Rows:
     def type_counts(self) -> np.ndarray:
         return self.counts.copy()
 
-    def add(self, node: np.ndarray, bound: np.ndarray) -> np.ndarray:
-        """The rows of the pairs (int64 [S] each), new pairs appended; returns int64 [S] their rows."""
+    def add(self, node: np.ndarray, bound: np.ndarray, by_node: bool = False) -> np.ndarray:
+        """The rows of the pairs (int64 [S] each), new pairs appended; returns int64 [S] their rows. ``by_node``:
+        the last hop's sources, numbered by node (:func:`relabel_inputs_hashed`)."""
         need = self.count + node.shape[0]
         if need > self.node.shape[0]:
             size = max(need, 2 * self.node.shape[0])
@@ -166,12 +169,18 @@ class _Rows:
                 setattr(self, name, grown)
         if self.table.shape[0] < 2 * need:  # a larger table, the known rows inserted again in row order
             self.table = empty_pair_table(2 * need)
-            rehash(self.table, np.int64(0), self.node, self.bound, np.int64(self.count))
+            if not by_node:
+                rehash(self.table, np.int64(0), self.node, self.bound, np.int64(self.count))
         out = np.empty(node.shape[0], np.int64)
         first = self.count
-        self.count = int(relabel_pairs_hashed(np.ascontiguousarray(node, dtype=np.int64),
-                                              np.ascontiguousarray(bound, dtype=np.int64), self.table, np.int64(0),
-                                              self.node, self.bound, np.int64(first), out))  # fmt: skip
+        node, bound = np.ascontiguousarray(node, dtype=np.int64), np.ascontiguousarray(bound, dtype=np.int64)
+        if by_node:  # overwrites the pair table: no pair is added after the input rows
+            self.count = int(
+                relabel_inputs_hashed(node, bound, self.table, self.node, self.bound, np.int64(first), out)
+            )
+        else:
+            self.count = int(relabel_pairs_hashed(node, bound, self.table, np.int64(0), self.node, self.bound,
+                                                  np.int64(first), out))  # fmt: skip
         types = self.schema.type_of(self.node[first : self.count])
         for t in np.unique(types):
             new = first + np.flatnonzero(types == t)

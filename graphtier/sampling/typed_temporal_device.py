@@ -7,7 +7,8 @@ the edge ids) relation by relation over the back-to-back CSC, as the CPU typed s
 relation ``r`` at hop ``h`` the rows of its destination type (in row order), their CSC rows ``r.row_offset + local
 id``, the fanout ``fanouts[r][h]`` and the stream ``stream_key(seed, batch_id, h * R + r)``. The (node, bound)
 rows are numbered in first-seen order over the hop's edges, relation-major (:func:`~graphtier.sampling.
-temporal_device.first_seen_pairs`). A batch therefore equals, tensor for tensor, the CPU sampler's of the same
+device_hops.first_seen_pairs`; the last hop's sources one row per node, :func:`~graphtier.sampling.device_hops.
+first_seen_inputs`). A batch therefore equals, tensor for tensor, the CPU sampler's of the same
 seed, batch id, seeds and times.
 """
 
@@ -21,7 +22,7 @@ import torch
 
 from graphtier.dataset.schema import RelationType, Schema
 from graphtier.sampling import _neighbor_kernels as cpu_kernels
-from graphtier.sampling.device_hops import Topology, first_seen_pairs, seeds_on_device
+from graphtier.sampling.device_hops import Topology, first_seen_inputs, first_seen_pairs, seeds_on_device
 from graphtier.sampling.relation_layout import RelationLayout
 from graphtier.sampling.typed_batch import RelationBlock, TypedBlock, TypedMiniBatch
 from graphtier.sampling.typed_device import type_positions
@@ -94,7 +95,8 @@ class DeviceTypedTemporalHops:
                     sources.append(src)
                     bounds.append(bound[members][dst])
                     low += int(src.shape[0])
-                node, bound, local = first_seen_pairs((node, bound), (torch.cat(sources), torch.cat(bounds)))
+                relabel = first_seen_inputs if hop == self.layout.num_hops - 1 else first_seen_pairs  # inputs: by node
+                node, bound, local = relabel((node, bound), (torch.cat(sources), torch.cat(bounds)))
                 kind, position, after = type_positions(self._offsets, node)
                 columns = position[local]  # each edge's source row among its type's rows
                 blocks = {key: RelationBlock(rowptr, columns[a:b], edge_id)

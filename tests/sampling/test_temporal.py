@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from graphtier.errors import OptionError
 from graphtier.sampling import NeighborSampler, TemporalNeighborSampler
+from graphtier.sampling._input_rows_kernels import relabel_inputs_py
 from graphtier.sampling._neighbor_kernels import stream_key
 from graphtier.sampling._temporal_kernels import relabel_pairs_py, temporal_hop_py
 
@@ -24,14 +25,36 @@ def check_batch(mb, indptr, indices, time, seeds, seed_time, inclusive: bool) ->
     for outer, inner in zip(mb.blocks, mb.blocks[1:]):
         assert outer.num_dst == inner.num_src
     assert mb.blocks[-1].num_dst == len(set(zip(seeds.tolist(), seed_time.tolist())))
-    for block in mb.blocks:
+    for h, block in enumerate(mb.blocks):
         s, d = block.edge_index.numpy()
         e = block.edge_id.numpy()
         assert np.all(s < block.num_src) and np.all(d < block.num_dst)
         assert np.all(indices[e] == n_id[s])  # the edge's source is the row's node
         assert np.all((e >= indptr[n_id[d]]) & (e < indptr[n_id[d] + 1]))  # ... and it points into the dst row
-        assert np.all(n_time[s] == n_time[d])  # a neighbour inherits its destination's bound
         assert np.all(time[e] <= n_time[d]) if inclusive else np.all(time[e] < n_time[d])  # never the future
+        if h > 0:  # a neighbour that is sampled from inherits its destination's bound
+            assert np.all(n_time[s] == n_time[d])
+            continue
+        check_input_rows(n_id, n_time, block.num_dst, s, n_time[d])
+
+
+def check_input_rows(n_id: np.ndarray, n_time: np.ndarray, num_dst: int, s: np.ndarray, bound: np.ndarray) -> None:
+    """The last hop's sources (rows ``s`` of the input block's edges, in edge order, reached at their destinations'
+    ``bound``) are one row per node: a node with a row before the hop (the first ``num_dst`` rows) takes its first
+    one; a new node one row, at the bound of the first edge that reached it."""
+    first: dict[int, int] = {}
+    for row, node in enumerate(n_id[:num_dst].tolist()):
+        first.setdefault(node, row)
+    assert len(set(n_id[num_dst:].tolist())) == n_id.shape[0] - num_dst
+    assert not set(n_id[num_dst:].tolist()) & set(first)
+    seen = set()
+    for src, b in zip(s.tolist(), bound.tolist()):
+        node = int(n_id[src])
+        if node in first:
+            assert src == first[node]
+        elif src not in seen:
+            seen.add(src)
+            assert n_time[src] == b
 
 
 @settings(max_examples=50, deadline=None)
@@ -61,7 +84,8 @@ def test_no_hop_of_a_batch_reads_the_future(
 
 def reference_batch(indptr, indices, time, order, fanouts, seeds, seed_time, recent, inclusive, seed, batch_id):  # noqa: ANN001, ANN201
     """The batch by the plain-Python reference, hop by hop: (rows [(node, time)], seed rows, per hop (src row,
-    dst row, edge id)); hop h serves every row known before it, as the sampler does."""
+    dst row, edge id)); hop h serves every row known before it, as the sampler does; the last hop's sources are
+    numbered by node."""
     seed_rows, known = relabel_pairs_py(seeds, seed_time, [])
     hops = []
     for hop, fanout in enumerate(fanouts):
@@ -71,7 +95,8 @@ def reference_batch(indptr, indices, time, order, fanouts, seeds, seed_time, rec
         src, src_bound, edge_id, dst_index = temporal_hop_py(
             indptr, indices, time, order, dst, bound, fanout, recent, inclusive, stream
         )
-        src_rows, known = relabel_pairs_py(src, src_bound, known)
+        relabel = relabel_inputs_py if hop == len(fanouts) - 1 else relabel_pairs_py  # the input rows: by node
+        src_rows, known = relabel(src, src_bound, known)
         hops.append((src_rows, dst_index, edge_id))
     return known, seed_rows, hops
 

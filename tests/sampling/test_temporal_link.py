@@ -10,6 +10,7 @@ from graphtier.errors import OptionError
 from graphtier.sampling import TemporalNeighborSampler
 from graphtier.sampling.link import LinkSampler, NegativeDestinations
 
+from .test_temporal import check_input_rows
 from .test_temporal_kernels import timed_csc
 
 
@@ -39,10 +40,13 @@ def test_pairs_and_negatives_are_sampled_at_the_pair_time() -> None:
     assert np.array_equal(n_id[batch.src_index.numpy()[:b]], pairs[50:90, 0])
     assert np.array_equal(n_id[batch.dst_index.numpy()[:b]], pairs[50:90, 1])
     assert batch.label.tolist() == [1.0] * b + [0.0] * (2 * b)
-    for block in batch.blocks:
+    for h, block in enumerate(batch.blocks):
         s, d = block.edge_index.numpy()
         assert np.all(time[block.edge_id.numpy()] < n_time[d])  # never at or after the pair's time
-        assert np.all(n_time[s] == n_time[d])
+        if h > 0:  # the input block's sources are one row per node
+            assert np.all(n_time[s] == n_time[d])
+        else:
+            check_input_rows(n_id, n_time, block.num_dst, s, n_time[d])
 
 
 def test_a_snapshot_time_keeps_the_exclusion() -> None:

@@ -18,6 +18,7 @@ from graphtier.sampling.temporal_device import DeviceTemporalSampler
 from graphtier.sampling.typed_link import TypedLinkSampler
 from tests.interpreted import HAS_TRITON, load_interpreted
 from tests.sampling.test_edge_ids import assert_real_typed_edges
+from tests.sampling.test_temporal import check_input_rows
 from tests.sampling.test_typed_device import assert_identical_typed
 from tests.sampling.test_typed_neighbor import RELATIONS, random_typed_graph
 
@@ -34,6 +35,7 @@ def timed_typed_graph(papers: int, authors: int, degree: int, seed: int):  # noq
 def check_batch(mb, indptr, indices, schema, edge_time, inclusive: bool, fanouts) -> None:  # noqa: ANN001
     assert_real_typed_edges(mb, indptr, indices, schema)
     n_time = {t: v.numpy() for t, v in mb.n_time.items()}
+    inputs: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {t: [] for t in n_time}  # the last hop's sources
     for hop, block in enumerate(reversed(mb.blocks)):  # seed hop first
         for key, rel in block.relations.items():
             relation = next(r for r in schema.relations if r.type == key)
@@ -41,13 +43,21 @@ def check_batch(mb, indptr, indices, schema, edge_time, inclusive: bool, fanouts
             bound = n_time[relation.dst][dst]
             times = edge_time[rel.edge_id.numpy()]
             assert np.all(times <= bound) if inclusive else np.all(times < bound)  # never the future
-            np.testing.assert_array_equal(n_time[relation.src][src], bound)  # the neighbour inherits the bound
+            if hop < len(mb.blocks) - 1:
+                np.testing.assert_array_equal(n_time[relation.src][src], bound)  # the neighbour inherits the bound
+            else:
+                inputs[relation.src].append((src, bound))
             if fanouts[key][hop] == -1:  # every admissible edge of every destination row
                 rows = relation.row_offset + mb.n_id[relation.dst].numpy()[: block.num_dst[relation.dst]]
                 row_bounds = n_time[relation.dst][: block.num_dst[relation.dst]]
                 admissible = [int(np.sum(edge_time[indptr[r] : indptr[r + 1]] <= b if inclusive else
                                          edge_time[indptr[r] : indptr[r + 1]] < b)) for r, b in zip(rows, row_bounds)]  # fmt: skip
                 np.testing.assert_array_equal(np.diff(rel.rowptr.numpy()), admissible)
+
+    for t, parts in inputs.items():  # relation-major: the order in which the sampler numbers them
+        sources = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, np.int64)
+        bounds = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0, np.int64)
+        check_input_rows(mb.n_id[t].numpy(), n_time[t], mb.blocks[0].num_dst[t], sources, bounds)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
