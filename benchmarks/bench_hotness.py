@@ -32,6 +32,7 @@ from pathlib import Path
 from graphtier._choices import DEFAULT_NEGATIVE_SAMPLING, DEFAULT_NUM_NEGATIVES, SCORE_METHODS, TASK_NAMES
 from graphtier.dataset.format import Dataset
 from graphtier.tiering.access import analyze_access
+from graphtier.tiering.replay import Replay
 from graphtier.tiering.seeds import EpochSeeds
 
 
@@ -66,12 +67,8 @@ def main() -> None:
             fanouts = [int(f) for f in fanout_text.split(",")]
             analysis = analyze_access(
                 dataset,
-                fanouts=fanouts,
-                batch_size=args.batch_size,
-                epochs=epochs,
-                seed=0,
                 methods=methods,
-                seeds=seeds,
+                replay=Replay(fanouts=fanouts, batch_size=args.batch_size, epochs=epochs, seed=0, seeds=seeds),
             )
             curves = analysis.curves
             line = (

@@ -158,10 +158,10 @@ def reordered_graph(ctx: StepContext, nodes: int, feature_dim: int, score: str) 
     from graphtier.dataset.synthetic import generate
     from graphtier.graph.reorder import reorder_dataset
     from graphtier.tiering.hotness import compute_scores
+    from graphtier.tiering.replay import Replay
 
     source = generate(ctx.tmpdir() / f"g{nodes}", nodes=nodes, avg_degree=20, feature_dim=feature_dim, seed=0)
-    options = {"fanouts": [15, 10, 5]} if score == "fwr" else {}
-    scores = compute_scores(source, score, **options)
+    scores = compute_scores(source, score, replay=Replay(fanouts=[15, 10, 5]))
     reordered, _ = reorder_dataset(source, ctx.tmpdir() / f"g{nodes}-{score}", scores.scores, score_label=score)
     return reordered
 

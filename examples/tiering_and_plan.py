@@ -34,12 +34,13 @@ def build_parser() -> argparse.ArgumentParser:
 def run(nodes: int, work: Path) -> dict[str, int]:
     """Score, reorder, plan and train one epoch tiered; returns the epoch's feature bytes per tier."""
     ds = graphtier.generate(work / "graph", nodes=nodes, avg_degree=10, feature_dim=64, overwrite=True)
-    scores = graphtier.compute_scores(ds, "fwr", fanouts=FANOUTS, batch_size=BATCH_SIZE)  # float64 [N]
+    replay = graphtier.Replay(fanouts=FANOUTS, batch_size=BATCH_SIZE)  # the sampler training will run
+    scores = graphtier.compute_scores(ds, "fwr", replay=replay)  # float64 [N]
     hot, _ = graphtier.reorder_dataset(ds, work / "graph-hot", scores.scores, score_label="fwr", overwrite=True)
     print(f"reordered {hot.num_nodes:,} nodes by fwr (hot rows first): node order {hot.node_order}")
     # a GPU of 4 GiB, planned without one: what share of the feature reads would each budget serve?
     device = describe_device("4GiB", host_memory="8GiB")
-    plan = plan_capacity(hot, device, fanouts=FANOUTS, batch_size=BATCH_SIZE, budgets=["0%", "10%", "25%", "100%"])
+    plan = plan_capacity(hot, device, replay=replay, budgets=["0%", "10%", "25%", "100%"])
     print(format_plan(plan))
     result = train(
         hot, model="sage", fanouts=FANOUTS, batch_size=BATCH_SIZE, hidden=32, epochs=1, features_on="tiered",

@@ -62,6 +62,7 @@ _EXPORTS: dict[str, str] = {
     "compute_scores": "graphtier.tiering.hotness",
     "list_reads": "graphtier.tiering.hotness",
     "EpochSeeds": "graphtier.tiering.seeds",
+    "Replay": "graphtier.tiering.replay",
     "reorder_dataset": "graphtier.graph.reorder",
     "cache_policy_table": "graphtier.tiering.cache_sim",
     "CachePolicyTable": "graphtier.tiering.cache_sim",
@@ -143,6 +144,7 @@ if TYPE_CHECKING:  # static analysers see the real names
     )
     from graphtier.tiering.cache_sim import CachePolicyTable, cache_policy_table
     from graphtier.tiering.hotness import compute_scores, list_reads
+    from graphtier.tiering.replay import Replay
     from graphtier.tiering.seeds import EpochSeeds
     from graphtier.train import (
         DistSpec,

@@ -36,6 +36,7 @@ SECTIONS: dict[str, tuple[str, ...]] = {
     "Tiering": (
         "graphtier.tiering.hotness",
         "graphtier.tiering.seeds",
+        "graphtier.tiering.replay",
         "graphtier.graph.reorder",
         "graphtier.tiering.cache_sim",
     ),

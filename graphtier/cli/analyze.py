@@ -8,18 +8,14 @@ from typing import TYPE_CHECKING
 
 import click
 
-from graphtier.cli.options import (
-    merge_alias,
-    replay_options,
-    task_options,
-)
+from graphtier.cli.options import merge_alias, replay_options
 from graphtier.cli.progress import cli_progress
 from graphtier.cli.score import SCORE_METHODS
 from graphtier.dataset.format import Dataset
 from graphtier.errors import OptionError
 
 if TYPE_CHECKING:
-    from graphtier.tiering.seeds import EpochSeeds
+    from graphtier.tiering.replay import Replay
 
 
 def format_table(curves: dict[str, dict[str, float]]) -> str:
@@ -66,14 +62,9 @@ def format_table(curves: dict[str, dict[str, float]]) -> str:
     help="Also replay the trace against a RAM cache of each budget (fractions like 10%,25%,50%, or bytes) under "
     "static (fwr), static+lru, LRU, CLOCK, SIEVE, S3-FIFO and Belady's optimum; one warm-up epoch first.",
 )
-@task_options
 def command(
     dataset: Path,
-    fanouts: str,
-    fanouts_per_relation: str | None,
-    batch_size: int,
-    epochs: int,
-    seed: int,
+    replay: Replay,
     score_list: str | None,
     scores_alias: str | None,
     presample_seed: int | None,
@@ -84,7 +75,6 @@ def command(
     json_path: Path | None,
     plot_path: Path | None,
     cache_budgets: str | None,
-    seeds: EpochSeeds,
 ) -> None:
     """Measure how much of all feature reads a hot tier of the top x% nodes would serve, per score (a typed
     dataset: in total and per node type)."""
@@ -112,27 +102,14 @@ def command(
         if path is not None and not path.parent.is_dir():
             raise OptionError(f"{name}: directory {path.parent} does not exist")
     analysis = analyze_access(
-        data,
-        fanouts=list(fanouts),
-        batch_size=batch_size,
-        epochs=epochs,
-        seed=seed,
-        methods=methods,
-        presample_seed=presample_seed,
-        presample_epochs=presample_epochs,
-        percents=HIT_PERCENTS,
-        damping=damping,
-        wrpr_iterations=wrpr_iterations,
-        seeds=seeds,
-        relation_fanouts=fanouts_per_relation,
-        progress=cli_progress(),
+        data, replay=replay, methods=methods, presample_seed=presample_seed, presample_epochs=presample_epochs,
+        percents=HIT_PERCENTS, damping=damping, wrpr_iterations=wrpr_iterations, progress=cli_progress(),
         option="score",
-    )
+    )  # fmt: skip
     nodes_read = int((analysis.counts > 0).sum())
     click.echo(
         f"{data.name}: {analysis.total_reads:,} feature reads of {nodes_read:,} / {data.num_nodes:,} nodes "
-        f"({epochs} epoch(s), fanouts {fanouts}, batch {batch_size}{seeds.batch_note()}, "
-        f"replay {analysis.seconds['replay']:.1f} s)"
+        f"({replay.epochs} epoch(s), {replay.summary()}, replay {analysis.seconds['replay']:.1f} s)"
     )
     click.echo(format_table(analysis.curves))
     for name, curves in analysis.curves_by_type.items():
@@ -151,12 +128,11 @@ def command(
     record = analysis.to_json()
     if cache_budgets is not None:
         table = cache_policy_table(
-            data, cache_budgets, fanouts=list(fanouts), batch_size=batch_size, epochs=epochs, seed=seed, seeds=seeds,
-            relation_fanouts=fanouts_per_relation, scores=analysis.scores.get("fwr"), progress=cli_progress(),
-        )  # fmt: skip
+            data, cache_budgets, replay=replay, scores=analysis.scores.get("fwr"), progress=cli_progress()
+        )
         click.echo(
-            f"cache policies: {table.accesses:,} reads of {table.distinct:,} rows in {epochs} epoch(s) after one "
-            "warm-up epoch; static = the fwr-hottest rows fixed"
+            f"cache policies: {table.accesses:,} reads of {table.distinct:,} rows in {replay.epochs} epoch(s) after "
+            "one warm-up epoch; static = the fwr-hottest rows fixed"
         )
         click.echo(table.format())
         record["cache_policies"] = table.to_json()

@@ -100,54 +100,10 @@ def trace_options(fanouts: str, batch_size: str, epochs: str, seed: str) -> list
     ]
 
 
-def decorated(func: Any, options: list[Any]) -> Any:
-    """``func`` with the click ``options``, the first one listed first in ``--help``."""
-    for option in reversed(options):
-        func = option(func)
-    return func
-
-
-def replay_options(func: Any) -> Any:
-    """The sampling trace a tiering command replays (``analyze``, ``plan``): :func:`trace_options`."""
-    return decorated(func, trace_options("Training fanouts, seed hop first.", "Seeds per mini-batch.",
-                                         "Epochs of the sampling trace.", "Sampling seed (as train --seed)."))  # fmt: skip
-
-
-def score_options(func: Any) -> Any:
-    """The options every hotness score takes (``score`` and ``reorder``): damping, tol, iterations, fanouts,
-    batch size, presample epochs and seed. Defaults are those of :mod:`graphtier.tiering.hotness`."""
-    from graphtier.graph.scores import DEFAULT_DAMPING, DEFAULT_RPR_TOL
-
-    options = [
-        click.option("--damping", type=float, default=DEFAULT_DAMPING, show_default=True, help="rpr/wrpr damping."),
-        click.option(
-            "--tol",
-            type=float,
-            default=DEFAULT_RPR_TOL,
-            show_default=True,
-            help="rpr: stop when the L1 change is below this.",
-        ),
-        click.option(
-            "--iterations",
-            type=int,
-            default=None,
-            help="rpr: iteration cap (default 100); wrpr: iterations run (default 5).",
-        ),
-        *trace_options(
-            "fwr/fwr-sum/presample: training fanouts, seed hop first.",
-            "fwr/presample: seeds per batch.",
-            "presample: epochs sampled.",
-            "presample: sampling seed.",
-        ),
-    ]
-    return decorated(func, options)
-
-
-def task_options(func: Any) -> Any:
+def task_options() -> list[Any]:
     """``--task``, ``--num-negatives`` and ``--negative-sampling`` (the names and defaults of ``graphtier train``):
-    the training seeds the scores and replays model (``analyze``, ``plan``, ``score``, ``reorder``). The command
-    receives them parsed once, as one ``seeds`` argument: their :class:`graphtier.tiering.seeds.EpochSeeds`."""
-    options = [
+    the training seeds the scores and replays model."""
+    return [
         click.option(
             "--task",
             type=click.Choice(TASK_NAMES),
@@ -172,10 +128,75 @@ def task_options(func: Any) -> Any:
         ),
     ]
 
+
+def decorated(func: Any, options: list[Any]) -> Any:
+    """``func`` with the click ``options``, the first one listed first in ``--help``."""
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def replayed(func: Any, fanouts: str, batch_size: str, epochs: str, seed: str) -> Any:
+    """``func`` with the options of the training sampler a tiering command replays (:func:`trace_options` with
+    these helps, then :func:`task_options`), which it receives parsed once, as one ``replay`` argument: their
+    :class:`graphtier.tiering.replay.Replay` (a bad value: one line naming its option)."""
+
     @functools.wraps(func)
-    def command(*args: Any, task: str, num_negatives: int, negative_sampling: str, **kwargs: Any) -> Any:
+    def command(
+        *args: Any,
+        fanouts: tuple[int, ...],
+        fanouts_per_relation: str | None,
+        batch_size: int,
+        epochs: int,
+        seed: int,
+        task: str,
+        num_negatives: int,
+        negative_sampling: str,
+        **kwargs: Any,
+    ) -> Any:
+        from graphtier.tiering.replay import Replay
         from graphtier.tiering.seeds import EpochSeeds
 
-        return func(*args, seeds=EpochSeeds(task, num_negatives, negative_sampling), **kwargs)
+        seeds = EpochSeeds(task, num_negatives, negative_sampling)
+        replay = Replay(fanouts, fanouts_per_relation, batch_size=batch_size, epochs=epochs, seed=seed, seeds=seeds)
+        return func(*args, replay=replay, **kwargs)
 
-    return decorated(command, options)
+    return decorated(command, [*trace_options(fanouts, batch_size, epochs, seed), *task_options()])
+
+
+def replay_options(func: Any) -> Any:
+    """The training sampler a tiering command replays (``analyze``, ``plan``): :func:`replayed`."""
+    return replayed(func, "Training fanouts, seed hop first.", "Seeds per mini-batch.",
+                    "Epochs of the sampling trace.", "Sampling seed (as train --seed).")  # fmt: skip
+
+
+def score_options(func: Any) -> Any:
+    """The options every hotness score takes (``score`` and ``reorder``): damping, tol, iterations, then the
+    replay (:func:`replayed`: fanouts, batch size, presample epochs and seed, the task's seeds). Defaults are those
+    of :mod:`graphtier.tiering.hotness`."""
+    from graphtier.graph.scores import DEFAULT_DAMPING, DEFAULT_RPR_TOL
+
+    options = [
+        click.option("--damping", type=float, default=DEFAULT_DAMPING, show_default=True, help="rpr/wrpr damping."),
+        click.option(
+            "--tol",
+            type=float,
+            default=DEFAULT_RPR_TOL,
+            show_default=True,
+            help="rpr: stop when the L1 change is below this.",
+        ),
+        click.option(
+            "--iterations",
+            type=int,
+            default=None,
+            help="rpr: iteration cap (default 100); wrpr: iterations run (default 5).",
+        ),
+    ]
+    replay = replayed(
+        func,
+        "fwr/fwr-sum/presample: training fanouts, seed hop first.",
+        "fwr/presample: seeds per batch.",
+        "presample: epochs sampled.",
+        "presample: sampling seed.",
+    )
+    return decorated(replay, options)

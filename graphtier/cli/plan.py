@@ -9,15 +9,14 @@ from typing import TYPE_CHECKING
 import click
 
 from graphtier._choices import DEFAULT_BUDGETS, DEFAULT_DISK_GBPS, DEFAULT_GPU_GBPS, DEFAULT_PCIE_GBPS, PAIR_MOVE_GROUPS
-from graphtier._fanouts import format_fanouts
-from graphtier.cli.options import replay_options, task_options
+from graphtier.cli.options import replay_options
 from graphtier.cli.progress import cli_progress
 from graphtier.dataset.format import Dataset
 from graphtier.errors import OptionError
 
 if TYPE_CHECKING:
     from graphtier.tiering.plan import DeviceSpec
-    from graphtier.tiering.seeds import EpochSeeds
+    from graphtier.tiering.replay import Replay
 
 
 @click.command("plan")
@@ -72,14 +71,9 @@ if TYPE_CHECKING:
     default=None,
     help="Write a PNG of PCIe bytes against GPU budget (needs matplotlib).",
 )
-@task_options
 def command(
     dataset: Path,
-    fanouts: str,
-    fanouts_per_relation: str | None,
-    batch_size: int,
-    epochs: int,
-    seed: int,
+    replay: Replay,
     gpu_memory: str,
     gpus: int | None,
     host_memory: str,
@@ -92,13 +86,11 @@ def command(
     disk_gbps: float | None,
     json_path: Path | None,
     plot_path: Path | None,
-    seeds: EpochSeeds,
 ) -> None:
     """Plan feature and graph tiers per GPU budget (sizes, read shares from a sampling trace, PCIe bytes, data time);
     with --gpu-topology, place the features on the GPUs and print the bytes per link. A typed dataset: each budget
     split across the node types' tables by reads per byte, the topology budget across relations."""
     from graphtier.memory.placement import format_bytes
-    from graphtier.tiering.hotness import check_relation_fanouts
     from graphtier.tiering.plan import describe_device, plan_capacity
     from graphtier.tiering.plan_placement import format_placement, gpu_topology_from_option
     from graphtier.tiering.plan_recommendation import recommend_budget
@@ -115,43 +107,20 @@ def command(
             raise OptionError(f"{name}: directory {path.parent} does not exist")
     data = Dataset.open(dataset)
     budget_list = [b.strip() for b in budgets.split(",") if b.strip()]
-    check_relation_fanouts(data, fanouts_per_relation)
     if data.is_hetero:
         if topology is not None or plot_path is not None:
             raise OptionError(f"{dataset}: --gpu-topology and --plot are not planned for a typed dataset; drop them")
-        _plan_typed(
-            data,
-            device,
-            budget_list,
-            topology_budget,
-            list(fanouts),
-            fanouts_per_relation,
-            batch_size,
-            epochs,
-            seed,
-            json_path,
-            seeds,
-        )
+        _plan_typed(data, device, budget_list, topology_budget, replay, json_path)
         return
     plan = plan_capacity(
-        data,
-        device,
-        fanouts=list(fanouts),
-        batch_size=batch_size,
-        epochs=epochs,
-        seed=seed,
-        budgets=budget_list,
-        topology_budget=topology_budget,
-        gpu_topology=topology,
-        placement_groups=placement_groups,
-        seeds=seeds,
-        progress=cli_progress(),
-    )
+        data, device, replay=replay, budgets=budget_list, topology_budget=topology_budget, gpu_topology=topology,
+        placement_groups=placement_groups, progress=cli_progress(),
+    )  # fmt: skip
     click.echo(
         f"{data.name}: {plan.num_rows:,} feature rows x {format_bytes(plan.row_bytes)} "
         f"= {format_bytes(plan.num_rows * plan.row_bytes)}, node order {plan.node_order}; "
-        f"{plan.reads_per_epoch:,.0f} feature reads/epoch (fanouts {fanouts}, batch {batch_size}{seeds.batch_note()}, "
-        f"{epochs} epoch(s) traced in {plan.replay_seconds:.1f} s)"
+        f"{plan.reads_per_epoch:,.0f} feature reads/epoch ({replay.summary()}, "
+        f"{replay.epochs} epoch(s) traced in {plan.replay_seconds:.1f} s)"
     )
     click.echo(
         f"device: {gpus} x GPU {format_bytes(device.gpu_memory_bytes)} ({device.sources['gpu_memory']}; "
@@ -173,41 +142,21 @@ def command(
 
 
 def _plan_typed(
-    data: Dataset,
-    device: DeviceSpec,
-    budgets: list[str],
-    topology_budget: str,
-    fanouts: list[int],
-    fanouts_per_relation: str | None,
-    batch_size: int,
-    epochs: int,
-    seed: int,
-    json_path: Path | None,
-    seeds: EpochSeeds,
+    data: Dataset, device: DeviceSpec, budgets: list[str], topology_budget: str, replay: Replay, json_path: Path | None
 ) -> None:
     """Plan a typed dataset: one GPU budget split across node types, one topology budget across relations, from the
-    reads of ``seeds``' epoch (training nodes, or link pairs)."""
+    reads of ``replay``'s epochs (training nodes, or link pairs)."""
     from graphtier.memory.placement import format_bytes
     from graphtier.tiering.plan_report import write_plan_json
     from graphtier.tiering.plan_types import format_typed_plan, plan_typed
 
     plan = plan_typed(
-        data,
-        budgets=budgets,
-        topology_budget=topology_budget,
-        gpu_usable_bytes=device.gpu_usable_bytes,
-        fanouts=fanouts,
-        batch_size=batch_size,
-        epochs=epochs,
-        seed=seed,
-        relation_fanouts=fanouts_per_relation,
-        progress=cli_progress(),
-        seeds=seeds,
-    )
+        data, budgets=budgets, topology_budget=topology_budget, gpu_usable_bytes=device.gpu_usable_bytes,
+        replay=replay, progress=cli_progress(),
+    )  # fmt: skip
     click.echo(
         f"{data.name}: {len(plan.table_rows)} node types, {len(plan.topology_rows)} relations; "
-        f"fanouts {format_fanouts(fanouts)}, batch {batch_size}, {epochs} epoch(s) traced; "
-        f"GPU {format_bytes(device.gpu_usable_bytes)} usable"
+        f"{replay.summary()}, {replay.epochs} epoch(s) traced; GPU {format_bytes(device.gpu_usable_bytes)} usable"
     )
     click.echo(format_typed_plan(plan))
     if json_path is not None:

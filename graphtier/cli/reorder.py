@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from graphtier.cli.options import score_options, task_options
+from graphtier.cli.options import score_options
 from graphtier.cli.progress import cli_progress
 from graphtier.cli.score import DEFAULT_SCORE, SCORE_METHODS, describe_types
 from graphtier.dataset.format import Dataset
@@ -15,7 +15,7 @@ from graphtier.errors import DatasetError
 from graphtier.graph.reorder import EDGE_ORDERS, load_score_file, reorder_dataset
 
 if TYPE_CHECKING:
-    from graphtier.tiering.seeds import EpochSeeds
+    from graphtier.tiering.replay import Replay
 
 
 @click.command("reorder")
@@ -40,7 +40,6 @@ if TYPE_CHECKING:
     "order (csc); auto: reads when the task has training seeds, else csc.",
 )
 @click.option("--overwrite", is_flag=True, help="Replace OUTPUT if it is a graphtier dataset and holds nothing else.")
-@task_options
 def command(
     dataset: Path,
     output: Path,
@@ -48,14 +47,9 @@ def command(
     damping: float,
     tol: float,
     iterations: int | None,
-    fanouts: str,
-    fanouts_per_relation: str | None,
-    batch_size: int,
-    epochs: int,
-    seed: int,
+    replay: Replay,
     edge_order: str,
     overwrite: bool,
-    seeds: EpochSeeds,
 ) -> None:
     """Write DATASET to OUTPUT with nodes renumbered by descending score (ties by old id).
 
@@ -68,20 +62,9 @@ def command(
         from graphtier.tiering.hotness import compute_scores
 
         result = compute_scores(
-            data,
-            score,
-            damping=damping,
-            tol=tol,
-            iterations=iterations,
-            fanouts=list(fanouts),
-            batch_size=batch_size,
-            epochs=epochs,
-            seed=seed,
-            seeds=seeds,
-            relation_fanouts=fanouts_per_relation,
-            progress=progress,
+            data, score, damping=damping, tol=tol, iterations=iterations, replay=replay, progress=progress,
             option="score",
-        )
+        )  # fmt: skip
         scores, label, params = result.scores, score, result.params
         click.echo(f"scored {data.num_nodes:,} nodes by {score} in {result.seconds:.2f} s")
         warning = result.convergence_warning(tol)
@@ -98,15 +81,14 @@ def command(
         from graphtier.tiering.seeds import training_seeds
 
         try:
-            training_seeds(data, seeds)  # reads order needs the task's training seeds; auto goes without them
+            training_seeds(data, replay.seeds)  # reads order needs the task's training seeds; auto goes without them
         except DatasetError as error:
             if edge_order == "reads":
                 raise
             click.echo(f"graphtier: note: the edge table stays in CSC order (--edge-order reads: {error})", err=True)
         else:
-            edge_reads = list_reads(data, list(fanouts), batch_size=batch_size, seeds=seeds,
-                                    relation_fanouts=fanouts_per_relation, progress=progress)  # fmt: skip
-            click.echo(f"edge table: lists in descending expected reads per edge (fwr, fanouts {list(fanouts)})")
+            edge_reads = list_reads(data, replay=replay, progress=progress)
+            click.echo(f"edge table: lists in descending expected reads per edge (fwr, fanouts {list(replay.fanouts)})")
     reordered, timings = reorder_dataset(
         data, output, scores, score_label=label, score_params=params, overwrite=overwrite, progress=progress,
         edge_list_reads=edge_reads,

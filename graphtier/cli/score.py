@@ -9,7 +9,7 @@ import click
 import numpy as np
 
 from graphtier._choices import DEFAULT_SCORE, SCORE_METHODS
-from graphtier.cli.options import merge_alias, score_options, task_options
+from graphtier.cli.options import merge_alias, score_options
 from graphtier.cli.progress import cli_progress
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.outputs import check_outputs, save_npy
@@ -19,7 +19,7 @@ from graphtier.graph.typed_scores import split_by_type
 
 if TYPE_CHECKING:
     from graphtier.tiering.hotness import ScoreResult
-    from graphtier.tiering.seeds import EpochSeeds
+    from graphtier.tiering.replay import Replay
 
 
 def describe_types(schema: Schema, scores: np.ndarray, top: int = 0) -> list[str]:
@@ -80,7 +80,6 @@ def describe(result: ScoreResult) -> str:
 )
 @score_options
 @click.option("--top", type=int, default=5, show_default=True, help="Print the ids of the top-scored nodes.")
-@task_options
 def command(
     dataset: Path,
     score: str | None,
@@ -89,13 +88,8 @@ def command(
     damping: float,
     tol: float,
     iterations: int | None,
-    fanouts: str,
-    fanouts_per_relation: str | None,
-    batch_size: int,
-    epochs: int,
-    seed: int,
+    replay: Replay,
     top: int,
-    seeds: EpochSeeds,
 ) -> None:
     """Score every node of DATASET by how often sampling is expected to read its features."""
     method = merge_alias(score, method, "--score", "--method")
@@ -108,20 +102,9 @@ def command(
     from graphtier.tiering.hotness import compute_scores
 
     result = compute_scores(
-        data,
-        method,
-        damping=damping,
-        tol=tol,
-        iterations=iterations,
-        fanouts=list(fanouts),
-        batch_size=batch_size,
-        epochs=epochs,
-        seed=seed,
-        seeds=seeds,
-        relation_fanouts=fanouts_per_relation,
-        progress=cli_progress(),
+        data, method, damping=damping, tol=tol, iterations=iterations, replay=replay, progress=cli_progress(),
         option="score",
-    )
+    )  # fmt: skip
     click.echo(describe(result))
     warning = result.convergence_warning(tol)
     if warning:

@@ -13,23 +13,24 @@ table and its own hot tier).
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from graphtier._checks import check_int
 from graphtier._choices import SCORE_METHODS
 from graphtier._progress import NO_PROGRESS, Progress
 from graphtier.dataset.format import Dataset
 from graphtier.errors import OptionError
 from graphtier.graph.reorder import order_by_score
-from graphtier.sampling.neighbor import DEFAULT_FANOUTS, format_fanouts
-from graphtier.tiering.hotness import check_relation_fanouts, compute_scores
+from graphtier.sampling.neighbor import format_fanouts
+from graphtier.tiering.hotness import compute_scores
 from graphtier.tiering.plotting import fit_title, load_pyplot
-from graphtier.tiering.replay import replay_reads
-from graphtier.tiering.seeds import NODE_SEEDS, EpochSeeds, training_seeds
+from graphtier.tiering.replay import DEFAULT_REPLAY, Replay, replay_reads
+from graphtier.tiering.seeds import training_seeds
 
 HIT_PERCENTS = (1, 2, 5, 10, 20, 25, 50)
 PLOT_POINTS = 1000
@@ -161,32 +162,28 @@ def interpret_access(analysis: AccessAnalysis, percent: float = INTERPRETED_PERC
 def analyze_access(
     dataset: Dataset,
     *,
-    fanouts: Sequence[int] = DEFAULT_FANOUTS,
-    batch_size: int = 1024,
-    epochs: int = 1,
-    seed: int = 0,
+    replay: Replay = DEFAULT_REPLAY,
     methods: Sequence[str] = SCORE_METHODS,
     presample_seed: int | None = None,
     presample_epochs: int | None = None,
     percents: Sequence[float] = HIT_PERCENTS,
     damping: float = 0.85,
     wrpr_iterations: int | None = None,
-    seeds: EpochSeeds = NODE_SEEDS,
-    relation_fanouts: str | Mapping[Any, Any] | None = None,
     progress: Progress = NO_PROGRESS,
     option: str = "methods",
 ) -> AccessAnalysis:
-    """Replay the training sampler on ``dataset`` and measure how well each score predicts reads.
+    """Replay the training sampler on ``dataset`` as ``replay`` says (:class:`~graphtier.tiering.replay.Replay`:
+    fanouts, a typed dataset's per-relation fanouts, batch size, epochs, seed and the epoch's seeds) and measure how
+    well each score predicts reads.
 
-    ``methods``: scores from :data:`SCORE_METHODS`. ``presample`` rankings are sampled with
-    ``presample_seed`` (default ``seed + 1``, must differ from ``seed``) for ``presample_epochs``
-    (default ``epochs``) epochs, so they do not see the replay's random choices.
-    ``wrpr_iterations``: rounds of ``wrpr`` (default 5, as in Algorithm 1). ``seeds``: what training samples
+    ``methods``: scores from :data:`SCORE_METHODS`, computed with the same ``replay``. ``presample`` rankings are
+    sampled with ``presample_seed`` (default ``replay.seed + 1``, must differ from it) for ``presample_epochs``
+    (default ``replay.epochs``) epochs, so they do not see the replay's random choices.
+    ``wrpr_iterations``: rounds of ``wrpr`` (default 5, as in Algorithm 1). ``replay.seeds``: what training samples
     from: the training nodes (default), or the training pairs of the edge split with their negatives (the link
-    sampler is replayed, ``batch_size`` pairs per batch, and the seed-driven scores start from the link seeds).
-    ``relation_fanouts``: a typed dataset's per-relation overrides of ``fanouts`` (``--fanouts-per-relation``).
-    ``progress`` reports the replay and the score passes. ``option``: how errors name ``methods`` (``--score`` for
-    ``graphtier analyze``).
+    sampler is replayed, ``replay.batch_size`` pairs per batch, and the seed-driven scores start from the link
+    seeds). ``progress`` reports the replay and the score passes. ``option``: how errors name ``methods``
+    (``--score`` for ``graphtier analyze``).
     """
     methods = list(dict.fromkeys(methods))
     for method in methods:
@@ -194,18 +191,17 @@ def analyze_access(
             raise OptionError(
                 f"{{{option}}}: expected names from {', '.join(SCORE_METHODS)}, found {method!r}", options=(option,)
             )
-    check_relation_fanouts(dataset, relation_fanouts)
-    train = training_seeds(dataset, seeds)
-    presample_seed = seed + 1 if presample_seed is None else presample_seed
+    replay.check_relations(dataset)
+    train = training_seeds(dataset, replay.seeds)
+    seed = replay.seed
+    presample_seed = seed + 1 if presample_seed is None else check_int("presample_seed", presample_seed, minimum=0)
     if presample_seed == seed and "presample" in methods:
         raise OptionError(f"--presample-seed: expected a seed different from --seed {seed}, found {presample_seed}")
-    presample_epochs = epochs if presample_epochs is None else presample_epochs
+    presample_epochs = replay.epochs if presample_epochs is None else check_int("presample_epochs", presample_epochs)
+    presample = replace(replay, epochs=presample_epochs, seed=presample_seed)
     seconds: dict[str, float] = {}
     started = time.perf_counter()
-    counts = replay_reads(
-        dataset, seeds, fanouts=fanouts, batch_size=batch_size, epochs=epochs, seed=seed, train=train,
-        relation_fanouts=relation_fanouts, topology=False, progress=progress,
-    ).features  # fmt: skip
+    counts = replay_reads(dataset, replay, train=train, topology=False, progress=progress).features
     seconds["replay"] = time.perf_counter() - started
     scores: dict[str, np.ndarray] = {}
     for method in methods:
@@ -214,12 +210,7 @@ def analyze_access(
             method,
             damping=damping,
             iterations=wrpr_iterations if method == "wrpr" else None,
-            fanouts=list(fanouts),
-            batch_size=batch_size,
-            epochs=presample_epochs,
-            seed=presample_seed,
-            seeds=seeds,
-            relation_fanouts=relation_fanouts,
+            replay=presample,
             progress=progress,
             option=option,
         )
@@ -232,16 +223,12 @@ def analyze_access(
         "num_nodes": dataset.num_nodes,
         "num_edges": dataset.num_edges,
         "num_train": int(train.size),
-        "fanouts": list(fanouts),
-        "batch_size": batch_size,
-        "epochs": epochs,
-        "seed": seed,
+        **replay.describe(),
         "presample_seed": presample_seed,
         "presample_epochs": presample_epochs,
         "damping": damping,
         "wrpr_iterations": wrpr_iterations if wrpr_iterations is not None else 5,
         "scores": methods,
-        **seeds.describe(),
     }
     analysis = AccessAnalysis(counts, scores, curves, config, seconds)
     if dataset.is_hetero:

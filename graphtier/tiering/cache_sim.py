@@ -22,21 +22,20 @@ A typed dataset's trace is over global node ids (every type's rows in one budget
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
-from graphtier._fanouts import DEFAULT_FANOUTS
+from graphtier._checks import check_int
 from graphtier._progress import NO_PROGRESS, Progress
 from graphtier.dataset.format import Dataset
 from graphtier.errors import OptionError
 from graphtier.memory.placement import parse_budget
 from graphtier.tiering import _cache_kernels as kernels
 from graphtier.tiering.hotness import compute_scores
-from graphtier.tiering.replay import replay_reads
-from graphtier.tiering.seeds import NODE_SEEDS, EpochSeeds
+from graphtier.tiering.replay import DEFAULT_REPLAY, Replay, replay_reads
 
 CACHE_POLICIES = ("static", "static+lru", "lru", "clock", "sieve", "s3fifo", "belady")
 """The policies :func:`cache_policy_table` replays (see the module)."""
@@ -48,24 +47,16 @@ DEFAULT_CACHE_BUDGETS = "10%,25%,50%"
 def replay_trace(
     dataset: Dataset,
     *,
-    fanouts: Sequence[int] = DEFAULT_FANOUTS,
-    batch_size: int = 1024,
-    epochs: int = 1,
-    seed: int = 0,
-    seeds: EpochSeeds = NODE_SEEDS,
-    relation_fanouts: str | Mapping[Any, Any] | None = None,
+    replay: Replay = DEFAULT_REPLAY,
     progress: Progress = NO_PROGRESS,
     first_epoch: int = 0,
 ) -> np.ndarray:
-    """int64 [A]: the feature rows the training sampler reads over ``epochs`` epochs (numbered from
-    ``first_epoch``: each epoch's own shuffle), batch after batch (global ids
-    of a typed dataset), from :func:`graphtier.tiering.replay.replay_reads` (the same batches
-    as ``graphtier analyze`` with these options)."""
+    """int64 [A]: the feature rows the training sampler reads over ``replay.epochs`` epochs (numbered from
+    ``first_epoch``: each epoch's own shuffle), batch after batch (global ids of a typed dataset), from
+    :func:`graphtier.tiering.replay.replay_reads` (the same batches as ``graphtier analyze`` with this
+    :class:`~graphtier.tiering.replay.Replay`)."""
     parts: list[np.ndarray] = []
-    replay_reads(
-        dataset, seeds, fanouts=fanouts, batch_size=batch_size, epochs=epochs, seed=seed, first_epoch=first_epoch,
-        relation_fanouts=relation_fanouts, topology=False, on_reads=parts.append, progress=progress,
-    )  # fmt: skip
+    replay_reads(dataset, replay, first_epoch=first_epoch, topology=False, on_reads=parts.append, progress=progress)
     return np.concatenate(parts).astype(np.int64, copy=False) if parts else np.zeros(0, dtype=np.int64)
 
 
@@ -185,13 +176,8 @@ def cache_policy_table(
     budgets: str | Sequence[str] = DEFAULT_CACHE_BUDGETS,
     *,
     policies: Sequence[str] = CACHE_POLICIES,
-    fanouts: Sequence[int] = DEFAULT_FANOUTS,
-    batch_size: int = 1024,
-    epochs: int = 1,
+    replay: Replay = DEFAULT_REPLAY,
     warmup_epochs: int = 1,
-    seed: int = 0,
-    seeds: EpochSeeds = NODE_SEEDS,
-    relation_fanouts: str | Mapping[Any, Any] | None = None,
     scores: np.ndarray | None = None,
     trace: np.ndarray | None = None,
     start: int = 0,
@@ -205,9 +191,10 @@ def cache_policy_table(
     Args:
         budgets: ``"10%,25%,50%"`` or a list: fractions or percentages of the rows, or bytes of feature rows
             (homogeneous datasets).
-        scores: float [N] hotness of the static tiers (default: ``fwr`` with the same fanouts and seeds).
-        fanouts: the replay's fanouts; batch_size, seed, seeds, relation_fanouts as ``graphtier analyze`` takes them.
-        epochs: the counted epochs; warmup_epochs: epochs replayed before them, not counted.
+        replay: the training sampler replayed (:class:`~graphtier.tiering.replay.Replay`, as ``graphtier analyze``
+            takes it); its ``epochs`` are the counted epochs.
+        warmup_epochs: epochs replayed before the counted ones, not counted (an integer >= 0).
+        scores: float [N] hotness of the static tiers (default: ``fwr`` with the replay's fanouts and seeds).
         trace: a trace to replay instead (int64 [A] rows), counted from ``start``.
 
     Returns:
@@ -217,27 +204,20 @@ def cache_policy_table(
     unknown = [p for p in policies if p not in CACHE_POLICIES]
     if unknown:
         raise OptionError.invalid("policies", f"names from {', '.join(CACHE_POLICIES)}", ",".join(unknown))
+    warmup_epochs = check_int("warmup_epochs", warmup_epochs, minimum=0)
     num_rows = dataset.num_nodes
     if trace is None:
-        warm = replay_trace(
-            dataset, fanouts=fanouts, batch_size=batch_size, epochs=warmup_epochs, seed=seed, seeds=seeds,
-            relation_fanouts=relation_fanouts, progress=progress,
-        ) if warmup_epochs > 0 else np.zeros(0, dtype=np.int64)  # fmt: skip
-        counted = replay_trace(
-            dataset, fanouts=fanouts, batch_size=batch_size, epochs=epochs, seed=seed, seeds=seeds,
-            relation_fanouts=relation_fanouts, progress=progress, first_epoch=warmup_epochs,
-        )  # fmt: skip
+        warm = np.zeros(0, dtype=np.int64)
+        if warmup_epochs > 0:
+            warm = replay_trace(dataset, replay=replace(replay, epochs=warmup_epochs), progress=progress)
+        counted = replay_trace(dataset, replay=replay, progress=progress, first_epoch=warmup_epochs)
         trace, start = np.concatenate([warm, counted]), int(warm.shape[0])
     if scores is None and any(p.startswith("static") for p in policies):
-        scores = compute_scores(
-            dataset, "fwr", fanouts=list(fanouts), batch_size=batch_size, seeds=seeds,
-            relation_fanouts=relation_fanouts, progress=progress,
-        ).scores  # fmt: skip
+        scores = compute_scores(dataset, "fwr", replay=replay, progress=progress).scores
     table = CachePolicyTable(
         budgets=texts, capacities=capacities, accesses=int(trace.shape[0]) - start,
         distinct=int(np.unique(trace[start:]).shape[0]) if trace.size > start else 0, num_rows=num_rows,
-        config={"fanouts": list(fanouts), "batch_size": batch_size, "epochs": epochs, "warmup_epochs": warmup_epochs,
-                "seed": seed, **seeds.describe()},
+        config={**replay.describe(), "warmup_epochs": warmup_epochs},
     )  # fmt: skip
     ordered = [p for p in CACHE_POLICIES if p in policies or p == "belady"]
     with progress.stage("replay the cache policies", total=len(ordered) * len(capacities), unit="runs") as bar:

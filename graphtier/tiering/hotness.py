@@ -17,7 +17,6 @@ replays the typed sampler (:mod:`graphtier.tiering.typed_reads`); ``rpr`` and
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,7 +25,6 @@ import numpy as np
 from graphtier._choices import SCORE_METHODS
 from graphtier._progress import NO_PROGRESS, Progress
 from graphtier.dataset.format import Dataset
-from graphtier.dataset.schema import RelationType
 from graphtier.errors import OptionError
 from graphtier.graph.scores import (
     DEFAULT_DAMPING,
@@ -41,11 +39,7 @@ from graphtier.graph.scores import (
     weighted_reverse_pagerank,
 )
 from graphtier.graph.typed_scores import typed_fanout_weighted_reads
-from graphtier.sampling.fanouts import Fanouts
-from graphtier.sampling.neighbor import DEFAULT_FANOUTS
-from graphtier.sampling.relation_fanouts import parse_relation_fanouts
-from graphtier.tiering.replay import replay_reads
-from graphtier.tiering.seeds import NODE_SEEDS, EpochSeeds
+from graphtier.tiering.replay import DEFAULT_REPLAY, Replay, replay_reads
 
 TYPED_SCORE_METHODS = ("degree", "fwr", "fwr-sum", "presample")
 """The scores defined on a typed dataset (see the module)."""
@@ -82,25 +76,20 @@ def compute_scores(
     damping: float = DEFAULT_DAMPING,
     tol: float = DEFAULT_RPR_TOL,
     iterations: int | None = None,
-    fanouts: list[int] | None = None,
-    batch_size: int = 1024,
-    epochs: int = 1,
-    seed: int = 0,
-    seeds: EpochSeeds = NODE_SEEDS,
-    relation_fanouts: str | Mapping[Any, Any] | None = None,
+    replay: Replay = DEFAULT_REPLAY,
     progress: Progress = NO_PROGRESS,
     option: str = "method",
 ) -> ScoreResult:
     """Score every node of ``dataset`` with ``method`` (one of :data:`SCORE_METHODS`; errors name it as
     ``option``: ``method=`` by default, ``--score`` for the commands that call it ``score``).
 
-    ``iterations`` defaults to 100 (the cap) for ``rpr`` and 5 for ``wrpr``. ``fanouts`` and
-    ``batch_size`` are used by ``fwr``, ``fwr-sum`` and ``presample``; ``epochs`` and ``seed`` by
-    ``presample`` only. ``seeds``: the training seeds ``wrpr``, ``fwr``, ``fwr-sum`` and ``presample`` start
-    from (training nodes, or ``--task link``'s pairs with their negatives; batch size in pairs). Returns a
-    :class:`ScoreResult` whose ``scores`` are float64 [N] on the CPU. ``relation_fanouts``: a typed dataset's
-    per-relation overrides of ``fanouts`` (``--fanouts-per-relation``, :func:`typed_fanouts`). ``progress``
-    reports the long passes (PageRank rounds, fwr hops, the presample replay).
+    ``iterations`` defaults to 100 (the cap) for ``rpr`` and 5 for ``wrpr``. ``replay``
+    (:class:`~graphtier.tiering.replay.Replay`): its ``fanouts`` (a typed dataset's overridden per relation by
+    ``relation_fanouts``) and ``batch_size`` are used by ``fwr``, ``fwr-sum`` and ``presample``, its ``epochs`` and
+    ``seed`` by ``presample`` only; its ``seeds`` are the training seeds ``wrpr``, ``fwr``, ``fwr-sum`` and
+    ``presample`` start from (training nodes, or ``--task link``'s pairs with their negatives; batch size in
+    pairs). Returns a :class:`ScoreResult` whose ``scores`` are float64 [N] on the CPU. ``progress`` reports the
+    long passes (PageRank rounds, fwr hops, the presample replay).
     """
     if method not in SCORE_METHODS:
         raise OptionError(
@@ -109,7 +98,8 @@ def compute_scores(
     indptr, indices = np.asarray(dataset.indptr), dataset.indices
     if dataset.is_hetero:
         _check_typed(dataset, method, option)
-    check_relation_fanouts(dataset, relation_fanouts)
+    replay.check_relations(dataset)
+    seeds, batch_size = replay.seeds, replay.batch_size
     started = time.perf_counter()
     rounds, change = 0, None
     if method == "degree":
@@ -134,13 +124,13 @@ def compute_scores(
         params = {"damping": damping, "iterations": rounds, "num_train": int(train.size), **seeds.describe()}
     elif method in ("fwr", "fwr-sum"):
         train = seeds.seed_ids(dataset, method)
-        fanouts = list(fanouts or DEFAULT_FANOUTS)
+        fanouts = list(replay.fanouts)
         mode = "batch" if method == "fwr" else "sum"
         if dataset.is_hetero:
-            per_relation = typed_fanouts(dataset, fanouts, relation_fanouts)
             scores = typed_fanout_weighted_reads(
-                indptr, indices, dataset.schema, train, per_relation, batch_size=batch_size, mode=mode,
-                progress=progress, seeds=seeds.weights(dataset, batch_size, method) if seeds.is_link else None,
+                indptr, indices, dataset.schema, train, replay.relation_fanouts_of(dataset), batch_size=batch_size,
+                mode=mode, progress=progress,
+                seeds=seeds.weights(dataset, batch_size, method) if seeds.is_link else None,
             ).node_reads  # fmt: skip
         elif seeds.is_link:
             weights = seeds.weights(dataset, batch_size, method)
@@ -149,43 +139,17 @@ def compute_scores(
             scores = fanout_weighted_reads(
                 indptr, indices, train, fanouts, batch_size=batch_size, mode=mode, progress=progress
             )
-        params = {
-            "fanouts": fanouts,
-            "batch_size": batch_size,
-            "mode": mode,
-            "num_train": int(train.size),
-            **seeds.describe(),
-        }
+        params = {**replay.describe(sampled=False), "mode": mode, "num_train": int(train.size)}
     else:
         train = seeds.seed_ids(dataset, method)
-        fanouts = list(fanouts or DEFAULT_FANOUTS)
-        scores = replay_reads(
-            dataset, seeds, fanouts=fanouts, batch_size=batch_size, epochs=epochs, seed=seed, train=train,
-            relation_fanouts=relation_fanouts, topology=False, progress=progress,
-        ).features.astype(np.float64)  # fmt: skip
-        params = {"fanouts": fanouts, "batch_size": batch_size, "epochs": epochs, "seed": seed, **seeds.describe()}
-    if dataset.is_hetero and relation_fanouts and "fanouts" in params:
-        per_relation = typed_fanouts(dataset, fanouts, relation_fanouts)
+        scores = replay_reads(dataset, replay, train=train, topology=False, progress=progress).features
+        scores = scores.astype(np.float64)
+        params = replay.describe()
+    if dataset.is_hetero and replay.relation_fanouts and "fanouts" in params:
+        per_relation = replay.relation_fanouts_of(dataset)
         params["fanouts_per_relation"] = {"___".join(rel): list(f) for rel, f in per_relation.items()}
     seconds = time.perf_counter() - started
     return ScoreResult(method, scores, params, seconds, rounds, change)
-
-
-def typed_fanouts(
-    dataset: Dataset, fanouts: Sequence[int] | None, relation_fanouts: str | Mapping[Any, Any] | None
-) -> dict[RelationType, Fanouts]:
-    """Fanouts of every relation of the typed ``dataset``: ``fanouts`` (default :data:`DEFAULT_FANOUTS`) with the
-    overrides ``relation_fanouts`` (:func:`graphtier.sampling.relation_fanouts.parse_relation_fanouts`)."""
-    return parse_relation_fanouts(relation_fanouts, dataset.schema, list(fanouts or DEFAULT_FANOUTS))
-
-
-def check_relation_fanouts(dataset: Dataset, relation_fanouts: object) -> None:
-    """One-line OptionError when per-relation fanouts are given for a homogeneous dataset (one relation)."""
-    if relation_fanouts and not dataset.is_hetero:
-        raise OptionError(
-            f"{{fanouts_per_relation}}: {dataset.path} has one relation; use {{fanouts}} alone",
-            options=("fanouts_per_relation", "fanouts"),
-        )
 
 
 def _check_typed(dataset: Dataset, method: str, option: str = "method") -> None:
@@ -199,27 +163,19 @@ def _check_typed(dataset: Dataset, method: str, option: str = "method") -> None:
         )
 
 
-def list_reads(
-    dataset: Dataset,
-    fanouts: Sequence[int] | None = None,
-    *,
-    batch_size: int = 1024,
-    seeds: EpochSeeds = NODE_SEEDS,
-    relation_fanouts: str | Mapping[Any, Any] | None = None,
-    progress: Progress = NO_PROGRESS,
-) -> np.ndarray:
+def list_reads(dataset: Dataset, *, replay: Replay = DEFAULT_REPLAY, progress: Progress = NO_PROGRESS) -> np.ndarray:
     """Expected reads of each CSC list's entries in one epoch, float64 [rows] (rows = N for a homogeneous dataset,
     the relation rows of a typed one): fwr's recurrence (:func:`typed_fanout_weighted_reads`, ``batch`` mode) with
-    training ``seeds`` (nodes, or ``--task link``'s pairs and negatives), ``fanouts`` (seed hop first; default
-    :data:`DEFAULT_FANOUTS`) and ``relation_fanouts`` as :func:`compute_scores`. A sampled edge reads its list entry
+    the training seeds of ``replay`` (nodes, or ``--task link``'s pairs and negatives), its ``fanouts`` (seed hop
+    first), ``relation_fanouts`` and ``batch_size``, as :func:`compute_scores`. A sampled edge reads its list entry
     and its edge-feature row, so these are also the edge table's reads per list (``reorder_dataset``'s
     ``edge_list_reads``)."""
-    check_relation_fanouts(dataset, relation_fanouts)
-    per_relation = typed_fanouts(dataset, fanouts, relation_fanouts)
+    replay.check_relations(dataset)
+    seeds, batch_size = replay.seeds, replay.batch_size
     weights = seeds.weights(dataset, batch_size, "fwr") if seeds.is_link else None
     train = np.zeros(0, np.int64) if weights is not None else seeds.seed_ids(dataset, "fwr")
     reads = typed_fanout_weighted_reads(
-        np.asarray(dataset.indptr), dataset.indices, dataset.schema, train, per_relation, batch_size=batch_size,
-        progress=progress, seeds=weights,
+        np.asarray(dataset.indptr), dataset.indices, dataset.schema, train, replay.relation_fanouts_of(dataset),
+        batch_size=batch_size, progress=progress, seeds=weights,
     )  # fmt: skip
     return reads.list_entries

@@ -2,7 +2,7 @@
 
 For each budget the feature table is split into tiers by :func:`graphtier.memory.placement.plan_tiers`
 (the same call ``graphtier train --features-on tiered --gpu-budget B`` makes), a replay of the training
-sampler (:func:`graphtier.tiering.reads.count_sampled_reads`, with the trainer's epoch numbering) counts
+sampler (:func:`graphtier.tiering.replay.replay_reads`, with the trainer's epoch numbering) counts
 each node's feature reads and neighbour-list reads, and since every tier is a range of row ids the
 reads a tier serves are a difference of a cumulative sum.
 
@@ -42,7 +42,6 @@ from graphtier.memory.placement import (
     parse_budget,
     plan_tiers,
 )
-from graphtier.sampling.neighbor import DEFAULT_FANOUTS
 from graphtier.tiering.plan_edges import EdgeFeaturePlan, plan_edge_features
 from graphtier.tiering.plan_placement import (
     DEFAULT_PLACEMENT_GROUPS,
@@ -51,8 +50,8 @@ from graphtier.tiering.plan_placement import (
     plan_placement,
 )
 from graphtier.tiering.plan_topology import TopologyPlan, plan_topology
-from graphtier.tiering.reads import count_sampled_reads
-from graphtier.tiering.seeds import NODE_SEEDS, EpochSeeds, training_seeds
+from graphtier.tiering.replay import DEFAULT_REPLAY, Replay, replay_reads
+from graphtier.tiering.seeds import training_seeds
 
 PLAN_TIERS: tuple[str, ...] = ("gpu", "gpu-peer", "host", "disk")
 TOPOLOGY_NOTE = (
@@ -320,30 +319,29 @@ def plan_capacity(
     dataset: Dataset,
     device: DeviceSpec,
     *,
-    fanouts: Sequence[int] = DEFAULT_FANOUTS,
-    batch_size: int = 1024,
-    epochs: int = 1,
-    seed: int = 0,
+    replay: Replay = DEFAULT_REPLAY,
     budgets: Sequence[str] = DEFAULT_BUDGETS,
     topology_budget: str = "0",
     gpu_topology: GpuTopology | None = None,
     placement_groups: int = DEFAULT_PLACEMENT_GROUPS,
-    seeds: EpochSeeds = NODE_SEEDS,
     progress: Progress = NO_PROGRESS,
 ) -> CapacityPlan:
-    """Plan the feature and topology tiers of ``dataset`` on ``device`` for each GPU budget in ``budgets``.
+    """Plan the feature and topology tiers of the homogeneous ``dataset`` on ``device`` for each GPU budget in
+    ``budgets`` (a typed dataset: :func:`graphtier.tiering.plan_types.plan_typed`).
 
-    Replays ``epochs`` training epochs (numbered from 1 with sampling seed ``seed``, as
-    ``graphtier train --seed seed`` does) on the CPU; per-epoch figures are averages over them.
-    ``topology_budget``: GPU memory for the prefix of ``indices`` (``--topology-budget``: bytes, a
-    fraction of the edges or auto). ``gpu_topology``: also place the features on its GPUs (must have
-    ``device.gpus`` GPUs) in ``placement_groups`` row groups. ``seeds``: the training nodes (default) or, for
-    ``--task link``, the training pairs replayed through the link sampler (``batch_size`` pairs per batch).
+    Replays ``replay.epochs`` training epochs of ``replay`` (:class:`~graphtier.tiering.replay.Replay`; numbered
+    from 1 with sampling seed ``replay.seed``, as ``graphtier train --seed`` does) on the CPU; per-epoch figures are
+    averages over them. ``replay.seeds``: the training nodes (default) or, for ``--task link``, the training pairs
+    replayed through the link sampler (``replay.batch_size`` pairs per batch). ``topology_budget``: GPU memory for
+    the prefix of ``indices`` (``--topology-budget``: bytes, a fraction of the edges or auto). ``gpu_topology``:
+    also place the features on its GPUs (must have ``device.gpus`` GPUs) in ``placement_groups`` row groups.
     ``progress`` reports the replay.
     """
+    replay.check_relations(dataset)
     if dataset.features is None:
         raise DatasetError(f"{dataset.path}: no features.npy; plan sizes the feature tiers, so it needs features")
-    train = training_seeds(dataset, seeds)
+    train = training_seeds(dataset, replay.seeds)
+    epochs = replay.epochs
     if not budgets:
         raise OptionError("{budgets}: expected at least one budget", options=("budgets",))
     for text in budgets:  # refuse a bad budget before the replay, not after it
@@ -357,19 +355,8 @@ def plan_capacity(
     num_rows = int(dataset.features.shape[0])
     row_bytes = int(dataset.features.shape[1]) * int(dataset.features.dtype.itemsize)
     started = time.perf_counter()
-    reads = count_sampled_reads(
-        dataset.indptr,
-        dataset.indices,
-        train,
-        fanouts=list(fanouts),
-        batch_size=batch_size,
-        epochs=epochs,
-        seed=seed,
-        first_epoch=1,
-        sample=seeds.sampler(dataset, list(fanouts), seed) if seeds.is_link else None,
-        progress=progress,
-    )
-    replay = time.perf_counter() - started
+    reads = replay_reads(dataset, replay, train=train, first_epoch=1, progress=progress)
+    replay_seconds = time.perf_counter() - started
     counts = reads.features
     topology = plan_topology(
         dataset.indptr,
@@ -419,15 +406,11 @@ def plan_capacity(
             "(gpu-peer reads cross NVLink/PCIe peer links, not host PCIe)"
         )
     config = {
-        "fanouts": [int(f) for f in fanouts],
-        "batch_size": int(batch_size),
-        "epochs": int(epochs),
-        "seed": int(seed),
+        **replay.describe(),
         "budgets": list(budgets),
         "topology_budget": topology_budget,
         "gpu_topology": gpu_topology.name if gpu_topology is not None else None,
         "placement_groups": int(placement_groups),
-        **seeds.describe(),
     }
     return CapacityPlan(
         dataset=str(dataset.path),
@@ -438,7 +421,7 @@ def plan_capacity(
         device=device,
         rows=rows,
         reads_per_epoch=float(counts.sum()) / epochs,
-        replay_seconds=replay,
+        replay_seconds=replay_seconds,
         notes=notes,
         topology=topology,
         placement=placement,

@@ -11,9 +11,8 @@ usable bytes.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
@@ -24,8 +23,7 @@ from graphtier.memory.placement import format_bytes, parse_budget
 from graphtier.memory.typed_budget import TypeTable, relation_tables, split_feature_budget, split_relation_rows
 from graphtier.tiering.plan_edges import EdgeFeaturePlan, format_edge_plan, plan_edge_features
 from graphtier.tiering.reads import SampledReads
-from graphtier.tiering.replay import replay_reads
-from graphtier.tiering.seeds import NODE_SEEDS, EpochSeeds
+from graphtier.tiering.replay import DEFAULT_REPLAY, Replay, replay_reads
 
 
 @dataclass(frozen=True)
@@ -109,28 +107,22 @@ def plan_typed(
     budgets: Sequence[str],
     topology_budget: str,
     gpu_usable_bytes: int,
-    fanouts: Sequence[int],
-    batch_size: int,
-    epochs: int,
-    seed: int,
+    replay: Replay = DEFAULT_REPLAY,
     reads: SampledReads | None = None,
-    relation_fanouts: str | Mapping[Any, Any] | None = None,
     progress: Progress = NO_PROGRESS,
-    seeds: EpochSeeds = NODE_SEEDS,
 ) -> TypedPlan:
     """Plan ``dataset`` (typed) for each of ``budgets`` (``--budgets`` syntax) and ``topology_budget``.
 
-    Reads per epoch come from ``reads`` (a :func:`~graphtier.tiering.replay.replay_reads` of ``epochs`` epochs), replayed
-    here with ``fanouts`` (overridden per relation by ``relation_fanouts``, ``--fanouts-per-relation``) /
-    ``batch_size`` / ``seed`` when None, from ``seeds`` (the training nodes, or with ``task="link"`` the typed link
-    sampler over the training pairs). ``gpu_usable_bytes`` resolves ``auto``. ``progress`` reports the replay.
+    Reads per epoch come from ``reads`` (a :func:`~graphtier.tiering.replay.replay_reads` of ``replay.epochs``
+    epochs), replayed here from ``replay`` (:class:`~graphtier.tiering.replay.Replay`: fanouts overridden per
+    relation by its ``relation_fanouts``, batch size, seed, and the seeds: the training nodes, or with
+    ``task="link"`` the typed link sampler over the training pairs) when None. ``gpu_usable_bytes`` resolves
+    ``auto``. ``progress`` reports the replay.
     """
     schema = dataset.schema
+    epochs = replay.epochs
     if reads is None:
-        reads = replay_reads(
-            dataset, seeds, fanouts=fanouts, batch_size=batch_size, epochs=epochs, seed=seed,
-            relation_fanouts=relation_fanouts, progress=progress,
-        )  # fmt: skip
+        reads = replay_reads(dataset, replay, progress=progress)
     tables: dict[str, TypeTable] = {}
     cumulative: dict[str, np.ndarray] = {}
     for t in schema.node_types:

@@ -28,12 +28,12 @@ def test_every_command_defaults_to_the_same_fanouts() -> None:
 def test_every_library_function_defaults_to_the_same_fanouts() -> None:
     from graphtier.bench.gather_dataset import run_dataset_gather
     from graphtier.graphstore import GraphStore
-    from graphtier.tiering.access import analyze_access
-    from graphtier.tiering.plan import plan_capacity
+    from graphtier.tiering.replay import Replay
     from graphtier.train import TrainConfig
 
-    for function in (GraphStore.open, analyze_access, plan_capacity, run_dataset_gather):
+    for function in (GraphStore.open, run_dataset_gather):
         assert tuple(inspect.signature(function).parameters["fanouts"].default) == DEFAULT_FANOUTS, function
+    assert Replay().fanouts == DEFAULT_FANOUTS  # analyze_access, plan_capacity, compute_scores, ... take a Replay
     config = TrainConfig()
     assert config.sampling.fanouts == DEFAULT_FANOUTS and config.num_layers == len(DEFAULT_FANOUTS)
     assert format_fanouts((25, 10)) == "25,10"

@@ -10,6 +10,7 @@ import pytest
 
 from graphtier.dataset.format import Dataset
 from graphtier.tiering.hotness import compute_scores
+from graphtier.tiering.replay import Replay
 from graphtier.tiering.seeds import EpochSeeds
 from tests.cli.helpers import run
 from tests.tiering.test_access import power_law_dataset
@@ -41,7 +42,7 @@ def test_score_task_link_writes_the_link_fwr(
     argv = ["score", str(link_data.path), "-s", "fwr", "--task", "link", "--fanouts", "5,5", "--batch-size", "32"]
     code, _, err = run([*argv, "-o", str(output)], capsys)
     assert code == 0, err
-    expected = compute_scores(link_data, "fwr", fanouts=[5, 5], batch_size=32, seeds=EpochSeeds("link"))
+    expected = compute_scores(link_data, "fwr", replay=Replay(fanouts=[5, 5], batch_size=32, seeds=EpochSeeds("link")))
     np.testing.assert_array_equal(np.load(output), expected.scores)
     node = compute_scores(link_data, "degree").scores
     assert not np.array_equal(np.load(output), node)

@@ -21,6 +21,7 @@ from graphtier.graph.reorder import reorder_dataset
 from graphtier.graphstore import GraphStore
 from graphtier.sampling import iter_seed_batches
 from graphtier.tiering.hotness import compute_scores, list_reads
+from graphtier.tiering.replay import Replay
 
 from ..conftest import write_labelled_graph
 
@@ -69,8 +70,8 @@ def expected_rows(dataset: Dataset, positions: np.ndarray) -> np.ndarray:
 
 
 def reordered(source: Dataset, output: Path, by_reads: bool = True) -> Dataset:
-    scores = compute_scores(source, "fwr", fanouts=FANOUTS).scores
-    reads = list_reads(source, FANOUTS) if by_reads else None
+    scores = compute_scores(source, "fwr", replay=Replay(fanouts=FANOUTS)).scores
+    reads = list_reads(source, replay=Replay(fanouts=FANOUTS)) if by_reads else None
     return reorder_dataset(source, output, scores, score_label="fwr", edge_list_reads=reads)[0]
 
 
@@ -86,7 +87,7 @@ def test_reorder_writes_the_table_in_read_order_with_its_map(in_read_order: Data
     table = np.asarray(dataset.edge_features)
     positions = np.arange(dataset.num_edges)
     np.testing.assert_array_equal(table[row_map], expected_rows(dataset, positions))  # every edge finds its row
-    reads = list_reads(dataset, FANOUTS)
+    reads = list_reads(dataset, replay=Replay(fanouts=FANOUTS))
     degree = np.diff(np.asarray(dataset.indptr))
     first_rows = row_map[np.asarray(dataset.indptr)[:-1][degree > 0]]
     density = (reads / np.maximum(degree, 1))[degree > 0][np.argsort(first_rows)]
@@ -135,8 +136,12 @@ def test_the_plan_serves_more_edge_reads_in_read_order(tmp_path: Path) -> None:
     plans = {}
     for by_reads in (True, False):
         dataset = reordered(source, tmp_path / f"r-{by_reads}", by_reads)
-        plan = plan_capacity(dataset, describe_device("80GiB", host_memory="64GiB"), fanouts=FANOUTS, batch_size=29,
-                             budgets=["10%", "100%"])  # fmt: skip
+        plan = plan_capacity(
+            dataset,
+            describe_device("80GiB", host_memory="64GiB"),
+            budgets=["10%", "100%"],
+            replay=Replay(fanouts=FANOUTS, batch_size=29),
+        )
         plans[by_reads] = plan.edges
     assert plans[True].read_order and not plans[False].read_order
     in_reads, in_csc = (plans[k].rows[0] for k in (True, False))
@@ -217,9 +222,14 @@ def test_a_typed_dataset_keeps_each_list_s_rows_in_read_order(tmp_path: Path) ->
     source = import_movielens(shared_data("movielens-100k") / "ml-100k", tmp_path / "ml", typed=True,
                               rating_features=True)  # fmt: skip
     seeds = EpochSeeds(task="link")
-    scores = compute_scores(source, "fwr", fanouts=FANOUTS, seeds=seeds).scores
-    out = reorder_dataset(source, tmp_path / "r", scores, score_label="fwr",
-                          edge_list_reads=list_reads(source, FANOUTS, seeds=seeds))[0]  # fmt: skip
+    scores = compute_scores(source, "fwr", replay=Replay(fanouts=FANOUTS, seeds=seeds)).scores
+    out = reorder_dataset(
+        source,
+        tmp_path / "r",
+        scores,
+        score_label="fwr",
+        edge_list_reads=list_reads(source, replay=Replay(fanouts=FANOUTS, seeds=seeds)),
+    )[0]
     row_map = np.asarray(out.extra[EDGE_ROW])
     old_rows = relation_row_perm(np.asarray(out.extra["perm"]), out.schema)
     new_ptr, old_ptr = np.asarray(out.indptr), np.asarray(source.indptr)
@@ -231,8 +241,13 @@ def test_a_typed_dataset_keeps_each_list_s_rows_in_read_order(tmp_path: Path) ->
         np.testing.assert_array_equal(np.sort(got), np.sort(expected))
     from graphtier.tiering.plan_types import format_typed_plan, plan_typed
 
-    plan = plan_typed(out, budgets=["20%"], topology_budget="0", gpu_usable_bytes=2**30, fanouts=FANOUTS,
-                      batch_size=256, epochs=1, seed=0, seeds=seeds)  # fmt: skip
+    plan = plan_typed(
+        out,
+        budgets=["20%"],
+        topology_budget="0",
+        gpu_usable_bytes=2**30,
+        replay=Replay(fanouts=FANOUTS, batch_size=256, epochs=1, seed=0, seeds=seeds),
+    )
     assert plan.edges is not None and plan.edges.read_order and plan.to_json()["edge_features"]["read_order"]
     row = plan.edges.rows[0]
     assert row.gpu_rows == out.num_edges // 5 and row.best_share - 0.05 <= row.read_share <= row.best_share + 1e-9

@@ -11,6 +11,7 @@ from graphtier.dataset.format import Dataset
 from graphtier.graph.reorder import order_by_type, relation_row_perm, reorder_dataset
 from graphtier.graph.typed_scores import typed_fanout_weighted_reads
 from graphtier.tiering.hotness import compute_scores
+from graphtier.tiering.replay import Replay
 from tests.cli.helpers import run
 from tests.typed_data import write_typed_dataset
 
@@ -50,7 +51,7 @@ def test_reorder_is_an_isomorphism_per_relation(tmp_path: Path) -> None:
 
 def test_reordered_scores_are_the_permuted_scores(tmp_path: Path) -> None:
     source = write_typed_dataset(tmp_path / "t")
-    result = compute_scores(source, "fwr", fanouts=[3, 2], batch_size=16)
+    result = compute_scores(source, "fwr", replay=Replay(fanouts=[3, 2], batch_size=16))
     out, _ = reorder_dataset(source, tmp_path / "r", result.scores, score_label="fwr")
     perm = np.asarray(out.extra["perm"])
     again = typed_fanout_weighted_reads(out.indptr, out.indices, out.schema, out.train_idx, [3, 2], batch_size=16)

@@ -12,6 +12,7 @@ from graphtier.graphstore import GraphStore
 from graphtier.memory import TIER_NAMES, PlacementSpec, make_feature_store, make_topology
 from graphtier.sampling import NeighborSampler, ShadowSampler, iter_seed_batches
 from graphtier.tiering.plan import describe_device, plan_capacity
+from graphtier.tiering.replay import Replay
 
 FANOUTS = [5, 3]
 
@@ -120,7 +121,10 @@ def test_auto_topology_budget_with_cpu_sampling_means_zero(tiny_dataset: Dataset
 def test_plan_and_closed_store(tiny_dataset: Dataset) -> None:
     store = GraphStore.open(tiny_dataset, features_on="cpu-gather", log=lambda _: None)
     plan = plan_capacity(
-        store.dataset, describe_device("16GiB"), fanouts=FANOUTS, batch_size=64, budgets=("0%", "50%"), seed=store.seed
+        store.dataset,
+        describe_device("16GiB"),
+        budgets=("0%", "50%"),
+        replay=Replay(fanouts=FANOUTS, batch_size=64, seed=store.seed),
     )
     assert [row.budget for row in plan.rows] == ["0%", "50%"]
     assert plan.rows[1].tier_rows["gpu"] == tiny_dataset.num_nodes // 2

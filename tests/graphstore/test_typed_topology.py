@@ -17,6 +17,7 @@ from graphtier.memory.topology import INDPTR_BYTES_PER_DESTINATION
 from graphtier.memory.typed_budget import RelationTable, split_topology_budget
 from graphtier.tiering.plan_types import plan_typed
 from graphtier.tiering.reads import SampledReads
+from graphtier.tiering.replay import Replay
 from tests.graphstore.test_typed_store import FANOUTS, PER_RELATION, assert_samples_like_the_cpu
 from tests.typed_data import open_tiny_typed_dataset
 
@@ -42,8 +43,14 @@ def test_gpu_rows_per_relation_are_split_topology_budgets_and_plans(typed_datase
     assert sum(1 for count in rows.values() if count) >= 2  # the budget is shared, not the first relation's
     # plan over the same reads (one epoch) prints the same lists per relation
     sampled = SampledReads(reads.node_reads, reads.list_entries, destinations=0, batches=1)
-    plan = plan_typed(typed_dataset, budgets=["0"], topology_budget=f"{budget}B", gpu_usable_bytes=0,
-                      fanouts=FANOUTS, batch_size=16, epochs=1, seed=0, reads=sampled)  # fmt: skip
+    plan = plan_typed(
+        typed_dataset,
+        budgets=["0"],
+        topology_budget=f"{budget}B",
+        gpu_usable_bytes=0,
+        reads=sampled,
+        replay=Replay(fanouts=FANOUTS, batch_size=16, epochs=1, seed=0),
+    )
     assert plan.topology_rows == rows
     # no seeds: every list read equally often
     uniform = {rel: RelationTable(t.indptr, itemsize) for rel, t in tables.items()}

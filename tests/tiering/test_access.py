@@ -24,6 +24,7 @@ from graphtier.tiering.access import (
     top_size,
 )
 from graphtier.tiering.reads import count_feature_reads
+from graphtier.tiering.replay import Replay
 
 sampling = pytest.importorskip("graphtier.sampling.neighbor")
 
@@ -122,7 +123,7 @@ def test_count_feature_reads_matches_manual_replay(tmp_path: Path) -> None:
 
 def test_analyze_access_curves_and_plot(tmp_path: Path) -> None:
     data = power_law_dataset(tmp_path / "g")
-    analysis = analyze_access(data, fanouts=[10, 5], batch_size=16, epochs=1, seed=3)
+    analysis = analyze_access(data, replay=Replay(fanouts=[10, 5], batch_size=16, epochs=1, seed=3))
     assert set(analysis.curves) == {"degree", "rpr", "wrpr", "fwr", "fwr-sum", "presample", "ideal"}
     doc = analysis.to_json()
     assert doc["total_reads"] == int(analysis.counts.sum()) > 0
@@ -174,10 +175,14 @@ def test_a_batch_that_covers_the_graph_gets_the_will_not_help_line(tmp_path: Pat
     from tests.conftest import write_labelled_graph
 
     small = write_labelled_graph(tmp_path / "small")  # 400 nodes, 200 train nodes: one batch of 1024 per epoch
-    flat = interpret_access(analyze_access(small, fanouts=[25, 10], batch_size=1024, methods=["degree", "fwr"]))
+    flat = interpret_access(
+        analyze_access(small, methods=["degree", "fwr"], replay=Replay(fanouts=[25, 10], batch_size=1024))
+    )
     assert flat.startswith("the replay reads ~all nodes (100%)")  # ... and each of them once
     assert "1.00x a uniform spread" in flat
-    skewed = analyze_access(power_law_dataset(tmp_path / "g"), fanouts=[5, 5], batch_size=4, methods=["degree", "fwr"])
+    skewed = analyze_access(
+        power_law_dataset(tmp_path / "g"), methods=["degree", "fwr"], replay=Replay(fanouts=[5, 5], batch_size=4)
+    )
     assert interpret_access(skewed).startswith("best score: ")
     assert skewed.to_json()["interpretation"] == interpret_access(skewed)
 
@@ -185,7 +190,7 @@ def test_a_batch_that_covers_the_graph_gets_the_will_not_help_line(tmp_path: Pat
 def test_analyze_access_rejects_bad_input(tmp_path: Path) -> None:
     data = power_law_dataset(tmp_path / "g", num_nodes=200)
     with pytest.raises(OptionError, match="presample-seed"):
-        analyze_access(data, seed=1, presample_seed=1)
+        analyze_access(data, presample_seed=1, replay=Replay(seed=1))
     with pytest.raises(OptionError, match="methods="):
         analyze_access(data, methods=["degree", "bogus"])
     no_train = power_law_dataset(tmp_path / "h", num_nodes=200, with_train=False)

@@ -15,6 +15,7 @@ from graphtier.errors import OptionError
 from graphtier.tiering import _cache_kernels as kernels
 from graphtier.tiering import cache_reference as reference
 from graphtier.tiering.cache_sim import CACHE_POLICIES, cache_policy_table, policy_misses, replay_trace
+from graphtier.tiering.replay import Replay
 from tests.cli.helpers import run
 
 KERNELS = {
@@ -75,9 +76,9 @@ def test_a_small_trace_by_hand() -> None:
 
 
 def test_the_table_of_a_training_trace(tiny_dataset: Dataset) -> None:
-    trace = replay_trace(tiny_dataset, fanouts=(5, 5), batch_size=64)
+    trace = replay_trace(tiny_dataset, replay=Replay(fanouts=(5, 5), batch_size=64))
     assert trace.min() >= 0 and trace.max() < tiny_dataset.num_nodes and trace.size > tiny_dataset.num_nodes // 2
-    table = cache_policy_table(tiny_dataset, "10%,50%", fanouts=(5, 5), batch_size=64, epochs=2)
+    table = cache_policy_table(tiny_dataset, "10%,50%", replay=Replay(fanouts=(5, 5), batch_size=64, epochs=2))
     assert table.capacities == [40, 200] and list(table.misses) == list(CACHE_POLICIES)
     assert table.config["warmup_epochs"] == 1 and table.accesses > trace.size  # two counted epochs
     for index in range(2):

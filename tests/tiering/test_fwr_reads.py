@@ -13,6 +13,7 @@ from graphtier.graph.scores import fanout_weighted_reads
 from graphtier.tiering.access import analyze_access
 from graphtier.tiering.hotness import compute_scores
 from graphtier.tiering.reads import count_feature_reads
+from graphtier.tiering.replay import Replay
 from tests.tiering.test_access import power_law_dataset
 
 pytest.importorskip("graphtier.sampling.neighbor")
@@ -40,7 +41,7 @@ def test_fwr_equals_sampled_read_probability_on_a_tree() -> None:
 def test_fwr_ranks_close_to_the_ideal_and_above_wrpr(tmp_path: Path) -> None:
     data = power_law_dataset(tmp_path / "g", num_nodes=4000, train_share=0.02)
     analysis = analyze_access(
-        data, fanouts=[10, 5], batch_size=32, epochs=20, seed=3, methods=["wrpr", "fwr", "presample"]
+        data, methods=["wrpr", "fwr", "presample"], replay=Replay(fanouts=[10, 5], batch_size=32, epochs=20, seed=3)
     )
     curves = analysis.curves
     assert curves["fwr"]["10"] >= curves["wrpr"]["10"]
@@ -51,8 +52,8 @@ def test_fwr_ranks_close_to_the_ideal_and_above_wrpr(tmp_path: Path) -> None:
 def test_compute_scores_dispatches_fwr(tmp_path: Path) -> None:
     assert DEFAULT_SCORE in SCORE_METHODS and {"fwr", "fwr-sum"} <= set(SCORE_METHODS)
     data = power_law_dataset(tmp_path / "g", num_nodes=500)
-    result = compute_scores(data, "fwr", fanouts=[5, 5], batch_size=4)
+    result = compute_scores(data, "fwr", replay=Replay(fanouts=[5, 5], batch_size=4))
     direct = fanout_weighted_reads(data.indptr, data.indices, data.train_idx, [5, 5], batch_size=4)
     np.testing.assert_array_equal(result.scores, direct)
     assert result.params["mode"] == "batch" and result.params["fanouts"] == [5, 5]
-    assert compute_scores(data, "fwr-sum", fanouts=[5, 5]).params["mode"] == "sum"
+    assert compute_scores(data, "fwr-sum", replay=Replay(fanouts=[5, 5])).params["mode"] == "sum"

@@ -26,6 +26,7 @@ from graphtier.sampling.seeds import iter_seed_batches
 from graphtier.tiering.access import analyze_access
 from graphtier.tiering.hotness import compute_scores
 from graphtier.tiering.reads import count_feature_reads
+from graphtier.tiering.replay import Replay
 from graphtier.tiering.seeds import EpochSeeds, negative_chances
 
 
@@ -123,7 +124,7 @@ def test_link_fwr_equals_the_link_samplers_reads(tmp_path: Path, how: str, negat
     data = tree_with_random_pairs(tmp_path / "g", seed=1)
     seeds = EpochSeeds("link", negatives, how)
     fanouts, batch, epochs = [2], 20, 150
-    expected = compute_scores(data, "fwr", fanouts=fanouts, batch_size=batch, seeds=seeds).scores
+    expected = compute_scores(data, "fwr", replay=Replay(fanouts=fanouts, batch_size=batch, seeds=seeds)).scores
     measured = (
         count_feature_reads(
             data.indptr,
@@ -186,13 +187,15 @@ def test_link_scores_and_analysis_rank_close_to_the_ideal(tmp_path: Path) -> Non
     data = power_law_link_dataset(tmp_path / "g")
     seeds = EpochSeeds("link", 1, "uniform")
     analysis = analyze_access(
-        data, fanouts=[10, 5], batch_size=64, epochs=10, seed=3, methods=["degree", "wrpr", "fwr"], seeds=seeds
+        data,
+        methods=["degree", "wrpr", "fwr"],
+        replay=Replay(fanouts=[10, 5], batch_size=64, epochs=10, seed=3, seeds=seeds),
     )
     curves = analysis.curves
     assert curves["fwr"]["10"] >= curves["ideal"]["10"] - 0.03
     assert curves["fwr"]["10"] >= curves["degree"]["10"]
     assert analysis.config["task"] == "link" and analysis.config["num_negatives"] == 1
-    wrpr = compute_scores(data, "wrpr", seeds=seeds)
+    wrpr = compute_scores(data, "wrpr", replay=Replay(seeds=seeds))
     assert wrpr.params["task"] == "link"
     node_like = weighted_reverse_pagerank(data.indptr, data.indices, np.arange(10))
     assert not np.allclose(wrpr.scores, node_like)
@@ -204,8 +207,8 @@ def test_link_task_errors(tmp_path: Path) -> None:
     plain = power_law_dataset(tmp_path / "plain", num_nodes=200)
     seeds = EpochSeeds("link")
     for call in (
-        lambda: compute_scores(plain, "fwr", seeds=seeds),
-        lambda: analyze_access(plain, methods=["fwr"], seeds=seeds),
+        lambda: compute_scores(plain, "fwr", replay=Replay(seeds=seeds)),
+        lambda: analyze_access(plain, methods=["fwr"], replay=Replay(seeds=seeds)),
     ):
         with pytest.raises(DatasetError, match=r"meta.json: task='link' needs an edge split .* found none$") as info:
             call()

@@ -19,6 +19,7 @@ from graphtier.tiering.plan import (
     plan_capacity,
     tier_reads,
 )
+from graphtier.tiering.replay import Replay
 from graphtier.train import train
 from tests.cli.helpers import run
 from tests.conftest import write_labelled_graph
@@ -65,7 +66,10 @@ def test_tier_reads_equal_tier_counts_of_every_read(counts: list[int], cuts: lis
 def test_plan_bytes_by_tier_match_training(dataset_path: Path, budget: str) -> None:
     device = describe_device("80GiB", host_memory=f"{HOST_BYTES}B")
     plan = plan_capacity(
-        _open(dataset_path), device, fanouts=FANOUTS, batch_size=BATCH, epochs=1, seed=5, budgets=[budget]
+        _open(dataset_path),
+        device,
+        budgets=[budget],
+        replay=Replay(fanouts=FANOUTS, batch_size=BATCH, epochs=1, seed=5),
     )
     row = plan.rows[0]
     result = train(
@@ -98,10 +102,9 @@ def test_larger_budget_moves_reads_off_pcie(dataset_path: Path) -> None:
     plan = plan_capacity(
         _open(dataset_path),
         device,
-        fanouts=FANOUTS,
-        batch_size=BATCH,
         budgets=["0%", "50%", "100%"],
         topology_budget="100%",
+        replay=Replay(fanouts=FANOUTS, batch_size=BATCH),
     )
     pcie = [row.pcie_bytes_per_epoch for row in plan.rows]
     assert pcie[0] > pcie[1] > pcie[2] == 0
@@ -112,7 +115,9 @@ def test_larger_budget_moves_reads_off_pcie(dataset_path: Path) -> None:
 def test_budget_capped_by_gpu_memory(dataset_path: Path) -> None:
     indptr_bytes = 8 * 1501  # indptr lives on the GPU (--topology-budget 0 adds no indices)
     device = describe_device(f"{2 * 2**30 + 16 * 4 * 100 + indptr_bytes}B", host_memory="64GiB")  # 100 rows fit
-    plan = plan_capacity(_open(dataset_path), device, fanouts=FANOUTS, batch_size=BATCH, budgets=["1%", "50%"])
+    plan = plan_capacity(
+        _open(dataset_path), device, budgets=["1%", "50%"], replay=Replay(fanouts=FANOUTS, batch_size=BATCH)
+    )
     assert [row.capped for row in plan.rows] == [False, True]
     assert plan.rows[1].tier_rows["gpu"] == 100
     assert plan.topology.gpu_bytes == indptr_bytes and plan.feature_gpu_bytes == 16 * 4 * 100
@@ -133,7 +138,9 @@ def test_plan_without_a_train_split_names_the_import_argument(tmp_path: Path) ->
     write_labelled_graph(root, num_nodes=50, feature_dim=4, seed=3)
     (root / "train_idx.npy").unlink()
     with pytest.raises(DatasetError, match=r"non-empty training split \(import with split=\)$") as info:
-        plan_capacity(_open(root), describe_device("16GiB", host_memory="64GiB"), fanouts=FANOUTS, batch_size=BATCH)
+        plan_capacity(
+            _open(root), describe_device("16GiB", host_memory="64GiB"), replay=Replay(fanouts=FANOUTS, batch_size=BATCH)
+        )
     assert info.value.render(cli=True).endswith("(import with --split)")
 
 
@@ -214,7 +221,7 @@ def test_gpu_memory_auto_without_cuda_is_refused(monkeypatch: pytest.MonkeyPatch
 def test_given_bandwidths_are_not_assumptions(dataset_path: Path) -> None:
     device = describe_device("16GiB", host_memory="64GiB", pcie_gbps=12.0)
     assert device.sources["pcie_gbps"] == "given" and device.sources["gpu_gbps"] == "assumed"
-    plan = plan_capacity(_open(dataset_path), device, fanouts=FANOUTS, batch_size=BATCH, budgets=["0%"])
+    plan = plan_capacity(_open(dataset_path), device, budgets=["0%"], replay=Replay(fanouts=FANOUTS, batch_size=BATCH))
     row = plan.rows[0]
     topo = row.topology_bytes_per_epoch
     disk_and_gpu = (row.bytes_per_epoch["disk"] + topo["disk"]) / 3e9 + (
@@ -232,16 +239,14 @@ def test_several_gpus_interleave_the_budget(dataset_path: Path) -> None:
     one = plan_capacity(
         _open(dataset_path),
         describe_device("80GiB", host_memory="64GiB"),
-        fanouts=FANOUTS,
-        batch_size=BATCH,
         budgets=["20%"],
+        replay=Replay(fanouts=FANOUTS, batch_size=BATCH),
     ).rows[0]
     two = plan_capacity(
         _open(dataset_path),
         describe_device("80GiB", gpus=2, host_memory="64GiB"),
-        fanouts=FANOUTS,
-        batch_size=BATCH,
         budgets=["20%"],
+        replay=Replay(fanouts=FANOUTS, batch_size=BATCH),
     ).rows[0]
     assert two.tier_rows["gpu"] == one.tier_rows["gpu"]  # a fraction is of the whole table
     assert two.reads_per_epoch["gpu-peer"] > 0
@@ -251,7 +256,7 @@ def test_several_gpus_interleave_the_budget(dataset_path: Path) -> None:
 def test_several_epochs_average_to_training_bytes(dataset_path: Path) -> None:
     device = describe_device("80GiB", host_memory="64GiB")
     row = plan_capacity(
-        _open(dataset_path), device, fanouts=FANOUTS, batch_size=BATCH, epochs=2, seed=1, budgets=["15%"]
+        _open(dataset_path), device, budgets=["15%"], replay=Replay(fanouts=FANOUTS, batch_size=BATCH, epochs=2, seed=1)
     ).rows[0]
     result = train(
         dataset_path,
@@ -286,7 +291,9 @@ def test_recommendation_is_the_smallest_budget_with_90_percent_of_the_best_savin
     from graphtier.tiering.plan_recommendation import recommend_budget
 
     device = describe_device("80GiB", host_memory="64GiB")
-    plan = plan_capacity(_open(dataset_path), device, fanouts=FANOUTS, batch_size=BATCH, budgets=["0%", "25%", "50%"])
+    plan = plan_capacity(
+        _open(dataset_path), device, budgets=["0%", "25%", "50%"], replay=Replay(fanouts=FANOUTS, batch_size=BATCH)
+    )
     assert not any(row.tier_rows["gpu"] == plan.num_rows for row in plan.rows)
     no_tier, (zero, quarter, half) = 1000.0 * 2**20, plan.rows
     # 25% saves 900 MiB of the 1000 MiB without a tier, 50% saves 1000: 900 >= 90% of 1000, so 25% it is
@@ -314,8 +321,12 @@ def test_the_plan_sizes_the_edge_table_from_the_sampled_edges(dataset_path: Path
     root = tmp_path / "edges"
     write_labelled_graph(root, num_nodes=1500, feature_dim=16, avg_degree=10, seed=3)
     dataset = with_edge_features(Dataset.open(root), 6, "float16")
-    plan = plan_capacity(dataset, describe_device("80GiB", host_memory="64GiB"), fanouts=FANOUTS, batch_size=BATCH,
-                         budgets=["0%", "10%", "50%", "100%", "auto"])  # fmt: skip
+    plan = plan_capacity(
+        dataset,
+        describe_device("80GiB", host_memory="64GiB"),
+        budgets=["0%", "10%", "50%", "100%", "auto"],
+        replay=Replay(fanouts=FANOUTS, batch_size=BATCH),
+    )
     assert plan.edges is not None and plan.edges.row_bytes == 12 and plan.edges.num_rows == dataset.num_edges
     assert plan.edges.reads_per_epoch == plan.topology.total_entry_reads > 0  # one edge row per sampled edge
     rows = plan.edges.rows
@@ -326,4 +337,9 @@ def test_the_plan_sizes_the_edge_table_from_the_sampled_edges(dataset_path: Path
     assert all(row.best_share >= row.read_share - 1e-12 for row in rows)  # no prefix beats the best rows
     assert rows[0].best_share == 0.0 and rows[-1].best_share == pytest.approx(1.0)
     assert plan.to_json()["edge_features"]["budgets"][1]["gpu_bytes"] == rows[1].gpu_rows * 12
-    assert plan_capacity(_open(dataset_path), describe_device("80GiB"), fanouts=FANOUTS, batch_size=BATCH).edges is None
+    assert (
+        plan_capacity(
+            _open(dataset_path), describe_device("80GiB"), replay=Replay(fanouts=FANOUTS, batch_size=BATCH)
+        ).edges
+        is None
+    )

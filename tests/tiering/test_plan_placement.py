@@ -14,6 +14,7 @@ from graphtier.memory.gpu_topology import resolve_topology
 from graphtier.tiering import plan_placement
 from graphtier.tiering.plan import describe_device, plan_capacity
 from graphtier.tiering.plan_placement import gpu_topology_from_option
+from graphtier.tiering.replay import Replay
 from tests.conftest import write_labelled_graph
 
 FANOUTS = (5, 3)
@@ -47,12 +48,10 @@ def test_placement_beats_baselines_and_bytes_add_up(data: Dataset, name: str, gp
     plan = plan_capacity(
         data,
         device,
-        fanouts=FANOUTS,
-        batch_size=BATCH,
-        seed=2,
         budgets=["0%"],
         gpu_topology=resolve_topology(name),
         placement_groups=16,
+        replay=Replay(fanouts=FANOUTS, batch_size=BATCH, seed=2),
     )
     placed = plan.placement
     assert placed is not None and placed.budget_per_gpu == per_gpu == plan.feature_gpu_bytes
@@ -84,7 +83,9 @@ def test_placement_beats_baselines_and_bytes_add_up(data: Dataset, name: str, gp
 def test_topology_and_gpu_count_must_agree(data: Dataset) -> None:
     device = describe_device("80GiB", gpus=4, host_memory="64GiB")
     with pytest.raises(OptionError, match="dgx1-v100: has 8 GPUs, but --gpus is 4"):
-        plan_capacity(data, device, fanouts=FANOUTS, batch_size=BATCH, gpu_topology=resolve_topology("dgx1-v100"))
+        plan_capacity(
+            data, device, gpu_topology=resolve_topology("dgx1-v100"), replay=Replay(fanouts=FANOUTS, batch_size=BATCH)
+        )
     with pytest.raises(OptionError, match="pcie-4: has 4 GPUs, but --gpus is 2"):
         gpu_topology_from_option("pcie-4", 2)
     assert gpu_topology_from_option("pcie-4", None).num_gpus == 4

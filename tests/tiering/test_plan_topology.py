@@ -13,6 +13,7 @@ from graphtier.sampling.neighbor import NeighborSampler
 from graphtier.sampling.seeds import iter_seed_batches
 from graphtier.tiering.plan import describe_device, plan_capacity
 from graphtier.tiering.plan_topology import entries_before
+from graphtier.tiering.replay import Replay
 from tests.conftest import write_labelled_graph
 
 FANOUTS = (5, 3)
@@ -58,12 +59,9 @@ def _plan(data: Dataset, topology_budget: str, host_memory: str = "64GiB", epoch
     return plan_capacity(
         data,
         device,
-        fanouts=FANOUTS,
-        batch_size=BATCH,
-        epochs=epochs,
-        seed=SEED,
         budgets=["0%"],
         topology_budget=topology_budget,
+        replay=Replay(fanouts=FANOUTS, batch_size=BATCH, epochs=epochs, seed=SEED),
     )
 
 
@@ -145,11 +143,9 @@ def test_topology_budget_leaves_less_gpu_memory_for_features(data: Dataset) -> N
     plan = plan_capacity(
         data,
         device,
-        fanouts=FANOUTS,
-        batch_size=BATCH,
-        seed=SEED,
         budgets=["1%", "100%", "auto"],
         topology_budget="auto",
+        replay=Replay(fanouts=FANOUTS, batch_size=BATCH, seed=SEED),
     )
     assert plan.topology.gpu_entries == num_edges and not plan.topology.capped
     assert plan.feature_gpu_bytes == 50 * row_bytes
@@ -159,7 +155,7 @@ def test_topology_budget_leaves_less_gpu_memory_for_features(data: Dataset) -> N
     # a topology budget beyond the GPU memory is capped, and says so
     small = describe_device(f"{RESERVE + 8 * (num_nodes + 1) + 100 * itemsize}B", host_memory="64GiB")
     capped = plan_capacity(
-        data, small, fanouts=FANOUTS, batch_size=BATCH, seed=SEED, budgets=["0%"], topology_budget="100%"
+        data, small, budgets=["0%"], topology_budget="100%", replay=Replay(fanouts=FANOUTS, batch_size=BATCH, seed=SEED)
     )
     assert capped.topology.gpu_entries == 100 and capped.topology.capped
     assert any("--topology-budget 100% capped" in note for note in capped.notes)
@@ -169,5 +165,7 @@ def test_topology_budget_leaves_less_gpu_memory_for_features(data: Dataset) -> N
 def test_bad_topology_budget_is_refused_before_the_replay(data: Dataset) -> None:
     device = describe_device("80GiB", host_memory="64GiB")
     with pytest.raises(OptionError, match="^topology_budget=: expected") as info:
-        plan_capacity(data, device, fanouts=FANOUTS, batch_size=BATCH, budgets=["0%"], topology_budget="lots")
+        plan_capacity(
+            data, device, budgets=["0%"], topology_budget="lots", replay=Replay(fanouts=FANOUTS, batch_size=BATCH)
+        )
     assert info.value.render(cli=True).startswith("--topology-budget: expected")

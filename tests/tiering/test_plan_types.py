@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from graphtier.tiering.plan_types import plan_typed
+from graphtier.tiering.replay import Replay
 from graphtier.tiering.typed_reads import count_typed_reads
 from tests.cli.helpers import run
 from tests.typed_data import write_typed_dataset
@@ -23,11 +24,8 @@ def test_budget_rows_split_across_types_within_budget(tmp_path: Path) -> None:
         budgets=["0", "1KiB", "100%"],
         topology_budget="2KiB",
         gpu_usable_bytes=10**9,
-        fanouts=[3, 2],
-        batch_size=8,
-        epochs=2,
-        seed=0,
         reads=reads,
+        replay=Replay(fanouts=[3, 2], batch_size=8, epochs=2, seed=0),
     )
     none, some, every = plan.budgets
     assert none.total_bytes == 0 and some.total_bytes <= 1024 and some.total_bytes > 1024 - 32

@@ -13,6 +13,7 @@ from graphtier.tiering.access import analyze_access, plot_access
 from graphtier.tiering.plan import describe_device, plan_capacity
 from graphtier.tiering.plan_report import plot_plan
 from graphtier.tiering.plotting import install_hint
+from graphtier.tiering.replay import Replay
 from tests.conftest import write_labelled_graph
 
 plt = pytest.importorskip("matplotlib.pyplot")
@@ -52,9 +53,8 @@ def test_plan_plot_title_lies_inside_the_figure(name: str, tmp_path: Path, close
     plan = plan_capacity(
         Dataset.open(root),
         describe_device("80GiB", host_memory="64GiB"),
-        fanouts=(3, 2),
-        batch_size=64,
         budgets=["0%", "100%"],
+        replay=Replay(fanouts=(3, 2), batch_size=64),
     )
     plot_plan(plan, tmp_path / "plan.png")
     assert (tmp_path / "plan.png").read_bytes()[:4] == b"\x89PNG"
@@ -66,7 +66,9 @@ def test_plan_plot_title_lies_inside_the_figure(name: str, tmp_path: Path, close
 def test_access_plot_title_lies_inside_the_figure(tmp_path: Path, closed_figures: list[Any]) -> None:
     root = tmp_path / NAMES[1]
     write_labelled_graph(root, num_nodes=300, feature_dim=4, avg_degree=4, seed=3)
-    analysis = analyze_access(Dataset.open(root), fanouts=[3, 2], batch_size=64, epochs=1, seed=3, methods=["degree"])
+    analysis = analyze_access(
+        Dataset.open(root), methods=["degree"], replay=Replay(fanouts=[3, 2], batch_size=64, epochs=1, seed=3)
+    )
     plot_access(analysis, tmp_path / "access.png")
     _assert_title_inside(closed_figures[0])
 

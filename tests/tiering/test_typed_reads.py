@@ -13,6 +13,7 @@ from graphtier.errors import OptionError
 from graphtier.graph.typed_scores import typed_fanout_weighted_reads
 from graphtier.tiering.access import analyze_access
 from graphtier.tiering.hotness import compute_scores
+from graphtier.tiering.replay import Replay
 from graphtier.tiering.typed_reads import count_typed_reads
 from tests.cli.helpers import run
 from tests.conftest import write_labelled_graph
@@ -82,7 +83,7 @@ def test_typed_fwr_is_close_to_the_sampled_reads_per_type(tmp_path: Path) -> Non
 
 def test_presample_and_degree_scores_of_a_typed_dataset(tmp_path: Path) -> None:
     data = write_typed_dataset(tmp_path / "t")
-    result = compute_scores(data, "presample", fanouts=[3, 2], batch_size=16, epochs=2, seed=5)
+    result = compute_scores(data, "presample", replay=Replay(fanouts=[3, 2], batch_size=16, epochs=2, seed=5))
     counted = count_typed_reads(
         data.indptr, data.indices, data.schema, data.train_idx, fanouts=[3, 2], batch_size=16, epochs=2, seed=5
     )
@@ -93,7 +94,9 @@ def test_presample_and_degree_scores_of_a_typed_dataset(tmp_path: Path) -> None:
 
 def test_analyze_a_typed_dataset_in_total_and_per_type(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     data = write_typed_dataset(tmp_path / "t")
-    analysis = analyze_access(data, fanouts=[3, 2], batch_size=8, epochs=1, seed=0, methods=["fwr", "presample"])
+    analysis = analyze_access(
+        data, methods=["fwr", "presample"], replay=Replay(fanouts=[3, 2], batch_size=8, epochs=1, seed=0)
+    )
     assert set(analysis.curves_by_type) == {"paper", "author", "subject"}
     assert sum(analysis.reads_by_type.values()) == analysis.total_reads
     assert analysis.curves_by_type["author"]["ideal"]["50"] >= analysis.curves_by_type["author"]["fwr"]["50"]
@@ -105,9 +108,11 @@ def test_analyze_a_typed_dataset_in_total_and_per_type(tmp_path: Path, capsys: p
 def test_fanouts_per_relation_reach_every_tiering_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     data = write_typed_dataset(tmp_path / "t")
     # authors are drawn only through writes: fewer draws there, fewer author reads
-    fewer_authors = compute_scores(data, "fwr", fanouts=[3, 2], batch_size=8, relation_fanouts="writes=1/1")
+    fewer_authors = compute_scores(
+        data, "fwr", replay=Replay(fanouts=[3, 2], relation_fanouts="writes=1/1", batch_size=8)
+    )
     assert fewer_authors.params["fanouts_per_relation"]["author___writes___paper"] == [1, 1]
-    base = compute_scores(data, "fwr", fanouts=[3, 2], batch_size=8)
+    base = compute_scores(data, "fwr", replay=Replay(fanouts=[3, 2], batch_size=8))
     author = data.schema.node_type("author")
     assert fewer_authors.scores[author.offset : author.stop].sum() < base.scores[author.offset : author.stop].sum()
     for command in (["score"], ["analyze"], ["plan", "--gpu-memory", "8GiB", "--host-memory", "8GiB"]):
@@ -138,8 +143,8 @@ def test_a_score_a_typed_dataset_lacks_is_named_as_the_caller_spelled_it(
         assert code == 2 and err.startswith("graphtier: error: --score: 'rpr' is not defined on the typed"), (argv, err)
         assert "--method" not in err and len(err.strip().splitlines()) == 1, err
     with pytest.raises(OptionError, match=r"^methods=: 'rpr' is not defined"):
-        analyze_access(data, fanouts=[3, 2], batch_size=8, methods=["rpr"])
+        analyze_access(data, methods=["rpr"], replay=Replay(fanouts=[3, 2], batch_size=8))
     with pytest.raises(OptionError, match=r"^methods=: expected names from"):
-        analyze_access(data, fanouts=[3, 2], batch_size=8, methods=["nope"])
+        analyze_access(data, methods=["nope"], replay=Replay(fanouts=[3, 2], batch_size=8))
     with pytest.raises(OptionError, match=r"^method=: 'rpr' is not defined"):
         compute_scores(data, "rpr")

@@ -282,7 +282,9 @@ def test_the_public_loader_gives_typed_link_batches(linked: Dataset) -> None:
 
 def test_reorder_by_link_presample_keeps_every_pair(linked: Dataset, tmp_path: Path) -> None:
     link_seeds = EpochSeeds(task="link")
-    scores = graphtier.compute_scores(linked, "presample", seeds=link_seeds, fanouts=[3, 3], epochs=1).scores
+    scores = graphtier.compute_scores(
+        linked, "presample", replay=graphtier.Replay(fanouts=[3, 3], epochs=1, seeds=link_seeds)
+    ).scores
     reordered, _ = graphtier.reorder_dataset(linked, tmp_path / "r", scores, score_label="presample")
     perm = np.asarray(reordered.extra["perm"])  # new global id -> old global id; each type in its range
     users, items = linked.schema.node_type("user"), linked.schema.node_type("item")
@@ -309,8 +311,10 @@ def test_fwr_from_link_seeds_predicts_the_typed_link_reads(tmp_path: Path) -> No
         tmp_path / "mag", nodes=2000, feature_dim=8, seed=1, edge_split="0.8,0.1,0.1", split_relation="writes"
     )
     link_seeds = EpochSeeds(task="link", num_negatives=1)
-    fwr = graphtier.compute_scores(ds, "fwr", seeds=link_seeds, fanouts=[2, 2], batch_size=64).scores
-    node_fwr = graphtier.compute_scores(ds, "fwr", fanouts=[2, 2], batch_size=64).scores
+    fwr = graphtier.compute_scores(
+        ds, "fwr", replay=graphtier.Replay(fanouts=[2, 2], batch_size=64, seeds=link_seeds)
+    ).scores
+    node_fwr = graphtier.compute_scores(ds, "fwr", replay=graphtier.Replay(fanouts=[2, 2], batch_size=64)).scores
     reads = count_typed_reads(
         ds.indptr, ds.indices, ds.schema, np.arange(ds.link.pairs("train").num_positives), fanouts=[2, 2],
         batch_size=64, epochs=3, seed=5, sample=link_seeds.sampler(ds, [2, 2], 5),
