@@ -26,6 +26,29 @@ def _draw_probability(degree: int, fanout: int) -> float:
     return fanout / degree
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _store_passed(values: np.ndarray, v: int, weight: float, p: float, survival: bool) -> None:
+    """``values[v]`` = what a destination of weight ``weight`` passes to each in-neighbour drawn with chance ``p``
+    (see :func:`draw_values`): ``weight * p``, or with ``survival`` ``log(1 - weight * p)`` (``-inf`` at >= 1).
+
+    Stores in each branch rather than returning a value: the compiled loops then split on ``survival``."""
+    if survival:
+        drawn = weight * p
+        values[v] = -np.inf if drawn >= 1.0 else math.log1p(-drawn)
+    else:
+        values[v] = weight * p
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _drain(partials: np.ndarray, parts: int, u: int) -> float:
+    """``sum_p partials[p, u]`` over the ``parts`` rows, zeroing that column of ``partials`` for the next hop."""
+    total = 0.0
+    for part in range(parts):
+        total += partials[part, u]
+        partials[part, u] = 0.0
+    return total
+
+
 @numba.njit(parallel=True, cache=True, nogil=True)
 def draw_values(indptr: np.ndarray, weights: np.ndarray, fanout: int, survival: bool, out: np.ndarray) -> None:
     """What each destination ``v`` passes to each of its in-neighbours at a hop of fanout ``fanout``.
@@ -40,14 +63,7 @@ def draw_values(indptr: np.ndarray, weights: np.ndarray, fanout: int, survival: 
     num_nodes = weights.shape[0]
     for v in numba.prange(num_nodes):
         p = _draw_probability(indptr[v + 1] - indptr[v], fanout)
-        if survival:
-            drawn = weights[v] * p
-            if drawn >= 1.0:
-                out[v] = -np.inf
-            else:
-                out[v] = math.log1p(-drawn)
-        else:
-            out[v] = weights[v] * p
+        _store_passed(out, v, weights[v], p, survival)
 
 
 def draw_values_reference(indptr: np.ndarray, weights: np.ndarray, fanout: int, survival: bool) -> np.ndarray:
@@ -72,11 +88,7 @@ def combine_sums(partials: np.ndarray, out: np.ndarray) -> None:
     """
     parts, num_nodes = partials.shape
     for u in numba.prange(num_nodes):
-        total = 0.0
-        for part in range(parts):
-            total += partials[part, u]
-            partials[part, u] = 0.0
-        out[u] = total
+        out[u] = _drain(partials, parts, u)
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
@@ -90,10 +102,7 @@ def combine_survival(partials: np.ndarray, present: np.ndarray, out: np.ndarray)
     """
     parts, num_nodes = partials.shape
     for u in numba.prange(num_nodes):
-        total = 0.0
-        for part in range(parts):
-            total += partials[part, u]
-            partials[part, u] = 0.0
+        total = _drain(partials, parts, u)
         out[u] = 1.0 - (1.0 - present[u]) * math.exp(total)
 
 
@@ -120,18 +129,7 @@ def combine_and_draw(
     """
     parts, num_nodes = partials.shape
     for u in numba.prange(num_nodes):
-        total = 0.0
-        for part in range(parts):
-            total += partials[part, u]
-            partials[part, u] = 0.0
-        if survival:
-            weight = 1.0 - (1.0 - present[u]) * math.exp(total)
-        else:
-            weight = total
+        total = _drain(partials, parts, u)
+        weight = 1.0 - (1.0 - present[u]) * math.exp(total) if survival else total
         out[u] = weight
-        p = _draw_probability(indptr[u + 1] - indptr[u], next_fanout)
-        if survival:
-            drawn = weight * p
-            values[u] = -np.inf if drawn >= 1.0 else math.log1p(-drawn)
-        else:
-            values[u] = weight * p
+        _store_passed(values, u, weight, _draw_probability(indptr[u + 1] - indptr[u], next_fanout), survival)

@@ -139,6 +139,16 @@ def floyd_positions(key: np.uint64, degree: np.int64, k: np.int64, out: np.ndarr
             table[slot] = pick
 
 
+@numba.njit(cache=True, nogil=True)
+def floyd_table(width: np.int64) -> np.ndarray:
+    """The int64 ``table`` scratch of :func:`floyd_positions` for up to ``width`` picks: a power of two >= 2 *
+    width elements when ``width`` > LINEAR_SET_LIMIT (the hash set), else one (unused)."""
+    table_size = 1
+    while table_size < 2 * width:
+        table_size *= 2
+    return np.empty(table_size if width > LINEAR_SET_LIMIT else 1, dtype=np.int64)
+
+
 # ---------------------------------------------------------------------------------------------- hops
 # The hop kernels work on a range [first, stop) of destinations and hold no state, so that callers can
 # split a hop between threads (graphtier._threads.ThreadTeam); they release the GIL.
@@ -196,10 +206,7 @@ def sample_sources(
     if fanout > 0:
         for j in range(first, stop):
             width = max(width, min(degrees[j], fanout))
-    table_size = 1
-    while table_size < 2 * width:
-        table_size *= 2
-    table = np.empty(table_size if width > LINEAR_SET_LIMIT else 1, dtype=np.int64)
+    table = floyd_table(width)
     for piece in range(first, stop, CHUNK):
         piece_stop = min(stop, piece + CHUNK)
         # Stage 1 (compute only): the absolute positions in ``indices`` of the piece's draws.
@@ -356,10 +363,7 @@ def floyd_picks(
     """
     if dst_index.shape[0] == 0:  # no list longer than fanout: no table (fanout may be up to 2^31 - 1)
         return
-    table_size = 1
-    while table_size < 2 * fanout:
-        table_size *= 2
-    table = np.empty(table_size if fanout > LINEAR_SET_LIMIT else 1, dtype=np.int64)
+    table = floyd_table(fanout)
     for r in range(dst_index.shape[0]):
         j = dst_index[r]
         first = offsets[j]

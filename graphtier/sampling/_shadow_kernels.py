@@ -191,6 +191,39 @@ def _intersect(
     return count
 
 
+@numba.njit(cache=True, nogil=True)
+def _root_edges(
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    set_nodes: np.ndarray,
+    set_ptr: np.ndarray,
+    local: np.ndarray,
+    r: np.int64,
+    edge_index: np.ndarray,
+    out: np.int64,
+    limit: np.int64,
+) -> np.int64:
+    """Count root ``r``'s induced edges (:func:`_intersect` of each member's in-neighbours with the set); store
+    them from column ``out`` of ``edge_index`` as long as the column is below ``limit`` (local ids)."""
+    count = 0
+    for a in range(set_ptr[r], set_ptr[r + 1]):
+        v = set_nodes[a]
+        count += _intersect(
+            set_nodes,
+            local,
+            set_ptr[r],
+            set_ptr[r + 1],
+            indices,
+            indptr[v],
+            indptr[v + 1],
+            local[a],
+            edge_index,
+            out + count,
+            limit,
+        )
+    return count
+
+
 @numba.njit(parallel=True, cache=True, nogil=True)
 def induced_edges_buffered(
     indptr: np.ndarray,
@@ -207,24 +240,7 @@ def induced_edges_buffered(
     num_roots = set_ptr.shape[0] - 1
     counts = np.zeros(num_roots, dtype=np.int64)
     for r in numba.prange(num_roots):
-        out = buffer_ptr[r]
-        total = 0
-        for a in range(set_ptr[r], set_ptr[r + 1]):
-            v = set_nodes[a]
-            total += _intersect(
-                set_nodes,
-                local,
-                set_ptr[r],
-                set_ptr[r + 1],
-                indices,
-                indptr[v],
-                indptr[v + 1],
-                local[a],
-                buffer,
-                out + total,
-                buffer_ptr[r + 1],
-            )
-        counts[r] = total
+        counts[r] = _root_edges(indptr, indices, set_nodes, set_ptr, local, r, buffer, buffer_ptr[r], buffer_ptr[r + 1])
     offsets = np.zeros(num_roots + 1, dtype=np.int64)
     for r in range(num_roots):
         offsets[r + 1] = offsets[r] + counts[r]
@@ -254,19 +270,4 @@ def write_induced_edges(
                 edge_index[0, out + i] = buffer[0, buffer_ptr[r] + i]
                 edge_index[1, out + i] = buffer[1, buffer_ptr[r] + i]
             continue
-        stop = edge_offsets[r + 1]
-        for a in range(set_ptr[r], set_ptr[r + 1]):
-            v = set_nodes[a]
-            out += _intersect(
-                set_nodes,
-                local,
-                set_ptr[r],
-                set_ptr[r + 1],
-                indices,
-                indptr[v],
-                indptr[v + 1],
-                local[a],
-                edge_index,
-                out,
-                stop,
-            )
+        _root_edges(indptr, indices, set_nodes, set_ptr, local, r, edge_index, out, edge_offsets[r + 1])

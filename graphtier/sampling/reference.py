@@ -27,6 +27,21 @@ def sample_neighbors_of(
     return [neighbours[p] for p in floyd_positions_py(node_key_py(stream, position), degree, fanout)]
 
 
+def _first_seen_ids(seeds: np.ndarray) -> tuple[list[int], dict[int, int], list[int]]:
+    """The distinct ``seeds`` in first-seen order, each one's index in that list, and every seed's index:
+    ``(ids, index_of, seed_index)``."""
+    ids: list[int] = []
+    index_of: dict[int, int] = {}
+    seed_index = []
+    for s in seeds:
+        s = int(s)
+        if s not in index_of:
+            index_of[s] = len(ids)
+            ids.append(s)
+        seed_index.append(index_of[s])
+    return ids, index_of, seed_index
+
+
 def neighbor_sample_reference(
     indptr: np.ndarray, indices: np.ndarray, fanouts: Sequence[int], seeds: np.ndarray, seed: int, batch_id: int
 ) -> tuple[np.ndarray, list[tuple[np.ndarray, int, int]], np.ndarray]:
@@ -35,15 +50,7 @@ def neighbor_sample_reference(
     Returns ``(n_id, blocks, seed_index)``: int64 [M]; per block (input layer first) a tuple
     ``(edge_index int64 [2, E], num_src, num_dst)``; int64 [B].
     """
-    local: dict[int, int] = {}
-    n_id: list[int] = []
-    seed_index = []
-    for s in seeds:
-        s = int(s)
-        if s not in local:
-            local[s] = len(n_id)
-            n_id.append(s)
-        seed_index.append(local[s])
+    n_id, local, seed_index = _first_seen_ids(seeds)
     hop_blocks = []
     for hop, fanout in enumerate(fanouts):
         stream = stream_key(seed, batch_id, hop)
@@ -75,15 +82,7 @@ def shadow_sample_reference(
 
     Returns ``(n_id int64 [M], edge_index int64 [2, E], seed_index int64 [B], subgraph int64 [M])``.
     """
-    roots: list[int] = []
-    root_of: dict[int, int] = {}
-    seed_index = []
-    for s in seeds:
-        s = int(s)
-        if s not in root_of:
-            root_of[s] = len(roots)
-            roots.append(s)
-        seed_index.append(root_of[s])
+    roots, _, seed_index = _first_seen_ids(seeds)
     members = [{r} for r in roots]
     frontiers = [[r] for r in roots]
     for hop, fanout in enumerate(fanouts):

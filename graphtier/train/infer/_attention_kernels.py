@@ -17,6 +17,14 @@ import numba
 import numpy as np
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _logit(table: np.ndarray, width: int, score_dst: np.ndarray, i: int, u: int, h: int) -> np.float32:
+    """Head ``h``'s logit of the edge from table row ``u`` into destination ``i``: ``leaky_relu(score_src[u] +
+    score_dst[i], 0.2)`` (the source's score is column ``width + h`` of the table)."""
+    s = table[u, width + h] + score_dst[i, h]
+    return s if s > 0 else np.float32(0.2) * s
+
+
 @numba.njit(parallel=True, cache=True, nogil=True)
 def attention_rows(
     table: np.ndarray,
@@ -53,8 +61,7 @@ def attention_rows(
                 bad += 1
                 continue
             for h in range(heads):
-                s = table[u, width + h] + score_dst[i, h]
-                s = s if s > 0 else np.float32(0.2) * s
+                s = _logit(table, width, score_dst, i, u, h)
                 if s > top[h]:
                     top[h] = s
         for e in range(start, end):  # the unnormalised weighted sum: one read of the source's row
@@ -62,8 +69,7 @@ def attention_rows(
             if u < 0 or u >= num_rows:
                 continue
             for h in range(heads):
-                s = table[u, width + h] + score_dst[i, h]
-                s = s if s > 0 else np.float32(0.2) * s
+                s = _logit(table, width, score_dst, i, u, h)
                 weight = np.float32(math.exp(s - top[h]))
                 total[h] += weight
                 for c in range(h * channels, (h + 1) * channels):
