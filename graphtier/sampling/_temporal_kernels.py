@@ -26,9 +26,9 @@ import numpy as np
 
 from graphtier.sampling._neighbor_kernels import (
     CHUNK,
-    LINEAR_SET_LIMIT,
     floyd_positions,
     floyd_positions_py,
+    floyd_table,
     node_key,
     node_key_py,
 )
@@ -201,10 +201,7 @@ def temporal_draws(
         k = offsets[j + 1] - offsets[j]
         if k < degrees[j]:
             width = max(width, k)
-    size = 1
-    while size < 2 * width:
-        size *= 2
-    table = np.empty(size if width > LINEAR_SET_LIMIT else 1, np.int64)
+    table = floyd_table(width)
     for piece in range(0, num_rows, CHUNK):
         piece_stop = min(num_rows, piece + CHUNK)
         # stage 1 (compute only): the picked positions in the time order
