@@ -39,13 +39,16 @@ def time_order(indptr: np.ndarray, edge_time: np.ndarray) -> np.ndarray:
     return np.lexsort((edge_time, lists)).astype(np.int64)  # lexsort is stable: ties keep position order
 
 
-def run(sample, batches: list[np.ndarray]) -> tuple[float, float, int]:  # noqa: ANN001
-    """(wall seconds, CPU seconds, sampled edges) of sampling every batch once."""
-    edges = 0
+def run(sample, batches: list[np.ndarray]) -> tuple[float, float, int, int]:  # noqa: ANN001
+    """(wall seconds, CPU seconds, sampled edges, rows) of sampling every batch once (rows: the batches' ``n_id``
+    lengths, the input rows whose features a model gathers)."""
+    edges = rows = 0
     wall, cpu = time.perf_counter(), time.process_time()
     for b, seeds in enumerate(batches):
-        edges += sample(seeds, b).num_sampled_edges
-    return time.perf_counter() - wall, time.process_time() - cpu, edges
+        batch = sample(seeds, b)
+        edges += batch.num_sampled_edges
+        rows += batch.n_id.shape[0]
+    return time.perf_counter() - wall, time.process_time() - cpu, edges, rows
 
 
 def main() -> None:
@@ -83,23 +86,27 @@ def main() -> None:
             }
             for sample in samplers.values():  # warm-up: compile, fault pages in
                 run(sample, batches[:3])
-            results: dict[str, list[tuple[float, float, int]]] = {name: [] for name in samplers}
+            results: dict[str, list[tuple[float, float, int, int]]] = {name: [] for name in samplers}
             for _ in range(args.repeats):
                 for name, sample in samplers.items():
                     results[name].append(run(sample, batches))
             row = {"fanouts": fanouts, "seed_times": setting}
             for name, runs in results.items():
-                row[f"{name}_edges_per_s"] = statistics.median(e / w for w, _, e in runs)
-                row[f"{name}_edges_per_cpu_s"] = statistics.median(e / c for _, c, e in runs)
+                row[f"{name}_edges_per_s"] = statistics.median(e / w for w, _, e, _ in runs)
+                row[f"{name}_edges_per_cpu_s"] = statistics.median(e / c for _, c, e, _ in runs)
                 row[f"{name}_edges_per_batch"] = runs[0][2] / len(batches)
+                row[f"{name}_rows_per_batch"] = runs[0][3] / len(batches)
+                row[f"{name}_batches_per_s"] = statistics.median(len(batches) / w for w, _, _, _ in runs)
             row["slowdown"] = row["untimed_edges_per_s"] / row["temporal_edges_per_s"]
             row["slowdown_cpu"] = row["untimed_edges_per_cpu_s"] / row["temporal_edges_per_cpu_s"]
+            row["slowdown_batches"] = row["untimed_batches_per_s"] / row["temporal_batches_per_s"]
             rows.append(row)
             print(
                 f"{fanouts:>9} {setting:>8}: untimed {row['untimed_edges_per_s'] / 1e6:6.2f} M edges/s "
                 f"({row['untimed_edges_per_batch']:,.0f}/batch), temporal {row['temporal_edges_per_s'] / 1e6:6.2f} M "
                 f"({row['temporal_edges_per_batch']:,.0f}/batch); untimed/temporal {row['slowdown']:.2f}x "
-                f"(per CPU-s {row['slowdown_cpu']:.2f}x)"
+                f"(per CPU-s {row['slowdown_cpu']:.2f}x, per batch {row['slowdown_batches']:.2f}x); rows/batch "
+                f"{row['untimed_rows_per_batch']:,.0f} untimed, {row['temporal_rows_per_batch']:,.0f} temporal"
             )
     record = {
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
