@@ -26,29 +26,16 @@ def first_rows(local_id: np.ndarray, keys_node: np.ndarray, count: np.int64) -> 
 
 
 @numba.njit(cache=True, nogil=True)
-def relabel_inputs(
-    sources: np.ndarray,
-    bound: np.ndarray,
-    local_id: np.ndarray,
-    keys_node: np.ndarray,
-    keys_bound: np.ndarray,
-    count: np.int64,
-) -> np.int64:
-    """Replace the node ids in ``sources`` (int64 [S], in place) by their input rows (see the module): the node's
-    first row (``local_id`` as :func:`first_rows` left it), or a new row ``count, count + 1, ...`` in first-seen
-    order whose node and bound (``bound[i]`` of the first source ``i`` of that node) are appended to ``keys_node``
-    and ``keys_bound`` (int64, capacity >= count + S). Returns the new row count."""
-    for i in range(sources.shape[0]):
-        v = sources[i]
-        row = local_id[v]
-        if row < 0:
-            row = count
-            local_id[v] = row
-            keys_node[row] = v
-            keys_bound[row] = bound[i]
-            count += 1
-        sources[i] = row
-    return count
+def new_row_bounds(rows: np.ndarray, bound: np.ndarray, keys_bound: np.ndarray, first: np.int64) -> None:
+    """``keys_bound[r]`` for the rows ``r >= first`` that ``rows`` (int64 [S], the sources' rows, numbered in
+    first-seen order by :func:`~graphtier.sampling._neighbor_kernels.relabel` after :func:`first_rows`) brought:
+    ``bound[i]`` (int64 [S]) of the first source ``i`` of each. A new row first appears right after the one before
+    it, so one pass finds them."""
+    following = first
+    for i in range(rows.shape[0]):
+        if rows[i] == following:
+            keys_bound[following] = bound[i]
+            following += 1
 
 
 @numba.njit(cache=True, nogil=True)
@@ -61,7 +48,9 @@ def relabel_inputs_hashed(
     count: np.int64,
     local: np.ndarray,
 ) -> np.int64:
-    """:func:`relabel_inputs` without a node-indexed scratch: ``table`` (int64 [T, 2], T a power of two at least
+    """The input rows of ``node`` (int64 [S]) without a node-indexed scratch (the typed sampler's global ids):
+    :func:`first_rows`, :func:`~graphtier.sampling._neighbor_kernels.relabel` and :func:`new_row_bounds` in one
+    pass over a hash. ``table`` (int64 [T, 2], T a power of two at least
     twice the final row count; overwritten) is an open-addressing hash of (node, first row). ``node`` and ``bound``
     int64 [S], ``local`` int64 [S] receives each source's row. Returns the new row count."""
     mask = np.uint64(table.shape[0] - 1)
@@ -89,7 +78,8 @@ def relabel_inputs_hashed(
 def relabel_inputs_py(
     node: np.ndarray, bound: np.ndarray, known: list[tuple[int, int]]
 ) -> tuple[np.ndarray, list[tuple[int, int]]]:
-    """Reference of :func:`relabel_inputs` / :func:`relabel_inputs_hashed`: (int64 [S] rows, the known (node, bound)
+    """Reference of the input rows (:func:`relabel_inputs_hashed`; :func:`first_rows`, ``relabel`` and
+    :func:`new_row_bounds`): (int64 [S] rows, the known (node, bound)
     rows extended in first-seen order)."""
     rows: dict[int, int] = {}
     for r, (v, _) in enumerate(known):

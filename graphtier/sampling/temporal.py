@@ -31,7 +31,7 @@ import torch
 
 from graphtier.dataset.schema import RelationType, Schema
 from graphtier.sampling import _neighbor_kernels as kernels
-from graphtier.sampling._input_rows_kernels import first_rows, relabel_inputs
+from graphtier.sampling._input_rows_kernels import first_rows, new_row_bounds
 from graphtier.sampling._temporal_kernels import (
     MAX_STAMP,
     SLOT_WORDS,
@@ -212,8 +212,8 @@ class TemporalNeighborSampler:
                     keys_bound = workspace.array("bound", count + total, keep=count)
                     src_bound = np.take(keys_bound, edge_index[1], out=workspace.array("src_bound", total), mode="clip")
                     first_rows(workspace.local_id, keys_node, np.int64(count))
-                    count = int(relabel_inputs(edge_index[0], src_bound, workspace.local_id, keys_node, keys_bound,
-                                               np.int64(count)))  # fmt: skip
+                    known, count = count, int(kernels.relabel(edge_index[0], workspace.local_id, keys_node, count))
+                    new_row_bounds(edge_index[0], src_bound, keys_bound, np.int64(known))
                     kernels.reset_local_ids(workspace.local_id, keys_node, 0, count)
                 else:
                     keys_bound = workspace.array("bound", count + total, keep=count)

@@ -10,11 +10,11 @@ from hypothesis import strategies as st
 
 from graphtier.sampling._input_rows_kernels import (
     first_rows,
-    relabel_inputs,
+    new_row_bounds,
     relabel_inputs_hashed,
     relabel_inputs_py,
 )
-from graphtier.sampling._neighbor_kernels import reset_local_ids
+from graphtier.sampling._neighbor_kernels import relabel, reset_local_ids
 from graphtier.sampling.device_hops import first_seen_inputs
 
 
@@ -35,7 +35,8 @@ def test_every_kernel_equals_the_reference(seed: int, nodes: int, known: int, s:
     local_id = np.full(nodes, -1, np.int64)
     sources = node.copy()
     first_rows(local_id, keys_node, np.int64(known))
-    count = relabel_inputs(sources, bound, local_id, keys_node, keys_bound, np.int64(known))
+    count = relabel(sources, local_id, keys_node, np.int64(known))
+    new_row_bounds(sources, bound, keys_bound, np.int64(known))
     reset_local_ids(local_id, keys_node, 0, count)
     assert np.all(local_id == -1)  # the scratch is left as found
     np.testing.assert_array_equal(sources, rows)
