@@ -22,7 +22,8 @@ from graphtier.errors import OptionError
 from graphtier.graphstore.samplers import build_typed_sampler, link_negatives, relation_fanouts_key, temporal_sampler
 from graphtier.memory import FeatureSource
 from graphtier.sampling.device_hops import Topology
-from graphtier.sampling.link import LinkSampler, NegativeDestinations
+from graphtier.sampling.link import LinkSampler
+from graphtier.sampling.pairs import NegativeDestinations
 from graphtier.sampling.typed_batch import TypedMiniBatch
 from graphtier.sampling.typed_link import TypedLinkSampler
 

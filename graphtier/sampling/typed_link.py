@@ -1,7 +1,7 @@
 """Link-prediction mini-batches of a typed graph: pairs of one relation ``(SRC, REL, DST)``.
 
 The typed twin of :class:`graphtier.sampling.link.LinkSampler`, with its pieces: negatives are destinations of
-type DST drawn by :class:`~graphtier.sampling.link.NegativeDestinations` (local ids ``[0, count(DST))``; ``degree``:
+type DST drawn by :class:`~graphtier.sampling.pairs.NegativeDestinations` (local ids ``[0, count(DST))``; ``degree``:
 by in-degree in REL), from the same random stream per (seed, batch id); the neighbourhoods of the sources (type SRC)
 and of the destinations and negatives (type DST) come from one call of
 :meth:`~graphtier.sampling.NeighborSampler.sample_global`; in training the batch's positive
@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from graphtier.dataset.schema import RelationType, Schema
-from graphtier.sampling.link import NegativeDestinations, PairTable
+from graphtier.sampling.pairs import NegativeDestinations, PairTable
 from graphtier.sampling.typed_batch import RelationBlock, TypedBlock, TypedMiniBatch
 
 SampleGlobal = Callable[[np.ndarray, int], tuple[TypedMiniBatch, np.ndarray | torch.Tensor]]
