@@ -1,6 +1,13 @@
-"""Link-prediction mini-batches: node pairs, their negatives, and the neighbourhoods of every endpoint.
+"""Link-prediction mini-batches of any schema: node pairs, their negatives, and the neighbourhoods of every endpoint.
 
-A :class:`LinkSampler` turns a batch of pair ids (rows of a pair table: the training edges, or an evaluation
+One :class:`LinkSampler` serves every schema. Without a ``schema`` its pairs are global ids of a homogeneous graph,
+sampled on the path below into :class:`LinkMiniBatch` es; with one and a ``relation`` ``(SRC, REL, DST)``, they are
+local ids of that relation's endpoint types, sampled by a typed neighbour sampler's ``sample_global`` into
+:class:`~graphtier.sampling.typed_link.TypedLinkMiniBatch` es (:class:`~graphtier.sampling.typed_link.TypedPairs`:
+the same steps per relation). Which of the two runs is chosen once, when the sampler is built; the pair table, the
+negatives and the pairs' times are the same (:class:`~graphtier.sampling.pairs.PairTable`).
+
+A homogeneous :class:`LinkSampler` turns a batch of pair ids (rows of a pair table: the training edges, or an evaluation
 split's positives and negatives) into a :class:`LinkMiniBatch`:
 
 1. training: ``num_negatives`` negatives per positive, whose source is the positive's source and whose
@@ -29,11 +36,13 @@ from typing import Callable
 import numpy as np
 import torch
 
+from graphtier.dataset.schema import RelationType, Schema
 from graphtier.errors import OptionError
 from graphtier.sampling._link_kernels import compact_non_targets, target_key_set
 from graphtier.sampling.batch import Block, MiniBatch
 from graphtier.sampling.hops import NO_EDGE_IDS
 from graphtier.sampling.pairs import NegativeDestinations, PairTable
+from graphtier.sampling.typed_link import SampleGlobal, TimedSampleGlobal, TypedLinkMiniBatch, typed_pairs
 
 NodeSampler = Callable[[np.ndarray, int], MiniBatch]
 TimedNodeSampler = Callable[[np.ndarray, int, np.ndarray], MiniBatch]
@@ -132,21 +141,29 @@ def non_target_mask(
 
 
 class LinkSampler(PairTable):
-    """Sample :class:`LinkMiniBatch` es of rows of a pair table (see the module).
+    """Sample :class:`LinkMiniBatch` es of rows of a pair table (see the module), or with a ``schema``
+    :class:`~graphtier.sampling.typed_link.TypedLinkMiniBatch` es of pairs of one relation.
 
     Args:
-        sample_nodes: the node sampler ``(seeds, batch_id) -> MiniBatch`` (:meth:`GraphStore.sampler`).
-        pairs: int64 [P, 2] the pair table (``src``, ``dst``).
-        num_nodes: N, nodes of the graph.
+        sample_nodes: the node sampler ``(seeds, batch_id) -> MiniBatch`` (:meth:`GraphStore.sampler`); with a
+            ``schema``, a typed sampler's ``sample_global`` (:data:`~graphtier.sampling.typed_link.SampleGlobal`).
+        pairs: int64 [P, 2] the pair table (``src``, ``dst``): global ids, or with a ``schema`` local ids of the
+            ``relation``'s endpoint types.
+        num_nodes: N, nodes of a homogeneous graph (without a ``schema``).
+        schema: None (homogeneous pairs: :class:`LinkMiniBatch` es), or the typed graph's schema with the
+            ``relation`` ``(SRC, REL, DST)`` of the pairs and maybe its ``reverse`` ``(DST, rev_REL, SRC)``:
+            :class:`~graphtier.sampling.typed_link.TypedLinkMiniBatch` es, negatives of type DST, the targets
+            leaving REL and ``reverse`` (:class:`~graphtier.sampling.typed_link.TypedPairs`, chosen once).
         labels: float [P] labels of the pairs (evaluation), or None: every pair is a positive, and
             ``num_negatives`` negatives are drawn per positive (training).
         num_negatives: negatives per positive (training only).
         negatives: how their destinations are drawn (:class:`NegativeDestinations`).
         exclude: remove the batch's positive edges from message passing (training).
-        undirected: remove their reverse edges too.
+        undirected: remove their reverse edges too (homogeneous; a typed sampler removes them from ``reverse``).
         seed: base seed of the negatives (a batch's negatives depend on (seed, batch id) only).
         exclusion: "numba" (the kernel, on host copies of the blocks) or "torch" (torch ops on the blocks'
-            device, for :class:`DeviceNeighborSampler` batches); both keep the same edges.
+            device, for :class:`DeviceNeighborSampler` batches); both keep the same edges. A typed sampler's
+            blocks always use torch ops.
         times: int64 [P], the time of each pair (a time split), or None. With times, ``sample_nodes`` is a
             :data:`TimedNodeSampler` and every endpoint and negative is sampled at its pair's time.
 
@@ -156,10 +173,13 @@ class LinkSampler(PairTable):
 
     def __init__(
         self,
-        sample_nodes: NodeSampler | TimedNodeSampler,
+        sample_nodes: NodeSampler | TimedNodeSampler | SampleGlobal | TimedSampleGlobal,
         pairs: np.ndarray,
         *,
-        num_nodes: int,
+        num_nodes: int | None = None,
+        schema: Schema | None = None,
+        relation: RelationType | None = None,
+        reverse: RelationType | None = None,
         labels: np.ndarray | None = None,
         num_negatives: int = 1,
         negatives: NegativeDestinations | None = None,
@@ -172,8 +192,10 @@ class LinkSampler(PairTable):
         if exclusion not in EXCLUSIONS:
             raise OptionError.invalid("exclusion", f"one of {', '.join(EXCLUSIONS)}", exclusion)
         self.sample_nodes = sample_nodes
-        self.num_nodes = int(num_nodes)
-        self._set_pairs(pairs, labels, times, num_negatives, negatives, (0, self.num_nodes), exclude, seed)
+        self._typed = typed_pairs(schema, relation, reverse, num_nodes)  # OptionError for a wrong mix
+        self.num_nodes = int(num_nodes) if self._typed is None else self._typed.num_nodes  # type: ignore[arg-type]
+        dst_range = (0, self.num_nodes) if self._typed is None else self._typed.dst_range
+        self._set_pairs(pairs, labels, times, num_negatives, negatives, dst_range, exclude, seed)
         self.undirected = undirected
         self.exclusion = exclusion
 
@@ -185,11 +207,14 @@ class LinkSampler(PairTable):
         pair_ids: np.ndarray | None = None,
         labels: np.ndarray | None = None,
         times: np.ndarray | None = None,
-    ) -> LinkMiniBatch:
-        """The batch of the pairs ``chosen`` (int [B, 2] global ``(src, dst)``, e.g. PyG's input edges) as
-        :meth:`sample` makes it: ``pair_ids`` (int [B], default ``arange(B)``) and ``labels`` (float [B], default
-        1: positives) are recorded in the batch; negatives and exclusion as configured. ``times`` (int64 [B],
-        the pairs' times) is required, and only allowed, when the sampler was made with ``times``."""
+    ) -> LinkMiniBatch | TypedLinkMiniBatch:
+        """The batch of the pairs ``chosen`` (int [B, 2] global ``(src, dst)``, e.g. PyG's input edges; with a
+        ``schema`` local ids of the relation's types) as :meth:`sample` makes it: ``pair_ids`` (int [B], default
+        ``arange(B)``) and ``labels`` (float [B], default 1: positives) are recorded in the batch; negatives and
+        exclusion as configured. ``times`` (int64 [B], the pairs' times) is required, and only allowed, when the
+        sampler was made with ``times``. A :class:`TypedLinkMiniBatch` with a schema."""
+        if self._typed is not None:
+            return self._typed.sample_pairs(self, self.sample_nodes, chosen, batch_id, pair_ids, labels, times)
         ids, seeds, seed_time = self.pair_seeds(chosen, batch_id, pair_ids, times)
         if seed_time is None:
             batch = self.sample_nodes(seeds, batch_id)
