@@ -3,8 +3,9 @@
 :func:`link_sampler` is the one door (``GraphStore.link_sampler`` calls it): a homogeneous dataset's pairs are
 global ids (:class:`~graphtier.sampling.link.LinkSampler` over the store's neighbour sampler, or on a split by time
 its time-bounded sampler); a typed dataset's are those of its edge split's relation, in the endpoint types' local ids
-(:func:`typed_link_sampler`: :class:`~graphtier.sampling.typed_link.TypedLinkSampler` over the store's sampler
-built with the schema). Either runs on the CPU or on the device of the store's tiered topology (the same batches).
+(:func:`typed_link_sampler`: the same :class:`~graphtier.sampling.link.LinkSampler` built with the schema and the
+relation, over the store's sampler built with the schema). Either runs on the CPU or on the device of the store's
+tiered topology (the same batches).
 """
 
 from __future__ import annotations
@@ -22,9 +23,9 @@ from graphtier.errors import OptionError
 from graphtier.graphstore.samplers import build_typed_sampler, link_negatives, relation_fanouts_key, temporal_sampler
 from graphtier.memory import FeatureSource
 from graphtier.sampling.device_hops import Topology
-from graphtier.sampling.link import LinkSampler, NegativeDestinations
+from graphtier.sampling.link import LinkSampler
+from graphtier.sampling.pairs import NegativeDestinations
 from graphtier.sampling.typed_batch import TypedMiniBatch
-from graphtier.sampling.typed_link import TypedLinkSampler
 
 
 class PairStore(Protocol):
@@ -66,7 +67,7 @@ def link_sampler(
     times: np.ndarray | None = None,
     temporal: str = "uniform",
     exclude: bool = True,
-) -> LinkSampler | TypedLinkSampler:
+) -> LinkSampler:
     """The link sampler of ``pairs`` on ``store`` (``sample(pair_ids, batch_id)``, ``sample_pairs(pairs, batch_id)``).
 
     ``pairs``: int64 [P, 2], global ids, or on a typed dataset local ids of its edge split's relation (its
@@ -100,8 +101,8 @@ def link_sampler(
     )
 
 
-def typed_link_sampler(store: PairStore, fanouts: Sequence[int], pairs: np.ndarray, **options: Any) -> TypedLinkSampler:
-    """The :class:`TypedLinkSampler` of ``pairs`` (int64 [P, 2] local ids of the split relation's endpoint
+def typed_link_sampler(store: PairStore, fanouts: Sequence[int], pairs: np.ndarray, **options: Any) -> LinkSampler:
+    """The typed :class:`LinkSampler` of ``pairs`` (int64 [P, 2] local ids of the split relation's endpoint
     types) on ``store``'s typed dataset: :func:`relation_link_sampler` of the edge split's relation, its reverse
     the split's (``link.reverse``), ``options`` its keyword arguments. OptionError (one line) without the edge split
     of a relation."""
@@ -131,8 +132,8 @@ def relation_link_sampler(
     times: np.ndarray | None = None,
     temporal: str = "uniform",
     exclude: bool = True,
-) -> TypedLinkSampler:
-    """The :class:`TypedLinkSampler` of ``pairs`` (int64 [P, 2] local ids) of relation ``relation_type`` on
+) -> LinkSampler:
+    """The :class:`LinkSampler` (with the schema) of ``pairs`` (int64 [P, 2] local ids) of relation ``relation_type`` on
     ``store``'s typed dataset: as :func:`link_sampler` (``labels`` None: training, with negatives of the
     destination type, ``degree``: by in-degree in the relation, and the targets excluded from the relation and from
     ``reverse``), the neighbourhoods from the store's typed sampler of ``fanouts`` / ``relation_fanouts`` (on the
@@ -167,7 +168,7 @@ def relation_link_sampler(
             start = relation.row_offset
             degrees = np.diff(np.asarray(indptr[start : start + schema.node_type(relation.dst).count + 1]))
         negatives = NegativeDestinations(negative_sampling, (0, schema.node_type(relation.dst).count), degrees)
-    return TypedLinkSampler(
-        sample_global, schema, relation.type, pairs, labels=labels, num_negatives=num_negatives,
-        negatives=negatives, reverse=reverse, seed=seed, times=times, exclude=exclude,
+    return LinkSampler(
+        sample_global, pairs, schema=schema, relation=relation.type, reverse=reverse, labels=labels,
+        num_negatives=num_negatives, negatives=negatives, seed=seed, times=times, exclude=exclude,
     )  # fmt: skip

@@ -25,8 +25,9 @@ from graphtier.memory.topology import INDPTR_BYTES_PER_DESTINATION
 from graphtier.sampling.batch import MiniBatch
 from graphtier.sampling.device import DeviceNeighborSampler
 from graphtier.sampling.device_hops import Topology
-from graphtier.sampling.link import NegativeDestinations, TimedNodeSampler
+from graphtier.sampling.link import TimedNodeSampler
 from graphtier.sampling.neighbor import NeighborSampler
+from graphtier.sampling.pairs import NegativeDestinations
 from graphtier.sampling.relation_fanouts import parse_relation_fanouts
 from graphtier.sampling.shadow import first_seen_unique
 from graphtier.sampling.temporal import TemporalNeighborSampler

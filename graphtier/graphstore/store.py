@@ -312,7 +312,7 @@ class GraphStore(DatasetReads):
 
     def make_link_sampler(self, fanouts: Sequence[int], pairs: np.ndarray, **options: Any) -> Any:
         """The link sampler of :func:`graphtier.graphstore.links.link_sampler` (its options) over this store: a
-        :class:`LinkSampler`, or on a typed dataset a :class:`TypedLinkSampler` (its ``sample_pairs`` takes pairs
+        :class:`LinkSampler`, on a typed dataset one built with its schema (its ``sample_pairs`` takes pairs
         directly). On the CPU or on the GPU (the exclusion then runs with torch ops on the topology's device)."""
         return links.link_sampler(self, fanouts, pairs, **options)
 

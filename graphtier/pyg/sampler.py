@@ -35,7 +35,6 @@ from graphtier.pyg.feature_store import host_edge_features
 from graphtier.sampling import MiniBatch
 from graphtier.sampling.link import LinkSampler
 from graphtier.sampling.typed_batch import TypedMiniBatch
-from graphtier.sampling.typed_link import TypedLinkSampler
 
 
 def merged_output(batch: MiniBatch, num_seeds: int, metadata: Any) -> SamplerOutput:
@@ -149,7 +148,7 @@ class GraphtierNeighborSampler(BaseSampler):
         self.relation_fanouts = relation_fanouts
         self._sample = store.sampler(fanouts, relation_fanouts, seed=seed)
         self.num_hops = len(fanouts)
-        self._link_samplers: dict[Any, LinkSampler | TypedLinkSampler] = {}
+        self._link_samplers: dict[Any, LinkSampler] = {}
         self._timed_nodes: Any = None
         self._batch_ids = itertools.count()
 
@@ -200,7 +199,7 @@ class GraphtierNeighborSampler(BaseSampler):
             return typed_output(batch, metadata)
         return merged_output(batch, batch.blocks[-1].num_dst if batch.blocks else batch.num_nodes, metadata)
 
-    def _pair_sampler(self, index: EdgeSamplerInput, negatives: int) -> LinkSampler | TypedLinkSampler:
+    def _pair_sampler(self, index: EdgeSamplerInput, negatives: int) -> LinkSampler:
         """The link sampler of ``index``'s pairs (made once per edge type, negatives and timing): the store's over
         global ids, or on a typed dataset the sampler of the relation ``index.input_type`` ``(SRC, REL, DST)`` over
         local ids of SRC and DST, whose targets leave the relation and its reverse (``(DST, rev_REL, SRC)`` when the

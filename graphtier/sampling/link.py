@@ -1,6 +1,13 @@
-"""Link-prediction mini-batches: node pairs, their negatives, and the neighbourhoods of every endpoint.
+"""Link-prediction mini-batches of any schema: node pairs, their negatives, and the neighbourhoods of every endpoint.
 
-A :class:`LinkSampler` turns a batch of pair ids (rows of a pair table: the training edges, or an evaluation
+One :class:`LinkSampler` serves every schema. Without a ``schema`` its pairs are global ids of a homogeneous graph,
+sampled on the path below into :class:`LinkMiniBatch` es; with one and a ``relation`` ``(SRC, REL, DST)``, they are
+local ids of that relation's endpoint types, sampled by a typed neighbour sampler's ``sample_global`` into
+:class:`~graphtier.sampling.typed_link.TypedLinkMiniBatch` es (:class:`~graphtier.sampling.typed_link.TypedPairs`:
+the same steps per relation). Which of the two runs is chosen once, when the sampler is built; the pair table, the
+negatives and the pairs' times are the same (:class:`~graphtier.sampling.pairs.PairTable`).
+
+A homogeneous :class:`LinkSampler` turns a batch of pair ids (rows of a pair table: the training edges, or an evaluation
 split's positives and negatives) into a :class:`LinkMiniBatch`:
 
 1. training: ``num_negatives`` negatives per positive, whose source is the positive's source and whose
@@ -24,18 +31,18 @@ The batch is a :class:`MiniBatch` (so the producer, the feed and the models take
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Callable
 
 import numpy as np
 import torch
 
-from graphtier._choices import NEGATIVE_SAMPLING
+from graphtier.dataset.schema import RelationType, Schema
 from graphtier.errors import OptionError
 from graphtier.sampling._link_kernels import compact_non_targets, target_key_set
 from graphtier.sampling.batch import Block, MiniBatch
 from graphtier.sampling.hops import NO_EDGE_IDS
-
-DEGREE_EXPONENT = 0.75
+from graphtier.sampling.pairs import NegativeDestinations, PairTable
+from graphtier.sampling.typed_link import SampleGlobal, TimedSampleGlobal, TypedLinkMiniBatch, typed_pairs
 
 NodeSampler = Callable[[np.ndarray, int], MiniBatch]
 TimedNodeSampler = Callable[[np.ndarray, int, np.ndarray], MiniBatch]
@@ -101,48 +108,6 @@ def exclude_edges_reference(
     return ~np.isin(keys, excluded)
 
 
-class NegativeDestinations:
-    """Draws negative destinations from ``[lo, hi)``: uniformly, or by in-degree^0.75 (``degree``).
-
-    ``in_degrees``: int [N] in-degrees of the message-passing graph (used by ``degree`` only). A degree draw
-    is a binary search of a uniform number in the weights' prefix sums: O(log n) per draw; nodes of
-    degree 0 are never drawn.
-    """
-
-    def __init__(self, how: str, dst_range: tuple[int, int], in_degrees: np.ndarray | None = None) -> None:
-        if how not in NEGATIVE_SAMPLING:
-            raise OptionError.invalid("negative_sampling", f"one of {', '.join(NEGATIVE_SAMPLING)}", how)
-        self.how = how
-        self.lo, self.hi = int(dst_range[0]), int(dst_range[1])
-        self._cumulative: np.ndarray | None = None
-        if how == "degree":
-            if in_degrees is None:
-                raise ValueError("degree negatives need the in-degrees")
-            weights = np.asarray(in_degrees[self.lo : self.hi], dtype=np.float64) ** DEGREE_EXPONENT
-            cumulative = np.cumsum(weights)
-            if cumulative.size and cumulative[-1] > 0:  # no edges at all: uniform
-                self._cumulative = cumulative
-                self._last_drawable = int(np.flatnonzero(weights)[-1])
-
-    def probabilities(self, num_nodes: int) -> np.ndarray:
-        """float64 [num_nodes]: the chance one draw lands on each node (0 outside ``[lo, hi)``)."""
-        chances = np.zeros(num_nodes, dtype=np.float64)
-        if self._cumulative is None:
-            chances[self.lo : self.hi] = 1.0 / (self.hi - self.lo)
-        else:
-            chances[self.lo : self.hi] = np.diff(self._cumulative, prepend=0.0) / self._cumulative[-1]
-        return chances
-
-    def draw(self, rng: np.random.Generator, count: int) -> np.ndarray:
-        """int64 [count] destination ids in ``[lo, hi)``."""
-        if self._cumulative is None:
-            return rng.integers(self.lo, self.hi, size=count, dtype=np.int64)
-        targets = rng.random(count) * self._cumulative[-1]
-        picks = np.searchsorted(self._cumulative, targets, side="right")
-        # a product rounded up to the total would pick past the last node of positive weight
-        return self.lo + np.minimum(picks, self._last_drawable).astype(np.int64)
-
-
 EXCLUSIONS = ("numba", "torch")
 """How target edges leave the blocks: the numba kernel (host blocks) or torch ops on the blocks' device."""
 
@@ -175,126 +140,30 @@ def non_target_mask(
     return keep
 
 
-class PairTable:
-    """What the link samplers share: the pair table (int64 [P, 2]) with its labels (float32 [P], evaluation) or
-    ``num_negatives`` negatives per positive (training), its times (int64 [P], a split by time), the batches of rows
-    of the table (:meth:`sample`), the negatives' random stream and the seeds' times."""
-
-    pairs: np.ndarray
-    labels: np.ndarray | None
-    times: np.ndarray | None
-    num_negatives: int
-    negatives: NegativeDestinations | None
-    exclude: bool
-    seed: int
-
-    def _set_pairs(
-        self,
-        pairs: np.ndarray,
-        labels: np.ndarray | None,
-        times: np.ndarray | None,
-        num_negatives: int,
-        negatives: NegativeDestinations | None,
-        dst_range: tuple[int, int],
-        exclude: bool,
-        seed: int,
-    ) -> None:
-        """Check and keep the table; uniform negatives over ``dst_range`` when none are given."""
-        self.pairs = np.asarray(pairs)
-        self.labels = None if labels is None else np.asarray(labels, dtype=np.float32)
-        self.num_negatives = int(num_negatives) if labels is None else 0
-        if self.num_negatives and negatives is None:
-            negatives = NegativeDestinations("uniform", dst_range)
-        self.negatives = negatives
-        self.times = None if times is None else np.asarray(times, dtype=np.int64)
-        if self.times is not None and self.times.shape != (self.pairs.shape[0],):
-            raise OptionError(
-                f"times: expected one time per pair ({self.pairs.shape[0]}), found shape {self.times.shape}"
-            )
-        self.exclude = exclude and labels is None
-        self.seed = int(seed)
-
-    def sample(self, pair_ids: np.ndarray | torch.Tensor, batch_id: int) -> Any:
-        """The batch of pair rows ``pair_ids`` (int [B]); ``batch_id`` picks the random streams."""
-        ids = np.asarray(pair_ids.cpu() if isinstance(pair_ids, torch.Tensor) else pair_ids, dtype=np.int64)
-        labels = None if self.labels is None else self.labels[ids]
-        times = None if self.times is None else self.times[ids]
-        return self.sample_pairs(self.pairs[ids], batch_id, pair_ids=ids, labels=labels, times=times)
-
-    def sample_pairs(
-        self, chosen: np.ndarray, batch_id: int, *, pair_ids: np.ndarray | None = None,
-        labels: np.ndarray | None = None, times: np.ndarray | None = None,
-    ) -> Any:  # fmt: skip
-        raise NotImplementedError
-
-    def pair_seeds(
-        self, chosen: np.ndarray, batch_id: int, pair_ids: np.ndarray | None, times: np.ndarray | None,
-        src_offset: int = 0, dst_offset: int = 0,
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:  # fmt: skip
-        """The seeds of the pairs ``chosen`` (int [B, 2]): ``(ids int64 [B]`` (``pair_ids``, default ``arange(B)``),
-        ``seeds int64 [2B + B * k]`` (the sources, the destinations, then each pair's negatives; ``src_offset`` /
-        ``dst_offset`` added: a typed graph's global ids), ``seed times`` (:meth:`seed_times`) or None)."""
-        chosen = np.asarray(chosen)
-        ids = np.arange(chosen.shape[0], dtype=np.int64) if pair_ids is None else np.asarray(pair_ids, np.int64)
-        src, dst = chosen[:, 0].astype(np.int64), chosen[:, 1].astype(np.int64)
-        b = ids.shape[0]
-        negatives = self.draw_negatives(batch_id, b * self.num_negatives)
-        seeds = np.concatenate([src + src_offset, dst + dst_offset, negatives + dst_offset])
-        return ids, seeds, self.seed_times(times, b)
-
-    def pair_rows(
-        self, rows: torch.Tensor, count: int, labels: np.ndarray | None
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        """From ``rows`` (int64 [2B + B * k], each seed's output row, in :meth:`pair_seeds` order) of ``count`` (B)
-        pairs: ``(src_rows [B], dst_rows [B], src_index [M], dst_index [M], label float32 [M])`` on ``rows``' device,
-        M = B (1 + k): each positive, then its negatives (the source kept; label 0), or the pairs as given with
-        ``labels`` (default 1)."""
-        b, k, device = count, self.num_negatives, rows.device
-        src_rows, dst_rows = rows[:b], rows[b : 2 * b]
-        if k:
-            src_index = torch.cat([src_rows, src_rows.repeat_interleave(k)])
-            dst_index = torch.cat([dst_rows, rows[2 * b :]])
-            label = torch.cat([torch.ones(b, device=device), torch.zeros(b * k, device=device)])
-        else:
-            src_index, dst_index = src_rows, dst_rows
-            label = torch.ones(b) if labels is None else torch.from_numpy(np.asarray(labels, dtype=np.float32))
-        return src_rows, dst_rows, src_index, dst_index, label.to(device=device, dtype=torch.float32)
-
-    def draw_negatives(self, batch_id: int, count: int) -> np.ndarray:
-        """int64 [count] negative destinations of batch ``batch_id`` (the same stream on every device)."""
-        if not count:
-            return np.empty(0, np.int64)
-        assert self.negatives is not None
-        return self.negatives.draw(np.random.default_rng([self.seed, int(batch_id), 0x4E45]), count)
-
-    def seed_times(self, times: np.ndarray | None, count: int) -> np.ndarray | None:
-        """int64 [2B + B * k] the time of every seed of ``count`` pairs at ``times`` (sources, destinations, then
-        each pair's negatives); None without times. OptionError when ``times`` is given and the sampler has none,
-        or the reverse."""
-        if (times is None) != (self.times is None):
-            raise OptionError("times: expected pair times exactly when the sampler was made with times")
-        if times is None:
-            return None
-        times = np.asarray(times, dtype=np.int64)
-        return np.concatenate([times, times, np.repeat(times, self.num_negatives)])
-
-
 class LinkSampler(PairTable):
-    """Sample :class:`LinkMiniBatch` es of rows of a pair table (see the module).
+    """Sample :class:`LinkMiniBatch` es of rows of a pair table (see the module), or with a ``schema``
+    :class:`~graphtier.sampling.typed_link.TypedLinkMiniBatch` es of pairs of one relation.
 
     Args:
-        sample_nodes: the node sampler ``(seeds, batch_id) -> MiniBatch`` (:meth:`GraphStore.sampler`).
-        pairs: int64 [P, 2] the pair table (``src``, ``dst``).
-        num_nodes: N, nodes of the graph.
+        sample_nodes: the node sampler ``(seeds, batch_id) -> MiniBatch`` (:meth:`GraphStore.sampler`); with a
+            ``schema``, a typed sampler's ``sample_global`` (:data:`~graphtier.sampling.typed_link.SampleGlobal`).
+        pairs: int64 [P, 2] the pair table (``src``, ``dst``): global ids, or with a ``schema`` local ids of the
+            ``relation``'s endpoint types.
+        num_nodes: N, nodes of a homogeneous graph (without a ``schema``).
+        schema: None (homogeneous pairs: :class:`LinkMiniBatch` es), or the typed graph's schema with the
+            ``relation`` ``(SRC, REL, DST)`` of the pairs and maybe its ``reverse`` ``(DST, rev_REL, SRC)``:
+            :class:`~graphtier.sampling.typed_link.TypedLinkMiniBatch` es, negatives of type DST, the targets
+            leaving REL and ``reverse`` (:class:`~graphtier.sampling.typed_link.TypedPairs`, chosen once).
         labels: float [P] labels of the pairs (evaluation), or None: every pair is a positive, and
             ``num_negatives`` negatives are drawn per positive (training).
         num_negatives: negatives per positive (training only).
         negatives: how their destinations are drawn (:class:`NegativeDestinations`).
         exclude: remove the batch's positive edges from message passing (training).
-        undirected: remove their reverse edges too.
+        undirected: remove their reverse edges too (homogeneous; a typed sampler removes them from ``reverse``).
         seed: base seed of the negatives (a batch's negatives depend on (seed, batch id) only).
         exclusion: "numba" (the kernel, on host copies of the blocks) or "torch" (torch ops on the blocks'
-            device, for :class:`DeviceNeighborSampler` batches); both keep the same edges.
+            device, for :class:`DeviceNeighborSampler` batches); both keep the same edges. A typed sampler's
+            blocks always use torch ops.
         times: int64 [P], the time of each pair (a time split), or None. With times, ``sample_nodes`` is a
             :data:`TimedNodeSampler` and every endpoint and negative is sampled at its pair's time.
 
@@ -304,10 +173,13 @@ class LinkSampler(PairTable):
 
     def __init__(
         self,
-        sample_nodes: NodeSampler | TimedNodeSampler,
+        sample_nodes: NodeSampler | TimedNodeSampler | SampleGlobal | TimedSampleGlobal,
         pairs: np.ndarray,
         *,
-        num_nodes: int,
+        num_nodes: int | None = None,
+        schema: Schema | None = None,
+        relation: RelationType | None = None,
+        reverse: RelationType | None = None,
         labels: np.ndarray | None = None,
         num_negatives: int = 1,
         negatives: NegativeDestinations | None = None,
@@ -320,8 +192,10 @@ class LinkSampler(PairTable):
         if exclusion not in EXCLUSIONS:
             raise OptionError.invalid("exclusion", f"one of {', '.join(EXCLUSIONS)}", exclusion)
         self.sample_nodes = sample_nodes
-        self.num_nodes = int(num_nodes)
-        self._set_pairs(pairs, labels, times, num_negatives, negatives, (0, self.num_nodes), exclude, seed)
+        self._typed = typed_pairs(schema, relation, reverse, num_nodes)  # OptionError for a wrong mix
+        self.num_nodes = int(num_nodes) if self._typed is None else self._typed.num_nodes  # type: ignore[arg-type]
+        dst_range = (0, self.num_nodes) if self._typed is None else self._typed.dst_range
+        self._set_pairs(pairs, labels, times, num_negatives, negatives, dst_range, exclude, seed)
         self.undirected = undirected
         self.exclusion = exclusion
 
@@ -333,11 +207,14 @@ class LinkSampler(PairTable):
         pair_ids: np.ndarray | None = None,
         labels: np.ndarray | None = None,
         times: np.ndarray | None = None,
-    ) -> LinkMiniBatch:
-        """The batch of the pairs ``chosen`` (int [B, 2] global ``(src, dst)``, e.g. PyG's input edges) as
-        :meth:`sample` makes it: ``pair_ids`` (int [B], default ``arange(B)``) and ``labels`` (float [B], default
-        1: positives) are recorded in the batch; negatives and exclusion as configured. ``times`` (int64 [B],
-        the pairs' times) is required, and only allowed, when the sampler was made with ``times``."""
+    ) -> LinkMiniBatch | TypedLinkMiniBatch:
+        """The batch of the pairs ``chosen`` (int [B, 2] global ``(src, dst)``, e.g. PyG's input edges; with a
+        ``schema`` local ids of the relation's types) as :meth:`sample` makes it: ``pair_ids`` (int [B], default
+        ``arange(B)``) and ``labels`` (float [B], default 1: positives) are recorded in the batch; negatives and
+        exclusion as configured. ``times`` (int64 [B], the pairs' times) is required, and only allowed, when the
+        sampler was made with ``times``. A :class:`TypedLinkMiniBatch` with a schema."""
+        if self._typed is not None:
+            return self._typed.sample_pairs(self, self.sample_nodes, chosen, batch_id, pair_ids, labels, times)
         ids, seeds, seed_time = self.pair_seeds(chosen, batch_id, pair_ids, times)
         if seed_time is None:
             batch = self.sample_nodes(seeds, batch_id)

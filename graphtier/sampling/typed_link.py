@@ -1,11 +1,12 @@
 """Link-prediction mini-batches of a typed graph: pairs of one relation ``(SRC, REL, DST)``.
 
-The typed twin of :class:`graphtier.sampling.link.LinkSampler`, with its pieces: negatives are destinations of
-type DST drawn by :class:`~graphtier.sampling.link.NegativeDestinations` (local ids ``[0, count(DST))``; ``degree``:
-by in-degree in REL), from the same random stream per (seed, batch id); the neighbourhoods of the sources (type SRC)
-and of the destinations and negatives (type DST) come from one call of
-:meth:`~graphtier.sampling.NeighborSampler.sample_global`; in training the batch's positive
-edges leave REL's blocks and, turned around, the blocks of its reverse relation (``--add-reverse``).
+The typed strategy of :class:`graphtier.sampling.link.LinkSampler`, chosen once when it is built with a
+``schema`` and a ``relation`` (:func:`typed_pairs`): negatives are destinations of type DST drawn by
+:class:`~graphtier.sampling.pairs.NegativeDestinations` (local ids ``[0, count(DST))``; ``degree``: by in-degree
+in REL), from the same random stream per (seed, batch id); the neighbourhoods of the sources (type SRC) and of the
+destinations and negatives (type DST) come from one call of :meth:`~graphtier.sampling.NeighborSampler.sample_global`
+(the pairs' local ids moved to global ids by the types' offsets); in training the batch's positive edges leave REL's
+blocks and, turned around, the blocks of its reverse relation (``--add-reverse``).
 
 On a split by time every pair carries a time: its endpoints and negatives are sampled at that time by
 :meth:`~graphtier.sampling.TemporalNeighborSampler.sample_global` (no hop reads an edge at or
@@ -22,8 +23,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from graphtier.dataset.schema import RelationType, Schema
-from graphtier.sampling.link import NegativeDestinations, PairTable
+from graphtier.dataset.schema import Relation, RelationType, Schema
+from graphtier.errors import OptionError
+from graphtier.sampling.pairs import PairTable
 from graphtier.sampling.typed_batch import RelationBlock, TypedBlock, TypedMiniBatch
 
 SampleGlobal = Callable[[np.ndarray, int], tuple[TypedMiniBatch, np.ndarray | torch.Tensor]]
@@ -86,73 +88,80 @@ def without_pairs(rel: RelationBlock, dst_rows: torch.Tensor, src_rows: torch.Te
     return RelationBlock(rowptr, rel.col[keep], None if rel.edge_id is None else rel.edge_id[keep])
 
 
-class TypedLinkSampler(PairTable):
-    """Sample :class:`TypedLinkMiniBatch` es of rows of a pair table of relation ``relation`` (see the module).
+def typed_pairs(
+    schema: Schema | None, relation: RelationType | None, reverse: RelationType | None, num_nodes: int | None
+) -> TypedPairs | None:
+    """The typed strategy of a link sampler's arguments (``schema`` and ``relation``, maybe ``reverse``), or None for
+    homogeneous pairs (``num_nodes``, no schema). OptionError (one line, naming the argument) for any other mix."""
+    if schema is None:
+        for name, value in (("relation", relation), ("reverse", reverse)):
+            if value is not None:
+                raise OptionError(f"{name}: the pairs of a relation need the schema= of their graph; found no schema")
+        if num_nodes is None:
+            raise OptionError(
+                "num_nodes: homogeneous pairs need num_nodes= (a relation's pairs: schema= and relation=)"
+            )
+        return None
+    if num_nodes is not None:
+        raise OptionError("num_nodes: a link sampler with a schema= counts its nodes there; pass num_nodes= or schema=")
+    if relation is None:
+        raise OptionError("relation: a link sampler with a schema= needs the relation (SRC, REL, DST) of its pairs")
+    return TypedPairs(schema, relation, reverse)
 
-    Args:
-        sample_global: the typed neighbour sampler's
-            :meth:`~graphtier.sampling.NeighborSampler.sample_global` (the run's fanouts).
-        schema: the dataset's schema.
-        relation: ``(SRC, REL, DST)``, the relation of the pairs.
-        pairs: int64 [P, 2] local ids ``(src of SRC, dst of DST)``.
-        labels: float [P] labels (evaluation), or None: positives, ``num_negatives`` negatives drawn per positive.
-        negatives: how their destinations are drawn (local ids of DST).
-        reverse: the reverse relation's type, whose blocks lose the targets turned around, or None.
-        seed: base seed of the negatives.
-        times: int64 [P], each pair's time (a split by time), or None. With times ``sample_global`` is a
-            :data:`TimedSampleGlobal` and every endpoint and negative is sampled at its pair's time.
-        exclude: remove the training targets from the blocks (training only; a time cut already hides them).
+
+def schema_relation(schema: Schema, name: str, key: RelationType, expected: str = "") -> Relation:
+    """The relation ``key`` of ``schema`` (of endpoints ``expected`` ``(SRC, DST)`` when given); OptionError naming
+    the argument ``name`` otherwise."""
+    try:
+        relation = schema.relation(tuple(key))
+    except (KeyError, TypeError):
+        relation = None
+    if relation is None or (expected and (relation.src, relation.dst) != expected):
+        known = ", ".join(str(r) for r in schema.relations)
+        wanted = f"a relation {expected[0]} -> {expected[1]}" if expected else "a relation"
+        raise OptionError(f"{name}: expected {wanted} of the schema ({known}), found {key!r}")
+    return relation
+
+
+class TypedPairs:
+    """What a :class:`~graphtier.sampling.link.LinkSampler` built with a schema does per batch: its pairs are
+    ``(src of SRC, dst of DST)`` local ids of ``relation``; they are seeds at the types' offsets of
+    :meth:`~graphtier.sampling.NeighborSampler.sample_global` (or its temporal or device twins), their rows the
+    rows of their own type, and the targets leave REL's blocks and, turned around, those of ``reverse`` (a
+    relation ``(DST, name, SRC)``, or None).
+
+    Attributes: ``relation``, ``reverse``, ``src_type``, ``dst_type``, ``src_offset`` / ``dst_offset`` (the
+    types' first global ids), ``dst_range`` (``(0, count(DST))``: the negatives' local ids), ``num_nodes``.
     """
 
-    def __init__(
-        self,
-        sample_global: SampleGlobal | TimedSampleGlobal,
-        schema: Schema,
-        relation: RelationType,
-        pairs: np.ndarray,
-        *,
-        labels: np.ndarray | None = None,
-        num_negatives: int = 1,
-        negatives: NegativeDestinations | None = None,
-        reverse: RelationType | None = None,
-        seed: int = 0,
-        times: np.ndarray | None = None,
-        exclude: bool = True,
-    ) -> None:
-        self.sample_global = sample_global
-        self.relation = tuple(relation)
-        self.src_type, _, self.dst_type = self.relation
-        self.reverse = None if reverse is None else tuple(reverse)
-        offsets = schema.offsets()
-        names = schema.type_names
-        self.src_offset = int(offsets[names.index(self.src_type)])
-        self.dst_offset = int(offsets[names.index(self.dst_type)])
-        dst_range = (0, schema.node_type(self.dst_type).count)
-        self._set_pairs(pairs, labels, times, num_negatives, negatives, dst_range, exclude, seed)
+    def __init__(self, schema: Schema, relation: RelationType, reverse: RelationType | None) -> None:
+        rel = schema_relation(schema, "relation", relation)
+        self.relation: RelationType = rel.type
+        self.src_type, self.dst_type = rel.src, rel.dst
+        self.reverse = None if reverse is None else schema_relation(schema, "reverse", reverse, (rel.dst, rel.src)).type
+        self.src_offset = schema.node_type(rel.src).offset
+        self.dst_offset = schema.node_type(rel.dst).offset
+        self.dst_range = (0, schema.node_type(rel.dst).count)
+        self.num_nodes = schema.num_nodes
 
     def sample_pairs(
-        self,
-        chosen: np.ndarray,
-        batch_id: int,
-        *,
-        pair_ids: np.ndarray | None = None,
-        labels: np.ndarray | None = None,
-        times: np.ndarray | None = None,
-    ) -> TypedLinkMiniBatch:
-        """The batch of the pairs ``chosen`` (int [B, 2] LOCAL ids ``(src of SRC, dst of DST)``, e.g. PyG's input
-        edges) as :meth:`sample` makes it: ``pair_ids`` (default ``arange(B)``) and ``labels`` (float [B]; default 1)
-        recorded; ``times`` (int64 [B]) required exactly when the sampler was made with times."""
-        ids, seeds, seed_time = self.pair_seeds(chosen, batch_id, pair_ids, times, self.src_offset, self.dst_offset)
+        self, table: PairTable, sample_global: SampleGlobal | TimedSampleGlobal, chosen: np.ndarray, batch_id: int,
+        pair_ids: np.ndarray | None, labels: np.ndarray | None, times: np.ndarray | None,
+    ) -> TypedLinkMiniBatch:  # fmt: skip
+        """The batch of the pairs ``chosen`` (int [B, 2] LOCAL ids ``(src of SRC, dst of DST)``) of ``table``
+        (its negatives, exclusion and times), the neighbourhoods from ``sample_global``: as
+        :meth:`~graphtier.sampling.link.LinkSampler.sample_pairs`."""
+        ids, seeds, seed_time = table.pair_seeds(chosen, batch_id, pair_ids, times, self.src_offset, self.dst_offset)
         if seed_time is None:
-            batch, rows_np = self.sample_global(seeds, batch_id)  # type: ignore[call-arg]
+            batch, rows_np = sample_global(seeds, batch_id)  # type: ignore[call-arg]
         else:
-            batch, rows_np = self.sample_global(seeds, batch_id, seed_time)  # type: ignore[call-arg]
+            batch, rows_np = sample_global(seeds, batch_id, seed_time)  # type: ignore[call-arg]
         rows = rows_np if isinstance(rows_np, torch.Tensor) else torch.from_numpy(rows_np)  # a device sampler's rows
         b = ids.shape[0]
-        src_rows, dst_rows, src_index, dst_index, label = self.pair_rows(rows, b, labels)
+        src_rows, dst_rows, src_index, dst_index, label = table.pair_rows(rows, b, labels)
         blocks, removed = batch.blocks, 0
-        if self.exclude and b and blocks:
-            blocks, removed = self._without_targets(blocks, src_rows, dst_rows)
+        if table.exclude and b and blocks:
+            blocks, removed = self.without_targets(blocks, src_rows, dst_rows)
         return TypedLinkMiniBatch(
             batch.n_id, blocks, batch.seed_index, batch.seeds, batch.target, batch.n_time,
             src_index=src_index, dst_index=dst_index, label=label,
@@ -160,11 +169,12 @@ class TypedLinkSampler(PairTable):
             excluded_edges=removed,
         )  # fmt: skip
 
-    def _without_targets(
+    def without_targets(
         self, blocks: list[TypedBlock], src_rows: torch.Tensor, dst_rows: torch.Tensor
     ) -> tuple[list[TypedBlock], int]:
-        """The blocks without the target edges (REL: ``src -> dst``; its reverse: ``dst -> src``) and how many
-        edges left. Seeds are the first rows of their type in every layer: rows below the last block's num_dst."""
+        """The blocks without the target edges (REL: ``src -> dst``; its reverse: ``dst -> src``; ``src_rows``,
+        ``dst_rows`` int64 [T] rows of their types) and how many edges left. Seeds are the first rows of their type in
+        every layer: rows below the last block's num_dst."""
         last = blocks[-1].num_dst
         num_rows = max(last.get(self.src_type, 0), last.get(self.dst_type, 0))
         kept, removed = [], 0

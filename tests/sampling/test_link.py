@@ -12,14 +12,8 @@ from scipy.stats import chisquare
 from graphtier.errors import OptionError
 from graphtier.sampling import DenseTopology, DeviceNeighborSampler, NeighborSampler
 from graphtier.sampling._link_kernels import compact_non_targets, target_key_set
-from graphtier.sampling.link import (
-    DEGREE_EXPONENT,
-    LinkMiniBatch,
-    LinkSampler,
-    NegativeDestinations,
-    exclude_edges_reference,
-    exclude_targets_torch,
-)
+from graphtier.sampling.link import LinkMiniBatch, LinkSampler, exclude_edges_reference, exclude_targets_torch
+from graphtier.sampling.pairs import DEGREE_EXPONENT, NegativeDestinations
 from tests.interpreted import HAS_TRITON, load_interpreted
 from tests.sampling.graphs import random_csc
 

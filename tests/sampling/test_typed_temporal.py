@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 from graphtier.dataset._edge_time_kernels import edge_time_order
 from graphtier.errors import OptionError
 from graphtier.sampling import DenseTopology
+from graphtier.sampling.link import LinkSampler
 from graphtier.sampling.temporal import TemporalNeighborSampler
 from graphtier.sampling.temporal_device import DeviceTemporalSampler
-from graphtier.sampling.typed_link import TypedLinkSampler
 from tests.interpreted import HAS_TRITON, load_interpreted
 from tests.sampling.test_edge_ids import assert_real_typed_edges
 from tests.sampling.test_temporal import check_input_rows
@@ -126,9 +126,9 @@ def test_timed_typed_link_batches_never_read_a_pairs_future(
     rng = np.random.default_rng(graph_seed)
     pairs = np.stack([rng.integers(0, authors, 12), rng.integers(0, papers, 12)], axis=1)
     times = rng.integers(0, 22, 12)
-    sampler = TypedLinkSampler(timed.sample_global, schema, ("author", "writes", "paper"), pairs,
-                               num_negatives=negatives, reverse=("paper", "rev_writes", "author"), seed=seed,
-                               times=times, exclude=False)  # fmt: skip
+    sampler = LinkSampler(timed.sample_global, pairs, schema=schema, relation=("author", "writes", "paper"),
+                          num_negatives=negatives, reverse=("paper", "rev_writes", "author"), seed=seed,
+                          times=times, exclude=False)  # fmt: skip
     ids = rng.integers(0, 12, batch)
     mb = sampler.sample(ids, batch_id=2)
     check_batch(mb, indptr, indices, schema, edge_time, False, fanouts)
@@ -143,7 +143,7 @@ def test_timed_typed_link_batches_never_read_a_pairs_future(
     np.testing.assert_array_equal(n_time["paper"].numpy()[dst_rows], pair_time)
     assert mb.label.tolist() == [1.0] * batch + [0.0] * (batch * k)
     with pytest.raises(OptionError, match="times"):
-        TypedLinkSampler(timed.sample_global, schema, ("author", "writes", "paper"), pairs, times=times[:-1])
+        LinkSampler(timed.sample_global, pairs, schema=schema, relation=("author", "writes", "paper"), times=times[:-1])
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
