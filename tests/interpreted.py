@@ -68,7 +68,7 @@ class _CannotInterpret(ModuleType):
 
 
 def load_interpreted(relative_path: str) -> ModuleType:
-    """graphtier/<relative_path> (e.g. "memory/_triton_kernels.py") imported with TRITON_INTERPRET=1 (needs triton);
+    """graphtier/<relative_path> (e.g. "memory/features/_triton_kernels.py") imported with TRITON_INTERPRET=1 (needs triton);
     a stand-in that skips where the installed Triton cannot interpret the kernels (see the module docstring)."""
     name = "_graphtier_interpreted_" + relative_path.removesuffix(".py").replace("/", "_")
     if name in sys.modules:

@@ -44,15 +44,22 @@ LAYERS: dict[str, int] = {
 # loads a command's modules when it runs) or load an optional dependency (Triton) on first use.
 LOCAL_IMPORTS_ALLOWED = ("graphtier.cli",)
 OPTIONAL_DEPENDENCY_IMPORTS = {
-    ("graphtier.memory.tiered", "graphtier.memory._triton_kernels"),
-    ("graphtier.bench.gather", "graphtier.memory._triton_kernels"),
-    ("graphtier.memory.topology", "graphtier.memory._topology_kernels"),
+    ("graphtier.memory.features.tiered", "graphtier.memory.features._triton_kernels"),
+    ("graphtier.bench.gather", "graphtier.memory.features._triton_kernels"),
+    ("graphtier.memory.topology.topology", "graphtier.memory.topology._topology_kernels"),
     ("graphtier.sampling.device_hops", "graphtier.sampling._device_kernels"),
     ("graphtier.sampling.temporal_device", "graphtier.sampling._temporal_device_kernels"),
 }
 # graphtier.train's sub-packages, lowest first: a module imports from its own sub-package or an earlier one
 # (``if TYPE_CHECKING:`` imports included), so the imports between them run one way (docs/architecture.md).
 TRAIN_ORDER = ("options", "nn", "persist", "infer", "dist", "loop")
+# graphtier.memory's sub-packages, lowest first, the same way: where rows go (budgets, tiers, the multi-GPU
+# placement), the feature stores, the graph's topology in tiers.
+MEMORY_ORDER = ("plan", "features", "topology")
+SUBPACKAGE_ORDERS: dict[str, tuple[str, ...]] = {
+    "graphtier.train": TRAIN_ORDER,
+    "graphtier.memory": MEMORY_ORDER,
+}
 MAX_LINES = 450
 # modules still over MAX_LINES -> why they wait (each must be split; the test fails once one is short enough)
 OVER_LIMIT: dict[str, str] = {}
@@ -161,31 +168,35 @@ def test_every_import_points_down_the_layers() -> None:
     assert not upward, "\n".join(sorted(upward))
 
 
-def train_part(module: str) -> str | None:
-    """The sub-package of graphtier.train that ``module`` lies in (``""`` for the package itself), None outside."""
-    parts = module.split(".")
-    if parts[:2] != ["graphtier", "train"]:
+def subpackage_of(module: str, package: str) -> str | None:
+    """The sub-package of ``package`` that ``module`` lies in (``""`` for the package itself), None outside."""
+    if module == package:
+        return ""
+    if not module.startswith(package + "."):
         return None
-    return parts[2] if len(parts) > 2 else ""
+    return module[len(package) + 1 :].split(".")[0]
 
 
-def test_train_subpackages_import_one_way() -> None:
-    """Every module of graphtier.train lies in a sub-package of TRAIN_ORDER and imports only from its own
-    sub-package or an earlier one."""
+@pytest.mark.parametrize("package", sorted(SUBPACKAGE_ORDERS))
+def test_subpackages_import_one_way(package: str) -> None:
+    """Every module of ``package`` (graphtier.train, graphtier.memory) lies in a sub-package of its order in
+    SUBPACKAGE_ORDERS and imports only from its own sub-package or an earlier one (``if TYPE_CHECKING:`` imports
+    included)."""
+    order = SUBPACKAGE_ORDERS[package]
     wrong = []
     for module, targets in GRAPH.items():
-        part = train_part(module)
+        part = subpackage_of(module, package)
         if part is None or part == "":
             continue
-        if part not in TRAIN_ORDER:
-            wrong.append(f"{module}: not in a sub-package of TRAIN_ORDER {TRAIN_ORDER}")
+        if part not in order:
+            wrong.append(f"{module}: not in a sub-package of {package}'s order {order}")
             continue
         for target in targets | TYPING_ONLY.get(module, set()):
-            other = train_part(target)
+            other = subpackage_of(target, package)
             if other == "":
-                wrong.append(f"{module} imports the package graphtier.train (import the defining module)")
-            elif other is not None and TRAIN_ORDER.index(other) > TRAIN_ORDER.index(part):
-                wrong.append(f"{module} ({part}) imports {target} ({other}, later in TRAIN_ORDER)")
+                wrong.append(f"{module} imports the package {package} (import the defining module)")
+            elif other is not None and other in order and order.index(other) > order.index(part):
+                wrong.append(f"{module} ({part}) imports {target} ({other}, later in the order of {package})")
     assert not wrong, "\n".join(sorted(wrong))
 
 
@@ -260,8 +271,8 @@ def layer_table() -> str:
         parts = module.split(".")
         if len(parts) == 1 or parts[1] == "__main__":
             return module
-        if parts[1] == "train" and len(parts) > 2:
-            return f"train.{parts[2]}"
+        if parts[1] in ("train", "memory") and len(parts) > 2:
+            return f"{parts[1]}.{parts[2]}"
         return "(layer 0 modules)" if parts[1] == "errors" or parts[1].startswith("_") else parts[1]
 
     packages: dict[str, dict[str, int]] = {}

@@ -33,8 +33,8 @@ import torch
 from graphtier._choices import GATHER_DTYPES
 from graphtier.errors import OptionError
 from graphtier.memory import HostFeatureStore, TieredFeatureStore
-from graphtier.memory.placement import plan_tiers
-from graphtier.memory.unified import UnifiedTensor
+from graphtier.memory.features.unified import UnifiedTensor
+from graphtier.memory.plan.placement import plan_tiers
 
 CPU_METHODS = ("index_select", "cpu-gather", "tiered", "copy")
 GPU_METHODS = ("cpu-gather+h2d", "zero-copy-naive", "zero-copy-aligned", "tiered-gpu", "device-index")
@@ -83,7 +83,7 @@ def _gpu_methods(
     table: np.ndarray, ids: np.ndarray, device: torch.device
 ) -> tuple[dict[str, Callable[[], Any]], list[Any]]:
     """The GPU methods and the objects to close afterwards."""
-    from graphtier.memory import (
+    from graphtier.memory.features import (
         _triton_kernels,  # optional dependency (Triton): loaded only with CUDA
     )
 

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from graphtier.bench.gather import median_seconds
-from graphtier.memory.topology import make_topology
+from graphtier.memory.topology.topology import make_topology
 
 LAYOUTS = ("100%", "25%", "0")
 

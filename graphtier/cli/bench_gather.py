@@ -80,7 +80,7 @@ def command(
 
     from graphtier.bench.gather import format_gather_table, parse_int_list, run_gather_benchmark
     from graphtier.bench.gather_dataset import run_dataset_gather
-    from graphtier.memory.placement import parse_budget
+    from graphtier.memory.plan.placement import parse_budget
 
     if dataset is not None:
         from graphtier.dataset import Dataset

@@ -90,7 +90,7 @@ def command(
     """Plan feature and graph tiers per GPU budget (sizes, read shares from a sampling trace, PCIe bytes, data time);
     with --gpu-topology, place the features on the GPUs and print the bytes per link. A typed dataset: each budget
     split across the node types' tables by reads per byte, the topology budget across relations."""
-    from graphtier.memory.placement import format_bytes
+    from graphtier.memory.plan.placement import format_bytes
     from graphtier.tiering.plan import describe_device, plan_capacity
     from graphtier.tiering.plan_placement import format_placement, gpu_topology_from_option
     from graphtier.tiering.plan_recommendation import recommend_budget
@@ -146,7 +146,7 @@ def _plan_typed(
 ) -> None:
     """Plan a typed dataset: one GPU budget split across node types, one topology budget across relations, from the
     reads of ``replay``'s epochs (training nodes, or link pairs)."""
-    from graphtier.memory.placement import format_bytes
+    from graphtier.memory.plan.placement import format_bytes
     from graphtier.tiering.plan_report import write_plan_json
     from graphtier.tiering.plan_types import format_typed_plan, plan_typed
 

@@ -57,5 +57,5 @@ def _mapping_of(array: object) -> mmap.mmap | None:
 def outgrows_page_cache(array: np.ndarray) -> bool:
     """Whether ``array`` is memory-mapped and larger than the memory now available: reads of its rows will
     fault on the disk, so a reader gains by keeping many of them in flight (see
-    :class:`graphtier.memory.threads.GatherTeam`)."""
+    :class:`graphtier.memory.features.threads.GatherTeam`)."""
     return _mapping_of(array) is not None and int(array.nbytes) > available_memory()

@@ -21,7 +21,7 @@ from graphtier.dataset import Dataset
 from graphtier.dataset.schema import RelationType, Schema
 from graphtier.errors import OptionError
 from graphtier.memory import TierTraffic
-from graphtier.memory.topology import INDPTR_BYTES_PER_DESTINATION
+from graphtier.memory.topology.topology import INDPTR_BYTES_PER_DESTINATION
 from graphtier.sampling.batch import MiniBatch
 from graphtier.sampling.device import DeviceNeighborSampler
 from graphtier.sampling.device_hops import Topology

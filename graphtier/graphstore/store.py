@@ -56,7 +56,7 @@ from graphtier.memory import (
     batch_rows_bound,
     make_topology,
 )
-from graphtier.memory.arena import in_flight_bytes
+from graphtier.memory.features.arena import in_flight_bytes
 from graphtier.sampling import (
     DEFAULT_FANOUTS,
     DeviceNeighborSampler,
@@ -147,7 +147,7 @@ class GraphStore(DatasetReads):
 
         ``device``: the compute device. ``batch_size``/``fanouts`` size the staging buffers and, with
         ``prefetch`` (default ``ring_size - 3``, the trainer's ring), the room "auto" GPU budgets leave for
-        the batches in flight (:func:`graphtier.memory.arena.in_flight_bytes`). A typed dataset's GPU budget is
+        the batches in flight (:func:`graphtier.memory.features.arena.in_flight_bytes`). A typed dataset's GPU budget is
         split across its types by the expected reads of training from ``train_seeds`` (LOCAL ids of the target
         type) with ``fanouts`` / ``relation_fanouts`` (uniform when None; :meth:`TypedFeatures.open`), with the
         hot rows of the ``learnable`` tables (device bytes per row per featureless type) among them, and its

@@ -4,7 +4,7 @@
 when the dataset has several node types. Every featured type's table is placed by the same ``--features-on``
 mode (:func:`graphtier.memory.make_feature_store`); the budgets of the placement (GPU, cache, RAM) are one
 pool shared by all tables, split across the types and handed to each table as bytes. The GPU pool is filled by
-expected reads per byte (:func:`graphtier.memory.typed_budget.split_feature_budget`, the reads of
+expected reads per byte (:func:`graphtier.memory.plan.typed_budget.split_feature_budget`, the reads of
 :class:`ExpectedReads` of the run's training seeds; uniform without seeds), each type's GPU rows a
 prefix of its table: its hottest rows only after ``graphtier reorder`` (:meth:`TypedFeatures.describe` says
 the node order). The cache and RAM pools go in proportion to each table's bytes (:func:`split_budget_rows`).
@@ -36,9 +36,9 @@ from graphtier.memory import (
     make_feature_store,
     parse_budget,
 )
-from graphtier.memory.arena import in_flight_bytes
-from graphtier.memory.placement import AUTO_CACHE_SHARE, auto_device_bytes, auto_ram_bytes, format_bytes
-from graphtier.memory.typed_budget import TypeTable, split_feature_budget
+from graphtier.memory.features.arena import in_flight_bytes
+from graphtier.memory.plan.placement import AUTO_CACHE_SHARE, auto_device_bytes, auto_ram_bytes, format_bytes
+from graphtier.memory.plan.typed_budget import TypeTable, split_feature_budget
 from graphtier.sampling.relation_fanouts import parse_relation_fanouts
 
 TypeTables = Mapping[str, tuple[int, int]]

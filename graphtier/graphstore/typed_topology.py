@@ -2,11 +2,11 @@
 
 A typed dataset's ``indices`` holds every relation's CSC back to back (:mod:`graphtier.dataset.schema`), each
 relation's rows hottest first after ``graphtier reorder``. With ``sample_on="gpu"`` the store's
-:class:`~graphtier.memory.topology.TieredTopology` gets one GPU budget, split across the relations by expected
-``indices`` entries read per byte (:func:`graphtier.memory.typed_budget.split_relation_rows`, the same split
+:class:`~graphtier.memory.topology.topology.TieredTopology` gets one GPU budget, split across the relations by expected
+``indices`` entries read per byte (:func:`graphtier.memory.plan.typed_budget.split_relation_rows`, the same split
 ``graphtier plan`` prints): the run's training seeds give the entries (:class:`ExpectedReads`, shared with the feature budget), and
 without seeds every list counts as read equally often. The GPU tier then holds one position range per
-relation (:func:`~graphtier.memory.typed_budget.relation_gpu_ranges`).
+relation (:func:`~graphtier.memory.plan.typed_budget.relation_gpu_ranges`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from collections.abc import Callable
 from graphtier.dataset import Dataset
 from graphtier.dataset.schema import RelationType
 from graphtier.graphstore.typed_features import ExpectedReads
-from graphtier.memory.typed_budget import relation_gpu_ranges, split_relation_rows
+from graphtier.memory.plan.typed_budget import relation_gpu_ranges, split_relation_rows
 
 
 def topology_gpu_rows(dataset: Dataset, budget_bytes: int, expected: ExpectedReads | None) -> dict[RelationType, int]:

@@ -9,7 +9,7 @@ the sampling time. Two kinds of memory are reused:
 * :class:`OutputRing`: int64 buffers that the returned :class:`~graphtier.sampling.batch.MiniBatch`
   tensors are views of. A buffer is handed out again only when no tensor (or numpy array made from
   one) outside the ring references its memory, which the storage's use count tells, as in
-  :mod:`graphtier.memory.arena`: a consumer that keeps ``k`` batches alive (the trainer prefetches a few
+  :mod:`graphtier.memory.features.arena`: a consumer that keeps ``k`` batches alive (the trainer prefetches a few
   ahead) holds ``k`` buffers, and a batch is never overwritten while referenced. At most
   ``max_slots`` buffers are kept; past that, or without the (private) torch use-count function,
   batches get fresh memory as before.

@@ -32,7 +32,7 @@ from graphtier._checks import check_int
 from graphtier._progress import NO_PROGRESS, Progress
 from graphtier.dataset.format import Dataset
 from graphtier.errors import OptionError
-from graphtier.memory.placement import parse_budget
+from graphtier.memory.plan.placement import parse_budget
 from graphtier.tiering import _cache_kernels as kernels
 from graphtier.tiering.hotness import compute_scores
 from graphtier.tiering.replay import DEFAULT_REPLAY, Replay, replay_reads

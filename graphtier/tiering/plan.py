@@ -1,6 +1,6 @@
 """Capacity planning: for candidate GPU feature budgets, tier sizes, measured read shares and PCIe traffic.
 
-For each budget the feature table is split into tiers by :func:`graphtier.memory.placement.plan_tiers`
+For each budget the feature table is split into tiers by :func:`graphtier.memory.plan.placement.plan_tiers`
 (the same call ``graphtier train --features-on tiered --gpu-budget B`` makes), a replay of the training
 sampler (:func:`graphtier.tiering.replay.replay_reads`, with the trainer's epoch numbering) counts
 each node's feature reads and neighbour-list reads, and since every tier is a range of row ids the
@@ -31,8 +31,8 @@ from graphtier._progress import NO_PROGRESS, Progress
 from graphtier.dataset import resources
 from graphtier.dataset.format import Dataset
 from graphtier.errors import DatasetError, OptionError
-from graphtier.memory.gpu_topology import GpuTopology
-from graphtier.memory.placement import (
+from graphtier.memory.plan.gpu_topology import GpuTopology
+from graphtier.memory.plan.placement import (
     DEVICE_RESERVE_FRACTION,
     DEVICE_RESERVE_MIN_BYTES,
     RAM_RESERVE_FRACTION,

@@ -22,7 +22,7 @@ import numpy as np
 
 from graphtier.dataset import Dataset
 from graphtier.dataset.edge_rows import edge_row_map, read_order
-from graphtier.memory.placement import format_bytes, parse_budget
+from graphtier.memory.plan.placement import format_bytes, parse_budget
 from graphtier.tiering.plan_topology import entries_before
 
 

@@ -1,8 +1,8 @@
 """Multi-GPU feature placement in the capacity plan (``graphtier plan --gpus N --gpu-topology T``).
 
 The traced per-node feature reads (node id order: hottest first after ``graphtier reorder``) are cut
-into ``groups`` row groups (:func:`graphtier.memory.placement_solver.row_groups`) and placed on the GPUs
-of the topology by :func:`graphtier.memory.placement_solver.solve_placement`. Each GPU trains on 1/N of
+into ``groups`` row groups (:func:`graphtier.memory.plan.placement_solver.row_groups`) and placed on the GPUs
+of the topology by :func:`graphtier.memory.plan.placement_solver.solve_placement`. Each GPU trains on 1/N of
 the epoch's batches, so it reads ``access_bytes`` = (feature bytes read per epoch) / N, spread over the
 groups by their share of the traced reads; the cost model's times per step are then seconds per epoch
 and a link's bytes per epoch are its time times its bandwidth. Each GPU may hold the GPU memory usable
@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 
 from graphtier.errors import OptionError
-from graphtier.memory.gpu_topology import GpuTopology, nvml_topology, resolve_topology
-from graphtier.memory.placement import format_bytes
-from graphtier.memory.placement_solver import (
+from graphtier.memory.plan.gpu_topology import GpuTopology, nvml_topology, resolve_topology
+from graphtier.memory.plan.placement import format_bytes
+from graphtier.memory.plan.placement_solver import (
     PAIR_MOVE_GROUPS,
     CostModel,
     Placement,

@@ -8,7 +8,7 @@ budgets; when that budget holds every feature row, everything fits.
 
 from __future__ import annotations
 
-from graphtier.memory.placement import format_bytes
+from graphtier.memory.plan.placement import format_bytes
 from graphtier.tiering.plan import BudgetRow, CapacityPlan
 
 SAVING_SHARE = 0.9

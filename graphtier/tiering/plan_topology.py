@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from graphtier.memory.placement import parse_budget
-from graphtier.memory.topology import INDPTR_BYTES_PER_DESTINATION, INDPTR_ENTRY_BYTES
+from graphtier.memory.plan.placement import parse_budget
+from graphtier.memory.topology.topology import INDPTR_BYTES_PER_DESTINATION, INDPTR_ENTRY_BYTES
 from graphtier.tiering.reads import SampledReads
 
 TOPOLOGY_TIERS: tuple[str, ...] = ("gpu", "host", "disk")

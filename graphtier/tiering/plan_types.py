@@ -1,10 +1,10 @@
 """The capacity plan of a typed dataset: one GPU budget split across node types and one across relations.
 
 For each candidate GPU feature budget, the budget is filled across every type's feature table by measured
-reads per byte (:func:`graphtier.memory.typed_budget.split_feature_budget`; each table's GPU tier a prefix of
+reads per byte (:func:`graphtier.memory.plan.typed_budget.split_feature_budget`; each table's GPU tier a prefix of
 its rows, as after ``graphtier reorder``), and the reads each type's GPU prefix serves are counted from a replay
 of the typed sampler (:mod:`graphtier.tiering.typed_reads`). The topology budget is split across relations the
-same way (:func:`~graphtier.memory.typed_budget.split_topology_budget`, by ``indices`` entries read per byte of
+same way (:func:`~graphtier.memory.plan.typed_budget.split_topology_budget`, by ``indices`` entries read per byte of
 each list). Budgets are bytes, a fraction of all feature (topology: ``indices``) bytes, or ``auto`` = the GPU's
 usable bytes.
 """
@@ -19,8 +19,8 @@ import numpy as np
 from graphtier._progress import NO_PROGRESS, Progress
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.schema import RelationType
-from graphtier.memory.placement import format_bytes, parse_budget
-from graphtier.memory.typed_budget import TypeTable, relation_tables, split_feature_budget, split_relation_rows
+from graphtier.memory.plan.placement import format_bytes, parse_budget
+from graphtier.memory.plan.typed_budget import TypeTable, relation_tables, split_feature_budget, split_relation_rows
 from graphtier.tiering.plan_edges import EdgeFeaturePlan, format_edge_plan, plan_edge_features
 from graphtier.tiering.reads import SampledReads
 from graphtier.tiering.replay import DEFAULT_REPLAY, Replay, replay_reads

@@ -203,7 +203,7 @@ def test_values_shown_by_help_are_the_librarys() -> None:
     from graphtier import _choices
     from graphtier.bench.gather import DTYPES
     from graphtier.cli import bench_gather, options, plan, score
-    from graphtier.memory import placement_solver
+    from graphtier.memory.plan import placement_solver
     from graphtier.tiering import hotness, plan_placement, seeds
     from graphtier.tiering import plan as tiering_plan
     from graphtier.train.options import spec

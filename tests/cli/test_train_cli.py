@@ -140,7 +140,7 @@ def test_fixed_choices_match_the_library_and_show_in_help() -> None:
 
 def test_every_train_option_is_a_field_of_one_spec_with_the_same_default() -> None:
     """How to add a train option: a field on the spec that owns it (graphtier/train/options/spec.py,
-    graphtier/sampling/spec.py or graphtier/memory/spec.py, checked in its __post_init__), a click option of the
+    graphtier/sampling/spec.py or graphtier/memory/features/spec.py, checked in its __post_init__), a click option of the
     same name in graphtier/cli/train.py, and a test. ``TrainConfig(**options)`` routes each option to its spec,
     and the report, the checkpoint and the saved model record it (``to_dict``): nothing else changes."""
     from dataclasses import fields

@@ -28,8 +28,8 @@ def test_a_map_larger_than_the_free_memory_is_gathered_by_an_io_team(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from graphtier.dataset import advice
-    from graphtier.memory.host import HostFeatureStore
-    from graphtier.memory.threads import IO_THREADS
+    from graphtier.memory.features.host import HostFeatureStore
+    from graphtier.memory.features.threads import IO_THREADS
 
     table = np.random.default_rng(3).standard_normal((5000, 6)).astype(np.float32)
     np.save(tmp_path / "t.npy", table)

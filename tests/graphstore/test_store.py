@@ -153,7 +153,7 @@ def test_the_gpu_code_path_on_the_cpu_interpreted_kernels_and_tiers(
         ram_budget=ram,
         log=lambda _: None,
         registrar=FakeRegistrar(),
-        kernels=load_interpreted("memory/_topology_kernels.py"),
+        kernels=load_interpreted("memory/topology/_topology_kernels.py"),
     )
     boundaries = [topology.plan.local_rows, topology.plan.host_end]
     # the boundaries fall inside neighbour lists: a list is read from two tiers
@@ -182,9 +182,9 @@ def test_open_leaves_room_for_prefetch_plus_two_batches_in_auto_gpu_budgets(
     tiny_dataset: Dataset, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import graphtier.graphstore.store as store_module
-    import graphtier.memory.spec as features_module  # the homogeneous store's table: PlacementSpec.feature_store
+    import graphtier.memory.features.spec as features_module  # the homogeneous store's table: PlacementSpec.feature_store
     from graphtier.memory import batch_rows_bound
-    from graphtier.memory.arena import in_flight_bytes
+    from graphtier.memory.features.arena import in_flight_bytes
 
     seen: dict[str, int] = {}
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)

@@ -18,7 +18,7 @@ from graphtier.graphstore.typed_features import (
     typed_rows_bound,
 )
 from graphtier.memory import FEATURE_MODES, TIER_NAMES, PlacementSpec
-from graphtier.memory.typed_budget import TypeTable, split_feature_budget
+from graphtier.memory.plan.typed_budget import TypeTable, split_feature_budget
 from tests.typed_data import write_typed_labelled_graph
 
 MODE_OPTIONS = {

@@ -12,7 +12,7 @@ from graphtier.dataset import Dataset
 from graphtier.errors import OptionError
 from graphtier.graphstore import GraphStore
 from graphtier.memory import TIER_NAMES, make_topology
-from graphtier.memory.topology import INDPTR_BYTES_PER_DESTINATION
+from graphtier.memory.topology.topology import INDPTR_BYTES_PER_DESTINATION
 from graphtier.sampling.neighbor import NeighborSampler
 from graphtier.sampling.relation_fanouts import parse_relation_fanouts
 from graphtier.sampling.typed_batch import TypedMiniBatch
@@ -118,7 +118,7 @@ def test_gpu_sampling_path_on_the_cpu_gives_the_cpu_batches_and_counts_its_tiers
         from tests.interpreted import load_interpreted
         from tests.memory.test_unified import FakeRegistrar
 
-        options = {"registrar": FakeRegistrar(), "kernels": load_interpreted("memory/_topology_kernels.py")}
+        options = {"registrar": FakeRegistrar(), "kernels": load_interpreted("memory/topology/_topology_kernels.py")}
         picks = "triton"
     topology = make_topology(typed_dataset.indptr, typed_dataset.indices, device=torch.device("cpu"),
                              topology_budget=budget, ram_budget=ram, log=lambda _: None, **options)  # fmt: skip

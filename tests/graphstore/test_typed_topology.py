@@ -13,8 +13,8 @@ from graphtier.graphstore import GraphStore
 from graphtier.graphstore.typed_features import ExpectedReads, expected_typed_reads
 from graphtier.graphstore.typed_topology import topology_gpu_rows, typed_gpu_ranges
 from graphtier.memory import make_topology
-from graphtier.memory.topology import INDPTR_BYTES_PER_DESTINATION
-from graphtier.memory.typed_budget import RelationTable, split_topology_budget
+from graphtier.memory.plan.typed_budget import RelationTable, split_topology_budget
+from graphtier.memory.topology.topology import INDPTR_BYTES_PER_DESTINATION
 from graphtier.tiering.plan_types import plan_typed
 from graphtier.tiering.reads import SampledReads
 from graphtier.tiering.replay import Replay
@@ -92,7 +92,7 @@ def test_device_typed_sampler_over_per_relation_ranges_gives_the_cpu_batches(
         from tests.interpreted import load_interpreted
         from tests.memory.test_unified import FakeRegistrar
 
-        options = {"registrar": FakeRegistrar(), "kernels": load_interpreted("memory/_topology_kernels.py")}
+        options = {"registrar": FakeRegistrar(), "kernels": load_interpreted("memory/topology/_topology_kernels.py")}
         picks, kernels = "triton", load_interpreted("sampling/_device_kernels.py")
     seeds = typed_dataset.train_idx
     expected = ExpectedReads(typed_dataset, seeds, FANOUTS, PER_RELATION, batch_size=20)

@@ -18,15 +18,15 @@ from graphtier.memory import (
     batch_rows_bound,
     make_feature_store,
 )
-from graphtier.memory import arena as arena_module
-from graphtier.memory._gather_kernels import (
+from graphtier.memory.features import arena as arena_module
+from graphtier.memory.features._gather_kernels import (
     as_raw_bits,
     gather_rows_checked,
     gather_rows_checked_reference,
 )
-from graphtier.memory._tiered_kernels import tiered_counts_reference, tiered_gather_rows
-from graphtier.memory.threads import GatherTeam
-from graphtier.memory.tiered import _CpuTiers
+from graphtier.memory.features._tiered_kernels import tiered_counts_reference, tiered_gather_rows
+from graphtier.memory.features.threads import GatherTeam
+from graphtier.memory.features.tiered import _CpuTiers
 
 CPU = torch.device("cpu")
 

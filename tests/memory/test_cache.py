@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from graphtier.errors import OptionError
-from graphtier.memory.cache import RowCache
+from graphtier.memory.features.cache import RowCache
 
 
 @settings(max_examples=60, deadline=None)

@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from graphtier.memory import HostFeatureStore, TieredFeatureStore
-from graphtier.memory._mean_kernels import gather_mean_reference, gather_mean_rows
-from graphtier.memory.placement import TierPlan
+from graphtier.memory.features._mean_kernels import gather_mean_reference, gather_mean_rows
+from graphtier.memory.plan.placement import TierPlan
 from graphtier.train.nn.aggregate import aggregate_with_root, build_csr, mean_weights
 
 

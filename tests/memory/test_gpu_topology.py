@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from graphtier.errors import OptionError
-from graphtier.memory.gpu_topology import nvml_topology
+from graphtier.memory.plan.gpu_topology import nvml_topology
 
 
 class NVMLError(Exception):

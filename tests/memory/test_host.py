@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from graphtier.memory import HostFeatureStore
-from graphtier.memory._gather_kernels import as_raw_bits, gather_rows_checked, gather_rows_reference
+from graphtier.memory.features._gather_kernels import as_raw_bits, gather_rows_checked, gather_rows_reference
 
 
 @settings(max_examples=40, deadline=None)

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from graphtier.errors import OptionError
-from graphtier.memory.placement import TIER_NAMES, TierPlan, parse_budget, plan_tiers
+from graphtier.memory.plan.placement import TIER_NAMES, TierPlan, parse_budget, plan_tiers
 
 
 @pytest.mark.parametrize(
@@ -140,8 +140,8 @@ def test_plan_describe_and_invalid() -> None:
 
 
 def test_auto_gpu_budgets_leave_room_for_the_batches_in_flight(monkeypatch: pytest.MonkeyPatch) -> None:
-    from graphtier.memory.arena import batch_rows_bound, in_flight_bytes
-    from graphtier.memory.topology import INDPTR_ENTRY_BYTES, auto_topology_bytes
+    from graphtier.memory.features.arena import batch_rows_bound, in_flight_bytes
+    from graphtier.memory.topology.topology import INDPTR_ENTRY_BYTES, auto_topology_bytes
 
     gib = 2**30
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)

@@ -1,4 +1,4 @@
-"""Tests for graphtier.memory.placement_solver and gpu_topology: the solver against a brute-force optimum."""
+"""Tests for graphtier.memory.plan.placement_solver and gpu_topology: the solver against a brute-force optimum."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from graphtier.errors import OptionError
-from graphtier.memory.gpu_topology import (
+from graphtier.memory.plan.gpu_topology import (
     load_topology,
     nvml_topology,
     resolve_topology,
@@ -18,7 +18,7 @@ from graphtier.memory.gpu_topology import (
     shipped_topology_names,
     topology_from_dict,
 )
-from graphtier.memory.placement_solver import CostModel, brute_force_placement, row_groups, solve_placement
+from graphtier.memory.plan.placement_solver import CostModel, brute_force_placement, row_groups, solve_placement
 
 # The solver found the brute-force optimum on every instance checked (165 random ones besides these).
 GAP_TOLERANCE = 1e-9

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from graphtier.errors import OptionError
 from graphtier.memory import TieredTopology, make_topology
-from graphtier.memory.placement import TIER_NAMES, TierPlan
-from graphtier.memory.position_ranges import GpuRanges
+from graphtier.memory.plan.placement import TIER_NAMES, TierPlan
+from graphtier.memory.topology.position_ranges import GpuRanges
 from tests.memory.test_topology import as_memmaps, random_graph
 from tests.memory.test_unified import FakeRegistrar
 
@@ -22,7 +22,7 @@ triton = pytest.importorskip("triton")
 
 from tests.interpreted import load_interpreted  # noqa: E402 - after the triton skip
 
-kernels = load_interpreted("memory/_topology_kernels.py")
+kernels = load_interpreted("memory/topology/_topology_kernels.py")
 
 
 @st.composite

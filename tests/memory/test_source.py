@@ -25,7 +25,7 @@ from graphtier.memory import (
     make_feature_store,
     register_feature_mode,
 )
-from graphtier.memory.placement import TierPlan
+from graphtier.memory.plan.placement import TierPlan
 
 CPU = torch.device("cpu")
 PACKAGE = Path(__file__).resolve().parents[2] / "graphtier"

@@ -19,10 +19,10 @@ from graphtier.memory import (
     TieredFeatureStore,
     make_feature_store,
 )
-from graphtier.memory._gather_kernels import as_raw_bits, gather_rows_reference
-from graphtier.memory._tiered_kernels import tiered_gather_rows
-from graphtier.memory.placement import TierPlan
-from graphtier.memory.tiered import torch_dtype_of
+from graphtier.memory.features._gather_kernels import as_raw_bits, gather_rows_reference
+from graphtier.memory.features._tiered_kernels import tiered_gather_rows
+from graphtier.memory.features.tiered import torch_dtype_of
+from graphtier.memory.plan.placement import TierPlan
 
 CPU = torch.device("cpu")
 

@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 
 from graphtier.errors import OptionError
 from graphtier.memory import TieredTopology, make_topology
-from graphtier.memory import unified as unified_module
-from graphtier.memory.placement import TIER_NAMES, TierPlan
-from graphtier.memory.unified import PAGE_BYTES, REGISTRY
+from graphtier.memory.features import unified as unified_module
+from graphtier.memory.features.unified import PAGE_BYTES, REGISTRY
+from graphtier.memory.plan.placement import TIER_NAMES, TierPlan
 from graphtier.sampling import Topology
 from tests.memory.test_unified import FakeRegistrar
 
@@ -22,7 +22,7 @@ triton = pytest.importorskip("triton")
 
 from tests.interpreted import load_interpreted  # noqa: E402 - after the triton skip
 
-kernels = load_interpreted("memory/_topology_kernels.py")
+kernels = load_interpreted("memory/topology/_topology_kernels.py")
 DTYPES = [np.int32, np.int64]
 # (topology_budget, ram_budget, share of the entries in the gpu tier, in the host tier (None: the rest))
 PLANS = [

@@ -11,7 +11,7 @@ pytest.importorskip("triton")
 
 from tests.interpreted import load_interpreted
 
-kernels = load_interpreted("memory/_topology_kernels.py")
+kernels = load_interpreted("memory/topology/_topology_kernels.py")
 INDEX_DTYPES = [torch.int32, torch.int64]
 
 
@@ -88,8 +88,8 @@ def test_launcher_rejects_bad_arguments() -> None:
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 @pytest.mark.parametrize("dtype", INDEX_DTYPES)
 def test_compiled_kernel_reads_registered_host_memory(dtype: torch.dtype) -> None:
-    from graphtier.memory import _topology_kernels as compiled
-    from graphtier.memory.unified import UnifiedTensor
+    from graphtier.memory.features.unified import UnifiedTensor
+    from graphtier.memory.topology import _topology_kernels as compiled
 
     device = torch.device("cuda", torch.cuda.current_device())
     indices = torch.randint(0, 10**9, (200_003,), dtype=torch.int64).to(dtype)

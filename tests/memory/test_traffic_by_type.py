@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from graphtier.memory.placement import TIER_NAMES
-from graphtier.memory.source import TierTraffic, bytes_by_tier_by_type
+from graphtier.memory.features.source import TierTraffic, bytes_by_tier_by_type
+from graphtier.memory.plan.placement import TIER_NAMES
 
 
 def test_bytes_by_tier_by_type_splits_and_sums() -> None:

@@ -15,7 +15,7 @@ pytest.importorskip("triton")
 
 from tests.interpreted import load_interpreted
 
-kernels = load_interpreted("memory/_triton_kernels.py")
+kernels = load_interpreted("memory/features/_triton_kernels.py")
 DTYPES = [torch.float32, torch.float16]
 
 
@@ -87,8 +87,8 @@ requires_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("dim", [1, 32, 100, 513])
 def test_compiled_kernels_on_cuda_read_registered_host_memory(dtype: torch.dtype, dim: int) -> None:
-    from graphtier.memory import _triton_kernels as compiled
-    from graphtier.memory.unified import UnifiedTensor
+    from graphtier.memory.features import _triton_kernels as compiled
+    from graphtier.memory.features.unified import UnifiedTensor
 
     device = torch.device("cuda", torch.cuda.current_device())
     table = torch.randn(1000, dim).to(dtype)

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from graphtier.errors import OptionError
-from graphtier.memory._budget_kernels import prefix_hull_density, prefix_hull_density_reference
-from graphtier.memory.typed_budget import RelationTable, TypeTable, split_feature_budget, split_topology_budget
+from graphtier.memory.plan._budget_kernels import prefix_hull_density, prefix_hull_density_reference
+from graphtier.memory.plan.typed_budget import RelationTable, TypeTable, split_feature_budget, split_topology_budget
 
 
 def _merge_reference(tables: dict[str, TypeTable], budget: int) -> dict[str, int]:

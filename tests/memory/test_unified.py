@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from graphtier.errors import OptionError
-from graphtier.memory.unified import (
+from graphtier.memory.features.unified import (
     PAGE_BYTES,
     REGISTRY,
     UnifiedTensor,
@@ -318,7 +318,7 @@ def test_real_chunked_registration_is_readable_by_the_device() -> None:
         assert unified.num_chunks == 4
         device = torch.device("cuda", torch.cuda.current_device())
         ids = torch.randint(0, tensor.shape[0], (1000,), device=device)
-        from graphtier.memory import _triton_kernels as compiled
+        from graphtier.memory.features import _triton_kernels as compiled
 
         out = torch.empty((1000, 1), device=device)
         compiled.gather_rows_triton(unified.tensor.view(-1, 1), ids, out)

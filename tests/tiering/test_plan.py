@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from graphtier.dataset.format import Dataset
 from graphtier.errors import OptionError
-from graphtier.memory.placement import TIER_NAMES, TierPlan, format_bytes
+from graphtier.memory.plan.placement import TIER_NAMES, TierPlan, format_bytes
 from graphtier.tiering.plan import (
     describe_device,
     parse_memory,

@@ -9,8 +9,8 @@ import pytest
 
 from graphtier.dataset.format import Dataset
 from graphtier.errors import OptionError
-from graphtier.memory import gpu_topology
-from graphtier.memory.gpu_topology import resolve_topology
+from graphtier.memory.plan import gpu_topology
+from graphtier.memory.plan.gpu_topology import resolve_topology
 from graphtier.tiering import plan_placement
 from graphtier.tiering.plan import describe_device, plan_capacity
 from graphtier.tiering.plan_placement import gpu_topology_from_option

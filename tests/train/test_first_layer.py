@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from graphtier.dataset import Dataset
-from graphtier.memory.source import FeatureSource
+from graphtier.memory.features.source import FeatureSource
 from graphtier.train import train
 
 RUN = dict(fanouts=(5, 3), epochs=2, batch_size=64, hidden=16, num_threads=2, seed=1, dropout=0.0)

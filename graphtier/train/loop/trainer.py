@@ -25,7 +25,7 @@ from graphtier._signals import interrupt_behind
 from graphtier.dataset import Dataset
 from graphtier.graphstore import GraphStore
 from graphtier.memory import TIER_NAMES
-from graphtier.memory.source import bytes_by_tier_by_type
+from graphtier.memory.features.source import bytes_by_tier_by_type
 from graphtier.sampling import iter_seed_batches
 from graphtier.train.dist.comm import DistContext
 from graphtier.train.infer.inference import full_in_degree

@@ -34,7 +34,7 @@ import numpy as np
 
 from graphtier._choices import PAIR_MOVE_GROUPS
 from graphtier.errors import OptionError
-from graphtier.memory.gpu_topology import GpuTopology
+from graphtier.memory.plan.gpu_topology import GpuTopology
 
 REL_EPS = 1e-12
 MAX_SEARCH_PASSES = 200

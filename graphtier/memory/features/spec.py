@@ -1,6 +1,6 @@
 """Where a dataset's bytes live: :class:`PlacementSpec` (feature mode, budgets, sampling device), validated once.
 
-Budgets (see :mod:`graphtier.memory.placement`) are bytes ("512MB", "2GiB"), a fraction ("0.1", "10%")
+Budgets (see :mod:`graphtier.memory.plan.placement`) are bytes ("512MB", "2GiB"), a fraction ("0.1", "10%")
 or "auto"; they are resolved against the device when the store opens.
 """
 
@@ -15,9 +15,9 @@ import torch
 
 from graphtier._checks import check_choice, check_int
 from graphtier.errors import OptionError
-from graphtier.memory.modes import FEATURE_MODES, make_feature_store, refuse_untaken
-from graphtier.memory.placement import Budget, parse_budget
-from graphtier.memory.source import FeatureSource
+from graphtier.memory.features.modes import FEATURE_MODES, make_feature_store, refuse_untaken
+from graphtier.memory.features.source import FeatureSource
+from graphtier.memory.plan.placement import Budget, parse_budget
 
 BUDGET_FIELDS = ("gpu_budget", "cache_budget", "ram_budget", "topology_budget")
 """The budget options of a placement (bytes with a unit, a fraction of rows, a percentage or ``auto``)."""
@@ -39,7 +39,7 @@ class PlacementSpec:
     and the host tier of a GPU-sampled topology) and ``peer_partitions`` (GPUs the hot tier is interleaved
     over) are refused by a mode that does not take them. ``sample_on``: "cpu" or "gpu"; ``topology_budget``
     tiers the graph for gpu sampling (with cpu sampling only "auto", meaning 0, is accepted). The budgets are
-    parsed here into :class:`~graphtier.memory.placement.Budget` values (text as given, bytes or a fraction), once.
+    parsed here into :class:`~graphtier.memory.plan.placement.Budget` values (text as given, bytes or a fraction), once.
     ``tables_on`` (:data:`TABLES_ON`): where learnable tables keep the rows not on the compute device (on a CPU run,
     every row with "disk"), in ``scratch_dir`` (default: the system's temporary directory).
     ``edge_features``: also gather the rows of the dataset's ``edge_feat.npy`` per batch (each block's
@@ -98,7 +98,7 @@ class PlacementSpec:
         in_flight_bytes: int = 0,
         log: Callable[[str], None] = print,
     ) -> FeatureSource:
-        """:func:`~graphtier.memory.modes.make_feature_store` of ``table`` (float32/float16 [N, D], RAM or memory
+        """:func:`~graphtier.memory.features.modes.make_feature_store` of ``table`` (float32/float16 [N, D], RAM or memory
         map) in this placement's ``features_on`` mode with its GPU, cache and RAM budgets and peer partitions; the
         rows gathered on the compute ``device``, the other arguments those of ``make_feature_store``."""
         return make_feature_store(

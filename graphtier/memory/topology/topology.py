@@ -12,7 +12,7 @@ are a prefix of ``indices``; the tiers are therefore ranges of *positions* in ``
 per destination, and it is small next to ``indices`` (8 bytes per node against the in-degree times
 4 or 8). It is not part of the budget.
 
-On CUDA :meth:`TieredTopology.gather_positions` runs a Triton kernel (:mod:`graphtier.memory._topology_kernels`)
+On CUDA :meth:`TieredTopology.gather_positions` runs a Triton kernel (:mod:`graphtier.memory.topology._topology_kernels`)
 that reads the "gpu" and "host" tiers directly, and the "disk" positions are gathered on the CPU
 from the memory map and copied in. Passing ``kernels`` (e.g. the kernel module interpreted with
 ``TRITON_INTERPRET=1``) runs the same path on the CPU, the host tier registered through
@@ -20,7 +20,7 @@ from the memory map and copied in. Passing ``kernels`` (e.g. the kernel module i
 accounting are the same but every tier is RAM or the memory map, gathered with numpy indexing.
 
 A typed graph's GPU tier is a prefix of each relation's rows, several position ranges (``gpu_ranges``, a
-:class:`~graphtier.memory.position_ranges.GpuRanges`): the plan is then over the *tier order* (those ranges
+:class:`~graphtier.memory.topology.position_ranges.GpuRanges`): the plan is then over the *tier order* (those ranges
 first, then every other position ascending), each position mapped to it before the tiers are chosen; the
 device tier holds the ranges back to back, the host tier the next positions of the tier order.
 
@@ -43,17 +43,17 @@ import numpy as np
 import torch
 
 from graphtier.errors import OptionError
-from graphtier.memory.placement import (
+from graphtier.memory.features.source import TierTraffic
+from graphtier.memory.features.tiered import torch_dtype_of, upload_rows
+from graphtier.memory.features.unified import HostRegistrar, UnifiedTensor, page_aligned_empty
+from graphtier.memory.plan.placement import (
     TierPlan,
     auto_device_bytes,
     format_bytes,
     parse_budget,
     plan_tiers,
 )
-from graphtier.memory.position_ranges import GpuRanges
-from graphtier.memory.source import TierTraffic
-from graphtier.memory.tiered import torch_dtype_of, upload_rows
-from graphtier.memory.unified import HostRegistrar, UnifiedTensor, page_aligned_empty
+from graphtier.memory.topology.position_ranges import GpuRanges
 
 INDPTR_ENTRY_BYTES = 8
 # sorted reads pay when more than this share of a call's positions is read off the GPU: on an H200
@@ -91,7 +91,7 @@ class TieredTopology:
         device: the compute device; CUDA runs the device path, anything else the CPU path.
         registrar: the host-memory registrar of the host tier (tests pass a fake one).
         log: receives one-line progress messages.
-        kernels: the kernel module (default :mod:`graphtier.memory._topology_kernels` on CUDA); given on
+        kernels: the kernel module (default :mod:`graphtier.memory.topology._topology_kernels` on CUDA); given on
             the CPU it runs the device path there (tests pass the interpreted module).
         sorted_reads: gather the positions in ascending order (sort, gather, scatter back), so the
             zero-copy and disk reads walk memory forward. None (the default): per call, sort when more than
@@ -147,7 +147,7 @@ class TieredTopology:
             self.device = torch.device("cuda", index)
             if kernels is None:
                 try:
-                    from graphtier.memory import _topology_kernels as kernels
+                    from graphtier.memory.topology import _topology_kernels as kernels
                 except ImportError:
                     raise OptionError(
                         "the topology on CUDA needs the triton package, found it missing: pip install triton"
@@ -382,12 +382,12 @@ def make_topology(
 
     ``topology_budget`` (device memory for a prefix of ``indices``) and ``ram_budget`` (host RAM for
     the next entries; None = all the rest) parse like ``--gpu-budget`` and ``--ram-budget``
-    (:mod:`graphtier.memory.placement`): bytes, a fraction of the entries, or "auto" (None = auto).
+    (:mod:`graphtier.memory.plan.placement`): bytes, a fraction of the entries, or "auto" (None = auto).
     On CUDA, auto is the device's free memory minus the reserve and minus ``indptr``, which is
     placed whole on the device, and minus ``in_flight_bytes`` (room for the batches in flight,
-    :func:`graphtier.memory.arena.in_flight_bytes`); without CUDA auto is 0.
+    :func:`graphtier.memory.features.arena.in_flight_bytes`); without CUDA auto is 0.
 
-    ``gpu_ranges_for`` (a typed graph's split, :func:`graphtier.memory.typed_budget.relation_gpu_ranges`) turns
+    ``gpu_ranges_for`` (a typed graph's split, :func:`graphtier.memory.plan.typed_budget.relation_gpu_ranges`) turns
     the GPU budget in bytes into the position ranges the "gpu" tier holds (at most that many bytes); None: the
     prefix of ``indices`` the budget covers. The host tier keeps the entries ``ram_budget`` gives it.
     """

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from graphtier.errors import OptionError
-from graphtier.memory.placement import TIER_NAMES
+from graphtier.memory.plan.placement import TIER_NAMES
 
 TRAFFIC_KEYS = (*TIER_NAMES, "requested")
 
@@ -29,7 +29,7 @@ class TierTraffic(Mapping[str, int]):
     """Bytes served per tier (``gpu``, ``gpu-peer``, ``cache``, ``host``, ``disk``) and ``requested`` in all.
 
     A frozen record with ``+`` and ``-`` (per field). It reads as a mapping from the tier names of
-    :data:`graphtier.memory.placement.TIER_NAMES` plus ``"requested"`` to bytes (``traffic["gpu-peer"]``,
+    :data:`graphtier.memory.plan.placement.TIER_NAMES` plus ``"requested"`` to bytes (``traffic["gpu-peer"]``,
     ``dict(traffic)``, equality with such a dict), so reports keep their keys.
     """
 

@@ -1,7 +1,7 @@
 """TieredFeatureStore: one feature table spread over GPU memory, peer GPUs, host RAM and disk.
 
 The table is hotness-sorted (``graphtier reorder`` puts hot rows first), so each tier is a range of
-row ids (see :mod:`graphtier.memory.placement`) and a gather picks each row's source by comparing
+row ids (see :mod:`graphtier.memory.plan.placement`) and a gather picks each row's source by comparing
 its id with the boundaries (Data Tiering §4.1 and Listing 1; XGNN §4.3 for the interleaved
 partitions). From the caller's side it is one ``[N, D]`` table: ``gather(ids)`` equals ``table[ids]``.
 
@@ -16,7 +16,7 @@ memory-mapped table when there is a disk tier) and only the per-tier counts tell
 is read from the memory map on demand; the gather is a numba kernel with the plain gather's copy loop.
 
 Each path owns its buffers in one object (:class:`_CpuTiers`, :class:`_CudaTiers`) that closes what it
-holds. The row cache of ``tiered+cache`` is not here: it wraps the store (:class:`graphtier.memory.cached.CachedFeatures`).
+holds. The row cache of ``tiered+cache`` is not here: it wraps the store (:class:`graphtier.memory.features.cached.CachedFeatures`).
 """
 
 from __future__ import annotations
@@ -29,14 +29,14 @@ import torch
 
 from graphtier.dataset.advice import outgrows_page_cache
 from graphtier.errors import OptionError
-from graphtier.memory._gather_kernels import as_raw_bits, gather_rows_checked
-from graphtier.memory._tiered_kernels import tiered_gather_rows
-from graphtier.memory.arena import StagingArena
-from graphtier.memory.host import gather_mean, raise_out_of_range, row_ids
-from graphtier.memory.placement import TIER_NAMES, TierPlan
-from graphtier.memory.source import FeatureSource, TierTraffic
-from graphtier.memory.threads import GatherTeam
-from graphtier.memory.unified import HostRegistrar, UnifiedTensor
+from graphtier.memory.features._gather_kernels import as_raw_bits, gather_rows_checked
+from graphtier.memory.features._tiered_kernels import tiered_gather_rows
+from graphtier.memory.features.arena import StagingArena
+from graphtier.memory.features.host import gather_mean, raise_out_of_range, row_ids
+from graphtier.memory.features.source import FeatureSource, TierTraffic
+from graphtier.memory.features.threads import GatherTeam
+from graphtier.memory.features.unified import HostRegistrar, UnifiedTensor
+from graphtier.memory.plan.placement import TIER_NAMES, TierPlan
 
 UPLOAD_CHUNK_BYTES = 1 << 28
 
@@ -151,7 +151,7 @@ class _CudaTiers:
         if not torch.cuda.is_available():
             raise OptionError(f"--device {device}: CUDA is not available on this machine")
         try:
-            from graphtier.memory import _triton_kernels
+            from graphtier.memory.features import _triton_kernels
         except ImportError:
             raise OptionError(
                 "--features-on tiered/zero-copy on CUDA needs the triton package, found it missing: pip install triton"
@@ -250,11 +250,11 @@ class TieredFeatureStore(FeatureSource):
 
     Args:
         table: float32/float16 [N, D] (RAM array or ``np.memmap``); read-only while the store is open.
-        plan: the tier boundaries (:func:`graphtier.memory.placement.plan_tiers`); its ``cache_rows`` are
-            for a :class:`graphtier.memory.cached.CachedFeatures` around this store, not used here.
+        plan: the tier boundaries (:func:`graphtier.memory.plan.placement.plan_tiers`); its ``cache_rows`` are
+            for a :class:`graphtier.memory.features.cached.CachedFeatures` around this store, not used here.
         device: the compute device; CUDA runs the GPU path, anything else the CPU path.
         ring_size: pinned staging buffers are reused no sooner than ``ring_size`` calls later; every
-            staging buffer only once nothing references it (:class:`graphtier.memory.arena.StagingArena`).
+            staging buffer only once nothing references it (:class:`graphtier.memory.features.arena.StagingArena`).
         max_batch_rows: an upper bound of the rows of one call (caps the arena's geometric growth).
         log: receives one-line progress messages.
         registrar: the host-memory registrar (tests pass a fake one).
@@ -305,7 +305,7 @@ class TieredFeatureStore(FeatureSource):
         """Rows ``table[ids]``: ids int64 [B] (CPU) -> [B, D] in the table's dtype on ``output_device``.
 
         CPU path: the result is a view of an arena buffer, handed out again only once nothing references
-        it (:class:`graphtier.memory.arena.StagingArena`). CUDA path: a new
+        it (:class:`graphtier.memory.features.arena.StagingArena`). CUDA path: a new
         device tensor, written on the current stream of the compute device. Thread-safe (one call at a time).
         """
         ids_np = check_ids(ids, self.num_rows) if self.on_cuda else row_ids(ids)

@@ -1,4 +1,4 @@
-"""GPU interconnect topologies for the multi-GPU placement solver (:mod:`graphtier.memory.placement_solver`).
+"""GPU interconnect topologies for the multi-GPU placement solver (:mod:`graphtier.memory.plan.placement_solver`).
 
 A topology is a link matrix: ``links_gbps[i][j]`` is the bandwidth in GB/s (10^9 bytes per second,
 one direction) of the direct GPU-to-GPU link from GPU ``i`` to GPU ``j`` (0 = no direct link; the
@@ -10,7 +10,7 @@ own memory bandwidth (``local_gbps``). It comes from a JSON file::
      "host_gbps": 12.0,            # one number for every GPU, or a list of one per GPU
      "local_gbps": 900.0}          # likewise
 
-from the files shipped in ``graphtier/memory/topologies/`` (:func:`shipped_topology`, by name), or
+from the files shipped in ``graphtier/memory/plan/topologies/`` (:func:`shipped_topology`, by name), or
 from NVML when the optional ``nvidia-ml-py`` package and a driver are present (:func:`nvml_topology`).
 """
 
@@ -150,7 +150,7 @@ def load_topology(path: str | Path) -> GpuTopology:
 
 
 def shipped_topology_names() -> list[str]:
-    """Names of the topology files shipped with graphtier (``graphtier/memory/topologies/*.json``)."""
+    """Names of the topology files shipped with graphtier (``graphtier/memory/plan/topologies/*.json``)."""
     return sorted(p.stem for p in TOPOLOGY_DIR.glob("*.json"))
 
 

@@ -1,4 +1,4 @@
-"""Numba kernel behind :mod:`graphtier.memory.typed_budget`: the best prefixes of a table, as densities.
+"""Numba kernel behind :mod:`graphtier.memory.plan.typed_budget`: the best prefixes of a table, as densities.
 
 A GPU tier holds a prefix of each table (rows sorted hottest first by a reorder). When the reads per byte
 along a prefix are not non-increasing (a cold row before a hot one), the prefix that a greedy fill should

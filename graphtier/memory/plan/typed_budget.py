@@ -5,7 +5,7 @@ each reordered hottest first by its own score (``graphtier reorder``), so each t
 of its rows. One budget covers them all: rows of every table are ranked by expected reads per byte and the
 budget is filled in that order (a merge of the per-table sorted lists), so a type that is read more per byte
 is filled first, whatever its width. Where a table's reads per byte do not fall along its rows, the prefix
-is valued by its concave hull (:mod:`graphtier.memory._budget_kernels`), so a prefix stays the best choice.
+is valued by its concave hull (:mod:`graphtier.memory.plan._budget_kernels`), so a prefix stays the best choice.
 Rows of equal value across tables share what is left of the budget in proportion to their bytes.
 
 * :func:`split_feature_budget`: ``{type: TypeTable(row_bytes, rows, reads_per_row)}`` -> GPU rows per type.
@@ -25,7 +25,7 @@ import numpy as np
 
 from graphtier.dataset.schema import RelationType, Schema
 from graphtier.errors import OptionError
-from graphtier.memory._budget_kernels import prefix_hull_density
+from graphtier.memory.plan._budget_kernels import prefix_hull_density
 
 BISECTION_STEPS = 200
 

@@ -10,7 +10,7 @@ and counts the rows each tier served (id < local_rows: "gpu"; local_rows <= id <
 for the interleaved partition 0 that lives on the compute device; the rest of [0, host_end): "host") and the
 ids outside [0, N) (N = ``disk.shape[0]``; those rows are left unwritten): the bounds check is the copy's own,
 the tier counts a branch-free pass over the ids (in cache by then). It returns ``(gpu, gpu_peer, host, disk,
-out_of_range)`` counts, as :meth:`graphtier.memory.placement.TierPlan.tier_counts` does.
+out_of_range)`` counts, as :meth:`graphtier.memory.plan.placement.TierPlan.tier_counts` does.
 
 All arrays are raw-bit views (unsigned ints of the feature width: numba has no CPU float16).
 """
@@ -21,7 +21,7 @@ import numba
 import numpy as np
 
 from graphtier._prefetch import PREFETCH_DISTANCE, prefetch_row
-from graphtier.memory._gather_kernels import copy_row, gather_rows_checked
+from graphtier.memory.features._gather_kernels import copy_row, gather_rows_checked
 
 
 @numba.njit(cache=True, nogil=True)
@@ -41,7 +41,7 @@ def tiered_gather_rows(
 
     ``ram`` [>= host_end, D] holds rows [0, host_end) of the table; ``disk`` [N, D] is the whole (memory-mapped)
     table, read for rows [host_end, N). Without a disk tier the copy is the plain gather
-    (:func:`~graphtier.memory._gather_kernels.gather_rows_checked`); with one, the RAM rows are copied at one
+    (:func:`~graphtier.memory.features._gather_kernels.gather_rows_checked`); with one, the RAM rows are copied at one
     site and the disk rows in a second pass (a loop choosing among several copy sites measured 1.4-1.7x slower
     than the plain gather on 512-byte rows). The tiers are then counted by comparisons added up without
     branches, in passes over the ids apart from the copy (counting inside it measured 7-20% slower on a

@@ -76,7 +76,7 @@ class Budget(str):
     """A parsed budget: exactly one of ``num_bytes`` / ``fraction`` is set, or ``auto`` is True.
 
     It is also its text (``"10%"``, ``"2GiB"``, ``"auto"``): made once where the option enters
-    (:class:`~graphtier.memory.spec.PlacementSpec`), stored and printed as the user wrote it, and passed down
+    (:class:`~graphtier.memory.features.spec.PlacementSpec`), stored and printed as the user wrote it, and passed down
     unchanged (:func:`parse_budget` returns a Budget as it is)."""
 
     num_bytes: int | None
@@ -281,7 +281,7 @@ def plan_tiers(
     ``local_rows`` is 0. ``None`` means ``auto``. ``cache_budget`` ``None`` = no cache; ``auto`` =
     a quarter of the auto device memory (the GPU tiers get the rest). ``ram_budget`` ``None`` = every
     remaining row is in the host tier; otherwise rows beyond it are in the disk tier. ``reserve_bytes``
-    (e.g. :func:`graphtier.memory.arena.in_flight_bytes`) is left free of the auto device memory.
+    (e.g. :func:`graphtier.memory.features.arena.in_flight_bytes`) is left free of the auto device memory.
     """
     if peer_partitions < 1:
         raise OptionError(

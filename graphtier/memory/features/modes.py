@@ -10,7 +10,7 @@ Registered modes (:data:`FEATURE_MODE_REGISTRY`, in this order):
   host RAM, the rows beyond ``ram_budget`` from disk.
 * ``tiered+cache``: ``tiered`` wrapped in a row cache in device memory (:class:`CachedFeatures`).
 
-Every mode builds a :class:`graphtier.memory.source.FeatureSource`. A new mode is one
+Every mode builds a :class:`graphtier.memory.features.source.FeatureSource`. A new mode is one
 :func:`register_feature_mode` call; the CLI's choices are :data:`FEATURE_MODES`.
 """
 
@@ -24,11 +24,11 @@ import torch
 
 from graphtier.dataset.advice import advise_access
 from graphtier.errors import OptionError
-from graphtier.memory.cached import CachedFeatures
-from graphtier.memory.host import HostFeatureStore
-from graphtier.memory.placement import TIER_NAMES, plan_tiers
-from graphtier.memory.source import FeatureSource
-from graphtier.memory.tiered import TieredFeatureStore
+from graphtier.memory.features.cached import CachedFeatures
+from graphtier.memory.features.host import HostFeatureStore
+from graphtier.memory.features.source import FeatureSource
+from graphtier.memory.features.tiered import TieredFeatureStore
+from graphtier.memory.plan.placement import TIER_NAMES, plan_tiers
 
 __all__ = [
     "FEATURE_MODES",
@@ -47,7 +47,7 @@ PLACEMENT_OPTIONS = {"gpu_budget": None, "cache_budget": None, "peer_partitions"
 
 @dataclass(frozen=True)
 class SourceOptions:
-    """Everything a mode's builder may use (budgets: see :mod:`graphtier.memory.placement`)."""
+    """Everything a mode's builder may use (budgets: see :mod:`graphtier.memory.plan.placement`)."""
 
     device: torch.device
     gpu_budget: str | None = None
@@ -190,15 +190,15 @@ def make_feature_store(
     a page fault then reads its own page, not megabytes of read-ahead). False leaves the map's advice as it is,
     for a reader that goes through the rows in order.
 
-    ``device`` is the compute device. Budgets (see :mod:`graphtier.memory.placement`): bytes
+    ``device`` is the compute device. Budgets (see :mod:`graphtier.memory.plan.placement`): bytes
     ("512MB", "2GiB"), a fraction of rows ("0.1", "10%") or "auto". ``gpu_budget`` (per device,
     default auto) applies to the tiered modes, ``cache_budget`` (default auto) to ``tiered+cache``,
     ``ram_budget`` (default: every non-GPU row in RAM) to ``zero-copy`` and the tiered modes.
 
-    Every mode gathers through one :class:`graphtier.memory.arena.StagingArena` of reusable host buffers
-    (pinned on CUDA); ``max_batch_rows`` (e.g. :func:`graphtier.memory.arena.batch_rows_bound` of the
+    Every mode gathers through one :class:`graphtier.memory.features.arena.StagingArena` of reusable host buffers
+    (pinned on CUDA); ``max_batch_rows`` (e.g. :func:`graphtier.memory.features.arena.batch_rows_bound` of the
     sampler) caps its geometric growth, ``ring_size`` is the reuse distance of pinned buffers.
-    ``in_flight_bytes`` (:func:`graphtier.memory.arena.in_flight_bytes`) is left free of an auto GPU budget.
+    ``in_flight_bytes`` (:func:`graphtier.memory.features.arena.in_flight_bytes`) is left free of an auto GPU budget.
     """
     chosen = FEATURE_MODE_REGISTRY.get(mode)
     if chosen is None:

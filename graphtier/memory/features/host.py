@@ -12,11 +12,11 @@ import torch
 
 from graphtier.dataset.advice import outgrows_page_cache
 from graphtier.errors import OptionError
-from graphtier.memory._gather_kernels import as_raw_bits, gather_rows_checked
-from graphtier.memory._mean_kernels import gather_mean_rows
-from graphtier.memory.arena import StagingArena
-from graphtier.memory.source import FeatureSource, TierTraffic
-from graphtier.memory.threads import GatherTeam
+from graphtier.memory.features._gather_kernels import as_raw_bits, gather_rows_checked
+from graphtier.memory.features._mean_kernels import gather_mean_rows
+from graphtier.memory.features.arena import StagingArena
+from graphtier.memory.features.source import FeatureSource, TierTraffic
+from graphtier.memory.features.threads import GatherTeam
 
 
 class HostFeatureStore(FeatureSource):
@@ -25,7 +25,7 @@ class HostFeatureStore(FeatureSource):
     Args:
         table: float32/float16 [N, D] array (an ``np.memmap`` works: pages are read on demand).
         ring_size: pinned buffers are reused no sooner than ``ring_size`` calls later (the pipeline's
-            queue depth + 3); any buffer only once no tensor references it (see :mod:`graphtier.memory.arena`).
+            queue depth + 3); any buffer only once no tensor references it (see :mod:`graphtier.memory.features.arena`).
         pin: allocate the staging buffers in pinned (page-locked) memory; needs CUDA.
         max_batch_rows: an upper bound of the rows of one call (caps the arena's geometric growth).
 

@@ -4,7 +4,7 @@
 i in [first, stop) with ids[i] in [0, N), without allocating: the caller owns ``out`` (a reusable,
 possibly pinned, buffer). It returns how many ids were out of range (their rows are left unwritten),
 so the bounds check costs no separate pass over the ids. It runs on one thread: the stores split a
-batch between threads (:mod:`graphtier.memory.threads`).
+batch between threads (:mod:`graphtier.memory.features.threads`).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def copy_row(out: np.ndarray, target: int, source: np.ndarray, row: int) -> None
 def gather_rows_checked(table: np.ndarray, ids: np.ndarray, out: np.ndarray, first: int, stop: int) -> int:
     """``out[i, :] = table[ids[i], :]`` for i in [first, stop) where 0 <= ids[i] < N; returns the other ids' count.
 
-    One thread's share of a gather (the store splits [0, B) between threads, see ``graphtier.memory.host``);
+    One thread's share of a gather (the store splits [0, B) between threads, see ``graphtier.memory.features.host``);
     releases the GIL. Row ``ids[i + PREFETCH_DISTANCE]`` is prefetched while row ``ids[i]`` is copied
     (:mod:`graphtier._prefetch`).
     """

@@ -1,6 +1,6 @@
 """CachedFeatures: a row cache in front of any feature source (GraphBolt's ``GPUCachedFeature(fallback)``).
 
-A gather looks the rows up in a :class:`graphtier.memory.cache.RowCache` on the fallback's output device,
+A gather looks the rows up in a :class:`graphtier.memory.features.cache.RowCache` on the fallback's output device,
 reads the misses (and the rows the fallback already serves from device memory, ``fallback.device_rows``,
 which are never cached) from the fallback in one call, writes them into the output and admits the
 missed rows into the cache. From the caller's side it is the fallback's table: ``gather(ids)`` equals
@@ -14,11 +14,11 @@ import threading
 import numpy as np
 import torch
 
-from graphtier.memory.arena import StagingArena
-from graphtier.memory.cache import DEFAULT_WAYS, RowCache
-from graphtier.memory.host import raise_out_of_range, row_ids
-from graphtier.memory.placement import format_bytes
-from graphtier.memory.source import FeatureSource, TierTraffic
+from graphtier.memory.features.arena import StagingArena
+from graphtier.memory.features.cache import DEFAULT_WAYS, RowCache
+from graphtier.memory.features.host import raise_out_of_range, row_ids
+from graphtier.memory.features.source import FeatureSource, TierTraffic
+from graphtier.memory.plan.placement import format_bytes
 
 
 class CachedFeatures(FeatureSource):

@@ -1,14 +1,14 @@
 """GPU ranges of a tiered ``indices`` array: the positions held on the GPU as several ranges, not one prefix.
 
 A homogeneous graph reordered hottest first keeps its hot neighbour lists in a prefix of ``indices``, so
-:class:`graphtier.memory.topology.TieredTopology` puts positions ``[0, local_rows)`` on the GPU. A typed graph
+:class:`graphtier.memory.topology.topology.TieredTopology` puts positions ``[0, local_rows)`` on the GPU. A typed graph
 stores every relation's CSC back to back (:mod:`graphtier.dataset.schema`), each relation reordered hottest
 first on its own, so its GPU tier is a prefix of each relation's rows: several sorted, disjoint position
-ranges (:func:`graphtier.memory.typed_budget.relation_gpu_ranges`).
+ranges (:func:`graphtier.memory.plan.typed_budget.relation_gpu_ranges`).
 
 :class:`GpuRanges` lays the positions out in *tier order*: the GPU ranges first (back to back, tier order
 ``[0, gpu_entries)``), then every other position in ascending order (the host tier, then the disk tier, as a
-:class:`~graphtier.memory.placement.TierPlan` over the tier order says). A position maps to its tier order by
+:class:`~graphtier.memory.plan.placement.TierPlan` over the tier order says). A position maps to its tier order by
 one ``searchsorted`` over the segment starts plus a per-segment offset (:meth:`GpuRanges.to_tier_order`);
 with one range starting at 0 (or none) the tier order is the position itself (:attr:`GpuRanges.is_prefix`)
 and the topology keeps its single-prefix path unchanged.

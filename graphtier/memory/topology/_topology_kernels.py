@@ -6,7 +6,7 @@
 per program; every offset is int64, so arrays of more than 2^31 entries work. Positions of other
 tiers (the disk tier) are left untouched in ``out``, for the caller to fill.
 
-Importing this module needs ``triton``; :mod:`graphtier.memory.topology` imports it only on CUDA.
+Importing this module needs ``triton``; :mod:`graphtier.memory.topology.topology` imports it only on CUDA.
 Tests run the kernel on the CPU with ``TRITON_INTERPRET=1``.
 """
 
