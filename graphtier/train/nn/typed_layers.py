@@ -224,19 +224,13 @@ class RGCNLayer(TypedLayer):
 
     def type_output(self, x: Mapping[str, Tensor], block: TypedBlock, t: str) -> Tensor:
         count = block.num_dst[t]
-        root = self.self_weight[type_key(self.schema, t)]
-        out = root(x[t][:count])
-        owned = not isinstance(root, nn.Identity)  # out is the layer's own tensor (not a view of x): add into it
+        out = self.self_weight[type_key(self.schema, t)](x[t][:count])
         for index in self.incoming[t]:
             agg = self.neighbour_mean(block, index, x)
             if agg is None:
                 continue
             weight = self.relation_weight(index)
-            if weight is None:
-                out = out.add_(agg) if owned else out + agg
-            else:  # the GEMM adds into out (no temporary, no separate add pass)
-                out = out.addmm_(agg, weight.t()) if owned else torch.addmm(out, agg, weight.t())
-            owned = True
+            out = out + (agg if weight is None else agg @ weight.t())
         return out
 
     def terms(self, t: str) -> LayerTerms:
