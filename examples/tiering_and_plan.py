@@ -16,8 +16,8 @@ import graphtier
 
 graphtier.configure_threads()
 
-from graphtier.tiering.plan import describe_device, plan_capacity  # noqa: E402
-from graphtier.tiering.plan_report import format_plan  # noqa: E402
+from graphtier.tiering.plan.capacity import describe_device, plan_capacity  # noqa: E402
+from graphtier.tiering.plan.report import format_plan  # noqa: E402
 from graphtier.train import train  # noqa: E402
 
 FANOUTS = [10, 5]

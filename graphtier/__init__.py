@@ -64,8 +64,8 @@ _EXPORTS: dict[str, str] = {
     "EpochSeeds": "graphtier.tiering.seeds",
     "Replay": "graphtier.tiering.replay",
     "reorder_dataset": "graphtier.graph.reorder",
-    "cache_policy_table": "graphtier.tiering.cache_sim",
-    "CachePolicyTable": "graphtier.tiering.cache_sim",
+    "cache_policy_table": "graphtier.tiering.cache.simulate",
+    "CachePolicyTable": "graphtier.tiering.cache.simulate",
     # training
     "TrainConfig": "graphtier.train",
     "Trainer": "graphtier.train",
@@ -142,7 +142,7 @@ if TYPE_CHECKING:  # static analysers see the real names
         TypedMiniBatch,
         iter_seed_batches,
     )
-    from graphtier.tiering.cache_sim import CachePolicyTable, cache_policy_table
+    from graphtier.tiering.cache.simulate import CachePolicyTable, cache_policy_table
     from graphtier.tiering.hotness import compute_scores, list_reads
     from graphtier.tiering.replay import Replay
     from graphtier.tiering.seeds import EpochSeeds

@@ -38,7 +38,7 @@ SECTIONS: dict[str, tuple[str, ...]] = {
         "graphtier.tiering.seeds",
         "graphtier.tiering.replay",
         "graphtier.graph.reorder",
-        "graphtier.tiering.cache_sim",
+        "graphtier.tiering.cache.simulate",
     ),
     "Training, saved models and prediction": ("graphtier.train",),
     "PyG adapters": ("graphtier.pyg",),

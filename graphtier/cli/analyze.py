@@ -89,8 +89,8 @@ def command(
         raise OptionError(f"--score: expected names from {', '.join(SCORE_METHODS)}, found {', '.join(unknown)!r}")
     data = Dataset.open(dataset)
     from graphtier.tiering.access import HIT_PERCENTS, analyze_access, interpret_access, plot_access
-    from graphtier.tiering.cache_sim import cache_budgets as check_cache_budgets
-    from graphtier.tiering.cache_sim import cache_policy_table
+    from graphtier.tiering.cache.simulate import cache_budgets as check_cache_budgets
+    from graphtier.tiering.cache.simulate import cache_policy_table
 
     if cache_budgets is not None:
         check_cache_budgets(data, cache_budgets)  # a bad budget fails before the replay

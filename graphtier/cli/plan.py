@@ -15,7 +15,7 @@ from graphtier.dataset.format import Dataset
 from graphtier.errors import OptionError
 
 if TYPE_CHECKING:
-    from graphtier.tiering.plan import DeviceSpec
+    from graphtier.tiering.plan.capacity import DeviceSpec
     from graphtier.tiering.replay import Replay
 
 
@@ -91,10 +91,10 @@ def command(
     with --gpu-topology, place the features on the GPUs and print the bytes per link. A typed dataset: each budget
     split across the node types' tables by reads per byte, the topology budget across relations."""
     from graphtier.memory.plan.placement import format_bytes
-    from graphtier.tiering.plan import describe_device, plan_capacity
-    from graphtier.tiering.plan_placement import format_placement, gpu_topology_from_option
-    from graphtier.tiering.plan_recommendation import recommend_budget
-    from graphtier.tiering.plan_report import format_plan, plot_plan, write_plan_json
+    from graphtier.tiering.plan.capacity import describe_device, plan_capacity
+    from graphtier.tiering.plan.placement import format_placement, gpu_topology_from_option
+    from graphtier.tiering.plan.recommendation import recommend_budget
+    from graphtier.tiering.plan.report import format_plan, plot_plan, write_plan_json
 
     topology = gpu_topology_from_option(gpu_topology, gpus) if gpu_topology is not None else None
     if gpus is None:
@@ -147,8 +147,8 @@ def _plan_typed(
     """Plan a typed dataset: one GPU budget split across node types, one topology budget across relations, from the
     reads of ``replay``'s epochs (training nodes, or link pairs)."""
     from graphtier.memory.plan.placement import format_bytes
-    from graphtier.tiering.plan_report import write_plan_json
-    from graphtier.tiering.plan_types import format_typed_plan, plan_typed
+    from graphtier.tiering.plan.report import write_plan_json
+    from graphtier.tiering.plan.typed import format_typed_plan, plan_typed
 
     plan = plan_typed(
         data, budgets=budgets, topology_budget=topology_budget, gpu_usable_bytes=device.gpu_usable_bytes,

@@ -2,7 +2,7 @@
 
 The feature counts are the ground truth every hotness score predicts (Data Tiering, Fig. 7): the
 ``presample`` score and the access analysis (:mod:`graphtier.tiering.access`) are built on them.
-The topology counts feed the capacity planner (:mod:`graphtier.tiering.plan_topology`).
+The topology counts feed the capacity planner (:mod:`graphtier.tiering.plan.topology`).
 """
 
 from __future__ import annotations

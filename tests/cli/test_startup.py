@@ -204,8 +204,9 @@ def test_values_shown_by_help_are_the_librarys() -> None:
     from graphtier.bench.gather import DTYPES
     from graphtier.cli import bench_gather, options, plan, score
     from graphtier.memory.plan import placement_solver
-    from graphtier.tiering import hotness, plan_placement, seeds
-    from graphtier.tiering import plan as tiering_plan
+    from graphtier.tiering import hotness, seeds
+    from graphtier.tiering.plan import capacity as tiering_plan
+    from graphtier.tiering.plan import placement as plan_placement
     from graphtier.train.options import spec
 
     assert options.TASK_NAMES is spec.TASK_NAMES is seeds.TASK_NAMES is _choices.TASK_NAMES

@@ -129,8 +129,8 @@ def test_pyg_edge_attributes_read_through_the_map(in_read_order: Dataset) -> Non
 
 
 def test_the_plan_serves_more_edge_reads_in_read_order(tmp_path: Path) -> None:
-    from graphtier.tiering.plan import describe_device, plan_capacity
-    from graphtier.tiering.plan_edges import format_edge_plan
+    from graphtier.tiering.plan.capacity import describe_device, plan_capacity
+    from graphtier.tiering.plan.edges import format_edge_plan
 
     source = edge_coded(tmp_path / "g")
     plans = {}
@@ -239,7 +239,7 @@ def test_a_typed_dataset_keeps_each_list_s_rows_in_read_order(tmp_path: Path) ->
         o = old_rows[r]
         expected = old_table[old_ptr[o] : old_ptr[o + 1]].argmax(axis=1)
         np.testing.assert_array_equal(np.sort(got), np.sort(expected))
-    from graphtier.tiering.plan_types import format_typed_plan, plan_typed
+    from graphtier.tiering.plan.typed import format_typed_plan, plan_typed
 
     plan = plan_typed(
         out,

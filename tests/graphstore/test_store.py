@@ -11,7 +11,7 @@ from graphtier.errors import OptionError
 from graphtier.graphstore import GraphStore
 from graphtier.memory import TIER_NAMES, PlacementSpec, make_feature_store, make_topology
 from graphtier.sampling import NeighborSampler, ShadowSampler, iter_seed_batches
-from graphtier.tiering.plan import describe_device, plan_capacity
+from graphtier.tiering.plan.capacity import describe_device, plan_capacity
 from graphtier.tiering.replay import Replay
 
 FANOUTS = [5, 3]

@@ -15,7 +15,7 @@ from graphtier.graphstore.typed_topology import topology_gpu_rows, typed_gpu_ran
 from graphtier.memory import make_topology
 from graphtier.memory.plan.typed_budget import RelationTable, split_topology_budget
 from graphtier.memory.topology.topology import INDPTR_BYTES_PER_DESTINATION
-from graphtier.tiering.plan_types import plan_typed
+from graphtier.tiering.plan.typed import plan_typed
 from graphtier.tiering.reads import SampledReads
 from graphtier.tiering.replay import Replay
 from tests.graphstore.test_typed_store import FANOUTS, PER_RELATION, assert_samples_like_the_cpu

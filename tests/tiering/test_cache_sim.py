@@ -12,9 +12,9 @@ import pytest
 
 from graphtier import Dataset
 from graphtier.errors import OptionError
-from graphtier.tiering import _cache_kernels as kernels
-from graphtier.tiering import cache_reference as reference
-from graphtier.tiering.cache_sim import CACHE_POLICIES, cache_policy_table, policy_misses, replay_trace
+from graphtier.tiering.cache import _kernels as kernels
+from graphtier.tiering.cache import reference
+from graphtier.tiering.cache.simulate import CACHE_POLICIES, cache_policy_table, policy_misses, replay_trace
 from graphtier.tiering.replay import Replay
 from tests.cli.helpers import run
 

@@ -1,4 +1,4 @@
-"""Tests for graphtier.tiering.plan (capacity planner) and `graphtier plan`."""
+"""Tests for graphtier.tiering.plan.capacity (capacity planner) and `graphtier plan`."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from graphtier.dataset.format import Dataset
 from graphtier.errors import OptionError
 from graphtier.memory.plan.placement import TIER_NAMES, TierPlan, format_bytes
-from graphtier.tiering.plan import (
+from graphtier.tiering.plan.capacity import (
     describe_device,
     parse_memory,
     plan_capacity,
@@ -288,7 +288,7 @@ def _with_traffic(row, pcie: float, gpu: float):  # a BudgetRow with these PCIe 
 def test_recommendation_is_the_smallest_budget_with_90_percent_of_the_best_saving(dataset_path: Path) -> None:
     import dataclasses
 
-    from graphtier.tiering.plan_recommendation import recommend_budget
+    from graphtier.tiering.plan.recommendation import recommend_budget
 
     device = describe_device("80GiB", host_memory="64GiB")
     plan = plan_capacity(

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from graphtier.tiering.plan_edges import best_rows_shares
+from graphtier.tiering.plan.edges import best_rows_shares
 
 
 def brute_best(degrees: list[int], reads: list[int], rows: int) -> float:

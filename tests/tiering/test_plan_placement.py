@@ -1,4 +1,4 @@
-"""Tests for graphtier.tiering.plan_placement: the multi-GPU feature placement of `graphtier plan`."""
+"""Tests for graphtier.tiering.plan.placement: the multi-GPU feature placement of `graphtier plan`."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from graphtier.dataset.format import Dataset
 from graphtier.errors import OptionError
 from graphtier.memory.plan import gpu_topology
 from graphtier.memory.plan.gpu_topology import resolve_topology
-from graphtier.tiering import plan_placement
-from graphtier.tiering.plan import describe_device, plan_capacity
-from graphtier.tiering.plan_placement import gpu_topology_from_option
+from graphtier.tiering.plan import placement as plan_placement
+from graphtier.tiering.plan.capacity import describe_device, plan_capacity
+from graphtier.tiering.plan.placement import gpu_topology_from_option
 from graphtier.tiering.replay import Replay
 from tests.conftest import write_labelled_graph
 

@@ -1,4 +1,4 @@
-"""Tests for graphtier.tiering.plan_topology: topology tiers and reads in `graphtier plan`."""
+"""Tests for graphtier.tiering.plan.topology: topology tiers and reads in `graphtier plan`."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from graphtier.dataset.format import Dataset
 from graphtier.errors import OptionError
 from graphtier.sampling.neighbor import NeighborSampler
 from graphtier.sampling.seeds import iter_seed_batches
-from graphtier.tiering.plan import describe_device, plan_capacity
-from graphtier.tiering.plan_topology import entries_before
+from graphtier.tiering.plan.capacity import describe_device, plan_capacity
+from graphtier.tiering.plan.topology import entries_before
 from graphtier.tiering.replay import Replay
 from tests.conftest import write_labelled_graph
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from graphtier.tiering.plan_types import plan_typed
+from graphtier.tiering.plan.typed import plan_typed
 from graphtier.tiering.replay import Replay
 from graphtier.tiering.typed_reads import count_typed_reads
 from tests.cli.helpers import run

@@ -10,8 +10,8 @@ import pytest
 
 from graphtier.dataset.format import Dataset
 from graphtier.tiering.access import analyze_access, plot_access
-from graphtier.tiering.plan import describe_device, plan_capacity
-from graphtier.tiering.plan_report import plot_plan
+from graphtier.tiering.plan.capacity import describe_device, plan_capacity
+from graphtier.tiering.plan.report import plot_plan
 from graphtier.tiering.plotting import install_hint
 from graphtier.tiering.replay import Replay
 from tests.conftest import write_labelled_graph

@@ -6,14 +6,14 @@ sampler (:func:`graphtier.tiering.replay.replay_reads`, with the trainer's epoch
 each node's feature reads and neighbour-list reads, and since every tier is a range of row ids the
 reads a tier serves are a difference of a cumulative sum.
 
-The topology (CSC graph) is planned too (:mod:`graphtier.tiering.plan_topology`): ``indptr`` and the
+The topology (CSC graph) is planned too (:mod:`graphtier.tiering.plan.topology`): ``indptr`` and the
 ``--topology-budget`` prefix of ``indices`` on each GPU, the rest in host RAM (zero-copy) and on disk.
 Rules for sharing memory: the topology is placed first on the GPU, so the feature budget of each row
 is capped at the usable GPU memory minus the topology's GPU bytes (``capped`` marks rows that asked
 for more); the features are placed first in host RAM, and the topology's host tier gets the usable RAM
 they leave. Bytes over PCIe are the feature and topology host and disk tiers' reads; the epoch data
 time divides bytes by the bandwidths. With ``--gpu-topology`` a multi-GPU placement of the features
-is solved too (:mod:`graphtier.tiering.plan_placement`).
+is solved too (:mod:`graphtier.tiering.plan.placement`).
 """
 
 from __future__ import annotations
@@ -42,14 +42,14 @@ from graphtier.memory.plan.placement import (
     parse_budget,
     plan_tiers,
 )
-from graphtier.tiering.plan_edges import EdgeFeaturePlan, plan_edge_features
-from graphtier.tiering.plan_placement import (
+from graphtier.tiering.plan.edges import EdgeFeaturePlan, plan_edge_features
+from graphtier.tiering.plan.placement import (
     DEFAULT_PLACEMENT_GROUPS,
     PlacementPlan,
     check_groups,
     plan_placement,
 )
-from graphtier.tiering.plan_topology import TopologyPlan, plan_topology
+from graphtier.tiering.plan.topology import TopologyPlan, plan_topology
 from graphtier.tiering.replay import DEFAULT_REPLAY, Replay, replay_reads
 from graphtier.tiering.seeds import training_seeds
 
@@ -327,7 +327,7 @@ def plan_capacity(
     progress: Progress = NO_PROGRESS,
 ) -> CapacityPlan:
     """Plan the feature and topology tiers of the homogeneous ``dataset`` on ``device`` for each GPU budget in
-    ``budgets`` (a typed dataset: :func:`graphtier.tiering.plan_types.plan_typed`).
+    ``budgets`` (a typed dataset: :func:`graphtier.tiering.plan.typed.plan_typed`).
 
     Replays ``replay.epochs`` training epochs of ``replay`` (:class:`~graphtier.tiering.replay.Replay`; numbered
     from 1 with sampling seed ``replay.seed``, as ``graphtier train --seed`` does) on the CPU; per-epoch figures are

@@ -15,7 +15,7 @@ rows for each policy of :data:`CACHE_POLICIES`:
   than every cached one is not cached), from the best contents at the counted epochs' start (as the static tiers
   hold their rows from the start): no policy misses less.
 
-The kernels are :mod:`graphtier.tiering._cache_kernels` (references in :mod:`graphtier.tiering.cache_reference`).
+The kernels are :mod:`graphtier.tiering.cache._kernels` (references in :mod:`graphtier.tiering.cache.reference`).
 A typed dataset's trace is over global node ids (every type's rows in one budget).
 """
 
@@ -33,7 +33,7 @@ from graphtier._progress import NO_PROGRESS, Progress
 from graphtier.dataset.format import Dataset
 from graphtier.errors import OptionError
 from graphtier.memory.plan.placement import parse_budget
-from graphtier.tiering import _cache_kernels as kernels
+from graphtier.tiering.cache import _kernels as kernels
 from graphtier.tiering.hotness import compute_scores
 from graphtier.tiering.replay import DEFAULT_REPLAY, Replay, replay_reads
 

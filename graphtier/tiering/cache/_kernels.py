@@ -1,8 +1,8 @@
-"""Numba kernels of the cache-policy replay (:mod:`graphtier.tiering.cache_sim`): misses of one row-access trace
+"""Numba kernels of the cache-policy replay (:mod:`graphtier.tiering.cache.simulate`): misses of one row-access trace
 against a cache of ``capacity`` rows under LRU, CLOCK, SIEVE, S3-FIFO and Belady's MIN. Each is a pure function of
 (trace int64 [A] of row ids in [0, num_rows), capacity, num_rows, start) returning the misses of the accesses from
 position ``start`` on (the accesses before warm the cache up); the plain Python references are
-:mod:`graphtier.tiering.cache_reference`. Every kernel is O(A) (Belady's O(A log capacity))."""
+:mod:`graphtier.tiering.cache.reference`. Every kernel is O(A) (Belady's O(A log capacity))."""
 
 from __future__ import annotations
 

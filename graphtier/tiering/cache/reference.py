@@ -1,4 +1,4 @@
-"""Plain-Python references of the cache-policy kernels (:mod:`graphtier.tiering._cache_kernels`): the same
+"""Plain-Python references of the cache-policy kernels (:mod:`graphtier.tiering.cache._kernels`): the same
 policies written directly with dictionaries and deques, for the tests to compare against on random traces. Each
 counts the misses from position ``start`` on (the accesses before warm the cache up)."""
 
@@ -79,7 +79,7 @@ def sieve_reference(trace: Sequence[int], capacity: int, start: int = 0) -> int:
 
 
 def s3fifo_reference(trace: Sequence[int], capacity: int, small_share: float = 0.1, start: int = 0) -> int:
-    """Misses of S3-FIFO (see :func:`graphtier.tiering._cache_kernels.s3fifo_misses`)."""
+    """Misses of S3-FIFO (see :func:`graphtier.tiering.cache._kernels.s3fifo_misses`)."""
     small_cap = max(1, int(capacity * small_share))
     main_cap = max(1, capacity - small_cap)
     small: deque[int] = deque()  # newest on the left

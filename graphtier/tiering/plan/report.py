@@ -1,4 +1,4 @@
-"""What ``graphtier plan`` shows of a :class:`~graphtier.tiering.plan.CapacityPlan`: the text table, the JSON record
+"""What ``graphtier plan`` shows of a :class:`~graphtier.tiering.plan.capacity.CapacityPlan`: the text table, the JSON record
 (written atomically) and the plot."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from pathlib import Path
 from graphtier.errors import OptionError
 from graphtier.memory.plan.placement import format_bytes
 from graphtier.sampling.neighbor import format_fanouts
-from graphtier.tiering.plan import PLAN_TIERS, CapacityPlan
-from graphtier.tiering.plan_edges import format_edge_plan
-from graphtier.tiering.plan_topology import TOPOLOGY_TIERS
+from graphtier.tiering.plan.capacity import PLAN_TIERS, CapacityPlan
+from graphtier.tiering.plan.edges import format_edge_plan
+from graphtier.tiering.plan.topology import TOPOLOGY_TIERS
 from graphtier.tiering.plotting import fit_title, load_pyplot
 
 

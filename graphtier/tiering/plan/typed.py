@@ -21,7 +21,7 @@ from graphtier.dataset.format import Dataset
 from graphtier.dataset.schema import RelationType
 from graphtier.memory.plan.placement import format_bytes, parse_budget
 from graphtier.memory.plan.typed_budget import TypeTable, relation_tables, split_feature_budget, split_relation_rows
-from graphtier.tiering.plan_edges import EdgeFeaturePlan, format_edge_plan, plan_edge_features
+from graphtier.tiering.plan.edges import EdgeFeaturePlan, format_edge_plan, plan_edge_features
 from graphtier.tiering.reads import SampledReads
 from graphtier.tiering.replay import DEFAULT_REPLAY, Replay, replay_reads
 

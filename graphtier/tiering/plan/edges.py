@@ -5,7 +5,7 @@ A sampled edge reads its row of ``edge_feat.npy`` (position ``p`` of the CSC, :m
 edge_features`) exactly when the sampler reads its ``indices`` entry, so the replay's per-list entry reads
 (:class:`~graphtier.tiering.reads.SampledReads`) are the edge-row reads per destination. The edge table's hot tier is
 a prefix of the CSC order (the in-edges of the lowest ids, the hottest after ``graphtier reorder``), as the
-topology's is, so the reads a prefix serves come from :func:`~graphtier.tiering.plan_topology.entries_before`.
+topology's is, so the reads a prefix serves come from :func:`~graphtier.tiering.plan.topology.entries_before`.
 Beside it the plan shows what the same number of rows would serve in the best order (:func:`best_rows_shares`: the
 lists of most reads per edge first): how far the node order, which ``reorder`` sets by feature reads, is from the
 order that edge-row reads alone would ask for.
@@ -23,7 +23,7 @@ import numpy as np
 from graphtier.dataset import Dataset
 from graphtier.dataset.edge_rows import edge_row_map, read_order
 from graphtier.memory.plan.placement import format_bytes, parse_budget
-from graphtier.tiering.plan_topology import entries_before
+from graphtier.tiering.plan.topology import entries_before
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ budgets; when that budget holds every feature row, everything fits.
 from __future__ import annotations
 
 from graphtier.memory.plan.placement import format_bytes
-from graphtier.tiering.plan import BudgetRow, CapacityPlan
+from graphtier.tiering.plan.capacity import BudgetRow, CapacityPlan
 
 SAVING_SHARE = 0.9
 """A budget is recommended when it saves at least 90% of the PCIe bytes the best listed budget saves."""
