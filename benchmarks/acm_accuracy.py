@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from graphtier.dataset.importers.manifest import import_manifest
+from graphtier.dataset.importers.formats.manifest import import_manifest
 from graphtier.train import train
 
 ROOT = Path(__file__).resolve().parents[1]

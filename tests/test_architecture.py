@@ -56,13 +56,27 @@ TRAIN_ORDER = ("options", "nn", "persist", "infer", "dist", "loop")
 # graphtier.memory's sub-packages, lowest first, the same way: where rows go (budgets, tiers, the multi-GPU
 # placement), the feature stores, the graph's topology in tiers.
 MEMORY_ORDER = ("plan", "features", "topology")
+# graphtier.dataset.importers' sub-packages, lowest first, the same way: the shared pieces, node and edge splits,
+# the end of an import (options, finish, the typed graph), the formats.
+IMPORTERS_ORDER = ("common", "split", "assemble", "formats")
 SUBPACKAGE_ORDERS: dict[str, tuple[str, ...]] = {
     "graphtier.train": TRAIN_ORDER,
     "graphtier.memory": MEMORY_ORDER,
+    "graphtier.dataset.importers": IMPORTERS_ORDER,
 }
 MAX_LINES = 450
 # modules still over MAX_LINES -> why they wait (each must be split; the test fails once one is short enough)
 OVER_LIMIT: dict[str, str] = {}
+# One concept per module; folders show the architecture: a folder of graphtier/ holds at most MAX_MODULES modules
+# (``__init__.py`` not counted), past it it is split into sub-packages.
+MAX_MODULES = 15
+# folders still over MAX_MODULES -> (their module count, why they wait); a folder may not grow past its count, and
+# must leave this list once it is at most MAX_MODULES.
+FOLDERS_OVER_LIMIT: dict[str, tuple[int, str]] = {
+    "graphtier/dataset": (32, "waits for its split"),
+    "graphtier/sampling": (32, "waits for its split"),
+    "graphtier/cli": (17, "one module per command and its options: waits for its split"),
+}
 
 
 def module_name(path: Path) -> str:
@@ -179,9 +193,9 @@ def subpackage_of(module: str, package: str) -> str | None:
 
 @pytest.mark.parametrize("package", sorted(SUBPACKAGE_ORDERS))
 def test_subpackages_import_one_way(package: str) -> None:
-    """Every module of ``package`` (graphtier.train, graphtier.memory) lies in a sub-package of its order in
-    SUBPACKAGE_ORDERS and imports only from its own sub-package or an earlier one (``if TYPE_CHECKING:`` imports
-    included)."""
+    """Every module of ``package`` (graphtier.train, graphtier.memory, graphtier.dataset.importers) lies in a
+    sub-package of its order in SUBPACKAGE_ORDERS and imports only from its own sub-package or an earlier one
+    (``if TYPE_CHECKING:`` imports included)."""
     order = SUBPACKAGE_ORDERS[package]
     wrong = []
     for module, targets in GRAPH.items():
@@ -255,6 +269,34 @@ def test_every_module_is_at_most_max_lines() -> None:
     assert not stale, f"OVER_LIMIT names modules at most {MAX_LINES} lines long now (remove them): {stale}"
 
 
+def folder_module_counts() -> dict[str, int]:
+    """Folder of graphtier/ (``graphtier/dataset``) -> the modules directly in it, ``__init__.py`` not counted."""
+    counts: dict[str, int] = {}
+    for path in PACKAGE.rglob("*.py"):
+        folder = str(path.parent.relative_to(PACKAGE.parent))
+        counts[folder] = counts.get(folder, 0) + (path.name != "__init__.py")
+    return counts
+
+
+def test_every_folder_holds_at_most_max_modules() -> None:
+    """No folder of graphtier/ holds more than MAX_MODULES modules (group them into sub-packages a reader
+    understands at a glance), apart from those in FOLDERS_OVER_LIMIT, which may not grow past their recorded count;
+    a folder of FOLDERS_OVER_LIMIT back under the limit must leave it."""
+    counts = folder_module_counts()
+    unexplained = {
+        folder: count for folder, count in counts.items() if count > MAX_MODULES and folder not in FOLDERS_OVER_LIMIT
+    }
+    assert not unexplained, f"folders over {MAX_MODULES} modules (split each into sub-packages): {unexplained}"
+    grown = {
+        folder: f"{counts[folder]} modules, recorded {recorded}"
+        for folder, (recorded, _) in FOLDERS_OVER_LIMIT.items()
+        if counts.get(folder, 0) > recorded
+    }
+    assert not grown, f"folders of FOLDERS_OVER_LIMIT grown past their count (split them instead): {grown}"
+    stale = sorted(folder for folder in FOLDERS_OVER_LIMIT if counts.get(folder, 0) <= MAX_MODULES)
+    assert not stale, f"FOLDERS_OVER_LIMIT names folders of at most {MAX_MODULES} modules now (remove them): {stale}"
+
+
 def test_public_api_names_resolve() -> None:
     import graphtier
 
@@ -273,6 +315,8 @@ def layer_table() -> str:
             return module
         if parts[1] in ("train", "memory") and len(parts) > 2:
             return f"{parts[1]}.{parts[2]}"
+        if parts[1:3] == ["dataset", "importers"] and len(parts) > 3:
+            return f"dataset.importers.{parts[3]}"
         return "(layer 0 modules)" if parts[1] == "errors" or parts[1].startswith("_") else parts[1]
 
     packages: dict[str, dict[str, int]] = {}

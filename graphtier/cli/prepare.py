@@ -15,9 +15,7 @@ import click
 from graphtier._progress import Progress
 from graphtier.cli.prepare_options import common_options, import_options
 from graphtier.cli.prepare_report import report_import
-from graphtier.dataset.importers import textio
-from graphtier.dataset.importers.mat_variables import ADJACENCY_KEYS, FEATURE_KEYS, LABEL_KEYS
-from graphtier.dataset.importers.options import (
+from graphtier.dataset.importers.assemble.options import (
     EDGE_FORMAT_FIELDS,
     EDGELIST_FIELDS,
     MANIFEST_FIELDS,
@@ -26,6 +24,8 @@ from graphtier.dataset.importers.options import (
     PLANETOID_FIELDS,
     ImportOptions,
 )
+from graphtier.dataset.importers.common import textio
+from graphtier.dataset.importers.common.mat_variables import ADJACENCY_KEYS, FEATURE_KEYS, LABEL_KEYS
 
 
 @click.group(name="prepare")
@@ -59,7 +59,7 @@ def planetoid(
     progress: Progress,
 ) -> None:
     """Planetoid pickles ind.<name>.{x,y,tx,ty,allx,ally,graph,test.index} in SOURCE (a folder)."""
-    from graphtier.dataset.importers.planetoid import import_planetoid
+    from graphtier.dataset.importers.formats.planetoid import import_planetoid
 
     started = time.perf_counter()
     report_import(
@@ -135,7 +135,7 @@ def edgelist(
     Ids that are not exactly 0..max are renumbered densely and the map is saved as node_ids.npy
     (or node_ids.json for non-integer ids).
     """
-    from graphtier.dataset.importers.edgelist import import_edgelist
+    from graphtier.dataset.importers.formats.edgelist import import_edgelist
 
     started = time.perf_counter()
     dataset = import_edgelist(
@@ -177,7 +177,7 @@ def csr_npz(
     progress: Progress,
 ) -> None:
     """An .npz with 'indptr' and 'indices' of a square sparse adjacency (scipy save_npz works)."""
-    from graphtier.dataset.importers.csr_npz import import_csr_npz
+    from graphtier.dataset.importers.formats.csr_npz import import_csr_npz
 
     started = time.perf_counter()
     dataset = import_csr_npz(
@@ -222,7 +222,7 @@ def ogb(
     raw/node-feat/TYPE/, raw/node-label/TYPE/, split/SCHEME/TYPE/) is detected; --add-reverse adds the
     reverse of every relation.
     """
-    from graphtier.dataset.importers.ogb import import_ogb
+    from graphtier.dataset.importers.formats.ogb import import_ogb
 
     started = time.perf_counter()
     dataset = import_ogb(
@@ -290,7 +290,7 @@ def mat(
     --adjacency-key PLP (one node type, one relation per graph). Facebook100: --labels-key local_info
     --labels-column 1 --unlabelled-value 0 (gender; 0 = missing).
     """
-    from graphtier.dataset.importers.mat import import_mat
+    from graphtier.dataset.importers.formats.mat import import_mat
 
     started = time.perf_counter()
     dataset = import_mat(
@@ -361,7 +361,7 @@ def movielens(
     """MovieLens-100k (the ml-100k folder) as a link-prediction dataset: users then items, every rating an
     undirected user-item edge (implicit feedback), user/item side features, the fold's base/test files as the
     edge split."""
-    from graphtier.dataset.importers.movielens import import_movielens
+    from graphtier.dataset.importers.formats.movielens import import_movielens
 
     started = time.perf_counter()
     dataset = import_movielens(
@@ -403,7 +403,7 @@ def manifest(
      "target": "paper",
      "split": {"train": "train.npy", "valid": "valid.npy", "test": "test.npy"}}
     """
-    from graphtier.dataset.importers.manifest import import_manifest
+    from graphtier.dataset.importers.formats.manifest import import_manifest
 
     started = time.perf_counter()
     dataset = import_manifest(

@@ -1,7 +1,7 @@
 """The options shared by the ``graphtier prepare`` subcommands.
 
 :func:`common_options` declares SOURCE, OUTPUT, ``--name`` and ``--overwrite``; :func:`import_options` declares
-the click option of each :class:`~graphtier.dataset.importers.options.ImportOptions` field a format accepts
+the click option of each :class:`~graphtier.dataset.importers.assemble.options.ImportOptions` field a format accepts
 (one definition per option, in :data:`IMPORT_OPTION_DECLARATIONS`) and hands the command one built
 ``options: ImportOptions`` instead of the separate values, and next to it the command's ``progress`` display
 (:func:`graphtier.cli.progress.cli_progress`), which the command passes on to its importer.
@@ -19,8 +19,8 @@ import click
 from graphtier.cli.options import SEED
 from graphtier.cli.progress import cli_progress
 from graphtier.dataset.finite import NON_FINITE_MODES
-from graphtier.dataset.importers.node_data import LABEL_LAYOUTS
-from graphtier.dataset.importers.options import ImportOptions
+from graphtier.dataset.importers.assemble.options import ImportOptions
+from graphtier.dataset.importers.common.node_data import LABEL_LAYOUTS
 from graphtier.dataset.link_split import SPLIT_BY
 
 _PATH = click.Path(path_type=Path)

@@ -71,7 +71,7 @@ def scatter_timed_sources(
     src: np.ndarray, dst: np.ndarray, time: np.ndarray, cursor: np.ndarray, indices: np.ndarray, edge_time: np.ndarray
 ) -> None:
     """Place ``src[e]`` at ``indices[cursor[dst[e]]]`` and ``time[e]`` at ``edge_time`` of the same slot, then
-    advance that cursor (in place; the timed twin of ``importers.kernels.scatter_sources``).
+    advance that cursor (in place; the timed twin of ``importers.common.kernels.scatter_sources``).
 
     ``src``/``dst``: int [K]; ``time``: int64 [K]; ``cursor``: int64 [N]; ``indices``/``edge_time``: [E].
     """

@@ -1,6 +1,6 @@
 """The pieces of an edge split (docs/dataset-format.md, "Edge split"): removing node pairs from a CSC graph
 (held-out edges leave the message-passing graph) and drawing evaluation negatives that are never edges.
-The random split itself (``--edge-split``) is :mod:`graphtier.dataset.importers.holdout`.
+The random split itself (``--edge-split``) is :mod:`graphtier.dataset.importers.split.holdout`.
 
 The graph is CSC (``indices[indptr[v]:indptr[v + 1]]``: the sources of the edges into ``v``, ascending). The
 kernels are in :mod:`graphtier.dataset._edge_split_kernels`; memory stays O(N + E + pairs), with no Python loop per

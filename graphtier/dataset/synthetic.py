@@ -44,7 +44,7 @@ from graphtier.dataset import _synthetic_csc_kernels as csc_kernels
 from graphtier.dataset import _synthetic_kernels as kernels
 from graphtier.dataset import resources
 from graphtier.dataset.format import Dataset, index_dtype
-from graphtier.dataset.importers.holdout import link_options, split_written_graph
+from graphtier.dataset.importers.split.holdout import link_options, split_written_graph
 from graphtier.dataset.synthetic_draws import (  # noqa: F401 - the model's draws, read by tests and benchmarks too
     STREAM_EDGES,
     STREAM_FEATURES,
@@ -148,7 +148,7 @@ def generate(
             ``min(nodes - 1, 4 * sqrt(nodes * avg_degree))``.
         progress: reports each stage (``generate: draw edges``, ``generate: write features``, ...).
         edge_split: the link-prediction edge split (``"0.85,0.05,0.1"``) and ``eval_negatives`` its negatives, as
-            ``graphtier prepare --edge-split`` (:func:`~graphtier.dataset.importers.holdout.split_written_graph`).
+            ``graphtier prepare --edge-split`` (:func:`~graphtier.dataset.importers.split.holdout.split_written_graph`).
         edge_feature_dim: d_e > 0 writes ``edge_feat.npy`` ([E, d_e] in ``feature_dtype``, one row per stored edge in
             CSC order after the edge split; uniform in [-1, 1), a pure function of the seed and the edge's position)
             and its ``meta.json`` entry ``edge_features``.

@@ -28,7 +28,7 @@ means of its cited/citing papers' and its fields'/authors' papers' features).
 The output is a pure function of the seed and the options (counter-based randomness: it does not depend on
 ``chunk_edges`` or the thread count). The drawn edges are spilled chunk by chunk to a scratch file (8 bytes per
 edge on disk), and each relation's CSC is built from there as the importers build theirs
-(:func:`~graphtier.dataset.importers.typed_graph.write_typed_graph`): peak memory is about 4 bytes per stored edge
+(:func:`~graphtier.dataset.importers.assemble.typed_graph.write_typed_graph`): peak memory is about 4 bytes per stored edge
 (8 beyond 2^31 nodes; the reverse relations count too) plus 70 bytes per node and one chunk; the paper features
 are written chunk by chunk.
 """
@@ -48,15 +48,15 @@ from graphtier._progress import NO_PROGRESS, Progress, Stage
 from graphtier.dataset import _synthetic_kernels as kernels
 from graphtier.dataset import resources, synthetic
 from graphtier.dataset.format import Dataset, index_dtype
-from graphtier.dataset.importers.holdout import link_options
-from graphtier.dataset.importers.typed_graph import (
+from graphtier.dataset.importers.assemble.typed_graph import (
     TypedEdges,
     TypedNodes,
     require_typed_csc_memory,
     spill_relation,
     write_typed_graph,
 )
-from graphtier.dataset.importers.typed_holdout import TypedSplit, split_written_typed_graph
+from graphtier.dataset.importers.split.holdout import link_options
+from graphtier.dataset.importers.split.typed_holdout import TypedSplit, split_written_typed_graph
 from graphtier.dataset.schema import Schema, reverse_name
 from graphtier.dataset.writer import DatasetWriter
 from graphtier.errors import OptionError
@@ -191,7 +191,7 @@ def generate_mag(
         add_reverse: also store ``(dst, rev_<name>, src)`` for every relation (default True).
         homogeneous_only: ``edge_split`` with ``split_relation`` (``"writes"`` or ``"author,writes,paper"``) and
             ``eval_negatives``: link prediction on that relation
-            (:mod:`~graphtier.dataset.importers.typed_holdout`; its reverse loses the held-out edges too);
+            (:mod:`~graphtier.dataset.importers.split.typed_holdout`; its reverse loses the held-out edges too);
             ``undirected`` (refused unless unset).
 
     Returns:
@@ -315,7 +315,7 @@ def _draw_relation(
 ) -> TypedEdges:
     """Draw ``edges`` edges of relation ``rel`` in chunks of ``chunk_edges`` (local ids; self-loops of a
     relation within one type dropped), spilled to a scratch file in the folder ``scratch`` chunk by chunk
-    (:func:`~graphtier.dataset.importers.typed_graph.spill_relation`), advancing ``bar`` by each chunk's edges."""
+    (:func:`~graphtier.dataset.importers.assemble.typed_graph.spill_relation`), advancing ``bar`` by each chunk's edges."""
     src_type, name, dst_type = rel
     dtype = index_dtype(max(counts[src_type], counts[dst_type]))
     key = np.uint64(kernels.stream_key(seed, _EDGE_STREAM_BASE + index))

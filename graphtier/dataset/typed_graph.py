@@ -1,11 +1,11 @@
-"""Writing a typed (heterogeneous) graph: the names of :mod:`graphtier.dataset.importers.typed_graph`.
+"""Writing a typed (heterogeneous) graph: the names of :mod:`graphtier.dataset.importers.assemble.typed_graph`.
 
 The implementation lives with the importers because it builds each relation with the homogeneous importer's
-edge spill and CSC builder (:mod:`graphtier.dataset.importers.edges`); this module re-exports it under the
+edge spill and CSC builder (:mod:`graphtier.dataset.importers.common.edges`); this module re-exports it under the
 dataset package, where the typed format's readers and tests look for it.
 """
 
-from graphtier.dataset.importers.typed_graph import (
+from graphtier.dataset.importers.assemble.typed_graph import (
     TypedEdges,
     TypedNodes,
     build_typed_csc,

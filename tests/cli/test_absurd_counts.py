@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from graphtier.dataset import resources
-from graphtier.dataset.importers.manifest import import_manifest
+from graphtier.dataset.importers.formats.manifest import import_manifest
 from graphtier.dataset.typed_graph import TypedEdges, TypedNodes, write_typed_graph
 from graphtier.dataset.writer import DatasetWriter
 from graphtier.errors import DatasetError

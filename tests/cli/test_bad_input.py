@@ -363,7 +363,7 @@ def test_corrupted_perm_is_refused(tmp_path: Path, perm, fragment: str) -> None:
 def test_last_resort_handler(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, exc: BaseException, fragment: str
 ) -> None:
-    from graphtier.dataset.importers import edgelist
+    from graphtier.dataset.importers.formats import edgelist
 
     def boom(*args: object, **kwargs: object) -> None:
         raise exc
@@ -373,7 +373,7 @@ def test_last_resort_handler(
 
 
 def test_last_resort_handler_numpy_short_write(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from graphtier.dataset.importers import edgelist
+    from graphtier.dataset.importers.formats import edgelist
 
     def short(*args: object, **kwargs: object) -> None:
         raise OSError("1048576 requested and 262112 written")
@@ -383,7 +383,7 @@ def test_last_resort_handler_numpy_short_write(monkeypatch: pytest.MonkeyPatch, 
 
 
 def test_last_resort_handler_keeps_real_bugs(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from graphtier.dataset.importers import edgelist
+    from graphtier.dataset.importers.formats import edgelist
 
     def bug(*args: object, **kwargs: object) -> None:
         raise OSError(errno.EBADF, "Bad file descriptor")

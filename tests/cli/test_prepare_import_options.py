@@ -18,8 +18,7 @@ import pytest
 
 from graphtier.cli.prepare import command as prepare
 from graphtier.cli.prepare_options import IMPORT_OPTION_DECLARATIONS
-from graphtier.dataset.importers import csr_npz, edgelist, manifest, mat, movielens, ogb, planetoid
-from graphtier.dataset.importers.options import (
+from graphtier.dataset.importers.assemble.options import (
     EDGE_FORMAT_FIELDS,
     EDGELIST_FIELDS,
     MANIFEST_FIELDS,
@@ -28,6 +27,7 @@ from graphtier.dataset.importers.options import (
     PLANETOID_FIELDS,
     ImportOptions,
 )
+from graphtier.dataset.importers.formats import csr_npz, edgelist, manifest, mat, movielens, ogb, planetoid
 from graphtier.errors import OptionError
 from tests.cli.helpers import defaults_as_received
 from tests.dataset.importers.helpers import assert_user_error, run_cli

@@ -213,7 +213,7 @@ def test_without_training_seeds_auto_keeps_the_csc_order(tmp_path: Path, capsys:
 def test_a_typed_dataset_keeps_each_list_s_rows_in_read_order(tmp_path: Path) -> None:
     """MovieLens-100k as a typed user/item graph with the ratings as edge features, reordered for its link task:
     every relation row's list holds the rows its list held before (the ratings of the same edges)."""
-    from graphtier.dataset.importers.movielens import import_movielens
+    from graphtier.dataset.importers.formats.movielens import import_movielens
     from graphtier.graph.reorder import relation_row_perm
     from graphtier.tiering.seeds import EpochSeeds
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from graphtier import Dataset, DatasetError
-from graphtier.dataset.importers.edgelist import import_edgelist
+from graphtier.dataset.importers.formats.edgelist import import_edgelist
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from graphtier.dataset import _edge_time_kernels as kernels
 from graphtier.dataset.csc import csc_to_edges, edges_to_csc
 from graphtier.dataset.edge_split import remove_pairs
-from graphtier.dataset.importers.edges import array_edge_chunks, build_csc
+from graphtier.dataset.importers.common.edges import array_edge_chunks, build_csc
 from graphtier.graph.reorder import reorder_topology
 
 

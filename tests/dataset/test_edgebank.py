@@ -16,7 +16,7 @@ from graphtier.dataset import edgebank_scores
 from graphtier.dataset._edge_time_kernels import edgebank, edgebank_reference
 from graphtier.dataset.csc import edges_to_csc
 from graphtier.dataset.edgebank import edgebank_scores_csc, edgebank_split_scores
-from graphtier.dataset.importers.edgelist import import_edgelist
+from graphtier.dataset.importers.formats.edgelist import import_edgelist
 
 
 def timed_csc(src: np.ndarray, dst: np.ndarray, times: np.ndarray, n: int) -> tuple[np.ndarray, ...]:

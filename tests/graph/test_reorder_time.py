@@ -10,7 +10,7 @@ import pytest
 
 from graphtier import Dataset
 from graphtier.dataset.csc import csc_to_edges
-from graphtier.dataset.importers.edgelist import import_edgelist
+from graphtier.dataset.importers.formats.edgelist import import_edgelist
 from tests.dataset.importers.helpers import run_cli
 
 

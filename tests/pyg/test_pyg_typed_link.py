@@ -11,7 +11,7 @@ from torch_geometric.loader import LinkNeighborLoader, NeighborLoader
 from torch_geometric.sampler import EdgeSamplerInput
 
 from graphtier import Dataset
-from graphtier.dataset.importers.manifest import import_manifest
+from graphtier.dataset.importers.formats.manifest import import_manifest
 from graphtier.errors import OptionError
 from graphtier.pyg import GraphtierFeatureStore, GraphtierGraphStore, GraphtierNeighborSampler
 from tests.dataset.importers.test_manifest_time import write_manifest

@@ -104,7 +104,7 @@ def test_options_that_cannot_feed_edge_rows_are_refused(edge_graph: Dataset) -> 
 
 @pytest.fixture(scope="module")
 def timed_graph(tmp_path_factory: pytest.TempPathFactory) -> Dataset:
-    from graphtier.dataset.importers.edgelist import import_edgelist
+    from graphtier.dataset.importers.formats.edgelist import import_edgelist
 
     root = tmp_path_factory.mktemp("timed_edges")
     dataset = import_edgelist(

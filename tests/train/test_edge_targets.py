@@ -10,7 +10,7 @@ import torch
 
 from graphtier import Dataset, OptionError
 from graphtier.dataset.edge_data import link_labels
-from graphtier.dataset.importers.movielens import import_movielens
+from graphtier.dataset.importers.formats.movielens import import_movielens
 from graphtier.train import TrainConfig, Trainer, train
 from graphtier.train.infer.link_predict import pair_scores
 from graphtier.train.infer.pair_space import pair_space
@@ -178,7 +178,7 @@ def test_binary_target_on_a_time_split_samples_each_pair_at_its_time(tmp_path: P
     temporal sampler trains on the labelled pairs; the majority baseline replaces EdgeBank (which scores existence)."""
     import json
 
-    from graphtier.dataset.importers.edgelist import import_edgelist
+    from graphtier.dataset.importers.formats.edgelist import import_edgelist
     from tests.train.test_temporal_link import timed_edges
 
     data = import_edgelist(

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from graphtier import Dataset
-from graphtier.dataset.importers.manifest import import_manifest
+from graphtier.dataset.importers.formats.manifest import import_manifest
 from graphtier.train import TrainConfig, Trainer
 from graphtier.train.loop.launch import launch
 from tests.train.test_typed_link import write_recommendation_manifest

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from graphtier import Dataset, OptionError
 from graphtier.cli import cli
-from graphtier.dataset.importers.edgelist import import_edgelist
+from graphtier.dataset.importers.formats.edgelist import import_edgelist
 from graphtier.graphstore import GraphStore
 from graphtier.train import TrainConfig, train
 from graphtier.train.loop.task import LinkTask, make_task

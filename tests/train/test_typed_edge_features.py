@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from graphtier import Dataset, OptionError
-from graphtier.dataset.importers.manifest import import_manifest
+from graphtier.dataset.importers.formats.manifest import import_manifest
 from graphtier.graphstore import GraphStore
 from graphtier.train import train
 from graphtier.train.infer.predict import predict

@@ -12,7 +12,7 @@ import torch
 
 import graphtier
 from graphtier.dataset import Dataset, synthetic_mag
-from graphtier.dataset.importers.manifest import import_manifest
+from graphtier.dataset.importers.formats.manifest import import_manifest
 from graphtier.errors import OptionError
 from graphtier.graphstore import GraphStore
 from graphtier.graphstore.links import typed_link_sampler

@@ -12,7 +12,7 @@ import torch
 
 from graphtier import Dataset, OptionError
 from graphtier.dataset.edgebank import edgebank_scores, edgebank_split_scores
-from graphtier.dataset.importers.movielens import import_movielens
+from graphtier.dataset.importers.formats.movielens import import_movielens
 from graphtier.graphstore import GraphStore
 from graphtier.graphstore.links import typed_link_sampler
 from graphtier.memory import make_topology

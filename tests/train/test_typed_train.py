@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from graphtier.dataset import Dataset
-from graphtier.dataset.importers.manifest import import_manifest
+from graphtier.dataset.importers.formats.manifest import import_manifest
 from graphtier.errors import OptionError
 from graphtier.train import TrainConfig, Trainer, train
 from graphtier.train.loop.feed import TypedDeviceBatch

@@ -2,7 +2,7 @@
 
 ``num_classes`` is the largest class id + 1 and sizes the model's output layer (hidden x classes), the
 class centroids of ``--synthetic-feature-signal`` and every per-class table; a label 999999999 would
-ask for a billion classes. The bound is :data:`~graphtier.dataset.importers.labels.MAX_CLASSES` = 2^24.
+ask for a billion classes. The bound is :data:`~graphtier.dataset.importers.common.labels.MAX_CLASSES` = 2^24.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import scipy.io
 import scipy.sparse as sp
 
 from graphtier.dataset import resources
-from graphtier.dataset.importers.features import synthetic_features
-from graphtier.dataset.importers.labels import MAX_CLASSES
+from graphtier.dataset.importers.common.features import synthetic_features
+from graphtier.dataset.importers.common.labels import MAX_CLASSES
 from graphtier.errors import ResourceError
 
 from .helpers import assert_user_error, run_cli

@@ -11,8 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from graphtier.dataset.csc import csc_to_edges, edges_to_csc_reference, reciprocity, reciprocity_reference
-from graphtier.dataset.importers import edges, splits, textio
-from graphtier.dataset.importers.features import FEATURE_BLOCK_ROWS, synthetic_features
+from graphtier.dataset.importers.common import edges, textio
+from graphtier.dataset.importers.common.features import FEATURE_BLOCK_ROWS, synthetic_features
+from graphtier.dataset.importers.split import splits
 from graphtier.errors import DatasetError, OptionError
 
 

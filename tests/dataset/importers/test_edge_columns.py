@@ -16,10 +16,10 @@ from hypothesis import strategies as st
 from graphtier.dataset.csc import csc_to_edges
 from graphtier.dataset.edge_data import link_labels
 from graphtier.dataset.format import Dataset
-from graphtier.dataset.importers._column_kernels import parse_float_columns, parse_float_columns_reference
-from graphtier.dataset.importers.edgelist import import_edgelist
-from graphtier.dataset.importers.edges import build_csc
-from graphtier.dataset.importers.kernels import PARSE_OK
+from graphtier.dataset.importers.common._column_kernels import parse_float_columns, parse_float_columns_reference
+from graphtier.dataset.importers.common.edges import build_csc
+from graphtier.dataset.importers.common.kernels import PARSE_OK
+from graphtier.dataset.importers.formats.edgelist import import_edgelist
 from graphtier.errors import DatasetError, OptionError
 from graphtier.train.persist.fingerprint import dataset_fingerprint
 from tests.dataset.importers.helpers import assert_user_error, run_cli, shared

@@ -1,4 +1,4 @@
-"""The random edge split (graphtier/dataset/importers/holdout.py): hold_out_edges and --edge-split on every writer."""
+"""The random edge split (graphtier/dataset/importers/split/holdout.py): hold_out_edges and --edge-split on every writer."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from graphtier.dataset import Dataset
 from graphtier.dataset.csc import csc_to_edges, edges_to_csc
 from graphtier.dataset.importers import ImportOptions, import_edgelist
-from graphtier.dataset.importers.holdout import hold_out_edges
+from graphtier.dataset.importers.split.holdout import hold_out_edges
 from graphtier.dataset.synthetic import generate
 from graphtier.errors import OptionError
 from tests.cli.helpers import run

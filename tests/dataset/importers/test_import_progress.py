@@ -11,9 +11,9 @@ import pytest
 
 from graphtier._progress import Progress
 from graphtier.cli.prepare import command as prepare
-from graphtier.dataset.importers import csr_npz, edgelist, manifest, mat, movielens, ogb, planetoid
-from graphtier.dataset.importers.edges import IdMap
-from graphtier.dataset.importers.features import write_feature_file
+from graphtier.dataset.importers.common.edges import IdMap
+from graphtier.dataset.importers.common.features import write_feature_file
+from graphtier.dataset.importers.formats import csr_npz, edgelist, manifest, mat, movielens, ogb, planetoid
 from graphtier.dataset.writer import DatasetWriter
 from graphtier.errors import OptionError
 from tests.recording_progress import RecordingProgress

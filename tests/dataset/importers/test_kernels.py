@@ -6,8 +6,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from graphtier.dataset.importers import kernels
-from graphtier.dataset.importers._column_kernels import (
+from graphtier.dataset.importers.common import kernels
+from graphtier.dataset.importers.common._column_kernels import (
     parse_float_rows_reference,
     parse_int_rows,
     parse_int_rows_reference,

@@ -10,12 +10,12 @@ import pytest
 import torch
 
 from graphtier.dataset.format import Dataset
-from graphtier.dataset.importers.edgelist import import_edgelist
-from graphtier.dataset.importers.link_files import GivenPairs, split_from_pairs
-from graphtier.dataset.importers.movielens import import_movielens
-from graphtier.dataset.importers.ogb import import_ogb
-from graphtier.dataset.importers.options import ImportOptions
-from graphtier.dataset.importers.pair_files import EdgeSplitFiles
+from graphtier.dataset.importers.assemble.options import ImportOptions
+from graphtier.dataset.importers.formats.edgelist import import_edgelist
+from graphtier.dataset.importers.formats.movielens import import_movielens
+from graphtier.dataset.importers.formats.ogb import import_ogb
+from graphtier.dataset.importers.split.link_files import GivenPairs, split_from_pairs
+from graphtier.dataset.importers.split.pair_files import EdgeSplitFiles
 from graphtier.dataset.original_ids import original_ids
 from graphtier.errors import DatasetError, OptionError
 from tests.conftest import shared_data

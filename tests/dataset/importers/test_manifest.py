@@ -13,7 +13,7 @@ import pytest
 import scipy.sparse as sp
 
 from graphtier.dataset import Dataset
-from graphtier.dataset.importers.manifest import import_manifest
+from graphtier.dataset.importers.formats.manifest import import_manifest
 from graphtier.errors import DatasetError
 from tests.cli.helpers import run
 from tests.conftest import shared_data
@@ -173,7 +173,7 @@ def test_graphtier_and_json_manifests_work_without_pyyaml(tmp_path: Path) -> Non
     code = (
         "import sys; sys.modules['yaml'] = None\n"
         "import graphtier, graphtier.cli\n"
-        "from graphtier.dataset.importers.manifest import import_manifest\n"
+        "from graphtier.dataset.importers.formats.manifest import import_manifest\n"
         f"print(import_manifest({str(manifest)!r}, {str(tmp_path / 'out')!r}).schema.num_edges)"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)

@@ -13,7 +13,7 @@ import pytest
 
 from graphtier.dataset import Dataset
 from graphtier.dataset.edge_data import link_labels
-from graphtier.dataset.importers.manifest import import_manifest
+from graphtier.dataset.importers.formats.manifest import import_manifest
 from tests.dataset.importers.helpers import assert_user_error, run_cli
 
 USERS, ITEMS, TAGS = 30, 20, 5

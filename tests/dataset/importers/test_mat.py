@@ -11,8 +11,8 @@ import scipy.io
 import scipy.sparse as sp
 
 from graphtier.dataset import Dataset
-from graphtier.dataset.importers.mat import import_mat
-from graphtier.dataset.importers.mat_variables import read_mat_labels
+from graphtier.dataset.importers.common.mat_variables import read_mat_labels
+from graphtier.dataset.importers.formats.mat import import_mat
 from graphtier.errors import DatasetError, OptionError
 from tests.dataset.importers.helpers import assert_user_error, run_cli
 

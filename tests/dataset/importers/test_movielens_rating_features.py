@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from graphtier.dataset import Dataset
-from graphtier.dataset.importers.movielens import RATING_COLUMNS, import_movielens
+from graphtier.dataset.importers.formats.movielens import RATING_COLUMNS, import_movielens
 from graphtier.errors import OptionError
 from graphtier.graphstore import GraphStore
 from graphtier.train import train

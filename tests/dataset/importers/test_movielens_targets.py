@@ -9,7 +9,7 @@ import pytest
 
 from graphtier.dataset import Dataset
 from graphtier.dataset.edge_data import link_labels
-from graphtier.dataset.importers.movielens import import_movielens
+from graphtier.dataset.importers.formats.movielens import import_movielens
 from graphtier.errors import DatasetError, OptionError
 from tests.conftest import shared_data
 from tests.dataset.importers.movielens_files import write_movielens

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from graphtier.dataset.importers import node_data
-from graphtier.dataset.importers.csr_npz import import_csr_npz
-from graphtier.dataset.importers.edgelist import import_edgelist
+from graphtier.dataset.importers.common import node_data
+from graphtier.dataset.importers.formats.csr_npz import import_csr_npz
+from graphtier.dataset.importers.formats.edgelist import import_edgelist
 from graphtier.dataset.provenance import describe, provenance_of
 from graphtier.errors import DatasetError, OptionError
 from tests.dataset.importers.helpers import assert_user_error, run_cli
@@ -260,7 +260,7 @@ def test_id_map_covers_edges_and_node_data(
     tmp_path_factory, edge_ids: list[int], dense_rows: int, listed: list[int]
 ) -> None:
     """The nodes are exactly the union of edge ids and covered ids, in ascending order; the count is right."""
-    from graphtier.dataset.importers import edges
+    from graphtier.dataset.importers.common import edges
 
     directory = tmp_path_factory.mktemp("spill")
     ids = np.array(edge_ids + edge_ids[:1], dtype=np.int64)
@@ -323,7 +323,7 @@ def _npz(tmp_path: Path) -> Path:
 
 
 def test_category_code_columns() -> None:
-    from graphtier.dataset.importers.features import category_code_columns
+    from graphtier.dataset.importers.common.features import category_code_columns
 
     rng = np.random.default_rng(0)
     table = np.stack(

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from graphtier.dataset import Dataset
-from graphtier.dataset.importers.ogb import import_ogb
+from graphtier.dataset.importers.formats.ogb import import_ogb
 from graphtier.errors import DatasetError, OptionError
 from tests.cli.helpers import run
 

@@ -334,7 +334,7 @@ def test_an_npz_member_too_large_for_memory_is_refused_before_it_is_inflated(tmp
     """The member's .npy header is read first: a (compressed) member that would not fit is refused by its size."""
     import zipfile
 
-    from graphtier.dataset.importers.members import file_or_member, load_member
+    from graphtier.dataset.importers.common.members import file_or_member, load_member
     from graphtier.errors import GraphtierError
 
     header = np.lib.format.header_data_from_array_1_0(np.zeros(1, dtype=np.float64))

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from graphtier.dataset.importers import import_planetoid
-from graphtier.dataset.importers.planetoid import load_pickle
+from graphtier.dataset.importers.formats.planetoid import load_pickle
 from graphtier.errors import DatasetError
 
 from .helpers import assert_user_error, run_cli, shared, write_planetoid

@@ -18,7 +18,7 @@ import pytest
 import scipy.io
 import scipy.sparse as sp
 
-from graphtier.dataset.importers.sparse import MAX_DIMENSION, checked_sparse, load_sparse_npz
+from graphtier.dataset.importers.common.sparse import MAX_DIMENSION, checked_sparse, load_sparse_npz
 from graphtier.errors import DatasetError
 
 from .helpers import assert_user_error, run_cli_process, write_planetoid

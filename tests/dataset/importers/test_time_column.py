@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from graphtier.dataset.csc import csc_to_edges
 from graphtier.dataset.format import Dataset
-from graphtier.dataset.importers._column_kernels import parse_int_columns, parse_int_columns_reference
-from graphtier.dataset.importers.edgelist import import_edgelist
+from graphtier.dataset.importers.common._column_kernels import parse_int_columns, parse_int_columns_reference
+from graphtier.dataset.importers.formats.edgelist import import_edgelist
 from graphtier.errors import OptionError
 from tests.dataset.importers.helpers import assert_user_error, run_cli, shared
 

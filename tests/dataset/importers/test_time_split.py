@@ -12,8 +12,8 @@ import pytest
 
 from graphtier import Dataset, DatasetError, OptionError
 from graphtier.dataset.csc import csc_to_edges, edges_to_csc
-from graphtier.dataset.importers.edgelist import import_edgelist
-from graphtier.dataset.importers.time_holdout import hold_out_edges_by_time
+from graphtier.dataset.importers.formats.edgelist import import_edgelist
+from graphtier.dataset.importers.split.time_holdout import hold_out_edges_by_time
 from graphtier.graph.reorder import reorder_dataset
 from tests.dataset.importers.helpers import assert_user_error, run_cli, shared
 
@@ -164,7 +164,7 @@ def test_python_errors_name_the_arguments(tmp_path: Path) -> None:
 
 
 def test_a_format_without_times_refuses_a_time_split(tmp_path: Path) -> None:
-    from graphtier.dataset.importers.csr_npz import import_csr_npz
+    from graphtier.dataset.importers.formats.csr_npz import import_csr_npz
 
     archive = tmp_path / "g.npz"
     np.savez(archive, indptr=np.array([0, 1, 2, 3]), indices=np.array([1, 2, 0]), shape=np.array([3, 3]))

@@ -11,7 +11,7 @@ import pytest
 
 from graphtier.dataset import resources
 from graphtier.dataset.csc import edges_to_csc
-from graphtier.dataset.importers.manifest import import_manifest
+from graphtier.dataset.importers.formats.manifest import import_manifest
 from graphtier.dataset.typed_graph import TypedEdges, build_typed_csc, spill_relation, with_reverse
 from graphtier.errors import ResourceError
 from tests.cli.helpers import run
