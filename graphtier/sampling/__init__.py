@@ -13,8 +13,8 @@ with a dataset's schema, per-relation :class:`TypedMiniBatch` es::
 
 from graphtier._choices import TEMPORAL_STRATEGIES
 from graphtier.sampling.batch import Block, MiniBatch
-from graphtier.sampling.device import DeviceNeighborSampler
-from graphtier.sampling.device_hops import DenseTopology, Topology
+from graphtier.sampling.device.device_hops import DenseTopology, Topology
+from graphtier.sampling.device.sampler import DeviceNeighborSampler
 from graphtier.sampling.fanouts import (
     DEFAULT_FANOUTS,
     MAX_FANOUT,
@@ -22,12 +22,12 @@ from graphtier.sampling.fanouts import (
     check_fanouts,
     format_fanouts,
 )
-from graphtier.sampling.neighbor import NeighborSampler
+from graphtier.sampling.neighbor.sampler import NeighborSampler
 from graphtier.sampling.seeds import iter_seed_batches
-from graphtier.sampling.shadow import ShadowSampler
+from graphtier.sampling.shadow.sampler import ShadowSampler
 from graphtier.sampling.spec import SAMPLER_KINDS, SAMPLER_NAMES, SamplerSpec
-from graphtier.sampling.temporal import TemporalNeighborSampler
-from graphtier.sampling.temporal_device import DeviceTemporalSampler
+from graphtier.sampling.temporal.sampler import TemporalNeighborSampler
+from graphtier.sampling.temporal.temporal_device import DeviceTemporalSampler
 from graphtier.sampling.typed_batch import RelationBlock, TypedBlock, TypedMiniBatch
 
 __all__ = [

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from graphtier.errors import OptionError
 from graphtier.memory.placement import format_bytes
-from graphtier.sampling.neighbor import format_fanouts
+from graphtier.sampling.neighbor.sampler import format_fanouts
 from graphtier.tiering.plan import PLAN_TIERS, CapacityPlan
 from graphtier.tiering.plan_edges import format_edge_plan
 from graphtier.tiering.plan_topology import TOPOLOGY_TIERS
