@@ -9,6 +9,10 @@ with a dataset's schema, per-relation :class:`TypedMiniBatch` es::
     for seeds in iter_seed_batches(ds.train_idx, 1024, shuffle=True, seed=0, epoch=epoch):
         mb = sampler.sample(seeds)
     typed = NeighborSampler(ds.indptr, ds.indices, [10, 5], schema=ds.schema)  # a typed dataset
+
+One sub-package per role, each importing only earlier ones: :mod:`.neighbor` (CPU neighbour sampling, the hop parts
+and random kernels every sampler shares), :mod:`.device`, :mod:`.temporal`, :mod:`.link` and :mod:`.shadow`; the
+modules here (batches, seeds, fanouts, buffers, relation layouts, spec) are the base they all use.
 """
 
 from graphtier._choices import TEMPORAL_STRATEGIES
