@@ -296,8 +296,8 @@ def _typed_graph(papers: int, authors: int, fields: int, seed: int) -> tuple[np.
 def typed_sampler(ctx: StepContext) -> None:
     """Issue 26: the device typed sampler (Triton picks, tiered back-to-back CSC) against NeighborSampler with the schema."""
     from graphtier.memory import make_topology
-    from graphtier.sampling.device import DeviceNeighborSampler
-    from graphtier.sampling.neighbor import NeighborSampler
+    from graphtier.sampling.device.sampler import DeviceNeighborSampler
+    from graphtier.sampling.neighbor.sampler import NeighborSampler
     from graphtier.sampling.relation_fanouts import parse_relation_fanouts
 
     indptr, indices, schema = _typed_graph(500_000, 300_000, 1_000, 0)

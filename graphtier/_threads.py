@@ -1,6 +1,6 @@
 """ThreadTeam: a general pool that splits a loop over a range between the caller and helper threads.
 
-Used by the samplers (:mod:`graphtier.sampling.neighbor`), the CPU feature gathers
+Used by the samplers (:mod:`graphtier.sampling.neighbor.sampler`), the CPU feature gathers
 (:mod:`graphtier.memory.features.threads`) and the CPU training kernels (:mod:`graphtier.train.nn.kernel_threads`);
 it depends on nothing in graphtier, so it sits at the bottom layer.
 """

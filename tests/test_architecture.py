@@ -47,8 +47,8 @@ OPTIONAL_DEPENDENCY_IMPORTS = {
     ("graphtier.memory.features.tiered", "graphtier.memory.features._triton_kernels"),
     ("graphtier.bench.gather", "graphtier.memory.features._triton_kernels"),
     ("graphtier.memory.topology.topology", "graphtier.memory.topology._topology_kernels"),
-    ("graphtier.sampling.device_hops", "graphtier.sampling._device_kernels"),
-    ("graphtier.sampling.temporal_device", "graphtier.sampling._temporal_device_kernels"),
+    ("graphtier.sampling.device.device_hops", "graphtier.sampling.device._device_kernels"),
+    ("graphtier.sampling.temporal.temporal_device", "graphtier.sampling.temporal._temporal_device_kernels"),
 }
 # graphtier.train's sub-packages, lowest first: a module imports from its own sub-package or an earlier one
 # (``if TYPE_CHECKING:`` imports included), so the imports between them run one way (docs/architecture.md).
@@ -64,6 +64,9 @@ SUBPACKAGE_ORDERS: dict[str, tuple[str, ...]] = {
     "graphtier.memory": MEMORY_ORDER,
     "graphtier.dataset.importers": IMPORTERS_ORDER,
 }
+# graphtier.sampling's sub-packages, lowest first: a module imports from its own sub-package, an earlier one or the
+# base modules at the package's top (batches, seeds, fanouts, buffers, layouts, spec), which import no sub-package.
+SAMPLING_ORDER = ("neighbor", "device", "temporal", "link", "shadow")
 MAX_LINES = 450
 # modules still over MAX_LINES -> why they wait (each must be split; the test fails once one is short enough)
 OVER_LIMIT: dict[str, str] = {}
@@ -74,7 +77,6 @@ MAX_MODULES = 15
 # must leave this list once it is at most MAX_MODULES.
 FOLDERS_OVER_LIMIT: dict[str, tuple[int, str]] = {
     "graphtier/dataset": (32, "waits for its split"),
-    "graphtier/sampling": (32, "waits for its split"),
     "graphtier/cli": (17, "one module per command and its options: waits for its split"),
 }
 
@@ -211,6 +213,38 @@ def test_subpackages_import_one_way(package: str) -> None:
                 wrong.append(f"{module} imports the package {package} (import the defining module)")
             elif other is not None and other in order and order.index(other) > order.index(part):
                 wrong.append(f"{module} ({part}) imports {target} ({other}, later in the order of {package})")
+    assert not wrong, "\n".join(sorted(wrong))
+
+
+def sampling_part(module: str) -> str | None:
+    """The sub-package of graphtier.sampling that ``module`` lies in (``""`` for a base module, ``"."`` for the
+    package itself), None outside."""
+    parts = module.split(".")
+    if parts[:2] != ["graphtier", "sampling"]:
+        return None
+    if len(parts) == 2:
+        return "."
+    return parts[2] if parts[2] in SAMPLING_ORDER or (PACKAGE / "sampling" / parts[2]).is_dir() else ""
+
+
+def test_sampling_subpackages_import_one_way() -> None:
+    """Every sub-package of graphtier.sampling is in SAMPLING_ORDER; a module imports only from its own
+    sub-package, an earlier one or the base modules, and a base module from no sub-package."""
+    wrong = []
+    for module, targets in GRAPH.items():
+        part = sampling_part(module)
+        if part is None or part == ".":
+            continue
+        if part and part not in SAMPLING_ORDER:
+            wrong.append(f"{module}: not in a sub-package of SAMPLING_ORDER {SAMPLING_ORDER}")
+            continue
+        rank = SAMPLING_ORDER.index(part) if part else -1
+        for target in targets | TYPING_ONLY.get(module, set()):
+            other = sampling_part(target)
+            if other == ".":
+                wrong.append(f"{module} imports the package graphtier.sampling (import the defining module)")
+            elif other and other in SAMPLING_ORDER and SAMPLING_ORDER.index(other) > rank:
+                wrong.append(f"{module} ({part or 'base'}) imports {target} ({other}, later in SAMPLING_ORDER)")
     assert not wrong, "\n".join(sorted(wrong))
 
 

@@ -18,12 +18,12 @@ from graphtier.dataset.format import Dataset
 from graphtier.dataset.schema import RelationType, Schema
 from graphtier.errors import OptionError
 from graphtier.sampling import NeighborSampler, ShadowSampler, iter_seed_batches
-from graphtier.sampling.reference import (
+from graphtier.sampling.neighbor.reference import (
     neighbor_sample_reference,
     shadow_sample_reference,
 )
+from graphtier.sampling.neighbor.typed_reference import typed_sample_reference
 from graphtier.sampling.relation_fanouts import parse_relation_fanouts
-from graphtier.sampling.typed_reference import typed_sample_reference
 
 
 def run_sample_benchmark(
@@ -51,7 +51,7 @@ def run_sample_benchmark(
 
     ``in_memory`` copies ``indptr``/``indices`` into RAM first; otherwise the sampler reads the memory maps.
     With ``baseline_seconds > 0`` the plain numpy/Python reference sampler of
-    :mod:`graphtier.sampling.reference` then samples the same timed seed batches, one after another
+    :mod:`graphtier.sampling.neighbor.reference` then samples the same timed seed batches, one after another
     until that time is spent (at least one batch): ``baseline`` and ``speedup_vs_baseline`` in the result.
     With ``device`` "cuda[:N]" the GPU sampler then samples the same timed seed batches once per topology
     budget of ``topology_budgets`` (:func:`graphtier.bench.sample_device.time_device_sampler`):

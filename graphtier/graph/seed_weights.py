@@ -6,7 +6,7 @@ recurrence serves every task:
 * node classification: the seeds are the training nodes, each once per epoch, shuffled into batches of ``B``;
 * link prediction: the seeds of a batch of ``B`` training pairs are both endpoints of every pair plus
   ``num_negatives`` negative destinations per pair, drawn independently from a distribution over the nodes
-  (uniform over ``dst_range``, or in-degree^0.75: :mod:`graphtier.sampling.link`).
+  (uniform over ``dst_range``, or in-degree^0.75: :mod:`graphtier.sampling.link.sampler`).
 
 All arrays are float64 [N] numpy on the CPU.
 """

@@ -1,9 +1,9 @@
 """The graph store's link samplers: batches of rows of a pair table, with their negatives and neighbourhoods.
 
 :func:`link_sampler` is the one door (``GraphStore.link_sampler`` calls it): a homogeneous dataset's pairs are
-global ids (:class:`~graphtier.sampling.link.LinkSampler` over the store's neighbour sampler, or on a split by time
+global ids (:class:`~graphtier.sampling.link.sampler.LinkSampler` over the store's neighbour sampler, or on a split by time
 its time-bounded sampler); a typed dataset's are those of its edge split's relation, in the endpoint types' local ids
-(:func:`typed_link_sampler`: the same :class:`~graphtier.sampling.link.LinkSampler` built with the schema and the
+(:func:`typed_link_sampler`: the same :class:`~graphtier.sampling.link.sampler.LinkSampler` built with the schema and the
 relation, over the store's sampler built with the schema). Either runs on the CPU or on the device of the store's
 tiered topology (the same batches).
 """
@@ -22,9 +22,9 @@ from graphtier.dataset.schema import RelationType
 from graphtier.errors import OptionError
 from graphtier.graphstore.samplers import build_typed_sampler, link_negatives, relation_fanouts_key, temporal_sampler
 from graphtier.memory import FeatureSource
-from graphtier.sampling.device_hops import Topology
-from graphtier.sampling.link import LinkSampler
-from graphtier.sampling.pairs import NegativeDestinations
+from graphtier.sampling.device.device_hops import Topology
+from graphtier.sampling.link.pairs import NegativeDestinations
+from graphtier.sampling.link.sampler import LinkSampler
 from graphtier.sampling.typed_batch import TypedMiniBatch
 
 
@@ -71,7 +71,7 @@ def link_sampler(
     """The link sampler of ``pairs`` on ``store`` (``sample(pair_ids, batch_id)``, ``sample_pairs(pairs, batch_id)``).
 
     ``pairs``: int64 [P, 2], global ids, or on a typed dataset local ids of its edge split's relation (its
-    ``sample`` then gives :class:`~graphtier.sampling.typed_link.TypedLinkMiniBatch` es). Without ``labels``
+    ``sample`` then gives :class:`~graphtier.sampling.link.typed_link.TypedLinkMiniBatch` es). Without ``labels``
     (training): ``num_negatives`` negatives per positive (``negative_sampling`` uniform or by in-degree), the batch's
     target edges excluded from message passing (``exclude``); with ``labels`` (float [P], evaluation) the pairs as
     given; with ``times`` (int64 [P]) each pair is sampled at its time by the time-bounded sampler of strategy

@@ -23,15 +23,15 @@ from graphtier.errors import OptionError
 from graphtier.memory import TierTraffic
 from graphtier.memory.topology.topology import INDPTR_BYTES_PER_DESTINATION
 from graphtier.sampling.batch import MiniBatch
-from graphtier.sampling.device import DeviceNeighborSampler
-from graphtier.sampling.device_hops import Topology
-from graphtier.sampling.link import TimedNodeSampler
-from graphtier.sampling.neighbor import NeighborSampler
-from graphtier.sampling.pairs import NegativeDestinations
+from graphtier.sampling.device.device_hops import Topology
+from graphtier.sampling.device.sampler import DeviceNeighborSampler
+from graphtier.sampling.link.pairs import NegativeDestinations
+from graphtier.sampling.link.sampler import TimedNodeSampler
+from graphtier.sampling.neighbor.sampler import NeighborSampler
 from graphtier.sampling.relation_fanouts import parse_relation_fanouts
-from graphtier.sampling.shadow import first_seen_unique
-from graphtier.sampling.temporal import TemporalNeighborSampler
-from graphtier.sampling.temporal_device import DeviceTemporalSampler
+from graphtier.sampling.shadow.sampler import first_seen_unique
+from graphtier.sampling.temporal.sampler import TemporalNeighborSampler
+from graphtier.sampling.temporal.temporal_device import DeviceTemporalSampler
 from graphtier.sampling.typed_batch import TypedMiniBatch
 
 TypedSampler = Callable[[np.ndarray, int], TypedMiniBatch]

@@ -1,7 +1,7 @@
 """PyG ``BaseSampler`` backed by graphtier's neighbour and link samplers (CPU, or GPU through a :class:`GraphStore`).
 
 Link prediction: ``LinkNeighborLoader(stores, neighbor_sampler=GraphtierNeighborSampler(store, fanouts),
-edge_label_index=..., neg_sampling="binary")`` samples with :class:`graphtier.sampling.link.LinkSampler`: the
+edge_label_index=..., neg_sampling="binary")`` samples with :class:`graphtier.sampling.link.sampler.LinkSampler`: the
 negatives keep the positive's source and draw the destination (uniform or ``degree``), the endpoints' k-hop
 neighbourhoods come from one node-sampler call, and the batch's target edges (and their reverse on an
 undirected graph) are removed from message passing (PyG's and DGL's ``exclude='reverse_id'``). With
@@ -33,7 +33,7 @@ from graphtier.graphstore import GraphStore
 from graphtier.graphstore.links import relation_link_sampler
 from graphtier.pyg.feature_store import host_edge_features
 from graphtier.sampling import MiniBatch
-from graphtier.sampling.link import LinkSampler
+from graphtier.sampling.link.sampler import LinkSampler
 from graphtier.sampling.typed_batch import TypedMiniBatch
 
 

@@ -9,12 +9,16 @@ with a dataset's schema, per-relation :class:`TypedMiniBatch` es::
     for seeds in iter_seed_batches(ds.train_idx, 1024, shuffle=True, seed=0, epoch=epoch):
         mb = sampler.sample(seeds)
     typed = NeighborSampler(ds.indptr, ds.indices, [10, 5], schema=ds.schema)  # a typed dataset
+
+One sub-package per role, each importing only earlier ones: :mod:`.neighbor` (CPU neighbour sampling, the hop parts
+and random kernels every sampler shares), :mod:`.device`, :mod:`.temporal`, :mod:`.link` and :mod:`.shadow`; the
+modules here (batches, seeds, fanouts, buffers, relation layouts, spec) are the base they all use.
 """
 
 from graphtier._choices import TEMPORAL_STRATEGIES
 from graphtier.sampling.batch import Block, MiniBatch
-from graphtier.sampling.device import DeviceNeighborSampler
-from graphtier.sampling.device_hops import DenseTopology, Topology
+from graphtier.sampling.device.device_hops import DenseTopology, Topology
+from graphtier.sampling.device.sampler import DeviceNeighborSampler
 from graphtier.sampling.fanouts import (
     DEFAULT_FANOUTS,
     MAX_FANOUT,
@@ -22,12 +26,12 @@ from graphtier.sampling.fanouts import (
     check_fanouts,
     format_fanouts,
 )
-from graphtier.sampling.neighbor import NeighborSampler
+from graphtier.sampling.neighbor.sampler import NeighborSampler
 from graphtier.sampling.seeds import iter_seed_batches
-from graphtier.sampling.shadow import ShadowSampler
+from graphtier.sampling.shadow.sampler import ShadowSampler
 from graphtier.sampling.spec import SAMPLER_KINDS, SAMPLER_NAMES, SamplerSpec
-from graphtier.sampling.temporal import TemporalNeighborSampler
-from graphtier.sampling.temporal_device import DeviceTemporalSampler
+from graphtier.sampling.temporal.sampler import TemporalNeighborSampler
+from graphtier.sampling.temporal.temporal_device import DeviceTemporalSampler
 from graphtier.sampling.typed_batch import RelationBlock, TypedBlock, TypedMiniBatch
 
 __all__ = [

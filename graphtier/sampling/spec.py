@@ -28,7 +28,7 @@ class SamplerSpec:
     relations: a :class:`RelationFanouts`, parsed here from its text ``"writes=5,cites=10/5"`` or a mapping keyed
     by names or ``(src, name, dst)``; it is resolved against the dataset's relations by
     :func:`graphtier.sampling.relation_fanouts.parse_relation_fanouts` once the dataset is known. ``temporal``
-    (:data:`~graphtier.sampling.temporal.TEMPORAL_STRATEGIES`, or None) samples a time-split link dataset at each
+    (:data:`~graphtier.sampling.TEMPORAL_STRATEGIES`, or None) samples a time-split link dataset at each
     pair's time: neighbours strictly earlier, drawn uniformly or the most recent.
     """
 

@@ -26,7 +26,7 @@ from graphtier._progress import NO_PROGRESS, Progress
 from graphtier.dataset.format import Dataset
 from graphtier.errors import OptionError
 from graphtier.graph.reorder import order_by_score
-from graphtier.sampling.neighbor import format_fanouts
+from graphtier.sampling.neighbor.sampler import format_fanouts
 from graphtier.tiering.hotness import compute_scores
 from graphtier.tiering.plotting import fit_title, load_pyplot
 from graphtier.tiering.replay import DEFAULT_REPLAY, Replay, replay_reads

@@ -17,7 +17,7 @@ from graphtier._progress import NO_PROGRESS, Progress, Stage
 from graphtier.errors import OptionError
 from graphtier.graph._score_kernels import accumulate_counts
 from graphtier.sampling.batch import MiniBatch
-from graphtier.sampling.neighbor import NeighborSampler
+from graphtier.sampling.neighbor.sampler import NeighborSampler
 from graphtier.sampling.seeds import iter_seed_batches
 
 Batch = TypeVar("Batch")
@@ -60,7 +60,7 @@ def count_sampled_reads(
 ) -> SampledReads:
     """Replay the sampler and count feature reads and (``topology=True``) neighbour-list reads per node.
 
-    Runs :class:`graphtier.sampling.neighbor.NeighborSampler` (``fanouts``, random stream ``seed``)
+    Runs :class:`graphtier.sampling.neighbor.sampler.NeighborSampler` (``fanouts``, random stream ``seed``)
     for ``epochs`` epochs over ``train_idx`` (int64 [T]) shuffled into batches of ``batch_size``
     (shuffle seeded by ``seed`` and the epoch). Epochs are numbered from ``first_epoch``; batch ids run
     on from 0. The trainer numbers epochs from 1 (``first_epoch=1`` replays exactly the batches

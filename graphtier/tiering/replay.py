@@ -33,7 +33,7 @@ class Replay:
 
     Attributes:
         fanouts: neighbours per hop, seed hop first (:class:`~graphtier.sampling.Fanouts`; ``"25,10"`` or a
-            sequence of ints is parsed here). Default :data:`~graphtier.sampling.neighbor.DEFAULT_FANOUTS`.
+            sequence of ints is parsed here). Default :data:`~graphtier.sampling.neighbor.sampler.DEFAULT_FANOUTS`.
         relation_fanouts: a typed dataset's per-relation overrides of ``fanouts`` (``--fanouts-per-relation``):
             a :class:`~graphtier._fanouts.RelationFanouts`, parsed here from ``"writes=5,cites=10/5"`` or a mapping;
             None (or empty) for none. The names meet the dataset's schema in :meth:`relation_fanouts_of`.

@@ -21,8 +21,8 @@ from graphtier.errors import DatasetError, OptionError
 from graphtier.graph.seed_weights import SeedWeights, link_seed_weights, node_seed_weights
 from graphtier.graphstore.store import GraphStore
 from graphtier.sampling.batch import MiniBatch
-from graphtier.sampling.neighbor import NeighborSampler
-from graphtier.sampling.pairs import NegativeDestinations
+from graphtier.sampling.link.pairs import NegativeDestinations
+from graphtier.sampling.neighbor.sampler import NeighborSampler
 
 SampleFn = Callable[[np.ndarray, int], MiniBatch]
 
@@ -32,7 +32,7 @@ def negative_chances(how: str, dst_range: tuple[int, int], in_degrees: np.ndarra
 
     ``how``: ``uniform`` (``1 / (hi - lo)`` on ``dst_range`` ``[lo, hi)``) or ``degree`` (in-degree^0.75 over
     ``dst_range``, normalised; uniform when the range has no edges), as
-    :class:`graphtier.sampling.pairs.NegativeDestinations` draws them. ``in_degrees`` int [N].
+    :class:`graphtier.sampling.link.pairs.NegativeDestinations` draws them. ``in_degrees`` int [N].
     """
     return NegativeDestinations(how, dst_range, in_degrees).probabilities(num_nodes)
 

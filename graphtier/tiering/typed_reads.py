@@ -16,7 +16,7 @@ from graphtier._progress import NO_PROGRESS, Progress
 from graphtier.dataset.schema import RelationType, Schema
 from graphtier.graph._score_kernels import accumulate_counts
 from graphtier.graph.typed_scores import relation_fanouts
-from graphtier.sampling.neighbor import NeighborSampler
+from graphtier.sampling.neighbor.sampler import NeighborSampler
 from graphtier.sampling.typed_batch import TypedMiniBatch
 from graphtier.tiering.reads import SampledReads, check_epochs, replay_batches
 
@@ -36,7 +36,7 @@ def count_typed_reads(
     sample: Callable[[np.ndarray, int], TypedMiniBatch] | None = None,
     on_reads: Callable[[np.ndarray], None] | None = None,
 ) -> SampledReads:
-    """Replay :class:`~graphtier.sampling.neighbor.NeighborSampler` (with the schema) for ``epochs`` epochs over
+    """Replay :class:`~graphtier.sampling.neighbor.sampler.NeighborSampler` (with the schema) for ``epochs`` epochs over
     ``train_idx`` (int64 [T], LOCAL ids of the target type) shuffled into batches of ``batch_size``, as
     :func:`graphtier.tiering.reads.count_sampled_reads` does.
 

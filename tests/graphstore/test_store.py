@@ -164,7 +164,7 @@ def test_the_gpu_code_path_on_the_cpu_interpreted_kernels_and_tiers(
         topology=topology,
         seed=9,
         picks="triton",
-        kernels=load_interpreted("sampling/_device_kernels.py"),
+        kernels=load_interpreted("sampling/device/_device_kernels.py"),
     )
     reference = NeighborSampler(tiny_dataset.indptr, tiny_dataset.indices, FANOUTS, seed=9)
     batches = []

@@ -10,7 +10,7 @@ import torch
 from graphtier.dataset import Dataset
 from graphtier.graphstore import GraphStore
 from graphtier.memory import make_topology
-from graphtier.sampling.temporal_device import DeviceTemporalSampler
+from graphtier.sampling.temporal.temporal_device import DeviceTemporalSampler
 from tests.sampling.test_link import assert_same_link_batch
 from tests.sampling.test_temporal_device import assert_identical
 from tests.train.test_temporal_link import time_split  # noqa: F401  (the module's timed dataset)

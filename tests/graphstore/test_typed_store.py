@@ -13,7 +13,7 @@ from graphtier.errors import OptionError
 from graphtier.graphstore import GraphStore
 from graphtier.memory import TIER_NAMES, make_topology
 from graphtier.memory.topology.topology import INDPTR_BYTES_PER_DESTINATION
-from graphtier.sampling.neighbor import NeighborSampler
+from graphtier.sampling.neighbor.sampler import NeighborSampler
 from graphtier.sampling.relation_fanouts import parse_relation_fanouts
 from graphtier.sampling.typed_batch import TypedMiniBatch
 from tests.typed_data import open_tiny_typed_dataset
@@ -122,7 +122,7 @@ def test_gpu_sampling_path_on_the_cpu_gives_the_cpu_batches_and_counts_its_tiers
         picks = "triton"
     topology = make_topology(typed_dataset.indptr, typed_dataset.indices, device=torch.device("cpu"),
                              topology_budget=budget, ram_budget=ram, log=lambda _: None, **options)  # fmt: skip
-    kernels = load_interpreted("sampling/_device_kernels.py") if interpreted else None
+    kernels = load_interpreted("sampling/device/_device_kernels.py") if interpreted else None
     store = GraphStore(typed_dataset, None, topology=topology, seed=6, picks=picks, kernels=kernels)
     traffic, rows = assert_samples_like_the_cpu(store, typed_dataset, typed_dataset.train_idx)
     if budget == "0":  # only indptr (whole on the device in the plan) is read from the gpu tier

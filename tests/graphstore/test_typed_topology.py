@@ -93,7 +93,7 @@ def test_device_typed_sampler_over_per_relation_ranges_gives_the_cpu_batches(
         from tests.memory.test_unified import FakeRegistrar
 
         options = {"registrar": FakeRegistrar(), "kernels": load_interpreted("memory/topology/_topology_kernels.py")}
-        picks, kernels = "triton", load_interpreted("sampling/_device_kernels.py")
+        picks, kernels = "triton", load_interpreted("sampling/device/_device_kernels.py")
     seeds = typed_dataset.train_idx
     expected = ExpectedReads(typed_dataset, seeds, FANOUTS, PER_RELATION, batch_size=20)
     ranges_for = typed_gpu_ranges(typed_dataset, expected, log=lambda _: None)

@@ -134,7 +134,7 @@ def test_pipelined_relabel_matches_one_thread(fanouts):
 
 def test_pipelined_hop_error_reaches_the_caller_and_sampler_recovers(monkeypatch):
     """A chunk that fails in a helper or the caller raises from sample(); the next batch is still correct."""
-    from graphtier.sampling import neighbor
+    from graphtier.sampling.neighbor import sampler as neighbor
 
     indptr, indices = random_csc(20_000, 200_000, 10)
     seeds = np.random.default_rng(5).integers(0, 20_000, 4_000)

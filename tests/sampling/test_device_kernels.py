@@ -11,10 +11,10 @@ from scipy.stats import chisquare
 
 pytest.importorskip("triton")
 
-from graphtier.sampling import _neighbor_kernels as nk
+from graphtier.sampling.neighbor import _neighbor_kernels as nk
 from tests.interpreted import load_interpreted
 
-kernels = load_interpreted("sampling/_device_kernels.py")
+kernels = load_interpreted("sampling/device/_device_kernels.py")
 
 
 def hop_arrays(degrees: np.ndarray, fanout: int, rng: np.random.Generator) -> tuple[torch.Tensor, ...]:
@@ -155,7 +155,7 @@ def test_kernel_compiles_for_cuda_without_a_gpu(wide: bool) -> None:
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    from graphtier.sampling import _device_kernels as compiled
+    from graphtier.sampling.device import _device_kernels as compiled
 
     signature = {name: "*i64" for name in ("dst_index", "starts", "degrees", "offsets", "stream", "out")}
     signature.update(num_picked="i32", fanout="i32", BLOCK="constexpr", FANOUT_P2="constexpr", WIDE="constexpr")
@@ -172,7 +172,7 @@ def test_kernel_compiles_for_cuda_without_a_gpu(wide: bool) -> None:
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_compiled_kernel_on_cuda_equals_numba() -> None:
-    from graphtier.sampling import _device_kernels as compiled
+    from graphtier.sampling.device import _device_kernels as compiled
 
     device = torch.device("cuda", torch.cuda.current_device())
     rng = np.random.default_rng(1)

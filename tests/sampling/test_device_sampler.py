@@ -19,13 +19,13 @@ from graphtier.sampling import (
     NeighborSampler,
     Topology,
 )
-from graphtier.sampling.device_hops import first_seen_relabel
+from graphtier.sampling.device.device_hops import first_seen_relabel
 from tests.interpreted import HAS_TRITON, load_interpreted
 from tests.sampling.graphs import random_csc, star_in
 from tests.sampling.test_neighbor import assert_well_formed
 
 # without triton only the numba picks are checked
-interpreted = load_interpreted("sampling/_device_kernels.py") if HAS_TRITON else None
+interpreted = load_interpreted("sampling/device/_device_kernels.py") if HAS_TRITON else None
 PICKS = ["triton", "numba"] if HAS_TRITON else ["numba"]
 needs_triton = pytest.mark.skipif(not HAS_TRITON, reason="needs triton")
 
@@ -148,7 +148,7 @@ class HugeListTopology:
 @pytest.mark.parametrize("picks", PICKS)
 def test_lists_of_more_than_2_to_the_32_entries(picks: str) -> None:
     """Only the picked positions are read, drawn with the 64-bit modulo stream of floyd_positions_py."""
-    from graphtier.sampling import _neighbor_kernels as nk
+    from graphtier.sampling.neighbor import _neighbor_kernels as nk
 
     topology = HugeListTopology()
     mb = device_sampler(topology, [7], 13, picks).sample(np.array([0, 1]), batch_id=2)

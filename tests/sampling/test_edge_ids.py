@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from graphtier.sampling import DeviceNeighborSampler, NeighborSampler, TemporalNeighborSampler
-from graphtier.sampling.device_hops import DenseTopology
-from graphtier.sampling.link import LinkSampler, exclude_edges_reference
+from graphtier.sampling.device.device_hops import DenseTopology
+from graphtier.sampling.link.sampler import LinkSampler, exclude_edges_reference
 from tests.sampling.graphs import random_csc
 from tests.sampling.test_typed_device import assert_identical_typed
 from tests.sampling.test_typed_neighbor import TYPED_CASES, typed_case

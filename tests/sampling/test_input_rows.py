@@ -8,14 +8,14 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from graphtier.sampling._input_rows_kernels import (
+from graphtier.sampling.device.device_hops import first_seen_inputs
+from graphtier.sampling.neighbor._neighbor_kernels import relabel, reset_local_ids
+from graphtier.sampling.temporal._input_rows_kernels import (
     first_rows,
     new_row_bounds,
     relabel_inputs_hashed,
     relabel_inputs_py,
 )
-from graphtier.sampling._neighbor_kernels import relabel, reset_local_ids
-from graphtier.sampling.device_hops import first_seen_inputs
 
 
 @settings(max_examples=80, deadline=None)

@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from graphtier.sampling import _neighbor_kernels as k
+from graphtier.sampling.neighbor import _neighbor_kernels as k
 
 u64 = st.integers(0, 2**64 - 1)
 

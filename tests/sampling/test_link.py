@@ -11,9 +11,9 @@ from scipy.stats import chisquare
 
 from graphtier.errors import OptionError
 from graphtier.sampling import DenseTopology, DeviceNeighborSampler, NeighborSampler
-from graphtier.sampling._link_kernels import compact_non_targets, target_key_set
-from graphtier.sampling.link import LinkMiniBatch, LinkSampler, exclude_edges_reference, exclude_targets_torch
-from graphtier.sampling.pairs import DEGREE_EXPONENT, NegativeDestinations
+from graphtier.sampling.link._link_kernels import compact_non_targets, target_key_set
+from graphtier.sampling.link.pairs import DEGREE_EXPONENT, NegativeDestinations
+from graphtier.sampling.link.sampler import LinkMiniBatch, LinkSampler, exclude_edges_reference, exclude_targets_torch
 from tests.interpreted import HAS_TRITON, load_interpreted
 from tests.sampling.graphs import random_csc
 
@@ -142,7 +142,7 @@ def assert_no_leak_and_well_formed(
 
 def cpu_and_device(indptr, indices, pairs, *, seed: int, k: int, undirected: bool, picks: str = "numba"):
     cpu = NeighborSampler(indptr, indices, FANOUTS, seed=seed, num_threads=1)
-    kernels = load_interpreted("sampling/_device_kernels.py") if picks == "triton" else None
+    kernels = load_interpreted("sampling/device/_device_kernels.py") if picks == "triton" else None
     device = DeviceNeighborSampler(DenseTopology(indptr, indices), FANOUTS, seed=seed, picks=picks, kernels=kernels)
     common = dict(num_nodes=indptr.size - 1, num_negatives=k, undirected=undirected, seed=seed)
     return (

@@ -13,7 +13,7 @@ from scipy.stats import chisquare
 
 from graphtier.errors import OptionError
 from graphtier.sampling import MiniBatch, NeighborSampler
-from graphtier.sampling.reference import neighbor_sample_reference
+from graphtier.sampling.neighbor.reference import neighbor_sample_reference
 from tests.sampling.graphs import random_csc, star_in
 
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from graphtier.errors import OptionError
 from graphtier.sampling import ShadowSampler
-from graphtier.sampling.reference import shadow_sample_reference
+from graphtier.sampling.neighbor.reference import shadow_sample_reference
 from tests.sampling.graphs import random_csc, star_in
 
 
@@ -111,7 +111,7 @@ def test_invalid_fanouts():
 @pytest.mark.parametrize("buffer_per_node", [0, 1, 1000])
 def test_buffer_overflow_path_matches_reference(monkeypatch, buffer_per_node):
     """Subgraphs whose edges overflow the first-pass buffer are intersected again, with the same result."""
-    import graphtier.sampling.shadow as shadow_module
+    import graphtier.sampling.shadow.sampler as shadow_module
 
     monkeypatch.setattr(shadow_module, "EDGE_BUFFER_PER_NODE", buffer_per_node)
     indptr, indices = random_csc(400, 6000, 12)  # repeated edges: more induced edges than node pairs

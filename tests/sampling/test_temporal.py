@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 
 from graphtier.errors import OptionError
 from graphtier.sampling import NeighborSampler, TemporalNeighborSampler
-from graphtier.sampling._input_rows_kernels import relabel_inputs_py
-from graphtier.sampling._neighbor_kernels import stream_key
-from graphtier.sampling._temporal_kernels import relabel_pairs_py, temporal_hop_py
+from graphtier.sampling.neighbor._neighbor_kernels import stream_key
+from graphtier.sampling.temporal._input_rows_kernels import relabel_inputs_py
+from graphtier.sampling.temporal._temporal_kernels import relabel_pairs_py, temporal_hop_py
 
 from .test_temporal_kernels import timed_csc
 
@@ -170,7 +170,7 @@ def test_link_seeds_at_their_edge_time_never_see_their_own_edge() -> None:
 
 def test_stamps_that_run_out_clear_the_table(monkeypatch: pytest.MonkeyPatch) -> None:
     """A table reused past its last stamp is cleared and starts again: the batches are those of a new sampler."""
-    import graphtier.sampling.temporal as temporal
+    import graphtier.sampling.temporal.sampler as temporal
 
     rng = np.random.default_rng(8)
     indptr, indices, time, order = timed_csc(rng, 60, 1500, horizon=200)

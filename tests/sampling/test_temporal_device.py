@@ -11,15 +11,15 @@ from hypothesis import strategies as st
 
 from graphtier.errors import OptionError
 from graphtier.sampling import DenseTopology, DeviceTemporalSampler, MiniBatch, TemporalNeighborSampler
-from graphtier.sampling._temporal_kernels import temporal_hop_py
-from graphtier.sampling.link import LinkSampler
-from graphtier.sampling.temporal_device import first_seen_pairs, temporal_cuts_torch
+from graphtier.sampling.link.sampler import LinkSampler
+from graphtier.sampling.temporal._temporal_kernels import temporal_hop_py
+from graphtier.sampling.temporal.temporal_device import first_seen_pairs, temporal_cuts_torch
 from tests.interpreted import HAS_TRITON, load_interpreted
 
 from .test_temporal import check_batch
 from .test_temporal_kernels import timed_csc
 
-cut_kernels = load_interpreted("sampling/_temporal_device_kernels.py") if HAS_TRITON else None
+cut_kernels = load_interpreted("sampling/temporal/_temporal_device_kernels.py") if HAS_TRITON else None
 needs_triton = pytest.mark.skipif(not HAS_TRITON, reason="needs triton")
 
 
@@ -182,7 +182,7 @@ def test_full_fanout_takes_the_cpu_samplers_admissible_edge_sets(inclusive: bool
 def test_interpreted_triton_cuts_and_picks_give_the_cpu_batches(strategy: str) -> None:
     rng = np.random.default_rng(3)
     indptr, indices, time, order = timed_csc(rng, 80, 2500, horizon=60)
-    picks = load_interpreted("sampling/_device_kernels.py")
+    picks = load_interpreted("sampling/device/_device_kernels.py")
     device = DeviceTemporalSampler(DenseTopology(indptr, indices), time, order, [5, 3], strategy=strategy, seed=4,
                                    picks="triton", kernels=picks, cut_kernels=cut_kernels)  # fmt: skip
     cpu = TemporalNeighborSampler(indptr, indices, time, order, [5, 3], strategy=strategy, seed=4)
@@ -223,7 +223,7 @@ def test_cut_kernel_compiles_for_cuda_without_a_gpu() -> None:
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    from graphtier.sampling import _temporal_device_kernels as compiled
+    from graphtier.sampling.temporal import _temporal_device_kernels as compiled
 
     signature = {name: "*i64" for name in ("nodes", "bounds", "indptr", "time_by_order", "admitted")}
     signature.update(num_rows="i32", steps="i32", INCLUSIVE="constexpr", BLOCK="constexpr")

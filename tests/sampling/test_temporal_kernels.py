@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from graphtier.sampling._neighbor_kernels import CHUNK, relabel, reset_local_ids
-from graphtier.sampling._temporal_kernels import (
+from graphtier.sampling.neighbor._neighbor_kernels import CHUNK, relabel, reset_local_ids
+from graphtier.sampling.temporal._temporal_kernels import (
     empty_pair_table,
     rehash,
     relabel_pairs_hashed,

@@ -8,8 +8,8 @@ import pytest
 
 from graphtier.errors import OptionError
 from graphtier.sampling import TemporalNeighborSampler
-from graphtier.sampling.link import LinkSampler
-from graphtier.sampling.pairs import NegativeDestinations
+from graphtier.sampling.link.pairs import NegativeDestinations
+from graphtier.sampling.link.sampler import LinkSampler
 
 from .test_temporal import check_input_rows
 from .test_temporal_kernels import timed_csc

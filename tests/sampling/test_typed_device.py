@@ -11,14 +11,14 @@ from hypothesis import strategies as st
 from graphtier.dataset.schema import Schema
 from graphtier.errors import OptionError
 from graphtier.sampling import DenseTopology, DeviceNeighborSampler, Topology
-from graphtier.sampling.neighbor import NeighborSampler
+from graphtier.sampling.neighbor.sampler import NeighborSampler
 from graphtier.sampling.relation_fanouts import parse_relation_fanouts
 from graphtier.sampling.typed_batch import TypedMiniBatch
 from tests.interpreted import HAS_TRITON, load_interpreted
 from tests.sampling.graphs import random_csc
 from tests.sampling.test_typed_neighbor import TYPED_CASES, assert_well_formed, random_typed_graph, typed_case
 
-interpreted = load_interpreted("sampling/_device_kernels.py") if HAS_TRITON else None
+interpreted = load_interpreted("sampling/device/_device_kernels.py") if HAS_TRITON else None
 PICKS = ["triton", "numba"] if HAS_TRITON else ["numba"]
 
 

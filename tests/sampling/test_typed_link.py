@@ -10,9 +10,9 @@ import torch
 
 from graphtier.errors import OptionError
 from graphtier.sampling import DenseTopology, DeviceNeighborSampler, NeighborSampler
-from graphtier.sampling.link import LinkSampler
-from graphtier.sampling.pairs import NegativeDestinations
-from graphtier.sampling.typed_link import TypedLinkMiniBatch
+from graphtier.sampling.link.pairs import NegativeDestinations
+from graphtier.sampling.link.sampler import LinkSampler
+from graphtier.sampling.link.typed_link import TypedLinkMiniBatch
 from tests.sampling.test_typed_neighbor import RELATIONS, random_typed_graph
 
 WRITES, REV_WRITES = ("author", "writes", "paper"), ("paper", "rev_writes", "author")

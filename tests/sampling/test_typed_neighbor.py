@@ -11,11 +11,11 @@ from hypothesis import strategies as st
 from graphtier.dataset.schema import Schema
 from graphtier.dataset.typed_graph import TypedEdges, build_typed_csc
 from graphtier.errors import OptionError
-from graphtier.sampling import _typed_kernels as typed_kernels
-from graphtier.sampling.neighbor import NeighborSampler
+from graphtier.sampling.neighbor import _typed_kernels as typed_kernels
+from graphtier.sampling.neighbor.sampler import NeighborSampler
+from graphtier.sampling.neighbor.typed_reference import typed_sample_reference
 from graphtier.sampling.relation_fanouts import parse_relation_fanouts
 from graphtier.sampling.typed_batch import TypedMiniBatch
-from graphtier.sampling.typed_reference import typed_sample_reference
 from tests.sampling.graphs import random_csc
 
 RELATIONS = [("paper", "cites", "paper"), ("author", "writes", "paper"), ("paper", "rev_writes", "author"),

@@ -13,17 +13,17 @@ from hypothesis import strategies as st
 from graphtier.dataset._edge_time_kernels import edge_time_order
 from graphtier.errors import OptionError
 from graphtier.sampling import DenseTopology
-from graphtier.sampling.link import LinkSampler
-from graphtier.sampling.temporal import TemporalNeighborSampler
-from graphtier.sampling.temporal_device import DeviceTemporalSampler
+from graphtier.sampling.link.sampler import LinkSampler
+from graphtier.sampling.temporal.sampler import TemporalNeighborSampler
+from graphtier.sampling.temporal.temporal_device import DeviceTemporalSampler
 from tests.interpreted import HAS_TRITON, load_interpreted
 from tests.sampling.test_edge_ids import assert_real_typed_edges
 from tests.sampling.test_temporal import check_input_rows
 from tests.sampling.test_typed_device import assert_identical_typed
 from tests.sampling.test_typed_neighbor import RELATIONS, random_typed_graph
 
-PICKS = load_interpreted("sampling/_device_kernels.py") if HAS_TRITON else None
-CUTS = load_interpreted("sampling/_temporal_device_kernels.py") if HAS_TRITON else None
+PICKS = load_interpreted("sampling/device/_device_kernels.py") if HAS_TRITON else None
+CUTS = load_interpreted("sampling/temporal/_temporal_device_kernels.py") if HAS_TRITON else None
 
 
 def timed_typed_graph(papers: int, authors: int, degree: int, seed: int):  # noqa: ANN201

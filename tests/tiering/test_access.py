@@ -26,7 +26,7 @@ from graphtier.tiering.access import (
 from graphtier.tiering.reads import count_feature_reads
 from graphtier.tiering.replay import Replay
 
-sampling = pytest.importorskip("graphtier.sampling.neighbor")
+sampling = pytest.importorskip("graphtier.sampling.neighbor.sampler")
 
 
 def power_law_dataset(
@@ -100,7 +100,7 @@ def test_top_size() -> None:
 
 
 def test_count_feature_reads_matches_manual_replay(tmp_path: Path) -> None:
-    from graphtier.sampling.neighbor import NeighborSampler
+    from graphtier.sampling.neighbor.sampler import NeighborSampler
     from graphtier.sampling.seeds import iter_seed_batches
 
     data = power_law_dataset(tmp_path / "g", num_nodes=800)

@@ -16,7 +16,7 @@ from graphtier.tiering.reads import count_feature_reads
 from graphtier.tiering.replay import Replay
 from tests.tiering.test_access import power_law_dataset
 
-pytest.importorskip("graphtier.sampling.neighbor")
+pytest.importorskip("graphtier.sampling.neighbor.sampler")
 
 
 def random_tree(num_nodes: int, seed: int) -> tuple[np.ndarray, np.ndarray]:

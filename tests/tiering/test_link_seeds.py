@@ -21,7 +21,7 @@ from graphtier.graph.scores import (
     weighted_reverse_pagerank,
 )
 from graphtier.graph.seed_weights import link_seed_weights, node_seed_weights
-from graphtier.sampling.pairs import NegativeDestinations
+from graphtier.sampling.link.pairs import NegativeDestinations
 from graphtier.sampling.seeds import iter_seed_batches
 from graphtier.tiering.access import analyze_access
 from graphtier.tiering.hotness import compute_scores

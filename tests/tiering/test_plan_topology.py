@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from graphtier.dataset.format import Dataset
 from graphtier.errors import OptionError
-from graphtier.sampling.neighbor import NeighborSampler
+from graphtier.sampling.neighbor.sampler import NeighborSampler
 from graphtier.sampling.seeds import iter_seed_batches
 from graphtier.tiering.plan.capacity import describe_device, plan_capacity
 from graphtier.tiering.plan.topology import entries_before

@@ -14,7 +14,7 @@ import torch.nn.functional as F
 
 import graphtier
 from graphtier import Dataset, GraphStore, Loader, OptionError
-from graphtier.sampling.link import LinkMiniBatch
+from graphtier.sampling.link.sampler import LinkMiniBatch
 from graphtier.train import build_model
 from graphtier.train.loop.feed import TypedDeviceBatch
 from graphtier.train.nn.typed_models import build_typed_model

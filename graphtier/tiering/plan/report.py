@@ -9,7 +9,7 @@ from pathlib import Path
 
 from graphtier.errors import OptionError
 from graphtier.memory.plan.placement import format_bytes
-from graphtier.sampling.neighbor import format_fanouts
+from graphtier.sampling.neighbor.sampler import format_fanouts
 from graphtier.tiering.plan.capacity import PLAN_TIERS, CapacityPlan
 from graphtier.tiering.plan.edges import format_edge_plan
 from graphtier.tiering.plan.topology import TOPOLOGY_TIERS

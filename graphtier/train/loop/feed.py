@@ -17,9 +17,9 @@ from graphtier.errors import OptionError
 from graphtier.graphstore import GraphStore
 from graphtier.memory import FeatureSource
 from graphtier.sampling import MiniBatch
-from graphtier.sampling.link import LinkMiniBatch
+from graphtier.sampling.link.sampler import LinkMiniBatch
+from graphtier.sampling.link.typed_link import TypedLinkMiniBatch
 from graphtier.sampling.typed_batch import TypedMiniBatch
-from graphtier.sampling.typed_link import TypedLinkMiniBatch
 from graphtier.train.loop.pipeline import BatchProducer, PreparedBatch
 from graphtier.train.nn.aggregate import FirstLayerInput, block_csr
 

@@ -20,7 +20,7 @@ from graphtier.dataset import Dataset
 from graphtier.dataset.outputs import atomic_write
 from graphtier.dataset.provenance import describe, provenance_of
 from graphtier.errors import OptionError
-from graphtier.sampling.neighbor import format_fanouts
+from graphtier.sampling.neighbor.sampler import format_fanouts
 from graphtier.train.loop.tally import STAGES
 
 REPORT_VERSION = 1

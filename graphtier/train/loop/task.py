@@ -25,8 +25,8 @@ from torch import nn
 from graphtier.dataset.link_split import LinkPairs
 from graphtier.graphstore import GraphStore
 from graphtier.sampling import MiniBatch
-from graphtier.sampling.link import LinkMiniBatch
-from graphtier.sampling.typed_link import TypedLinkMiniBatch
+from graphtier.sampling.link.sampler import LinkMiniBatch
+from graphtier.sampling.link.typed_link import TypedLinkMiniBatch
 from graphtier.train.loop.edge_target import EdgeTarget
 from graphtier.train.loop.feed import DeviceBatch, SampleFn
 from graphtier.train.loop.link_metrics import auc, average_precision, hits_at_k, mrr

@@ -1,8 +1,8 @@
 """Link-prediction mini-batches of a typed graph: pairs of one relation ``(SRC, REL, DST)``.
 
-The typed strategy of :class:`graphtier.sampling.link.LinkSampler`, chosen once when it is built with a
+The typed strategy of :class:`graphtier.sampling.link.sampler.LinkSampler`, chosen once when it is built with a
 ``schema`` and a ``relation`` (:func:`typed_pairs`): negatives are destinations of type DST drawn by
-:class:`~graphtier.sampling.pairs.NegativeDestinations` (local ids ``[0, count(DST))``; ``degree``: by in-degree
+:class:`~graphtier.sampling.link.pairs.NegativeDestinations` (local ids ``[0, count(DST))``; ``degree``: by in-degree
 in REL), from the same random stream per (seed, batch id); the neighbourhoods of the sources (type SRC) and of the
 destinations and negatives (type DST) come from one call of :meth:`~graphtier.sampling.NeighborSampler.sample_global`
 (the pairs' local ids moved to global ids by the types' offsets); in training the batch's positive edges leave REL's
@@ -25,7 +25,7 @@ import torch
 
 from graphtier.dataset.schema import Relation, RelationType, Schema
 from graphtier.errors import OptionError
-from graphtier.sampling.pairs import PairTable
+from graphtier.sampling.link.pairs import PairTable
 from graphtier.sampling.typed_batch import RelationBlock, TypedBlock, TypedMiniBatch
 
 SampleGlobal = Callable[[np.ndarray, int], tuple[TypedMiniBatch, np.ndarray | torch.Tensor]]
@@ -124,7 +124,7 @@ def schema_relation(schema: Schema, name: str, key: RelationType, expected: str 
 
 
 class TypedPairs:
-    """What a :class:`~graphtier.sampling.link.LinkSampler` built with a schema does per batch: its pairs are
+    """What a :class:`~graphtier.sampling.link.sampler.LinkSampler` built with a schema does per batch: its pairs are
     ``(src of SRC, dst of DST)`` local ids of ``relation``; they are seeds at the types' offsets of
     :meth:`~graphtier.sampling.NeighborSampler.sample_global` (or its temporal or device twins), their rows the
     rows of their own type, and the targets leave REL's blocks and, turned around, those of ``reverse`` (a
@@ -150,7 +150,7 @@ class TypedPairs:
     ) -> TypedLinkMiniBatch:  # fmt: skip
         """The batch of the pairs ``chosen`` (int [B, 2] LOCAL ids ``(src of SRC, dst of DST)``) of ``table``
         (its negatives, exclusion and times), the neighbourhoods from ``sample_global``: as
-        :meth:`~graphtier.sampling.link.LinkSampler.sample_pairs`."""
+        :meth:`~graphtier.sampling.link.sampler.LinkSampler.sample_pairs`."""
         ids, seeds, seed_time = table.pair_seeds(chosen, batch_id, pair_ids, times, self.src_offset, self.dst_offset)
         if seed_time is None:
             batch, rows_np = sample_global(seeds, batch_id)  # type: ignore[call-arg]

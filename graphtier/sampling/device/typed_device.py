@@ -1,11 +1,11 @@
-"""The typed hops of :class:`~graphtier.sampling.device.DeviceNeighborSampler`: per-relation sampling where the
+"""The typed hops of :class:`~graphtier.sampling.device.sampler.DeviceNeighborSampler`: per-relation sampling where the
 graph is.
 
 A :class:`DeviceTypedHops` reads the back-to-back CSC of every relation (row ``r.row_offset + v`` for
-destination ``v`` of relation ``r``) through a :class:`~graphtier.sampling.device.Topology` and does each hop with
-torch ops on its device, over the CPU sampler's work items (:mod:`graphtier.sampling._typed_kernels`): relation-major,
+destination ``v`` of relation ``r``) through a :class:`~graphtier.sampling.device.sampler.Topology` and does each hop with
+torch ops on its device, over the CPU sampler's work items (:mod:`graphtier.sampling.neighbor._typed_kernels`): relation-major,
 one item per (relation, frontier node of its destination type, in that type's batch order), item ``i`` with its
-relation's fanout. The picks are :func:`graphtier.sampling.device.draw_picks` (Triton on CUDA, the numba twin on
+relation's fanout. The picks are :func:`graphtier.sampling.device.sampler.draw_picks` (Triton on CUDA, the numba twin on
 the CPU), one call per distinct fanout of the hop, each item keyed by ``node_key(stream, i)`` as on the CPU; new
 nodes are numbered in first-seen order over the hop's edges (:func:`first_seen_relabel`). A batch is therefore
 identical, tensor for tensor, to ``NeighborSampler(indptr, indices, fanouts, schema=schema, seed=seed).sample(seeds,
@@ -22,14 +22,14 @@ import numpy as np
 import torch
 
 from graphtier.dataset.schema import RelationType, Schema
-from graphtier.sampling import _neighbor_kernels as cpu_kernels
-from graphtier.sampling.device_hops import (
+from graphtier.sampling.device.device_hops import (
     Topology,
     draw_picks,
     edge_layout,
     first_seen_relabel,
     seeds_on_device,
 )
+from graphtier.sampling.neighbor import _neighbor_kernels as cpu_kernels
 from graphtier.sampling.relation_layout import RelationLayout
 from graphtier.sampling.typed_batch import RelationBlock, TypedBlock, TypedMiniBatch
 
@@ -48,7 +48,7 @@ def type_positions(offsets: torch.Tensor, n_id: torch.Tensor) -> tuple[torch.Ten
 
 
 class DeviceTypedHops:
-    """The per-relation hops of a :class:`~graphtier.sampling.device.DeviceNeighborSampler` built with a schema
+    """The per-relation hops of a :class:`~graphtier.sampling.device.sampler.DeviceNeighborSampler` built with a schema
     (see the module): its ``topology`` (the back-to-back CSC, ``topology.num_nodes == schema.num_rows``), ``seed``,
     resolved pick ``kernels`` (None: the numba twin) and ``with_edge_ids`` as that sampler checked them, and the
     schema's :class:`RelationLayout` with ``fanouts``."""

@@ -4,9 +4,9 @@ A hop of the typed sampler is a list of WORK ITEMS, relation-major: relation ``r
 ``[item_start[r], item_start[r + 1])``, one per frontier node of its destination type, in that type's frontier
 order. Item ``i`` of relation ``r`` reads row ``row_offset[r] + local`` of the back-to-back CSC (``local``: the
 frontier node's local id) with fanout ``fanout[r]``. The spans of all items come from ONE call of
-:func:`typed_spans`; the draws reuse :func:`graphtier.sampling._neighbor_kernels.sample_sources` (its per-item
+:func:`typed_spans`; the draws reuse :func:`graphtier.sampling.neighbor._neighbor_kernels.sample_sources` (its per-item
 draw count comes from the offsets, its key from the item index), and the relabel reuses
-:func:`~graphtier.sampling._neighbor_kernels.relabel` over the hop's global source ids. :func:`assign_types` then
+:func:`~graphtier.sampling.neighbor._neighbor_kernels.relabel` over the hop's global source ids. :func:`assign_types` then
 gives every new node its type and its position within that type.
 """
 

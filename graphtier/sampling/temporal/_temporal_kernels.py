@@ -24,7 +24,7 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from graphtier.sampling._neighbor_kernels import (
+from graphtier.sampling.neighbor._neighbor_kernels import (
     CHUNK,
     floyd_positions,
     floyd_positions_py,

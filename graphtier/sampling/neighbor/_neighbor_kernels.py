@@ -3,7 +3,7 @@
 Randomness is counter-based so that parallel loops are deterministic: destination ``j`` of hop ``h``
 of batch ``b`` gets the key ``node_key(stream_key(seed, b, h), j)`` and its ``i``-th draw is
 ``draw(key, i)``, whatever thread handles it. Positions are chosen without replacement with
-Floyd's algorithm. The plain-Python twins (``*_py``) are what :mod:`graphtier.sampling.reference`
+Floyd's algorithm. The plain-Python twins (``*_py``) are what :mod:`graphtier.sampling.neighbor.reference`
 uses; tests check that both produce identical batches.
 """
 
@@ -359,7 +359,7 @@ def floyd_picks(
     """``out[offsets[j] + i] = starts[j] + floyd_positions(node_key(stream, j), degrees[j], fanout)[i]``.
 
     For every ``j`` of ``dst_index`` (int64 [M], destinations with fanout < degree); all arrays int64.
-    The CPU twin of the GPU sampler's Triton kernel (graphtier.sampling._device_kernels).
+    The CPU twin of the GPU sampler's Triton kernel (graphtier.sampling.device._device_kernels).
     """
     if dst_index.shape[0] == 0:  # no list longer than fanout: no table (fanout may be up to 2^31 - 1)
         return

@@ -2,7 +2,7 @@
 
 :func:`floyd_picks_kernel` draws, for a block of destinations per program, ``fanout`` distinct
 positions in each destination's neighbour list with Floyd's algorithm, using exactly the random
-numbers of :func:`graphtier.sampling._neighbor_kernels.floyd_positions` keyed by
+numbers of :func:`graphtier.sampling.neighbor._neighbor_kernels.floyd_positions` keyed by
 ``node_key(stream, j)``: pick ``i`` draws ``j = uniform_below(key, i, t + 1)`` for
 ``t = degree - fanout + i`` (a 32-bit multiply-shift of a half of ``mix64``, high half first; a
 64-bit modulo when ``t + 1 >= 2^32``) and keeps ``t`` if ``j`` was picked before, else ``j``. The
@@ -13,7 +13,7 @@ Keys are uint64 in the kernel: multiplications wrap modulo 2^64 and shifts of un
 logical, as in numba. The 64-bit stream key reaches the kernel as the int64 bit pattern in a
 one-element tensor (bitcast inside), so no argument specialisation can change its type.
 
-Importing this module needs ``triton``; :mod:`graphtier.sampling.device` imports it on first use.
+Importing this module needs ``triton``; :mod:`graphtier.sampling.device.sampler` imports it on first use.
 Tests run the kernel on the CPU with ``TRITON_INTERPRET=1``.
 """
 
@@ -25,7 +25,7 @@ import triton
 import triton.language as tl
 
 from graphtier._splitmix import GOLDEN, MASK64, MIX1, MIX2
-from graphtier.sampling import _neighbor_kernels as cpu_kernels
+from graphtier.sampling.neighbor import _neighbor_kernels as cpu_kernels
 
 # Elements of the pick tile per program: BLOCK = TILE_ELEMENTS // FANOUT_P2 destinations (at most MAX_BLOCK).
 # ptxas for sm_90 (run here, without a GPU) gives <= 94 registers and no spills for fanouts 1..1024 at this

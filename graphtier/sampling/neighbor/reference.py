@@ -1,7 +1,7 @@
 """Plain Python/numpy reference samplers (slow; for tests on small graphs).
 
 They draw the same counter-based random numbers as the numba kernels (the ``*_py`` twins in
-:mod:`graphtier.sampling._neighbor_kernels`), use Python sets/dicts for deduplication, and must
+:mod:`graphtier.sampling.neighbor._neighbor_kernels`), use Python sets/dicts for deduplication, and must
 produce exactly the batches of :class:`~graphtier.sampling.NeighborSampler` and
 :class:`~graphtier.sampling.ShadowSampler`.
 """
@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from graphtier.sampling._neighbor_kernels import floyd_positions_py, node_key_py, stream_key
+from graphtier.sampling.neighbor._neighbor_kernels import floyd_positions_py, node_key_py, stream_key
 
 
 def sample_neighbors_of(

@@ -1,6 +1,6 @@
 """The pair table of a link sampler: its pairs, their labels or negatives, their times, and batches of its rows.
 
-:class:`PairTable` is what :class:`~graphtier.sampling.link.LinkSampler` keeps of its pairs, whatever the schema:
+:class:`PairTable` is what :class:`~graphtier.sampling.link.sampler.LinkSampler` keeps of its pairs, whatever the schema:
 the table, the labels (evaluation) or ``num_negatives`` negatives per positive (training), drawn by
 :class:`NegativeDestinations` from one random stream per (seed, batch id), and the pairs' times (a split by time);
 it turns a batch of pairs into the seeds of one neighbour-sampler call (:meth:`PairTable.pair_seeds`) and the

@@ -22,10 +22,9 @@ import numpy as np
 import torch
 
 from graphtier.errors import OptionError
-from graphtier.sampling import _neighbor_kernels as nkernels
-from graphtier.sampling import _shadow_kernels as kernels
 from graphtier.sampling.batch import Block, MiniBatch
-from graphtier.sampling.hops import (
+from graphtier.sampling.neighbor import _neighbor_kernels as nkernels
+from graphtier.sampling.neighbor.hops import (
     check_graph,
     check_num_threads,
     check_seed,
@@ -35,8 +34,9 @@ from graphtier.sampling.hops import (
     numba_threads,
     threads_for,
 )
-from graphtier.sampling.neighbor import check_fanouts
+from graphtier.sampling.neighbor.sampler import check_fanouts
 from graphtier.sampling.seeds import as_seed_array
+from graphtier.sampling.shadow import _shadow_kernels as kernels
 
 # Edges per subgraph node kept from the first intersection pass (see _shadow_kernels.induced_edges_buffered).
 EDGE_BUFFER_PER_NODE = 16

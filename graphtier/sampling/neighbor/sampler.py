@@ -3,7 +3,7 @@
 One :class:`NeighborSampler` serves every schema. Without a ``schema`` it samples a homogeneous graph into a
 :class:`MiniBatch` of global ids on the fast path below; with one (a typed dataset's, or
 :meth:`Schema.homogeneous`) it samples every relation into a :class:`TypedMiniBatch` of local ids per type
-(:class:`~graphtier.sampling.typed_neighbor.TypedHops`). Which of the two runs is chosen once, when the sampler is
+(:class:`~graphtier.sampling.neighbor.typed_neighbor.TypedHops`). Which of the two runs is chosen once, when the sampler is
 built. The draws are the same kernels: with one relation, both give the same edges.
 
 The fast path: hop ``h`` (``fanouts[h]``, PyG order: ``fanouts[0]`` = neighbours of the seeds) samples up to
@@ -24,7 +24,6 @@ import torch
 
 from graphtier._threads import ThreadTeam
 from graphtier.dataset.schema import RelationType, Schema
-from graphtier.sampling import _neighbor_kernels as kernels
 from graphtier.sampling.batch import Block, MiniBatch
 from graphtier.sampling.buffers import Carver, OutputRing, Workspace, WorkspacePool
 from graphtier.sampling.fanouts import (  # noqa: F401 - re-exported: bounds, default and parser live in fanouts.py
@@ -33,7 +32,8 @@ from graphtier.sampling.fanouts import (  # noqa: F401 - re-exported: bounds, de
     check_fanouts,
     format_fanouts,
 )
-from graphtier.sampling.hops import (
+from graphtier.sampling.neighbor import _neighbor_kernels as kernels
+from graphtier.sampling.neighbor.hops import (
     NO_EDGE_IDS,
     PARALLEL_MIN_ITEMS,
     PARALLEL_RELABEL_MIN_THREADS,
@@ -49,9 +49,9 @@ from graphtier.sampling.hops import (
     threads_for,
     typed_hops,
 )
+from graphtier.sampling.neighbor.typed_neighbor import TypedHops
 from graphtier.sampling.seeds import as_seed_array
 from graphtier.sampling.typed_batch import TypedMiniBatch
-from graphtier.sampling.typed_neighbor import TypedHops
 
 
 class NeighborSampler:

@@ -1,13 +1,13 @@
-"""The typed hops of :class:`~graphtier.sampling.temporal_device.DeviceTemporalSampler`: time-bounded sampling of a
+"""The typed hops of :class:`~graphtier.sampling.temporal.temporal_device.DeviceTemporalSampler`: time-bounded sampling of a
 graph of any schema where the graph is.
 
 A :class:`DeviceTypedTemporalHops` runs the homogeneous device sampler's hop
-(:meth:`~graphtier.sampling.temporal_device.DeviceTemporalSampler.hop`: the time cut, Floyd or most recent picks,
+(:meth:`~graphtier.sampling.temporal.temporal_device.DeviceTemporalSampler.hop`: the time cut, Floyd or most recent picks,
 the edge ids) relation by relation over the back-to-back CSC, as the CPU typed sampler runs the CPU kernels: for
 relation ``r`` at hop ``h`` the rows of its destination type (in row order), their CSC rows ``r.row_offset + local
 id``, the fanout ``fanouts[r][h]`` and the stream ``stream_key(seed, batch_id, h * R + r)``. The (node, bound)
 rows are numbered in first-seen order over the hop's edges, relation-major (:func:`~graphtier.sampling.
-device_hops.first_seen_pairs`; the last hop's sources one row per node, :func:`~graphtier.sampling.device_hops.
+device_hops.first_seen_pairs`; the last hop's sources one row per node, :func:`~graphtier.sampling.device.device_hops.
 first_seen_inputs`). A batch therefore equals, tensor for tensor, the CPU sampler's of the same
 seed, batch id, seeds and times.
 """
@@ -21,11 +21,11 @@ import numpy as np
 import torch
 
 from graphtier.dataset.schema import RelationType, Schema
-from graphtier.sampling import _neighbor_kernels as cpu_kernels
-from graphtier.sampling.device_hops import Topology, first_seen_inputs, first_seen_pairs, seeds_on_device
+from graphtier.sampling.device.device_hops import Topology, first_seen_inputs, first_seen_pairs, seeds_on_device
+from graphtier.sampling.device.typed_device import type_positions
+from graphtier.sampling.neighbor import _neighbor_kernels as cpu_kernels
 from graphtier.sampling.relation_layout import RelationLayout
 from graphtier.sampling.typed_batch import RelationBlock, TypedBlock, TypedMiniBatch
-from graphtier.sampling.typed_device import type_positions
 
 Hop = Callable[[torch.Tensor, torch.Tensor, int, int], tuple[torch.Tensor, torch.Tensor, torch.Tensor]]
 """``(CSC rows, bounds, fanout, stream) -> (sources, destinations, edge_id)``: the homogeneous device hop."""
@@ -34,7 +34,7 @@ Times = Callable[[np.ndarray | torch.Tensor | int, int], torch.Tensor]
 
 
 class DeviceTypedTemporalHops:
-    """The per-relation time-bounded hops of a :class:`~graphtier.sampling.temporal_device.DeviceTemporalSampler`
+    """The per-relation time-bounded hops of a :class:`~graphtier.sampling.temporal.temporal_device.DeviceTemporalSampler`
     built with a schema (see the module): its ``topology`` (the back-to-back CSC), ``seed``, ``hop`` and
     ``times`` (its bound methods) and the schema's :class:`RelationLayout` with ``fanouts``."""
 

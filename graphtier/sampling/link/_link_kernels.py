@@ -5,7 +5,7 @@ mini-batch numbers first (``n_id`` starts with the unique seeds). So a target ed
 block as the local pair ``(row(u), row(v))`` with both rows below the number of seed rows ``S``, and every
 other edge can be kept without a lookup. The targets' keys ``row(u) * S + row(v)`` (and ``row(v) * S +
 row(u)`` on an undirected graph) go in a small open-addressing hash set; one pass over a block's edges
-copies those whose key is absent. :func:`graphtier.sampling.link.exclude_edges_reference` is the plain
+copies those whose key is absent. :func:`graphtier.sampling.link.sampler.exclude_edges_reference` is the plain
 numpy definition (global ids); tests check that both keep the same edges.
 """
 

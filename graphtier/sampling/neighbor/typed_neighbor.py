@@ -1,10 +1,10 @@
-"""The typed hops of :class:`~graphtier.sampling.neighbor.NeighborSampler`: a graph of any schema into typed
+"""The typed hops of :class:`~graphtier.sampling.neighbor.sampler.NeighborSampler`: a graph of any schema into typed
 blocks (:class:`TypedMiniBatch`).
 
 Hop ``h`` expands every node found so far (all types; the seeds, of the target type, first): a node ``v`` of type
 ``t`` draws up to ``fanouts[r][h]`` in-neighbours without replacement through every relation ``r`` whose
 destination type is ``t`` (row ``r.row_offset + local(v)`` of the back-to-back CSC). The hop is ONE list of work
-items over all relations, relation-major (:mod:`graphtier.sampling._typed_kernels`), so each kernel runs once per
+items over all relations, relation-major (:mod:`graphtier.sampling.neighbor._typed_kernels`), so each kernel runs once per
 hop, split between threads by a :class:`ThreadTeam`. A node reached through any relation joins the batch once
 (by global id, first-seen order over the hop's edges); its type's local ids then follow that order, so the
 destinations of every type are a prefix of its sources.
@@ -23,17 +23,17 @@ import torch
 
 from graphtier._threads import ThreadTeam
 from graphtier.dataset.schema import RelationType, Schema
-from graphtier.sampling import _neighbor_kernels as kernels
-from graphtier.sampling import _typed_kernels as typed_kernels
 from graphtier.sampling.buffers import Workspace, WorkspacePool
-from graphtier.sampling.hops import NO_EDGE_IDS, PARALLEL_MIN_ITEMS, hop_sources, run_split
+from graphtier.sampling.neighbor import _neighbor_kernels as kernels
+from graphtier.sampling.neighbor import _typed_kernels as typed_kernels
+from graphtier.sampling.neighbor.hops import NO_EDGE_IDS, PARALLEL_MIN_ITEMS, hop_sources, run_split
 from graphtier.sampling.relation_layout import RelationLayout
 from graphtier.sampling.seeds import as_seed_array
 from graphtier.sampling.typed_batch import RelationBlock, TypedBlock, TypedMiniBatch
 
 
 class TypedHops:
-    """The per-relation hops of a :class:`~graphtier.sampling.neighbor.NeighborSampler` built with a schema (see
+    """The per-relation hops of a :class:`~graphtier.sampling.neighbor.sampler.NeighborSampler` built with a schema (see
     the module): its arrays, ``seed``, thread team (None: one thread) and ``with_edge_ids`` as that sampler checked
     them, and the schema's :class:`RelationLayout` with ``fanouts`` (a list for every relation or a mapping per
     relation type)."""

@@ -3,9 +3,9 @@
 One :class:`LinkSampler` serves every schema. Without a ``schema`` its pairs are global ids of a homogeneous graph,
 sampled on the path below into :class:`LinkMiniBatch` es; with one and a ``relation`` ``(SRC, REL, DST)``, they are
 local ids of that relation's endpoint types, sampled by a typed neighbour sampler's ``sample_global`` into
-:class:`~graphtier.sampling.typed_link.TypedLinkMiniBatch` es (:class:`~graphtier.sampling.typed_link.TypedPairs`:
+:class:`~graphtier.sampling.link.typed_link.TypedLinkMiniBatch` es (:class:`~graphtier.sampling.link.typed_link.TypedPairs`:
 the same steps per relation). Which of the two runs is chosen once, when the sampler is built; the pair table, the
-negatives and the pairs' times are the same (:class:`~graphtier.sampling.pairs.PairTable`).
+negatives and the pairs' times are the same (:class:`~graphtier.sampling.link.pairs.PairTable`).
 
 A homogeneous :class:`LinkSampler` turns a batch of pair ids (rows of a pair table: the training edges, or an evaluation
 split's positives and negatives) into a :class:`LinkMiniBatch`:
@@ -19,7 +19,7 @@ split's positives and negatives) into a :class:`LinkMiniBatch`:
    every block (DGL's ``exclude='reverse_id'``): the model never sees the edge it is asked to predict.
 
 With pair ``times`` (a time-split dataset), the node sampler is a temporal one
-(:class:`~graphtier.sampling.temporal.TemporalNeighborSampler`): both endpoints of a pair, and its negatives, are
+(:class:`~graphtier.sampling.temporal.sampler.TemporalNeighborSampler`): both endpoints of a pair, and its negatives, are
 seeds at the pair's time, so every hop reads only edges strictly earlier: the target edge (at that time) is never
 read, and the caller turns the exclusion off. Pairs scored at one later time (a static snapshot) keep it on; a
 block it shortened keeps the ``edge_id`` of the edges it kept.
@@ -38,11 +38,11 @@ import torch
 
 from graphtier.dataset.schema import RelationType, Schema
 from graphtier.errors import OptionError
-from graphtier.sampling._link_kernels import compact_non_targets, target_key_set
 from graphtier.sampling.batch import Block, MiniBatch
-from graphtier.sampling.hops import NO_EDGE_IDS
-from graphtier.sampling.pairs import NegativeDestinations, PairTable
-from graphtier.sampling.typed_link import SampleGlobal, TimedSampleGlobal, TypedLinkMiniBatch, typed_pairs
+from graphtier.sampling.link._link_kernels import compact_non_targets, target_key_set
+from graphtier.sampling.link.pairs import NegativeDestinations, PairTable
+from graphtier.sampling.link.typed_link import SampleGlobal, TimedSampleGlobal, TypedLinkMiniBatch, typed_pairs
+from graphtier.sampling.neighbor.hops import NO_EDGE_IDS
 
 NodeSampler = Callable[[np.ndarray, int], MiniBatch]
 TimedNodeSampler = Callable[[np.ndarray, int, np.ndarray], MiniBatch]
@@ -127,7 +127,7 @@ def non_target_mask(
 
     ``src_rows``, ``dst_rows``: int64 [T] local rows (< ``num_rows``, the seed rows) of the target edges'
     endpoints, on ``edge_index``'s device; with ``undirected`` their reverse edges are targets too. The torch
-    twin of :mod:`graphtier.sampling._link_kernels` (same keys), run where the blocks are.
+    twin of :mod:`graphtier.sampling.link._link_kernels` (same keys), run where the blocks are.
     """
     keys = src_rows * num_rows + dst_rows
     if undirected:
@@ -142,18 +142,18 @@ def non_target_mask(
 
 class LinkSampler(PairTable):
     """Sample :class:`LinkMiniBatch` es of rows of a pair table (see the module), or with a ``schema``
-    :class:`~graphtier.sampling.typed_link.TypedLinkMiniBatch` es of pairs of one relation.
+    :class:`~graphtier.sampling.link.typed_link.TypedLinkMiniBatch` es of pairs of one relation.
 
     Args:
         sample_nodes: the node sampler ``(seeds, batch_id) -> MiniBatch`` (:meth:`GraphStore.sampler`); with a
-            ``schema``, a typed sampler's ``sample_global`` (:data:`~graphtier.sampling.typed_link.SampleGlobal`).
+            ``schema``, a typed sampler's ``sample_global`` (:data:`~graphtier.sampling.link.typed_link.SampleGlobal`).
         pairs: int64 [P, 2] the pair table (``src``, ``dst``): global ids, or with a ``schema`` local ids of the
             ``relation``'s endpoint types.
         num_nodes: N, nodes of a homogeneous graph (without a ``schema``).
         schema: None (homogeneous pairs: :class:`LinkMiniBatch` es), or the typed graph's schema with the
             ``relation`` ``(SRC, REL, DST)`` of the pairs and maybe its ``reverse`` ``(DST, rev_REL, SRC)``:
-            :class:`~graphtier.sampling.typed_link.TypedLinkMiniBatch` es, negatives of type DST, the targets
-            leaving REL and ``reverse`` (:class:`~graphtier.sampling.typed_link.TypedPairs`, chosen once).
+            :class:`~graphtier.sampling.link.typed_link.TypedLinkMiniBatch` es, negatives of type DST, the targets
+            leaving REL and ``reverse`` (:class:`~graphtier.sampling.link.typed_link.TypedPairs`, chosen once).
         labels: float [P] labels of the pairs (evaluation), or None: every pair is a positive, and
             ``num_negatives`` negatives are drawn per positive (training).
         num_negatives: negatives per positive (training only).

@@ -20,7 +20,7 @@ import numpy as np
 def first_rows(local_id: np.ndarray, keys_node: np.ndarray, count: np.int64) -> None:
     """``local_id[v]`` = the first of rows ``[0, count)`` whose node (``keys_node`` int64) is ``v``; ``local_id``
     (int64 [N], -1 where no row) is a node-indexed scratch, restored by
-    :func:`~graphtier.sampling._neighbor_kernels.reset_local_ids` over every row afterwards."""
+    :func:`~graphtier.sampling.neighbor._neighbor_kernels.reset_local_ids` over every row afterwards."""
     for r in range(count - 1, -1, -1):
         local_id[keys_node[r]] = r
 
@@ -28,7 +28,7 @@ def first_rows(local_id: np.ndarray, keys_node: np.ndarray, count: np.int64) -> 
 @numba.njit(cache=True, nogil=True)
 def new_row_bounds(rows: np.ndarray, bound: np.ndarray, keys_bound: np.ndarray, first: np.int64) -> None:
     """``keys_bound[r]`` for the rows ``r >= first`` that ``rows`` (int64 [S], the sources' rows, numbered in
-    first-seen order by :func:`~graphtier.sampling._neighbor_kernels.relabel` after :func:`first_rows`) brought:
+    first-seen order by :func:`~graphtier.sampling.neighbor._neighbor_kernels.relabel` after :func:`first_rows`) brought:
     ``bound[i]`` (int64 [S]) of the first source ``i`` of each. A new row first appears right after the one before
     it, so one pass finds them."""
     following = first
@@ -49,7 +49,7 @@ def relabel_inputs_hashed(
     local: np.ndarray,
 ) -> np.int64:
     """The input rows of ``node`` (int64 [S]) without a node-indexed scratch (the typed sampler's global ids):
-    :func:`first_rows`, :func:`~graphtier.sampling._neighbor_kernels.relabel` and :func:`new_row_bounds` in one
+    :func:`first_rows`, :func:`~graphtier.sampling.neighbor._neighbor_kernels.relabel` and :func:`new_row_bounds` in one
     pass over a hash. ``table`` (int64 [T, 2], T a power of two at least
     twice the final row count; overwritten) is an open-addressing hash of (node, first row). ``node`` and ``bound``
     int64 [S], ``local`` int64 [S] receives each source's row. Returns the new row count."""

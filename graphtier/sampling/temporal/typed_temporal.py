@@ -1,11 +1,11 @@
-"""The typed hops of :class:`~graphtier.sampling.temporal.TemporalNeighborSampler`: time-bounded sampling of a
+"""The typed hops of :class:`~graphtier.sampling.temporal.sampler.TemporalNeighborSampler`: time-bounded sampling of a
 graph of any schema.
 
 Each seed (a node of the target type) carries a time; every hop keeps only the edges strictly earlier than its
 row's bound (at most the bound with ``inclusive``), in every relation into the row's type, picked uniformly
 without replacement or the most recent ones, and a sampled neighbour inherits the bound of the row it was sampled
 for, so no hop of any relation reads past its seed's time. A row is a (node, bound) pair, as in the homogeneous
-sampler, and the last hop's sources are one row per node (:mod:`~graphtier.sampling._input_rows_kernels`). The cut and the picks are the homogeneous sampler's kernels (:mod:`graphtier.sampling._temporal_kernels`)
+sampler, and the last hop's sources are one row per node (:mod:`~graphtier.sampling.temporal._input_rows_kernels`). The cut and the picks are the homogeneous sampler's kernels (:mod:`graphtier.sampling.temporal._temporal_kernels`)
 run relation by relation over the typed CSC (the rows of relation ``r`` are ``r.row_offset + local destination
 id``); the (node, bound) rows are numbered by its hashed relabel over global ids.
 
@@ -22,9 +22,12 @@ import numpy as np
 import torch
 
 from graphtier.dataset.schema import RelationType, Schema
-from graphtier.sampling import _neighbor_kernels as kernels
-from graphtier.sampling._input_rows_kernels import relabel_inputs_hashed
-from graphtier.sampling._temporal_kernels import (
+from graphtier.sampling.neighbor import _neighbor_kernels as kernels
+from graphtier.sampling.neighbor.hops import seed_times
+from graphtier.sampling.relation_layout import RelationLayout
+from graphtier.sampling.seeds import as_seed_array
+from graphtier.sampling.temporal._input_rows_kernels import relabel_inputs_hashed
+from graphtier.sampling.temporal._temporal_kernels import (
     TimeOrder,
     empty_pair_table,
     rehash,
@@ -32,14 +35,11 @@ from graphtier.sampling._temporal_kernels import (
     temporal_draws,
     temporal_spans,
 )
-from graphtier.sampling.hops import seed_times
-from graphtier.sampling.relation_layout import RelationLayout
-from graphtier.sampling.seeds import as_seed_array
 from graphtier.sampling.typed_batch import RelationBlock, TypedBlock, TypedMiniBatch
 
 
 class TypedTemporalHops:
-    """The per-relation time-bounded hops of a :class:`~graphtier.sampling.temporal.TemporalNeighborSampler` built
+    """The per-relation time-bounded hops of a :class:`~graphtier.sampling.temporal.sampler.TemporalNeighborSampler` built
     with a schema (see the module): its ``indptr``, lists in time order (``order``), ``recent``, ``inclusive`` and
     ``seed`` as that sampler checked them, and the schema's :class:`RelationLayout` with ``fanouts``."""
 

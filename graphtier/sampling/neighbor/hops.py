@@ -1,6 +1,6 @@
 """The parts every CPU sampler's hops are made of: the argument checks, thread splits, spans and draws.
 
-A hop of :class:`~graphtier.sampling.neighbor.NeighborSampler` (any schema), of the temporal and ShaDow samplers,
+A hop of :class:`~graphtier.sampling.neighbor.sampler.NeighborSampler` (any schema), of the temporal and ShaDow samplers,
 and the checks of the device samplers are built from these: a sampler's ``indptr``/``indices``, ``seed``,
 ``num_threads``, ``batch_id``, edge times, seed times and temporal ``strategy`` are checked here, one hop's list spans (:func:`hop_spans`) and draws
 (:func:`hop_sources`, or :func:`hop_sources_relabelled` with the relabel overlapped) run here, split between the
@@ -22,9 +22,9 @@ import torch
 from graphtier._choices import TEMPORAL_STRATEGIES
 from graphtier._threads import DEFAULT_MIN_CHUNK, ThreadTeam
 from graphtier.errors import OptionError
-from graphtier.sampling import _neighbor_kernels as kernels
 from graphtier.sampling.buffers import Workspace
 from graphtier.sampling.fanouts import check_fanouts
+from graphtier.sampling.neighbor import _neighbor_kernels as kernels
 
 Hops = TypeVar("Hops")
 

@@ -1,8 +1,8 @@
 """The parts every device sampler is made of: the :class:`Topology` it reads, seeds on its device, the relabel in
 first-seen order, and the random picks (Triton on CUDA, the numba twin elsewhere).
 
-:class:`~graphtier.sampling.device.DeviceNeighborSampler` (any schema) and
-:class:`~graphtier.sampling.temporal_device.DeviceTemporalSampler` are built from these.
+:class:`~graphtier.sampling.device.sampler.DeviceNeighborSampler` (any schema) and
+:class:`~graphtier.sampling.temporal.temporal_device.DeviceTemporalSampler` are built from these.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import numpy as np
 import torch
 
 from graphtier.errors import OptionError
-from graphtier.sampling import _neighbor_kernels as cpu_kernels
-from graphtier.sampling.hops import check_graph
+from graphtier.sampling.neighbor import _neighbor_kernels as cpu_kernels
+from graphtier.sampling.neighbor.hops import check_graph
 from graphtier.sampling.seeds import as_seed_array
 
 PICKS = ("auto", "triton", "numba")
@@ -148,7 +148,7 @@ def resolve_picks(picks: str, kernels: ModuleType | None, device: torch.device) 
     if picks == "triton" and kernels is None:
         if device.type != "cuda":
             raise OptionError(f"picks: 'triton' needs a CUDA topology (or kernels=...), found device {device}")
-        from graphtier.sampling import _device_kernels
+        from graphtier.sampling.device import _device_kernels
 
         kernels = _device_kernels
     return picks, kernels if picks == "triton" else None
@@ -187,7 +187,7 @@ def first_seen_pairs(
     ``known`` (node, bound) int64 [K] each are distinct rows; ``pairs`` (node, bound) int64 [S] each. Returns
     the rows' nodes and bounds (int64 [K + new]: ``known``, then the new pairs in order of first occurrence) and
     ``local`` (int64 [S], each pair's row), on the inputs' device: the pairs get one id each by a lexicographic
-    sort (``torch.unique`` over rows) and :func:`~graphtier.sampling.device.first_seen_relabel` numbers them."""
+    sort (``torch.unique`` over rows) and :func:`~graphtier.sampling.device.sampler.first_seen_relabel` numbers them."""
     count = int(known[0].shape[0])
     stacked = torch.stack((torch.cat((known[0], pairs[0])), torch.cat((known[1], pairs[1]))), 1)
     distinct, ids = torch.unique(stacked, dim=0, return_inverse=True)
@@ -199,7 +199,7 @@ def first_seen_pairs(
 def first_seen_inputs(
     known: tuple[torch.Tensor, torch.Tensor], pairs: tuple[torch.Tensor, torch.Tensor]
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The last hop's sources numbered by node (:mod:`graphtier.sampling._input_rows_kernels`): ``(node, bound,
+    """The last hop's sources numbered by node (:mod:`graphtier.sampling.temporal._input_rows_kernels`): ``(node, bound,
     local)`` as :func:`first_seen_pairs` returns them. A source whose node has a known row takes the first such row;
     a new node takes one new row, in first-seen order, with the bound of its first source. ``known`` (node, bound)
     int64 [K] each (a node may have several rows), ``pairs`` (node, bound) int64 [S] each, on one device."""

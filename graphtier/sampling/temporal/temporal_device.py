@@ -1,21 +1,21 @@
 """Device-side temporal neighbour sampling: the batches of :class:`TemporalNeighborSampler`, computed where the graph is.
 
-A :class:`DeviceTemporalSampler` reads the graph through a :class:`~graphtier.sampling.device.Topology` and keeps
+A :class:`DeviceTemporalSampler` reads the graph through a :class:`~graphtier.sampling.device.sampler.Topology` and keeps
 the edge times in each list's time order (``time_by_order = edge_time[edge_time_order]``) and ``edge_time_order``
 whole on the topology's device (16 bytes an edge). Per hop, for the ``R`` rows (node, time bound) known so far:
 
 * the cut: how many of a row's in-edges are admissible (earlier than its bound, or at most it with ``inclusive``),
   a binary search in the row's slice of ``time_by_order``: the Triton kernel
-  (:mod:`graphtier.sampling._temporal_device_kernels`) on CUDA, or its torch twin :func:`temporal_cuts_torch`;
+  (:mod:`graphtier.sampling.temporal._temporal_device_kernels`) on CUDA, or its torch twin :func:`temporal_cuts_torch`;
 * the picks: a row with more admissible edges than ``fanout`` takes Floyd picks over its admissible prefix (the
-  device sampler's :func:`~graphtier.sampling.device.draw_picks`, key ``node_key(stream, row)``) or its ``fanout``
+  device sampler's :func:`~graphtier.sampling.device.sampler.draw_picks`, key ``node_key(stream, row)``) or its ``fanout``
   latest (``recent``); the others take the whole prefix, in time order;
 * the picked positions give ``edge_id = edge_time_order[position]`` and the sources (``gather_positions``), which
   inherit their destination's bound; the (node, bound) pairs get rows in first-seen order (:func:`first_seen_pairs`,
   sorts instead of the CPU sampler's node-indexed scratch), the last hop's sources one row per node
   (:func:`first_seen_inputs`).
 
-These are the CPU kernels' draws and numbering (:mod:`graphtier.sampling._temporal_kernels`), so a batch equals,
+These are the CPU kernels' draws and numbering (:mod:`graphtier.sampling.temporal._temporal_kernels`), so a batch equals,
 tensor for tensor, ``TemporalNeighborSampler(...).sample(seeds, seed_time, batch_id)`` of the same seed.
 """
 
@@ -31,9 +31,8 @@ import torch
 
 from graphtier.dataset.schema import RelationType, Schema
 from graphtier.errors import OptionError
-from graphtier.sampling import _neighbor_kernels as cpu_kernels
 from graphtier.sampling.batch import Block, MiniBatch
-from graphtier.sampling.device_hops import (
+from graphtier.sampling.device.device_hops import (
     Topology,
     check_topology,
     draw_picks,
@@ -43,7 +42,8 @@ from graphtier.sampling.device_hops import (
     resolve_picks,
     seeds_on_device,
 )
-from graphtier.sampling.hops import (
+from graphtier.sampling.neighbor import _neighbor_kernels as cpu_kernels
+from graphtier.sampling.neighbor.hops import (
     check_edge_times,
     check_seed,
     homogeneous_fanouts,
@@ -52,8 +52,8 @@ from graphtier.sampling.hops import (
     seed_times,
     typed_hops,
 )
+from graphtier.sampling.temporal.typed_temporal_device import DeviceTypedTemporalHops
 from graphtier.sampling.typed_batch import TypedMiniBatch
-from graphtier.sampling.typed_temporal_device import DeviceTypedTemporalHops
 
 
 def temporal_cuts_torch(
@@ -64,7 +64,7 @@ def temporal_cuts_torch(
     inclusive: bool,
     steps: int,
 ) -> torch.Tensor:
-    """Torch twin of :func:`graphtier.sampling._temporal_device_kernels.temporal_cuts_triton` (same arguments, any
+    """Torch twin of :func:`graphtier.sampling.temporal._temporal_device_kernels.temporal_cuts_triton` (same arguments, any
     device): the admissible edge count of every row, int64 [R] -- every row's binary search in lock step."""
     start = indptr[nodes]
     lo, hi = start.clone(), indptr[nodes + 1]
@@ -81,24 +81,24 @@ def temporal_cuts_torch(
 
 class DeviceTemporalSampler:
     """Time-bounded neighbour sampler of any schema on ``topology.device``, batch for batch identical to
-    :class:`~graphtier.sampling.temporal.TemporalNeighborSampler` built with the same arguments.
+    :class:`~graphtier.sampling.temporal.sampler.TemporalNeighborSampler` built with the same arguments.
 
     Args:
-        topology: the graph (:class:`~graphtier.sampling.device_hops.Topology`, e.g. ``DenseTopology`` or the
+        topology: the graph (:class:`~graphtier.sampling.device.device_hops.Topology`, e.g. ``DenseTopology`` or the
             store's tiered one; with a ``schema`` every relation's CSC back to back).
         edge_time: int64 [E], each edge's time, CSC order (numpy or tensor; copied whole to the topology's device).
         edge_time_order: int64 [E], each list's CSC positions sorted by time (likewise).
-        fanouts: as :class:`~graphtier.sampling.temporal.TemporalNeighborSampler`'s (a list, or with a ``schema``
+        fanouts: as :class:`~graphtier.sampling.temporal.sampler.TemporalNeighborSampler`'s (a list, or with a ``schema``
             a mapping per relation type).
         schema: None, or the dataset's schema: per-relation sampling into typed batches
-            (:class:`~graphtier.sampling.typed_temporal_device.DeviceTypedTemporalHops`).
+            (:class:`~graphtier.sampling.temporal.typed_temporal_device.DeviceTypedTemporalHops`).
         strategy: ``"uniform"`` or ``"recent"``.
         inclusive: admit edges at the bound (``<=``), else strictly earlier.
         seed: base of the counter-based random stream (the CPU sampler's).
-        picks: the Floyd picks, as :class:`~graphtier.sampling.device.DeviceNeighborSampler`'s.
-        kernels: the picks' Triton module, as :class:`~graphtier.sampling.device.DeviceNeighborSampler`'s.
+        picks: the Floyd picks, as :class:`~graphtier.sampling.device.sampler.DeviceNeighborSampler`'s.
+        kernels: the picks' Triton module, as :class:`~graphtier.sampling.device.sampler.DeviceNeighborSampler`'s.
         cut_kernels: a module with ``temporal_cuts_triton`` to use instead of the compiled
-            :mod:`graphtier.sampling._temporal_device_kernels` (tests pass the interpreted one). None: the compiled
+            :mod:`graphtier.sampling.temporal._temporal_device_kernels` (tests pass the interpreted one). None: the compiled
             kernel on CUDA with ``picks`` "triton", else the torch twin :func:`temporal_cuts_torch`.
     """
 
@@ -130,7 +130,7 @@ class DeviceTemporalSampler:
         self.seed = check_seed(seed)
         self.picks, self._kernels = resolve_picks(picks, kernels, self.device)
         if cut_kernels is None and self.picks == "triton" and self.device.type == "cuda":
-            from graphtier.sampling import _temporal_device_kernels as cut_kernels
+            from graphtier.sampling.temporal import _temporal_device_kernels as cut_kernels
         self._cuts = temporal_cuts_torch if cut_kernels is None else cut_kernels.temporal_cuts_triton
         degrees = topology.indptr[1:] - topology.indptr[:-1]
         self._steps = int(degrees.max()).bit_length() if degrees.numel() else 0
@@ -198,7 +198,7 @@ class DeviceTemporalSampler:
         self, nodes: torch.Tensor, bounds: torch.Tensor, fanout: int, stream: int
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """One hop of the rows ``nodes`` (int64 [R] CSC rows on the device) at ``bounds`` (int64 [R]) with ``fanout``
-        (-1: every admissible edge) and the random ``stream`` (:func:`~graphtier.sampling._neighbor_kernels.
+        (-1: every admissible edge) and the random ``stream`` (:func:`~graphtier.sampling.neighbor._neighbor_kernels.
         stream_key`): (sources, destinations, edge_id), int64 [E] each on the device: source ids as the CSC holds
         them, destination rows (indices into ``nodes``), the picked edges' CSC positions; grouped by destination
         row, in time order for whole prefixes and ``recent`` (a typed sampler calls it per relation)."""

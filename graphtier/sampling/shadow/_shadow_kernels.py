@@ -2,12 +2,12 @@
 
 Per root ``r`` the sampler keeps a sorted node set ``set_nodes[set_ptr[r]:set_ptr[r + 1]]`` and a
 frontier (the nodes first reached at the previous hop). A hop samples the frontier's in-neighbours
-with :func:`graphtier.sampling._neighbor_kernels.sample_sources`, then :func:`new_members` keeps the
+with :func:`graphtier.sampling.neighbor._neighbor_kernels.sample_sources`, then :func:`new_members` keeps the
 candidates not yet in the root's set and :func:`merge_members` merges them in. Finally
 :func:`induced_edges_buffered` / :func:`write_induced_edges` extract the induced subgraph by
 intersecting each member's sorted in-neighbour list with the sorted set (a merge walk for short
 lists, galloping searches for long ones). The reference is
-:func:`graphtier.sampling.reference.shadow_sample_reference`.
+:func:`graphtier.sampling.neighbor.reference.shadow_sample_reference`.
 """
 
 from __future__ import annotations

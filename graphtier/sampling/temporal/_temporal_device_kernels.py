@@ -8,9 +8,9 @@ each list's times, non-decreasing), so the admissible edges of a row are a prefi
 degree) finds its end. Rows are independent: ``BLOCK`` rows per program, the searches of a block in lock step.
 
 The picks among the admissible prefix are not drawn here: they are the untimed sampler's Floyd picks over the
-prefix (:func:`graphtier.sampling._device_kernels.floyd_picks_triton`, key ``node_key(stream, row)``), exactly the
+prefix (:func:`graphtier.sampling.device._device_kernels.floyd_picks_triton`, key ``node_key(stream, row)``), exactly the
 CPU temporal kernel's draws. The torch twin of the cut (CPU or any device) is
-:func:`graphtier.sampling.temporal_device.temporal_cuts_torch`; :func:`temporal_cuts_reference` is the plain numpy
+:func:`graphtier.sampling.temporal.temporal_device.temporal_cuts_torch`; :func:`temporal_cuts_reference` is the plain numpy
 reference. Importing this module needs ``triton``; tests run the kernel on the CPU with ``TRITON_INTERPRET=1``.
 """
 

@@ -11,8 +11,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from graphtier.dataset.schema import RelationType, Schema
-from graphtier.sampling._neighbor_kernels import stream_key
-from graphtier.sampling.reference import sample_neighbors_of
+from graphtier.sampling.neighbor._neighbor_kernels import stream_key
+from graphtier.sampling.neighbor.reference import sample_neighbors_of
 
 ReferenceBlock = tuple[dict[str, int], dict[str, int], dict[RelationType, tuple[np.ndarray, np.ndarray]]]
 """``(num_src per type, num_dst per type, per relation (rowptr int64 [num_dst + 1], col int64 [E]))``."""

@@ -3,7 +3,7 @@
 A :class:`DeviceNeighborSampler` reads the graph through a :class:`Topology` (column pointers on the
 device, neighbour ids fetched by position, possibly from host memory) and does every step with torch
 ops on that device, except the random picks: Floyd's algorithm in a Triton kernel
-(:mod:`graphtier.sampling._device_kernels`) on CUDA, or the numba twin on the CPU. Both draw the CPU
+(:mod:`graphtier.sampling.device._device_kernels`) on CUDA, or the numba twin on the CPU. Both draw the CPU
 sampler's counter-based random numbers, and new nodes are numbered in first-seen order, so a batch is
 identical, tensor for tensor, to ``NeighborSampler(indptr, indices, fanouts, seed=seed).sample(seeds, batch_id)``.
 
@@ -24,9 +24,8 @@ import numpy as np
 import torch
 
 from graphtier.dataset.schema import RelationType, Schema
-from graphtier.sampling import _neighbor_kernels as cpu_kernels
 from graphtier.sampling.batch import Block, MiniBatch
-from graphtier.sampling.device_hops import (
+from graphtier.sampling.device.device_hops import (
     Topology,
     check_topology,
     draw_picks,
@@ -35,9 +34,10 @@ from graphtier.sampling.device_hops import (
     resolve_picks,
     seeds_on_device,
 )
-from graphtier.sampling.hops import check_seed, homogeneous_fanouts, next_batch_id, typed_hops
+from graphtier.sampling.device.typed_device import DeviceTypedHops
+from graphtier.sampling.neighbor import _neighbor_kernels as cpu_kernels
+from graphtier.sampling.neighbor.hops import check_seed, homogeneous_fanouts, next_batch_id, typed_hops
 from graphtier.sampling.typed_batch import TypedMiniBatch
-from graphtier.sampling.typed_device import DeviceTypedHops
 
 
 class DeviceNeighborSampler:
@@ -51,13 +51,13 @@ class DeviceNeighborSampler:
             list for every relation or a mapping per relation type, as :class:`NeighborSampler` takes.
         schema: None (homogeneous: :class:`MiniBatch` es of global ids) or the dataset's schema (per-relation
             sampling into :class:`~graphtier.sampling.typed_batch.TypedMiniBatch` es,
-            :class:`~graphtier.sampling.typed_device.DeviceTypedHops`); chosen once.
+            :class:`~graphtier.sampling.device.typed_device.DeviceTypedHops`); chosen once.
         seed: base of the counter-based random stream (the CPU sampler's).
         picks: "triton" (the Triton kernel: compiled on CUDA, or the module given as ``kernels``),
             "numba" (the numba twin on the CPU; device tensors are copied there and back), "auto" =
             "triton" on CUDA, else "numba".
         kernels: a module with ``floyd_picks_triton`` and ``MAX_FANOUT`` to use instead of the compiled
-            :mod:`graphtier.sampling._device_kernels` (tests pass the module loaded with TRITON_INTERPRET=1).
+            :mod:`graphtier.sampling.device._device_kernels` (tests pass the module loaded with TRITON_INTERPRET=1).
         with_edge_ids: every block (relation block) records ``edge_id`` (int64 [E] on the device, each edge's CSC
             position), as :class:`NeighborSampler` does with it.
 

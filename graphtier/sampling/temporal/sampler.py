@@ -7,17 +7,17 @@ replacement or the most recent ones (``strategy="recent"``, TGAT/TGN style). A s
 destination's bound, so a path from a seed never leaves the seed's past. A row is a (node, bound) pair: a node
 reached from seeds of two different times is two rows with two bounds (``MiniBatch.n_time``); seeds of one time
 share their rows. The last hop's sources, which nothing samples from (the model's input rows), are one row per node
-(:mod:`~graphtier.sampling._input_rows_kernels`). Blocks carry ``edge_id`` (the CSC position of each edge) to read edge times and features.
+(:mod:`~graphtier.sampling.temporal._input_rows_kernels`). Blocks carry ``edge_id`` (the CSC position of each edge) to read edge times and features.
 
 The sampler builds once a copy of every list in time order
-(:class:`~graphtier.sampling._temporal_kernels.TimeOrder`: the times, every 16th of them, and (CSC position, source)
+(:class:`~graphtier.sampling.temporal._temporal_kernels.TimeOrder`: the times, every 16th of them, and (CSC position, source)
 per edge; 24.5 bytes per edge): the cut is a binary search over the list's every-16th times (an array a sixteenth
 the size, often cached), then over one run of at most 15 times (the searches of many rows in lockstep), and the
 draws read the positions and sources in the same order, so a hop costs what an untimed hop costs plus a short
 search per row. Seeds of one time (or every seed after every edge) take
 the untimed sampler's node-indexed relabel and skip the search where no edge can be cut; seeds of several times
 find their (node, time) rows in a hash of the pairs. Kernels and their references:
-:mod:`graphtier.sampling._temporal_kernels`.
+:mod:`graphtier.sampling.temporal._temporal_kernels`.
 """
 
 from __future__ import annotations
@@ -30,21 +30,10 @@ import numpy as np
 import torch
 
 from graphtier.dataset.schema import RelationType, Schema
-from graphtier.sampling import _neighbor_kernels as kernels
-from graphtier.sampling._input_rows_kernels import first_rows, new_row_bounds
-from graphtier.sampling._temporal_kernels import (
-    MAX_STAMP,
-    SLOT_WORDS,
-    empty_pair_table,
-    rehash,
-    relabel_pairs_hashed,
-    temporal_draws,
-    temporal_spans,
-    time_ordered,
-)
 from graphtier.sampling.batch import Block, MiniBatch
 from graphtier.sampling.buffers import Carver, OutputRing, Workspace, WorkspacePool
-from graphtier.sampling.hops import (
+from graphtier.sampling.neighbor import _neighbor_kernels as kernels
+from graphtier.sampling.neighbor.hops import (
     check_edge_times,
     check_graph,
     check_seed,
@@ -55,8 +44,19 @@ from graphtier.sampling.hops import (
     typed_hops,
 )
 from graphtier.sampling.seeds import as_seed_array
+from graphtier.sampling.temporal._input_rows_kernels import first_rows, new_row_bounds
+from graphtier.sampling.temporal._temporal_kernels import (
+    MAX_STAMP,
+    SLOT_WORDS,
+    empty_pair_table,
+    rehash,
+    relabel_pairs_hashed,
+    temporal_draws,
+    temporal_spans,
+    time_ordered,
+)
+from graphtier.sampling.temporal.typed_temporal import TypedTemporalHops
 from graphtier.sampling.typed_batch import TypedMiniBatch
-from graphtier.sampling.typed_temporal import TypedTemporalHops
 
 
 class TemporalNeighborSampler:
@@ -70,7 +70,7 @@ class TemporalNeighborSampler:
         fanouts: PyG order, ``fanouts[0]`` = neighbours drawn per seed; -1 = every admissible neighbour. With a
             ``schema`` also a mapping per relation type, as :class:`~graphtier.sampling.NeighborSampler` takes.
         schema: None (homogeneous: :class:`MiniBatch` es of global ids), or the dataset's schema: per-relation
-            time-bounded sampling into :class:`TypedMiniBatch` es (:mod:`graphtier.sampling.typed_temporal`);
+            time-bounded sampling into :class:`TypedMiniBatch` es (:mod:`graphtier.sampling.temporal.typed_temporal`);
             chosen once.
         strategy: ``"uniform"`` (without replacement) or ``"recent"`` (the latest admissible edges).
         inclusive: admit edges at the bound (``<=``); default strictly earlier (``<``), so a link seed's own edge,
@@ -79,7 +79,7 @@ class TemporalNeighborSampler:
             the same batch.
 
     ``indices``, ``edge_time`` and ``edge_time_order`` are read once, into an in-memory copy of every list in time
-    order (:class:`~graphtier.sampling._temporal_kernels.TimeOrder`, 24.5 bytes per edge; memory maps are not read
+    order (:class:`~graphtier.sampling.temporal._temporal_kernels.TimeOrder`, 24.5 bytes per edge; memory maps are not read
     again). Each concurrent :meth:`sample` call
     holds one node-indexed scratch array (:class:`~graphtier.sampling.buffers.Workspace`) and, for seeds of
     several times, a (node, time) hash table (16 bytes per slot, at least two slots per row of its largest
