@@ -30,7 +30,7 @@ from graphtier.dataset.importers.common.textio import require_file
 from graphtier.dataset.importers.split.holdout import check_eval_negatives, parse_edge_split
 from graphtier.dataset.importers.split.pair_files import EdgeSplitFiles
 from graphtier.dataset.importers.split.splits import check_fractions, parse_fractions
-from graphtier.dataset.link_split import SPLIT_BY
+from graphtier.dataset.edges.link_split import SPLIT_BY
 from graphtier.errors import OptionError
 
 PathLike = str | os.PathLike[str]
