@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from graphtier.dataset.importers import import_planetoid
-from graphtier.dataset.synthetic import generate
+from graphtier.dataset.synthetic.generate import generate
 from graphtier.train import train
 
 ROOT = Path(__file__).resolve().parents[1]

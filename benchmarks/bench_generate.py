@@ -38,7 +38,7 @@ def parse_count(text: str) -> int:
 # ---------------------------------------------------------------------------------------------- children
 def child_generate(spec: dict[str, Any]) -> dict[str, Any]:
     """Run graphtier's generator once; stage times come from its progress messages."""
-    from graphtier.dataset.synthetic import generate
+    from graphtier.dataset.synthetic.generate import generate
 
     marks: list[tuple[str, float]] = []
     started = time.perf_counter()
@@ -69,10 +69,10 @@ def child_baseline(spec: dict[str, Any]) -> dict[str, Any]:
     """The same model with the numpy reference kernels; checks that the graph is identical."""
     import numpy as np
 
-    from graphtier.dataset import _synthetic_kernels as kernels
-    from graphtier.dataset import synthetic
     from graphtier.dataset.csc import edges_to_csc
     from graphtier.dataset.format import Dataset
+    from graphtier.dataset.synthetic import _synthetic_kernels as kernels
+    from graphtier.dataset.synthetic import generate as synthetic
 
     nodes, degree, seed, dim = spec["nodes"], spec["avg_degree"], spec["seed"], spec["feature_dim"]
     classes = synthetic.DEFAULT_NUM_CLASSES

@@ -22,7 +22,7 @@ from pathlib import Path
 import torch
 
 from graphtier import configure_process
-from graphtier.dataset.synthetic import generate
+from graphtier.dataset.synthetic.generate import generate
 from graphtier.train import TrainConfig, Trainer
 from graphtier.train.loop.launch import launch
 

@@ -155,7 +155,7 @@ def alignment(ctx: StepContext) -> None:
 
 def reordered_graph(ctx: StepContext, nodes: int, feature_dim: int, score: str) -> Any:
     """A generated power-law graph reordered by ``score`` (wrpr or fwr), in the step's scratch directory."""
-    from graphtier.dataset.synthetic import generate
+    from graphtier.dataset.synthetic.generate import generate
     from graphtier.graph.reorder import reorder_dataset
     from graphtier.tiering.hotness import compute_scores
     from graphtier.tiering.replay import Replay
@@ -222,7 +222,7 @@ def _cnr_or_twin(ctx: StepContext) -> tuple[Path, str]:
     of the same size (325k nodes, ~10 arcs per node) written as the same kind of ``.npz``."""
     if CNR_GRAPH.exists():
         return CNR_GRAPH, "cnr-2000"
-    from graphtier.dataset.synthetic import generate
+    from graphtier.dataset.synthetic.generate import generate
 
     twin = generate(ctx.tmpdir() / "cnr-twin", nodes=325_557, avg_degree=10, feature_dim=0, seed=0)
     path = ctx.tmpdir() / "cnr-twin.npz"
@@ -331,7 +331,7 @@ def typed_sampler(ctx: StepContext) -> None:
 def temporal_sampler(ctx: StepContext) -> None:
     """Issue 38: the device temporal sampler (Triton cut + Floyd picks, tiered topology) against the CPU
     TemporalNeighborSampler, seeds of many times, both cuts and strategies."""
-    from graphtier.dataset._edge_time_kernels import edge_time_order
+    from graphtier.dataset.edges._edge_time_kernels import edge_time_order
     from graphtier.memory import make_topology
     from graphtier.sampling import DeviceTemporalSampler, TemporalNeighborSampler
 

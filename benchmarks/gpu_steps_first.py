@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 ROOT = Path(__file__).resolve().parents[1]
 # imported by the steps of this harness (graphtier imports its own lazily: this is what the steps pull in)
 STEP_MODULES = ("graphtier", "graphtier.train", "graphtier.memory", "graphtier.sampling", "graphtier.graph.reorder",
-                "graphtier.tiering.hotness", "graphtier.dataset.synthetic", "graphtier.bench.gather", "graphtier.cli")  # fmt: skip
+                "graphtier.tiering.hotness", "graphtier.dataset.synthetic.generate", "graphtier.bench.gather", "graphtier.cli")  # fmt: skip
 # not declared dependencies: what goes without each on a machine that lacks it
 OPTIONAL = {
     "triton": "the Triton kernels (the GPU sampler's picks, compiled reads)",

@@ -31,7 +31,7 @@ def _losses(report: dict[str, Any]) -> list[float]:
 
 
 def _small_graph(ctx: StepContext) -> Any:
-    from graphtier.dataset.synthetic import generate
+    from graphtier.dataset.synthetic.generate import generate
 
     nodes = ctx.sized(200_000, 2000)
     return generate(ctx.tmpdir() / f"g{nodes}", nodes=nodes, avg_degree=15, feature_dim=128, seed=0)
@@ -203,7 +203,7 @@ def multi_gpu(ctx: StepContext) -> None:
 def link_training(ctx: StepContext) -> None:
     """``train --task link`` on CUDA: GPU sampling (link batches, target edges excluded on the device) over tiered
     features and topology gives the losses of CPU sampling + cpu-gather (same seed: the same batches)."""
-    from graphtier.dataset.synthetic import generate
+    from graphtier.dataset.synthetic.generate import generate
     from graphtier.train import train
 
     graph = generate(ctx.tmpdir() / "g100k-link", nodes=100_000, avg_degree=15, feature_dim=64, seed=0,

@@ -27,9 +27,9 @@ _EXPORTS: dict[str, str] = {
     # dataset
     "Dataset": "graphtier.dataset",
     "DatasetWriter": "graphtier.dataset",
-    "generate": "graphtier.dataset.synthetic",
-    "generate_mag": "graphtier.dataset.synthetic_mag",
-    "edgebank_scores": "graphtier.dataset.edgebank",
+    "generate": "graphtier.dataset.synthetic.generate",
+    "generate_mag": "graphtier.dataset.synthetic.synthetic_mag",
+    "edgebank_scores": "graphtier.dataset.edges.edgebank",
     # samplers
     "NeighborSampler": "graphtier.sampling",
     "DeviceNeighborSampler": "graphtier.sampling",
@@ -102,9 +102,9 @@ __all__ = [
 
 if TYPE_CHECKING:  # static analysers see the real names
     from graphtier.dataset import Dataset, DatasetWriter
-    from graphtier.dataset.edgebank import edgebank_scores
-    from graphtier.dataset.synthetic import generate
-    from graphtier.dataset.synthetic_mag import generate_mag
+    from graphtier.dataset.edges.edgebank import edgebank_scores
+    from graphtier.dataset.synthetic.generate import generate
+    from graphtier.dataset.synthetic.synthetic_mag import generate_mag
     from graphtier.graph.reorder import reorder_dataset
     from graphtier.graphstore import GraphStore
     from graphtier.memory import (

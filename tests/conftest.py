@@ -13,7 +13,7 @@ import pytest
 
 from graphtier.dataset import Dataset, DatasetWriter
 from graphtier.dataset.csc import edges_to_csc
-from graphtier.dataset.link_split import LinkPairs, LinkSplit
+from graphtier.dataset.edges.link_split import LinkPairs, LinkSplit
 from tests.dataset.importers.helpers import REPO_ROOT, CliResult
 
 SHARED_DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from graphtier.dataset import synthetic_mag
+from graphtier.dataset.synthetic import synthetic_mag
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))

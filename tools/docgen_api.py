@@ -26,9 +26,9 @@ EAGER: dict[str, str] = {
 SECTIONS: dict[str, tuple[str, ...]] = {
     "Datasets": (
         "graphtier.dataset",
-        "graphtier.dataset.synthetic",
-        "graphtier.dataset.synthetic_mag",
-        "graphtier.dataset.edgebank",
+        "graphtier.dataset.synthetic.generate",
+        "graphtier.dataset.synthetic.synthetic_mag",
+        "graphtier.dataset.edges.edgebank",
     ),
     "Samplers": ("graphtier.sampling",),
     "Feature and topology stores": ("graphtier.memory",),

@@ -9,9 +9,9 @@ from typing import Any
 
 import click
 
-from graphtier.dataset.edgebank import edgebank_split_scores
+from graphtier.dataset.edges.edgebank import edgebank_split_scores
+from graphtier.dataset.edges.link_split import EVAL_SPLITS
 from graphtier.dataset.format import Dataset
-from graphtier.dataset.link_split import EVAL_SPLITS
 from graphtier.errors import OptionError
 
 

@@ -36,7 +36,7 @@ def command(workdir: Path, epochs: int, device: str) -> None:
     """
     from graphtier._process import configure_process
     from graphtier.dataset import Dataset
-    from graphtier.dataset.synthetic import generate
+    from graphtier.dataset.synthetic.generate import generate
     from graphtier.train import TrainConfig, Trainer
     from graphtier.train.loop.report import epoch_summary
 

@@ -1,7 +1,7 @@
 """``graphtier generate OUTPUT --nodes N --avg-degree D ...``: a synthetic power-law dataset.
 
-Mirrors :func:`graphtier.dataset.synthetic.generate`; see its module docstring for the model. With ``--hetero
-mag``: :func:`graphtier.dataset.synthetic_mag.generate_mag`, a typed MAG-like graph.
+Mirrors :func:`graphtier.dataset.synthetic.generate.generate`; see its module docstring for the model. With ``--hetero
+mag``: :func:`graphtier.dataset.synthetic.synthetic_mag.generate_mag`, a typed MAG-like graph.
 """
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ import click
 
 from graphtier.cli.options import SEED
 from graphtier.cli.progress import cli_progress
-from graphtier.dataset import synthetic, synthetic_mag
 from graphtier.dataset.format import FEATURE_DTYPES
+from graphtier.dataset.synthetic import generate as synthetic
+from graphtier.dataset.synthetic import synthetic_mag
 from graphtier.errors import OptionError
 
 _SUFFIXES = {"k": 10**3, "m": 10**6, "g": 10**9, "b": 10**9}

@@ -13,7 +13,7 @@ import click
 import numpy as np
 
 from graphtier.dataset.csc import reciprocity
-from graphtier.dataset.edge_data import (
+from graphtier.dataset.edges.edge_data import (
     EDGE_FEAT,
     EDGE_LABEL,
     FEATURES_KEY,
@@ -22,10 +22,9 @@ from graphtier.dataset.edge_data import (
     link_label_file,
     link_labels,
 )
-from graphtier.dataset.edge_rows import EDGE_ROW
-from graphtier.dataset.edge_time import time_range_text
-from graphtier.dataset.format import SPLITS, Dataset
-from graphtier.dataset.link_split import (
+from graphtier.dataset.edges.edge_rows import EDGE_ROW
+from graphtier.dataset.edges.edge_time import time_range_text
+from graphtier.dataset.edges.link_split import (
     EVAL_SPLITS,
     LINK_SPLITS,
     negative_times_file,
@@ -33,6 +32,7 @@ from graphtier.dataset.link_split import (
     positive_times_file,
     positives_file,
 )
+from graphtier.dataset.format import SPLITS, Dataset
 from graphtier.dataset.provenance import describe, provenance_of
 from graphtier.dataset.writer import json_default
 from graphtier.graph.stats import CHUNK, in_degree_stats

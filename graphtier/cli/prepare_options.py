@@ -18,10 +18,10 @@ import click
 
 from graphtier.cli.options import SEED
 from graphtier.cli.progress import cli_progress
+from graphtier.dataset.edges.link_split import SPLIT_BY
 from graphtier.dataset.finite import NON_FINITE_MODES
 from graphtier.dataset.importers.assemble.options import ImportOptions
 from graphtier.dataset.importers.common.node_data import LABEL_LAYOUTS
-from graphtier.dataset.link_split import SPLIT_BY
 
 _PATH = click.Path(path_type=Path)
 

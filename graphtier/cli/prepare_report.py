@@ -10,8 +10,8 @@ from typing import Any
 import click
 
 from graphtier.cli.info import typed_info, typed_lines
-from graphtier.dataset.edge_data import edge_data_lines
-from graphtier.dataset.edge_time import time_range_text
+from graphtier.dataset.edges.edge_data import edge_data_lines
+from graphtier.dataset.edges.edge_time import time_range_text
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.provenance import describe
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from graphtier.dataset._edge_time_kernels import merge_timed_halves_in_place
+from graphtier.dataset.edges._edge_time_kernels import merge_timed_halves_in_place
 from graphtier.dataset.format import index_dtype
 
 

@@ -17,11 +17,10 @@ import numpy as np
 
 from graphtier.dataset import swap
 from graphtier.dataset.checks import check_permutation, index_range, is_non_decreasing
-from graphtier.dataset.edge_data import EDGE_DATA_STEMS, load_edge_data, validate_edge_data
-from graphtier.dataset.edge_rows import EDGE_ROW, check_edge_rows
-from graphtier.dataset.edge_time import EDGE_TIME_STEMS, load_edge_time, validate_edge_time
-from graphtier.dataset.finite import SAMPLE_BLOCK_BYTES, SAMPLE_BLOCKS, find_non_finite
-from graphtier.dataset.link_split import (
+from graphtier.dataset.edges.edge_data import EDGE_DATA_STEMS, load_edge_data, validate_edge_data
+from graphtier.dataset.edges.edge_rows import EDGE_ROW, check_edge_rows
+from graphtier.dataset.edges.edge_time import EDGE_TIME_STEMS, load_edge_time, validate_edge_time
+from graphtier.dataset.edges.link_split import (
     LINK_FILE_STEMS,
     LinkSplit,
     check_held_out,
@@ -29,7 +28,8 @@ from graphtier.dataset.link_split import (
     validate_link_split,
     validate_typed_link_split,
 )
-from graphtier.dataset.node_time import NODE_TIME, load_node_time, validate_node_time
+from graphtier.dataset.edges.node_time import NODE_TIME, load_node_time, validate_node_time
+from graphtier.dataset.finite import SAMPLE_BLOCK_BYTES, SAMPLE_BLOCKS, find_non_finite
 from graphtier.dataset.schema import Relation, Schema
 from graphtier.errors import DatasetError
 
@@ -89,7 +89,7 @@ class Dataset:
         features: float32/float16 [N, D] or None when the dataset has no features.
         labels: int64 [N] with -1 for unlabelled, or None when ``num_classes == 0``.
         train_idx, valid_idx, test_idx: int64 node ids, or None when the split is absent.
-        link: the edge split of link prediction (:class:`~graphtier.dataset.link_split.LinkSplit`), or None.
+        link: the edge split of link prediction (:class:`~graphtier.dataset.edges.link_split.LinkSplit`), or None.
         extra: other ``.npy`` arrays in the directory (``node_ids``, ``perm``, ...), by file stem.
         schema: node types and relations (:class:`~graphtier.dataset.schema.Schema`; one of each when homogeneous).
             A heterogeneous dataset's ``indptr`` has one row per (relation, destination), ``indices`` global ids,
@@ -98,10 +98,10 @@ class Dataset:
         type_features: float32/float16 [count, dim] per node type with features (the homogeneous type ``_N``
             maps to ``features``).
         edge_time, edge_time_order: int64 [E], the time of each edge in CSC order (``indices[p]``'s edge at ``p``)
-            and each list's positions by (time, position), or None (:mod:`graphtier.dataset.edge_time`).
-        node_time: int64 [N], the time of each node, or None (:mod:`graphtier.dataset.node_time`).
+            and each list's positions by (time, position), or None (:mod:`graphtier.dataset.edges.edge_time`).
+        node_time: int64 [N], the time of each node, or None (:mod:`graphtier.dataset.edges.node_time`).
         edge_features, edge_label: float16/32/64 [E, d] and float32 [E] per edge in CSC order, or None
-            (:mod:`graphtier.dataset.edge_data`; ``meta["edge_features"]``, ``meta["edge_label"]``).
+            (:mod:`graphtier.dataset.edges.edge_data`; ``meta["edge_features"]``, ``meta["edge_label"]``).
     """
 
     path: Path

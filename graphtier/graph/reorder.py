@@ -29,15 +29,15 @@ import numba
 import numpy as np
 
 from graphtier._progress import NO_PROGRESS, Progress
-from graphtier.dataset._edge_time_kernels import relocated_positions
 from graphtier.dataset.csc import edge_balanced_bounds
-from graphtier.dataset.edge_data import EDGE_FEAT, EDGE_LABEL
-from graphtier.dataset.edge_rows import EDGE_ROW, edge_row_map, lay_out, read_order, row_dtype
-from graphtier.dataset.edge_time import EDGE_TIME, finish_edge_time
+from graphtier.dataset.edges._edge_time_kernels import relocated_positions
+from graphtier.dataset.edges.edge_data import EDGE_FEAT, EDGE_LABEL
+from graphtier.dataset.edges.edge_rows import EDGE_ROW, edge_row_map, lay_out, read_order, row_dtype
+from graphtier.dataset.edges.edge_time import EDGE_TIME, finish_edge_time
+from graphtier.dataset.edges.link_split import LINK_META_KEY, LinkPairs, LinkSplit
+from graphtier.dataset.edges.link_split import label_file as link_label_file
+from graphtier.dataset.edges.node_time import NODE_TIME
 from graphtier.dataset.format import Dataset
-from graphtier.dataset.link_split import LINK_META_KEY, LinkPairs, LinkSplit
-from graphtier.dataset.link_split import label_file as link_label_file
-from graphtier.dataset.node_time import NODE_TIME
 from graphtier.dataset.original_ids import NODE_IDS_JSON, json_node_ids
 from graphtier.dataset.resources import available_memory
 from graphtier.dataset.schema import Schema
@@ -285,7 +285,7 @@ def reorder_dataset(
     original dataset (composed with the source's own ``perm`` when the source was reordered before).
     ``edge_list_reads`` (float64 [rows], the expected entry reads of each of ``source``'s lists, e.g.
     :func:`graphtier.tiering.hotness.list_reads`): write ``edge_feat.npy`` list by list in descending reads per
-    edge, with ``edge_row.npy`` (:mod:`graphtier.dataset.edge_rows`); None: in CSC order, without the map.
+    edge, with ``edge_row.npy`` (:mod:`graphtier.dataset.edges.edge_rows`); None: in CSC order, without the map.
     ``progress`` reports the stages (``reorder: relocate edges``, ``reorder: permute features``, ...).
     """
     num_nodes = source.num_nodes

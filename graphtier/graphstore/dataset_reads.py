@@ -7,8 +7,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from graphtier.dataset.edges.link_split import LinkPairs
 from graphtier.dataset.format import SPLITS
-from graphtier.dataset.link_split import LinkPairs
 from graphtier.errors import OptionError
 
 

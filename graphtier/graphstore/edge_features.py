@@ -20,8 +20,8 @@ import numpy as np
 import torch
 
 from graphtier.dataset import Dataset
-from graphtier.dataset.edge_data import EDGE_FEAT
-from graphtier.dataset.edge_rows import edge_row_map
+from graphtier.dataset.edges.edge_data import EDGE_FEAT
+from graphtier.dataset.edges.edge_rows import edge_row_map
 from graphtier.errors import DatasetError, OptionError
 from graphtier.memory import FeatureSource, PlacementSpec, TierTraffic, batch_rows_bound
 
@@ -62,7 +62,7 @@ def require_edge_features(dataset: Dataset, option: str = "edge_features") -> np
 
 
 class MappedRows(FeatureSource):
-    """The edge table of a dataset with ``edge_row.npy`` (:mod:`graphtier.dataset.edge_rows`): ``gather(edge_id)``
+    """The edge table of a dataset with ``edge_row.npy`` (:mod:`graphtier.dataset.edges.edge_rows`): ``gather(edge_id)``
     reads ``inner``'s rows ``row_map[edge_id]``, so callers keep passing CSC positions. ``row_map``: int [E] (the
     dataset's map), held in RAM once (4 bytes per edge below 2^31 edges) and copied to a device the first time
     positions arrive there (GPU sampling). Traffic, tiers and closing are ``inner``'s."""

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from graphtier import Dataset
-from graphtier.dataset.edgebank import edgebank_split_scores
+from graphtier.dataset.edges.edgebank import edgebank_split_scores
 from graphtier.train.loop.link_metrics import auc, average_precision, hits_at_k, mrr
 from tests.dataset.importers.helpers import assert_user_error, run_cli
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from graphtier.dataset.synthetic import generate
+from graphtier.dataset.synthetic.generate import generate
 from tests.cli.helpers import run
 
 

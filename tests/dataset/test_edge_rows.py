@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from graphtier.dataset import Dataset
-from graphtier.dataset._edge_row_kernels import lay_out_rows, lay_out_rows_py
-from graphtier.dataset.edge_rows import EDGE_ROW, read_order
+from graphtier.dataset.edges._edge_row_kernels import lay_out_rows, lay_out_rows_py
+from graphtier.dataset.edges.edge_rows import EDGE_ROW, read_order
 from graphtier.errors import DatasetError, OptionError
 from graphtier.graph.reorder import reorder_dataset
 from graphtier.graphstore import GraphStore

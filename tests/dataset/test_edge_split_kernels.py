@@ -1,13 +1,13 @@
-"""remove_pairs and draw_eval_negatives (graphtier/dataset/edge_split.py) and their kernels against the references."""
+"""remove_pairs and draw_eval_negatives (graphtier/dataset/edges/edge_split.py) and their kernels against the references."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from graphtier.dataset import _edge_split_kernels as kernels
 from graphtier.dataset.csc import csc_to_edges, edges_to_csc
-from graphtier.dataset.edge_split import draw_eval_negatives, pair_keys, remove_pairs
+from graphtier.dataset.edges import _edge_split_kernels as kernels
+from graphtier.dataset.edges.edge_split import draw_eval_negatives, pair_keys, remove_pairs
 from graphtier.errors import OptionError
 
 

@@ -1,4 +1,4 @@
-"""The edge-time kernels (graphtier/dataset/_edge_time_kernels.py) against their references on random inputs, and
+"""The edge-time kernels (graphtier/dataset/edges/_edge_time_kernels.py) against their references on random inputs, and
 the timed build_csc (times follow their edges; a merged repeat keeps its earliest time) against a plain model."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from graphtier.dataset import _edge_time_kernels as kernels
 from graphtier.dataset.csc import csc_to_edges, edges_to_csc
-from graphtier.dataset.edge_split import remove_pairs
+from graphtier.dataset.edges import _edge_time_kernels as kernels
+from graphtier.dataset.edges.edge_split import remove_pairs
 from graphtier.dataset.importers.common.edges import array_edge_chunks, build_csc
 from graphtier.graph.reorder import reorder_topology
 

@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 import graphtier
 from graphtier import Dataset, DatasetError, OptionError
 from graphtier.dataset import edgebank_scores
-from graphtier.dataset._edge_time_kernels import edgebank, edgebank_reference
 from graphtier.dataset.csc import edges_to_csc
-from graphtier.dataset.edgebank import edgebank_scores_csc, edgebank_split_scores
+from graphtier.dataset.edges._edge_time_kernels import edgebank, edgebank_reference
+from graphtier.dataset.edges.edgebank import edgebank_scores_csc, edgebank_split_scores
 from graphtier.dataset.importers.formats.edgelist import import_edgelist
 
 

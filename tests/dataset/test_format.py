@@ -155,7 +155,7 @@ def test_held_out_pair_still_in_the_graph_is_refused(tmp_path: Path) -> None:
 
 
 def test_open_checks_evenly_spaced_held_out_pairs_and_a_full_check_finds_any(tmp_path: Path) -> None:
-    from graphtier.dataset import link_split
+    from graphtier.dataset.edges import link_split
     from graphtier.errors import DatasetError
     from tests.conftest import write_link_dataset
 

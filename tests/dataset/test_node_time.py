@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from graphtier.dataset.edges.node_time import edge_times_from_nodes
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import import_ogb
-from graphtier.dataset.node_time import edge_times_from_nodes
 from graphtier.errors import DatasetError
 from graphtier.graph.reorder import reorder_dataset
 

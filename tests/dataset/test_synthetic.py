@@ -14,11 +14,11 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from graphtier.dataset import _synthetic_csc_kernels as csc_kernels
-from graphtier.dataset import _synthetic_kernels as kernels
-from graphtier.dataset import synthetic
 from graphtier.dataset.csc import edges_to_csc_reference
 from graphtier.dataset.format import Dataset
+from graphtier.dataset.synthetic import _synthetic_csc_kernels as csc_kernels
+from graphtier.dataset.synthetic import _synthetic_kernels as kernels
+from graphtier.dataset.synthetic import generate as synthetic
 from graphtier.errors import DatasetError, OptionError
 from graphtier.graph.stats import in_degree_stats
 

@@ -11,9 +11,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from graphtier.dataset import _synthetic_kernels as kernels
-from graphtier.dataset import resources, synthetic, synthetic_mag
+from graphtier.dataset import resources
 from graphtier.dataset.format import Dataset
+from graphtier.dataset.synthetic import _synthetic_kernels as kernels
+from graphtier.dataset.synthetic import generate as synthetic
+from graphtier.dataset.synthetic import synthetic_mag
 from graphtier.errors import OptionError, ResourceError
 from tests.cli.helpers import run
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from graphtier.dataset import Dataset
-from graphtier.dataset.synthetic import generate
+from graphtier.dataset.synthetic.generate import generate
 from graphtier.errors import DatasetError
 from graphtier.graph.reorder import reorder_dataset
 from graphtier.graph.scores import degree_scores

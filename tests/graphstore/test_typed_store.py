@@ -164,7 +164,7 @@ def test_the_store_s_link_sampler_serves_a_typed_dataset(tmp_path: Path) -> None
     """``GraphStore.link_sampler`` is the one door for pairs: on a typed dataset with an edge split of a relation it
     gives the typed link sampler's batches (pairs in the relation's local ids); per-relation fanouts on a
     homogeneous dataset are refused in one line."""
-    from graphtier.dataset.synthetic_mag import generate_mag
+    from graphtier.dataset.synthetic.synthetic_mag import generate_mag
     from graphtier.graphstore.links import typed_link_sampler
     from tests.conftest import write_labelled_graph
 

@@ -12,7 +12,7 @@ from torch_geometric.data import TensorAttr
 from torch_geometric.loader import LinkNeighborLoader, NeighborLoader
 
 from graphtier import Dataset, OptionError
-from graphtier.dataset import synthetic
+from graphtier.dataset.synthetic import generate as synthetic
 from graphtier.pyg import EdgeAttrs, GraphtierFeatureStore, GraphtierGraphStore, GraphtierNeighborSampler
 
 

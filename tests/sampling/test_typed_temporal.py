@@ -10,7 +10,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from graphtier.dataset._edge_time_kernels import edge_time_order
+from graphtier.dataset.edges._edge_time_kernels import edge_time_order
 from graphtier.errors import OptionError
 from graphtier.sampling import DenseTopology
 from graphtier.sampling.link.sampler import LinkSampler

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from graphtier.dataset.csc import edges_to_csc
+from graphtier.dataset.edges.link_split import LinkPairs, LinkSplit
 from graphtier.dataset.format import Dataset
-from graphtier.dataset.link_split import LinkPairs, LinkSplit
 from graphtier.dataset.writer import DatasetWriter
 from graphtier.errors import DatasetError, OptionError
 from graphtier.graph.scores import (

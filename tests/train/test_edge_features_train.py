@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from graphtier import Dataset, OptionError
-from graphtier.dataset import synthetic
+from graphtier.dataset.synthetic import generate as synthetic
 from graphtier.graphstore import GraphStore
 from graphtier.graphstore.edge_features import edge_feature_table
 from graphtier.train import train

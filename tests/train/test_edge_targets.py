@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from graphtier import Dataset, OptionError
-from graphtier.dataset.edge_data import link_labels
+from graphtier.dataset.edges.edge_data import link_labels
 from graphtier.dataset.importers.formats.movielens import import_movielens
 from graphtier.train import TrainConfig, Trainer, train
 from graphtier.train.infer.link_predict import pair_scores

@@ -11,8 +11,9 @@ import pytest
 import torch
 
 import graphtier
-from graphtier.dataset import Dataset, synthetic_mag
+from graphtier.dataset import Dataset
 from graphtier.dataset.importers.formats.manifest import import_manifest
+from graphtier.dataset.synthetic import synthetic_mag
 from graphtier.errors import OptionError
 from graphtier.graphstore import GraphStore
 from graphtier.graphstore.links import typed_link_sampler

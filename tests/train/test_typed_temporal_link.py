@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from graphtier import Dataset, OptionError
-from graphtier.dataset.edgebank import edgebank_scores, edgebank_split_scores
+from graphtier.dataset.edges.edgebank import edgebank_scores, edgebank_split_scores
 from graphtier.dataset.importers.formats.movielens import import_movielens
 from graphtier.graphstore import GraphStore
 from graphtier.graphstore.links import typed_link_sampler

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from graphtier.dataset import Dataset
-from graphtier.dataset.edge_rows import edge_row_map, read_order
+from graphtier.dataset.edges.edge_rows import edge_row_map, read_order
 from graphtier.memory.plan.placement import format_bytes, parse_budget
 from graphtier.tiering.plan.topology import entries_before
 
@@ -64,7 +64,7 @@ class EdgeFeaturePlan:
 def best_rows_shares(indptr: np.ndarray, entries: np.ndarray, rows: Sequence[int]) -> list[float]:
     """For each count of ``rows``, the largest share of the edge-row reads that many rows of the edge table can
     serve: every list's reads spread evenly over its edges, so the best rows are those of the lists of most reads
-    per edge (:func:`~graphtier.dataset.edge_rows.read_order`, the order ``reorder`` writes), whole, then part of
+    per edge (:func:`~graphtier.dataset.edges.edge_rows.read_order`, the order ``reorder`` writes), whole, then part of
     the next. ``indptr`` int64 [N + 1] (the CSC), ``entries`` [N] reads per destination list (the replay's). The
     order is sorted once for every count."""
     entries = np.asarray(entries, np.float64)

@@ -3,7 +3,7 @@
 A link model scores ``(source, destination)`` pairs from one embedding table. On a homogeneous dataset the ids are
 the node ids. On a typed dataset split on relation ``(SRC, REL, DST)`` (``prepare ... --split-relation``) the
 pairs are LOCAL ids of SRC and DST, and the table holds the SRC rows then the DST rows: the relation's pair space
-(:func:`~graphtier.dataset.link_split.relation_pair_csc`). :class:`PairSpace` maps between the two, and carries the
+(:func:`~graphtier.dataset.edges.link_split.relation_pair_csc`). :class:`PairSpace` maps between the two, and carries the
 graph and candidate range that top-K recommendations and the popularity baseline read.
 """
 
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from graphtier.dataset import Dataset
-from graphtier.dataset.link_split import relation_pair_csc
+from graphtier.dataset.edges.link_split import relation_pair_csc
 from graphtier.errors import OptionError
 from graphtier.graphstore import GraphStore
 
@@ -25,7 +25,7 @@ class PairSpace:
 
     A homogeneous dataset: the node ids (``shift`` 0), its graph (``GraphStore.csc``), its split's ``dst_range``.
     A typed dataset split on relation ``(SRC, REL, DST)``: the relation's pair space
-    (:func:`~graphtier.dataset.link_split.relation_pair_csc`): the LOCAL ids of SRC, then those of DST after
+    (:func:`~graphtier.dataset.edges.link_split.relation_pair_csc`): the LOCAL ids of SRC, then those of DST after
     ``shift`` (``count(SRC)``, 0 when SRC == DST); the embedding table of :func:`graphtier.train.infer.predict.predict` is
     indexed the same way. ``names``: what the ids are called in errors (``node`` or the two types).
     """

@@ -22,9 +22,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from graphtier.dataset.edge_data import link_labels
+from graphtier.dataset.edges.edge_data import link_labels
+from graphtier.dataset.edges.link_split import LINK_SPLITS
 from graphtier.dataset.format import Dataset
-from graphtier.dataset.link_split import LINK_SPLITS
 from graphtier.train.loop.link_metrics import auc, average_precision
 from graphtier.train.options.config import require_edge_targets
 

@@ -12,8 +12,8 @@ import torch
 from torch import nn
 
 from graphtier._progress import NO_PROGRESS, Progress
-from graphtier.dataset.edgebank import edgebank_split_scores
-from graphtier.dataset.link_split import LinkPairs
+from graphtier.dataset.edges.edgebank import edgebank_split_scores
+from graphtier.dataset.edges.link_split import LinkPairs
 from graphtier.graphstore import GraphStore
 from graphtier.train.infer.inference import layerwise_outputs
 from graphtier.train.infer.pair_space import PairSpace, pair_space

@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from graphtier.dataset.link_split import LinkPairs
+from graphtier.dataset.edges.link_split import LinkPairs
 from graphtier.graphstore import GraphStore
 from graphtier.sampling import MiniBatch
 from graphtier.sampling.link.sampler import LinkMiniBatch

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from graphtier.dataset.csc import csc_to_edges
-from graphtier.dataset.edge_data import link_labels
+from graphtier.dataset.edges.edge_data import link_labels
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers.common._column_kernels import parse_float_columns, parse_float_columns_reference
 from graphtier.dataset.importers.common.edges import build_csc

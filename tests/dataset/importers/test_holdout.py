@@ -12,7 +12,7 @@ from graphtier.dataset import Dataset
 from graphtier.dataset.csc import csc_to_edges, edges_to_csc
 from graphtier.dataset.importers import ImportOptions, import_edgelist
 from graphtier.dataset.importers.split.holdout import hold_out_edges
-from graphtier.dataset.synthetic import generate
+from graphtier.dataset.synthetic.generate import generate
 from graphtier.errors import OptionError
 from tests.cli.helpers import run
 from tests.conftest import shared_data

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from graphtier.dataset import Dataset
-from graphtier.dataset.edge_data import link_labels
+from graphtier.dataset.edges.edge_data import link_labels
 from graphtier.dataset.importers.formats.manifest import import_manifest
 from tests.dataset.importers.helpers import assert_user_error, run_cli
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from graphtier.dataset import Dataset
-from graphtier.dataset.edge_data import link_labels
+from graphtier.dataset.edges.edge_data import link_labels
 from graphtier.dataset.importers.formats.movielens import import_movielens
 from graphtier.errors import DatasetError, OptionError
 from tests.conftest import shared_data

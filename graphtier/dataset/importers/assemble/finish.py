@@ -15,9 +15,9 @@ import numpy as np
 
 from graphtier._progress import NO_PROGRESS, Progress
 from graphtier.dataset import provenance as prov
-from graphtier.dataset.edge_data import EdgeColumns, write_edge_columns
-from graphtier.dataset.edge_time import EDGE_TIME, finish_edge_time
-from graphtier.dataset.edge_time import META_KEY as EDGE_TIME_META
+from graphtier.dataset.edges.edge_data import EdgeColumns, write_edge_columns
+from graphtier.dataset.edges.edge_time import EDGE_TIME, finish_edge_time
+from graphtier.dataset.edges.edge_time import META_KEY as EDGE_TIME_META
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers.assemble.options import EDGE_FORMAT_FIELDS, ImportOptions
 from graphtier.dataset.importers.common import node_data
@@ -167,7 +167,7 @@ def finish_edge_import(
     ``progress``: reports copying the features and validating (:func:`write_node_data`, :func:`finish_dataset`);
     ``edge_time_unit``: the unit of the edge times the importer wrote (``edge_time.npy``), for ``meta.json``;
     ``edge_meta``: the ``meta.json`` entries of the edge features and label it wrote
-    (:func:`~graphtier.dataset.edge_data.write_edge_columns`).
+    (:func:`~graphtier.dataset.edges.edge_data.write_edge_columns`).
     """
     written = write_node_data(writer, idmap, labels=labels, features=features, options=options, progress=progress)
     meta = dataset_meta(
@@ -204,7 +204,7 @@ def finish_dataset(
     ``time``: :func:`~graphtier.dataset.importers.split.time_holdout.split_written_graph_by_time`), or of
     ``options.edge_split_files`` read through the id map ``lookup`` (None: ids are node ids;
     :func:`~graphtier.dataset.importers.split.link_files.split_written_graph_from_files`), the edge time order
-    (:func:`~graphtier.dataset.edge_time.finish_edge_time`, when the importer wrote ``edge_time.npy``), then
+    (:func:`~graphtier.dataset.edges.edge_time.finish_edge_time`, when the importer wrote ``edge_time.npy``), then
     ``writer.finish(meta)`` (validate and rename; ``progress`` reports the validation)."""
     split = split_written_graph_by_time if options.split_by == "time" else split_written_graph
     meta = split(writer, meta, options.edge_split, seed=options.seed, eval_negatives=options.eval_negatives)

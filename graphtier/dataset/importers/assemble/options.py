@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from graphtier.dataset.edges.link_split import SPLIT_BY
 from graphtier.dataset.finite import NON_FINITE_MODES
 from graphtier.dataset.importers.common.labels import MAX_CLASSES
 from graphtier.dataset.importers.common.members import file_or_member
@@ -30,7 +31,6 @@ from graphtier.dataset.importers.common.textio import require_file
 from graphtier.dataset.importers.split.holdout import check_eval_negatives, parse_edge_split
 from graphtier.dataset.importers.split.pair_files import EdgeSplitFiles
 from graphtier.dataset.importers.split.splits import check_fractions, parse_fractions
-from graphtier.dataset.link_split import SPLIT_BY
 from graphtier.errors import OptionError
 
 PathLike = str | os.PathLike[str]

@@ -34,9 +34,9 @@ import numpy as np
 from graphtier._progress import NO_PROGRESS, Progress
 from graphtier.dataset import provenance as prov
 from graphtier.dataset import resources
-from graphtier.dataset.edge_data import EdgeColumns
-from graphtier.dataset.edge_time import META_KEY as EDGE_TIME_META
-from graphtier.dataset.edge_time import finish_edge_time
+from graphtier.dataset.edges.edge_data import EdgeColumns
+from graphtier.dataset.edges.edge_time import META_KEY as EDGE_TIME_META
+from graphtier.dataset.edges.edge_time import finish_edge_time
 from graphtier.dataset.finite import NonFiniteGuard
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers.assemble import finish

@@ -19,8 +19,8 @@ import numpy as np
 
 from graphtier._progress import NO_PROGRESS, Progress
 from graphtier.dataset import resources
-from graphtier.dataset.edge_data import EdgeColumns, write_edge_columns
-from graphtier.dataset.edge_time import EDGE_TIME
+from graphtier.dataset.edges.edge_data import EdgeColumns, write_edge_columns
+from graphtier.dataset.edges.edge_time import EDGE_TIME
 from graphtier.dataset.format import index_dtype
 from graphtier.dataset.importers.common.edges import EdgeSpill, array_edge_chunks, build_csc
 from graphtier.dataset.schema import RelationType, Schema, reverse_name

@@ -2,7 +2,7 @@
 
 The chosen columns are parsed (a numba float-column parser over the same line chunks as the ids) into a scratch
 table in input order, row k = the k-th edge line; the CSC build carries each edge's input row and
-:func:`graphtier.dataset.edge_data.write_edge_columns` gathers the table by it (docs/dataset-format.md, "Edge
+:func:`graphtier.dataset.edges.edge_data.write_edge_columns` gathers the table by it (docs/dataset-format.md, "Edge
 features and labels").
 """
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from graphtier.dataset.edge_data import EdgeColumns
+from graphtier.dataset.edges.edge_data import EdgeColumns
 from graphtier.dataset.finite import NonFiniteGuard, find_non_finite
 from graphtier.dataset.importers.common import textio
 from graphtier.dataset.importers.common.features import note_replaced

@@ -18,8 +18,8 @@ import numpy as np
 
 from graphtier._progress import NO_PROGRESS, Progress
 from graphtier.dataset import resources
-from graphtier.dataset._edge_time_kernels import scatter_timed_sources, sort_timed_halves
 from graphtier.dataset.csc import merge_list_halves, reciprocity, sort_list_halves
+from graphtier.dataset.edges._edge_time_kernels import scatter_timed_sources, sort_timed_halves
 from graphtier.dataset.format import index_dtype
 from graphtier.dataset.importers.common import kernels
 from graphtier.dataset.importers.common.spill import EdgeSpill  # noqa: F401  (re-exported: importers use edges.EdgeSpill)
@@ -197,7 +197,7 @@ class BuiltCsc:
     """int64 [E'] in CSC order (``timed`` builds), else None."""
     edge_row: np.ndarray | None = None
     """int64 [E'] in CSC order: the input row (0-based ordinal among the chunks' edges) of every stored edge
-    (``rows`` builds; gathers per-edge columns, :mod:`graphtier.dataset.edge_data`), else None."""
+    (``rows`` builds; gathers per-edge columns, :mod:`graphtier.dataset.edges.edge_data`), else None."""
 
 
 def build_csc(

@@ -3,7 +3,7 @@
 One edge ``src dst`` per line, separated by blanks, a tab or a comma; optionally gzip; ``#`` and
 ``%`` comment lines; an optional header line; columns after the second (weights, timestamps)
 are ignored, except the integer edge time of ``time_column`` (``--time-column``; saved as ``edge_time.npy``,
-see :mod:`graphtier.dataset.edge_time`). Integer ids are parsed by a numba byte parser over 64 MiB chunks and
+see :mod:`graphtier.dataset.edges.edge_time`). Integer ids are parsed by a numba byte parser over 64 MiB chunks and
 spilled to a scratch file, so the edge list never exists as Python objects. Ids that are not ``0..max`` (gaps,
 negative or huge ids) are renumbered densely in ascending order and ``node_ids.npy`` (int64,
 original id of each node) is saved; non-integer ids are renumbered in order of first appearance

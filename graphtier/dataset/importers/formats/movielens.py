@@ -42,9 +42,10 @@ from typing import Any
 import numpy as np
 
 from graphtier._progress import NO_PROGRESS, Progress
-from graphtier.dataset.edge_data import EdgeColumns, write_edge_columns
-from graphtier.dataset.edge_time import META_KEY as EDGE_TIME_META
-from graphtier.dataset.edge_time import carry_edge_time, finish_edge_time
+from graphtier.dataset.edges.edge_data import EdgeColumns, write_edge_columns
+from graphtier.dataset.edges.edge_time import META_KEY as EDGE_TIME_META
+from graphtier.dataset.edges.edge_time import carry_edge_time, finish_edge_time
+from graphtier.dataset.edges.link_split import LINK_META_KEY, LINK_SPLITS, label_file, positives_file
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers.assemble import finish
 from graphtier.dataset.importers.assemble.options import MOVIELENS_FIELDS, ImportOptions
@@ -55,7 +56,6 @@ from graphtier.dataset.importers.split.link_files import GivenPairs, save_split_
 from graphtier.dataset.importers.split.pair_files import row_location
 from graphtier.dataset.importers.split.time_holdout import split_written_graph_by_time
 from graphtier.dataset.importers.split.typed_holdout import TypedSplit
-from graphtier.dataset.link_split import LINK_META_KEY, LINK_SPLITS, label_file, positives_file
 from graphtier.dataset.writer import DatasetWriter
 from graphtier.errors import DatasetError, OptionError
 

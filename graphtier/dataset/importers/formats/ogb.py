@@ -29,7 +29,8 @@ from typing import Any
 import numpy as np
 
 from graphtier._progress import NO_PROGRESS, Progress
-from graphtier.dataset.edge_time import EDGE_TIME
+from graphtier.dataset.edges.edge_time import EDGE_TIME
+from graphtier.dataset.edges.node_time import NODE_TIME, edge_times_from_nodes, node_time_meta
 from graphtier.dataset.finite import NonFiniteGuard
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers.assemble import finish
@@ -53,7 +54,6 @@ from graphtier.dataset.importers.formats.ogb_files import (
 from graphtier.dataset.importers.formats.ogb_hetero import import_ogb_hetero, is_hetero_layout
 from graphtier.dataset.importers.formats.ogb_link import LINK_PARTS, is_link_scheme, split_written_graph_from_ogb
 from graphtier.dataset.importers.split import splits
-from graphtier.dataset.node_time import NODE_TIME, edge_times_from_nodes, node_time_meta
 from graphtier.dataset.writer import DatasetWriter
 from graphtier.errors import DatasetError, OptionError
 

@@ -6,7 +6,7 @@
 
 Both feature files may be given; the weight is then the last feature column. The features are parsed into a
 scratch table in input order and the CSC build carries each edge's input row
-(:func:`graphtier.dataset.edge_data.write_edge_columns`), as ``prepare edgelist --edge-feature-columns`` does; a
+(:func:`graphtier.dataset.edges.edge_data.write_edge_columns`), as ``prepare edgelist --edge-feature-columns`` does; a
 reverse edge of ``--undirected`` takes its edge's row and time, a merged repeat its earliest copy's.
 """
 
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from graphtier.dataset.edge_data import EdgeColumns
+from graphtier.dataset.edges.edge_data import EdgeColumns
 from graphtier.dataset.importers.common import textio
 from graphtier.dataset.importers.common.edge_columns import read_edge_columns
 from graphtier.dataset.importers.formats.ogb_files import find_raw, read_int_list

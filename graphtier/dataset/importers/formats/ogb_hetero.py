@@ -26,7 +26,8 @@ from typing import Any
 import numpy as np
 
 from graphtier._progress import NO_PROGRESS, Progress
-from graphtier.dataset.edge_time import EDGE_TIME
+from graphtier.dataset.edges.edge_time import EDGE_TIME
+from graphtier.dataset.edges.node_time import NODE_TIME, edge_times_from_nodes, node_time_meta
 from graphtier.dataset.finite import NonFiniteGuard
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers.assemble.typed_files import (
@@ -42,7 +43,6 @@ from graphtier.dataset.importers.assemble.typed_files import (
 from graphtier.dataset.importers.assemble.typed_graph import TypedNodes
 from graphtier.dataset.importers.common import textio
 from graphtier.dataset.importers.formats.ogb_files import choose_scheme, find_raw, read_node_years, read_single_int
-from graphtier.dataset.node_time import NODE_TIME, edge_times_from_nodes, node_time_meta
 from graphtier.dataset.schema import Schema
 from graphtier.dataset.writer import DatasetWriter
 from graphtier.errors import DatasetError

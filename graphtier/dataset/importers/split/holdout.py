@@ -16,11 +16,11 @@ from typing import Any
 import numpy as np
 
 from graphtier.dataset.csc import reciprocity
-from graphtier.dataset.edge_data import write_link_labels
-from graphtier.dataset.edge_split import draw_eval_negatives, graph_pairs, remove_pairs
-from graphtier.dataset.edge_time import carry_edge_time
+from graphtier.dataset.edges.edge_data import write_link_labels
+from graphtier.dataset.edges.edge_split import draw_eval_negatives, graph_pairs, remove_pairs
+from graphtier.dataset.edges.edge_time import carry_edge_time
+from graphtier.dataset.edges.link_split import EVAL_SPLITS, LINK_META_KEY, LINK_SPLITS, LinkPairs, LinkSplit
 from graphtier.dataset.importers.split.splits import check_fractions, parse_fractions, random_split
-from graphtier.dataset.link_split import EVAL_SPLITS, LINK_META_KEY, LINK_SPLITS, LinkPairs, LinkSplit
 from graphtier.dataset.writer import DatasetWriter
 from graphtier.errors import OptionError
 
@@ -183,8 +183,8 @@ def split_written_graph(
 
     The graph is undirected when ``meta["symmetric"]`` says so (else computed); the arrays are read into memory.
     The edges that stay keep their times and per-edge rows (``edge_time.npy``, ``edge_feat.npy``, ``edge_label.npy``;
-    :func:`~graphtier.dataset.edge_time.carry_edge_time`); with ``edge_label.npy`` every split's pairs get their
-    edges' labels (``link_{split}_label.npy``; :func:`~graphtier.dataset.edge_data.write_link_labels`).
+    :func:`~graphtier.dataset.edges.edge_time.carry_edge_time`); with ``edge_label.npy`` every split's pairs get their
+    edges' labels (``link_{split}_label.npy``; :func:`~graphtier.dataset.edges.edge_data.write_link_labels`).
     """
     if fractions is None:
         return meta

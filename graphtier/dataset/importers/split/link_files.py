@@ -3,7 +3,7 @@
 :func:`split_from_pairs` takes the positive pairs of train/valid/test (dense node ids) and optional
 negatives, checks them (disjoint splits, negatives that are not edges, train pairs that are edges), removes
 the held-out positives from the message-passing graph and draws the negatives not given. The result is the
-graph to write and the :class:`~graphtier.dataset.link_split.LinkSplit` to save beside it.
+graph to write and the :class:`~graphtier.dataset.edges.link_split.LinkSplit` to save beside it.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from graphtier.dataset import _edge_split_kernels as edge_kernels
-from graphtier.dataset.edge_data import write_link_labels
-from graphtier.dataset.edge_split import (
+from graphtier.dataset.edges import _edge_split_kernels as edge_kernels
+from graphtier.dataset.edges.edge_data import write_link_labels
+from graphtier.dataset.edges.edge_split import (
     canonical_pair_keys,
     draw_eval_negatives,
     edge_keys,
@@ -24,7 +24,8 @@ from graphtier.dataset.edge_split import (
     pair_keys,
     remove_pairs,
 )
-from graphtier.dataset.edge_time import carry_edge_time
+from graphtier.dataset.edges.edge_time import carry_edge_time
+from graphtier.dataset.edges.link_split import EVAL_SPLITS, LINK_META_KEY, LinkPairs, LinkSplit
 from graphtier.dataset.importers.split.pair_files import (
     POSITIVE_KEYS,
     EdgeSplitFiles,
@@ -32,7 +33,6 @@ from graphtier.dataset.importers.split.pair_files import (
     read_pair_file,
     row_location,
 )
-from graphtier.dataset.link_split import EVAL_SPLITS, LINK_META_KEY, LinkPairs, LinkSplit
 from graphtier.dataset.writer import DatasetWriter
 from graphtier.errors import DatasetError
 

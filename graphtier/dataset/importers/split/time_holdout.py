@@ -7,7 +7,7 @@ message-passing graph with their times: a time-aware sampler cuts every edge at 
 test query sees the validation period's edges and nothing of its own future. With a sampler that ignores time
 the split leaks (the held-out edges are in the graph). Every pair gets its time (``link_{split}_time.npy``);
 negative pairs take the time of positive ``i % P`` (``link_{split}_neg_time.npy``), per-positive negatives their
-positive's time. Negatives are never edges of the graph (:func:`~graphtier.dataset.edge_split.draw_eval_negatives`).
+positive's time. Negatives are never edges of the graph (:func:`~graphtier.dataset.edges.edge_split.draw_eval_negatives`).
 
 Each stored edge with its time is one candidate (a repeat kept by ``--keep-duplicates`` is an event of its own);
 on an undirected graph each event ``{u, v}`` at time ``t`` once, as ``u < v`` (its two stored directions are one
@@ -21,9 +21,10 @@ from typing import Any
 import numpy as np
 
 from graphtier.dataset.csc import csc_to_edges, reciprocity
-from graphtier.dataset.edge_data import write_link_labels
-from graphtier.dataset.edge_split import draw_eval_negatives
-from graphtier.dataset.edge_time import EDGE_TIME
+from graphtier.dataset.edges.edge_data import write_link_labels
+from graphtier.dataset.edges.edge_split import draw_eval_negatives
+from graphtier.dataset.edges.edge_time import EDGE_TIME
+from graphtier.dataset.edges.link_split import LINK_META_KEY, LINK_SPLITS, LinkPairs, LinkSplit
 from graphtier.dataset.importers.split.holdout import (
     Fractions,
     HeldOut,
@@ -32,7 +33,6 @@ from graphtier.dataset.importers.split.holdout import (
     derived_seed,
 )
 from graphtier.dataset.importers.split.splits import split_bounds
-from graphtier.dataset.link_split import LINK_META_KEY, LINK_SPLITS, LinkPairs, LinkSplit
 from graphtier.dataset.writer import DatasetWriter
 from graphtier.errors import OptionError
 
@@ -157,7 +157,7 @@ def split_written_graph_by_time(
 ) -> dict[str, Any]:
     """Apply ``--edge-split`` with ``--split-by time`` to the dataset ``writer`` is writing, before
     ``writer.finish``: the pair files and their times (and, with ``edge_label.npy``, their edges' labels:
-    :func:`~graphtier.dataset.edge_data.write_link_labels`) are written, the graph (and ``edge_time.npy``) stays as
+    :func:`~graphtier.dataset.edges.edge_data.write_link_labels`) are written, the graph (and ``edge_time.npy``) stays as
     it is; returns a copy of ``meta`` with ``"link"``. ``fractions`` None returns ``meta``. ``dst_range`` /
     ``src_range``: where negatives are drawn (a bipartite graph's items and users; default every node).
 

@@ -1,12 +1,12 @@
 """The edge split of one relation of a typed (heterogeneous) graph: ``--edge-split F --split-relation SRC,REL,DST``.
 
-The pair files are those of a homogeneous split (:mod:`graphtier.dataset.link_split`), in LOCAL ids: column 0 a
+The pair files are those of a homogeneous split (:mod:`graphtier.dataset.edges.link_split`), in LOCAL ids: column 0 a
 node of type SRC, column 1 (and every negative destination) a node of type DST. ``meta.json`` ``"link"`` adds
 ``"relation": [SRC, REL, DST]`` and ``"reverse"`` (the name of the relation ``(DST, rev_REL, SRC)`` of
 ``--add-reverse`` when the schema has it, else None); ``dst_range`` is ``[0, count(DST)]``.
 
 The split reuses the homogeneous pieces (:func:`~graphtier.dataset.importers.split.holdout.split_pairs`,
-:func:`~graphtier.dataset.edge_split.remove_pairs`) on the relation's CSC in a pair space of its own: ids
+:func:`~graphtier.dataset.edges.edge_split.remove_pairs`) on the relation's CSC in a pair space of its own: ids
 ``[0, count(SRC))`` for the sources and ``count(SRC) + j`` for destination ``j`` when SRC != DST (so a source and
 a destination of equal local id are no self-loop), the type's local ids when SRC == DST. A held-out edge leaves the
 relation's rows and, reversed, the reverse relation's rows.
@@ -25,19 +25,19 @@ from typing import Any
 
 import numpy as np
 
-from graphtier.dataset.edge_data import write_link_labels
-from graphtier.dataset.edge_split import remove_pairs
-from graphtier.dataset.edge_time import EDGE_TIME, carry_edge_time
-from graphtier.dataset.importers.split.holdout import split_pairs
-from graphtier.dataset.importers.split.link_files import GivenPairs, split_from_pairs
-from graphtier.dataset.importers.split.time_holdout import hold_out_edges_by_time, no_edge_times
-from graphtier.dataset.link_split import (
+from graphtier.dataset.edges.edge_data import write_link_labels
+from graphtier.dataset.edges.edge_split import remove_pairs
+from graphtier.dataset.edges.edge_time import EDGE_TIME, carry_edge_time
+from graphtier.dataset.edges.link_split import (
     EVAL_SPLITS,
     LINK_META_KEY,
     LinkPairs,
     LinkSplit,
     relation_pair_csc,
 )
+from graphtier.dataset.importers.split.holdout import split_pairs
+from graphtier.dataset.importers.split.link_files import GivenPairs, split_from_pairs
+from graphtier.dataset.importers.split.time_holdout import hold_out_edges_by_time, no_edge_times
 from graphtier.dataset.schema import Relation, Schema, reverse_relation
 from graphtier.errors import OptionError
 

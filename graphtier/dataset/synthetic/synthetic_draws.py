@@ -1,6 +1,6 @@
-"""The random draws of the degree-corrected stochastic block model (:mod:`graphtier.dataset.synthetic`), shared
-with the typed generator (:mod:`graphtier.dataset.synthetic_mag`): degree weights (a truncated Pareto law), classes,
-class centroids and split masks, each from its own counter-based stream (:func:`graphtier.dataset._synthetic_kernels.stream_key`).
+"""The random draws of the degree-corrected stochastic block model (:mod:`graphtier.dataset.synthetic.generate`), shared
+with the typed generator (:mod:`graphtier.dataset.synthetic.synthetic_mag`): degree weights (a truncated Pareto law), classes,
+class centroids and split masks, each from its own counter-based stream (:func:`graphtier.dataset.synthetic._synthetic_kernels.stream_key`).
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from graphtier.dataset import _synthetic_kernels as kernels
+from graphtier.dataset.synthetic import _synthetic_kernels as kernels
 
 # Independent random streams (see kernels.stream_key).
 STREAM_LABELS = 0

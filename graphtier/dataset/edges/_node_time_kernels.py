@@ -1,4 +1,4 @@
-"""Numba kernel of :mod:`graphtier.dataset.node_time` (reference: ``np.maximum(t[indices], np.repeat(t, deg))``)."""
+"""Numba kernel of :mod:`graphtier.dataset.edges.node_time` (reference: ``np.maximum(t[indices], np.repeat(t, deg))``)."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ Kernels (numba) and their references (numpy, ``*_reference``):
   between two node sets (:func:`sample_edges`: one set, both ends).
 - :func:`fill_features` / :func:`fill_features_reference`: class centroid + Gaussian noise rows.
 
-The kernels that turn the sampled edges into a CSC are in :mod:`graphtier.dataset._synthetic_csc_kernels`.
+The kernels that turn the sampled edges into a CSC are in :mod:`graphtier.dataset.synthetic._synthetic_csc_kernels`.
 """
 
 from __future__ import annotations

@@ -19,9 +19,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from graphtier.dataset._edge_time_kernels import edge_time_order, kept_positions, order_mismatch
 from graphtier.dataset.checks import index_range
-from graphtier.dataset.edge_data import EDGE_COLUMN_STEMS
+from graphtier.dataset.edges._edge_time_kernels import edge_time_order, kept_positions, order_mismatch
+from graphtier.dataset.edges.edge_data import EDGE_COLUMN_STEMS
 from graphtier.errors import DatasetError
 
 EDGE_TIME = "edge_time"
@@ -116,7 +116,7 @@ def carry_edge_time(
     new_indices: np.ndarray,
 ) -> None:
     """Keep ``edge_time.npy`` and the other per-edge files (``edge_feat.npy``, ``edge_label.npy``;
-    :mod:`graphtier.dataset.edge_data`) that ``writer`` wrote aligned when the graph ``(indptr, indices)`` loses
+    :mod:`graphtier.dataset.edges.edge_data`) that ``writer`` wrote aligned when the graph ``(indptr, indices)`` loses
     edges and becomes ``(new_indptr, new_indices)`` (each list a subsequence of the old one: the edge split); no-op
     without them. Call it before ``edge_time_order.npy`` is made (:func:`finish_edge_time`)."""
     stems = [stem for stem in (EDGE_TIME, *EDGE_COLUMN_STEMS) if writer.path(stem).is_file()]

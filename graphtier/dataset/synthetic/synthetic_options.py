@@ -1,4 +1,4 @@
-"""The options of ``graphtier generate`` / :func:`graphtier.dataset.synthetic.generate`: their defaults and
+"""The options of ``graphtier generate`` / :func:`graphtier.dataset.synthetic.generate.generate`: their defaults and
 their one-line checks (each error names the CLI flag)."""
 
 from __future__ import annotations

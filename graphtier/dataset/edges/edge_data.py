@@ -8,7 +8,7 @@ file and its entry come together or not at all. An edge split with an edge label
 
 An importer carries each edge's input row through the CSC build (``edges.build_csc(rows=True)``) and then gathers
 every per-edge column by that row permutation in chunks (:func:`write_edge_columns`); the edge split keeps the
-rows of the edges that stay (:func:`graphtier.dataset.edge_time.carry_edge_time` moves every per-edge file) and
+rows of the edges that stay (:func:`graphtier.dataset.edges.edge_time.carry_edge_time` moves every per-edge file) and
 labels its pairs (:func:`write_link_labels`).
 """
 
@@ -21,10 +21,10 @@ from typing import Any
 
 import numpy as np
 
-from graphtier.dataset._edge_time_kernels import pair_positions
+from graphtier.dataset.edges._edge_time_kernels import pair_positions
+from graphtier.dataset.edges.link_split import LINK_META_KEY, LINK_SPLITS, positive_times_file, positives_file
+from graphtier.dataset.edges.link_split import label_file as link_label_file
 from graphtier.dataset.finite import find_non_finite
-from graphtier.dataset.link_split import LINK_META_KEY, LINK_SPLITS, positive_times_file, positives_file
-from graphtier.dataset.link_split import label_file as link_label_file
 from graphtier.errors import DatasetError
 
 EDGE_FEAT = "edge_feat"
@@ -38,7 +38,7 @@ GATHER_BYTES = 64 << 20
 
 EDGE_COLUMN_STEMS = (EDGE_FEAT, EDGE_LABEL)
 """The per-edge files besides ``edge_time.npy`` that every rewrite of the edges moves along
-(:func:`graphtier.dataset.edge_time.carry_edge_time`, ``reorder``)."""
+(:func:`graphtier.dataset.edges.edge_time.carry_edge_time`, ``reorder``)."""
 
 EDGE_DATA_STEMS = frozenset([EDGE_FEAT, EDGE_LABEL] + [link_label_file(s) for s in LINK_SPLITS])
 """Every file stem of edge features and labels (not listed in ``Dataset.extra``)."""

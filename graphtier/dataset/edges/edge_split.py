@@ -3,7 +3,7 @@
 The random split itself (``--edge-split``) is :mod:`graphtier.dataset.importers.split.holdout`.
 
 The graph is CSC (``indices[indptr[v]:indptr[v + 1]]``: the sources of the edges into ``v``, ascending). The
-kernels are in :mod:`graphtier.dataset._edge_split_kernels`; memory stays O(N + E + pairs), with no Python loop per
+kernels are in :mod:`graphtier.dataset.edges._edge_split_kernels`; memory stays O(N + E + pairs), with no Python loop per
 edge.
 """
 
@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from graphtier.dataset import _edge_split_kernels as kernels
 from graphtier.dataset.checks import index_range
 from graphtier.dataset.csc import csc_to_edges
+from graphtier.dataset.edges import _edge_split_kernels as kernels
 from graphtier.errors import OptionError
 
 REJECTION_DRAWS_PER_NEGATIVE = 8

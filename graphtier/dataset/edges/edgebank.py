@@ -5,7 +5,7 @@ model that does not beat it on a split by time (docs/guide/link-prediction.md) h
 repeat".
 
 The lookup is a numba kernel over the CSC graph and its edge times
-(:func:`graphtier.dataset._edge_time_kernels.edgebank`: a binary search of ``s`` in ``d``'s ascending list,
+(:func:`graphtier.dataset.edges._edge_time_kernels.edgebank`: a binary search of ``s`` in ``d``'s ascending list,
 then the earliest time among equal sources); on an undirected dataset (``--undirected``) an edge stored in
 either direction counts (both directions are in the CSC; with ``--keep-duplicates`` they may carry different
 times).
@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from graphtier.dataset._edge_time_kernels import edgebank
-from graphtier.dataset.edge_split import as_pairs
+from graphtier.dataset.edges._edge_time_kernels import edgebank
+from graphtier.dataset.edges.edge_split import as_pairs
+from graphtier.dataset.edges.link_split import LINK_SPLITS
 from graphtier.dataset.format import Dataset
-from graphtier.dataset.link_split import LINK_SPLITS
 from graphtier.errors import DatasetError, OptionError
 
 PAIR_CHUNK = 1 << 22

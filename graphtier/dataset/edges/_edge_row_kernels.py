@@ -1,4 +1,4 @@
-"""The edge table's read order: a numba kernel and its plain-Python reference (:mod:`graphtier.dataset.edge_rows`)."""
+"""The edge table's read order: a numba kernel and its plain-Python reference (:mod:`graphtier.dataset.edges.edge_rows`)."""
 
 from __future__ import annotations
 

@@ -31,8 +31,8 @@ from typing import Any
 
 import numpy as np
 
-from graphtier.dataset._edge_split_kernels import edge_pairs
 from graphtier.dataset.checks import index_range
+from graphtier.dataset.edges._edge_split_kernels import edge_pairs
 from graphtier.dataset.schema import Relation, Schema
 from graphtier.errors import DatasetError
 
@@ -336,7 +336,7 @@ def check_held_out(
     ``link_test.npy``) is an edge of the message-passing graph ``indptr``/``indices`` (or, on an undirected
     split, its reverse is): a leak of the evaluation edges into training. Ids must be in range
     (:func:`validate_link_split` first). One binary search per pair in the destination's sorted neighbour list
-    (:func:`~graphtier.dataset._edge_split_kernels.edge_pairs`), in chunks of :data:`HELD_OUT_CHUNK` pairs.
+    (:func:`~graphtier.dataset.edges._edge_split_kernels.edge_pairs`), in chunks of :data:`HELD_OUT_CHUNK` pairs.
 
     ``limit``: at most this many pairs of each split, evenly spaced over its rows (``Dataset.open`` checks
     :data:`HELD_OUT_SAMPLE`: a split whose held-out edges were left in the graph is caught at once, and opening

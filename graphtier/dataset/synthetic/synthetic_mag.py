@@ -14,12 +14,12 @@ brackets, defaults :data:`DEFAULT_DEGREES`)::
 plus ``(dst, rev_<name>, src)`` for each with ``add_reverse`` (the default: without it no information reaches
 papers from fields or institutions). Repeated edges are kept once.
 
-The model is the degree-corrected stochastic block model of :mod:`graphtier.dataset.synthetic`, extended to
+The model is the degree-corrected stochastic block model of :mod:`graphtier.dataset.synthetic.generate`, extended to
 several node sets: every node of every type belongs to one of ``num_classes`` communities (a paper's community is
 its label) and has a truncated-Pareto degree weight (exponent ``degree_exponent``; a type's hub size defaults to
 ``HUB_FACTOR * sqrt(count * its expected degree)``). Each edge draws its destination proportionally to the
 destination type's weights, and its source inside the destination's community with probability ``homophily``,
-otherwise from another community (:func:`~graphtier.dataset._synthetic_kernels.sample_bipartite_edges`). Paper
+otherwise from another community (:func:`~graphtier.dataset.synthetic._synthetic_kernels.sample_bipartite_edges`). Paper
 features are the label's centroid plus N(0, feature_noise^2) per dimension, so that the cited papers' features and
 the communities of a paper's authors and fields predict its label far better than its own features do (20,000
 papers, 30% train, defaults: a linear model reaches 0.22 test accuracy on a paper's own features, 0.81 with the
@@ -45,8 +45,7 @@ from typing import Any
 import numpy as np
 
 from graphtier._progress import NO_PROGRESS, Progress, Stage
-from graphtier.dataset import _synthetic_kernels as kernels
-from graphtier.dataset import resources, synthetic
+from graphtier.dataset import resources
 from graphtier.dataset.format import Dataset, index_dtype
 from graphtier.dataset.importers.assemble.typed_graph import (
     TypedEdges,
@@ -58,10 +57,12 @@ from graphtier.dataset.importers.assemble.typed_graph import (
 from graphtier.dataset.importers.split.holdout import link_options
 from graphtier.dataset.importers.split.typed_holdout import TypedSplit, split_written_typed_graph
 from graphtier.dataset.schema import Schema, reverse_name
+from graphtier.dataset.synthetic import _synthetic_kernels as kernels
+from graphtier.dataset.synthetic import generate as synthetic
 from graphtier.dataset.writer import DatasetWriter
 from graphtier.errors import OptionError
 
-GENERATOR_NAME = "graphtier.dataset.synthetic_mag"
+GENERATOR_NAME = "graphtier.dataset.synthetic_mag"  # recorded in provenance: the name when it was first written
 GENERATOR_VERSION = 1
 KIND = "mag"
 TARGET = "paper"
@@ -181,7 +182,7 @@ def generate_mag(
 
     ``num_classes``, ``feature_dim``, ``degree_exponent``, ``homophily``, ``feature_noise``, the train, valid and
     test fractions, ``feature_dtype``, ``seed``, ``chunk_edges``, ``max_degree`` and ``progress`` are as
-    :func:`graphtier.dataset.synthetic.generate`'s (fractions of the papers; ``max_degree`` caps every type's
+    :func:`graphtier.dataset.synthetic.generate.generate`'s (fractions of the papers; ``max_degree`` caps every type's
     expected degree).
 
     Args:

@@ -17,7 +17,7 @@ and self-loops are dropped, so the stored graph has slightly fewer than ``nodes 
 Node ids are in random order with respect to class and degree (``node_order = "original"``).
 
 The output is a pure function of the seed and the options: randomness is counter based (see
-:mod:`graphtier.dataset._synthetic_kernels`), so it does not depend on ``chunk_edges`` or the number of
+:mod:`graphtier.dataset.synthetic._synthetic_kernels`), so it does not depend on ``chunk_edges`` or the number of
 threads. Peak memory (N < 2^31): 4 bytes per stored edge direction (int32 ``indices``) + about 70 bytes
 per node, + 8 bytes per drawn pair (int32 src + dst) when the pairs take at most a quarter of the
 available memory (:func:`keep_drawn_pairs`); larger graphs draw their pairs twice, chunk by chunk (once
@@ -40,12 +40,12 @@ import numba
 import numpy as np
 
 from graphtier._progress import NO_PROGRESS, Progress
-from graphtier.dataset import _synthetic_csc_kernels as csc_kernels
-from graphtier.dataset import _synthetic_kernels as kernels
 from graphtier.dataset import resources
 from graphtier.dataset.format import Dataset, index_dtype
 from graphtier.dataset.importers.split.holdout import link_options, split_written_graph
-from graphtier.dataset.synthetic_draws import (  # noqa: F401 - the model's draws, read by tests and benchmarks too
+from graphtier.dataset.synthetic import _synthetic_csc_kernels as csc_kernels
+from graphtier.dataset.synthetic import _synthetic_kernels as kernels
+from graphtier.dataset.synthetic.synthetic_draws import (  # noqa: F401 - the model's draws, read by tests and benchmarks too
     STREAM_EDGES,
     STREAM_FEATURES,
     class_centroids,
@@ -56,7 +56,7 @@ from graphtier.dataset.synthetic_draws import (  # noqa: F401 - the model's draw
     truncated_pareto_mean,
     weight_cap,
 )
-from graphtier.dataset.synthetic_options import (
+from graphtier.dataset.synthetic.synthetic_options import (
     DEFAULT_CHUNK_EDGES,
     DEFAULT_DEGREE_EXPONENT,
     DEFAULT_FEATURE_DIM,
@@ -70,7 +70,7 @@ from graphtier.dataset.synthetic_options import (
 )
 from graphtier.dataset.writer import DatasetWriter
 
-GENERATOR_NAME = "graphtier.dataset.synthetic"
+GENERATOR_NAME = "graphtier.dataset.synthetic"  # recorded in provenance: the name when it was first written
 GENERATOR_VERSION = 1
 
 KEEP_PAIRS_MEMORY_FRACTION = 0.25
@@ -250,7 +250,7 @@ def generate(
 def class_tables(
     labels: np.ndarray, weights: np.ndarray, num_classes: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The sampling tables of one node set for :func:`~graphtier.dataset._synthetic_kernels.sample_bipartite_edges`.
+    """The sampling tables of one node set for :func:`~graphtier.dataset.synthetic._synthetic_kernels.sample_bipartite_edges`.
 
     ``labels`` int64 [N] classes, ``weights`` float64 [N] degree weights. Returns ``(class_cum, class_mass,
     offsets, slots)``: float64 [C] inclusive cumulative class weight masses and the masses, int64 [C + 1] class

@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from graphtier.dataset._edge_row_kernels import lay_out_rows
 from graphtier.dataset.checks import check_permutation
+from graphtier.dataset.edges._edge_row_kernels import lay_out_rows
 from graphtier.errors import DatasetError
 
 EDGE_ROW = "edge_row"

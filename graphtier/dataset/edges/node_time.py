@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from graphtier.dataset._node_time_kernels import later_endpoint_times
 from graphtier.dataset.checks import index_range
+from graphtier.dataset.edges._node_time_kernels import later_endpoint_times
 from graphtier.dataset.schema import Schema
 from graphtier.errors import DatasetError
 
