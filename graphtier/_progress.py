@@ -8,7 +8,7 @@ loop as a stage, per chunk (never per row, never inside a numba kernel)::
             ...
             bar.advance(rows_in_chunk)
 
-A renderer (the CLI's terminal bar or its log lines, :mod:`graphtier.cli.progress`) subclasses :class:`Progress`
+A renderer (the CLI's terminal bar or its log lines, :mod:`graphtier.cli.common.progress`) subclasses :class:`Progress`
 and overrides :meth:`Progress.started`, :meth:`Progress.advanced` and :meth:`Progress.finished`. The rate, the ETA
 and their spelling are computed here, once, for every renderer.
 """

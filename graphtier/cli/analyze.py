@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from graphtier.cli.options import merge_alias, replay_options
-from graphtier.cli.progress import cli_progress
+from graphtier.cli.common.options import merge_alias, replay_options
+from graphtier.cli.common.progress import cli_progress
 from graphtier.cli.score import SCORE_METHODS
 from graphtier.dataset.format import Dataset
 from graphtier.errors import OptionError

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from graphtier.cli.options import SEED, fanouts_option, relation_fanouts_option
+from graphtier.cli.common.options import SEED, fanouts_option, relation_fanouts_option
 from graphtier.dataset.format import Dataset
 from graphtier.errors import OptionError
 

@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from graphtier._choices import GATHER_DTYPES
-from graphtier.cli.options import SEED, fanouts_option
+from graphtier.cli.common.options import SEED, fanouts_option
 from graphtier.errors import OptionError
 
 

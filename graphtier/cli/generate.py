@@ -11,8 +11,8 @@ from typing import Any
 
 import click
 
-from graphtier.cli.options import SEED
-from graphtier.cli.progress import cli_progress
+from graphtier.cli.common.options import SEED
+from graphtier.cli.common.progress import cli_progress
 from graphtier.dataset.format import FEATURE_DTYPES
 from graphtier.dataset.synthetic import generate as synthetic
 from graphtier.dataset.synthetic import synthetic_mag

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 import click
 
 from graphtier._choices import DEFAULT_BUDGETS, DEFAULT_DISK_GBPS, DEFAULT_GPU_GBPS, DEFAULT_PCIE_GBPS, PAIR_MOVE_GROUPS
-from graphtier.cli.options import replay_options
-from graphtier.cli.progress import cli_progress
+from graphtier.cli.common.options import replay_options
+from graphtier.cli.common.progress import cli_progress
 from graphtier.dataset.format import Dataset
 from graphtier.errors import OptionError
 

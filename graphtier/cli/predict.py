@@ -9,7 +9,7 @@ from typing import Any
 import click
 import numpy as np
 
-from graphtier.cli.progress import cli_progress
+from graphtier.cli.common.progress import cli_progress
 from graphtier.errors import OptionError
 
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import click
 
 from graphtier._progress import Progress
-from graphtier.cli.prepare_options import common_options, import_options
-from graphtier.cli.prepare_report import report_import
+from graphtier.cli.common.prepare_options import common_options, import_options
+from graphtier.cli.common.prepare_report import report_import
 from graphtier.dataset.importers.assemble.options import (
     EDGE_FORMAT_FIELDS,
     EDGELIST_FIELDS,

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from graphtier.cli.options import score_options
-from graphtier.cli.progress import cli_progress
+from graphtier.cli.common.options import score_options
+from graphtier.cli.common.progress import cli_progress
 from graphtier.cli.score import DEFAULT_SCORE, SCORE_METHODS, describe_types
 from graphtier.dataset.format import Dataset
 from graphtier.errors import DatasetError

@@ -9,8 +9,8 @@ import click
 import numpy as np
 
 from graphtier._choices import DEFAULT_SCORE, SCORE_METHODS
-from graphtier.cli.options import merge_alias, score_options
-from graphtier.cli.progress import cli_progress
+from graphtier.cli.common.options import merge_alias, score_options
+from graphtier.cli.common.progress import cli_progress
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.outputs import check_outputs, save_npy
 from graphtier.dataset.schema import Schema

@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from graphtier._choices import LINK_TARGETS, TEMPORAL_STRATEGIES
-from graphtier.cli.options import RELATION_FANOUTS, SEED, fanouts_option_type
+from graphtier.cli.common.options import RELATION_FANOUTS, SEED, fanouts_option_type
 
 # The fixed choices, spelled here so that `graphtier train --help` shows them without importing torch
 # (tests/cli/test_train_cli.py checks they equal MODEL_NAMES, SAMPLER_NAMES, NORM_NAMES, GCN_DEGREES_OPTIONS, FEATURE_MODES,
@@ -282,7 +282,7 @@ def command(dataset: str, **options: Any) -> None:
     data = Dataset.open(dataset)
     # the models and PyG only now: a mistyped option or dataset path is reported without waiting for them
     from graphtier._process import configure_process
-    from graphtier.cli.progress import cli_progress
+    from graphtier.cli.common.progress import cli_progress
     from graphtier.train.loop.launch import launch, under_torchrun
     from graphtier.train.loop.report import epoch_summary, final_summary
     from graphtier.train.loop.trainer import Trainer

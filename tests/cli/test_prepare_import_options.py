@@ -16,8 +16,8 @@ from typing import Any
 import click
 import pytest
 
+from graphtier.cli.common.prepare_options import IMPORT_OPTION_DECLARATIONS
 from graphtier.cli.prepare import command as prepare
-from graphtier.cli.prepare_options import IMPORT_OPTION_DECLARATIONS
 from graphtier.dataset.importers.assemble.options import (
     EDGE_FORMAT_FIELDS,
     EDGELIST_FIELDS,

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from graphtier.cli import cli
-from graphtier.cli.progress import LogProgress, log_interval
+from graphtier.cli.common.progress import LogProgress, log_interval
 from graphtier.errors import OptionError
 from tests.test_progress import FakeClock
 

@@ -202,7 +202,8 @@ def test_values_shown_by_help_are_the_librarys() -> None:
     and uses: one definition each, in graphtier._choices."""
     from graphtier import _choices
     from graphtier.bench.gather import DTYPES
-    from graphtier.cli import bench_gather, options, plan, score
+    from graphtier.cli import bench_gather, plan, score
+    from graphtier.cli.common import options
     from graphtier.memory.plan import placement_solver
     from graphtier.tiering import hotness, seeds
     from graphtier.tiering.plan import capacity as tiering_plan

@@ -4,7 +4,7 @@
 the click option of each :class:`~graphtier.dataset.importers.assemble.options.ImportOptions` field a format accepts
 (one definition per option, in :data:`IMPORT_OPTION_DECLARATIONS`) and hands the command one built
 ``options: ImportOptions`` instead of the separate values, and next to it the command's ``progress`` display
-(:func:`graphtier.cli.progress.cli_progress`), which the command passes on to its importer.
+(:func:`graphtier.cli.common.progress.cli_progress`), which the command passes on to its importer.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from typing import Any
 
 import click
 
-from graphtier.cli.options import SEED
-from graphtier.cli.progress import cli_progress
+from graphtier.cli.common.options import SEED
+from graphtier.cli.common.progress import cli_progress
 from graphtier.dataset.edges.link_split import SPLIT_BY
 from graphtier.dataset.finite import NON_FINITE_MODES
 from graphtier.dataset.importers.assemble.options import ImportOptions
