@@ -91,6 +91,16 @@ class DenseTopology:
         return self.indices[positions].to(torch.int64)
 
 
+def _sorted_runs(nodes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``(permutation, run_of_sorted, first)`` of ``nodes`` (int64 [M]): the stable sort's permutation, the run of
+    equal ids each sorted element lies in, and each run's first position in ``nodes`` (runs in node-id order; a
+    stable sort keeps a node's first occurrence first in its run)."""
+    ordered, permutation = torch.sort(nodes, stable=True)
+    run_start = torch.ones_like(ordered, dtype=torch.bool)
+    torch.ne(ordered[1:], ordered[:-1], out=run_start[1:])
+    return permutation, torch.cumsum(run_start, 0) - 1, permutation[run_start]
+
+
 def first_seen_relabel(known: torch.Tensor, sources: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Number nodes in first-seen order: ``(n_id, local)`` for distinct ``known`` (int64 [K]) then ``sources`` (int64 [E]).
 
@@ -100,11 +110,7 @@ def first_seen_relabel(known: torch.Tensor, sources: torch.Tensor) -> tuple[torc
     stable sort puts each node's first occurrence first in its run of equal ids.
     """
     nodes = torch.cat((known, sources))
-    ordered, permutation = torch.sort(nodes, stable=True)
-    run_start = torch.ones_like(ordered, dtype=torch.bool)
-    torch.ne(ordered[1:], ordered[:-1], out=run_start[1:])
-    run_of_sorted = torch.cumsum(run_start, 0) - 1
-    first = permutation[run_start]  # first occurrence of each distinct node, by node id
+    permutation, run_of_sorted, first = _sorted_runs(nodes)
     rank = torch.empty_like(first)
     order = torch.argsort(first)
     rank[order] = torch.arange(first.shape[0], device=nodes.device)
@@ -187,7 +193,7 @@ def first_seen_pairs(
     ``known`` (node, bound) int64 [K] each are distinct rows; ``pairs`` (node, bound) int64 [S] each. Returns
     the rows' nodes and bounds (int64 [K + new]: ``known``, then the new pairs in order of first occurrence) and
     ``local`` (int64 [S], each pair's row), on the inputs' device: the pairs get one id each by a lexicographic
-    sort (``torch.unique`` over rows) and :func:`~graphtier.sampling.device.sampler.first_seen_relabel` numbers them."""
+    sort (``torch.unique`` over rows) and :func:`first_seen_relabel` numbers them."""
     count = int(known[0].shape[0])
     stacked = torch.stack((torch.cat((known[0], pairs[0])), torch.cat((known[1], pairs[1]))), 1)
     distinct, ids = torch.unique(stacked, dim=0, return_inverse=True)
@@ -205,12 +211,9 @@ def first_seen_inputs(
     int64 [K] each (a node may have several rows), ``pairs`` (node, bound) int64 [S] each, on one device."""
     count = int(known[0].shape[0])
     nodes = torch.cat((known[0], pairs[0]))
-    ordered, permutation = torch.sort(nodes, stable=True)
-    run_start = torch.ones_like(ordered, dtype=torch.bool)
-    torch.ne(ordered[1:], ordered[:-1], out=run_start[1:])
-    first = permutation[run_start]  # each node's first position (a stable sort keeps it first in its run)
-    first_of = torch.empty_like(nodes)
-    first_of[permutation] = first[torch.cumsum(run_start, 0) - 1]
+    permutation, run_of_sorted, first = _sorted_runs(nodes)
+    first_of = torch.empty_like(nodes)  # each element's node's first position
+    first_of[permutation] = first[run_of_sorted]
     new_first, _ = torch.sort(first[first >= count])  # the new nodes' first sources, in first-seen order
     local = first_of[count:]
     local = torch.where(local < count, local, count + torch.searchsorted(new_first, local))

@@ -15,6 +15,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from graphtier.sampling.temporal._temporal_kernels import home_slot
+
 
 @numba.njit(cache=True, nogil=True)
 def first_rows(local_id: np.ndarray, keys_node: np.ndarray, count: np.int64) -> None:
@@ -58,8 +60,7 @@ def relabel_inputs_hashed(
     known = count
     for i in range(known + node.shape[0]):
         v = keys_node[i] if i < known else node[i - known]
-        h = np.uint64(v) * np.uint64(0x9E3779B97F4A7C15)
-        slot = (h ^ (h >> np.uint64(29))) & mask
+        slot = home_slot(v, np.int64(0), mask)  # the pair table's hash with one bound for every node
         while table[slot, 1] >= 0 and table[slot, 0] != v:
             slot = (slot + np.uint64(1)) & mask
         if table[slot, 1] < 0:  # the node's first row: a known row, or a new one

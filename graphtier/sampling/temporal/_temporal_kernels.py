@@ -271,7 +271,7 @@ def temporal_hop_py(
 
 
 @numba.njit(cache=True, nogil=True)
-def _home(v: np.int64, b: np.int64, mask: np.uint64) -> np.uint64:
+def home_slot(v: np.int64, b: np.int64, mask: np.uint64) -> np.uint64:
     """The first slot probed for the pair (v, b) in a hash table of ``mask + 1`` slots."""
     h = np.uint64(v) * np.uint64(0x9E3779B97F4A7C15) ^ np.uint64(b) * np.uint64(0xC2B2AE3D27D4EB4F)
     return (h ^ (h >> np.uint64(29))) & mask
@@ -302,7 +302,7 @@ def rehash(table: np.ndarray, stamp: np.int64, keys_node: np.ndarray, keys_bound
     mask = np.uint64(table.shape[0] - 1)
     tag = stamp << np.int64(32)
     for row in range(count):
-        slot = _home(keys_node[row], keys_bound[row], mask)
+        slot = home_slot(keys_node[row], keys_bound[row], mask)
         while (table[slot, 1] >> np.int64(32)) == stamp:
             slot = (slot + np.uint64(1)) & mask
         table[slot, 0] = keys_node[row]
@@ -340,7 +340,7 @@ def relabel_pairs_hashed(
     for i in range(node.shape[0]):  # ``local`` may be ``node`` itself: entry i is read before it is written
         v = node[i]
         b = bound[i]
-        slot = _home(v, b, mask)
+        slot = home_slot(v, b, mask)
         while True:
             word = table[slot, 1]
             if (word >> np.int64(32)) != stamp:  # a free slot: a new row

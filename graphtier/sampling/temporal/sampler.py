@@ -208,20 +208,20 @@ class TemporalNeighborSampler:
                 keys_node = workspace.array("n_id", count + total, keep=count)
                 if one_time:
                     count = int(kernels.relabel(edge_index[0], workspace.local_id, keys_node, count))
-                elif hop == len(self.fanouts) - 1:  # the input rows: one per node (_input_rows_kernels)
-                    keys_bound = workspace.array("bound", count + total, keep=count)
-                    src_bound = np.take(keys_bound, edge_index[1], out=workspace.array("src_bound", total), mode="clip")
-                    first_rows(workspace.local_id, keys_node, np.int64(count))
-                    known, count = count, int(kernels.relabel(edge_index[0], workspace.local_id, keys_node, count))
-                    new_row_bounds(edge_index[0], src_bound, keys_bound, np.int64(known))
-                    kernels.reset_local_ids(workspace.local_id, keys_node, 0, count)
                 else:
                     keys_bound = workspace.array("bound", count + total, keep=count)
-                    if table.shape[0] < 2 * (count + total):
-                        table = self._pair_table(workspace, 2 * (count + total), (stamp, keys_node, keys_bound, count))
                     src_bound = np.take(keys_bound, edge_index[1], out=workspace.array("src_bound", total), mode="clip")
-                    count = int(relabel_pairs_hashed(edge_index[0], src_bound, table, stamp, keys_node, keys_bound,
-                                                     np.int64(count), edge_index[0]))  # fmt: skip
+                    if hop == len(self.fanouts) - 1:  # the input rows: one per node (_input_rows_kernels)
+                        first_rows(workspace.local_id, keys_node, np.int64(count))
+                        known, count = count, int(kernels.relabel(edge_index[0], workspace.local_id, keys_node, count))
+                        new_row_bounds(edge_index[0], src_bound, keys_bound, np.int64(known))
+                        kernels.reset_local_ids(workspace.local_id, keys_node, 0, count)
+                    else:
+                        if table.shape[0] < 2 * (count + total):
+                            rows = (stamp, keys_node, keys_bound, count)
+                            table = self._pair_table(workspace, 2 * (count + total), rows)
+                        count = int(relabel_pairs_hashed(edge_index[0], src_bound, table, stamp, keys_node,
+                                                         keys_bound, np.int64(count), edge_index[0]))  # fmt: skip
                 sizes.append(count)
                 hops.append((edge_tensor, edge_id))
         finally:
