@@ -31,7 +31,8 @@ import torch
 
 from graphtier.dataset.format import Dataset
 from graphtier.sampling import NeighborSampler
-from graphtier.train.nn.aggregate import _spmm_torch, aggregate, block_csr, build_csr, mean_weights
+from graphtier.sampling.batch import Block
+from graphtier.train.nn.aggregate import _spmm_torch, aggregate, block_csr, mean_weights
 
 RESULTS = Path(__file__).resolve().parent / "results" / "aggregate.json"
 
@@ -63,9 +64,10 @@ def main() -> None:
     rows = []
     print(f"{'block':5s} {'dst':>8s} {'src':>8s} {'edges':>9s} {'method':10s} {'fwd ms':>8s} {'bwd ms':>8s}")
     for index, blk in enumerate(batch.blocks):
-        csr_ms = median_ms(lambda: build_csr(blk.edge_index, blk.num_src, blk.num_dst), args.repeats)
+        # the block is a CSR already: what is built per block is each edge's row, the transpose and the weights
+        csr_ms = median_ms(lambda: block_csr(Block(blk.rowptr, blk.col, blk.num_src)), args.repeats)
         csr = block_csr(blk)
-        transpose_ms = median_ms(lambda: build_csr(blk.edge_index, blk.num_src, blk.num_dst).transposed(), 1)
+        transpose_ms = median_ms(lambda: block_csr(Block(blk.rowptr, blk.col, blk.num_src)).transposed(), 1)
         csr.transposed()
         weight = mean_weights(csr, torch.float32)
         x = torch.randn(blk.num_src, args.dim)
@@ -73,7 +75,7 @@ def main() -> None:
         src, dst = blk.edge_index
         colptr, rows_t, order = csr.transposed()
         weight_t = weight[order]
-        edge_weight = weight if csr.edge_order is None else weight[torch.argsort(csr.edge_order)]
+        edge_weight = weight  # edge_index is in CSR order
 
         def edge_forward() -> torch.Tensor:
             out = torch.zeros(blk.num_dst, args.dim)

@@ -32,7 +32,7 @@ from graphtier.sampling.shadow.sampler import ShadowSampler
 from graphtier.sampling.spec import SAMPLER_KINDS, SAMPLER_NAMES, SamplerSpec
 from graphtier.sampling.temporal.sampler import TemporalNeighborSampler
 from graphtier.sampling.temporal.temporal_device import DeviceTemporalSampler
-from graphtier.sampling.typed_batch import RelationBlock, TypedBlock, TypedMiniBatch
+from graphtier.sampling.typed_batch import TypedBlock, TypedMiniBatch
 
 __all__ = [
     "DEFAULT_FANOUTS",
@@ -46,7 +46,6 @@ __all__ = [
     "Fanouts",
     "MiniBatch",
     "NeighborSampler",
-    "RelationBlock",
     "SamplerSpec",
     "TEMPORAL_STRATEGIES",
     "TemporalNeighborSampler",

@@ -4,7 +4,7 @@ A :class:`MiniBatch` lists its nodes once (``n_id``, global ids, the unique seed
 bipartite :class:`Block` per model layer, input layer first. A model runs::
 
     x = features[mb.n_id]
-    for blk in mb.blocks:
+    for blk in mb.blocks:               # blk.rowptr / blk.col: CSR [num_dst, num_src]
         x = conv((x, x[: blk.num_dst]), blk.edge_index)
     out = x[mb.seed_index]          # one row per requested seed, in request order
 
@@ -21,51 +21,133 @@ from dataclasses import dataclass, field
 import torch
 
 
-@dataclass
+@dataclass(eq=False)
 class Block:
-    """One layer of a mini-batch, a bipartite graph whose destination nodes are a prefix of its sources.
+    """One layer of a mini-batch (or one relation of a typed layer): a bipartite graph as a CSR over its destinations.
+
+    The one block layout of every sampler and model. A homogeneous batch's destination nodes are a prefix of its
+    sources; a typed batch's relation block maps the layer's sources of the relation's source type to its
+    destinations of the destination type (:class:`~graphtier.sampling.typed_batch.TypedBlock`).
 
     Attributes:
-        edge_index: int64 [2, E]; row 0 = source local id (< num_src), row 1 = destination local id
-            (< num_dst). Local id ``i`` is global node ``n_id[i]`` of the owning mini-batch.
+        rowptr: int64 [num_dst + 1]; the edges of destination ``r`` are ``rowptr[r] <= e < rowptr[r + 1]``.
+        col: int64 [E], the source of each edge: a local id (< num_src; local id ``i`` is global node ``n_id[i]`` of
+            the owning mini-batch).
         num_src: number of source nodes (rows of the layer's input).
-        num_dst: number of destination nodes (rows of the layer's output); ``num_dst <= num_src``.
         edge_id: int64 [E], the dataset's id (CSC position) of each edge, which reads its time and features;
-            None when the sampler does not record it (only the temporal sampler does today).
-        edge_attr: float [E, d_e], the input features of each edge (row ``i`` belongs to edge ``i`` of
-            ``edge_index``), on the model's device; None when the run has no edge inputs. Filled by the feed
-            from ``edge_id`` (the store gathers the rows); models read it as PyG's ``edge_attr``.
+            None when the sampler does not record it (``with_edge_ids``, and the temporal samplers).
+        edge_attr: float [E, d_e], the input features of each edge (row ``i`` belongs to edge ``i``), on the model's
+            device; None when the run has no edge inputs. Filled by the feed from ``edge_id`` (the store gathers the
+            rows); models read it as PyG's ``edge_attr``.
         edge_age: float32 [E], temporal batches only: the time from each edge to its destination row's time
             bound (``n_time[dst] - edge_time[edge_id]``, > 0 with a strict cut), the input of a time
             encoding; None otherwise.
+
+    PyG's ``edge_index`` (int64 [2, E]: row 0 source, row 1 destination, edges in CSR order) is derived on first use
+    and cached (:attr:`edge_index`); :meth:`from_edge_index` builds a block from one.
     """
 
-    edge_index: torch.Tensor
+    rowptr: torch.Tensor
+    col: torch.Tensor
     num_src: int
-    num_dst: int
     edge_id: torch.Tensor | None = None
     edge_attr: torch.Tensor | None = None
     edge_age: torch.Tensor | None = None
+    _edge_index: torch.Tensor | None = field(default=None, repr=False)
+
+    @classmethod
+    def from_grouped(
+        cls, rowptr: torch.Tensor, edge_index: torch.Tensor, num_src: int, edge_id: torch.Tensor | None = None
+    ) -> "Block":
+        """A block whose int64 ``edge_index`` [2, E] is already in CSR order (its destinations grouped, non-decreasing,
+        as ``rowptr`` [num_dst + 1] counts them): the samplers' blocks, which write both; the edge index is kept as
+        :attr:`edge_index` (nothing checks that the two agree)."""
+        return cls(rowptr, edge_index[0], int(num_src), edge_id, _edge_index=edge_index)
+
+    @classmethod
+    def from_edge_index(
+        cls,
+        edge_index: torch.Tensor,
+        num_src: int,
+        num_dst: int,
+        *,
+        edge_id: torch.Tensor | None = None,
+        edge_attr: torch.Tensor | None = None,
+        edge_age: torch.Tensor | None = None,
+    ) -> "Block":
+        """The block of PyG's int64 ``edge_index`` [2, E] (row 0 source < ``num_src``, row 1 destination <
+        ``num_dst``), on its device. Edges not grouped by destination are put in CSR order by a stable sort, and
+        ``edge_id`` [E], ``edge_attr`` [E, d_e] and ``edge_age`` [E] with them; grouped edges keep their order.
+        ValueError for a destination outside ``[0, num_dst)``."""
+        dst = edge_index[1]
+        num_edges = int(dst.shape[0])
+        if num_edges and (int(dst.min()) < 0 or int(dst.max()) >= num_dst):
+            raise ValueError(
+                f"edge_index: destinations must lie in [0, {num_dst}), found [{int(dst.min())}, {int(dst.max())}]"
+            )
+        if num_edges > 1 and not bool((dst[1:] >= dst[:-1]).all()):
+            order = torch.argsort(dst, stable=True)
+            edge_index = edge_index[:, order]
+            edge_id, edge_attr, edge_age = (None if t is None else t[order] for t in (edge_id, edge_attr, edge_age))
+        rowptr = torch.zeros(num_dst + 1, dtype=torch.int64, device=edge_index.device)
+        if num_edges:
+            torch.cumsum(torch.bincount(edge_index[1], minlength=num_dst), 0, out=rowptr[1:])
+        edge_index = edge_index.contiguous()
+        return cls(rowptr, edge_index[0], int(num_src), edge_id, edge_attr, edge_age, _edge_index=edge_index)
+
+    @property
+    def num_dst(self) -> int:
+        """Number of destination nodes (rows of the layer's output)."""
+        return int(self.rowptr.shape[0]) - 1
 
     @property
     def num_edges(self) -> int:
         """E, the number of edges of this block."""
-        return int(self.edge_index.shape[1])
+        return int(self.col.shape[0])
+
+    @property
+    def edge_index(self) -> torch.Tensor:
+        """int64 [2, E] on the block's device: row 0 each edge's source, row 1 its destination (PyG's convention),
+        edges in CSR order; derived from ``rowptr`` on first use and cached."""
+        if self._edge_index is None:
+            self._edge_index = torch.stack([self.col, self.destinations()])
+        return self._edge_index
+
+    def destinations(self) -> torch.Tensor:
+        """int64 [E]: each edge's destination (non-decreasing), on the block's device."""
+        if self._edge_index is not None:
+            return self._edge_index[1]
+        counts = self.rowptr[1:] - self.rowptr[:-1]
+        return torch.repeat_interleave(
+            torch.arange(counts.shape[0], device=self.col.device), counts, output_size=self.num_edges
+        )
 
     def to(self, device: torch.device | str, non_blocking: bool = False) -> "Block":
-        """A copy with ``edge_index`` (and ``edge_id``, ``edge_attr``, ``edge_age`` when set) on ``device``."""
+        """On ``device``: this block itself when all its tensors are there already (with whatever was cached on it),
+        else a copy with every tensor moved."""
+        target = torch.device(device)
+        tensors = [t for t in (self.rowptr, self.col, self.edge_id, self.edge_attr, self.edge_age) if t is not None]
+        if all(_same_device(t.device, target) for t in tensors):
+            return self
 
         def move(t: torch.Tensor | None) -> torch.Tensor | None:
             return None if t is None else t.to(device, non_blocking=non_blocking)
 
+        edge_index = move(self._edge_index)  # its row 0 is the column: moved once
+        col = move(self.col) if edge_index is None else edge_index[0]
         return Block(
-            self.edge_index.to(device, non_blocking=non_blocking),
-            self.num_src,
-            self.num_dst,
-            move(self.edge_id),
-            move(self.edge_attr),
-            move(self.edge_age),
-        )
+            move(self.rowptr), col, self.num_src, move(self.edge_id), move(self.edge_attr), move(self.edge_age),
+            _edge_index=edge_index,
+        )  # fmt: skip
+
+
+def _same_device(have: torch.device, want: torch.device) -> bool:
+    """Whether a tensor on ``have`` is on ``want`` (``cuda`` without an index: the current device)."""
+    if have.type != want.type:
+        return False
+    if want.index is None:
+        return have.type != "cuda" or have.index == torch.cuda.current_device()
+    return have.index == want.index
 
 
 @dataclass

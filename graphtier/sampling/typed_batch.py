@@ -1,7 +1,7 @@
 """Mini-batches of a typed (heterogeneous) graph: per node type its nodes, per layer and relation a bipartite CSR.
 
-The typed twin of :class:`graphtier.sampling.batch.MiniBatch`. Node ids are LOCAL ids of their type (the rows of
-that type's feature table). In every layer the destination nodes of a type are a prefix of that type's source
+The typed twin of :class:`graphtier.sampling.batch.MiniBatch`, with the same :class:`~graphtier.sampling.batch.Block`
+per relation. Node ids are LOCAL ids of their type (the rows of that type's feature table). In every layer the destination nodes of a type are a prefix of that type's source
 nodes, and ``blocks[i].num_dst[t] == blocks[i + 1].num_src[t]``. A model runs::
 
     x = {t: features[t][mb.n_id[t]] for t in mb.n_id}
@@ -20,63 +20,23 @@ from dataclasses import dataclass
 import torch
 
 from graphtier.dataset.schema import RelationType
-
-
-@dataclass
-class RelationBlock:
-    """One relation's sampled edges in one layer, as a CSR over the layer's destinations of its destination type.
-
-    Attributes:
-        rowptr: int64 [num_dst[dst_type] + 1]; the edges of destination ``r`` are ``rowptr[r] <= e < rowptr[r+1]``.
-        col: int64 [E], the source of each edge: a row of the layer's sources of the relation's source type.
-        edge_id: int64 [E], each edge's position in the dataset's typed CSC (the row of ``edge_feat.npy``), when the
-            sampler records edge ids (``with_edge_ids``); else None.
-        edge_attr: [E, d] the edge features of ``edge_id`` (the trainer's feed fills it with ``--edge-features``).
-    """
-
-    rowptr: torch.Tensor
-    col: torch.Tensor
-    edge_id: torch.Tensor | None = None
-    edge_attr: torch.Tensor | None = None
-
-    @property
-    def num_edges(self) -> int:
-        return int(self.col.shape[0])
-
-    @property
-    def edge_index(self) -> torch.Tensor:
-        """int64 [2, E]: row 0 source row, row 1 destination row (PyG's convention), edges in CSR order."""
-        counts = self.rowptr[1:] - self.rowptr[:-1]
-        dst = torch.repeat_interleave(torch.arange(counts.shape[0], device=self.col.device), counts)
-        return torch.stack([self.col, dst])
-
-    def to(self, device: torch.device | str, non_blocking: bool = False) -> RelationBlock:
-        """On ``device``: this block itself when it is there already (with whatever was cached on it), else a copy."""
-        if self.rowptr.device == torch.device(device) and self.col.device == self.rowptr.device:
-            return self
-
-        def moved(tensor: torch.Tensor | None) -> torch.Tensor | None:
-            return None if tensor is None else tensor.to(device, non_blocking=non_blocking)
-
-        return RelationBlock(
-            self.rowptr.to(device, non_blocking=non_blocking), self.col.to(device, non_blocking=non_blocking),
-            moved(self.edge_id), moved(self.edge_attr),
-        )  # fmt: skip
+from graphtier.sampling.batch import Block
 
 
 @dataclass
 class TypedBlock:
-    """One layer: sources and destinations per node type, and one :class:`RelationBlock` per relation.
+    """One layer: sources and destinations per node type, and one :class:`~graphtier.sampling.batch.Block` per relation.
 
     Attributes:
         num_src: rows of the layer's input, per node type (every type of the batch, 0 allowed).
         num_dst: rows of the layer's output, per node type (``num_dst[t] <= num_src[t]``).
-        relations: per relation type ``(src, name, dst)`` its CSR; relations with no sampled edge may be absent.
+        relations: per relation type ``(src, name, dst)`` its :class:`~graphtier.sampling.batch.Block` (a CSR
+            [num_dst[dst], num_src[src]]); relations with no sampled edge may be absent.
     """
 
     num_src: dict[str, int]
     num_dst: dict[str, int]
-    relations: dict[RelationType, RelationBlock]
+    relations: dict[RelationType, Block]
 
     @property
     def num_edges(self) -> int:

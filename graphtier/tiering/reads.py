@@ -90,7 +90,7 @@ def count_sampled_reads(
             on_reads(n_id)
         if topology:
             for block in batch.blocks:
-                accumulate_counts(entries, n_id[block.edge_index[1].numpy()])
+                accumulate_counts(entries, n_id[block.destinations().numpy()])
                 destinations += block.num_dst
         batches += 1
     return SampledReads(features=features, list_entries=entries, destinations=destinations, batches=batches)

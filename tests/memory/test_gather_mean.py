@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from graphtier.memory import HostFeatureStore, TieredFeatureStore
 from graphtier.memory.features._mean_kernels import gather_mean_reference, gather_mean_rows
 from graphtier.memory.plan.placement import TierPlan
-from graphtier.train.nn.aggregate import aggregate_with_root, build_csr, mean_weights
+from graphtier.sampling.batch import Block
+from graphtier.train.nn.aggregate import aggregate_with_root, block_csr, mean_weights
 
 
 def _block(rng: np.random.Generator, num_rows: int, num_dst: int, num_src: int, max_degree: int):
@@ -28,9 +29,7 @@ def _block(rng: np.random.Generator, num_rows: int, num_dst: int, num_src: int, 
 
 def _spmm_path(table: np.ndarray, ids: np.ndarray, rowptr: np.ndarray, col: np.ndarray):
     """What the model computes without the fused path: gather x = table[ids], then the mean aggregation."""
-    num_dst = rowptr.shape[0] - 1
-    dst = np.repeat(np.arange(num_dst), np.diff(rowptr))
-    csr = build_csr(torch.from_numpy(np.stack([col, dst])), ids.shape[0], num_dst)
+    csr = block_csr(Block(torch.from_numpy(rowptr), torch.from_numpy(col), ids.shape[0]))
     x = torch.from_numpy(table[ids])
     agg, root = aggregate_with_root(x, csr, mean_weights(csr, x.dtype))
     return agg.numpy(), root.numpy()

@@ -91,7 +91,13 @@ def test_one_device_hop_equals_the_numpy_reference(
     dst, bound = (np.array(column, dtype=np.int64) for column in zip(*pairs))
     sampler = DeviceTemporalSampler(DenseTopology(indptr, indices), time, order, [fanout], strategy=strategy,
                                     inclusive=inclusive)  # fmt: skip
-    sources, destinations, edge_id = sampler.hop(torch.from_numpy(dst), torch.from_numpy(bound), fanout, stream)
+    sources, destinations, edge_id, rowptr = sampler.hop(torch.from_numpy(dst), torch.from_numpy(bound), fanout, stream)
+    assert torch.equal(
+        rowptr,
+        torch.cat(
+            [torch.zeros(1, dtype=torch.int64), torch.cumsum(torch.bincount(destinations, minlength=dst.shape[0]), 0)]
+        ),
+    )
     src, src_bound, ref_edge_id, dst_index = temporal_hop_py(
         indptr, indices, time, order, dst, bound, fanout, strategy == "recent", inclusive, stream
     )

@@ -155,7 +155,10 @@ def test_homogeneous_schema_gives_the_neighbor_samplers_batches(fanouts):
     assert torch.equal(typed.n_id["_N"], plain.n_id) and torch.equal(typed.seed_index, plain.seed_index)
     for a, b in zip(typed.blocks, plain.blocks):
         assert (a.num_src["_N"], a.num_dst["_N"]) == (b.num_src, b.num_dst)
-        assert torch.equal(a.relations[("_N", "_E", "_N")].edge_index, b.edge_index)
+        rel = a.relations[("_N", "_E", "_N")]  # the one block layout: the same Block, field for field
+        assert type(rel) is type(b) and (rel.num_src, rel.num_dst) == (b.num_src, b.num_dst)
+        assert torch.equal(rel.rowptr, b.rowptr) and torch.equal(rel.col, b.col)
+        assert torch.equal(rel.edge_index, b.edge_index)
 
 
 def test_deterministic_in_seed_and_batch_id():

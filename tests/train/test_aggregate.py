@@ -17,7 +17,6 @@ from graphtier.train.nn.aggregate import (
     aggregate,
     aggregate_with_root,
     block_csr,
-    build_csr,
     gcn_weights,
     mean_weights,
     spmm,
@@ -32,7 +31,7 @@ def random_block(
     max_degree: int,
     grouped: bool,
 ) -> Block:
-    """A block with some zero-degree destinations (degree drawn from 0..max_degree), optionally shuffled."""
+    """A block with some zero-degree destinations (degree drawn from 0..max_degree), from edges optionally shuffled."""
     num_src = num_dst + extra_src
     degrees = rng.integers(0, max_degree + 1, num_dst)
     if num_dst:
@@ -43,7 +42,7 @@ def random_block(
         order = rng.permutation(dst.shape[0])
         src, dst = src[order], dst[order]
     edge_index = torch.from_numpy(np.stack([src, dst]).astype(np.int64).reshape(2, -1))
-    return Block(edge_index, num_src, num_dst)
+    return Block.from_edge_index(edge_index, num_src, num_dst)
 
 
 @settings(max_examples=40, deadline=None)
@@ -60,7 +59,7 @@ def test_spmm_and_transpose_match_references(
 ) -> None:
     rng = np.random.default_rng(seed)
     block = random_block(rng, num_dst, extra, max_degree, grouped)
-    csr = build_csr(block.edge_index, block.num_src, block.num_dst)
+    csr = block_csr(block)
     rowptr, col = csr.rowptr.numpy(), csr.col.numpy()
     assert rowptr[-1] == block.num_edges and np.all(np.diff(rowptr) >= 0)
     weight = rng.random(col.shape[0]).astype(np.float32)
@@ -101,18 +100,12 @@ def test_aggregate_forward_and_gradient_equal_edge_path(seed: int, num_dst: int,
     block = random_block(rng, num_dst, extra, 5, grouped)
     csr = block_csr(block)
     assert block_csr(block) is csr  # cached on the block
-    weight = torch.from_numpy(rng.random(csr.num_edges).astype(np.float32))
-    # the same weights in edge_index order
-    edge_weight = torch.empty_like(weight)
-    if csr.edge_order is None:
-        edge_weight = weight
-    else:
-        edge_weight[csr.edge_order] = weight
+    weight = torch.from_numpy(rng.random(csr.num_edges).astype(np.float32))  # edge_index is in CSR order too
     loops = torch.from_numpy(rng.random(num_dst).astype(np.float32)) if seed % 2 else None
     x = torch.randn(block.num_src, 6, requires_grad=True)
     x_ref = x.detach().clone().requires_grad_(True)
     out = aggregate(x, csr, weight, loops)
-    ref = _edge_reference(x_ref, block, edge_weight)
+    ref = _edge_reference(x_ref, block, weight)
     if loops is not None:
         ref = ref + x_ref[:num_dst] * loops.unsqueeze(1)
     torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-5)
@@ -207,7 +200,7 @@ def test_torch_sparse_path_equals_kernel() -> None:
 
 def test_mean_weights_average_and_empty_rows_are_zero() -> None:
     edge_index = torch.tensor([[3, 4, 4, 0], [0, 0, 2, 2]])
-    block = Block(edge_index, 5, 3)
+    block = Block.from_edge_index(edge_index, 5, 3)
     csr = block_csr(block)
     x = torch.arange(10.0).reshape(5, 2)
     out = aggregate(x, csr, mean_weights(csr, x.dtype))
@@ -264,8 +257,7 @@ def test_gcn_weights_match_block_gcn_conv_edges() -> None:
     scale = full[: block.num_dst] / sampled.clamp(min=1.0)
     inv_sqrt = (full + 1.0).rsqrt()
     expected = scale[dst] * inv_sqrt[dst] * inv_sqrt[src]
-    assert csr.edge_order is not None
-    torch.testing.assert_close(weight, expected[csr.edge_order], rtol=0, atol=0)  # bit for bit
+    torch.testing.assert_close(weight, expected, rtol=0, atol=0)  # bit for bit
     torch.testing.assert_close(loops, 1.0 / (full[: block.num_dst] + 1.0), rtol=0, atol=0)
 
 
@@ -299,8 +291,6 @@ def test_block_gcn_weights_equal_the_reference(
     csr = block_csr(block)
     weight, loops = gcn_weights(csr, None, torch.float64)
     expected, expected_loops = _block_gcn_reference(block)
-    if csr.edge_order is not None:
-        expected = expected[csr.edge_order.numpy()]
     np.testing.assert_allclose(weight.numpy(), expected, rtol=1e-12, atol=0)
     np.testing.assert_allclose(loops.numpy(), expected_loops, rtol=1e-12, atol=0)
     assert weight.shape == (block.num_edges,) and loops.shape == (block.num_dst,)
@@ -328,35 +318,47 @@ def test_block_gcn_layer_equals_the_dense_reference() -> None:
 
 
 @settings(max_examples=60, deadline=None)
-@given(
-    seed=st.integers(0, 2**32 - 1),
-    num_dst=st.integers(0, 30),
-    max_degree=st.integers(0, 5),
-    grouped=st.booleans(),
-    bad_id=st.sampled_from([None, -1, "num_dst"]),
-)
-def test_grouped_rowptr_equals_a_counting_reference(
-    seed: int, num_dst: int, max_degree: int, grouped: bool, bad_id: object
+@given(seed=st.integers(0, 2**32 - 1), num_dst=st.integers(0, 30), max_degree=st.integers(0, 5), grouped=st.booleans())
+def test_block_from_edge_index_is_the_stable_csr_of_its_edges(
+    seed: int, num_dst: int, max_degree: int, grouped: bool
 ) -> None:
+    """The CSR of any edge list: the counting reference's row pointer, the edges (and their ids, features and ages)
+    in a stable sort by destination; the edge index derived back from the CSR is the sorted one."""
     rng = np.random.default_rng(seed)
-    dst = random_block(rng, num_dst, 3, max_degree, grouped).edge_index[1].numpy().copy()
-    if bad_id is not None and dst.shape[0]:
-        dst[rng.integers(0, dst.shape[0])] = -1 if bad_id == -1 else num_dst
-    rowptr = np.full(num_dst + 1, -7, dtype=np.int64)
-    valid = bool(np.all((dst >= 0) & (dst < num_dst)))
-    in_order = bool(np.all(np.diff(dst) >= 0)) if dst.shape[0] else True
-    assert kernels.grouped_rowptr(dst, num_dst, rowptr) == (valid and in_order)
-    if valid and in_order:
-        expected = np.concatenate([[0], np.cumsum(np.bincount(dst, minlength=num_dst))])
-        np.testing.assert_array_equal(rowptr, expected)
+    degrees = rng.integers(0, max_degree + 1, num_dst)
+    dst = np.repeat(np.arange(num_dst), degrees)
+    if not grouped:
+        dst = rng.permutation(dst)
+    src = rng.integers(0, 7, dst.shape[0])
+    ids = rng.permutation(dst.shape[0])
+    attr = rng.standard_normal((dst.shape[0], 3)).astype(np.float32)
+    edge_index = torch.from_numpy(np.stack([src, dst]).astype(np.int64).reshape(2, -1))
+    block = Block.from_edge_index(
+        edge_index, 7, num_dst, edge_id=torch.from_numpy(ids), edge_attr=torch.from_numpy(attr),
+        edge_age=torch.from_numpy(attr[:, 0].copy()),
+    )  # fmt: skip
+    order = np.argsort(dst, kind="stable")
+    np.testing.assert_array_equal(
+        block.rowptr.numpy(), np.concatenate([[0], np.cumsum(np.bincount(dst, minlength=num_dst))])
+    )
+    np.testing.assert_array_equal(block.col.numpy(), src[order])
+    np.testing.assert_array_equal(block.edge_id.numpy(), ids[order])
+    np.testing.assert_array_equal(block.edge_attr.numpy(), attr[order])
+    np.testing.assert_array_equal(block.edge_age.numpy(), attr[order, 0])
+    assert (block.num_src, block.num_dst, block.num_edges) == (7, num_dst, dst.shape[0])
+    derived = Block(block.rowptr, block.col, 7)  # no edge index: derived from the row pointer
+    np.testing.assert_array_equal(derived.edge_index.numpy(), np.stack([src[order], dst[order]]).reshape(2, -1))
+    assert torch.equal(derived.destinations(), block.destinations())
+    if grouped:  # grouped edges keep their order, and their edge index is the block's own
+        assert block.edge_index.data_ptr() == edge_index.data_ptr()
 
 
-@pytest.mark.parametrize("grouped", [True, False])
-def test_build_csr_is_the_same_through_the_grouped_pass_and_the_sort(grouped: bool) -> None:
-    block = random_block(np.random.default_rng(5), 50, 20, 6, grouped)
-    csr = build_csr(block.edge_index, block.num_src, block.num_dst)
-    order = torch.argsort(block.edge_index[1], stable=True)
-    src, dst = block.edge_index[0][order], block.edge_index[1][order]
-    expected_rowptr = torch.cat([torch.zeros(1, dtype=torch.int64), torch.cumsum(torch.bincount(dst, minlength=50), 0)])
-    assert torch.equal(csr.rowptr, expected_rowptr) and torch.equal(csr.col, src) and torch.equal(csr.row, dst)
-    assert (csr.edge_order is None) == grouped
+def test_block_from_edge_index_refuses_a_destination_out_of_range() -> None:
+    with pytest.raises(ValueError, match=r"destinations must lie in \[0, 2\), found \[0, 2\]"):
+        Block.from_edge_index(torch.tensor([[0, 1], [0, 2]]), 3, 2)
+
+
+def test_block_to_its_own_device_is_itself_and_keeps_the_cached_csr() -> None:
+    block = random_block(np.random.default_rng(3), 10, 4, 3, True)
+    csr = block_csr(block)
+    assert block.to("cpu") is block and block_csr(block.to("cpu")) is csr

@@ -30,7 +30,7 @@ def random_block(num_src: int, num_dst: int, num_edges: int, edge_dim: int, *, s
     dst = torch.randint(0, num_dst, (num_edges,), generator=gen)
     attr = torch.randn(num_edges, edge_dim, generator=gen) if edge_dim else None
     age = 10 ** (3 * torch.rand(num_edges, generator=gen)) if timed else None  # 1 to 1000, spread over the scales
-    return Block(torch.stack([src, dst]), num_src, num_dst, edge_attr=attr, edge_age=age)
+    return Block.from_edge_index(torch.stack([src, dst]), num_src, num_dst, edge_attr=attr, edge_age=age)
 
 
 def edge_vector(model: BlockGNN, block: Block) -> torch.Tensor:
@@ -70,9 +70,9 @@ def test_edge_inputs_concatenate_and_refuse_missing_attributes() -> None:
     torch.testing.assert_close(vec[:, :4], block.edge_attr)
     torch.testing.assert_close(vec[:, 4:], inputs.time(block.edge_age))
     with pytest.raises(OptionError, match=r"time_encoding=5: the model encodes Block.edge_age \[10\] .*found a block"):
-        inputs(Block(block.edge_index, 6, 3, edge_attr=block.edge_attr))
+        inputs(Block(block.rowptr, block.col, 6, edge_attr=block.edge_attr))
     with pytest.raises(OptionError, match=r"edge_dim=4: the model reads Block.edge_attr \[10, 4\] .*found a block"):
-        EdgeInputs(4)(Block(block.edge_index, 6, 3))
+        EdgeInputs(4)(Block(block.rowptr, block.col, 6))
     with pytest.raises(OptionError, match=r"edge_dim=3: .*\[10, 3\] .*found shape \(10, 4\)"):
         EdgeInputs(3)(block)
 
@@ -117,7 +117,7 @@ def test_gat_layers_with_edge_inputs_equal_pyg(edge_dim: int, time_dim: int) -> 
             out = model.layer(index, h, block)
             torch.testing.assert_close(out, pyg if index == 1 else torch.relu(pyg), rtol=1e-5, atol=1e-5)
             # the edge inputs matter: other edge features give other outputs
-            other = Block(block.edge_index, block.num_src, block.num_dst,
+            other = Block(block.rowptr, block.col, block.num_src,
                           edge_attr=None if block.edge_attr is None else block.edge_attr.flip(0),
                           edge_age=block.edge_age.flip(0))  # fmt: skip
             assert not torch.allclose(model.layer(index, h, other), out)

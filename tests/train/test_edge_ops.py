@@ -10,7 +10,8 @@ import pytest
 import torch
 from torch_geometric.utils import softmax
 
-from graphtier.train.nn.aggregate import BlockCSR, csr_from_rowptr
+from graphtier.sampling.batch import Block
+from graphtier.train.nn.aggregate import BlockCSR, block_csr
 from graphtier.train.nn.edge_ops import edge_softmax, gather_destinations, gather_sources, sum_by_destination
 from graphtier.train.nn.typed_layers import RelationGAT
 
@@ -21,7 +22,7 @@ def _csr(num_dst: int, num_src: int, num_edges: int, seed: int = 0) -> BlockCSR:
     col = torch.randint(0, num_src, (num_edges,), generator=g)
     rowptr = torch.zeros(num_dst + 1, dtype=torch.int64)
     rowptr[1:] = torch.cumsum(torch.bincount(row, minlength=num_dst), 0)
-    return csr_from_rowptr(rowptr, col, num_src)
+    return block_csr(Block(rowptr, col, num_src))
 
 
 def test_gathers_sums_and_softmax_match_torch_with_their_gradients() -> None:

@@ -12,9 +12,10 @@ import torch
 from graphtier import Dataset, OptionError
 from graphtier.dataset.importers.formats.manifest import import_manifest
 from graphtier.graphstore import GraphStore
+from graphtier.sampling.batch import Block
 from graphtier.train import train
 from graphtier.train.infer.predict import predict
-from graphtier.train.nn.aggregate import csr_from_rowptr
+from graphtier.train.nn.aggregate import block_csr
 from graphtier.train.nn.typed_layers import RelationGAT
 from tests.dataset.importers.helpers import assert_user_error, run_cli
 from tests.graphstore.test_edge_features import with_edge_features
@@ -49,7 +50,7 @@ def test_relation_gat_with_edge_features_is_pyg_gatconv() -> None:
     edge_attr = torch.randn(6, 5)
     dst = torch.repeat_interleave(torch.arange(4), rowptr[1:] - rowptr[:-1])
     expected = pyg((x_src, x_dst), torch.stack([col, dst]), edge_attr=edge_attr)
-    got = conv(x_src, x_dst, csr_from_rowptr(rowptr, col, 7), edge_attr)
+    got = conv(x_src, x_dst, block_csr(Block(rowptr, col, 7)), edge_attr)
     torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
 
 

@@ -9,7 +9,6 @@ from torch import Tensor, nn
 
 from graphtier.dataset.schema import Schema
 from graphtier.errors import OptionError
-from graphtier.sampling.typed_batch import TypedBlock
 from graphtier.train.nn.models import BlockGNN
 from graphtier.train.nn.typed_layers import RelationGAT, _BiasOnly
 from graphtier.train.nn.typed_models import TypedGNN, build_typed_model, needed_types
@@ -210,20 +209,13 @@ def test_homogeneous_schema_hsage_is_graphsage() -> None:
     batch = full_batch(graph, seeds, 2)
     out = typed(batch_inputs(graph, batch), batch.blocks, batch.n_id)
     x = graph.features["_N"][batch.n_id["_N"]]
-    blocks = [_Homogeneous(b) for b in batch.blocks]
+    blocks = [b.relations[("_N", "_E", "_N")] for b in batch.blocks]  # the one block layout: a relation's Block
     torch.testing.assert_close(out, sage(x, blocks), rtol=1e-9, atol=1e-10)
     for kind in MODELS:
         model = build_typed_model(kind, schema, in_dims={"_N": 6}, hidden=8, num_classes=4, num_layers=2,
                                   heads=2).double().eval()  # fmt: skip
         torch.testing.assert_close(model(batch_inputs(graph, batch), batch.blocks, batch.n_id),
                                    reference(model, graph)[torch.from_numpy(seeds)], rtol=1e-9, atol=1e-10)  # fmt: skip
-
-
-class _Homogeneous:
-    def __init__(self, block: TypedBlock) -> None:
-        rel = block.relations[("_N", "_E", "_N")]
-        self.edge_index = rel.edge_index
-        self.num_src, self.num_dst = block.num_src["_N"], block.num_dst["_N"]
 
 
 def test_mlp_reads_the_target_features_only() -> None:

@@ -8,7 +8,8 @@ from torch import Tensor
 
 from graphtier.dataset.schema import Schema
 from graphtier.dataset.typed_graph import TypedEdges, build_typed_csc
-from graphtier.sampling.typed_batch import RelationBlock, TypedBlock, TypedMiniBatch
+from graphtier.sampling.batch import Block
+from graphtier.sampling.typed_batch import TypedBlock, TypedMiniBatch
 
 
 class TypedGraph:
@@ -82,7 +83,9 @@ def full_batch(graph: TypedGraph, seeds: np.ndarray, num_layers: int) -> TypedMi
                     col.append(position[rel.src][u])
                 rowptr.append(len(col))
             if col:  # a relation with no sampled edge is absent
-                relations[rel.type] = RelationBlock(torch.tensor(rowptr), torch.tensor(col, dtype=torch.int64))
+                relations[rel.type] = Block(torch.tensor(rowptr), torch.tensor(col, dtype=torch.int64), 0)
+        for (src, _, _), block in relations.items():  # every source of the layer is known now
+            block.num_src = len(nodes[src])
         blocks.append(TypedBlock({t: len(nodes[t]) for t in schema.type_names}, num_dst, relations))
     blocks.reverse()
     n_id = {t: torch.tensor(ids, dtype=torch.int64) for t, ids in nodes.items()}

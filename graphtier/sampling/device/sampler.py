@@ -105,19 +105,15 @@ class DeviceNeighborSampler:
         # Triton launches on the current CUDA device: make it the topology's (the caller may be any thread)
         with torch.cuda.device(self.device) if self.device.type == "cuda" else contextlib.nullcontext():
             n_id, seed_index = first_seen_relabel(seed_tensor[:0], seed_tensor)
-            layer_sizes = [int(n_id.shape[0])]
-            edge_indices, edge_ids = [], []
+            blocks = []
             for hop, fanout in enumerate(self.fanouts):
                 stream = cpu_kernels.stream_key(self.seed, int(batch_id), hop)
-                sources, destinations, positions = self._hop(n_id, fanout, stream)
+                sources, destinations, positions, offsets = self._hop(n_id, fanout, stream)
                 n_id, local_sources = first_seen_relabel(n_id, sources)
-                layer_sizes.append(int(n_id.shape[0]))
-                edge_indices.append(torch.stack((local_sources, destinations)))
-                edge_ids.append(positions if self.with_edge_ids else None)
-        blocks = [
-            Block(edge_indices[h], layer_sizes[h + 1], layer_sizes[h], edge_ids[h])
-            for h in reversed(range(len(self.fanouts)))
-        ]
+                edge_index = torch.stack((local_sources, destinations))
+                edge_id = positions if self.with_edge_ids else None
+                blocks.append(Block.from_grouped(offsets, edge_index, int(n_id.shape[0]), edge_id))
+        blocks.reverse()
         return MiniBatch(n_id=n_id, blocks=blocks, seed_index=seed_index, seeds=seed_tensor)
 
     def sample_global(
@@ -129,9 +125,9 @@ class DeviceNeighborSampler:
 
     def _hop(
         self, dst_nodes: torch.Tensor, fanout: int, stream: int
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """(sources, destinations, positions), int64 [E] each on the device: global source ids, destination
-        indices, and each edge's CSC position (its ``edge_id``)."""
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(sources, destinations, positions, offsets) on the device: int64 [E] global source ids, destination
+        indices and each edge's CSC position (its ``edge_id``), and int64 [D + 1] the destinations' first edges."""
         indptr = self.topology.indptr
         starts = indptr[dst_nodes]
         degrees = indptr[dst_nodes + 1] - starts
@@ -143,7 +139,7 @@ class DeviceNeighborSampler:
             picked = torch.nonzero(counts < degrees).flatten()
             if picked.numel():
                 self._pick(picked, starts, degrees, offsets, stream, fanout, positions)
-        return self.topology.gather_positions(positions), destinations, positions
+        return self.topology.gather_positions(positions), destinations, positions, offsets
 
     def _pick(
         self,

@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from graphtier.dataset.schema import RelationType, Schema
+from graphtier.sampling.batch import Block
 from graphtier.sampling.device.device_hops import (
     Topology,
     draw_picks,
@@ -31,7 +32,7 @@ from graphtier.sampling.device.device_hops import (
 )
 from graphtier.sampling.neighbor import _neighbor_kernels as cpu_kernels
 from graphtier.sampling.relation_layout import RelationLayout
-from graphtier.sampling.typed_batch import RelationBlock, TypedBlock, TypedMiniBatch
+from graphtier.sampling.typed_batch import TypedBlock, TypedMiniBatch
 
 
 def type_positions(offsets: torch.Tensor, n_id: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, list[int]]:
@@ -99,15 +100,16 @@ class DeviceTypedHops:
             node_type, type_position, type_count = type_positions(self._type_offsets, n_id)
             seed_rows = type_position[seed_index]
             layer_counts = [type_count]
-            hop_relations: list[dict[RelationType, RelationBlock]] = []
+            hop_relations: list[dict[RelationType, Block]] = []
             for hop in range(self.layout.num_hops):
                 stream = cpu_kernels.stream_key(self.seed, batch_id, hop)
                 spans, sources, positions = self._hop(hop, stream, n_id, node_type, type_position, type_count)
                 n_id, local_sources = first_seen_relabel(n_id, sources)
                 node_type, type_position, type_count = type_positions(self._type_offsets, n_id)
                 columns = type_position[local_sources]  # each edge's source row among its type's sources
-                hop_relations.append({key: RelationBlock(rowptr, columns[low:high],
-                                                         positions[low:high] if self.with_edge_ids else None)
+                sources_of = dict(zip(self.schema.type_names, type_count))
+                hop_relations.append({key: Block(rowptr, columns[low:high], sources_of[key[0]],
+                                                 positions[low:high] if self.with_edge_ids else None)
                                       for key, (rowptr, low, high) in spans.items()})  # fmt: skip
                 layer_counts.append(type_count)
         names = self.schema.type_names

@@ -265,8 +265,11 @@ class LinkSampler(PairTable):
             if kept.shape[1] < block.num_edges:
                 removed += block.num_edges - int(kept.shape[1])
                 device = block.edge_index.device
-                block = Block(
-                    kept.to(device), block.num_src, block.num_dst, None if edge_id is None else edge_id.to(device)
+                block = Block.from_edge_index(
+                    kept.to(device),
+                    block.num_src,
+                    block.num_dst,
+                    edge_id=None if edge_id is None else edge_id.to(device),
                 )
             kept_blocks.append(block)
         return kept_blocks, removed

@@ -25,8 +25,9 @@ import torch
 
 from graphtier.dataset.schema import Relation, RelationType, Schema
 from graphtier.errors import OptionError
+from graphtier.sampling.batch import Block
 from graphtier.sampling.link.pairs import PairTable
-from graphtier.sampling.typed_batch import RelationBlock, TypedBlock, TypedMiniBatch
+from graphtier.sampling.typed_batch import TypedBlock, TypedMiniBatch
 
 SampleGlobal = Callable[[np.ndarray, int], tuple[TypedMiniBatch, np.ndarray | torch.Tensor]]
 """``(global seeds, batch id) -> (batch, rows per type)``: :meth:`NeighborSampler.sample_global` (numpy rows),
@@ -71,21 +72,20 @@ class TypedLinkMiniBatch(TypedMiniBatch):
         )  # fmt: skip
 
 
-def without_pairs(rel: RelationBlock, dst_rows: torch.Tensor, src_rows: torch.Tensor, num_rows: int) -> RelationBlock:
+def without_pairs(rel: Block, dst_rows: torch.Tensor, src_rows: torch.Tensor, num_rows: int) -> Block:
     """``rel`` without its edges ``src_rows[i] -> dst_rows[i]`` (int64 [T] rows; both < ``num_rows``, the seeds'
     rows, which are the first rows of every layer)."""
-    counts = rel.rowptr[1:] - rel.rowptr[:-1]
-    dst = torch.repeat_interleave(torch.arange(counts.shape[0], device=rel.col.device), counts)
+    dst = rel.destinations()
     candidates = torch.nonzero((dst < num_rows) & (rel.col < num_rows)).flatten()
     hits = torch.isin(dst[candidates] * num_rows + rel.col[candidates], dst_rows * num_rows + src_rows)
     if not bool(hits.any()):
         return rel
     keep = torch.ones(rel.col.shape[0], dtype=torch.bool, device=rel.col.device)
     keep[candidates[hits]] = False
-    kept_counts = torch.bincount(dst[keep], minlength=counts.shape[0])
+    kept_counts = torch.bincount(dst[keep], minlength=rel.num_dst)
     rowptr = torch.zeros_like(rel.rowptr)
     torch.cumsum(kept_counts, 0, out=rowptr[1:])
-    return RelationBlock(rowptr, rel.col[keep], None if rel.edge_id is None else rel.edge_id[keep])
+    return Block(rowptr, rel.col[keep], rel.num_src, None if rel.edge_id is None else rel.edge_id[keep])
 
 
 def typed_pairs(

@@ -133,14 +133,14 @@ class NeighborSampler:
         workspace = self._workspaces.take()
         carver = Carver(self._outputs.take())
         # a failed batch may leave ids in the scratch: its workspace is dropped, not given back
-        n_id, edge_indices, edge_ids, layer_sizes, seed_index = self._sample(
+        n_id, rowptrs, edge_indices, edge_ids, layer_sizes, seed_index = self._sample(
             seed_array, int(batch_id), workspace, carver
         )
         self._workspaces.give_back(workspace)
         self._outputs.need(carver.used)
         # layer_sizes[h] = nodes known before hop h; the block of hop h maps sizes[h+1] -> sizes[h]
         blocks = [
-            Block(edge_indices[h], int(layer_sizes[h + 1]), int(layer_sizes[h]), edge_ids[h] if edge_ids else None)
+            Block.from_grouped(rowptrs[h], edge_indices[h], int(layer_sizes[h + 1]), edge_ids[h] if edge_ids else None)
             for h in reversed(range(len(self.fanouts)))
         ]
         return MiniBatch(
@@ -160,9 +160,10 @@ class NeighborSampler:
 
     def _sample(
         self, seeds: np.ndarray, batch_id: int, workspace: Workspace, carver: Carver
-    ) -> tuple[torch.Tensor, list[torch.Tensor], list[torch.Tensor], list[int], torch.Tensor]:
-        """The batch's tensors, carved from the output buffer: n_id [n], edge_index [2, E_h] per hop, edge_id [E_h]
-        per hop (none without ``with_edge_ids``), rows known before each hop, seed_index [B]."""
+    ) -> tuple[torch.Tensor, list[torch.Tensor], list[torch.Tensor], list[torch.Tensor], list[int], torch.Tensor]:
+        """The batch's tensors, carved from the output buffer: n_id [n], rowptr [D_h + 1] and edge_index [2, E_h]
+        (edges grouped by destination) per hop, edge_id [E_h] per hop (none without ``with_edge_ids``), rows known
+        before each hop, seed_index [B]."""
         local_id = workspace.local_id
         seed_index = carver.take(seeds.shape[0])
         n_id = workspace.array("n_id", seeds.shape[0])  # the growing node list (global ids); copied out at the end
@@ -170,12 +171,14 @@ class NeighborSampler:
         try:
             count = int(kernels.unique_seeds(seeds, local_id, n_id, seed_index.numpy()))
             layer_sizes = [count]
-            edge_indices, edge_ids = [], []
+            rowptrs, edge_indices, edge_ids = [], [], []
             for hop, fanout in enumerate(self.fanouts):
                 dst_nodes = n_id[:count]
                 team = self._team if count >= PARALLEL_MIN_ITEMS else None
                 spans = hop_spans(team, self.indptr, dst_nodes, fanout, workspace)
                 num_edges = int(spans[0][-1])
+                rowptrs.append(carver.take(count + 1))
+                rowptrs[-1].numpy()[:] = spans[0]
                 edge_tensor = carver.take(2 * num_edges).view(2, num_edges)
                 edge_index = edge_tensor.numpy()
                 ids = NO_EDGE_IDS
@@ -212,4 +215,4 @@ class NeighborSampler:
             kernels.reset_local_ids(local_id, n_id, 0, count)
         n_id_out = carver.take(count)
         n_id_out.numpy()[:] = n_id[:count]
-        return n_id_out, edge_indices, edge_ids, layer_sizes, seed_index
+        return n_id_out, rowptrs, edge_indices, edge_ids, layer_sizes, seed_index

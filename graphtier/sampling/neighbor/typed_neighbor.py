@@ -23,13 +23,14 @@ import torch
 
 from graphtier._threads import ThreadTeam
 from graphtier.dataset.schema import RelationType, Schema
+from graphtier.sampling.batch import Block
 from graphtier.sampling.buffers import Workspace, WorkspacePool
 from graphtier.sampling.neighbor import _neighbor_kernels as kernels
 from graphtier.sampling.neighbor import _typed_kernels as typed_kernels
 from graphtier.sampling.neighbor.hops import NO_EDGE_IDS, PARALLEL_MIN_ITEMS, hop_sources, run_split
 from graphtier.sampling.relation_layout import RelationLayout
 from graphtier.sampling.seeds import as_seed_array
-from graphtier.sampling.typed_batch import RelationBlock, TypedBlock, TypedMiniBatch
+from graphtier.sampling.typed_batch import TypedBlock, TypedMiniBatch
 
 
 class TypedHops:
@@ -88,7 +89,7 @@ class TypedHops:
         seed_index = np.empty(batch_size, dtype=np.int64)
         type_count = np.zeros(num_types, dtype=np.int64)
         layer_counts: list[np.ndarray] = []
-        hop_relations: list[dict[RelationType, RelationBlock]] = []
+        hop_relations: list[dict[RelationType, Block]] = []
         count = 0
         try:
             count = int(kernels.unique_seeds(global_seeds, local_id, n_id, seed_index))
@@ -107,9 +108,10 @@ class TypedHops:
                 count = new_count
                 columns = type_position[sources]  # each edge's source row among its type's sources
                 positions = workspace.array("edge_ids", num_edges) if self.with_edge_ids else None
-                hop_relations.append({key: RelationBlock(rowptr, torch.from_numpy(columns[low:high]),
-                                                         None if positions is None else
-                                                         torch.from_numpy(positions[low:high].copy()))
+                sources_of = dict(zip(self.schema.type_names, type_count.tolist()))
+                hop_relations.append({key: Block(rowptr, torch.from_numpy(columns[low:high]), sources_of[key[0]],
+                                                 None if positions is None else
+                                                 torch.from_numpy(positions[low:high].copy()))
                                       for key, (rowptr, low, high) in relations.items()})  # fmt: skip
                 layer_counts.append(type_count.copy())
         finally:

@@ -97,7 +97,7 @@ class ShadowSampler:
         with numba_threads(threads_for(int(seed_array.shape[0]) * 8, self.num_threads)):
             n_id, edge_index, seed_index, subgraph = self._sample(seed_array, int(batch_id))
         total = int(n_id.shape[0])
-        block = Block(torch.from_numpy(edge_index), total, total)
+        block = Block.from_edge_index(torch.from_numpy(edge_index), total, total)
         return MiniBatch(
             n_id=torch.from_numpy(n_id),
             blocks=[block] * self.num_layers,

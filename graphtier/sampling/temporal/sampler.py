@@ -147,7 +147,8 @@ class TemporalNeighborSampler:
         n_id, n_time, hops, sizes, seed_index = self._sample(seed_array, times, int(batch_id), workspace, carver)
         self._workspaces.give_back(workspace)
         self._outputs.need(carver.used)
-        blocks = [Block(hops[h][0], sizes[h + 1], sizes[h], hops[h][1]) for h in reversed(range(len(self.fanouts)))]
+        blocks = [Block.from_grouped(rowptr, edge_index, sizes[h + 1], edge_id)
+                  for h, (rowptr, edge_index, edge_id) in reversed(list(enumerate(hops)))]  # fmt: skip
         return MiniBatch(
             n_id=n_id, blocks=blocks, seed_index=seed_index, seeds=torch.from_numpy(seed_array.copy()), n_time=n_time
         )
@@ -169,8 +170,10 @@ class TemporalNeighborSampler:
 
     def _sample(
         self, seeds: np.ndarray, times: np.ndarray, batch_id: int, workspace: Workspace, carver: Carver
-    ) -> tuple[torch.Tensor, torch.Tensor, list[tuple[torch.Tensor, torch.Tensor]], list[int], torch.Tensor]:
-        """(n_id [R], n_time [R], (edge_index [2, E_h], edge_id [E_h]) per hop, rows known before each hop and
+    ) -> tuple[
+        torch.Tensor, torch.Tensor, list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]], list[int], torch.Tensor
+    ]:
+        """(n_id [R], n_time [R], (rowptr [D_h + 1], edge_index [2, E_h], edge_id [E_h]) per hop, rows known before each hop and
         after the last, seed_index [B]), carved from the output buffer; the workspace is left empty."""
         size = seeds.shape[0]
         # seeds of one time: a row is a node (the untimed node-indexed relabel); of several: a (node, time) hash
@@ -191,7 +194,7 @@ class TemporalNeighborSampler:
                     relabel_pairs_hashed(seeds, times, table, stamp, keys_node, keys_bound, 0, seed_index.numpy())
                 )
             sizes = [count]
-            hops: list[tuple[torch.Tensor, torch.Tensor]] = []
+            hops: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []
             for hop, fanout in enumerate(self.fanouts):
                 starts, degrees = workspace.array("starts", count), workspace.array("degrees", count)
                 offsets = workspace.array("offsets", count + 1)
@@ -200,6 +203,8 @@ class TemporalNeighborSampler:
                                    bound if bound is not None else keys_bound[:count], np.int64(fanout),
                                    self.inclusive, all_past, starts, degrees, offsets)
                 )  # fmt: skip
+                rowptr = carver.take(count + 1)
+                rowptr.numpy()[:] = offsets
                 edge_tensor, edge_id = carver.take(2 * total).view(2, total), carver.take(total)
                 edge_index = edge_tensor.numpy()
                 stream = np.uint64(kernels.stream_key(self.seed, batch_id, hop))
@@ -223,7 +228,7 @@ class TemporalNeighborSampler:
                         count = int(relabel_pairs_hashed(edge_index[0], src_bound, table, stamp, keys_node,
                                                          keys_bound, np.int64(count), edge_index[0]))  # fmt: skip
                 sizes.append(count)
-                hops.append((edge_tensor, edge_id))
+                hops.append((rowptr, edge_tensor, edge_id))
         finally:
             if one_time:
                 kernels.reset_local_ids(workspace.local_id, keys_node, 0, count)

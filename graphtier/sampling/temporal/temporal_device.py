@@ -161,16 +161,16 @@ class DeviceTemporalSampler:
         with torch.cuda.device(self.device) if self.device.type == "cuda" else contextlib.nullcontext():
             empty = seed_tensor[:0]
             node, bound, seed_index = first_seen_pairs((empty, empty), (seed_tensor, times))
-            sizes = [int(node.shape[0])]
-            hops = []
+            blocks = []
             for hop, fanout in enumerate(self.fanouts):
                 stream = cpu_kernels.stream_key(self.seed, int(batch_id), hop)
-                sources, destinations, edge_id = self.hop(node, bound, fanout, stream)
+                sources, destinations, edge_id, rowptr = self.hop(node, bound, fanout, stream)
                 relabel = first_seen_inputs if hop == len(self.fanouts) - 1 else first_seen_pairs  # inputs: by node
                 node, bound, local = relabel((node, bound), (sources, bound[destinations]))
-                sizes.append(int(node.shape[0]))
-                hops.append((torch.stack((local, destinations)), edge_id))
-        blocks = [Block(hops[h][0], sizes[h + 1], sizes[h], hops[h][1]) for h in reversed(range(len(self.fanouts)))]
+                blocks.append(
+                    Block.from_grouped(rowptr, torch.stack((local, destinations)), int(node.shape[0]), edge_id)
+                )
+        blocks.reverse()
         return MiniBatch(n_id=node, blocks=blocks, seed_index=seed_index, seeds=seed_tensor, n_time=bound)
 
     def sample_global(
@@ -196,12 +196,13 @@ class DeviceTemporalSampler:
 
     def hop(
         self, nodes: torch.Tensor, bounds: torch.Tensor, fanout: int, stream: int
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """One hop of the rows ``nodes`` (int64 [R] CSC rows on the device) at ``bounds`` (int64 [R]) with ``fanout``
         (-1: every admissible edge) and the random ``stream`` (:func:`~graphtier.sampling.neighbor._neighbor_kernels.
-        stream_key`): (sources, destinations, edge_id), int64 [E] each on the device: source ids as the CSC holds
-        them, destination rows (indices into ``nodes``), the picked edges' CSC positions; grouped by destination
-        row, in time order for whole prefixes and ``recent`` (a typed sampler calls it per relation)."""
+        stream_key`): (sources, destinations, edge_id, rowptr) on the device: int64 [E] source ids as the CSC holds
+        them, destination rows (indices into ``nodes``) and the picked edges' CSC positions, grouped by destination
+        row, in time order for whole prefixes and ``recent``; int64 [R + 1] each row's first edge (a typed sampler
+        calls it per relation)."""
         indptr = self.topology.indptr
         starts = indptr[nodes]
         admitted = self._cuts(nodes, bounds, indptr, self.time_by_order, self.inclusive, self._steps)
@@ -217,4 +218,4 @@ class DeviceTemporalSampler:
                 draw_picks(self._kernels, picked, (starts, admitted, offsets), stream, fanout, positions,
                            self.topology.num_edges)  # fmt: skip
         edge_id = self.edge_time_order[positions]
-        return self.topology.gather_positions(edge_id), destinations, edge_id
+        return self.topology.gather_positions(edge_id), destinations, edge_id, offsets

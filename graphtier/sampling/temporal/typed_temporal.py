@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from graphtier.dataset.schema import RelationType, Schema
+from graphtier.sampling.batch import Block
 from graphtier.sampling.neighbor import _neighbor_kernels as kernels
 from graphtier.sampling.neighbor.hops import seed_times
 from graphtier.sampling.relation_layout import RelationLayout
@@ -35,7 +36,7 @@ from graphtier.sampling.temporal._temporal_kernels import (
     temporal_draws,
     temporal_spans,
 )
-from graphtier.sampling.typed_batch import RelationBlock, TypedBlock, TypedMiniBatch
+from graphtier.sampling.typed_batch import TypedBlock, TypedMiniBatch
 
 
 class TypedTemporalHops:
@@ -93,13 +94,14 @@ class TypedTemporalHops:
             source_rows = rows.add(sources, bounds, by_node=last)  # may grow the row arrays: index them after
             columns = rows.position[source_rows]  # each edge's source row among its type's rows
             after = rows.type_counts()
+            names = self.schema.type_names
+            sources_of = {n: int(after[t]) for t, n in enumerate(names)}
             blocks = {
-                key: RelationBlock(torch.from_numpy(rowptr), torch.from_numpy(columns[low:high]),
-                                   torch.from_numpy(edge_id))
+                key: Block(torch.from_numpy(rowptr), torch.from_numpy(columns[low:high]), sources_of[key[0]],
+                           torch.from_numpy(edge_id))
                 for key, (rowptr, low, high, edge_id) in relations.items()
             }  # fmt: skip
-            names = self.schema.type_names
-            hops.append(TypedBlock({n: int(after[t]) for t, n in enumerate(names)},
+            hops.append(TypedBlock(sources_of,
                                    {n: int(before[t]) for t, n in enumerate(names)}, blocks))  # fmt: skip
             before = after
         n_id, n_time = rows.by_type(self.schema.type_names)

@@ -21,14 +21,15 @@ import numpy as np
 import torch
 
 from graphtier.dataset.schema import RelationType, Schema
+from graphtier.sampling.batch import Block
 from graphtier.sampling.device.device_hops import Topology, first_seen_inputs, first_seen_pairs, seeds_on_device
 from graphtier.sampling.device.typed_device import type_positions
 from graphtier.sampling.neighbor import _neighbor_kernels as cpu_kernels
 from graphtier.sampling.relation_layout import RelationLayout
-from graphtier.sampling.typed_batch import RelationBlock, TypedBlock, TypedMiniBatch
+from graphtier.sampling.typed_batch import TypedBlock, TypedMiniBatch
 
-Hop = Callable[[torch.Tensor, torch.Tensor, int, int], tuple[torch.Tensor, torch.Tensor, torch.Tensor]]
-"""``(CSC rows, bounds, fanout, stream) -> (sources, destinations, edge_id)``: the homogeneous device hop."""
+Hop = Callable[[torch.Tensor, torch.Tensor, int, int], tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]]
+"""``(CSC rows, bounds, fanout, stream) -> (sources, destinations, edge_id, rowptr)``: the homogeneous device hop."""
 Times = Callable[[np.ndarray | torch.Tensor | int, int], torch.Tensor]
 """``(seed_time, count) -> int64 [count]`` seed times on the device, checked."""
 
@@ -88,9 +89,7 @@ class DeviceTypedTemporalHops:
                     members = torch.nonzero(kind == t).flatten()  # the type's rows, in row (= position) order
                     rows = rel.row_offset + node[members] - self._offsets[t]
                     stream = cpu_kernels.stream_key(self.seed, batch_id, hop * len(self.schema.relations) + r)
-                    src, dst, edge_id = self._hop(rows, bound[members], int(self.fanout_table[hop, r]), stream)
-                    rowptr = torch.zeros(members.shape[0] + 1, dtype=torch.int64, device=self.device)
-                    torch.cumsum(torch.bincount(dst, minlength=members.shape[0]), 0, out=rowptr[1:])
+                    src, dst, edge_id, rowptr = self._hop(rows, bound[members], int(self.fanout_table[hop, r]), stream)
                     relations[rel.type] = (rowptr, low, low + int(src.shape[0]), edge_id)
                     sources.append(src)
                     bounds.append(bound[members][dst])
@@ -99,7 +98,8 @@ class DeviceTypedTemporalHops:
                 node, bound, local = relabel((node, bound), (torch.cat(sources), torch.cat(bounds)))
                 kind, position, after = type_positions(self._offsets, node)
                 columns = position[local]  # each edge's source row among its type's rows
-                blocks = {key: RelationBlock(rowptr, columns[a:b], edge_id)
+                sources_of = dict(zip(names, after))
+                blocks = {key: Block(rowptr, columns[a:b], sources_of[key[0]], edge_id)
                           for key, (rowptr, a, b, edge_id) in relations.items()}  # fmt: skip
                 hops.append(TypedBlock({n: after[i] for i, n in enumerate(names)},
                                        {n: before[i] for i, n in enumerate(names)}, blocks))  # fmt: skip

@@ -249,7 +249,7 @@ def estimate_workload(
             batch = sample(roots, batch_id)
             batch_id += 1
             assert batch.subgraph is not None
-            destinations = batch.blocks[0].edge_index[1]
+            destinations = batch.blocks[0].destinations()
             per_root = np.bincount(batch.subgraph[destinations].numpy(), minlength=roots.shape[0])
             total[start : start + chunk.shape[0]] += per_root[np.searchsorted(roots, chunk)]
     return total / max(samples, 1) + 1.0

@@ -19,7 +19,8 @@ from torch import Tensor, nn
 
 from graphtier._progress import NO_PROGRESS, Progress, Stage
 from graphtier.dataset.schema import Schema
-from graphtier.sampling.typed_batch import RelationBlock, TypedBlock
+from graphtier.sampling.batch import Block
+from graphtier.sampling.typed_batch import TypedBlock
 from graphtier.train.infer.inference import chunk_bounds, layer_output
 from graphtier.train.infer.typed_tables import TypedGather, reads_by_tables, table_outputs
 from graphtier.train.nn.typed_models import TypedGNN, TypedMLP
@@ -71,12 +72,12 @@ def full_neighbour_block(
         rank[order] = np.arange(order.shape[0], dtype=np.int64)
         n_id[t] = torch.from_numpy(unique[order])
         rank_of[t] = (unique, rank)
+    num_src = {t: int(ids.shape[0]) for t, ids in n_id.items()}
     relations = {}
     for key, src, rowptr, sources in sampled:
         unique, rank = rank_of[src]
         col = rank[np.searchsorted(unique, sources)]
-        relations[key] = RelationBlock(torch.from_numpy(rowptr), torch.from_numpy(col))
-    num_src = {t: int(ids.shape[0]) for t, ids in n_id.items()}
+        relations[key] = Block(torch.from_numpy(rowptr), torch.from_numpy(col), num_src[src])
     num_dst = {t: (int(dst_ids.shape[0]) if t == dst_type else 0) for t in schema.type_names}
     return n_id, TypedBlock(num_src, num_dst, relations)
 

@@ -211,7 +211,7 @@ def add_edge_inputs(batch: MiniBatch | TypedMiniBatch, store: GraphStore, featur
             blk.edge_attr = store.gather_edges(blk.edge_id)
         if timed:
             ids = blk.edge_id.cpu().numpy()
-            dst_time = batch.n_time.cpu()[blk.edge_index[1].cpu()].numpy()
+            dst_time = batch.n_time.cpu()[blk.destinations().cpu()].numpy()
             blk.edge_age = torch.from_numpy((dst_time - np.asarray(edge_time[ids])).astype(np.float32))
 
 

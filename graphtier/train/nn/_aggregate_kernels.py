@@ -74,28 +74,6 @@ def csr_spmm_rows(
 
 
 @numba.njit(cache=True, nogil=True)
-def grouped_rowptr(dst: np.ndarray, num_rows: int, rowptr: np.ndarray) -> bool:
-    """Fill ``rowptr`` int64 [num_rows + 1] with the CSR row pointer of edges whose destinations ``dst`` int64 [E]
-    are grouped in non-decreasing order; returns False (``rowptr`` then unspecified) as soon as one is not.
-
-    One sequential pass (the check and the counts together), no threads: the producer thread calls it while the
-    training thread's parallel regions hold the cores.
-    """
-    for r in range(num_rows + 1):
-        rowptr[r] = 0
-    previous = 0
-    for e in range(dst.shape[0]):
-        d = dst[e]
-        if d < previous or d >= num_rows:
-            return False
-        rowptr[d + 1] += 1
-        previous = d
-    for r in range(num_rows):
-        rowptr[r + 1] += rowptr[r]
-    return True
-
-
-@numba.njit(cache=True, nogil=True)
 def csr_transpose(rowptr: np.ndarray, col: np.ndarray, num_cols: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The transposed pattern in CSR: ``(colptr int64 [num_cols + 1], row int64 [E], order int64 [E])``.
 

@@ -2,9 +2,9 @@
 
 PyG's message path gathers one feature row per edge (``x[src]``, E x d) and scatter-adds them into
 the destinations; on sampled blocks that gather/scatter was over half of a training step. Here a
-block's edges are kept as a CSR matrix over its destinations (:class:`BlockCSR`, built once per block
-and cached on it; the neighbour sampler already emits edges grouped by destination, so this is a
-row pointer plus the source column) and ``out = A @ x`` is computed row by row:
+block is a CSR matrix over its destinations already (:class:`~graphtier.sampling.batch.Block`: a row pointer
+plus the source column; :class:`BlockCSR` adds each edge's row, the transpose and the weights, built once per
+block and cached on it) and ``out = A @ x`` is computed row by row:
 
 * CPU (float32/float64): the numba kernel of :mod:`graphtier.train.nn._aggregate_kernels`, rows split
   between torch's thread count of threads; the backward pass is the product with the transposed
@@ -20,26 +20,19 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
 from torch import Tensor
 
-from graphtier.sampling.typed_batch import RelationBlock, TypedMiniBatch
+from graphtier.sampling.batch import Block
+from graphtier.sampling.typed_batch import TypedMiniBatch
 from graphtier.train.nn import _aggregate_kernels as kernels
 from graphtier.train.nn.kernel_threads import run_split
 
 _CACHE_ATTR = "_graphtier_csr"
 _KERNEL_DTYPES = (torch.float32, torch.float64)
-
-
-class EdgeBlock(Protocol):
-    """A bipartite block: int64 ``edge_index`` [2, E] (row 0 source, row 1 destination, local ids)."""
-
-    edge_index: Tensor
-    num_src: int
-    num_dst: int
 
 
 @dataclass
@@ -50,13 +43,11 @@ class BlockCSR:
         rowptr: [num_dst + 1]; the edges of destination ``r`` are ``rowptr[r] <= e < rowptr[r + 1]``.
         col: [E] source local id of each edge (CSR order).
         row: [E] destination local id of each edge (CSR order, non-decreasing).
-        edge_order: [E] position in ``edge_index`` of each CSR edge, or None when they are the same.
     """
 
     rowptr: Tensor
     col: Tensor
     row: Tensor
-    edge_order: Tensor | None
     num_src: int
     num_dst: int
     _transposed: tuple[Tensor, Tensor, Tensor] | None = field(default=None, repr=False)
@@ -103,48 +94,13 @@ class FirstLayerInput(NamedTuple):
     root: Tensor
 
 
-def build_csr(edge_index: Tensor, num_src: int, num_dst: int) -> BlockCSR:
-    """The CSR of a block with int64 ``edge_index`` [2, E]; edges already grouped by destination keep their order."""
-    src, dst = edge_index[0], edge_index[1]
-    num_edges = int(dst.shape[0])
-    if edge_index.device.type == "cpu" and dst.dtype == torch.int64:
-        # the samplers' blocks: destinations already grouped; one sequential pass checks and counts them
-        rowptr = torch.empty(num_dst + 1, dtype=torch.int64)
-        dst = dst.contiguous()
-        if kernels.grouped_rowptr(dst.numpy(), int(num_dst), rowptr.numpy()):
-            return BlockCSR(rowptr, src.contiguous(), dst, None, int(num_src), int(num_dst))
-    edge_order = None
-    if num_edges > 1 and not bool((dst[1:] >= dst[:-1]).all()):
-        edge_order = torch.argsort(dst, stable=True)
-        src, dst = src[edge_order], dst[edge_order]
-    counts = torch.bincount(dst, minlength=num_dst) if num_edges else torch.zeros(num_dst, dtype=torch.int64)
-    rowptr = torch.zeros(num_dst + 1, dtype=torch.int64, device=edge_index.device)
-    torch.cumsum(counts.to(edge_index.device), 0, out=rowptr[1:])
-    return BlockCSR(
-        rowptr,
-        src.contiguous(),
-        dst.contiguous(),
-        edge_order,
-        int(num_src),
-        int(num_dst),
-    )
-
-
-def csr_from_rowptr(rowptr: Tensor, col: Tensor, num_src: int) -> BlockCSR:
-    """The :class:`BlockCSR` of a block already in CSR form: int64 ``rowptr`` [num_dst + 1], ``col`` [E] (same device)."""
-    counts = rowptr[1:] - rowptr[:-1]
-    num_dst = int(counts.shape[0])
-    row = torch.repeat_interleave(torch.arange(num_dst, device=rowptr.device), counts)
-    return BlockCSR(rowptr.contiguous(), col.contiguous(), row, None, int(num_src), num_dst)
-
-
-def relation_csr(rel: RelationBlock, num_src: int) -> BlockCSR:
-    """The :class:`BlockCSR` [num_dst, num_src] of one relation's block of a typed batch (built once, cached on
-    ``rel`` as :func:`block_csr` caches a block's)."""
-    csr = getattr(rel, _CACHE_ATTR, None)
-    if csr is None or csr.num_src != num_src or csr.rowptr.device != rel.rowptr.device:
-        csr = csr_from_rowptr(rel.rowptr, rel.col, num_src)
-        setattr(rel, _CACHE_ATTR, csr)
+def block_csr(block: Block) -> BlockCSR:
+    """The :class:`BlockCSR` of ``block`` (a layer's block, or one relation's block of a typed layer), built on first
+    use and cached on the block object: its own ``rowptr`` and ``col``, no copy."""
+    csr = getattr(block, _CACHE_ATTR, None)
+    if csr is None or csr.rowptr is not block.rowptr:
+        csr = BlockCSR(block.rowptr, block.col.contiguous(), block.destinations(), int(block.num_src), block.num_dst)
+        setattr(block, _CACHE_ATTR, csr)
     return csr
 
 
@@ -153,24 +109,12 @@ def prepare_typed_csrs(batch: TypedMiniBatch, *, transpose: bool, dtype: torch.d
     training, its ``transpose``), as the producer does for homogeneous blocks: off the training loop, which then
     finds them."""
     for blk in batch.blocks:
-        for (src, _, dst), rel in blk.relations.items():
+        for (_, _, dst), rel in blk.relations.items():
             if rel.num_edges and blk.num_dst[dst]:
-                csr = relation_csr(rel, blk.num_src[src])
+                csr = block_csr(rel)
                 mean_weights(csr, dtype)
                 if transpose:  # a learnable table's rows need the input gradient of the first layer too
                     csr.transposed()
-
-
-def block_csr(block: EdgeBlock) -> BlockCSR:
-    """The :class:`BlockCSR` of ``block``, built on first use and cached on the block object."""
-    csr = getattr(block, _CACHE_ATTR, None)
-    if csr is None or csr.rowptr.device != block.edge_index.device:
-        csr = build_csr(block.edge_index, block.num_src, block.num_dst)
-        try:
-            setattr(block, _CACHE_ATTR, csr)
-        except (AttributeError, TypeError):  # an immutable block: rebuild next time
-            pass
-    return csr
 
 
 def mean_weights(csr: BlockCSR, dtype: torch.dtype) -> Tensor:

@@ -17,7 +17,8 @@ import torch
 from torch import Tensor, nn
 
 from graphtier.dataset.schema import Schema
-from graphtier.train.nn.models import BlockLike, build_model
+from graphtier.sampling.batch import Block
+from graphtier.train.nn.models import build_model
 from graphtier.train.nn.typed_models import build_typed_model
 from graphtier.train.options.spec import TASK_NAMES, TaskSpec
 
@@ -43,7 +44,7 @@ class LinkModel(nn.Module):
         """The width of the edge vector the encoder's layers read (:attr:`~graphtier.train.nn.models.BlockGNN.edge_input_dim`); 0: none."""
         return int(getattr(self.encoder, "edge_input_dim", 0))
 
-    def forward(self, x: Tensor, blocks: Sequence[BlockLike] = (), degree: Tensor | None = None) -> Tensor:
+    def forward(self, x: Tensor, blocks: Sequence[Block] = (), degree: Tensor | None = None) -> Tensor:
         """Embeddings float [blocks[-1].num_dst, hidden] of the batch's output rows (the encoder's output)."""
         return self.encoder(x, blocks, degree)
 

@@ -15,13 +15,14 @@ block's destinations (the seeds) only: the baseline that shows what the graph ad
 
 from __future__ import annotations
 
-from typing import Protocol, Sequence
+from typing import Sequence
 
 import torch
 from torch import Tensor, nn
 from torch_geometric.nn import GATConv, GCNConv, GINEConv, SAGEConv
 
 from graphtier.errors import OptionError
+from graphtier.sampling.batch import Block
 from graphtier.train.nn.aggregate import (
     FirstLayerInput,
     aggregate,
@@ -43,19 +44,6 @@ from graphtier.train.options.spec import (  # noqa: F401
     check_edge_inputs,
     check_gat_heads,
 )
-
-
-class BlockLike(Protocol):
-    """What a model needs of a block: int64 ``edge_index`` [2, E] (row 0 source, row 1 destination, local ids).
-
-    A model with edge inputs also reads the block's optional ``edge_attr`` (float [E, d_e]) and ``edge_age``
-    (float32 [E]) of :class:`graphtier.sampling.Block`, by ``getattr`` with a None default: a block type without
-    them is a block without edge inputs.
-    """
-
-    edge_index: Tensor
-    num_src: int
-    num_dst: int
 
 
 class BatchNorm(nn.BatchNorm1d):
@@ -116,7 +104,7 @@ class BlockGCNConv(nn.Module):
     def forward(
         self,
         x: Tensor,
-        block: BlockLike,
+        block: Block,
         degree: Tensor | None,
         gate_scale: float | None = None,
     ) -> Tensor:
@@ -135,7 +123,7 @@ class BlockGCNConv(nn.Module):
             out = out + self.conv.bias
         return out
 
-    def forward_edges(self, x: Tensor, block: BlockLike, degree: Tensor | None) -> Tensor:
+    def forward_edges(self, x: Tensor, block: Block, degree: Tensor | None) -> Tensor:
         """The same layer through PyG's per-edge message path (the reference of :meth:`forward`)."""
         src, dst = block.edge_index[0], block.edge_index[1]
         num_dst = block.num_dst
@@ -244,7 +232,7 @@ class BlockGNN(nn.Module):
         """The width of the edge vector every layer reads (``edge_dim + time_dim``); 0: the model has no edge inputs."""
         return 0 if self.edge_inputs is None else self.edge_inputs.width
 
-    def layer(self, index: int, x: Tensor, block: BlockLike, degree: Tensor | None = None) -> Tensor:
+    def layer(self, index: int, x: Tensor, block: Block, degree: Tensor | None = None) -> Tensor:
         """Apply layer ``index`` to ``x`` [block.num_src, d] -> [block.num_dst, d'] (activation included)."""
         return self._layer(index, x, block, degree, None, False)[0]
 
@@ -252,7 +240,7 @@ class BlockGNN(nn.Module):
         self,
         index: int,
         x: Tensor | FirstLayerInput,
-        block: BlockLike,
+        block: Block,
         degree: Tensor | None,
         gate_scale: float | None,
         fuse: bool,
@@ -290,7 +278,7 @@ class BlockGNN(nn.Module):
             return out
         return self.activation(self.norms[index](out))
 
-    def forward(self, x: Tensor | FirstLayerInput, blocks: Sequence[BlockLike], degree: Tensor | None = None) -> Tensor:
+    def forward(self, x: Tensor | FirstLayerInput, blocks: Sequence[Block], degree: Tensor | None = None) -> Tensor:
         """``x`` float [blocks[0].num_src, in_dim] -> logits [blocks[-1].num_dst, out_dim].
 
         GraphSAGE also takes a :class:`FirstLayerInput` as ``x`` (the first layer's mean and root rows).
@@ -332,7 +320,7 @@ class MLP(nn.Module):
         self.net = nn.Sequential(*layers)
         self.num_layers = num_layers
 
-    def forward(self, x: Tensor, blocks: Sequence[BlockLike] = (), degree: Tensor | None = None) -> Tensor:
+    def forward(self, x: Tensor, blocks: Sequence[Block] = (), degree: Tensor | None = None) -> Tensor:
         """``x`` float [n, in_dim] -> logits for the rows that are the last block's destinations."""
         rows = blocks[-1].num_dst if blocks else x.shape[0]
         return self.net(x[:rows])

@@ -87,7 +87,7 @@ class EdgeInputs(nn.Module):
         parts = []
         if self.edge_dim:
             attr = getattr(block, "edge_attr", None)
-            edges = block.edge_index.shape[1]
+            edges = block.num_edges
             if attr is None or attr.dim() != 2 or tuple(attr.shape) != (edges, self.edge_dim):
                 found = "a block without it" if attr is None else f"shape {tuple(attr.shape)}"
                 raise OptionError(
@@ -97,7 +97,7 @@ class EdgeInputs(nn.Module):
             parts.append(attr.to(dtype))
         if self.time is not None:
             age = getattr(block, "edge_age", None)
-            edges = block.edge_index.shape[1]
+            edges = block.num_edges
             if age is None or tuple(age.shape) != (edges,):
                 found = "a block without it" if age is None else f"shape {tuple(age.shape)}"
                 raise OptionError(

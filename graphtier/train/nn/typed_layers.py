@@ -38,7 +38,7 @@ from torch import Tensor, nn
 
 from graphtier.dataset.schema import Relation, Schema
 from graphtier.sampling.typed_batch import TypedBlock
-from graphtier.train.nn.aggregate import BlockCSR, aggregate, mean_weights, relation_csr
+from graphtier.train.nn.aggregate import BlockCSR, aggregate, block_csr, mean_weights
 from graphtier.train.nn.edge_ops import edge_softmax, gather_destinations, gather_sources, sum_by_destination
 
 
@@ -136,7 +136,7 @@ class TypedLayer(nn.Module):
         sampled = block.relations.get(rel.type)
         if sampled is None or block.num_dst[rel.dst] == 0 or sampled.num_edges == 0:
             return None
-        return rel, relation_csr(sampled, block.num_src[rel.src])
+        return rel, block_csr(sampled)
 
     def neighbour_mean(self, block: TypedBlock, index: int, x: Mapping[str, Tensor]) -> Tensor | None:
         """float [block.num_dst[dst], in_dims[src]]: the mean of relation ``index``'s sampled in-neighbours
