@@ -86,7 +86,7 @@ def test_generate_reorder_train_predict_print_progress_lines(tmp_path: Path, mon
     result = runner.invoke(cli, predict)
     assert result.exit_code == 0, result.output
     lines = _progress_lines(result.stderr)
-    assert any(line.startswith("graphtier: inference: layer-wise ") and "nodes/s, ETA" in line for line in lines)
+    assert any(line.startswith("graphtier: inference: layer-wise ") and "edges/s, ETA" in line for line in lines)
 
     result = runner.invoke(cli, [*predict, "--quiet"])
     assert result.exit_code == 0 and result.stderr == "", result.stderr

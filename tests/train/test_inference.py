@@ -12,9 +12,10 @@ from hypothesis import strategies as st
 
 from graphtier.dataset.scratch import scratch_array
 from graphtier.sampling import NeighborSampler
-from graphtier.train.infer import inference
+from graphtier.train.infer import layerwise
 from graphtier.train.infer._inference_kernels import neighbour_rows, neighbour_rows_reference
-from graphtier.train.infer.inference import chunk_bounds, full_in_degree, layerwise_outputs
+from graphtier.train.infer.inference import full_in_degree, layerwise_outputs
+from graphtier.train.infer.layerwise import chunk_bounds
 from graphtier.train.nn.models import BlockGNN
 
 
@@ -96,7 +97,7 @@ def test_outputs_on_scratch_files_equal_those_in_ram(
             model, x.__getitem__, indptr, indices, num_nodes=n, device=cpu, chunk_size=chunk_size, keep_embeddings=True
         )
         with monkeypatch.context() as patch:
-            patch.setattr(inference, "scratch_array", recording_scratch)
+            patch.setattr(layerwise, "scratch_array", recording_scratch)
             logits, embeddings = layerwise_outputs(
                 model, x.__getitem__, indptr, indices, num_nodes=n, device=cpu, chunk_size=chunk_size,
                 keep_embeddings=True, scratch_dir=tmp_path,

@@ -143,7 +143,7 @@ def test_predictions_on_scratch_files_and_in_row_blocks_equal_one_block_in_ram(
         return maps[-1]
 
     with monkeypatch.context() as patch:
-        patch.setattr(graphtier.train.infer.inference, "scratch_array", recording_scratch)
+        patch.setattr(graphtier.train.infer.layerwise, "scratch_array", recording_scratch)
         on_disk = predict(saved, tiny_dataset, chunk_size=64, embeddings=True, scratch_dir=scratch)
     # one map per layer output, plus the projected inputs of each layer narrower than its input (projected first)
     narrowing = sum(int(conv.lin_l.weight.shape[0] < conv.lin_l.weight.shape[1]) for conv in saved.model.convs)

@@ -12,7 +12,7 @@ from graphtier.dataset import Dataset
 from graphtier.dataset.scratch import scratch_array
 from graphtier.errors import OptionError
 from graphtier.train import train
-from graphtier.train.infer import inference
+from graphtier.train.infer import layerwise
 from graphtier.train.infer.predict import predict
 from graphtier.train.infer.typed_inference import typed_layerwise_outputs
 from graphtier.train.persist.saved import load_model
@@ -102,7 +102,7 @@ def test_predict_cli_chunks_a_typed_model_through_scratch_files(
         maps.append(what)
         return scratch_array(directory, shape, dtype, what)
 
-    monkeypatch.setattr(inference, "scratch_array", recording_scratch)
+    monkeypatch.setattr(layerwise, "scratch_array", recording_scratch)
     probabilities, embeddings = tmp_path / "p.npy", tmp_path / "e.npy"
     code, _, err = run(["predict", str(typed_dataset.path), "--model", str(path), "--output", str(probabilities),
                         "--probabilities", "--embeddings", str(embeddings), "--chunk-size", "7", "--quiet"],

@@ -1,4 +1,5 @@
-"""Exact layer-wise full-neighbour inference (as in DGL's and PyG's GraphSAGE examples).
+"""Exact layer-wise full-neighbour inference of a homogeneous model: its :class:`~graphtier.train.infer.layerwise.
+LayerwiseModel` on the one driver :func:`~graphtier.train.infer.layerwise.layer_tables`, the graph's one type.
 
 Instead of sampling an L-hop tree per node, every layer is computed for all nodes from the previous
 layer's output over all in-neighbours, one chunk of destination nodes at a time. The result is the
@@ -11,7 +12,7 @@ so every node's block in-degree is its full in-degree. Per-chunk blocks would in
 sources outside a chunk in-degree 0 and make the output depend on the chunk size; they are never
 used for the degrees.
 
-On the CPU, GraphSAGE and GCN layers build no blocks: each reads its neighbours' rows straight from a table by
+On the CPU, GraphSAGE and GCN layers build no blocks (:meth:`BlockGNNLayers.table_layer`): each reads its neighbours' rows straight from a table by
 global id (the previous layer's output; GCN first scales every row by its normalisation), and a layer whose
 output is narrower than its input projects first, so a feature table larger than RAM is read once, in order,
 instead of a random row per edge. GAT, and every model on CUDA, take one-hop blocks per step.
@@ -24,22 +25,29 @@ query, which a full-graph pass has not. Such models are evaluated by sampling.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
-from typing import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import torch
-from torch import nn
+from torch import Tensor, nn
 
-from graphtier._progress import NO_PROGRESS, Progress
-from graphtier.dataset.scratch import scratch_array
+from graphtier._progress import NO_PROGRESS, Progress, Stage
+from graphtier.dataset.schema import HOMOGENEOUS_RELATION, HOMOGENEOUS_TYPE, Schema
 from graphtier.errors import OptionError
-from graphtier.sampling import NeighborSampler
-from graphtier.train.infer._inference_kernels import neighbour_rows
+from graphtier.sampling.batch import Block
+from graphtier.sampling.typed_batch import TypedBlock
+from graphtier.train.infer.layerwise import (
+    chunk_bounds,
+    layer_output,
+    layer_tables,
+    neighbour_aggregate,
+    row_blocks,
+    row_outputs,
+)
 from graphtier.train.nn.models import MLP, BlockGNN, _linear
 
-MAX_CHUNK_EDGES = 1 << 20
-"""In-edges of one step of layer-wise inference at most (a node with more: a step of its own)."""
+RELATION = (HOMOGENEOUS_TYPE, HOMOGENEOUS_RELATION, HOMOGENEOUS_TYPE)
+"""The one relation of a homogeneous graph's schema."""
 
 
 def check_layerwise(model: nn.Module, where: str = "model") -> None:
@@ -82,11 +90,11 @@ def layerwise_outputs(
             The same for ``--gcn-degrees full`` and ``block`` (see the module docstring); the output
             does not depend on ``chunk_size``.
         chunk_size: destination nodes per step.
-        max_chunk_edges: in-edges per step (default :data:`MAX_CHUNK_EDGES`): a chunk of ``chunk_size`` nodes with
+        max_chunk_edges: in-edges per step (default :data:`~graphtier.train.infer.layerwise.MAX_CHUNK_EDGES`): a chunk of ``chunk_size`` nodes with
             more edges is split (a node with more is a step of its own), which bounds a step's memory (its
             distinct sources' rows and its block) however the degrees are skewed: the hottest nodes of a
             reordered power-law graph come first, and 4096 of them can hold a fifth of the edges.
-        progress: reports the stage ``inference: layer-wise`` (nodes done over all layers).
+        progress: reports the stage ``inference: layer-wise`` (in-edges read over all layers; an MLP: nodes).
         scratch_dir: None keeps every layer's output [N, H] in RAM; a directory holds them in unlinked
             memory-mapped files there instead (:func:`~graphtier.dataset.scratch.scratch_array`: page cache,
             not anonymous memory; at most three [N, H] tables exist at once: a layer's input, its output and a GCN
@@ -95,72 +103,100 @@ def layerwise_outputs(
     """
     check_layerwise(model)
     model.eval()
-    chunks = NodeChunks(chunk_bounds(indptr, num_nodes, chunk_size, max_chunk_edges))
     if isinstance(model, MLP):
-        outputs, hidden = [], []
+
+        def rows(ids: Tensor) -> tuple[Tensor, Tensor | None]:
+            x = gather(ids).to(device).float()
+            if not keep_embeddings:
+                return model(x).cpu(), None
+            h = model.net[:-1](x)
+            return model.net[-1](h).cpu(), h.cpu()
+
         with progress.stage("inference: layer-wise", total=num_nodes, unit="nodes") as bar:
-            for chunk in chunks:
-                x = gather(chunk).to(device).float()
-                if keep_embeddings:
-                    h = model.net[:-1](x)
-                    hidden.append(h.cpu())
-                    outputs.append(model.net[-1](h).cpu())
-                else:
-                    outputs.append(model(x).cpu())
-                bar.advance(int(chunk.shape[0]))
-        logits = torch.cat(outputs) if outputs else torch.empty(0)
-        return logits, (torch.cat(hidden) if hidden else torch.empty(0)) if keep_embeddings else None
+            return row_outputs(rows, num_nodes, chunk_size, bar, keep_embeddings)
     assert isinstance(model, BlockGNN)
     if degree is None and model.kind == "gcn":
         degree = full_in_degree(indptr, device)
-    one_hop = NeighborSampler(indptr, indices, [-1], seed=0)
-    previous: torch.Tensor | None = None
-    embeddings: torch.Tensor | None = None
-    graph = np.asarray(indices)
-    with progress.stage("inference: layer-wise", total=num_nodes * model.num_layers, unit="nodes") as bar:
-        for layer in range(model.num_layers):
-            if keep_embeddings and layer == model.num_layers - 1:
-                embeddings = previous if previous is not None else _all_rows(gather, chunks, num_nodes, scratch_dir)
-            if model.kind == "gcn" and model.use_csr and device.type == "cpu":
-                assert degree is not None
-                previous = _gcn_layer(model, layer, gather, previous, degree, indptr, graph, chunks, scratch_dir)
-                bar.advance(num_nodes)
-                continue
-            if model.kind == "sage" and model.use_csr and device.type == "cpu":
-                projects = _sage_projects_first(model, layer)
-                if previous is not None or projects:
-                    previous = _sage_layer(
-                        model, layer, gather, previous, projects, indptr, graph, chunks, num_nodes, scratch_dir
-                    )
-                    bar.advance(num_nodes)
-                    continue
-            out: torch.Tensor | None = None
-            for chunk in chunks:
-                batch = one_hop.sample(chunk.numpy(), batch_id=0)
-                block = batch.blocks[0].to(device)
-                n_id = batch.n_id
-                x = gather(n_id) if previous is None else previous[n_id]
-                x = x.to(device).float()
-                deg = degree[n_id.to(device)] if degree is not None else None
-                h = model.layer(layer, x, block, deg)[: chunk.shape[0]].cpu()
-                if out is None:
-                    out = layer_output(num_nodes, h.shape[1], f"layer {layer + 1} outputs", scratch_dir)
-                out[chunk] = h
-                bar.advance(int(chunk.shape[0]))
-            previous = out
-    assert previous is not None
-    return previous, embeddings
+    layers = BlockGNNLayers(
+        model, gather, indptr, indices, num_nodes, device, degree, chunk_size, scratch_dir, max_chunk_edges
+    )  # fmt: skip
+    schema = Schema.homogeneous(num_nodes, int(np.asarray(indices).shape[0]))
+    total = int(np.asarray(indptr)[-1]) * model.num_layers
+    with progress.stage("inference: layer-wise", total=total, unit="edges") as bar:
+        tables, embeddings = layer_tables(
+            layers, schema, indptr, indices, device=device, chunk_size=chunk_size, bar=bar,
+            keep_embeddings=keep_embeddings, scratch_dir=scratch_dir, max_chunk_edges=max_chunk_edges,
+        )  # fmt: skip
+    return tables[HOMOGENEOUS_TYPE], embeddings
 
 
-ROW_BLOCK = 1 << 16
-"""Consecutive rows projected per step of a layer that projects before aggregating."""
+class BlockGNNLayers:
+    """A :class:`~graphtier.train.nn.models.BlockGNN` as the driver's
+    :class:`~graphtier.train.infer.layerwise.LayerwiseModel`: one type, one relation; on the CPU the GraphSAGE and GCN
+    layers from whole tables (:func:`_sage_layer`, :func:`_gcn_layer`), chosen once per layer."""
 
+    target = HOMOGENEOUS_TYPE
+    dtype = torch.float32
 
-def row_blocks(rows: int) -> Iterator[tuple[int, int]]:
-    """``(start, stop)`` of consecutive runs of at most :data:`ROW_BLOCK` rows covering ``[0, rows)``, in order: the
-    steps of a pass that reads a table in row order."""
-    for start in range(0, rows, ROW_BLOCK):
-        yield start, min(rows, start + ROW_BLOCK)
+    def __init__(
+        self,
+        model: BlockGNN,
+        gather: Callable[[Tensor], Tensor],
+        indptr: np.ndarray,
+        indices: np.ndarray,
+        num_nodes: int,
+        device: torch.device,
+        degree: Tensor | None,
+        chunk_size: int,
+        scratch_dir: str | os.PathLike[str] | None,
+        max_chunk_edges: int | None,
+    ) -> None:
+        self.model, self.gather, self.degree = model, gather, degree
+        self.indptr, self.indices, self.num_nodes = indptr, np.asarray(indices), num_nodes
+        self.device, self.chunk_size, self.scratch_dir = device, chunk_size, scratch_dir
+        self.num_layers = model.num_layers
+        self.max_chunk_edges = max_chunk_edges
+        self.tables = model.use_csr and device.type == "cpu" and model.kind in ("sage", "gcn")
+
+    def out_types(self, layer: int) -> Sequence[str]:
+        return (HOMOGENEOUS_TYPE,)
+
+    def read_inputs(self, node_type: str, start: int, stop: int) -> Tensor:
+        return self.gather(torch.arange(start, stop)).cpu().float()
+
+    def block_inputs(self, n_id: dict[str, Tensor], block: TypedBlock, device: torch.device) -> dict[str, Tensor]:
+        return {HOMOGENEOUS_TYPE: self.gather(n_id[HOMOGENEOUS_TYPE]).to(device).float()}
+
+    def step(self, layer: int, x: dict[str, Tensor], block: TypedBlock, n_id: dict[str, Tensor]) -> dict[str, Tensor]:
+        num_dst = block.num_dst[HOMOGENEOUS_TYPE]
+        rel = block.relations.get(RELATION)
+        if rel is None:  # no destination of the chunk has an in-edge
+            rowptr = torch.zeros(num_dst + 1, dtype=torch.int64, device=x[HOMOGENEOUS_TYPE].device)
+            rel = Block(rowptr, rowptr[:0], block.num_src[HOMOGENEOUS_TYPE])
+        ids = n_id[HOMOGENEOUS_TYPE]
+        deg = self.degree[ids.to(self.degree.device)] if self.degree is not None else None
+        return {HOMOGENEOUS_TYPE: self.model.layer(layer, x[HOMOGENEOUS_TYPE], rel, deg)}
+
+    def table_layer(self, layer: int, previous: dict[str, Tensor] | None, bar: Stage) -> dict[str, Tensor] | None:
+        if not self.tables:
+            return None
+        before = None if previous is None else previous[HOMOGENEOUS_TYPE]
+        bounds = chunk_bounds(self.indptr, self.num_nodes, self.chunk_size, self.max_chunk_edges)
+        if self.model.kind == "gcn":
+            assert self.degree is not None
+            out = _gcn_layer(
+                self.model, layer, self.gather, before, self.degree, self.indptr, self.indices, bounds, self.scratch_dir
+            )  # fmt: skip
+        else:
+            projects = _sage_projects_first(self.model, layer)
+            if before is None and not projects:
+                return None  # the first layer reads a random feature row per edge: the block path
+            out = _sage_layer(
+                self.model, layer, self.gather, before, projects, self.indptr, self.indices, bounds, self.num_nodes,
+                self.scratch_dir,
+            )  # fmt: skip
+        bar.advance(int(np.asarray(self.indptr)[-1]))
+        return {HOMOGENEOUS_TYPE: out}
 
 
 def reads_features_in_order(model: nn.Module, device: torch.device) -> bool:
@@ -187,7 +223,7 @@ def _sage_layer(
     projects: bool,
     indptr: np.ndarray,
     indices: np.ndarray,
-    chunks: NodeChunks,
+    bounds: np.ndarray,
     num_nodes: int,
     scratch_dir: str | os.PathLike[str] | None,
 ) -> torch.Tensor:
@@ -216,8 +252,7 @@ def _sage_layer(
     else:
         assert previous is not None, "the first layer reads the feature table only to project it"
         table = previous
-    for chunk in chunks:
-        first, stop = int(chunk[0]), int(chunk[-1]) + 1
+    for first, stop in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
         agg = neighbour_aggregate(table, indptr, indices, first, stop, mean=True)
         if projects:
             h = out[first:stop] + agg
@@ -235,7 +270,7 @@ def _gcn_layer(
     degree: torch.Tensor,
     indptr: np.ndarray,
     indices: np.ndarray,
-    chunks: NodeChunks,
+    bounds: np.ndarray,
     scratch_dir: str | os.PathLike[str] | None,
 ) -> torch.Tensor:
     """GCN layer ``layer`` of every node on the CPU, float32 [N, d'], without building blocks.
@@ -259,8 +294,7 @@ def _gcn_layer(
         x = (gather(torch.arange(start, stop)) if previous is None else previous[start:stop]).float()
         table[start:stop] = (x @ weight.t() if projects else x) * scale[start:stop]
     out = layer_output(num_nodes, int(weight.shape[0]), f"layer {layer + 1} outputs", scratch_dir)
-    for chunk in chunks:
-        first, stop = int(chunk[0]), int(chunk[-1]) + 1
+    for first, stop in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
         summed = neighbour_aggregate(table, indptr, indices, first, stop, mean=False).add_(table[first:stop])
         summed.mul_(scale[first:stop])
         h = summed if projects else summed @ weight.t()
@@ -270,85 +304,6 @@ def _gcn_layer(
     return out
 
 
-def neighbour_aggregate(
-    table: torch.Tensor, indptr: np.ndarray, indices: np.ndarray, first: int, stop: int, *, mean: bool, base: int = 0
-) -> torch.Tensor:
-    """float32 [stop - first, d]: the sum (``mean``: the mean) of each node's in-neighbours' rows of ``table``
-    [N, d] (float32, CPU; row i holds source id ``base + i``) for the nodes [first, stop) of the CSC ``indptr`` /
-    ``indices``; IndexError for a neighbour id outside the table."""
-    table_np = table.numpy()
-    agg = torch.empty((stop - first, table_np.shape[1]), dtype=torch.float32)
-    bad = neighbour_rows(table_np, indptr, indices, first, stop, agg.numpy(), mean, base)
-    if bad:
-        raise IndexError(
-            f"the graph has {bad} in-edges of nodes [{first}, {stop}) from ids outside [{base}, "
-            f"{base + table_np.shape[0]})"
-        )
-    return agg
-
-
-def chunk_bounds(indptr: np.ndarray, num_nodes: int, chunk_size: int, max_chunk_edges: int | None = None) -> np.ndarray:
-    """int64 [steps + 1] first node of every step of layer-wise inference, then ``num_nodes``: consecutive runs
-    of at most ``chunk_size`` nodes and at most ``max_chunk_edges`` in-edges (``indptr`` int64 [N + 1]; default
-    :data:`MAX_CHUNK_EDGES`), except a node with more in-edges alone."""
-    if chunk_size < 1:
-        raise ValueError(f"chunk_size must be positive, got {chunk_size}")
-    max_edges = MAX_CHUNK_EDGES if max_chunk_edges is None else max_chunk_edges
-    indptr = np.asarray(indptr)
-    bounds = [0]
-    start = 0
-    while start < num_nodes:
-        stop = min(num_nodes, start + chunk_size)
-        if int(indptr[stop]) - int(indptr[start]) > max_edges:
-            # the last node whose list ends within the budget, and at least one node
-            fits = int(np.searchsorted(indptr[start + 1 : stop + 1], int(indptr[start]) + max_edges, side="right"))
-            stop = start + max(1, fits)
-        bounds.append(stop)
-        start = stop
-    return np.asarray(bounds, dtype=np.int64)
-
-
-class NodeChunks:
-    """The steps of layer-wise inference: ``len()`` of them, iterated as int64 CPU tensors of consecutive node ids
-    (made one at a time, not held)."""
-
-    def __init__(self, bounds: np.ndarray) -> None:
-        self.bounds = bounds
-
-    def __len__(self) -> int:
-        return int(self.bounds.shape[0]) - 1
-
-    def __iter__(self) -> Iterator[torch.Tensor]:
-        for start, stop in zip(self.bounds[:-1].tolist(), self.bounds[1:].tolist()):
-            yield torch.arange(start, stop)
-
-
 def full_in_degree(indptr: np.ndarray, device: torch.device | str = "cpu") -> torch.Tensor:
     """float32 [N] in-degree of every node of the CSC graph ``indptr`` [N + 1], on ``device``."""
     return torch.from_numpy(np.diff(np.asarray(indptr)).astype(np.float32)).to(device)
-
-
-def layer_output(num_nodes: int, width: int, name: str, scratch_dir: str | os.PathLike[str] | None) -> torch.Tensor:
-    """float32 [num_nodes, width] for the rows ``name`` (e.g. ``layer 2 outputs``): in RAM, or a memory map in
-    ``scratch_dir``."""
-    if scratch_dir is None:
-        return torch.empty((num_nodes, width), dtype=torch.float32)
-    what = f"{name} [{num_nodes:,}, {width}] float32 of layer-wise inference"
-    return torch.from_numpy(scratch_array(scratch_dir, (num_nodes, width), np.float32, what))
-
-
-def _all_rows(
-    gather: Callable[[torch.Tensor], torch.Tensor],
-    chunks: NodeChunks,
-    num_nodes: int,
-    scratch_dir: str | os.PathLike[str] | None,
-) -> torch.Tensor:
-    """The input features of every node, float32 [N, D] on the CPU (a one-layer model's embeddings): in RAM,
-    or a memory map in ``scratch_dir``, filled chunk by chunk."""
-    out: torch.Tensor | None = None
-    for chunk in chunks:
-        rows = gather(chunk).cpu().float()
-        if out is None:
-            out = layer_output(num_nodes, rows.shape[1], "input features", scratch_dir)
-        out[chunk] = rows
-    return out if out is not None else torch.empty(0)

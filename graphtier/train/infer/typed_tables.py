@@ -1,24 +1,24 @@
 """Exact layer-wise inference of a typed R-GCN, HeteroSAGE or R-GAT on the CPU, relation by relation, without blocks.
 
-The typed twin of the homogeneous table path (:func:`~graphtier.train.infer.inference.layerwise_outputs` on the CPU).
+The typed twin of the homogeneous table layers (:class:`~graphtier.train.infer.inference.BlockGNNLayers` on the CPU).
 Before its activation, every layer of these models is a sum of linear maps of the destination's own input, of one
 neighbour mean per relation (R-GCN, HeteroSAGE) or of one GAT per relation (R-GAT), each read from whole tables
 (:class:`~graphtier.train.nn.typed_layers.LayerTerms`); a linear map commutes with a mean, ``W_r mean(x_u) =
 mean(W_r x_u)``, and GAT projects its sources before it attends. So each output type's table is built in passes,
 each reading one table in row order or one table at random that is at most the layer's width:
 
-1. the root terms: the type's own input read in order, in blocks of :data:`~graphtier.train.infer.inference.ROW_BLOCK` rows (with each attention
+1. the root terms: the type's own input read in order, in blocks of :data:`~graphtier.train.infer.layerwise.ROW_BLOCK` rows (with each attention
    relation's destination scores);
 2. per relation into the type: the source type's input read in order and, where the relation's weight narrows it
    (``out < in``), projected into a ``[count(source), out]`` table; the per-destination means are then read straight
-   from that table by source id (:func:`~graphtier.train.infer.inference.neighbour_aggregate`) and added. An
+   from that table by source id (:func:`~graphtier.train.infer.layerwise.neighbour_aggregate`) and added. An
    attention relation always projects (``[count(source), heads * channels + heads]``: the heads and the source
    scores) and adds each destination's attention-weighted sum (:func:`~graphtier.train.infer._attention_kernels.
    attention_rows`);
 3. the layer's normalisation and activation, in order.
 
 A feature table larger than RAM is thus read sequentially, once per relation that reads it, instead of one random
-row per edge (the block path of :mod:`graphtier.train.infer.typed_inference`), and each random pass reads a
+row per edge (the driver's block path, :func:`~graphtier.train.infer.layerwise.layer_tables`), and each random pass reads a
 projected table that the page cache can hold. The floats equal the block path's up to rounding.
 """
 
@@ -34,60 +34,23 @@ from torch import Tensor, nn
 from graphtier._progress import Stage
 from graphtier.dataset.schema import Schema
 from graphtier.train.infer._attention_kernels import attention_rows
-from graphtier.train.infer.inference import chunk_bounds, layer_output, neighbour_aggregate, row_blocks
+from graphtier.train.infer.layerwise import RowReader, chunk_bounds, layer_output, neighbour_aggregate, row_blocks
 from graphtier.train.nn.typed_layers import AttentionTerm, LinearTerm
 from graphtier.train.nn.typed_models import TypedGNN
 
 TypedGather = Callable[[str, Tensor], Tensor]
 """``gather(node_type, local_ids int64 CPU) -> features [len(ids), dim]`` of a featured type."""
 
-RowReader = Callable[[str, int, int], Tensor]
-"""``read(node_type, start, stop) -> float32 [stop - start, d]``: a layer's input rows [start, stop) of a type."""
-
 
 def reads_by_tables(model: nn.Module, device: torch.device | str) -> bool:
-    """Whether :func:`table_outputs` computes ``model`` on ``device``: a :class:`TypedGNN` without edge inputs
+    """Whether :func:`type_output` computes ``model``'s layers on ``device``: a :class:`TypedGNN` without edge inputs
     (R-GCN, HeteroSAGE, R-GAT), on the CPU."""
     if not isinstance(model, TypedGNN) or model.edge_input_dim or torch.device(device).type != "cpu":
         return False
     return all(layer.terms(t) is not None for layer in model.layers for t in layer.out_types)
 
 
-def table_outputs(
-    model: TypedGNN,
-    gather: TypedGather,
-    indptr: np.ndarray,
-    indices: np.ndarray,
-    schema: Schema,
-    chunk_size: int,
-    bar: Stage,
-    keep_embeddings: bool,
-    scratch_dir: str | os.PathLike[str] | None,
-) -> tuple[dict[str, Tensor], Tensor | None]:
-    """The last layer's output tables ``{type: float32 [count(type), width]}`` (CPU; memory maps in ``scratch_dir``
-    when given) of every type it outputs, and with ``keep_embeddings`` the target's last-layer input float32
-    [count(target), H] (else None). ``bar`` advances by each relation chunk's in-edges; ``chunk_size`` bounds the
-    destinations per aggregation step (and :data:`~graphtier.train.infer.inference.MAX_CHUNK_EDGES` their in-edges)."""
-    dtype = next(model.parameters()).dtype
-    previous: dict[str, Tensor] | None = None
-    embeddings: Tensor | None = None
-    target = schema.target
-    for layer in range(model.num_layers):
-        read = _input_reader(model, gather, dtype) if previous is None else _table_reader(previous)
-        if keep_embeddings and layer == model.num_layers - 1:
-            embeddings = previous[target] if previous is not None else _table(
-                read, target, schema.node_type(target).count, model.inputs.dims[target], None,
-                f"layer 1 inputs of {target}", scratch_dir,
-            )  # fmt: skip
-        previous = {
-            t: _type_output(model, layer, t, read, previous, indptr, indices, schema, chunk_size, bar, scratch_dir)
-            for t in model.layers[layer].out_types
-        }
-    assert previous is not None
-    return previous, embeddings
-
-
-def _input_reader(model: TypedGNN, gather: TypedGather, dtype: torch.dtype) -> RowReader:
+def input_reader(model: TypedGNN, gather: TypedGather, dtype: torch.dtype) -> RowReader:
     """The first layer's input rows of a type: its features, learnable table rows or zeros (``model.inputs``)."""
 
     def read(t: str, start: int, stop: int) -> Tensor:
@@ -96,10 +59,6 @@ def _input_reader(model: TypedGNN, gather: TypedGather, dtype: torch.dtype) -> R
         return model.inputs(features, {t: ids}, {t: stop - start}, dtype, [t])[t].float()
 
     return read
-
-
-def _table_reader(tables: Mapping[str, Tensor]) -> RowReader:
-    return lambda t, start, stop: tables[t][start:stop]
 
 
 def _apply(term: LinearTerm, x: Tensor) -> Tensor:
@@ -153,7 +112,7 @@ def _chunks(
 ) -> Iterator[tuple[np.ndarray, int, int]]:
     """The aggregation steps of one relation (rows ``[row_offset, row_offset + rows)`` of the typed CSC): ``(its
     indptr [rows + 1], first, stop)`` destinations of at most ``chunk_size`` nodes and
-    :data:`~graphtier.train.infer.inference.MAX_CHUNK_EDGES` in-edges; ``bar`` advanced by each step's in-edges."""
+    :data:`~graphtier.train.infer.layerwise.MAX_CHUNK_EDGES` in-edges; ``bar`` advanced by each step's in-edges."""
     rel_indptr = np.asarray(indptr[row_offset : row_offset + rows + 1])
     bounds = chunk_bounds(rel_indptr, rows, chunk_size)
     for first, stop in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
@@ -161,7 +120,7 @@ def _chunks(
         bar.advance(int(rel_indptr[stop] - rel_indptr[first]))
 
 
-def _type_output(
+def type_output(
     model: TypedGNN,
     layer: int,
     t: str,
