@@ -265,11 +265,10 @@ class LinkSampler(PairTable):
             if kept.shape[1] < block.num_edges:
                 removed += block.num_edges - int(kept.shape[1])
                 device = block.edge_index.device
-                block = Block.from_edge_index(
-                    kept.to(device),
-                    block.num_src,
-                    block.num_dst,
-                    edge_id=None if edge_id is None else edge_id.to(device),
-                )
+                kept = kept.to(device)
+                # the kept edges keep their order, grouped by destination: each row's first edge is a search
+                rowptr = torch.searchsorted(kept[1].contiguous(), torch.arange(block.num_dst + 1, device=device))
+                edge_id = None if edge_id is None else edge_id.to(device)
+                block = Block.from_grouped(rowptr, kept, block.num_src, edge_id)
             kept_blocks.append(block)
         return kept_blocks, removed
