@@ -89,10 +89,8 @@ class Block:
             order = torch.argsort(dst, stable=True)
             edge_index = edge_index[:, order]
             edge_id, edge_attr, edge_age = (None if t is None else t[order] for t in (edge_id, edge_attr, edge_age))
-        rowptr = torch.zeros(num_dst + 1, dtype=torch.int64, device=edge_index.device)
-        if num_edges:
-            torch.cumsum(torch.bincount(edge_index[1], minlength=num_dst), 0, out=rowptr[1:])
         edge_index = edge_index.contiguous()
+        rowptr = grouped_rowptr(edge_index[1], num_dst)
         return cls(rowptr, edge_index[0], int(num_src), edge_id, edge_attr, edge_age, _edge_index=edge_index)
 
     @property
@@ -139,6 +137,13 @@ class Block:
             move(self.rowptr), col, self.num_src, move(self.edge_id), move(self.edge_attr), move(self.edge_age),
             _edge_index=edge_index,
         )  # fmt: skip
+
+
+def grouped_rowptr(destinations: torch.Tensor, num_dst: int) -> torch.Tensor:
+    """int64 [num_dst + 1] on the device of ``destinations`` (int64 [E], non-decreasing, each < ``num_dst``): the CSR
+    row pointer of edges grouped by destination, each row's first edge found by a search (no device sync)."""
+    rows = torch.arange(num_dst + 1, dtype=torch.int64, device=destinations.device)
+    return torch.searchsorted(destinations.contiguous(), rows)
 
 
 def _same_device(have: torch.device, want: torch.device) -> bool:

@@ -38,7 +38,7 @@ import torch
 
 from graphtier.dataset.schema import RelationType, Schema
 from graphtier.errors import OptionError
-from graphtier.sampling.batch import Block, MiniBatch
+from graphtier.sampling.batch import Block, MiniBatch, grouped_rowptr
 from graphtier.sampling.link._link_kernels import compact_non_targets, target_key_set
 from graphtier.sampling.link.pairs import NegativeDestinations, PairTable
 from graphtier.sampling.link.typed_link import SampleGlobal, TimedSampleGlobal, TypedLinkMiniBatch, typed_pairs
@@ -265,10 +265,8 @@ class LinkSampler(PairTable):
             if kept.shape[1] < block.num_edges:
                 removed += block.num_edges - int(kept.shape[1])
                 device = block.edge_index.device
-                kept = kept.to(device)
-                # the kept edges keep their order, grouped by destination: each row's first edge is a search
-                rowptr = torch.searchsorted(kept[1].contiguous(), torch.arange(block.num_dst + 1, device=device))
+                kept = kept.to(device)  # the kept edges keep their order: still grouped by destination
                 edge_id = None if edge_id is None else edge_id.to(device)
-                block = Block.from_grouped(rowptr, kept, block.num_src, edge_id)
+                block = Block.from_grouped(grouped_rowptr(kept[1], block.num_dst), kept, block.num_src, edge_id)
             kept_blocks.append(block)
         return kept_blocks, removed

@@ -25,7 +25,7 @@ import torch
 
 from graphtier.dataset.schema import Relation, RelationType, Schema
 from graphtier.errors import OptionError
-from graphtier.sampling.batch import Block
+from graphtier.sampling.batch import Block, grouped_rowptr
 from graphtier.sampling.link.pairs import PairTable
 from graphtier.sampling.typed_batch import TypedBlock, TypedMiniBatch
 
@@ -82,9 +82,7 @@ def without_pairs(rel: Block, dst_rows: torch.Tensor, src_rows: torch.Tensor, nu
         return rel
     keep = torch.ones(rel.col.shape[0], dtype=torch.bool, device=rel.col.device)
     keep[candidates[hits]] = False
-    kept_counts = torch.bincount(dst[keep], minlength=rel.num_dst)
-    rowptr = torch.zeros_like(rel.rowptr)
-    torch.cumsum(kept_counts, 0, out=rowptr[1:])
+    rowptr = grouped_rowptr(dst[keep], rel.num_dst)  # the kept edges keep their order: still grouped by destination
     return Block(rowptr, rel.col[keep], rel.num_src, None if rel.edge_id is None else rel.edge_id[keep])
 
 

@@ -173,8 +173,8 @@ class TemporalNeighborSampler:
     ) -> tuple[
         torch.Tensor, torch.Tensor, list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]], list[int], torch.Tensor
     ]:
-        """(n_id [R], n_time [R], (rowptr [D_h + 1], edge_index [2, E_h], edge_id [E_h]) per hop, rows known before each hop and
-        after the last, seed_index [B]), carved from the output buffer; the workspace is left empty."""
+        """(n_id [R], n_time [R], (rowptr [D_h + 1], edge_index [2, E_h], edge_id [E_h]) per hop, rows known before
+        each hop and after the last, seed_index [B]), carved from the output buffer; the workspace is left empty."""
         size = seeds.shape[0]
         # seeds of one time: a row is a node (the untimed node-indexed relabel); of several: a (node, time) hash
         one_time = size == 0 or bool(times.min() == times.max())

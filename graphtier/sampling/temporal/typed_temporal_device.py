@@ -101,8 +101,7 @@ class DeviceTypedTemporalHops:
                 sources_of = dict(zip(names, after))
                 blocks = {key: Block(rowptr, columns[a:b], sources_of[key[0]], edge_id)
                           for key, (rowptr, a, b, edge_id) in relations.items()}  # fmt: skip
-                hops.append(TypedBlock({n: after[i] for i, n in enumerate(names)},
-                                       {n: before[i] for i, n in enumerate(names)}, blocks))  # fmt: skip
+                hops.append(TypedBlock(sources_of, {n: before[i] for i, n in enumerate(names)}, blocks))
                 before = after
         local_ids = node - self._offsets[kind]
         n_id = {n: local_ids[kind == i] for i, n in enumerate(names)}

@@ -12,8 +12,8 @@ so every node's block in-degree is its full in-degree. Per-chunk blocks would in
 sources outside a chunk in-degree 0 and make the output depend on the chunk size; they are never
 used for the degrees.
 
-On the CPU, GraphSAGE and GCN layers build no blocks (:meth:`BlockGNNLayers.table_layer`): each reads its neighbours' rows straight from a table by
-global id (the previous layer's output; GCN first scales every row by its normalisation), and a layer whose
+On the CPU, GraphSAGE and GCN layers build no blocks (:meth:`BlockGNNLayers.table_layer`): each reads its
+neighbours' rows straight from a table by global id (the previous layer's output; GCN first scales every row by its normalisation), and a layer whose
 output is narrower than its input projects first, so a feature table larger than RAM is read once, in order,
 instead of a random row per edge. GAT, and every model on CUDA, take one-hop blocks per step.
 
@@ -43,6 +43,7 @@ from graphtier.train.infer.layerwise import (
     neighbour_aggregate,
     row_blocks,
     row_outputs,
+    total_in_edges,
 )
 from graphtier.train.nn.models import MLP, BlockGNN, _linear
 
@@ -90,8 +91,8 @@ def layerwise_outputs(
             The same for ``--gcn-degrees full`` and ``block`` (see the module docstring); the output
             does not depend on ``chunk_size``.
         chunk_size: destination nodes per step.
-        max_chunk_edges: in-edges per step (default :data:`~graphtier.train.infer.layerwise.MAX_CHUNK_EDGES`): a chunk of ``chunk_size`` nodes with
-            more edges is split (a node with more is a step of its own), which bounds a step's memory (its
+        max_chunk_edges: in-edges per step (default :data:`~graphtier.train.infer.layerwise.MAX_CHUNK_EDGES`): a
+            chunk of ``chunk_size`` nodes with more edges is split (a node with more is a step of its own), which bounds a step's memory (its
             distinct sources' rows and its block) however the degrees are skewed: the hottest nodes of a
             reordered power-law graph come first, and 4096 of them can hold a fifth of the edges.
         progress: reports the stage ``inference: layer-wise`` (in-edges read over all layers; an MLP: nodes).
@@ -121,8 +122,7 @@ def layerwise_outputs(
         model, gather, indptr, indices, num_nodes, device, degree, chunk_size, scratch_dir, max_chunk_edges
     )  # fmt: skip
     schema = Schema.homogeneous(num_nodes, int(np.asarray(indices).shape[0]))
-    total = int(np.asarray(indptr)[-1]) * model.num_layers
-    with progress.stage("inference: layer-wise", total=total, unit="edges") as bar:
+    with progress.stage("inference: layer-wise", total=total_in_edges(layers, schema, indptr), unit="edges") as bar:
         tables, embeddings = layer_tables(
             layers, schema, indptr, indices, device=device, chunk_size=chunk_size, bar=bar,
             keep_embeddings=keep_embeddings, scratch_dir=scratch_dir, max_chunk_edges=max_chunk_edges,
@@ -153,10 +153,11 @@ class BlockGNNLayers:
     ) -> None:
         self.model, self.gather, self.degree = model, gather, degree
         self.indptr, self.indices, self.num_nodes = indptr, np.asarray(indices), num_nodes
-        self.device, self.chunk_size, self.scratch_dir = device, chunk_size, scratch_dir
+        self.scratch_dir = scratch_dir
         self.num_layers = model.num_layers
-        self.max_chunk_edges = max_chunk_edges
         self.tables = model.use_csr and device.type == "cpu" and model.kind in ("sage", "gcn")
+        # the table layers' aggregation steps, the same for every layer
+        self.bounds = chunk_bounds(indptr, num_nodes, chunk_size, max_chunk_edges) if self.tables else None
 
     def out_types(self, layer: int) -> Sequence[str]:
         return (HOMOGENEOUS_TYPE,)
@@ -181,7 +182,8 @@ class BlockGNNLayers:
         if not self.tables:
             return None
         before = None if previous is None else previous[HOMOGENEOUS_TYPE]
-        bounds = chunk_bounds(self.indptr, self.num_nodes, self.chunk_size, self.max_chunk_edges)
+        bounds = self.bounds
+        assert bounds is not None
         if self.model.kind == "gcn":
             assert self.degree is not None
             out = _gcn_layer(

@@ -1,4 +1,4 @@
-"""Exact layer-wise full-neighbour inference of any model on any schema: the one driver (as in DGL's and PyG's examples).
+"""Exact layer-wise full-neighbour inference of any model on any schema: one driver (as in DGL's and PyG's examples).
 
 Instead of sampling an L-hop tree per node, every layer is computed for all nodes of the types it outputs from the
 previous layer's output tables over ALL in-neighbours of every relation, one chunk of destination nodes at a time.

@@ -30,9 +30,7 @@ from graphtier.train.nn.typed_models import TypedGNN, TypedMLP
 class TypedLayers:
     """A :class:`~graphtier.train.nn.typed_models.TypedGNN` as the driver's
     :class:`~graphtier.train.infer.layerwise.LayerwiseModel`; on the CPU every layer from whole tables
-    (:func:`~graphtier.train.infer.typed_tables.type_output`), chosen once.
-
-    ``outputs``: the types the last layer computes (default: the model's ``outputs``, else the target)."""
+    (:func:`~graphtier.train.infer.typed_tables.type_output`), chosen once."""
 
     def __init__(
         self,
