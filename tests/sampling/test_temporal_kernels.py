@@ -71,8 +71,8 @@ def kernel_hop(
     starts, degrees, offsets = np.empty(rows, np.int64), np.empty(rows, np.int64), np.empty(rows + 1, np.int64)
     bounds = bound[:1] if one_bound else bound
     by_time = time_ordered(indices, time, order, stride)
-    total = temporal_spans(indptr, by_time.times, by_time.coarse, by_time.stride, dst, bounds, fanout, inclusive,
-                           all_past(time, bound, inclusive), starts, degrees, offsets)  # fmt: skip
+    total = temporal_spans(indptr, *by_time.search, dst, bounds, fanout, inclusive, all_past(time, bound, inclusive),
+                           starts, degrees, offsets)  # fmt: skip
     edge_id, src, dst_index = (np.empty(total, np.int64) for _ in range(3))
     temporal_draws(by_time.rows, starts, degrees, offsets, recent, np.uint64(stream), edge_id, src, dst_index)
     known = list(zip(dst.tolist(), bound.tolist()))
@@ -118,18 +118,37 @@ def distinct_pairs(dst: np.ndarray, bound: np.ndarray) -> tuple[np.ndarray, np.n
     one_bound=st.booleans(),
     past=st.booleans(),
     stride=st.sampled_from([1, 2, 3, 5, 16]),
+    origin=st.sampled_from([0, -(10**12), 2**40]),
+    scale=st.sampled_from([1, 2**27]),
+    early=st.booleans(),
 )
 def test_no_hop_reads_the_future(
-    seed: int, n: int, e: int, fanout: int, recent: bool, inclusive: bool, one_bound: bool, past: bool, stride: int
+    seed: int,
+    n: int,
+    e: int,
+    fanout: int,
+    recent: bool,
+    inclusive: bool,
+    one_bound: bool,
+    past: bool,
+    stride: int,
+    origin: int,
+    scale: int,
+    early: bool,
 ) -> None:
     """Every path of a hop (one bound or many; the search skipped when ``past`` puts every bound at or after
-    every edge; lists longer than ``stride`` searched through the coarse times first) on every hop: kernels ==
-    reference, and no edge at or after its row's bound."""
+    every edge; lists longer than ``stride`` searched through the coarse times first; times kept as int32 offsets
+    from the first, or as int64 when ``scale`` spreads them over more than 2^31 units; ``early``: some bounds far
+    before every edge) on every hop: kernels == reference, and no edge at or after its row's bound."""
     rng = np.random.default_rng(seed)
     indptr, indices, time, order = timed_csc(rng, n, e, horizon=50)
+    time = origin + time * scale  # the same order
     nodes = rng.integers(0, n, 8)
     times = np.full(8, rng.integers(0, 60)) if one_bound else rng.integers(0, 60, 8)
-    dst, bound = distinct_pairs(nodes, times + (49 if past else 0))  # past: bounds >= 49, the last edge time
+    bound = origin + (times + (49 if past else 0)) * scale  # past: bounds >= 49, the last edge time
+    if early and not past and not one_bound:
+        bound[::2] = origin - 2**62
+    dst, bound = distinct_pairs(nodes, bound)
     for hop in range(3):
         got = kernel_hop(
             indptr, indices, time, order, dst, bound, fanout, recent, inclusive, 1000 + hop, one_bound, stride
@@ -152,6 +171,35 @@ def test_no_hop_reads_the_future(
             limit = time[lo:hi] <= bound[j] if inclusive else time[lo:hi] < bound[j]
             assert mine.shape[0] == (int(limit.sum()) if fanout < 0 else min(fanout, int(limit.sum())))
         dst, bound = distinct_pairs(src, src_bound)  # neighbours inherit their seed's bound
+
+
+@pytest.mark.parametrize(
+    ("origin", "span", "dtype"),
+    [
+        (0, 50, np.int32),
+        (-(2**40), 2**31 - 2, np.int32),
+        (5, 2**31 - 1, np.int64),
+        (-(2**62), 2**63, np.int64),
+        (-(2**63), 3, np.int64),
+        (2**63 - 4, 3, np.int64),
+    ],
+)
+def test_time_order_keeps_narrow_times_as_int32_offsets(origin: int, span: int, dtype: type) -> None:
+    """Times spanning less than 2^31 - 1 units are int32 offsets from the first (their origin), wider ones int64
+    from 0; ``last`` is the last time either way."""
+    indptr, indices = np.array([0, 3], np.int64), np.zeros(3, np.int64)
+    time = np.array([origin + span, origin, origin + 1], np.int64)
+    by_time = time_ordered(indices, time, np.array([1, 2, 0], np.int64))
+    assert by_time.times.dtype == dtype and by_time.coarse.dtype == dtype and by_time.last == origin + span
+    np.testing.assert_array_equal(by_time.times.astype(np.int64) + by_time.origin, [origin, origin + 1, origin + span])
+    starts, degrees, offsets = (np.empty(k, np.int64) for k in (1, 1, 2))
+    cases = [(max(origin - 2**62, -(2**63)), 0), (origin, 0), (origin + 1, 1), (origin + span, 2)]
+    if origin + span < 2**63 - 1:
+        cases.append((2**63 - 1, 3))
+    for bound, admitted in cases:
+        temporal_spans(indptr, *by_time.search, np.zeros(1, np.int64), np.array([bound], np.int64), -1, False,
+                       False, starts, degrees, offsets)  # fmt: skip
+        assert degrees[0] == admitted, bound
 
 
 def test_recent_picks_exactly_the_latest_edges() -> None:
