@@ -61,6 +61,7 @@ def kernel_hop(
     stream: int,
     one_bound: bool = False,
     stride: int = 16,
+    wide: bool = False,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The kernels' hop over the rows of the DISTINCT pairs (dst, bound), row j = pair j: temporal_spans (with the
     search skipped when every bound is past every edge), temporal_draws, then the relabel the sampler uses
@@ -70,7 +71,8 @@ def kernel_hop(
     rows = dst.shape[0]
     starts, degrees, offsets = np.empty(rows, np.int64), np.empty(rows, np.int64), np.empty(rows + 1, np.int64)
     bounds = bound[:1] if one_bound else bound
-    by_time = time_ordered(indices, time, order, stride)
+    by_time = time_ordered(indices, time, order, stride, wide=wide)
+    assert by_time.rows.dtype == (np.int64 if wide else np.int32)
     total = temporal_spans(indptr, *by_time.search, dst, bounds, fanout, inclusive, all_past(time, bound, inclusive),
                            starts, degrees, offsets)  # fmt: skip
     edge_id, src, dst_index = (np.empty(total, np.int64) for _ in range(3))
@@ -121,6 +123,7 @@ def distinct_pairs(dst: np.ndarray, bound: np.ndarray) -> tuple[np.ndarray, np.n
     origin=st.sampled_from([0, -(10**12), 2**40]),
     scale=st.sampled_from([1, 2**27]),
     early=st.booleans(),
+    wide=st.booleans(),
 )
 def test_no_hop_reads_the_future(
     seed: int,
@@ -135,11 +138,12 @@ def test_no_hop_reads_the_future(
     origin: int,
     scale: int,
     early: bool,
+    wide: bool,
 ) -> None:
     """Every path of a hop (one bound or many; the search skipped when ``past`` puts every bound at or after
     every edge; lists longer than ``stride`` searched through the coarse times first; times kept as int32 offsets
-    from the first, or as int64 when ``scale`` spreads them over more than 2^31 units; ``early``: some bounds far
-    before every edge) on every hop: kernels == reference, and no edge at or after its row's bound."""
+    from the first, or as int64 when ``scale`` spreads them over more than 2^31 units or ``wide`` asks for int64
+    times and rows; ``early``: some bounds far before every edge) on every hop: kernels == reference, and no edge at or after its row's bound."""
     rng = np.random.default_rng(seed)
     indptr, indices, time, order = timed_csc(rng, n, e, horizon=50)
     time = origin + time * scale  # the same order
@@ -151,7 +155,7 @@ def test_no_hop_reads_the_future(
     dst, bound = distinct_pairs(nodes, bound)
     for hop in range(3):
         got = kernel_hop(
-            indptr, indices, time, order, dst, bound, fanout, recent, inclusive, 1000 + hop, one_bound, stride
+            indptr, indices, time, order, dst, bound, fanout, recent, inclusive, 1000 + hop, one_bound, stride, wide
         )
         ref = temporal_hop_py(indptr, indices, time, order, dst, bound, fanout, recent, inclusive, 1000 + hop)
         for a, b in zip(got, ref):

@@ -4,8 +4,8 @@ numba kernels with their plain-Python references.
 The graph is the dataset's CSC (each destination's list ``indptr[d] .. indptr[d + 1]``) with ``order``: for
 every list, that list's CSC positions sorted by (time, position), and its :class:`TimeOrder` (:func:`time_ordered`),
 a copy the sampler builds once: the times in that order, every 16th of them, and (CSC position, source) per edge
-(20 bytes per edge when the times span less than 2^31 units, kept as int32 offsets from the first; else 24), so that
-a hop reads contiguous runs per list, never through ``order``. The edges strictly
+(12 bytes per edge when the times span less than 2^31 units, kept as int32 offsets from the first, and the positions
+and sources are below 2^31; up to 24 else), so that a hop reads contiguous runs per list, never through ``order``. The edges strictly
 earlier than a bound (``inclusive=False``) or at most the bound (``inclusive=True``) are then a prefix of the list's
 run, found by binary search, first among the list's every-16th times, then in one run of at most 15 times.
 From that prefix a hop picks ``fanout`` of them uniformly without replacement (Floyd's
@@ -45,14 +45,15 @@ NARROW_SPAN = (1 << 31) - 1
 
 
 class TimeOrder(NamedTuple):
-    """Every list in time order, as a hop reads it (:func:`time_ordered`: 20 or 24 bytes per edge, plus 4 or 8 per
-    stride).
+    """Every list in time order, as a hop reads it (:func:`time_ordered`: 12 bytes per edge plus 4 per stride when
+    times, positions and sources fit in int32; 24 plus 8 when none does).
 
     ``times``: int32 or int64 [E], the edges' times minus ``origin`` in the time order (each list's run sorted):
     int32 when the times span less than :data:`NARROW_SPAN` units (a search then reads half the cache lines: on
     ``bench_temporal``'s batches, 15,10,5 with seed times uniform, the spans took 7.1-7.9 ms a batch against 9.7-10.0
     with int64), else int64 with ``origin`` 0. ``coarse``: the same dtype, [ceil(E / stride)], ``times[::stride]``.
-    ``rows``: int64 [E, 2], (CSC position, source) of the edge at each position of the time order. ``stride``: the
+    ``rows``: int32 (when the edge count and every source id are below 2^31) or int64 [E, 2], (CSC position, source)
+    of the edge at each position of the time order (the draws cost the same either way). ``stride``: the
     step of ``coarse``. ``origin``: the time that ``times`` count from. ``last``: the last edge time (None: no edge).
     """
 
@@ -77,21 +78,23 @@ class TimeOrder(NamedTuple):
 
 
 def time_ordered(
-    indices: np.ndarray, edge_time: np.ndarray, order: np.ndarray, stride: int = COARSE_STRIDE
+    indices: np.ndarray, edge_time: np.ndarray, order: np.ndarray, stride: int = COARSE_STRIDE, *, wide: bool = False
 ) -> TimeOrder:
     """The :class:`TimeOrder` of the time order ``order`` (int64 [E], each list's CSC positions sorted by time), from
     ``indices`` (int [E]) and ``edge_time`` (int64 [E]) in CSC order: the cut of a list is a search over its run of
     ``times`` (through ``coarse`` when the run is longer than ``stride``), its draws read ``rows``. The times are
-    stored as int32 offsets from the first when they span less than :data:`NARROW_SPAN` units."""
+    stored as int32 offsets from the first when they span less than :data:`NARROW_SPAN` units, and ``rows`` as int32
+    when every position and source fits; ``wide``: int64 for both whatever they hold (the kernels take either)."""
     times = np.take(edge_time, order)
     first = int(times.min()) if times.shape[0] else 0
     last = int(times.max()) if times.shape[0] else None
     origin = 0
     int64 = np.iinfo(np.int64)
-    if last is not None and last - first < NARROW_SPAN and int64.min < first <= int64.max - NARROW_SPAN:
+    if not wide and last is not None and last - first < NARROW_SPAN and int64.min < first <= int64.max - NARROW_SPAN:
         origin = first
         times = (times - np.int64(first)).astype(np.int32)
-    rows = np.empty((order.shape[0], 2), np.int64)
+    fits = order.shape[0] <= NARROW_SPAN and (indices.shape[0] == 0 or int(indices.max()) <= NARROW_SPAN)
+    rows = np.empty((order.shape[0], 2), np.int32 if fits and not wide else np.int64)
     rows[:, 0] = order
     rows[:, 1] = np.take(indices, order)
     return TimeOrder(times, np.ascontiguousarray(times[::stride]), rows, int(stride), origin, last)
@@ -105,36 +108,40 @@ def _admitted_counts(
     left: np.ndarray,
     rows: np.int64,
     bound: np.ndarray,
-    base: np.int64,
     inclusive: bool,
-    clamp: np.ndarray,
 ) -> None:
     """For ``r < rows``: ``left[r]`` = how many of ``values[first[r] : first[r] + left[r]]`` (sorted; times minus
-    origin) are admitted by bound ``bound[base + r]`` (``bound[0]`` when it has one entry), mapped by ``clamp``
-    (:attr:`TimeOrder.search`): below it, or at it with ``inclusive``.
-    ``lo`` (= ``first`` on entry) is scratch. The searches run in lockstep, one step of every row per pass: a
-    step's loads are independent across rows (one search's steps wait on each other). Branch-free lower bound:
-    the cut is in [lo, lo + left], and the probe at lo + left // 2 halves the range."""
-    one = bound.shape[0] == 1
-    floor, ceiling, origin = clamp[0], clamp[1], clamp[2]
-    active = True
-    while active:
-        active = False
+    origin) are admitted by ``bound[r]`` (int64, a bound already mapped by :attr:`TimeOrder.search`'s ``clamp``):
+    below it, or at it with ``inclusive``. ``lo`` (= ``first`` on entry) is scratch.
+
+    The searches run in lockstep, one step of every row per pass, so that a step's loads are independent across
+    rows (one search's steps wait on each other). A pass has no branch: a row whose range is down to one entry
+    takes steps of 0 (its probe is its own ``lo``), and the passes are as many as the widest range needs. On
+    ``bench_temporal``'s batches (15,10,5, seed times uniform) the spans took 5.7-8.6 ms a batch this way against
+    7.9-13.6 with a branch per row and pass, whose outcome mixed finished and searching rows unpredictably."""
+    if values.shape[0] == 0:
+        for r in range(rows):
+            left[r] = 0
+        return
+    last = values.shape[0] - 1
+    widest = np.int64(0)
+    for r in range(rows):
+        widest = max(widest, left[r])
+    while widest > 1:  # the cut is in [lo, lo + left]; the probe at lo + left // 2 halves the range
         for r in range(rows):
             n = left[r]
-            if n > 1:
-                half = n >> 1
-                at = lo[r] + half
-                t = np.int64(values[at])
-                b = min(max(bound[0 if one else base + r], floor), ceiling) - origin
-                lo[r] = at if (t < b) | (inclusive & (t == b)) else lo[r]
-                left[r] = n - half
-                active = True
+            half = n >> 1
+            at = lo[r] + half  # a finished row's probe is its own lo (read clamped: an empty list at the end)
+            t = np.int64(values[min(at, last)])
+            b = bound[r]
+            lo[r] = at if (t < b) | (inclusive & (t == b)) else lo[r]
+            left[r] = n - half
+        widest -= widest >> 1
     for r in range(rows):
-        if left[r] > 0:
-            t = np.int64(values[lo[r]])
-            b = min(max(bound[0 if one else base + r], floor), ceiling) - origin
-            left[r] = lo[r] + np.int64((t < b) | (inclusive & (t == b))) - first[r]
+        t = np.int64(values[min(lo[r], last)])
+        b = bound[r]
+        admitted = ((t < b) | (inclusive & (t == b))) & (left[r] > 0)
+        left[r] = lo[r] + np.int64(admitted) - first[r]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -167,6 +174,9 @@ def temporal_spans(
     first = np.empty(CHUNK, np.int64)
     lo = np.empty(CHUNK, np.int64)
     left = np.empty(CHUNK, np.int64)
+    mapped = np.empty(CHUNK, np.int64)  # the piece's bounds in the stored times' terms
+    one = bound.shape[0] == 1
+    floor, ceiling, origin = clamp[0], clamp[1], clamp[2]
     for piece in range(0, dst.shape[0], CHUNK):
         piece_stop = min(dst.shape[0], piece + CHUNK)
         rows = piece_stop - piece
@@ -177,12 +187,13 @@ def temporal_spans(
         if not all_past:
             for j in range(piece, piece_stop):  # the coarse entries inside each long list
                 r = j - piece
+                mapped[r] = min(max(bound[0 if one else j], floor), ceiling) - origin
                 s, d = starts[j], degrees[j]
                 head = (s + stride - 1) // stride
                 first[r] = head
                 lo[r] = head
                 left[r] = (s + d - 1) // stride - head + 1 if d > stride else 0
-            _admitted_counts(coarse, first, lo, left, rows, bound, piece, inclusive, clamp)
+            _admitted_counts(coarse, first, lo, left, rows, mapped, inclusive)
             for j in range(piece, piece_stop):  # the run of times that holds the cut
                 r = j - piece
                 s, d = starts[j], degrees[j]
@@ -194,7 +205,7 @@ def temporal_spans(
                 first[r] = a
                 lo[r] = a
                 left[r] = z - a
-            _admitted_counts(times, first, lo, left, rows, bound, piece, inclusive, clamp)
+            _admitted_counts(times, first, lo, left, rows, mapped, inclusive)
             for j in range(piece, piece_stop):
                 degrees[j] = first[j - piece] + left[j - piece] - starts[j]
         for j in range(piece, piece_stop):

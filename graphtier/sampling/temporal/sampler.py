@@ -11,7 +11,8 @@ share their rows. The last hop's sources, which nothing samples from (the model'
 
 The sampler builds once a copy of every list in time order
 (:class:`~graphtier.sampling.temporal._temporal_kernels.TimeOrder`: the times, every 16th of them, and (CSC position, source)
-per edge; 21.25 bytes per edge when the times span less than 2^31 units, else 24.5): the cut is a binary search over the list's every-16th times (an array a sixteenth
+per edge; 12.25 bytes per edge when the times span less than 2^31 units and the edge count and node ids are below
+2^31, up to 24.5 else): the cut is a binary search over the list's every-16th times (an array a sixteenth
 the size, often cached), then over one run of at most 15 times (the searches of many rows in lockstep), and the
 draws read the positions and sources in the same order, so a hop costs what an untimed hop costs plus a short
 search per row. Seeds of one time (or every seed after every edge) take
@@ -79,7 +80,7 @@ class TemporalNeighborSampler:
             the same batch.
 
     ``indices``, ``edge_time`` and ``edge_time_order`` are read once, into an in-memory copy of every list in time
-    order (:class:`~graphtier.sampling.temporal._temporal_kernels.TimeOrder`, 21.25 or 24.5 bytes per edge; memory maps are not read
+    order (:class:`~graphtier.sampling.temporal._temporal_kernels.TimeOrder`, 12.25 to 24.5 bytes per edge; memory maps are not read
     again). Each concurrent :meth:`sample` call
     holds one node-indexed scratch array (:class:`~graphtier.sampling.buffers.Workspace`) and, for seeds of
     several times, a (node, time) hash table (16 bytes per slot, at least two slots per row of its largest
