@@ -5,12 +5,12 @@ The graph is the dataset's CSC (each destination's list ``indptr[d] .. indptr[d 
 every list, that list's CSC positions sorted by (time, position), and its :class:`TimeOrder` (:func:`time_ordered`),
 a copy the sampler builds once: the times in that order, every 16th of them, and (CSC position, source) per edge
 (12 bytes per edge when the times span less than 2^31 units, kept as int32 offsets from the first, and the positions
-and sources are below 2^31; up to 24 else), so that a hop reads contiguous runs per list, never through ``order``. The edges strictly
-earlier than a bound (``inclusive=False``) or at most the bound (``inclusive=True``) are then a prefix of the list's
-run, found by binary search, first among the list's every-16th times, then in one run of at most 15 times.
-From that prefix a hop picks ``fanout`` of them uniformly without replacement (Floyd's
-algorithm, the same counter-based draws as the untimed sampler) or the ``fanout`` most recent (``recent``);
-``fanout < 0`` takes them all.
+and sources are below 2^31; up to 24 else), so that a hop reads contiguous runs per list, never through ``order``.
+The edges strictly earlier than a bound (``inclusive=False``) or at most the bound (``inclusive=True``) are then a
+prefix of the list's run, found by binary search, first among the list's every-16th times, then in one run of at
+most 15 times. From that prefix a hop picks ``fanout`` of them uniformly without replacement (Floyd's algorithm,
+the same counter-based draws as the untimed sampler) or the ``fanout`` most recent (``recent``); ``fanout < 0``
+takes them all.
 
 Time bound of a sampled neighbour: it inherits the bound of the destination it was sampled for, which is
 the seed time of the seed whose path reached it (PyG's temporal scheme), so no hop reads past its seed's
@@ -164,8 +164,8 @@ def temporal_spans(
     [1]: one bound for every row): ``starts[j]`` = the list's first CSC position, ``degrees[j]`` = its admissible
     edges (the length of its time-ordered prefix before the bound), ``offsets`` (int64 [D + 1]) = the prefix sum
     of the edges each row samples (``fanout`` or fewer, all when ``fanout < 0``). ``times`` to ``clamp``: the
-    :class:`TimeOrder`'s :attr:`~TimeOrder.search`. ``all_past``: the caller knows every bound is after every edge (every
-    edge admissible: no search). Returns the hop's edge count.
+    :class:`TimeOrder`'s :attr:`~TimeOrder.search`. ``all_past``: the caller knows every bound is after every edge
+    (every edge admissible: no search). Returns the hop's edge count.
 
     A list longer than ``stride`` is searched in two steps: its entries of ``coarse`` (every ``stride``-th time)
     give the run of at most ``stride - 1`` times that holds the cut, then that run of ``times``."""
