@@ -195,6 +195,8 @@ def test_time_order_keeps_narrow_times_as_int32_offsets(origin: int, span: int, 
     time = np.array([origin + span, origin, origin + 1], np.int64)
     by_time = time_ordered(indices, time, np.array([1, 2, 0], np.int64))
     assert by_time.times.dtype == dtype and by_time.coarse.dtype == dtype and by_time.last == origin + span
+    assert by_time.rows.dtype == np.int32  # 3 edges, source 0: int64 ids that fit
+    assert time_ordered(indices.astype(np.int32), time, np.array([1, 2, 0], np.int64)).rows.dtype == np.int32
     np.testing.assert_array_equal(by_time.times.astype(np.int64) + by_time.origin, [origin, origin + 1, origin + span])
     starts, degrees, offsets = (np.empty(k, np.int64) for k in (1, 1, 2))
     cases = [(max(origin - 2**62, -(2**63)), 0), (origin, 0), (origin + 1, 1), (origin + span, 2)]

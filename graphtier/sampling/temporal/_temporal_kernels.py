@@ -93,7 +93,9 @@ def time_ordered(
     if not wide and last is not None and last - first < NARROW_SPAN and int64.min < first <= int64.max - NARROW_SPAN:
         origin = first
         times = (times - np.int64(first)).astype(np.int32)
-    fits = order.shape[0] <= NARROW_SPAN and (indices.shape[0] == 0 or int(indices.max()) <= NARROW_SPAN)
+    # int32 sources fit as they are; int64 ones are scanned once (no graph check bounds them by the node count)
+    small_ids = indices.dtype == np.int32 or indices.shape[0] == 0 or int(indices.max()) <= NARROW_SPAN
+    fits = order.shape[0] <= NARROW_SPAN and small_ids
     rows = np.empty((order.shape[0], 2), np.int32 if fits and not wide else np.int64)
     rows[:, 0] = order
     rows[:, 1] = np.take(indices, order)
