@@ -2,7 +2,8 @@
 
 The typed twin of :class:`graphtier.sampling.batch.MiniBatch`, with the same :class:`~graphtier.sampling.batch.Block`
 per relation. Node ids are LOCAL ids of their type (the rows of that type's feature table). In every layer the
-destination nodes of a type are a prefix of that type's source nodes, and ``blocks[i].num_dst[t] == blocks[i + 1].num_src[t]``. A model runs::
+destination nodes of a type are a prefix of that type's source nodes, and
+``blocks[i].num_dst[t] == blocks[i + 1].num_src[t]``. A model runs::
 
     x = {t: features[t][mb.n_id[t]] for t in mb.n_id}
     for blk in mb.blocks:

@@ -13,9 +13,10 @@ sources outside a chunk in-degree 0 and make the output depend on the chunk size
 used for the degrees.
 
 On the CPU, GraphSAGE and GCN layers build no blocks (:meth:`BlockGNNLayers.table_layer`): each reads its
-neighbours' rows straight from a table by global id (the previous layer's output; GCN first scales every row by its normalisation), and a layer whose
-output is narrower than its input projects first, so a feature table larger than RAM is read once, in order,
-instead of a random row per edge. GAT, and every model on CUDA, take one-hop blocks per step.
+neighbours' rows straight from a table by global id (the previous layer's output; GCN first scales every row by its
+normalisation), and a layer whose output is narrower than its input projects first, so a feature table larger than
+RAM is read once, in order, instead of a random row per edge. GAT, and every model on CUDA, take one-hop blocks per
+step.
 
 A model with edge inputs (GAT or GINE built with edge features or a time encoding) is refused
 (:func:`check_layerwise`): the one-hop blocks here carry no edge inputs, and a time encoding needs a time per
@@ -92,9 +93,9 @@ def layerwise_outputs(
             does not depend on ``chunk_size``.
         chunk_size: destination nodes per step.
         max_chunk_edges: in-edges per step (default :data:`~graphtier.train.infer.layerwise.MAX_CHUNK_EDGES`): a
-            chunk of ``chunk_size`` nodes with more edges is split (a node with more is a step of its own), which bounds a step's memory (its
-            distinct sources' rows and its block) however the degrees are skewed: the hottest nodes of a
-            reordered power-law graph come first, and 4096 of them can hold a fifth of the edges.
+            chunk of ``chunk_size`` nodes with more edges is split (a node with more is a step of its own), which
+            bounds a step's memory (its distinct sources' rows and its block) however the degrees are skewed: the
+            hottest nodes of a reordered power-law graph come first, and 4096 of them can hold a fifth of the edges.
         progress: reports the stage ``inference: layer-wise`` (in-edges read over all layers; an MLP: nodes).
         scratch_dir: None keeps every layer's output [N, H] in RAM; a directory holds them in unlinked
             memory-mapped files there instead (:func:`~graphtier.dataset.scratch.scratch_array`: page cache,
@@ -233,11 +234,12 @@ def _sage_layer(
 
     The layer's input is ``previous`` (float32 [N, d], the previous layer's output) or, for the first layer,
     which must then project, the feature table read through ``gather(ids)``. Each neighbour mean is read straight
-    from a table by the neighbours' global ids (:func:`neighbour_rows`): no block is built. With ``projects`` (d' < d) the layer is linear before its
-    activation, so ``lin_l(mean x) = mean(lin_l x)``: every node's input is first read in order, in blocks of
-    :data:`ROW_BLOCK` rows, and projected (``p = x W_l^T``, and the root part ``x W_r^T + b`` into the output);
-    the means are then taken over the narrower ``p``. On a feature table larger than RAM this reads the table
-    once, sequentially, where the means would read a random row per edge; the floats differ by rounding only.
+    from a table by the neighbours' global ids (:func:`neighbour_rows`): no block is built. With ``projects``
+    (d' < d) the layer is linear before its activation, so ``lin_l(mean x) = mean(lin_l x)``: every node's input is
+    first read in order, in blocks of :data:`ROW_BLOCK` rows, and projected (``p = x W_l^T``, and the root part
+    ``x W_r^T + b`` into the output); the means are then taken over the narrower ``p``. On a feature table larger
+    than RAM this reads the table once, sequentially, where the means would read a random row per edge; the floats
+    differ by rounding only.
     """
     conv = model.convs[layer]
     weight_l, bias_l, weight_r = conv.lin_l.weight, conv.lin_l.bias, conv.lin_r.weight
