@@ -109,6 +109,21 @@ def test_regression_reports_rmse_of_its_predictions(
     assert "test rmse" in line and "train-mean test rmse" in line
 
 
+def test_without_a_validation_split_the_last_epoch_is_picked_by_the_training_loss(
+    ratings: Path, tmp_path: Path
+) -> None:
+    """GC-MC's protocol: the whole base fold trains (``valid_fraction=0``), the epochs chosen beforehand."""
+    dataset = import_movielens(ratings, tmp_path / "ds", valid_fraction=0.0, id_features=True)
+    assert np.load(dataset.path / "link_valid.npy").shape[0] == 0
+    report = train(dataset, epochs=3, link_target="regression", **{**SMALL, "model": "mlp", "dropout": 0.0})
+    final, epochs = report["final"], report["epochs"]
+    assert all(e["valid_rmse"] is None for e in epochs)
+    losses = [e["loss"] for e in epochs]
+    assert final["best_epoch_by"] == "training loss" and final["epoch"] == 1 + int(np.argmin(losses))
+    assert final["test_rmse"] < final["test_mean_rmse"]
+    assert "by training loss" in final_summary(final, report["config"])
+
+
 def test_binary_target_is_the_label_above_the_threshold(rated: Dataset) -> None:
     options = {**SMALL, "batch_size": 64, "dropout": 0.0, "model": "mlp"}
     report = train(rated, epochs=10, link_target="binary", link_threshold=3.5, **options)

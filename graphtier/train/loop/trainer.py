@@ -373,7 +373,7 @@ class Trainer:
             final["method"] = (
                 ("temporal" if self.config.sampling.temporal else "static snapshot") if timed else "sampled"
             )
-            final["best_epoch_by"] = f"sampled {task.score_key}"
+            final["best_epoch_by"] = f"sampled {task.score_key}" if has_valid else "training loss"
             if is_main:
                 for split in ("valid", "test"):
                     final.update(self.evaluator.evaluate(self.model, split))
@@ -385,7 +385,9 @@ class Trainer:
             return self.report.to_dict()
         if isinstance(task, LinkTask):  # exact layer-wise embeddings of all nodes, always
             final["method"] = "full"
-            final["best_epoch_by"] = f"{'exact' if exact_links else 'sampled'} {task.score_key}"
+            final["best_epoch_by"] = (
+                f"{'exact' if exact_links else 'sampled'} {task.score_key}" if has_valid else "training loss"
+            )
             if is_main:
                 final.update(self.evaluator.full_link_metrics(self.model))  # type: ignore[arg-type]
             self._finish_report(final, wall_start)
