@@ -5,7 +5,9 @@ A generated power-law graph gets uniform random edge times; both samplers draw t
 
 * ``all-past``: every seed at a time after every edge, so both samplers see the same admissible edges and the
   ratio is the cost of the time machinery alone (binary search in the time order, the (node, time) relabel);
-* ``uniform``: seed times uniform over the edge-time range, as a chronological task samples.
+* ``uniform``: seed times uniform over the edge-time range (every batch mixes the whole history);
+* ``chronological``: as a chronological link task trains, batch ``b`` of ``B`` holds the times of one contiguous
+  slice of the first 70% of the range (slice ``b``, width 0.7 / B of the range), seed times uniform inside it.
 
 Runs alternate (untimed, temporal) ``--repeats`` times; medians of sampled edges per second and per CPU-second.
 
@@ -51,6 +53,16 @@ def run(sample, batches: list[np.ndarray]) -> tuple[float, float, int, int]:  # 
     return time.perf_counter() - wall, time.process_time() - cpu, edges, rows
 
 
+def seed_times(setting: str, size: int, batch: int, batches: int, rng: np.random.Generator) -> np.ndarray:
+    """int64 [size] the seed times of batch ``batch`` of ``batches`` in ``setting`` (edge times span [0, 10^9))."""
+    if setting == "all-past":
+        return np.full(size, 10**9, np.int64)
+    if setting == "uniform":
+        return rng.integers(0, 10**9, size)
+    width = 7 * 10**8 // batches  # chronological: slice ``batch`` of the first 70% of the range
+    return rng.integers(batch * width, (batch + 1) * width, size)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--nodes", type=int, default=500_000)
@@ -75,11 +87,8 @@ def main() -> None:
         fanout_list = [int(f) for f in fanouts.split(",")]
         plain = NeighborSampler(indptr, indices, fanout_list, num_threads=1)
         timed = TemporalNeighborSampler(indptr, indices, edge_time, order, fanout_list)
-        for setting in ("all-past", "uniform"):
-            seed_time = [
-                np.full(s.shape[0], 10**9, np.int64) if setting == "all-past" else rng.integers(0, 10**9, s.shape[0])
-                for s in batches
-            ]
+        for setting in ("all-past", "uniform", "chronological"):
+            seed_time = [seed_times(setting, s.shape[0], b, len(batches), rng) for b, s in enumerate(batches)]
             samplers = {
                 "untimed": lambda seeds, b: plain.sample(seeds, batch_id=b),
                 "temporal": lambda seeds, b, st=seed_time: timed.sample(seeds, st[b], batch_id=b),
@@ -102,7 +111,7 @@ def main() -> None:
             row["slowdown_batches"] = row["untimed_batches_per_s"] / row["temporal_batches_per_s"]
             rows.append(row)
             print(
-                f"{fanouts:>9} {setting:>8}: untimed {row['untimed_edges_per_s'] / 1e6:6.2f} M edges/s "
+                f"{fanouts:>9} {setting:>13}: untimed {row['untimed_edges_per_s'] / 1e6:6.2f} M edges/s "
                 f"({row['untimed_edges_per_batch']:,.0f}/batch), temporal {row['temporal_edges_per_s'] / 1e6:6.2f} M "
                 f"({row['temporal_edges_per_batch']:,.0f}/batch); untimed/temporal {row['slowdown']:.2f}x "
                 f"(per CPU-s {row['slowdown_cpu']:.2f}x, per batch {row['slowdown_batches']:.2f}x); rows/batch "
