@@ -3,6 +3,8 @@ CLI and from Python on an OGB-layout folder with node years; datasets without no
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -74,6 +76,23 @@ def test_temporal_node_classification_needs_node_times(tmp_path: Path) -> None:
         train(plain, TrainConfig(temporal="uniform", **SMALL))
     result = run_cli("train", str(tmp_path / "ds"), "--temporal", "uniform", "--epochs", "1")
     assert_user_error(result, "--temporal with --task node", "found no node times (node_time.npy)")
+
+
+def test_temporal_node_classification_refuses_seeds_before_every_edge(arxiv_like: Dataset, tmp_path: Path) -> None:
+    """Node years against edge times in seconds: no seed would have a neighbour; refused in one line."""
+    copy = tmp_path / "seconds"
+    shutil.copytree(arxiv_like.path, copy)
+    seconds = np.load(copy / "edge_time.npy") * 31_557_600
+    np.save(copy / "edge_time.npy", seconds)
+    meta = json.loads((copy / "meta.json").read_text())
+    meta["edge_time"] = {"unit": "s", "min": int(seconds.min()), "max": int(seconds.max())}
+    (copy / "meta.json").write_text(json.dumps(meta))
+    with pytest.raises(OptionError, match="expected training nodes at or after the earliest edge time"):
+        train(Dataset.open(copy), TrainConfig(temporal="uniform", **SMALL))
+    result = run_cli("train", str(copy), "--temporal", "uniform", "--epochs", "1")
+    assert_user_error(result, "node_time.npy", f"earliest edge time {int(seconds.min())} (s, edge_time.npy)")
+    assert "--temporal would sample no neighbour" in result.stderr
+    train(arxiv_like, TrainConfig(temporal="uniform", **{**SMALL, "epochs": 1}))  # the same years in both: trains
 
 
 def test_temporal_node_classification_refuses_full_inference(arxiv_like: Dataset) -> None:

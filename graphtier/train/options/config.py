@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
 from graphtier.dataset import Dataset
@@ -74,6 +75,24 @@ def require_edge_targets(dataset: Dataset, kind: str) -> None:
         raise OptionError(
             f"{dataset.path}: {{link_target={kind}}} needs edge-level targets (link_train_label.npy and "
             "meta.json 'link.label', e.g. prepare movielens), found none", options=("link_target",),
+        )  # fmt: skip
+
+
+def check_seeds_have_a_past(dataset: Dataset, train_idx: np.ndarray) -> None:
+    """OptionError when every training node's time (``node_time.npy``) is before the earliest edge time (the
+    ``edge_time`` entry of ``meta.json``): a temporal run would sample no neighbour for any seed, the sign of node and
+    edge times in different units (years against seconds). ``train_idx``: local ids of the target type."""
+    first = (dataset.meta.get("edge_time") or {}).get("min")
+    if dataset.node_time is None or first is None or len(train_idx) == 0:
+        return
+    shift = int(dataset.schema.target_type.offset) if dataset.is_hetero else 0
+    latest = int(np.max(np.asarray(dataset.node_time[np.asarray(train_idx, dtype=np.int64) + shift])))
+    if latest < int(first):
+        units = [(dataset.meta.get(key) or {}).get("unit") or "no unit" for key in ("node_time", "edge_time")]
+        raise OptionError(
+            f"{dataset.path}/node_time.npy: expected training nodes at or after the earliest edge time {first} "
+            f"({units[1]}, edge_time.npy), found every one before it (the latest {latest}, {units[0]}): {{temporal}} "
+            "would sample no neighbour; are node and edge times in the same unit?", options=("temporal",),
         )  # fmt: skip
 
 
@@ -315,6 +334,8 @@ class TrainConfig:
                 f"{path}: {{temporal}} with {{task=node}} samples each seed at its node's time and needs node and "
                 f"edge times, found no {missing} (prepare ogb reads them from raw/node_year)", options=("temporal", "task"),
             )  # fmt: skip
+        if self.sampling.temporal is not None:
+            check_seeds_have_a_past(dataset, train_idx)
 
     def check_gat_memory(self, dataset: Dataset) -> None:
         """Raise :class:`ResourceError` when GAT's per-edge attention tensors of the largest mini-batch that
