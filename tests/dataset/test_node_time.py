@@ -10,9 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from graphtier.dataset.edges.node_time import edge_times_from_nodes
+from graphtier.dataset.edges.node_time import edge_times_from_nodes, target_node_times
 from graphtier.dataset.format import Dataset
 from graphtier.dataset.importers import import_ogb
+from graphtier.dataset.schema import NodeType, Relation, Schema
 from graphtier.errors import DatasetError
 from graphtier.graph.reorder import reorder_dataset
 
@@ -37,6 +38,19 @@ def _arxiv_like(root: Path) -> np.ndarray:
     years = np.random.default_rng(3).integers(1990, 2021, 40)
     _gz(root / "raw" / "node_year.csv.gz", [str(y) for y in years])
     return years
+
+
+def test_target_node_times_read_the_target_types_rows() -> None:
+    """Local ids of the target type index node_time (global ids) after the type's offset; 0 when homogeneous."""
+    times = np.arange(100, 110, dtype=np.int64)
+    ids = np.array([3, 0, 3], np.int32)
+    homogeneous = Schema.homogeneous(10, 0)
+    np.testing.assert_array_equal(target_node_times(times, homogeneous, ids), times[[3, 0, 3]])
+    types = (NodeType("author", 4, 0, 0, "float32"), NodeType("paper", 6, 4, 8, "float32"))
+    typed = Schema(types, (Relation("author", "writes", "paper", 0, 0),), "paper", True)
+    got = target_node_times(times, typed, ids)
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got, times[[7, 4, 7]])
 
 
 def test_ogb_node_years_become_node_and_edge_times(tmp_path: Path) -> None:

@@ -37,6 +37,12 @@ def load_node_time(root: Path, meta: dict[str, Any], load: Callable[[Path], np.n
     return load(path) if path.is_file() else None
 
 
+def target_node_times(node_time: np.ndarray, schema: Schema, ids: np.ndarray) -> np.ndarray:
+    """int64 [B] (CPU) the times of ``ids`` (int [B], local ids of ``schema``'s target type) from ``node_time``
+    (int64 [N], indexed by global id: the type's offset is added, 0 on a homogeneous schema)."""
+    return np.asarray(node_time[np.asarray(ids, dtype=np.int64) + schema.target_type.offset], dtype=np.int64)
+
+
 def node_time_meta(times: np.ndarray, unit: str | None) -> dict[str, Any]:
     """The ``meta.json`` entry of ``times`` (int64 [N]): ``{"unit", "min", "max"}`` (min/max null when N == 0)."""
     low, high = index_range(times) if times.size else (None, None)

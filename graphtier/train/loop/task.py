@@ -23,6 +23,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from graphtier.dataset.edges.link_split import LinkPairs
+from graphtier.dataset.edges.node_time import target_node_times
 from graphtier.graphstore import GraphStore
 from graphtier.sampling import MiniBatch
 from graphtier.sampling.link.sampler import LinkMiniBatch
@@ -128,10 +129,10 @@ def timed_node_sampler(
     timed = store.temporal_sampler(fanouts, strategy, seed=seed, inclusive=True, relation_fanouts=relation_fanouts)
     node_time = store.dataset.node_time
     assert node_time is not None  # TrainConfig.validate_node refuses --temporal without node times
-    shift = int(store.dataset.schema.target_type.offset) if store.is_hetero else 0  # node_time: global ids
+    schema = store.dataset.schema
 
     def sample(seeds: np.ndarray, batch_id: int) -> MiniBatch:
-        return timed(seeds, batch_id, np.asarray(node_time[np.asarray(seeds) + shift], dtype=np.int64))
+        return timed(seeds, batch_id, target_node_times(node_time, schema, seeds))
 
     return sample
 

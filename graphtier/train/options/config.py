@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from graphtier.dataset import Dataset
+from graphtier.dataset.edges.node_time import target_node_times
 from graphtier.dataset.outputs import check_outputs
 from graphtier.dataset.resources import human_bytes, require_memory
 from graphtier.errors import OptionError, ResourceError
@@ -81,12 +82,11 @@ def require_edge_targets(dataset: Dataset, kind: str) -> None:
 def check_seeds_have_a_past(dataset: Dataset, train_idx: np.ndarray) -> None:
     """OptionError when every training node's time (``node_time.npy``) is before the earliest edge time (the
     ``edge_time`` entry of ``meta.json``): a temporal run would sample no neighbour for any seed, the sign of node and
-    edge times in different units (years against seconds). ``train_idx``: local ids of the target type."""
+    edge times in different units (years against seconds). ``train_idx``: int [B], local ids of the target type."""
     first = (dataset.meta.get("edge_time") or {}).get("min")
     if dataset.node_time is None or first is None or len(train_idx) == 0:
         return
-    shift = int(dataset.schema.target_type.offset) if dataset.is_hetero else 0
-    latest = int(np.max(np.asarray(dataset.node_time[np.asarray(train_idx, dtype=np.int64) + shift])))
+    latest = int(target_node_times(dataset.node_time, dataset.schema, train_idx).max())
     if latest < int(first):
         units = [(dataset.meta.get(key) or {}).get("unit") or "no unit" for key in ("node_time", "edge_time")]
         raise OptionError(
